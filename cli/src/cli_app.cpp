@@ -1,0 +1,49 @@
+#include "cli_app.h"
+
+#include <ostream>
+#include <string>
+
+#include "commands.h"
+#include "tessera/planner/text_util.h"
+
+namespace tessera::cli {
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Tessera: plans the memory, layout and speed of large-model training.\n"
+               "Start with `tessera models`, then `tessera estimate --model gpt2-medium --dp 8`."};
+  app.name("tessera");
+  app.require_subcommand(1, 1);
+  app.set_version_flag("--version", "tessera 0.1.0");
+
+  ListOptions models_options, gpus_options;
+  CLI::App* models = app.add_subcommand("models", "List the shipped models with their parameter counts");
+  models->add_option("--format", models_options.format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  CLI::App* gpus = app.add_subcommand("gpus", "List the shipped GPU profiles");
+  gpus->add_option("--format", gpus_options.format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  EstimateOptions estimate_options;
+  CLI::App* estimate = app.add_subcommand("estimate", "Memory per rank and category for one training set-up");
+  add_estimate_options(*estimate, estimate_options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    // Subcommand help arrives as CallForHelp from the subcommand: print that one's help.
+    std::string message = e.what();
+    err << "tessera: error: " << planner::one_line(message, 300) << " (see tessera --help)\n";
+    return kExitUsage;
+  }
+  if (models->parsed()) return run_models(models_options, out, err);
+  if (gpus->parsed()) return run_gpus(gpus_options, out, err);
+  return run_estimate(estimate_options, out, err);
+}
+
+}  // namespace tessera::cli

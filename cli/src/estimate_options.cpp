@@ -1,0 +1,116 @@
+#include "estimate_options.h"
+
+#include <cmath>
+
+namespace tessera::cli {
+namespace {
+
+using namespace tessera::planner;
+
+template <typename E>
+Status parse_choice(const char* option, const std::string& text, E& out) {
+  if (auto value = parse_enum<E>(text)) {
+    out = *value;
+    return Status::success();
+  }
+  return make_error(ErrorCode::invalid_argument, std::string(option) + " '" + text.substr(0, 40) + "' is not one of: " + enum_choices<E>());
+}
+
+Status mib_to_bytes(const char* option, double mib, int64_t& out, bool allow_negative_one) {
+  if (allow_negative_one && mib == -1) {
+    out = -1;
+    return Status::success();
+  }
+  if (!(mib >= 0 && mib <= 1e9)) return make_error(ErrorCode::invalid_argument, std::string(option) + " must lie in [0, 1e9] MiB");
+  out = static_cast<int64_t>(std::llround(mib * 1048576.0));
+  return Status::success();
+}
+
+ReportFormat format_from_extension(const std::string& path) {
+  for (const auto& entry : kReportFormatNames) {
+    if (entry.value != ReportFormat::table && path.ends_with("." + std::string(entry.name))) return entry.value;
+  }
+  if (path.ends_with(".htm")) return ReportFormat::html;
+  return ReportFormat::table;
+}
+
+}  // namespace
+
+Status EstimateOptions::finish() {
+  TrainingOptions& t = request.training;
+  PluginOptions& p = request.plugin;
+  for (Status s : {parse_choice("--precision", precision, t.precision), parse_choice("--optimizer", optimizer, t.optimizer),
+                   parse_choice("--recompute", recompute, t.recompute),
+                   parse_choice("--activation-profile", activation_profile, t.activation_profile),
+                   parse_choice("--plugin", plugin, p.kind), parse_choice("--pp-schedule", pp_schedule, p.pp_schedule),
+                   parse_choice("--fsdp-strategy", fsdp_strategy, p.fsdp_strategy),
+                   parse_choice("--placement", placement, p.gemini.placement_policy),
+                   mib_to_bytes("--bucket-mb", bucket_mb, p.bucket_bytes, false),
+                   mib_to_bytes("--reduce-bucket-m", reduce_bucket_m, p.reduce_bucket_numel, false),
+                   mib_to_bytes("--cuda-context-mib", cuda_context_mib, request.assumptions.cuda_context_bytes, true),
+                   mib_to_bytes("--nccl-mib", nccl_mib, request.assumptions.nccl_bytes_per_group, false),
+                   mib_to_bytes("--cublas-workspace-mib", cublas_workspace_mib, request.assumptions.cublas_workspace_bytes, false)}) {
+    if (!s) return s;
+  }
+  if (format.empty()) {
+    format_value = format_from_extension(output);
+  } else if (Status s = parse_choice("--format", format, format_value); !s) {
+    return s;
+  }
+  return Status::success();
+}
+
+void add_estimate_options(CLI::App& c, EstimateOptions& o) {
+  auto& r = o.request;
+  c.add_option("--model", o.model, "Shipped model name (see `tessera models`) or path of a Hugging Face config.json")->required();
+  c.add_option("--gpu", o.gpu, "GPU profile name (see `tessera gpus`) or path of a profile .json")->capture_default_str();
+  c.add_option("--dp", r.layout.dp, "Data-parallel size")->capture_default_str();
+  c.add_option("--tp", r.layout.tp, "Tensor-parallel size (hybrid_parallel)")->capture_default_str();
+  c.add_option("--pp", r.layout.pp, "Pipeline stages (hybrid_parallel)")->capture_default_str();
+  c.add_flag("--sequence-parallel", r.layout.sequence_parallel, "Megatron sequence parallelism in the tp group");
+  c.add_option("--micro-batch", r.training.micro_batch_size, "Samples per micro-batch per data-parallel rank")->capture_default_str();
+  c.add_option("--seq", r.training.seq_len, "Tokens per sample")->capture_default_str();
+  c.add_option("--micro-batches", r.training.num_micro_batches, "Micro-batches per step")->capture_default_str();
+  c.add_option("--precision", o.precision, "fp32, fp16 or bf16 (mixed, fp32 master weights)")->capture_default_str();
+  c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
+  c.add_option("--recompute", o.recompute, "Activation recompute: none, selective or full")->capture_default_str();
+  c.add_option("--activation-profile", o.activation_profile, "megatron (Korthikanti 2022) or tessera (our engine)")->capture_default_str();
+  c.add_option("--plugin", o.plugin, "torch_ddp, torch_fsdp, low_level_zero, gemini or hybrid_parallel")->capture_default_str();
+  c.add_option("--zero-stage", r.plugin.zero_stage, "ZeRO stage: 1-2 for low_level_zero (default 1), 0-2 for hybrid_parallel (default 0)");
+  c.add_flag("--cpu-offload", r.plugin.cpu_offload, "Keep master weights and optimizer states on the host (ZeRO)");
+  c.add_option("--bucket-mb", o.bucket_mb, "torch_ddp bucket_cap_mb")->capture_default_str();
+  c.add_flag("--gradient-as-bucket-view", r.plugin.gradient_as_bucket_view, "torch_ddp: gradients are views into the buckets");
+  c.add_option("--fsdp-strategy", o.fsdp_strategy, "torch_fsdp: full_shard or shard_grad_op")->capture_default_str();
+  c.add_option("--reduce-bucket-m", o.reduce_bucket_m, "low_level_zero reduce_bucket_size_in_m (Mi elements)")->capture_default_str();
+  c.add_option("--chunk-size", r.plugin.gemini.chunk_size, "gemini: elements per chunk (0 = search)")->capture_default_str();
+  c.add_option("--placement", o.placement, "gemini placement_policy: cuda, cpu, static or auto")->capture_default_str();
+  c.add_option("--shard-param-frac", r.plugin.gemini.shard_param_frac, "gemini static: fraction of chunks sharded")->capture_default_str();
+  c.add_option("--offload-optim-frac", r.plugin.gemini.offload_optim_frac, "gemini static: fraction of optimizer chunks on the host")->capture_default_str();
+  c.add_option("--offload-param-frac", r.plugin.gemini.offload_param_frac, "gemini static: fraction of parameter chunks on the host")->capture_default_str();
+  c.add_option("--search-range-m", r.plugin.gemini.search_range_m, "gemini chunk search range (Mi elements)")->capture_default_str();
+  c.add_option("--min-chunk-size-m", r.plugin.gemini.min_chunk_size_m, "gemini smallest chunk (Mi elements)")->capture_default_str();
+  c.add_option("--search-interval", r.plugin.gemini.search_interval, "gemini chunk search step (elements; ColossalAI hidden_dim)")->capture_default_str();
+  c.add_option("--pp-schedule", o.pp_schedule, "Pipeline schedule: gpipe or 1f1b")->capture_default_str();
+  c.add_option("--cuda-context-mib", o.cuda_context_mib, "CUDA context size (default: the GPU profile's)");
+  c.add_option("--fragmentation", r.assumptions.allocator_reserve_fraction, "Allocator reserve as a fraction of the other device bytes")->capture_default_str();
+  c.add_option("--nccl-mib", o.nccl_mib, "NCCL buffers per communicator (MiB)")->capture_default_str();
+  c.add_option("--cublas-workspace-mib", o.cublas_workspace_mib, "cuBLAS workspace (MiB)")->capture_default_str();
+  c.add_option("--format", o.format, "table, json, csv, md or html (default: from --output's extension, else table)");
+  c.add_option("--output,-o", o.output, "Write the report to this file instead of standard output");
+}
+
+Result<EstimateOptions> parse_estimate_arguments(const std::vector<std::string>& arguments) {
+  CLI::App app{"tessera estimate"};
+  EstimateOptions options;
+  add_estimate_options(app, options);
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());  // CLI11 takes them last-first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return make_error(ErrorCode::invalid_argument, e.what());
+  }
+  if (Status s = options.finish(); !s) return s.error();
+  return options;
+}
+
+}  // namespace tessera::cli

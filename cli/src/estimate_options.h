@@ -1,0 +1,50 @@
+// The options of `tessera estimate`, bound to the planner's request structs.
+// Later verbs (plan, train) reuse the same binding so that an option means the
+// same thing everywhere.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tessera/planner/report.h"
+#include "tessera/planner/status.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::cli {
+
+// Raw option values as typed; `finish()` turns them into the planner's structs.
+struct EstimateOptions {
+  std::string model;
+  std::string gpu = "h100-80g";
+  std::string precision = "bf16";
+  std::string optimizer = "adamw";
+  std::string recompute = "none";
+  std::string activation_profile = "tessera";
+  std::string plugin = "torch_ddp";
+  std::string pp_schedule = "1f1b";
+  std::string fsdp_strategy = "full_shard";
+  std::string placement = "static";
+  std::string format;  // empty: from --output's extension, else table
+  std::string output;  // empty: standard output
+  double bucket_mb = 25;
+  double reduce_bucket_m = 12;
+  double cuda_context_mib = -1;
+  double nccl_mib = 128;
+  double cublas_workspace_mib = 32;
+  planner::EstimateRequest request;
+
+  // Parsed enums and byte sizes land in `request`; `format_value` in the format.
+  planner::ReportFormat format_value = planner::ReportFormat::table;
+  Status finish();
+};
+
+// Registers the options on a CLI11 (sub)command.
+void add_estimate_options(CLI::App& command, EstimateOptions& options);
+
+// Parses `tessera estimate` arguments (without the program and verb names):
+// for tests and the fuzzer. Help requests come back as an error too.
+Result<EstimateOptions> parse_estimate_arguments(const std::vector<std::string>& arguments);
+
+}  // namespace tessera::cli

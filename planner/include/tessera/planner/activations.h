@@ -1,0 +1,78 @@
+// What a transformer keeps for the backward pass, as a table of named terms.
+//
+// Two profiles:
+//  - `megatron`: Korthikanti et al. 2022, "Reducing Activation Recomputation in
+//    Large Transformer Models", §4: per layer s·b·h·(34 + 5·a·s/h) bytes in
+//    16-bit (11sbh + 5as²b attention, 19sbh MLP, 4sbh layer-norm inputs);
+//    10sbh of it is replicated under tensor parallelism unless sequence
+//    parallelism splits it; selective recompute drops the 5as²b terms; full
+//    recompute keeps the 2sbh layer input. Dropout masks appear only where the
+//    model's config has dropout, and the terms follow the family's widths
+//    (grouped-query K/V, SwiGLU's gate and up, a parallel residual's shared
+//    norm input), so the paper's GPT-3 cases are reproduced exactly.
+//  - `tessera`: exactly what Tessera's engine keeps: no dropout; an unfused
+//    attention that keeps the softmax probabilities (a·s² per sample); norm
+//    statistics in fp32; plus the working set of recomputing one layer and the
+//    activation-gradient scratch of the backward pass. The engine's memory
+//    ledger tests hold the two equal.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tessera/planner/model_config.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+// How tensor parallelism divides a term (Korthikanti §4.2.2, §4.2.3).
+enum class ActivationSplit {
+  tensor_parallel,  // inside the tp region: always divided by t
+  sequence,         // outside it (norm inputs, dropout masks): divided by t only with sequence parallelism
+};
+
+struct ActivationTerm {
+  std::string_view name;
+  int64_t elements_per_token = 0;  // per token; per token and key position when per_key_position
+  int64_t bytes_per_element = 0;
+  bool per_key_position = false;   // attention scores: × seq_len (the s² terms)
+  ActivationSplit split = ActivationSplit::tensor_parallel;
+  bool kept_under_selective = true;  // false: dropped and recomputed by selective recompute
+  bool is_block_input = false;     // the one term full recompute keeps
+};
+
+struct ActivationTable {
+  std::vector<ActivationTerm> block;             // one transformer block, per micro-batch
+  std::vector<ActivationTerm> first_stage;       // kept by the stage holding the embedding
+  std::vector<ActivationTerm> last_stage;        // final norm and head inputs
+  std::vector<ActivationTerm> logits;            // logits and loss buffers (category `logits`)
+  std::vector<ActivationTerm> backward_scratch;  // activation gradients, once per stage (tessera)
+  bool counts_recompute_working_set = false;     // tessera: add one layer's recomputed tensors
+};
+
+ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision);
+
+struct ActivationShape {
+  int64_t micro_batch_size = 1;
+  int64_t seq_len = 1;
+  int64_t tp = 1;
+  bool sequence_parallel = false;
+};
+
+int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape);
+
+// Bytes of the given terms, for one micro-batch.
+int64_t terms_bytes(std::span<const ActivationTerm> terms, const ActivationShape& shape);
+
+// One block's bytes for one micro-batch under a recompute mode.
+struct BlockActivationBytes {
+  int64_t stash = 0;    // kept from forward until the block's backward
+  int64_t working = 0;  // recomputed tensors alive while one block runs its backward
+};
+
+BlockActivationBytes block_activation_bytes(const ActivationTable& table, const ActivationShape& shape,
+                                            RecomputeMode recompute);
+
+}  // namespace tessera::planner

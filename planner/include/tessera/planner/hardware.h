@@ -1,0 +1,34 @@
+// GPU profiles (data/hardware/gpus/*.json): memory, peak throughput per dtype,
+// and link bandwidths, each field sourced in its file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tessera/planner/status.h"
+
+namespace tessera::planner {
+
+struct PeakTflops {
+  double fp32 = 0;
+  double tf32 = 0;
+  double bf16 = 0;
+  double fp16 = 0;
+};
+
+struct GpuProfile {
+  std::string name;               // registry name, e.g. "h100-80g"
+  std::string display_name;       // e.g. "NVIDIA H100 SXM5 80GB"
+  int64_t memory_bytes = 0;       // total device memory (nvidia-smi memory.total)
+  int64_t cuda_context_bytes = 0; // lost to the CUDA context and kernel images
+  int64_t usable_memory_bytes = 0;
+  PeakTflops peak_tflops;         // dense (no sparsity)
+  double hbm_gbps = 0;
+  double nvlink_gbps = 0;         // per GPU, 0 where there is none
+  double pcie_gbps = 0;           // host link, per direction
+};
+
+Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& source);
+
+}  // namespace tessera::planner

@@ -1,0 +1,68 @@
+// Per-rank, per-category memory of one training configuration: the planner's
+// central estimate. Ranks that differ (pipeline stages) are reported one by
+// one; consecutive stages with identical bytes share a row.
+//
+// Model states follow Rajbhandari et al. 2020 ("ZeRO", §3.1 and §5): under
+// mixed precision with Adam every parameter costs 2 (16-bit weight) + 2 (16-bit
+// gradient) + 12 (fp32 master, momentum, variance) bytes = 16Ψ; ZeRO-1 shards
+// the 12, ZeRO-2 also the gradient, ZeRO-3 (FSDP, Gemini) everything.
+// Activations follow activations.h; buffers, workspaces and the runtime reserve
+// are stated as Assumptions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "tessera/planner/hardware.h"
+#include "tessera/planner/memory_categories.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/status.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+struct RankMemory {
+  int first_stage = 0;          // pipeline stages this row covers (inclusive)
+  int last_stage = 0;
+  int64_t first_rank = 0;       // global ranks this row covers (inclusive)
+  int64_t last_rank = 0;
+  int first_layer = 0;          // blocks held, first..last (inclusive); last < first when none
+  int last_layer = -1;
+  bool has_embedding = false;
+  bool has_head = false;
+  int64_t in_flight_micro_batches = 1;
+  MemoryBreakdown bytes;
+  int64_t device_total = 0;
+  int64_t host_total = 0;
+  int64_t gpu_capacity = 0;     // the GPU's total memory
+  int64_t margin = 0;           // capacity - device_total; negative when it does not fit
+  bool fits() const { return margin >= 0; }
+};
+
+// What Gemini's chunk manager does with this model (placement after "auto").
+struct GeminiSummary {
+  int64_t chunk_size = 0;
+  int64_t num_chunks = 0;
+  int64_t waste_elements = 0;
+  int64_t peak_gathered_chunks = 0;
+  double shard_param_frac = 1;
+  double offload_optim_frac = 0;
+  double offload_param_frac = 0;
+};
+
+struct MemoryEstimate {
+  std::vector<RankMemory> ranks;  // every distinct rank, in rank order
+  std::optional<GeminiSummary> gemini;
+  int64_t cuda_context_bytes = 0;  // the figure used (assumption or GPU profile)
+  bool fits() const;
+  // The rank row with the least margin.
+  const RankMemory& tightest() const;
+};
+
+// Checks the request against the model and GPU; the error names the option to change.
+Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
+
+Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
+
+}  // namespace tessera::planner

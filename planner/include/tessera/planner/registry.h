@@ -1,0 +1,24 @@
+// The shipped models (models/*.json) and GPU profiles (data/hardware/gpus/*.json),
+// compiled into the library. A model or GPU can also be given as a file path.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/planner/hardware.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/status.h"
+
+namespace tessera::planner {
+
+std::vector<std::string> shipped_model_names();
+std::vector<std::string> shipped_gpu_names();
+
+// `name_or_path`: a shipped model's name ("gpt2-medium") or the path of a
+// Hugging Face config.json. Errors name `field` (the option it came from).
+Result<Model> load_model(const std::string& name_or_path, const std::string& field = "--model");
+
+// `name_or_path`: a shipped GPU's name ("h100-80g") or the path of a profile.
+Result<GpuProfile> load_gpu(const std::string& name_or_path, const std::string& field = "--gpu");
+
+}  // namespace tessera::planner

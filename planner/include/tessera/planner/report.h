@@ -1,0 +1,40 @@
+// Renders an estimate for people and tools: a terminal table, JSON (schema 1),
+// CSV, Markdown, and a self-contained HTML page with an inline SVG bar per rank.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tessera/planner/enum_names.h"
+#include "tessera/planner/hardware.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+enum class ReportFormat { table, json, csv, md, html };
+inline constexpr std::array<EnumName<ReportFormat>, 5> kReportFormatNames{{{ReportFormat::table, "table"}, {ReportFormat::json, "json"}, {ReportFormat::csv, "csv"}, {ReportFormat::md, "md"}, {ReportFormat::html, "html"}}};
+inline std::span<const EnumName<ReportFormat>> enum_names(ReportFormat) { return kReportFormatNames; }
+
+// Everything a report shows; references, so that rendering copies nothing.
+struct EstimateReport {
+  const Model& model;
+  const GpuProfile& gpu;
+  const EstimateRequest& request;
+  const MemoryEstimate& estimate;
+};
+
+// The JSON document (`"schema": 1`), also the source of the other formats' facts.
+nlohmann::json estimate_to_json(const EstimateReport& report);
+
+std::string render_estimate(const EstimateReport& report, ReportFormat format);
+
+// "FITS: ..." or "DOES NOT FIT: ...", naming the tightest rank and its largest category.
+std::string verdict_line(const MemoryEstimate& estimate);
+
+// "1.50 GiB", "676.8 MiB", "512 B": binary units, three significant digits or more.
+std::string format_bytes(int64_t bytes);
+
+}  // namespace tessera::planner

@@ -1,0 +1,124 @@
+// What the user asks the planner about: the training set-up, the parallel
+// layout, the plugin and its knobs, and the stated assumptions. The command
+// line, plan files and the GUI all bind to these structs. Each field states its
+// default; plugin knobs carry ColossalAI's names so that exports map one to one.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "tessera/planner/enum_names.h"
+
+namespace tessera::planner {
+
+enum class Precision { fp32, fp16, bf16 };  // fp16/bf16: mixed precision with fp32 master weights
+enum class OptimizerKind { adam, adamw, sgd, sgd_momentum };
+enum class RecomputeMode { none, selective, full };  // Korthikanti et al. 2022 §5
+// Which runtime's saved tensors the activation model counts (see activations.h).
+enum class ActivationProfile { megatron, tessera };
+enum class PipelineSchedule { gpipe, one_f_one_b };
+enum class PluginKind { torch_ddp, torch_fsdp, low_level_zero, gemini, hybrid_parallel };
+enum class FsdpStrategy { full_shard, shard_grad_op };
+enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
+
+inline constexpr std::array<EnumName<Precision>, 3> kPrecisionNames{{{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}}};
+inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};
+inline constexpr std::array<EnumName<RecomputeMode>, 3> kRecomputeNames{{{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
+inline constexpr std::array<EnumName<ActivationProfile>, 2> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"}, {ActivationProfile::tessera, "tessera"}}};
+inline constexpr std::array<EnumName<PipelineSchedule>, 2> kPipelineScheduleNames{{{PipelineSchedule::gpipe, "gpipe"}, {PipelineSchedule::one_f_one_b, "1f1b"}}};
+inline constexpr std::array<EnumName<PluginKind>, 5> kPluginNames{{{PluginKind::torch_ddp, "torch_ddp"}, {PluginKind::torch_fsdp, "torch_fsdp"}, {PluginKind::low_level_zero, "low_level_zero"}, {PluginKind::gemini, "gemini"}, {PluginKind::hybrid_parallel, "hybrid_parallel"}}};
+inline constexpr std::array<EnumName<FsdpStrategy>, 2> kFsdpStrategyNames{{{FsdpStrategy::full_shard, "full_shard"}, {FsdpStrategy::shard_grad_op, "shard_grad_op"}}};
+inline constexpr std::array<EnumName<GeminiPlacement>, 4> kGeminiPlacementNames{{{GeminiPlacement::cuda, "cuda"}, {GeminiPlacement::cpu, "cpu"}, {GeminiPlacement::static_placement, "static"}, {GeminiPlacement::auto_placement, "auto"}}};
+
+inline std::span<const EnumName<Precision>> enum_names(Precision) { return kPrecisionNames; }
+inline std::span<const EnumName<OptimizerKind>> enum_names(OptimizerKind) { return kOptimizerNames; }
+inline std::span<const EnumName<RecomputeMode>> enum_names(RecomputeMode) { return kRecomputeNames; }
+inline std::span<const EnumName<ActivationProfile>> enum_names(ActivationProfile) { return kActivationProfileNames; }
+inline std::span<const EnumName<PipelineSchedule>> enum_names(PipelineSchedule) { return kPipelineScheduleNames; }
+inline std::span<const EnumName<PluginKind>> enum_names(PluginKind) { return kPluginNames; }
+inline std::span<const EnumName<FsdpStrategy>> enum_names(FsdpStrategy) { return kFsdpStrategyNames; }
+inline std::span<const EnumName<GeminiPlacement>> enum_names(GeminiPlacement) { return kGeminiPlacementNames; }
+
+// Bytes of one element of the weights, gradients and activations in compute precision.
+constexpr int64_t compute_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+constexpr bool is_mixed_precision(Precision p) { return p != Precision::fp32; }
+// fp32 tensors per parameter the optimizer keeps: Adam's two moments (Kingma & Ba
+// 2015), SGD's momentum buffer, nothing for plain SGD.
+constexpr int64_t optimizer_state_count(OptimizerKind k) {
+  return (k == OptimizerKind::adam || k == OptimizerKind::adamw) ? 2 : (k == OptimizerKind::sgd_momentum ? 1 : 0);
+}
+
+struct TrainingOptions {
+  Precision precision = Precision::bf16;
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  RecomputeMode recompute = RecomputeMode::none;
+  ActivationProfile activation_profile = ActivationProfile::tessera;
+  int64_t micro_batch_size = 1;   // samples per micro-batch per data-parallel rank
+  int64_t seq_len = 1024;         // tokens per sample
+  int64_t num_micro_batches = 1;  // micro-batches per step (gradient accumulation / pipeline)
+};
+
+// Ranks are ordered tensor-parallel fastest, then data, then pipeline
+// (Megatron-LM's default "tp-dp-pp"): rank = tp_rank + tp * (dp_rank + dp * pp_rank).
+struct ParallelLayout {
+  int64_t dp = 1;                  // data-parallel size; 1 = no replication
+  int64_t tp = 1;                  // tensor-parallel size; 1 = no tensor parallelism
+  int64_t pp = 1;                  // pipeline stages; 1 = no pipeline
+  bool sequence_parallel = false;  // Megatron sequence parallelism in the tp group (needs tp > 1)
+  int64_t world_size() const { return dp * tp * pp; }
+};
+
+// ColossalAI's GeminiPlugin knobs (colossalai/booster/plugin/gemini_plugin.py).
+struct GeminiOptions {
+  int64_t chunk_size = 0;           // elements per chunk; 0 = search (chunks.h)
+  GeminiPlacement placement_policy = GeminiPlacement::static_placement;
+  double shard_param_frac = 1.0;    // static: fraction of chunks sharded across dp (rest replicated)
+  double offload_optim_frac = 0.0;  // static: fraction of fp32 master + optimizer chunks on the host
+  double offload_param_frac = 0.0;  // static: fraction of 16-bit parameter chunks on the host
+  double search_range_m = 32;       // chunk search: range above the start, in Mi elements
+  double min_chunk_size_m = 32;     // chunk search: smallest chunk, in Mi elements
+  int64_t search_interval = 1024;   // chunk search: step between candidates (ColossalAI's hidden_dim)
+};
+
+struct PluginOptions {
+  PluginKind kind = PluginKind::torch_ddp;
+  // torch_ddp: PyTorch DistributedDataParallel's bucket_cap_mb (25) and gradient_as_bucket_view (False).
+  int64_t bucket_bytes = int64_t{25} << 20;
+  bool gradient_as_bucket_view = false;
+  FsdpStrategy fsdp_strategy = FsdpStrategy::full_shard;
+  // low_level_zero: stage 1 or 2 (default 1, as LowLevelZeroPlugin); hybrid_parallel: 0, 1 or 2 (default 0).
+  int zero_stage = -1;  // -1 = the plugin's default
+  bool cpu_offload = false;  // low_level_zero: master weights and optimizer states on the host
+  int64_t reduce_bucket_numel = int64_t{12} << 20;  // low_level_zero reduce_bucket_size_in_m = 12
+  GeminiOptions gemini;
+  PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
+
+  int effective_zero_stage() const {
+    if (zero_stage >= 0) return zero_stage;
+    return kind == PluginKind::low_level_zero ? 1 : 0;
+  }
+};
+
+// What the estimate assumes about the runtime; printed with every report.
+struct Assumptions {
+  int64_t cuda_context_bytes = -1;          // -1 = the GPU profile's figure
+  double allocator_reserve_fraction = 0.05; // fragmentation reserve of the caching allocator
+  // NCCL_BUFFSIZE is 4 MiB per channel and direction (NCCL docs, "Environment
+  // Variables"); 16 channels in both directions give 128 MiB per communicator.
+  int64_t nccl_bytes_per_group = int64_t{128} << 20;
+  // cuBLAS keeps a 32 MiB workspace per handle on Hopper (cuBLAS docs, cublasSetWorkspace).
+  int64_t cublas_workspace_bytes = int64_t{32} << 20;
+  // Gemini "auto" keeps device use under this fraction of the GPU, after
+  // ColossalAI's steady_cuda_cap_ratio (0.9).
+  double auto_placement_cuda_fraction = 0.9;
+};
+
+struct EstimateRequest {
+  TrainingOptions training;
+  ParallelLayout layout;
+  PluginOptions plugin;
+  Assumptions assumptions;
+};
+
+}  // namespace tessera::planner

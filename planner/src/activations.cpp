@@ -1,0 +1,136 @@
+#include "tessera/planner/activations.h"
+
+#include <algorithm>
+
+namespace tessera::planner {
+namespace {
+
+using Split = ActivationSplit;
+constexpr int64_t kMaskBytes = 1;  // Megatron keeps dropout masks as uint8 / bool
+constexpr int64_t kFp32 = 4;
+
+ActivationTerm term(std::string_view name, int64_t elements, int64_t bytes, Split split) {
+  return ActivationTerm{name, elements, bytes, false, split, true, false};
+}
+
+// Korthikanti et al. 2022 §4.1, term by term, with the family's widths.
+ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
+  const int64_t h = c.hidden_size;
+  const int64_t I = c.intermediate_size;
+  const bool attn_dropout = c.attention_dropout > 0;
+  const bool hidden_dropout = c.hidden_dropout > 0;
+  ActivationTable t;
+  auto& b = t.block;
+  // Attention block: 11sbh + 5as²b with dropout (§4.1, "Attention block").
+  ActivationTerm input = term("attn_norm_input", h, dt, Split::sequence);  // layer-norm input, 2sbh
+  input.is_block_input = true;
+  b.push_back(input);
+  b.push_back(term("qkv_input", h, dt, Split::sequence));                                // 2sbh
+  b.push_back(term("query_key", c.q_width() + c.kv_width(), dt, Split::tensor_parallel));  // 4sbh for MHA
+  b.push_back(term("value", c.kv_width(), dt, Split::tensor_parallel));                  // 2sbh for MHA
+  ActivationTerm softmax{"softmax_output", c.num_heads, dt, true, Split::tensor_parallel, false, false};  // 2as²b
+  b.push_back(softmax);
+  if (attn_dropout) {
+    b.push_back(ActivationTerm{"softmax_dropout_mask", c.num_heads, kMaskBytes, true, Split::tensor_parallel, false, false});  // as²b
+    b.push_back(ActivationTerm{"softmax_dropout_output", c.num_heads, dt, true, Split::tensor_parallel, false, false});      // 2as²b
+  }
+  b.push_back(term("attn_proj_input", c.q_width(), dt, Split::tensor_parallel));  // 2sbh
+  if (hidden_dropout) b.push_back(term("attn_dropout_mask", h, kMaskBytes, Split::sequence));  // sbh
+  // MLP block: 19sbh with a 4h GELU MLP (§4.1, "MLP").
+  if (!c.parallel_residual) b.push_back(term("mlp_norm_input", h, dt, Split::sequence));  // 2sbh; a parallel residual reuses attn_norm_input
+  b.push_back(term("mlp_input", h, dt, Split::sequence));  // 2sbh
+  if (c.mlp == MlpKind::swiglu) {
+    b.push_back(term("swiglu_input", 2 * I, dt, Split::tensor_parallel));  // gate and up outputs
+  } else {
+    b.push_back(term("activation_input", I, dt, Split::tensor_parallel));  // 8sbh for I = 4h
+  }
+  b.push_back(term("activation_output", I, dt, Split::tensor_parallel));  // 8sbh for I = 4h
+  if (hidden_dropout) b.push_back(term("mlp_dropout_mask", h, kMaskBytes, Split::sequence));  // sbh
+  // Outside the blocks (§4.3): the embedding dropout mask on the first stage,
+  // the final norm and head inputs (4sbh) and the fp32 logits (4sbv) on the last.
+  if (c.embedding_dropout > 0) t.first_stage.push_back(term("embedding_dropout_mask", h, kMaskBytes, Split::sequence));
+  t.last_stage.push_back(term("final_norm_input", h, dt, Split::sequence));
+  t.last_stage.push_back(term("head_input", c.word_embed_proj_dim, dt, Split::sequence));
+  t.logits.push_back(term("logits_fp32", c.vocab_size, kFp32, Split::tensor_parallel));
+  return t;
+}
+
+// What Tessera's engine keeps (engine/src/model): no dropout, unfused attention
+// keeping the probabilities, norm statistics in fp32.
+ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
+  const int64_t h = c.hidden_size;
+  const int64_t I = c.intermediate_size;
+  const int64_t stats = c.norm == NormKind::layer_norm ? 2 : 1;  // mean and rstd, or rstd alone
+  ActivationTable t;
+  auto& b = t.block;
+  ActivationTerm input = term("block_input", h, dt, Split::sequence);
+  input.is_block_input = true;
+  b.push_back(input);
+  b.push_back(term("attn_norm_stats", stats, kFp32, Split::sequence));
+  b.push_back(term("attn_norm_output", h, dt, Split::sequence));
+  b.push_back(term("qkv", c.q_width() + 2 * c.kv_width(), dt, Split::tensor_parallel));
+  b.push_back(ActivationTerm{"attention_probs", c.num_heads, dt, true, Split::tensor_parallel, false, false});
+  b.push_back(term("attention_output", c.q_width(), dt, Split::tensor_parallel));
+  if (!c.parallel_residual) b.push_back(term("mlp_norm_input", h, dt, Split::sequence));
+  b.push_back(term("mlp_norm_stats", stats, kFp32, Split::sequence));
+  b.push_back(term("mlp_norm_output", h, dt, Split::sequence));
+  if (c.mlp == MlpKind::swiglu) {
+    b.push_back(term("mlp_gate", I, dt, Split::tensor_parallel));
+    b.push_back(term("mlp_up", I, dt, Split::tensor_parallel));
+  } else {
+    b.push_back(term("mlp_pre_activation", I, dt, Split::tensor_parallel));
+  }
+  b.push_back(term("mlp_activation", I, dt, Split::tensor_parallel));
+  t.last_stage.push_back(term("final_norm_input", h, dt, Split::sequence));
+  t.last_stage.push_back(term("final_norm_stats", stats, kFp32, Split::sequence));
+  t.last_stage.push_back(term("head_input", c.word_embed_proj_dim, dt, Split::sequence));
+  // The head writes fp32 logits; the loss overwrites them in place with dlogits.
+  t.logits.push_back(term("logits_fp32", c.vocab_size, kFp32, Split::tensor_parallel));
+  t.logits.push_back(term("token_losses", 1, kFp32, Split::sequence));
+  // Backward keeps the residual-stream gradient and one gradient of the block's widest intermediate.
+  const int64_t mlp_width = (c.mlp == MlpKind::swiglu ? 2 : 1) * I;
+  t.backward_scratch.push_back(term("grad_residual", h, dt, Split::sequence));
+  t.backward_scratch.push_back(term("grad_widest", std::max(c.q_width() + 2 * c.kv_width(), mlp_width), dt, Split::tensor_parallel));
+  t.counts_recompute_working_set = true;
+  return t;
+}
+
+}  // namespace
+
+ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision) {
+  const int64_t dt = compute_bytes(precision);
+  return profile == ActivationProfile::megatron ? megatron_table(config, dt) : tessera_table(config, dt);
+}
+
+int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape) {
+  int64_t elements = shape.micro_batch_size * shape.seq_len * term.elements_per_token;
+  if (term.per_key_position) elements *= shape.seq_len;
+  const bool divided = term.split == ActivationSplit::tensor_parallel || shape.sequence_parallel;
+  if (divided) elements = (elements + shape.tp - 1) / shape.tp;
+  return elements * term.bytes_per_element;
+}
+
+int64_t terms_bytes(std::span<const ActivationTerm> terms, const ActivationShape& shape) {
+  int64_t total = 0;
+  for (const ActivationTerm& t : terms) total += term_bytes(t, shape);
+  return total;
+}
+
+BlockActivationBytes block_activation_bytes(const ActivationTable& table, const ActivationShape& shape,
+                                            RecomputeMode recompute) {
+  BlockActivationBytes out;
+  for (const ActivationTerm& t : table.block) {
+    const int64_t bytes = term_bytes(t, shape);
+    bool kept = true;
+    if (recompute == RecomputeMode::selective) kept = t.kept_under_selective;
+    if (recompute == RecomputeMode::full) kept = t.is_block_input;
+    if (kept) {
+      out.stash += bytes;
+    } else if (table.counts_recompute_working_set) {
+      out.working += bytes;
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,72 @@
+#include "tessera/planner/hardware.h"
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/planner/text_util.h"
+
+namespace tessera::planner {
+namespace {
+
+using nlohmann::json;
+
+Result<double> positive_number(const json& object, const char* key, const std::string& source, bool allow_zero) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) {
+    return make_error(ErrorCode::parse_error, source + ": field '" + key + "' must be a number");
+  }
+  const double value = it->get<double>();
+  if (value < 0 || (!allow_zero && value == 0) || value > 1e18) {
+    return make_error(ErrorCode::parse_error, source + ": field '" + key + "' must be " + (allow_zero ? "non-negative" : "positive"));
+  }
+  return value;
+}
+
+}  // namespace
+
+Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& source) {
+  json root;
+  try {
+    root = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::parse_error& e) {
+    return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
+  }
+  if (!root.is_object()) return make_error(ErrorCode::parse_error, source + ": expected a JSON object (a GPU profile)");
+  GpuProfile gpu;
+  auto name = root.find("name");
+  if (name == root.end() || !name->is_string()) return make_error(ErrorCode::parse_error, source + ": field 'name' must be a string");
+  gpu.name = name->get<std::string>();
+  auto display = root.find("display_name");
+  gpu.display_name = (display != root.end() && display->is_string()) ? display->get<std::string>() : gpu.name;
+
+  struct Field {
+    const char* key;
+    double* target;
+    bool allow_zero;
+  };
+  double memory = 0, context = 0, usable = 0;
+  for (const Field& f : {Field{"memory_bytes", &memory, false}, Field{"cuda_context_bytes", &context, true},
+                         Field{"usable_memory_bytes", &usable, false}, Field{"hbm_gbps", &gpu.hbm_gbps, false},
+                         Field{"nvlink_gbps", &gpu.nvlink_gbps, true}, Field{"pcie_gbps", &gpu.pcie_gbps, false}}) {
+    auto value = positive_number(root, f.key, source, f.allow_zero);
+    if (!value) return value.error();
+    *f.target = value.value();
+  }
+  gpu.memory_bytes = static_cast<int64_t>(memory);
+  gpu.cuda_context_bytes = static_cast<int64_t>(context);
+  gpu.usable_memory_bytes = static_cast<int64_t>(usable);
+  if (gpu.usable_memory_bytes + gpu.cuda_context_bytes != gpu.memory_bytes) {
+    return make_error(ErrorCode::parse_error, source + ": usable_memory_bytes must equal memory_bytes - cuda_context_bytes");
+  }
+
+  auto peaks = root.find("peak_tflops");
+  if (peaks == root.end() || !peaks->is_object()) return make_error(ErrorCode::parse_error, source + ": field 'peak_tflops' must be an object");
+  for (const Field& f : {Field{"fp32", &gpu.peak_tflops.fp32, false}, Field{"tf32", &gpu.peak_tflops.tf32, false},
+                         Field{"bf16", &gpu.peak_tflops.bf16, true}, Field{"fp16", &gpu.peak_tflops.fp16, false}}) {
+    auto value = positive_number(*peaks, f.key, source + " peak_tflops", f.allow_zero);
+    if (!value) return value.error();
+    *f.target = value.value();
+  }
+  return gpu;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,308 @@
+// The memory model: per pipeline stage, the bytes of every category on the
+// device and the host. Sources are cited where each formula is applied.
+#include "tessera/planner/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tessera/planner/activations.h"
+#include "tessera/planner/chunks.h"
+#include "tessera/planner/pipeline_stages.h"
+
+namespace tessera::planner {
+namespace {
+
+using Cat = MemoryCategory;
+constexpr MemorySpace kDevice = MemorySpace::device;
+constexpr MemorySpace kHost = MemorySpace::host;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_bytes(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
+
+// Byte widths of the model states under the request's precision and optimizer.
+struct StateWidths {
+  int64_t param;   // 16-bit under mixed precision, else 4
+  int64_t grad;    // gradients in the compute dtype
+  int64_t master;  // fp32 master copy under mixed precision (Micikevicius et al. 2018), else 0
+  int64_t optim;   // fp32 optimizer states: 8 for Adam, 4 for SGD with momentum
+};
+
+StateWidths state_widths(const TrainingOptions& t) {
+  const int64_t p = compute_bytes(t.precision);
+  return StateWidths{p, p, is_mixed_precision(t.precision) ? 4 : 0, 4 * optimizer_state_count(t.optimizer)};
+}
+
+// One pipeline stage as the plugins see it.
+struct StageContext {
+  int stage = 0;
+  StageLayers layers;
+  bool first = false;
+  bool last = false;
+  int64_t params = 0;   // parameters on one rank of this stage before data-parallel sharding
+  int64_t in_flight = 1;
+};
+
+// Torch DDP and ColossalAI's hybrid plugin at ZeRO stage 0: every state replicated.
+// DDP copies all gradients into its buckets unless gradient_as_bucket_view is set
+// (PyTorch DistributedDataParallel docs: "gradient_as_bucket_view ... the saved
+// memory size will be equal to the total gradients size").
+void add_replicated_states(const StageContext& s, const EstimateRequest& r, const StateWidths& w, bool ddp_wrapped,
+                           MemoryBreakdown& out) {
+  out.add(Cat::parameters, kDevice, s.params * w.param);
+  out.add(Cat::master_weights, kDevice, s.params * w.master);
+  out.add(Cat::gradients, kDevice, s.params * w.grad);
+  out.add(Cat::optimizer_states, kDevice, s.params * w.optim);
+  if (ddp_wrapped && !r.plugin.gradient_as_bucket_view) out.add(Cat::comm_buffers, kDevice, s.params * w.grad);
+}
+
+// ZeRO-1/2 (Rajbhandari et al. 2020 §5.1-5.2; ColossalAI LowLevelZeroOptimizer):
+// the fp32 master weights and optimizer states are sharded over dp, and at stage 2
+// the gradients too; gradients are reduced through a bucket of reduce_bucket_size.
+// With CPU offload the master weights, optimizer states and an fp32 gradient
+// shard live on the host, where the CPU optimizer steps (ZeRO-Offload, Ren et al. 2021).
+void add_zero_states(const StageContext& s, const EstimateRequest& r, const StateWidths& w, int stage,
+                     MemoryBreakdown& out) {
+  const int64_t shard = ceil_div(s.params, r.layout.dp);
+  const MemorySpace optimizer_space = r.plugin.cpu_offload ? kHost : kDevice;
+  out.add(Cat::parameters, kDevice, s.params * w.param);
+  out.add(Cat::gradients, kDevice, (stage >= 2 ? shard : s.params) * w.grad);
+  out.add(Cat::master_weights, optimizer_space, shard * w.master);
+  out.add(Cat::optimizer_states, optimizer_space, shard * w.optim);
+  if (r.plugin.cpu_offload) out.add(Cat::gradients, kHost, shard * 4);
+  if (r.layout.dp > 1) out.add(Cat::comm_buffers, kDevice, std::min(r.plugin.reduce_bucket_numel, s.params) * w.grad);
+}
+
+// PyTorch FSDP (Zhao et al. 2023, "PyTorch FSDP"): each block is a unit whose
+// flat parameter is sharded over dp. Under MixedPrecision the shard stays fp32
+// (it is the optimizer's weight) and is cast to 16-bit when gathered; the
+// sharded gradient is fp32 as well. FULL_SHARD frees a unit after use and keeps
+// two units gathered (the current one and the prefetched one; limit_all_gathers)
+// plus the root unit (embedding and head), which is not resharded after forward.
+// SHARD_GRAD_OP keeps every unit gathered from forward to backward.
+void add_fsdp_states(const Model& m, const StageContext& s, const EstimateRequest& r, const StateWidths& w,
+                     MemoryBreakdown& out) {
+  const int64_t shard = ceil_div(s.params, r.layout.dp);
+  out.add(Cat::parameters, kDevice, shard * 4);
+  out.add(Cat::gradients, kDevice, shard * 4);
+  out.add(Cat::optimizer_states, kDevice, shard * w.optim);
+  const int64_t root = m.embedding.full() + m.head.full();
+  const bool gathers = r.layout.dp > 1 || w.param != 4;  // one fp32 rank unshards in place
+  if (gathers) {
+    const int64_t gathered = r.plugin.fsdp_strategy == FsdpStrategy::full_shard
+                                 ? root + 2 * m.largest_block_numel
+                                 : s.params;
+    out.add(Cat::chunk_buffers, kDevice, gathered * w.param);
+    // The unsharded gradient of one unit waits for its reduce-scatter.
+    out.add(Cat::comm_buffers, kDevice, std::max(root, m.largest_block_numel) * w.grad);
+  }
+}
+
+// The placement Gemini ends up with; "auto" is solved later against the GPU.
+GeminiSummary gemini_placement(const GeminiOptions& g) {
+  GeminiSummary p;
+  switch (g.placement_policy) {
+    case GeminiPlacement::cuda: break;  // shard 1, offload 0, 0
+    case GeminiPlacement::cpu: p.offload_optim_frac = p.offload_param_frac = 1; break;
+    case GeminiPlacement::static_placement:
+      p.shard_param_frac = g.shard_param_frac;
+      p.offload_optim_frac = g.offload_optim_frac;
+      p.offload_param_frac = g.offload_param_frac;
+      break;
+    case GeminiPlacement::auto_placement: break;  // starts on the device; see estimate_memory
+  }
+  return p;
+}
+
+// Gemini (ColossalAI GeminiDDP, chunk-based ZeRO-3): the padded chunks are
+// sharded over dp (the fraction shard_param_frac; the rest stays gathered on
+// every rank); 16-bit parameters and gradients follow the parameter placement,
+// fp32 master weights and optimizer states follow offload_optim_frac. While a
+// layer runs, its chunks are gathered whole: the parameter chunk and, in
+// backward, a full gradient chunk until its reduce-scatter.
+void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
+                       const GeminiSummary& g, MemoryBreakdown& out) {
+  const double dp = static_cast<double>(r.layout.dp);
+  const double padded = static_cast<double>(g.num_chunks * g.chunk_size);
+  const double sharded = padded * g.shard_param_frac / dp;   // elements of sharded chunks on one rank
+  const double kept = padded * (1 - g.shard_param_frac);     // chunks kept gathered on every rank
+  const double on_device = sharded * (1 - g.offload_param_frac) + kept;
+  const double on_host = sharded * g.offload_param_frac;
+  out.add(Cat::parameters, kDevice, round_bytes(on_device * static_cast<double>(w.param)));
+  out.add(Cat::parameters, kHost, round_bytes(on_host * static_cast<double>(w.param)));
+  out.add(Cat::gradients, kDevice, round_bytes(on_device * static_cast<double>(w.grad)));
+  out.add(Cat::gradients, kHost, round_bytes(on_host * static_cast<double>(w.grad)));
+  const double optimizer_elements = sharded + kept;
+  for (auto [category, width] : {std::pair{Cat::master_weights, w.master}, std::pair{Cat::optimizer_states, w.optim}}) {
+    const double bytes = optimizer_elements * static_cast<double>(width);
+    out.add(category, kDevice, round_bytes(bytes * (1 - g.offload_optim_frac)));
+    out.add(category, kHost, round_bytes(bytes * g.offload_optim_frac));
+  }
+  if (g.shard_param_frac > 0) {
+    // A gathered chunk replaces the part of its shard already on the device.
+    const double resident = (1 - g.offload_param_frac) / dp;
+    const double per_chunk = static_cast<double>(g.chunk_size * (w.param + w.grad)) * (1 - resident);
+    out.add(Cat::chunk_buffers, kDevice, round_bytes(per_chunk * static_cast<double>(g.peak_gathered_chunks)));
+  }
+}
+
+void add_activations(const Model& m, const StageContext& s, const EstimateRequest& r, MemoryBreakdown& out) {
+  const TrainingOptions& t = r.training;
+  const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
+  const ActivationShape shape{t.micro_batch_size, t.seq_len, r.layout.tp, r.layout.sequence_parallel};
+  const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
+  int64_t per_micro_batch = s.layers.num_layers * block.stash;
+  if (s.first) per_micro_batch += terms_bytes(table.first_stage, shape);
+  if (s.last) per_micro_batch += terms_bytes(table.last_stage, shape);
+  int64_t activations = s.in_flight * per_micro_batch + terms_bytes(table.backward_scratch, shape);
+  if (s.layers.num_layers > 0) activations += block.working;
+  out.add(Cat::activations, kDevice, activations);
+  if (s.last) out.add(Cat::logits, kDevice, s.in_flight * terms_bytes(table.logits, shape));
+  // Pipeline send/recv buffers: one activation and one gradient per neighbouring
+  // stage, each (s/t if sequence parallel, b, h) in the compute dtype (Megatron p2p).
+  const int64_t neighbours = (s.first ? 0 : 1) + (s.last ? 0 : 1);
+  const int64_t boundary = t.micro_batch_size * t.seq_len * m.config.hidden_size * compute_bytes(t.precision) /
+                           (r.layout.sequence_parallel ? r.layout.tp : 1);
+  out.add(Cat::comm_buffers, kDevice, neighbours * 2 * boundary);
+}
+
+// cuBLAS workspace, NCCL buffers per communicator the rank uses, the CUDA
+// context, and the caching allocator's fragmentation reserve on everything else.
+void add_runtime(const EstimateRequest& r, int64_t cuda_context, MemoryBreakdown& out) {
+  const auto& l = r.layout;
+  const int64_t groups = (l.dp > 1 ? 1 : 0) + (l.tp > 1 ? 1 : 0) + (l.pp > 1 ? 1 : 0);
+  out.add(Cat::workspace, kDevice, r.assumptions.cublas_workspace_bytes + groups * r.assumptions.nccl_bytes_per_group);
+  const int64_t reserve = round_bytes(static_cast<double>(out.device_total()) * r.assumptions.allocator_reserve_fraction);
+  out.add(Cat::runtime, kDevice, cuda_context + reserve);
+}
+
+StageContext make_stage(const Model& m, const EstimateRequest& r, int stage, const StageLayers& layers) {
+  const auto& l = r.layout;
+  StageContext s;
+  s.stage = stage;
+  s.layers = layers;
+  s.first = stage == 0;
+  s.last = stage == l.pp - 1;
+  ParamTotals totals;
+  for (int i = 0; i < layers.num_layers; ++i) totals += m.blocks[static_cast<size_t>(layers.first_layer + i)];
+  if (s.first) totals += m.embedding;
+  if (s.last) totals += m.head;
+  // With pp > 1 the last stage keeps its own copy of a tied embedding for the head
+  // (Megatron-LM: word embeddings duplicated on the first and last stage).
+  if (s.last && l.pp > 1) totals += m.tied_head;
+  s.params = totals.per_tp_rank(l.tp);
+  s.in_flight = in_flight_micro_batches(r.plugin.pp_schedule, l.pp, stage, r.training.num_micro_batches);
+  return s;
+}
+
+MemoryBreakdown stage_memory(const Model& m, const StageContext& s, const EstimateRequest& r,
+                             const GeminiSummary* gemini, int64_t cuda_context) {
+  const StateWidths w = state_widths(r.training);
+  MemoryBreakdown out;
+  switch (r.plugin.kind) {
+    case PluginKind::torch_ddp: add_replicated_states(s, r, w, true, out); break;
+    case PluginKind::torch_fsdp: add_fsdp_states(m, s, r, w, out); break;
+    case PluginKind::low_level_zero: add_zero_states(s, r, w, r.plugin.effective_zero_stage(), out); break;
+    case PluginKind::gemini: add_gemini_states(r, w, *gemini, out); break;
+    case PluginKind::hybrid_parallel: {
+      const int stage = r.plugin.effective_zero_stage();
+      if (stage == 0) {
+        add_replicated_states(s, r, w, r.layout.dp > 1, out);
+      } else {
+        add_zero_states(s, r, w, stage, out);
+      }
+      break;
+    }
+  }
+  add_activations(m, s, r, out);
+  add_runtime(r, cuda_context, out);
+  return out;
+}
+
+GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
+  const GeminiOptions& g = r.plugin.gemini;
+  GeminiSummary summary = gemini_placement(g);
+  summary.chunk_size = g.chunk_size > 0 ? g.chunk_size : search_chunk_size(m.inventory, g, r.layout.dp);
+  const ChunkLayout layout = pack_chunks(m.inventory, summary.chunk_size);
+  summary.num_chunks = layout.num_chunks();
+  summary.waste_elements = layout.waste_elements();
+  summary.peak_gathered_chunks = peak_chunks_per_layer(layout, m.inventory, static_cast<int>(m.config.num_layers));
+  return summary;
+}
+
+// Gemini "auto" offloads the smallest fraction of the fp32 optimizer chunks that
+// brings the device under auto_placement_cuda_fraction of the GPU. Device bytes
+// fall linearly in the fraction, so two evaluations give it exactly.
+void solve_auto_placement(const Model& m, const StageContext& s, const EstimateRequest& r, int64_t capacity,
+                          int64_t cuda_context, GeminiSummary& g) {
+  const double target = r.assumptions.auto_placement_cuda_fraction * static_cast<double>(capacity);
+  g.offload_optim_frac = 0;
+  const double all_on_device = static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total());
+  if (all_on_device <= target) return;
+  g.offload_optim_frac = 1;
+  const double all_offloaded = static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total());
+  const double needed = (all_on_device - target) / std::max(1.0, all_on_device - all_offloaded);
+  g.offload_optim_frac = std::clamp(needed, 0.0, 1.0);
+}
+
+RankMemory make_row(const StageContext& s, const EstimateRequest& r, const MemoryBreakdown& bytes, int64_t capacity) {
+  const int64_t ranks_per_stage = r.layout.dp * r.layout.tp;
+  RankMemory row;
+  row.first_stage = row.last_stage = s.stage;
+  row.first_rank = s.stage * ranks_per_stage;
+  row.last_rank = row.first_rank + ranks_per_stage - 1;
+  row.first_layer = s.layers.first_layer;
+  row.last_layer = s.layers.first_layer + s.layers.num_layers - 1;
+  row.has_embedding = s.first;
+  row.has_head = s.last;
+  row.in_flight_micro_batches = s.in_flight;
+  row.bytes = bytes;
+  row.device_total = bytes.device_total();
+  row.host_total = bytes.host_total();
+  row.gpu_capacity = capacity;
+  row.margin = capacity - row.device_total;
+  return row;
+}
+
+// Consecutive stages with the same bytes and role share one row.
+bool same_row(const RankMemory& a, const RankMemory& b) {
+  return a.bytes == b.bytes && a.has_embedding == b.has_embedding && a.has_head == b.has_head &&
+         a.in_flight_micro_batches == b.in_flight_micro_batches &&
+         (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
+}
+
+}  // namespace
+
+bool MemoryEstimate::fits() const {
+  return std::all_of(ranks.begin(), ranks.end(), [](const RankMemory& r) { return r.fits(); });
+}
+
+const RankMemory& MemoryEstimate::tightest() const {
+  return *std::min_element(ranks.begin(), ranks.end(), [](const RankMemory& a, const RankMemory& b) { return a.margin < b.margin; });
+}
+
+Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu, const EstimateRequest& request) {
+  if (Status s = validate_request(model, gpu, request); !s) return s.error();
+  MemoryEstimate estimate;
+  estimate.cuda_context_bytes = request.assumptions.cuda_context_bytes >= 0 ? request.assumptions.cuda_context_bytes : gpu.cuda_context_bytes;
+  const auto stages = split_layers(static_cast<int>(model.config.num_layers), static_cast<int>(request.layout.pp));
+  GeminiSummary gemini;
+  if (request.plugin.kind == PluginKind::gemini) gemini = plan_gemini(model, request);
+  for (int stage = 0; stage < static_cast<int>(stages.size()); ++stage) {
+    const StageContext s = make_stage(model, request, stage, stages[static_cast<size_t>(stage)]);
+    if (request.plugin.kind == PluginKind::gemini && request.plugin.gemini.placement_policy == GeminiPlacement::auto_placement) {
+      solve_auto_placement(model, s, request, gpu.memory_bytes, estimate.cuda_context_bytes, gemini);
+    }
+    RankMemory row = make_row(s, request, stage_memory(model, s, request, &gemini, estimate.cuda_context_bytes), gpu.memory_bytes);
+    if (!estimate.ranks.empty() && same_row(estimate.ranks.back(), row)) {
+      estimate.ranks.back().last_stage = row.last_stage;
+      estimate.ranks.back().last_rank = row.last_rank;
+      estimate.ranks.back().last_layer = row.last_layer;
+    } else {
+      estimate.ranks.push_back(row);
+    }
+  }
+  if (request.plugin.kind == PluginKind::gemini) estimate.gemini = gemini;
+  return estimate;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,48 @@
+#include "tessera/planner/model.h"
+
+#include <algorithm>
+
+namespace tessera::planner {
+
+void ParamTotals::add(const TensorInfo& tensor) {
+  switch (tensor.tp_split) {
+    case TpSplit::replicated: replicated += tensor.numel(); break;
+    case TpSplit::split: split += tensor.numel(); break;
+    case TpSplit::vocab:
+      vocab_rows = tensor.shape[0];
+      vocab_width += tensor.shape[1];
+      break;
+  }
+}
+
+ParamTotals& ParamTotals::operator+=(const ParamTotals& other) {
+  replicated += other.replicated;
+  split += other.split;
+  vocab_width += other.vocab_width;
+  vocab_rows = std::max(vocab_rows, other.vocab_rows);
+  return *this;
+}
+
+Model make_model(ModelConfig config) {
+  Model model;
+  model.inventory = build_tensor_inventory(config);
+  model.config = std::move(config);
+  const int L = static_cast<int>(model.config.num_layers);
+  model.blocks.resize(static_cast<size_t>(L));
+  for (const TensorInfo& t : model.inventory.tensors) {
+    if (t.tied_to >= 0) {
+      model.tied_head.add(t);
+    } else if (t.layer == kEmbeddingLayer) {
+      model.embedding.add(t);
+    } else if (t.layer >= L) {
+      model.head.add(t);
+    } else {
+      model.blocks[static_cast<size_t>(t.layer)].add(t);
+    }
+  }
+  model.parameter_count = model.inventory.parameter_count();
+  for (const ParamTotals& b : model.blocks) model.largest_block_numel = std::max(model.largest_block_numel, b.full());
+  return model;
+}
+
+}  // namespace tessera::planner

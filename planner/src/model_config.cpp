@@ -1,0 +1,308 @@
+// Hugging Face config.json -> ModelConfig. Defaults follow each family's config
+// class in transformers (src/transformers/models/<family>/configuration_<family>.py).
+#include "tessera/planner/model_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/planner/text_util.h"
+
+namespace tessera::planner {
+namespace {
+
+using nlohmann::json;
+
+// Upper bounds keep every later product (bytes of a 1M-token batch of a
+// 1M-wide model) inside int64; no real model comes near them.
+constexpr int64_t kMaxDimension = int64_t{1} << 22;    // hidden, heads, widths
+constexpr int64_t kMaxLayers = 100000;
+constexpr int64_t kMaxVocab = int64_t{1} << 26;
+constexpr size_t kMaxConfigBytes = size_t{16} << 20;
+
+class FieldReader {
+ public:
+  FieldReader(const json& root, const std::string& source) : root_(root), source_(source) {}
+
+  // The first alias present; an error if two aliases disagree.
+  Result<std::optional<int64_t>> integer(std::initializer_list<const char*> aliases, int64_t max_value) const {
+    std::optional<int64_t> found;
+    const char* found_name = nullptr;
+    for (const char* name : aliases) {
+      auto it = root_.find(name);
+      if (it == root_.end() || it->is_null()) continue;
+      int64_t value = 0;
+      if (it->is_number_integer()) {
+        value = it->get<int64_t>();
+      } else if (it->is_number_float() && it->get<double>() == static_cast<double>(static_cast<int64_t>(it->get<double>()))) {
+        value = static_cast<int64_t>(it->get<double>());
+      } else {
+        return field_error(name, "must be a positive integer, got " + short_dump(*it));
+      }
+      if (value <= 0 || value > max_value) {
+        return field_error(name, "must be a positive integer no larger than " + std::to_string(max_value) + ", got " + std::to_string(value));
+      }
+      if (found && *found != value) {
+        return field_error(name, "is " + std::to_string(value) + " but its alias '" + found_name + "' is " +
+                                     std::to_string(*found) + "; keep one of them");
+      }
+      found = value;
+      found_name = name;
+    }
+    return found;
+  }
+
+  Result<int64_t> required_integer(std::initializer_list<const char*> aliases, int64_t max_value) const {
+    auto value = integer(aliases, max_value);
+    if (!value) return value.error();
+    if (!value.value()) {
+      std::string names;
+      for (const char* name : aliases) names += std::string(names.empty() ? "'" : " or '") + name + "'";
+      return make_error(ErrorCode::parse_error, source_ + ": missing field " + names + " (the model's size must be stated)");
+    }
+    return *value.value();
+  }
+
+  Result<double> number(const char* name, double fallback, double min_value, double max_value) const {
+    auto it = root_.find(name);
+    if (it == root_.end() || it->is_null()) return fallback;
+    if (!it->is_number()) return field_error(name, "must be a number, got " + short_dump(*it));
+    const double value = it->get<double>();
+    if (!(value >= min_value && value <= max_value)) {
+      return field_error(name, "must lie in [" + format_number(min_value) + ", " + format_number(max_value) + "], got " + format_number(value));
+    }
+    return value;
+  }
+
+  Result<bool> boolean(const char* name, bool fallback) const {
+    auto it = root_.find(name);
+    if (it == root_.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) return field_error(name, "must be true or false, got " + short_dump(*it));
+    return it->get<bool>();
+  }
+
+  Error field_error(const std::string& name, const std::string& what) const {
+    return make_error(ErrorCode::parse_error, source_ + ": field '" + name + "' " + what);
+  }
+
+ private:
+  static std::string short_dump(const json& value) {
+    std::string text = value.dump(-1, ' ', true, json::error_handler_t::replace);
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    return text;
+  }
+
+  const json& root_;
+  const std::string& source_;
+};
+
+// Fills `out` or returns the first error; TRY keeps the field-by-field code flat.
+#define TESSERA_TRY_ASSIGN(target, expression)      \
+  do {                                              \
+    auto tessera_result_ = (expression);            \
+    if (!tessera_result_) return tessera_result_.error(); \
+    target = std::move(tessera_result_).value();    \
+  } while (0)
+
+struct FamilyDefaults {
+  ModelFamily family;
+  NormKind norm;
+  MlpKind mlp;
+  bool tie_word_embeddings;
+  bool qkv_bias;
+  bool attn_out_bias;
+  bool mlp_bias;
+  bool learned_positions;
+  double attention_dropout;
+  double hidden_dropout;
+  double embedding_dropout;
+};
+
+std::optional<FamilyDefaults> family_defaults(std::string_view model_type) {
+  // Defaults of each transformers config class; tie_word_embeddings falls back to
+  // PretrainedConfig's True unless the class overrides it.
+  if (model_type == "gpt2") return FamilyDefaults{ModelFamily::gpt2, NormKind::layer_norm, MlpKind::gelu, true, true, true, true, true, 0.1, 0.1, 0.1};
+  if (model_type == "llama") return FamilyDefaults{ModelFamily::llama, NormKind::rms_norm, MlpKind::swiglu, false, false, false, false, false, 0.0, 0.0, 0.0};
+  if (model_type == "mistral") return FamilyDefaults{ModelFamily::mistral, NormKind::rms_norm, MlpKind::swiglu, false, false, false, false, false, 0.0, 0.0, 0.0};
+  if (model_type == "qwen2") return FamilyDefaults{ModelFamily::qwen2, NormKind::rms_norm, MlpKind::swiglu, false, true, false, false, false, 0.0, 0.0, 0.0};
+  if (model_type == "opt") return FamilyDefaults{ModelFamily::opt, NormKind::layer_norm, MlpKind::gelu, true, true, true, true, true, 0.0, 0.1, 0.1};
+  if (model_type == "bloom") return FamilyDefaults{ModelFamily::bloom, NormKind::layer_norm, MlpKind::gelu, true, true, true, true, false, 0.0, 0.0, 0.0};
+  if (model_type == "gpt_neox") return FamilyDefaults{ModelFamily::gpt_neox, NormKind::layer_norm, MlpKind::gelu, false, true, true, true, false, 0.0, 0.0, 0.0};
+  return std::nullopt;
+}
+
+Result<ModelConfig> read_config(const json& root, const std::string& source) {
+  if (!root.is_object()) return make_error(ErrorCode::parse_error, source + ": expected a JSON object (a Hugging Face config.json)");
+  auto type_it = root.find("model_type");
+  if (type_it == root.end()) return make_error(ErrorCode::parse_error, source + ": missing field 'model_type' (e.g. \"gpt2\" or \"llama\")");
+  if (!type_it->is_string()) return make_error(ErrorCode::parse_error, source + ": field 'model_type' must be a string");
+  const std::string model_type = type_it->get<std::string>();
+  const auto defaults = family_defaults(model_type);
+  if (!defaults) {
+    return make_error(ErrorCode::unsupported, source + ": model_type '" + one_line(model_type, 40) +
+                                                  "' is not supported; supported: gpt2, llama, mistral, qwen2, opt, bloom, gpt_neox");
+  }
+
+  const FieldReader read(root, source);
+  ModelConfig c;
+  c.model_type = model_type;
+  c.family = defaults->family;
+  c.norm = defaults->norm;
+  c.mlp = defaults->mlp;
+
+  TESSERA_TRY_ASSIGN(c.hidden_size, read.required_integer({"hidden_size", "n_embd", "n_embed", "d_model"}, kMaxDimension));
+  TESSERA_TRY_ASSIGN(c.num_layers, read.required_integer({"num_hidden_layers", "n_layer", "num_layers"}, kMaxLayers));
+  TESSERA_TRY_ASSIGN(c.num_heads, read.required_integer({"num_attention_heads", "n_head", "num_heads"}, kMaxDimension));
+  TESSERA_TRY_ASSIGN(c.vocab_size, read.required_integer({"vocab_size"}, kMaxVocab));
+
+  std::optional<int64_t> kv_heads, head_dim, intermediate, positions, proj_dim;
+  TESSERA_TRY_ASSIGN(kv_heads, read.integer({"num_key_value_heads"}, kMaxDimension));
+  TESSERA_TRY_ASSIGN(head_dim, read.integer({"head_dim"}, kMaxDimension));
+  TESSERA_TRY_ASSIGN(intermediate, read.integer({"intermediate_size", "n_inner", "ffn_dim"}, kMaxDimension));
+  TESSERA_TRY_ASSIGN(positions, read.integer({"max_position_embeddings", "n_positions", "n_ctx"}, kMaxDimension));
+  TESSERA_TRY_ASSIGN(proj_dim, read.integer({"word_embed_proj_dim"}, kMaxDimension));
+
+  if (!head_dim && c.hidden_size % c.num_heads != 0) {
+    return read.field_error("num_attention_heads", "(" + std::to_string(c.num_heads) + ") must divide the hidden size " +
+                                                       std::to_string(c.hidden_size) + " unless 'head_dim' is given");
+  }
+  c.head_dim = head_dim.value_or(c.hidden_size / c.num_heads);
+  // GQA (Ainslie et al. 2023): only Llama-style families read num_key_value_heads.
+  const bool has_gqa = c.family == ModelFamily::llama || c.family == ModelFamily::mistral || c.family == ModelFamily::qwen2;
+  c.num_kv_heads = has_gqa ? kv_heads.value_or(c.num_heads) : c.num_heads;
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return read.field_error("num_key_value_heads", "(" + std::to_string(c.num_kv_heads) + ") must divide num_attention_heads " +
+                                                       std::to_string(c.num_heads));
+  }
+  c.max_positions = positions.value_or(2048);
+
+  switch (c.family) {
+    case ModelFamily::gpt2:
+    case ModelFamily::bloom:
+      c.intermediate_size = intermediate.value_or(4 * c.hidden_size);  // GPT2Config n_inner=None -> 4*n_embd
+      break;
+    case ModelFamily::opt:
+      c.intermediate_size = intermediate.value_or(3072);               // OPTConfig ffn_dim default
+      break;
+    case ModelFamily::llama:
+      c.intermediate_size = intermediate.value_or(11008);              // LlamaConfig default
+      break;
+    case ModelFamily::mistral:
+      c.intermediate_size = intermediate.value_or(14336);              // MistralConfig default
+      break;
+    case ModelFamily::qwen2:
+      c.intermediate_size = intermediate.value_or(22016);              // Qwen2Config default
+      break;
+    case ModelFamily::gpt_neox:
+      c.intermediate_size = intermediate.value_or(24576);              // GPTNeoXConfig default
+      break;
+  }
+
+  TESSERA_TRY_ASSIGN(c.tie_word_embeddings, read.boolean("tie_word_embeddings", defaults->tie_word_embeddings));
+  c.qkv_bias = defaults->qkv_bias;
+  c.attn_out_bias = defaults->attn_out_bias;
+  c.mlp_bias = defaults->mlp_bias;
+  c.learned_positions = defaults->learned_positions;
+  c.attention_dropout = defaults->attention_dropout;
+  c.hidden_dropout = defaults->hidden_dropout;
+  c.embedding_dropout = defaults->embedding_dropout;
+
+  switch (c.family) {
+    case ModelFamily::gpt2:
+      c.max_positions = positions.value_or(1024);
+      TESSERA_TRY_ASSIGN(c.attention_dropout, read.number("attn_pdrop", 0.1, 0.0, 1.0));
+      TESSERA_TRY_ASSIGN(c.hidden_dropout, read.number("resid_pdrop", 0.1, 0.0, 1.0));
+      TESSERA_TRY_ASSIGN(c.embedding_dropout, read.number("embd_pdrop", 0.1, 0.0, 1.0));
+      break;
+    case ModelFamily::llama:
+      TESSERA_TRY_ASSIGN(c.qkv_bias, read.boolean("attention_bias", false));
+      c.attn_out_bias = c.qkv_bias;
+      TESSERA_TRY_ASSIGN(c.mlp_bias, read.boolean("mlp_bias", false));
+      TESSERA_TRY_ASSIGN(c.attention_dropout, read.number("attention_dropout", 0.0, 0.0, 1.0));
+      c.rotary_pct = 1.0;
+      break;
+    case ModelFamily::mistral:
+    case ModelFamily::qwen2:
+      TESSERA_TRY_ASSIGN(c.attention_dropout, read.number("attention_dropout", 0.0, 0.0, 1.0));
+      c.rotary_pct = 1.0;
+      break;
+    case ModelFamily::opt: {
+      bool enable_bias = true, norm_before = true, remove_final_norm = false;
+      TESSERA_TRY_ASSIGN(enable_bias, read.boolean("enable_bias", true));
+      TESSERA_TRY_ASSIGN(norm_before, read.boolean("do_layer_norm_before", true));
+      TESSERA_TRY_ASSIGN(remove_final_norm, read.boolean("_remove_final_layer_norm", false));
+      c.qkv_bias = c.attn_out_bias = c.mlp_bias = enable_bias;
+      c.final_norm = norm_before && !remove_final_norm;
+      c.position_offset = 2;  // OPTLearnedPositionalEmbedding keeps 2 extra rows
+      c.word_embed_proj_dim = proj_dim.value_or(c.hidden_size);
+      TESSERA_TRY_ASSIGN(c.hidden_dropout, read.number("dropout", 0.1, 0.0, 1.0));
+      TESSERA_TRY_ASSIGN(c.attention_dropout, read.number("attention_dropout", 0.0, 0.0, 1.0));
+      c.embedding_dropout = c.hidden_dropout;
+      break;
+    }
+    case ModelFamily::bloom:
+      c.embedding_norm = true;
+      TESSERA_TRY_ASSIGN(c.hidden_dropout, read.number("hidden_dropout", 0.0, 0.0, 1.0));
+      TESSERA_TRY_ASSIGN(c.attention_dropout, read.number("attention_dropout", 0.0, 0.0, 1.0));
+      break;
+    case ModelFamily::gpt_neox:
+      TESSERA_TRY_ASSIGN(c.parallel_residual, read.boolean("use_parallel_residual", true));
+      TESSERA_TRY_ASSIGN(c.rotary_pct, read.number("rotary_pct", 0.25, 0.0, 1.0));
+      TESSERA_TRY_ASSIGN(c.qkv_bias, read.boolean("attention_bias", true));
+      c.attn_out_bias = c.qkv_bias;
+      TESSERA_TRY_ASSIGN(c.hidden_dropout, read.number("hidden_dropout", 0.0, 0.0, 1.0));
+      TESSERA_TRY_ASSIGN(c.attention_dropout, read.number("attention_dropout", 0.0, 0.0, 1.0));
+      break;
+  }
+  if (c.word_embed_proj_dim == 0) c.word_embed_proj_dim = c.hidden_size;
+  return c;
+}
+
+#undef TESSERA_TRY_ASSIGN
+
+}  // namespace
+
+std::string_view to_string(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::gpt2: return "gpt2";
+    case ModelFamily::llama: return "llama";
+    case ModelFamily::mistral: return "mistral";
+    case ModelFamily::qwen2: return "qwen2";
+    case ModelFamily::opt: return "opt";
+    case ModelFamily::bloom: return "bloom";
+    case ModelFamily::gpt_neox: return "gpt_neox";
+  }
+  return "unknown";
+}
+
+Result<ModelConfig> parse_model_config(std::string_view json_text, const std::string& source) {
+  if (json_text.size() > kMaxConfigBytes) {
+    return make_error(ErrorCode::parse_error, source + ": file is larger than 16 MiB; a config.json is a few KB");
+  }
+  json root;
+  try {
+    root = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::parse_error& e) {
+    return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
+  }
+  return read_config(root, source);
+}
+
+Result<ModelConfig> load_model_config_file(const std::string& path) {
+  auto text = read_text_file(path, "--model");
+  if (!text) return text.error();
+  auto config = parse_model_config(text.value(), path);
+  if (!config) return config.error();
+  ModelConfig c = std::move(config).value();
+  c.name = std::filesystem::path(path).stem().string();
+  if (c.name == "config") c.name = std::filesystem::path(path).parent_path().filename().string();
+  if (c.name.empty()) c.name = "config";
+  return c;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,127 @@
+#include "report_facts.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tessera::planner {
+
+std::string format_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes < 0 ? -bytes : bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[48];
+  if (unit == 0) {
+    std::snprintf(text, sizeof text, "%s%lld B", bytes < 0 ? "-" : "", static_cast<long long>(value));
+  } else {
+    std::snprintf(text, sizeof text, value < 100 ? "%s%.2f %s" : "%s%.1f %s", bytes < 0 ? "-" : "", value, units[unit]);
+  }
+  return text;
+}
+
+std::string format_count(int64_t count) {
+  const char* suffix[] = {"", "K", "M", "B", "T"};
+  double value = static_cast<double>(count);
+  int i = 0;
+  while (value >= 1000.0 && i < 4) {
+    value /= 1000.0;
+    ++i;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, i == 0 ? "%.0f%s" : "%.1f%s", value, suffix[i]);
+  return text;
+}
+
+std::string rank_range(const RankMemory& row) {
+  if (row.first_rank == row.last_rank) return "rank " + std::to_string(row.first_rank);
+  return "ranks " + std::to_string(row.first_rank) + "-" + std::to_string(row.last_rank);
+}
+
+std::string row_label(const RankMemory& row) {
+  std::string label = rank_range(row);
+  label += row.first_stage == row.last_stage ? " · stage " + std::to_string(row.first_stage)
+                                             : " · stages " + std::to_string(row.first_stage) + "-" + std::to_string(row.last_stage);
+  if (row.last_layer >= row.first_layer) {
+    label += " · layers " + std::to_string(row.first_layer) + "-" + std::to_string(row.last_layer);
+  }
+  if (row.has_embedding) label += " · embedding";
+  if (row.has_head) label += " · head";
+  return label;
+}
+
+std::string verdict_line(const MemoryEstimate& estimate) {
+  const RankMemory& tight = estimate.tightest();
+  if (tight.fits()) {
+    return "FITS: every rank leaves at least " + format_bytes(tight.margin) + " of " + format_bytes(tight.gpu_capacity) +
+           " free (tightest: " + rank_range(tight) + ", " + format_bytes(tight.device_total) + ")";
+  }
+  MemoryCategory largest = MemoryCategory::parameters;
+  for (MemoryCategory c : kAllMemoryCategories) {
+    if (tight.bytes[c].device > tight.bytes[largest].device) largest = c;
+  }
+  return "DOES NOT FIT: " + rank_range(tight) + " need " + format_bytes(tight.device_total) + " of " +
+         format_bytes(tight.gpu_capacity) + " (" + format_bytes(-tight.margin) + " over; largest category " +
+         std::string(to_string(largest)) + " " + format_bytes(tight.bytes[largest].device) + ")";
+}
+
+std::string summary_line(const EstimateReport& r) {
+  const auto& t = r.request.training;
+  const auto& l = r.request.layout;
+  std::string line = r.model.config.name + " (" + format_count(r.model.parameter_count) + " parameters) on " + r.gpu.name +
+                     " (" + format_bytes(r.gpu.memory_bytes) + "): " + std::string(enum_name(r.request.plugin.kind));
+  if (r.request.plugin.kind == PluginKind::low_level_zero || r.request.plugin.kind == PluginKind::hybrid_parallel) {
+    line += " zero " + std::to_string(r.request.plugin.effective_zero_stage());
+    if (r.request.plugin.cpu_offload) line += " + cpu offload";
+  }
+  if (r.request.plugin.kind == PluginKind::torch_fsdp) line += " " + std::string(enum_name(r.request.plugin.fsdp_strategy));
+  line += ", dp " + std::to_string(l.dp) + " × tp " + std::to_string(l.tp) + " × pp " + std::to_string(l.pp);
+  if (l.sequence_parallel) line += " + sp";
+  line += ", " + std::string(enum_name(t.precision)) + ", " + std::string(enum_name(t.optimizer)) + ", recompute " +
+          std::string(enum_name(t.recompute)) + ", micro-batch " + std::to_string(t.micro_batch_size) + " × seq " +
+          std::to_string(t.seq_len) + ", " + std::to_string(t.num_micro_batches) + " micro-batch(es)";
+  if (l.pp > 1) line += " " + std::string(enum_name(r.request.plugin.pp_schedule));
+  return line;
+}
+
+std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
+  const Assumptions& a = r.request.assumptions;
+  const auto& t = r.request.training;
+  std::vector<AssumptionLine> lines;
+  lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)),
+                   t.activation_profile == ActivationProfile::megatron
+                       ? "Korthikanti et al. 2022 §4: sbh(34 + 5as/h) per layer, dropout masks where the config has dropout"
+                       : "what Tessera's engine keeps: no dropout, softmax probabilities kept, fp32 norm statistics"});
+  if (is_mixed_precision(t.precision)) {
+    lines.push_back({"mixed precision", "16-bit weights and gradients, fp32 master weights",
+                     "Micikevicius et al. 2018; ZeRO (Rajbhandari et al. 2020) §3.1: 2 + 2 + 12 bytes per parameter with Adam"});
+  }
+  lines.push_back({"CUDA context", format_bytes(r.estimate.cuda_context_bytes),
+                   a.cuda_context_bytes >= 0 ? "--cuda-context-mib" : "GPU profile " + r.gpu.name + " (--cuda-context-mib to override)"});
+  lines.push_back({"allocator reserve", std::to_string(static_cast<int>(a.allocator_reserve_fraction * 100 + 0.5)) + "% of the other device bytes",
+                   "caching-allocator fragmentation (--fragmentation to override)"});
+  lines.push_back({"NCCL buffers", format_bytes(a.nccl_bytes_per_group) + " per communicator with more than one rank",
+                   "NCCL_BUFFSIZE 4 MiB per channel and direction, 16 channels (--nccl-mib to override)"});
+  lines.push_back({"cuBLAS workspace", format_bytes(a.cublas_workspace_bytes), "cuBLAS docs, cublasSetWorkspace: 32 MiB on Hopper (--cublas-workspace-mib)"});
+  if (r.request.plugin.kind == PluginKind::torch_ddp && !r.request.plugin.gradient_as_bucket_view) {
+    lines.push_back({"DDP buckets", "a second copy of all gradients (" + format_bytes(r.request.plugin.bucket_bytes) + " buckets)",
+                     "PyTorch DistributedDataParallel, gradient_as_bucket_view=False (--gradient-as-bucket-view removes it)"});
+  }
+  if (r.estimate.gemini) {
+    const GeminiSummary& g = *r.estimate.gemini;
+    lines.push_back({"Gemini chunks", std::to_string(g.num_chunks) + " × " + std::to_string(g.chunk_size) + " elements, " +
+                                          format_count(g.waste_elements) + " padding, up to " +
+                                          std::to_string(g.peak_gathered_chunks) + " gathered per layer",
+                     "ColossalAI search_chunk_configuration defaults (search_range_m 32, min_chunk_size_m 32)"});
+    char fractions[128];
+    std::snprintf(fractions, sizeof fractions, "shard_param_frac %.2f, offload_optim_frac %.2f, offload_param_frac %.2f",
+                  g.shard_param_frac, g.offload_optim_frac, g.offload_param_frac);
+    lines.push_back({"Gemini placement", std::string(enum_name(r.request.plugin.gemini.placement_policy)) + ": " + fractions,
+                     "ColossalAI GeminiPlugin placement_policy"});
+  }
+  return lines;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,30 @@
+// Facts every report format shows, worded once: row labels, the verdict line,
+// and the assumptions with their sources.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/planner/report.h"
+
+namespace tessera::planner {
+
+// "ranks 0-7 · stage 0 · layers 0-23 · embedding"
+std::string row_label(const RankMemory& row);
+// "ranks 0-7"
+std::string rank_range(const RankMemory& row);
+
+// "gpt2-medium (354.8M parameters) on h100-80g: torch_ddp, dp 8 × tp 1 × pp 1, bf16, adamw, ..."
+std::string summary_line(const EstimateReport& report);
+
+struct AssumptionLine {
+  std::string name;
+  std::string value;
+  std::string source;
+};
+std::vector<AssumptionLine> assumption_lines(const EstimateReport& report);
+
+// 354823168 -> "354.8M"
+std::string format_count(int64_t count);
+
+}  // namespace tessera::planner

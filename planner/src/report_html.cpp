@@ -1,0 +1,143 @@
+// A self-contained HTML report: summary, verdict, an inline SVG stacked bar per
+// rank row (device, and host when anything is offloaded) against the GPU's
+// capacity, the full table, and the assumptions. No scripts, no external files.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "report_facts.h"
+
+namespace tessera::planner {
+namespace {
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", v);
+  return text;
+}
+
+constexpr double kLabelWidth = 260, kBarWidth = 600, kBarHeight = 22, kRowGap = 16;
+
+// One stacked bar of the categories in `space`, starting at (x0, y).
+void stacked_bar(std::ostringstream& svg, const RankMemory& row, MemorySpace space, double y, double height, double scale) {
+  double x = kLabelWidth;
+  for (MemoryCategory c : kAllMemoryCategories) {
+    const int64_t bytes = space == MemorySpace::device ? row.bytes[c].device : row.bytes[c].host;
+    if (bytes <= 0) continue;
+    const double w = static_cast<double>(bytes) * scale;
+    svg << "<rect x=\"" << number(x) << "\" y=\"" << number(y) << "\" width=\"" << number(std::max(w, 0.5)) << "\" height=\""
+        << number(height) << "\" fill=\"" << category_color(c) << "\"><title>" << to_string(c) << " ("
+        << (space == MemorySpace::device ? "device" : "host") << "): " << format_bytes(bytes) << " = " << bytes
+        << " bytes</title></rect>\n";
+    x += w;
+  }
+}
+
+std::string render_svg(const MemoryEstimate& e) {
+  int64_t scale_max = 1;
+  for (const RankMemory& row : e.ranks) scale_max = std::max({scale_max, row.gpu_capacity, row.device_total, row.host_total});
+  const double scale = kBarWidth / static_cast<double>(scale_max);
+  const bool host = std::any_of(e.ranks.begin(), e.ranks.end(), [](const RankMemory& r) { return r.host_total > 0; });
+  const double row_height = kBarHeight + (host ? kBarHeight * 0.6 + 4 : 0) + kRowGap;
+  const double legend_y = 30 + row_height * static_cast<double>(e.ranks.size());
+  const double height = legend_y + 60;
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << number(kLabelWidth + kBarWidth + 140) << "\" height=\"" << number(height)
+      << "\" font-family=\"sans-serif\" font-size=\"12\" role=\"img\" aria-label=\"memory per rank\">\n";
+  double y = 30;
+  for (const RankMemory& row : e.ranks) {
+    svg << "<text x=\"0\" y=\"" << number(y + 15) << "\">" << escape(rank_range(row)) << " · stage " << row.first_stage
+        << (row.last_stage != row.first_stage ? "-" + std::to_string(row.last_stage) : "") << "</text>\n";
+    stacked_bar(svg, row, MemorySpace::device, y, kBarHeight, scale);
+    svg << "<text x=\"" << number(kLabelWidth + static_cast<double>(row.device_total) * scale + 6) << "\" y=\"" << number(y + 15)
+        << "\">" << format_bytes(row.device_total) << "</text>\n";
+    const double cap_x = kLabelWidth + static_cast<double>(row.gpu_capacity) * scale;
+    svg << "<line x1=\"" << number(cap_x) << "\" x2=\"" << number(cap_x) << "\" y1=\"" << number(y - 4) << "\" y2=\"" << number(y + kBarHeight + 4)
+        << "\" stroke=\"#C00000\" stroke-width=\"2\" stroke-dasharray=\"4 2\"><title>GPU capacity " << format_bytes(row.gpu_capacity)
+        << "</title></line>\n";
+    if (host) {
+      const double hy = y + kBarHeight + 4;
+      svg << "<text x=\"" << number(kLabelWidth - 40) << "\" y=\"" << number(hy + 10) << "\" fill=\"#555\">host</text>\n";
+      stacked_bar(svg, row, MemorySpace::host, hy, kBarHeight * 0.6, scale);
+    }
+    y += row_height;
+  }
+  svg << "<text x=\"" << number(kLabelWidth) << "\" y=\"16\" fill=\"#C00000\">- - - GPU capacity</text>\n";
+  double lx = 0;
+  double ly = legend_y;
+  for (MemoryCategory c : kAllMemoryCategories) {
+    svg << "<rect x=\"" << number(lx) << "\" y=\"" << number(ly) << "\" width=\"12\" height=\"12\" fill=\"" << category_color(c) << "\"/>"
+        << "<text x=\"" << number(lx + 16) << "\" y=\"" << number(ly + 10) << "\">" << to_string(c) << "</text>\n";
+    lx += 150;
+    if (lx > kLabelWidth + kBarWidth - 50) {
+      lx = 0;
+      ly += 20;
+    }
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+void render_table(std::ostringstream& html, const MemoryEstimate& e) {
+  html << "<table>\n<tr><th>category</th>";
+  for (const RankMemory& row : e.ranks) html << "<th>" << escape(row_label(row)) << "</th>";
+  html << "</tr>\n";
+  auto both = [](int64_t device, int64_t host) {
+    std::string text = device == 0 ? "-" : format_bytes(device);
+    if (host > 0) text += " <span class=\"host\">+ " + format_bytes(host) + " host</span>";
+    return text;
+  };
+  for (MemoryCategory c : kAllMemoryCategories) {
+    html << "<tr><td><span class=\"swatch\" style=\"background:" << category_color(c) << "\"></span>" << to_string(c) << "</td>";
+    for (const RankMemory& row : e.ranks) html << "<td>" << both(row.bytes[c].device, row.bytes[c].host) << "</td>";
+    html << "</tr>\n";
+  }
+  html << "<tr class=\"total\"><td>total</td>";
+  for (const RankMemory& row : e.ranks) html << "<td>" << both(row.device_total, row.host_total) << "</td>";
+  html << "</tr>\n<tr><td>GPU capacity</td>";
+  for (const RankMemory& row : e.ranks) html << "<td>" << format_bytes(row.gpu_capacity) << "</td>";
+  html << "</tr>\n<tr><td>margin</td>";
+  for (const RankMemory& row : e.ranks) {
+    html << "<td class=\"" << (row.fits() ? "ok" : "bad") << "\">" << (row.margin >= 0 ? "+" : "") << format_bytes(row.margin) << "</td>";
+  }
+  html << "</tr>\n</table>\n";
+}
+
+}  // namespace
+
+std::string render_html_report(const EstimateReport& r) {
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Tessera estimate: "
+       << escape(r.model.config.name) << "</title>\n<style>\n"
+       << "body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}"
+       << "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}"
+       << "td:first-child,th:first-child{text-align:left}.total td{font-weight:bold}.ok{color:#0a6b2c}.bad{color:#b00020;font-weight:bold}"
+       << ".host{color:#666}.swatch{display:inline-block;width:10px;height:10px;margin-right:6px}"
+       << ".verdict{font-size:1.2em;padding:.5em;border-left:6px solid}.fits{border-color:#0a6b2c}.oom{border-color:#b00020}\n"
+       << "</style>\n</head>\n<body>\n<h1>Tessera memory estimate</h1>\n<p>" << escape(summary_line(r)) << "</p>\n"
+       << "<p class=\"verdict " << (r.estimate.fits() ? "fits" : "oom") << "\">" << escape(verdict_line(r.estimate)) << "</p>\n"
+       << "<h2>Memory per rank</h2>\n" << render_svg(r.estimate) << "<h2>Breakdown</h2>\n";
+  render_table(html, r.estimate);
+  html << "<h2>Assumptions</h2>\n<ul>\n";
+  for (const AssumptionLine& a : assumption_lines(r)) {
+    html << "<li><b>" << escape(a.name) << "</b>: " << escape(a.value) << " <i>(" << escape(a.source) << ")</i></li>\n";
+  }
+  html << "</ul>\n</body>\n</html>\n";
+  return html.str();
+}
+
+}  // namespace tessera::planner

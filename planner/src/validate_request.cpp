@@ -1,0 +1,154 @@
+// Input checks for an estimate. Every message names the option to change and
+// how: the command line prints it as the one line a user sees.
+#include <string>
+
+#include "tessera/planner/memory_model.h"
+
+namespace tessera::planner {
+namespace {
+
+Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Divisors of n up to `limit` entries, for "choose one of" hints.
+std::string divisors(int64_t n) {
+  std::string out;
+  int shown = 0;
+  for (int64_t d = 1; d <= n && shown < 8; ++d) {
+    if (n % d == 0) {
+      out += (out.empty() ? "" : ", ") + str(d);
+      ++shown;
+    }
+  }
+  return out;
+}
+
+Status check_positive(const char* option, int64_t value) {
+  if (value <= 0) return invalid(std::string(option) + " must be a positive integer, got " + str(value));
+  return Status::success();
+}
+
+Status check_fraction(const char* option, double value) {
+  if (!(value >= 0.0 && value <= 1.0)) return invalid(std::string(option) + " must lie in [0, 1], got " + std::to_string(value));
+  return Status::success();
+}
+
+Status check_sizes(const EstimateRequest& r) {
+  const auto& t = r.training;
+  const auto& l = r.layout;
+  for (auto [option, value] : {std::pair{"--micro-batch", t.micro_batch_size}, std::pair{"--seq", t.seq_len},
+                               std::pair{"--micro-batches", t.num_micro_batches}, std::pair{"--dp", l.dp},
+                               std::pair{"--tp", l.tp}, std::pair{"--pp", l.pp}}) {
+    if (Status s = check_positive(option, value); !s) return s;
+  }
+  // Bounds that keep every byte count inside int64 (a 1M-token sample, 1M ranks).
+  if (t.seq_len > (int64_t{1} << 20)) return invalid("--seq must be at most 1048576, got " + str(t.seq_len));
+  if (t.micro_batch_size > (int64_t{1} << 16)) return invalid("--micro-batch must be at most 65536, got " + str(t.micro_batch_size));
+  if (t.num_micro_batches > (int64_t{1} << 20)) return invalid("--micro-batches must be at most 1048576, got " + str(t.num_micro_batches));
+  if (l.world_size() > (int64_t{1} << 20)) return invalid("--dp x --tp x --pp must be at most 1048576 GPUs, got " + str(l.world_size()));
+  return Status::success();
+}
+
+Status check_model_fit(const Model& m, const EstimateRequest& r) {
+  const ModelConfig& c = m.config;
+  const auto& l = r.layout;
+  if (c.num_heads % l.tp != 0) {
+    return invalid("--tp " + str(l.tp) + " does not divide num_attention_heads " + str(c.num_heads) + " of " + c.name +
+                   "; choose one of " + divisors(c.num_heads));
+  }
+  if (c.num_kv_heads % l.tp != 0) {
+    return invalid("--tp " + str(l.tp) + " does not divide num_key_value_heads " + str(c.num_kv_heads) + " of " + c.name +
+                   "; choose one of " + divisors(c.num_kv_heads));
+  }
+  if (c.intermediate_size % l.tp != 0) {
+    return invalid("--tp " + str(l.tp) + " does not divide the MLP width " + str(c.intermediate_size) + " of " + c.name);
+  }
+  if (l.pp > c.num_layers) {
+    return invalid("--pp " + str(l.pp) + " exceeds the " + str(c.num_layers) + " layers of " + c.name +
+                   "; use at most --pp " + str(c.num_layers));
+  }
+  if (l.sequence_parallel && r.training.seq_len % l.tp != 0) {
+    return invalid("--seq " + str(r.training.seq_len) + " must be a multiple of --tp " + str(l.tp) + " under --sequence-parallel");
+  }
+  if (c.learned_positions && r.training.seq_len > c.max_positions) {
+    return invalid("--seq " + str(r.training.seq_len) + " exceeds the " + str(c.max_positions) + " learned positions of " +
+                   c.name + "; use --seq " + str(c.max_positions) + " or less");
+  }
+  return Status::success();
+}
+
+Status check_plugin(const Model& m, const EstimateRequest& r) {
+  const PluginOptions& p = r.plugin;
+  const auto& l = r.layout;
+  const std::string plugin(enum_name(p.kind));
+  if (p.kind != PluginKind::hybrid_parallel && (l.tp > 1 || l.pp > 1)) {
+    return invalid("--tp/--pp above 1 need --plugin hybrid_parallel (" + plugin + " is data parallel only)");
+  }
+  if (p.kind != PluginKind::hybrid_parallel && l.sequence_parallel) {
+    return invalid("--sequence-parallel needs --plugin hybrid_parallel with --tp above 1");
+  }
+  const int stage = p.effective_zero_stage();
+  if (p.zero_stage >= 0 && p.kind != PluginKind::low_level_zero && p.kind != PluginKind::hybrid_parallel) {
+    return invalid("--zero-stage applies to low_level_zero and hybrid_parallel, not " + plugin +
+                   " (gemini and torch_fsdp are ZeRO-3 already)");
+  }
+  if (stage == 3) return invalid("--zero-stage 3: use --plugin gemini or --plugin torch_fsdp for ZeRO-3");
+  if (p.kind == PluginKind::low_level_zero && (stage < 1 || stage > 2)) {
+    return invalid("--zero-stage must be 1 or 2 for low_level_zero, got " + std::to_string(stage));
+  }
+  if (p.kind == PluginKind::hybrid_parallel && (stage < 0 || stage > 2)) {
+    return invalid("--zero-stage must be 0, 1 or 2 for hybrid_parallel, got " + std::to_string(stage));
+  }
+  if (stage >= 2 && l.pp > 1) {
+    return invalid("--zero-stage " + std::to_string(stage) + " cannot be combined with --pp " + str(l.pp) +
+                   " (pipeline micro-batches accumulate whole gradients); use --zero-stage 1 or 0");
+  }
+  if (p.cpu_offload && !(p.kind == PluginKind::low_level_zero || (p.kind == PluginKind::hybrid_parallel && stage >= 1))) {
+    return invalid("--cpu-offload applies to low_level_zero and hybrid_parallel with --zero-stage 1 or 2; for gemini use --placement");
+  }
+  if (p.bucket_bytes <= 0) return invalid("--bucket-mb must be positive");
+  if (p.reduce_bucket_numel <= 0) return invalid("--reduce-bucket-m must be positive");
+  const GeminiOptions& g = p.gemini;
+  for (auto [option, value] : {std::pair{"--shard-param-frac", g.shard_param_frac}, std::pair{"--offload-optim-frac", g.offload_optim_frac},
+                               std::pair{"--offload-param-frac", g.offload_param_frac}}) {
+    if (Status s = check_fraction(option, value); !s) return s;
+  }
+  if (!(g.search_range_m >= 0 && g.search_range_m <= 4096)) return invalid("--search-range-m must lie in [0, 4096]");
+  if (!(g.min_chunk_size_m >= 0 && g.min_chunk_size_m <= 4096)) return invalid("--min-chunk-size-m must lie in [0, 4096]");
+  if (g.search_interval <= 0) return invalid("--search-interval must be a positive integer");
+  if (p.kind == PluginKind::gemini && g.chunk_size != 0) {
+    const int64_t largest = m.inventory.largest_tensor_numel();
+    if (g.chunk_size < largest) {
+      return invalid("--chunk-size " + str(g.chunk_size) + " is smaller than the largest tensor (" + str(largest) +
+                     " elements); use at least " + str(largest) + " or 0 to search");
+    }
+    if (g.chunk_size % l.dp != 0) {
+      return invalid("--chunk-size " + str(g.chunk_size) + " must be a multiple of --dp " + str(l.dp) + " (chunks shard evenly)");
+    }
+  }
+  return Status::success();
+}
+
+Status check_assumptions(const Assumptions& a) {
+  if (!(a.allocator_reserve_fraction >= 0 && a.allocator_reserve_fraction < 1)) return invalid("--fragmentation must lie in [0, 1)");
+  if (!(a.auto_placement_cuda_fraction > 0 && a.auto_placement_cuda_fraction <= 1)) return invalid("the auto placement fraction must lie in (0, 1]");
+  if (a.nccl_bytes_per_group < 0) return invalid("--nccl-mib must not be negative");
+  if (a.cublas_workspace_bytes < 0) return invalid("--cublas-workspace-mib must not be negative");
+  return Status::success();
+}
+
+}  // namespace
+
+Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request) {
+  if (Status s = check_sizes(request); !s) return s;
+  if (Status s = check_model_fit(model, request); !s) return s;
+  if (Status s = check_plugin(model, request); !s) return s;
+  if (Status s = check_assumptions(request.assumptions); !s) return s;
+  if (request.training.precision == Precision::bf16 && gpu.peak_tflops.bf16 <= 0) {
+    return invalid("--precision bf16 is not supported by " + gpu.name + " (no bf16 tensor cores); use --precision fp16");
+  }
+  return Status::success();
+}
+
+}  // namespace tessera::planner

@@ -2,6 +2,8 @@
 // class in transformers (src/transformers/models/<family>/configuration_<family>.py).
 #include "tessera/planner/model_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -24,6 +26,7 @@ constexpr int64_t kMaxDimension = int64_t{1} << 22;    // hidden, heads, widths
 constexpr int64_t kMaxLayers = 100000;
 constexpr int64_t kMaxVocab = int64_t{1} << 26;
 constexpr size_t kMaxConfigBytes = size_t{16} << 20;
+constexpr double kMaxParameters = 1e15;  // 500x the largest models trained so far
 
 class FieldReader {
  public:
@@ -39,7 +42,8 @@ class FieldReader {
       int64_t value = 0;
       if (it->is_number_integer()) {
         value = it->get<int64_t>();
-      } else if (it->is_number_float() && it->get<double>() == static_cast<double>(static_cast<int64_t>(it->get<double>()))) {
+      } else if (it->is_number_float() && std::fabs(it->get<double>()) < 9e18 &&  // cast only what int64 holds
+                 it->get<double>() == static_cast<double>(static_cast<int64_t>(it->get<double>()))) {
         value = static_cast<int64_t>(it->get<double>());
       } else {
         return field_error(name, "must be a positive integer, got " + short_dump(*it));
@@ -260,6 +264,17 @@ Result<ModelConfig> read_config(const json& root, const std::string& source) {
       break;
   }
   if (c.word_embed_proj_dim == 0) c.word_embed_proj_dim = c.hidden_size;
+  // Each size is bounded, but their products (heads x head_dim, layers x width^2)
+  // are not: bound the whole shape so that every tensor and byte count fits int64.
+  const double width = static_cast<double>(std::max({c.hidden_size, c.q_width(), c.kv_width(), c.intermediate_size, c.word_embed_proj_dim}));
+  const double parameter_bound = static_cast<double>(c.num_layers) * (8 * width * width + 16 * width) +
+                                 static_cast<double>(2 * c.vocab_size + c.max_positions + 4) * width + 2 * width * width;
+  if (parameter_bound > kMaxParameters) {
+    return make_error(ErrorCode::parse_error, source + ": the size fields (hidden_size " + std::to_string(c.hidden_size) + ", " +
+                                                  std::to_string(c.num_layers) + " layers, " + std::to_string(c.num_heads) + " heads of " +
+                                                  std::to_string(c.head_dim) + ", intermediate_size " + std::to_string(c.intermediate_size) +
+                                                  ", vocab_size " + std::to_string(c.vocab_size) + ") describe over 1e15 parameters; check them");
+  }
   return c;
 }
 

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include "tessera/planner/activations.h"
+#include "test_models.h"
+
+namespace tessera::planner {
+namespace {
+
+// Korthikanti et al. 2022, Table 2, for their GPT-3 175B (a = 96, h = 12288,
+// s = 2048) with t = 8, in bytes per layer for micro-batch b = 1.
+class Korthikanti : public ::testing::Test {
+ protected:
+  const Model model = testing::shipped_model("gpt3-175b");
+  const ActivationTable table = activation_table(model.config, ActivationProfile::megatron, Precision::bf16);
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+
+  int64_t layer(int64_t tp, bool sp, RecomputeMode mode) const {
+    return block_activation_bytes(table, ActivationShape{1, 2048, tp, sp}, mode).stash;
+  }
+};
+
+TEST_F(Korthikanti, NoParallelism) {
+  EXPECT_EQ(layer(1, false, RecomputeMode::none), static_cast<int64_t>(s * b * h * (34 + 5 * a * s / h)));
+}
+
+TEST_F(Korthikanti, TensorParallel) {
+  EXPECT_EQ(layer(8, false, RecomputeMode::none), static_cast<int64_t>(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))));
+}
+
+TEST_F(Korthikanti, TensorAndSequenceParallel) {
+  EXPECT_EQ(layer(8, true, RecomputeMode::none), static_cast<int64_t>(s * b * h * (34 / t + 5 * a * s / (h * t))));
+}
+
+TEST_F(Korthikanti, TensorParallelWithSelectiveRecompute) {
+  EXPECT_EQ(layer(8, false, RecomputeMode::selective), static_cast<int64_t>(s * b * h * (10 + 24 / t)));
+}
+
+TEST_F(Korthikanti, TensorAndSequenceParallelWithSelectiveRecompute) {
+  EXPECT_EQ(layer(8, true, RecomputeMode::selective), static_cast<int64_t>(s * b * h * 34 / t));
+}
+
+TEST_F(Korthikanti, FullRecomputeKeepsTheLayerInput) {
+  EXPECT_EQ(layer(8, false, RecomputeMode::full), static_cast<int64_t>(2 * s * b * h));
+}
+
+TEST_F(Korthikanti, MegatronProfileCountsNoWorkingSet) {
+  const auto bytes = block_activation_bytes(table, ActivationShape{1, 2048, 8, true}, RecomputeMode::full);
+  EXPECT_EQ(bytes.working, 0);
+}
+
+TEST(ActivationProfiles, MegatronFollowsTheFamilysWidths) {
+  // Llama-2-70B: no dropout, GQA (K and V of 1024 wide), SwiGLU (gate and up of I each).
+  const Model model = testing::shipped_model("llama-2-70b");
+  const ActivationTable table = activation_table(model.config, ActivationProfile::megatron, Precision::bf16);
+  const int64_t s = 4096, h = 8192, kv = 1024, I = 28672, a = 64;
+  const int64_t per_token = 2 * (h + h + (h + kv) + kv + h + h + h + 2 * I + I);  // norms, inputs, QK, V, proj, MLP
+  EXPECT_EQ(block_activation_bytes(table, ActivationShape{1, s, 1, false}, RecomputeMode::none).stash, s * per_token + 2 * a * s * s);
+}
+
+TEST(ActivationProfiles, ParallelResidualSharesTheNormInput) {
+  const Model neox = testing::shipped_model("gpt-neox-20b");
+  const ActivationTable table = activation_table(neox.config, ActivationProfile::megatron, Precision::bf16);
+  const int64_t s = 2048, h = 6144, a = 64;
+  // No dropout, and one norm input for both branches: norm input, QKV input, Q and K, V,
+  // projection input, MLP input, GELU input and output (I = 4h).
+  const int64_t per_token = 2 * (h + h + 2 * h + h + h + h + 4 * h + 4 * h);
+  EXPECT_EQ(block_activation_bytes(table, ActivationShape{1, s, 1, false}, RecomputeMode::none).stash, s * per_token + 2 * a * s * s);
+}
+
+TEST(ActivationProfiles, TesseraRecomputeWorkingSetIsOneLayer) {
+  const Model model = testing::shipped_model("gpt2");
+  const ActivationTable table = activation_table(model.config, ActivationProfile::tessera, Precision::fp32);
+  const ActivationShape shape{4, 1024, 1, false};
+  const auto none = block_activation_bytes(table, shape, RecomputeMode::none);
+  const auto selective = block_activation_bytes(table, shape, RecomputeMode::selective);
+  const auto full = block_activation_bytes(table, shape, RecomputeMode::full);
+  const int64_t probs = 4 * 12 * 1024 * 1024 * 4;  // b·a·s²·4 bytes
+  EXPECT_EQ(none.working, 0);
+  EXPECT_EQ(selective.stash + selective.working, none.stash);
+  EXPECT_EQ(selective.working, probs);
+  EXPECT_EQ(full.stash, 4 * 1024 * 768 * 4);  // the block input
+  EXPECT_EQ(full.stash + full.working, none.stash);
+}
+
+}  // namespace
+}  // namespace tessera::planner

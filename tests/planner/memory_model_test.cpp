@@ -1,0 +1,227 @@
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "tessera/planner/activations.h"
+#include "tessera/planner/pipeline_stages.h"
+#include "test_models.h"
+
+namespace tessera::planner {
+namespace {
+
+using Cat = MemoryCategory;
+using testing::estimate_or_fail;
+using testing::shipped_gpu;
+using testing::shipped_model;
+
+class MemoryModel : public ::testing::Test {
+ protected:
+  const GpuProfile h100 = shipped_gpu("h100-80g");
+  const Model gpt2 = shipped_model("gpt2");
+  const Model llama7b = shipped_model("llama-2-7b");
+  const int64_t psi = 124'439'808;
+};
+
+TEST_F(MemoryModel, DdpReplicatesEverythingAndCopiesGradientsIntoBuckets) {
+  EstimateRequest r;
+  r.training.precision = Precision::fp32;
+  r.layout.dp = 2;
+  const RankMemory row = estimate_or_fail(gpt2, h100, r).ranks.at(0);
+  EXPECT_EQ(row.bytes[Cat::parameters].device, 4 * psi);
+  EXPECT_EQ(row.bytes[Cat::master_weights].device, 0);
+  EXPECT_EQ(row.bytes[Cat::gradients].device, 4 * psi);
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].device, 8 * psi);
+  EXPECT_EQ(row.bytes[Cat::comm_buffers].device, 4 * psi);
+  r.plugin.gradient_as_bucket_view = true;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 0);
+}
+
+TEST_F(MemoryModel, ZeroStage2ShardsGradientsAndOptimizer) {
+  EstimateRequest r;
+  r.layout.dp = 4;
+  r.plugin.kind = PluginKind::low_level_zero;
+  r.plugin.zero_stage = 2;
+  const RankMemory row = estimate_or_fail(gpt2, h100, r).ranks.at(0);
+  const int64_t shard = (psi + 3) / 4;
+  EXPECT_EQ(row.bytes[Cat::parameters].device, 2 * psi);
+  EXPECT_EQ(row.bytes[Cat::gradients].device, 2 * shard);
+  EXPECT_EQ(row.bytes[Cat::master_weights].device, 4 * shard);
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].device, 8 * shard);
+  EXPECT_EQ(row.bytes[Cat::comm_buffers].device, 2 * (int64_t{12} << 20));  // one reduce bucket
+}
+
+TEST_F(MemoryModel, CpuOffloadMovesOptimizerToTheHost) {
+  EstimateRequest r;
+  r.layout.dp = 4;
+  r.plugin.kind = PluginKind::low_level_zero;
+  r.plugin.cpu_offload = true;
+  const RankMemory row = estimate_or_fail(gpt2, h100, r).ranks.at(0);
+  const int64_t shard = (psi + 3) / 4;
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].device, 0);
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 8 * shard);
+  EXPECT_EQ(row.bytes[Cat::master_weights].host, 4 * shard);
+  EXPECT_EQ(row.bytes[Cat::gradients].host, 4 * shard);  // fp32 gradients for the CPU optimizer
+  EXPECT_EQ(row.host_total, 16 * shard);
+}
+
+TEST_F(MemoryModel, FsdpFullShardGathersTwoBlocksAndTheRoot) {
+  EstimateRequest r;
+  r.layout.dp = 8;
+  r.plugin.kind = PluginKind::torch_fsdp;
+  const RankMemory full = estimate_or_fail(llama7b, h100, r).ranks.at(0);
+  const int64_t root = llama7b.embedding.full() + llama7b.head.full();
+  EXPECT_EQ(full.bytes[Cat::chunk_buffers].device, 2 * (root + 2 * llama7b.largest_block_numel));
+  r.plugin.fsdp_strategy = FsdpStrategy::shard_grad_op;
+  const RankMemory grad_op = estimate_or_fail(llama7b, h100, r).ranks.at(0);
+  EXPECT_EQ(grad_op.bytes[Cat::chunk_buffers].device, 2 * llama7b.parameter_count);
+}
+
+TEST_F(MemoryModel, GeminiCpuPlacementKeepsOnlyGatheredChunksOnTheDevice) {
+  EstimateRequest r;
+  r.layout.dp = 8;
+  r.plugin.kind = PluginKind::gemini;
+  r.plugin.gemini.placement_policy = GeminiPlacement::cpu;
+  const MemoryEstimate e = estimate_or_fail(llama7b, h100, r);
+  const RankMemory& row = e.ranks.at(0);
+  const int64_t padded = e.gemini->num_chunks * e.gemini->chunk_size;
+  EXPECT_EQ(row.bytes[Cat::parameters].device, 0);
+  EXPECT_EQ(row.bytes[Cat::parameters].host, 2 * padded / 8);
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 8 * padded / 8);
+  EXPECT_EQ(row.bytes[Cat::chunk_buffers].device, e.gemini->peak_gathered_chunks * e.gemini->chunk_size * 4);
+}
+
+TEST_F(MemoryModel, GeminiAutoOffloadsJustEnough) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::gemini;
+  r.plugin.gemini.placement_policy = GeminiPlacement::auto_placement;
+  const MemoryEstimate e = estimate_or_fail(llama7b, h100, r);  // 7B on one GPU: 108 GB of states
+  ASSERT_TRUE(e.gemini.has_value());
+  EXPECT_GT(e.gemini->offload_optim_frac, 0.0);
+  EXPECT_LT(e.gemini->offload_optim_frac, 1.0);
+  EXPECT_NEAR(static_cast<double>(e.ranks[0].device_total), 0.9 * static_cast<double>(h100.memory_bytes), 1e6);
+}
+
+TEST(PipelineStages, RemainderGoesToTheMiddleStages) {
+  auto stages = split_layers(12, 5);
+  std::vector<int> counts;
+  for (const StageLayers& s : stages) counts.push_back(s.num_layers);
+  EXPECT_EQ(counts, (std::vector<int>{2, 3, 3, 2, 2}));
+  EXPECT_EQ(stages[2].first_layer, 5);
+  EXPECT_EQ(in_flight_micro_batches(PipelineSchedule::one_f_one_b, 4, 0, 8), 4);
+  EXPECT_EQ(in_flight_micro_batches(PipelineSchedule::one_f_one_b, 4, 3, 8), 1);
+  EXPECT_EQ(in_flight_micro_batches(PipelineSchedule::gpipe, 4, 3, 8), 8);
+  EXPECT_EQ(in_flight_micro_batches(PipelineSchedule::one_f_one_b, 4, 0, 2), 2);
+}
+
+TEST_F(MemoryModel, PipelineRanksDifferAndAreAllShown) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.layout = ParallelLayout{2, 2, 4, false};
+  r.training.num_micro_batches = 8;
+  r.training.seq_len = 4096;
+  const MemoryEstimate e = estimate_or_fail(llama7b, h100, r);
+  ASSERT_EQ(e.ranks.size(), 4u);  // 1F1B: every stage holds a different number of micro-batches
+  EXPECT_TRUE(e.ranks[0].has_embedding);
+  EXPECT_TRUE(e.ranks[3].has_head);
+  EXPECT_EQ(e.ranks[0].in_flight_micro_batches, 4);
+  EXPECT_EQ(e.ranks[3].in_flight_micro_batches, 1);
+  EXPECT_EQ(e.ranks[0].bytes[Cat::logits].device, 0);
+  EXPECT_GT(e.ranks[3].bytes[Cat::logits].device, 0);
+  EXPECT_GT(e.ranks[0].bytes[Cat::activations].device, e.ranks[1].bytes[Cat::activations].device);
+  EXPECT_EQ(e.ranks[1].first_rank, 4);
+  EXPECT_EQ(e.ranks[1].last_rank, 7);
+  // Logits: fp32, vocab split over tp = 2: 4096 tokens × 16000 × 4 bytes (+ fp32 per-token losses).
+  EXPECT_EQ(e.ranks[3].bytes[Cat::logits].device, 4096LL * 16000 * 4 + 4096LL * 4);
+}
+
+TEST_F(MemoryModel, IdenticalStagesShareOneRow) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.plugin.pp_schedule = PipelineSchedule::gpipe;
+  r.layout.pp = 4;
+  r.training.num_micro_batches = 4;
+  const MemoryEstimate e = estimate_or_fail(shipped_model("gpt2-medium"), h100, r);
+  ASSERT_EQ(e.ranks.size(), 3u);  // stage 0, stages 1-2, stage 3
+  EXPECT_EQ(e.ranks[1].first_stage, 1);
+  EXPECT_EQ(e.ranks[1].last_stage, 2);
+}
+
+TEST_F(MemoryModel, TiedEmbeddingIsCopiedToTheLastStage) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.training.precision = Precision::fp32;
+  r.layout.pp = 2;
+  r.training.num_micro_batches = 2;
+  const MemoryEstimate e = estimate_or_fail(gpt2, h100, r);
+  ASSERT_EQ(e.ranks.size(), 2u);
+  int64_t blocks = 0;
+  for (int i = 6; i < 12; ++i) blocks += gpt2.blocks[static_cast<size_t>(i)].full();
+  EXPECT_EQ(e.ranks[1].bytes[Cat::parameters].device, 4 * (blocks + gpt2.head.full() + 50257LL * 768));
+}
+
+TEST_F(MemoryModel, MegatronActivationsMatchKorthikantiEndToEnd) {
+  EstimateRequest r;
+  r.training.activation_profile = ActivationProfile::megatron;
+  r.training.micro_batch_size = 2;
+  const RankMemory row = estimate_or_fail(gpt2, h100, r).ranks.at(0);
+  const int64_t s = 1024, b = 2, h = 768, a = 12, L = 12, V = 50257;
+  const int64_t layers = L * (s * b * h * 34 + 5 * a * s * s * b);
+  const int64_t outside = s * b * h /* embedding dropout mask */ + 4 * s * b * h /* final norm and head inputs */;
+  EXPECT_EQ(row.bytes[Cat::activations].device, layers + outside);
+  EXPECT_EQ(row.bytes[Cat::logits].device, 4 * s * b * V);
+}
+
+TEST_F(MemoryModel, RuntimeIsContextPlusReserveAndWorkspaceCountsCommunicators) {
+  EstimateRequest r;
+  r.layout.dp = 2;
+  r.assumptions.cuda_context_bytes = 0;
+  r.assumptions.allocator_reserve_fraction = 0.1;
+  const RankMemory row = estimate_or_fail(gpt2, h100, r).ranks.at(0);
+  EXPECT_EQ(row.bytes[Cat::workspace].device, (32 << 20) + (128 << 20));  // cuBLAS + one dp communicator
+  const int64_t others = row.device_total - row.bytes[Cat::runtime].device;
+  EXPECT_NEAR(static_cast<double>(row.bytes[Cat::runtime].device), 0.1 * static_cast<double>(others), 1.0);
+}
+
+TEST_F(MemoryModel, DoesNotFitReportsTheShortfall) {
+  EstimateRequest r;  // 7B with DDP on one 80 GB GPU: 16 bytes per parameter alone exceed it
+  const MemoryEstimate e = estimate_or_fail(llama7b, h100, r);
+  EXPECT_FALSE(e.fits());
+  EXPECT_LT(e.ranks[0].margin, 0);
+  EXPECT_EQ(e.ranks[0].margin, h100.memory_bytes - e.ranks[0].device_total);
+}
+
+TEST_F(MemoryModel, ValidationNamesTheOption) {
+  struct Case {
+    std::function<void(EstimateRequest&)> change;
+    const char* mentions;
+  };
+  const std::vector<Case> cases = {
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::hybrid_parallel; r.layout.tp = 5; }, "--tp 5 does not divide num_attention_heads 12"},
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::hybrid_parallel; r.layout.pp = 13; }, "--pp 13 exceeds the 12 layers"},
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::hybrid_parallel; r.layout.pp = 2; r.plugin.zero_stage = 2; }, "--zero-stage 2 cannot be combined with --pp 2"},
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::low_level_zero; r.plugin.zero_stage = 3; }, "--zero-stage 3"},
+      {[](EstimateRequest& r) { r.training.micro_batch_size = 0; }, "--micro-batch must be a positive integer"},
+      {[](EstimateRequest& r) { r.training.seq_len = -5; }, "--seq must be a positive integer"},
+      {[](EstimateRequest& r) { r.training.seq_len = 2048; }, "exceeds the 1024 learned positions"},
+      {[](EstimateRequest& r) { r.layout.tp = 2; }, "need --plugin hybrid_parallel"},
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::gemini; r.plugin.gemini.chunk_size = 1000; }, "smaller than the largest tensor"},
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::gemini; r.plugin.gemini.offload_optim_frac = 1.5; }, "--offload-optim-frac must lie in [0, 1]"},
+  };
+  for (const Case& c : cases) {
+    EstimateRequest r;
+    c.change(r);
+    auto e = estimate_memory(gpt2, h100, r);
+    ASSERT_FALSE(e.ok()) << c.mentions;
+    EXPECT_NE(e.error().message.find(c.mentions), std::string::npos) << e.error().message;
+  }
+}
+
+TEST_F(MemoryModel, Bf16OnVoltaIsRejected) {
+  EstimateRequest r;
+  auto e = estimate_memory(gpt2, shipped_gpu("v100-32g"), r);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("--precision fp16"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::planner

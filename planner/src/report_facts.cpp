@@ -62,7 +62,8 @@ std::string verdict_line(const MemoryEstimate& estimate) {
   for (MemoryCategory c : kAllMemoryCategories) {
     if (tight.bytes[c].device > tight.bytes[largest].device) largest = c;
   }
-  return "DOES NOT FIT: " + rank_range(tight) + " need " + format_bytes(tight.device_total) + " of " +
+  const bool one_rank = tight.first_rank == tight.last_rank;
+  return "DOES NOT FIT: " + rank_range(tight) + (one_rank ? " needs " : " need ") + format_bytes(tight.device_total) + " of " +
          format_bytes(tight.gpu_capacity) + " (" + format_bytes(-tight.margin) + " over; largest category " +
          std::string(to_string(largest)) + " " + format_bytes(tight.bytes[largest].device) + ")";
 }
@@ -81,7 +82,8 @@ std::string summary_line(const EstimateReport& r) {
   if (l.sequence_parallel) line += " + sp";
   line += ", " + std::string(enum_name(t.precision)) + ", " + std::string(enum_name(t.optimizer)) + ", recompute " +
           std::string(enum_name(t.recompute)) + ", micro-batch " + std::to_string(t.micro_batch_size) + " × seq " +
-          std::to_string(t.seq_len) + ", " + std::to_string(t.num_micro_batches) + " micro-batch(es)";
+          std::to_string(t.seq_len) + ", " + std::to_string(t.num_micro_batches) +
+          (t.num_micro_batches == 1 ? " micro-batch" : " micro-batches");
   if (l.pp > 1) line += " " + std::string(enum_name(r.request.plugin.pp_schedule));
   return line;
 }

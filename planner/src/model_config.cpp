@@ -302,13 +302,17 @@ Result<ModelConfig> parse_model_config(std::string_view json_text, const std::st
   json root;
   try {
     root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error; out_of_range for a number like 1e400
     return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
   }
   return read_config(root, source);
 }
 
-Result<ModelConfig> load_model_config_file(const std::string& path) {
+Result<ModelConfig> load_model_config_file(const std::string& given_path) {
+  // A Hugging Face model directory (a snapshot) holds its config.json.
+  std::error_code ec;
+  const std::filesystem::path inside = std::filesystem::path(given_path) / "config.json";
+  const std::string path = std::filesystem::is_directory(given_path, ec) && std::filesystem::exists(inside, ec) ? inside.string() : given_path;
   auto text = read_text_file(path, "--model");
   if (!text) return text.error();
   auto config = parse_model_config(text.value(), path);

@@ -61,7 +61,9 @@ std::string render_svg(const MemoryEstimate& e) {
   double y = 30;
   for (const RankMemory& row : e.ranks) {
     svg << "<text x=\"0\" y=\"" << number(y + 15) << "\">" << escape(rank_range(row)) << " · stage " << row.first_stage
-        << (row.last_stage != row.first_stage ? "-" + std::to_string(row.last_stage) : "") << "</text>\n";
+        << (row.last_stage != row.first_stage ? "-" + std::to_string(row.last_stage) : "");
+    if (row.last_layer >= row.first_layer) svg << " · layers " << row.first_layer << "-" << row.last_layer;
+    svg << "</text>\n";
     stacked_bar(svg, row, MemorySpace::device, y, kBarHeight, scale);
     svg << "<text x=\"" << number(kLabelWidth + static_cast<double>(row.device_total) * scale + 6) << "\" y=\"" << number(y + 15)
         << "\">" << format_bytes(row.device_total) << "</text>\n";
@@ -73,10 +75,18 @@ std::string render_svg(const MemoryEstimate& e) {
       const double hy = y + kBarHeight + 4;
       svg << "<text x=\"" << number(kLabelWidth - 40) << "\" y=\"" << number(hy + 10) << "\" fill=\"#555\">host</text>\n";
       stacked_bar(svg, row, MemorySpace::host, hy, kBarHeight * 0.6, scale);
+      if (row.host_total > 0) {
+        svg << "<text x=\"" << number(kLabelWidth + static_cast<double>(row.host_total) * scale + 6) << "\" y=\"" << number(hy + 10)
+            << "\" fill=\"#555\">" << format_bytes(row.host_total) << " host</text>\n";
+      }
     }
     y += row_height;
   }
-  svg << "<text x=\"" << number(kLabelWidth) << "\" y=\"16\" fill=\"#C00000\">- - - GPU capacity</text>\n";
+  if (!e.ranks.empty()) {
+    const double cap_x = kLabelWidth + static_cast<double>(e.ranks.front().gpu_capacity) * scale;
+    svg << "<text x=\"" << number(cap_x) << "\" y=\"16\" text-anchor=\"middle\" fill=\"#C00000\">GPU capacity "
+        << format_bytes(e.ranks.front().gpu_capacity) << "</text>\n";
+  }
   double lx = 0;
   double ly = legend_y;
   for (MemoryCategory c : kAllMemoryCategories) {

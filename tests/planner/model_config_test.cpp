@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "tessera/planner/model_config.h"
 
 namespace tessera::planner {
@@ -71,6 +74,17 @@ TEST(ModelConfig, ExplicitHeadDimOverridesHiddenOverHeads) {
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->head_dim, 32);
   EXPECT_EQ(config->q_width(), 128);
+}
+
+TEST(ModelConfig, ReadsTheConfigInsideAModelDirectory) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tessera-test-tiny-llama";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type":"llama","vocab_size":100,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4})";
+  auto config = load_model_config_file(dir.string());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->name, "tessera-test-tiny-llama");
+  EXPECT_EQ(config->num_layers, 2);
 }
 
 TEST(ModelConfig, MissingFileIsNotFound) {

@@ -67,7 +67,8 @@ struct ModelConfig {
 // Parses the text of a Hugging Face config.json. `source` names the file in errors.
 Result<ModelConfig> parse_model_config(std::string_view json_text, const std::string& source);
 
-// Reads and parses a config.json from disk; the model's name is the file's stem.
+// Reads and parses a config.json from disk (or the config.json inside a model
+// directory); the model's name is the file's stem, or the directory's name.
 Result<ModelConfig> load_model_config_file(const std::string& path);
 
 }  // namespace tessera::planner

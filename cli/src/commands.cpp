@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <tuple>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -64,18 +66,27 @@ int run_models(const ListOptions& options, std::ostream& out, std::ostream& err)
         << std::setw(8) << "layers" << std::setw(8) << "hidden" << std::setw(10) << "heads/kv" << std::setw(9) << "vocab"
         << std::setw(9) << "context" << "\n";
   }
+  std::vector<Model> models;
   for (const std::string& name : shipped_model_names()) {
     auto model = load_model(name);
     if (!model) return fail(err, model.error().message);
-    const ModelConfig& c = model->config;
+    models.push_back(std::move(model).value());
+  }
+  // By family, then by size: the order people compare them in.
+  std::sort(models.begin(), models.end(), [](const Model& a, const Model& b) {
+    return std::tie(a.config.model_type, a.parameter_count) < std::tie(b.config.model_type, b.parameter_count);
+  });
+  for (const Model& model : models) {
+    const std::string& name = model.config.name;
+    const ModelConfig& c = model.config;
     if (options.format == "json") {
-      list.push_back({{"name", name}, {"model_type", c.model_type}, {"parameter_count", model->parameter_count},
+      list.push_back({{"name", name}, {"model_type", c.model_type}, {"parameter_count", model.parameter_count},
                       {"num_layers", c.num_layers}, {"hidden_size", c.hidden_size}, {"num_attention_heads", c.num_heads},
                       {"num_key_value_heads", c.num_kv_heads}, {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_positions}});
       continue;
     }
     out << std::left << std::setw(14) << name << std::setw(10) << c.model_type << std::right << std::setw(17)
-        << group_digits(model->parameter_count) << std::setw(8) << c.num_layers << std::setw(8) << c.hidden_size << std::setw(10)
+        << group_digits(model.parameter_count) << std::setw(8) << c.num_layers << std::setw(8) << c.hidden_size << std::setw(10)
         << (std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads)) << std::setw(9) << c.vocab_size << std::setw(9)
         << c.max_positions << "\n";
   }
@@ -85,6 +96,10 @@ int run_models(const ListOptions& options, std::ostream& out, std::ostream& err)
 
 int run_gpus(const ListOptions& options, std::ostream& out, std::ostream& err) {
   nlohmann::json list = nlohmann::json::array();
+  if (options.format == "table") {
+    out << std::left << std::setw(11) << "name" << std::setw(30) << "GPU" << std::right << std::setw(11) << "memory" << std::setw(8)
+        << "fp16" << std::setw(8) << "bf16" << std::setw(8) << "HBM" << "   (dense TFLOP/s, GB/s)\n";
+  }
   for (const std::string& name : shipped_gpu_names()) {
     auto gpu = load_gpu(name);
     if (!gpu) return fail(err, gpu.error().message);
@@ -93,9 +108,9 @@ int run_gpus(const ListOptions& options, std::ostream& out, std::ostream& err) {
                       {"bf16_tflops", gpu->peak_tflops.bf16}, {"hbm_gbps", gpu->hbm_gbps}});
       continue;
     }
-    out << std::left << std::setw(11) << name << std::setw(26) << gpu->display_name << std::right << std::setw(11)
-        << format_bytes(gpu->memory_bytes) << std::setw(10) << gpu->peak_tflops.bf16 << " bf16 TFLOP/s" << std::setw(7)
-        << gpu->hbm_gbps << " GB/s\n";
+    out << std::left << std::setw(11) << name << std::setw(30) << gpu->display_name << std::right << std::setw(11)
+        << format_bytes(gpu->memory_bytes) << std::setw(8) << gpu->peak_tflops.fp16 << std::setw(8)
+        << (gpu->peak_tflops.bf16 > 0 ? format_number(gpu->peak_tflops.bf16) : "-") << std::setw(8) << gpu->hbm_gbps << "\n";
   }
   if (options.format == "json") out << nlohmann::json{{"schema", 1}, {"gpus", list}}.dump(2) << "\n";
   return kExitOk;

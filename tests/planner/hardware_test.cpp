@@ -1,0 +1,37 @@
+#include <gtest/gtest.h>
+
+#include "tessera/planner/registry.h"
+
+namespace tessera::planner {
+namespace {
+
+TEST(Hardware, EveryShippedProfileParsesAndIsNamedAfterItsFile) {
+  const auto names = shipped_gpu_names();
+  ASSERT_GE(names.size(), 7u);
+  for (const std::string& name : names) {
+    auto gpu = load_gpu(name);
+    ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+    EXPECT_EQ(gpu->name, name);
+    EXPECT_EQ(gpu->usable_memory_bytes, gpu->memory_bytes - gpu->cuda_context_bytes) << name;
+    EXPECT_GT(gpu->peak_tflops.fp16, gpu->peak_tflops.fp32) << name << ": tensor cores beat fp32";
+  }
+  EXPECT_EQ(load_gpu("h100-80g")->memory_bytes, int64_t{81559} << 20);
+  EXPECT_TRUE(load_gpu("rtx4090-24g").ok());
+}
+
+TEST(Hardware, AProfileWithAMissingFieldNamesIt) {
+  auto gpu = parse_gpu_profile(R"({"name":"x","memory_bytes":1000,"cuda_context_bytes":0,"usable_memory_bytes":1000,
+                                   "hbm_gbps":1,"nvlink_gbps":0,"peak_tflops":{"fp32":1,"tf32":1,"bf16":1,"fp16":1}})",
+                               "x.json");
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_NE(gpu.error().message.find("'pcie_gbps'"), std::string::npos) << gpu.error().message;
+}
+
+TEST(Hardware, UnknownNameListsTheKnownOnes) {
+  auto gpu = load_gpu("tpu-v9");
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_NE(gpu.error().message.find("h100-80g"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::planner

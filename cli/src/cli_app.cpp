@@ -38,6 +38,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const CLI::ParseError& e) {
     // Subcommand help arrives as CallForHelp from the subcommand: print that one's help.
     std::string message = e.what();
+    // CLI11 says only "A subcommand is required" for `tessera bogus`: name the word.
+    if (!models->parsed() && !gpus->parsed() && !estimate->parsed()) {
+      message = argc > 1 ? std::string("unknown command or option '") + argv[1] + "'; use models, gpus or estimate"
+                         : std::string("a command is required: models, gpus or estimate");
+    }
     err << "tessera: error: " << planner::one_line(message, 300) << " (see tessera --help)\n";
     return kExitUsage;
   }

@@ -16,7 +16,8 @@ Result<double> positive_number(const json& object, const char* key, const std::s
   }
   const double value = it->get<double>();
   if (value < 0 || (!allow_zero && value == 0) || value > 1e18) {
-    return make_error(ErrorCode::parse_error, source + ": field '" + key + "' must be " + (allow_zero ? "non-negative" : "positive"));
+    return make_error(ErrorCode::parse_error, source + ": field '" + key + "' must be " + (allow_zero ? "non-negative" : "positive") +
+                                                  " and at most 1e18, got " + format_number(value));
   }
   return value;
 }
@@ -27,7 +28,7 @@ Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::stri
   json root;
   try {
     root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers out of double's range
     return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
   }
   if (!root.is_object()) return make_error(ErrorCode::parse_error, source + ": expected a JSON object (a GPU profile)");

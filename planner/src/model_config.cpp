@@ -40,6 +40,9 @@ class FieldReader {
       auto it = root_.find(name);
       if (it == root_.end() || it->is_null()) continue;
       int64_t value = 0;
+      if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return field_error(name, "must be a positive integer no larger than " + std::to_string(max_value) + ", got " + short_dump(*it));
+      }
       if (it->is_number_integer()) {
         value = it->get<int64_t>();
       } else if (it->is_number_float() && std::fabs(it->get<double>()) < 9e18 &&  // cast only what int64 holds

@@ -1,11 +1,20 @@
 // Input checks for an estimate. Every message names the option to change and
 // how: the command line prints it as the one line a user sees.
+#include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
+#include "tessera/planner/activations.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
 namespace {
+
+constexpr double kMaxChunkCandidates = 1 << 20;  // chunk sizes the Gemini search may try (about a second)
+constexpr double kMaxActivationBytes = 1152921504606846976.0;  // 2^60 bytes: int64 sums stay exact
 
 Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
 
@@ -42,7 +51,7 @@ Status check_sizes(const EstimateRequest& r) {
                                std::pair{"--tp", l.tp}, std::pair{"--pp", l.pp}}) {
     if (Status s = check_positive(option, value); !s) return s;
   }
-  // Bounds that keep every byte count inside int64 (a 1M-token sample, 1M ranks).
+  // Bounds on the sizes themselves; check_activation_bytes bounds their products.
   if (t.seq_len > (int64_t{1} << 20)) return invalid("--seq must be at most 1048576, got " + str(t.seq_len));
   if (t.micro_batch_size > (int64_t{1} << 16)) return invalid("--micro-batch must be at most 65536, got " + str(t.micro_batch_size));
   if (t.num_micro_batches > (int64_t{1} << 20)) return invalid("--micro-batches must be at most 1048576, got " + str(t.num_micro_batches));
@@ -116,7 +125,17 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   }
   if (!(g.search_range_m >= 0 && g.search_range_m <= 4096)) return invalid("--search-range-m must lie in [0, 4096]");
   if (!(g.min_chunk_size_m >= 0 && g.min_chunk_size_m <= 4096)) return invalid("--min-chunk-size-m must lie in [0, 4096]");
-  if (g.search_interval <= 0) return invalid("--search-interval must be a positive integer");
+  if (g.search_interval <= 0 || g.search_interval > (int64_t{1} << 32)) {
+    return invalid("--search-interval must be a positive integer no larger than 4294967296, got " + str(g.search_interval));
+  }
+  // The search tries every size in the range at search_interval steps: bound its work.
+  const double search_range = std::round(g.search_range_m * 1048576.0);
+  if (p.kind == PluginKind::gemini && g.chunk_size == 0 && search_range / static_cast<double>(g.search_interval) > kMaxChunkCandidates) {
+    return invalid("--search-interval " + str(g.search_interval) + " is too fine for --search-range-m " + format_number(g.search_range_m) +
+                   " (over 1048576 chunk sizes to try); use --search-interval " +
+                   str(static_cast<int64_t>(std::ceil(search_range / kMaxChunkCandidates))) + " or more");
+  }
+  if (g.chunk_size > (int64_t{1} << 40)) return invalid("--chunk-size must be at most 1099511627776 elements, got " + str(g.chunk_size));
   if (p.kind == PluginKind::gemini && g.chunk_size != 0) {
     const int64_t largest = m.inventory.largest_tensor_numel();
     if (g.chunk_size < largest) {
@@ -126,6 +145,32 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
     if (g.chunk_size % l.dp != 0) {
       return invalid("--chunk-size " + str(g.chunk_size) + " must be a multiple of --dp " + str(l.dp) + " (chunks shard evenly)");
     }
+  }
+  return Status::success();
+}
+
+// The largest byte counts the memory model forms are a stage's activations:
+// bound them in double (every block, no tensor-parallel split) so that the
+// int64 arithmetic of the estimate cannot overflow.
+Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
+  const TrainingOptions& t = r.training;
+  const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
+  const double tokens = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.seq_len);
+  const auto bytes = [&](const std::vector<ActivationTerm>& terms) {
+    double total = 0;
+    for (const ActivationTerm& term : terms) {
+      total += tokens * static_cast<double>(term.elements_per_token) * static_cast<double>(term.bytes_per_element) *
+               (term.per_key_position ? static_cast<double>(t.seq_len) : 1.0);
+    }
+    return total;
+  };
+  const int64_t in_flight = in_flight_micro_batches(r.plugin.pp_schedule, r.layout.pp, 0, t.num_micro_batches);
+  const double per_micro_batch = static_cast<double>(m.config.num_layers) * bytes(table.block) + bytes(table.first_stage) +
+                                 bytes(table.last_stage) + bytes(table.logits);
+  const double total = static_cast<double>(in_flight) * per_micro_batch + bytes(table.backward_scratch) + bytes(table.block);
+  if (total > kMaxActivationBytes) {
+    return invalid("--seq " + str(t.seq_len) + " with --micro-batch " + str(t.micro_batch_size) + " and " + str(in_flight) +
+                   " micro-batches in flight needs over 1 EiB of activations per GPU; lower --seq, --micro-batch or --micro-batches");
   }
   return Status::success();
 }
@@ -144,6 +189,7 @@ Status validate_request(const Model& model, const GpuProfile& gpu, const Estimat
   if (Status s = check_sizes(request); !s) return s;
   if (Status s = check_model_fit(model, request); !s) return s;
   if (Status s = check_plugin(model, request); !s) return s;
+  if (Status s = check_activation_bytes(model, request); !s) return s;
   if (Status s = check_assumptions(request.assumptions); !s) return s;
   if (request.training.precision == Precision::bf16 && gpu.peak_tflops.bf16 <= 0) {
     return invalid("--precision bf16 is not supported by " + gpu.name + " (no bf16 tensor cores); use --precision fp16");

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The tessera binary as a user runs it, on bad input: every case must exit with
+# code 2 and print exactly one line on stderr, naming the field, and nothing on
+# stdout. Then one good run, whose JSON must parse.
+#
+# usage: bad_inputs.sh <path of tessera> <tests/cli/data>
+set -u
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 <path of tessera> <tests/cli/data>" >&2
+  exit 2
+fi
+tessera=$1
+data=$2
+if [ ! -x "$tessera" ]; then
+  echo "bad_inputs.sh: '$tessera' is not an executable" >&2
+  exit 2
+fi
+if [ ! -d "$data" ]; then
+  echo "bad_inputs.sh: '$data' is not a directory" >&2
+  exit 2
+fi
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+out=$scratch/stdout
+err=$scratch/stderr
+
+failures=0
+cases=0
+
+fail() {
+  echo "FAIL [$1]: $2" >&2
+  echo "  command: tessera ${3}" >&2
+  echo "  exit code: $4" >&2
+  echo "  stdout: $(head -c 300 "$out")" >&2
+  echo "  stderr: $(head -c 300 "$err")" >&2
+  failures=$((failures + 1))
+}
+
+# bad <case name> <substring expected on stderr> -- <tessera arguments...>
+bad() {
+  local name=$1 needle=$2
+  shift 3
+  cases=$((cases + 1))
+  local code=0
+  "$tessera" "$@" >"$out" 2>"$err" </dev/null || code=$?
+  local lines terminated
+  lines=$(wc -l <"$err")                       # newline characters
+  terminated=$(awk 'END { print NR }' "$err")  # lines, an unterminated last one included
+  if [ "$code" -ne 2 ]; then
+    fail "$name" "exit code $code, expected 2" "$*" "$code"
+  elif [ -s "$out" ]; then
+    fail "$name" "printed on stdout" "$*" "$code"
+  elif [ "$lines" -ne 1 ] || [ "$terminated" -ne 1 ]; then
+    fail "$name" "expected exactly one line on stderr, got $terminated" "$*" "$code"
+  elif ! grep -qF -- "$needle" "$err"; then
+    fail "$name" "stderr does not contain '$needle'" "$*" "$code"
+  else
+    echo "ok   [$name] $(cat "$err")"
+  fi
+}
+
+# Input files.
+bad missing-model-file "--model" -- estimate --model "$data/does-not-exist.json"
+bad malformed-json "not valid JSON" -- estimate --model "$data/malformed.json"
+bad unknown-model-type "model_type" -- estimate --model "$data/unknown-model-type.json"
+bad missing-hidden-size "hidden_size" -- estimate --model "$data/missing-hidden-size.json"
+bad directory-as-model "--model" -- estimate --model "$data"
+bad unknown-model-name "--model" -- estimate --model no-such-model
+
+# The layout against the model.
+bad tp-does-not-divide-heads "--tp" -- estimate --model gpt2 --plugin hybrid_parallel --tp 5
+bad pp-exceeds-layers "--pp" -- estimate --model gpt2 --plugin hybrid_parallel --pp 13
+bad tp-without-hybrid "--tp" -- estimate --model gpt2 --tp 2
+bad seq-exceeds-positions "--seq" -- estimate --model gpt2 --seq 2048
+
+# ZeRO stages.
+bad zero2-with-pp "--zero-stage" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --zero-stage 2
+bad zero3-hybrid "--zero-stage" -- estimate --model gpt2 --plugin hybrid_parallel --zero-stage 3
+bad zero3-low-level-zero "--zero-stage" -- estimate --model gpt2 --plugin low_level_zero --zero-stage 3
+bad zero-stage-on-ddp "--zero-stage" -- estimate --model gpt2 --zero-stage 1
+
+# Sizes: zero, negative, not a number, too large.
+bad micro-batch-zero "--micro-batch" -- estimate --model gpt2 --micro-batch 0
+bad seq-negative "--seq" -- estimate --model gpt2 --seq -5
+bad dp-zero "--dp" -- estimate --model gpt2 --dp 0
+bad dp-negative "--dp" -- estimate --model gpt2 --dp -3
+bad dp-not-a-number "--dp" -- estimate --model gpt2 --dp abc
+bad seq-fraction "--seq" -- estimate --model gpt2 --seq 1.5
+bad dp-too-large "--dp" -- estimate --model gpt2 --dp 99999999999999999999
+bad fraction-out-of-range "--shard-param-frac" -- estimate --model gpt2 --plugin gemini --shard-param-frac 1.5
+bad bucket-negative "--bucket-mb" -- estimate --model gpt2 --bucket-mb -1
+bad activations-overflow "--seq" -- estimate --model llama-2-7b --seq 1048576 --micro-batch 65536
+bad chunk-size-too-large "--chunk-size" -- estimate --model gpt2 --plugin gemini --chunk-size 9223372036854775807
+bad search-interval-too-fine "--search-interval" -- estimate --model gpt2 --plugin gemini --search-range-m 4096 --search-interval 1
+
+# Names.
+bad unknown-gpu "--gpu" -- estimate --model gpt2 --gpu tpu-v5
+bad unknown-plugin "--plugin" -- estimate --model gpt2 --plugin deepspeed
+bad unknown-precision "--precision" -- estimate --model gpt2 --precision fp8
+bad unknown-format "--format" -- estimate --model gpt2 --format xml
+bad unknown-option "--bogus" -- estimate --model gpt2 --bogus
+bad missing-model-option "--model" -- estimate --dp 2
+bad unknown-verb "bogus" -- bogus
+
+# Output.
+bad output-in-missing-directory "--output" -- estimate --model gpt2 --output "$scratch/no/such/dir/report.json"
+
+# The good path: exit 0, JSON of schema 1, nothing on stderr.
+cases=$((cases + 1))
+code=0
+"$tessera" estimate --model gpt2 --format json >"$out" 2>"$err" </dev/null || code=$?
+if [ "$code" -ne 0 ]; then
+  fail good-json "exit code $code, expected 0" "estimate --model gpt2 --format json" "$code"
+elif [ -s "$err" ]; then
+  fail good-json "printed on stderr" "estimate --model gpt2 --format json" "$code"
+elif ! command -v python3 >/dev/null 2>&1; then
+  echo "ok   [good-json] exit 0 (python3 not found: JSON not checked)"
+elif ! python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["schema"]==1' <"$out"; then
+  fail good-json "stdout is not JSON with \"schema\": 1" "estimate --model gpt2 --format json" "$code"
+else
+  echo "ok   [good-json] exit 0, JSON of schema 1"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures of $cases cases failed" >&2
+  exit 1
+fi
+echo "all $cases cases passed"

@@ -11,25 +11,21 @@ double attention_core_flops_per_token(const ModelConfig& c, int64_t seq_len) {
 }  // namespace
 
 double block_forward_flops_per_token(const Model& model, int layer, int64_t seq_len) {
-  double matmul_weights = 0;
-  for (const TensorInfo& t : model.inventory.tensors) {
-    if (t.layer == layer && t.is_matmul_weight) matmul_weights += static_cast<double>(t.numel());
-  }
-  return 2.0 * matmul_weights + attention_core_flops_per_token(model.config, seq_len);
+  return 2.0 * static_cast<double>(model.blocks[static_cast<size_t>(layer)].matmul_weights) +
+         attention_core_flops_per_token(model.config, seq_len);
+}
+
+double outside_blocks_forward_flops_per_token(const Model& model) {
+  // OPT's projections and the head, tied or not (a tied head still runs its GEMM).
+  return 2.0 * static_cast<double>(model.embedding.matmul_weights + model.head.matmul_weights + model.tied_head.matmul_weights);
 }
 
 FlopsPerToken flops_per_token(const Model& model, int64_t seq_len, RecomputeMode recompute) {
-  // Every matmul weight outside the blocks (OPT's projections, the head, tied or not).
-  double outside_blocks = 0;
   double blocks = 0;
-  const int L = static_cast<int>(model.config.num_layers);
-  for (const TensorInfo& t : model.inventory.tensors) {
-    if (!t.is_matmul_weight) continue;
-    (t.layer >= 0 && t.layer < L ? blocks : outside_blocks) += 2.0 * static_cast<double>(t.numel());
-  }
-  const double attention = static_cast<double>(L) * attention_core_flops_per_token(model.config, seq_len);
+  for (const ParamTotals& block : model.blocks) blocks += 2.0 * static_cast<double>(block.matmul_weights);
+  const double attention = static_cast<double>(model.config.num_layers) * attention_core_flops_per_token(model.config, seq_len);
   FlopsPerToken f;
-  f.forward = blocks + attention + outside_blocks;
+  f.forward = blocks + attention + outside_blocks_forward_flops_per_token(model);
   f.backward = 2.0 * f.forward;
   switch (recompute) {
     case RecomputeMode::none: break;

@@ -32,21 +32,12 @@ StateWidths state_widths(const TrainingOptions& t) {
   return StateWidths{p, p, is_mixed_precision(t.precision) ? 4 : 0, 4 * optimizer_state_count(t.optimizer)};
 }
 
-// One pipeline stage as the plugins see it.
-struct StageContext {
-  int stage = 0;
-  StageLayers layers;
-  bool first = false;
-  bool last = false;
-  int64_t params = 0;   // parameters on one rank of this stage before data-parallel sharding
-  int64_t in_flight = 1;
-};
 
 // Torch DDP and ColossalAI's hybrid plugin at ZeRO stage 0: every state replicated.
 // DDP copies all gradients into its buckets unless gradient_as_bucket_view is set
 // (PyTorch DistributedDataParallel docs: "gradient_as_bucket_view ... the saved
 // memory size will be equal to the total gradients size").
-void add_replicated_states(const StageContext& s, const EstimateRequest& r, const StateWidths& w, bool ddp_wrapped,
+void add_replicated_states(const StageShape& s, const EstimateRequest& r, const StateWidths& w, bool ddp_wrapped,
                            MemoryBreakdown& out) {
   out.add(Cat::parameters, kDevice, s.params * w.param);
   out.add(Cat::master_weights, kDevice, s.params * w.master);
@@ -60,7 +51,7 @@ void add_replicated_states(const StageContext& s, const EstimateRequest& r, cons
 // the gradients too; gradients are reduced through a bucket of reduce_bucket_size.
 // With CPU offload the master weights, optimizer states and an fp32 gradient
 // shard live on the host, where the CPU optimizer steps (ZeRO-Offload, Ren et al. 2021).
-void add_zero_states(const StageContext& s, const EstimateRequest& r, const StateWidths& w, int stage,
+void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateWidths& w, int stage,
                      MemoryBreakdown& out) {
   const int64_t shard = ceil_div(s.params, r.layout.dp);
   const MemorySpace optimizer_space = r.plugin.cpu_offload ? kHost : kDevice;
@@ -79,7 +70,7 @@ void add_zero_states(const StageContext& s, const EstimateRequest& r, const Stat
 // two units gathered (the current one and the prefetched one; limit_all_gathers)
 // plus the root unit (embedding and head), which is not resharded after forward.
 // SHARD_GRAD_OP keeps every unit gathered from forward to backward.
-void add_fsdp_states(const Model& m, const StageContext& s, const EstimateRequest& r, const StateWidths& w,
+void add_fsdp_states(const Model& m, const StageShape& s, const EstimateRequest& r, const StateWidths& w,
                      MemoryBreakdown& out) {
   const int64_t shard = ceil_div(s.params, r.layout.dp);
   out.add(Cat::parameters, kDevice, shard * 4);
@@ -145,16 +136,16 @@ void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
   }
 }
 
-void add_activations(const Model& m, const StageContext& s, const EstimateRequest& r, MemoryBreakdown& out) {
+void add_activations(const Model& m, const StageShape& s, const EstimateRequest& r, MemoryBreakdown& out) {
   const TrainingOptions& t = r.training;
   const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
   const ActivationShape shape{t.micro_batch_size, t.seq_len, r.layout.tp, r.layout.sequence_parallel};
   const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
-  int64_t per_micro_batch = s.layers.num_layers * block.stash;
+  int64_t per_micro_batch = s.num_layers * block.stash;
   if (s.first) per_micro_batch += terms_bytes(table.first_stage, shape);
   if (s.last) per_micro_batch += terms_bytes(table.last_stage, shape);
   int64_t activations = s.in_flight * per_micro_batch + terms_bytes(table.backward_scratch, shape);
-  if (s.layers.num_layers > 0) activations += block.working;
+  if (s.num_layers > 0) activations += block.working;
   out.add(Cat::activations, kDevice, activations);
   if (s.last) out.add(Cat::logits, kDevice, s.in_flight * terms_bytes(table.logits, shape));
   // Pipeline send/recv buffers: one activation and one gradient per neighbouring
@@ -175,26 +166,7 @@ void add_runtime(const EstimateRequest& r, int64_t cuda_context, MemoryBreakdown
   out.add(Cat::runtime, kDevice, cuda_context + reserve);
 }
 
-StageContext make_stage(const Model& m, const EstimateRequest& r, int stage, const StageLayers& layers) {
-  const auto& l = r.layout;
-  StageContext s;
-  s.stage = stage;
-  s.layers = layers;
-  s.first = stage == 0;
-  s.last = stage == l.pp - 1;
-  ParamTotals totals;
-  for (int i = 0; i < layers.num_layers; ++i) totals += m.blocks[static_cast<size_t>(layers.first_layer + i)];
-  if (s.first) totals += m.embedding;
-  if (s.last) totals += m.head;
-  // With pp > 1 the last stage keeps its own copy of a tied embedding for the head
-  // (Megatron-LM: word embeddings duplicated on the first and last stage).
-  if (s.last && l.pp > 1) totals += m.tied_head;
-  s.params = totals.per_tp_rank(l.tp);
-  s.in_flight = in_flight_micro_batches(r.plugin.pp_schedule, l.pp, stage, r.training.num_micro_batches);
-  return s;
-}
-
-MemoryBreakdown stage_memory(const Model& m, const StageContext& s, const EstimateRequest& r,
+MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const EstimateRequest& r,
                              const GeminiSummary* gemini, int64_t cuda_context) {
   const StateWidths w = state_widths(r.training);
   MemoryBreakdown out;
@@ -232,7 +204,7 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
 // Gemini "auto" offloads the smallest fraction of the fp32 optimizer chunks that
 // brings the device under auto_placement_cuda_fraction of the GPU. Device bytes
 // fall linearly in the fraction, so two evaluations give it exactly.
-void solve_auto_placement(const Model& m, const StageContext& s, const EstimateRequest& r, int64_t capacity,
+void solve_auto_placement(const Model& m, const StageShape& s, const EstimateRequest& r, int64_t capacity,
                           int64_t cuda_context, GeminiSummary& g) {
   const double target = r.assumptions.auto_placement_cuda_fraction * static_cast<double>(capacity);
   g.offload_optim_frac = 0;
@@ -244,14 +216,14 @@ void solve_auto_placement(const Model& m, const StageContext& s, const EstimateR
   g.offload_optim_frac = std::clamp(needed, 0.0, 1.0);
 }
 
-RankMemory make_row(const StageContext& s, const EstimateRequest& r, const MemoryBreakdown& bytes, int64_t capacity) {
+RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryBreakdown& bytes, int64_t capacity) {
   const int64_t ranks_per_stage = r.layout.dp * r.layout.tp;
   RankMemory row;
   row.first_stage = row.last_stage = s.stage;
   row.first_rank = s.stage * ranks_per_stage;
   row.last_rank = row.first_rank + ranks_per_stage - 1;
-  row.first_layer = s.layers.first_layer;
-  row.last_layer = s.layers.first_layer + s.layers.num_layers - 1;
+  row.first_layer = s.first_layer;
+  row.last_layer = s.first_layer + s.num_layers - 1;
   row.has_embedding = s.first;
   row.has_head = s.last;
   row.in_flight_micro_batches = s.in_flight;
@@ -272,6 +244,32 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
 
 }  // namespace
 
+std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
+  const auto& l = r.layout;
+  const auto layers = split_layers(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp));
+  std::vector<StageShape> stages;
+  stages.reserve(layers.size());
+  for (int stage = 0; stage < static_cast<int>(layers.size()); ++stage) {
+    StageShape s;
+    s.stage = stage;
+    s.first_layer = layers[static_cast<size_t>(stage)].first_layer;
+    s.num_layers = layers[static_cast<size_t>(stage)].num_layers;
+    s.first = stage == 0;
+    s.last = stage == l.pp - 1;
+    ParamTotals totals;
+    for (int i = 0; i < s.num_layers; ++i) totals += m.blocks[static_cast<size_t>(s.first_layer + i)];
+    if (s.first) totals += m.embedding;
+    if (s.last) totals += m.head;
+    // With pp > 1 the last stage keeps its own copy of a tied embedding for the head
+    // (Megatron-LM: word embeddings duplicated on the first and last stage).
+    if (s.last && l.pp > 1) totals += m.tied_head;
+    s.params = totals.per_tp_rank(l.tp);
+    s.in_flight = in_flight_micro_batches(r.plugin.pp_schedule, l.pp, stage, r.training.num_micro_batches);
+    stages.push_back(s);
+  }
+  return stages;
+}
+
 bool MemoryEstimate::fits() const {
   return std::all_of(ranks.begin(), ranks.end(), [](const RankMemory& r) { return r.fits(); });
 }
@@ -284,11 +282,9 @@ Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu
   if (Status s = validate_request(model, gpu, request); !s) return s.error();
   MemoryEstimate estimate;
   estimate.cuda_context_bytes = request.assumptions.cuda_context_bytes >= 0 ? request.assumptions.cuda_context_bytes : gpu.cuda_context_bytes;
-  const auto stages = split_layers(static_cast<int>(model.config.num_layers), static_cast<int>(request.layout.pp));
   GeminiSummary gemini;
   if (request.plugin.kind == PluginKind::gemini) gemini = plan_gemini(model, request);
-  for (int stage = 0; stage < static_cast<int>(stages.size()); ++stage) {
-    const StageContext s = make_stage(model, request, stage, stages[static_cast<size_t>(stage)]);
+  for (const StageShape& s : stage_shapes(model, request)) {
     if (request.plugin.kind == PluginKind::gemini && request.plugin.gemini.placement_policy == GeminiPlacement::auto_placement) {
       solve_auto_placement(model, s, request, gpu.memory_bytes, estimate.cuda_context_bytes, gemini);
     }

@@ -5,6 +5,7 @@
 namespace tessera::planner {
 
 void ParamTotals::add(const TensorInfo& tensor) {
+  if (tensor.is_matmul_weight) matmul_weights += tensor.numel();
   switch (tensor.tp_split) {
     case TpSplit::replicated: replicated += tensor.numel(); break;
     case TpSplit::split: split += tensor.numel(); break;
@@ -20,6 +21,7 @@ ParamTotals& ParamTotals::operator+=(const ParamTotals& other) {
   split += other.split;
   vocab_width += other.vocab_width;
   vocab_rows = std::max(vocab_rows, other.vocab_rows);
+  matmul_weights += other.matmul_weights;
   return *this;
 }
 

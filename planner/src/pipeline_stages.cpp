@@ -24,4 +24,26 @@ int64_t in_flight_micro_batches(PipelineSchedule schedule, int64_t pp, int64_t s
   return std::min(pp - stage, num_micro_batches);
 }
 
+std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches) {
+  const int64_t m = num_micro_batches;
+  std::vector<std::vector<PipelineOp>> stages(static_cast<size_t>(pp));
+  for (int64_t k = 0; k < pp; ++k) {
+    auto& ops = stages[static_cast<size_t>(k)];
+    ops.reserve(static_cast<size_t>(2 * m));
+    if (schedule == PipelineSchedule::gpipe) {
+      for (int64_t i = 0; i < m; ++i) ops.push_back({i, PipelinePass::forward});
+      for (int64_t i = m - 1; i >= 0; --i) ops.push_back({i, PipelinePass::backward});
+      continue;
+    }
+    const int64_t warmup = std::min(pp - k - 1, m);
+    for (int64_t i = 0; i < warmup; ++i) ops.push_back({i, PipelinePass::forward});
+    for (int64_t i = 0; i < m - warmup; ++i) {
+      ops.push_back({warmup + i, PipelinePass::forward});
+      ops.push_back({i, PipelinePass::backward});
+    }
+    for (int64_t i = m - warmup; i < m; ++i) ops.push_back({i, PipelinePass::backward});
+  }
+  return stages;
+}
+
 }  // namespace tessera::planner

@@ -27,6 +27,9 @@ struct FlopsPerToken {
 // Forward FLOPs per token of one transformer block (matmuls + attention).
 double block_forward_flops_per_token(const Model& model, int layer, int64_t seq_len);
 
+// Forward FLOPs per token outside the blocks: the head (and OPT's projections).
+double outside_blocks_forward_flops_per_token(const Model& model);
+
 FlopsPerToken flops_per_token(const Model& model, int64_t seq_len, RecomputeMode recompute);
 
 }  // namespace tessera::planner

@@ -60,6 +60,20 @@ struct MemoryEstimate {
   const RankMemory& tightest() const;
 };
 
+// One pipeline stage as the memory model and the simulator see it.
+struct StageShape {
+  int stage = 0;
+  int first_layer = 0;
+  int num_layers = 0;
+  bool first = false;        // holds the embedding
+  bool last = false;         // holds the final norm, the head and the loss
+  int64_t params = 0;        // parameters on one rank of this stage before data-parallel sharding
+  int64_t in_flight = 1;     // micro-batches of activations held at the peak
+};
+
+// The stages of a request, first to last (one stage without a pipeline).
+std::vector<StageShape> stage_shapes(const Model& model, const EstimateRequest& request);
+
 // Checks the request against the model and GPU; the error names the option to change.
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
 

@@ -16,6 +16,7 @@ struct ParamTotals {
   int64_t split = 0;        // numel divided evenly over the tp ranks
   int64_t vocab_width = 0;  // sum of the widths of vocab-parallel tensors (rows = vocab)
   int64_t vocab_rows = 0;
+  int64_t matmul_weights = 0;  // numel of the weights that enter a GEMM (FLOPs), in full
 
   // Elements one tp rank holds. Vocab-parallel rows are padded up to a multiple of tp
   // (Megatron-LM pads the vocabulary so that it divides the tp size).

@@ -24,4 +24,18 @@ std::vector<StageLayers> split_layers(int num_layers, int pp);
 // the first stage runs pp forwards before its first backward), at most m.
 int64_t in_flight_micro_batches(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches);
 
+enum class PipelinePass { forward, backward };
+
+struct PipelineOp {
+  int64_t micro_batch = 0;
+  PipelinePass pass = PipelinePass::forward;
+};
+
+// The order in which each stage runs its passes, computed before anything runs
+// (as Megatron-LM's schedules are): per stage, a list of (micro-batch, pass).
+// GPipe: every forward, then every backward in reverse (Huang et al. 2019).
+// 1F1B: pp - stage - 1 warm-up forwards, then one forward and one backward in
+// turn, then the remaining backwards (Narayanan et al. 2021, §2.2.1).
+std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches);
+
 }  // namespace tessera::planner

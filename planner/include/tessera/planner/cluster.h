@@ -1,0 +1,44 @@
+// A cluster: nodes of identical GPUs, the links between them, and the hosts.
+// Given on the command line (--gpus 64 --gpus-per-node 8 --gpu h100-80g
+// --inter-node-gbps 400) or as a JSON file (data/hardware/clusters/*.json).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tessera/planner/hardware.h"
+#include "tessera/planner/status.h"
+
+namespace tessera::planner {
+
+struct ClusterSpec {
+  std::string name;                  // file stem, or "cli"
+  GpuProfile gpu;
+  int64_t num_nodes = 1;
+  int64_t gpus_per_node = 8;
+  // Inside a node, GB/s per GPU and direction: NVLink's datasheet figure counts
+  // both directions, so half of it; PCIe per direction where there is no NVLink.
+  double intra_node_gbps = 0;        // 0 = derived from the GPU profile
+  double inter_node_gbit_s = 400;    // per GPU, Gbit/s (NDR InfiniBand: 400)
+  double intra_node_latency_s = 3e-6;
+  double inter_node_latency_s = 10e-6;
+  int64_t host_memory_bytes_per_node = int64_t{1} << 40;  // 1 TiB (DGX A100: 1 TB, DGX H100: 2 TB)
+  // CPU Adam: parameters updated per second by one node's CPUs (ZeRO-Offload,
+  // Ren et al. 2021, §6.3: about 1B parameters in 0.22 s on a 2-socket Xeon).
+  double cpu_adam_params_per_s_per_node = 4.5e9;
+
+  int64_t world_size() const { return num_nodes * gpus_per_node; }
+  // Bandwidth in bytes/s of one GPU's share of the link its group uses.
+  double intra_node_bytes_per_s() const;
+  double inter_node_bytes_per_s() const { return inter_node_gbit_s * 1e9 / 8; }
+};
+
+// A cluster of `gpus` GPUs, `gpus_per_node` to a node; the GPU count must fill whole nodes
+// (or be smaller than one node).
+Result<ClusterSpec> make_cluster(const GpuProfile& gpu, int64_t gpus, int64_t gpus_per_node, double inter_node_gbit_s);
+
+// Reads a cluster file; its "gpu" field names a shipped GPU or a profile path.
+Result<ClusterSpec> parse_cluster(std::string_view json_text, const std::string& source);
+
+}  // namespace tessera::planner

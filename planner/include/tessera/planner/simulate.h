@@ -1,0 +1,83 @@
+// Step time of one training configuration on a cluster.
+//
+// Compute: forward FLOPs per token from the inventory (flops.h) at the GPU's
+// dense peak for the precision times an efficiency; backward = 2 × forward;
+// recompute adds a forward per its mode. Communication: the α–β model per
+// collective (Hockney 1994; ring algorithms after Thakur et al. 2005):
+//   all-reduce          2(n−1)/n · M/β + 2(n−1)·α
+//   reduce-scatter,
+//   all-gather          (n−1)/n · M/β + (n−1)·α
+// with β the bandwidth of the link the group spans (tensor-parallel groups
+// innermost on NVLink; data and pipeline groups across nodes when they leave
+// one). Overlap: DDP and ZeRO-1/2 reduce gradients during the last
+// micro-batch's backward; ZeRO-3 (FSDP, Gemini) prefetches the next unit during
+// compute; pipelines run the schedule of pipeline_stages.h event by event, so
+// the bubble is what the schedule leaves idle. Offload: PCIe traffic and the
+// CPU optimizer. MFU = model FLOPs / (step time × peak × GPUs) (Narayanan et
+// al. 2021 §5.1, without the recompute FLOPs; Chowdhery et al. 2022, App. B).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/planner/cluster.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/status.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+struct SimulationSettings {
+  // Fraction of the dense peak that transformer GEMMs sustain. 0.6 lands every
+  // result in data/measurements/published.json within 25%; the engine's
+  // measurements replace it per GPU once they exist.
+  double compute_efficiency = 0.6;
+  // Fraction of HBM bandwidth an element-wise optimizer step reaches.
+  double memory_efficiency = 0.8;
+};
+
+// Seconds per step on the slowest pipeline stage's critical path.
+struct StepBreakdown {
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;
+  double communication_s = 0;  // exposed tensor-parallel, pipeline and data-parallel communication
+  double offload_s = 0;        // PCIe traffic and CPU optimizer not hidden by compute
+  double optimizer_s = 0;      // optimizer step on the GPU
+  double bubble_s = 0;         // pipeline fill and drain
+};
+
+// One span on a lane of the timeline (Chrome/Perfetto trace "X" events).
+struct TraceEvent {
+  std::string name;      // "F3", "B3", "all-reduce gradients", ...
+  std::string category;  // "forward", "backward", "communication", "optimizer", "offload"
+  int lane = 0;          // pipeline stage's compute lane = 2·stage, its communication lane = 2·stage + 1
+  double start_s = 0;
+  double duration_s = 0;
+};
+
+struct StepSimulation {
+  StepBreakdown breakdown;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;     // model FLOPs (no recompute) / step time / GPUs
+  double hardware_tflops_per_gpu = 0;  // FLOPs executed, recompute included (what Megatron-LM reports)
+  double mfu = 0;
+  std::vector<TraceEvent> events;      // filled when asked for
+};
+
+// `estimate` is the memory estimate of the same request (it carries Gemini's
+// chunking and placement). The request's num_micro_batches are per step.
+Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request,
+                                     const MemoryEstimate& estimate, const SimulationSettings& settings, bool with_events);
+
+// Collective times under the α–β model (seconds), for a group of n ranks.
+double all_reduce_s(double bytes, int64_t n, double bytes_per_s, double latency_s);
+double reduce_scatter_s(double bytes, int64_t n, double bytes_per_s, double latency_s);
+inline double all_gather_s(double bytes, int64_t n, double bytes_per_s, double latency_s) {
+  return reduce_scatter_s(bytes, n, bytes_per_s, latency_s);
+}
+
+}  // namespace tessera::planner

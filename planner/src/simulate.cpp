@@ -1,0 +1,271 @@
+// The step-time simulator; the model is described in simulate.h.
+#include "tessera/planner/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tessera/planner/flops.h"
+#include "tessera/planner/pipeline_stages.h"
+
+namespace tessera::planner {
+namespace {
+
+struct Link {
+  double bytes_per_s = 1;
+  double latency_s = 0;
+};
+
+// A group of `size` ranks `stride` apart (ranks run tp fastest, then dp, then pp):
+// it stays on the intra-node link when its ranks share a node.
+Link group_link(const ClusterSpec& c, int64_t size, int64_t stride) {
+  const bool one_node = size <= 1 || (size - 1) * stride < c.gpus_per_node;
+  return one_node ? Link{c.intra_node_bytes_per_s(), c.intra_node_latency_s} : Link{c.inter_node_bytes_per_s(), c.inter_node_latency_s};
+}
+
+double peak_flops(const GpuProfile& gpu, Precision p) {
+  // fp32 runs on the fp32 pipes: PyTorch leaves TF32 matmuls off by default.
+  const double tflops = p == Precision::bf16 ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
+  return tflops * 1e12;
+}
+
+// One micro-batch's passes on one stage, seconds.
+struct StageCost {
+  double forward_compute = 0;
+  double backward_compute = 0;  // 2 × forward
+  double recompute = 0;
+  double forward_comm = 0;      // exposed tensor-parallel / ZeRO-3 communication in forward
+  double backward_comm = 0;
+  double offload = 0;           // parameter chunks fetched over PCIe (Gemini offload_param_frac)
+  double forward_s() const { return forward_compute + forward_comm + offload / 2; }
+  double backward_s() const { return backward_compute + recompute + backward_comm + offload / 2; }
+};
+
+struct Context {
+  const Model& model;
+  const ClusterSpec& cluster;
+  const EstimateRequest& request;
+  const MemoryEstimate& estimate;
+  const SimulationSettings& settings;
+  double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.training.seq_len); }
+  double flops_per_s() const { return peak_flops(cluster.gpu, request.training.precision) * settings.compute_efficiency; }
+  double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
+};
+
+bool is_zero3(PluginKind kind) { return kind == PluginKind::torch_fsdp || kind == PluginKind::gemini; }
+
+// ZeRO-3 gathers the parameters in forward and backward and reduce-scatters the
+// gradients in backward, every micro-batch; prefetching hides what compute covers.
+void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
+  const auto& l = c.request.layout;
+  if (!is_zero3(c.request.plugin.kind) || l.dp == 1) return;
+  const Link dp = group_link(c.cluster, l.dp, l.tp);
+  const double params = static_cast<double>(s.params);
+  const double gather = all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  const double scatter = reduce_scatter_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  const double first_unit = gather / static_cast<double>(std::max(1, s.num_layers));  // nothing to overlap with yet
+  cost.forward_comm += std::max(0.0, gather - cost.forward_compute) + first_unit;
+  cost.backward_comm += std::max(0.0, gather + scatter - cost.backward_compute - cost.recompute);
+}
+
+StageCost stage_cost(const Context& c, const StageShape& s) {
+  const auto& t = c.request.training;
+  const auto& l = c.request.layout;
+  const double tokens = c.tokens_per_micro_batch();
+  double block_flops = 0;
+  for (int i = 0; i < s.num_layers; ++i) block_flops += block_forward_flops_per_token(c.model, s.first_layer + i, t.seq_len);
+  const double head_flops = s.last ? outside_blocks_forward_flops_per_token(c.model) : 0.0;
+  const double tp = static_cast<double>(l.tp);
+  StageCost cost;
+  cost.forward_compute = tokens * (block_flops + head_flops) / tp / c.flops_per_s();
+  cost.backward_compute = 2 * cost.forward_compute;
+  const double attention = 4.0 * static_cast<double>(t.seq_len) * static_cast<double>(c.model.config.q_width()) * s.num_layers;
+  if (t.recompute == RecomputeMode::selective) cost.recompute = tokens * attention / tp / c.flops_per_s();
+  if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_flops / tp / c.flops_per_s();
+  if (l.tp > 1) {
+    // Megatron-LM: two all-reduces of the (b, s, h) activations per block in forward
+    // and two in backward (sequence parallel: all-gather + reduce-scatter, the same bytes).
+    const Link link = group_link(c.cluster, l.tp, 1);
+    const double bytes = tokens * static_cast<double>(c.model.config.hidden_size) * c.dtype_bytes();
+    const double per_block = 2 * all_reduce_s(bytes, l.tp, link.bytes_per_s, link.latency_s);
+    cost.forward_comm = per_block * s.num_layers;
+    cost.backward_comm = per_block * s.num_layers * (t.recompute == RecomputeMode::full ? 2 : 1);
+  }
+  add_zero3_communication(c, s, cost);
+  if (c.estimate.gemini && c.estimate.gemini->offload_param_frac > 0) {
+    const double host_params = static_cast<double>(c.estimate.gemini->num_chunks * c.estimate.gemini->chunk_size) *
+                               c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.dp);
+    cost.offload = 2 * host_params * c.dtype_bytes() / (c.cluster.gpu.pcie_gbps * 1e9);
+  }
+  return cost;
+}
+
+struct PipelineRun {
+  double makespan = 0;
+};
+
+// Runs the schedule event by event: a pass starts when its stage is free and its
+// input has arrived from the neighbouring stage (plus the send time).
+PipelineRun run_pipeline(const Context& c, const std::vector<StageCost>& costs, double p2p_s, std::vector<TraceEvent>* events) {
+  const int64_t pp = static_cast<int64_t>(costs.size());
+  const int64_t m = c.request.training.num_micro_batches;
+  const auto schedule = pipeline_schedule(c.request.plugin.pp_schedule, pp, m);
+  std::vector<std::vector<double>> forward_end(static_cast<size_t>(pp), std::vector<double>(static_cast<size_t>(m), -1));
+  std::vector<std::vector<double>> backward_end = forward_end;
+  std::vector<size_t> next(static_cast<size_t>(pp), 0);
+  std::vector<double> free_at(static_cast<size_t>(pp), 0);
+  PipelineRun run;
+  size_t remaining = static_cast<size_t>(pp * 2 * m);
+  while (remaining > 0) {
+    for (int64_t k = 0; k < pp; ++k) {
+      const auto ku = static_cast<size_t>(k);
+      while (next[ku] < schedule[ku].size()) {
+        const PipelineOp op = schedule[ku][next[ku]];
+        const auto i = static_cast<size_t>(op.micro_batch);
+        const bool forward = op.pass == PipelinePass::forward;
+        double ready = 0;
+        if (forward && k > 0) ready = forward_end[ku - 1][i];
+        if (!forward && k + 1 < pp) ready = backward_end[ku + 1][i];
+        if (ready < 0) break;  // the neighbour has not produced this input yet
+        if (forward ? k > 0 : k + 1 < pp) ready += p2p_s;
+        const double start = std::max(free_at[ku], ready);
+        const double duration = forward ? costs[ku].forward_s() : costs[ku].backward_s();
+        (forward ? forward_end : backward_end)[ku][i] = start + duration;
+        free_at[ku] = start + duration;
+        run.makespan = std::max(run.makespan, free_at[ku]);
+        if (events) events->push_back({(forward ? "F" : "B") + std::to_string(op.micro_batch), forward ? "forward" : "backward", static_cast<int>(2 * k), start, duration});
+        ++next[ku];
+        --remaining;
+      }
+    }
+  }
+  return run;
+}
+
+// Bytes the optimizer step reads and writes per parameter it updates on the GPU:
+// the gradient, the fp32 master (or fp32 weight) read and written, each state
+// read and written, and the new 16-bit weight under mixed precision.
+double optimizer_bytes_per_param(const TrainingOptions& t) {
+  const double grad = static_cast<double>(compute_bytes(t.precision));
+  const double weight16 = is_mixed_precision(t.precision) ? 2 : 0;
+  return grad + 2 * 4 + 2 * 4 * static_cast<double>(optimizer_state_count(t.optimizer)) + weight16;
+}
+
+struct AfterPipeline {
+  double communication = 0;
+  double offload = 0;
+  double optimizer = 0;
+};
+
+// Data-parallel gradient reduction, offloaded optimizer and the optimizer step,
+// for the stage that finishes last.
+AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageCost& cost) {
+  const auto& l = c.request.layout;
+  const auto& p = c.request.plugin;
+  const double params = static_cast<double>(s.params);
+  const double shard = params / static_cast<double>(l.dp);
+  const Link dp = group_link(c.cluster, l.dp, l.tp);
+  AfterPipeline out;
+  const int stage = p.effective_zero_stage();
+  const bool replicated = p.kind == PluginKind::torch_ddp || (p.kind == PluginKind::hybrid_parallel && stage == 0);
+  double on_gpu = params;  // parameters the GPU optimizer updates
+  double offloaded = 0;    // parameters the CPU optimizer updates
+  if (l.dp > 1 && !is_zero3(p.kind)) {
+    const double grad_bytes = params * c.dtype_bytes();
+    const double reduce = replicated ? all_reduce_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s)
+                                     : reduce_scatter_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s);
+    // Overlapped with the last backward, except the last bucket.
+    const double bucket = replicated ? static_cast<double>(p.bucket_bytes) : static_cast<double>(p.reduce_bucket_numel) * c.dtype_bytes();
+    out.communication = std::max(reduce - cost.backward_s(), reduce * std::min(1.0, bucket / grad_bytes));
+    if (!replicated) out.communication += all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  }
+  if (!replicated) on_gpu = shard;
+  if (p.cpu_offload) offloaded = shard;
+  if (c.estimate.gemini) offloaded = shard * c.estimate.gemini->offload_optim_frac;
+  on_gpu -= offloaded;
+  if (offloaded > 0) {
+    // Gradients down and 16-bit weights up over PCIe, then CPU Adam on the node's share.
+    const double pcie = c.cluster.gpu.pcie_gbps * 1e9;
+    const double cpu_rate = c.cluster.cpu_adam_params_per_s_per_node / static_cast<double>(c.cluster.gpus_per_node);
+    out.offload = offloaded * (c.dtype_bytes() + 2) / pcie + offloaded / cpu_rate;
+  }
+  out.optimizer = on_gpu * optimizer_bytes_per_param(c.request.training) / (c.cluster.gpu.hbm_gbps * 1e9 * c.settings.memory_efficiency);
+  return out;
+}
+
+}  // namespace
+
+double all_reduce_s(double bytes, int64_t n, double bytes_per_s, double latency_s) {
+  if (n <= 1) return 0;
+  const double ranks = static_cast<double>(n);
+  return 2 * (ranks - 1) / ranks * bytes / bytes_per_s + 2 * (ranks - 1) * latency_s;
+}
+
+double reduce_scatter_s(double bytes, int64_t n, double bytes_per_s, double latency_s) {
+  if (n <= 1) return 0;
+  const double ranks = static_cast<double>(n);
+  return (ranks - 1) / ranks * bytes / bytes_per_s + (ranks - 1) * latency_s;
+}
+
+Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request,
+                                     const MemoryEstimate& estimate, const SimulationSettings& settings, bool with_events) {
+  const auto& l = request.layout;
+  const auto& t = request.training;
+  if (l.world_size() != cluster.world_size()) {
+    return make_error(ErrorCode::invalid_argument, "--dp x --tp x --pp = " + std::to_string(l.world_size()) + " but the cluster has " +
+                                                       std::to_string(cluster.world_size()) + " GPUs");
+  }
+  const Context c{model, cluster, request, estimate, settings};
+  const std::vector<StageShape> stages = stage_shapes(model, request);
+  std::vector<StageCost> costs;
+  for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
+  const Link pp_link = group_link(cluster, l.pp, l.tp * l.dp);
+  const double boundary = c.tokens_per_micro_batch() * static_cast<double>(model.config.hidden_size) * c.dtype_bytes() /
+                          static_cast<double>(l.sequence_parallel ? l.tp : 1);
+  const double p2p = l.pp > 1 ? boundary / pp_link.bytes_per_s + pp_link.latency_s : 0.0;
+  StepSimulation sim;
+  const PipelineRun pipeline = run_pipeline(c, costs, p2p, with_events ? &sim.events : nullptr);
+
+  // The busiest stage sets the step's critical path.
+  size_t slowest = 0;
+  for (size_t k = 1; k < costs.size(); ++k) {
+    if (costs[k].forward_s() + costs[k].backward_s() > costs[slowest].forward_s() + costs[slowest].backward_s()) slowest = k;
+  }
+  const StageCost& cost = costs[slowest];
+  const AfterPipeline after = after_pipeline(c, stages[slowest], cost);
+  const double m = static_cast<double>(t.num_micro_batches);
+  StepBreakdown& b = sim.breakdown;
+  b.forward_s = m * cost.forward_compute;
+  b.backward_s = m * cost.backward_compute;
+  b.recompute_s = m * cost.recompute;
+  b.offload_s = m * cost.offload + after.offload;
+  b.communication_s = m * (cost.forward_comm + cost.backward_comm) + after.communication;
+  b.optimizer_s = after.optimizer;
+  b.bubble_s = std::max(0.0, pipeline.makespan - m * (cost.forward_s() + cost.backward_s()));
+  sim.step_time_s = pipeline.makespan + after.communication + after.offload + after.optimizer;
+  if (with_events) {
+    double at = pipeline.makespan;
+    struct Tail {
+      const char* name;
+      const char* category;
+      double seconds;
+    };
+    for (const Tail& tail : {Tail{"gradient reduction", "communication", after.communication},
+                             Tail{"offload + CPU optimizer", "offload", after.offload},
+                             Tail{"optimizer step", "optimizer", after.optimizer}}) {
+      const auto& [name, category, seconds] = tail;
+      if (seconds <= 0) continue;
+      for (int64_t k = 0; k < l.pp; ++k) sim.events.push_back({name, category, static_cast<int>(2 * k + 1), at, seconds});
+      at += seconds;
+    }
+  }
+  const double tokens = m * c.tokens_per_micro_batch() * static_cast<double>(l.dp);
+  const FlopsPerToken flops = flops_per_token(model, t.seq_len, t.recompute);
+  const double gpus = static_cast<double>(l.world_size());
+  sim.tokens_per_s = tokens / sim.step_time_s;
+  sim.model_tflops_per_gpu = 3 * flops.forward * tokens / sim.step_time_s / gpus / 1e12;
+  sim.hardware_tflops_per_gpu = flops.total() * tokens / sim.step_time_s / gpus / 1e12;
+  sim.mfu = sim.model_tflops_per_gpu * 1e12 / peak_flops(cluster.gpu, t.precision);
+  return sim;
+}
+
+}  // namespace tessera::planner

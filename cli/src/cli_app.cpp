@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "plan_command.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::cli {
@@ -23,6 +24,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   EstimateOptions estimate_options;
   CLI::App* estimate = app.add_subcommand("estimate", "Memory per rank and category for one training set-up");
   add_estimate_options(*estimate, estimate_options);
+  PlanOptions plan_options;
+  CLI::App* plan = app.add_subcommand("plan", "Search every plugin and layout, rank the ones that fit, write plan.json");
+  add_plan_options(*plan, plan_options);
 
   try {
     app.parse(argc, argv);
@@ -39,15 +43,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     // Subcommand help arrives as CallForHelp from the subcommand: print that one's help.
     std::string message = e.what();
     // CLI11 says only "A subcommand is required" for `tessera bogus`: name the word.
-    if (!models->parsed() && !gpus->parsed() && !estimate->parsed()) {
-      message = argc > 1 ? std::string("unknown command or option '") + argv[1] + "'; use models, gpus or estimate"
-                         : std::string("a command is required: models, gpus or estimate");
+    if (!models->parsed() && !gpus->parsed() && !estimate->parsed() && !plan->parsed()) {
+      message = argc > 1 ? std::string("unknown command or option '") + argv[1] + "'; use models, gpus, estimate or plan"
+                         : std::string("a command is required: models, gpus, estimate or plan");
     }
     err << "tessera: error: " << planner::one_line(message, 300) << " (see tessera --help)\n";
     return kExitUsage;
   }
   if (models->parsed()) return run_models(models_options, out, err);
   if (gpus->parsed()) return run_gpus(gpus_options, out, err);
+  if (plan->parsed()) return run_plan(plan_options, out, err);
   return run_estimate(estimate_options, out, err);
 }
 

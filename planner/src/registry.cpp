@@ -37,6 +37,7 @@ bool looks_like_path(const std::string& text) {
 
 std::vector<std::string> shipped_model_names() { return names_of(embedded_model_files()); }
 std::vector<std::string> shipped_gpu_names() { return names_of(embedded_gpu_files()); }
+std::vector<std::string> shipped_cluster_names() { return names_of(embedded_cluster_files()); }
 
 Result<Model> load_model(const std::string& name_or_path, const std::string& field) {
   if (name_or_path.empty()) return make_error(ErrorCode::invalid_argument, field + " is empty; give a model name (see `tessera models`) or a config.json path");
@@ -74,6 +75,21 @@ Result<GpuProfile> load_gpu(const std::string& name_or_path, const std::string& 
   auto gpu = parse_gpu_profile(text.value(), name_or_path);
   if (!gpu) return make_error(gpu.error().code, field + ": " + gpu.error().message);
   return gpu;
+}
+
+Result<ClusterSpec> load_cluster(const std::string& name_or_path, const std::string& field) {
+  if (const EmbeddedFile* file = find_embedded(embedded_cluster_files(), name_or_path)) {
+    return parse_cluster(file->content, "data/hardware/clusters/" + name_or_path + ".json");
+  }
+  if (!looks_like_path(name_or_path)) {
+    return make_error(ErrorCode::not_found, field + ": '" + one_line(name_or_path, 80) + "' is not a known cluster; known: " +
+                                                joined(shipped_cluster_names()) + " (or the path of a cluster .json)");
+  }
+  auto text = read_text_file(name_or_path, field);
+  if (!text) return text.error();
+  auto cluster = parse_cluster(text.value(), name_or_path);
+  if (!cluster) return make_error(cluster.error().code, field + ": " + cluster.error().message);
+  return cluster;
 }
 
 }  // namespace tessera::planner

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tessera/planner/activations.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/pipeline_stages.h"
 
@@ -77,10 +78,20 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   const double tp = static_cast<double>(l.tp);
   StageCost cost;
   cost.forward_compute = tokens * (block_flops + head_flops) / tp / c.flops_per_s();
-  cost.backward_compute = 2 * cost.forward_compute;
+  cost.backward_compute = 2 * cost.forward_compute;  // GEMMs: gradients for inputs and for weights
   const double attention = 4.0 * static_cast<double>(t.seq_len) * static_cast<double>(c.model.config.q_width()) * s.num_layers;
-  if (t.recompute == RecomputeMode::selective) cost.recompute = tokens * attention / tp / c.flops_per_s();
-  if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_flops / tp / c.flops_per_s();
+  // Element-wise work (norms, activations, softmax, dropout) is memory-bound: each
+  // tensor a block keeps for backward is written once in forward and read once in
+  // backward, where its gradient is written too (a roofline lower bound).
+  const ActivationTable table = activation_table(c.model.config, t.activation_profile, t.precision);
+  const ActivationShape shape{t.micro_batch_size, t.seq_len, l.tp, l.sequence_parallel};
+  const double hbm = c.cluster.gpu.hbm_gbps * 1e9 * c.settings.memory_efficiency;
+  const double kept = static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::none).stash) * s.num_layers;
+  const double scores = kept - static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::selective).stash) * s.num_layers;
+  cost.forward_compute += kept / hbm;
+  cost.backward_compute += 2 * kept / hbm;
+  if (t.recompute == RecomputeMode::selective) cost.recompute = tokens * attention / tp / c.flops_per_s() + scores / hbm;
+  if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_flops / tp / c.flops_per_s() + kept / hbm;
   if (l.tp > 1) {
     // Megatron-LM: two all-reduces of the (b, s, h) activations per block in forward
     // and two in backward (sequence parallel: all-gather + reduce-scatter, the same bytes).

@@ -1,4 +1,4 @@
-// The JSON files shipped in models/ and data/hardware/gpus/, compiled into the
+// The JSON files shipped in models/ and data/hardware/{gpus,clusters}/, compiled into the
 // library by cmake/EmbedData.cmake. Read-only: the registry parses them on demand.
 #pragma once
 
@@ -14,5 +14,6 @@ struct EmbeddedFile {
 
 const std::vector<EmbeddedFile>& embedded_model_files();
 const std::vector<EmbeddedFile>& embedded_gpu_files();
+const std::vector<EmbeddedFile>& embedded_cluster_files();
 
 }  // namespace tessera::planner

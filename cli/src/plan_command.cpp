@@ -1,0 +1,145 @@
+#include "plan_command.h"
+
+#include <cstdio>
+#include <ostream>
+
+#include "cli_app.h"
+#include "commands.h"
+#include "tessera/planner/plan_file.h"
+#include "tessera/planner/registry.h"
+#include "tessera/planner/report.h"
+#include "tessera/planner/text_util.h"
+
+namespace tessera::cli {
+namespace {
+
+using namespace tessera::planner;
+
+int fail(std::ostream& err, const std::string& message) {
+  err << "tessera: error: " << one_line(message, 400) << "\n";
+  return kExitUsage;
+}
+
+template <typename E>
+Status parse_choice(const char* option, const std::string& text, E& out) {
+  if (auto value = parse_enum<E>(text)) {
+    out = *value;
+    return Status::success();
+  }
+  return make_error(ErrorCode::invalid_argument, std::string(option) + " '" + text.substr(0, 40) + "' is not one of: " + enum_choices<E>());
+}
+
+Result<PlanRequest> make_request(const PlanOptions& o) {
+  PlanRequest r;
+  Result<ClusterSpec> cluster = o.cluster.empty() ? [&]() -> Result<ClusterSpec> {
+    auto gpu = load_gpu(o.gpu);
+    if (!gpu) return gpu.error();
+    return make_cluster(gpu.value(), o.gpus, o.gpus_per_node, o.inter_node_gbps);
+  }()
+                                                  : load_cluster(o.cluster);
+  if (!cluster) return cluster.error();
+  r.cluster = std::move(cluster).value();
+  r.global_batch_size = o.global_batch;
+  r.seq_len = o.seq;
+  r.dp = o.dp;
+  r.tp = o.tp;
+  r.pp = o.pp;
+  r.micro_batch_size = o.micro_batch;
+  r.zero_stage = o.zero_stage;
+  for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
+                   parse_choice("--activation-profile", o.activation_profile, r.activation_profile)}) {
+    if (!s) return s.error();
+  }
+  if (!o.plugin.empty()) {
+    PluginKind kind{};
+    if (Status s = parse_choice("--plugin", o.plugin, kind); !s) return s.error();
+    r.plugins = {kind};
+  }
+  if (!o.recompute.empty()) {
+    RecomputeMode mode{};
+    if (Status s = parse_choice("--recompute", o.recompute, mode); !s) return s.error();
+    r.recompute = {mode};
+  }
+  if (o.top <= 0) return make_error(ErrorCode::invalid_argument, "--top must be a positive integer");
+  return r;
+}
+
+std::string fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+void print_table(const Model& model, const PlanRequest& r, const PlanSearchResult& result, int top, std::ostream& out) {
+  out << "Tessera plan: " << model.config.name << " (" << model.parameter_count / 1000000 << "M parameters) on " << r.cluster.world_size()
+      << " × " << r.cluster.gpu.name << " (" << r.cluster.num_nodes << " node" << (r.cluster.num_nodes > 1 ? "s" : "") << " × "
+      << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
+      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << "\n\n";
+  if (!result.plans.empty()) {
+    out << " #  plan\n    peak memory   step time    tokens/s    MFU   largest micro-batch that fits\n";
+  }
+  for (size_t i = 0; i < result.plans.size() && static_cast<int>(i) < top; ++i) {
+    const Candidate& c = result.plans[i];
+    char row[160];
+    std::snprintf(row, sizeof row, "    %-13s %-12s %10.0f  %4.1f%%   %lld\n", format_bytes(c.peak_device_bytes()).c_str(),
+                  (fixed(c.simulation.step_time_s, 3) + " s").c_str(), c.simulation.tokens_per_s, 100 * c.simulation.mfu,
+                  static_cast<long long>(c.max_micro_batch_that_fits));
+    out << (i + 1 < 10 ? " " : "") << (i + 1) << "  " << describe_plan(c.request) << "\n" << row;
+  }
+  int64_t rejected = 0;
+  for (const auto& [reason, count] : result.rejected) rejected += count;
+  out << "\nSearched " << result.candidates_evaluated << " candidates: " << result.plans.size() << " fit, " << rejected << " rejected";
+  for (const auto& [reason, count] : result.rejected) out << "\n  " << count << " × " << reason;
+  out << "\n\n";
+  if (!result.explanation.empty()) out << result.explanation << "\n";
+  if (result.plans.empty()) {
+    out << "NOTHING FITS.\n";
+    for (const std::string& s : result.suggestions) out << "  - " << s << "\n";
+  }
+}
+
+}  // namespace
+
+void add_plan_options(CLI::App& c, PlanOptions& o) {
+  c.add_option("--model", o.model, "Shipped model name or path of a Hugging Face config.json")->required();
+  auto* cluster = c.add_option("--cluster", o.cluster, "Shipped cluster (data/hardware/clusters) or a cluster file; replaces the four options below");
+  c.add_option("--gpu", o.gpu, "GPU profile name")->capture_default_str()->excludes(cluster);
+  c.add_option("--gpus", o.gpus, "Number of GPUs")->capture_default_str()->excludes(cluster);
+  c.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node")->capture_default_str()->excludes(cluster);
+  c.add_option("--inter-node-gbps", o.inter_node_gbps, "Network bandwidth per GPU between nodes, Gbit/s")->capture_default_str()->excludes(cluster);
+  c.add_option("--global-batch", o.global_batch, "Sequences per optimizer step (fixed; gradient accumulation follows)")->required();
+  c.add_option("--seq", o.seq, "Tokens per sequence")->capture_default_str();
+  c.add_option("--precision", o.precision, "fp32, fp16 or bf16")->capture_default_str();
+  c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
+  c.add_option("--activation-profile", o.activation_profile, "megatron or tessera")->capture_default_str();
+  c.add_option("--plugin", o.plugin, "Only this plugin");
+  c.add_option("--recompute", o.recompute, "Only this recompute mode");
+  c.add_option("--dp", o.dp, "Only this data-parallel size");
+  c.add_option("--tp", o.tp, "Only this tensor-parallel size");
+  c.add_option("--pp", o.pp, "Only this number of pipeline stages");
+  c.add_option("--micro-batch", o.micro_batch, "Only this micro-batch size");
+  c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
+  c.add_option("--top", o.top, "Plans to print and write")->capture_default_str();
+  c.add_option("--format", o.format, "table or json (the plan document on standard output)")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  c.add_option("--output,-o", o.output, "Where to write plan.json")->capture_default_str();
+}
+
+int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
+  auto model = load_model(options.model);
+  if (!model) return fail(err, model.error().message);
+  auto request = make_request(options);
+  if (!request) return fail(err, request.error().message);
+  auto result = search_plans(model.value(), request.value());
+  if (!result) return fail(err, result.error().message);
+  const nlohmann::json document = plan_document(model.value(), options.model, request.value(), result.value(), options.top);
+  if (Status s = write_file_atomically(options.output, document.dump(2) + "\n"); !s) return fail(err, s.error().message);
+  if (options.format == "json") {
+    out << document.dump(2) << "\n";
+  } else {
+    print_table(model.value(), request.value(), result.value(), options.top, out);
+    out << "wrote " << options.output << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace tessera::cli

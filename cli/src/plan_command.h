@@ -1,0 +1,37 @@
+// `tessera plan`: search every plugin and layout, print the best, write plan.json.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "tessera/planner/search.h"
+
+namespace tessera::cli {
+
+struct PlanOptions {
+  std::string model;
+  std::string cluster;  // a shipped cluster or a cluster file; else the four options below
+  std::string gpu = "h100-80g";
+  int64_t gpus = 8;
+  int64_t gpus_per_node = 8;
+  double inter_node_gbps = 400;
+  int64_t global_batch = 0;
+  int64_t seq = 1024;
+  std::string precision = "bf16";
+  std::string optimizer = "adamw";
+  std::string activation_profile = "tessera";
+  std::string plugin;     // restrict to one plugin
+  std::string recompute;  // restrict to one mode
+  int64_t dp = 0, tp = 0, pp = 0, micro_batch = 0;
+  int zero_stage = -1;
+  int top = 5;
+  std::string format = "table";
+  std::string output = "plan.json";
+};
+
+void add_plan_options(CLI::App& command, PlanOptions& options);
+int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace tessera::cli

@@ -1,0 +1,64 @@
+// The plan search: every plugin and layout for a model, cluster, global batch
+// and sequence; each candidate's memory (memory_model.h) decides whether it
+// fits, the simulator (simulate.h) how fast it runs; the ones that fit are
+// ranked by tokens per second.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/planner/cluster.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/simulate.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+struct PlanRequest {
+  ClusterSpec cluster;
+  int64_t global_batch_size = 8;  // sequences per optimizer step, fixed: accumulation steps follow
+  int64_t seq_len = 1024;
+  Precision precision = Precision::bf16;
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  ActivationProfile activation_profile = ActivationProfile::tessera;
+  Assumptions assumptions;
+  SimulationSettings simulation;
+  // Optional restrictions of the search (0, -1 or empty: any).
+  std::vector<PluginKind> plugins;      // empty: all five
+  std::vector<RecomputeMode> recompute; // empty: none, selective and full
+  int64_t dp = 0, tp = 0, pp = 0;
+  int64_t micro_batch_size = 0;
+  int zero_stage = -1;
+};
+
+struct Candidate {
+  EstimateRequest request;
+  MemoryEstimate memory;
+  StepSimulation simulation;            // events left empty
+  int64_t max_micro_batch_that_fits = 0;  // same plan, largest micro-batch that fits every rank (0: none)
+  int64_t peak_device_bytes() const;
+};
+
+struct PlanSearchResult {
+  std::vector<Candidate> plans;             // every candidate that fits, best first
+  int64_t candidates_evaluated = 0;
+  std::map<std::string, int64_t> rejected;  // reason -> count
+  std::string explanation;                  // why the winner, what the runner-up costs
+  std::vector<std::string> suggestions;     // when nothing fits: what would
+  // The rejected candidate that came closest to fitting (when nothing fits).
+  std::optional<EstimateRequest> closest;
+  int64_t closest_overflow_bytes = 0;
+};
+
+Status validate_plan_request(const Model& model, const PlanRequest& request);
+
+Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& request);
+
+// "hybrid_parallel dp 2 × tp 8 × pp 4 + sp, zero 1, recompute selective, micro-batch 1 × 16"
+std::string describe_plan(const EstimateRequest& request);
+
+}  // namespace tessera::planner

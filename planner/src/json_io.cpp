@@ -1,0 +1,190 @@
+#include "tessera/planner/json_io.h"
+
+namespace tessera::planner {
+namespace {
+
+using nlohmann::json;
+
+json settings_json(const PluginOptions& p, const ParallelLayout& l, const TrainingOptions& t) {
+  switch (p.kind) {
+    case PluginKind::torch_ddp:
+      return {{"bucket_cap_mb", static_cast<double>(p.bucket_bytes) / (1 << 20)}, {"gradient_as_bucket_view", p.gradient_as_bucket_view}};
+    case PluginKind::torch_fsdp: return {{"sharding_strategy", enum_name(p.fsdp_strategy)}};
+    case PluginKind::low_level_zero:
+      return {{"stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
+              {"reduce_bucket_size_in_m", static_cast<double>(p.reduce_bucket_numel) / (1 << 20)}};
+    case PluginKind::gemini:
+      return {{"placement_policy", enum_name(p.gemini.placement_policy)}, {"shard_param_frac", p.gemini.shard_param_frac},
+              {"offload_optim_frac", p.gemini.offload_optim_frac}, {"offload_param_frac", p.gemini.offload_param_frac},
+              {"chunk_size", p.gemini.chunk_size}, {"search_range_m", p.gemini.search_range_m},
+              {"min_chunk_size_m", p.gemini.min_chunk_size_m}, {"hidden_dim", p.gemini.search_interval}};
+    case PluginKind::hybrid_parallel:
+      return {{"tp_size", l.tp}, {"pp_size", l.pp}, {"zero_stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
+              {"enable_sequence_parallelism", l.sequence_parallel}, {"num_microbatches", t.num_micro_batches},
+              {"microbatch_size", t.micro_batch_size}, {"pp_style", enum_name(p.pp_schedule)}};
+  }
+  return json::object();
+}
+
+// Typed reads with errors that name the key.
+class Reader {
+ public:
+  Reader(const json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  template <typename T>
+  Status read(const char* key, T& out) const {
+    auto it = object_.find(key);
+    if (it == object_.end()) return Status::success();  // absent: keep the default
+    try {
+      if constexpr (std::is_same_v<T, bool>) {
+        if (!it->is_boolean()) throw json::type_error::create(302, "not a boolean", nullptr);
+      } else if constexpr (std::is_arithmetic_v<T>) {
+        if (!it->is_number()) throw json::type_error::create(302, "not a number", nullptr);
+      }
+      out = it->get<T>();
+    } catch (const json::exception&) {
+      return make_error(ErrorCode::parse_error, where_ + ": key '" + key + "' has the wrong type");
+    }
+    return Status::success();
+  }
+
+  template <typename E>
+  Status read_enum(const char* key, E& out) const {
+    std::string name;
+    if (Status s = read(key, name); !s) return s;
+    if (name.empty()) return Status::success();
+    auto value = parse_enum<E>(name);
+    if (!value) return make_error(ErrorCode::parse_error, where_ + ": key '" + key + "' is '" + name + "', not one of: " + enum_choices<E>());
+    out = *value;
+    return Status::success();
+  }
+
+  Reader child(const char* key) const {
+    auto it = object_.find(key);
+    return Reader(it != object_.end() && it->is_object() ? *it : empty(), where_ + "." + key);
+  }
+
+ private:
+  static const json& empty() {
+    static const json object = json::object();
+    return object;
+  }
+  const json& object_;
+  std::string where_;
+};
+
+}  // namespace
+
+json model_to_json(const Model& m) {
+  const ModelConfig& c = m.config;
+  return json{{"name", c.name},
+              {"model_type", c.model_type},
+              {"parameter_count", m.parameter_count},
+              {"num_layers", c.num_layers},
+              {"hidden_size", c.hidden_size},
+              {"num_attention_heads", c.num_heads},
+              {"num_key_value_heads", c.num_kv_heads},
+              {"intermediate_size", c.intermediate_size},
+              {"vocab_size", c.vocab_size},
+              {"tie_word_embeddings", c.tie_word_embeddings}};
+}
+
+json request_to_json(const EstimateRequest& r) {
+  const auto& t = r.training;
+  const auto& l = r.layout;
+  const auto& a = r.assumptions;
+  return json{{"plugin", enum_name(r.plugin.kind)},
+              {"settings", settings_json(r.plugin, l, t)},
+              {"layout", json{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"sequence_parallel", l.sequence_parallel}, {"world_size", l.world_size()}}},
+              {"training", json{{"precision", enum_name(t.precision)},
+                                {"optimizer", enum_name(t.optimizer)},
+                                {"recompute", enum_name(t.recompute)},
+                                {"activation_profile", enum_name(t.activation_profile)},
+                                {"micro_batch_size", t.micro_batch_size},
+                                {"seq_len", t.seq_len},
+                                {"num_micro_batches", t.num_micro_batches}}},
+              {"assumptions", json{{"cuda_context_bytes", a.cuda_context_bytes},
+                                   {"allocator_reserve_fraction", a.allocator_reserve_fraction},
+                                   {"nccl_bytes_per_group", a.nccl_bytes_per_group},
+                                   {"cublas_workspace_bytes", a.cublas_workspace_bytes}}}};
+}
+
+Result<EstimateRequest> request_from_json(const json& object, const std::string& source) {
+  EstimateRequest r;
+  const Reader root(object, source);
+  const Reader settings = root.child("settings"), layout = root.child("layout"), training = root.child("training"),
+               assumptions = root.child("assumptions");
+  double bucket_mb = 25, reduce_bucket_m = 12;
+  for (Status s : {root.read_enum("plugin", r.plugin.kind), layout.read("dp", r.layout.dp), layout.read("tp", r.layout.tp),
+                   layout.read("pp", r.layout.pp), layout.read("sequence_parallel", r.layout.sequence_parallel),
+                   training.read_enum("precision", r.training.precision), training.read_enum("optimizer", r.training.optimizer),
+                   training.read_enum("recompute", r.training.recompute),
+                   training.read_enum("activation_profile", r.training.activation_profile),
+                   training.read("micro_batch_size", r.training.micro_batch_size), training.read("seq_len", r.training.seq_len),
+                   training.read("num_micro_batches", r.training.num_micro_batches),
+                   assumptions.read("cuda_context_bytes", r.assumptions.cuda_context_bytes),
+                   assumptions.read("allocator_reserve_fraction", r.assumptions.allocator_reserve_fraction),
+                   assumptions.read("nccl_bytes_per_group", r.assumptions.nccl_bytes_per_group),
+                   assumptions.read("cublas_workspace_bytes", r.assumptions.cublas_workspace_bytes),
+                   settings.read("bucket_cap_mb", bucket_mb), settings.read("gradient_as_bucket_view", r.plugin.gradient_as_bucket_view),
+                   settings.read_enum("sharding_strategy", r.plugin.fsdp_strategy), settings.read("cpu_offload", r.plugin.cpu_offload),
+                   settings.read("reduce_bucket_size_in_m", reduce_bucket_m),
+                   settings.read_enum("placement_policy", r.plugin.gemini.placement_policy),
+                   settings.read("shard_param_frac", r.plugin.gemini.shard_param_frac),
+                   settings.read("offload_optim_frac", r.plugin.gemini.offload_optim_frac),
+                   settings.read("offload_param_frac", r.plugin.gemini.offload_param_frac),
+                   settings.read("chunk_size", r.plugin.gemini.chunk_size), settings.read("search_range_m", r.plugin.gemini.search_range_m),
+                   settings.read("min_chunk_size_m", r.plugin.gemini.min_chunk_size_m),
+                   settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read_enum("pp_style", r.plugin.pp_schedule)}) {
+    if (!s) return s.error();
+  }
+  int stage = -1;
+  if (Status s = settings.read(r.plugin.kind == PluginKind::low_level_zero ? "stage" : "zero_stage", stage); !s) return s.error();
+  r.plugin.zero_stage = stage;
+  r.plugin.bucket_bytes = static_cast<int64_t>(bucket_mb * (1 << 20));
+  r.plugin.reduce_bucket_numel = static_cast<int64_t>(reduce_bucket_m * (1 << 20));
+  return r;
+}
+
+json ranks_to_json(const MemoryEstimate& e) {
+  json ranks = json::array();
+  for (const RankMemory& row : e.ranks) {
+    json categories = json::object();
+    for (MemoryCategory c : kAllMemoryCategories) {
+      categories[std::string(to_string(c))] = json{{"device_bytes", row.bytes[c].device}, {"host_bytes", row.bytes[c].host}};
+    }
+    json layers = row.last_layer >= row.first_layer ? json::array({row.first_layer, row.last_layer}) : json(nullptr);
+    ranks.push_back(json{{"ranks", json::array({row.first_rank, row.last_rank})},
+                         {"pipeline_stages", json::array({row.first_stage, row.last_stage})},
+                         {"layers", layers},
+                         {"has_embedding", row.has_embedding},
+                         {"has_head", row.has_head},
+                         {"in_flight_micro_batches", row.in_flight_micro_batches},
+                         {"categories", categories},
+                         {"total", json{{"device_bytes", row.device_total}, {"host_bytes", row.host_total}}},
+                         {"gpu_capacity_bytes", row.gpu_capacity},
+                         {"margin_bytes", row.margin},
+                         {"fits", row.fits()}});
+  }
+  return ranks;
+}
+
+json cluster_to_json(const ClusterSpec& c) {
+  return json{{"name", c.name},
+              {"gpu", c.gpu.name},
+              {"num_nodes", c.num_nodes},
+              {"gpus_per_node", c.gpus_per_node},
+              {"inter_node_gbps", c.inter_node_gbit_s},
+              {"inter_node_latency_us", c.inter_node_latency_s * 1e6},
+              {"intra_node_gbps", c.intra_node_gbps},
+              {"host_memory_gib_per_node", static_cast<double>(c.host_memory_bytes_per_node) / 1073741824.0},
+              {"cpu_adam_gparams_per_s_per_node", c.cpu_adam_params_per_s_per_node / 1e9}};
+}
+
+json breakdown_to_json(const StepBreakdown& b) {
+  return json{{"forward_s", b.forward_s},         {"backward_s", b.backward_s}, {"recompute_s", b.recompute_s},
+              {"communication_s", b.communication_s}, {"offload_s", b.offload_s},   {"optimizer_s", b.optimizer_s},
+              {"bubble_s", b.bubble_s}};
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,321 @@
+// Plan search: enumerate, estimate, simulate, rank, explain.
+#include "tessera/planner/search.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <tuple>
+
+#include "tessera/planner/chunks.h"
+#include "tessera/planner/report.h"
+
+namespace tessera::planner {
+namespace {
+
+Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
+std::string str(int64_t v) { return std::to_string(v); }
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+bool allowed(const std::vector<PluginKind>& plugins, PluginKind kind) {
+  return plugins.empty() || std::find(plugins.begin(), plugins.end(), kind) != plugins.end();
+}
+
+// Plugin and layout settings before the micro-batch and recompute are chosen.
+std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest& p) {
+  const int64_t n = p.cluster.world_size();
+  EstimateRequest base;
+  base.training.precision = p.precision;
+  base.training.optimizer = p.optimizer;
+  base.training.activation_profile = p.activation_profile;
+  base.training.seq_len = p.seq_len;
+  base.assumptions = p.assumptions;
+  std::vector<EstimateRequest> out;
+  auto add = [&](PluginKind kind, auto&& configure) {
+    if (!allowed(p.plugins, kind)) return;
+    EstimateRequest r = base;
+    r.plugin.kind = kind;
+    r.layout.dp = n;
+    configure(r);
+    out.push_back(r);
+  };
+  const bool pure_dp = (p.tp <= 1 && p.pp <= 1) && (p.dp == 0 || p.dp == n);
+  if (pure_dp) {
+    if (p.zero_stage <= 0) add(PluginKind::torch_ddp, [](EstimateRequest&) {});
+    for (FsdpStrategy s : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
+      if (p.zero_stage < 0) add(PluginKind::torch_fsdp, [s](EstimateRequest& r) { r.plugin.fsdp_strategy = s; });
+    }
+    for (int stage : {1, 2}) {
+      for (bool offload : {false, true}) {
+        if (p.zero_stage < 0 || p.zero_stage == stage) {
+          add(PluginKind::low_level_zero, [=](EstimateRequest& r) { r.plugin.zero_stage = stage; r.plugin.cpu_offload = offload; });
+        }
+      }
+    }
+    if (p.zero_stage < 0 && allowed(p.plugins, PluginKind::gemini)) {
+      GeminiOptions g;
+      g.chunk_size = search_chunk_size(m.inventory, g, n);  // once: every Gemini candidate shares it
+      struct Placement {
+        GeminiPlacement policy;
+        double optim, param;
+      };
+      for (const Placement& pl : {Placement{GeminiPlacement::cuda, 0, 0}, Placement{GeminiPlacement::cpu, 1, 1},
+                                  Placement{GeminiPlacement::auto_placement, 0, 0}, Placement{GeminiPlacement::static_placement, 0.25, 0},
+                                  Placement{GeminiPlacement::static_placement, 0.5, 0}, Placement{GeminiPlacement::static_placement, 0.75, 0},
+                                  Placement{GeminiPlacement::static_placement, 1, 0}, Placement{GeminiPlacement::static_placement, 1, 0.5}}) {
+        add(PluginKind::gemini, [&](EstimateRequest& r) {
+          r.plugin.gemini = g;
+          r.plugin.gemini.placement_policy = pl.policy;
+          r.plugin.gemini.offload_optim_frac = pl.optim;
+          r.plugin.gemini.offload_param_frac = pl.param;
+        });
+      }
+    }
+  }
+  if (!allowed(p.plugins, PluginKind::hybrid_parallel)) return out;
+  const ModelConfig& c = m.config;
+  for (int64_t tp : divisors(std::gcd(std::gcd(c.num_heads, c.num_kv_heads), c.intermediate_size))) {
+    if (tp > p.cluster.gpus_per_node || n % tp != 0 || (p.tp > 0 && tp != p.tp)) continue;
+    for (int64_t pp : divisors(c.num_layers)) {
+      if (n % (tp * pp) != 0 || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1)) continue;
+      const int64_t dp = n / (tp * pp);
+      if (p.dp > 0 && dp != p.dp) continue;
+      for (int stage : {0, 1, 2}) {
+        if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || (stage > 0 && dp == 1)) continue;
+        add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
+          r.layout = ParallelLayout{dp, tp, pp, tp > 1};  // sequence parallelism only saves memory: always on with tp
+          r.plugin.zero_stage = stage;
+        });
+      }
+    }
+  }
+  return out;
+}
+
+std::string rejection_reason(const MemoryEstimate& e) {
+  const RankMemory& tight = e.tightest();
+  MemoryCategory largest = MemoryCategory::parameters;
+  for (MemoryCategory c : kAllMemoryCategories) {
+    if (tight.bytes[c].device > tight.bytes[largest].device) largest = c;
+  }
+  return "over GPU memory (largest: " + std::string(to_string(largest)) + ")";
+}
+
+// Same plan but for the micro-batch: to find each plan's largest micro-batch that fits.
+auto plan_key(const EstimateRequest& r) {
+  const auto& p = r.plugin;
+  return std::make_tuple(p.kind, p.fsdp_strategy, p.zero_stage, p.cpu_offload, p.gemini.placement_policy, p.gemini.offload_optim_frac,
+                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.training.recompute);
+}
+
+void fill_max_micro_batch(std::vector<Candidate>& fitted) {
+  std::map<decltype(plan_key(EstimateRequest{})), int64_t> largest;
+  for (const Candidate& c : fitted) {
+    int64_t& best = largest[plan_key(c.request)];
+    best = std::max(best, c.request.training.micro_batch_size);
+  }
+  for (Candidate& c : fitted) c.max_micro_batch_that_fits = largest[plan_key(c.request)];
+}
+
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, s < 1 ? "%.0f ms" : "%.2f s", s < 1 ? s * 1000 : s);
+  return text;
+}
+
+std::string explain(const std::vector<Candidate>& plans) {
+  if (plans.empty()) return {};
+  const Candidate& w = plans[0];
+  char line[512];
+  std::snprintf(line, sizeof line, "Best: %s at %.0f tokens/s (step %s, MFU %.0f%%), using %s of its GPUs' memory at most.",
+                describe_plan(w.request).c_str(), w.simulation.tokens_per_s, seconds(w.simulation.step_time_s).c_str(),
+                100 * w.simulation.mfu, format_bytes(w.peak_device_bytes()).c_str());
+  std::string text = line;
+  if (plans.size() < 2) return text + " No other plan fits.";
+  const Candidate& r = plans[1];
+  const StepBreakdown& a = w.simulation.breakdown;
+  const StepBreakdown& b = r.simulation.breakdown;
+  // Name the part of the step that differs most.
+  struct Part {
+    const char* name;
+    double winner, runner_up;
+  };
+  const Part parts[] = {{"compute", a.forward_s + a.backward_s, b.forward_s + b.backward_s}, {"recompute", a.recompute_s, b.recompute_s},
+                        {"exposed communication", a.communication_s, b.communication_s}, {"offload", a.offload_s, b.offload_s},
+                        {"optimizer", a.optimizer_s, b.optimizer_s}, {"pipeline bubble", a.bubble_s, b.bubble_s}};
+  const Part* deciding = std::max_element(std::begin(parts), std::end(parts), [](const Part& x, const Part& y) {
+    return std::abs(x.runner_up - x.winner) < std::abs(y.runner_up - y.winner);
+  });
+  std::snprintf(line, sizeof line, " Runner-up: %s at %.0f tokens/s, %.1f%% slower: its %s takes %s against %s.",
+                describe_plan(r.request).c_str(), r.simulation.tokens_per_s,
+                100 * (1 - r.simulation.tokens_per_s / w.simulation.tokens_per_s), deciding->name, seconds(deciding->runner_up).c_str(),
+                seconds(deciding->winner).c_str());
+  return text + line;
+}
+
+Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p);
+
+// When nothing fits: the closest miss, then the smallest change that fits among
+// more GPUs and a shorter sequence. Recompute, offload and micro-batch 1 were
+// already among the candidates, so they are named as tried, not suggested.
+std::vector<std::string> suggest(const Model& model, const PlanRequest& p, const PlanSearchResult& result) {
+  std::vector<std::string> out;
+  if (result.closest) {
+    out.push_back("closest: " + describe_plan(*result.closest) + " is " + format_bytes(result.closest_overflow_bytes) +
+                  " over; full recompute, CPU offload and micro-batch 1 were all tried");
+  }
+  for (int64_t factor = 2; factor <= 64; factor *= 2) {
+    PlanRequest bigger = p;
+    const int64_t gpus = p.cluster.world_size() * factor;
+    bigger.cluster.num_nodes = gpus / bigger.cluster.gpus_per_node;
+    if (bigger.cluster.num_nodes == 0) bigger.cluster.gpus_per_node = gpus;
+    bigger.cluster.num_nodes = std::max<int64_t>(1, bigger.cluster.num_nodes);
+    bigger.dp = bigger.tp = bigger.pp = 0;
+    auto found = search_plans_impl(model, bigger);
+    if (found && !found->plans.empty()) {
+      const Candidate& w = found->plans.front();
+      out.push_back("with " + str(gpus) + " GPUs: " + describe_plan(w.request) + " fits (" + format_bytes(w.memory.tightest().margin) +
+                    " to spare, " + std::to_string(static_cast<int64_t>(w.simulation.tokens_per_s)) + " tokens/s)");
+      break;
+    }
+  }
+  if (p.seq_len >= 256) {
+    PlanRequest shorter = p;
+    shorter.seq_len = p.seq_len / 2;
+    auto found = search_plans_impl(model, shorter);
+    if (found && !found->plans.empty()) {
+      out.push_back("with --seq " + str(shorter.seq_len) + ": " + describe_plan(found->plans.front().request) + " fits on these GPUs");
+    }
+  }
+  if (out.size() <= 1) out.push_back("no plan fits even on 64 times as many GPUs; check --global-batch and --seq");
+  return out;
+}
+
+}  // namespace
+
+int64_t Candidate::peak_device_bytes() const {
+  int64_t peak = 0;
+  for (const RankMemory& r : memory.ranks) peak = std::max(peak, r.device_total);
+  return peak;
+}
+
+std::string describe_plan(const EstimateRequest& r) {
+  const auto& p = r.plugin;
+  std::string text(enum_name(p.kind));
+  switch (p.kind) {
+    case PluginKind::torch_ddp: break;
+    case PluginKind::torch_fsdp: text += " " + std::string(enum_name(p.fsdp_strategy)); break;
+    case PluginKind::low_level_zero: text += " stage " + std::to_string(p.effective_zero_stage()) + (p.cpu_offload ? " + cpu offload" : ""); break;
+    case PluginKind::gemini: {
+      char g[96];
+      std::snprintf(g, sizeof g, " %s", std::string(enum_name(p.gemini.placement_policy)).c_str());
+      text += g;
+      if (p.gemini.placement_policy == GeminiPlacement::static_placement) {
+        std::snprintf(g, sizeof g, " (optim %.2f, param %.2f on host)", p.gemini.offload_optim_frac, p.gemini.offload_param_frac);
+        text += g;
+      }
+      break;
+    }
+    case PluginKind::hybrid_parallel:
+      text += " dp " + str(r.layout.dp) + " × tp " + str(r.layout.tp) + " × pp " + str(r.layout.pp) + (r.layout.sequence_parallel ? " + sp" : "") +
+              ", zero " + std::to_string(p.effective_zero_stage());
+      break;
+  }
+  if (p.kind != PluginKind::hybrid_parallel) text += ", dp " + str(r.layout.dp);
+  text += ", recompute " + std::string(enum_name(r.training.recompute)) + ", micro-batch " + str(r.training.micro_batch_size) + " × " +
+          str(r.training.num_micro_batches);
+  return text;
+}
+
+Status validate_plan_request(const Model& model, const PlanRequest& p) {
+  const int64_t n = p.cluster.world_size();
+  if (p.global_batch_size <= 0) return invalid("--global-batch must be a positive integer, got " + str(p.global_batch_size));
+  if (p.seq_len <= 0) return invalid("--seq must be a positive integer, got " + str(p.seq_len));
+  if (model.config.learned_positions && p.seq_len > model.config.max_positions) {
+    return invalid("--seq " + str(p.seq_len) + " exceeds the " + str(model.config.max_positions) + " learned positions of " + model.config.name);
+  }
+  if (p.precision == Precision::bf16 && p.cluster.gpu.peak_tflops.bf16 <= 0) {
+    return invalid("--precision bf16 is not supported by " + p.cluster.gpu.name + " (no bf16 tensor cores); use --precision fp16");
+  }
+  if (p.tp > p.cluster.gpus_per_node) {
+    return invalid("--tp " + str(p.tp) + " exceeds --gpus-per-node " + str(p.cluster.gpus_per_node) + " (tensor parallelism stays inside a node)");
+  }
+  if (p.dp > 0 && p.tp > 0 && p.pp > 0 && p.dp * p.tp * p.pp != n) {
+    return invalid("--dp " + str(p.dp) + " × --tp " + str(p.tp) + " × --pp " + str(p.pp) + " = " + str(p.dp * p.tp * p.pp) +
+                   " but the cluster has " + str(n) + " GPUs");
+  }
+  for (auto [option, value] : {std::pair{"--dp", p.dp}, std::pair{"--tp", p.tp}, std::pair{"--pp", p.pp}}) {
+    if (value < 0 || (value > 0 && n % value != 0)) return invalid(std::string(option) + " " + str(value) + " does not divide the " + str(n) + " GPUs");
+  }
+  if (p.micro_batch_size < 0) return invalid("--micro-batch must be a positive integer, got " + str(p.micro_batch_size));
+  if (p.micro_batch_size > 0 && p.dp > 0 && p.global_batch_size % (p.micro_batch_size * p.dp) != 0) {
+    return invalid("--global-batch " + str(p.global_batch_size) + " is not divisible by --micro-batch " + str(p.micro_batch_size) +
+                   " × dp " + str(p.dp) + " = " + str(p.micro_batch_size * p.dp));
+  }
+  if (p.global_batch_size > (int64_t{1} << 24) || p.seq_len > (int64_t{1} << 20)) return invalid("--global-batch or --seq is too large");
+  return Status::success();
+}
+
+namespace {
+
+Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p) {
+  PlanSearchResult result;
+  const std::vector<RecomputeMode> modes = p.recompute.empty() ? std::vector<RecomputeMode>{RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full}
+                                                               : p.recompute;
+  for (const EstimateRequest& base : plugin_templates(model, p)) {
+    const int64_t dp = base.layout.dp;
+    if (p.global_batch_size % dp != 0) continue;  // every data-parallel rank takes an equal share
+    const int64_t per_rank = p.global_batch_size / dp;
+    for (int64_t b = 1; b <= per_rank; b *= 2) {
+      if (per_rank % b != 0 || (p.micro_batch_size > 0 && b != p.micro_batch_size)) continue;
+      for (RecomputeMode mode : modes) {
+        EstimateRequest r = base;
+        r.training.micro_batch_size = b;
+        r.training.num_micro_batches = per_rank / b;
+        r.training.recompute = mode;
+        ++result.candidates_evaluated;
+        auto memory = estimate_memory(model, p.cluster.gpu, r);
+        if (!memory) {
+          ++result.rejected["invalid: " + memory.error().message.substr(0, 60)];
+          continue;
+        }
+        if (!memory->fits()) {
+          ++result.rejected[rejection_reason(memory.value())];
+          const int64_t overflow = -memory->tightest().margin;
+          if (!result.closest || overflow < result.closest_overflow_bytes) {
+            result.closest = r;
+            result.closest_overflow_bytes = overflow;
+          }
+          continue;
+        }
+        auto simulation = simulate_step(model, p.cluster, r, memory.value(), p.simulation, false);
+        if (!simulation) return simulation.error();
+        result.plans.push_back(Candidate{r, std::move(memory).value(), std::move(simulation).value(), 0});
+      }
+    }
+  }
+  fill_max_micro_batch(result.plans);
+  std::stable_sort(result.plans.begin(), result.plans.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.simulation.tokens_per_s != b.simulation.tokens_per_s) return a.simulation.tokens_per_s > b.simulation.tokens_per_s;
+    return a.peak_device_bytes() < b.peak_device_bytes();
+  });
+  result.explanation = explain(result.plans);
+  return result;
+}
+
+}  // namespace
+
+Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& p) {
+  if (Status s = validate_plan_request(model, p); !s) return s.error();
+  auto result = search_plans_impl(model, p);
+  if (result && result->plans.empty()) result.value().suggestions = suggest(model, p, result.value());
+  return result;
+}
+
+}  // namespace tessera::planner

@@ -88,7 +88,8 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
   }
   int64_t rejected = 0;
   for (const auto& [reason, count] : result.rejected) rejected += count;
-  out << "\nSearched " << result.candidates_evaluated << " candidates: " << result.plans.size() << " fit, " << rejected << " rejected";
+  out << "\nSearched " << result.candidates_evaluated << " candidates: " << result.candidates_fitting << " fit (" << result.plans.size()
+      << " distinct plans), " << rejected << " rejected";
   for (const auto& [reason, count] : result.rejected) out << "\n  " << count << " × " << reason;
   out << "\n\n";
   if (!result.explanation.empty()) out << result.explanation << "\n";

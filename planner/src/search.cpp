@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 #include "tessera/planner/chunks.h"
@@ -98,6 +99,13 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
   return out;
 }
 
+// Offloaded states of all the GPUs of a node share that node's memory.
+bool fits_host_memory(const MemoryEstimate& e, const ClusterSpec& cluster) {
+  int64_t largest = 0;
+  for (const RankMemory& r : e.ranks) largest = std::max(largest, r.host_total);
+  return largest * cluster.gpus_per_node <= cluster.host_memory_bytes_per_node;
+}
+
 std::string rejection_reason(const MemoryEstimate& e) {
   const RankMemory& tight = e.tightest();
   MemoryCategory largest = MemoryCategory::parameters;
@@ -149,14 +157,25 @@ std::string explain(const std::vector<Candidate>& plans) {
   const Part parts[] = {{"compute", a.forward_s + a.backward_s, b.forward_s + b.backward_s}, {"recompute", a.recompute_s, b.recompute_s},
                         {"exposed communication", a.communication_s, b.communication_s}, {"offload", a.offload_s, b.offload_s},
                         {"optimizer", a.optimizer_s, b.optimizer_s}, {"pipeline bubble", a.bubble_s, b.bubble_s}};
-  const Part* deciding = std::max_element(std::begin(parts), std::end(parts), [](const Part& x, const Part& y) {
-    return std::abs(x.runner_up - x.winner) < std::abs(y.runner_up - y.winner);
-  });
-  std::snprintf(line, sizeof line, " Runner-up: %s at %.0f tokens/s, %.1f%% slower: its %s takes %s against %s.",
-                describe_plan(r.request).c_str(), r.simulation.tokens_per_s,
-                100 * (1 - r.simulation.tokens_per_s / w.simulation.tokens_per_s), deciding->name, seconds(deciding->runner_up).c_str(),
-                seconds(deciding->winner).c_str());
-  return text + line;
+  // Name what costs the runner-up the most, and what it gains back, in seconds.
+  const Part* worse = nullptr;
+  const Part* better = nullptr;
+  for (const Part& part : parts) {
+    const double delta = part.runner_up - part.winner;
+    if (delta > 0 && (!worse || delta > worse->runner_up - worse->winner)) worse = &part;
+    if (delta < 0 && (!better || delta < better->runner_up - better->winner)) better = &part;
+  }
+  const double slower = 1 - r.simulation.tokens_per_s / w.simulation.tokens_per_s;
+  std::snprintf(line, sizeof line, " Runner-up: %s at %.0f tokens/s", describe_plan(r.request).c_str(), r.simulation.tokens_per_s);
+  text += line;
+  if (slower < 0.005) {
+    return text + ", as fast within 0.5%, but needs " + format_bytes(r.peak_device_bytes()) + " against " + format_bytes(w.peak_device_bytes()) + ".";
+  }
+  std::snprintf(line, sizeof line, ", %.1f%% slower", 100 * slower);
+  text += line;
+  if (worse) text += ": " + seconds(worse->runner_up - worse->winner) + " more " + worse->name;
+  if (better) text += std::string(worse ? ", " : ": ") + seconds(better->winner - better->runner_up) + " less " + better->name;
+  return text + ".";
 }
 
 Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p);
@@ -294,17 +313,26 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
           }
           continue;
         }
+        if (!fits_host_memory(memory.value(), p.cluster)) {
+          ++result.rejected["over host memory (offloaded states of a node's GPUs)"];
+          continue;
+        }
         auto simulation = simulate_step(model, p.cluster, r, memory.value(), p.simulation, false);
         if (!simulation) return simulation.error();
         result.plans.push_back(Candidate{r, std::move(memory).value(), std::move(simulation).value(), 0});
       }
     }
   }
+  result.candidates_fitting = static_cast<int64_t>(result.plans.size());
   fill_max_micro_batch(result.plans);
   std::stable_sort(result.plans.begin(), result.plans.end(), [](const Candidate& a, const Candidate& b) {
     if (a.simulation.tokens_per_s != b.simulation.tokens_per_s) return a.simulation.tokens_per_s > b.simulation.tokens_per_s;
     return a.peak_device_bytes() < b.peak_device_bytes();
   });
+  // One row per plan: its fastest micro-batch (the others differ only in memory,
+  // and max_micro_batch_that_fits says how far the micro-batch can go).
+  std::set<decltype(plan_key(EstimateRequest{}))> seen;
+  std::erase_if(result.plans, [&](const Candidate& c) { return !seen.insert(plan_key(c.request)).second; });
   result.explanation = explain(result.plans);
   return result;
 }

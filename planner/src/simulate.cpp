@@ -52,6 +52,13 @@ struct Context {
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
 };
 
+// Time a collective adds when it runs alongside `compute` seconds of work: what
+// sticks out, plus the overlap cost of the part that hides.
+double overlapped(double comm, double compute, double overlap_cost) {
+  const double exposed = std::max(0.0, comm - compute);
+  return exposed + overlap_cost * (comm - exposed);
+}
+
 bool is_zero3(PluginKind kind) { return kind == PluginKind::torch_fsdp || kind == PluginKind::gemini; }
 
 // ZeRO-3 gathers the parameters in forward and backward and reduce-scatters the
@@ -64,8 +71,21 @@ void add_zero3_communication(const Context& c, const StageShape& s, StageCost& c
   const double gather = all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
   const double scatter = reduce_scatter_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
   const double first_unit = gather / static_cast<double>(std::max(1, s.num_layers));  // nothing to overlap with yet
-  cost.forward_comm += std::max(0.0, gather - cost.forward_compute) + first_unit;
-  cost.backward_comm += std::max(0.0, gather + scatter - cost.backward_compute - cost.recompute);
+  cost.forward_comm += overlapped(gather, cost.forward_compute, c.settings.overlap_cost) + first_unit;
+  cost.backward_comm += overlapped(gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
+}
+
+// ZeRO-2 keeps only its gradient shard, so every micro-batch's backward
+// reduce-scatters its gradients (overlapped with that backward); ZeRO-1 and DDP
+// accumulate whole gradients and reduce once per step (after_pipeline).
+void add_zero2_communication(const Context& c, const StageShape& s, StageCost& cost) {
+  const auto& l = c.request.layout;
+  const auto& p = c.request.plugin;
+  const bool zero2 = (p.kind == PluginKind::low_level_zero || p.kind == PluginKind::hybrid_parallel) && p.effective_zero_stage() == 2;
+  if (!zero2 || l.dp == 1) return;
+  const Link dp = group_link(c.cluster, l.dp, l.tp);
+  const double scatter = reduce_scatter_s(static_cast<double>(s.params) * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  cost.backward_comm += overlapped(scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
 }
 
 StageCost stage_cost(const Context& c, const StageShape& s) {
@@ -102,6 +122,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.backward_comm = per_block * s.num_layers * (t.recompute == RecomputeMode::full ? 2 : 1);
   }
   add_zero3_communication(c, s, cost);
+  add_zero2_communication(c, s, cost);
   if (c.estimate.gemini && c.estimate.gemini->offload_param_frac > 0) {
     const double host_params = static_cast<double>(c.estimate.gemini->num_chunks * c.estimate.gemini->chunk_size) *
                                c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.dp);
@@ -180,15 +201,17 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   const bool replicated = p.kind == PluginKind::torch_ddp || (p.kind == PluginKind::hybrid_parallel && stage == 0);
   double on_gpu = params;  // parameters the GPU optimizer updates
   double offloaded = 0;    // parameters the CPU optimizer updates
-  if (l.dp > 1 && !is_zero3(p.kind)) {
+  if (l.dp > 1 && !is_zero3(p.kind) && stage != 2) {
     const double grad_bytes = params * c.dtype_bytes();
     const double reduce = replicated ? all_reduce_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s)
                                      : reduce_scatter_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s);
     // Overlapped with the last backward, except the last bucket.
     const double bucket = replicated ? static_cast<double>(p.bucket_bytes) : static_cast<double>(p.reduce_bucket_numel) * c.dtype_bytes();
-    out.communication = std::max(reduce - cost.backward_s(), reduce * std::min(1.0, bucket / grad_bytes));
+    const double last_bucket = reduce * std::min(1.0, bucket / grad_bytes);
+    out.communication = last_bucket + overlapped(reduce - last_bucket, cost.backward_s(), c.settings.overlap_cost);
     if (!replicated) out.communication += all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
   }
+  if (l.dp > 1 && stage == 2) out.communication = all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
   if (!replicated) on_gpu = shard;
   if (p.cpu_offload) offloaded = shard;
   if (c.estimate.gemini) offloaded = shard * c.estimate.gemini->offload_optim_frac;

@@ -44,8 +44,9 @@ struct Candidate {
 };
 
 struct PlanSearchResult {
-  std::vector<Candidate> plans;             // every candidate that fits, best first
+  std::vector<Candidate> plans;             // every plan that fits, best first, each at its fastest micro-batch
   int64_t candidates_evaluated = 0;
+  int64_t candidates_fitting = 0;
   std::map<std::string, int64_t> rejected;  // reason -> count
   std::string explanation;                  // why the winner, what the runner-up costs
   std::vector<std::string> suggestions;     // when nothing fits: what would

@@ -37,6 +37,10 @@ struct SimulationSettings {
   double compute_efficiency = 0.6;
   // Fraction of HBM bandwidth an element-wise optimizer step reaches.
   double memory_efficiency = 0.8;
+  // Communication hidden behind compute still costs this fraction of its time:
+  // NCCL runs one thread block per channel on the SMs (16-32 channels on an
+  // 8-GPU NVLink node) and competes for HBM bandwidth with the GEMMs it overlaps.
+  double overlap_cost = 0.15;
 };
 
 // Seconds per step on the slowest pipeline stage's critical path.

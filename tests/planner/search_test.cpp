@@ -1,0 +1,118 @@
+// The plan search against the guidance of ColossalAI's plugin documentation
+// (docs/source/en/basics/booster_plugins.md): DDP or ZeRO-1 for models that fit
+// a GPU, ZeRO/FSDP for 6-10B models on 80 GB GPUs, Gemini with offload when
+// GPUs are small, sharding or tp × pp for 70B.
+#include <gtest/gtest.h>
+
+#include "tessera/planner/search.h"
+#include "test_models.h"
+
+namespace tessera::planner {
+namespace {
+
+PlanRequest on(const char* gpu, int64_t gpus, int64_t global_batch, int64_t seq) {
+  PlanRequest r;
+  r.cluster = make_cluster(testing::shipped_gpu(gpu), gpus, 8, 400).value();
+  r.global_batch_size = global_batch;
+  r.seq_len = seq;
+  return r;
+}
+
+PlanSearchResult search(const char* model, const PlanRequest& request) {
+  auto result = search_plans(testing::shipped_model(model), request);
+  EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message);
+  return result.value();
+}
+
+void expect_every_plan_fits(const Model& model, const PlanRequest& request, const PlanSearchResult& result) {
+  for (const Candidate& c : result.plans) {
+    auto memory = estimate_memory(model, request.cluster.gpu, c.request);
+    ASSERT_TRUE(memory.ok());
+    EXPECT_TRUE(memory->fits()) << describe_plan(c.request);
+    EXPECT_EQ(memory->tightest().device_total, c.memory.tightest().device_total);
+  }
+}
+
+TEST(PlanSearch, Gpt2XlOnEightA100sIsServedByDdpOrZero1) {
+  const PlanRequest request = on("a100-80g", 8, 512, 1024);
+  const PlanSearchResult result = search("gpt2-xl", request);
+  ASSERT_FALSE(result.plans.empty());
+  const EstimateRequest& best = result.plans[0].request;
+  const bool ddp_or_zero1 = best.plugin.kind == PluginKind::torch_ddp ||
+                            (best.plugin.kind == PluginKind::low_level_zero && best.plugin.effective_zero_stage() == 1 && !best.plugin.cpu_offload);
+  EXPECT_TRUE(ddp_or_zero1) << describe_plan(best);
+  expect_every_plan_fits(testing::shipped_model("gpt2-xl"), request, result);
+}
+
+TEST(PlanSearch, SevenBillionOnEightA100sNeedsZeroOrFsdp) {
+  const PlanRequest request = on("a100-80g", 8, 64, 2048);
+  const PlanSearchResult result = search("llama-2-7b", request);
+  ASSERT_FALSE(result.plans.empty());
+  for (const Candidate& c : result.plans) EXPECT_NE(c.request.plugin.kind, PluginKind::torch_ddp) << "16 bytes per parameter exceed 80 GB";
+  const PluginKind best = result.plans[0].request.plugin.kind;
+  EXPECT_TRUE(best == PluginKind::low_level_zero || best == PluginKind::torch_fsdp || best == PluginKind::gemini) << describe_plan(result.plans[0].request);
+}
+
+TEST(PlanSearch, ThirteenBillionOnEight24GbGpusNeedsGeminiWithOffload) {
+  const PlanRequest request = on("rtx4090-24g", 8, 32, 1024);
+  const PlanSearchResult result = search("llama-2-13b", request);
+  ASSERT_FALSE(result.plans.empty());
+  const Candidate& best = result.plans[0];
+  EXPECT_EQ(best.request.plugin.kind, PluginKind::gemini);
+  ASSERT_TRUE(best.memory.gemini.has_value());
+  EXPECT_GT(best.memory.gemini->offload_optim_frac + best.memory.gemini->offload_param_frac, 0.0);
+  expect_every_plan_fits(testing::shipped_model("llama-2-13b"), request, result);
+}
+
+TEST(PlanSearch, Llama70bOn64H100sNeedsShardingOrTensorAndPipeline) {
+  const PlanRequest request = on("h100-80g", 64, 512, 4096);
+  const PlanSearchResult result = search("llama-2-70b", request);
+  ASSERT_FALSE(result.plans.empty());
+  const EstimateRequest& best = result.plans[0].request;
+  const bool sharded = best.plugin.kind != PluginKind::torch_ddp &&
+                       !(best.plugin.kind == PluginKind::hybrid_parallel && best.layout.tp * best.layout.pp == 1);
+  EXPECT_TRUE(sharded) << describe_plan(best);
+  expect_every_plan_fits(testing::shipped_model("llama-2-70b"), request, result);
+  EXPECT_NE(result.explanation.find("Runner-up"), std::string::npos);
+}
+
+TEST(PlanSearch, PlansAreRankedByThroughputAndTheGlobalBatchIsKept) {
+  const PlanRequest request = on("h100-80g", 8, 64, 1024);
+  const PlanSearchResult result = search("gpt2-medium", request);
+  ASSERT_GE(result.plans.size(), 2u);
+  for (size_t i = 1; i < result.plans.size(); ++i) {
+    EXPECT_GE(result.plans[i - 1].simulation.tokens_per_s, result.plans[i].simulation.tokens_per_s);
+  }
+  for (const Candidate& c : result.plans) {
+    const auto& t = c.request.training;
+    EXPECT_EQ(t.micro_batch_size * t.num_micro_batches * c.request.layout.dp, 64) << describe_plan(c.request);
+    EXPECT_GE(c.max_micro_batch_that_fits, t.micro_batch_size);
+  }
+}
+
+TEST(PlanSearch, NothingFitsSaysWhatWould) {
+  const PlanRequest request = on("rtx4090-24g", 1, 8, 4096);
+  const PlanSearchResult result = search("llama-2-70b", request);
+  EXPECT_TRUE(result.plans.empty());
+  ASSERT_GE(result.suggestions.size(), 2u);
+  EXPECT_NE(result.suggestions[0].find("closest:"), std::string::npos) << result.suggestions[0];
+  EXPECT_NE(result.suggestions[1].find("GPUs:"), std::string::npos) << result.suggestions[1];
+}
+
+TEST(PlanSearch, BadRequestsNameTheOption) {
+  const Model model = testing::shipped_model("gpt2");
+  PlanRequest request = on("h100-80g", 8, 64, 1024);
+  request.tp = 16;
+  EXPECT_NE(search_plans(model, request).error().message.find("exceeds --gpus-per-node 8"), std::string::npos);
+  request.tp = 2;
+  request.dp = 2;
+  request.pp = 1;
+  EXPECT_NE(search_plans(model, request).error().message.find("but the cluster has 8 GPUs"), std::string::npos);
+  request = on("h100-80g", 8, 100, 1024);
+  request.dp = 8;
+  request.micro_batch_size = 4;
+  EXPECT_NE(search_plans(model, request).error().message.find("not divisible by --micro-batch 4 × dp 8"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::planner

@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/simulate.h"
+#include "test_models.h"
+
+namespace tessera::planner {
+namespace {
+
+TEST(Collectives, RingFormulas) {
+  // 1 GB over 8 ranks at 100 GB/s, 10 µs latency.
+  EXPECT_DOUBLE_EQ(all_reduce_s(1e9, 8, 100e9, 10e-6), 2 * 7.0 / 8 * 0.01 + 2 * 7 * 10e-6);
+  EXPECT_DOUBLE_EQ(reduce_scatter_s(1e9, 8, 100e9, 10e-6), 7.0 / 8 * 0.01 + 7 * 10e-6);
+  EXPECT_DOUBLE_EQ(all_gather_s(1e9, 1, 100e9, 10e-6), 0.0);
+}
+
+TEST(PipelineSchedules, OneFOneBWarmsUpThenAlternates) {
+  const auto stages = pipeline_schedule(PipelineSchedule::one_f_one_b, 4, 6);
+  ASSERT_EQ(stages.size(), 4u);
+  std::string first, last;
+  for (const PipelineOp& op : stages[0]) first += (op.pass == PipelinePass::forward ? "F" : "B") + std::to_string(op.micro_batch) + " ";
+  for (const PipelineOp& op : stages[3]) last += (op.pass == PipelinePass::forward ? "F" : "B") + std::to_string(op.micro_batch) + " ";
+  EXPECT_EQ(first, "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5 ");
+  EXPECT_EQ(last, "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 ");
+  const auto gpipe = pipeline_schedule(PipelineSchedule::gpipe, 2, 3);
+  EXPECT_EQ(gpipe[1].back().micro_batch, 0);
+}
+
+class Simulator : public ::testing::Test {
+ protected:
+  const Model model = testing::shipped_model("llama-2-7b");
+  StepSimulation run(const EstimateRequest& r, double inter_node_gbit_s = 400, bool events = false) const {
+    const ClusterSpec cluster = make_cluster(testing::shipped_gpu("h100-80g"), r.layout.world_size(), 8, inter_node_gbit_s).value();
+    const MemoryEstimate memory = testing::estimate_or_fail(model, cluster.gpu, r);
+    auto sim = simulate_step(model, cluster, r, memory, SimulationSettings{}, events);
+    EXPECT_TRUE(sim.ok()) << (sim.ok() ? "" : sim.error().message);
+    return sim.value();
+  }
+  static EstimateRequest pipeline(int64_t pp, int64_t m, PipelineSchedule schedule) {
+    EstimateRequest r;
+    r.plugin.kind = PluginKind::hybrid_parallel;
+    r.plugin.pp_schedule = schedule;
+    r.layout = ParallelLayout{1, 1, pp, false};
+    r.training.num_micro_batches = m;
+    r.training.seq_len = 2048;
+    return r;
+  }
+};
+
+TEST_F(Simulator, BreakdownAddsUpToTheStepAndTokensFollow) {
+  EstimateRequest r = pipeline(4, 8, PipelineSchedule::one_f_one_b);
+  r.layout.dp = 2;
+  r.plugin.zero_stage = 1;
+  const StepSimulation s = run(r);
+  const StepBreakdown& b = s.breakdown;
+  EXPECT_NEAR(b.forward_s + b.backward_s + b.recompute_s + b.communication_s + b.offload_s + b.optimizer_s + b.bubble_s, s.step_time_s, 1e-9 * s.step_time_s);
+  EXPECT_NEAR(s.tokens_per_s, 8 * 2 * 2048 / s.step_time_s, 1e-6 * s.tokens_per_s);
+  EXPECT_LE(s.mfu, SimulationSettings{}.compute_efficiency);
+  EXPECT_NEAR(b.backward_s, 2 * b.forward_s, 0.05 * b.forward_s) << "element-wise traffic is 2x in backward too";
+}
+
+TEST_F(Simulator, PipelineBubbleIsAboutPMinusOneOverMOfTheWork) {
+  for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
+    const StepSimulation s = run(pipeline(4, 16, schedule));
+    const double work = s.breakdown.forward_s + s.breakdown.backward_s;
+    // Narayanan et al. 2021 §2.2: bubble fraction (p - 1) / m; stages differ a little (embedding, head).
+    EXPECT_NEAR(s.breakdown.bubble_s / work, 3.0 / 16, 0.06) << enum_name(schedule);
+  }
+}
+
+TEST_F(Simulator, TimelineEndsAtTheStepTime) {
+  const StepSimulation s = run(pipeline(2, 4, PipelineSchedule::one_f_one_b), 400, true);
+  ASSERT_FALSE(s.events.empty());
+  double end = 0;
+  int forwards = 0;
+  for (const TraceEvent& e : s.events) {
+    end = std::max(end, e.start_s + e.duration_s);
+    forwards += e.category == "forward";
+  }
+  EXPECT_NEAR(end, s.step_time_s, 1e-9 * s.step_time_s);
+  EXPECT_EQ(forwards, 2 * 4);
+}
+
+TEST_F(Simulator, SlowerNetworkSlowsDataParallelAcrossNodes) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::low_level_zero;
+  r.layout.dp = 16;  // two nodes
+  r.training.seq_len = 2048;
+  r.training.num_micro_batches = 1;
+  const double fast = run(r, 400).step_time_s;
+  const double slow = run(r, 50).step_time_s;
+  EXPECT_GT(slow, fast * 1.05);
+}
+
+TEST_F(Simulator, FullRecomputeCostsAboutAThirdMore) {
+  EstimateRequest r;
+  r.layout.dp = 1;
+  r.plugin.kind = PluginKind::gemini;
+  r.training.seq_len = 2048;
+  const double none = run(r).breakdown.recompute_s;
+  r.training.recompute = RecomputeMode::full;
+  const StepSimulation full = run(r);
+  EXPECT_EQ(none, 0.0);
+  EXPECT_NEAR(full.breakdown.recompute_s / (full.breakdown.forward_s), 1.0, 0.1);
+}
+
+}  // namespace
+}  // namespace tessera::planner

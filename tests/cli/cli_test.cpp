@@ -1,6 +1,8 @@
 // The `tessera` command driven in-process: what a user sees on stdout and stderr.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -90,6 +92,51 @@ TEST(Cli, OptionsReachThePlannerRequest) {
   EXPECT_EQ(r.plugin.effective_zero_stage(), 1);
   EXPECT_EQ(r.plugin.pp_schedule, planner::PipelineSchedule::gpipe);
   EXPECT_EQ(r.plugin.bucket_bytes, int64_t{50} << 20);
+}
+
+TEST(Cli, PlanJsonRanksPlansBestFirstWithTheAcceptanceKeys) {
+  const std::string output = ::testing::TempDir() + "tessera-plan-test.json";
+  const CliRun r = run({"plan", "--model", "gpt2-medium", "--gpus", "8", "--gpu", "h100-80g", "--global-batch", "64", "--seq", "1024",
+                        "--format", "json", "--output", output.c_str()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["schema"], 1);
+  ASSERT_GE(doc["plans"].size(), 2u);
+  double previous = 1e300;
+  for (const auto& plan : doc["plans"]) {
+    for (const char* key : {"plugin", "settings", "fits", "memory", "step_time_s", "tokens_per_s"}) EXPECT_TRUE(plan.contains(key)) << key;
+    EXPECT_TRUE(plan["fits"].get<bool>());
+    EXPECT_LE(plan["tokens_per_s"].get<double>(), previous);
+    previous = plan["tokens_per_s"].get<double>();
+    EXPECT_TRUE(plan["memory"]["ranks"][0]["categories"]["activations"].contains("device_bytes"));
+  }
+  std::ifstream written(output);
+  EXPECT_EQ(nlohmann::json::parse(written), doc) << "plan.json holds what was printed";
+  std::remove(output.c_str());
+}
+
+TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
+  const std::string missing_field = std::string(TESSERA_CLI_TEST_DATA) + "/cluster-missing-gpus-per-node.json";
+  struct Case {
+    std::vector<const char*> args;
+    const char* mentions;
+  };
+  const std::vector<Case> cases = {
+      {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "100", "--dp", "8", "--micro-batch", "4"}, "--global-batch 100 is not divisible"},
+      {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--dp", "2", "--tp", "2", "--pp", "1"}, "but the cluster has 8 GPUs"},
+      {{"plan", "--model", "gpt2", "--gpus", "16", "--global-batch", "64", "--tp", "16"}, "exceeds --gpus-per-node 8"},
+      {{"plan", "--model", "gpt2", "--gpu", "h900", "--global-batch", "64"}, "--gpu: 'h900' is not a known GPU"},
+      {{"plan", "--model", "gpt2", "--cluster", missing_field.c_str(), "--global-batch", "64"}, "missing field 'gpus_per_node'"},
+      {{"plan", "--model", "gpt2", "--gpus", "12", "--global-batch", "64"}, "not a whole number of nodes"},
+      {{"plan", "--model", "gpt2", "--global-batch", "0"}, "--global-batch must be a positive integer"},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.mentions;
+    EXPECT_TRUE(r.out.empty()) << c.mentions;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.mentions), std::string::npos) << r.err;
+  }
 }
 
 TEST(Cli, HelpExitsZero) {

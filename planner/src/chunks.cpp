@@ -43,6 +43,13 @@ int64_t chunk_waste_elements(const TensorInventory& inventory, int64_t chunk_siz
   return waste + (any ? left : 0);
 }
 
+// Within a range of sizes where the greedy packing does not change, the waste
+// n·C − total grows with C, so only the first grid size of each such range can
+// be best. The packing changes first where some chunk can take the next
+// chunk's first tensor: at min_i(used_i + first tensor of chunk i+1). Jumping
+// from one such size to the next visits a few hundred packings instead of every
+// size on the grid, and picks the same size as trying them all (the smallest
+// size with the least waste).
 int64_t search_chunk_size(const TensorInventory& inventory, const GeminiOptions& options, int64_t dp) {
   const int64_t mebi = int64_t{1} << 20;
   const int64_t min_chunk = std::llround(options.min_chunk_size_m * static_cast<double>(mebi));
@@ -50,13 +57,29 @@ int64_t search_chunk_size(const TensorInventory& inventory, const GeminiOptions&
   const int64_t interval = std::max<int64_t>(1, options.search_interval);
   const int64_t start_floor = std::max(inventory.largest_tensor_numel(), min_chunk);
   const int64_t start = (start_floor + interval - 1) / interval * interval;
+  const auto grid_at_or_above = [&](int64_t size) { return start + (std::max<int64_t>(0, size - start) + interval - 1) / interval * interval; };
   int64_t best = start, best_waste = -1;
-  for (int64_t size = start; size <= start + range; size += interval) {
-    const int64_t waste = chunk_waste_elements(inventory, size);
+  for (int64_t size = start; size <= start + range;) {
+    const ChunkLayout layout = pack_chunks(inventory, size);
+    const int64_t waste = layout.waste_elements();
     if (best_waste < 0 || waste < best_waste) {
       best_waste = waste;
       best = size;
     }
+    // The first tensor of each chunk: where the next packing change comes from.
+    int64_t next_change = -1;
+    int previous_chunk = -1;
+    for (size_t i = 0; i < inventory.tensors.size(); ++i) {
+      const int chunk = layout.tensor_chunk[i];
+      if (chunk <= previous_chunk) continue;  // a tied alias (-1) or a tensor inside the same chunk
+      if (chunk > 0) {
+        const int64_t absorbs_at = layout.chunk_used[static_cast<size_t>(chunk - 1)] + inventory.tensors[i].numel();
+        if (next_change < 0 || absorbs_at < next_change) next_change = absorbs_at;
+      }
+      previous_chunk = chunk;
+    }
+    if (next_change < 0) break;  // one chunk: larger sizes only add waste
+    size = grid_at_or_above(std::max(next_change, size + 1));
   }
   return (best + dp - 1) / dp * dp;
 }

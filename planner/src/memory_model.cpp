@@ -196,6 +196,7 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   summary.chunk_size = g.chunk_size > 0 ? g.chunk_size : search_chunk_size(m.inventory, g, r.layout.dp);
   const ChunkLayout layout = pack_chunks(m.inventory, summary.chunk_size);
   summary.num_chunks = layout.num_chunks();
+  summary.chunk_used = layout.chunk_used;
   summary.waste_elements = layout.waste_elements();
   summary.peak_gathered_chunks = peak_chunks_per_layer(layout, m.inventory, static_cast<int>(m.config.num_layers));
   return summary;

@@ -62,6 +62,15 @@ Result<Model> load_model(const std::string& name_or_path, const std::string& fie
   return make_model(std::move(config).value());
 }
 
+Result<std::string> model_config_text(const std::string& name_or_path, const std::string& field) {
+  if (const EmbeddedFile* file = find_embedded(embedded_model_files(), name_or_path)) return std::string(file->content);
+  if (!looks_like_path(name_or_path)) {
+    return make_error(ErrorCode::not_found, field + ": '" + one_line(name_or_path, 80) +
+                                                "' is neither a file nor a shipped model; shipped: " + joined(shipped_model_names()));
+  }
+  return read_text_file(name_or_path, field);
+}
+
 Result<GpuProfile> load_gpu(const std::string& name_or_path, const std::string& field) {
   if (const EmbeddedFile* file = find_embedded(embedded_gpu_files(), name_or_path)) {
     return parse_gpu_profile(file->content, "data/hardware/gpus/" + name_or_path + ".json");

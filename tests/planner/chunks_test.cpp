@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tessera/planner/chunks.h"
 #include "test_models.h"
 
@@ -51,6 +53,32 @@ TEST(Chunks, SearchIsNeverWorseThanTheMinimumSize) {
     const int64_t chosen = search_chunk_size(model.inventory, options, 1);
     const int64_t minimum = (std::max<int64_t>(model.inventory.largest_tensor_numel(), 32 << 20) + 1023) / 1024 * 1024;
     EXPECT_LE(chunk_waste_elements(model.inventory, chosen), chunk_waste_elements(model.inventory, minimum)) << name;
+  }
+}
+
+// Every size on the search grid, the slow way.
+int64_t exhaustive_search(const TensorInventory& inventory, const GeminiOptions& options) {
+  const int64_t start = (std::max<int64_t>(inventory.largest_tensor_numel(), std::llround(options.min_chunk_size_m * (1 << 20))) +
+                         options.search_interval - 1) / options.search_interval * options.search_interval;
+  int64_t best = start, best_waste = -1;
+  for (int64_t size = start; size <= start + std::llround(options.search_range_m * (1 << 20)); size += options.search_interval) {
+    const int64_t waste = chunk_waste_elements(inventory, size);
+    if (best_waste < 0 || waste < best_waste) {
+      best_waste = waste;
+      best = size;
+    }
+  }
+  return best;
+}
+
+TEST(Chunks, FastSearchEqualsExhaustiveSearch) {
+  for (const char* name : {"gpt2-medium", "llama-2-7b", "gpt2", "qwen2-0.5b"}) {
+    const Model model = testing::shipped_model(name);
+    for (double min_chunk_m : {0.0, 32.0}) {
+      GeminiOptions options;
+      options.min_chunk_size_m = min_chunk_m;
+      EXPECT_EQ(search_chunk_size(model.inventory, options, 1), exhaustive_search(model.inventory, options)) << name << " " << min_chunk_m;
+    }
   }
 }
 

@@ -41,11 +41,15 @@ struct RankMemory {
 };
 
 // What Gemini's chunk manager does with this model (placement after "auto").
+// Backward holds, per gathered parameter chunk, a full gradient chunk until its
+// reduce-scatter; recomputing a block's forward in backward gathers the same
+// chunks that its backward needs, so recompute does not change the peaks.
 struct GeminiSummary {
   int64_t chunk_size = 0;
   int64_t num_chunks = 0;
+  std::vector<int64_t> chunk_used;   // elements used in each chunk, in execution order
   int64_t waste_elements = 0;
-  int64_t peak_gathered_chunks = 0;
+  int64_t peak_gathered_chunks = 0;  // parameter chunks gathered at once (forward and backward)
   double shard_param_frac = 1;
   double offload_optim_frac = 0;
   double offload_param_frac = 0;

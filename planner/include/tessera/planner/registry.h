@@ -20,6 +20,10 @@ std::vector<std::string> shipped_cluster_names();
 // Hugging Face config.json. Errors name `field` (the option it came from).
 Result<Model> load_model(const std::string& name_or_path, const std::string& field = "--model");
 
+// The text of a model's config.json: the shipped file for a shipped name, else
+// the file at the path. For exporters that hand the same config to transformers.
+Result<std::string> model_config_text(const std::string& name_or_path, const std::string& field = "--model");
+
 // `name_or_path`: a shipped GPU's name ("h100-80g") or the path of a profile.
 Result<GpuProfile> load_gpu(const std::string& name_or_path, const std::string& field = "--gpu");
 

@@ -1,0 +1,465 @@
+// `tessera export --to colossalai`: a Python training script for ColossalAI's
+// Booster API that runs the plan.
+//
+// The plugin's arguments are the plan's `settings`, which carry ColossalAI's
+// names (json_io.cpp). Signatures as in hpcaitech/ColossalAI
+// colossalai/booster/plugin/:
+//   torch_ddp_plugin.py       TorchDDPPlugin(bucket_cap_mb=25, gradient_as_bucket_view=False, ...); no_sync: yes
+//   torch_fsdp_plugin.py      TorchFSDPPlugin(sharding_strategy=None, auto_wrap_policy=None, mixed_precision=None, ...)
+//                             (torch.distributed.fsdp's own types); no_sync: no
+//   low_level_zero_plugin.py  LowLevelZeroPlugin(stage=1, precision="fp16", reduce_bucket_size_in_m=12, cpu_offload=False, ...);
+//                             precision in fp16, bf16, fp32; no_sync: stage 1 only
+//   gemini_plugin.py          GeminiPlugin(placement_policy="static", enable_gradient_accumulation=False, shard_param_frac=1.0,
+//                             offload_optim_frac=0.0, offload_param_frac=0.0, precision="fp16", search_range_m=32,
+//                             hidden_dim=None, min_chunk_size_m=32, ...); placement_policy is "static" or "auto" (the old
+//                             "cuda" is static with no offload, the old "cpu" static with both fractions 1); precision fp16
+//                             or bf16; the optimizer must be FusedAdam, CPUAdam or HybridAdam (zero/gemini/gemini_optimizer.py);
+//                             no_sync: no, accumulation needs enable_gradient_accumulation=True
+//   hybrid_parallel_plugin.py HybridParallelPlugin(tp_size, pp_size, precision="fp16", zero_stage=0,
+//                             enable_sequence_parallelism=False, sequence_parallelism_mode=None (= "all_to_all"; Megatron's
+//                             sequence parallelism is "split_gather"), num_microbatches=None, microbatch_size=None,
+//                             cpu_offload=False, pp_style="1f1b" (or "interleaved", "zbv": no GPipe), ...); no_sync: zero 0/1
+// Booster(mixed_precision="bf16") cannot run: colossalai/booster/mixed_precision/bf16.py is an abstract stub,
+// so the DDP script runs bf16 under torch.autocast and passes mixed_precision only for fp16.
+#include <cmath>
+#include <sstream>
+
+#include "export_internal.h"
+#include "tessera/planner/export.h"
+#include "tessera/planner/registry.h"
+#include "tessera/planner/report.h"
+#include "tessera/planner/search.h"
+#include "tessera/planner/text_util.h"
+
+namespace tessera::planner {
+namespace {
+
+using nlohmann::json;
+using export_detail::cannot_express;
+
+// A Python string literal: JSON's escapes are Python's, and ensure_ascii keeps
+// the source ASCII whatever the text holds.
+std::string py_str(const std::string& text) { return json(text).dump(-1, ' ', true, json::error_handler_t::replace); }
+std::string py_bool(bool value) { return value ? "True" : "False"; }
+// A Python float: always with a decimal point or an exponent.
+std::string py_float(double value) {
+  std::string text = format_number(value);
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
+}
+// An int when the value is whole (ColossalAI types these int), else a float.
+std::string py_number(double value) {
+  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15) return std::to_string(static_cast<int64_t>(value));
+  return py_float(value);
+}
+std::string py_int(int64_t value) { return std::to_string(value); }
+
+// "name(\n    a=1,\n    b=2,\n)" or "name(a=1, b=2)" when it is short.
+std::string call(const std::string& name, const std::vector<std::pair<std::string, std::string>>& args) {
+  std::string inline_text = name + "(";
+  for (size_t i = 0; i < args.size(); ++i) inline_text += (i ? ", " : "") + args[i].first + "=" + args[i].second;
+  inline_text += ")";
+  if (inline_text.size() <= 100) return inline_text;
+  std::string text = name + "(\n";
+  for (const auto& [key, value] : args) text += "        " + key + "=" + value + ",\n";
+  return text + "    )";
+}
+
+std::string torch_dtype(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "torch.float32";
+    case Precision::fp16: return "torch.float16";
+    case Precision::bf16: return "torch.bfloat16";
+  }
+  return "torch.float32";
+}
+
+// The pieces of the script that depend on the plan.
+struct Script {
+  std::vector<std::string> imports;          // "from x import y" lines beyond the common ones
+  std::string plugin_comment;                // lines before the plugin call, each "    # ..."
+  std::string plugin_call;                   // "TorchDDPPlugin(...)"
+  std::string booster_args = "plugin=plugin";
+  bool lazy_init = false;                    // build the model under LazyInitContext
+  bool no_sync = false;                      // skip gradient synchronization on non-final micro-batches
+  bool autocast_bf16 = false;                // DDP with bf16: torch.autocast
+  bool pipeline = false;                     // booster.execute_pipeline
+  std::string optimizer;                     // "HybridAdam(model.parameters(), ...)"
+};
+
+Status plugin_script(const EstimateRequest& r, Script& s) {
+  const PluginOptions& p = r.plugin;
+  const TrainingOptions& t = r.training;
+  const ParallelLayout& l = r.layout;
+  const std::string precision = py_str(std::string(enum_name(t.precision)));
+  const int64_t accumulation = export_detail::gradient_accumulation_steps(r);
+  switch (p.kind) {
+    case PluginKind::torch_ddp:
+      s.imports.push_back("from colossalai.booster.plugin import TorchDDPPlugin");
+      s.plugin_call = call("TorchDDPPlugin", {{"bucket_cap_mb", py_number(static_cast<double>(p.bucket_bytes) / (1 << 20))},
+                                              {"gradient_as_bucket_view", py_bool(p.gradient_as_bucket_view)}});
+      if (t.precision == Precision::fp16) {
+        s.booster_args += ", mixed_precision=\"fp16\"";
+        s.plugin_comment += "    # fp16: the booster's torch.cuda.amp mixed precision, with dynamic loss scaling.\n";
+      }
+      if (t.precision == Precision::bf16) {
+        s.autocast_bf16 = true;
+        s.plugin_comment += "    # bf16: torch.autocast in the training loop (ColossalAI's Booster has no bf16 mixed precision for DDP).\n";
+      }
+      s.no_sync = true;
+      break;
+    case PluginKind::torch_fsdp: {
+      s.imports.push_back("import functools");
+      s.imports.push_back("from colossalai.booster.plugin import TorchFSDPPlugin");
+      s.imports.push_back("from torch.distributed.fsdp import MixedPrecision, ShardingStrategy");
+      s.imports.push_back("from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy");
+      s.plugin_comment += "    # One FSDP unit per transformer block, as Tessera's memory model assumes.\n";
+      std::vector<std::pair<std::string, std::string>> args{
+          {"sharding_strategy", p.fsdp_strategy == FsdpStrategy::full_shard ? "ShardingStrategy.FULL_SHARD" : "ShardingStrategy.SHARD_GRAD_OP"},
+          {"auto_wrap_policy", "functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=block_classes(model))"}};
+      if (is_mixed_precision(t.precision)) {
+        const std::string dtype = torch_dtype(t.precision);
+        args.emplace_back("mixed_precision", "MixedPrecision(param_dtype=" + dtype + ", reduce_dtype=" + dtype + ", buffer_dtype=" + dtype + ")");
+      }
+      s.plugin_call = call("TorchFSDPPlugin", args);
+      break;
+    }
+    case PluginKind::low_level_zero:
+      s.imports.push_back("from colossalai.booster.plugin import LowLevelZeroPlugin");
+      s.plugin_call = call("LowLevelZeroPlugin", {{"stage", py_int(p.effective_zero_stage())},
+                                                  {"precision", precision},
+                                                  {"cpu_offload", py_bool(p.cpu_offload)},
+                                                  {"reduce_bucket_size_in_m", py_number(static_cast<double>(p.reduce_bucket_numel) / (1 << 20))}});
+      s.no_sync = p.effective_zero_stage() == 1;
+      break;
+    case PluginKind::gemini: {
+      if (t.precision == Precision::fp32) {
+        return cannot_express("colossalai", "GeminiPlugin supports only fp16 and bf16 precision, and the plan uses fp32");
+      }
+      if (t.optimizer == OptimizerKind::sgd || t.optimizer == OptimizerKind::sgd_momentum) {
+        return cannot_express("colossalai", "GeminiPlugin's optimizer must be HybridAdam, CPUAdam or FusedAdam, and the plan uses " +
+                                                std::string(enum_name(t.optimizer)));
+      }
+      s.imports.push_back("from colossalai.booster.plugin import GeminiPlugin");
+      s.lazy_init = true;
+      const GeminiOptions& g = p.gemini;
+      std::vector<std::pair<std::string, std::string>> args;
+      double shard = g.shard_param_frac, optim = g.offload_optim_frac, param = g.offload_param_frac;
+      if (g.placement_policy == GeminiPlacement::cuda) {
+        shard = 1, optim = 0, param = 0;
+        s.plugin_comment += "    # Tessera's placement \"cuda\" is ColossalAI's static placement with nothing offloaded (the old \"cuda\" policy).\n";
+      }
+      if (g.placement_policy == GeminiPlacement::cpu) {
+        shard = 1, optim = 1, param = 1;
+        s.plugin_comment += "    # Tessera's placement \"cpu\" is ColossalAI's static placement with everything offloaded (the old \"cpu\" policy).\n";
+      }
+      if (g.placement_policy == GeminiPlacement::auto_placement) {
+        args.emplace_back("placement_policy", "\"auto\"");
+        s.plugin_comment += "    # \"auto\" moves chunks between GPU and host at run time; the static fractions do not apply.\n";
+      } else {
+        args.emplace_back("placement_policy", "\"static\"");
+        args.emplace_back("shard_param_frac", py_float(shard));
+        args.emplace_back("offload_optim_frac", py_float(optim));
+        args.emplace_back("offload_param_frac", py_float(param));
+      }
+      args.emplace_back("search_range_m", py_number(g.search_range_m));
+      args.emplace_back("min_chunk_size_m", py_number(g.min_chunk_size_m));
+      args.emplace_back("hidden_dim", py_int(g.search_interval));
+      args.emplace_back("precision", precision);
+      if (accumulation > 1) {
+        args.emplace_back("enable_gradient_accumulation", "True");
+        s.plugin_comment += "    # Gemini has no no_sync: it accumulates gradients across micro-batches when told to.\n";
+      }
+      if (g.chunk_size > 0) {
+        s.plugin_comment += "    # Tessera expects the chunk search to settle on chunks of " + std::to_string(g.chunk_size) + " elements (" +
+                            format_bytes(g.chunk_size * compute_bytes(t.precision)) + " in " + std::string(enum_name(t.precision)) + ").\n";
+      }
+      s.plugin_call = call("GeminiPlugin", args);
+      break;
+    }
+    case PluginKind::hybrid_parallel: {
+      s.imports.push_back("from colossalai.booster.plugin import HybridParallelPlugin");
+      s.lazy_init = true;
+      s.pipeline = l.pp > 1;
+      std::vector<std::pair<std::string, std::string>> args{
+          {"tp_size", py_int(l.tp)}, {"pp_size", py_int(l.pp)}, {"zero_stage", py_int(p.effective_zero_stage())}};
+      if (l.pp > 1) {
+        if (p.pp_schedule == PipelineSchedule::gpipe) {
+          return cannot_express("colossalai", "HybridParallelPlugin's pp_style is 1f1b, interleaved or zbv; it has no gpipe schedule, which "
+                                              "this plan uses; re-plan for the 1f1b schedule");
+        }
+        args.emplace_back("num_microbatches", py_int(t.num_micro_batches));
+        args.emplace_back("microbatch_size", py_int(t.micro_batch_size));
+        args.emplace_back("pp_style", py_str(std::string(enum_name(p.pp_schedule))));
+      } else {
+        s.plugin_comment += "    # No pipeline: the plan's " + std::to_string(t.num_micro_batches) +
+                            " micro-batches per step are gradient accumulation in the loop below.\n";
+      }
+      args.emplace_back("enable_sequence_parallelism", py_bool(l.sequence_parallel));
+      if (l.sequence_parallel) {
+        args.emplace_back("sequence_parallelism_mode", "\"split_gather\"");
+        s.plugin_comment += "    # Megatron sequence parallelism (Korthikanti et al. 2022) is ColossalAI's \"split_gather\" mode.\n";
+      }
+      if (t.recompute == RecomputeMode::selective) args.emplace_back("enable_flash_attention", "True");
+      args.emplace_back("cpu_offload", py_bool(p.cpu_offload));
+      args.emplace_back("precision", precision);
+      s.plugin_call = call("HybridParallelPlugin", args);
+      s.no_sync = l.pp == 1 && p.effective_zero_stage() < 2;
+      break;
+    }
+  }
+  // The optimizer: HybridAdam (ColossalAI's fused GPU / CPU Adam) where ColossalAI manages the
+  // optimizer states, PyTorch's own under the PyTorch plugins.
+  const bool colossal = p.kind == PluginKind::gemini || p.kind == PluginKind::low_level_zero || p.kind == PluginKind::hybrid_parallel;
+  switch (t.optimizer) {
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw: {
+      const bool w = t.optimizer == OptimizerKind::adamw;
+      const std::string decay = w ? "0.01" : "0.0";
+      if (colossal) {
+        s.imports.push_back("from colossalai.nn.optimizer import HybridAdam");
+        s.optimizer = "HybridAdam(model.parameters(), lr=LEARNING_RATE, weight_decay=" + decay + ", adamw_mode=" + py_bool(w) + ")";
+      } else {
+        s.optimizer = std::string(w ? "torch.optim.AdamW" : "torch.optim.Adam") + "(model.parameters(), lr=LEARNING_RATE, weight_decay=" + decay + ")";
+      }
+      break;
+    }
+    case OptimizerKind::sgd: s.optimizer = "torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)"; break;
+    case OptimizerKind::sgd_momentum: s.optimizer = "torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=0.9)"; break;
+  }
+  return Status::success();
+}
+
+// The config.json as a raw Python string: ASCII JSON with every ' escaped, so
+// that no ''' can end the literal early (a ' only occurs inside JSON strings).
+Result<std::string> embedded_config(const std::string& model_source) {
+  auto text = model_config_text(model_source, "model.source");
+  if (!text) return text.error();
+  json config;
+  try {
+    config = json::parse(text.value());
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::parse_error, "model.source: '" + one_line(model_source, 120) + "' is not valid JSON: " + one_line(e.what(), 120));
+  }
+  std::string dumped = config.dump(2, ' ', true, json::error_handler_t::replace);
+  std::string out;
+  for (char c : dumped) out += c == '\'' ? std::string("\\u0027") : std::string(1, c);
+  return out;
+}
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
+  if (Status st = export_detail::check_plan_index(file, plan_index); !st) return st.error();
+  const EstimateRequest& r = file.plans[plan_index];
+  const TrainingOptions& t = r.training;
+  const ParallelLayout& l = r.layout;
+  Script s;
+  if (Status st = plugin_script(r, s); !st) return st.error();
+  auto config = embedded_config(file.model_source);
+  if (!config) return config.error();
+
+  const json& plan = export_detail::plan_json(file, plan_index);
+  const double tokens_per_s = plan.value("tokens_per_s", 0.0);
+  const double step_time_s = plan.value("step_time_s", 0.0);
+  const double mfu = plan.value("mfu", 0.0);
+  const int64_t peak_bytes = plan.value("peak_device_bytes", int64_t{0});
+  const int64_t accumulation = export_detail::gradient_accumulation_steps(r);
+  const int64_t sequences = export_detail::sequences_per_step(r);
+  const int64_t loader_batch = s.pipeline ? t.micro_batch_size * t.num_micro_batches : t.micro_batch_size;
+  const std::string description = one_line(describe_plan(r), 200);
+  const std::string model_name = one_line(file.model_source, 200);
+  const ClusterSpec& c = file.cluster;
+  const std::string launch = c.num_nodes > 1 ? "torchrun --nnodes " + std::to_string(c.num_nodes) + " --nproc_per_node " +
+                                                   std::to_string(c.gpus_per_node) + " --rdzv_backend c10d --rdzv_endpoint HOST:29500 train.py"
+                                             : "torchrun --nproc_per_node " + std::to_string(c.gpus_per_node) + " train.py";
+
+  std::ostringstream py;
+  py << "#!/usr/bin/env python3\n"
+     << "# Generated by Tessera 0.1.0 (`tessera export --to colossalai`) from plan " << plan_index + 1 << " of " << file.plans.size()
+     << " in a plan file:\n"
+     << "#   " << description << "\n"
+     << "#   model " << model_name << " on " << c.world_size() << " x " << one_line(c.gpu.name, 80) << " (" << c.num_nodes << " node"
+     << (c.num_nodes > 1 ? "s" : "") << " x " << c.gpus_per_node << " GPUs), " << sequences << " sequences x " << t.seq_len << " tokens per step, "
+     << enum_name(t.precision) << ", " << enum_name(t.optimizer) << ", recompute " << enum_name(t.recompute) << "\n"
+     << "# Tessera predicts: peak memory " << format_bytes(peak_bytes) << " per GPU (allocator reserve and CUDA context included), step "
+     << fixed(step_time_s, 3) << " s, " << fixed(tokens_per_s, 0) << " tokens/s, MFU " << fixed(100 * mfu, 1) << "%.\n"
+     << "#\n"
+     << "# Run on every node: " << launch << "\n"
+     << "# (or `colossalai run --nproc_per_node " << c.gpus_per_node << " train.py`). The data are random tokens: replace\n"
+     << "# RandomTokens with your dataset. Each step prints its measured tokens/s and peak memory next to Tessera's.\n"
+     << "import os\n"
+     << "import tempfile\n"
+     << "import time\n";
+  if (s.no_sync) py << "from contextlib import nullcontext\n";
+  for (const std::string& line : s.imports) {
+    if (line.starts_with("import ")) py << line << "\n";
+  }
+  py << "\n"
+     << "import torch\n"
+     << "import torch.distributed as dist\n"
+     << "from torch.utils.data import Dataset\n"
+     << "from transformers import AutoConfig, AutoModelForCausalLM\n"
+     << "\n"
+     << "import colossalai\n"
+     << "from colossalai.accelerator import get_accelerator\n"
+     << "from colossalai.booster import Booster\n";
+  for (const std::string& line : s.imports) {
+    if (line.starts_with("from colossalai")) py << line << "\n";
+  }
+  if (s.lazy_init) py << "from colossalai.lazy import LazyInitContext\n";
+  for (const std::string& line : s.imports) {
+    if (line.starts_with("from torch")) py << line << "\n";
+  }
+  py << "\n"
+     << "MODEL_NAME = " << py_str(model_name) << "\n"
+     << "# The model's config.json (as Tessera read it); the weights are initialised at random.\n"
+     << "MODEL_CONFIG = r'''" << config.value() << "'''\n"
+     << "\n"
+     << "WORLD_SIZE = " << l.world_size() << "\n"
+     << "DP_SIZE = " << l.dp << "\n"
+     << "SEQ_LEN = " << t.seq_len << "\n"
+     << "MICRO_BATCH_SIZE = " << t.micro_batch_size << "\n"
+     << "NUM_MICROBATCHES = " << t.num_micro_batches << "  # per data-parallel rank and step\n"
+     << "GRADIENT_ACCUMULATION_STEPS = " << accumulation << (s.pipeline ? "  # the pipeline runs the micro-batches\n" : "\n")
+     << "GLOBAL_BATCH_SIZE = " << sequences << "  # sequences per optimizer step: micro-batch x micro-batches x dp\n"
+     << "LEARNING_RATE = 1e-4  # a placeholder: Tessera plans memory and speed, not the schedule\n"
+     << "STEPS = 20\n"
+     << "PREDICTED_TOKENS_PER_S = " << py_float(tokens_per_s) << "\n"
+     << "PREDICTED_PEAK_BYTES = " << peak_bytes << "\n"
+     << "\n"
+     << "\n"
+     << "class RandomTokens(Dataset):\n"
+     << "    \"\"\"Random token ids with labels = inputs: stands in for a real dataset.\"\"\"\n"
+     << "\n"
+     << "    def __init__(self, num_samples, seq_len, vocab_size):\n"
+     << "        self.num_samples, self.seq_len, self.vocab_size = num_samples, seq_len, vocab_size\n"
+     << "\n"
+     << "    def __len__(self):\n"
+     << "        return self.num_samples\n"
+     << "\n"
+     << "    def __getitem__(self, index):\n"
+     << "        generator = torch.Generator().manual_seed(index)\n"
+     << "        ids = torch.randint(0, self.vocab_size, (self.seq_len,), generator=generator)\n"
+     << "        return {\"input_ids\": ids, \"attention_mask\": torch.ones_like(ids), \"labels\": ids.clone()}\n"
+     << "\n"
+     << "\n"
+     << "def model_config():\n"
+     << "    with tempfile.TemporaryDirectory() as directory:\n"
+     << "        with open(os.path.join(directory, \"config.json\"), \"w\") as f:\n"
+     << "            f.write(MODEL_CONFIG)\n"
+     << "        return AutoConfig.from_pretrained(directory)\n"
+     << "\n"
+     << "\n";
+  if (r.plugin.kind == PluginKind::torch_fsdp) {
+    py << "def block_classes(model):\n"
+       << "    \"\"\"The transformer block classes (transformers lists them in _no_split_modules).\"\"\"\n"
+       << "    names = set(getattr(model, \"_no_split_modules\", None) or [])\n"
+       << "    return {type(m) for m in model.modules() if type(m).__name__ in names}\n"
+       << "\n"
+       << "\n";
+  }
+  py << "def batches(dataloader, device):\n"
+     << "    \"\"\"The loader's batches on the GPU, round after round.\"\"\"\n"
+     << "    while True:\n"
+     << "        for batch in dataloader:\n"
+     << "            yield {key: value.to(device) for key, value in batch.items()}\n"
+     << "\n"
+     << "\n"
+     << "def main():\n"
+     << "    colossalai.launch_from_torch(seed=42)\n"
+     << "    assert dist.get_world_size() == WORLD_SIZE, f\"this plan is for {WORLD_SIZE} GPUs, not {dist.get_world_size()}\"\n"
+     << "    device = get_accelerator().get_current_device()\n"
+     << "\n"
+     << "    config = model_config()\n";
+  const bool sdpa = t.recompute == RecomputeMode::selective && r.plugin.kind != PluginKind::hybrid_parallel;
+  if (sdpa) {
+    py << "    # recompute selective: a fused attention kernel recomputes the attention scores in backward\n"
+       << "    # instead of keeping them (Korthikanti et al. 2022 section 5).\n";
+  }
+  const std::string from_config = std::string("AutoModelForCausalLM.from_config(config") + (sdpa ? ", attn_implementation=\"sdpa\")" : ")");
+  if (s.lazy_init) {
+    py << "    # Parameters materialise when the plugin shards them, not first in full on every rank.\n"
+       << "    with LazyInitContext(default_device=device):\n"
+       << "        model = " << from_config << "\n";
+  } else {
+    py << "    model = " << from_config << "\n";
+  }
+  if (t.recompute == RecomputeMode::full) {
+    py << "    # recompute full: every transformer block is recomputed in backward.\n"
+       << "    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={\"use_reentrant\": False})\n";
+  }
+  if (t.recompute == RecomputeMode::selective && r.plugin.kind == PluginKind::hybrid_parallel) {
+    py << "    # recompute selective: the plugin's flash attention recomputes the attention scores in backward.\n";
+  }
+  py << "    optimizer = " << s.optimizer << "\n"
+     << "\n"
+     << s.plugin_comment << "    plugin = " << s.plugin_call << "\n"
+     << "    booster = Booster(" << s.booster_args << ")\n"
+     << "\n"
+     << "    dataset = RandomTokens(GLOBAL_BATCH_SIZE * STEPS, SEQ_LEN, config.vocab_size)\n"
+     << "    dataloader = plugin.prepare_dataloader(dataset, batch_size=" << (s.pipeline ? "MICRO_BATCH_SIZE * NUM_MICROBATCHES" : "MICRO_BATCH_SIZE")
+     << ", shuffle=True, drop_last=True)\n"
+     << "    model, optimizer, _, dataloader, _ = booster.boost(model, optimizer, dataloader=dataloader)\n"
+     << "    data = batches(dataloader, device)\n"
+     << "\n"
+     << "    model.train()\n"
+     << "    report = dist.get_rank() == dist.get_world_size() - 1  # the last rank holds the loss, pipeline or not\n"
+     << "    for step in range(STEPS):\n"
+     << "        torch.cuda.synchronize()\n"
+     << "        start = time.perf_counter()\n";
+  if (s.pipeline) {
+    py << "        # One call runs the step's NUM_MICROBATCHES micro-batches through the " << enum_name(r.plugin.pp_schedule)
+       << " schedule, forward and backward.\n"
+       << "        outputs = booster.execute_pipeline(\n"
+       << "            data, model, criterion=lambda outputs, inputs: outputs.loss, optimizer=optimizer, return_loss=True\n"
+       << "        )\n"
+       << "        loss = outputs[\"loss\"]\n";
+  } else {
+    py << "        loss = torch.zeros((), device=device)\n"
+       << "        for micro_step in range(GRADIENT_ACCUMULATION_STEPS):\n"
+       << "            batch = next(data)\n";
+    std::string body = "            ";
+    if (s.no_sync) {
+      py << "            last = micro_step == GRADIENT_ACCUMULATION_STEPS - 1\n"
+         << "            # Gradients are synchronised once per step, after the last micro-batch.\n"
+         << "            with nullcontext() if last else booster.no_sync(model, optimizer):\n";
+      body += "    ";
+    } else if (accumulation > 1) {
+      py << "            # The plugin has no no_sync: gradients are reduced after every micro-batch.\n";
+    }
+    if (s.autocast_bf16) {
+      py << body << "with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
+         << body << "    micro_loss = model(**batch).loss / GRADIENT_ACCUMULATION_STEPS\n";
+    } else {
+      py << body << "micro_loss = model(**batch).loss / GRADIENT_ACCUMULATION_STEPS\n";
+    }
+    py << body << "booster.backward(micro_loss, optimizer)\n"
+       << "            loss += micro_loss.detach()\n";
+  }
+  py << "        optimizer.step()\n"
+     << "        optimizer.zero_grad()\n"
+     << "        torch.cuda.synchronize()\n"
+     << "        seconds = time.perf_counter() - start\n"
+     << "        if report:\n"
+     << "            shown = f\"{loss.item():.4f}\" if loss is not None else \"-\"\n"
+     << "            print(\n"
+     << "                f\"step {step}: loss {shown}, {seconds:.3f} s, {GLOBAL_BATCH_SIZE * SEQ_LEN / seconds:.0f} tokens/s \"\n"
+     << "                f\"(Tessera: {PREDICTED_TOKENS_PER_S:.0f}), peak {torch.cuda.max_memory_reserved() / 2**30:.2f} GiB \"\n"
+     << "                f\"(Tessera: {PREDICTED_PEAK_BYTES / 2**30:.2f} GiB)\",\n"
+     << "                flush=True,\n"
+     << "            )\n"
+     << "\n"
+     << "\n"
+     << "if __name__ == \"__main__\":\n"
+     << "    main()\n";
+  return py.str();
+}
+
+}  // namespace tessera::planner

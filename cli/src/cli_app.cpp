@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "export_command.h"
 #include "plan_command.h"
 #include "tessera/planner/text_util.h"
 
@@ -27,6 +28,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   PlanOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Search every plugin and layout, rank the ones that fit, write plan.json");
   add_plan_options(*plan, plan_options);
+  ExportOptions export_options;
+  CLI::App* export_command = app.add_subcommand("export", "Write one plan of plan.json as a ColossalAI script, a DeepSpeed config or a Perfetto trace");
+  add_export_options(*export_command, export_options);
 
   try {
     app.parse(argc, argv);
@@ -43,9 +47,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     // Subcommand help arrives as CallForHelp from the subcommand: print that one's help.
     std::string message = e.what();
     // CLI11 says only "A subcommand is required" for `tessera bogus`: name the word.
-    if (!models->parsed() && !gpus->parsed() && !estimate->parsed() && !plan->parsed()) {
-      message = argc > 1 ? std::string("unknown command or option '") + argv[1] + "'; use models, gpus, estimate or plan"
-                         : std::string("a command is required: models, gpus, estimate or plan");
+    if (!models->parsed() && !gpus->parsed() && !estimate->parsed() && !plan->parsed() && !export_command->parsed()) {
+      message = argc > 1 ? std::string("unknown command or option '") + argv[1] + "'; use models, gpus, estimate, plan or export"
+                         : std::string("a command is required: models, gpus, estimate, plan or export");
     }
     err << "tessera: error: " << planner::one_line(message, 300) << " (see tessera --help)\n";
     return kExitUsage;
@@ -53,6 +57,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   if (models->parsed()) return run_models(models_options, out, err);
   if (gpus->parsed()) return run_gpus(gpus_options, out, err);
   if (plan->parsed()) return run_plan(plan_options, out, err);
+  if (export_command->parsed()) return run_export(export_options, out, err);
   return run_estimate(estimate_options, out, err);
 }
 

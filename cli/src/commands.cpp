@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_app.h"
+#include "cli_util.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
@@ -24,11 +25,6 @@ namespace tessera::cli {
 namespace {
 
 using namespace tessera::planner;
-
-int fail(std::ostream& err, const std::string& message) {
-  err << "tessera: error: " << one_line(message, 400) << "\n";
-  return kExitUsage;
-}
 
 std::string group_digits(int64_t n) {
   std::string digits = std::to_string(n), out;

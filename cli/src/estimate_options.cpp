@@ -1,20 +1,13 @@
 #include "estimate_options.h"
 
+#include "cli_util.h"
+
 #include <cmath>
 
 namespace tessera::cli {
 namespace {
 
 using namespace tessera::planner;
-
-template <typename E>
-Status parse_choice(const char* option, const std::string& text, E& out) {
-  if (auto value = parse_enum<E>(text)) {
-    out = *value;
-    return Status::success();
-  }
-  return make_error(ErrorCode::invalid_argument, std::string(option) + " '" + text.substr(0, 40) + "' is not one of: " + enum_choices<E>());
-}
 
 Status mib_to_bytes(const char* option, double mib, int64_t& out, bool allow_negative_one) {
   if (allow_negative_one && mib == -1) {

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "cli_app.h"
+#include "cli_util.h"
 #include "commands.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
@@ -14,20 +15,6 @@ namespace tessera::cli {
 namespace {
 
 using namespace tessera::planner;
-
-int fail(std::ostream& err, const std::string& message) {
-  err << "tessera: error: " << one_line(message, 400) << "\n";
-  return kExitUsage;
-}
-
-template <typename E>
-Status parse_choice(const char* option, const std::string& text, E& out) {
-  if (auto value = parse_enum<E>(text)) {
-    out = *value;
-    return Status::success();
-  }
-  return make_error(ErrorCode::invalid_argument, std::string(option) + " '" + text.substr(0, 40) + "' is not one of: " + enum_choices<E>());
-}
 
 Result<PlanRequest> make_request(const PlanOptions& o) {
   PlanRequest r;

@@ -121,6 +121,9 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
         const std::string dtype = torch_dtype(t.precision);
         args.emplace_back("mixed_precision", "MixedPrecision(param_dtype=" + dtype + ", reduce_dtype=" + dtype + ", buffer_dtype=" + dtype + ")");
       }
+      if (t.precision == Precision::fp16) {
+        s.plugin_comment += "    # fp16: the plugin scales no loss; add torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler if gradients underflow.\n";
+      }
       s.plugin_call = call("TorchFSDPPlugin", args);
       break;
     }
@@ -200,7 +203,10 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
         args.emplace_back("sequence_parallelism_mode", "\"split_gather\"");
         s.plugin_comment += "    # Megatron sequence parallelism (Korthikanti et al. 2022) is ColossalAI's \"split_gather\" mode.\n";
       }
-      if (t.recompute == RecomputeMode::selective) args.emplace_back("enable_flash_attention", "True");
+      if (t.recompute == RecomputeMode::selective) {
+        args.emplace_back("enable_flash_attention", "True");
+        s.plugin_comment += "    # recompute selective: flash attention recomputes the attention scores in backward instead of keeping them.\n";
+      }
       args.emplace_back("cpu_offload", py_bool(p.cpu_offload));
       args.emplace_back("precision", precision);
       s.plugin_call = call("HybridParallelPlugin", args);
@@ -272,7 +278,6 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
   const int64_t peak_bytes = plan.value("peak_device_bytes", int64_t{0});
   const int64_t accumulation = export_detail::gradient_accumulation_steps(r);
   const int64_t sequences = export_detail::sequences_per_step(r);
-  const int64_t loader_batch = s.pipeline ? t.micro_batch_size * t.num_micro_batches : t.micro_batch_size;
   const std::string description = one_line(describe_plan(r), 200);
   const std::string model_name = one_line(file.model_source, 200);
   const ClusterSpec& c = file.cluster;
@@ -292,7 +297,8 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
      << fixed(step_time_s, 3) << " s, " << fixed(tokens_per_s, 0) << " tokens/s, MFU " << fixed(100 * mfu, 1) << "%.\n"
      << "#\n"
      << "# Run on every node: " << launch << "\n"
-     << "# (or `colossalai run --nproc_per_node " << c.gpus_per_node << " train.py`). The data are random tokens: replace\n"
+     << "# (or `colossalai run --nproc_per_node " << c.gpus_per_node << (c.num_nodes > 1 ? " --hostfile HOSTFILE" : "")
+     << " train.py`). The data are random tokens: replace\n"
      << "# RandomTokens with your dataset. Each step prints its measured tokens/s and peak memory next to Tessera's.\n"
      << "import os\n"
      << "import tempfile\n"
@@ -394,9 +400,6 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
   if (t.recompute == RecomputeMode::full) {
     py << "    # recompute full: every transformer block is recomputed in backward.\n"
        << "    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={\"use_reentrant\": False})\n";
-  }
-  if (t.recompute == RecomputeMode::selective && r.plugin.kind == PluginKind::hybrid_parallel) {
-    py << "    # recompute selective: the plugin's flash attention recomputes the attention scores in backward.\n";
   }
   py << "    optimizer = " << s.optimizer << "\n"
      << "\n"

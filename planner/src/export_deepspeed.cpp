@@ -81,11 +81,13 @@ Result<ZeroSettings> zero_settings(const PlanFile& file, const EstimateRequest& 
       auto placement = gemini_fractions(file, r);
       if (!placement) return placement.error();
       const GeminiSummary& g = placement.value();
-      const std::string policy(enum_name(p.gemini.placement_policy));
+      const std::string policy = p.gemini.placement_policy == GeminiPlacement::auto_placement
+                                     ? "auto placement (as Tessera resolves it on " + file.cluster.gpu.name + ")"
+                                     : std::string(enum_name(p.gemini.placement_policy)) + " placement";
       for (const auto& [name, value] : {std::pair{"shard_param_frac", g.shard_param_frac}, std::pair{"offload_optim_frac", g.offload_optim_frac},
                                         std::pair{"offload_param_frac", g.offload_param_frac}}) {
         if (!is_zero_or_one(value)) {
-          return cannot_express("deepspeed", std::string("Gemini's ") + policy + " placement has " + name + " " + format_number(value) +
+          return cannot_express("deepspeed", "Gemini's " + policy + " has " + std::string(name) + " " + format_number(value) +
                                                  ", and DeepSpeed has no equivalent: its ZeRO shards and offloads all of the parameters or optimizer "
                                                  "states or none; export this plan --to colossalai, or pick a plan whose fractions are 0 or 1");
         }
@@ -103,8 +105,9 @@ Result<ZeroSettings> zero_settings(const PlanFile& file, const EstimateRequest& 
       if (r.layout.tp > 1 || r.layout.pp > 1) {
         return cannot_express("deepspeed", "the plan uses tensor parallelism " + std::to_string(r.layout.tp) + " × pipeline " +
                                                std::to_string(r.layout.pp) +
-                                               ", and DeepSpeed alone does not do Megatron tensor parallelism (it needs Megatron-DeepSpeed and a "
-                                               "PipelineModule); export this plan --to colossalai, or pick a plan with tp 1 and pp 1");
+                                               ", and DeepSpeed alone does not do Megatron tensor parallelism (that takes Megatron-DeepSpeed) and runs "
+                                               "a pipeline only on a model rewritten as a PipelineModule; export this plan --to colossalai, or "
+                                               "pick a plan with tp 1 and pp 1");
       }
       z.stage = p.effective_zero_stage();
       z.offload_optimizer = p.cpu_offload;

@@ -42,12 +42,12 @@ Result<std::string> export_perfetto(const PlanFile& file, size_t plan_index) {
   const std::string description = describe_plan(r);
 
   ordered_json events = ordered_json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0},
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0},
                     {"args", {{"name", "Tessera plan " + std::to_string(plan_index + 1) + ": " + description}}}});
   const int lanes = static_cast<int>(2 * r.layout.pp);
   for (int lane = 0; lane < lanes; ++lane) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", lane}, {"args", {{"name", lane_name(lane)}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", lane}, {"args", {{"sort_index", lane}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", lane}, {"args", {{"name", lane_name(lane)}}}});
+    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", lane}, {"args", {{"sort_index", lane}}}});
   }
   for (const TraceEvent& e : sim.events) {
     ordered_json args = {{"stage", e.lane / 2}};
@@ -62,7 +62,7 @@ Result<std::string> export_perfetto(const PlanFile& file, size_t plan_index) {
                       {"ph", "X"},
                       {"ts", e.start_s * 1e6},
                       {"dur", e.duration_s * 1e6},
-                      {"pid", 0},
+                      {"pid", 1},
                       {"tid", e.lane},
                       {"args", args}});
   }

@@ -59,7 +59,9 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
         }
       }
     }
-    if (p.zero_stage < 0 && allowed(p.plugins, PluginKind::gemini)) {
+    // ColossalAI's Gemini runs only mixed precision with an Adam (HybridAdam, CPUAdam, FusedAdam).
+    const bool gemini_supported = is_mixed_precision(p.precision) && optimizer_state_count(p.optimizer) == 2;
+    if (p.zero_stage < 0 && gemini_supported && allowed(p.plugins, PluginKind::gemini)) {
       GeminiOptions g;
       g.chunk_size = search_chunk_size(m.inventory, g, n);  // once: every Gemini candidate shares it
       struct Placement {

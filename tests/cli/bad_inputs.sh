@@ -107,6 +107,21 @@ bad unknown-verb "bogus" -- bogus
 # Output.
 bad output-in-missing-directory "--output" -- estimate --model gpt2 --output "$scratch/no/such/dir/report.json"
 
+# tessera export: the plan file and the options.
+plan_file=$scratch/plan.json
+if ! "$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 3 --output "$plan_file" >/dev/null 2>&1 </dev/null; then
+  echo "FAIL [export-setup]: tessera plan did not write $plan_file" >&2
+  failures=$((failures + 1))
+fi
+bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
+bad export-malformed-plan-file "not valid JSON" -- export "$data/malformed.json" --to deepspeed
+bad export-not-a-plan-file "not a plan file" -- export "$data/unknown-model-type.json" --to perfetto
+bad export-plan-out-of-range "--plan 99" -- export "$plan_file" --to colossalai --plan 99
+bad export-plan-zero "--plan" -- export "$plan_file" --to colossalai --plan 0
+bad export-unknown-target "--to" -- export "$plan_file" --to bogus
+bad export-missing-target "--to" -- export "$plan_file"
+bad export-output-in-missing-directory "--output" -- export "$plan_file" --to deepspeed --output "$scratch/no/such/dir/ds_config.json"
+
 # The good path: exit 0, JSON of schema 1, nothing on stderr.
 cases=$((cases + 1))
 code=0
@@ -121,6 +136,22 @@ elif ! python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["schema"]==
   fail good-json "stdout is not JSON with \"schema\": 1" "estimate --model gpt2 --format json" "$code"
 else
   echo "ok   [good-json] exit 0, JSON of schema 1"
+fi
+
+# A good export: the DeepSpeed config on stdout parses and carries the batch.
+cases=$((cases + 1))
+code=0
+"$tessera" export "$plan_file" --to deepspeed >"$out" 2>"$err" </dev/null || code=$?
+if [ "$code" -ne 0 ]; then
+  fail good-export "exit code $code, expected 0" "export $plan_file --to deepspeed" "$code"
+elif [ -s "$err" ]; then
+  fail good-export "printed on stderr" "export $plan_file --to deepspeed" "$code"
+elif ! command -v python3 >/dev/null 2>&1; then
+  echo "ok   [good-export] exit 0 (python3 not found: JSON not checked)"
+elif ! python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["train_batch_size"]==64' <"$out"; then
+  fail good-export "stdout is not a ds_config.json with train_batch_size 64" "export $plan_file --to deepspeed" "$code"
+else
+  echo "ok   [good-export] exit 0, ds_config.json with train_batch_size 64"
 fi
 
 if [ "$failures" -ne 0 ]; then

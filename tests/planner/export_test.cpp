@@ -1,0 +1,303 @@
+// `tessera export`: plans searched in-process, written as plan.json, read back,
+// and exported. The DeepSpeed config must carry the plan's values, the Perfetto
+// trace must end where the simulated step ends, and the ColossalAI script must
+// contain the plugin call with the plan's settings and compile.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/planner/export.h"
+#include "tessera/planner/plan_file.h"
+#include "tessera/planner/search.h"
+#include "tessera/planner/text_util.h"
+#include "test_models.h"
+
+namespace tessera::planner {
+namespace {
+
+using nlohmann::json;
+
+struct Planned {
+  Model model;
+  PlanFile file;
+  std::vector<Candidate> candidates;  // as searched, in file order
+};
+
+// Searches `model` on 8 H100s (global batch 64 × seq 1024) with `restrict`
+// applied, and reads the plan document back as `tessera export` does.
+Planned plan_for(const std::string& model_name, const std::function<void(PlanRequest&)>& restrict) {
+  Planned out{testing::shipped_model(model_name), {}, {}};
+  PlanRequest request;
+  request.cluster = make_cluster(testing::shipped_gpu("h100-80g"), 8, 8, 400).value();
+  request.global_batch_size = 64;
+  request.seq_len = 1024;
+  restrict(request);
+  auto result = search_plans(out.model, request);
+  EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message);
+  if (!result.ok()) return out;
+  EXPECT_FALSE(result->plans.empty());
+  const int top_k = 1000;
+  const json document = plan_document(out.model, model_name, request, result.value(), top_k);
+  auto file = parse_plan_file(document.dump(2), "plan.json");
+  EXPECT_TRUE(file.ok()) << (file.ok() ? "" : file.error().message);
+  if (!file.ok()) return out;
+  out.file = std::move(file).value();
+  out.candidates = result->plans;
+  EXPECT_EQ(out.file.plans.size(), out.candidates.size());
+  return out;
+}
+
+// The index of the first plan that `pick` accepts.
+size_t find_plan(const Planned& planned, const std::function<bool(const EstimateRequest&)>& pick) {
+  for (size_t i = 0; i < planned.file.plans.size(); ++i) {
+    if (pick(planned.file.plans[i])) return i;
+  }
+  ADD_FAILURE() << "no plan of the kind wanted among " << planned.file.plans.size();
+  return 0;
+}
+
+json deepspeed_config(const Planned& planned, size_t index) {
+  auto text = export_deepspeed(planned.file, index);
+  EXPECT_TRUE(text.ok()) << (text.ok() ? "" : text.error().message);
+  if (!text.ok()) return json();
+  try {
+    return json::parse(text.value());
+  } catch (const json::exception& e) {
+    ADD_FAILURE() << "ds_config.json does not parse: " << e.what();
+    return json();
+  }
+}
+
+void expect_deepspeed_batch(const Planned& planned, size_t index, const json& ds) {
+  const EstimateRequest& r = planned.file.plans[index];
+  const int64_t accumulation = r.layout.pp > 1 ? 1 : r.training.num_micro_batches;
+  EXPECT_EQ(ds.at("train_micro_batch_size_per_gpu").get<int64_t>(), r.training.micro_batch_size);
+  EXPECT_EQ(ds.at("gradient_accumulation_steps").get<int64_t>(), accumulation);
+  EXPECT_EQ(ds.at("train_batch_size").get<int64_t>(), r.training.micro_batch_size * accumulation * r.layout.dp);
+  EXPECT_EQ(ds.at("train_batch_size").get<int64_t>(), planned.file.global_batch_size);
+  EXPECT_EQ(ds.at("gradient_clipping").get<double>(), 1.0);
+  EXPECT_TRUE(ds.at("bf16").at("enabled").get<bool>());
+  EXPECT_EQ(ds.at("optimizer").at("type"), "AdamW");
+}
+
+// The trace parses, its X events end where the simulator's step ends, and its lanes are named.
+void expect_perfetto_trace(const Planned& planned, size_t index) {
+  auto text = export_perfetto(planned.file, index);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  json trace;
+  ASSERT_NO_THROW(trace = json::parse(text.value()));
+  ASSERT_TRUE(trace.at("traceEvents").is_array());
+  EXPECT_EQ(trace.at("displayTimeUnit"), "ms");
+
+  const EstimateRequest& r = planned.file.plans[index];
+  auto memory = estimate_memory(planned.model, planned.file.cluster.gpu, r);
+  ASSERT_TRUE(memory.ok());
+  auto simulation = simulate_step(planned.model, planned.file.cluster, r, memory.value(), SimulationSettings{}, false);
+  ASSERT_TRUE(simulation.ok());
+  const double step = simulation->step_time_s;
+
+  double last_end_us = 0;
+  int x_events = 0;
+  std::set<std::string> thread_names;
+  for (const json& e : trace["traceEvents"]) {
+    if (e.at("ph") == "X") {
+      ++x_events;
+      EXPECT_EQ(e.at("pid"), 1);
+      EXPECT_GE(e.at("dur").get<double>(), 0.0);
+      last_end_us = std::max(last_end_us, e.at("ts").get<double>() + e.at("dur").get<double>());
+    } else if (e.at("ph") == "M" && e.at("name") == "thread_name") {
+      thread_names.insert(e.at("args").at("name").get<std::string>());
+    }
+  }
+  EXPECT_GE(x_events, 2 * r.training.num_micro_batches * r.layout.pp);
+  EXPECT_NEAR(last_end_us / 1e6, step, 1e-6 * step);
+  EXPECT_NEAR(last_end_us / 1e6, planned.candidates[index].simulation.step_time_s, 1e-6 * step) << "the plan file's step time";
+  EXPECT_NEAR(trace.at("otherData").at("step_time_s").get<double>(), step, 1e-6 * step);
+  EXPECT_GT(trace.at("otherData").at("tokens_per_s").get<double>(), 0.0);
+  for (int64_t stage = 0; stage < r.layout.pp; ++stage) {
+    EXPECT_TRUE(thread_names.contains("stage " + std::to_string(stage) + " compute")) << stage;
+    EXPECT_TRUE(thread_names.contains("stage " + std::to_string(stage) + " communication")) << stage;
+  }
+  EXPECT_EQ(thread_names.size(), static_cast<size_t>(2 * r.layout.pp));
+}
+
+std::string colossalai_script(const Planned& planned, size_t index) {
+  auto text = export_colossalai(planned.file, index);
+  EXPECT_TRUE(text.ok()) << (text.ok() ? "" : text.error().message);
+  return text.ok() ? text.value() : "";
+}
+
+// `python3 -m py_compile` on the script; skips when there is no python3.
+void expect_python_compiles(const std::string& script, const std::string& name) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is not on PATH: the script's syntax is not checked";
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("tessera_export_" + std::to_string(::getpid()) + "_" + name + ".py");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << script;
+  }
+  const std::string command = "python3 -m py_compile '" + path.string() + "' 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << "the generated script does not compile:\n" << script;
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  std::filesystem::remove_all(path.parent_path() / "__pycache__", ec);  // py_compile writes the .pyc there
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Export, DdpPlan) {
+  const Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::torch_ddp}; });
+  ASSERT_FALSE(planned.file.plans.empty());
+  const EstimateRequest& r = planned.file.plans[0];
+  ASSERT_EQ(r.plugin.kind, PluginKind::torch_ddp);
+
+  const json ds = deepspeed_config(planned, 0);
+  expect_deepspeed_batch(planned, 0, ds);
+  EXPECT_EQ(ds.at("zero_optimization").at("stage"), 0);
+  EXPECT_FALSE(ds["zero_optimization"].contains("offload_optimizer"));
+  EXPECT_EQ(ds["zero_optimization"].at("reduce_bucket_size").get<int64_t>(), r.plugin.bucket_bytes / 2);  // 25 MiB of bf16 gradients
+
+  expect_perfetto_trace(planned, 0);
+
+  const std::string script = colossalai_script(planned, 0);
+  EXPECT_TRUE(contains(script, "    plugin = TorchDDPPlugin(bucket_cap_mb=25, gradient_as_bucket_view=False)\n")) << script;
+  EXPECT_TRUE(contains(script, "booster.no_sync(model, optimizer)"));
+  EXPECT_TRUE(contains(script, "torch.autocast(\"cuda\", dtype=torch.bfloat16)"));
+  EXPECT_TRUE(contains(script, "GRADIENT_ACCUMULATION_STEPS = " + std::to_string(r.training.num_micro_batches) + "\n"));
+  EXPECT_TRUE(contains(script, "\"n_embd\": 768")) << "the model's config.json is embedded";
+  EXPECT_TRUE(contains(script, "# Generated by Tessera"));
+  expect_python_compiles(script, "ddp");
+}
+
+TEST(Export, ZeroStage2WithCpuOffload) {
+  const Planned planned = plan_for("gpt2-medium", [](PlanRequest& r) {
+    r.plugins = {PluginKind::low_level_zero};
+    r.zero_stage = 2;
+  });
+  const size_t i = find_plan(planned, [](const EstimateRequest& r) { return r.plugin.cpu_offload; });
+  const EstimateRequest& r = planned.file.plans[i];
+  ASSERT_EQ(r.plugin.effective_zero_stage(), 2);
+
+  const json ds = deepspeed_config(planned, i);
+  expect_deepspeed_batch(planned, i, ds);
+  EXPECT_EQ(ds.at("zero_optimization").at("stage"), 2);
+  EXPECT_EQ(ds["zero_optimization"].at("offload_optimizer").at("device"), "cpu");
+  EXPECT_FALSE(ds["zero_optimization"].contains("offload_param"));
+  EXPECT_EQ(ds["zero_optimization"].at("reduce_bucket_size").get<int64_t>(), r.plugin.reduce_bucket_numel);
+
+  expect_perfetto_trace(planned, i);
+
+  const std::string script = colossalai_script(planned, i);
+  EXPECT_TRUE(contains(script, "    plugin = LowLevelZeroPlugin(stage=2, precision=\"bf16\", cpu_offload=True, reduce_bucket_size_in_m=12)\n"))
+      << script;
+  EXPECT_TRUE(contains(script, "HybridAdam(model.parameters()"));
+  EXPECT_FALSE(contains(script, "no_sync")) << "ZeRO-2 has no no_sync";
+  expect_python_compiles(script, "zero2");
+}
+
+TEST(Export, GeminiPlans) {
+  const Planned planned = plan_for("gpt2-medium", [](PlanRequest& r) { r.plugins = {PluginKind::gemini}; });
+  ASSERT_FALSE(planned.file.plans.empty());
+
+  // "cpu": everything offloaded, which DeepSpeed's ZeRO-3 offload expresses.
+  const size_t cpu = find_plan(planned, [](const EstimateRequest& r) { return r.plugin.gemini.placement_policy == GeminiPlacement::cpu; });
+  const json ds = deepspeed_config(planned, cpu);
+  expect_deepspeed_batch(planned, cpu, ds);
+  EXPECT_EQ(ds.at("zero_optimization").at("stage"), 3);
+  EXPECT_EQ(ds["zero_optimization"].at("offload_optimizer").at("device"), "cpu");
+  EXPECT_EQ(ds["zero_optimization"].at("offload_param").at("device"), "cpu");
+  expect_perfetto_trace(planned, cpu);
+
+  // A fraction strictly between 0 and 1 has no DeepSpeed equivalent.
+  const size_t partial = find_plan(planned, [](const EstimateRequest& r) {
+    return r.plugin.gemini.placement_policy == GeminiPlacement::static_placement && r.plugin.gemini.offload_optim_frac > 0 &&
+           r.plugin.gemini.offload_optim_frac < 1;
+  });
+  auto refused = export_deepspeed(planned.file, partial);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::unsupported);
+  EXPECT_TRUE(contains(refused.error().message, "--to deepspeed")) << refused.error().message;
+  EXPECT_TRUE(contains(refused.error().message, "offload_optim_frac")) << refused.error().message;
+
+  // ColossalAI takes the fractions as they are.
+  const GeminiOptions& g = planned.file.plans[partial].plugin.gemini;
+  const std::string script = colossalai_script(planned, partial);
+  const std::string expected = "    plugin = GeminiPlugin(\n"
+                               "        placement_policy=\"static\",\n"
+                               "        shard_param_frac=1.0,\n"
+                               "        offload_optim_frac=" + format_number(g.offload_optim_frac) + ",\n"
+                               "        offload_param_frac=0.0,\n"
+                               "        search_range_m=32,\n"
+                               "        min_chunk_size_m=32,\n"
+                               "        hidden_dim=" + std::to_string(g.search_interval) + ",\n"
+                               "        precision=\"bf16\",\n";
+  EXPECT_TRUE(contains(script, expected)) << script;
+  EXPECT_TRUE(contains(script, "LazyInitContext"));
+  EXPECT_TRUE(contains(script, "HybridAdam(model.parameters()"));
+  expect_python_compiles(script, "gemini");
+
+  // The old "cpu" policy is ColossalAI's static placement with both fractions 1.
+  const std::string cpu_script = colossalai_script(planned, cpu);
+  EXPECT_TRUE(contains(cpu_script, "shard_param_frac=1.0,\n        offload_optim_frac=1.0,\n        offload_param_frac=1.0,\n")) << cpu_script;
+}
+
+TEST(Export, HybridTensorAndPipelinePlan) {
+  const Planned planned = plan_for("gpt2-medium", [](PlanRequest& r) {
+    r.plugins = {PluginKind::hybrid_parallel};
+    r.tp = 2;
+    r.pp = 2;
+  });
+  ASSERT_FALSE(planned.file.plans.empty());
+  const EstimateRequest& r = planned.file.plans[0];
+  ASSERT_EQ(r.layout.tp, 2);
+  ASSERT_EQ(r.layout.pp, 2);
+
+  auto refused = export_deepspeed(planned.file, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(contains(refused.error().message, "tensor parallelism")) << refused.error().message;
+
+  expect_perfetto_trace(planned, 0);
+
+  const std::string script = colossalai_script(planned, 0);
+  const std::string expected = "    plugin = HybridParallelPlugin(\n"
+                               "        tp_size=2,\n"
+                               "        pp_size=2,\n"
+                               "        zero_stage=" + std::to_string(r.plugin.effective_zero_stage()) + ",\n"
+                               "        num_microbatches=" + std::to_string(r.training.num_micro_batches) + ",\n"
+                               "        microbatch_size=" + std::to_string(r.training.micro_batch_size) + ",\n"
+                               "        pp_style=\"1f1b\",\n"
+                               "        enable_sequence_parallelism=True,\n"
+                               "        sequence_parallelism_mode=\"split_gather\",\n";
+  EXPECT_TRUE(contains(script, expected)) << script;
+  EXPECT_TRUE(contains(script, "booster.execute_pipeline("));
+  EXPECT_TRUE(contains(script, "GRADIENT_ACCUMULATION_STEPS = 1  # the pipeline runs the micro-batches"));
+  expect_python_compiles(script, "hybrid");
+
+  // ColossalAI has no GPipe schedule.
+  PlanFile gpipe = planned.file;
+  gpipe.plans[0].plugin.pp_schedule = PipelineSchedule::gpipe;
+  auto no_gpipe = export_colossalai(gpipe, 0);
+  ASSERT_FALSE(no_gpipe.ok());
+  EXPECT_TRUE(contains(no_gpipe.error().message, "gpipe")) << no_gpipe.error().message;
+}
+
+TEST(Export, PlanIndexOutOfRangeNamesPlan) {
+  const Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::torch_ddp}; });
+  const size_t past = planned.file.plans.size();
+  for (ExportTarget target : {ExportTarget::colossalai, ExportTarget::deepspeed, ExportTarget::perfetto}) {
+    auto text = export_plan(planned.file, past, target);
+    ASSERT_FALSE(text.ok());
+    EXPECT_TRUE(contains(text.error().message, "--plan " + std::to_string(past + 1))) << text.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::planner

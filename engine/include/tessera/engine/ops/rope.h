@@ -1,0 +1,33 @@
+// Rotary position embedding (Su et al. 2021) in the "rotate half" layout of
+// Hugging Face's Llama: within each head, element i (i < D/2) pairs with
+// i + D/2, where D = rotary_dim ≤ HS (GPT-NeoX rotates the first rotary_pct of
+// a head); angle = t · theta^(−2i/D). Applied in place to x (B, T, H·HS) with
+// row stride `stride`. Backward is the inverse rotation of the gradient.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace tessera::engine::cpu {
+
+template <typename T>
+void rope_rotate(T* x, int64_t B, int64_t Tn, int64_t H, int64_t HS, int64_t stride, int64_t rotary_dim, double theta, bool inverse) {
+  const int64_t half = rotary_dim / 2;
+#pragma omp parallel for
+  for (int64_t r = 0; r < B * Tn; ++r) {
+    const int64_t t = r % Tn;
+    for (int64_t h = 0; h < H; ++h) {
+      T* head = x + r * stride + h * HS;
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(t) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+        const T c = static_cast<T>(std::cos(angle));
+        const T s = static_cast<T>(inverse ? -std::sin(angle) : std::sin(angle));
+        const T a = head[i], b = head[i + half];
+        head[i] = a * c - b * s;
+        head[i + half] = b * c + a * s;
+      }
+    }
+  }
+}
+
+}  // namespace tessera::engine::cpu

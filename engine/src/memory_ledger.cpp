@@ -1,0 +1,26 @@
+#include "tessera/engine/memory_ledger.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tessera::engine {
+
+void MemoryLedger::allocated(MemoryCategory category, Device device, int64_t bytes) {
+  const size_t d = index(device), c = slot(category);
+  current_[d][c] += bytes;
+  peak_[d][c] = std::max(peak_[d][c], current_[d][c]);
+  current_total_[d] += bytes;
+  if (current_total_[d] > peak_total_[d]) {
+    peak_total_[d] = current_total_[d];
+    at_peak_[d] = current_[d];
+  }
+}
+
+void MemoryLedger::freed(MemoryCategory category, Device device, int64_t bytes) {
+  const size_t d = index(device), c = slot(category);
+  if (bytes > current_[d][c]) throw std::logic_error("memory ledger: freeing more bytes than are allocated in a category");
+  current_[d][c] -= bytes;
+  current_total_[d] -= bytes;
+}
+
+}  // namespace tessera::engine

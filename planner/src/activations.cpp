@@ -87,9 +87,12 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   // The head writes fp32 logits; the loss overwrites them in place with dlogits.
   t.logits.push_back(term("logits_fp32", c.vocab_size, kFp32, Split::tensor_parallel));
   t.logits.push_back(term("token_losses", 1, kFp32, Split::sequence));
-  // Backward keeps the residual-stream gradient and one gradient of the block's widest intermediate.
+  // Backward keeps the residual-stream gradient, one hidden-wide gradient (of a
+  // norm output or the attention output) and one of the block's widest
+  // intermediate (q, k, v together, or the MLP's hidden layer; SwiGLU's gate and up).
   const int64_t mlp_width = (c.mlp == MlpKind::swiglu ? 2 : 1) * I;
   t.backward_scratch.push_back(term("grad_residual", h, dt, Split::sequence));
+  t.backward_scratch.push_back(term("grad_narrow", std::max(h, c.q_width()), dt, Split::sequence));
   t.backward_scratch.push_back(term("grad_widest", std::max(c.q_width() + 2 * c.kv_width(), mlp_width), dt, Split::tensor_parallel));
   t.counts_recompute_working_set = true;
   return t;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "gradcheck.h"
 #include "tessera/engine/ops/activation.h"
 #include "tessera/engine/ops/attention.h"
@@ -37,7 +39,7 @@ TEST(OpsGradcheck, LinearBothLayouts) {
 TEST(OpsGradcheck, LayerNormAndRmsNorm) {
   const int64_t N = 4, C = 6;
   Vec inp = random_vector(N * C, 5), w = random_vector(C, 6), b = random_vector(C, 7), r = random_vector(N * C, 8);
-  Vec out(N * C), mean(N), rstd(N), dinp(N * C), dw(C, 0.0), db(C, 0.0);
+  Vec out(N * C), mean(N), rstd(N), dinp(N * C, 0.0), dw(C, 0.0), db(C, 0.0);
   auto ln = [&] {
     layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C, 1e-5);
     return dot(out, r);
@@ -49,6 +51,7 @@ TEST(OpsGradcheck, LayerNormAndRmsNorm) {
   expect_gradient("layernorm dbias", b, db, ln);
 
   Vec rms_dw(C, 0.0);
+  std::fill(dinp.begin(), dinp.end(), 0.0);  // norm backward accumulates into dinp
   auto rms = [&] {
     rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C, 1e-5);
     return dot(out, r);

@@ -1,7 +1,8 @@
 // LayerNorm (Ba et al. 2016) and RMSNorm (Zhang & Sennrich 2019) over the last
 // dimension C of N rows. Forward keeps what backward needs: the mean and the
 // reciprocal standard deviation per row (fp32 statistics in the engine).
-// Backward overwrites `dinp` and accumulates `dweight`, `dbias`.
+// Backward accumulates into `dinp` (a norm's input is always the residual
+// stream, whose gradient collects every branch) and into `dweight`, `dbias`.
 #pragma once
 
 #include <cmath>
@@ -46,7 +47,7 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
     gx_mean /= static_cast<T>(C);
     for (int64_t i = 0; i < C; ++i) {
       const T xhat = (x[i] - mean[n]) * rstd[n];
-      dinp[n * C + i] = rstd[n] * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
+      dinp[n * C + i] += rstd[n] * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
     }
   }
   for (int64_t n = 0; n < N; ++n) {  // parameter gradients: a reduction over rows, kept serial for determinism
@@ -81,7 +82,7 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
     T gx_mean = 0;
     for (int64_t i = 0; i < C; ++i) gx_mean += dy[i] * weight[i] * x[i] * rstd[n];
     gx_mean /= static_cast<T>(C);
-    for (int64_t i = 0; i < C; ++i) dinp[n * C + i] = rstd[n] * (dy[i] * weight[i] - x[i] * rstd[n] * gx_mean);
+    for (int64_t i = 0; i < C; ++i) dinp[n * C + i] += rstd[n] * (dy[i] * weight[i] - x[i] * rstd[n] * gx_mean);
   }
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t i = 0; i < C; ++i) dweight[i] += dout[n * C + i] * inp[n * C + i] * rstd[n];

@@ -267,6 +267,11 @@ Result<ModelConfig> read_config(const json& root, const std::string& source) {
       break;
   }
   if (c.word_embed_proj_dim == 0) c.word_embed_proj_dim = c.hidden_size;
+  // Norm epsilon and RoPE base under each family's key (LlamaConfig and Qwen2Config default rms_norm_eps 1e-6).
+  const bool rms = c.norm == NormKind::rms_norm;
+  const char* eps_key = rms ? "rms_norm_eps" : (c.family == ModelFamily::gpt_neox ? "layer_norm_eps" : "layer_norm_epsilon");
+  TESSERA_TRY_ASSIGN(c.norm_eps, read.number(eps_key, rms ? 1e-6 : 1e-5, 0.0, 1.0));
+  TESSERA_TRY_ASSIGN(c.rope_theta, read.number(c.family == ModelFamily::gpt_neox ? "rotary_emb_base" : "rope_theta", 10000.0, 1.0, 1e12));
   // Each size is bounded, but their products (heads x head_dim, layers x width^2)
   // are not: bound the whole shape so that every tensor and byte count fits int64.
   const double width = static_cast<double>(std::max({c.hidden_size, c.q_width(), c.kv_width(), c.intermediate_size, c.word_embed_proj_dim}));

@@ -53,6 +53,8 @@ struct ModelConfig {
   bool final_norm = true;        // a norm before the output head
   bool parallel_residual = false;// GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x))
   double rotary_pct = 0.0;       // fraction of head_dim rotated (RoPE); 0 without rotary
+  double rope_theta = 10000.0;   // RoPE base (rope_theta / rotary_emb_base)
+  double norm_eps = 1e-5;        // layer_norm_epsilon / rms_norm_eps / layer_norm_eps
   int64_t word_embed_proj_dim = 0;  // OPT's project_in/out width; == hidden_size when absent
 
   // Dropout probabilities; they decide which masks the Megatron activation profile keeps.

@@ -1,0 +1,73 @@
+// A decoder-only transformer built from the planner's tensor inventory (same
+// names, shapes and order), with explicit forward and backward on the CPU.
+// Families: GPT-2 (learned positions, LayerNorm, GELU, tied head) and the
+// Llama layout (Llama, Mistral, Qwen2: RoPE, RMSNorm, SwiGLU, grouped-query
+// attention). What it keeps for backward is allocated from the planner's
+// `tessera` activation table, so the planner and the engine count the same bytes.
+//
+// T is float for training and double for the gradient checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/tensor.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/status.h"
+
+namespace tessera::engine {
+
+template <typename T>
+class Transformer {
+ public:
+  // Fails for families the engine does not train yet.
+  static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed);
+
+  // Runs the forward pass on tokens and next-token targets, both (B, T); keeps
+  // what backward needs and returns the mean loss over the B·T tokens.
+  double forward(const int32_t* tokens, const int32_t* targets);
+  // Backward of the last forward. Parameter gradients accumulate, scaled by
+  // `loss_scale` (1/k for k accumulated micro-batches).
+  void backward(T loss_scale);
+
+  // One entry per unique parameter, in inventory order (a tied tensor once).
+  std::vector<Tensor<T>>& parameters() { return params_; }
+  std::vector<Tensor<T>>& gradients() { return grads_; }
+  const std::vector<std::string>& parameter_names() const { return names_; }
+  void zero_gradients();
+
+ private:
+  // Parameter indices of one block (-1 where the family has none).
+  struct Layer {
+    int attn_norm_w = -1, attn_norm_b = -1, mlp_norm_w = -1, mlp_norm_b = -1;
+    int qkv_w = -1, qkv_b = -1;                                      // GPT-2's fused c_attn
+    int q_w = -1, q_b = -1, k_w = -1, k_b = -1, v_w = -1, v_b = -1;  // Llama's separate projections
+    int o_w = -1, o_b = -1;
+    int fc_w = -1, fc_b = -1, proj_w = -1, proj_b = -1;              // GPT-2's MLP
+    int gate_w = -1, up_w = -1, down_w = -1;                         // SwiGLU
+  };
+  Transformer() = default;
+  void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed);
+  T* act(int layer, const char* name);
+  T* param(int index) { return params_[static_cast<size_t>(index)].data(); }
+  T* grad(int index) { return grads_[static_cast<size_t>(index)].data(); }
+  void block_forward(int l, const T* input, T* output);
+  void block_backward(int l);
+
+  planner::ModelConfig config_;
+  int64_t B_ = 0, T_ = 0;
+  std::vector<Tensor<T>> params_, grads_;
+  std::vector<std::string> names_;
+  std::vector<int> tensor_to_param_;  // inventory index -> unique parameter index
+  std::vector<Layer> layers_;
+  int wte_ = -1, wpe_ = -1, final_norm_w_ = -1, final_norm_b_ = -1, head_ = -1;
+  // Activations by name, per block, from the planner's activation table.
+  std::vector<std::vector<std::pair<std::string, Tensor<T>>>> saved_;
+  std::vector<std::pair<std::string, Tensor<T>>> last_stage_, logits_, scratch_;
+  const int32_t* tokens_ = nullptr;
+  const int32_t* targets_ = nullptr;
+};
+
+}  // namespace tessera::engine

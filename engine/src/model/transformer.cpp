@@ -1,0 +1,318 @@
+// The transformer's forward and backward passes; see transformer.h.
+#include "tessera/engine/model/transformer.h"
+
+#include <cmath>
+#include <random>
+
+#include "tessera/engine/ops/activation.h"
+#include "tessera/engine/ops/attention.h"
+#include "tessera/engine/ops/cross_entropy.h"
+#include "tessera/engine/ops/embedding.h"
+#include "tessera/engine/ops/layernorm.h"
+#include "tessera/engine/ops/linear.h"
+#include "tessera/engine/ops/rope.h"
+#include "tessera/planner/activations.h"
+
+namespace tessera::engine {
+
+using namespace cpu;
+using planner::ModelFamily;
+
+
+namespace {
+
+bool is_llama_layout(ModelFamily f) { return f == ModelFamily::llama || f == ModelFamily::mistral || f == ModelFamily::qwen2; }
+
+// The part of a tensor's name after "<blocks>.<layer>.", e.g. "attn.c_attn.weight".
+std::string block_suffix(const std::string& name, int layer) {
+  const std::string marker = "." + std::to_string(layer) + ".";
+  const auto at = name.find(marker);
+  return at == std::string::npos ? name : name.substr(at + marker.size());
+}
+
+}  // namespace
+
+template <typename T>
+Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
+                                              uint64_t seed) {
+  const auto& c = model.config;
+  if (c.family != ModelFamily::gpt2 && !is_llama_layout(c.family)) {
+    return make_error(ErrorCode::unsupported, "the engine trains gpt2 and llama-style models (llama, mistral, qwen2), not " +
+                                                  std::string(planner::to_string(c.family)));
+  }
+  if (is_llama_layout(c.family) && c.mlp_bias) return make_error(ErrorCode::unsupported, "the engine does not train Llama MLPs with biases yet");
+  if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
+  if (c.learned_positions && seq_len > c.max_positions) {
+    return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
+  }
+  Transformer t;
+  t.build(model, ledger, micro_batch, seq_len, seed);
+  return t;
+}
+
+template <typename T>
+void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed) {
+  config_ = model.config;
+  B_ = micro_batch;
+  T_ = seq_len;
+  const auto& c = config_;
+  const int L = static_cast<int>(c.num_layers);
+  layers_.resize(static_cast<size_t>(L));
+  std::mt19937_64 rng(seed);
+  // GPT-2's initialisation (Radford et al. 2019 §2.3): N(0, 0.02), residual
+  // projections scaled by 1/sqrt(2L); norms start at 1, biases at 0.
+  const T std_dev = T(0.02), residual_std = T(0.02 / std::sqrt(2.0 * L));
+  const auto& tensors = model.inventory.tensors;
+  tensor_to_param_.assign(tensors.size(), -1);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& info = tensors[i];
+    if (info.tied_to >= 0) {
+      tensor_to_param_[i] = tensor_to_param_[static_cast<size_t>(info.tied_to)];
+    } else {
+      tensor_to_param_[i] = static_cast<int>(params_.size());
+      params_.emplace_back(ledger, MemoryCategory::parameters, info.numel());
+      grads_.emplace_back(ledger, MemoryCategory::gradients, info.numel());
+      names_.push_back(info.name);
+      const bool norm = info.shape.size() == 1 && info.name.find("norm") != std::string::npos;
+      const bool ln_gpt2 = info.name.find(".ln_") != std::string::npos;
+      const bool bias = info.name.ends_with(".bias");
+      const bool residual = info.name.find("c_proj.weight") != std::string::npos || info.name.find("o_proj.weight") != std::string::npos ||
+                            info.name.find("down_proj.weight") != std::string::npos;
+      std::normal_distribution<double> normal(0.0, static_cast<double>(residual ? residual_std : std_dev));
+      T* p = params_.back().data();
+      for (int64_t j = 0; j < info.numel(); ++j) p[j] = (norm || ln_gpt2) ? T(bias ? 0 : 1) : (bias ? T(0) : static_cast<T>(normal(rng)));
+    }
+    const int index = tensor_to_param_[i];
+    if (info.layer == planner::kEmbeddingLayer) {
+      (info.name.find("wpe") != std::string::npos ? wpe_ : wte_) = index;
+    } else if (info.layer >= L) {
+      if (info.is_matmul_weight) head_ = index;
+      else (info.name.ends_with(".bias") ? final_norm_b_ : final_norm_w_) = index;
+    } else {
+      Layer& layer = layers_[static_cast<size_t>(info.layer)];
+      const std::string s = block_suffix(info.name, info.layer);
+      struct Slot { const char* suffix; int* target; };
+      for (const Slot& slot : {Slot{"ln_1.weight", &layer.attn_norm_w}, Slot{"ln_1.bias", &layer.attn_norm_b}, Slot{"ln_2.weight", &layer.mlp_norm_w},
+                               Slot{"ln_2.bias", &layer.mlp_norm_b}, Slot{"attn.c_attn.weight", &layer.qkv_w}, Slot{"attn.c_attn.bias", &layer.qkv_b},
+                               Slot{"attn.c_proj.weight", &layer.o_w}, Slot{"attn.c_proj.bias", &layer.o_b}, Slot{"mlp.c_fc.weight", &layer.fc_w},
+                               Slot{"mlp.c_fc.bias", &layer.fc_b}, Slot{"mlp.c_proj.weight", &layer.proj_w}, Slot{"mlp.c_proj.bias", &layer.proj_b},
+                               Slot{"input_layernorm.weight", &layer.attn_norm_w}, Slot{"post_attention_layernorm.weight", &layer.mlp_norm_w},
+                               Slot{"self_attn.q_proj.weight", &layer.q_w}, Slot{"self_attn.q_proj.bias", &layer.q_b},
+                               Slot{"self_attn.k_proj.weight", &layer.k_w}, Slot{"self_attn.k_proj.bias", &layer.k_b},
+                               Slot{"self_attn.v_proj.weight", &layer.v_w}, Slot{"self_attn.v_proj.bias", &layer.v_b},
+                               Slot{"self_attn.o_proj.weight", &layer.o_w}, Slot{"self_attn.o_proj.bias", &layer.o_b},
+                               Slot{"mlp.gate_proj.weight", &layer.gate_w}, Slot{"mlp.up_proj.weight", &layer.up_w},
+                               Slot{"mlp.down_proj.weight", &layer.down_w}}) {
+        if (s == slot.suffix) *slot.target = index;
+      }
+    }
+  }
+  // What the forward keeps, sized by the planner's table: one source for both.
+  const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, planner::Precision::fp32);
+  const planner::ActivationShape shape{B_, T_, 1, false};
+  auto allocate = [&](const std::vector<planner::ActivationTerm>& terms, MemoryCategory category) {
+    std::vector<std::pair<std::string, Tensor<T>>> buffers;
+    for (const auto& term : terms) buffers.emplace_back(std::string(term.name), Tensor<T>(ledger, category, planner::term_bytes(term, shape) / term.bytes_per_element));
+    return buffers;
+  };
+  for (int l = 0; l < L; ++l) saved_.push_back(allocate(table.block, MemoryCategory::activations));
+  last_stage_ = allocate(table.last_stage, MemoryCategory::activations);
+  scratch_ = allocate(table.backward_scratch, MemoryCategory::activations);
+  logits_ = allocate(table.logits, MemoryCategory::logits);
+}
+
+namespace {
+
+template <typename T>
+T* find(std::vector<std::pair<std::string, Tensor<T>>>& buffers, const char* name) {
+  for (auto& [key, tensor] : buffers) {
+    if (key == name) return tensor.data();
+  }
+  return nullptr;
+}
+
+template <typename T>
+void add_in_place(T* out, const T* in, int64_t n) {
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+}
+
+}  // namespace
+
+template <typename T>
+T* Transformer<T>::act(int layer, const char* name) {
+  return find(saved_[static_cast<size_t>(layer)], name);
+}
+
+template <typename T>
+void Transformer<T>::zero_gradients() {
+  for (auto& g : grads_) g.zero();
+}
+
+template <typename T>
+double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
+  const auto& c = config_;
+  const int64_t N = B_ * T_, C = c.hidden_size, V = c.vocab_size;
+  const int L = static_cast<int>(c.num_layers);
+  tokens_ = tokens;
+  targets_ = targets;
+  embedding_forward(act(0, "block_input"), tokens, param(wte_), wpe_ >= 0 ? param(wpe_) : nullptr, B_, T_, C);
+  for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_, "final_norm_input"));
+  T* x = find(last_stage_, "final_norm_input");
+  T* stats = find(last_stage_, "final_norm_stats");
+  T* h = find(last_stage_, "head_input");
+  if (c.norm == planner::NormKind::layer_norm) {
+    layernorm_forward(h, stats, stats + N, x, param(final_norm_w_), final_norm_b_ >= 0 ? param(final_norm_b_) : nullptr, N, C, T(c.norm_eps));
+  } else {
+    rmsnorm_forward(h, stats, x, param(final_norm_w_), N, C, T(c.norm_eps));
+  }
+  T* logits = find(logits_, "logits_fp32");
+  T* losses = find(logits_, "token_losses");
+  linear_forward(logits, h, param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in);
+  cross_entropy_forward(losses, logits, targets, N, V);
+  double mean = 0;
+  for (int64_t i = 0; i < N; ++i) mean += static_cast<double>(losses[i]);
+  return mean / static_cast<double>(N);
+}
+
+template <typename T>
+void Transformer<T>::block_forward(int l, const T* x, T* out) {
+  const auto& c = config_;
+  const Layer& w = layers_[static_cast<size_t>(l)];
+  const int64_t N = B_ * T_, C = c.hidden_size, I = c.intermediate_size, qw = c.q_width(), kvw = c.kv_width();
+  const bool gpt2 = c.family == ModelFamily::gpt2;
+  auto norm = [&](T* y, T* stats, const T* in, int weight, int bias) {
+    if (c.norm == planner::NormKind::layer_norm) {
+      layernorm_forward(y, stats, stats + N, in, param(weight), bias >= 0 ? param(bias) : nullptr, N, C, T(c.norm_eps));
+    } else {
+      rmsnorm_forward(y, stats, in, param(weight), N, C, T(c.norm_eps));
+    }
+  };
+  auto bias = [&](int index) -> const T* { return index >= 0 ? param(index) : nullptr; };
+  T* ln1 = act(l, "attn_norm_output");
+  norm(ln1, act(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
+  T* qkv = act(l, "qkv");
+  T* att = act(l, "attention_output");
+  T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
+  if (gpt2) {
+    linear_forward(qkv, ln1, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * C, WeightLayout::in_out);
+    attention_forward(att, act(l, "attention_probs"), qkv, qkv + C, qkv + 2 * C, AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C});
+    linear_forward(mid, att, param(w.o_w), bias(w.o_b), N, C, C, WeightLayout::in_out);
+  } else {
+    T* q = qkv;
+    T* k = q + N * qw;
+    T* v = k + N * kvw;
+    linear_forward(q, ln1, param(w.q_w), bias(w.q_b), N, C, qw, WeightLayout::out_in);
+    linear_forward(k, ln1, param(w.k_w), bias(w.k_b), N, C, kvw, WeightLayout::out_in);
+    linear_forward(v, ln1, param(w.v_w), bias(w.v_b), N, C, kvw, WeightLayout::out_in);
+    const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
+    rope_rotate(q, B_, T_, c.num_heads, c.head_dim, qw, rotary, c.rope_theta, false);
+    rope_rotate(k, B_, T_, c.num_kv_heads, c.head_dim, kvw, rotary, c.rope_theta, false);
+    attention_forward(att, act(l, "attention_probs"), q, k, v, AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw});
+    linear_forward(mid, att, param(w.o_w), bias(w.o_b), N, qw, C, WeightLayout::out_in);
+  }
+  add_in_place(mid, x, N * C);
+  T* ln2 = act(l, "mlp_norm_output");
+  norm(ln2, act(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
+  T* hidden = act(l, "mlp_activation");
+  if (gpt2) {
+    T* pre = act(l, "mlp_pre_activation");
+    linear_forward(pre, ln2, param(w.fc_w), bias(w.fc_b), N, C, I, WeightLayout::in_out);
+    gelu_forward(hidden, pre, N * I);
+    linear_forward(out, hidden, param(w.proj_w), bias(w.proj_b), N, I, C, WeightLayout::in_out);
+  } else {
+    T* gate = act(l, "mlp_gate");
+    T* up = act(l, "mlp_up");
+    linear_forward(gate, ln2, param(w.gate_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in);
+    linear_forward(up, ln2, param(w.up_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in);
+    swiglu_forward(hidden, gate, up, N * I);
+    linear_forward(out, hidden, param(w.down_w), static_cast<const T*>(nullptr), N, I, C, WeightLayout::out_in);
+  }
+  add_in_place(out, mid, N * C);
+}
+
+template <typename T>
+void Transformer<T>::backward(T loss_scale) {
+  const auto& c = config_;
+  const int64_t N = B_ * T_, C = c.hidden_size, V = c.vocab_size;
+  T* dres = find(scratch_, "grad_residual");
+  T* dnarrow = find(scratch_, "grad_narrow");
+  for (int64_t i = 0; i < N * C; ++i) dres[i] = 0;
+  T* logits = find(logits_, "logits_fp32");
+  cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<T>(N));
+  T* h = find(last_stage_, "head_input");
+  linear_backward(dnarrow, grad(head_), static_cast<T*>(nullptr), logits, h, param(head_), N, C, V, WeightLayout::out_in);
+  T* x = find(last_stage_, "final_norm_input");
+  T* stats = find(last_stage_, "final_norm_stats");
+  if (c.norm == planner::NormKind::layer_norm) {
+    layernorm_backward(dres, grad(final_norm_w_), final_norm_b_ >= 0 ? grad(final_norm_b_) : nullptr, dnarrow, x, param(final_norm_w_), stats, stats + N, N, C);
+  } else {
+    rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), stats, N, C);
+  }
+  for (int l = static_cast<int>(c.num_layers) - 1; l >= 0; --l) block_backward(l);
+  embedding_backward(grad(wte_), wpe_ >= 0 ? grad(wpe_) : nullptr, dres, tokens_, B_, T_, C);
+}
+
+// dres holds the gradient of the block's output; it leaves holding the gradient of its input.
+template <typename T>
+void Transformer<T>::block_backward(int l) {
+  const auto& c = config_;
+  const Layer& w = layers_[static_cast<size_t>(l)];
+  const int64_t N = B_ * T_, C = c.hidden_size, I = c.intermediate_size, qw = c.q_width(), kvw = c.kv_width();
+  const bool gpt2 = c.family == ModelFamily::gpt2;
+  T* dres = find(scratch_, "grad_residual");
+  T* dnarrow = find(scratch_, "grad_narrow");
+  T* dwide = find(scratch_, "grad_widest");
+  auto gbias = [&](int index) -> T* { return index >= 0 ? grad(index) : nullptr; };
+  auto norm_backward = [&](const T* dout, const T* in, const T* stats, int weight, int bias) {
+    if (c.norm == planner::NormKind::layer_norm) {
+      layernorm_backward(dres, grad(weight), gbias(bias), dout, in, param(weight), stats, stats + N, N, C);
+    } else {
+      rmsnorm_backward(dres, grad(weight), dout, in, param(weight), stats, N, C);
+    }
+  };
+  // MLP: out = mid + down(act(ln2(mid))).
+  T* ln2 = act(l, "mlp_norm_output");
+  T* hidden = act(l, "mlp_activation");
+  if (gpt2) {
+    linear_backward(dwide, grad(w.proj_w), gbias(w.proj_b), dres, hidden, param(w.proj_w), N, I, C, WeightLayout::in_out);
+    T* pre = act(l, "mlp_pre_activation");
+    gelu_backward(dwide, pre, dwide, N * I);
+    linear_backward(dnarrow, grad(w.fc_w), gbias(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, WeightLayout::in_out);
+  } else {
+    T* dgate = dwide;
+    T* dup = dwide + N * I;
+    linear_backward(dup, grad(w.down_w), static_cast<T*>(nullptr), dres, hidden, param(w.down_w), N, I, C, WeightLayout::out_in);
+    swiglu_backward(dgate, dup, act(l, "mlp_gate"), act(l, "mlp_up"), dup, N * I);
+    linear_backward(dnarrow, grad(w.gate_w), static_cast<T*>(nullptr), dgate, ln2, param(w.gate_w), N, C, I, WeightLayout::out_in);
+    linear_backward(dnarrow, grad(w.up_w), static_cast<T*>(nullptr), dup, ln2, param(w.up_w), N, C, I, WeightLayout::out_in, true);
+  }
+  norm_backward(dnarrow, act(l, "mlp_norm_input"), act(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
+  // Attention: mid = x + o(attention(qkv(ln1(x)))).
+  T* att = act(l, "attention_output");
+  T* qkv = act(l, "qkv");
+  T* ln1 = act(l, "attn_norm_output");
+  if (gpt2) {
+    linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, C, C, WeightLayout::in_out);
+    const AttentionShape shape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C};
+    attention_backward(dwide, dwide + C, dwide + 2 * C, dnarrow, qkv, qkv + C, qkv + 2 * C, act(l, "attention_probs"), shape);
+    linear_backward(dnarrow, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * C, WeightLayout::in_out);
+  } else {
+    linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, qw, C, WeightLayout::out_in);
+    T *q = qkv, *k = q + N * qw, *v = k + N * kvw;
+    T *dq = dwide, *dk = dq + N * qw, *dv = dk + N * kvw;
+    attention_backward(dq, dk, dv, dnarrow, q, k, v, act(l, "attention_probs"), AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw});
+    const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
+    rope_rotate(dq, B_, T_, c.num_heads, c.head_dim, qw, rotary, c.rope_theta, true);
+    rope_rotate(dk, B_, T_, c.num_kv_heads, c.head_dim, kvw, rotary, c.rope_theta, true);
+    linear_backward(dnarrow, grad(w.q_w), gbias(w.q_b), dq, ln1, param(w.q_w), N, C, qw, WeightLayout::out_in);
+    linear_backward(dnarrow, grad(w.k_w), gbias(w.k_b), dk, ln1, param(w.k_w), N, C, kvw, WeightLayout::out_in, true);
+    linear_backward(dnarrow, grad(w.v_w), gbias(w.v_b), dv, ln1, param(w.v_w), N, C, kvw, WeightLayout::out_in, true);
+  }
+  norm_backward(dnarrow, act(l, "block_input"), act(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
+}
+
+template class Transformer<float>;
+template class Transformer<double>;
+
+}  // namespace tessera::engine

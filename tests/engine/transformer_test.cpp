@@ -1,0 +1,117 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "gradcheck.h"
+#include "tessera/engine/model/transformer.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/registry.h"
+
+namespace tessera::engine {
+namespace {
+
+planner::Model tiny(const std::string& json) {
+  auto config = planner::parse_model_config(json, "tiny");
+  EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message);
+  planner::ModelConfig c = config.value();
+  c.name = "tiny";
+  return planner::make_model(c);
+}
+
+const char* kTinyGpt2 = R"({"model_type":"gpt2","vocab_size":11,"n_embd":8,"n_layer":2,"n_head":2,"n_positions":8})";
+// Grouped-query attention (4 heads, 2 K/V heads), Qwen2's q/k/v biases, SwiGLU, RoPE, untied head.
+const char* kTinyQwen2 = R"({"model_type":"qwen2","vocab_size":13,"hidden_size":8,"num_hidden_layers":2,"num_attention_heads":4,
+                            "num_key_value_heads":2,"intermediate_size":12})";
+
+std::vector<int32_t> random_tokens(size_t n, int32_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> out(n);
+  for (auto& t : out) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  return out;
+}
+
+// Whole-model gradients against finite differences, in double.
+void check_model_gradients(const planner::Model& model) {
+  MemoryLedger ledger;
+  const int64_t B = 2, T = 5;
+  auto created = Transformer<double>::create(model, ledger, B, T, 7);
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  Transformer<double> net = std::move(created).value();
+  const auto tokens = random_tokens(B * T, static_cast<int32_t>(model.config.vocab_size), 1);
+  const auto targets = random_tokens(B * T, static_cast<int32_t>(model.config.vocab_size), 2);
+  net.zero_gradients();
+  net.forward(tokens.data(), targets.data());
+  net.backward(1.0);
+  for (size_t p = 0; p < net.parameters().size(); ++p) {
+    auto& param = net.parameters()[p];
+    std::vector<double> values(param.data(), param.data() + param.numel());
+    const std::vector<double> analytic(net.gradients()[p].data(), net.gradients()[p].data() + param.numel());
+    auto loss = [&] {
+      std::copy(values.begin(), values.end(), param.data());
+      return net.forward(tokens.data(), targets.data());
+    };
+    testing::expect_gradient(net.parameter_names()[p], values, analytic, loss, 1e-5);
+    std::copy(values.begin(), values.end(), param.data());
+  }
+}
+
+TEST(Transformer, Gpt2GradientsMatchFiniteDifferences) { check_model_gradients(tiny(kTinyGpt2)); }
+
+TEST(Transformer, LlamaLayoutGradientsMatchFiniteDifferences) { check_model_gradients(tiny(kTinyQwen2)); }
+
+TEST(Transformer, ParametersFollowTheInventory) {
+  const planner::Model model = planner::load_model("tiny-gpt2").value();
+  EXPECT_EQ(model.parameter_count, 437'760);
+  MemoryLedger ledger;
+  auto created = Transformer<float>::create(model, ledger, 1, 8, 1);
+  ASSERT_TRUE(created.ok());
+  Transformer<float> net = std::move(created).value();
+  int64_t count = 0;
+  for (auto& p : net.parameters()) count += p.numel();
+  EXPECT_EQ(count, model.parameter_count) << "a tied head is stored once";
+  EXPECT_EQ(net.parameter_names().front(), "transformer.wte.weight");
+  EXPECT_EQ(ledger.current(MemoryCategory::parameters, Device::cpu), 4 * model.parameter_count);
+}
+
+// The ledger's bytes per category equal the planner's estimate for the same
+// set-up (fp32, one rank, tessera profile): the promise that makes plans testable.
+TEST(Transformer, LedgerMatchesThePlannerEstimate) {
+  for (const char* json : {kTinyGpt2, kTinyQwen2}) {
+    const planner::Model model = tiny(json);
+    MemoryLedger ledger;
+    const int64_t B = 3, T = 6;
+    auto net = Transformer<float>::create(model, ledger, B, T, 1);
+    ASSERT_TRUE(net.ok());
+    planner::EstimateRequest request;
+    request.training.precision = planner::Precision::fp32;
+    request.training.micro_batch_size = B;
+    request.training.seq_len = T;
+    const planner::GpuProfile gpu = planner::load_gpu("h100-80g").value();
+    const planner::MemoryEstimate estimate = planner::estimate_memory(model, gpu, request).value();
+    const auto& row = estimate.ranks.at(0);
+    for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::activations, MemoryCategory::logits}) {
+      EXPECT_EQ(ledger.current(c, Device::cpu), row.bytes[c].device) << to_string(c) << " of " << model.config.model_type;
+    }
+  }
+}
+
+TEST(Transformer, LossStartsNearLogVocab) {
+  const planner::Model model = tiny(kTinyGpt2);
+  MemoryLedger ledger;
+  auto created = Transformer<float>::create(model, ledger, 2, 8, 3);
+  ASSERT_TRUE(created.ok());
+  Transformer<float> net = std::move(created).value();
+  const auto tokens = random_tokens(16, 11, 4), targets = random_tokens(16, 11, 5);
+  EXPECT_NEAR(net.forward(tokens.data(), targets.data()), std::log(11.0), 0.1);
+}
+
+TEST(Transformer, RefusesFamiliesItDoesNotTrain) {
+  MemoryLedger ledger;
+  auto net = Transformer<float>::create(planner::load_model("opt-1.3b").value(), ledger, 1, 8, 1);
+  ASSERT_FALSE(net.ok());
+  EXPECT_NE(net.error().message.find("gpt2 and llama-style"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::engine

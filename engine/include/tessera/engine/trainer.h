@@ -1,0 +1,40 @@
+// The training loop on the CPU: data, micro-batches with gradient accumulation,
+// optimizer, progress, and the metrics the planner's estimate is compared with.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/optimizer.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/status.h"
+
+namespace tessera::engine {
+
+struct TrainOptions {
+  int64_t micro_batch_size = 4;
+  int64_t seq_len = 64;
+  int64_t num_micro_batches = 1;  // accumulated per optimizer step
+  int64_t steps = 50;
+  uint64_t seed = 1;
+  std::string data_path;          // text (bytes) or an llm.c .bin shard
+  OptimizerOptions optimizer;
+  int64_t log_every = 10;         // plain log lines when not on a terminal
+};
+
+struct TrainMetrics {
+  std::vector<double> loss;          // mean loss of each step's micro-batches
+  std::vector<double> grad_norm;
+  std::vector<double> step_time_s;
+  double tokens_per_s = 0;           // over all steps
+  double achieved_flops_per_s = 0;   // model FLOPs (forward + backward) per second
+  MemoryLedger ledger;               // peaks per category, cpu device
+};
+
+// `progress` receives a progress bar (terminal) or log lines.
+Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& options, std::ostream& progress, bool terminal);
+
+}  // namespace tessera::engine

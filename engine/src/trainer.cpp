@@ -1,0 +1,92 @@
+#include "tessera/engine/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "tessera/engine/data.h"
+#include "tessera/engine/model/transformer.h"
+#include "tessera/planner/flops.h"
+
+namespace tessera::engine {
+namespace {
+
+// Weight decay on matrices and embeddings only (not on norms and biases), as in
+// GPT-2/3 training practice.
+std::vector<bool> decay_mask(const std::vector<std::string>& names) {
+  std::vector<bool> mask;
+  for (const std::string& name : names) mask.push_back(name.ends_with(".weight") && name.find("norm") == std::string::npos && name.find(".ln_") == std::string::npos);
+  return mask;
+}
+
+void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, double loss, double tokens_per_s, double elapsed_s) {
+  const double eta = elapsed_s / static_cast<double>(step) * static_cast<double>(steps - step);
+  char line[160];
+  if (terminal) {
+    const int width = 30;
+    const int filled = static_cast<int>(width * step / steps);
+    std::snprintf(line, sizeof line, "\r[%.*s%*s] step %lld/%lld  loss %.4f  %.0f tokens/s  ETA %.0fs ", filled,
+                  "##############################", width - filled, "", static_cast<long long>(step), static_cast<long long>(steps), loss,
+                  tokens_per_s, eta);
+    out << line << (step == steps ? "\n" : "") << std::flush;
+  } else {
+    std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f tokens/s %.0f eta %.0fs\n", static_cast<long long>(step), static_cast<long long>(steps),
+                  loss, tokens_per_s, eta);
+    out << line;
+  }
+}
+
+}  // namespace
+
+Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, std::ostream& progress, bool terminal) {
+  if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");
+  if (o.num_micro_batches <= 0) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
+  auto data = load_token_file(o.data_path);
+  if (!data) return data.error();
+  if (data->vocab_size > model.config.vocab_size) {
+    return make_error(ErrorCode::invalid_argument, "--data holds token ids up to " + std::to_string(data->vocab_size - 1) + " but " +
+                                                       model.config.name + " has a vocabulary of " + std::to_string(model.config.vocab_size));
+  }
+  if (static_cast<int64_t>(data->tokens.size()) <= o.micro_batch_size * o.seq_len) {
+    return make_error(ErrorCode::invalid_argument, "--data has fewer tokens than one micro-batch (" + std::to_string(o.micro_batch_size * o.seq_len + 1) + ")");
+  }
+  TrainMetrics metrics;
+  auto created = Transformer<float>::create(model, metrics.ledger, o.micro_batch_size, o.seq_len, o.seed);
+  if (!created) return created.error();
+  Transformer<float> net = std::move(created).value();
+  Optimizer<float> optimizer(metrics.ledger, net.parameters(), decay_mask(net.parameter_names()), o.optimizer);
+  DataLoader loader(data.value(), o.micro_batch_size, o.seq_len);
+  std::vector<int32_t> tokens(static_cast<size_t>(o.micro_batch_size * o.seq_len)), targets(tokens.size());
+  const double tokens_per_step = static_cast<double>(o.num_micro_batches * o.micro_batch_size * o.seq_len);
+  const planner::FlopsPerToken flops = planner::flops_per_token(model, o.seq_len, planner::RecomputeMode::none);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  for (int64_t step = 1; step <= o.steps; ++step) {
+    const auto step_start = Clock::now();
+    net.zero_gradients();
+    double loss = 0;
+    for (int64_t micro = 0; micro < o.num_micro_batches; ++micro) {
+      loader.next(tokens.data(), targets.data());
+      loss += net.forward(tokens.data(), targets.data()) / static_cast<double>(o.num_micro_batches);
+      net.backward(1.0f / static_cast<float>(o.num_micro_batches));  // k micro-batches of b = one batch of k·b
+    }
+    if (!std::isfinite(loss)) {
+      return make_error(ErrorCode::invalid_argument, "loss is " + std::to_string(loss) + " at step " + std::to_string(step) +
+                                                         "; lower --lr (training stopped, nothing after the last good step was kept)");
+    }
+    metrics.grad_norm.push_back(optimizer.step(net.parameters(), net.gradients()));
+    metrics.loss.push_back(loss);
+    metrics.step_time_s.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (terminal || step % o.log_every == 0 || step == o.steps) {
+      report(progress, terminal, step, o.steps, loss, tokens_per_step * static_cast<double>(step) / elapsed, elapsed);
+    }
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  metrics.tokens_per_s = tokens_per_step * static_cast<double>(o.steps) / elapsed;
+  metrics.achieved_flops_per_s = metrics.tokens_per_s * (flops.forward + flops.backward);
+  return metrics;
+}
+
+}  // namespace tessera::engine

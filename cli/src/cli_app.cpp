@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "export_command.h"
 #include "plan_command.h"
+#include "train_command.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::cli {
@@ -25,6 +26,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   EstimateOptions estimate_options;
   CLI::App* estimate = app.add_subcommand("estimate", "Memory per rank and category for one training set-up");
   add_estimate_options(*estimate, estimate_options);
+  TrainCliOptions train_options;
+  CLI::App* train = app.add_subcommand("train", "Train a model on the CPU; write the planner's estimate and the measured metrics");
+  add_train_options(*train, train_options);
+  CompareCliOptions compare_options;
+  CLI::App* compare = app.add_subcommand("compare", "Predicted against measured memory, per category");
+  add_compare_options(*compare, compare_options);
   PlanOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Search every plugin and layout, rank the ones that fit, write plan.json");
   add_plan_options(*plan, plan_options);
@@ -47,9 +54,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     // Subcommand help arrives as CallForHelp from the subcommand: print that one's help.
     std::string message = e.what();
     // CLI11 says only "A subcommand is required" for `tessera bogus`: name the word.
-    if (!models->parsed() && !gpus->parsed() && !estimate->parsed() && !plan->parsed() && !export_command->parsed()) {
-      message = argc > 1 ? std::string("unknown command or option '") + argv[1] + "'; use models, gpus, estimate, plan or export"
-                         : std::string("a command is required: models, gpus, estimate, plan or export");
+    if (app.get_subcommands().empty()) {
+      message = argc > 1 ? std::string("unknown command or option '") + argv[1] + "'; use models, gpus, estimate, plan, export, train or compare"
+                         : std::string("a command is required: models, gpus, estimate, plan, export, train or compare");
     }
     err << "tessera: error: " << planner::one_line(message, 300) << " (see tessera --help)\n";
     return kExitUsage;
@@ -57,6 +64,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   if (models->parsed()) return run_models(models_options, out, err);
   if (gpus->parsed()) return run_gpus(gpus_options, out, err);
   if (plan->parsed()) return run_plan(plan_options, out, err);
+  if (train->parsed()) return run_train(train_options, out, err);
+  if (compare->parsed()) return run_compare(compare_options, out, err);
   if (export_command->parsed()) return run_export(export_options, out, err);
   return run_estimate(estimate_options, out, err);
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -136,6 +137,38 @@ TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
     EXPECT_TRUE(r.out.empty()) << c.mentions;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(c.mentions), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
+  const std::string dir = ::testing::TempDir() + "tessera-train-test";
+  const CliRun trained = run({"train", "--model", "tiny-gpt2", "--steps", "4", "--micro-batch", "2", "--seq", "32", "--out", dir.c_str()});
+  ASSERT_EQ(trained.code, 0) << trained.err;
+  std::ifstream metrics_file(dir + "/metrics.json");
+  const auto metrics = nlohmann::json::parse(metrics_file);
+  EXPECT_EQ(metrics["loss"].size(), 4u);
+  EXPECT_GT(metrics["ranks"][0]["categories"]["activations"]["device_bytes"].get<int64_t>(), 0);
+  const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
+  ASSERT_EQ(compared.code, 0) << compared.err;
+  const auto rows = nlohmann::json::parse(compared.out)["categories"];
+  ASSERT_EQ(rows.size(), 10u);
+  for (const auto& row : rows) {
+    EXPECT_TRUE(row.contains("predicted_bytes") && row.contains("measured_bytes"));
+    EXPECT_EQ(row["error_pct"].get<double>(), 0.0) << row.dump();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
+  for (const auto& args : std::vector<std::vector<const char*>>{
+           {"train", "--out", "/tmp/tessera-never", "--data", "/nonexistent/text.txt"},
+           {"train", "--out", "/tmp/tessera-never", "--precision", "bf16"},
+           {"train", "--out", "/tmp/tessera-never", "--model", "opt-1.3b"},
+           {"train", "--out", "/tmp/tessera-never", "--steps", "0"},
+           {"compare", "/nonexistent/plan.json", "/nonexistent/metrics.json"}}) {
+    const CliRun r = run(args);
+    EXPECT_EQ(r.code, 2) << args[3];
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }
 

@@ -1,0 +1,192 @@
+#include "train_command.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "tessera/engine/trainer.h"
+#include "tessera/planner/json_io.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/registry.h"
+#include "tessera/planner/report.h"
+
+namespace tessera::cli {
+namespace {
+
+using nlohmann::json;
+using namespace tessera::planner;
+
+// The CPU the engine runs on, as a "GPU" profile for the planner: its memory is
+// the machine's RAM, and nothing is lost to a CUDA context.
+GpuProfile cpu_profile() {
+  GpuProfile cpu;
+  cpu.name = "cpu";
+  cpu.display_name = "host CPU";
+  cpu.memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  cpu.usable_memory_bytes = cpu.memory_bytes;
+  cpu.peak_tflops = PeakTflops{1, 1, 1, 1};
+  return cpu;
+}
+
+// The request the engine's run corresponds to: one rank, no DDP buckets, no GPU runtime.
+EstimateRequest request_of(const engine::TrainOptions& t) {
+  EstimateRequest r;
+  r.training.precision = Precision::fp32;
+  r.training.optimizer = t.optimizer.kind;
+  r.training.micro_batch_size = t.micro_batch_size;
+  r.training.seq_len = t.seq_len;
+  r.training.num_micro_batches = t.num_micro_batches;
+  r.plugin.gradient_as_bucket_view = true;
+  r.assumptions.cuda_context_bytes = 0;
+  r.assumptions.allocator_reserve_fraction = 0;
+  r.assumptions.cublas_workspace_bytes = 0;
+  r.assumptions.nccl_bytes_per_group = 0;
+  return r;
+}
+
+json metrics_json(const Model& model, const EstimateRequest& request, const engine::TrainMetrics& m) {
+  json categories = json::object();
+  for (MemoryCategory c : kAllMemoryCategories) {
+    categories[std::string(to_string(c))] = json{{"device_bytes", m.ledger.peak(c, engine::Device::cpu)}, {"host_bytes", 0}};
+  }
+  json out{{"schema", 1}, {"kind", "metrics"}, {"device", "cpu"}, {"model", model_to_json(model)}};
+  out.update(request_to_json(request));
+  out["ranks"] = json::array({json{{"ranks", json::array({0, 0})},
+                                   {"categories", categories},
+                                   {"total", json{{"device_bytes", m.ledger.peak_total(engine::Device::cpu)}, {"host_bytes", 0}}}}});
+  out["loss"] = m.loss;
+  out["grad_norm"] = m.grad_norm;
+  out["step_time_s"] = m.step_time_s;
+  out["tokens_per_s"] = m.tokens_per_s;
+  out["achieved_flops_per_s"] = m.achieved_flops_per_s;
+  return out;
+}
+
+Result<json> read_json(const std::string& path, const std::string& field) {
+  auto text = read_text_file(path, field);
+  if (!text) return text.error();
+  try {
+    return json::parse(text.value());
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::parse_error, field + ": " + path + " is not valid JSON: " + one_line(e.what(), 120));
+  }
+}
+
+// The first rank row of an estimate, a plan (its best plan) or metrics.
+Result<json> first_rank(const json& doc, const std::string& path) {
+  const json* ranks = nullptr;
+  if (doc.is_object() && doc.contains("ranks")) ranks = &doc["ranks"];
+  if (doc.is_object() && doc.value("kind", "") == "plan" && doc.contains("plans") && !doc["plans"].empty()) ranks = &doc["plans"][0]["memory"]["ranks"];
+  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].contains("categories")) {
+    return make_error(ErrorCode::parse_error, path + ": no per-rank memory found (expected a plan, estimate or metrics file with \"schema\": 1)");
+  }
+  return (*ranks)[0];
+}
+
+}  // namespace
+
+void add_train_options(CLI::App& c, TrainCliOptions& o) {
+  c.add_option("--model", o.model, "Shipped model name or config.json (gpt2 and llama-style families)")->capture_default_str();
+  c.add_option("--out", o.out, "Directory for plan.json, metrics.json")->required();
+  c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text)");
+  c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();
+  c.add_option("--micro-batch", o.micro_batch, "Samples per micro-batch")->capture_default_str();
+  c.add_option("--seq", o.seq, "Tokens per sample")->capture_default_str();
+  c.add_option("--micro-batches", o.micro_batches, "Micro-batches accumulated per step")->capture_default_str();
+  c.add_option("--lr", o.learning_rate, "Learning rate")->capture_default_str();
+  c.add_option("--seed", o.seed, "Seed of the initialisation")->capture_default_str();
+  c.add_option("--precision", o.precision, "fp32 (mixed precision comes next)")->capture_default_str();
+  c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
+  c.add_option("--recompute", o.recompute, "none (selective and full come next)")->capture_default_str();
+}
+
+int run_train(const TrainCliOptions& o, std::ostream& out, std::ostream& err) {
+  auto model = load_model(o.model);
+  if (!model) return fail(err, model.error().message);
+  engine::TrainOptions t;
+  t.micro_batch_size = o.micro_batch;
+  t.seq_len = o.seq;
+  t.num_micro_batches = o.micro_batches;
+  t.steps = o.steps;
+  t.seed = o.seed;
+  t.optimizer.learning_rate = o.learning_rate;
+  t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
+  Precision precision{};
+  RecomputeMode recompute{};
+  for (Status s : {parse_choice("--optimizer", o.optimizer, t.optimizer.kind), parse_choice("--precision", o.precision, precision),
+                   parse_choice("--recompute", o.recompute, recompute)}) {
+    if (!s) return fail(err, s.error().message);
+  }
+  if (precision != Precision::fp32) return fail(err, "--precision " + o.precision + ": the engine trains in fp32 so far; use --precision fp32");
+  if (recompute != RecomputeMode::none) return fail(err, "--recompute " + o.recompute + ": the engine does not recompute yet; use --recompute none");
+  if (!(o.learning_rate > 0 && std::isfinite(o.learning_rate))) return fail(err, "--lr must be a positive number");
+  // Say what it will need before allocating it.
+  const EstimateRequest request = request_of(t);
+  const GpuProfile cpu = cpu_profile();
+  auto estimate = estimate_memory(model.value(), cpu, request);
+  if (!estimate) return fail(err, estimate.error().message);
+  if (!estimate->fits()) return fail(err, "--model " + o.model + " needs " + format_bytes(estimate->tightest().device_total) + " but this machine has " + format_bytes(cpu.memory_bytes));
+  const bool terminal = isatty(fileno(stdout)) != 0;
+  auto metrics = engine::train(model.value(), t, out, terminal);
+  if (!metrics) return fail(err, metrics.error().message);
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) return fail(err, "--out: cannot create '" + o.out + "': " + ec.message());
+  const EstimateReport report{model.value(), cpu, request, estimate.value()};
+  for (Status s : {write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"),
+                   write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, metrics.value()).dump(2) + "\n")}) {
+    if (!s) return fail(err, s.error().message);
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "trained %lld steps: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n", static_cast<long long>(o.steps),
+                metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
+  out << line << "wrote " << o.out << "/plan.json and " << o.out << "/metrics.json\n";
+  return kExitOk;
+}
+
+void add_compare_options(CLI::App& c, CompareCliOptions& o) {
+  c.add_option("plan", o.plan, "plan.json or an estimate JSON")->required();
+  c.add_option("metrics", o.metrics, "metrics.json written by tessera train")->required();
+  c.add_option("--format", o.format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+}
+
+int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err) {
+  auto plan = read_json(o.plan, "plan");
+  if (!plan) return fail(err, plan.error().message);
+  auto metrics = read_json(o.metrics, "metrics");
+  if (!metrics) return fail(err, metrics.error().message);
+  auto predicted = first_rank(plan.value(), o.plan);
+  if (!predicted) return fail(err, predicted.error().message);
+  auto measured = first_rank(metrics.value(), o.metrics);
+  if (!measured) return fail(err, measured.error().message);
+  json rows = json::array();
+  for (MemoryCategory c : kAllMemoryCategories) {
+    const std::string name(to_string(c));
+    const int64_t p = predicted.value()["categories"].value(name, json::object()).value("device_bytes", int64_t{0});
+    const int64_t m = measured.value()["categories"].value(name, json::object()).value("device_bytes", int64_t{0});
+    const double error = m == 0 ? (p == 0 ? 0.0 : 100.0) : 100.0 * static_cast<double>(p - m) / static_cast<double>(m);
+    rows.push_back(json{{"category", name}, {"predicted_bytes", p}, {"measured_bytes", m}, {"error_pct", error}});
+  }
+  if (o.format == "json") {
+    out << json{{"schema", 1}, {"kind", "comparison"}, {"categories", rows}}.dump(2) << "\n";
+    return kExitOk;
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "%-18s %14s %14s %9s\n", "category", "predicted", "measured", "error");
+  out << line;
+  for (const json& row : rows) {
+    std::snprintf(line, sizeof line, "%-18s %14s %14s %8.1f%%\n", row["category"].get<std::string>().c_str(),
+                  format_bytes(row["predicted_bytes"]).c_str(), format_bytes(row["measured_bytes"]).c_str(), row["error_pct"].get<double>());
+    out << line;
+  }
+  return kExitOk;
+}
+
+}  // namespace tessera::cli

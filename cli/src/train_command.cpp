@@ -105,6 +105,7 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_option("--precision", o.precision, "fp32 (mixed precision comes next)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--recompute", o.recompute, "none (selective and full come next)")->capture_default_str();
+  c.add_flag("--resume", o.resume, "Continue from the checkpoint in --out up to --steps");
 }
 
 int run_train(const TrainCliOptions& o, std::ostream& out, std::ostream& err) {
@@ -117,6 +118,8 @@ int run_train(const TrainCliOptions& o, std::ostream& out, std::ostream& err) {
   t.steps = o.steps;
   t.seed = o.seed;
   t.optimizer.learning_rate = o.learning_rate;
+  t.checkpoint_dir = o.out;
+  t.resume = o.resume;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
   Precision precision{};
   RecomputeMode recompute{};
@@ -133,21 +136,27 @@ int run_train(const TrainCliOptions& o, std::ostream& out, std::ostream& err) {
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
   if (!estimate->fits()) return fail(err, "--model " + o.model + " needs " + format_bytes(estimate->tightest().device_total) + " but this machine has " + format_bytes(cpu.memory_bytes));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(t.data_path, ec)) return fail(err, "--data: cannot open '" + t.data_path + "'");
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) return fail(err, "--out: cannot create '" + o.out + "': " + ec.message());
   const bool terminal = isatty(fileno(stdout)) != 0;
   auto metrics = engine::train(model.value(), t, out, terminal);
   if (!metrics) return fail(err, metrics.error().message);
-  std::error_code ec;
-  std::filesystem::create_directories(o.out, ec);
-  if (ec) return fail(err, "--out: cannot create '" + o.out + "': " + ec.message());
   const EstimateReport report{model.value(), cpu, request, estimate.value()};
   for (Status s : {write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"),
                    write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, metrics.value()).dump(2) + "\n")}) {
     if (!s) return fail(err, s.error().message);
   }
   char line[160];
-  std::snprintf(line, sizeof line, "trained %lld steps: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n", static_cast<long long>(o.steps),
-                metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
-  out << line << "wrote " << o.out << "/plan.json and " << o.out << "/metrics.json\n";
+  if (metrics->loss.empty()) {
+    out << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
+    return kExitOk;
+  }
+  std::snprintf(line, sizeof line, "trained steps %lld-%lld: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
+                static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), metrics->loss.front(), metrics->loss.back(),
+                metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
+  out << line << "wrote " << o.out << "/plan.json, metrics.json, model.safetensors and optimizer.safetensors\n";
   return kExitOk;
 }
 

@@ -23,6 +23,7 @@ struct TrainCliOptions {
   std::string precision = "fp32";
   std::string optimizer = "adamw";
   std::string recompute = "none";
+  bool resume = false;
 };
 
 void add_train_options(CLI::App& command, TrainCliOptions& options);

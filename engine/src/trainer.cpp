@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "tessera/engine/checkpoint.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/planner/flops.h"
@@ -20,8 +21,8 @@ std::vector<bool> decay_mask(const std::vector<std::string>& names) {
   return mask;
 }
 
-void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, double loss, double tokens_per_s, double elapsed_s) {
-  const double eta = elapsed_s / static_cast<double>(step) * static_cast<double>(steps - step);
+void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, double loss, double tokens_per_s, double elapsed_s, double done) {
+  const double eta = elapsed_s / done * static_cast<double>(steps - step);
   char line[160];
   if (terminal) {
     const int width = 30;
@@ -56,13 +57,20 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
   if (!created) return created.error();
   Transformer<float> net = std::move(created).value();
   Optimizer<float> optimizer(metrics.ledger, net.parameters(), decay_mask(net.parameter_names()), o.optimizer);
-  DataLoader loader(data.value(), o.micro_batch_size, o.seq_len);
+  TrainingPosition start_at;
+  if (o.resume) {
+    auto restored = load_checkpoint(o.checkpoint_dir, net, optimizer, o.optimizer.kind);
+    if (!restored) return restored.error();
+    start_at = restored.value();
+  }
+  DataLoader loader(data.value(), o.micro_batch_size, o.seq_len, start_at.data_position);
+  metrics.first_step = start_at.step + 1;
   std::vector<int32_t> tokens(static_cast<size_t>(o.micro_batch_size * o.seq_len)), targets(tokens.size());
   const double tokens_per_step = static_cast<double>(o.num_micro_batches * o.micro_batch_size * o.seq_len);
   const planner::FlopsPerToken flops = planner::flops_per_token(model, o.seq_len, planner::RecomputeMode::none);
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  for (int64_t step = 1; step <= o.steps; ++step) {
+  for (int64_t step = metrics.first_step; step <= o.steps; ++step) {
     const auto step_start = Clock::now();
     net.zero_gradients();
     double loss = 0;
@@ -80,11 +88,16 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
     metrics.step_time_s.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (terminal || step % o.log_every == 0 || step == o.steps) {
-      report(progress, terminal, step, o.steps, loss, tokens_per_step * static_cast<double>(step) / elapsed, elapsed);
+      const double done = static_cast<double>(step - metrics.first_step + 1);
+      report(progress, terminal, step, o.steps, loss, tokens_per_step * done / elapsed, elapsed, done);
     }
   }
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  metrics.tokens_per_s = tokens_per_step * static_cast<double>(o.steps) / elapsed;
+  const auto steps_run = static_cast<double>(metrics.loss.size());
+  metrics.tokens_per_s = steps_run > 0 ? tokens_per_step * steps_run / elapsed : 0.0;
+  if (!o.checkpoint_dir.empty()) {
+    if (Status s = save_checkpoint(o.checkpoint_dir, net, optimizer, o.optimizer.kind, TrainingPosition{o.steps, loader.position()}); !s) return s.error();
+  }
   metrics.achieved_flops_per_s = metrics.tokens_per_s * (flops.forward + flops.backward);
   return metrics;
 }

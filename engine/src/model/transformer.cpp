@@ -74,6 +74,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
       params_.emplace_back(ledger, MemoryCategory::parameters, info.numel());
       grads_.emplace_back(ledger, MemoryCategory::gradients, info.numel());
       names_.push_back(info.name);
+      shapes_.push_back(info.shape);
       const bool norm = info.shape.size() == 1 && info.name.find("norm") != std::string::npos;
       const bool ln_gpt2 = info.name.find(".ln_") != std::string::npos;
       const bool bias = info.name.ends_with(".bias");

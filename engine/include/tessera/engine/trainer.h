@@ -23,9 +23,14 @@ struct TrainOptions {
   std::string data_path;          // text (bytes) or an llm.c .bin shard
   OptimizerOptions optimizer;
   int64_t log_every = 10;         // plain log lines when not on a terminal
+  // Where model.safetensors (Hugging Face names) and optimizer.safetensors
+  // (states, step, data position) are written at the end; empty: none.
+  std::string checkpoint_dir;
+  bool resume = false;            // continue from checkpoint_dir's checkpoint up to `steps`
 };
 
 struct TrainMetrics {
+  int64_t first_step = 1;            // > 1 after a resume
   std::vector<double> loss;          // mean loss of each step's micro-batches
   std::vector<double> grad_norm;
   std::vector<double> step_time_s;

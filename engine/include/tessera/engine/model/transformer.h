@@ -36,6 +36,7 @@ class Transformer {
   std::vector<Tensor<T>>& parameters() { return params_; }
   std::vector<Tensor<T>>& gradients() { return grads_; }
   const std::vector<std::string>& parameter_names() const { return names_; }
+  const std::vector<std::vector<int64_t>>& parameter_shapes() const { return shapes_; }
   void zero_gradients();
 
  private:
@@ -60,6 +61,7 @@ class Transformer {
   int64_t B_ = 0, T_ = 0;
   std::vector<Tensor<T>> params_, grads_;
   std::vector<std::string> names_;
+  std::vector<std::vector<int64_t>> shapes_;
   std::vector<int> tensor_to_param_;  // inventory index -> unique parameter index
   std::vector<Layer> layers_;
   int wte_ = -1, wpe_ = -1, final_norm_w_ = -1, final_norm_b_ = -1, head_ = -1;

@@ -1,0 +1,28 @@
+// Checkpoints: DIR/model.safetensors holds the parameters under their Hugging
+// Face names (so transformers can load a GPT-2 checkpoint); DIR/optimizer.safetensors
+// holds the optimizer states ("<name>.exp_avg", "<name>.exp_avg_sq" or
+// "<name>.momentum_buffer") and, as metadata, the step and the data position.
+// Both are written atomically, so a failed save keeps the previous checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tessera/engine/model/transformer.h"
+#include "tessera/engine/optimizer.h"
+
+namespace tessera::engine {
+
+struct TrainingPosition {
+  int64_t step = 0;           // optimizer steps taken
+  int64_t data_position = 0;  // the loader's next token
+};
+
+Status save_checkpoint(const std::string& dir, Transformer<float>& model, Optimizer<float>& optimizer, planner::OptimizerKind kind,
+                       const TrainingPosition& position);
+
+// Restores parameters and optimizer states in place; names and shapes must match.
+Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<float>& model, Optimizer<float>& optimizer,
+                                         planner::OptimizerKind kind);
+
+}  // namespace tessera::engine

@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "tessera/engine/safetensors.h"
+#include "tessera/engine/trainer.h"
+#include "tessera/planner/registry.h"
+
+namespace tessera::engine {
+namespace {
+
+std::vector<unsigned char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<unsigned char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(Safetensors, HeaderIsByteExact) {
+  const std::string path = ::testing::TempDir() + "tessera-header.safetensors";
+  const float a[2] = {1.0f, -2.0f};
+  const float b[3] = {0.5f, 0.25f, 4.0f};
+  ASSERT_TRUE(write_safetensors(path, {{"a", {2}, a}, {"b.weight", {1, 3}, b}}, {{"format", "pt"}}).ok());
+  const auto bytes = file_bytes(path);
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(bytes[static_cast<size_t>(i)]) << (8 * i);
+  const std::string expected_json =
+      R"({"__metadata__":{"format":"pt"},"a":{"data_offsets":[0,8],"dtype":"F32","shape":[2]},"b.weight":{"data_offsets":[8,20],"dtype":"F32","shape":[1,3]}})";
+  ASSERT_EQ(length % 8, 0u) << "data starts 8-byte aligned";
+  const std::string header(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(length));
+  EXPECT_EQ(header.substr(0, expected_json.size()), expected_json);
+  EXPECT_EQ(header.find_first_not_of(' ', expected_json.size()), std::string::npos) << "padding is spaces";
+  ASSERT_EQ(bytes.size(), 8 + length + 20);
+  float data[5];
+  std::memcpy(data, bytes.data() + 8 + length, sizeof data);  // little-endian F32, a then b
+  EXPECT_EQ(data[1], -2.0f);
+  EXPECT_EQ(data[4], 4.0f);
+  auto read = read_safetensors(path);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->tensors.at("b.weight").shape, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(read->metadata.at("format"), "pt");
+  std::filesystem::remove(path);
+}
+
+TEST(Safetensors, AFailedWriteKeepsThePreviousFile) {
+  const std::string dir = ::testing::TempDir() + "tessera-keep";
+  std::filesystem::create_directories(dir);
+  const float a[1] = {3.0f};
+  ASSERT_TRUE(write_safetensors(dir + "/m.safetensors", {{"a", {1}, a}}, {}).ok());
+  const auto before = file_bytes(dir + "/m.safetensors");
+  std::filesystem::create_directories(dir + "/m.safetensors.tmp");  // the temporary cannot be created
+  EXPECT_FALSE(write_safetensors(dir + "/m.safetensors", {{"a", {1}, a}}, {{"x", "y"}}).ok());
+  EXPECT_EQ(file_bytes(dir + "/m.safetensors"), before);
+  std::filesystem::remove_all(dir);
+}
+
+TrainOptions tiny_run(const std::string& dir, int64_t steps, bool resume) {
+  TrainOptions o;
+  o.data_path = std::string(TESSERA_SOURCE_DIR) + "/data/text/kjv-genesis-exodus.txt";
+  o.micro_batch_size = 2;
+  o.seq_len = 16;
+  o.num_micro_batches = 2;
+  o.steps = steps;
+  o.checkpoint_dir = dir;
+  o.resume = resume;
+  return o;
+}
+
+TEST(Checkpoint, ResumeContinuesBitIdentically) {
+  const planner::Model model = planner::load_model("tiny-gpt2").value();
+  const std::string straight = ::testing::TempDir() + "tessera-straight", split = ::testing::TempDir() + "tessera-split";
+  std::filesystem::create_directories(straight);
+  std::filesystem::create_directories(split);
+  std::ostringstream log;
+  ASSERT_TRUE(train(model, tiny_run(straight, 6, false), log, false).ok());
+  ASSERT_TRUE(train(model, tiny_run(split, 3, false), log, false).ok());
+  auto resumed = train(model, tiny_run(split, 6, true), log, false);
+  ASSERT_TRUE(resumed.ok()) << resumed.error().message;
+  EXPECT_EQ(resumed->first_step, 4);
+  EXPECT_EQ(file_bytes(straight + "/model.safetensors"), file_bytes(split + "/model.safetensors"));
+  EXPECT_EQ(file_bytes(straight + "/optimizer.safetensors"), file_bytes(split + "/optimizer.safetensors"));
+  std::filesystem::remove_all(straight);
+  std::filesystem::remove_all(split);
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -138,10 +138,8 @@ int run_train(const TrainCliOptions& o, std::ostream& out, std::ostream& err) {
   if (!estimate->fits()) return fail(err, "--model " + o.model + " needs " + format_bytes(estimate->tightest().device_total) + " but this machine has " + format_bytes(cpu.memory_bytes));
   std::error_code ec;
   if (!std::filesystem::is_regular_file(t.data_path, ec)) return fail(err, "--data: cannot open '" + t.data_path + "'");
-  std::filesystem::create_directories(o.out, ec);
-  if (ec) return fail(err, "--out: cannot create '" + o.out + "': " + ec.message());
   const bool terminal = isatty(fileno(stdout)) != 0;
-  auto metrics = engine::train(model.value(), t, out, terminal);
+  auto metrics = engine::train(model.value(), t, out, terminal);  // creates --out for its checkpoint
   if (!metrics) return fail(err, metrics.error().message);
   const EstimateReport report{model.value(), cpu, request, estimate.value()};
   for (Status s : {write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"),

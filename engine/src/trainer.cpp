@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <ostream>
 
 #include "tessera/engine/checkpoint.h"
@@ -96,6 +97,9 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
   const auto steps_run = static_cast<double>(metrics.loss.size());
   metrics.tokens_per_s = steps_run > 0 ? tokens_per_step * steps_run / elapsed : 0.0;
   if (!o.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint_dir, ec);
+    if (ec) return make_error(ErrorCode::io_error, "--out: cannot create '" + o.checkpoint_dir + "': " + ec.message());
     if (Status s = save_checkpoint(o.checkpoint_dir, net, optimizer, o.optimizer.kind, TrainingPosition{o.steps, loader.position()}); !s) return s.error();
   }
   metrics.achieved_flops_per_s = metrics.tokens_per_s * (flops.forward + flops.backward);

@@ -45,7 +45,7 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
   if (c.learned_positions && seq_len > c.max_positions) {
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
   }
-  use_single_threaded_blas();
+  configure_blas_threads();
   Transformer t;
   t.build(model, ledger, micro_batch, seq_len, seed);
   return t;

@@ -11,9 +11,14 @@ namespace tessera::engine::cpu {
 
 // OpenBLAS's pthreads build spins its own threads against the OpenMP threads of
 // the element-wise ops; on 2 cores one BLAS thread trains tiny-gpt2 5.7 times
-// faster (14,190 against 2,478 tokens/s, measured with `tessera train`).
-// The engine calls this once before computing.
-inline void use_single_threaded_blas() { openblas_set_num_threads(1); }
+// faster than two (14,190 against 2,478 tokens/s, measured with `tessera
+// train`). The OpenMP build (engine/CMakeLists.txt) shares the threads and
+// needs nothing. The engine calls this once before computing.
+inline void configure_blas_threads() {
+#if !defined(TESSERA_BLAS_OPENMP)
+  openblas_set_num_threads(1);
+#endif
+}
 
 inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
                  int64_t ldb, float beta, float* C, int64_t ldc) {

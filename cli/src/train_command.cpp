@@ -43,6 +43,7 @@ EstimateRequest request_of(const engine::TrainOptions& t) {
   r.training.micro_batch_size = t.micro_batch_size;
   r.training.seq_len = t.seq_len;
   r.training.num_micro_batches = t.num_micro_batches;
+  r.training.recompute = t.recompute;
   r.plugin.gradient_as_bucket_view = true;
   r.assumptions.cuda_context_bytes = 0;
   r.assumptions.allocator_reserve_fraction = 0;
@@ -104,7 +105,7 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_option("--seed", o.seed, "Seed of the initialisation")->capture_default_str();
   c.add_option("--precision", o.precision, "fp32 (mixed precision comes next)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
-  c.add_option("--recompute", o.recompute, "none (selective and full come next)")->capture_default_str();
+  c.add_option("--recompute", o.recompute, "none, selective (attention probabilities) or full (whole blocks)")->capture_default_str();
   c.add_flag("--resume", o.resume, "Continue from the checkpoint in --out up to --steps");
 }
 
@@ -122,13 +123,11 @@ int run_train(const TrainCliOptions& o, std::ostream& out, std::ostream& err) {
   t.resume = o.resume;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
   Precision precision{};
-  RecomputeMode recompute{};
   for (Status s : {parse_choice("--optimizer", o.optimizer, t.optimizer.kind), parse_choice("--precision", o.precision, precision),
-                   parse_choice("--recompute", o.recompute, recompute)}) {
+                   parse_choice("--recompute", o.recompute, t.recompute)}) {
     if (!s) return fail(err, s.error().message);
   }
   if (precision != Precision::fp32) return fail(err, "--precision " + o.precision + ": the engine trains in fp32 so far; use --precision fp32");
-  if (recompute != RecomputeMode::none) return fail(err, "--recompute " + o.recompute + ": the engine does not recompute yet; use --recompute none");
   if (!(o.learning_rate > 0 && std::isfinite(o.learning_rate))) return fail(err, "--lr must be a positive number");
   // Say what it will need before allocating it.
   const EstimateRequest request = request_of(t);

@@ -54,7 +54,7 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
     return make_error(ErrorCode::invalid_argument, "--data has fewer tokens than one micro-batch (" + std::to_string(o.micro_batch_size * o.seq_len + 1) + ")");
   }
   TrainMetrics metrics;
-  auto created = Transformer<float>::create(model, metrics.ledger, o.micro_batch_size, o.seq_len, o.seed);
+  auto created = Transformer<float>::create(model, metrics.ledger, o.micro_batch_size, o.seq_len, o.seed, o.recompute);
   if (!created) return created.error();
   Transformer<float> net = std::move(created).value();
   Optimizer<float> optimizer(metrics.ledger, net.parameters(), decay_mask(net.parameter_names()), o.optimizer);

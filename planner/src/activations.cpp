@@ -119,15 +119,21 @@ int64_t terms_bytes(std::span<const ActivationTerm> terms, const ActivationShape
   return total;
 }
 
+bool term_kept(const ActivationTerm& term, RecomputeMode recompute) {
+  switch (recompute) {
+    case RecomputeMode::none: return true;
+    case RecomputeMode::selective: return term.kept_under_selective;
+    case RecomputeMode::full: return term.is_block_input;
+  }
+  return true;
+}
+
 BlockActivationBytes block_activation_bytes(const ActivationTable& table, const ActivationShape& shape,
                                             RecomputeMode recompute) {
   BlockActivationBytes out;
   for (const ActivationTerm& t : table.block) {
     const int64_t bytes = term_bytes(t, shape);
-    bool kept = true;
-    if (recompute == RecomputeMode::selective) kept = t.kept_under_selective;
-    if (recompute == RecomputeMode::full) kept = t.is_block_input;
-    if (kept) {
+    if (term_kept(t, recompute)) {
       out.stash += bytes;
     } else if (table.counts_recompute_working_set) {
       out.working += bytes;

@@ -77,13 +77,15 @@ TEST(Transformer, ParametersFollowTheInventory) {
 // The ledger's bytes per category equal the planner's estimate for the same
 // set-up (fp32, one rank, tessera profile): the promise that makes plans testable.
 TEST(Transformer, LedgerMatchesThePlannerEstimate) {
-  for (const char* json : {kTinyGpt2, kTinyQwen2}) {
+  for (const char* json : {kTinyGpt2, kTinyQwen2})
+  for (planner::RecomputeMode mode : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
     const planner::Model model = tiny(json);
     MemoryLedger ledger;
     const int64_t B = 3, T = 6;
-    auto net = Transformer<float>::create(model, ledger, B, T, 1);
+    auto net = Transformer<float>::create(model, ledger, B, T, 1, mode);
     ASSERT_TRUE(net.ok());
     planner::EstimateRequest request;
+    request.training.recompute = mode;
     request.training.precision = planner::Precision::fp32;
     request.training.micro_batch_size = B;
     request.training.seq_len = T;
@@ -91,7 +93,32 @@ TEST(Transformer, LedgerMatchesThePlannerEstimate) {
     const planner::MemoryEstimate estimate = planner::estimate_memory(model, gpu, request).value();
     const auto& row = estimate.ranks.at(0);
     for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::activations, MemoryCategory::logits}) {
-      EXPECT_EQ(ledger.current(c, Device::cpu), row.bytes[c].device) << to_string(c) << " of " << model.config.model_type;
+      EXPECT_EQ(ledger.current(c, Device::cpu), row.bytes[c].device) << to_string(c) << " of " << model.config.model_type << ", recompute "
+                                                                     << enum_name(mode);
+    }
+  }
+}
+
+// Recompute changes memory, never the numbers: gradients are bit-identical.
+TEST(Transformer, RecomputeModesGiveIdenticalGradients) {
+  for (const char* json : {kTinyGpt2, kTinyQwen2}) {
+    const planner::Model model = tiny(json);
+    const auto tokens = random_tokens(10, static_cast<int32_t>(model.config.vocab_size), 3);
+    const auto targets = random_tokens(10, static_cast<int32_t>(model.config.vocab_size), 4);
+    std::vector<std::vector<float>> reference;
+    for (planner::RecomputeMode mode : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
+      MemoryLedger ledger;
+      Transformer<float> net = Transformer<float>::create(model, ledger, 2, 5, 9, mode).value();
+      net.zero_gradients();
+      net.forward(tokens.data(), targets.data());
+      net.backward(1.0f);
+      std::vector<std::vector<float>> grads;
+      for (auto& g : net.gradients()) grads.emplace_back(g.data(), g.data() + g.numel());
+      if (reference.empty()) {
+        reference = grads;
+      } else {
+        EXPECT_EQ(grads, reference) << model.config.model_type << " recompute " << enum_name(mode);
+      }
     }
   }
 }

@@ -34,7 +34,7 @@ std::string block_suffix(const std::string& name, int layer) {
 
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                              uint64_t seed) {
+                                              uint64_t seed, planner::RecomputeMode recompute) {
   const auto& c = model.config;
   if (c.family != ModelFamily::gpt2 && !is_llama_layout(c.family)) {
     return make_error(ErrorCode::unsupported, "the engine trains gpt2 and llama-style models (llama, mistral, qwen2), not " +
@@ -47,6 +47,7 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
   }
   configure_blas_threads();
   Transformer t;
+  t.recompute_ = recompute;
   t.build(model, ledger, micro_batch, seq_len, seed);
   return t;
 }
@@ -112,15 +113,20 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   // What the forward keeps, sized by the planner's table: one source for both.
   const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, planner::Precision::fp32);
   const planner::ActivationShape shape{B_, T_, 1, false};
-  auto allocate = [&](const std::vector<planner::ActivationTerm>& terms, MemoryCategory category) {
+  auto allocate = [&](const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, auto&& wanted) {
     std::vector<std::pair<std::string, Tensor<T>>> buffers;
-    for (const auto& term : terms) buffers.emplace_back(std::string(term.name), Tensor<T>(ledger, category, planner::term_bytes(term, shape) / term.bytes_per_element));
+    for (const auto& term : terms) {
+      if (wanted(term)) buffers.emplace_back(std::string(term.name), Tensor<T>(ledger, category, planner::term_bytes(term, shape) / term.bytes_per_element));
+    }
     return buffers;
   };
-  for (int l = 0; l < L; ++l) saved_.push_back(allocate(table.block, MemoryCategory::activations));
-  last_stage_ = allocate(table.last_stage, MemoryCategory::activations);
-  scratch_ = allocate(table.backward_scratch, MemoryCategory::activations);
-  logits_ = allocate(table.logits, MemoryCategory::logits);
+  const auto kept = [&](const planner::ActivationTerm& term) { return planner::term_kept(term, recompute_); };
+  const auto all = [](const planner::ActivationTerm&) { return true; };
+  for (int l = 0; l < L; ++l) saved_.push_back(allocate(table.block, MemoryCategory::activations, kept));
+  working_ = allocate(table.block, MemoryCategory::activations, [&](const planner::ActivationTerm& term) { return !kept(term); });
+  last_stage_ = allocate(table.last_stage, MemoryCategory::activations, all);
+  scratch_ = allocate(table.backward_scratch, MemoryCategory::activations, all);
+  logits_ = allocate(table.logits, MemoryCategory::logits, all);
 }
 
 namespace {
@@ -141,9 +147,31 @@ void add_in_place(T* out, const T* in, int64_t n) {
 
 }  // namespace
 
+// A block's tensor: its own if the block keeps it, else the shared working copy.
 template <typename T>
 T* Transformer<T>::act(int layer, const char* name) {
-  return find(saved_[static_cast<size_t>(layer)], name);
+  T* kept = find(saved_[static_cast<size_t>(layer)], name);
+  return kept != nullptr ? kept : find(working_, name);
+}
+
+// Rebuilds what block l did not keep. Deterministic ops on the same inputs give
+// the same values, so gradients do not depend on the recompute mode.
+template <typename T>
+void Transformer<T>::recompute_block(int l) {
+  const auto& c = config_;
+  const int L = static_cast<int>(c.num_layers);
+  if (recompute_ == planner::RecomputeMode::full) {
+    block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_, "final_norm_input"));
+  } else if (recompute_ == planner::RecomputeMode::selective) {
+    const int64_t N = B_ * T_, C = c.hidden_size, qw = c.q_width(), kvw = c.kv_width();
+    T* qkv = act(l, "qkv");
+    const bool gpt2 = c.family == ModelFamily::gpt2;
+    T* k = gpt2 ? qkv + C : qkv + N * qw;
+    T* v = gpt2 ? qkv + 2 * C : k + N * kvw;
+    const AttentionShape shape = gpt2 ? AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C}
+                                      : AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw};
+    attention_forward(act(l, "attention_output"), act(l, "attention_probs"), qkv, k, v, shape);
+  }
 }
 
 template <typename T>
@@ -251,7 +279,10 @@ void Transformer<T>::backward(T loss_scale) {
   } else {
     rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), stats, N, C);
   }
-  for (int l = static_cast<int>(c.num_layers) - 1; l >= 0; --l) block_backward(l);
+  for (int l = static_cast<int>(c.num_layers) - 1; l >= 0; --l) {
+    recompute_block(l);
+    block_backward(l);
+  }
   embedding_backward(grad(wte_), wpe_ >= 0 ? grad(wpe_) : nullptr, dres, tokens_, B_, T_, C);
 }
 

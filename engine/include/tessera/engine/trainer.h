@@ -11,6 +11,7 @@
 #include "tessera/engine/optimizer.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/status.h"
+#include "tessera/planner/training_config.h"
 
 namespace tessera::engine {
 
@@ -18,6 +19,7 @@ struct TrainOptions {
   int64_t micro_batch_size = 4;
   int64_t seq_len = 64;
   int64_t num_micro_batches = 1;  // accumulated per optimizer step
+  planner::RecomputeMode recompute = planner::RecomputeMode::none;
   int64_t steps = 50;
   uint64_t seed = 1;
   std::string data_path;          // text (bytes) or an llm.c .bin shard

@@ -66,6 +66,10 @@ int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape);
 // Bytes of the given terms, for one micro-batch.
 int64_t terms_bytes(std::span<const ActivationTerm> terms, const ActivationShape& shape);
 
+// Whether a block keeps `term` from forward to backward under `recompute`
+// (otherwise backward recomputes it); the engine allocates by the same rule.
+bool term_kept(const ActivationTerm& term, RecomputeMode recompute);
+
 // One block's bytes for one micro-batch under a recompute mode.
 struct BlockActivationBytes {
   int64_t stash = 0;    // kept from forward until the block's backward

@@ -15,6 +15,7 @@
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/tensor.h"
 #include "tessera/planner/model.h"
+#include "tessera/planner/training_config.h"
 #include "tessera/planner/status.h"
 
 namespace tessera::engine {
@@ -23,7 +24,11 @@ template <typename T>
 class Transformer {
  public:
   // Fails for families the engine does not train yet.
-  static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed);
+  // `recompute`: what backward recomputes instead of keeping (Korthikanti et al.
+  // 2022 §5): selective drops the attention probabilities, full keeps only
+  // each block's input; one block's worth of recomputed tensors is shared.
+  static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
+                                    planner::RecomputeMode recompute = planner::RecomputeMode::none);
 
   // Runs the forward pass on tokens and next-token targets, both (B, T); keeps
   // what backward needs and returns the mean loss over the B·T tokens.
@@ -51,6 +56,7 @@ class Transformer {
   };
   Transformer() = default;
   void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed);
+  void recompute_block(int l);
   T* act(int layer, const char* name);
   T* param(int index) { return params_[static_cast<size_t>(index)].data(); }
   T* grad(int index) { return grads_[static_cast<size_t>(index)].data(); }
@@ -58,6 +64,7 @@ class Transformer {
   void block_backward(int l);
 
   planner::ModelConfig config_;
+  planner::RecomputeMode recompute_ = planner::RecomputeMode::none;
   int64_t B_ = 0, T_ = 0;
   std::vector<Tensor<T>> params_, grads_;
   std::vector<std::string> names_;
@@ -68,6 +75,7 @@ class Transformer {
   // Activations by name, per block, from the planner's activation table.
   std::vector<std::vector<std::pair<std::string, Tensor<T>>>> saved_;
   std::vector<std::pair<std::string, Tensor<T>>> last_stage_, logits_, scratch_;
+  std::vector<std::pair<std::string, Tensor<T>>> working_;  // one block's recomputed tensors
   const int32_t* tokens_ = nullptr;
   const int32_t* targets_ = nullptr;
 };

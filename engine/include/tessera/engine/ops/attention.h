@@ -4,12 +4,17 @@
 // backward, which is what the planner's `tessera` activation profile counts.
 //   q (B, T, NH·HS) with row stride q_stride; k, v (B, T, KVH·HS) with kv_stride
 //   out (B, T, NH·HS) contiguous; probs (B, NH, T, T)
-// Backward overwrites dq, dk, dv (same strides as q, k, v).
+// Backward overwrites dq, dk, dv (same strides as q, k, v) and uses the
+// probabilities' buffer as its working space.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
+
+#include "tessera/engine/ops/gemm.h"
 
 namespace tessera::engine::cpu {
 
@@ -18,6 +23,8 @@ struct AttentionShape {
   int64_t q_stride, kv_stride;  // elements between consecutive tokens
 };
 
+// Per (sample, head): P = softmax(mask(scale · Q Kᵀ)) and O = P V, as GEMMs
+// over the full T × T block (the masked upper triangle is zeroed after the softmax).
 template <typename T>
 void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v, const AttentionShape& s) {
   const T scale = T(1) / std::sqrt(static_cast<T>(s.HS));
@@ -26,74 +33,69 @@ void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v, con
   for (int64_t b = 0; b < s.B; ++b) {
     for (int64_t h = 0; h < s.NH; ++h) {
       const int64_t kvh = h / group;
+      const T* qh = q + b * s.T * s.q_stride + h * s.HS;
+      const T* kh = k + b * s.T * s.kv_stride + kvh * s.HS;
+      const T* vh = v + b * s.T * s.kv_stride + kvh * s.HS;
+      T* p = probs + (b * s.NH + h) * s.T * s.T;
+      gemm(false, true, s.T, s.T, s.HS, scale, qh, s.q_stride, kh, s.kv_stride, T(0), p, s.T);
       for (int64_t t = 0; t < s.T; ++t) {
-        const T* qt = q + (b * s.T + t) * s.q_stride + h * s.HS;
-        T* p = probs + ((b * s.NH + h) * s.T + t) * s.T;
+        T* row = p + t * s.T;
         T max_score = -std::numeric_limits<T>::infinity();
-        for (int64_t u = 0; u <= t; ++u) {
-          const T* ku = k + (b * s.T + u) * s.kv_stride + kvh * s.HS;
-          T dot = 0;
-          for (int64_t i = 0; i < s.HS; ++i) dot += qt[i] * ku[i];
-          p[u] = dot * scale;
-          if (p[u] > max_score) max_score = p[u];
-        }
+        for (int64_t u = 0; u <= t; ++u) max_score = row[u] > max_score ? row[u] : max_score;
         T sum = 0;
         for (int64_t u = 0; u <= t; ++u) {
-          p[u] = std::exp(p[u] - max_score);
-          sum += p[u];
+          row[u] = std::exp(row[u] - max_score);
+          sum += row[u];
         }
-        for (int64_t u = 0; u <= t; ++u) p[u] /= sum;
-        for (int64_t u = t + 1; u < s.T; ++u) p[u] = 0;
-        T* o = out + (b * s.T + t) * (s.NH * s.HS) + h * s.HS;
-        for (int64_t i = 0; i < s.HS; ++i) o[i] = 0;
-        for (int64_t u = 0; u <= t; ++u) {
-          const T* vu = v + (b * s.T + u) * s.kv_stride + kvh * s.HS;
-          for (int64_t i = 0; i < s.HS; ++i) o[i] += p[u] * vu[i];
-        }
+        for (int64_t u = 0; u <= t; ++u) row[u] /= sum;
+        for (int64_t u = t + 1; u < s.T; ++u) row[u] = 0;
       }
+      gemm(false, false, s.T, s.HS, s.T, T(1), p, s.T, vh, s.kv_stride, T(0), out + b * s.T * (s.NH * s.HS) + h * s.HS, s.NH * s.HS);
     }
   }
 }
 
-// dP = dO · Vᵀ; dS = P ⊙ (dP − rowsum(dP ⊙ P)); dQ = dS · K · scale; dK = dSᵀ · Q · scale; dV = Pᵀ · dO.
-// K/V heads shared by a group receive the sum of the group's gradients.
+// dV = Pᵀ dO; dP = dO Vᵀ; dS = P ⊙ (dP − rowsum(dP ⊙ P)); dQ = scale · dS K; dK = scale · dSᵀ Q.
+// dS is written over P row by row (P is not needed after this block's
+// backward), so backward needs no T × T buffer of its own. K/V heads shared by
+// a group receive the sum of the group's gradients.
 template <typename T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* probs, const AttentionShape& s) {
+void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, T* probs, const AttentionShape& s) {
   const T scale = T(1) / std::sqrt(static_cast<T>(s.HS));
   const int64_t group = s.NH / s.KVH;
-  for (int64_t r = 0; r < s.B * s.T; ++r) {
-    for (int64_t i = 0; i < s.NH * s.HS; ++i) dq[r * s.q_stride + i] = 0;
-    for (int64_t i = 0; i < s.KVH * s.HS; ++i) dk[r * s.kv_stride + i] = dv[r * s.kv_stride + i] = 0;
-  }
-  // Parallel over batch and K/V head: the heads of a group write the same dk/dv rows.
+  const int64_t out_stride = s.NH * s.HS;
+  // Parallel over sample and K/V head: the heads of a group write the same dk/dv rows.
 #pragma omp parallel for collapse(2)
   for (int64_t b = 0; b < s.B; ++b) {
     for (int64_t kvh = 0; kvh < s.KVH; ++kvh) {
+      constexpr int64_t kRows = 64;  // dP is formed 64 rows at a time: a GEMM, with an O(T) buffer
+      std::vector<T> dp(static_cast<size_t>(kRows * s.T));
+      const T* kh = k + b * s.T * s.kv_stride + kvh * s.HS;
+      const T* vh = v + b * s.T * s.kv_stride + kvh * s.HS;
+      T* dkh = dk + b * s.T * s.kv_stride + kvh * s.HS;
+      T* dvh = dv + b * s.T * s.kv_stride + kvh * s.HS;
       for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-        for (int64_t t = 0; t < s.T; ++t) {
-          const T* p = probs + ((b * s.NH + h) * s.T + t) * s.T;
-          const T* dot = dout + (b * s.T + t) * (s.NH * s.HS) + h * s.HS;
-          const T* qt = q + (b * s.T + t) * s.q_stride + h * s.HS;
-          T* dqt = dq + (b * s.T + t) * s.q_stride + h * s.HS;
-          T weighted = 0;  // rowsum(dP ⊙ P)
-          for (int64_t u = 0; u <= t; ++u) {
-            const T* vu = v + (b * s.T + u) * s.kv_stride + kvh * s.HS;
-            T dp = 0;
-            for (int64_t i = 0; i < s.HS; ++i) dp += dot[i] * vu[i];
-            weighted += dp * p[u];
-          }
-          for (int64_t u = 0; u <= t; ++u) {
-            const int64_t row = (b * s.T + u) * s.kv_stride + kvh * s.HS;
-            T dp = 0;
-            for (int64_t i = 0; i < s.HS; ++i) dp += dot[i] * v[row + i];
-            const T ds = p[u] * (dp - weighted) * scale;
-            for (int64_t i = 0; i < s.HS; ++i) {
-              dqt[i] += ds * k[row + i];
-              dk[row + i] += ds * qt[i];
-              dv[row + i] += p[u] * dot[i];
-            }
+        const T first = h == kvh * group ? T(0) : T(1);  // the group's first head overwrites dk, dv; the others add
+        const T* qh = q + b * s.T * s.q_stride + h * s.HS;
+        const T* doh = dout + b * s.T * out_stride + h * s.HS;
+        T* dqh = dq + b * s.T * s.q_stride + h * s.HS;
+        T* p = probs + (b * s.NH + h) * s.T * s.T;
+        gemm(true, false, s.T, s.HS, s.T, T(1), p, s.T, doh, out_stride, first, dvh, s.kv_stride);
+        for (int64_t first_row = 0; first_row < s.T; first_row += kRows) {
+          const int64_t rows = std::min(kRows, s.T - first_row);
+          const int64_t columns = first_row + rows;  // causal: later columns are zero in P
+          gemm(false, true, rows, columns, s.HS, T(1), doh + first_row * out_stride, out_stride, vh, s.kv_stride, T(0), dp.data(), s.T);
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t t = first_row + r;
+            T* row = p + t * s.T;
+            const T* dprow = dp.data() + r * s.T;
+            T weighted = 0;
+            for (int64_t u = 0; u <= t; ++u) weighted += dprow[u] * row[u];
+            for (int64_t u = 0; u <= t; ++u) row[u] = row[u] * (dprow[u] - weighted);
           }
         }
+        gemm(false, false, s.T, s.HS, s.T, scale, p, s.T, kh, s.kv_stride, T(0), dqh, s.q_stride);
+        gemm(true, false, s.T, s.HS, s.T, scale, p, s.T, qh, s.q_stride, first, dkh, s.kv_stride);
       }
     }
   }

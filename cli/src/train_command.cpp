@@ -14,6 +14,7 @@
 #include "tessera/engine/trainer.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
 
@@ -95,7 +96,7 @@ Result<json> first_rank(const json& doc, const std::string& path) {
 
 void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_option("--model", o.model, "Shipped model name or config.json (gpt2 and llama-style families)")->capture_default_str();
-  c.add_option("--out", o.out, "Directory for plan.json, metrics.json")->required();
+  c.add_option("--out", o.out, "Directory for plan.json, metrics.json and the checkpoint")->required();
   c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text)");
   c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();
   c.add_option("--micro-batch", o.micro_batch, "Samples per micro-batch")->capture_default_str();
@@ -107,15 +108,42 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--recompute", o.recompute, "none, selective (attention probabilities) or full (whole blocks)")->capture_default_str();
   c.add_flag("--resume", o.resume, "Continue from the checkpoint in --out up to --steps");
+  c.add_option("--save-every", o.save_every, "Also save the checkpoint and metrics.json every N steps");
+  c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, recompute, optimizer)");
 }
 
-int run_train(const TrainCliOptions& o, std::ostream& out, std::ostream& err) {
+// Takes the model and training settings from the best plan of a plan file.
+Status apply_plan(const std::string& path, TrainCliOptions& o) {
+  auto plan = read_plan_file(path);
+  if (!plan) return plan.error();
+  if (plan->plans.empty()) return make_error(ErrorCode::invalid_argument, "--plan: " + path + " holds no plan that fits");
+  const EstimateRequest& r = plan->plans.front();
+  if (r.layout.world_size() != 1) {
+    return make_error(ErrorCode::unsupported, "--plan: its best plan runs on " + std::to_string(r.layout.world_size()) +
+                                                  " GPUs; the engine trains one rank on the CPU so far (plan with --gpus 1)");
+  }
+  o.model = plan->model_source;
+  o.micro_batch = r.training.micro_batch_size;
+  o.seq = r.training.seq_len;
+  o.micro_batches = r.training.num_micro_batches;
+  o.precision = std::string(enum_name(r.training.precision));
+  o.optimizer = std::string(enum_name(r.training.optimizer));
+  o.recompute = std::string(enum_name(r.training.recompute));
+  return Status::success();
+}
+
+int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
+  TrainCliOptions o = given;
+  if (!o.plan.empty()) {
+    if (Status s = apply_plan(o.plan, o); !s) return fail(err, s.error().message);
+  }
   auto model = load_model(o.model);
   if (!model) return fail(err, model.error().message);
   engine::TrainOptions t;
   t.micro_batch_size = o.micro_batch;
   t.seq_len = o.seq;
   t.num_micro_batches = o.micro_batches;
+  t.save_every = o.save_every;
   t.steps = o.steps;
   t.seed = o.seed;
   t.optimizer.learning_rate = o.learning_rate;
@@ -137,14 +165,15 @@ int run_train(const TrainCliOptions& o, std::ostream& out, std::ostream& err) {
   if (!estimate->fits()) return fail(err, "--model " + o.model + " needs " + format_bytes(estimate->tightest().device_total) + " but this machine has " + format_bytes(cpu.memory_bytes));
   std::error_code ec;
   if (!std::filesystem::is_regular_file(t.data_path, ec)) return fail(err, "--data: cannot open '" + t.data_path + "'");
+  const EstimateReport report{model.value(), cpu, request, estimate.value()};
+  // Each save (every --save-every steps and at the end) writes the estimate and the metrics so far.
+  t.on_save = [&](const engine::TrainMetrics& m) -> Status {
+    if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"); !s) return s;
+    return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n");
+  };
   const bool terminal = isatty(fileno(stdout)) != 0;
   auto metrics = engine::train(model.value(), t, out, terminal);  // creates --out for its checkpoint
   if (!metrics) return fail(err, metrics.error().message);
-  const EstimateReport report{model.value(), cpu, request, estimate.value()};
-  for (Status s : {write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"),
-                   write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, metrics.value()).dump(2) + "\n")}) {
-    if (!s) return fail(err, s.error().message);
-  }
   char line[160];
   if (metrics->loss.empty()) {
     out << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";

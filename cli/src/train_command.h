@@ -24,6 +24,8 @@ struct TrainCliOptions {
   std::string optimizer = "adamw";
   std::string recompute = "none";
   bool resume = false;
+  int64_t save_every = 0;
+  std::string plan;  // train the best plan of a plan.json instead of the options above
 };
 
 void add_train_options(CLI::App& command, TrainCliOptions& options);

@@ -71,6 +71,19 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
   const planner::FlopsPerToken flops = planner::flops_per_token(model, o.seq_len, planner::RecomputeMode::none);
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+  // Checkpoint and metrics so far: what a NaN or a crash later leaves behind.
+  const auto save = [&](int64_t step) -> Status {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    const auto steps_run = static_cast<double>(metrics.loss.size());
+    metrics.tokens_per_s = steps_run > 0 ? tokens_per_step * steps_run / elapsed : 0.0;
+    metrics.achieved_flops_per_s = metrics.tokens_per_s * (flops.forward + flops.backward);
+    if (o.checkpoint_dir.empty()) return Status::success();
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint_dir, ec);
+    if (ec) return make_error(ErrorCode::io_error, "--out: cannot create '" + o.checkpoint_dir + "': " + ec.message());
+    if (Status s = save_checkpoint(o.checkpoint_dir, net, optimizer, o.optimizer.kind, TrainingPosition{step, loader.position()}); !s) return s;
+    return o.on_save ? o.on_save(metrics) : Status::success();
+  };
   for (int64_t step = metrics.first_step; step <= o.steps; ++step) {
     const auto step_start = Clock::now();
     net.zero_gradients();
@@ -87,22 +100,16 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
     metrics.grad_norm.push_back(optimizer.step(net.parameters(), net.gradients()));
     metrics.loss.push_back(loss);
     metrics.step_time_s.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
+    if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {
+      if (Status s = save(step); !s) return s.error();
+    }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (terminal || step % o.log_every == 0 || step == o.steps) {
       const double done = static_cast<double>(step - metrics.first_step + 1);
       report(progress, terminal, step, o.steps, loss, tokens_per_step * done / elapsed, elapsed, done);
     }
   }
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  const auto steps_run = static_cast<double>(metrics.loss.size());
-  metrics.tokens_per_s = steps_run > 0 ? tokens_per_step * steps_run / elapsed : 0.0;
-  if (!o.checkpoint_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.checkpoint_dir, ec);
-    if (ec) return make_error(ErrorCode::io_error, "--out: cannot create '" + o.checkpoint_dir + "': " + ec.message());
-    if (Status s = save_checkpoint(o.checkpoint_dir, net, optimizer, o.optimizer.kind, TrainingPosition{o.steps, loader.position()}); !s) return s.error();
-  }
-  metrics.achieved_flops_per_s = metrics.tokens_per_s * (flops.forward + flops.backward);
+  if (Status s = save(o.steps); !s) return s.error();
   return metrics;
 }
 

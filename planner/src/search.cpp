@@ -47,14 +47,16 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
     out.push_back(r);
   };
   const bool pure_dp = (p.tp <= 1 && p.pp <= 1) && (p.dp == 0 || p.dp == n);
+  // On one GPU, sharding shards nothing: only the offloading variants differ from DDP.
+  const bool sharding_helps = n > 1;
   if (pure_dp) {
     if (p.zero_stage <= 0) add(PluginKind::torch_ddp, [](EstimateRequest&) {});
     for (FsdpStrategy s : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
-      if (p.zero_stage < 0) add(PluginKind::torch_fsdp, [s](EstimateRequest& r) { r.plugin.fsdp_strategy = s; });
+      if (p.zero_stage < 0 && sharding_helps) add(PluginKind::torch_fsdp, [s](EstimateRequest& r) { r.plugin.fsdp_strategy = s; });
     }
     for (int stage : {1, 2}) {
       for (bool offload : {false, true}) {
-        if (p.zero_stage < 0 || p.zero_stage == stage) {
+        if ((p.zero_stage < 0 || p.zero_stage == stage) && (offload || sharding_helps)) {
           add(PluginKind::low_level_zero, [=](EstimateRequest& r) { r.plugin.zero_stage = stage; r.plugin.cpu_offload = offload; });
         }
       }
@@ -72,6 +74,7 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
                                   Placement{GeminiPlacement::auto_placement, 0, 0}, Placement{GeminiPlacement::static_placement, 0.25, 0},
                                   Placement{GeminiPlacement::static_placement, 0.5, 0}, Placement{GeminiPlacement::static_placement, 0.75, 0},
                                   Placement{GeminiPlacement::static_placement, 1, 0}, Placement{GeminiPlacement::static_placement, 1, 0.5}}) {
+        if (!sharding_helps && pl.optim == 0 && pl.param == 0 && pl.policy != GeminiPlacement::auto_placement) continue;
         add(PluginKind::gemini, [&](EstimateRequest& r) {
           r.plugin.gemini = g;
           r.plugin.gemini.placement_policy = pl.policy;
@@ -135,7 +138,11 @@ void fill_max_micro_batch(std::vector<Candidate>& fitted) {
 
 std::string seconds(double s) {
   char text[32];
-  std::snprintf(text, sizeof text, s < 1 ? "%.0f ms" : "%.2f s", s < 1 ? s * 1000 : s);
+  if (s < 1e-3) {
+    std::snprintf(text, sizeof text, "%.1f µs", s * 1e6);
+  } else {
+    std::snprintf(text, sizeof text, s < 0.01 ? "%.2f ms" : (s < 1 ? "%.0f ms" : "%.2f s"), s < 1 ? s * 1000 : s);
+  }
   return text;
 }
 

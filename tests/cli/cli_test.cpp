@@ -159,6 +159,20 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Cli, TrainRunsTheBestPlanOfAPlanFile) {
+  const std::string dir = ::testing::TempDir() + "tessera-train-plan";
+  const std::string plan = dir + "-plan.json";
+  ASSERT_EQ(run({"plan", "--model", "tiny-gpt2", "--gpus", "1", "--global-batch", "8", "--seq", "32", "--precision", "fp32", "--output", plan.c_str()}).code, 0);
+  const CliRun trained = run({"train", "--plan", plan.c_str(), "--steps", "2", "--out", dir.c_str()});
+  ASSERT_EQ(trained.code, 0) << trained.err;
+  std::ifstream metrics_file(dir + "/metrics.json");
+  const auto metrics = nlohmann::json::parse(metrics_file);
+  EXPECT_EQ(metrics["training"]["seq_len"], 32);
+  EXPECT_EQ(metrics["training"]["micro_batch_size"].get<int64_t>() * metrics["training"]["num_micro_batches"].get<int64_t>(), 8);
+  std::filesystem::remove_all(dir);
+  std::remove(plan.c_str());
+}
+
 TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
   for (const auto& args : std::vector<std::vector<const char*>>{
            {"train", "--out", "/tmp/tessera-never", "--data", "/nonexistent/text.txt"},

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct TrainOptions {
   // (states, step, data position) are written at the end; empty: none.
   std::string checkpoint_dir;
   bool resume = false;            // continue from checkpoint_dir's checkpoint up to `steps`
+  int64_t save_every = 0;         // also save every N steps (0: only at the end)
+  // Called after each save with the metrics so far (the command line writes metrics.json).
+  std::function<Status(const struct TrainMetrics&)> on_save;
 };
 
 struct TrainMetrics {

@@ -13,7 +13,7 @@ namespace tessera::cli {
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"Tessera: plans the memory, layout and speed of large-model training.\n"
-               "Start with `tessera models`, then `tessera estimate --model gpt2-medium --dp 8`."};
+               "Start with `tessera models`, then `tessera plan --model gpt2-medium --gpus 8 --global-batch 64`."};
   app.name("tessera");
   app.require_subcommand(1, 1);
   app.set_version_flag("--version", "tessera 0.1.0");
@@ -26,18 +26,18 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   EstimateOptions estimate_options;
   CLI::App* estimate = app.add_subcommand("estimate", "Memory per rank and category for one training set-up");
   add_estimate_options(*estimate, estimate_options);
-  TrainCliOptions train_options;
-  CLI::App* train = app.add_subcommand("train", "Train a model on the CPU; write the planner's estimate and the measured metrics");
-  add_train_options(*train, train_options);
-  CompareCliOptions compare_options;
-  CLI::App* compare = app.add_subcommand("compare", "Predicted against measured memory, per category");
-  add_compare_options(*compare, compare_options);
   PlanOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Search every plugin and layout, rank the ones that fit, write plan.json");
   add_plan_options(*plan, plan_options);
   ExportOptions export_options;
   CLI::App* export_command = app.add_subcommand("export", "Write one plan of plan.json as a ColossalAI script, a DeepSpeed config or a Perfetto trace");
   add_export_options(*export_command, export_options);
+  TrainCliOptions train_options;
+  CLI::App* train = app.add_subcommand("train", "Train a model on the CPU; write the planner's estimate and the measured metrics");
+  add_train_options(*train, train_options);
+  CompareCliOptions compare_options;
+  CLI::App* compare = app.add_subcommand("compare", "Predicted against measured memory, per category");
+  add_compare_options(*compare, compare_options);
 
   try {
     app.parse(argc, argv);

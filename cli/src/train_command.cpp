@@ -167,7 +167,11 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!std::filesystem::is_regular_file(t.data_path, ec)) return fail(err, "--data: cannot open '" + t.data_path + "'");
   const EstimateReport report{model.value(), cpu, request, estimate.value()};
   // Each save (every --save-every steps and at the end) writes the estimate and the metrics so far.
+  auto config_text = model_config_text(o.model);
+  if (!config_text) return fail(err, config_text.error().message);
   t.on_save = [&](const engine::TrainMetrics& m) -> Status {
+    // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
+    if (Status s = write_file_atomically(o.out + "/config.json", config_text.value()); !s) return s;
     if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"); !s) return s;
     return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n");
   };
@@ -182,7 +186,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   std::snprintf(line, sizeof line, "trained steps %lld-%lld: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
                 static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), metrics->loss.front(), metrics->loss.back(),
                 metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
-  out << line << "wrote " << o.out << "/plan.json, metrics.json, model.safetensors and optimizer.safetensors\n";
+  out << line << "wrote " << o.out << "/config.json, model.safetensors, optimizer.safetensors, plan.json and metrics.json\n";
   return kExitOk;
 }
 

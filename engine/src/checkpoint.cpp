@@ -45,11 +45,20 @@ Status save_checkpoint(const std::string& dir, Transformer<float>& model, Optimi
                             {"optimizer", std::string(enum_name(kind))}});
 }
 
+Status load_model_weights(const std::string& dir, Transformer<float>& model) {
+  const std::string path = dir + "/model.safetensors";
+  auto weights = read_safetensors(path);
+  if (!weights) return weights.error();
+  for (size_t p = 0; p < model.parameter_names().size(); ++p) {
+    if (Status s = restore(weights.value(), model.parameter_names()[p], model.parameter_shapes()[p], model.parameters()[p], path); !s) return s;
+  }
+  return Status::success();
+}
+
 Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<float>& model, Optimizer<float>& optimizer,
                                          planner::OptimizerKind kind) {
-  const std::string model_path = dir + "/model.safetensors", optimizer_path = dir + "/optimizer.safetensors";
-  auto weights = read_safetensors(model_path);
-  if (!weights) return weights.error();
+  const std::string optimizer_path = dir + "/optimizer.safetensors";
+  if (Status s = load_model_weights(dir, model); !s) return s.error();
   auto states = read_safetensors(optimizer_path);
   if (!states) return states.error();
   std::map<std::string, std::string> metadata = states->metadata;
@@ -59,7 +68,6 @@ Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<flo
   const auto& names = model.parameter_names();
   const auto suffixes = state_suffixes(kind);
   for (size_t p = 0; p < names.size(); ++p) {
-    if (Status s = restore(weights.value(), names[p], model.parameter_shapes()[p], model.parameters()[p], model_path); !s) return s.error();
     for (size_t s = 0; s < suffixes.size(); ++s) {
       Status restored = restore(states.value(), names[p] + suffixes[s], model.parameter_shapes()[p], optimizer.states()[p * suffixes.size() + s], optimizer_path);
       if (!restored) return restored.error();

@@ -175,6 +175,11 @@ void Transformer<T>::recompute_block(int l) {
 }
 
 template <typename T>
+T* Transformer<T>::find_logits() {
+  return find(logits_, "logits_fp32");
+}
+
+template <typename T>
 void Transformer<T>::zero_gradients() {
   for (auto& g : grads_) g.zero();
 }

@@ -21,6 +21,9 @@ struct TrainingPosition {
 Status save_checkpoint(const std::string& dir, Transformer<float>& model, Optimizer<float>& optimizer, planner::OptimizerKind kind,
                        const TrainingPosition& position);
 
+// Restores the parameters from DIR/model.safetensors; names and shapes must match.
+Status load_model_weights(const std::string& dir, Transformer<float>& model);
+
 // Restores parameters and optimizer states in place; names and shapes must match.
 Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<float>& model, Optimizer<float>& optimizer,
                                          planner::OptimizerKind kind);

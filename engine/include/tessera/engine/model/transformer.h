@@ -43,6 +43,8 @@ class Transformer {
   const std::vector<std::string>& parameter_names() const { return names_; }
   const std::vector<std::vector<int64_t>>& parameter_shapes() const { return shapes_; }
   void zero_gradients();
+  // The softmax probabilities of the last forward, (B·T, V); backward turns them into dlogits.
+  const T* probabilities() { return find_logits(); }
 
  private:
   // Parameter indices of one block (-1 where the family has none).
@@ -58,6 +60,7 @@ class Transformer {
   void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed);
   void recompute_block(int l);
   T* act(int layer, const char* name);
+  T* find_logits();
   T* param(int index) { return params_[static_cast<size_t>(index)].data(); }
   T* grad(int index) { return grads_[static_cast<size_t>(index)].data(); }
   void block_forward(int l, const T* input, T* output);

@@ -80,6 +80,9 @@ Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<flo
   } catch (const std::exception&) {
     return make_error(ErrorCode::parse_error, optimizer_path + ": metadata lacks a numeric 'step' or 'data_position'");
   }
+  if (position.step < 0 || position.data_position < 0) {
+    return make_error(ErrorCode::parse_error, optimizer_path + ": negative 'step' or 'data_position' in the metadata");
+  }
   optimizer.set_steps_taken(position.step);
   return position;
 }

@@ -100,26 +100,36 @@ Result<SafetensorsFile> read_safetensors(const std::string& path) {
   }
   SafetensorsFile file;
   const size_t data_start = 8 + length;
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      for (const auto& [key, value] : entry.items()) file.metadata[key] = value.get<std::string>();
-      continue;
-    }
-    try {
+  const uint64_t data_bytes = bytes.size() - data_start;
+  try {
+    for (const auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") {
+        for (const auto& [key, value] : entry.items()) {
+          if (!value.is_string()) return make_error(ErrorCode::parse_error, path + ": metadata '" + key + "' is not a string");
+          file.metadata[key] = value.get<std::string>();
+        }
+        continue;
+      }
       if (entry.at("dtype") != "F32") return make_error(ErrorCode::unsupported, path + ": tensor '" + name + "' is not F32");
       LoadedTensor t;
       t.shape = entry.at("shape").get<std::vector<int64_t>>();
+      uint64_t count = 1;
+      for (int64_t d : t.shape) {
+        if (d < 0 || (d > 0 && count > data_bytes / 4 / static_cast<uint64_t>(d))) {
+          return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has an impossible shape");
+        }
+        count *= static_cast<uint64_t>(d);
+      }
       const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-      const uint64_t expected = static_cast<uint64_t>(numel(t.shape)) * 4;
-      if (offsets.size() != 2 || offsets[1] - offsets[0] != expected || data_start + offsets[1] > bytes.size()) {
+      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_bytes || offsets[1] - offsets[0] != count * 4) {
         return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has inconsistent data_offsets");
       }
-      t.data.resize(static_cast<size_t>(numel(t.shape)));
-      std::memcpy(t.data.data(), bytes.data() + data_start + offsets[0], expected);
+      t.data.resize(static_cast<size_t>(count));
+      std::memcpy(t.data.data(), bytes.data() + data_start + offsets[0], count * 4);
       file.tensors.emplace(name, std::move(t));
-    } catch (const json::exception&) {
-      return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' lacks dtype, shape or data_offsets");
     }
+  } catch (const json::exception&) {
+    return make_error(ErrorCode::parse_error, path + ": a tensor lacks dtype, shape or data_offsets, or has the wrong types");
   }
   return file;
 }

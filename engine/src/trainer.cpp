@@ -44,6 +44,7 @@ void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, doubl
 Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, std::ostream& progress, bool terminal) {
   if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");
   if (o.num_micro_batches <= 0) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
+  if (o.log_every <= 0) return make_error(ErrorCode::invalid_argument, "the log interval must be a positive number of steps");
   auto data = load_token_file(o.data_path);
   if (!data) return data.error();
   if (data->vocab_size > model.config.vocab_size) {
@@ -66,13 +67,14 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
   }
   DataLoader loader(data.value(), o.micro_batch_size, o.seq_len, start_at.data_position);
   metrics.first_step = start_at.step + 1;
+  if (metrics.first_step > o.steps) return metrics;  // the checkpoint is at --steps already: nothing to do
   std::vector<int32_t> tokens(static_cast<size_t>(o.micro_batch_size * o.seq_len)), targets(tokens.size());
   const double tokens_per_step = static_cast<double>(o.num_micro_batches * o.micro_batch_size * o.seq_len);
   const planner::FlopsPerToken flops = planner::flops_per_token(model, o.seq_len, planner::RecomputeMode::none);
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   // Checkpoint and metrics so far: what a NaN or a crash later leaves behind.
-  const auto save = [&](int64_t step) -> Status {
+  const auto save = [&](int64_t step, int64_t data_position) -> Status {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     const auto steps_run = static_cast<double>(metrics.loss.size());
     metrics.tokens_per_s = steps_run > 0 ? tokens_per_step * steps_run / elapsed : 0.0;
@@ -81,11 +83,12 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
     std::error_code ec;
     std::filesystem::create_directories(o.checkpoint_dir, ec);
     if (ec) return make_error(ErrorCode::io_error, "--out: cannot create '" + o.checkpoint_dir + "': " + ec.message());
-    if (Status s = save_checkpoint(o.checkpoint_dir, net, optimizer, o.optimizer.kind, TrainingPosition{step, loader.position()}); !s) return s;
+    if (Status s = save_checkpoint(o.checkpoint_dir, net, optimizer, o.optimizer.kind, TrainingPosition{step, data_position}); !s) return s;
     return o.on_save ? o.on_save(metrics) : Status::success();
   };
   for (int64_t step = metrics.first_step; step <= o.steps; ++step) {
     const auto step_start = Clock::now();
+    const int64_t position_before = loader.position();
     net.zero_gradients();
     double loss = 0;
     for (int64_t micro = 0; micro < o.num_micro_batches; ++micro) {
@@ -94,14 +97,18 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
       net.backward(1.0f / static_cast<float>(o.num_micro_batches));  // k micro-batches of b = one batch of k·b
     }
     if (!std::isfinite(loss)) {
+      // The optimizer has not stepped: the weights are still those after the last good step. Keep them.
+      if (step > metrics.first_step) {
+        if (Status s = save(step - 1, position_before); !s) return s.error();
+      }
       return make_error(ErrorCode::invalid_argument, "loss is " + std::to_string(loss) + " at step " + std::to_string(step) +
-                                                         "; lower --lr (training stopped, nothing after the last good step was kept)");
+                                                         "; lower --lr (the checkpoint holds the last good step)");
     }
     metrics.grad_norm.push_back(optimizer.step(net.parameters(), net.gradients()));
     metrics.loss.push_back(loss);
     metrics.step_time_s.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
     if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {
-      if (Status s = save(step); !s) return s.error();
+      if (Status s = save(step, loader.position()); !s) return s.error();
     }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (terminal || step % o.log_every == 0 || step == o.steps) {
@@ -109,7 +116,7 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
       report(progress, terminal, step, o.steps, loss, tokens_per_step * done / elapsed, elapsed, done);
     }
   }
-  if (Status s = save(o.steps); !s) return s.error();
+  if (Status s = save(o.steps, loader.position()); !s) return s.error();
   return metrics;
 }
 

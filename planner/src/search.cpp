@@ -198,7 +198,8 @@ std::vector<std::string> suggest(const Model& model, const PlanRequest& p, const
     out.push_back("closest: " + describe_plan(*result.closest) + " is " + format_bytes(result.closest_overflow_bytes) +
                   " over; full recompute, CPU offload and micro-batch 1 were all tried");
   }
-  for (int64_t factor = 2; factor <= 64; factor *= 2) {
+  bool found_more_gpus = false;
+  for (int64_t factor = 2; factor <= 64 && !found_more_gpus; factor *= 2) {
     PlanRequest bigger = p;
     const int64_t gpus = p.cluster.world_size() * factor;
     bigger.cluster.num_nodes = gpus / bigger.cluster.gpus_per_node;
@@ -210,7 +211,7 @@ std::vector<std::string> suggest(const Model& model, const PlanRequest& p, const
       const Candidate& w = found->plans.front();
       out.push_back("with " + str(gpus) + " GPUs: " + describe_plan(w.request) + " fits (" + format_bytes(w.memory.tightest().margin) +
                     " to spare, " + std::to_string(static_cast<int64_t>(w.simulation.tokens_per_s)) + " tokens/s)");
-      break;
+      found_more_gpus = true;
     }
   }
   if (p.seq_len >= 256) {
@@ -221,7 +222,7 @@ std::vector<std::string> suggest(const Model& model, const PlanRequest& p, const
       out.push_back("with --seq " + str(shorter.seq_len) + ": " + describe_plan(found->plans.front().request) + " fits on these GPUs");
     }
   }
-  if (out.size() <= 1) out.push_back("no plan fits even on 64 times as many GPUs; check --global-batch and --seq");
+  if (!found_more_gpus) out.push_back("no plan fits even on 64 times as many GPUs; check --global-batch and --seq");
   return out;
 }
 
@@ -300,8 +301,8 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
     const int64_t dp = base.layout.dp;
     if (p.global_batch_size % dp != 0) continue;  // every data-parallel rank takes an equal share
     const int64_t per_rank = p.global_batch_size / dp;
-    for (int64_t b = 1; b <= per_rank; b *= 2) {
-      if (per_rank % b != 0 || (p.micro_batch_size > 0 && b != p.micro_batch_size)) continue;
+    for (int64_t b : divisors(per_rank)) {
+      if (p.micro_batch_size > 0 && b != p.micro_batch_size) continue;
       for (RecomputeMode mode : modes) {
         EstimateRequest r = base;
         r.training.micro_batch_size = b;

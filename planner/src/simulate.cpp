@@ -148,6 +148,7 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageCost>& costs, 
   PipelineRun run;
   size_t remaining = static_cast<size_t>(pp * 2 * m);
   while (remaining > 0) {
+    const size_t before = remaining;
     for (int64_t k = 0; k < pp; ++k) {
       const auto ku = static_cast<size_t>(k);
       while (next[ku] < schedule[ku].size()) {
@@ -169,6 +170,9 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageCost>& costs, 
         --remaining;
       }
     }
+    // Every schedule of pipeline_schedule() makes progress each sweep; a table
+    // that cannot would otherwise spin forever.
+    TESSERA_CHECK(remaining < before, "pipeline schedule deadlocks");
   }
   return run;
 }
@@ -189,7 +193,7 @@ struct AfterPipeline {
 };
 
 // Data-parallel gradient reduction, offloaded optimizer and the optimizer step,
-// for the stage that finishes last.
+// charged for the busiest stage (the one whose compute sets the step's length).
 AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageCost& cost) {
   const auto& l = c.request.layout;
   const auto& p = c.request.plugin;

@@ -56,6 +56,25 @@ TEST(Safetensors, AFailedWriteKeepsThePreviousFile) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Safetensors, CorruptFilesAreErrorsNotCrashes) {
+  const std::string path = ::testing::TempDir() + "tessera-corrupt.safetensors";
+  auto write_header = [&](const std::string& header, size_t data_bytes) {
+    std::ofstream out(path, std::ios::binary);
+    uint64_t length = header.size();
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>(length >> (8 * i)));
+    out << header << std::string(data_bytes, '\0');
+  };
+  for (const std::string& header : {std::string(R"({"__metadata__":{"step":5}})"),
+                                    std::string(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[8,4]}})"),
+                                    std::string(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,16]}})"),
+                                    std::string(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,"x"]}})"),
+                                    std::string(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})")}) {
+    write_header(header, 8);
+    EXPECT_FALSE(read_safetensors(path).ok()) << header;
+  }
+  std::filesystem::remove(path);
+}
+
 TrainOptions tiny_run(const std::string& dir, int64_t steps, bool resume) {
   TrainOptions o;
   o.data_path = std::string(TESSERA_SOURCE_DIR) + "/data/text/kjv-genesis-exodus.txt";

@@ -90,6 +90,16 @@ TEST(PlanSearch, PlansAreRankedByThroughputAndTheGlobalBatchIsKept) {
   }
 }
 
+TEST(PlanSearch, EveryDivisorOfThePerRankBatchIsAMicroBatch) {
+  PlanRequest request = on("h100-80g", 8, 96, 1024);  // 12 sequences per rank
+  request.micro_batch_size = 3;
+  request.plugins = {PluginKind::torch_ddp};
+  const PlanSearchResult result = search("gpt2", request);
+  ASSERT_FALSE(result.plans.empty());
+  EXPECT_EQ(result.plans[0].request.training.micro_batch_size, 3);
+  EXPECT_EQ(result.plans[0].request.training.num_micro_batches, 4);
+}
+
 TEST(PlanSearch, NothingFitsSaysWhatWould) {
   const PlanRequest request = on("rtx4090-24g", 1, 8, 4096);
   const PlanSearchResult result = search("llama-2-70b", request);

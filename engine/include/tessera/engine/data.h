@@ -25,13 +25,17 @@ Result<TokenDataset> load_token_file(const std::string& path);
 class DataLoader {
  public:
   DataLoader(const TokenDataset& data, int64_t micro_batch, int64_t seq_len, int64_t position = 0)
-      : data_(&data), B_(micro_batch), T_(seq_len), position_(position) {}
+      : data_(&data), B_(micro_batch), T_(seq_len), position_(wrap(position)) {}
 
   // Fills tokens and targets, both (B, T).
   void next(int32_t* tokens, int32_t* targets);
   int64_t position() const { return position_; }
 
  private:
+  int64_t wrap(int64_t position) const {
+    const auto n = static_cast<int64_t>(data_->tokens.size());
+    return n == 0 ? 0 : ((position % n) + n) % n;
+  }
   const TokenDataset* data_;
   int64_t B_, T_;
   int64_t position_;

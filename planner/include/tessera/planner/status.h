@@ -3,6 +3,8 @@
 // Messages are one line, name the offending field and say how to fix it.
 #pragma once
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <variant>
@@ -62,4 +64,16 @@ class Status {
   bool ok_ = true;
 };
 
+// Internal invariants (never user input, which gets a Status): always on, in
+// release builds too; a broken one stops the program with file and line.
+[[noreturn]] inline void check_failed(const char* condition, const char* message, const char* file, int line) {
+  std::fprintf(stderr, "tessera: internal error at %s:%d: %s (%s)\n", file, line, message, condition);
+  std::abort();
+}
+
 }  // namespace tessera
+
+#define TESSERA_CHECK(condition, message)                                          \
+  do {                                                                             \
+    if (!(condition)) ::tessera::check_failed(#condition, message, __FILE__, __LINE__); \
+  } while (0)

@@ -7,21 +7,28 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace tessera::engine::cpu {
 
 template <typename T>
 void rope_rotate(T* x, int64_t B, int64_t Tn, int64_t H, int64_t HS, int64_t stride, int64_t rotary_dim, double theta, bool inverse) {
   const int64_t half = rotary_dim / 2;
+  std::vector<double> inv_freq(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) inv_freq[static_cast<size_t>(i)] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
 #pragma omp parallel for
   for (int64_t r = 0; r < B * Tn; ++r) {
-    const int64_t t = r % Tn;
+    const auto t = static_cast<double>(r % Tn);
+    std::vector<T> cosines(static_cast<size_t>(half)), sines(static_cast<size_t>(half));  // one row's angles, shared by its heads
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = t * inv_freq[static_cast<size_t>(i)];
+      cosines[static_cast<size_t>(i)] = static_cast<T>(std::cos(angle));
+      sines[static_cast<size_t>(i)] = static_cast<T>(inverse ? -std::sin(angle) : std::sin(angle));
+    }
     for (int64_t h = 0; h < H; ++h) {
       T* head = x + r * stride + h * HS;
       for (int64_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(t) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
-        const T c = static_cast<T>(std::cos(angle));
-        const T s = static_cast<T>(inverse ? -std::sin(angle) : std::sin(angle));
+        const T c = cosines[static_cast<size_t>(i)], s = sines[static_cast<size_t>(i)];
         const T a = head[i], b = head[i + half];
         head[i] = a * c - b * s;
         head[i + half] = b * c + a * s;

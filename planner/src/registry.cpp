@@ -71,34 +71,37 @@ Result<std::string> model_config_text(const std::string& name_or_path, const std
   return read_text_file(name_or_path, field);
 }
 
-Result<GpuProfile> load_gpu(const std::string& name_or_path, const std::string& field) {
-  if (const EmbeddedFile* file = find_embedded(embedded_gpu_files(), name_or_path)) {
-    return parse_gpu_profile(file->content, "data/hardware/gpus/" + name_or_path + ".json");
+namespace {
+
+// A shipped profile by name, or a profile file by path, read with `parse`;
+// `kind` ("GPU", "cluster") and `folder` name it in messages.
+template <typename T, typename Parse>
+Result<T> load_profile(const std::vector<EmbeddedFile>& shipped, const std::string& name_or_path, const std::string& field,
+                       const char* kind, const char* folder, Parse parse) {
+  if (const EmbeddedFile* file = find_embedded(shipped, name_or_path)) {
+    return parse(file->content, std::string(folder) + name_or_path + ".json");
   }
   if (!looks_like_path(name_or_path)) {
-    return make_error(ErrorCode::not_found, field + ": '" + one_line(name_or_path, 80) + "' is not a known GPU; known: " +
-                                                joined(shipped_gpu_names()) + " (or the path of a GPU profile .json)");
+    return make_error(ErrorCode::not_found, field + ": '" + one_line(name_or_path, 80) + "' is not a known " + kind + "; known: " +
+                                                joined(names_of(shipped)) + " (or the path of a " + kind + " .json)");
   }
   auto text = read_text_file(name_or_path, field);
   if (!text) return text.error();
-  auto gpu = parse_gpu_profile(text.value(), name_or_path);
-  if (!gpu) return make_error(gpu.error().code, field + ": " + gpu.error().message);
-  return gpu;
+  Result<T> loaded = parse(text.value(), name_or_path);
+  if (!loaded) return make_error(loaded.error().code, field + ": " + loaded.error().message);
+  return loaded;
+}
+
+}  // namespace
+
+Result<GpuProfile> load_gpu(const std::string& name_or_path, const std::string& field) {
+  return load_profile<GpuProfile>(embedded_gpu_files(), name_or_path, field, "GPU", "data/hardware/gpus/",
+                                  [](std::string_view text, const std::string& source) { return parse_gpu_profile(text, source); });
 }
 
 Result<ClusterSpec> load_cluster(const std::string& name_or_path, const std::string& field) {
-  if (const EmbeddedFile* file = find_embedded(embedded_cluster_files(), name_or_path)) {
-    return parse_cluster(file->content, "data/hardware/clusters/" + name_or_path + ".json");
-  }
-  if (!looks_like_path(name_or_path)) {
-    return make_error(ErrorCode::not_found, field + ": '" + one_line(name_or_path, 80) + "' is not a known cluster; known: " +
-                                                joined(shipped_cluster_names()) + " (or the path of a cluster .json)");
-  }
-  auto text = read_text_file(name_or_path, field);
-  if (!text) return text.error();
-  auto cluster = parse_cluster(text.value(), name_or_path);
-  if (!cluster) return make_error(cluster.error().code, field + ": " + cluster.error().message);
-  return cluster;
+  return load_profile<ClusterSpec>(embedded_cluster_files(), name_or_path, field, "cluster", "data/hardware/clusters/",
+                                   [](std::string_view text, const std::string& source) { return parse_cluster(text, source); });
 }
 
 }  // namespace tessera::planner

@@ -74,10 +74,13 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
     out << (i + 1 < 10 ? " " : "") << (i + 1) << "  " << describe_plan(c.request) << "\n" << row;
   }
   int64_t rejected = 0;
-  for (const auto& [reason, count] : result.rejected) rejected += count;
+  for (const auto& [reason, rejection] : result.rejected) rejected += rejection.count;
   out << "\nSearched " << result.candidates_evaluated << " candidates: " << result.candidates_fitting << " fit (" << result.plans.size()
       << " distinct plans), " << rejected << " rejected";
-  for (const auto& [reason, count] : result.rejected) out << "\n  " << count << " × " << reason;
+  for (const auto& [reason, rejection] : result.rejected) {
+    out << "\n  " << rejection.count << " × " << reason;
+    if (!rejection.closest.empty()) out << "\n      closest: " << rejection.closest;
+  }
   out << "\n\n";
   if (!result.explanation.empty()) out << result.explanation << "\n";
   if (result.plans.empty()) {

@@ -31,9 +31,9 @@ json plan_document(const Model& model, const std::string& model_source, const Pl
   }
   json rejected = json::object();
   int64_t rejected_count = 0;
-  for (const auto& [reason, count] : result.rejected) {
-    rejected[reason] = count;
-    rejected_count += count;
+  for (const auto& [reason, rejection] : result.rejected) {
+    rejected[reason] = json{{"count", rejection.count}, {"closest", rejection.closest}};
+    rejected_count += rejection.count;
   }
   return json{{"schema", 1},
               {"kind", "plan"},

@@ -104,11 +104,21 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
   return out;
 }
 
-// Offloaded states of all the GPUs of a node share that node's memory.
-bool fits_host_memory(const MemoryEstimate& e, const ClusterSpec& cluster) {
+// Offloaded states of all the GPUs of a node share that node's memory: bytes over it (<= 0 fits).
+int64_t host_memory_overflow(const MemoryEstimate& e, const ClusterSpec& cluster) {
   int64_t largest = 0;
   for (const RankMemory& r : e.ranks) largest = std::max(largest, r.host_total);
-  return largest * cluster.gpus_per_node <= cluster.host_memory_bytes_per_node;
+  return largest * cluster.gpus_per_node - cluster.host_memory_bytes_per_node;
+}
+
+// Counts a rejection; describes it (a string, built only then) when it is the closest miss so far.
+template <typename Describe>
+void note_rejection(Rejection& rejection, int64_t overflow, Describe describe) {
+  ++rejection.count;
+  if (rejection.closest_overflow_bytes < 0 || overflow < rejection.closest_overflow_bytes) {
+    rejection.closest_overflow_bytes = overflow;
+    rejection.closest = describe();
+  }
 }
 
 std::string rejection_reason(const MemoryEstimate& e) {
@@ -311,20 +321,26 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
         ++result.candidates_evaluated;
         auto memory = estimate_memory(model, p.cluster.gpu, r);
         if (!memory) {
-          ++result.rejected["invalid: " + memory.error().message.substr(0, 60)];
+          ++result.rejected["invalid: " + memory.error().message.substr(0, 60)].count;
           continue;
         }
         if (!memory->fits()) {
-          ++result.rejected[rejection_reason(memory.value())];
           const int64_t overflow = -memory->tightest().margin;
+          note_rejection(result.rejected[rejection_reason(memory.value())], overflow, [&] {
+            const std::string verdict = verdict_line(memory.value());  // "DOES NOT FIT: ranks ... need ..."
+            return describe_plan(r) + ": " + verdict.substr(verdict.find(": ") + 2);
+          });
           if (!result.closest || overflow < result.closest_overflow_bytes) {
             result.closest = r;
             result.closest_overflow_bytes = overflow;
           }
           continue;
         }
-        if (!fits_host_memory(memory.value(), p.cluster)) {
-          ++result.rejected["over host memory (offloaded states of a node's GPUs)"];
+        if (const int64_t host_overflow = host_memory_overflow(memory.value(), p.cluster); host_overflow > 0) {
+          note_rejection(result.rejected["over host memory (offloaded states of a node's GPUs)"], host_overflow, [&] {
+            return describe_plan(r) + ": a node's GPUs offload " + format_bytes(host_overflow + p.cluster.host_memory_bytes_per_node) +
+                   " to " + format_bytes(p.cluster.host_memory_bytes_per_node) + " of host memory";
+          });
           continue;
         }
         auto simulation = simulate_step(model, p.cluster, r, memory.value(), p.simulation, false);

@@ -43,11 +43,18 @@ struct Candidate {
   int64_t peak_device_bytes() const;
 };
 
+// Candidates rejected for one reason: how many, and the one that came closest.
+struct Rejection {
+  int64_t count = 0;
+  int64_t closest_overflow_bytes = -1;  // how far the closest one missed (-1: not a memory reason)
+  std::string closest;                  // that candidate and where it does not fit, e.g. "...: DOES NOT FIT: ranks 0-7 need ..."
+};
+
 struct PlanSearchResult {
   std::vector<Candidate> plans;             // every plan that fits, best first, each at its fastest micro-batch
   int64_t candidates_evaluated = 0;
   int64_t candidates_fitting = 0;
-  std::map<std::string, int64_t> rejected;  // reason -> count
+  std::map<std::string, Rejection> rejected;  // by reason
   std::string explanation;                  // why the winner, what the runner-up costs
   std::vector<std::string> suggestions;     // when nothing fits: what would
   // The rejected candidate that came closest to fitting (when nothing fits).

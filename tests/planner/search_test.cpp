@@ -107,6 +107,13 @@ TEST(PlanSearch, NothingFitsSaysWhatWould) {
   ASSERT_GE(result.suggestions.size(), 2u);
   EXPECT_NE(result.suggestions[0].find("closest:"), std::string::npos) << result.suggestions[0];
   EXPECT_NE(result.suggestions[1].find("GPUs:"), std::string::npos) << result.suggestions[1];
+  // Every reason names its closest miss: the rank, what it needs, and by how much it is over.
+  ASSERT_FALSE(result.rejected.empty());
+  for (const auto& [reason, rejection] : result.rejected) {
+    EXPECT_GT(rejection.count, 0) << reason;
+    EXPECT_TRUE(rejection.closest.find("need") != std::string::npos || rejection.closest.find("host memory") != std::string::npos)
+        << reason << ": " << rejection.closest;
+  }
 }
 
 TEST(PlanSearch, BadRequestsNameTheOption) {

@@ -63,6 +63,12 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   out["ranks"] = json::array({json{{"ranks", json::array({0, 0})},
                                    {"categories", categories},
                                    {"total", json{{"device_bytes", m.ledger.peak_total(engine::Device::cpu)}, {"host_bytes", 0}}}}});
+  // The peak of the total, with each category's bytes at that moment (the
+  // per-category peaks above need not coincide).
+  json at_peak = json::object();
+  const auto& breakdown = m.ledger.breakdown_at_peak(engine::Device::cpu);
+  for (MemoryCategory c : kAllMemoryCategories) at_peak[std::string(to_string(c))] = breakdown[static_cast<size_t>(c)];
+  out["peak_total"] = json{{"device_bytes", m.ledger.peak_total(engine::Device::cpu)}, {"categories_at_peak", at_peak}};
   out["loss"] = m.loss;
   out["grad_norm"] = m.grad_norm;
   out["step_time_s"] = m.step_time_s;

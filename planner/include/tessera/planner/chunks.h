@@ -18,7 +18,6 @@ struct ChunkLayout {
   std::vector<int64_t> chunk_used;        // elements used in each chunk
   std::vector<int> tensor_chunk;          // per inventory tensor: its chunk (-1 for a tied alias)
   int64_t num_chunks() const { return static_cast<int64_t>(chunk_used.size()); }
-  int64_t total_elements() const { return num_chunks() * chunk_size; }
   int64_t waste_elements() const;         // padding: unused tail of every chunk
 };
 

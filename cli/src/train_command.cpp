@@ -80,11 +80,7 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
 Result<json> read_json(const std::string& path, const std::string& field) {
   auto text = read_text_file(path, field);
   if (!text) return text.error();
-  try {
-    return json::parse(text.value());
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::parse_error, field + ": " + path + " is not valid JSON: " + one_line(e.what(), 120));
-  }
+  return parse_json(text.value(), field + ": " + path);
 }
 
 // The first rank row of an estimate, a plan (its best plan) or metrics.

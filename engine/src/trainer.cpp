@@ -14,11 +14,11 @@
 namespace tessera::engine {
 namespace {
 
-// Weight decay on matrices and embeddings only (not on norms and biases), as in
-// GPT-2/3 training practice.
-std::vector<bool> decay_mask(const std::vector<std::string>& names) {
+// Weight decay on matrices and embeddings (2-D) only, not on norms and biases
+// (1-D), as in GPT-2/3 training practice.
+std::vector<bool> decay_mask(const std::vector<std::vector<int64_t>>& shapes) {
   std::vector<bool> mask;
-  for (const std::string& name : names) mask.push_back(name.ends_with(".weight") && name.find("norm") == std::string::npos && name.find(".ln_") == std::string::npos);
+  for (const auto& shape : shapes) mask.push_back(shape.size() >= 2);
   return mask;
 }
 
@@ -58,7 +58,7 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
   auto created = Transformer<float>::create(model, metrics.ledger, o.micro_batch_size, o.seq_len, o.seed, o.recompute);
   if (!created) return created.error();
   Transformer<float> net = std::move(created).value();
-  Optimizer<float> optimizer(metrics.ledger, net.parameters(), decay_mask(net.parameter_names()), o.optimizer);
+  Optimizer<float> optimizer(metrics.ledger, net.parameters(), decay_mask(net.parameter_shapes()), o.optimizer);
   TrainingPosition start_at;
   if (o.resume) {
     auto restored = load_checkpoint(o.checkpoint_dir, net, optimizer, o.optimizer.kind);

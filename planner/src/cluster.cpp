@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessera/planner/json_io.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/text_util.h"
 
@@ -60,12 +61,9 @@ Result<ClusterSpec> make_cluster(const GpuProfile& gpu, int64_t gpus, int64_t gp
 }
 
 Result<ClusterSpec> parse_cluster(std::string_view json_text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
-  }
+  auto parsed = parse_json(json_text, source);
+  if (!parsed) return parsed.error();
+  const json& root = parsed.value();
   if (!root.is_object()) return make_error(ErrorCode::parse_error, source + ": expected a JSON object (a cluster description)");
   auto gpu_field = root.find("gpu");
   if (gpu_field == root.end() || !gpu_field->is_string()) {

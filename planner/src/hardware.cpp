@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessera/planner/json_io.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
@@ -25,12 +26,9 @@ Result<double> positive_number(const json& object, const char* key, const std::s
 }  // namespace
 
 Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {  // parse errors, and numbers out of double's range
-    return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
-  }
+  auto parsed = parse_json(json_text, source);
+  if (!parsed) return parsed.error();
+  const json& root = parsed.value();
   if (!root.is_object()) return make_error(ErrorCode::parse_error, source + ": expected a JSON object (a GPU profile)");
   GpuProfile gpu;
   auto name = root.find("name");

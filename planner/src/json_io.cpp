@@ -1,5 +1,7 @@
 #include "tessera/planner/json_io.h"
 
+#include "tessera/planner/text_util.h"
+
 namespace tessera::planner {
 namespace {
 
@@ -74,6 +76,14 @@ class Reader {
 };
 
 }  // namespace
+
+Result<json> parse_json(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
+  }
+}
 
 json model_to_json(const Model& m) {
   const ModelConfig& c = m.config;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessera/planner/json_io.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
@@ -307,13 +308,9 @@ Result<ModelConfig> parse_model_config(std::string_view json_text, const std::st
   if (json_text.size() > kMaxConfigBytes) {
     return make_error(ErrorCode::parse_error, source + ": file is larger than 16 MiB; a config.json is a few KB");
   }
-  json root;
-  try {
-    root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {  // parse_error; out_of_range for a number like 1e400
-    return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
-  }
-  return read_config(root, source);
+  auto root = parse_json(json_text, source);
+  if (!root) return root.error();
+  return read_config(root.value(), source);
 }
 
 Result<ModelConfig> load_model_config_file(const std::string& given_path) {

@@ -53,11 +53,9 @@ json plan_document(const Model& model, const std::string& model_source, const Pl
 
 Result<PlanFile> parse_plan_file(std::string_view text, const std::string& source) {
   PlanFile plan;
-  try {
-    plan.document = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::parse_error, source + ": not valid JSON: " + one_line(e.what(), 160));
-  }
+  auto document = parse_json(text, source);
+  if (!document) return document.error();
+  plan.document = std::move(document).value();
   const json& doc = plan.document;
   if (!doc.is_object() || doc.value("schema", 0) != 1 || doc.value("kind", "") != "plan") {
     return make_error(ErrorCode::parse_error, source + ": not a plan file (expected \"schema\": 1 and \"kind\": \"plan\"; write one with `tessera plan`)");

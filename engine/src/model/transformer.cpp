@@ -76,14 +76,14 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
       grads_.emplace_back(ledger, MemoryCategory::gradients, info.numel());
       names_.push_back(info.name);
       shapes_.push_back(info.shape);
-      const bool norm = info.shape.size() == 1 && info.name.find("norm") != std::string::npos;
-      const bool ln_gpt2 = info.name.find(".ln_") != std::string::npos;
+      // 1-D tensors are norm weights (start at 1) and biases (start at 0); the rest are matrices.
+      const bool vector = info.shape.size() == 1;
       const bool bias = info.name.ends_with(".bias");
       const bool residual = info.name.find("c_proj.weight") != std::string::npos || info.name.find("o_proj.weight") != std::string::npos ||
                             info.name.find("down_proj.weight") != std::string::npos;
       std::normal_distribution<double> normal(0.0, static_cast<double>(residual ? residual_std : std_dev));
       T* p = params_.back().data();
-      for (int64_t j = 0; j < info.numel(); ++j) p[j] = (norm || ln_gpt2) ? T(bias ? 0 : 1) : (bias ? T(0) : static_cast<T>(normal(rng)));
+      for (int64_t j = 0; j < info.numel(); ++j) p[j] = vector ? T(bias ? 0 : 1) : static_cast<T>(normal(rng));
     }
     const int index = tensor_to_param_[i];
     if (info.layer == planner::kEmbeddingLayer) {

@@ -17,6 +17,10 @@
 
 namespace tessera::planner {
 
+// Parses a JSON document; a syntax error, or a number out of double's range,
+// becomes "SOURCE: not valid JSON: ..." on one line.
+Result<nlohmann::json> parse_json(std::string_view text, const std::string& source);
+
 nlohmann::json model_to_json(const Model& model);
 
 // {"plugin": "gemini", "settings": {...}, "layout": {...}, "training": {...}, "assumptions": {...}}

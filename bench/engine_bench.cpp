@@ -60,9 +60,10 @@ void BM_SgemmSameShapes(benchmark::State& state) {
   double flops = 0;
   for (auto _ : state) {
     for (const Shape& s : shapes) {
-      engine::cpu::gemm(false, false, N, s.out, s.in, 1.0f, a.data(), s.in, w.data(), s.out, 0.0f, out.data(), s.out);  // forward
-      engine::cpu::gemm(false, true, N, s.in, s.out, 1.0f, out.data(), s.out, w.data(), s.out, 0.0f, a.data(), s.in);  // dIn
-      engine::cpu::gemm(true, false, s.in, s.out, N, 1.0f, a.data(), s.in, out.data(), s.out, 1.0f, w.data(), s.out);  // dW
+      using engine::cpu::GemmShape;
+      engine::cpu::blas_gemm(GemmShape{false, false, N, s.out, s.in, s.in, s.out, s.out}, 1.0f, a.data(), w.data(), 0.0f, out.data());  // forward
+      engine::cpu::blas_gemm(GemmShape{false, true, N, s.in, s.out, s.out, s.out, s.in}, 1.0f, out.data(), w.data(), 0.0f, a.data());  // dIn
+      engine::cpu::blas_gemm(GemmShape{true, false, s.in, s.out, N, s.in, s.out, s.out}, 1.0f, a.data(), out.data(), 1.0f, w.data());  // dW
     }
   }
   for (const Shape& s : shapes) flops += 3 * 2.0 * static_cast<double>(N * s.in * s.out);

@@ -11,7 +11,9 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tessera/engine/ops/workspace.h"
 #include "tessera/engine/trainer.h"
+#include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/plan_file.h"
@@ -36,21 +38,31 @@ GpuProfile cpu_profile() {
   return cpu;
 }
 
-// The request the engine's run corresponds to: one rank, no DDP buckets, no GPU runtime.
-EstimateRequest request_of(const engine::TrainOptions& t) {
-  EstimateRequest r;
-  r.training.precision = Precision::fp32;
-  r.training.optimizer = t.optimizer.kind;
-  r.training.micro_batch_size = t.micro_batch_size;
-  r.training.seq_len = t.seq_len;
-  r.training.num_micro_batches = t.num_micro_batches;
-  r.training.recompute = t.recompute;
+// The request the engine's run corresponds to: the options as given, on one
+// rank with no GPU runtime; its workspace is the CPU backend's (planner/cpu_backend.h).
+EstimateRequest cpu_request(EstimateRequest r) {
   r.plugin.gradient_as_bucket_view = true;
   r.assumptions.cuda_context_bytes = 0;
   r.assumptions.allocator_reserve_fraction = 0;
-  r.assumptions.cublas_workspace_bytes = 0;
+  r.assumptions.cublas_workspace_bytes = cpu_workspace_bytes(engine::cpu::backend_threads(), r.training.seq_len, r.training.precision);
   r.assumptions.nccl_bytes_per_group = 0;
   return r;
+}
+
+// What the engine cannot run yet, named by the option that asks for it.
+Status check_engine_supports(const EstimateRequest& r, const std::string& gpu) {
+  if (gpu != "cpu") return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": the engine trains on the CPU so far; leave --gpu out (or --gpu cpu)");
+  if (r.layout.world_size() != 1) {
+    return make_error(ErrorCode::unsupported, "--dp/--tp/--pp: the engine trains one rank so far (world size " + std::to_string(r.layout.world_size()) + "); use 1");
+  }
+  if (r.plugin.kind != PluginKind::torch_ddp) {
+    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(r.plugin.kind)) + ": the engine trains one unsharded rank so far; use torch_ddp");
+  }
+  if (r.plugin.cpu_offload) return make_error(ErrorCode::unsupported, "--cpu-offload: the engine does not offload yet; leave it out");
+  if (r.training.activation_profile != ActivationProfile::tessera) {
+    return make_error(ErrorCode::unsupported, "--activation-profile megatron: the engine keeps the tessera profile's activations; use tessera");
+  }
+  return Status::success();
 }
 
 json metrics_json(const Model& model, const EstimateRequest& request, const engine::TrainMetrics& m) {
@@ -70,7 +82,9 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   for (MemoryCategory c : kAllMemoryCategories) at_peak[std::string(to_string(c))] = breakdown[static_cast<size_t>(c)];
   out["peak_total"] = json{{"device_bytes", m.ledger.peak_total(engine::Device::cpu)}, {"categories_at_peak", at_peak}};
   out["loss"] = m.loss;
-  out["grad_norm"] = m.grad_norm;
+  out["grad_norm"] = m.grad_norm;  // null where an fp16 step was skipped
+  out["loss_scale"] = m.loss_scale;
+  out["skipped_steps"] = m.skipped_steps;
   out["step_time_s"] = m.step_time_s;
   out["tokens_per_s"] = m.tokens_per_s;
   out["achieved_flops_per_s"] = m.achieved_flops_per_s;
@@ -96,22 +110,33 @@ Result<json> first_rank(const json& doc, const std::string& path) {
 
 }  // namespace
 
+TrainCliOptions::TrainCliOptions() {
+  estimate.model = "tiny-gpt2";
+  estimate.gpu = "cpu";
+  estimate.precision = "fp32";
+  estimate.request.training.micro_batch_size = 4;
+  estimate.request.training.seq_len = 64;
+}
+
 void add_train_options(CLI::App& c, TrainCliOptions& o) {
-  c.add_option("--model", o.model, "Shipped model name or config.json (gpt2 and llama-style families)")->capture_default_str();
+  add_estimate_options(c, o.estimate);
+  // The GPU runtime's sizes and the report's format do not apply to a CPU run.
+  for (const char* name : {"--cuda-context-mib", "--nccl-mib", "--cublas-workspace-mib", "--fragmentation", "--format", "--output"}) {
+    c.remove_option(c.get_option(name));
+  }
+  c.get_option("--model")->required(false)->description("Shipped model name or config.json (gpt2 and llama-style families)");
+  c.get_option("--gpu")->description("cpu: the engine trains on the CPU so far");
   c.add_option("--out", o.out, "Directory for plan.json, metrics.json and the checkpoint")->required();
   c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text)");
   c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();
-  c.add_option("--micro-batch", o.micro_batch, "Samples per micro-batch")->capture_default_str();
-  c.add_option("--seq", o.seq, "Tokens per sample")->capture_default_str();
-  c.add_option("--micro-batches", o.micro_batches, "Micro-batches accumulated per step")->capture_default_str();
   c.add_option("--lr", o.learning_rate, "Learning rate")->capture_default_str();
   c.add_option("--seed", o.seed, "Seed of the initialisation")->capture_default_str();
-  c.add_option("--precision", o.precision, "fp32 (mixed precision comes next)")->capture_default_str();
-  c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
-  c.add_option("--recompute", o.recompute, "none, selective (attention probabilities) or full (whole blocks)")->capture_default_str();
+  c.add_option("--loss-scale", o.loss_scale, "fp16: initial dynamic loss scale")->capture_default_str();
+  c.add_option("--loss-scale-window", o.loss_scale_window, "fp16: overflow-free steps before the loss scale doubles")->capture_default_str();
+  c.add_option("--hysteresis", o.hysteresis, "fp16: overflowing steps before the loss scale halves")->capture_default_str();
   c.add_flag("--resume", o.resume, "Continue from the checkpoint in --out up to --steps");
   c.add_option("--save-every", o.save_every, "Also save the checkpoint and metrics.json every N steps");
-  c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, recompute, optimizer)");
+  c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer)");
 }
 
 // Takes the model and training settings from the best plan of a plan file.
@@ -124,13 +149,17 @@ Status apply_plan(const std::string& path, TrainCliOptions& o) {
     return make_error(ErrorCode::unsupported, "--plan: its best plan runs on " + std::to_string(r.layout.world_size()) +
                                                   " GPUs; the engine trains one rank on the CPU so far (plan with --gpus 1)");
   }
-  o.model = plan->model_source;
-  o.micro_batch = r.training.micro_batch_size;
-  o.seq = r.training.seq_len;
-  o.micro_batches = r.training.num_micro_batches;
-  o.precision = std::string(enum_name(r.training.precision));
-  o.optimizer = std::string(enum_name(r.training.optimizer));
-  o.recompute = std::string(enum_name(r.training.recompute));
+  if (r.plugin.kind != PluginKind::torch_ddp) {
+    return make_error(ErrorCode::unsupported, "--plan: its best plan uses " + std::string(enum_name(r.plugin.kind)) +
+                                                  "; the engine trains one unsharded rank so far");
+  }
+  EstimateOptions& e = o.estimate;
+  e.model = plan->model_source;
+  e.request.training = r.training;
+  e.precision = std::string(enum_name(r.training.precision));
+  e.optimizer = std::string(enum_name(r.training.optimizer));
+  e.recompute = std::string(enum_name(r.training.recompute));
+  e.activation_profile = std::string(enum_name(ActivationProfile::tessera));
   return Status::success();
 }
 
@@ -139,37 +168,44 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!o.plan.empty()) {
     if (Status s = apply_plan(o.plan, o); !s) return fail(err, s.error().message);
   }
-  auto model = load_model(o.model);
+  if (Status s = o.estimate.finish(); !s) return fail(err, s.error().message);
+  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu); !s) return fail(err, s.error().message);
+  auto model = load_model(o.estimate.model);
   if (!model) return fail(err, model.error().message);
+  const planner::TrainingOptions& training = o.estimate.request.training;
   engine::TrainOptions t;
-  t.micro_batch_size = o.micro_batch;
-  t.seq_len = o.seq;
-  t.num_micro_batches = o.micro_batches;
+  t.micro_batch_size = training.micro_batch_size;
+  t.seq_len = training.seq_len;
+  t.num_micro_batches = training.num_micro_batches;
+  t.recompute = training.recompute;
+  t.precision = training.precision;
+  t.optimizer.kind = training.optimizer;
   t.save_every = o.save_every;
   t.steps = o.steps;
   t.seed = o.seed;
   t.optimizer.learning_rate = o.learning_rate;
+  t.loss_scaler.initial_scale = o.loss_scale;
+  t.loss_scaler.growth_interval = o.loss_scale_window;
+  t.loss_scaler.hysteresis = o.hysteresis;
   t.checkpoint_dir = o.out;
   t.resume = o.resume;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
-  Precision precision{};
-  for (Status s : {parse_choice("--optimizer", o.optimizer, t.optimizer.kind), parse_choice("--precision", o.precision, precision),
-                   parse_choice("--recompute", o.recompute, t.recompute)}) {
-    if (!s) return fail(err, s.error().message);
-  }
-  if (precision != Precision::fp32) return fail(err, "--precision " + o.precision + ": the engine trains in fp32 so far; use --precision fp32");
   if (!(o.learning_rate > 0 && std::isfinite(o.learning_rate))) return fail(err, "--lr must be a positive number");
+  if (!(o.loss_scale >= 1 && std::isfinite(o.loss_scale))) return fail(err, "--loss-scale must be a number of at least 1, e.g. 65536");
+  if (o.loss_scale_window <= 0 || o.hysteresis <= 0) return fail(err, "--loss-scale-window and --hysteresis must be positive integers");
   // Say what it will need before allocating it.
-  const EstimateRequest request = request_of(t);
+  const EstimateRequest request = cpu_request(o.estimate.request);
   const GpuProfile cpu = cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
-  if (!estimate->fits()) return fail(err, "--model " + o.model + " needs " + format_bytes(estimate->tightest().device_total) + " but this machine has " + format_bytes(cpu.memory_bytes));
+  if (!estimate->fits()) {
+    return fail(err, "--model " + o.estimate.model + " needs " + format_bytes(estimate->tightest().device_total) + " but this machine has " + format_bytes(cpu.memory_bytes));
+  }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(t.data_path, ec)) return fail(err, "--data: cannot open '" + t.data_path + "'");
   const EstimateReport report{model.value(), cpu, request, estimate.value()};
   // Each save (every --save-every steps and at the end) writes the estimate and the metrics so far.
-  auto config_text = model_config_text(o.model);
+  auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return fail(err, config_text.error().message);
   t.on_save = [&](const engine::TrainMetrics& m) -> Status {
     // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
@@ -180,15 +216,17 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   const bool terminal = isatty(fileno(stdout)) != 0;
   auto metrics = engine::train(model.value(), t, out, terminal);  // creates --out for its checkpoint
   if (!metrics) return fail(err, metrics.error().message);
-  char line[160];
+  char line[200];
   if (metrics->loss.empty()) {
     out << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
     return kExitOk;
   }
-  std::snprintf(line, sizeof line, "trained steps %lld-%lld: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
-                static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), metrics->loss.front(), metrics->loss.back(),
-                metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
-  out << line << "wrote " << o.out << "/config.json, model.safetensors, optimizer.safetensors, plan.json and metrics.json\n";
+  std::snprintf(line, sizeof line, "trained steps %lld-%lld in %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
+                static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), o.estimate.precision.c_str(), metrics->loss.front(),
+                metrics->loss.back(), metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
+  out << line;
+  if (!metrics->skipped_steps.empty()) out << metrics->skipped_steps.size() << " step(s) skipped on fp16 gradient overflow\n";
+  out << "wrote " << o.out << "/config.json, model.safetensors, optimizer.safetensors, plan.json and metrics.json\n";
   return kExitOk;
 }
 

@@ -8,21 +8,23 @@
 
 #include <CLI/CLI.hpp>
 
+#include "estimate_options.h"
+
 namespace tessera::cli {
 
+// `tessera estimate`'s options (model, micro-batch, sequence, precision,
+// optimizer, recompute, ...) with the engine's small defaults, plus the run's own.
 struct TrainCliOptions {
-  std::string model = "tiny-gpt2";
+  TrainCliOptions();
+  EstimateOptions estimate;
   std::string out;
   std::string data;  // default: the shipped text
   int64_t steps = 50;
-  int64_t micro_batch = 4;
-  int64_t seq = 64;
-  int64_t micro_batches = 1;
   double learning_rate = 1e-3;
   uint64_t seed = 1;
-  std::string precision = "fp32";
-  std::string optimizer = "adamw";
-  std::string recompute = "none";
+  double loss_scale = 65536;          // fp16: initial dynamic loss scale
+  int64_t loss_scale_window = 2000;   // fp16: good steps before the scale grows
+  int64_t hysteresis = 1;             // fp16: overflowing steps before the scale backs off
   bool resume = false;
   int64_t save_every = 0;
   std::string plan;  // train the best plan of a plan.json instead of the options above

@@ -1,7 +1,9 @@
 #include "tessera/engine/checkpoint.h"
 
 #include <algorithm>
-#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "tessera/engine/safetensors.h"
 
@@ -18,47 +20,72 @@ std::vector<std::string> state_suffixes(planner::OptimizerKind kind) {
   return {};
 }
 
-Status restore(const SafetensorsFile& file, const std::string& name, const std::vector<int64_t>& shape, Tensor<float>& into,
-               const std::string& path) {
+Status restore(const SafetensorsFile& file, const std::string& name, const std::vector<int64_t>& shape, float* into, const std::string& path) {
   auto it = file.tensors.find(name);
   if (it == file.tensors.end()) return make_error(ErrorCode::parse_error, path + ": missing tensor '" + name + "' (a checkpoint of another model?)");
   if (it->second.shape != shape) return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has another shape than the model's");
-  std::memcpy(into.data(), it->second.data.data(), static_cast<size_t>(into.bytes()));
+  std::copy(it->second.data.begin(), it->second.data.end(), into);
   return Status::success();
+}
+
+// Restores DIR/model.safetensors into the full-precision weights of `model`.
+template <typename T, typename Target>
+Status restore_weights(const std::string& dir, Transformer<T>& model, Target&& weights_of) {
+  const std::string path = dir + "/model.safetensors";
+  auto weights = read_safetensors(path);
+  if (!weights) return weights.error();
+  for (size_t p = 0; p < model.parameter_names().size(); ++p) {
+    if (Status s = restore(weights.value(), model.parameter_names()[p], model.parameter_shapes()[p], weights_of(p), path); !s) return s;
+  }
+  return Status::success();
+}
+
+Result<int64_t> metadata_integer(std::map<std::string, std::string>& metadata, const std::string& key, const std::string& path) {
+  try {
+    const int64_t value = std::stoll(metadata.at(key));
+    if (value < 0) return make_error(ErrorCode::parse_error, path + ": negative '" + key + "' in the metadata");
+    return value;
+  } catch (const std::exception&) {
+    return make_error(ErrorCode::parse_error, path + ": metadata lacks a numeric '" + key + "'");
+  }
 }
 
 }  // namespace
 
-Status save_checkpoint(const std::string& dir, Transformer<float>& model, Optimizer<float>& optimizer, planner::OptimizerKind kind,
+template <typename T>
+Status save_checkpoint(const std::string& dir, Transformer<T>& model, Optimizer<T>& optimizer, planner::OptimizerKind kind,
                        const TrainingPosition& position) {
   const auto& names = model.parameter_names();
   const auto& shapes = model.parameter_shapes();
   std::vector<TensorView> weights, states;
   const auto suffixes = state_suffixes(kind);
   for (size_t p = 0; p < names.size(); ++p) {
-    weights.push_back({names[p], shapes[p], model.parameters()[p].data()});
+    weights.push_back({names[p], shapes[p], optimizer.full_precision(model.parameters(), p)});
     for (size_t s = 0; s < suffixes.size(); ++s) states.push_back({names[p] + suffixes[s], shapes[p], optimizer.states()[p * suffixes.size() + s].data()});
   }
   if (Status s = write_safetensors(dir + "/model.safetensors", weights, {{"format", "pt"}}); !s) return s;
+  const LossScalerState& scaler = position.loss_scaler;
+  char scale[40];
+  std::snprintf(scale, sizeof scale, "%.17g", scaler.scale);
   return write_safetensors(dir + "/optimizer.safetensors", states,
-                           {{"step", std::to_string(position.step)}, {"data_position", std::to_string(position.data_position)},
-                            {"optimizer", std::string(enum_name(kind))}});
+                           {{"step", std::to_string(position.step)},
+                            {"data_position", std::to_string(position.data_position)},
+                            {"optimizer", std::string(enum_name(kind))},
+                            {"loss_scale", scale},
+                            {"loss_scale_good_steps", std::to_string(scaler.good_steps)},
+                            {"loss_scale_hysteresis_left", std::to_string(scaler.hysteresis_left)},
+                            {"skipped_steps", std::to_string(scaler.skipped)}});
 }
 
 Status load_model_weights(const std::string& dir, Transformer<float>& model) {
-  const std::string path = dir + "/model.safetensors";
-  auto weights = read_safetensors(path);
-  if (!weights) return weights.error();
-  for (size_t p = 0; p < model.parameter_names().size(); ++p) {
-    if (Status s = restore(weights.value(), model.parameter_names()[p], model.parameter_shapes()[p], model.parameters()[p], path); !s) return s;
-  }
-  return Status::success();
+  return restore_weights(dir, model, [&](size_t p) { return model.parameters()[p].data(); });
 }
 
-Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<float>& model, Optimizer<float>& optimizer,
-                                         planner::OptimizerKind kind) {
+template <typename T>
+Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<T>& model, Optimizer<T>& optimizer, planner::OptimizerKind kind) {
   const std::string optimizer_path = dir + "/optimizer.safetensors";
-  if (Status s = load_model_weights(dir, model); !s) return s.error();
+  if (Status s = restore_weights(dir, model, [&](size_t p) { return optimizer.full_precision(model.parameters(), p); }); !s) return s.error();
+  optimizer.round_into(model.parameters());
   auto states = read_safetensors(optimizer_path);
   if (!states) return states.error();
   std::map<std::string, std::string> metadata = states->metadata;
@@ -69,22 +96,42 @@ Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<flo
   const auto suffixes = state_suffixes(kind);
   for (size_t p = 0; p < names.size(); ++p) {
     for (size_t s = 0; s < suffixes.size(); ++s) {
-      Status restored = restore(states.value(), names[p] + suffixes[s], model.parameter_shapes()[p], optimizer.states()[p * suffixes.size() + s], optimizer_path);
+      Status restored = restore(states.value(), names[p] + suffixes[s], model.parameter_shapes()[p],
+                                optimizer.states()[p * suffixes.size() + s].data(), optimizer_path);
       if (!restored) return restored.error();
     }
   }
   TrainingPosition position;
-  try {
-    position.step = std::stoll(metadata.at("step"));
-    position.data_position = std::stoll(metadata.at("data_position"));
-  } catch (const std::exception&) {
-    return make_error(ErrorCode::parse_error, optimizer_path + ": metadata lacks a numeric 'step' or 'data_position'");
+  for (auto [key, target] : {std::pair<const char*, int64_t*>{"step", &position.step}, {"data_position", &position.data_position}}) {
+    auto value = metadata_integer(metadata, key, optimizer_path);
+    if (!value) return value.error();
+    *target = value.value();
   }
-  if (position.step < 0 || position.data_position < 0) {
-    return make_error(ErrorCode::parse_error, optimizer_path + ": negative 'step' or 'data_position' in the metadata");
+  if (metadata.contains("loss_scale")) {  // absent in checkpoints written before mixed precision
+    for (auto [key, target] : {std::pair<const char*, int64_t*>{"loss_scale_good_steps", &position.loss_scaler.good_steps},
+                               {"loss_scale_hysteresis_left", &position.loss_scaler.hysteresis_left},
+                               {"skipped_steps", &position.loss_scaler.skipped}}) {
+      auto value = metadata_integer(metadata, key, optimizer_path);
+      if (!value) return value.error();
+      *target = value.value();
+    }
+    char* end = nullptr;
+    const std::string& scale = metadata["loss_scale"];
+    position.loss_scaler.scale = std::strtod(scale.c_str(), &end);
+    if (scale.empty() || *end != '\0' || !std::isfinite(position.loss_scaler.scale) || position.loss_scaler.scale < 0) {
+      return make_error(ErrorCode::parse_error, optimizer_path + ": metadata 'loss_scale' is not a finite non-negative number");
+    }
   }
   optimizer.set_steps_taken(position.step);
   return position;
 }
+
+#define TESSERA_INSTANTIATE_CHECKPOINT(T)                                                                                              \
+  template Status save_checkpoint(const std::string&, Transformer<T>&, Optimizer<T>&, planner::OptimizerKind, const TrainingPosition&); \
+  template Result<TrainingPosition> load_checkpoint(const std::string&, Transformer<T>&, Optimizer<T>&, planner::OptimizerKind);
+TESSERA_INSTANTIATE_CHECKPOINT(float)
+TESSERA_INSTANTIATE_CHECKPOINT(bf16)
+TESSERA_INSTANTIATE_CHECKPOINT(fp16)
+#undef TESSERA_INSTANTIATE_CHECKPOINT
 
 }  // namespace tessera::engine

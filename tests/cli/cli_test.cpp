@@ -140,23 +140,30 @@ TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
   }
 }
 
+// plan.json (the planner's estimate) and metrics.json (the engine's ledger)
+// agree on every category, in fp32 and mixed precision, for each recompute mode.
 TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
   const std::string dir = ::testing::TempDir() + "tessera-train-test";
-  const CliRun trained = run({"train", "--model", "tiny-gpt2", "--steps", "4", "--micro-batch", "2", "--seq", "32", "--out", dir.c_str()});
-  ASSERT_EQ(trained.code, 0) << trained.err;
-  std::ifstream metrics_file(dir + "/metrics.json");
-  const auto metrics = nlohmann::json::parse(metrics_file);
-  EXPECT_EQ(metrics["loss"].size(), 4u);
-  EXPECT_GT(metrics["ranks"][0]["categories"]["activations"]["device_bytes"].get<int64_t>(), 0);
-  const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
-  ASSERT_EQ(compared.code, 0) << compared.err;
-  const auto rows = nlohmann::json::parse(compared.out)["categories"];
-  ASSERT_EQ(rows.size(), 10u);
-  for (const auto& row : rows) {
-    EXPECT_TRUE(row.contains("predicted_bytes") && row.contains("measured_bytes"));
-    EXPECT_EQ(row["error_pct"].get<double>(), 0.0) << row.dump();
+  for (const char* precision : {"fp32", "bf16", "fp16"})
+  for (const char* recompute : {"none", "selective", "full"}) {
+    const CliRun trained = run({"train", "--model", "tiny-gpt2", "--steps", "2", "--micro-batch", "2", "--seq", "32", "--precision", precision,
+                                "--recompute", recompute, "--out", dir.c_str()});
+    ASSERT_EQ(trained.code, 0) << trained.err;
+    std::ifstream metrics_file(dir + "/metrics.json");
+    const auto metrics = nlohmann::json::parse(metrics_file);
+    EXPECT_EQ(metrics["loss"].size(), 2u);
+    EXPECT_EQ(metrics["training"]["precision"], precision);
+    EXPECT_GT(metrics["ranks"][0]["categories"]["activations"]["device_bytes"].get<int64_t>(), 0);
+    const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
+    ASSERT_EQ(compared.code, 0) << compared.err;
+    const auto rows = nlohmann::json::parse(compared.out)["categories"];
+    ASSERT_EQ(rows.size(), 10u);
+    for (const auto& row : rows) {
+      EXPECT_TRUE(row.contains("predicted_bytes") && row.contains("measured_bytes"));
+      EXPECT_EQ(row["error_pct"].get<double>(), 0.0) << precision << ", recompute " << recompute << ": " << row.dump();
+    }
+    std::filesystem::remove_all(dir);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, TrainRunsTheBestPlanOfAPlanFile) {
@@ -176,7 +183,12 @@ TEST(Cli, TrainRunsTheBestPlanOfAPlanFile) {
 TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
   for (const auto& args : std::vector<std::vector<const char*>>{
            {"train", "--out", "/tmp/tessera-never", "--data", "/nonexistent/text.txt"},
-           {"train", "--out", "/tmp/tessera-never", "--precision", "bf16"},
+           {"train", "--out", "/tmp/tessera-never", "--precision", "fp8"},
+           {"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g"},
+           {"train", "--out", "/tmp/tessera-never", "--dp", "2"},
+           {"train", "--out", "/tmp/tessera-never", "--plugin", "gemini"},
+           {"train", "--out", "/tmp/tessera-never", "--activation-profile", "megatron"},
+           {"train", "--out", "/tmp/tessera-never", "--precision", "fp16", "--loss-scale", "0"},
            {"train", "--out", "/tmp/tessera-never", "--model", "opt-1.3b"},
            {"train", "--out", "/tmp/tessera-never", "--steps", "0"},
            {"compare", "/nonexistent/plan.json", "/nonexistent/metrics.json"}}) {

@@ -53,7 +53,9 @@ TEST(LossScaler, InjectedOverflowSkipsTheStepAndHalvesTheScale) {
 }
 
 TEST(LossScaler, HysteresisToleratesOneOverflow) {
-  DynamicLossScaler scaler;  // hysteresis 2
+  LossScalerOptions options;
+  options.hysteresis = 2;  // Megatron-LM's default
+  DynamicLossScaler scaler(options);
   EXPECT_FALSE(scaler.update(true));
   EXPECT_EQ(scaler.scale(), 65536.0);
   EXPECT_FALSE(scaler.update(true));

@@ -21,15 +21,17 @@ using Vec = std::vector<double>;
 
 TEST(OpsGradcheck, LinearBothLayouts) {
   const int64_t N = 5, C = 4, OC = 3;
+  MemoryLedger ledger;
+  Workspace<double> workspace(ledger, N, planner::Precision::fp32);
   for (WeightLayout layout : {WeightLayout::out_in, WeightLayout::in_out}) {
     Vec inp = random_vector(N * C, 1), w = random_vector(C * OC, 2), b = random_vector(OC, 3), r = random_vector(N * OC, 4);
     Vec out(N * OC), dinp(N * C), dw(C * OC, 0.0), db(OC, 0.0);
     auto loss = [&] {
-      linear_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC, layout);
+      linear_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC, layout, workspace);
       return dot(out, r);
     };
     loss();
-    linear_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(), N, C, OC, layout);
+    linear_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(), N, C, OC, layout, workspace);
     expect_gradient("linear dinp", inp, dinp, loss);
     expect_gradient("linear dweight", w, dw, loss);
     expect_gradient("linear dbias", b, db, loss);
@@ -86,13 +88,15 @@ TEST(OpsGradcheck, CausalAttentionWithGroupedQueries) {
   const int64_t rows = s.B * s.T, width = s.q_stride;
   Vec qkv = random_vector(rows * width, 12), r = random_vector(rows * s.NH * s.HS, 13);
   Vec out(rows * s.NH * s.HS), probs(s.B * s.NH * s.T * s.T), dqkv(rows * width);
+  MemoryLedger ledger;
+  Workspace<double> workspace(ledger, s.T, planner::Precision::fp32);
   auto loss = [&] {
-    attention_forward(out.data(), probs.data(), qkv.data(), qkv.data() + s.NH * s.HS, qkv.data() + (s.NH + s.KVH) * s.HS, s);
+    attention_forward(out.data(), probs.data(), qkv.data(), qkv.data() + s.NH * s.HS, qkv.data() + (s.NH + s.KVH) * s.HS, s, workspace);
     return dot(out, r);
   };
   loss();
   attention_backward(dqkv.data(), dqkv.data() + s.NH * s.HS, dqkv.data() + (s.NH + s.KVH) * s.HS, r.data(), qkv.data(),
-                     qkv.data() + s.NH * s.HS, qkv.data() + (s.NH + s.KVH) * s.HS, probs.data(), s);
+                     qkv.data() + s.NH * s.HS, qkv.data() + (s.NH + s.KVH) * s.HS, probs.data(), s, workspace);
   expect_gradient("attention dqkv", qkv, dqkv, loss);
 }
 

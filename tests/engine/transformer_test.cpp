@@ -5,6 +5,8 @@
 
 #include "gradcheck.h"
 #include "tessera/engine/model/transformer.h"
+#include "tessera/engine/optimizer.h"
+#include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 
@@ -81,29 +83,41 @@ TEST(Transformer, ParametersFollowTheInventory) {
 }
 
 // The ledger's bytes per category equal the planner's estimate for the same
-// set-up (fp32, one rank, tessera profile): the promise that makes plans testable.
-TEST(Transformer, LedgerMatchesThePlannerEstimate) {
+// set-up (one rank, tessera profile, the CPU backend's workspace), in fp32 and
+// in mixed precision, for every recompute mode: the promise that makes plans testable.
+template <typename T>
+void expect_ledger_matches_planner(planner::Precision precision) {
   for (const char* json : {kTinyGpt2, kTinyQwen2})
   for (planner::RecomputeMode mode : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
     const planner::Model model = tiny(json);
     MemoryLedger ledger;
-    const int64_t B = 3, T = 6;
-    auto net = Transformer<float>::create(model, ledger, B, T, 1, mode);
-    ASSERT_TRUE(net.ok());
+    const int64_t B = 3, T_len = 6;
+    auto created = Transformer<T>::create(model, ledger, B, T_len, 1, mode);
+    ASSERT_TRUE(created.ok());
+    Transformer<T> net = std::move(created).value();
+    Optimizer<T> optimizer(ledger, net.parameters(), std::vector<bool>(net.parameters().size(), true), OptimizerOptions{});
     planner::EstimateRequest request;
     request.training.recompute = mode;
-    request.training.precision = planner::Precision::fp32;
+    request.training.precision = precision;
+    request.training.optimizer = planner::OptimizerKind::adamw;
     request.training.micro_batch_size = B;
-    request.training.seq_len = T;
+    request.training.seq_len = T_len;
+    request.assumptions.cublas_workspace_bytes = planner::cpu_workspace_bytes(cpu::backend_threads(), T_len, precision);
+    request.assumptions.nccl_bytes_per_group = 0;
     const planner::GpuProfile gpu = planner::load_gpu("h100-80g").value();
     const planner::MemoryEstimate estimate = planner::estimate_memory(model, gpu, request).value();
     const auto& row = estimate.ranks.at(0);
-    for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::activations, MemoryCategory::logits}) {
-      EXPECT_EQ(ledger.current(c, Device::cpu), row.bytes[c].device) << to_string(c) << " of " << model.config.model_type << ", recompute "
-                                                                     << enum_name(mode);
+    for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients, MemoryCategory::optimizer_states,
+                             MemoryCategory::activations, MemoryCategory::logits, MemoryCategory::workspace}) {
+      EXPECT_EQ(ledger.current(c, Device::cpu), row.bytes[c].device) << to_string(c) << " of " << model.config.model_type << " in "
+                                                                     << enum_name(precision) << ", recompute " << enum_name(mode);
     }
   }
 }
+
+TEST(Transformer, LedgerMatchesThePlannerEstimateInFp32) { expect_ledger_matches_planner<float>(planner::Precision::fp32); }
+TEST(Transformer, LedgerMatchesThePlannerEstimateInBf16) { expect_ledger_matches_planner<bf16>(planner::Precision::bf16); }
+TEST(Transformer, LedgerMatchesThePlannerEstimateInFp16) { expect_ledger_matches_planner<fp16>(planner::Precision::fp16); }
 
 // Recompute changes memory, never the numbers: gradients are bit-identical.
 TEST(Transformer, RecomputeModesGiveIdenticalGradients) {

@@ -2,7 +2,9 @@
 #include "tessera/engine/model/transformer.h"
 
 #include <cmath>
+#include <algorithm>
 #include <random>
+#include <type_traits>
 
 #include "tessera/engine/ops/activation.h"
 #include "tessera/engine/ops/attention.h"
@@ -20,6 +22,15 @@ using planner::ModelFamily;
 
 
 namespace {
+
+// The precision whose activation table describes what a Transformer<T> keeps
+// (double, for gradient checks, keeps fp32's elements in wider storage).
+template <typename T>
+planner::Precision storage_precision() {
+  if constexpr (std::is_same_v<T, bf16>) return planner::Precision::bf16;
+  if constexpr (std::is_same_v<T, fp16>) return planner::Precision::fp16;
+  return planner::Precision::fp32;
+}
 
 bool is_llama_layout(ModelFamily f) { return f == ModelFamily::llama || f == ModelFamily::mistral || f == ModelFamily::qwen2; }
 
@@ -63,7 +74,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   std::mt19937_64 rng(seed);
   // GPT-2's initialisation (Radford et al. 2019 §2.3): N(0, 0.02), residual
   // projections scaled by 1/sqrt(2L); norms start at 1, biases at 0.
-  const T std_dev = T(0.02), residual_std = T(0.02 / std::sqrt(2.0 * L));
+  const double std_dev = 0.02, residual_std = 0.02 / std::sqrt(2.0 * L);
   const auto& tensors = model.inventory.tensors;
   tensor_to_param_.assign(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -81,9 +92,9 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
       const bool bias = info.name.ends_with(".bias");
       const bool residual = info.name.find("c_proj.weight") != std::string::npos || info.name.find("o_proj.weight") != std::string::npos ||
                             info.name.find("down_proj.weight") != std::string::npos;
-      std::normal_distribution<double> normal(0.0, static_cast<double>(residual ? residual_std : std_dev));
+      std::normal_distribution<double> normal(0.0, residual ? residual_std : std_dev);
       T* p = params_.back().data();
-      for (int64_t j = 0; j < info.numel(); ++j) p[j] = vector ? T(bias ? 0 : 1) : static_cast<T>(normal(rng));
+      for (int64_t j = 0; j < info.numel(); ++j) p[j] = narrow<T>(static_cast<W>(vector ? (bias ? 0.0 : 1.0) : normal(rng)));
     }
     const int index = tensor_to_param_[i];
     if (info.layer == planner::kEmbeddingLayer) {
@@ -111,12 +122,19 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
     }
   }
   // What the forward keeps, sized by the planner's table: one source for both.
-  const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, planner::Precision::fp32);
+  const planner::Precision precision = storage_precision<T>();
+  const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, precision);
   const planner::ActivationShape shape{B_, T_, 1, false};
   auto allocate = [&](const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, auto&& wanted) {
-    std::vector<std::pair<std::string, Tensor<T>>> buffers;
+    Buffers buffers;
     for (const auto& term : terms) {
-      if (wanted(term)) buffers.emplace_back(std::string(term.name), Tensor<T>(ledger, category, planner::term_bytes(term, shape) / term.bytes_per_element));
+      if (!wanted(term)) continue;
+      const int64_t elements = planner::term_bytes(term, shape) / term.bytes_per_element;
+      if (is_16_bit<T> && term.bytes_per_element == 4) {
+        buffers.wide.emplace_back(std::string(term.name), Tensor<W>(ledger, category, elements));
+      } else {
+        buffers.narrow.emplace_back(std::string(term.name), Tensor<T>(ledger, category, elements));
+      }
     }
     return buffers;
   };
@@ -127,6 +145,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   last_stage_ = allocate(table.last_stage, MemoryCategory::activations, all);
   scratch_ = allocate(table.backward_scratch, MemoryCategory::activations, all);
   logits_ = allocate(table.logits, MemoryCategory::logits, all);
+  workspace_ = cpu::Workspace<W>(ledger, T_, precision);
 }
 
 namespace {
@@ -139,10 +158,21 @@ T* find(std::vector<std::pair<std::string, Tensor<T>>>& buffers, const char* nam
   return nullptr;
 }
 
+// An fp32 buffer: among the wide ones in mixed precision, else with the rest.
+template <typename Buffers>
+auto find_wide(Buffers& buffers, const char* name) {
+  if constexpr (std::is_same_v<decltype(buffers.narrow), decltype(buffers.wide)>) {
+    auto* found = find(buffers.narrow, name);
+    return found != nullptr ? found : find(buffers.wide, name);
+  } else {
+    return find(buffers.wide, name);
+  }
+}
+
 template <typename T>
 void add_in_place(T* out, const T* in, int64_t n) {
 #pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+  for (int64_t i = 0; i < n; ++i) out[i] = narrow<T>(widen(out[i]) + widen(in[i]));
 }
 
 }  // namespace
@@ -150,8 +180,14 @@ void add_in_place(T* out, const T* in, int64_t n) {
 // A block's tensor: its own if the block keeps it, else the shared working copy.
 template <typename T>
 T* Transformer<T>::act(int layer, const char* name) {
-  T* kept = find(saved_[static_cast<size_t>(layer)], name);
-  return kept != nullptr ? kept : find(working_, name);
+  T* kept = find(saved_[static_cast<size_t>(layer)].narrow, name);
+  return kept != nullptr ? kept : find(working_.narrow, name);
+}
+
+template <typename T>
+typename Transformer<T>::W* Transformer<T>::stats(int layer, const char* name) {
+  W* kept = find_wide(saved_[static_cast<size_t>(layer)], name);
+  return kept != nullptr ? kept : find_wide(working_, name);
 }
 
 // Rebuilds what block l did not keep. Deterministic ops on the same inputs give
@@ -161,7 +197,7 @@ void Transformer<T>::recompute_block(int l) {
   const auto& c = config_;
   const int L = static_cast<int>(c.num_layers);
   if (recompute_ == planner::RecomputeMode::full) {
-    block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_, "final_norm_input"));
+    block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_.narrow, "final_norm_input"));
   } else if (recompute_ == planner::RecomputeMode::selective) {
     const int64_t N = B_ * T_, C = c.hidden_size, qw = c.q_width(), kvw = c.kv_width();
     T* qkv = act(l, "qkv");
@@ -170,13 +206,13 @@ void Transformer<T>::recompute_block(int l) {
     T* v = gpt2 ? qkv + 2 * C : k + N * kvw;
     const AttentionShape shape = gpt2 ? AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C}
                                       : AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw};
-    attention_forward(act(l, "attention_output"), act(l, "attention_probs"), qkv, k, v, shape);
+    attention_forward(act(l, "attention_output"), act(l, "attention_probs"), qkv, k, v, shape, workspace_);
   }
 }
 
 template <typename T>
-T* Transformer<T>::find_logits() {
-  return find(logits_, "logits_fp32");
+typename Transformer<T>::W* Transformer<T>::find_logits() {
+  return find_wide(logits_, "logits_fp32");
 }
 
 template <typename T>
@@ -192,18 +228,18 @@ double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   tokens_ = tokens;
   targets_ = targets;
   embedding_forward(act(0, "block_input"), tokens, param(wte_), wpe_ >= 0 ? param(wpe_) : nullptr, B_, T_, C);
-  for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_, "final_norm_input"));
-  T* x = find(last_stage_, "final_norm_input");
-  T* stats = find(last_stage_, "final_norm_stats");
-  T* h = find(last_stage_, "head_input");
+  for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_.narrow, "final_norm_input"));
+  T* x = find(last_stage_.narrow, "final_norm_input");
+  W* norm_stats = find_wide(last_stage_, "final_norm_stats");
+  T* h = find(last_stage_.narrow, "head_input");
   if (c.norm == planner::NormKind::layer_norm) {
-    layernorm_forward(h, stats, stats + N, x, param(final_norm_w_), final_norm_b_ >= 0 ? param(final_norm_b_) : nullptr, N, C, T(c.norm_eps));
+    layernorm_forward(h, norm_stats, norm_stats + N, x, param(final_norm_w_), final_norm_b_ >= 0 ? param(final_norm_b_) : nullptr, N, C, W(c.norm_eps));
   } else {
-    rmsnorm_forward(h, stats, x, param(final_norm_w_), N, C, T(c.norm_eps));
+    rmsnorm_forward(h, norm_stats, x, param(final_norm_w_), N, C, W(c.norm_eps));
   }
-  T* logits = find(logits_, "logits_fp32");
-  T* losses = find(logits_, "token_losses");
-  linear_forward(logits, h, param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in);
+  W* logits = find_logits();
+  W* losses = find_wide(logits_, "token_losses");
+  linear_forward(logits, h, param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in, workspace_);
   cross_entropy_forward(losses, logits, targets, N, V);
   double mean = 0;
   for (int64_t i = 0; i < N; ++i) mean += static_cast<double>(losses[i]);
@@ -216,73 +252,73 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
   const Layer& w = layers_[static_cast<size_t>(l)];
   const int64_t N = B_ * T_, C = c.hidden_size, I = c.intermediate_size, qw = c.q_width(), kvw = c.kv_width();
   const bool gpt2 = c.family == ModelFamily::gpt2;
-  auto norm = [&](T* y, T* stats, const T* in, int weight, int bias) {
+  auto norm = [&](T* y, W* statistics, const T* in, int weight, int bias) {
     if (c.norm == planner::NormKind::layer_norm) {
-      layernorm_forward(y, stats, stats + N, in, param(weight), bias >= 0 ? param(bias) : nullptr, N, C, T(c.norm_eps));
+      layernorm_forward(y, statistics, statistics + N, in, param(weight), bias >= 0 ? param(bias) : nullptr, N, C, W(c.norm_eps));
     } else {
-      rmsnorm_forward(y, stats, in, param(weight), N, C, T(c.norm_eps));
+      rmsnorm_forward(y, statistics, in, param(weight), N, C, W(c.norm_eps));
     }
   };
   auto bias = [&](int index) -> const T* { return index >= 0 ? param(index) : nullptr; };
   T* ln1 = act(l, "attn_norm_output");
-  norm(ln1, act(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
+  norm(ln1, stats(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
   T* qkv = act(l, "qkv");
   T* att = act(l, "attention_output");
   T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
   if (gpt2) {
-    linear_forward(qkv, ln1, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * C, WeightLayout::in_out);
-    attention_forward(att, act(l, "attention_probs"), qkv, qkv + C, qkv + 2 * C, AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C});
-    linear_forward(mid, att, param(w.o_w), bias(w.o_b), N, C, C, WeightLayout::in_out);
+    linear_forward(qkv, ln1, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * C, WeightLayout::in_out, workspace_);
+    attention_forward(att, act(l, "attention_probs"), qkv, qkv + C, qkv + 2 * C, AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C}, workspace_);
+    linear_forward(mid, att, param(w.o_w), bias(w.o_b), N, C, C, WeightLayout::in_out, workspace_);
   } else {
     T* q = qkv;
     T* k = q + N * qw;
     T* v = k + N * kvw;
-    linear_forward(q, ln1, param(w.q_w), bias(w.q_b), N, C, qw, WeightLayout::out_in);
-    linear_forward(k, ln1, param(w.k_w), bias(w.k_b), N, C, kvw, WeightLayout::out_in);
-    linear_forward(v, ln1, param(w.v_w), bias(w.v_b), N, C, kvw, WeightLayout::out_in);
+    linear_forward(q, ln1, param(w.q_w), bias(w.q_b), N, C, qw, WeightLayout::out_in, workspace_);
+    linear_forward(k, ln1, param(w.k_w), bias(w.k_b), N, C, kvw, WeightLayout::out_in, workspace_);
+    linear_forward(v, ln1, param(w.v_w), bias(w.v_b), N, C, kvw, WeightLayout::out_in, workspace_);
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
     rope_rotate(q, B_, T_, c.num_heads, c.head_dim, qw, rotary, c.rope_theta, false);
     rope_rotate(k, B_, T_, c.num_kv_heads, c.head_dim, kvw, rotary, c.rope_theta, false);
-    attention_forward(att, act(l, "attention_probs"), q, k, v, AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw});
-    linear_forward(mid, att, param(w.o_w), bias(w.o_b), N, qw, C, WeightLayout::out_in);
+    attention_forward(att, act(l, "attention_probs"), q, k, v, AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw}, workspace_);
+    linear_forward(mid, att, param(w.o_w), bias(w.o_b), N, qw, C, WeightLayout::out_in, workspace_);
   }
   add_in_place(mid, x, N * C);
   T* ln2 = act(l, "mlp_norm_output");
-  norm(ln2, act(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
+  norm(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
   T* hidden = act(l, "mlp_activation");
   if (gpt2) {
     T* pre = act(l, "mlp_pre_activation");
-    linear_forward(pre, ln2, param(w.fc_w), bias(w.fc_b), N, C, I, WeightLayout::in_out);
+    linear_forward(pre, ln2, param(w.fc_w), bias(w.fc_b), N, C, I, WeightLayout::in_out, workspace_);
     gelu_forward(hidden, pre, N * I);
-    linear_forward(out, hidden, param(w.proj_w), bias(w.proj_b), N, I, C, WeightLayout::in_out);
+    linear_forward(out, hidden, param(w.proj_w), bias(w.proj_b), N, I, C, WeightLayout::in_out, workspace_);
   } else {
     T* gate = act(l, "mlp_gate");
     T* up = act(l, "mlp_up");
-    linear_forward(gate, ln2, param(w.gate_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in);
-    linear_forward(up, ln2, param(w.up_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in);
+    linear_forward(gate, ln2, param(w.gate_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in, workspace_);
+    linear_forward(up, ln2, param(w.up_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in, workspace_);
     swiglu_forward(hidden, gate, up, N * I);
-    linear_forward(out, hidden, param(w.down_w), static_cast<const T*>(nullptr), N, I, C, WeightLayout::out_in);
+    linear_forward(out, hidden, param(w.down_w), static_cast<const T*>(nullptr), N, I, C, WeightLayout::out_in, workspace_);
   }
   add_in_place(out, mid, N * C);
 }
 
 template <typename T>
-void Transformer<T>::backward(T loss_scale) {
+void Transformer<T>::backward(W loss_scale) {
   const auto& c = config_;
   const int64_t N = B_ * T_, C = c.hidden_size, V = c.vocab_size;
-  T* dres = find(scratch_, "grad_residual");
-  T* dnarrow = find(scratch_, "grad_narrow");
-  for (int64_t i = 0; i < N * C; ++i) dres[i] = 0;
-  T* logits = find(logits_, "logits_fp32");
-  cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<T>(N));
-  T* h = find(last_stage_, "head_input");
-  linear_backward(dnarrow, grad(head_), static_cast<T*>(nullptr), logits, h, param(head_), N, C, V, WeightLayout::out_in);
-  T* x = find(last_stage_, "final_norm_input");
-  T* stats = find(last_stage_, "final_norm_stats");
+  T* dres = find(scratch_.narrow, "grad_residual");
+  T* dnarrow = find(scratch_.narrow, "grad_narrow");
+  std::fill(dres, dres + N * C, T{});
+  W* logits = find_logits();
+  cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<W>(N));
+  T* h = find(last_stage_.narrow, "head_input");
+  linear_backward(dnarrow, grad(head_), static_cast<T*>(nullptr), logits, h, param(head_), N, C, V, WeightLayout::out_in, workspace_);
+  T* x = find(last_stage_.narrow, "final_norm_input");
+  W* norm_stats = find_wide(last_stage_, "final_norm_stats");
   if (c.norm == planner::NormKind::layer_norm) {
-    layernorm_backward(dres, grad(final_norm_w_), final_norm_b_ >= 0 ? grad(final_norm_b_) : nullptr, dnarrow, x, param(final_norm_w_), stats, stats + N, N, C);
+    layernorm_backward(dres, grad(final_norm_w_), final_norm_b_ >= 0 ? grad(final_norm_b_) : nullptr, dnarrow, x, param(final_norm_w_), norm_stats, norm_stats + N, N, C);
   } else {
-    rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), stats, N, C);
+    rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), norm_stats, N, C);
   }
   for (int l = static_cast<int>(c.num_layers) - 1; l >= 0; --l) {
     recompute_block(l);
@@ -298,59 +334,61 @@ void Transformer<T>::block_backward(int l) {
   const Layer& w = layers_[static_cast<size_t>(l)];
   const int64_t N = B_ * T_, C = c.hidden_size, I = c.intermediate_size, qw = c.q_width(), kvw = c.kv_width();
   const bool gpt2 = c.family == ModelFamily::gpt2;
-  T* dres = find(scratch_, "grad_residual");
-  T* dnarrow = find(scratch_, "grad_narrow");
-  T* dwide = find(scratch_, "grad_widest");
+  T* dres = find(scratch_.narrow, "grad_residual");
+  T* dnarrow = find(scratch_.narrow, "grad_narrow");
+  T* dwide = find(scratch_.narrow, "grad_widest");
   auto gbias = [&](int index) -> T* { return index >= 0 ? grad(index) : nullptr; };
-  auto norm_backward = [&](const T* dout, const T* in, const T* stats, int weight, int bias) {
+  auto norm_backward = [&](const T* dout, const T* in, const W* statistics, int weight, int bias) {
     if (c.norm == planner::NormKind::layer_norm) {
-      layernorm_backward(dres, grad(weight), gbias(bias), dout, in, param(weight), stats, stats + N, N, C);
+      layernorm_backward(dres, grad(weight), gbias(bias), dout, in, param(weight), statistics, statistics + N, N, C);
     } else {
-      rmsnorm_backward(dres, grad(weight), dout, in, param(weight), stats, N, C);
+      rmsnorm_backward(dres, grad(weight), dout, in, param(weight), statistics, N, C);
     }
   };
   // MLP: out = mid + down(act(ln2(mid))).
   T* ln2 = act(l, "mlp_norm_output");
   T* hidden = act(l, "mlp_activation");
   if (gpt2) {
-    linear_backward(dwide, grad(w.proj_w), gbias(w.proj_b), dres, hidden, param(w.proj_w), N, I, C, WeightLayout::in_out);
+    linear_backward(dwide, grad(w.proj_w), gbias(w.proj_b), dres, hidden, param(w.proj_w), N, I, C, WeightLayout::in_out, workspace_);
     T* pre = act(l, "mlp_pre_activation");
     gelu_backward(dwide, pre, dwide, N * I);
-    linear_backward(dnarrow, grad(w.fc_w), gbias(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, WeightLayout::in_out);
+    linear_backward(dnarrow, grad(w.fc_w), gbias(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, WeightLayout::in_out, workspace_);
   } else {
     T* dgate = dwide;
     T* dup = dwide + N * I;
-    linear_backward(dup, grad(w.down_w), static_cast<T*>(nullptr), dres, hidden, param(w.down_w), N, I, C, WeightLayout::out_in);
+    linear_backward(dup, grad(w.down_w), static_cast<T*>(nullptr), dres, hidden, param(w.down_w), N, I, C, WeightLayout::out_in, workspace_);
     swiglu_backward(dgate, dup, act(l, "mlp_gate"), act(l, "mlp_up"), dup, N * I);
-    linear_backward(dnarrow, grad(w.gate_w), static_cast<T*>(nullptr), dgate, ln2, param(w.gate_w), N, C, I, WeightLayout::out_in);
-    linear_backward(dnarrow, grad(w.up_w), static_cast<T*>(nullptr), dup, ln2, param(w.up_w), N, C, I, WeightLayout::out_in, true);
+    linear_backward(dnarrow, grad(w.gate_w), static_cast<T*>(nullptr), dgate, ln2, param(w.gate_w), N, C, I, WeightLayout::out_in, workspace_);
+    linear_backward(dnarrow, grad(w.up_w), static_cast<T*>(nullptr), dup, ln2, param(w.up_w), N, C, I, WeightLayout::out_in, workspace_, true);
   }
-  norm_backward(dnarrow, act(l, "mlp_norm_input"), act(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
+  norm_backward(dnarrow, act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
   // Attention: mid = x + o(attention(qkv(ln1(x)))).
   T* att = act(l, "attention_output");
   T* qkv = act(l, "qkv");
   T* ln1 = act(l, "attn_norm_output");
   if (gpt2) {
-    linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, C, C, WeightLayout::in_out);
+    linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, C, C, WeightLayout::in_out, workspace_);
     const AttentionShape shape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C};
-    attention_backward(dwide, dwide + C, dwide + 2 * C, dnarrow, qkv, qkv + C, qkv + 2 * C, act(l, "attention_probs"), shape);
-    linear_backward(dnarrow, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * C, WeightLayout::in_out);
+    attention_backward(dwide, dwide + C, dwide + 2 * C, dnarrow, qkv, qkv + C, qkv + 2 * C, act(l, "attention_probs"), shape, workspace_);
+    linear_backward(dnarrow, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * C, WeightLayout::in_out, workspace_);
   } else {
-    linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, qw, C, WeightLayout::out_in);
+    linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, qw, C, WeightLayout::out_in, workspace_);
     T *q = qkv, *k = q + N * qw, *v = k + N * kvw;
     T *dq = dwide, *dk = dq + N * qw, *dv = dk + N * kvw;
-    attention_backward(dq, dk, dv, dnarrow, q, k, v, act(l, "attention_probs"), AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw});
+    attention_backward(dq, dk, dv, dnarrow, q, k, v, act(l, "attention_probs"), AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw}, workspace_);
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
     rope_rotate(dq, B_, T_, c.num_heads, c.head_dim, qw, rotary, c.rope_theta, true);
     rope_rotate(dk, B_, T_, c.num_kv_heads, c.head_dim, kvw, rotary, c.rope_theta, true);
-    linear_backward(dnarrow, grad(w.q_w), gbias(w.q_b), dq, ln1, param(w.q_w), N, C, qw, WeightLayout::out_in);
-    linear_backward(dnarrow, grad(w.k_w), gbias(w.k_b), dk, ln1, param(w.k_w), N, C, kvw, WeightLayout::out_in, true);
-    linear_backward(dnarrow, grad(w.v_w), gbias(w.v_b), dv, ln1, param(w.v_w), N, C, kvw, WeightLayout::out_in, true);
+    linear_backward(dnarrow, grad(w.q_w), gbias(w.q_b), dq, ln1, param(w.q_w), N, C, qw, WeightLayout::out_in, workspace_);
+    linear_backward(dnarrow, grad(w.k_w), gbias(w.k_b), dk, ln1, param(w.k_w), N, C, kvw, WeightLayout::out_in, workspace_, true);
+    linear_backward(dnarrow, grad(w.v_w), gbias(w.v_b), dv, ln1, param(w.v_w), N, C, kvw, WeightLayout::out_in, workspace_, true);
   }
-  norm_backward(dnarrow, act(l, "block_input"), act(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
+  norm_backward(dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
 }
 
 template class Transformer<float>;
 template class Transformer<double>;
+template class Transformer<bf16>;
+template class Transformer<fp16>;
 
 }  // namespace tessera::engine

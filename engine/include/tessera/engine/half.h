@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "tessera/engine/host_device.h"
 
@@ -74,6 +75,41 @@ TESSERA_HOST_DEVICE float to_float(fp16 h) {
     return sign ? -value : value;
   }
   return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+// Storage types and the type their arithmetic runs in: 16-bit values are
+// widened to fp32 for every computation and narrowed (rounded to nearest even)
+// when stored; fp32 and fp64 compute in themselves. Ops read with widen() and
+// write with narrow<T>(), so one template serves fp64 gradient checks, fp32
+// training and 16-bit mixed precision.
+template <typename T>
+struct compute_type {
+  using type = float;
+};
+template <>
+struct compute_type<double> {
+  using type = double;
+};
+template <typename T>
+using compute_t = typename compute_type<T>::type;
+
+template <typename T>
+inline constexpr bool is_16_bit = sizeof(T) == 2;
+
+TESSERA_HOST_DEVICE float widen(float x) { return x; }
+TESSERA_HOST_DEVICE double widen(double x) { return x; }
+TESSERA_HOST_DEVICE float widen(bf16 x) { return to_float(x); }
+TESSERA_HOST_DEVICE float widen(fp16 x) { return to_float(x); }
+
+template <typename T>
+TESSERA_HOST_DEVICE T narrow(compute_t<T> x) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    return to_bf16(x);
+  } else if constexpr (std::is_same_v<T, fp16>) {
+    return to_fp16(x);
+  } else {
+    return x;
+  }
 }
 
 }  // namespace tessera::engine

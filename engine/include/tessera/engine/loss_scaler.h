@@ -17,7 +17,9 @@ struct LossScalerOptions {
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;
-  int64_t hysteresis = 2;          // overflowing steps tolerated before backing off (Megatron-LM)
+  // Overflowing steps before the scale backs off: 1 backs off at once, as
+  // GradScaler does; Megatron-LM's default is 2.
+  int64_t hysteresis = 1;
   double min_scale = 1.0;
 };
 
@@ -26,6 +28,14 @@ template <typename T>
 TESSERA_HOST_DEVICE bool non_finite(T x) {
   return !(std::isfinite(x));
 }
+
+// What a checkpoint keeps to resume the scaler exactly.
+struct LossScalerState {
+  double scale = 0;  // 0: no scaler state (fp32, bf16)
+  int64_t good_steps = 0;
+  int64_t hysteresis_left = 0;
+  int64_t skipped = 0;
+};
 
 class DynamicLossScaler {
  public:
@@ -54,6 +64,14 @@ class DynamicLossScaler {
   }
 
   int64_t skipped_steps() const { return skipped_; }
+
+  LossScalerState state() const { return {scale_, good_steps_, hysteresis_left_, skipped_}; }
+  void restore(const LossScalerState& s) {
+    scale_ = s.scale;
+    good_steps_ = s.good_steps;
+    hysteresis_left_ = s.hysteresis_left;
+    skipped_ = s.skipped;
+  }
 
  private:
   LossScalerOptions options_;

@@ -1,15 +1,25 @@
 // Optimizers over the model's parameters: AdamW (decoupled weight decay,
 // Loshchilov & Hutter 2019), Adam (L2 decay folded into the gradient, as
 // torch.optim.Adam) and SGD with or without momentum. States live in the
-// ledger's `optimizer_states`. Before the update, the global gradient norm is
-// clipped to `max_grad_norm` (Pascanu et al. 2013).
+// ledger's `optimizer_states`, in the compute type.
+//
+// Mixed precision (Micikevicius et al. 2018, §3.1): with 16-bit parameters the
+// optimizer keeps fp32 master weights (`master_weights`), updates them from the
+// 16-bit gradients and rounds them back into the model's parameters.
+//
+// Each step unscales the gradients (1 / loss scale), and skips the update when
+// any gradient is inf or NaN (the fp16 loss scaler's overflow check); else it
+// clips the global gradient norm to `max_grad_norm` (Pascanu et al. 2013).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "tessera/engine/elementwise_math.h"
+#include "tessera/engine/half.h"
 #include "tessera/engine/tensor.h"
 #include "tessera/planner/training_config.h"
 
@@ -29,62 +39,97 @@ struct OptimizerOptions {
 template <typename T>
 class Optimizer {
  public:
+  using W = compute_t<T>;
+  static constexpr bool kKeepsMaster = !std::is_same_v<T, W>;
+
   // `decay[i]`: whether parameter i takes weight decay (matrices and embeddings, not norms or biases).
   Optimizer(MemoryLedger& ledger, const std::vector<Tensor<T>>& params, std::vector<bool> decay, OptimizerOptions options)
       : options_(options), decay_(std::move(decay)) {
     const int states = planner::optimizer_state_count(options.kind);
     for (const Tensor<T>& p : params) {
       for (int s = 0; s < states; ++s) states_.emplace_back(ledger, MemoryCategory::optimizer_states, p.numel());
+      if constexpr (kKeepsMaster) {
+        master_.emplace_back(ledger, MemoryCategory::master_weights, p.numel());
+        for (int64_t i = 0; i < p.numel(); ++i) master_.back().data()[i] = widen(p.data()[i]);
+      }
     }
   }
 
-  // Clips, updates, and returns the gradient norm before clipping.
-  double step(std::vector<Tensor<T>>& params, std::vector<Tensor<T>>& grads) {
+  // Updates and returns the norm of the unscaled gradients before clipping;
+  // nullopt (and no update) when a gradient is inf or NaN.
+  std::optional<double> step(std::vector<Tensor<T>>& params, std::vector<Tensor<T>>& grads, double loss_scale = 1.0) {
+    const double unscale = 1.0 / loss_scale;
     double sum_squares = 0;
     for (const Tensor<T>& g : grads) {
-      for (int64_t i = 0; i < g.numel(); ++i) sum_squares += static_cast<double>(g.data()[i]) * static_cast<double>(g.data()[i]);
+      for (int64_t i = 0; i < g.numel(); ++i) {
+        const double x = static_cast<double>(widen(g.data()[i])) * unscale;
+        sum_squares += x * x;
+      }
     }
+    if (!std::isfinite(sum_squares)) return std::nullopt;
     const double norm = std::sqrt(sum_squares);
     const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;
+    const auto gradient_factor = static_cast<W>(clip * unscale);
     ++step_;
-    const T lr = static_cast<T>(options_.learning_rate);
-    const T bias1 = static_cast<T>(1 - std::pow(options_.beta1, static_cast<double>(step_)));
-    const T bias2 = static_cast<T>(1 - std::pow(options_.beta2, static_cast<double>(step_)));
+    const W lr = static_cast<W>(options_.learning_rate);
+    const W bias1 = static_cast<W>(1 - std::pow(options_.beta1, static_cast<double>(step_)));
+    const W bias2 = static_cast<W>(1 - std::pow(options_.beta2, static_cast<double>(step_)));
     const int states = planner::optimizer_state_count(options_.kind);
     for (size_t p = 0; p < params.size(); ++p) {
-      T* w = params[p].data();
+      W* w = full_precision(params, p);
       const T* g = grads[p].data();
-      const T wd = decay_[p] ? static_cast<T>(options_.weight_decay) : T(0);
-      T* s0 = states > 0 ? states_[p * static_cast<size_t>(states)].data() : nullptr;
-      T* s1 = states > 1 ? states_[p * static_cast<size_t>(states) + 1].data() : nullptr;
+      const W wd = decay_[p] ? static_cast<W>(options_.weight_decay) : W(0);
+      W* s0 = states > 0 ? states_[p * static_cast<size_t>(states)].data() : nullptr;
+      W* s1 = states > 1 ? states_[p * static_cast<size_t>(states) + 1].data() : nullptr;
       for (int64_t i = 0; i < params[p].numel(); ++i) {
-        T grad = g[i] * static_cast<T>(clip);
+        const W grad = widen(g[i]) * gradient_factor;
         switch (options_.kind) {
           case planner::OptimizerKind::adamw:
-            math::adamw_update(w[i], s0[i], s1[i], grad, lr, T(options_.beta1), T(options_.beta2), T(options_.eps), wd, bias1, bias2);
+            math::adamw_update(w[i], s0[i], s1[i], grad, lr, W(options_.beta1), W(options_.beta2), W(options_.eps), wd, bias1, bias2);
             break;
           case planner::OptimizerKind::adam:
-            math::adamw_update(w[i], s0[i], s1[i], grad + wd * w[i], lr, T(options_.beta1), T(options_.beta2), T(options_.eps), T(0), bias1, bias2);
+            math::adamw_update(w[i], s0[i], s1[i], grad + wd * w[i], lr, W(options_.beta1), W(options_.beta2), W(options_.eps), W(0), bias1, bias2);
             break;
           case planner::OptimizerKind::sgd_momentum:
-            s0[i] = static_cast<T>(options_.momentum) * s0[i] + grad + wd * w[i];
+            s0[i] = static_cast<W>(options_.momentum) * s0[i] + grad + wd * w[i];
             w[i] -= lr * s0[i];
             break;
           case planner::OptimizerKind::sgd: w[i] -= lr * (grad + wd * w[i]); break;
         }
       }
     }
+    round_into(params);
     return norm;
   }
 
+  // The weights in full precision: the master copy, or the parameters themselves in fp32.
+  W* full_precision(std::vector<Tensor<T>>& params, size_t index) {
+    if constexpr (kKeepsMaster) {
+      return master_[index].data();
+    } else {
+      return params[index].data();
+    }
+  }
+
+  // Rounds the master weights into the model's 16-bit parameters (after a
+  // step, or after a checkpoint restored the master weights).
+  void round_into(std::vector<Tensor<T>>& params) {
+    if constexpr (kKeepsMaster) {
+      for (size_t p = 0; p < params.size(); ++p) {
+        for (int64_t i = 0; i < params[p].numel(); ++i) params[p].data()[i] = narrow<T>(master_[p].data()[i]);
+      }
+    }
+  }
+
   int64_t steps_taken() const { return step_; }
-  std::vector<Tensor<T>>& states() { return states_; }
+  std::vector<Tensor<W>>& states() { return states_; }
   void set_steps_taken(int64_t steps) { step_ = steps; }
 
  private:
   OptimizerOptions options_;
   std::vector<bool> decay_;
-  std::vector<Tensor<T>> states_;
+  std::vector<Tensor<W>> states_;
+  std::vector<Tensor<W>> master_;  // mixed precision only
   int64_t step_ = 0;
 };
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -41,7 +41,7 @@ class Tensor {
   int64_t numel() const { return numel_; }
   int64_t bytes() const { return numel_ * static_cast<int64_t>(sizeof(T)); }
   MemoryCategory category() const { return category_; }
-  void zero() { std::memset(data_.get(), 0, static_cast<size_t>(bytes())); }
+  void zero() { std::fill(data_.get(), data_.get() + numel_, T{}); }
 
  private:
   void release() {

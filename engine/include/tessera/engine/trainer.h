@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/engine/loss_scaler.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/optimizer.h"
 #include "tessera/planner/model.h"
@@ -21,6 +22,9 @@ struct TrainOptions {
   int64_t seq_len = 64;
   int64_t num_micro_batches = 1;  // accumulated per optimizer step
   planner::RecomputeMode recompute = planner::RecomputeMode::none;
+  // fp32, or mixed precision: bf16, or fp16 with the dynamic loss scaler.
+  planner::Precision precision = planner::Precision::fp32;
+  LossScalerOptions loss_scaler;  // fp16 only
   int64_t steps = 50;
   uint64_t seed = 1;
   std::string data_path;          // text (bytes) or an llm.c .bin shard
@@ -38,7 +42,9 @@ struct TrainOptions {
 struct TrainMetrics {
   int64_t first_step = 1;            // > 1 after a resume
   std::vector<double> loss;          // mean loss of each step's micro-batches
-  std::vector<double> grad_norm;
+  std::vector<double> grad_norm;    // NaN where an fp16 step was skipped
+  std::vector<double> loss_scale;   // fp16: the scale each step ran with (1 otherwise)
+  std::vector<int64_t> skipped_steps;  // fp16: steps skipped on inf/NaN gradients
   std::vector<double> step_time_s;
   double tokens_per_s = 0;           // over all steps
   double achieved_flops_per_s = 0;   // model FLOPs (forward + backward) per second

@@ -5,14 +5,19 @@
 // attention). What it keeps for backward is allocated from the planner's
 // `tessera` activation table, so the planner and the engine count the same bytes.
 //
-// T is float for training and double for the gradient checks.
+// T is the storage type of parameters, gradients and activations: float for
+// fp32 training, bf16 or fp16 for mixed precision (the optimizer keeps the fp32
+// master weights), double for the gradient checks. Arithmetic runs in
+// compute_t<T>; norm statistics, logits and losses are kept in it.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "tessera/engine/half.h"
 #include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/ops/workspace.h"
 #include "tessera/engine/tensor.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/training_config.h"
@@ -23,6 +28,8 @@ namespace tessera::engine {
 template <typename T>
 class Transformer {
  public:
+  using W = compute_t<T>;
+
   // Fails for families the engine does not train yet.
   // `recompute`: what backward recomputes instead of keeping (Korthikanti et al.
   // 2022 §5): selective drops the attention probabilities, full keeps only
@@ -34,8 +41,8 @@ class Transformer {
   // what backward needs and returns the mean loss over the B·T tokens.
   double forward(const int32_t* tokens, const int32_t* targets);
   // Backward of the last forward. Parameter gradients accumulate, scaled by
-  // `loss_scale` (1/k for k accumulated micro-batches).
-  void backward(T loss_scale);
+  // `loss_scale` (1/k for k accumulated micro-batches, times the fp16 loss scale).
+  void backward(W loss_scale);
 
   // One entry per unique parameter, in inventory order (a tied tensor once).
   std::vector<Tensor<T>>& parameters() { return params_; }
@@ -44,7 +51,7 @@ class Transformer {
   const std::vector<std::vector<int64_t>>& parameter_shapes() const { return shapes_; }
   void zero_gradients();
   // The softmax probabilities of the last forward, (B·T, V); backward turns them into dlogits.
-  const T* probabilities() { return find_logits(); }
+  const W* probabilities() { return find_logits(); }
 
  private:
   // Parameter indices of one block (-1 where the family has none).
@@ -59,8 +66,15 @@ class Transformer {
   Transformer() = default;
   void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed);
   void recompute_block(int l);
+  // Named buffers from the planner's activation table: those in the storage
+  // type, and (in mixed precision) the fp32 ones.
+  struct Buffers {
+    std::vector<std::pair<std::string, Tensor<T>>> narrow;
+    std::vector<std::pair<std::string, Tensor<W>>> wide;
+  };
   T* act(int layer, const char* name);
-  T* find_logits();
+  W* stats(int layer, const char* name);
+  W* find_logits();
   T* param(int index) { return params_[static_cast<size_t>(index)].data(); }
   T* grad(int index) { return grads_[static_cast<size_t>(index)].data(); }
   void block_forward(int l, const T* input, T* output);
@@ -76,9 +90,10 @@ class Transformer {
   std::vector<Layer> layers_;
   int wte_ = -1, wpe_ = -1, final_norm_w_ = -1, final_norm_b_ = -1, head_ = -1;
   // Activations by name, per block, from the planner's activation table.
-  std::vector<std::vector<std::pair<std::string, Tensor<T>>>> saved_;
-  std::vector<std::pair<std::string, Tensor<T>>> last_stage_, logits_, scratch_;
-  std::vector<std::pair<std::string, Tensor<T>>> working_;  // one block's recomputed tensors
+  std::vector<Buffers> saved_;
+  Buffers last_stage_, logits_, scratch_;
+  Buffers working_;  // one block's recomputed tensors
+  cpu::Workspace<W> workspace_;
   const int32_t* tokens_ = nullptr;
   const int32_t* targets_ = nullptr;
 };

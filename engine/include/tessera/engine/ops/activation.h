@@ -6,33 +6,35 @@
 #include <cstdint>
 
 #include "tessera/engine/elementwise_math.h"
+#include "tessera/engine/half.h"
 
 namespace tessera::engine::cpu {
 
 template <typename T>
 void gelu_forward(T* out, const T* inp, int64_t n) {
 #pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) out[i] = math::gelu(inp[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = narrow<T>(math::gelu(widen(inp[i])));
 }
 
 template <typename T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n) {
 #pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) dinp[i] = math::gelu_grad(inp[i]) * dout[i];
+  for (int64_t i = 0; i < n; ++i) dinp[i] = narrow<T>(math::gelu_grad(widen(inp[i])) * widen(dout[i]));
 }
 
 template <typename T>
 void swiglu_forward(T* out, const T* gate, const T* up, int64_t n) {
 #pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) out[i] = math::silu(gate[i]) * up[i];
+  for (int64_t i = 0; i < n; ++i) out[i] = narrow<T>(math::silu(widen(gate[i])) * widen(up[i]));
 }
 
 template <typename T>
 void swiglu_backward(T* dgate, T* dup, const T* gate, const T* up, const T* dout, int64_t n) {
 #pragma omp parallel for
   for (int64_t i = 0; i < n; ++i) {
-    dgate[i] = math::silu_grad(gate[i]) * up[i] * dout[i];
-    dup[i] = math::silu(gate[i]) * dout[i];
+    const auto g = widen(gate[i]), dy = widen(dout[i]);  // dout may alias dup: read before writing
+    dgate[i] = narrow<T>(math::silu_grad(g) * widen(up[i]) * dy);
+    dup[i] = narrow<T>(math::silu(g) * dy);
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "tessera/engine/half.h"
+
 namespace tessera::engine::cpu {
 
 template <typename T>
@@ -12,7 +14,7 @@ void embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe
   for (int64_t r = 0; r < B * Tn; ++r) {
     const T* e = wte + static_cast<int64_t>(tokens[r]) * C;
     const T* p = wpe ? wpe + (r % Tn) * C : nullptr;
-    for (int64_t i = 0; i < C; ++i) out[r * C + i] = e[i] + (p ? p[i] : T(0));
+    for (int64_t i = 0; i < C; ++i) out[r * C + i] = narrow<T>(widen(e[i]) + (p ? widen(p[i]) : compute_t<T>(0)));
   }
 }
 
@@ -23,8 +25,8 @@ void embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, 
     T* e = dwte + static_cast<int64_t>(tokens[r]) * C;
     T* p = dwpe ? dwpe + (r % Tn) * C : nullptr;
     for (int64_t i = 0; i < C; ++i) {
-      e[i] += dout[r * C + i];
-      if (p) p[i] += dout[r * C + i];
+      e[i] = narrow<T>(widen(e[i]) + widen(dout[r * C + i]));
+      if (p) p[i] = narrow<T>(widen(p[i]) + widen(dout[r * C + i]));
     }
   }
 }

@@ -4,6 +4,8 @@
 // Backward: the input gradient overwrites `dinp`, or adds to it with
 // `accumulate_dinp` (projections that share an input); parameter gradients
 // accumulate into `dweight` and `dbias` (+=), so micro-batches add up.
+// T is the storage type of inputs and weights; the output (and its gradient)
+// may be wider: the head writes fp32 logits from 16-bit activations.
 #pragma once
 
 #include <cstdint>
@@ -14,34 +16,37 @@ namespace tessera::engine::cpu {
 
 enum class WeightLayout { out_in, in_out };
 
-template <typename T>
-void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int64_t N, int64_t C, int64_t OC, WeightLayout layout) {
+template <typename T, typename TOut>
+void linear_forward(TOut* out, const T* inp, const T* weight, const T* bias, int64_t N, int64_t C, int64_t OC, WeightLayout layout,
+                    Workspace<compute_t<T>>& workspace) {
+  using W = compute_t<T>;
   const bool trans_w = layout == WeightLayout::out_in;
-  gemm(false, trans_w, N, OC, C, T(1), inp, C, weight, trans_w ? C : OC, T(0), out, OC);
+  gemm(false, trans_w, N, OC, C, W(1), inp, C, weight, trans_w ? C : OC, W(0), out, OC, workspace);
   if (bias == nullptr) return;
 #pragma omp parallel for
   for (int64_t n = 0; n < N; ++n) {
-    for (int64_t o = 0; o < OC; ++o) out[n * OC + o] += bias[o];
+    for (int64_t o = 0; o < OC; ++o) out[n * OC + o] = narrow<TOut>(widen(out[n * OC + o]) + widen(bias[o]));
   }
 }
 
-template <typename T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t N, int64_t C, int64_t OC,
-                     WeightLayout layout, bool accumulate_dinp = false) {
-  const T beta = accumulate_dinp ? T(1) : T(0);
+template <typename T, typename TOut>
+void linear_backward(T* dinp, T* dweight, T* dbias, const TOut* dout, const T* inp, const T* weight, int64_t N, int64_t C, int64_t OC,
+                     WeightLayout layout, Workspace<compute_t<T>>& workspace, bool accumulate_dinp = false) {
+  using W = compute_t<T>;
+  const W beta = accumulate_dinp ? W(1) : W(0);
   if (layout == WeightLayout::out_in) {
-    gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, beta, dinp, C);         // dinp = dout · W
-    gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);          // dW += doutᵀ · inp
+    gemm(false, false, N, C, OC, W(1), dout, OC, weight, C, beta, dinp, C, workspace);        // dinp = dout · W
+    gemm(true, false, OC, C, N, W(1), dout, OC, inp, C, W(1), dweight, C, workspace);         // dW += doutᵀ · inp
   } else {
-    gemm(false, true, N, C, OC, T(1), dout, OC, weight, OC, beta, dinp, C);         // dinp = dout · Wᵀ
-    gemm(true, false, C, OC, N, T(1), inp, C, dout, OC, T(1), dweight, OC);         // dW += inpᵀ · dout
+    gemm(false, true, N, C, OC, W(1), dout, OC, weight, OC, beta, dinp, C, workspace);        // dinp = dout · Wᵀ
+    gemm(true, false, C, OC, N, W(1), inp, C, dout, OC, W(1), dweight, OC, workspace);        // dW += inpᵀ · dout
   }
   if (dbias == nullptr) return;
 #pragma omp parallel for
   for (int64_t o = 0; o < OC; ++o) {
-    T sum = 0;
-    for (int64_t n = 0; n < N; ++n) sum += dout[n * OC + o];
-    dbias[o] += sum;
+    W sum = 0;
+    for (int64_t n = 0; n < N; ++n) sum += widen(dout[n * OC + o]);
+    dbias[o] = narrow<T>(widen(dbias[o]) + sum);
   }
 }
 

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/engine/half.h"
+
 namespace tessera::engine::cpu {
 
 template <typename T>
@@ -19,19 +21,19 @@ void rope_rotate(T* x, int64_t B, int64_t Tn, int64_t H, int64_t HS, int64_t str
 #pragma omp parallel for
   for (int64_t r = 0; r < B * Tn; ++r) {
     const auto t = static_cast<double>(r % Tn);
-    std::vector<T> cosines(static_cast<size_t>(half)), sines(static_cast<size_t>(half));  // one row's angles, shared by its heads
+    std::vector<compute_t<T>> cosines(static_cast<size_t>(half)), sines(static_cast<size_t>(half));  // one row's angles, shared by its heads
     for (int64_t i = 0; i < half; ++i) {
       const double angle = t * inv_freq[static_cast<size_t>(i)];
-      cosines[static_cast<size_t>(i)] = static_cast<T>(std::cos(angle));
-      sines[static_cast<size_t>(i)] = static_cast<T>(inverse ? -std::sin(angle) : std::sin(angle));
+      cosines[static_cast<size_t>(i)] = static_cast<compute_t<T>>(std::cos(angle));
+      sines[static_cast<size_t>(i)] = static_cast<compute_t<T>>(inverse ? -std::sin(angle) : std::sin(angle));
     }
     for (int64_t h = 0; h < H; ++h) {
       T* head = x + r * stride + h * HS;
       for (int64_t i = 0; i < half; ++i) {
-        const T c = cosines[static_cast<size_t>(i)], s = sines[static_cast<size_t>(i)];
-        const T a = head[i], b = head[i + half];
-        head[i] = a * c - b * s;
-        head[i + half] = b * c + a * s;
+        const auto c = cosines[static_cast<size_t>(i)], s = sines[static_cast<size_t>(i)];
+        const auto a = widen(head[i]), b = widen(head[i + half]);
+        head[i] = narrow<T>(a * c - b * s);
+        head[i + half] = narrow<T>(b * c + a * s);
       }
     }
   }

@@ -1,0 +1,46 @@
+// The CPU backend's per-thread scratch, one ledger-booked buffer under
+// `workspace`, sized by the planner's formula (planner/cpu_backend.h) so that
+// the estimate and the ledger agree. Thread t owns slot t: the rows of the
+// attention gradient, then (in mixed precision) three fp32 GEMM tiles.
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+
+#include "tessera/engine/half.h"
+#include "tessera/engine/tensor.h"
+#include "tessera/planner/cpu_backend.h"
+
+namespace tessera::engine::cpu {
+
+// Threads the CPU backend runs on (OpenMP's team size).
+inline int64_t backend_threads() { return omp_get_max_threads(); }
+
+// W: the compute type (float, or double for gradient checks).
+template <typename W>
+class Workspace {
+ public:
+  Workspace() = default;
+  Workspace(MemoryLedger& ledger, int64_t seq_len, planner::Precision precision)
+      : per_thread_(planner::cpu_workspace_elements_per_thread(seq_len, precision)),
+        rows_(planner::kAttentionRows * seq_len),
+        buffer_(ledger, MemoryCategory::workspace, backend_threads() * per_thread_) {}
+
+  // kAttentionRows × seq_len values for the calling thread.
+  W* attention_rows() { return slot(); }
+  // Three kGemmTile² fp32 tiles for the calling thread (mixed precision only).
+  float* gemm_tiles() {
+    static_assert(std::is_same_v<W, float>, "only 16-bit GEMMs use tiles, and they compute in fp32");
+    return slot() + rows_;
+  }
+
+ private:
+  W* slot() { return buffer_.data() + static_cast<int64_t>(omp_get_thread_num()) * per_thread_; }
+
+  int64_t per_thread_ = 0;
+  int64_t rows_ = 0;
+  Tensor<W> buffer_;
+};
+
+}  // namespace tessera::engine::cpu

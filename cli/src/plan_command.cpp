@@ -58,7 +58,7 @@ std::string fixed(double value, int digits) {
 }
 
 void print_table(const Model& model, const PlanRequest& r, const PlanSearchResult& result, int top, std::ostream& out) {
-  out << "Tessera plan: " << model.config.name << " (" << model.parameter_count / 1000000 << "M parameters) on " << r.cluster.world_size()
+  out << "Tessera plan: " << model.config.name << " (" << format_count(model.parameter_count) << " parameters) on " << r.cluster.world_size()
       << " × " << r.cluster.gpu.name << " (" << r.cluster.num_nodes << " node" << (r.cluster.num_nodes > 1 ? "s" : "") << " × "
       << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
       << enum_name(r.precision) << ", " << enum_name(r.optimizer) << "\n\n";

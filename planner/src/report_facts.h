@@ -24,7 +24,4 @@ struct AssumptionLine {
 };
 std::vector<AssumptionLine> assumption_lines(const EstimateReport& report);
 
-// 354823168 -> "354.8M"
-std::string format_count(int64_t count);
-
 }  // namespace tessera::planner

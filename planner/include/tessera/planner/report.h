@@ -36,5 +36,7 @@ std::string verdict_line(const MemoryEstimate& estimate);
 
 // "1.50 GiB", "676.8 MiB", "512 B": binary units, three significant digits or more.
 std::string format_bytes(int64_t bytes);
+// 354823168 -> "354.8M"
+std::string format_count(int64_t count);
 
 }  // namespace tessera::planner

@@ -37,4 +37,9 @@ std::string verdict_line(const MemoryEstimate& estimate);
 // "1.50 GiB", "676.8 MiB", "512 B": binary units, three significant digits or more.
 std::string format_bytes(int64_t bytes);
 
+// "ranks 0-7 · stage 0 · layers 0-23 · embedding"
+std::string row_label(const RankMemory& row);
+// "ranks 0-7"
+std::string rank_range(const RankMemory& row);
+
 }  // namespace tessera::planner

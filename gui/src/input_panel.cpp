@@ -80,16 +80,16 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   auto* browse = new QPushButton(tr("Open…"), this);
   browse->setToolTip(tr("A Hugging Face config.json (or drop one on the window)"));
   connect(browse, &QPushButton::clicked, this, &InputPanel::browseModel);
-  add_row(tr("&Model"), with_button(model_, browse), InputField::model);
+  add_row(tr("Model"), with_button(model_, browse), InputField::model);
 
   cluster_ = new QComboBox(this);
   cluster_->addItem(tr("custom: GPU × count"), QString());
   for (const std::string& name : planner::shipped_cluster_names()) cluster_->addItem(QString::fromStdString(name), QString::fromStdString(name));
-  add_row(tr("&Cluster"), cluster_, InputField::cluster);
+  add_row(tr("Cluster"), cluster_, InputField::cluster);
 
   gpu_ = new QComboBox(this);
   for (const std::string& name : planner::shipped_gpu_names()) gpu_->addItem(QString::fromStdString(name), QString::fromStdString(name));
-  add_row(tr("&GPU"), gpu_, InputField::gpu);
+  add_row(tr("GPU"), gpu_, InputField::gpu);
 
   gpus_ = new QSpinBox(this);
   gpus_->setRange(1, 1 << 16);
@@ -101,7 +101,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   gpu_row->setContentsMargins(0, 0, 0, 0);
   gpu_row->addWidget(gpus_, 1);
   gpu_row->addWidget(gpus_per_node_, 1);
-  add_row(tr("GP&Us"), gpu_counts, InputField::gpus);
+  add_row(tr("GPUs"), gpu_counts, InputField::gpus);
 
   inter_node_ = new QDoubleSpinBox(this);
   inter_node_->setRange(1, 10000);
@@ -119,7 +119,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   batch_column->setContentsMargins(0, 0, 0, 0);
   batch_column->addWidget(global_batch_);
   batch_column->addWidget(global_batch_slider_);
-  add_row(tr("Global &batch"), batch_box, InputField::global_batch);
+  add_row(tr("Global batch"), batch_box, InputField::global_batch);
 
   seq_ = new QSpinBox(this);
   seq_->setRange(1, 1 << 20);
@@ -131,16 +131,16 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   seq_column->setContentsMargins(0, 0, 0, 0);
   seq_column->addWidget(seq_);
   seq_column->addWidget(seq_slider_);
-  add_row(tr("&Sequence"), seq_box, InputField::seq_len);
+  add_row(tr("Sequence"), seq_box, InputField::seq_len);
 
   precision_ = enum_combo<Precision>(this, false);
-  add_row(tr("&Precision"), precision_, InputField::precision);
+  add_row(tr("Precision"), precision_, InputField::precision);
   optimizer_ = enum_combo<OptimizerKind>(this, false);
-  add_row(tr("&Optimizer"), optimizer_, InputField::optimizer);
+  add_row(tr("Optimizer"), optimizer_, InputField::optimizer);
   recompute_ = enum_combo<RecomputeMode>(this, true);
-  add_row(tr("&Recompute"), recompute_, InputField::recompute);
+  add_row(tr("Recompute"), recompute_, InputField::recompute);
   plugin_ = enum_combo<PluginKind>(this, true);
-  add_row(tr("P&lugin"), plugin_, InputField::plugin);
+  add_row(tr("Plugin"), plugin_, InputField::plugin);
 
   setInputs(PlannerInputs{});
   for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, recompute_, plugin_}) {

@@ -45,6 +45,20 @@ QWidget* scrolled(QWidget* view) {
   return area;
 }
 
+// Column widths from the text they hold (QHeaderView's own sizing reserves a
+// sort arrow in every header, which pushes tokens/s and MFU out of a 1280-pixel window).
+void fit_columns(QTableView& table, int last_column) {
+  const QFontMetrics cell(table.font()), header(table.horizontalHeader()->font());
+  const QAbstractItemModel& model = *table.model();
+  for (int column = 0; column < model.columnCount(); ++column) {
+    int width = header.horizontalAdvance(model.headerData(column, Qt::Horizontal).toString()) + 18;
+    for (int row = 0; row < model.rowCount() && column != last_column; ++row) {
+      width = std::max(width, cell.horizontalAdvance(model.index(row, column).data().toString()) + 12);
+    }
+    table.setColumnWidth(column, column == last_column ? 900 : std::min(width, 120));  // longer cells elide; the tooltip has the plan
+  }
+}
+
 // What kind of JSON document a file holds, from its "kind" field.
 std::string document_kind(const QString& path) {
   auto text = planner::read_text_file(path.toStdString(), "file");
@@ -75,6 +89,7 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   plan_table_->verticalHeader()->setVisible(false);
   plan_table_->horizontalHeader()->setStretchLastSection(true);
   plan_table_->setWordWrap(false);
+  plan_table_->verticalHeader()->setDefaultSectionSize(plan_table_->fontMetrics().height() + 8);
   explanation_ = new QLabel;
   explanation_->setWordWrap(true);
   explanation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -209,8 +224,7 @@ void MainWindow::onShownPlanChanged() {
 void MainWindow::onSearchFinished() {
   const auto& result = session_.searchResult();
   plan_model_->setResult(result, session_.planRequest().cluster.gpu.memory_bytes);
-  plan_table_->resizeColumnsToContents();
-  plan_table_->setColumnWidth(PlanTableModel::kReason, 400);
+  fit_columns(*plan_table_, PlanTableModel::kReason);
   QString text = QString::fromStdString(result->explanation);
   for (const std::string& s : result->suggestions) text += QStringLiteral("\n• ") + QString::fromStdString(s);
   explanation_->setText(text);

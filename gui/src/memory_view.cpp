@@ -201,7 +201,7 @@ void MemoryView::paintEvent(QPaintEvent*) {
   std::vector<LegendEntry> legend;
   for (MemoryCategory c : kAllMemoryCategories) legend.push_back({category_qcolor(c), category_name(c)});
   legend.push_back({kCapacityColor, tr("GPU capacity (dashed)")});
-  const double legend_top = std::max(l.rows_bottom + 24 + 2 * metrics.height(), height() - kMargin - legend_height(metrics, width() - 2 * kMargin, legend));
+  const double legend_top = l.rows_bottom + 28 + 2 * metrics.height();
   draw_legend(p, QRectF(kMargin, legend_top, width() - 2 * kMargin, height()), legend);
 }
 

@@ -13,7 +13,6 @@
 
 #include "category_style.h"
 #include "plan_labels.h"
-#include "tessera/planner/search.h"
 
 namespace tessera::gui {
 
@@ -89,7 +88,7 @@ class PipelineCanvas : public QWidget {
   double time_at(double x) const { return view_start_s + (x - plot_left()) / plot_width() * view_span_s; }
   double x_at(double s) const { return plot_left() + (s - view_start_s) / view_span_s * plot_width(); }
 
-  double label_width_ = 90, drag_x_ = 0;
+  double label_width_ = 90, drag_x_ = 0, lane_height_ = kLaneHeight, comm_lane_height_ = kCommLaneHeight;
   std::vector<std::pair<QRectF, size_t>> boxes_;  // drawn events, for tooltips
 };
 
@@ -106,24 +105,31 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   label_width_ = metrics.horizontalAdvance(tr("stage %1 comm").arg(stages - 1)) + 14;
   const planner::StepBreakdown& b = sim.breakdown;
   const QString summary =
-      tr("%1 · %2 schedule · step %3 · bubble %4 (%5% of the step)")
-          .arg(QString::fromStdString(planner::describe_plan(plan->request)), QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()),
-               seconds_text(sim.step_time_s), seconds_text(b.bubble_s))
+      tr("%1 stages · %2 schedule · %3 micro-batches · step %4 · bubble %5 (%6% of the step)")
+          .arg(stages)
+          .arg(QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()))
+          .arg(plan->request.training.num_micro_batches)
+          .arg(seconds_text(sim.step_time_s), seconds_text(b.bubble_s))
           .arg(sim.step_time_s > 0 ? 100 * b.bubble_s / sim.step_time_s : 0, 0, 'f', 1);
   p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
              metrics.elidedText(summary, Qt::ElideRight, width() - 2 * kMargin));
 
   const double axis_y = kMargin + metrics.height() + kAxisHeight;
   const double lanes_top = axis_y + 6;
+  // Lanes grow into the space the legend leaves, up to twice their least height.
+  const double room = height() - lanes_top - 4 * metrics.height() - 3 * kMargin;
+  const double grow = std::clamp(room / static_cast<double>(stages) / (kLaneHeight + kCommLaneHeight + 2 + kLaneGap), 1.0, 2.0);
+  lane_height_ = kLaneHeight * grow;
+  comm_lane_height_ = kCommLaneHeight * grow;
   auto lane_top = [&](int lane) {
     const int stage = lane / 2;
-    return lanes_top + stage * (kLaneHeight + kCommLaneHeight + 2 + kLaneGap) + (lane % 2 ? kLaneHeight + 2 : 0);
+    return lanes_top + stage * (lane_height_ + comm_lane_height_ + 2 + kLaneGap) + (lane % 2 ? lane_height_ + 2 : 0);
   };
   const double lanes_bottom = lane_top(static_cast<int>(2 * stages)) - kLaneGap;
   p.setClipRect(QRectF(0, 0, width(), height()));
   // Lanes: hatched where idle, so the bubbles show.
   for (int lane = 0; lane < 2 * stages; ++lane) {
-    const double h = lane % 2 ? kCommLaneHeight : kLaneHeight;
+    const double h = lane % 2 ? comm_lane_height_ : lane_height_;
     const QRectF band(plot_left(), lane_top(lane), plot_width(), h);
     const double step_end = std::min(x_at(sim.step_time_s), band.right());
     const QRectF busy_span(std::max(band.left(), x_at(0)), band.top(), std::max(0.0, step_end - std::max(band.left(), x_at(0))), h);
@@ -156,7 +162,7 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
     const planner::TraceEvent& e = sim.events[i];
     const double x0 = x_at(e.start_s), x1 = x_at(e.start_s + e.duration_s);
     if (x1 < plot_left() || x0 > plot_left() + plot_width()) continue;
-    const double h = e.lane % 2 ? kCommLaneHeight : kLaneHeight;
+    const double h = e.lane % 2 ? comm_lane_height_ : lane_height_;
     const QRectF box(x0, lane_top(e.lane) + 1, std::max(1.0, x1 - x0), h - 2);
     p.fillRect(box, event_colour(e.category));
     if (box.width() > 3) {

@@ -26,7 +26,8 @@ QString offload_of(const planner::EstimateRequest& r) {
     case planner::GeminiPlacement::static_placement: break;
   }
   if (g.offload_optim_frac == 0 && g.offload_param_frac == 0) return QStringLiteral("none");
-  return QStringLiteral("optim %1%, param %2%").arg(100 * g.offload_optim_frac).arg(100 * g.offload_param_frac);
+  if (g.offload_param_frac == 0) return QStringLiteral("optim %1%").arg(100 * g.offload_optim_frac);
+  return QStringLiteral("optim %1% + param %2%").arg(100 * g.offload_optim_frac).arg(100 * g.offload_param_frac);
 }
 
 QString seconds_text(double s) {

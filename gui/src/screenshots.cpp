@@ -15,13 +15,17 @@ namespace tessera::gui {
 
 namespace {
 
-// The first row of the table whose plan uses chunks (Gemini), or -1.
-int first_gemini_row(const PlanTableModel& model) {
+// The best Gemini plan that puts something on the host (so the map shows both
+// places), else the best Gemini plan, else the best plan.
+int chunk_example_row(const PlanTableModel& model) {
+  int any_gemini = -1;
   for (int row = 0; row < model.rowCount(); ++row) {
     const auto plan = model.planAt(row);
-    if (plan && plan->plugin.kind == planner::PluginKind::gemini) return row;
+    if (!plan || plan->plugin.kind != planner::PluginKind::gemini) continue;
+    if (plan->plugin.gemini.offload_optim_frac > 0 || plan->plugin.gemini.offload_param_frac > 0) return row;
+    if (any_gemini < 0) any_gemini = row;
   }
-  return -1;
+  return std::max(0, any_gemini);
 }
 
 }  // namespace
@@ -40,8 +44,8 @@ Status write_screenshots(const QString& directory, QSize window_size) {
   for (View view : kAllViews) {
     window.showView(view);
     // The chunk map of a Gemini plan; the other views show the best plan.
-    window.selectPlanRow(view == View::chunks ? std::max(0, first_gemini_row(*window.planModel())) : 0);
-    if (view == View::chunks) window.session().selectPlan(*window.planModel()->planAt(std::max(0, first_gemini_row(*window.planModel()))));
+    const int row = view == View::chunks ? chunk_example_row(*window.planModel()) : 0;
+    if (const auto plan = window.planModel()->planAt(row)) window.session().selectPlan(*plan);
     QCoreApplication::processEvents();
     const QString path = QDir(directory).filePath(MainWindow::viewName(view) + QStringLiteral(".png"));
     if (!window.grab().save(path, "PNG")) return make_error(ErrorCode::io_error, "cannot write " + path.toStdString());

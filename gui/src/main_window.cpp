@@ -257,6 +257,8 @@ void MainWindow::selectPlanRow(int source_row) {
 
 void MainWindow::showView(View view) { tabs_->setCurrentIndex(static_cast<int>(view)); }
 
+View MainWindow::currentView() const { return static_cast<View>(tabs_->currentIndex()); }
+
 QWidget* MainWindow::viewWidget(View view) const { return tabs_->widget(static_cast<int>(view)); }
 
 QString MainWindow::viewName(View view) {
@@ -292,8 +294,7 @@ void MainWindow::openPath(const QString& path) {
 Status MainWindow::exportTo(const QString& path) {
   const auto format = export_format_of(path);
   if (!format) return make_error(ErrorCode::invalid_argument, "unknown export format: use .pdf, .svg, .png, .json, .csv, .md or .html");
-  const View current = static_cast<View>(tabs_->currentIndex());
-  const ExportedView view{tabs_->tabText(tabs_->currentIndex()), viewWidget(current)};
+  const ExportedView view{tabs_->tabText(tabs_->currentIndex()), viewWidget(currentView())};
   switch (*format) {
     case ExportFormat::pdf: {
       std::vector<ExportedView> views;

@@ -48,6 +48,7 @@ class MainWindow : public QMainWindow {
   ComparisonModel* comparisonModel() const { return comparison_model_; }
 
   void showView(View view);
+  View currentView() const;
   QWidget* viewWidget(View view) const;
   static QString viewName(View view);  // "plans", "memory", "mesh", "pipeline", "chunks"
   // Selects the table row showing `plan` (or the first row matching none).

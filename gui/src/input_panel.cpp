@@ -109,29 +109,22 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   inter_node_->setDecimals(0);
   form->addRow(tr("Network"), inter_node_);
 
-  global_batch_ = new QSpinBox(this);
-  global_batch_->setRange(1, 1 << 20);
-  global_batch_->setSuffix(tr(" sequences"));
-  global_batch_slider_ = new QSlider(Qt::Horizontal, this);
-  global_batch_slider_->setRange(0, 16);
-  auto* batch_box = new QWidget(this);
-  auto* batch_column = new QVBoxLayout(batch_box);
-  batch_column->setContentsMargins(0, 0, 0, 0);
-  batch_column->addWidget(global_batch_);
-  batch_column->addWidget(global_batch_slider_);
-  add_row(tr("Global batch"), batch_box, InputField::global_batch);
-
-  seq_ = new QSpinBox(this);
-  seq_->setRange(1, 1 << 20);
-  seq_->setSuffix(tr(" tokens"));
-  seq_slider_ = new QSlider(Qt::Horizontal, this);
-  seq_slider_->setRange(7, 17);  // 128 .. 131072 tokens
-  auto* seq_box = new QWidget(this);
-  auto* seq_column = new QVBoxLayout(seq_box);
-  seq_column->setContentsMargins(0, 0, 0, 0);
-  seq_column->addWidget(seq_);
-  seq_column->addWidget(seq_slider_);
-  add_row(tr("Sequence"), seq_box, InputField::seq_len);
+  // A spin box for the exact value above a slider over powers of two (2^low .. 2^high).
+  auto power_of_two_control = [this](QSpinBox*& box, QSlider*& slider, const QString& suffix, int low, int high) {
+    box = new QSpinBox(this);
+    box->setRange(1, 1 << 20);
+    box->setSuffix(suffix);
+    slider = new QSlider(Qt::Horizontal, this);
+    slider->setRange(low, high);
+    auto* pair = new QWidget(this);
+    auto* column = new QVBoxLayout(pair);
+    column->setContentsMargins(0, 0, 0, 0);
+    column->addWidget(box);
+    column->addWidget(slider);
+    return pair;
+  };
+  add_row(tr("Global batch"), power_of_two_control(global_batch_, global_batch_slider_, tr(" sequences"), 0, 16), InputField::global_batch);
+  add_row(tr("Sequence"), power_of_two_control(seq_, seq_slider_, tr(" tokens"), 7, 17), InputField::seq_len);  // 128 .. 131072 tokens
 
   precision_ = enum_combo<Precision>(this, false);
   add_row(tr("Precision"), precision_, InputField::precision);

@@ -10,7 +10,6 @@
 namespace tessera::gui {
 
 using planner::EstimateRequest;
-using planner::PluginKind;
 
 namespace {
 

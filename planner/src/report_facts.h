@@ -9,11 +9,6 @@
 
 namespace tessera::planner {
 
-// "ranks 0-7 · stage 0 · layers 0-23 · embedding"
-std::string row_label(const RankMemory& row);
-// "ranks 0-7"
-std::string rank_range(const RankMemory& row);
-
 // "gpt2-medium (354.8M parameters) on h100-80g: torch_ddp, dp 8 × tp 1 × pp 1, bf16, adamw, ..."
 std::string summary_line(const EstimateReport& report);
 

@@ -113,10 +113,11 @@ int64_t host_memory_overflow(const MemoryEstimate& e, const ClusterSpec& cluster
 
 // Counts a rejection; describes it (a string, built only then) when it is the closest miss so far.
 template <typename Describe>
-void note_rejection(Rejection& rejection, int64_t overflow, Describe describe) {
+void note_rejection(Rejection& rejection, const EstimateRequest& request, int64_t overflow, Describe describe) {
   ++rejection.count;
   if (rejection.closest_overflow_bytes < 0 || overflow < rejection.closest_overflow_bytes) {
     rejection.closest_overflow_bytes = overflow;
+    rejection.closest_request = request;
     rejection.closest = describe();
   }
 }
@@ -326,7 +327,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
         }
         if (!memory->fits()) {
           const int64_t overflow = -memory->tightest().margin;
-          note_rejection(result.rejected[rejection_reason(memory.value())], overflow, [&] {
+          note_rejection(result.rejected[rejection_reason(memory.value())], r, overflow, [&] {
             const std::string verdict = verdict_line(memory.value());  // "DOES NOT FIT: ranks ... need ..."
             return describe_plan(r) + ": " + verdict.substr(verdict.find(": ") + 2);
           });
@@ -337,7 +338,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
           continue;
         }
         if (const int64_t host_overflow = host_memory_overflow(memory.value(), p.cluster); host_overflow > 0) {
-          note_rejection(result.rejected["over host memory (offloaded states of a node's GPUs)"], host_overflow, [&] {
+          note_rejection(result.rejected["over host memory (offloaded states of a node's GPUs)"], r, host_overflow, [&] {
             return describe_plan(r) + ": a node's GPUs offload " + format_bytes(host_overflow + p.cluster.host_memory_bytes_per_node) +
                    " to " + format_bytes(p.cluster.host_memory_bytes_per_node) + " of host memory";
           });

@@ -159,7 +159,11 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageCost>& costs, 
         if (forward && k > 0) ready = forward_end[ku - 1][i];
         if (!forward && k + 1 < pp) ready = backward_end[ku + 1][i];
         if (ready < 0) break;  // the neighbour has not produced this input yet
-        if (forward ? k > 0 : k + 1 < pp) ready += p2p_s;
+        if (forward ? k > 0 : k + 1 < pp) {
+          // The activation (forward) or its gradient (backward) arrives from the neighbouring stage.
+          if (events && p2p_s > 0) events->push_back({"recv " + std::string(forward ? "F" : "B") + std::to_string(op.micro_batch), "communication", static_cast<int>(2 * k + 1), ready, p2p_s});
+          ready += p2p_s;
+        }
         const double start = std::max(free_at[ku], ready);
         const double duration = forward ? costs[ku].forward_s() : costs[ku].backward_s();
         (forward ? forward_end : backward_end)[ku][i] = start + duration;

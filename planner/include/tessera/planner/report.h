@@ -39,4 +39,9 @@ std::string format_bytes(int64_t bytes);
 // 354823168 -> "354.8M"
 std::string format_count(int64_t count);
 
+// "ranks 0-7 · stage 0 · layers 0-23 · embedding"
+std::string row_label(const RankMemory& row);
+// "ranks 0-7"
+std::string rank_range(const RankMemory& row);
+
 }  // namespace tessera::planner

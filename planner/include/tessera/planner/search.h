@@ -48,6 +48,7 @@ struct Rejection {
   int64_t count = 0;
   int64_t closest_overflow_bytes = -1;  // how far the closest one missed (-1: not a memory reason)
   std::string closest;                  // that candidate and where it does not fit, e.g. "...: DOES NOT FIT: ranks 0-7 need ..."
+  std::optional<EstimateRequest> closest_request;  // that candidate's settings (absent: not a memory reason)
 };
 
 struct PlanSearchResult {

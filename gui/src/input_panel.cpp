@@ -1,0 +1,226 @@
+#include "input_panel.h"
+
+#include <cmath>
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QSpinBox>
+
+#include "tessera/planner/registry.h"
+
+namespace tessera::gui {
+
+namespace {
+
+QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+// A combo box of an enum's names (the planner's spellings), optionally led by "any".
+template <typename E>
+QComboBox* enum_combo(QWidget* parent, bool with_any) {
+  auto* combo = new QComboBox(parent);
+  if (with_any) combo->addItem(QObject::tr("any (search all)"), QString());
+  for (const auto& entry : enum_names(E{})) combo->addItem(text(entry.name), text(entry.name));
+  return combo;
+}
+
+template <typename E>
+std::optional<E> combo_enum(const QComboBox* combo) {
+  return parse_enum<E>(combo->currentData().toString().toStdString());
+}
+
+template <typename E>
+void set_combo_enum(QComboBox* combo, std::optional<E> value) {
+  combo->setCurrentIndex(std::max(0, combo->findData(value ? text(enum_name(*value)) : QString())));
+}
+
+void select_or_add(QComboBox* combo, const std::string& value, const QString& label) {
+  const QString data = QString::fromStdString(value);
+  int index = combo->findData(data);
+  if (index < 0) {
+    combo->addItem(label, data);
+    index = combo->count() - 1;
+  }
+  combo->setCurrentIndex(index);
+}
+
+// Sliders move in powers of two; their spin box holds the exact value.
+int log2_of(int value) { return static_cast<int>(std::lround(std::log2(std::max(1, value)))); }
+
+}  // namespace
+
+InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout(this);
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  auto add_row = [&](const QString& label, QWidget* field, InputField error_field) {
+    auto* column = new QVBoxLayout;
+    column->setSpacing(2);
+    column->addWidget(field);
+    column->addWidget(addErrorLabel(error_field));
+    form->addRow(label, column);
+  };
+  auto with_button = [this](QWidget* field, QPushButton* button) {
+    auto* box = new QWidget(this);
+    auto* row = new QHBoxLayout(box);
+    row->setContentsMargins(0, 0, 0, 0);
+    row->addWidget(field, 1);
+    row->addWidget(button);
+    return box;
+  };
+
+  model_ = new QComboBox(this);
+  for (const std::string& name : planner::shipped_model_names()) model_->addItem(QString::fromStdString(name), QString::fromStdString(name));
+  auto* browse = new QPushButton(tr("Open…"), this);
+  browse->setToolTip(tr("A Hugging Face config.json (or drop one on the window)"));
+  connect(browse, &QPushButton::clicked, this, &InputPanel::browseModel);
+  add_row(tr("Model"), with_button(model_, browse), InputField::model);
+
+  cluster_ = new QComboBox(this);
+  cluster_->addItem(tr("custom: GPU × count"), QString());
+  for (const std::string& name : planner::shipped_cluster_names()) cluster_->addItem(QString::fromStdString(name), QString::fromStdString(name));
+  add_row(tr("Cluster"), cluster_, InputField::cluster);
+
+  gpu_ = new QComboBox(this);
+  for (const std::string& name : planner::shipped_gpu_names()) gpu_->addItem(QString::fromStdString(name), QString::fromStdString(name));
+  add_row(tr("GPU"), gpu_, InputField::gpu);
+
+  gpus_ = new QSpinBox(this);
+  gpus_->setRange(1, 1 << 16);
+  gpus_per_node_ = new QSpinBox(this);
+  gpus_per_node_->setRange(1, 64);
+  gpus_per_node_->setPrefix(tr("per node "));
+  auto* gpu_counts = new QWidget(this);
+  auto* gpu_row = new QHBoxLayout(gpu_counts);
+  gpu_row->setContentsMargins(0, 0, 0, 0);
+  gpu_row->addWidget(gpus_, 1);
+  gpu_row->addWidget(gpus_per_node_, 1);
+  add_row(tr("GPUs"), gpu_counts, InputField::gpus);
+
+  inter_node_ = new QDoubleSpinBox(this);
+  inter_node_->setRange(1, 10000);
+  inter_node_->setSuffix(tr(" Gbit/s"));
+  inter_node_->setDecimals(0);
+  form->addRow(tr("Network"), inter_node_);
+
+  // A spin box for the exact value above a slider over powers of two (2^low .. 2^high).
+  auto power_of_two_control = [this](QSpinBox*& box, QSlider*& slider, const QString& suffix, int low, int high) {
+    box = new QSpinBox(this);
+    box->setRange(1, 1 << 20);
+    box->setSuffix(suffix);
+    slider = new QSlider(Qt::Horizontal, this);
+    slider->setRange(low, high);
+    auto* pair = new QWidget(this);
+    auto* column = new QVBoxLayout(pair);
+    column->setContentsMargins(0, 0, 0, 0);
+    column->addWidget(box);
+    column->addWidget(slider);
+    return pair;
+  };
+  add_row(tr("Global batch"), power_of_two_control(global_batch_, global_batch_slider_, tr(" sequences"), 0, 16), InputField::global_batch);
+  add_row(tr("Sequence"), power_of_two_control(seq_, seq_slider_, tr(" tokens"), 7, 17), InputField::seq_len);  // 128 .. 131072 tokens
+
+  precision_ = enum_combo<Precision>(this, false);
+  add_row(tr("Precision"), precision_, InputField::precision);
+  optimizer_ = enum_combo<OptimizerKind>(this, false);
+  add_row(tr("Optimizer"), optimizer_, InputField::optimizer);
+  recompute_ = enum_combo<RecomputeMode>(this, true);
+  add_row(tr("Recompute"), recompute_, InputField::recompute);
+  plugin_ = enum_combo<PluginKind>(this, true);
+  add_row(tr("Plugin"), plugin_, InputField::plugin);
+
+  setInputs(PlannerInputs{});
+  for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, recompute_, plugin_}) {
+    connect(combo, &QComboBox::currentIndexChanged, this, &InputPanel::emitInputs);
+  }
+  for (QSpinBox* box : {gpus_, gpus_per_node_, global_batch_, seq_}) connect(box, &QSpinBox::valueChanged, this, &InputPanel::emitInputs);
+  connect(inter_node_, &QDoubleSpinBox::valueChanged, this, &InputPanel::emitInputs);
+  connect(cluster_, &QComboBox::currentIndexChanged, this, &InputPanel::updateClusterControls);
+  connect(seq_slider_, &QSlider::valueChanged, seq_, [this](int v) { seq_->setValue(1 << v); });
+  connect(global_batch_slider_, &QSlider::valueChanged, global_batch_, [this](int v) { global_batch_->setValue(1 << v); });
+}
+
+QLabel* InputPanel::addErrorLabel(InputField field) {
+  auto* label = new QLabel(this);
+  label->setWordWrap(true);
+  label->setStyleSheet(QStringLiteral("color: #B01E1E;"));
+  label->setVisible(false);
+  errors_[static_cast<size_t>(field)] = label;
+  return label;
+}
+
+PlannerInputs InputPanel::inputs() const {
+  PlannerInputs in;
+  in.model = model_->currentData().toString().toStdString();
+  in.cluster = cluster_->currentData().toString().toStdString();
+  in.gpu = gpu_->currentData().toString().toStdString();
+  in.gpus = gpus_->value();
+  in.gpus_per_node = gpus_per_node_->value();
+  in.inter_node_gbit_s = inter_node_->value();
+  in.global_batch = global_batch_->value();
+  in.seq_len = seq_->value();
+  in.precision = combo_enum<Precision>(precision_).value_or(Precision::bf16);
+  in.optimizer = combo_enum<OptimizerKind>(optimizer_).value_or(OptimizerKind::adamw);
+  in.recompute = combo_enum<RecomputeMode>(recompute_);
+  in.plugin = combo_enum<PluginKind>(plugin_);
+  return in;
+}
+
+void InputPanel::setInputs(const PlannerInputs& in) {
+  const QSignalBlocker blockers[] = {QSignalBlocker(model_), QSignalBlocker(cluster_), QSignalBlocker(gpu_), QSignalBlocker(gpus_),
+                                     QSignalBlocker(gpus_per_node_), QSignalBlocker(inter_node_), QSignalBlocker(global_batch_),
+                                     QSignalBlocker(global_batch_slider_), QSignalBlocker(seq_), QSignalBlocker(seq_slider_),
+                                     QSignalBlocker(precision_), QSignalBlocker(optimizer_), QSignalBlocker(recompute_), QSignalBlocker(plugin_)};
+  select_or_add(model_, in.model, QFileInfo(QString::fromStdString(in.model)).fileName());
+  select_or_add(cluster_, in.cluster, QString::fromStdString(in.cluster));
+  select_or_add(gpu_, in.gpu, QFileInfo(QString::fromStdString(in.gpu)).fileName());
+  gpus_->setValue(static_cast<int>(in.gpus));
+  gpus_per_node_->setValue(static_cast<int>(in.gpus_per_node));
+  inter_node_->setValue(in.inter_node_gbit_s);
+  global_batch_->setValue(static_cast<int>(in.global_batch));
+  global_batch_slider_->setValue(log2_of(static_cast<int>(in.global_batch)));
+  seq_->setValue(static_cast<int>(in.seq_len));
+  seq_slider_->setValue(log2_of(static_cast<int>(in.seq_len)));
+  set_combo_enum(precision_, std::optional<Precision>(in.precision));
+  set_combo_enum(optimizer_, std::optional<OptimizerKind>(in.optimizer));
+  set_combo_enum(recompute_, in.recompute);
+  set_combo_enum(plugin_, in.plugin);
+  updateClusterControls();
+}
+
+void InputPanel::showError(const std::optional<InputError>& error) {
+  for (size_t i = 0; i < errors_.size(); ++i) {
+    const bool here = error && static_cast<size_t>(error->field) == i;
+    errors_[i]->setText(here ? QString::fromStdString(error->message) : QString());
+    errors_[i]->setVisible(here);
+  }
+}
+
+QString InputPanel::errorText(InputField field) const { return errors_[static_cast<size_t>(field)]->text(); }
+
+void InputPanel::browseModel() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open a Hugging Face config.json"), QString(), tr("Model config (*.json)"));
+  if (path.isEmpty()) return;
+  select_or_add(model_, path.toStdString(), QFileInfo(path).fileName());  // emits through currentIndexChanged
+}
+
+void InputPanel::emitInputs() {
+  // Keep the sliders on the spin boxes' values without echoing back.
+  const QSignalBlocker seq_blocker(seq_slider_), batch_blocker(global_batch_slider_);
+  seq_slider_->setValue(log2_of(seq_->value()));
+  global_batch_slider_->setValue(log2_of(global_batch_->value()));
+  emit inputsChanged(inputs());
+}
+
+void InputPanel::updateClusterControls() {
+  const bool custom = cluster_->currentData().toString().isEmpty();
+  for (QWidget* w : std::initializer_list<QWidget*>{gpu_, gpus_, gpus_per_node_, inter_node_}) w->setEnabled(custom);
+}
+
+}  // namespace tessera::gui

@@ -1,0 +1,69 @@
+// The controls on the left: model, cluster, GPU, batch, sequence, precision,
+// optimizer, recompute and plugin. Every change emits the whole set of inputs
+// at once (sliders while they are dragged); an invalid input is shown in red
+// beneath the control that causes it.
+#pragma once
+
+#include <array>
+#include <optional>
+
+#include <QWidget>
+
+#include "planner_inputs.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSlider;
+class QSpinBox;
+
+namespace tessera::gui {
+
+class InputPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit InputPanel(QWidget* parent = nullptr);
+
+  PlannerInputs inputs() const;
+  // Shows `inputs` without emitting inputsChanged.
+  void setInputs(const PlannerInputs& inputs);
+  void showError(const std::optional<InputError>& error);
+  // The error shown next to `field`, empty when none: for tests and screen readers.
+  QString errorText(InputField field) const;
+
+  QSpinBox* globalBatchBox() const { return global_batch_; }
+  QSpinBox* seqBox() const { return seq_; }
+  QSlider* seqSlider() const { return seq_slider_; }
+  QSpinBox* gpusBox() const { return gpus_; }
+
+ public slots:
+  // Lets the user pick a config.json and makes it the model.
+  void browseModel();
+
+ signals:
+  void inputsChanged(const tessera::gui::PlannerInputs& inputs);
+
+ private:
+  void emitInputs();
+  void updateClusterControls();
+  QLabel* addErrorLabel(InputField field);
+
+  QComboBox* model_ = nullptr;
+  QComboBox* cluster_ = nullptr;
+  QComboBox* gpu_ = nullptr;
+  QSpinBox* gpus_ = nullptr;
+  QSpinBox* gpus_per_node_ = nullptr;
+  QDoubleSpinBox* inter_node_ = nullptr;
+  QSpinBox* global_batch_ = nullptr;
+  QSlider* global_batch_slider_ = nullptr;
+  QSpinBox* seq_ = nullptr;
+  QSlider* seq_slider_ = nullptr;
+  QComboBox* precision_ = nullptr;
+  QComboBox* optimizer_ = nullptr;
+  QComboBox* recompute_ = nullptr;
+  QComboBox* plugin_ = nullptr;
+  std::array<QLabel*, kNumInputFields> errors_{};
+};
+
+}  // namespace tessera::gui

@@ -1,0 +1,46 @@
+// tessera-gui: the desktop planner. `tessera-gui [FILE...]` opens the window
+// (a config.json, metrics.json or session file given is opened as if dropped);
+// `tessera-gui --screenshot DIR [--size WxH]` writes one PNG per view and exits.
+#include <cstdio>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QRegularExpression>
+
+#include "main_window.h"
+#include "screenshots.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("Tessera"));
+  QApplication::setApplicationName(QStringLiteral("tessera-gui"));
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("Tessera: will it fit, how to split it, how fast will it go"));
+  parser.addHelpOption();
+  const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Write plans.png, memory.png, mesh.png, pipeline.png and chunks.png of a fixed example into DIR, then exit."),
+                                      QStringLiteral("DIR"));
+  const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1280x800)."), QStringLiteral("WxH"),
+                                QStringLiteral("1280x800"));
+  parser.addOption(screenshot);
+  parser.addOption(size);
+  parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("config.json, metrics.json or a session to open"), QStringLiteral("[FILE...]"));
+  parser.process(app);
+
+  if (parser.isSet(screenshot)) {
+    const auto match = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(size));
+    if (!match.hasMatch() || match.captured(1).toInt() < 320 || match.captured(2).toInt() < 240) {
+      std::fprintf(stderr, "tessera-gui: --size must be WIDTHxHEIGHT, at least 320x240, e.g. 1920x1080\n");
+      return 2;
+    }
+    const QSize window_size(match.captured(1).toInt(), match.captured(2).toInt());
+    if (tessera::Status s = tessera::gui::write_screenshots(parser.value(screenshot), window_size); !s) {
+      std::fprintf(stderr, "tessera-gui: %s\n", s.error().message.c_str());
+      return 1;
+    }
+    return 0;
+  }
+  tessera::gui::MainWindow window;
+  window.show();
+  for (const QString& path : parser.positionalArguments()) window.openPath(path);
+  return QApplication::exec();
+}

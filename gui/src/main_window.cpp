@@ -1,0 +1,359 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QCloseEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGroupBox>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLocale>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "chunk_map.h"
+#include "chunk_view.h"
+#include "comparison_model.h"
+#include "input_panel.h"
+#include "memory_view.h"
+#include "mesh_view.h"
+#include "pipeline_view.h"
+#include "plan_table_model.h"
+#include "report_export.h"
+#include "session_io.h"
+#include "tessera/planner/json_io.h"
+#include "tessera/planner/report.h"
+#include "tessera/planner/text_util.h"
+
+namespace tessera::gui {
+
+namespace {
+
+QWidget* scrolled(QWidget* view) {
+  auto* area = new QScrollArea;
+  area->setWidget(view);
+  area->setWidgetResizable(true);
+  area->setFrameShape(QFrame::NoFrame);
+  return area;
+}
+
+// Column widths from the text they hold (QHeaderView's own sizing reserves a
+// sort arrow in every header, which pushes tokens/s and MFU out of a 1280-pixel window).
+void fit_columns(QTableView& table, int last_column) {
+  const QFontMetrics cell(table.font()), header(table.horizontalHeader()->font());
+  const QAbstractItemModel& model = *table.model();
+  for (int column = 0; column < model.columnCount(); ++column) {
+    int width = header.horizontalAdvance(model.headerData(column, Qt::Horizontal).toString()) + 18;
+    for (int row = 0; row < model.rowCount() && column != last_column; ++row) {
+      width = std::max(width, cell.horizontalAdvance(model.index(row, column).data().toString()) + 12);
+    }
+    table.setColumnWidth(column, column == last_column ? 900 : std::min(width, 120));  // longer cells elide; the tooltip has the plan
+  }
+}
+
+// What kind of JSON document a file holds, from its "kind" field.
+std::string document_kind(const QString& path) {
+  auto text = planner::read_text_file(path.toStdString(), "file");
+  if (!text) return {};
+  auto doc = planner::parse_json(text.value(), path.toStdString());
+  return doc && doc->is_object() ? doc->value("kind", std::string()) : std::string();
+}
+
+}  // namespace
+
+MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent), start_(start) {
+  setWindowTitle(tr("Tessera planner"));
+  setAcceptDrops(true);
+  inputs_ = new InputPanel;
+  auto* input_scroll = scrolled(inputs_);
+  input_scroll->setMinimumWidth(inputs_->sizeHint().width() + 24);
+
+  plan_model_ = new PlanTableModel(this);
+  plan_proxy_ = new QSortFilterProxyModel(this);
+  plan_proxy_->setSourceModel(plan_model_);
+  plan_proxy_->setSortRole(PlanTableModel::kSortRole);
+  plan_table_ = new QTableView;
+  plan_table_->setModel(plan_proxy_);
+  plan_table_->setSortingEnabled(true);
+  plan_table_->sortByColumn(PlanTableModel::kRank, Qt::AscendingOrder);
+  plan_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  plan_table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  plan_table_->verticalHeader()->setVisible(false);
+  plan_table_->horizontalHeader()->setStretchLastSection(true);
+  plan_table_->setWordWrap(false);
+  plan_table_->verticalHeader()->setDefaultSectionSize(plan_table_->fontMetrics().height() + 8);
+  explanation_ = new QLabel;
+  explanation_->setWordWrap(true);
+  explanation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* plans_page = new QWidget;
+  auto* plans_layout = new QVBoxLayout(plans_page);
+  plans_layout->addWidget(plan_table_, 1);
+  plans_layout->addWidget(explanation_);
+
+  memory_view_ = new MemoryView;
+  comparison_model_ = new ComparisonModel(this);
+  auto* comparison_table = new QTableView;
+  comparison_table->setModel(comparison_model_);
+  comparison_table->verticalHeader()->setVisible(false);
+  comparison_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  comparison_box_ = new QGroupBox(tr("Measured run against the prediction of its set-up"));
+  auto* comparison_layout = new QVBoxLayout(comparison_box_);
+  comparison_layout->addWidget(comparison_table);
+  comparison_box_->setVisible(false);
+  auto* memory_page = new QWidget;
+  auto* memory_layout = new QVBoxLayout(memory_page);
+  memory_layout->addWidget(scrolled(memory_view_), 3);
+  memory_layout->addWidget(comparison_box_, 2);
+
+  mesh_view_ = new MeshView;
+  pipeline_view_ = new PipelineView;
+  chunk_view_ = new ChunkView;
+
+  tabs_ = new QTabWidget;
+  tabs_->addTab(plans_page, tr("Plans"));
+  tabs_->addTab(memory_page, tr("Memory"));
+  tabs_->addTab(mesh_view_, tr("Device mesh"));
+  tabs_->addTab(pipeline_view_, tr("Pipeline schedule"));
+  tabs_->addTab(chunk_view_, tr("ZeRO / chunks"));
+
+  verdict_ = new QLabel;
+  verdict_->setWordWrap(true);
+  verdict_->setTextFormat(Qt::RichText);
+  auto* right = new QWidget;
+  auto* right_layout = new QVBoxLayout(right);
+  right_layout->setContentsMargins(0, 0, 0, 0);
+  right_layout->addWidget(verdict_);
+  right_layout->addWidget(tabs_, 1);
+
+  splitter_ = new QSplitter;
+  splitter_->addWidget(input_scroll);
+  splitter_->addWidget(right);
+  splitter_->setStretchFactor(1, 1);
+  splitter_->setChildrenCollapsible(false);
+  setCentralWidget(splitter_);
+  buildMenus();
+
+  connect(inputs_, &InputPanel::inputsChanged, this, &MainWindow::applyInputs);
+  connect(&session_, &PlannerSession::inputsChecked, inputs_, &InputPanel::showError);
+  connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::onShownPlanChanged);
+  connect(&session_, &PlannerSession::searchStarted, this, [this] { statusBar()->showMessage(tr("Searching plans…")); });
+  connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
+  connect(&session_, &PlannerSession::measuredChanged, this, &MainWindow::onMeasuredChanged);
+  connect(plan_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (!current.isValid()) return;
+    if (auto plan = plan_model_->planAt(plan_proxy_->mapToSource(current).row())) session_.selectPlan(*plan);
+  });
+
+  PlannerInputs initial;
+  bool geometry_restored = false;
+  if (start_ == StartState::remembered) {
+    QSettings settings;
+    geometry_restored = restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+    splitter_->restoreState(settings.value("window/splitter").toByteArray());
+    tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
+    if (auto saved = session_from_json(settings.value("session/inputs").toString().toStdString(), "saved settings")) initial = saved.value();
+  }
+  if (!geometry_restored) resize(1280, 800);
+  inputs_->setInputs(initial);
+  applyInputs(initial);
+}
+
+void MainWindow::buildMenus() {
+  auto add = [this](QMenu* menu, const QString& text, const QKeySequence& keys, auto slot) {
+    QAction* action = menu->addAction(text);
+    action->setShortcut(keys);
+    connect(action, &QAction::triggered, this, slot);
+    return action;
+  };
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  add(file, tr("Open model config…"), QKeySequence::Open, [this] { inputs_->browseModel(); });
+  add(file, tr("Open measured run (metrics.json)…"), QKeySequence(Qt::CTRL | Qt::Key_M), [this] { openMeasuredRunDialog(); });
+  add(file, tr("Close measured run"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M), [this] { session_.closeMeasuredRun(); });
+  file->addSeparator();
+  add(file, tr("Open session…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), [this] { openSessionDialog(); });
+  add(file, tr("Save session…"), QKeySequence::Save, [this] { saveSessionDialog(); });
+  add(file, tr("Export…"), QKeySequence(Qt::CTRL | Qt::Key_E), [this] { exportDialog(); });
+  file->addSeparator();
+  add(file, tr("Quit"), QKeySequence::Quit, [this] { close(); });
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  int key = Qt::Key_1;
+  for (View v : kAllViews) {
+    add(view, tabs_->tabText(static_cast<int>(v)), QKeySequence(Qt::CTRL | static_cast<Qt::Key>(key++)), [this, v] { showView(v); });
+  }
+  view->addSeparator();
+  add(view, tr("Zoom in (pipeline)"), QKeySequence::ZoomIn, [this] { pipeline_view_->zoomIn(); });
+  add(view, tr("Zoom out (pipeline)"), QKeySequence::ZoomOut, [this] { pipeline_view_->zoomOut(); });
+  add(view, tr("Fit (pipeline)"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] { pipeline_view_->fit(); });
+}
+
+void MainWindow::applyInputs(const PlannerInputs& inputs) { session_.setInputs(inputs); }
+
+void MainWindow::onShownPlanChanged() {
+  const auto& shown = session_.shownPlan();
+  if (!shown) {
+    memory_view_->clearPlan();
+    mesh_view_->clearPlan();
+    pipeline_view_->clearPlan();
+    chunk_view_->clearChunkMap();
+    verdict_->clear();
+    return;
+  }
+  memory_view_->setPlan(session_.sharedModel(), *shown);
+  mesh_view_->setPlan(session_.planRequest().cluster, *shown);
+  pipeline_view_->setPlan(*shown);
+  chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
+  const bool fits = shown->memory.fits();
+  verdict_->setText(QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 · %4 tokens/s · MFU %5%")
+                        .arg(fits ? "#1B7F3B" : "#B01E1E", QString::fromStdString(planner::verdict_line(shown->memory)).toHtmlEscaped(),
+                             QString::fromStdString(planner::describe_plan(shown->request)).toHtmlEscaped(),
+                             QLocale().toString(shown->simulation.tokens_per_s, 'f', 0))
+                        .arg(100 * shown->simulation.mfu, 0, 'f', 1));
+  const int row = plan_model_->rowOf(shown->request);
+  if (row >= 0) selectPlanRow(row);
+}
+
+void MainWindow::onSearchFinished() {
+  const auto& result = session_.searchResult();
+  plan_model_->setResult(result, session_.planRequest().cluster.gpu.memory_bytes);
+  fit_columns(*plan_table_, PlanTableModel::kReason);
+  QString text = QString::fromStdString(result->explanation);
+  for (const std::string& s : result->suggestions) text += QStringLiteral("\n• ") + QString::fromStdString(s);
+  explanation_->setText(text);
+  if (const auto& shown = session_.shownPlan()) {
+    const int row = plan_model_->rowOf(shown->request);
+    if (row >= 0) selectPlanRow(row);
+  }
+  statusBar()->showMessage(tr("Searched %1 candidates in %2 ms: %3 fit, %4 distinct plans")
+                               .arg(result->candidates_evaluated)
+                               .arg(session_.lastSearchSeconds() * 1000, 0, 'f', 1)
+                               .arg(result->candidates_fitting)
+                               .arg(result->plans.size()));
+}
+
+void MainWindow::onMeasuredChanged() {
+  const auto& measured = session_.measured();
+  comparison_box_->setVisible(measured.has_value());
+  comparison_model_->setErrors(measured ? measured->errors : std::vector<planner::CategoryError>{});
+  memory_view_->setMeasured(measured ? std::optional<MemoryBreakdown>(measured->run.memory) : std::nullopt);
+  if (measured) comparison_box_->setTitle(tr("Measured run %1 against the prediction of its set-up").arg(QFileInfo(measured->path).fileName()));
+}
+
+void MainWindow::selectPlanRow(int source_row) {
+  const QModelIndex index = plan_proxy_->mapFromSource(plan_model_->index(source_row, 0));
+  if (!index.isValid() || plan_table_->currentIndex().row() == index.row()) return;
+  const QSignalBlocker blocker(plan_table_->selectionModel());  // showing the row must not re-select the plan
+  plan_table_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  plan_table_->viewport()->update();
+}
+
+void MainWindow::showView(View view) { tabs_->setCurrentIndex(static_cast<int>(view)); }
+
+View MainWindow::currentView() const { return static_cast<View>(tabs_->currentIndex()); }
+
+QWidget* MainWindow::viewWidget(View view) const { return tabs_->widget(static_cast<int>(view)); }
+
+QString MainWindow::viewName(View view) {
+  switch (view) {
+    case View::plans: return QStringLiteral("plans");
+    case View::memory: return QStringLiteral("memory");
+    case View::mesh: return QStringLiteral("mesh");
+    case View::pipeline: return QStringLiteral("pipeline");
+    case View::chunks: return QStringLiteral("chunks");
+  }
+  return {};
+}
+
+void MainWindow::openPath(const QString& path) {
+  const std::string kind = document_kind(path);
+  if (kind == "metrics") {
+    if (Status s = session_.openMeasuredRun(path); !s) return reportError(QString::fromStdString(s.error().message));
+    inputs_->setInputs(session_.inputs());
+    showView(View::memory);
+  } else if (kind == "tessera-gui-session") {
+    auto inputs = load_session(path.toStdString());
+    if (!inputs) return reportError(QString::fromStdString(inputs.error().message));
+    inputs_->setInputs(inputs.value());
+    applyInputs(inputs.value());
+  } else {
+    PlannerInputs in = inputs_->inputs();
+    in.model = path.toStdString();
+    inputs_->setInputs(in);
+    applyInputs(in);  // a file that is not a config shows its error next to the model control
+  }
+}
+
+Status MainWindow::exportTo(const QString& path) {
+  const auto format = export_format_of(path);
+  if (!format) return make_error(ErrorCode::invalid_argument, "unknown export format: use .pdf, .svg, .png, .json, .csv, .md or .html");
+  const ExportedView view{tabs_->tabText(tabs_->currentIndex()), viewWidget(currentView())};
+  switch (*format) {
+    case ExportFormat::pdf: {
+      std::vector<ExportedView> views;
+      for (View v : kAllViews) views.push_back({tabs_->tabText(static_cast<int>(v)), viewWidget(v)});
+      return export_views_pdf(views, path);
+    }
+    case ExportFormat::svg: return export_view_svg(view, path);
+    case ExportFormat::png: return export_view_png(view, path);
+    default: return export_planner_report(session_, *format, path);
+  }
+}
+
+void MainWindow::reportError(const QString& message) { statusBar()->showMessage(message, 10000); }
+
+void MainWindow::openMeasuredRunDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open a measured run"), QString(), tr("metrics.json (*.json)"));
+  if (!path.isEmpty()) openPath(path);
+}
+
+void MainWindow::openSessionDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open a session"), QString(), tr("Session (*.json)"));
+  if (!path.isEmpty()) openPath(path);
+}
+
+void MainWindow::saveSessionDialog() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save the session"), QStringLiteral("session.json"), tr("Session (*.json)"));
+  if (path.isEmpty()) return;
+  if (Status s = save_session(path.toStdString(), session_.inputs()); !s) return reportError(QString::fromStdString(s.error().message));
+  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+}
+
+void MainWindow::exportDialog() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QStringLiteral("tessera-plan.pdf"), export_file_filter());
+  if (path.isEmpty()) return;
+  if (Status s = exportTo(path); !s) return reportError(QString::fromStdString(s.error().message));
+  statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (start_ == StartState::remembered) {
+    QSettings settings;
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/state", saveState());
+    settings.setValue("window/splitter", splitter_->saveState());
+    settings.setValue("window/tab", tabs_->currentIndex());
+    settings.setValue("session/inputs", QString::fromStdString(session_to_json(session_.inputs())));
+  }
+  event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls()) {
+    if (url.isLocalFile()) openPath(url.toLocalFile());
+  }
+  event->acceptProposedAction();
+}
+
+}  // namespace tessera::gui

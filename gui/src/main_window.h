@@ -1,0 +1,97 @@
+// The main window: inputs on the left, the five views in tabs on the right,
+// a verdict line above them, menus with shortcuts, drag and drop of
+// config.json / metrics.json / session files, and the window's state kept in QSettings.
+#pragma once
+
+#include <QMainWindow>
+
+#include "planner_session.h"
+
+class QLabel;
+class QSortFilterProxyModel;
+class QSplitter;
+class QTabWidget;
+class QTableView;
+class QGroupBox;
+
+namespace tessera::gui {
+
+class ChunkView;
+class ComparisonModel;
+class InputPanel;
+class MemoryView;
+class MeshView;
+class PipelineView;
+class PlanTableModel;
+
+enum class View { plans, memory, mesh, pipeline, chunks };
+inline constexpr View kAllViews[] = {View::plans, View::memory, View::mesh, View::pipeline, View::chunks};
+
+// Whether the window starts from the geometry and inputs of the last run
+// (QSettings) or from the defaults (screenshots, tests).
+enum class StartState { remembered, defaults };
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(StartState start = StartState::remembered, QWidget* parent = nullptr);
+
+  PlannerSession& session() { return session_; }
+  InputPanel* inputPanel() const { return inputs_; }
+  PlanTableModel* planModel() const { return plan_model_; }
+  QTableView* planTable() const { return plan_table_; }
+  MemoryView* memoryView() const { return memory_view_; }
+  MeshView* meshView() const { return mesh_view_; }
+  PipelineView* pipelineView() const { return pipeline_view_; }
+  ChunkView* chunkView() const { return chunk_view_; }
+  ComparisonModel* comparisonModel() const { return comparison_model_; }
+
+  void showView(View view);
+  View currentView() const;
+  QWidget* viewWidget(View view) const;
+  static QString viewName(View view);  // "plans", "memory", "mesh", "pipeline", "chunks"
+  // Selects the table row showing `plan` (or the first row matching none).
+  void selectPlanRow(int source_row);
+
+  // Opens a dropped or chosen file by what it holds: a session, a measured run, or a model config.
+  void openPath(const QString& path);
+  // Writes every view (PDF), the current view (SVG, PNG) or a planner report, by the suffix.
+  Status exportTo(const QString& path);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void buildMenus();
+  void applyInputs(const PlannerInputs& inputs);
+  void onShownPlanChanged();
+  void onSearchFinished();
+  void onMeasuredChanged();
+  void reportError(const QString& message);
+  void openMeasuredRunDialog();
+  void openSessionDialog();
+  void saveSessionDialog();
+  void exportDialog();
+
+  PlannerSession session_;
+  InputPanel* inputs_ = nullptr;
+  QLabel* verdict_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QSplitter* splitter_ = nullptr;
+  PlanTableModel* plan_model_ = nullptr;
+  QSortFilterProxyModel* plan_proxy_ = nullptr;
+  QTableView* plan_table_ = nullptr;
+  QLabel* explanation_ = nullptr;
+  MemoryView* memory_view_ = nullptr;
+  QGroupBox* comparison_box_ = nullptr;
+  ComparisonModel* comparison_model_ = nullptr;
+  MeshView* mesh_view_ = nullptr;
+  PipelineView* pipeline_view_ = nullptr;
+  ChunkView* chunk_view_ = nullptr;
+  StartState start_;
+};
+
+}  // namespace tessera::gui

@@ -1,0 +1,49 @@
+// The device mesh: nodes × GPUs as tiles, coloured by data-, tensor- or
+// pipeline-parallel group (chosen above the mesh). Clicking a tile selects
+// that rank: its three groups are outlined and the panel beside the mesh says
+// what the rank holds (layers, shards, chunks, bytes).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include <QWidget>
+
+#include "planner_session.h"
+#include "tessera/planner/cluster.h"
+#include "tessera/planner/rank_groups.h"
+
+class QComboBox;
+class QLabel;
+
+namespace tessera::gui {
+
+class MeshCanvas;
+
+class MeshView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit MeshView(QWidget* parent = nullptr);
+
+  void setPlan(const planner::ClusterSpec& cluster, const ShownPlan& plan);
+  void clearPlan();
+  void selectRank(int64_t rank);
+  void setColouring(planner::MeshAxis axis);
+
+  int64_t selectedRank() const { return selected_rank_; }
+  // The selected rank's description, as shown beside the mesh.
+  QString selectedRankText() const;
+
+ private:
+  void refresh();
+
+  QComboBox* colouring_ = nullptr;
+  MeshCanvas* canvas_ = nullptr;
+  QLabel* details_ = nullptr;
+  planner::ClusterSpec cluster_;
+  std::optional<ShownPlan> plan_;
+  int64_t selected_rank_ = 0;
+};
+
+}  // namespace tessera::gui

@@ -1,0 +1,249 @@
+#include "pipeline_view.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QHBoxLayout>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolButton>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QWheelEvent>
+
+#include "category_style.h"
+#include "plan_labels.h"
+
+namespace tessera::gui {
+
+namespace {
+
+constexpr double kMargin = 12, kLaneHeight = 30, kCommLaneHeight = 20, kLaneGap = 10, kAxisHeight = 30, kZoomStep = 1.25;
+
+QColor event_colour(const std::string& category) {
+  if (category == "forward") return QColor(0x4C, 0x72, 0xB0);
+  if (category == "backward") return QColor(0xDD, 0x84, 0x52);
+  if (category == "optimizer") return QColor(0x55, 0xA8, 0x68);
+  if (category == "offload") return QColor(0xC4, 0x4E, 0x52);
+  return QColor(0x81, 0x72, 0xB3);  // communication
+}
+
+const QColor kIdle(0xB8, 0xB8, 0xB8);
+
+// A tick step of 1, 2 or 5 × 10^k seconds giving about 8 ticks over `span`.
+double time_step(double span) {
+  const double base = std::pow(10.0, std::floor(std::log10(std::max(span, 1e-12) / 8)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (span / (base * m) <= 10) return base * m;
+  }
+  return base * 10;
+}
+
+}  // namespace
+
+class PipelineCanvas : public QWidget {
+ public:
+  explicit PipelineCanvas(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setMinimumSize(400, 200);
+    setBackgroundRole(QPalette::Base);
+    setAutoFillBackground(true);
+  }
+
+  std::optional<ShownPlan> plan;
+  double view_start_s = 0, view_span_s = 1;
+
+  void fit() {
+    view_start_s = 0;
+    view_span_s = plan && plan->simulation.step_time_s > 0 ? plan->simulation.step_time_s * 1.02 : 1;
+    update();
+  }
+  void zoom(double factor, double anchor_x) {
+    const double anchor_s = time_at(anchor_x);
+    view_span_s /= factor;
+    view_start_s = anchor_s - (anchor_x - plot_left()) / plot_width() * view_span_s;
+    update();
+  }
+  double plot_left() const { return kMargin + label_width_; }
+  double plot_width() const { return std::max(10.0, width() - plot_left() - kMargin); }
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void wheelEvent(QWheelEvent* event) override {
+    zoom(event->angleDelta().y() > 0 ? kZoomStep : 1 / kZoomStep, event->position().x());
+    event->accept();
+  }
+  void mousePressEvent(QMouseEvent* event) override { drag_x_ = event->position().x(); }
+  void mouseMoveEvent(QMouseEvent* event) override {
+    if (event->buttons() & Qt::LeftButton) {
+      view_start_s -= (event->position().x() - drag_x_) / plot_width() * view_span_s;
+      drag_x_ = event->position().x();
+      update();
+    }
+  }
+  void mouseDoubleClickEvent(QMouseEvent*) override { fit(); }
+  bool event(QEvent* event) override;
+
+ private:
+  double time_at(double x) const { return view_start_s + (x - plot_left()) / plot_width() * view_span_s; }
+  double x_at(double s) const { return plot_left() + (s - view_start_s) / view_span_s * plot_width(); }
+
+  double label_width_ = 90, drag_x_ = 0, lane_height_ = kLaneHeight, comm_lane_height_ = kCommLaneHeight;
+  std::vector<std::pair<QRectF, size_t>> boxes_;  // drawn events, for tooltips
+};
+
+void PipelineCanvas::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  boxes_.clear();
+  const QFontMetricsF metrics(font());
+  if (!plan) {
+    p.drawText(rect(), Qt::AlignCenter, tr("No plan to show."));
+    return;
+  }
+  const planner::StepSimulation& sim = plan->simulation;
+  const int64_t stages = plan->request.layout.pp;
+  label_width_ = metrics.horizontalAdvance(tr("stage %1 comm").arg(stages - 1)) + 14;
+  const planner::StepBreakdown& b = sim.breakdown;
+  const QString summary =
+      tr("%1 stages · %2 schedule · %3 micro-batches · step %4 · bubble %5 (%6% of the step)")
+          .arg(stages)
+          .arg(QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()))
+          .arg(plan->request.training.num_micro_batches)
+          .arg(seconds_text(sim.step_time_s), seconds_text(b.bubble_s))
+          .arg(sim.step_time_s > 0 ? 100 * b.bubble_s / sim.step_time_s : 0, 0, 'f', 1);
+  p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
+             metrics.elidedText(summary, Qt::ElideRight, width() - 2 * kMargin));
+
+  const double axis_y = kMargin + metrics.height() + kAxisHeight;
+  const double lanes_top = axis_y + 6;
+  // Lanes grow into the space the legend leaves, up to twice their least height.
+  const double room = height() - lanes_top - 4 * metrics.height() - 3 * kMargin;
+  const double grow = std::clamp(room / static_cast<double>(stages) / (kLaneHeight + kCommLaneHeight + 2 + kLaneGap), 1.0, 2.0);
+  lane_height_ = kLaneHeight * grow;
+  comm_lane_height_ = kCommLaneHeight * grow;
+  auto lane_top = [&](int lane) {
+    const int stage = lane / 2;
+    return lanes_top + stage * (lane_height_ + comm_lane_height_ + 2 + kLaneGap) + (lane % 2 ? lane_height_ + 2 : 0);
+  };
+  const double lanes_bottom = lane_top(static_cast<int>(2 * stages)) - kLaneGap;
+  p.setClipRect(QRectF(0, 0, width(), height()));
+  // Lanes: hatched where idle, so the bubbles show.
+  for (int lane = 0; lane < 2 * stages; ++lane) {
+    const double h = lane % 2 ? comm_lane_height_ : lane_height_;
+    const QRectF band(plot_left(), lane_top(lane), plot_width(), h);
+    const double step_end = std::min(x_at(sim.step_time_s), band.right());
+    const QRectF busy_span(std::max(band.left(), x_at(0)), band.top(), std::max(0.0, step_end - std::max(band.left(), x_at(0))), h);
+    p.fillRect(busy_span, QBrush(kIdle, Qt::BDiagPattern));
+    p.setPen(QColor(0, 0, 0, 60));
+    p.drawRect(band);
+    p.setPen(Qt::black);
+    p.drawText(QRectF(kMargin, band.top(), label_width_ - 8, h), Qt::AlignRight | Qt::AlignVCenter,
+               lane % 2 ? tr("stage %1 comm").arg(lane / 2) : tr("stage %1").arg(lane / 2));
+  }
+  // Time axis.
+  const double step = time_step(view_span_s);
+  const QString unit = step >= 0.5 ? QStringLiteral("s") : step >= 5e-4 ? QStringLiteral("ms") : QStringLiteral("µs");
+  const double per_unit = unit == QStringLiteral("s") ? 1 : unit == QStringLiteral("ms") ? 1e-3 : 1e-6;
+  p.setPen(QColor(0, 0, 0, 160));
+  p.drawLine(QPointF(plot_left(), axis_y), QPointF(plot_left() + plot_width(), axis_y));
+  for (double t = std::ceil(view_start_s / step) * step; t <= view_start_s + view_span_s; t += step) {
+    const double x = x_at(t);
+    p.setPen(QColor(0, 0, 0, 30));
+    p.drawLine(QPointF(x, axis_y), QPointF(x, lanes_bottom));
+    p.setPen(QColor(0, 0, 0, 170));
+    p.drawLine(QPointF(x, axis_y - 4), QPointF(x, axis_y));
+    const double value = std::abs(t) < step / 2 ? 0 : t / per_unit;
+    p.drawText(QRectF(x - 45, axis_y - 6 - metrics.height(), 90, metrics.height()), Qt::AlignHCenter | Qt::AlignBottom,
+               QStringLiteral("%1 %2").arg(value, 0, 'g', 5).arg(unit));
+  }
+  // Events, clipped to the plot.
+  p.setClipRect(QRectF(plot_left(), 0, plot_width(), height()));
+  for (size_t i = 0; i < sim.events.size(); ++i) {
+    const planner::TraceEvent& e = sim.events[i];
+    const double x0 = x_at(e.start_s), x1 = x_at(e.start_s + e.duration_s);
+    if (x1 < plot_left() || x0 > plot_left() + plot_width()) continue;
+    const double h = e.lane % 2 ? comm_lane_height_ : lane_height_;
+    const QRectF box(x0, lane_top(e.lane) + 1, std::max(1.0, x1 - x0), h - 2);
+    p.fillRect(box, event_colour(e.category));
+    if (box.width() > 3) {
+      p.setPen(QColor(255, 255, 255, 200));
+      p.drawLine(box.topLeft(), box.bottomLeft());
+    }
+    const QString name = QString::fromStdString(e.name);
+    if (metrics.horizontalAdvance(name) + 4 < box.width()) {
+      p.setPen(Qt::white);
+      p.drawText(box, Qt::AlignCenter, name);
+    }
+    boxes_.push_back({box, i});
+  }
+  p.setClipping(false);
+  const std::vector<LegendEntry> legend = {{event_colour("forward"), tr("forward")},
+                                           {event_colour("backward"), tr("backward")},
+                                           {event_colour("communication"), tr("communication")},
+                                           {event_colour("offload"), tr("offload")},
+                                           {event_colour("optimizer"), tr("optimizer")},
+                                           {kIdle, tr("idle (pipeline bubble)"), Qt::BDiagPattern}};
+  p.setPen(Qt::black);
+  const double legend_top = std::max(lanes_bottom + 14, height() - kMargin - legend_height(metrics, width() - 2 * kMargin, legend) -
+                                                            metrics.height() - 6);
+  draw_legend(p, QRectF(kMargin, legend_top, width() - 2 * kMargin, height()), legend);
+  p.setPen(QColor(0x55, 0x55, 0x55));
+  p.drawText(QRectF(kMargin, height() - kMargin - metrics.height(), width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
+             tr("wheel: zoom · drag: pan · double click: fit"));
+}
+
+bool PipelineCanvas::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip && plan) {
+    const auto* help = static_cast<QHelpEvent*>(event);
+    for (const auto& [box, index] : boxes_) {
+      if (!box.contains(help->pos())) continue;
+      const planner::TraceEvent& e = plan->simulation.events[index];
+      QToolTip::showText(help->globalPos(),
+                         tr("<b>%1</b> (%2)<br>stage %3 · starts %4 · lasts %5")
+                             .arg(QString::fromStdString(e.name).toHtmlEscaped(), QString::fromStdString(e.category))
+                             .arg(e.lane / 2)
+                             .arg(seconds_text(e.start_s), seconds_text(e.duration_s)),
+                         this);
+      return true;
+    }
+    QToolTip::hideText();
+    return true;
+  }
+  return QWidget::event(event);
+}
+
+PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
+  canvas_ = new PipelineCanvas(this);
+  auto* buttons = new QHBoxLayout;
+  for (auto [label, slot] : {std::pair{tr("Zoom in"), &PipelineView::zoomIn}, std::pair{tr("Zoom out"), &PipelineView::zoomOut},
+                             std::pair{tr("Fit"), &PipelineView::fit}}) {
+    auto* button = new QToolButton(this);
+    button->setText(label);
+    connect(button, &QToolButton::clicked, this, slot);
+    buttons->addWidget(button);
+  }
+  buttons->addStretch(1);
+  auto* column = new QVBoxLayout(this);
+  column->addLayout(buttons);
+  column->addWidget(canvas_, 1);
+}
+
+void PipelineView::setPlan(const ShownPlan& plan) {
+  const bool same_step = canvas_->plan && canvas_->plan->simulation.step_time_s == plan.simulation.step_time_s;
+  canvas_->plan = plan;
+  if (!same_step) canvas_->fit();  // keep the user's zoom while the step stays the same
+  canvas_->update();
+}
+
+void PipelineView::clearPlan() {
+  canvas_->plan.reset();
+  canvas_->update();
+}
+
+void PipelineView::zoomIn() { canvas_->zoom(kZoomStep, canvas_->plot_left() + canvas_->plot_width() / 2); }
+void PipelineView::zoomOut() { canvas_->zoom(1 / kZoomStep, canvas_->plot_left() + canvas_->plot_width() / 2); }
+void PipelineView::fit() { canvas_->fit(); }
+
+std::pair<double, double> PipelineView::visibleRange() const { return {canvas_->view_start_s, canvas_->view_start_s + canvas_->view_span_s}; }
+
+}  // namespace tessera::gui

@@ -1,0 +1,36 @@
+// The simulated step as a timeline: per pipeline stage a compute lane with
+// every forward (F) and backward (B) micro-batch, and a communication lane
+// beneath it (activations received from the neighbouring stage, gradient
+// reduction, offload, optimizer). Idle time shows as hatching, so the bubbles
+// stand out. The wheel zooms around the pointer, dragging pans, a double click fits.
+#pragma once
+
+#include <optional>
+
+#include <QWidget>
+
+#include "planner_session.h"
+
+namespace tessera::gui {
+
+class PipelineCanvas;
+
+class PipelineView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit PipelineView(QWidget* parent = nullptr);
+
+  void setPlan(const ShownPlan& plan);
+  void clearPlan();
+  void zoomIn();
+  void zoomOut();
+  void fit();
+  // The visible time range in seconds, for tests.
+  std::pair<double, double> visibleRange() const;
+
+ private:
+  PipelineCanvas* canvas_ = nullptr;
+};
+
+}  // namespace tessera::gui

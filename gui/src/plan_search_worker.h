@@ -1,0 +1,40 @@
+// Runs the planner's plan search off the UI thread. A newer search cancels
+// the older ones: one not yet started is skipped, and the result of one still
+// running is dropped when it ends, so only the latest inputs reach the views.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include <QObject>
+#include <QString>
+#include <QThreadPool>
+
+#include "tessera/planner/model.h"
+#include "tessera/planner/search.h"
+
+namespace tessera::gui {
+
+class PlanSearchWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit PlanSearchWorker(QObject* parent = nullptr);
+  ~PlanSearchWorker() override;
+
+  void search(std::shared_ptr<const planner::Model> model, planner::PlanRequest request);
+  // True from search() until its result (or error) has been delivered.
+  bool busy() const { return busy_; }
+
+ signals:
+  // `result` is null when the search failed; `error` then says why.
+  void finished(std::shared_ptr<const planner::PlanSearchResult> result, QString error, double seconds);
+
+ private:
+  std::atomic<uint64_t> latest_{0};
+  bool busy_ = false;
+  QThreadPool pool_;  // one thread; declared last, so it is joined before the members it uses go
+};
+
+}  // namespace tessera::gui

@@ -1,0 +1,59 @@
+#include "planner_inputs.h"
+
+#include <array>
+#include <utility>
+
+#include "tessera/planner/registry.h"
+
+namespace tessera::gui {
+
+std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::ClusterSpec& out) {
+  if (!in.cluster.empty()) {
+    auto cluster = planner::load_cluster(in.cluster, "--cluster");
+    if (!cluster) return InputError{InputField::cluster, cluster.error().message};
+    out = std::move(cluster).value();
+    return std::nullopt;
+  }
+  auto gpu = planner::load_gpu(in.gpu, "--gpu");
+  if (!gpu) return InputError{InputField::gpu, gpu.error().message};
+  auto cluster = planner::make_cluster(gpu.value(), in.gpus, in.gpus_per_node, in.inter_node_gbit_s);
+  if (!cluster) return InputError{InputField::gpus, cluster.error().message};
+  out = std::move(cluster).value();
+  return std::nullopt;
+}
+
+planner::PlanRequest make_plan_request(const PlannerInputs& in, const planner::ClusterSpec& cluster) {
+  planner::PlanRequest r;
+  r.cluster = cluster;
+  r.global_batch_size = in.global_batch;
+  r.seq_len = in.seq_len;
+  r.precision = in.precision;
+  r.optimizer = in.optimizer;
+  if (in.recompute) r.recompute = {*in.recompute};
+  if (in.plugin) r.plugins = {*in.plugin};
+  return r;
+}
+
+InputField field_of_error(std::string_view message) {
+  // Longer options first where one is a prefix of another (--gpus-per-node, --gpus, --gpu).
+  static constexpr std::array<std::pair<std::string_view, InputField>, 16> kOptions{{
+      {"--model", InputField::model},           {"--cluster", InputField::cluster},      {"--gpus-per-node", InputField::gpus},
+      {"--gpus", InputField::gpus},             {"--gpu", InputField::gpu},              {"--inter-node", InputField::gpus},
+      {"--global-batch", InputField::global_batch}, {"--micro-batch", InputField::global_batch}, {"--seq", InputField::seq_len},
+      {"--precision", InputField::precision},   {"--optimizer", InputField::optimizer},  {"--recompute", InputField::recompute},
+      {"--plugin", InputField::plugin},         {"--dp", InputField::gpus},              {"--tp", InputField::gpus},
+      {"--pp", InputField::gpus},
+  }};
+  size_t best_at = std::string_view::npos;
+  InputField best = InputField::model;
+  for (const auto& [option, field] : kOptions) {
+    const size_t at = message.find(option);
+    if (at < best_at) {
+      best_at = at;
+      best = field;
+    }
+  }
+  return best;
+}
+
+}  // namespace tessera::gui

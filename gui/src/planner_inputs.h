@@ -1,0 +1,57 @@
+// What the user sets in the input panel, and how it becomes the planner's
+// PlanRequest. Errors come back tagged with the control that causes them, so
+// the panel can show each one next to its control.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tessera/planner/cluster.h"
+#include "tessera/planner/search.h"
+#include "tessera/planner/status.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::gui {
+
+using planner::OptimizerKind;
+using planner::PluginKind;
+using planner::Precision;
+using planner::RecomputeMode;
+
+struct PlannerInputs {
+  std::string model = "llama-2-13b";  // a shipped model's name or the path of a config.json
+  std::string cluster;                // a shipped cluster's name; empty: gpu × gpus below
+  std::string gpu = "h100-80g";       // a shipped GPU's name or a profile path
+  int64_t gpus = 16;
+  int64_t gpus_per_node = 8;
+  double inter_node_gbit_s = 400;
+  int64_t global_batch = 32;          // sequences per optimizer step
+  int64_t seq_len = 4096;
+  Precision precision = Precision::bf16;
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  std::optional<RecomputeMode> recompute;  // empty: the search tries none, selective and full
+  std::optional<PluginKind> plugin;        // empty: every plugin
+  bool operator==(const PlannerInputs&) const = default;
+};
+
+enum class InputField { model, cluster, gpu, gpus, global_batch, seq_len, precision, optimizer, recompute, plugin };
+inline constexpr int kNumInputFields = 10;
+
+struct InputError {
+  InputField field = InputField::model;
+  std::string message;
+};
+
+// The cluster the inputs describe (a shipped cluster, or gpus of one GPU kind).
+std::optional<InputError> make_cluster_spec(const PlannerInputs& inputs, planner::ClusterSpec& out);
+
+// The planner's request for these inputs on `cluster`.
+planner::PlanRequest make_plan_request(const PlannerInputs& inputs, const planner::ClusterSpec& cluster);
+
+// The control an error message of the planner is about: the first command-line
+// option it names (the planner's messages name the option to change, e.g. "--seq 9000 exceeds ...").
+InputField field_of_error(std::string_view message);
+
+}  // namespace tessera::gui

@@ -1,0 +1,118 @@
+#include "report_export.h"
+
+#include <QFileInfo>
+#include <QPageLayout>
+#include <QPageSize>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <QSvgGenerator>
+#include <QWidget>
+
+#include "tessera/planner/plan_file.h"
+#include "tessera/planner/report.h"
+
+namespace tessera::gui {
+
+namespace {
+
+Error write_error(const QString& path, const QString& why) {
+  return make_error(ErrorCode::io_error, QStringLiteral("cannot write %1: %2").arg(path, why).toStdString());
+}
+
+Status write_text(const QString& path, const std::string& text) {
+  QSaveFile file(path);  // written to a temporary file and renamed: never half a report
+  if (!file.open(QIODevice::WriteOnly)) return write_error(path, file.errorString());
+  file.write(text.data(), static_cast<qint64>(text.size()));
+  if (!file.commit()) return write_error(path, file.errorString());
+  return Status::success();
+}
+
+}  // namespace
+
+std::optional<ExportFormat> export_format_of(const QString& path) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  static const std::pair<const char*, ExportFormat> kSuffixes[] = {{"pdf", ExportFormat::pdf}, {"svg", ExportFormat::svg},   {"png", ExportFormat::png},
+                                                                   {"json", ExportFormat::json}, {"csv", ExportFormat::csv}, {"md", ExportFormat::md},
+                                                                   {"html", ExportFormat::html}};
+  for (const auto& [name, format] : kSuffixes) {
+    if (suffix == QLatin1String(name)) return format;
+  }
+  return std::nullopt;
+}
+
+QString export_file_filter() {
+  return QObject::tr(
+      "PDF, every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
+      "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html)");
+}
+
+Status export_views_pdf(const std::vector<ExportedView>& views, const QString& path) {
+  QPdfWriter pdf(path);
+  pdf.setPageSize(QPageSize(QPageSize::A4));
+  pdf.setPageOrientation(QPageLayout::Landscape);
+  pdf.setResolution(150);
+  pdf.setTitle(QObject::tr("Tessera plan"));
+  pdf.setCreator(QStringLiteral("tessera-gui"));
+  QPainter painter;
+  if (!painter.begin(&pdf)) return write_error(path, QObject::tr("the PDF cannot be opened"));
+  const QRect page = pdf.pageLayout().paintRectPixels(pdf.resolution());
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (i > 0) pdf.newPage();
+    QFont title = painter.font();
+    title.setPointSize(14);
+    title.setBold(true);
+    painter.setFont(title);
+    const int title_height = painter.fontMetrics().height() * 2;
+    painter.drawText(QRect(0, 0, page.width(), title_height), Qt::AlignLeft | Qt::AlignVCenter, views[i].title);
+    // The widget at its on-screen size, scaled to the page below the title.
+    QWidget* widget = views[i].widget;
+    const double scale = std::min(page.width() / double(widget->width()), (page.height() - title_height) / double(widget->height()));
+    painter.save();
+    painter.translate(0, title_height);
+    painter.scale(scale, scale);
+    widget->render(&painter, QPoint(), QRegion(), QWidget::DrawChildren);
+    painter.restore();
+  }
+  if (!painter.end()) return write_error(path, QObject::tr("the PDF could not be finished"));
+  return Status::success();
+}
+
+Status export_view_svg(const ExportedView& view, const QString& path) {
+  QSvgGenerator svg;
+  svg.setFileName(path);
+  svg.setSize(view.widget->size());
+  svg.setViewBox(QRect(QPoint(), view.widget->size()));
+  svg.setTitle(view.title);
+  svg.setDescription(QObject::tr("Exported by tessera-gui"));
+  QPainter painter;
+  if (!painter.begin(&svg)) return write_error(path, QObject::tr("the SVG cannot be opened"));
+  view.widget->render(&painter, QPoint(), QRegion(), QWidget::DrawChildren);
+  if (!painter.end()) return write_error(path, QObject::tr("the SVG could not be finished"));
+  return Status::success();
+}
+
+Status export_view_png(const ExportedView& view, const QString& path) {
+  if (!view.widget->grab().save(path, "PNG")) return write_error(path, QObject::tr("the PNG could not be saved"));
+  return Status::success();
+}
+
+Status export_planner_report(const PlannerSession& session, ExportFormat format, const QString& path) {
+  if (!session.hasModel()) return make_error(ErrorCode::invalid_argument, "nothing to export yet: choose a model");
+  if (format == ExportFormat::json) {
+    const auto& result = session.searchResult();
+    if (!result) return make_error(ErrorCode::invalid_argument, "nothing to export yet: the search has not finished");
+    const nlohmann::json doc = planner::plan_document(session.model(), session.inputs().model, session.planRequest(), *result,
+                                                      static_cast<int>(result->plans.size()));
+    return write_text(path, doc.dump(2) + "\n");
+  }
+  const auto& shown = session.shownPlan();
+  if (!shown) return make_error(ErrorCode::invalid_argument, "nothing to export yet: no plan is shown");
+  const planner::ReportFormat report = format == ExportFormat::csv ? planner::ReportFormat::csv
+                                       : format == ExportFormat::md ? planner::ReportFormat::md
+                                                                    : planner::ReportFormat::html;
+  const planner::EstimateReport facts{session.model(), session.planRequest().cluster.gpu, shown->request, shown->memory};
+  return write_text(path, planner::render_estimate(facts, report));
+}
+
+}  // namespace tessera::gui

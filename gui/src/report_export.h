@@ -1,0 +1,35 @@
+// Exports: the views as pictures (PDF with one page per view, SVG or PNG of
+// one view) and the planner's own reports (plan.json of the ranked plans; CSV,
+// Markdown or HTML of the shown plan's estimate). The format follows the file's suffix.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include <QString>
+
+#include "planner_session.h"
+
+class QWidget;
+
+namespace tessera::gui {
+
+enum class ExportFormat { pdf, svg, png, json, csv, md, html };
+
+// By suffix (.pdf, .svg, .png, .json, .csv, .md, .html); none for anything else.
+std::optional<ExportFormat> export_format_of(const QString& path);
+// "PDF (*.pdf);;SVG (*.svg);;..." for a file dialog.
+QString export_file_filter();
+
+struct ExportedView {
+  QString title;
+  QWidget* widget = nullptr;
+};
+
+Status export_views_pdf(const std::vector<ExportedView>& views, const QString& path);
+Status export_view_svg(const ExportedView& view, const QString& path);
+Status export_view_png(const ExportedView& view, const QString& path);
+// json: plan.json of every ranked plan; csv, md, html: the estimate of the shown plan.
+Status export_planner_report(const PlannerSession& session, ExportFormat format, const QString& path);
+
+}  // namespace tessera::gui

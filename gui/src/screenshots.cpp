@@ -1,0 +1,57 @@
+#include "screenshots.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QTableView>
+#include <QTimer>
+
+#include "main_window.h"
+#include "mesh_view.h"
+#include "plan_table_model.h"
+
+namespace tessera::gui {
+
+namespace {
+
+// The best Gemini plan that puts something on the host (so the map shows both
+// places), else the best Gemini plan, else the best plan.
+int chunk_example_row(const PlanTableModel& model) {
+  int any_gemini = -1;
+  for (int row = 0; row < model.rowCount(); ++row) {
+    const auto plan = model.planAt(row);
+    if (!plan || plan->plugin.kind != planner::PluginKind::gemini) continue;
+    if (plan->plugin.gemini.offload_optim_frac > 0 || plan->plugin.gemini.offload_param_frac > 0) return row;
+    if (any_gemini < 0) any_gemini = row;
+  }
+  return std::max(0, any_gemini);
+}
+
+}  // namespace
+
+Status write_screenshots(const QString& directory, QSize window_size) {
+  if (!QDir().mkpath(directory)) return make_error(ErrorCode::io_error, "cannot create " + directory.toStdString());
+  MainWindow window(StartState::defaults);
+  window.resize(window_size);
+  window.show();
+  // The example is the default inputs; wait for its search (milliseconds; 60 s at most).
+  QElapsedTimer waited;
+  waited.start();
+  while (!window.session().searchResult() && waited.elapsed() < 60000) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+  if (!window.session().searchResult()) return make_error(ErrorCode::io_error, "the example's plan search did not finish");
+  window.meshView()->selectRank(5);  // a rank inside both groups, so every outline shows
+  for (View view : kAllViews) {
+    window.showView(view);
+    // The chunk map of a Gemini plan; the other views show the best plan.
+    const int row = view == View::chunks ? chunk_example_row(*window.planModel()) : 0;
+    if (const auto plan = window.planModel()->planAt(row)) window.session().selectPlan(*plan);
+    QCoreApplication::processEvents();
+    const QString path = QDir(directory).filePath(MainWindow::viewName(view) + QStringLiteral(".png"));
+    if (!window.grab().save(path, "PNG")) return make_error(ErrorCode::io_error, "cannot write " + path.toStdString());
+  }
+  window.close();
+  return Status::success();
+}
+
+}  // namespace tessera::gui

@@ -1,0 +1,15 @@
+// `tessera-gui --screenshot DIR`: the window at a fixed example (Llama-2-13B
+// on 16 H100s in 2 nodes, global batch 32 × 4096 tokens), one PNG per view:
+// plans.png, memory.png, mesh.png, pipeline.png, chunks.png.
+#pragma once
+
+#include <QSize>
+#include <QString>
+
+#include "tessera/planner/status.h"
+
+namespace tessera::gui {
+
+Status write_screenshots(const QString& directory, QSize window_size);
+
+}  // namespace tessera::gui

@@ -1,0 +1,57 @@
+#include "tessera/planner/measured_run.h"
+
+#include "tessera/planner/json_io.h"
+#include "tessera/planner/text_util.h"
+
+namespace tessera::planner {
+
+using nlohmann::json;
+
+Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string& source) {
+  auto document = parse_json(text, source);
+  if (!document) return document.error();
+  const json& doc = document.value();
+  if (!doc.is_object() || doc.value("schema", 0) != 1 || doc.value("kind", "") != "metrics") {
+    return make_error(ErrorCode::parse_error, source + ": not a metrics file (expected \"schema\": 1, \"kind\": \"metrics\" as tessera train writes)");
+  }
+  const json* ranks = doc.contains("ranks") ? &doc["ranks"] : nullptr;
+  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object() || !(*ranks)[0].contains("categories")) {
+    return make_error(ErrorCode::parse_error, source + ": no per-rank memory (\"ranks\"[0].\"categories\")");
+  }
+  auto request = request_from_json(doc, source);
+  if (!request) return request.error();
+  MeasuredRun run;
+  run.request = std::move(request).value();
+  run.model_name = doc.contains("model") && doc["model"].is_object() ? doc["model"].value("name", "") : "";
+  run.tokens_per_s = doc.value("tokens_per_s", 0.0);
+  const json& categories = (*ranks)[0]["categories"];
+  try {
+    for (MemoryCategory c : kAllMemoryCategories) {
+      const json entry = categories.value(std::string(to_string(c)), json::object());
+      run.memory.add(c, MemorySpace::device, entry.value("device_bytes", int64_t{0}));
+      run.memory.add(c, MemorySpace::host, entry.value("host_bytes", int64_t{0}));
+    }
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::parse_error, source + ": a category's bytes are not integers (" + one_line(e.what(), 120) + ")");
+  }
+  return run;
+}
+
+Result<MeasuredRun> read_measured_run(const std::string& path) {
+  auto text = read_text_file(path, "metrics");
+  if (!text) return text.error();
+  return parse_measured_run(text.value(), path);
+}
+
+std::vector<CategoryError> compare_memory(const MemoryBreakdown& predicted, const MemoryBreakdown& measured) {
+  std::vector<CategoryError> out;
+  for (MemoryCategory c : kAllMemoryCategories) {
+    const int64_t p = predicted[c].device;
+    const int64_t m = measured[c].device;
+    const double error = m == 0 ? (p == 0 ? 0.0 : 100.0) : 100.0 * static_cast<double>(p - m) / static_cast<double>(m);
+    out.push_back(CategoryError{c, p, m, error});
+  }
+  return out;
+}
+
+}  // namespace tessera::planner

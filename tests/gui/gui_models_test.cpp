@@ -1,0 +1,74 @@
+// The item models under QAbstractItemModelTester, filled with real search
+// results, and their numbers against the planner's.
+#include <QAbstractItemModelTester>
+#include <QSortFilterProxyModel>
+#include <QTest>
+
+#include "comparison_model.h"
+#include "gui_test_util.h"
+#include "plan_table_model.h"
+#include "tessera/planner/report.h"
+
+namespace tessera::gui {
+
+class ModelsTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void planTableHoldsEveryPlanAndRejection() {
+    const auto result = std::make_shared<const planner::PlanSearchResult>(test::planner_search(PlannerInputs{}));
+    PlanTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const int64_t capacity = planner::load_gpu("h100-80g").value().memory_bytes;
+    model.setResult(result, capacity);
+    QCOMPARE(model.rowCount(), static_cast<int>(result->plans.size() + result->rejected.size()));
+    QCOMPARE(model.columnCount(), static_cast<int>(PlanTableModel::kColumnCount));
+    const planner::Candidate& best = result->plans.front();
+    QCOMPARE(model.index(0, PlanTableModel::kTokensPerS).data(PlanTableModel::kSortRole).toDouble(), best.simulation.tokens_per_s);
+    QCOMPARE(model.index(0, PlanTableModel::kMemory).data().toString(), QString::fromStdString(planner::format_bytes(best.peak_device_bytes())));
+    QCOMPARE(model.index(0, PlanTableModel::kFits).data().toString(), QStringLiteral("yes"));
+    QCOMPARE(planner::describe_plan(*model.planAt(0)), planner::describe_plan(best.request));
+    // A rejection row: the closest candidate's memory is the capacity plus its overflow.
+    const int first_rejection = static_cast<int>(result->plans.size());
+    const auto& [reason, rejection] = *result->rejected.begin();
+    QCOMPARE(model.index(first_rejection, PlanTableModel::kFits).data().toString(), QStringLiteral("no"));
+    QVERIFY(model.index(first_rejection, PlanTableModel::kReason).data().toString().contains(QString::fromStdString(reason)));
+    QCOMPARE(model.index(first_rejection, PlanTableModel::kMemory).data(PlanTableModel::kSortRole).toLongLong(),
+             static_cast<qlonglong>(capacity + rejection.closest_overflow_bytes));
+    QCOMPARE(model.rowOf(best.request), 0);
+    model.setResult(nullptr, capacity);  // a reset under the tester
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void planTableSortsNumerically() {
+    const auto result = std::make_shared<const planner::PlanSearchResult>(test::planner_search(PlannerInputs{}));
+    PlanTableModel model;
+    model.setResult(result, 80LL << 30);
+    QSortFilterProxyModel proxy;
+    QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setSourceModel(&model);
+    proxy.setSortRole(PlanTableModel::kSortRole);
+    proxy.sort(PlanTableModel::kMemory, Qt::AscendingOrder);
+    int64_t smallest = std::numeric_limits<int64_t>::max();
+    for (const planner::Candidate& c : result->plans) smallest = std::min(smallest, c.peak_device_bytes());
+    QCOMPARE(proxy.index(0, PlanTableModel::kMemory).data(PlanTableModel::kSortRole).toLongLong(), static_cast<qlonglong>(smallest));
+  }
+
+  void comparisonModelShowsEachCategory() {
+    ComparisonModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    MemoryBreakdown predicted, measured;
+    predicted.add(MemoryCategory::activations, MemorySpace::device, 110);
+    measured.add(MemoryCategory::activations, MemorySpace::device, 100);
+    model.setErrors(planner::compare_memory(predicted, measured));
+    QCOMPARE(model.rowCount(), kNumMemoryCategories);
+    const int row = static_cast<int>(MemoryCategory::activations);
+    QCOMPARE(model.index(row, ComparisonModel::kError).data().toString(), QStringLiteral("10.0%"));
+    QCOMPARE(model.index(row, ComparisonModel::kCategory).data().toString(), QStringLiteral("activations"));
+  }
+};
+
+}  // namespace tessera::gui
+
+QTEST_MAIN(tessera::gui::ModelsTest)
+#include "gui_models_test.moc"

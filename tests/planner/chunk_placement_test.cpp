@@ -1,0 +1,37 @@
+// Chunk-by-chunk placement agrees with the fractions the memory model counts.
+#include <gtest/gtest.h>
+
+#include "tessera/planner/chunk_placement.h"
+
+namespace tessera::planner {
+
+TEST(ChunkPlacement, FractionsBecomeWholeChunksInExecutionOrder) {
+  GeminiSummary g;
+  g.chunk_size = 1000;
+  g.chunk_used = {1000, 900, 800, 1000, 700, 1000, 1000, 600};
+  g.shard_param_frac = 0.75;    // the first 2 of 8 chunks stay gathered
+  g.offload_param_frac = 0.5;   // the last 3 of the 6 sharded chunks go to the host
+  g.offload_optim_frac = 0.25;  // the first 2 chunks' optimizer states go to the host
+  const std::vector<ChunkPlacement> chunks = gemini_chunk_placement(g, 4);
+  ASSERT_EQ(chunks.size(), 8u);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i].sharded, i >= 2) << i;
+    EXPECT_EQ(chunks[i].parameters == MemorySpace::host, i >= 5) << i;
+    EXPECT_EQ(chunks[i].optimizer_states == MemorySpace::host, i < 2) << i;
+    EXPECT_EQ(chunks[i].used_elements + chunks[i].padding_elements, 1000);
+    EXPECT_EQ(chunks[i].shard_elements, i >= 2 ? 250 : 1000);
+  }
+}
+
+TEST(ChunkPlacement, CudaPolicyKeepsEverythingOnTheDevice) {
+  GeminiSummary g;
+  g.chunk_size = 64;
+  g.chunk_used = {64, 10};
+  for (const ChunkPlacement& c : gemini_chunk_placement(g, 2)) {
+    EXPECT_EQ(c.parameters, MemorySpace::device);
+    EXPECT_EQ(c.optimizer_states, MemorySpace::device);
+    EXPECT_TRUE(c.sharded);
+  }
+}
+
+}  // namespace tessera::planner

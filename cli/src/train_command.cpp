@@ -15,6 +15,7 @@
 #include "tessera/engine/trainer.h"
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
+#include "tessera/planner/measured_run.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
@@ -89,23 +90,6 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   out["tokens_per_s"] = m.tokens_per_s;
   out["achieved_flops_per_s"] = m.achieved_flops_per_s;
   return out;
-}
-
-Result<json> read_json(const std::string& path, const std::string& field) {
-  auto text = read_text_file(path, field);
-  if (!text) return text.error();
-  return parse_json(text.value(), field + ": " + path);
-}
-
-// The first rank row of an estimate, a plan (its best plan) or metrics.
-Result<json> first_rank(const json& doc, const std::string& path) {
-  const json* ranks = nullptr;
-  if (doc.is_object() && doc.contains("ranks")) ranks = &doc["ranks"];
-  if (doc.is_object() && doc.value("kind", "") == "plan" && doc.contains("plans") && !doc["plans"].empty()) ranks = &doc["plans"][0]["memory"]["ranks"];
-  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].contains("categories")) {
-    return make_error(ErrorCode::parse_error, path + ": no per-rank memory found (expected a plan, estimate or metrics file with \"schema\": 1)");
-  }
-  return (*ranks)[0];
 }
 
 }  // namespace
@@ -237,32 +221,28 @@ void add_compare_options(CLI::App& c, CompareCliOptions& o) {
 }
 
 int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err) {
-  auto plan = read_json(o.plan, "plan");
-  if (!plan) return fail(err, plan.error().message);
-  auto metrics = read_json(o.metrics, "metrics");
-  if (!metrics) return fail(err, metrics.error().message);
-  auto predicted = first_rank(plan.value(), o.plan);
+  auto predicted = read_predicted_memory(o.plan);
   if (!predicted) return fail(err, predicted.error().message);
-  auto measured = first_rank(metrics.value(), o.metrics);
+  auto measured = read_measured_run(o.metrics);
   if (!measured) return fail(err, measured.error().message);
-  json rows = json::array();
-  for (MemoryCategory c : kAllMemoryCategories) {
-    const std::string name(to_string(c));
-    const int64_t p = predicted.value()["categories"].value(name, json::object()).value("device_bytes", int64_t{0});
-    const int64_t m = measured.value()["categories"].value(name, json::object()).value("device_bytes", int64_t{0});
-    const double error = m == 0 ? (p == 0 ? 0.0 : 100.0) : 100.0 * static_cast<double>(p - m) / static_cast<double>(m);
-    rows.push_back(json{{"category", name}, {"predicted_bytes", p}, {"measured_bytes", m}, {"error_pct", error}});
-  }
+  const std::vector<CategoryError> rows = compare_memory(predicted.value(), measured->memory);
   if (o.format == "json") {
-    out << json{{"schema", 1}, {"kind", "comparison"}, {"categories", rows}}.dump(2) << "\n";
+    json categories = json::array();
+    for (const CategoryError& row : rows) {
+      categories.push_back(json{{"category", std::string(to_string(row.category))},
+                                {"predicted_bytes", row.predicted_bytes},
+                                {"measured_bytes", row.measured_bytes},
+                                {"error_pct", row.error_pct}});
+    }
+    out << json{{"schema", 1}, {"kind", "comparison"}, {"categories", categories}}.dump(2) << "\n";
     return kExitOk;
   }
   char line[160];
   std::snprintf(line, sizeof line, "%-18s %14s %14s %9s\n", "category", "predicted", "measured", "error");
   out << line;
-  for (const json& row : rows) {
-    std::snprintf(line, sizeof line, "%-18s %14s %14s %8.1f%%\n", row["category"].get<std::string>().c_str(),
-                  format_bytes(row["predicted_bytes"]).c_str(), format_bytes(row["measured_bytes"]).c_str(), row["error_pct"].get<double>());
+  for (const CategoryError& row : rows) {
+    std::snprintf(line, sizeof line, "%-18s %14s %14s %8.1f%%\n", std::string(to_string(row.category)).c_str(), format_bytes(row.predicted_bytes).c_str(),
+                  format_bytes(row.measured_bytes).c_str(), row.error_pct);
     out << line;
   }
   return kExitOk;

@@ -7,6 +7,26 @@ namespace tessera::planner {
 
 using nlohmann::json;
 
+namespace {
+
+// A rank row's "categories": {"<category>": {"device_bytes", "host_bytes"}}.
+Result<MemoryBreakdown> categories_of(const json& rank_row, const std::string& source) {
+  MemoryBreakdown memory;
+  const json& categories = rank_row["categories"];
+  try {
+    for (MemoryCategory c : kAllMemoryCategories) {
+      const json entry = categories.value(std::string(to_string(c)), json::object());
+      memory.add(c, MemorySpace::device, entry.value("device_bytes", int64_t{0}));
+      memory.add(c, MemorySpace::host, entry.value("host_bytes", int64_t{0}));
+    }
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::parse_error, source + ": a category's bytes are not integers (" + one_line(e.what(), 120) + ")");
+  }
+  return memory;
+}
+
+}  // namespace
+
 Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string& source) {
   auto document = parse_json(text, source);
   if (!document) return document.error();
@@ -24,16 +44,9 @@ Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string&
   run.request = std::move(request).value();
   run.model_name = doc.contains("model") && doc["model"].is_object() ? doc["model"].value("name", "") : "";
   run.tokens_per_s = doc.value("tokens_per_s", 0.0);
-  const json& categories = (*ranks)[0]["categories"];
-  try {
-    for (MemoryCategory c : kAllMemoryCategories) {
-      const json entry = categories.value(std::string(to_string(c)), json::object());
-      run.memory.add(c, MemorySpace::device, entry.value("device_bytes", int64_t{0}));
-      run.memory.add(c, MemorySpace::host, entry.value("host_bytes", int64_t{0}));
-    }
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::parse_error, source + ": a category's bytes are not integers (" + one_line(e.what(), 120) + ")");
-  }
+  auto memory = categories_of((*ranks)[0], source);
+  if (!memory) return memory.error();
+  run.memory = memory.value();
   return run;
 }
 
@@ -41,6 +54,24 @@ Result<MeasuredRun> read_measured_run(const std::string& path) {
   auto text = read_text_file(path, "metrics");
   if (!text) return text.error();
   return parse_measured_run(text.value(), path);
+}
+
+Result<MemoryBreakdown> read_predicted_memory(const std::string& path) {
+  auto text = read_text_file(path, "plan");
+  if (!text) return text.error();
+  auto document = parse_json(text.value(), "plan: " + path);
+  if (!document) return document.error();
+  const json& doc = document.value();
+  const json* ranks = nullptr;
+  if (doc.is_object() && doc.contains("ranks")) ranks = &doc["ranks"];
+  if (doc.is_object() && doc.value("kind", "") == "plan" && doc.contains("plans") && doc["plans"].is_array() && !doc["plans"].empty() &&
+      doc["plans"][0].is_object() && doc["plans"][0].contains("memory") && doc["plans"][0]["memory"].is_object()) {
+    ranks = doc["plans"][0]["memory"].contains("ranks") ? &doc["plans"][0]["memory"]["ranks"] : nullptr;
+  }
+  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object() || !(*ranks)[0].contains("categories")) {
+    return make_error(ErrorCode::parse_error, path + ": no per-rank memory found (expected a plan or estimate file with \"schema\": 1)");
+  }
+  return categories_of((*ranks)[0], path);
 }
 
 std::vector<CategoryError> compare_memory(const MemoryBreakdown& predicted, const MemoryBreakdown& measured) {

@@ -24,6 +24,10 @@ struct MeasuredRun {
 Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string& source);
 Result<MeasuredRun> read_measured_run(const std::string& path);
 
+// The first rank row of a plan file's best plan, or of an estimate (as
+// `tessera estimate --format json` and `tessera train` write it).
+Result<MemoryBreakdown> read_predicted_memory(const std::string& path);
+
 struct CategoryError {
   MemoryCategory category = MemoryCategory::parameters;
   int64_t predicted_bytes = 0;  // device

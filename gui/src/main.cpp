@@ -8,6 +8,7 @@
 #include <QRegularExpression>
 
 #include "main_window.h"
+#include "quit_on_signal.h"
 #include "screenshots.h"
 
 int main(int argc, char** argv) {
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   tessera::gui::MainWindow window;
+  tessera::gui::quit_on_termination_signals(&app);
   window.show();
   for (const QString& path : parser.positionalArguments()) window.openPath(path);
   return QApplication::exec();

@@ -34,6 +34,12 @@ struct ClusterSpec {
   double inter_node_bytes_per_s() const { return inter_node_gbit_s * 1e9 / 8; }
 };
 
+// The bounds make_cluster accepts: at most kMaxGpus GPUs, kMaxGpusPerNode to a
+// node, and an inter-node bandwidth above 0 and at most kMaxInterNodeGbitS.
+inline constexpr int64_t kMaxGpus = int64_t{1} << 20;
+inline constexpr int64_t kMaxGpusPerNode = 1024;
+inline constexpr double kMaxInterNodeGbitS = 1e6;
+
 // A cluster of `gpus` GPUs, `gpus_per_node` to a node; the GPU count must fill whole nodes
 // (or be smaller than one node).
 Result<ClusterSpec> make_cluster(const GpuProfile& gpu, int64_t gpus, int64_t gpus_per_node, double inter_node_gbit_s);

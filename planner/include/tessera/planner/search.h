@@ -63,6 +63,10 @@ struct PlanSearchResult {
   int64_t closest_overflow_bytes = 0;
 };
 
+// The largest global batch and sequence length validate_plan_request accepts.
+inline constexpr int64_t kMaxGlobalBatchSize = int64_t{1} << 24;
+inline constexpr int64_t kMaxSeqLen = int64_t{1} << 20;
+
 Status validate_plan_request(const Model& model, const PlanRequest& request);
 
 Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& request);

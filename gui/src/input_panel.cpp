@@ -1,5 +1,6 @@
 #include "input_panel.h"
 
+#include <bit>
 #include <cmath>
 
 #include <QComboBox>
@@ -91,10 +92,11 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   for (const std::string& name : planner::shipped_gpu_names()) gpu_->addItem(QString::fromStdString(name), QString::fromStdString(name));
   add_row(tr("GPU"), gpu_, InputField::gpu);
 
+  // Ranges are the planner's limits (cluster.h, search.h), so no value a session holds is clamped silently.
   gpus_ = new QSpinBox(this);
-  gpus_->setRange(1, 1 << 16);
+  gpus_->setRange(1, static_cast<int>(planner::kMaxGpus));
   gpus_per_node_ = new QSpinBox(this);
-  gpus_per_node_->setRange(1, 64);
+  gpus_per_node_->setRange(1, static_cast<int>(planner::kMaxGpusPerNode));
   gpus_per_node_->setPrefix(tr("per node "));
   auto* gpu_counts = new QWidget(this);
   auto* gpu_row = new QHBoxLayout(gpu_counts);
@@ -104,15 +106,15 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(tr("GPUs"), gpu_counts, InputField::gpus);
 
   inter_node_ = new QDoubleSpinBox(this);
-  inter_node_->setRange(1, 10000);
-  inter_node_->setSuffix(tr(" Gbit/s"));
   inter_node_->setDecimals(0);
-  form->addRow(tr("Network"), inter_node_);
+  inter_node_->setRange(1, planner::kMaxInterNodeGbitS);
+  inter_node_->setSuffix(tr(" Gbit/s"));
+  add_row(tr("Network"), inter_node_, InputField::network);
 
   // A spin box for the exact value above a slider over powers of two (2^low .. 2^high).
   auto power_of_two_control = [this](QSpinBox*& box, QSlider*& slider, const QString& suffix, int low, int high) {
     box = new QSpinBox(this);
-    box->setRange(1, 1 << 20);
+    box->setRange(1, 1 << high);
     box->setSuffix(suffix);
     slider = new QSlider(Qt::Horizontal, this);
     slider->setRange(low, high);
@@ -123,8 +125,10 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
     column->addWidget(slider);
     return pair;
   };
-  add_row(tr("Global batch"), power_of_two_control(global_batch_, global_batch_slider_, tr(" sequences"), 0, 16), InputField::global_batch);
-  add_row(tr("Sequence"), power_of_two_control(seq_, seq_slider_, tr(" tokens"), 7, 17), InputField::seq_len);  // 128 .. 131072 tokens
+  add_row(tr("Global batch"), power_of_two_control(global_batch_, global_batch_slider_, tr(" sequences"), 0, std::bit_width(static_cast<uint64_t>(planner::kMaxGlobalBatchSize)) - 1),
+          InputField::global_batch);
+  add_row(tr("Sequence"), power_of_two_control(seq_, seq_slider_, tr(" tokens"), 7, std::bit_width(static_cast<uint64_t>(planner::kMaxSeqLen)) - 1),
+          InputField::seq_len);  // slider 128 .. 2^20 tokens
 
   precision_ = enum_combo<Precision>(this, false);
   add_row(tr("Precision"), precision_, InputField::precision);

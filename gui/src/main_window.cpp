@@ -59,12 +59,17 @@ void fit_columns(QTableView& table, int last_column) {
   }
 }
 
-// What kind of JSON document a file holds, from its "kind" field.
-std::string document_kind(const QString& path) {
+// What kind of JSON document a file holds, from its "kind" field: "" for a
+// JSON object without one (a model config); an error for a file that cannot be
+// read or is not a JSON object.
+Result<std::string> document_kind(const QString& path) {
   auto text = planner::read_text_file(path.toStdString(), "file");
-  if (!text) return {};
+  if (!text) return text.error();
   auto doc = planner::parse_json(text.value(), path.toStdString());
-  return doc && doc->is_object() ? doc->value("kind", std::string()) : std::string();
+  if (!doc) return doc.error();
+  if (!doc->is_object()) return make_error(ErrorCode::parse_error, path.toStdString() + ": not a model config, session or metrics.json (expected a JSON object)");
+  const auto kind = doc->find("kind");
+  return kind != doc->end() && kind->is_string() ? kind->get<std::string>() : std::string();
 }
 
 }  // namespace
@@ -127,10 +132,17 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   verdict_ = new QLabel;
   verdict_->setWordWrap(true);
   verdict_->setTextFormat(Qt::RichText);
+  problem_ = new QLabel;  // file errors stay here until the next successful open, save or export
+  problem_->setWordWrap(true);
+  problem_->setTextFormat(Qt::PlainText);
+  problem_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  problem_->setStyleSheet(QStringLiteral("color: #B01E1E;"));
+  problem_->setVisible(false);
   auto* right = new QWidget;
   auto* right_layout = new QVBoxLayout(right);
   right_layout->setContentsMargins(0, 0, 0, 0);
   right_layout->addWidget(verdict_);
+  right_layout->addWidget(problem_);
   right_layout->addWidget(tabs_, 1);
 
   splitter_ = new QSplitter;
@@ -143,8 +155,13 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
 
   connect(inputs_, &InputPanel::inputsChanged, this, &MainWindow::applyInputs);
   connect(&session_, &PlannerSession::inputsChecked, inputs_, &InputPanel::showError);
+  connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateVerdict);
+  connect(&session_, &PlannerSession::resultsCleared, this, &MainWindow::onResultsCleared);
   connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::onShownPlanChanged);
-  connect(&session_, &PlannerSession::searchStarted, this, [this] { statusBar()->showMessage(tr("Searching plans…")); });
+  connect(&session_, &PlannerSession::searchStarted, this, [this] {
+    statusBar()->showMessage(tr("Searching plans…"));
+    if (!session_.shownPlan()) updateVerdict();
+  });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
   connect(&session_, &PlannerSession::measuredChanged, this, &MainWindow::onMeasuredChanged);
   connect(plan_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
@@ -204,7 +221,8 @@ void MainWindow::onShownPlanChanged() {
     mesh_view_->clearPlan();
     pipeline_view_->clearPlan();
     chunk_view_->clearChunkMap();
-    verdict_->clear();
+    plan_table_->selectionModel()->clearSelection();
+    updateVerdict();
     return;
   }
   memory_view_->setPlan(session_.sharedModel(), *shown);
@@ -219,6 +237,27 @@ void MainWindow::onShownPlanChanged() {
                         .arg(100 * shown->simulation.mfu, 0, 'f', 1));
   const int row = plan_model_->rowOf(shown->request);
   if (row >= 0) selectPlanRow(row);
+}
+
+void MainWindow::updateVerdict() {
+  if (session_.shownPlan()) return;  // onShownPlanChanged wrote it
+  const auto& error = session_.inputError();
+  if (error) {
+    verdict_->setText(QStringLiteral("<span style='color:#B01E1E'><b>%1</b></span> %2")
+                          .arg(tr("No plan: an input is invalid."), QString::fromStdString(error->message).toHtmlEscaped()));
+  } else if (session_.searching()) {
+    verdict_->setText(tr("Searching plans…"));
+  } else {
+    verdict_->clear();
+  }
+}
+
+QString MainWindow::verdictText() const { return verdict_->text(); }
+
+void MainWindow::onResultsCleared() {
+  plan_model_->setResult(nullptr, 0);
+  explanation_->clear();
+  statusBar()->clearMessage();
 }
 
 void MainWindow::onSearchFinished() {
@@ -273,17 +312,24 @@ QString MainWindow::viewName(View view) {
 }
 
 void MainWindow::openPath(const QString& path) {
-  const std::string kind = document_kind(path);
-  if (kind == "metrics") {
-    if (Status s = session_.openMeasuredRun(path); !s) return reportError(QString::fromStdString(s.error().message));
-    inputs_->setInputs(session_.inputs());
+  const auto kind = document_kind(path);
+  if (!kind) return reportError(QString::fromStdString(kind.error().message));
+  if (kind.value() == "metrics") {
+    const Status s = session_.openMeasuredRun(path);
+    inputs_->setInputs(session_.inputs());  // the run's set-up, or what was there before when the run cannot be opened
+    if (!s) return reportError(QString::fromStdString(s.error().message));
+    clearProblem();
     showView(View::memory);
-  } else if (kind == "tessera-gui-session") {
+  } else if (kind.value() == "tessera-gui-session") {
     auto inputs = load_session(path.toStdString());
     if (!inputs) return reportError(QString::fromStdString(inputs.error().message));
+    clearProblem();
     inputs_->setInputs(inputs.value());
     applyInputs(inputs.value());
+  } else if (!kind.value().empty()) {
+    reportError(tr("%1: a \"%2\" file is not a model config, session or metrics.json").arg(path, QString::fromStdString(kind.value())));
   } else {
+    clearProblem();
     PlannerInputs in = inputs_->inputs();
     in.model = path.toStdString();
     inputs_->setInputs(in);
@@ -294,11 +340,21 @@ void MainWindow::openPath(const QString& path) {
 Status MainWindow::exportTo(const QString& path) {
   const auto format = export_format_of(path);
   if (!format) return make_error(ErrorCode::invalid_argument, "unknown export format: use .pdf, .svg, .png, .json, .csv, .md or .html");
+  if (const auto& error = session_.inputError()) {
+    return make_error(ErrorCode::invalid_argument, "nothing exported: an input is invalid (" + error->message + "); fix it first");
+  }
   const ExportedView view{tabs_->tabText(tabs_->currentIndex()), viewWidget(currentView())};
   switch (*format) {
     case ExportFormat::pdf: {
       std::vector<ExportedView> views;
-      for (View v : kAllViews) views.push_back({tabs_->tabText(static_cast<int>(v)), viewWidget(v)});
+      // Pages never shown still have their initial size: give each the tab area's size first.
+      const QSize page = tabs_->currentWidget()->size();
+      for (View v : kAllViews) {
+        QWidget* widget = viewWidget(v);
+        widget->resize(page);
+        if (widget->layout()) widget->layout()->activate();
+        views.push_back({tabs_->tabText(static_cast<int>(v)), widget});
+      }
       return export_views_pdf(views, path);
     }
     case ExportFormat::svg: return export_view_svg(view, path);
@@ -307,7 +363,17 @@ Status MainWindow::exportTo(const QString& path) {
   }
 }
 
-void MainWindow::reportError(const QString& message) { statusBar()->showMessage(message, 10000); }
+void MainWindow::reportError(const QString& message) {
+  problem_->setText(message);
+  problem_->setVisible(true);
+}
+
+void MainWindow::clearProblem() {
+  problem_->clear();
+  problem_->setVisible(false);
+}
+
+QString MainWindow::problemText() const { return problem_->text(); }
 
 void MainWindow::openMeasuredRunDialog() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Open a measured run"), QString(), tr("metrics.json (*.json)"));
@@ -323,6 +389,7 @@ void MainWindow::saveSessionDialog() {
   const QString path = QFileDialog::getSaveFileName(this, tr("Save the session"), QStringLiteral("session.json"), tr("Session (*.json)"));
   if (path.isEmpty()) return;
   if (Status s = save_session(path.toStdString(), session_.inputs()); !s) return reportError(QString::fromStdString(s.error().message));
+  clearProblem();
   statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
 }
 
@@ -330,6 +397,7 @@ void MainWindow::exportDialog() {
   const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QStringLiteral("tessera-plan.pdf"), export_file_filter());
   if (path.isEmpty()) return;
   if (Status s = exportTo(path); !s) return reportError(QString::fromStdString(s.error().message));
+  clearProblem();
   statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
 }
 

@@ -57,7 +57,11 @@ class MainWindow : public QMainWindow {
   // Opens a dropped or chosen file by what it holds: a session, a measured run, or a model config.
   void openPath(const QString& path);
   // Writes every view (PDF), the current view (SVG, PNG) or a planner report, by the suffix.
+  // Refused while an input is invalid: there is no plan for those inputs.
   Status exportTo(const QString& path);
+  // The last file error (open, save, export), shown above the views until the next success; empty when none.
+  QString problemText() const;
+  QString verdictText() const;
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -69,6 +73,9 @@ class MainWindow : public QMainWindow {
   void applyInputs(const PlannerInputs& inputs);
   void onShownPlanChanged();
   void onSearchFinished();
+  void onResultsCleared();
+  void updateVerdict();
+  void clearProblem();
   void onMeasuredChanged();
   void reportError(const QString& message);
   void openMeasuredRunDialog();
@@ -79,6 +86,7 @@ class MainWindow : public QMainWindow {
   PlannerSession session_;
   InputPanel* inputs_ = nullptr;
   QLabel* verdict_ = nullptr;
+  QLabel* problem_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QSplitter* splitter_ = nullptr;
   PlanTableModel* plan_model_ = nullptr;

@@ -11,6 +11,11 @@ PlanSearchWorker::~PlanSearchWorker() {
   pool_.waitForDone();
 }
 
+void PlanSearchWorker::cancel() {
+  ++latest_;
+  busy_ = false;
+}
+
 void PlanSearchWorker::search(std::shared_ptr<const planner::Model> model, planner::PlanRequest request) {
   const uint64_t generation = ++latest_;
   busy_ = true;

@@ -24,6 +24,8 @@ class PlanSearchWorker : public QObject {
   ~PlanSearchWorker() override;
 
   void search(std::shared_ptr<const planner::Model> model, planner::PlanRequest request);
+  // Drops every search asked for so far: none of them delivers a result.
+  void cancel();
   // True from search() until its result (or error) has been delivered.
   bool busy() const { return busy_; }
 

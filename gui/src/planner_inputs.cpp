@@ -17,7 +17,7 @@ std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::Cl
   auto gpu = planner::load_gpu(in.gpu, "--gpu");
   if (!gpu) return InputError{InputField::gpu, gpu.error().message};
   auto cluster = planner::make_cluster(gpu.value(), in.gpus, in.gpus_per_node, in.inter_node_gbit_s);
-  if (!cluster) return InputError{InputField::gpus, cluster.error().message};
+  if (!cluster) return InputError{field_of_error(cluster.error().message, in), cluster.error().message};
   out = std::move(cluster).value();
   return std::nullopt;
 }
@@ -38,7 +38,7 @@ InputField field_of_error(std::string_view message) {
   // Longer options first where one is a prefix of another (--gpus-per-node, --gpus, --gpu).
   static constexpr std::array<std::pair<std::string_view, InputField>, 16> kOptions{{
       {"--model", InputField::model},           {"--cluster", InputField::cluster},      {"--gpus-per-node", InputField::gpus},
-      {"--gpus", InputField::gpus},             {"--gpu", InputField::gpu},              {"--inter-node", InputField::gpus},
+      {"--gpus", InputField::gpus},             {"--gpu", InputField::gpu},              {"--inter-node", InputField::network},
       {"--global-batch", InputField::global_batch}, {"--micro-batch", InputField::global_batch}, {"--seq", InputField::seq_len},
       {"--precision", InputField::precision},   {"--optimizer", InputField::optimizer},  {"--recompute", InputField::recompute},
       {"--plugin", InputField::plugin},         {"--dp", InputField::gpus},              {"--tp", InputField::gpus},
@@ -54,6 +54,13 @@ InputField field_of_error(std::string_view message) {
     }
   }
   return best;
+}
+
+InputField field_of_error(std::string_view message, const PlannerInputs& inputs) {
+  if (message.starts_with("--global-batch or --seq")) {
+    return inputs.global_batch > planner::kMaxGlobalBatchSize ? InputField::global_batch : InputField::seq_len;
+  }
+  return field_of_error(message);
 }
 
 }  // namespace tessera::gui

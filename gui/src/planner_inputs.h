@@ -36,8 +36,8 @@ struct PlannerInputs {
   bool operator==(const PlannerInputs&) const = default;
 };
 
-enum class InputField { model, cluster, gpu, gpus, global_batch, seq_len, precision, optimizer, recompute, plugin };
-inline constexpr int kNumInputFields = 10;
+enum class InputField { model, cluster, gpu, gpus, network, global_batch, seq_len, precision, optimizer, recompute, plugin };
+inline constexpr int kNumInputFields = 11;
 
 struct InputError {
   InputField field = InputField::model;
@@ -53,5 +53,8 @@ planner::PlanRequest make_plan_request(const PlannerInputs& inputs, const planne
 // The control an error message of the planner is about: the first command-line
 // option it names (the planner's messages name the option to change, e.g. "--seq 9000 exceeds ...").
 InputField field_of_error(std::string_view message);
+// The same, where a message names two options ("--global-batch or --seq is too
+// large"): the one whose value in `inputs` lies beyond the planner's limit.
+InputField field_of_error(std::string_view message, const PlannerInputs& inputs);
 
 }  // namespace tessera::gui

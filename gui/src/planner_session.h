@@ -3,10 +3,12 @@
 // memory and simulated step), and a measured run to compare with. Widgets read
 // it and draw; they compute nothing themselves.
 //
-// A change of inputs re-estimates the shown plan at once (microseconds) and
-// starts a search off the UI thread; the plan carries over to the new inputs
-// (same plugin and layout) unless the model or the cluster changed, in which
-// case the search's best plan replaces it.
+// A change of inputs re-estimates the shown plan at once (microseconds, through
+// planner::refit_plan: same plugin and layout) and starts a search off the UI
+// thread. The search's best plan replaces the shown one when the model, the
+// cluster, the plugin filter or the global batch changed, or when the carried
+// plan is not among the new results. Invalid inputs drop the running search,
+// the ranked plans and the shown plan, so nothing stale is shown or exported.
 #pragma once
 
 #include <memory>
@@ -35,6 +37,7 @@ struct ShownPlan {
 
 struct MeasuredComparison {
   QString path;
+  std::string model_source;            // the shipped name or config.json its model was read from
   planner::MeasuredRun run;
   MemoryBreakdown predicted;           // the planner's first rank row for the run's own set-up
   std::vector<planner::CategoryError> errors;   // predicted against measured, per category
@@ -48,9 +51,12 @@ class PlannerSession : public QObject {
 
   void setInputs(const PlannerInputs& inputs);
   const PlannerInputs& inputs() const { return inputs_; }
+  // The first invalid input of the last setInputs (or the last search's failure); none while the inputs are valid.
+  const std::optional<InputError>& inputError() const { return input_error_; }
   // Shows `plan` (a row of the plan table) until the user picks another.
   void selectPlan(const planner::EstimateRequest& plan);
   // Reads a metrics.json, sets the inputs to the run's set-up and shows its plan with the measured bars.
+  // A run whose model is not a shipped one is read with the config.json `tessera train` writes beside it.
   Status openMeasuredRun(const QString& path);
   void closeMeasuredRun();
 
@@ -60,6 +66,8 @@ class PlannerSession : public QObject {
   const planner::PlanRequest& planRequest() const { return request_; }
   const std::optional<ShownPlan>& shownPlan() const { return shown_; }
   const std::shared_ptr<const planner::PlanSearchResult>& searchResult() const { return result_; }
+  // The model (shipped name or config.json path) the search result was computed for.
+  const std::string& resultModelSource() const { return result_model_source_; }
   const std::optional<MeasuredComparison>& measured() const { return measured_; }
   bool searching() const { return worker_.busy(); }
   double lastSearchSeconds() const { return last_search_s_; }
@@ -70,20 +78,28 @@ class PlannerSession : public QObject {
   void shownPlanChanged();
   void searchStarted();
   void searchFinished();
+  // The ranked plans were dropped (invalid inputs): searchResult() is null.
+  void resultsCleared();
   void measuredChanged();
 
  private:
   void onSearchFinished(std::shared_ptr<const planner::PlanSearchResult> result, const QString& error, double seconds);
   Result<ShownPlan> evaluate(const planner::EstimateRequest& plan) const;
   void show(std::optional<ShownPlan> plan);
+  void reject(InputError error);
+  bool measuredRunMatchesShownPlan() const;
 
   PlannerInputs inputs_;
   std::string model_source_;
   std::shared_ptr<const planner::Model> model_;
   planner::PlanRequest request_;
+  std::optional<InputError> input_error_;
+  std::string searched_model_source_;  // the model of the search in flight
   std::shared_ptr<const planner::PlanSearchResult> result_;
+  std::string result_model_source_;
   std::optional<ShownPlan> shown_;
   bool take_best_plan_ = true;  // the next search's winner replaces the shown plan
+  bool carried_ = false;        // the shown plan was carried over from earlier inputs, not picked for these
   std::optional<MeasuredComparison> measured_;
   double last_search_s_ = 0;
   PlanSearchWorker worker_;

@@ -99,10 +99,12 @@ Status export_view_png(const ExportedView& view, const QString& path) {
 
 Status export_planner_report(const PlannerSession& session, ExportFormat format, const QString& path) {
   if (!session.hasModel()) return make_error(ErrorCode::invalid_argument, "nothing to export yet: choose a model");
+  if (session.inputError()) return make_error(ErrorCode::invalid_argument, "nothing exported: an input is invalid (" + session.inputError()->message + ")");
   if (format == ExportFormat::json) {
     const auto& result = session.searchResult();
-    if (!result) return make_error(ErrorCode::invalid_argument, "nothing to export yet: the search has not finished");
-    const nlohmann::json doc = planner::plan_document(session.model(), session.inputs().model, session.planRequest(), *result,
+    // The ranking, its model and its request must be the same inputs' (a search in flight is for newer ones).
+    if (!result || session.searching()) return make_error(ErrorCode::invalid_argument, "nothing to export yet: the search has not finished");
+    const nlohmann::json doc = planner::plan_document(session.model(), session.resultModelSource(), session.planRequest(), *result,
                                                       static_cast<int>(result->plans.size()));
     return write_text(path, doc.dump(2) + "\n");
   }

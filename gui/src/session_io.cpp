@@ -56,23 +56,49 @@ Result<PlannerInputs> session_from_json(std::string_view text, const std::string
     return make_error(ErrorCode::parse_error, source + ": not a session file (expected \"schema\": 1, \"kind\": \"tessera-gui-session\")");
   }
   PlannerInputs in;
-  try {
-    in.model = doc.value("model", in.model);
-    in.cluster = doc.value("cluster", in.cluster);
-    in.gpu = doc.value("gpu", in.gpu);
-    in.gpus = doc.value("gpus", in.gpus);
-    in.gpus_per_node = doc.value("gpus_per_node", in.gpus_per_node);
-    in.inter_node_gbit_s = doc.value("inter_node_gbps", in.inter_node_gbit_s);
-    in.global_batch = doc.value("global_batch_size", in.global_batch);
-    in.seq_len = doc.value("seq_len", in.seq_len);
-    const std::string precision = doc.value("precision", std::string(enum_name(in.precision)));
-    const std::string optimizer = doc.value("optimizer", std::string(enum_name(in.optimizer)));
-    if (auto p = parse_enum<Precision>(precision)) in.precision = *p;
-    else return make_error(ErrorCode::parse_error, source + ": \"precision\" must be one of " + enum_choices<Precision>());
-    if (auto o = parse_enum<OptimizerKind>(optimizer)) in.optimizer = *o;
-    else return make_error(ErrorCode::parse_error, source + ": \"optimizer\" must be one of " + enum_choices<OptimizerKind>());
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::parse_error, source + ": a field has the wrong type (" + planner::one_line(e.what(), 120) + ")");
+  // Every field is optional; a present one must have the right type and lie within the planner's limits.
+  auto field_error = [&](const char* key, const std::string& expected) {
+    return make_error(ErrorCode::parse_error, source + ": \"" + key + "\" must be " + expected + ", got " + planner::one_line(doc[key].dump(), 60));
+  };
+  for (auto [key, out] : {std::pair{"model", &in.model}, std::pair{"cluster", &in.cluster}, std::pair{"gpu", &in.gpu}}) {
+    if (!doc.contains(key)) continue;
+    if (!doc[key].is_string()) return field_error(key, "a string");
+    *out = doc[key].get<std::string>();
+  }
+  struct IntegerField {
+    const char* key;
+    int64_t* out;
+    int64_t max;
+  };
+  for (const IntegerField& f : {IntegerField{"gpus", &in.gpus, planner::kMaxGpus}, IntegerField{"gpus_per_node", &in.gpus_per_node, planner::kMaxGpusPerNode},
+                                IntegerField{"global_batch_size", &in.global_batch, planner::kMaxGlobalBatchSize},
+                                IntegerField{"seq_len", &in.seq_len, planner::kMaxSeqLen}}) {
+    if (!doc.contains(f.key)) continue;
+    const json& value = doc[f.key];
+    const std::string range = "an integer from 1 to " + std::to_string(f.max);
+    if (!value.is_number_integer()) return field_error(f.key, range);
+    const bool in_range = value.is_number_unsigned() ? (value.get<uint64_t>() >= 1 && value.get<uint64_t>() <= static_cast<uint64_t>(f.max))
+                                                     : (value.get<int64_t>() >= 1 && value.get<int64_t>() <= f.max);
+    if (!in_range) return field_error(f.key, range);
+    *f.out = value.get<int64_t>();
+  }
+  if (doc.contains("inter_node_gbps")) {
+    const json& value = doc["inter_node_gbps"];
+    // The planner takes (0, 1e6] Gbit/s; the Network control shows whole Gbit/s from 1.
+    if (!value.is_number() || !(value.get<double>() >= 1 && value.get<double>() <= planner::kMaxInterNodeGbitS)) {
+      return field_error("inter_node_gbps", "a number of Gbit/s from 1 to 1000000");
+    }
+    in.inter_node_gbit_s = value.get<double>();
+  }
+  if (doc.contains("precision")) {
+    const auto p = doc["precision"].is_string() ? parse_enum<Precision>(doc["precision"].get<std::string>()) : std::nullopt;
+    if (!p) return field_error("precision", "one of " + enum_choices<Precision>());
+    in.precision = *p;
+  }
+  if (doc.contains("optimizer")) {
+    const auto o = doc["optimizer"].is_string() ? parse_enum<OptimizerKind>(doc["optimizer"].get<std::string>()) : std::nullopt;
+    if (!o) return field_error("optimizer", "one of " + enum_choices<OptimizerKind>());
+    in.optimizer = *o;
   }
   for (Status s : {read_optional(doc, "recompute", in.recompute, source), read_optional(doc, "plugin", in.plugin, source)}) {
     if (!s) return s.error();

@@ -25,6 +25,7 @@
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/rank_groups.h"
+#include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
 
 namespace tessera::gui {
@@ -52,6 +53,29 @@ std::string metrics_json(const planner::Model& model, const planner::EstimateReq
   doc["tokens_per_s"] = 1000.0;
   return doc.dump(2);
 }
+
+void write_file(const QString& path, const std::string& text) {
+  QFile file(path);
+  QVERIFY(file.open(QIODevice::WriteOnly));
+  file.write(QByteArray::fromStdString(text));
+}
+
+// The request tessera train runs for tiny-gpt2: fp32 on the CPU, no GPU runtime.
+planner::EstimateRequest cpu_training_request() {
+  planner::EstimateRequest request;
+  request.training.precision = planner::Precision::fp32;
+  request.training.micro_batch_size = 4;
+  request.training.seq_len = 64;
+  request.plugin.gradient_as_bucket_view = true;
+  request.assumptions.cuda_context_bytes = 0;
+  request.assumptions.allocator_reserve_fraction = 0;
+  request.assumptions.cublas_workspace_bytes = 0;
+  request.assumptions.nccl_bytes_per_group = 0;
+  return request;
+}
+
+// Runs the event loop long enough for any search still on the worker thread to end and deliver.
+void let_searches_settle() { QTest::qWait(300); }
 
 }  // namespace
 
@@ -100,18 +124,107 @@ class WindowTest : public QObject {
     QVERIFY(!window.inputPanel()->errorText(InputField::model).isEmpty());
   }
 
+  void aNewerChangeCancelsAnOlderOne() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(test::wait_for_search(window.session()));
+    QSignalSpy finished(&window.session(), &PlannerSession::searchFinished);
+    PlannerInputs older;
+    older.seq_len = 2048;
+    PlannerInputs newer;
+    newer.seq_len = 1024;
+    newer.global_batch = 64;
+    window.session().setInputs(older);
+    window.session().setInputs(newer);
+    QVERIFY(test::wait_for_search(window.session()));
+    let_searches_settle();
+    QCOMPARE(finished.count(), 1);  // the older search delivered nothing
+    const planner::PlanSearchResult result = test::planner_search(newer);
+    QCOMPARE(window.planModel()->rowCount(), static_cast<int>(result.plans.size() + result.rejected.size()));
+    QCOMPARE(planner::describe_plan(*window.planModel()->planAt(0)), planner::describe_plan(result.plans.front().request));
+  }
+
+  void anInvalidChangeAfterAValidOneLeavesNothingStale() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.planModel()->rowCount() > 0);
+    QSignalSpy finished(&window.session(), &PlannerSession::searchFinished);
+    PlannerInputs valid;
+    valid.seq_len = 2048;
+    PlannerInputs invalid = valid;
+    invalid.model = "/nonexistent/config.json";
+    window.session().setInputs(valid);  // its search starts on the worker thread ...
+    window.session().setInputs(invalid);  // ... and must not fill the table when it ends
+    let_searches_settle();
+    QCOMPARE(finished.count(), 0);
+    QVERIFY(!window.session().searching());
+    QVERIFY(!window.session().searchResult());
+    QCOMPARE(window.planModel()->rowCount(), 0);
+    QVERIFY(!window.session().shownPlan().has_value());
+    QVERIFY(window.memoryView()->rows().empty());
+    QVERIFY(window.verdictText().contains("invalid"));
+    QVERIFY(!window.inputPanel()->errorText(InputField::model).isEmpty());
+    // No export of plans for other inputs.
+    QTemporaryDir dir;
+    for (const char* name : {"plan.json", "plan.pdf", "report.csv", "memory.png"}) {
+      const Status s = window.exportTo(dir.filePath(name));
+      QVERIFY2(!s.ok(), name);
+      QVERIFY(s.error().message.find("invalid") != std::string::npos);
+      QVERIFY(!QFile::exists(dir.filePath(name)));
+    }
+    // A valid change brings everything back; plan.json names the model the plans were searched for.
+    window.session().setInputs(valid);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.planModel()->rowCount() > 0);
+    QVERIFY(window.session().shownPlan().has_value());
+    QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
+    auto plan_file = planner::read_plan_file(dir.filePath("plan.json").toStdString());
+    QVERIFY(plan_file.ok());
+    QCOMPARE(plan_file->model_source, valid.model);
+  }
+
+  void aPluginFilterOrBatchChangeShowsTheSearchsBestPlan() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(test::wait_for_search(window.session()));
+    // Pick a row other than the best, so the shown plan is the user's choice.
+    window.selectPlanRow(1);
+    window.session().selectPlan(*window.planModel()->planAt(1));
+    PlannerInputs inputs;
+    inputs.plugin = planner::PluginKind::gemini;
+    window.inputPanel()->setInputs(inputs);
+    window.session().setInputs(inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    const planner::PlanSearchResult gemini = test::planner_search(inputs);
+    QVERIFY(window.session().shownPlan().has_value());
+    QCOMPARE(window.session().shownPlan()->request.plugin.kind, planner::PluginKind::gemini);
+    QCOMPARE(planner::describe_plan(window.session().shownPlan()->request), planner::describe_plan(gemini.plans.front().request));
+
+    inputs.plugin.reset();
+    inputs.global_batch = 2;
+    window.session().setInputs(inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    const planner::PlanSearchResult small = test::planner_search(inputs);
+    const auto& shown = window.session().shownPlan()->request;
+    QCOMPARE(shown.training.micro_batch_size * shown.training.num_micro_batches * shown.layout.dp, int64_t{2});
+    QCOMPARE(planner::describe_plan(shown), planner::describe_plan(small.plans.front().request));
+
+    // A change that keeps the plan possible (the sequence) carries it over, and the table shows it where the search ranks it.
+    const auto second = window.planModel()->planAt(1);
+    QVERIFY(second.has_value());
+    window.session().selectPlan(*second);
+    const std::string chosen = planner::describe_plan(window.session().shownPlan()->request);
+    inputs.seq_len = 2048;
+    window.session().setInputs(inputs);
+    QCOMPARE(planner::describe_plan(window.session().shownPlan()->request), chosen);
+    QCOMPARE(window.session().shownPlan()->request.training.seq_len, int64_t{2048});
+    QVERIFY(test::wait_for_search(window.session()));
+    const int row = window.planModel()->rowOf(window.session().shownPlan()->request);
+    QVERIFY(row >= 0);  // the carried plan, or the best where the search no longer returns it
+  }
+
   void measuredRunOverlayShowsTheErrors() {
     auto model = planner::load_model("tiny-gpt2");
     QVERIFY(model.ok());
-    planner::EstimateRequest request;  // what tessera train runs: fp32 on the CPU, no GPU runtime
-    request.training.precision = planner::Precision::fp32;
-    request.training.micro_batch_size = 4;
-    request.training.seq_len = 64;
-    request.plugin.gradient_as_bucket_view = true;
-    request.assumptions.cuda_context_bytes = 0;
-    request.assumptions.allocator_reserve_fraction = 0;
-    request.assumptions.cublas_workspace_bytes = 0;
-    request.assumptions.nccl_bytes_per_group = 0;
+    const planner::EstimateRequest request = cpu_training_request();
     const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
     QVERIFY(predicted.ok());
     const MemoryBreakdown& p = predicted->ranks.front().bytes;
@@ -135,6 +248,102 @@ class WindowTest : public QObject {
     QCOMPARE((*window.memoryView()->measured())[MemoryCategory::activations].device, measured);
     // The shown plan is the run's own set-up, so its bars are the prediction compared against.
     QCOMPARE(window.memoryView()->rows().front().device_total, predicted->ranks.front().device_total);
+    // Another layout or sequence: the overlay no longer applies and goes.
+    PlannerInputs inputs = window.session().inputs();
+    inputs.seq_len = 32;
+    window.session().setInputs(inputs);
+    QVERIFY(!window.session().measured().has_value());
+    QVERIFY(!window.memoryView()->measured().has_value());
+  }
+
+  // `tessera train --model myconfig.json` names the model "myconfig" and writes config.json next to metrics.json.
+  void aMeasuredRunOfAConfigJsonModelOpens() {
+    auto config_text = planner::model_config_text("tiny-gpt2");
+    QVERIFY(config_text.ok());
+    QTemporaryDir dir;
+    write_file(dir.filePath("config.json"), config_text.value());
+    auto model = planner::load_model(dir.filePath("config.json").toStdString());
+    QVERIFY(model.ok());
+    const planner::EstimateRequest request = cpu_training_request();
+    const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
+    QVERIFY(predicted.ok());
+    json metrics = json::parse(metrics_json(model.value(), request, predicted->ranks.front().bytes));
+    metrics["model"]["name"] = "myconfig";
+    write_file(dir.filePath("metrics.json"), metrics.dump(2));
+
+    MainWindow window(StartState::defaults);
+    window.openPath(dir.filePath("metrics.json"));
+    QVERIFY2(window.problemText().isEmpty(), qPrintable(window.problemText()));
+    QVERIFY(window.session().measured().has_value());
+    QCOMPARE(window.session().inputs().model, dir.filePath("config.json").toStdString());
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.session().measured().has_value());  // the run's own plan stays shown after the search
+
+    // Without the config.json the error says so, and stays on screen after the search's status message.
+    QVERIFY(QFile::remove(dir.filePath("config.json")));
+    window.openPath(dir.filePath("metrics.json"));
+    QVERIFY(window.problemText().contains("config.json"));
+    QVERIFY(test::wait_for_search(window.session()));
+    let_searches_settle();
+    QVERIFY(window.problemText().contains("config.json"));
+  }
+
+  void fileErrorsNameTheProblemAndStay() {
+    MainWindow window(StartState::defaults);
+    QTemporaryDir dir;
+    write_file(dir.filePath("typed.json"), R"({"schema": 1, "kind": "tessera-gui-session", "gpus": "sixteen"})");
+    window.openPath(dir.filePath("typed.json"));
+    QVERIFY2(window.problemText().contains("\"gpus\""), qPrintable(window.problemText()));
+    // Truncated or unreadable JSON is reported as such, not taken for a model config.
+    const PlannerInputs before = window.session().inputs();
+    write_file(dir.filePath("truncated.json"), R"({"schema": 1, "kind": "metr)");
+    window.openPath(dir.filePath("truncated.json"));
+    QVERIFY(!window.problemText().isEmpty());
+    QVERIFY(window.session().inputs() == before);
+    window.openPath(dir.filePath("missing.json"));
+    QVERIFY(!window.problemText().isEmpty());
+    QVERIFY(window.session().inputs() == before);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(!window.problemText().isEmpty());
+    // A good file clears it.
+    QVERIFY(save_session(dir.filePath("good.json").toStdString(), PlannerInputs{}).ok());
+    window.openPath(dir.filePath("good.json"));
+    QVERIFY(window.problemText().isEmpty());
+  }
+
+  void outOfRangeSessionValuesAreRejectedByName() {
+    const std::string head = R"({"schema": 1, "kind": "tessera-gui-session", )";
+    for (auto [field, value] : {std::pair{"gpus", "0"}, std::pair{"gpus", "2097152"}, std::pair{"seq_len", "3e9"}, std::pair{"seq_len", "3000000000"},
+                                std::pair{"global_batch_size", "-4"}, std::pair{"gpus_per_node", "4096"}, std::pair{"inter_node_gbps", "0"},
+                                std::pair{"model", "7"}}) {
+      const std::string text = head + "\"" + field + "\": " + value + "}";
+      auto loaded = session_from_json(text, "s.json");
+      QVERIFY2(!loaded.ok(), text.c_str());
+      QVERIFY2(loaded.error().message.find(std::string("\"") + field + "\"") != std::string::npos, loaded.error().message.c_str());
+    }
+    // The limits themselves load, and the controls show them unclamped.
+    auto loaded = session_from_json(head + R"("gpus": 1048576, "seq_len": 1048576, "global_batch_size": 16777216, "gpus_per_node": 1024})", "s.json");
+    QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().message.c_str());
+    InputPanel panel;
+    panel.setInputs(loaded.value());
+    QVERIFY(panel.inputs() == loaded.value());
+  }
+
+  void errorsLandNextToTheirControl() {
+    MainWindow window(StartState::defaults);
+    PlannerInputs inputs;
+    inputs.inter_node_gbit_s = 0;
+    window.session().setInputs(inputs);
+    QVERIFY(window.inputPanel()->errorText(InputField::network).contains("--inter-node"));
+    inputs = PlannerInputs{};
+    inputs.global_batch = planner::kMaxGlobalBatchSize + 1;
+    window.session().setInputs(inputs);
+    QVERIFY(!window.inputPanel()->errorText(InputField::global_batch).isEmpty());
+    inputs = PlannerInputs{};
+    inputs.seq_len = planner::kMaxSeqLen + 1;
+    window.session().setInputs(inputs);
+    QVERIFY(!window.inputPanel()->errorText(InputField::seq_len).isEmpty());
+    QVERIFY(window.inputPanel()->errorText(InputField::global_batch).isEmpty());
   }
 
   void everyExportWritesAValidFile() {

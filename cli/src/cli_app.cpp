@@ -64,7 +64,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   if (models->parsed()) return run_models(models_options, out, err);
   if (gpus->parsed()) return run_gpus(gpus_options, out, err);
   if (plan->parsed()) return run_plan(plan_options, out, err);
-  if (train->parsed()) return run_train(train_options, out, err);
+  if (train->parsed()) {
+    train_options.given = given_options(*train);
+    return run_train(train_options, out, err);
+  }
   if (compare->parsed()) return run_compare(compare_options, out, err);
   if (export_command->parsed()) return run_export(export_options, out, err);
   return run_estimate(estimate_options, out, err);

@@ -50,6 +50,29 @@ EstimateRequest cpu_request(EstimateRequest r) {
   return r;
 }
 
+// Options `tessera train` shares with `tessera estimate` that describe GPU
+// clusters and sharded plugins: a one-rank CPU run cannot honour them, so they
+// are refused rather than silently ignored.
+constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--zero-stage",        "--bucket-mb",          "--gradient-as-bucket-view",
+                                               "--fsdp-strategy",     "--reduce-bucket-m",   "--chunk-size",         "--placement",
+                                               "--shard-param-frac",  "--offload-optim-frac", "--offload-param-frac", "--search-range-m",
+                                               "--min-chunk-size-m",  "--search-interval",   "--pp-schedule"};
+// What a plan file sets; given beside --plan they would be overridden.
+constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--activation-profile"};
+constexpr const char* kLossScalerOptions[] = {"--loss-scale", "--loss-scale-window", "--hysteresis"};
+
+Status check_given_options(const TrainCliOptions& o) {
+  for (const char* name : kClusterOnlyOptions) {
+    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + " does not apply to the engine's one-rank CPU run; leave it out");
+  }
+  if (!o.plan.empty()) {
+    for (const char* name : kSetByPlan) {
+      if (o.given.contains(name)) return make_error(ErrorCode::invalid_argument, std::string(name) + ": --plan sets the model and training options; give one or the other");
+    }
+  }
+  return Status::success();
+}
+
 // What the engine cannot run yet, named by the option that asks for it.
 Status check_engine_supports(const EstimateRequest& r, const std::string& gpu) {
   if (gpu != "cpu") return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": the engine trains on the CPU so far; leave --gpu out (or --gpu cpu)");
@@ -147,8 +170,17 @@ Status apply_plan(const std::string& path, TrainCliOptions& o) {
   return Status::success();
 }
 
+std::set<std::string> given_options(const CLI::App& command) {
+  std::set<std::string> names;
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->count() > 0) names.insert(option->get_name());
+  }
+  return names;
+}
+
 int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
   TrainCliOptions o = given;
+  if (Status s = check_given_options(o); !s) return fail(err, s.error().message);
   if (!o.plan.empty()) {
     if (Status s = apply_plan(o.plan, o); !s) return fail(err, s.error().message);
   }
@@ -175,8 +207,14 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   t.resume = o.resume;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
   if (!(o.learning_rate > 0 && std::isfinite(o.learning_rate))) return fail(err, "--lr must be a positive number");
+  if (training.precision != Precision::fp16) {
+    for (const char* name : kLossScalerOptions) {
+      if (o.given.contains(name)) return fail(err, std::string(name) + " applies to --precision fp16 only (this run is " + o.estimate.precision + ")");
+    }
+  }
   if (!(o.loss_scale >= 1 && std::isfinite(o.loss_scale))) return fail(err, "--loss-scale must be a number of at least 1, e.g. 65536");
-  if (o.loss_scale_window <= 0 || o.hysteresis <= 0) return fail(err, "--loss-scale-window and --hysteresis must be positive integers");
+  if (o.loss_scale_window <= 0) return fail(err, "--loss-scale-window must be a positive number of steps");
+  if (o.hysteresis <= 0) return fail(err, "--hysteresis must be a positive number of overflowing steps");
   // Say what it will need before allocating it.
   const EstimateRequest request = cpu_request(o.estimate.request);
   const GpuProfile cpu = cpu_profile();

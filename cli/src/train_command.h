@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <set>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -28,7 +29,11 @@ struct TrainCliOptions {
   bool resume = false;
   int64_t save_every = 0;
   std::string plan;  // train the best plan of a plan.json instead of the options above
+  std::set<std::string> given;  // the options on the command line, e.g. "--bucket-mb"
 };
+
+// The options given on `command`'s command line, for TrainCliOptions::given.
+std::set<std::string> given_options(const CLI::App& command);
 
 void add_train_options(CLI::App& command, TrainCliOptions& options);
 int run_train(const TrainCliOptions& options, std::ostream& out, std::ostream& err);

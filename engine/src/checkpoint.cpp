@@ -1,6 +1,7 @@
 #include "tessera/engine/checkpoint.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,19 @@ Status restore(const SafetensorsFile& file, const std::string& name, const std::
   return Status::success();
 }
 
+// A crash between the two renames of a save could pair a new model file with
+// an old optimizer file: both carry the step, and they must agree.
+Status check_same_step(const std::string& dir, std::map<std::string, std::string>& optimizer_metadata) {
+  auto model = read_safetensors(dir + "/model.safetensors");
+  if (!model) return model.error();
+  const auto step = model->metadata.find("step");
+  if (step != model->metadata.end() && step->second != optimizer_metadata["step"]) {
+    return make_error(ErrorCode::parse_error, "--resume: " + dir + "/model.safetensors is from step " + step->second + " but optimizer.safetensors from step " +
+                                                  optimizer_metadata["step"] + "; restore both files from one save");
+  }
+  return Status::success();
+}
+
 // Restores DIR/model.safetensors into the full-precision weights of `model`.
 template <typename T, typename Target>
 Status restore_weights(const std::string& dir, Transformer<T>& model, Target&& weights_of) {
@@ -41,13 +55,14 @@ Status restore_weights(const std::string& dir, Transformer<T>& model, Target&& w
 }
 
 Result<int64_t> metadata_integer(std::map<std::string, std::string>& metadata, const std::string& key, const std::string& path) {
-  try {
-    const int64_t value = std::stoll(metadata.at(key));
-    if (value < 0) return make_error(ErrorCode::parse_error, path + ": negative '" + key + "' in the metadata");
-    return value;
-  } catch (const std::exception&) {
-    return make_error(ErrorCode::parse_error, path + ": metadata lacks a numeric '" + key + "'");
+  const std::string& text = metadata[key];
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+    return make_error(ErrorCode::parse_error, path + ": metadata lacks a whole number '" + key + "'");
   }
+  if (value < 0) return make_error(ErrorCode::parse_error, path + ": negative '" + key + "' in the metadata");
+  return value;
 }
 
 }  // namespace
@@ -63,18 +78,28 @@ Status save_checkpoint(const std::string& dir, Transformer<T>& model, Optimizer<
     weights.push_back({names[p], shapes[p], optimizer.full_precision(model.parameters(), p)});
     for (size_t s = 0; s < suffixes.size(); ++s) states.push_back({names[p] + suffixes[s], shapes[p], optimizer.states()[p * suffixes.size() + s].data()});
   }
-  if (Status s = write_safetensors(dir + "/model.safetensors", weights, {{"format", "pt"}}); !s) return s;
+  // Both files are staged before either replaces its predecessor: a failed
+  // save (disk full) leaves the previous pair untouched.
+  const std::string model_path = dir + "/model.safetensors", optimizer_path = dir + "/optimizer.safetensors";
+  if (Status s = stage_safetensors(model_path, weights, {{"format", "pt"}, {"step", std::to_string(position.step)}}); !s) return s;
   const LossScalerState& scaler = position.loss_scaler;
   char scale[40];
   std::snprintf(scale, sizeof scale, "%.17g", scaler.scale);
-  return write_safetensors(dir + "/optimizer.safetensors", states,
+  Status staged = stage_safetensors(optimizer_path, states,
                            {{"step", std::to_string(position.step)},
                             {"data_position", std::to_string(position.data_position)},
                             {"optimizer", std::string(enum_name(kind))},
+                            // Adam's bias correction counts updates: fewer than steps when fp16 skipped some.
+                            {"optimizer_steps", std::to_string(optimizer.steps_taken())},
                             {"loss_scale", scale},
                             {"loss_scale_good_steps", std::to_string(scaler.good_steps)},
                             {"loss_scale_hysteresis_left", std::to_string(scaler.hysteresis_left)},
                             {"skipped_steps", std::to_string(scaler.skipped)}});
+  if (!staged) {
+    discard_staged({model_path});
+    return staged;
+  }
+  return commit_staged({model_path, optimizer_path});
 }
 
 Status load_model_weights(const std::string& dir, Transformer<float>& model) {
@@ -102,6 +127,7 @@ Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<T>&
     }
   }
   TrainingPosition position;
+  if (Status s = check_same_step(dir, metadata); !s) return s.error();
   for (auto [key, target] : {std::pair<const char*, int64_t*>{"step", &position.step}, {"data_position", &position.data_position}}) {
     auto value = metadata_integer(metadata, key, optimizer_path);
     if (!value) return value.error();
@@ -118,11 +144,21 @@ Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<T>&
     char* end = nullptr;
     const std::string& scale = metadata["loss_scale"];
     position.loss_scaler.scale = std::strtod(scale.c_str(), &end);
-    if (scale.empty() || *end != '\0' || !std::isfinite(position.loss_scaler.scale) || position.loss_scaler.scale < 0) {
-      return make_error(ErrorCode::parse_error, optimizer_path + ": metadata 'loss_scale' is not a finite non-negative number");
+    const double stored = position.loss_scaler.scale;
+    if (scale.empty() || *end != '\0' || !std::isfinite(stored) || (stored != 0 && stored < 1)) {
+      return make_error(ErrorCode::parse_error, optimizer_path + ": metadata 'loss_scale' must be 0 (no scaler) or a finite number of at least 1");
     }
   }
-  optimizer.set_steps_taken(position.step);
+  int64_t updates = position.step - position.loss_scaler.skipped;  // checkpoints without "optimizer_steps"
+  if (metadata.contains("optimizer_steps")) {
+    auto value = metadata_integer(metadata, "optimizer_steps", optimizer_path);
+    if (!value) return value.error();
+    updates = value.value();
+  }
+  if (updates < 0 || updates > position.step) {
+    return make_error(ErrorCode::parse_error, optimizer_path + ": 'optimizer_steps' must lie between 0 and 'step'");
+  }
+  optimizer.set_steps_taken(updates);
   return position;
 }
 

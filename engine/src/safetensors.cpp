@@ -41,9 +41,11 @@ bool write_all(int fd, const void* data, size_t bytes) {
   return true;
 }
 
+std::string staged_path(const std::string& path) { return path + ".tmp"; }
+
 }  // namespace
 
-Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
+Status stage_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   int64_t offset = 0;
   for (const TensorView& t : tensors) {
@@ -58,7 +60,7 @@ Status write_safetensors(const std::string& path, const std::vector<TensorView>&
   unsigned char length_bytes[8];
   for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<unsigned char>(length >> (8 * i));  // little-endian
 
-  const std::string temporary = path + ".tmp";
+  const std::string temporary = staged_path(path);
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return io_error("cannot write", temporary);
   bool ok = write_all(fd, length_bytes, 8) && write_all(fd, text.data(), text.size());
@@ -71,17 +73,36 @@ Status write_safetensors(const std::string& path, const std::vector<TensorView>&
     errno = saved;
     return io_error("cannot write (disk full?) the previous checkpoint is kept;", path);
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return io_error("cannot replace", path);
+  return Status::success();
+}
+
+Status commit_staged(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    const std::string temporary = staged_path(path);
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+      const Error error = io_error("cannot replace", path);
+      discard_staged(paths);
+      return error;
+    }
   }
-  const std::string directory = std::filesystem::path(path).parent_path().string();
-  const int dir_fd = ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);  // make the rename itself durable
-    ::close(dir_fd);
+  for (const std::string& path : paths) {
+    const std::string directory = std::filesystem::path(path).parent_path().string();
+    const int dir_fd = ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY);
+    if (dir_fd >= 0) {
+      ::fsync(dir_fd);  // make the renames themselves durable
+      ::close(dir_fd);
+    }
   }
   return Status::success();
+}
+
+void discard_staged(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) std::remove(staged_path(path).c_str());
+}
+
+Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
+  if (Status s = stage_safetensors(path, tensors, metadata); !s) return s;
+  return commit_staged({path});
 }
 
 Result<SafetensorsFile> read_safetensors(const std::string& path) {

@@ -78,7 +78,9 @@ TEST(Safetensors, CorruptFilesAreErrorsNotCrashes) {
 TrainOptions tiny_run(const std::string& dir, int64_t steps, bool resume, planner::Precision precision = planner::Precision::fp32) {
   TrainOptions o;
   o.precision = precision;
-  o.loss_scaler.initial_scale = 1 << 22;  // fp16: overflows on the first steps, so the scaler's state must resume too
+  // fp16: overflows on the first steps (the test checks), so the scaler's state
+  // and the optimizer's count of real updates must resume too.
+  o.loss_scaler.initial_scale = 1 << 20;
   o.loss_scaler.growth_interval = 2;
   o.data_path = std::string(TESSERA_SOURCE_DIR) + "/data/text/kjv-genesis-exodus.txt";
   o.micro_batch_size = 2;
@@ -98,7 +100,13 @@ TEST(Checkpoint, ResumeContinuesBitIdentically) {
     std::filesystem::create_directories(straight);
     std::filesystem::create_directories(split);
     std::ostringstream log;
-    ASSERT_TRUE(train(model, tiny_run(straight, 6, false, precision), log, false).ok());
+    auto whole = train(model, tiny_run(straight, 6, false, precision), log, false);
+    ASSERT_TRUE(whole.ok());
+    if (precision == planner::Precision::fp16) {
+      ASSERT_FALSE(whole->skipped_steps.empty());
+      EXPECT_LE(whole->skipped_steps.front(), 3) << "a step before the save is skipped";
+      EXPECT_LT(whole->skipped_steps.back(), 6) << "the run updates after its skips";
+    }
     ASSERT_TRUE(train(model, tiny_run(split, 3, false, precision), log, false).ok());
     auto resumed = train(model, tiny_run(split, 6, true, precision), log, false);
     ASSERT_TRUE(resumed.ok()) << resumed.error().message;
@@ -108,6 +116,36 @@ TEST(Checkpoint, ResumeContinuesBitIdentically) {
     std::filesystem::remove_all(straight);
     std::filesystem::remove_all(split);
   }
+}
+
+// Disk full while saving the optimizer file (here: its temporary cannot be
+// created): the model file must not move ahead of it, so the previous pair
+// still resumes; a pair mixed from two saves is refused.
+TEST(Checkpoint, AFailedSaveKeepsThePreviousPair) {
+  const planner::Model model = planner::load_model("tiny-gpt2").value();
+  const std::string dir = ::testing::TempDir() + "tessera-pair";
+  std::filesystem::remove_all(dir);
+  std::ostringstream log;
+  ASSERT_TRUE(train(model, tiny_run(dir, 2, false), log, false).ok());
+  const auto model_before = file_bytes(dir + "/model.safetensors");
+  const auto optimizer_before = file_bytes(dir + "/optimizer.safetensors");
+  std::filesystem::create_directories(dir + "/optimizer.safetensors.tmp");
+  auto failed = train(model, tiny_run(dir, 4, true), log, false);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(file_bytes(dir + "/model.safetensors"), model_before);
+  EXPECT_EQ(file_bytes(dir + "/optimizer.safetensors"), optimizer_before);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/model.safetensors.tmp"));
+  std::filesystem::remove_all(dir + "/optimizer.safetensors.tmp");
+
+  const std::string later = dir + "-later";
+  ASSERT_TRUE(train(model, tiny_run(later, 4, false), log, false).ok());
+  std::filesystem::copy_file(later + "/model.safetensors", dir + "/model.safetensors", std::filesystem::copy_options::overwrite_existing);
+  auto mixed = train(model, tiny_run(dir, 6, true), log, false);
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.error().message.find("model.safetensors is from step 4 but optimizer.safetensors from step 2"), std::string::npos)
+      << mixed.error().message;
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(later);
 }
 
 }  // namespace

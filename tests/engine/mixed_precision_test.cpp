@@ -60,6 +60,19 @@ TEST(LossScaler, HysteresisToleratesOneOverflow) {
   EXPECT_EQ(scaler.scale(), 65536.0);
   EXPECT_FALSE(scaler.update(true));
   EXPECT_EQ(scaler.scale(), 32768.0);
+  // The tolerance is used up: each further overflow backs off at once...
+  EXPECT_FALSE(scaler.update(true));
+  EXPECT_EQ(scaler.scale(), 16384.0);
+  // ...until the scale grows again, which restores it.
+  LossScalerOptions quick = options;
+  quick.growth_interval = 1;
+  DynamicLossScaler grows(quick);
+  grows.update(true);
+  grows.update(true);  // backed off once, tolerance used up
+  EXPECT_TRUE(grows.update(false));
+  EXPECT_EQ(grows.scale(), 65536.0);
+  EXPECT_FALSE(grows.update(true));
+  EXPECT_EQ(grows.scale(), 65536.0) << "one overflow is tolerated again after growth";
   EXPECT_TRUE(non_finite(std::numeric_limits<float>::infinity()));
   EXPECT_FALSE(non_finite(1.0f));
 }

@@ -48,10 +48,10 @@ class DynamicLossScaler {
   bool update(bool found_non_finite) {
     if (found_non_finite) {
       good_steps_ = 0;
-      if (--hysteresis_left_ <= 0) {
-        scale_ = std::fmax(options_.min_scale, scale_ * options_.backoff_factor);
-        hysteresis_left_ = options_.hysteresis;
-      }
+      // Once the tolerated overflows are used up, every overflow backs off until
+      // the scale grows again (Megatron-LM's DynamicGradScaler).
+      hysteresis_left_ = hysteresis_left_ > 0 ? hysteresis_left_ - 1 : 0;
+      if (hysteresis_left_ == 0) scale_ = std::fmax(options_.min_scale, scale_ * options_.backoff_factor);
       ++skipped_;
       return false;
     }

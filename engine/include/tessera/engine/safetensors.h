@@ -23,6 +23,14 @@ struct TensorView {
 
 Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata);
 
+// The two halves of write_safetensors, for files that must change together (a
+// checkpoint's model and optimizer files): stage writes and fsyncs PATH.tmp,
+// leaving PATH alone; commit renames each staged file over its path; discard
+// removes the staged files.
+Status stage_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata);
+Status commit_staged(const std::vector<std::string>& paths);
+void discard_staged(const std::vector<std::string>& paths);
+
 struct LoadedTensor {
   std::vector<int64_t> shape;
   std::vector<float> data;

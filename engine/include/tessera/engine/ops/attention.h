@@ -23,7 +23,7 @@ struct AttentionShape {
 };
 
 // Per (sample, head): P = softmax(mask(scale · Q Kᵀ)) and O = P V, as GEMMs
-// over the full T × T block (the masked upper triangle is zeroed after the softmax).
+// (the masked upper triangle of P is zeroed).
 template <typename T>
 void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v, const AttentionShape& s, Workspace<compute_t<T>>& workspace) {
   using W = compute_t<T>;
@@ -37,19 +37,28 @@ void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v, con
       const T* kh = k + b * s.T * s.kv_stride + kvh * s.HS;
       const T* vh = v + b * s.T * s.kv_stride + kvh * s.HS;
       T* p = probs + (b * s.NH + h) * s.T * s.T;
-      gemm(false, true, s.T, s.T, s.HS, scale, qh, s.q_stride, kh, s.kv_stride, W(0), p, s.T, workspace);
-      W* exps = workspace.attention_rows();  // one row of exponentials in the compute type, rounded once when normalised
-      for (int64_t t = 0; t < s.T; ++t) {
-        T* row = p + t * s.T;
-        W max_score = -std::numeric_limits<W>::infinity();
-        for (int64_t u = 0; u <= t; ++u) max_score = std::max(max_score, widen(row[u]));
-        W sum = 0;
-        for (int64_t u = 0; u <= t; ++u) {
-          exps[u] = std::exp(widen(row[u]) - max_score);
-          sum += exps[u];
+      // Scores are formed kRows rows at a time in the compute type, so 16-bit
+      // probabilities are rounded once, after the softmax. Causal: row t needs keys 0..t.
+      constexpr int64_t kRows = planner::kAttentionRows;
+      W* scores = workspace.attention_rows();
+      for (int64_t first_row = 0; first_row < s.T; first_row += kRows) {
+        const int64_t rows = std::min(kRows, s.T - first_row);
+        gemm(false, true, rows, first_row + rows, s.HS, scale, qh + first_row * s.q_stride, s.q_stride, kh, s.kv_stride, W(0), scores, s.T,
+             workspace);
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t t = first_row + r;
+          W* row = scores + r * s.T;
+          T* prob = p + t * s.T;
+          W max_score = -std::numeric_limits<W>::infinity();
+          for (int64_t u = 0; u <= t; ++u) max_score = std::max(max_score, row[u]);
+          W sum = 0;
+          for (int64_t u = 0; u <= t; ++u) {
+            row[u] = std::exp(row[u] - max_score);
+            sum += row[u];
+          }
+          for (int64_t u = 0; u <= t; ++u) prob[u] = narrow<T>(row[u] / sum);
+          for (int64_t u = t + 1; u < s.T; ++u) prob[u] = narrow<T>(W(0));
         }
-        for (int64_t u = 0; u <= t; ++u) row[u] = narrow<T>(exps[u] / sum);
-        for (int64_t u = t + 1; u < s.T; ++u) row[u] = narrow<T>(W(0));
       }
       gemm(false, false, s.T, s.HS, s.T, W(1), p, s.T, vh, s.kv_stride, W(0), out + b * s.T * (s.NH * s.HS) + h * s.HS, s.NH * s.HS, workspace);
     }

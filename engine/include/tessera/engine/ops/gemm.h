@@ -85,7 +85,9 @@ void tiled_gemm(const GemmShape& s, float alpha, const TA* A, const TB* B, float
       for (int64_t j = 0; j < cols; ++j) C[(m0 + r) * s.ldc + n0 + j] = narrow<TC>(c[r * cols + j]);
     }
   };
-  if (omp_in_parallel()) {
+  // Inside any parallel region (even a one-thread team, where omp_in_parallel()
+  // is false) the calling thread runs the tiles alone, in its own slot.
+  if (omp_get_level() > 0) {
     for (int64_t i = 0; i < row_tiles * col_tiles; ++i) run_tile(i);
   } else {
 #pragma omp parallel for schedule(dynamic)

@@ -21,12 +21,14 @@ void linear_forward(TOut* out, const T* inp, const T* weight, const T* bias, int
                     Workspace<compute_t<T>>& workspace) {
   using W = compute_t<T>;
   const bool trans_w = layout == WeightLayout::out_in;
-  gemm(false, trans_w, N, OC, C, W(1), inp, C, weight, trans_w ? C : OC, W(0), out, OC, workspace);
-  if (bias == nullptr) return;
+  if (bias != nullptr) {
+    // The bias goes in first and the GEMM adds to it (beta = 1): one rounding of the sum in 16 bits.
 #pragma omp parallel for
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t o = 0; o < OC; ++o) out[n * OC + o] = narrow<TOut>(widen(out[n * OC + o]) + widen(bias[o]));
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t o = 0; o < OC; ++o) out[n * OC + o] = narrow<TOut>(widen(bias[o]));
+    }
   }
+  gemm(false, trans_w, N, OC, C, W(1), inp, C, weight, trans_w ? C : OC, bias != nullptr ? W(1) : W(0), out, OC, workspace);
 }
 
 template <typename T, typename TOut>

@@ -11,6 +11,7 @@
 #include "tessera/engine/half.h"
 #include "tessera/engine/tensor.h"
 #include "tessera/planner/cpu_backend.h"
+#include "tessera/planner/status.h"
 
 namespace tessera::engine::cpu {
 
@@ -23,9 +24,10 @@ class Workspace {
  public:
   Workspace() = default;
   Workspace(MemoryLedger& ledger, int64_t seq_len, planner::Precision precision)
-      : per_thread_(planner::cpu_workspace_elements_per_thread(seq_len, precision)),
+      : threads_(backend_threads()),
+        per_thread_(planner::cpu_workspace_elements_per_thread(seq_len, precision)),
         rows_(planner::kAttentionRows * seq_len),
-        buffer_(ledger, MemoryCategory::workspace, backend_threads() * per_thread_) {}
+        buffer_(ledger, MemoryCategory::workspace, threads_ * per_thread_) {}
 
   // kAttentionRows × seq_len values for the calling thread.
   W* attention_rows() { return slot(); }
@@ -36,8 +38,15 @@ class Workspace {
   }
 
  private:
-  W* slot() { return buffer_.data() + static_cast<int64_t>(omp_get_thread_num()) * per_thread_; }
+  // A thread beyond those counted at creation (OMP_NUM_THREADS raised later,
+  // or a nested team) would write past the buffer: stop instead.
+  W* slot() {
+    const int64_t thread = omp_get_thread_num();
+    TESSERA_CHECK(thread < threads_, "CPU workspace used by more threads than it was sized for");
+    return buffer_.data() + thread * per_thread_;
+  }
 
+  int64_t threads_ = 0;
   int64_t per_thread_ = 0;
   int64_t rows_ = 0;
   Tensor<W> buffer_;

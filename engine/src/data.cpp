@@ -1,5 +1,6 @@
 #include "tessera/engine/data.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -24,13 +25,17 @@ Result<TokenDataset> load_shard(const std::string& path, const std::vector<char>
                                                   " tokens but its header says " + std::to_string(count));
   }
   TokenDataset data;
-  data.vocab_size = 65536;
   data.tokens.resize(static_cast<size_t>(count));
+  int32_t largest = -1;
   for (int64_t i = 0; i < count; ++i) {
     uint16_t token = 0;
     std::memcpy(&token, bytes.data() + header_bytes + static_cast<size_t>(i) * 2, 2);
     data.tokens[static_cast<size_t>(i)] = token;
+    largest = std::max<int32_t>(largest, token);
   }
+  // The ids the shard uses, not all that uint16 could hold: a GPT-2 shard
+  // (ids below 50257) trains a model with GPT-2's vocabulary.
+  data.vocab_size = largest + 1;
   return data;
 }
 

@@ -89,6 +89,7 @@ TEST(Trainer, LlmcShardsAreRead) {
   auto data = load_token_file(path);
   ASSERT_TRUE(data.ok()) << data.error().message;
   EXPECT_EQ(data->tokens, (std::vector<int32_t>{7, 50256, 9}));
+  EXPECT_EQ(data->vocab_size, 50257) << "a GPT-2 shard fits GPT-2's vocabulary";
   std::ofstream(path, std::ios::binary) << "not a shard";
   EXPECT_FALSE(load_token_file(path).ok());
   std::remove(path.c_str());

@@ -16,7 +16,7 @@ namespace tessera::engine {
 
 struct TokenDataset {
   std::vector<int32_t> tokens;
-  int64_t vocab_size = 0;  // largest token id + 1 the source can hold (256 for bytes, 65536 for shards)
+  int64_t vocab_size = 0;  // largest token id + 1: 256 for bytes, the largest id in a shard + 1
 };
 
 // By extension: ".bin" is an llm.c shard, anything else is text read as bytes.

@@ -62,19 +62,32 @@ void MemoryView::setPlan(std::shared_ptr<const planner::Model> model, const Show
 void MemoryView::clearPlan() {
   plan_.reset();
   rows_.clear();
+  updateGeometry();
   update();
 }
 
 void MemoryView::setMeasured(std::optional<MemoryBreakdown> measured) {
   measured_ = std::move(measured);
+  updateGeometry();  // a row more or less
   update();
 }
 
 QSize MemoryView::sizeHint() const { return {900, 500}; }
 
 QSize MemoryView::minimumSizeHint() const {
-  const int rows = static_cast<int>(rows_.size());
-  return {480, static_cast<int>(kAxisHeight + 140 + rows * (kDeviceBar + kSubBar + kRowGap))};
+  // Every row with its host and measured bars, the capacity and verdict lines, and the legend wrapped at the least width.
+  constexpr int kMinWidth = 480;
+  const QFontMetricsF metrics(font());
+  const Layout l = layout(metrics);
+  const double legend_top = l.rows_bottom + 28 + 2 * metrics.height();
+  return {kMinWidth, static_cast<int>(std::ceil(legend_top + legend_height(metrics, kMinWidth - 2 * kMargin, legend()) + kMargin))};
+}
+
+std::vector<LegendEntry> MemoryView::legend() {
+  std::vector<LegendEntry> entries;
+  for (MemoryCategory c : kAllMemoryCategories) entries.push_back({category_qcolor(c), category_name(c)});
+  entries.push_back({kCapacityColor, tr("GPU capacity (dashed)")});
+  return entries;
 }
 
 MemoryView::Layout MemoryView::layout(const QFontMetricsF& metrics) const {
@@ -118,9 +131,10 @@ void MemoryView::paintEvent(QPaintEvent*) {
   QFont bold = font();
   bold.setBold(true);
   p.setFont(bold);
+  const QFontMetricsF bold_metrics(bold);  // the title is elided in the font it is drawn in
   const QString title = tr("Memory per GPU: %1").arg(QString::fromStdString(planner::describe_plan(plan_->request)));
-  p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
-             metrics.elidedText(title, Qt::ElideRight, width() - 2 * kMargin));
+  p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, bold_metrics.height()), Qt::AlignLeft,
+             bold_metrics.elidedText(title, Qt::ElideRight, width() - 2 * kMargin));
   p.setFont(font());
 
   // Axis with ticks in GiB (MiB for small runs), and a faint grid.
@@ -152,6 +166,16 @@ void MemoryView::paintEvent(QPaintEvent*) {
     }
     return x;
   };
+  // Byte counts after the bars, drawn last on the background colour so that the capacity line does not cross them.
+  struct BytesLabel {
+    QRectF box;
+    QString text;
+    QColor colour;
+  };
+  std::vector<BytesLabel> bytes_labels;
+  auto bytes_label = [&](const QString& text, double x, double y, double h, const QColor& colour) {
+    bytes_labels.push_back({QRectF(x + 4, y, metrics.horizontalAdvance(text) + 4, h), text, colour});
+  };
   auto sub_label = [&](const QString& text, double y) {
     p.setPen(QColor(0x55, 0x55, 0x55));
     p.drawText(QRectF(kMargin, y, l.label_width - 8, kSubBar), Qt::AlignRight | Qt::AlignVCenter, text);
@@ -163,14 +187,12 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(kMargin, y, l.label_width - 8, kDeviceBar), Qt::AlignLeft | Qt::AlignVCenter,
                metrics.elidedText(QString::fromStdString(planner::row_label(row)), Qt::ElideRight, l.label_width - 8));
     const double end = bar(row.bytes, BarKind::device, i, y, kDeviceBar);
-    p.setPen(row.fits() ? Qt::black : kCapacityColor);
-    p.drawText(QRectF(end + 6, y, 200, kDeviceBar), Qt::AlignLeft | Qt::AlignVCenter, bytes_text(row.device_total));
+    bytes_label(bytes_text(row.device_total), end, y, kDeviceBar, row.fits() ? QColor(Qt::black) : kCapacityColor);
     y += kDeviceBar + 4;
     if (l.host) {
       sub_label(tr("host"), y);
       const double host_end = bar(row.bytes, BarKind::host, i, y, kSubBar);
-      p.setPen(QColor(0x55, 0x55, 0x55));
-      if (row.host_total > 0) p.drawText(QRectF(host_end + 6, y, 200, kSubBar), Qt::AlignLeft | Qt::AlignVCenter, bytes_text(row.host_total) + tr(" host"));
+      if (row.host_total > 0) bytes_label(bytes_text(row.host_total) + tr(" host"), host_end, y, kSubBar, QColor(0x55, 0x55, 0x55));
       y += kSubBar + 4;
     }
     if (measured_ && i == 0) {
@@ -178,11 +200,10 @@ void MemoryView::paintEvent(QPaintEvent*) {
       const double measured_end = bar(*measured_, BarKind::measured, i, y, kSubBar);
       p.setPen(QPen(Qt::black, 1, Qt::DotLine));
       p.drawRect(QRectF(l.bar_left, y, measured_end - l.bar_left, kSubBar));
-      p.setPen(QColor(0x55, 0x55, 0x55));
-      p.drawText(QRectF(measured_end + 6, y, 200, kSubBar), Qt::AlignLeft | Qt::AlignVCenter, bytes_text(measured_->device_total()) + tr(" measured"));
+      bytes_label(bytes_text(measured_->device_total()) + tr(" measured"), measured_end, y, kSubBar, QColor(0x55, 0x55, 0x55));
     }
   }
-  // The GPU's capacity: one dashed line across all rows.
+  // The GPU's capacity: one dashed line across all rows, beneath the byte labels.
   const int64_t capacity = rows_.empty() ? 0 : rows_.front().gpu_capacity;
   p.setPen(kCapacityColor);
   if (l.capacity_on_scale && capacity > 0) {
@@ -194,15 +215,17 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(l.bar_left, l.rows_bottom + 8, l.bar_width, metrics.height()), Qt::AlignRight,
                tr("GPU capacity %1 (off this scale)").arg(bytes_text(capacity)));
   }
+  for (const BytesLabel& label : bytes_labels) {
+    p.fillRect(label.box, palette().color(QPalette::Base));
+    p.setPen(label.colour);
+    p.drawText(label.box.adjusted(2, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, label.text);
+  }
   p.setPen(Qt::black);
   p.drawText(QRectF(kMargin, l.rows_bottom + 12 + metrics.height(), width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
              QString::fromStdString(planner::verdict_line(plan_->memory)));
 
-  std::vector<LegendEntry> legend;
-  for (MemoryCategory c : kAllMemoryCategories) legend.push_back({category_qcolor(c), category_name(c)});
-  legend.push_back({kCapacityColor, tr("GPU capacity (dashed)")});
   const double legend_top = l.rows_bottom + 28 + 2 * metrics.height();
-  draw_legend(p, QRectF(kMargin, legend_top, width() - 2 * kMargin, height()), legend);
+  draw_legend(p, QRectF(kMargin, legend_top, width() - 2 * kMargin, height()), legend());
 }
 
 QString MemoryView::tooltip(const Segment& s) const {

@@ -10,6 +10,7 @@
 
 #include <QWidget>
 
+#include "category_style.h"
 #include "planner_session.h"
 
 namespace tessera::gui {
@@ -48,6 +49,7 @@ class MemoryView : public QWidget {
   struct Layout;
   Layout layout(const QFontMetricsF& metrics) const;
   QString tooltip(const Segment& segment) const;
+  static std::vector<LegendEntry> legend();
 
   std::shared_ptr<const planner::Model> model_;
   std::optional<ShownPlan> plan_;

@@ -21,7 +21,14 @@ using planner::ParallelLayout;
 
 namespace {
 
-constexpr double kMargin = 12, kNodeGap = 14, kTileGap = 4, kNodePad = 6, kNodeTitle = 18;
+constexpr double kMargin = 12;
+// Beyond this many ranks the mesh is a compact grid: tiles close together, nodes told apart by a gap, no node boxes or titles.
+constexpr int64_t kMaxBoxedRanks = 128;
+
+struct Spacing {
+  double node_gap, tile_gap, node_pad, node_title;
+};
+constexpr Spacing kBoxed{14, 4, 6, 18}, kCompact{4, 1, 0, 0};
 
 // Pastel colours far apart for consecutive groups (golden-angle hues).
 QColor group_colour(int64_t index) {
@@ -47,6 +54,13 @@ QString rank_list(const std::vector<int64_t>& ranks) {
 
 }  // namespace
 
+QString fitting_text(const QStringList& candidates, const QFontMetricsF& metrics, double width) {
+  for (const QString& text : candidates) {
+    if (metrics.horizontalAdvance(text) <= width) return text;
+  }
+  return {};
+}
+
 // The tiles; MeshView owns the data and tells it what to draw.
 class MeshCanvas : public QWidget {
  public:
@@ -60,6 +74,7 @@ class MeshCanvas : public QWidget {
   MeshAxis colouring = MeshAxis::data;
   int64_t selected = 0;
   std::function<void(int64_t)> on_select;
+  QSizeF tile_size;  // as last painted
 
  protected:
   void paintEvent(QPaintEvent*) override;
@@ -93,68 +108,78 @@ void MeshCanvas::paintEvent(QPaintEvent*) {
   }
   const double legend_h = legend_height(metrics, width() - 2 * kMargin, legend);
   const QRectF area(kMargin, kMargin, width() - 2 * kMargin, height() - 3 * kMargin - legend_h);
+  const bool compact = nodes * gpus_per_node > kMaxBoxedRanks;
+  const Spacing sp = compact ? kCompact : kBoxed;
   // Node boxes in a grid: pick the column count that gives the largest tiles.
   double best_tile = 0;
   int64_t node_columns = 1;
   for (int64_t columns = 1; columns <= nodes; ++columns) {
     const int64_t rows = (nodes + columns - 1) / columns;
-    const double box_w = (area.width() - kNodeGap * static_cast<double>(columns - 1)) / static_cast<double>(columns);
-    const double box_h = (area.height() - kNodeGap * static_cast<double>(rows - 1)) / static_cast<double>(rows);
-    const double tile_w = (box_w - 2 * kNodePad - kTileGap * static_cast<double>(gpus_per_node - 1)) / static_cast<double>(gpus_per_node);
-    const double tile = std::min(tile_w, std::min(box_h - kNodeTitle - 2 * kNodePad, tile_w * 0.75));
+    const double box_w = (area.width() - sp.node_gap * static_cast<double>(columns - 1)) / static_cast<double>(columns);
+    const double box_h = (area.height() - sp.node_gap * static_cast<double>(rows - 1)) / static_cast<double>(rows);
+    const double tile_w = (box_w - 2 * sp.node_pad - sp.tile_gap * static_cast<double>(gpus_per_node - 1)) / static_cast<double>(gpus_per_node);
+    const double tile = std::min(tile_w, std::min(box_h - sp.node_title - 2 * sp.node_pad, tile_w * 0.75));
     if (tile > best_tile) {
       best_tile = tile;
       node_columns = columns;
     }
   }
-  const double tile_w = best_tile / 0.75 > 0 ? std::min(best_tile / 0.75, 120.0) : 1, tile_h = std::min(best_tile, 90.0);
-  const double box_w = 2 * kNodePad + static_cast<double>(gpus_per_node) * tile_w + kTileGap * static_cast<double>(gpus_per_node - 1);
-  const double box_h = kNodeTitle + 2 * kNodePad + tile_h;
-  const bool titles = box_h >= 30 && metrics.height() < kNodeTitle + 2;
+  const double tile_w = best_tile > 0 ? std::min(best_tile / 0.75, 120.0) : 1, tile_h = best_tile > 0 ? std::min(best_tile, 90.0) : 1;
+  tile_size = QSizeF(tile_w, tile_h);
+  const double box_w = 2 * sp.node_pad + static_cast<double>(gpus_per_node) * tile_w + sp.tile_gap * static_cast<double>(gpus_per_node - 1);
+  const double box_h = sp.node_title + 2 * sp.node_pad + tile_h;
   QFont small = font();
   small.setPointSizeF(std::max(6.0, font().pointSizeF() * 0.85));
+  const QFontMetricsF small_metrics(small);
   for (int64_t node = 0; node < nodes; ++node) {
-    const double x0 = area.left() + static_cast<double>(node % node_columns) * (box_w + kNodeGap);
-    const double y0 = area.top() + static_cast<double>(node / node_columns) * (box_h + kNodeGap);
-    p.setPen(QColor(0, 0, 0, 80));
-    p.setBrush(QColor(0xF4, 0xF4, 0xF4));
-    p.drawRoundedRect(QRectF(x0, y0, box_w, box_h), 5, 5);
-    if (titles) {
-      p.setPen(QColor(0x44, 0x44, 0x44));
-      p.drawText(QRectF(x0 + kNodePad, y0 + 2, box_w, kNodeTitle), Qt::AlignLeft | Qt::AlignVCenter, tr("node %1").arg(node));
+    const double x0 = area.left() + static_cast<double>(node % node_columns) * (box_w + sp.node_gap);
+    const double y0 = area.top() + static_cast<double>(node / node_columns) * (box_h + sp.node_gap);
+    if (!compact) {
+      p.setPen(QColor(0, 0, 0, 80));
+      p.setBrush(QColor(0xF4, 0xF4, 0xF4));
+      p.drawRoundedRect(QRectF(x0, y0, box_w, box_h), 5, 5);
+      const QString title = fitting_text({tr("node %1").arg(node), QString::number(node)}, metrics, box_w - 2 * sp.node_pad);
+      if (!title.isEmpty() && metrics.height() < sp.node_title + 2) {
+        p.setPen(QColor(0x44, 0x44, 0x44));
+        p.drawText(QRectF(x0 + sp.node_pad, y0 + 2, box_w - 2 * sp.node_pad, sp.node_title), Qt::AlignLeft | Qt::AlignVCenter, title);
+      }
     }
     for (int64_t g = 0; g < gpus_per_node; ++g) {
       const int64_t rank = node * gpus_per_node + g;
-      const QRectF tile(x0 + kNodePad + static_cast<double>(g) * (tile_w + kTileGap), y0 + kNodeTitle + kNodePad, tile_w, tile_h);
+      const QRectF tile(x0 + sp.node_pad + static_cast<double>(g) * (tile_w + sp.tile_gap), y0 + sp.node_title + sp.node_pad, tile_w, tile_h);
       tiles_.push_back(tile);
       p.setPen(Qt::NoPen);
       p.setBrush(group_colour(planner::group_index(*layout, rank, colouring)));
-      p.drawRoundedRect(tile, 3, 3);
-      if (tile_w >= 30 && tile_h >= metrics.height() + 4) {
-        const planner::RankCoordinates c = planner::rank_coordinates(*layout, rank);
-        p.setPen(Qt::black);
+      p.drawRoundedRect(tile, compact ? 1 : 3, compact ? 1 : 3);
+      if (tile_h < metrics.height() + 4) continue;
+      // "rank 12", else "12", else nothing: never a clipped label.
+      const double text_w = tile_w - 4;
+      const bool two_lines = tile_h >= 2.2 * metrics.height();
+      const QString label = fitting_text({tr("rank %1").arg(rank), QString::number(rank)}, metrics, text_w);
+      if (label.isEmpty()) continue;
+      const planner::RankCoordinates c = planner::rank_coordinates(*layout, rank);
+      const QString coordinates = two_lines ? fitting_text({tr("t%1 d%2 p%3").arg(c.tp_rank).arg(c.dp_rank).arg(c.pp_rank)}, small_metrics, text_w) : QString();
+      p.setPen(Qt::black);
+      p.setFont(font());
+      p.drawText(tile.adjusted(2, 2, -2, coordinates.isEmpty() ? -2 : -tile_h / 2), Qt::AlignCenter, label);
+      if (!coordinates.isEmpty()) {
+        p.setFont(small);
+        p.drawText(tile.adjusted(2, tile_h / 2, -2, -2), Qt::AlignHCenter | Qt::AlignTop, coordinates);
         p.setFont(font());
-        const bool two_lines = tile_h >= 2.2 * metrics.height() && tile_w >= 64;
-        p.drawText(tile.adjusted(2, 2, -2, two_lines ? -tile_h / 2 : -2), Qt::AlignCenter, tr("rank %1").arg(rank));
-        if (two_lines) {
-          p.setFont(small);
-          p.drawText(tile.adjusted(2, tile_h / 2, -2, -2), Qt::AlignHCenter | Qt::AlignTop, tr("t%1 d%2 p%3").arg(c.tp_rank).arg(c.dp_rank).arg(c.pp_rank));
-          p.setFont(font());
-        }
       }
     }
   }
-  // The selected rank's groups, outlined; the rank itself in bold.
+  // The selected rank's groups, outlined (inside the tile where it is large enough to nest three outlines); the rank itself in bold.
   p.setBrush(Qt::NoBrush);
   for (MeshAxis axis : {MeshAxis::tensor, MeshAxis::data, MeshAxis::pipeline}) {
-    p.setPen(QPen(QColor(0x20, 0x20, 0x20), 2, outline_of(axis)));
+    p.setPen(QPen(QColor(0x20, 0x20, 0x20), compact ? 1 : 2, outline_of(axis)));
+    const double inset = compact ? 0 : axis == MeshAxis::tensor ? 1.5 : axis == MeshAxis::data ? 4 : 6.5;
     for (int64_t member : planner::group_members(*layout, selected, axis)) {
-      const double inset = axis == MeshAxis::tensor ? 1.5 : axis == MeshAxis::data ? 4 : 6.5;
-      if (member != selected) p.drawRoundedRect(tiles_[static_cast<size_t>(member)].adjusted(inset, inset, -inset, -inset), 3, 3);
+      if (member != selected) p.drawRoundedRect(tiles_[static_cast<size_t>(member)].adjusted(inset, inset, -inset, -inset), 2, 2);
     }
   }
-  p.setPen(QPen(Qt::black, 4));
-  p.drawRoundedRect(tiles_[static_cast<size_t>(selected)], 3, 3);
+  p.setPen(QPen(Qt::black, compact ? 2 : 4));
+  p.drawRoundedRect(tiles_[static_cast<size_t>(selected)], 2, 2);
   draw_legend(p, QRectF(kMargin, height() - kMargin - legend_h, width() - 2 * kMargin, legend_h), legend);
 }
 
@@ -195,10 +220,14 @@ void MeshView::clearPlan() {
   refresh();
 }
 
-void MeshView::selectRank(int64_t rank) {
+bool MeshView::selectRank(int64_t rank) {
+  if (!plan_ || rank < 0 || rank >= plan_->request.layout.world_size()) return false;
   selected_rank_ = rank;
   refresh();
+  return true;
 }
+
+QSizeF MeshView::tileSize() const { return canvas_->tile_size; }
 
 void MeshView::setColouring(MeshAxis axis) { colouring_->setCurrentIndex(colouring_->findData(static_cast<int>(axis))); }
 

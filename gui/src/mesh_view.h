@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 
+#include <QFontMetricsF>
+#include <QStringList>
 #include <QWidget>
 
 #include "planner_session.h"
@@ -20,6 +22,9 @@ namespace tessera::gui {
 
 class MeshCanvas;
 
+// The first of `candidates` that fits `width` pixels in `metrics`, or empty when none does.
+QString fitting_text(const QStringList& candidates, const QFontMetricsF& metrics, double width);
+
 class MeshView : public QWidget {
   Q_OBJECT
 
@@ -28,12 +33,15 @@ class MeshView : public QWidget {
 
   void setPlan(const planner::ClusterSpec& cluster, const ShownPlan& plan);
   void clearPlan();
-  void selectRank(int64_t rank);
+  // Selects `rank` of the shown plan; false (and nothing changes) when there is no plan or no such rank.
+  bool selectRank(int64_t rank);
   void setColouring(planner::MeshAxis axis);
 
   int64_t selectedRank() const { return selected_rank_; }
   // The selected rank's description, as shown beside the mesh.
   QString selectedRankText() const;
+  // A tile's size as last painted, for tests.
+  QSizeF tileSize() const;
 
  private:
   void refresh();

@@ -6,6 +6,7 @@
 #include <QHBoxLayout>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QScrollArea>
 #include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -19,6 +20,10 @@ namespace tessera::gui {
 namespace {
 
 constexpr double kMargin = 12, kLaneHeight = 30, kCommLaneHeight = 20, kLaneGap = 10, kAxisHeight = 30, kZoomStep = 1.25;
+constexpr double kStageHeight = kLaneHeight + kCommLaneHeight + 2 + kLaneGap;  // at the least lane height
+// Zoom limits, relative to the fitted span: down to a millionth (a few events
+// across the plot), out to ten steps.
+constexpr double kMinSpanOfFit = 1e-6, kMaxSpanOfFit = 10;
 
 QColor event_colour(const std::string& category) {
   if (category == "forward") return QColor(0x4C, 0x72, 0xB0);
@@ -45,7 +50,10 @@ class PipelineCanvas : public QWidget {
  public:
   explicit PipelineCanvas(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
-    setMinimumSize(400, 200);
+    setMinimumWidth(400);
+    QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+    policy.setHeightForWidth(true);  // the scroll area gives it the height every stage and the legend need
+    setSizePolicy(policy);
     setBackgroundRole(QPalette::Base);
     setAutoFillBackground(true);
   }
@@ -53,17 +61,30 @@ class PipelineCanvas : public QWidget {
   std::optional<ShownPlan> plan;
   double view_start_s = 0, view_span_s = 1;
 
+  double fitted_span() const { return plan && plan->simulation.step_time_s > 0 ? plan->simulation.step_time_s * 1.02 : 1; }
   void fit() {
     view_start_s = 0;
-    view_span_s = plan && plan->simulation.step_time_s > 0 ? plan->simulation.step_time_s * 1.02 : 1;
+    view_span_s = fitted_span();
     update();
   }
   void zoom(double factor, double anchor_x) {
     const double anchor_s = time_at(anchor_x);
-    view_span_s /= factor;
+    view_span_s = std::clamp(view_span_s / factor, fitted_span() * kMinSpanOfFit, fitted_span() * kMaxSpanOfFit);
     view_start_s = anchor_s - (anchor_x - plot_left()) / plot_width() * view_span_s;
+    clamp_start();
     update();
   }
+  // Keeps some of the step in view however far it is panned.
+  void clamp_start() { view_start_s = std::clamp(view_start_s, -0.9 * view_span_s, fitted_span() - 0.1 * view_span_s); }
+  // The height that shows every stage's two lanes, the legend and the hint at `w` pixels wide.
+  int heightForWidth(int w) const override {
+    const QFontMetricsF metrics(font());
+    const int64_t stages = plan ? plan->request.layout.pp : 1;
+    const double lanes = static_cast<double>(stages) * kStageHeight - kLaneGap;
+    return static_cast<int>(std::ceil(lanes_top(metrics) + lanes + footer_height(metrics, w)));
+  }
+  QSize minimumSizeHint() const override { return {400, heightForWidth(400)}; }
+  QSize sizeHint() const override { return {800, heightForWidth(800)}; }
   double plot_left() const { return kMargin + label_width_; }
   double plot_width() const { return std::max(10.0, width() - plot_left() - kMargin); }
 
@@ -77,6 +98,7 @@ class PipelineCanvas : public QWidget {
   void mouseMoveEvent(QMouseEvent* event) override {
     if (event->buttons() & Qt::LeftButton) {
       view_start_s -= (event->position().x() - drag_x_) / plot_width() * view_span_s;
+      clamp_start();
       drag_x_ = event->position().x();
       update();
     }
@@ -85,6 +107,19 @@ class PipelineCanvas : public QWidget {
   bool event(QEvent* event) override;
 
  private:
+  static double lanes_top(const QFontMetricsF& metrics) { return kMargin + metrics.height() + kAxisHeight + 6; }
+  // Below the lanes: a gap, the legend, the hint line and the margin.
+  static double footer_height(const QFontMetricsF& metrics, double width) {
+    return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + 6 + metrics.height() + kMargin;
+  }
+  static std::vector<LegendEntry> legend() {
+    return {{event_colour("forward"), tr("forward")},
+            {event_colour("backward"), tr("backward")},
+            {event_colour("communication"), tr("communication")},
+            {event_colour("offload"), tr("offload")},
+            {event_colour("optimizer"), tr("optimizer")},
+            {kIdle, tr("idle (pipeline bubble)"), Qt::BDiagPattern}};
+  }
   double time_at(double x) const { return view_start_s + (x - plot_left()) / plot_width() * view_span_s; }
   double x_at(double s) const { return plot_left() + (s - view_start_s) / view_span_s * plot_width(); }
 
@@ -115,10 +150,11 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
              metrics.elidedText(summary, Qt::ElideRight, width() - 2 * kMargin));
 
   const double axis_y = kMargin + metrics.height() + kAxisHeight;
-  const double lanes_top = axis_y + 6;
-  // Lanes grow into the space the legend leaves, up to twice their least height.
-  const double room = height() - lanes_top - 4 * metrics.height() - 3 * kMargin;
-  const double grow = std::clamp(room / static_cast<double>(stages) / (kLaneHeight + kCommLaneHeight + 2 + kLaneGap), 1.0, 2.0);
+  const double lanes_top = this->lanes_top(metrics);
+  // Lanes grow into the space the legend leaves, up to twice their least height
+  // (the scroll area never makes the canvas shorter than the least height).
+  const double room = height() - lanes_top - footer_height(metrics, width()) + kLaneGap;
+  const double grow = std::clamp(room / static_cast<double>(stages) / kStageHeight, 1.0, 2.0);
   lane_height_ = kLaneHeight * grow;
   comm_lane_height_ = kCommLaneHeight * grow;
   auto lane_top = [&](int lane) {
@@ -177,16 +213,11 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
     boxes_.push_back({box, i});
   }
   p.setClipping(false);
-  const std::vector<LegendEntry> legend = {{event_colour("forward"), tr("forward")},
-                                           {event_colour("backward"), tr("backward")},
-                                           {event_colour("communication"), tr("communication")},
-                                           {event_colour("offload"), tr("offload")},
-                                           {event_colour("optimizer"), tr("optimizer")},
-                                           {kIdle, tr("idle (pipeline bubble)"), Qt::BDiagPattern}};
+  const std::vector<LegendEntry> entries = legend();
   p.setPen(Qt::black);
-  const double legend_top = std::max(lanes_bottom + 14, height() - kMargin - legend_height(metrics, width() - 2 * kMargin, legend) -
+  const double legend_top = std::max(lanes_bottom + 14, height() - kMargin - legend_height(metrics, width() - 2 * kMargin, entries) -
                                                             metrics.height() - 6);
-  draw_legend(p, QRectF(kMargin, legend_top, width() - 2 * kMargin, height()), legend);
+  draw_legend(p, QRectF(kMargin, legend_top, width() - 2 * kMargin, height()), entries);
   p.setPen(QColor(0x55, 0x55, 0x55));
   p.drawText(QRectF(kMargin, height() - kMargin - metrics.height(), width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
              tr("wheel: zoom · drag: pan · double click: fit"));
@@ -223,14 +254,22 @@ PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
     buttons->addWidget(button);
   }
   buttons->addStretch(1);
+  // Many stages scroll rather than squeeze: the canvas is never shorter than its lanes and legend need.
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(canvas_);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setFrameShape(QFrame::NoFrame);
   auto* column = new QVBoxLayout(this);
   column->addLayout(buttons);
-  column->addWidget(canvas_, 1);
+  column->addWidget(scroll, 1);
 }
 
 void PipelineView::setPlan(const ShownPlan& plan) {
   const bool same_step = canvas_->plan && canvas_->plan->simulation.step_time_s == plan.simulation.step_time_s;
+  const bool same_stages = canvas_->plan && canvas_->plan->request.layout.pp == plan.request.layout.pp;
   canvas_->plan = plan;
+  if (!same_stages) canvas_->updateGeometry();  // another height for another stage count
   if (!same_step) canvas_->fit();  // keep the user's zoom while the step stays the same
   canvas_->update();
 }
@@ -245,5 +284,7 @@ void PipelineView::zoomOut() { canvas_->zoom(1 / kZoomStep, canvas_->plot_left()
 void PipelineView::fit() { canvas_->fit(); }
 
 std::pair<double, double> PipelineView::visibleRange() const { return {canvas_->view_start_s, canvas_->view_start_s + canvas_->view_span_s}; }
+
+bool PipelineView::showsEveryStage() const { return canvas_->height() >= canvas_->heightForWidth(canvas_->width()); }
 
 }  // namespace tessera::gui

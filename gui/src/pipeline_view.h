@@ -28,6 +28,8 @@ class PipelineView : public QWidget {
   void fit();
   // The visible time range in seconds, for tests.
   std::pair<double, double> visibleRange() const;
+  // Whether the canvas is tall enough for every stage's lanes, the legend and the hint (it scrolls where the tab is shorter).
+  bool showsEveryStage() const;
 
  private:
   PipelineCanvas* canvas_ = nullptr;

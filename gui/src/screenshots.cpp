@@ -40,7 +40,8 @@ Status write_screenshots(const QString& directory, QSize window_size) {
   waited.start();
   while (!window.session().searchResult() && waited.elapsed() < 60000) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
   if (!window.session().searchResult()) return make_error(ErrorCode::io_error, "the example's plan search did not finish");
-  window.meshView()->selectRank(5);  // a rank inside both groups, so every outline shows
+  // A rank inside both groups, so every outline shows (the last rank of a smaller plan).
+  if (const auto& shown = window.session().shownPlan()) window.meshView()->selectRank(std::min<int64_t>(5, shown->request.layout.world_size() - 1));
   for (View view : kAllViews) {
     window.showView(view);
     // The chunk map of a Gemini plan; the other views show the best plan.

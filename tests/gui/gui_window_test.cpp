@@ -2,6 +2,9 @@
 // the planner's numbers, invalid inputs are shown next to their control, the
 // measured-run overlay shows the right errors, every export writes a valid
 // file, sessions round-trip, and the latency of a change stays bounded.
+#include <cmath>
+#include <tuple>
+
 #include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
@@ -386,6 +389,85 @@ class WindowTest : public QObject {
       QCOMPARE(read_all(path).toStdString(), planner::render_estimate(facts, format));
     }
     QVERIFY(!window.exportTo(dir.filePath("report.docx")).ok());
+  }
+
+  void pdfExportLaysOutTabsNeverShown() {
+    MainWindow window(StartState::defaults);
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    QTemporaryDir dir;
+    QVERIFY(window.exportTo(dir.filePath("plan.pdf")).ok());
+    const QSize page = window.viewWidget(window.currentView())->size();
+    QVERIFY(page.width() > 640 && page.height() > 480);
+    for (View view : kAllViews) QCOMPARE(window.viewWidget(view)->size(), page);
+  }
+
+  void largeMeshesAndManyStagesStayLegible() {
+    QCOMPARE(fitting_text({"rank 12", "12"}, QFontMetricsF(QFont()), QFontMetricsF(QFont()).horizontalAdvance("12")), QStringLiteral("12"));
+    QVERIFY(fitting_text({"rank 12", "12"}, QFontMetricsF(QFont()), 2).isEmpty());
+    MainWindow window(StartState::defaults);
+    window.resize(1280, 800);
+    window.show();
+    PlannerInputs inputs;
+    inputs.model = "llama-2-70b";
+    inputs.gpus = 1024;
+    inputs.global_batch = 1024;
+    window.inputPanel()->setInputs(inputs);
+    window.session().setInputs(inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    window.showView(View::mesh);
+    window.meshView()->grab();  // paints
+    QVERIFY2(window.meshView()->tileSize().width() >= 8 && window.meshView()->tileSize().height() >= 6,
+             qPrintable(QStringLiteral("%1 x %2").arg(window.meshView()->tileSize().width()).arg(window.meshView()->tileSize().height())));
+    // Out-of-range ranks are refused.
+    const int64_t world = window.session().shownPlan()->request.layout.world_size();
+    QVERIFY(window.meshView()->selectRank(world - 1));
+    QVERIFY(!window.meshView()->selectRank(world));
+    QVERIFY(!window.meshView()->selectRank(-1));
+    QCOMPARE(window.meshView()->selectedRank(), world - 1);
+
+    // 16 pipeline stages at 1280x800: every lane and the legend are there to scroll to.
+    inputs.gpus = 64;
+    inputs.global_batch = 32;
+    window.session().setInputs(inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    planner::EstimateRequest plan;
+    plan.plugin.kind = planner::PluginKind::hybrid_parallel;
+    plan.plugin.zero_stage = 0;
+    plan.layout = planner::ParallelLayout{1, 4, 16, false};
+    plan.training.micro_batch_size = 1;
+    plan.training.num_micro_batches = 32;
+    plan.training.seq_len = inputs.seq_len;
+    window.session().selectPlan(plan);
+    QCOMPARE(window.session().shownPlan()->request.layout.pp, int64_t{16});
+    window.showView(View::pipeline);
+    QCoreApplication::processEvents();
+    QVERIFY(window.pipelineView()->showsEveryStage());
+  }
+
+  void pipelineZoomIsBounded() {
+    MainWindow window(StartState::defaults);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    const double step = window.session().shownPlan()->simulation.step_time_s;
+    for (int i = 0; i < 500; ++i) window.pipelineView()->zoomIn();
+    auto [start, end] = window.pipelineView()->visibleRange();
+    QVERIFY(end - start >= step * 1e-6 && std::isfinite(start));
+    for (int i = 0; i < 500; ++i) window.pipelineView()->zoomOut();
+    std::tie(start, end) = window.pipelineView()->visibleRange();
+    QVERIFY(end - start <= step * 11);
+    QVERIFY(end > 0 && start < step);  // the step stays in view
+  }
+
+  void memoryViewAsksForRoomForEveryRow() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(test::wait_for_search(window.session()));
+    const int without = window.memoryView()->minimumSizeHint().height();
+    MemoryBreakdown measured;
+    measured.add(MemoryCategory::parameters, MemorySpace::device, 1 << 30);
+    window.memoryView()->setMeasured(measured);
+    QVERIFY(window.memoryView()->minimumSizeHint().height() > without);
   }
 
   void sessionRoundTrips() {

@@ -83,7 +83,8 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--search-range-m", r.plugin.gemini.search_range_m, "gemini chunk search range (Mi elements)")->capture_default_str();
   c.add_option("--min-chunk-size-m", r.plugin.gemini.min_chunk_size_m, "gemini smallest chunk (Mi elements)")->capture_default_str();
   c.add_option("--search-interval", r.plugin.gemini.search_interval, "gemini chunk search step (elements; ColossalAI hidden_dim)")->capture_default_str();
-  c.add_option("--pp-schedule", o.pp_schedule, "Pipeline schedule: gpipe or 1f1b")->capture_default_str();
+  c.add_option("--pp-schedule", o.pp_schedule, "Pipeline schedule: gpipe, 1f1b or interleaved")->capture_default_str();
+  c.add_option("--model-chunks", r.plugin.num_model_chunks, "interleaved: model chunks per pipeline stage")->capture_default_str();
   c.add_option("--cuda-context-mib", o.cuda_context_mib, "CUDA context size (default: the GPU profile's)");
   c.add_option("--fragmentation", r.assumptions.allocator_reserve_fraction, "Allocator reserve as a fraction of the other device bytes")->capture_default_str();
   c.add_option("--nccl-mib", o.nccl_mib, "NCCL buffers per communicator (MiB)")->capture_default_str();

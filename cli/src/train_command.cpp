@@ -56,7 +56,7 @@ EstimateRequest cpu_request(EstimateRequest r) {
 constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--zero-stage",        "--bucket-mb",          "--gradient-as-bucket-view",
                                                "--fsdp-strategy",     "--reduce-bucket-m",   "--chunk-size",         "--placement",
                                                "--shard-param-frac",  "--offload-optim-frac", "--offload-param-frac", "--search-range-m",
-                                               "--min-chunk-size-m",  "--search-interval",   "--pp-schedule"};
+                                               "--min-chunk-size-m",  "--search-interval",   "--pp-schedule",        "--model-chunks"};
 // What a plan file sets; given beside --plan they would be overridden.
 constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--activation-profile"};
 constexpr const char* kLossScalerOptions[] = {"--loss-scale", "--loss-scale-window", "--hysteresis"};

@@ -194,6 +194,7 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
         args.emplace_back("num_microbatches", py_int(t.num_micro_batches));
         args.emplace_back("microbatch_size", py_int(t.micro_batch_size));
         args.emplace_back("pp_style", py_str(std::string(enum_name(p.pp_schedule))));
+        if (p.pp_schedule == PipelineSchedule::interleaved) args.emplace_back("num_model_chunks", std::to_string(p.num_model_chunks));
       } else {
         s.plugin_comment += "    # No pipeline: the plan's " + std::to_string(t.num_micro_batches) +
                             " micro-batches per step are gradient accumulation in the loop below.\n";

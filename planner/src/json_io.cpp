@@ -23,7 +23,7 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
     case PluginKind::hybrid_parallel:
       return {{"tp_size", l.tp}, {"pp_size", l.pp}, {"zero_stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
               {"enable_sequence_parallelism", l.sequence_parallel}, {"num_microbatches", t.num_micro_batches},
-              {"microbatch_size", t.micro_batch_size}, {"pp_style", enum_name(p.pp_schedule)}};
+              {"microbatch_size", t.micro_batch_size}, {"pp_style", enum_name(p.pp_schedule)}, {"num_model_chunks", p.num_model_chunks}};
   }
   return json::object();
 }
@@ -145,7 +145,8 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("offload_param_frac", r.plugin.gemini.offload_param_frac),
                    settings.read("chunk_size", r.plugin.gemini.chunk_size), settings.read("search_range_m", r.plugin.gemini.search_range_m),
                    settings.read("min_chunk_size_m", r.plugin.gemini.min_chunk_size_m),
-                   settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read_enum("pp_style", r.plugin.pp_schedule)}) {
+                   settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read_enum("pp_style", r.plugin.pp_schedule),
+                   settings.read("num_model_chunks", r.plugin.num_model_chunks)}) {
     if (!s) return s.error();
   }
   int stage = -1;

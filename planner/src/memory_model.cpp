@@ -141,13 +141,14 @@ void add_activations(const Model& m, const StageShape& s, const EstimateRequest&
   const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
   const ActivationShape shape{t.micro_batch_size, t.seq_len, r.layout.tp, r.layout.sequence_parallel};
   const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
-  int64_t per_micro_batch = s.num_layers * block.stash;
-  if (s.first) per_micro_batch += terms_bytes(table.first_stage, shape);
-  if (s.last) per_micro_batch += terms_bytes(table.last_stage, shape);
-  int64_t activations = s.in_flight * per_micro_batch + terms_bytes(table.backward_scratch, shape);
+  // The embedding's output lives with the first chunk, the head's with the last.
+  const int64_t first_chunk_in_flight = s.in_flight_per_chunk.front(), last_chunk_in_flight = s.in_flight_per_chunk.back();
+  int64_t activations = s.in_flight_blocks() * block.stash + terms_bytes(table.backward_scratch, shape);
+  if (s.first) activations += first_chunk_in_flight * terms_bytes(table.first_stage, shape);
+  if (s.last) activations += last_chunk_in_flight * terms_bytes(table.last_stage, shape);
   if (s.num_layers > 0) activations += block.working;
   out.add(Cat::activations, kDevice, activations);
-  if (s.last) out.add(Cat::logits, kDevice, s.in_flight * terms_bytes(table.logits, shape));
+  if (s.last) out.add(Cat::logits, kDevice, last_chunk_in_flight * terms_bytes(table.logits, shape));
   // Pipeline send/recv buffers: one activation and one gradient per neighbouring
   // stage, each (s/t if sequence parallel, b, h) in the compute dtype (Megatron p2p).
   const int64_t neighbours = (s.first ? 0 : 1) + (s.last ? 0 : 1);
@@ -224,10 +225,11 @@ RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryB
   row.first_rank = s.stage * ranks_per_stage;
   row.last_rank = row.first_rank + ranks_per_stage - 1;
   row.first_layer = s.first_layer;
-  row.last_layer = s.first_layer + s.num_layers - 1;
+  row.last_layer = s.chunks.back().first_layer + s.chunks.back().num_layers - 1;
   row.has_embedding = s.first;
   row.has_head = s.last;
   row.in_flight_micro_batches = s.in_flight;
+  if (s.chunks.size() > 1) row.layer_chunks = s.chunks;
   row.bytes = bytes;
   row.device_total = bytes.device_total();
   row.host_total = bytes.host_total();
@@ -239,33 +241,46 @@ RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryB
 // Consecutive stages with the same bytes and role share one row.
 bool same_row(const RankMemory& a, const RankMemory& b) {
   return a.bytes == b.bytes && a.has_embedding == b.has_embedding && a.has_head == b.has_head &&
-         a.in_flight_micro_batches == b.in_flight_micro_batches &&
+         a.in_flight_micro_batches == b.in_flight_micro_batches && a.layer_chunks.size() == b.layer_chunks.size() &&
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
 }
 
 }  // namespace
 
+int64_t StageShape::in_flight_blocks() const {
+  int64_t blocks = 0;
+  for (size_t j = 0; j < chunks.size(); ++j) blocks += in_flight_per_chunk[j] * chunks[j].num_layers;
+  return blocks;
+}
+
 std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
   const auto& l = r.layout;
-  const auto layers = split_layers(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp));
+  const auto& p = r.plugin;
+  const int64_t chunks = p.pp_schedule == PipelineSchedule::interleaved ? p.num_model_chunks : 1;
+  const auto layers = stage_chunks(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), static_cast<int>(chunks));
   std::vector<StageShape> stages;
   stages.reserve(layers.size());
   for (int stage = 0; stage < static_cast<int>(layers.size()); ++stage) {
     StageShape s;
     s.stage = stage;
-    s.first_layer = layers[static_cast<size_t>(stage)].first_layer;
-    s.num_layers = layers[static_cast<size_t>(stage)].num_layers;
+    s.chunks = layers[static_cast<size_t>(stage)];
+    s.first_layer = s.chunks.front().first_layer;
     s.first = stage == 0;
     s.last = stage == l.pp - 1;
     ParamTotals totals;
-    for (int i = 0; i < s.num_layers; ++i) totals += m.blocks[static_cast<size_t>(s.first_layer + i)];
+    for (const StageLayers& chunk : s.chunks) {
+      s.num_layers += chunk.num_layers;
+      for (int i = 0; i < chunk.num_layers; ++i) totals += m.blocks[static_cast<size_t>(chunk.first_layer + i)];
+    }
     if (s.first) totals += m.embedding;
     if (s.last) totals += m.head;
     // With pp > 1 the last stage keeps its own copy of a tied embedding for the head
     // (Megatron-LM: word embeddings duplicated on the first and last stage).
     if (s.last && l.pp > 1) totals += m.tied_head;
     s.params = totals.per_tp_rank(l.tp);
-    s.in_flight = in_flight_micro_batches(r.plugin.pp_schedule, l.pp, stage, r.training.num_micro_batches);
+    s.in_flight_per_chunk = in_flight_per_chunk(p.pp_schedule, l.pp, stage, r.training.num_micro_batches, chunks);
+    s.in_flight = 0;
+    for (int64_t n : s.in_flight_per_chunk) s.in_flight += n;
     stages.push_back(s);
   }
   return stages;

@@ -3,6 +3,24 @@
 #include <algorithm>
 
 namespace tessera::planner {
+namespace {
+
+// Megatron-LM's interleaved schedule numbers a stage's chunk passes 0 .. m·v - 1:
+// pass k runs chunk (k mod pp·v) / pp (backwards: the chunks in reverse) on
+// micro-batch (k / (pp·v)) · pp + k mod pp.
+PipelineOp interleaved_op(int64_t k, int64_t pp, int64_t chunks, PipelinePass pass) {
+  const int64_t group = pp * chunks;
+  const int64_t chunk = (k % group) / pp;
+  return PipelineOp{(k / group) * pp + k % pp, pass, pass == PipelinePass::forward ? chunk : chunks - 1 - chunk};
+}
+
+int64_t interleaved_warmup(int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks) {
+  const int64_t total = num_micro_batches * chunks;
+  if (num_micro_batches == pp) return total;  // Megatron-LM: all forwards first
+  return std::min((pp - stage - 1) * 2 + (chunks - 1) * pp, total);
+}
+
+}  // namespace
 
 std::vector<StageLayers> split_layers(int num_layers, int pp) {
   std::vector<StageLayers> stages(static_cast<size_t>(pp));
@@ -18,21 +36,33 @@ std::vector<StageLayers> split_layers(int num_layers, int pp) {
   return stages;
 }
 
-int64_t in_flight_micro_batches(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches) {
-  if (pp == 1) return 1;  // gradient accumulation: each micro-batch's backward frees its activations
-  if (schedule == PipelineSchedule::gpipe) return num_micro_batches;
-  return std::min(pp - stage, num_micro_batches);
+std::vector<std::vector<StageLayers>> stage_chunks(int num_layers, int pp, int chunks) {
+  const std::vector<StageLayers> virtual_stages = split_layers(num_layers, pp * chunks);
+  std::vector<std::vector<StageLayers>> stages(static_cast<size_t>(pp));
+  for (int v = 0; v < pp * chunks; ++v) stages[static_cast<size_t>(v % pp)].push_back(virtual_stages[static_cast<size_t>(v)]);
+  return stages;
 }
 
-std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches) {
+std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches, int64_t chunks) {
   const int64_t m = num_micro_batches;
   std::vector<std::vector<PipelineOp>> stages(static_cast<size_t>(pp));
   for (int64_t k = 0; k < pp; ++k) {
     auto& ops = stages[static_cast<size_t>(k)];
-    ops.reserve(static_cast<size_t>(2 * m));
+    ops.reserve(static_cast<size_t>(2 * m * chunks));
     if (schedule == PipelineSchedule::gpipe) {
       for (int64_t i = 0; i < m; ++i) ops.push_back({i, PipelinePass::forward});
       for (int64_t i = m - 1; i >= 0; --i) ops.push_back({i, PipelinePass::backward});
+      continue;
+    }
+    if (schedule == PipelineSchedule::interleaved) {
+      const int64_t total = m * chunks;
+      const int64_t warmup = interleaved_warmup(pp, k, m, chunks);
+      for (int64_t i = 0; i < warmup; ++i) ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::forward));
+      for (int64_t i = 0; i < total - warmup; ++i) {
+        ops.push_back(interleaved_op(warmup + i, pp, chunks, PipelinePass::forward));
+        ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::backward));
+      }
+      for (int64_t i = total - warmup; i < total; ++i) ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::backward));
       continue;
     }
     const int64_t warmup = std::min(pp - k - 1, m);
@@ -44,6 +74,16 @@ std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule
     for (int64_t i = m - warmup; i < m; ++i) ops.push_back({i, PipelinePass::backward});
   }
   return stages;
+}
+
+std::vector<int64_t> in_flight_per_chunk(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks) {
+  if (pp == 1) return {1};  // gradient accumulation: each micro-batch's backward frees its activations
+  if (schedule == PipelineSchedule::gpipe) return {num_micro_batches};
+  if (schedule == PipelineSchedule::one_f_one_b) return {std::min(pp - stage, num_micro_batches)};
+  std::vector<int64_t> held(static_cast<size_t>(chunks), 0);
+  const int64_t forwards = std::min(interleaved_warmup(pp, stage, num_micro_batches, chunks) + 1, num_micro_batches * chunks);
+  for (int64_t k = 0; k < forwards; ++k) ++held[static_cast<size_t>(interleaved_op(k, pp, chunks, PipelinePass::forward).chunk)];
+  return held;
 }
 
 }  // namespace tessera::planner

@@ -40,13 +40,23 @@ std::string rank_range(const RankMemory& row) {
   return "ranks " + std::to_string(row.first_rank) + "-" + std::to_string(row.last_rank);
 }
 
+std::string layers_label(const RankMemory& row) {
+  if (row.layer_chunks.empty()) {
+    return row.last_layer >= row.first_layer ? "layers " + std::to_string(row.first_layer) + "-" + std::to_string(row.last_layer) : "";
+  }
+  std::string label = "layers ";
+  for (size_t j = 0; j < row.layer_chunks.size(); ++j) {
+    const StageLayers& chunk = row.layer_chunks[j];
+    label += (j > 0 ? ", " : "") + std::to_string(chunk.first_layer) + "-" + std::to_string(chunk.first_layer + chunk.num_layers - 1);
+  }
+  return label;
+}
+
 std::string row_label(const RankMemory& row) {
   std::string label = rank_range(row);
   label += row.first_stage == row.last_stage ? " · stage " + std::to_string(row.first_stage)
                                              : " · stages " + std::to_string(row.first_stage) + "-" + std::to_string(row.last_stage);
-  if (row.last_layer >= row.first_layer) {
-    label += " · layers " + std::to_string(row.first_layer) + "-" + std::to_string(row.last_layer);
-  }
+  if (const std::string layers = layers_label(row); !layers.empty()) label += " · " + layers;
   if (row.has_embedding) label += " · embedding";
   if (row.has_head) label += " · head";
   return label;
@@ -85,6 +95,7 @@ std::string summary_line(const EstimateReport& r) {
           std::to_string(t.seq_len) + ", " + std::to_string(t.num_micro_batches) +
           (t.num_micro_batches == 1 ? " micro-batch" : " micro-batches");
   if (l.pp > 1) line += " " + std::string(enum_name(r.request.plugin.pp_schedule));
+  if (r.request.plugin.pp_schedule == PipelineSchedule::interleaved) line += " × " + std::to_string(r.request.plugin.num_model_chunks) + " chunks";
   return line;
 }
 

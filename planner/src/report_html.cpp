@@ -62,7 +62,7 @@ std::string render_svg(const MemoryEstimate& e) {
   for (const RankMemory& row : e.ranks) {
     svg << "<text x=\"0\" y=\"" << number(y + 15) << "\">" << escape(rank_range(row)) << " · stage " << row.first_stage
         << (row.last_stage != row.first_stage ? "-" + std::to_string(row.last_stage) : "");
-    if (row.last_layer >= row.first_layer) svg << " · layers " << row.first_layer << "-" << row.last_layer;
+    if (const std::string layers = layers_label(row); !layers.empty()) svg << " · " << layers;
     svg << "</text>\n";
     stacked_bar(svg, row, MemorySpace::device, y, kBarHeight, scale);
     svg << "<text x=\"" << number(kLabelWidth + static_cast<double>(row.device_total) * scale + 6) << "\" y=\"" << number(y + 15)

@@ -92,12 +92,20 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
       if (n % (tp * pp) != 0 || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1)) continue;
       const int64_t dp = n / (tp * pp);
       if (p.dp > 0 && dp != p.dp) continue;
+      // Pipelines run 1F1B, and interleaved with 2 chunks per stage where the
+      // layers allow (half the bubble, twice the point-to-point traffic).
+      std::vector<int64_t> chunk_counts{1};
+      if (pp > 1 && 2 * pp <= c.num_layers) chunk_counts.push_back(2);
       for (int stage : {0, 1, 2}) {
         if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || (stage > 0 && dp == 1)) continue;
-        add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
-          r.layout = ParallelLayout{dp, tp, pp, tp > 1};  // sequence parallelism only saves memory: always on with tp
-          r.plugin.zero_stage = stage;
-        });
+        for (int64_t chunks : chunk_counts) {
+          add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
+            r.layout = ParallelLayout{dp, tp, pp, tp > 1};  // sequence parallelism only saves memory: always on with tp
+            r.plugin.zero_stage = stage;
+            r.plugin.pp_schedule = chunks > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+            r.plugin.num_model_chunks = chunks;
+          });
+        }
       }
     }
   }
@@ -135,7 +143,7 @@ std::string rejection_reason(const MemoryEstimate& e) {
 auto plan_key(const EstimateRequest& r) {
   const auto& p = r.plugin;
   return std::make_tuple(p.kind, p.fsdp_strategy, p.zero_stage, p.cpu_offload, p.gemini.placement_policy, p.gemini.offload_optim_frac,
-                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.training.recompute);
+                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, p.pp_schedule, p.num_model_chunks, r.training.recompute);
 }
 
 void fill_max_micro_batch(std::vector<Candidate>& fitted) {
@@ -265,6 +273,7 @@ std::string describe_plan(const EstimateRequest& r) {
     case PluginKind::hybrid_parallel:
       text += " dp " + str(r.layout.dp) + " × tp " + str(r.layout.tp) + " × pp " + str(r.layout.pp) + (r.layout.sequence_parallel ? " + sp" : "") +
               ", zero " + std::to_string(p.effective_zero_stage());
+      if (p.pp_schedule == PipelineSchedule::interleaved) text += ", interleaved × " + str(p.num_model_chunks);
       break;
   }
   if (p.kind != PluginKind::hybrid_parallel) text += ", dp " + str(r.layout.dp);
@@ -319,6 +328,8 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
         r.training.micro_batch_size = b;
         r.training.num_micro_batches = per_rank / b;
         r.training.recompute = mode;
+        // The interleaved schedule runs micro-batches in groups of pp.
+        if (r.plugin.pp_schedule == PipelineSchedule::interleaved && r.training.num_micro_batches % r.layout.pp != 0) continue;
         ++result.candidates_evaluated;
         auto memory = estimate_memory(model, p.cluster.gpu, r);
         if (!memory) {

@@ -136,17 +136,28 @@ struct PipelineRun {
 };
 
 // Runs the schedule event by event: a pass starts when its stage is free and its
-// input has arrived from the neighbouring stage (plus the send time).
-PipelineRun run_pipeline(const Context& c, const std::vector<StageCost>& costs, double p2p_s, std::vector<TraceEvent>* events) {
+// input has arrived from the neighbouring stage (plus the send time). Under the
+// interleaved schedule the neighbours are virtual stages (chunk j of stage k is
+// virtual stage j·pp + k), and a chunk's pass takes its share of the stage's
+// time by blocks.
+PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes, const std::vector<StageCost>& costs, double p2p_s,
+                         std::vector<TraceEvent>* events) {
   const int64_t pp = static_cast<int64_t>(costs.size());
   const int64_t m = c.request.training.num_micro_batches;
-  const auto schedule = pipeline_schedule(c.request.plugin.pp_schedule, pp, m);
-  std::vector<std::vector<double>> forward_end(static_cast<size_t>(pp), std::vector<double>(static_cast<size_t>(m), -1));
+  const auto& plugin = c.request.plugin;
+  const int64_t chunks = plugin.pp_schedule == PipelineSchedule::interleaved ? plugin.num_model_chunks : 1;
+  const int64_t virtual_stages = pp * chunks;
+  const auto schedule = pipeline_schedule(plugin.pp_schedule, pp, m, chunks);
+  std::vector<std::vector<double>> forward_end(static_cast<size_t>(virtual_stages), std::vector<double>(static_cast<size_t>(m), -1));
   std::vector<std::vector<double>> backward_end = forward_end;
   std::vector<size_t> next(static_cast<size_t>(pp), 0);
   std::vector<double> free_at(static_cast<size_t>(pp), 0);
+  const auto share = [&](int64_t k, int64_t chunk) {
+    const StageShape& s = shapes[static_cast<size_t>(k)];
+    return s.num_layers > 0 ? static_cast<double>(s.chunks[static_cast<size_t>(chunk)].num_layers) / s.num_layers : 1.0 / static_cast<double>(chunks);
+  };
   PipelineRun run;
-  size_t remaining = static_cast<size_t>(pp * 2 * m);
+  size_t remaining = static_cast<size_t>(pp * 2 * m * chunks);
   while (remaining > 0) {
     const size_t before = remaining;
     for (int64_t k = 0; k < pp; ++k) {
@@ -154,22 +165,24 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageCost>& costs, 
       while (next[ku] < schedule[ku].size()) {
         const PipelineOp op = schedule[ku][next[ku]];
         const auto i = static_cast<size_t>(op.micro_batch);
+        const int64_t vs = op.chunk * pp + k;
         const bool forward = op.pass == PipelinePass::forward;
+        const bool has_input = forward ? vs > 0 : vs + 1 < virtual_stages;
         double ready = 0;
-        if (forward && k > 0) ready = forward_end[ku - 1][i];
-        if (!forward && k + 1 < pp) ready = backward_end[ku + 1][i];
+        if (has_input) ready = forward ? forward_end[static_cast<size_t>(vs - 1)][i] : backward_end[static_cast<size_t>(vs + 1)][i];
         if (ready < 0) break;  // the neighbour has not produced this input yet
-        if (forward ? k > 0 : k + 1 < pp) {
+        const std::string name = std::to_string(op.micro_batch) + (chunks > 1 ? "." + std::to_string(op.chunk) : "");
+        if (has_input) {
           // The activation (forward) or its gradient (backward) arrives from the neighbouring stage.
-          if (events && p2p_s > 0) events->push_back({"recv " + std::string(forward ? "F" : "B") + std::to_string(op.micro_batch), "communication", static_cast<int>(2 * k + 1), ready, p2p_s});
+          if (events && p2p_s > 0) events->push_back({"recv " + std::string(forward ? "F" : "B") + name, "communication", static_cast<int>(2 * k + 1), ready, p2p_s});
           ready += p2p_s;
         }
         const double start = std::max(free_at[ku], ready);
-        const double duration = forward ? costs[ku].forward_s() : costs[ku].backward_s();
-        (forward ? forward_end : backward_end)[ku][i] = start + duration;
+        const double duration = (forward ? costs[ku].forward_s() : costs[ku].backward_s()) * share(k, op.chunk);
+        (forward ? forward_end : backward_end)[static_cast<size_t>(vs)][i] = start + duration;
         free_at[ku] = start + duration;
         run.makespan = std::max(run.makespan, free_at[ku]);
-        if (events) events->push_back({(forward ? "F" : "B") + std::to_string(op.micro_batch), forward ? "forward" : "backward", static_cast<int>(2 * k), start, duration});
+        if (events) events->push_back({(forward ? "F" : "B") + name, forward ? "forward" : "backward", static_cast<int>(2 * k), start, duration});
         ++next[ku];
         --remaining;
       }
@@ -265,7 +278,7 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
                           static_cast<double>(l.sequence_parallel ? l.tp : 1);
   const double p2p = l.pp > 1 ? boundary / pp_link.bytes_per_s + pp_link.latency_s : 0.0;
   StepSimulation sim;
-  const PipelineRun pipeline = run_pipeline(c, costs, p2p, with_events ? &sim.events : nullptr);
+  const PipelineRun pipeline = run_pipeline(c, stages, costs, p2p, with_events ? &sim.events : nullptr);
 
   // The busiest stage sets the step's critical path.
   size_t slowest = 0;

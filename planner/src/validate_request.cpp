@@ -87,6 +87,28 @@ Status check_model_fit(const Model& m, const EstimateRequest& r) {
   return Status::success();
 }
 
+// The interleaved schedule's conditions (Megatron-LM, ColossalAI InterleavedSchedule):
+// a pipeline, at least 2 chunks per stage, a block for every virtual stage, and
+// micro-batches in whole groups of pp.
+Status check_interleaving(const Model& m, const EstimateRequest& r) {
+  const PluginOptions& p = r.plugin;
+  const auto& l = r.layout;
+  if (p.pp_schedule != PipelineSchedule::interleaved) {
+    if (p.num_model_chunks != 1) return invalid("--model-chunks " + str(p.num_model_chunks) + " needs --pp-schedule interleaved");
+    return Status::success();
+  }
+  if (l.pp < 2) return invalid("--pp-schedule interleaved needs a pipeline (--pp 2 or more)");
+  if (p.num_model_chunks < 2) return invalid("--pp-schedule interleaved needs --model-chunks 2 or more (model chunks per stage)");
+  if (p.num_model_chunks > m.config.num_layers || l.pp * p.num_model_chunks > m.config.num_layers) {
+    return invalid("--pp " + str(l.pp) + " × --model-chunks " + str(p.num_model_chunks) + " exceeds the " + str(m.config.num_layers) +
+                   " layers of " + m.config.name + "; each chunk needs a layer");
+  }
+  if (r.training.num_micro_batches % l.pp != 0) {
+    return invalid("--micro-batches " + str(r.training.num_micro_batches) + " must be a multiple of --pp " + str(l.pp) + " under --pp-schedule interleaved");
+  }
+  return Status::success();
+}
+
 Status check_plugin(const Model& m, const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;
   const auto& l = r.layout;
@@ -116,6 +138,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.cpu_offload && !(p.kind == PluginKind::low_level_zero || (p.kind == PluginKind::hybrid_parallel && stage >= 1))) {
     return invalid("--cpu-offload applies to low_level_zero and hybrid_parallel with --zero-stage 1 or 2; for gemini use --placement");
   }
+  if (Status s = check_interleaving(m, r); !s) return s;
   if (p.bucket_bytes <= 0) return invalid("--bucket-mb must be positive");
   if (p.reduce_bucket_numel <= 0) return invalid("--reduce-bucket-m must be positive");
   const GeminiOptions& g = p.gemini;
@@ -164,7 +187,10 @@ Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
     }
     return total;
   };
-  const int64_t in_flight = in_flight_micro_batches(r.plugin.pp_schedule, r.layout.pp, 0, t.num_micro_batches);
+  // Stage 0 holds the most; interleaved chunk forwards are counted as whole micro-batches (an upper bound).
+  int64_t in_flight = 0;
+  const int64_t chunks = r.plugin.pp_schedule == PipelineSchedule::interleaved ? r.plugin.num_model_chunks : 1;
+  for (int64_t n : in_flight_per_chunk(r.plugin.pp_schedule, r.layout.pp, 0, t.num_micro_batches, chunks)) in_flight += n;
   const double per_micro_batch = static_cast<double>(m.config.num_layers) * bytes(table.block) + bytes(table.first_stage) +
                                  bytes(table.last_stage) + bytes(table.logits);
   const double total = static_cast<double>(in_flight) * per_micro_batch + bytes(table.backward_scratch) + bytes(table.block);

@@ -273,7 +273,10 @@ TEST(Export, HybridTensorAndPipelinePlan) {
                                "        zero_stage=" + std::to_string(r.plugin.effective_zero_stage()) + ",\n"
                                "        num_microbatches=" + std::to_string(r.training.num_micro_batches) + ",\n"
                                "        microbatch_size=" + std::to_string(r.training.micro_batch_size) + ",\n"
-                               "        pp_style=\"1f1b\",\n"
+                               "        pp_style=\"" + std::string(enum_name(r.plugin.pp_schedule)) + "\",\n" +
+                               (r.plugin.pp_schedule == PipelineSchedule::interleaved
+                                    ? "        num_model_chunks=" + std::to_string(r.plugin.num_model_chunks) + ",\n"
+                                    : std::string()) +
                                "        enable_sequence_parallelism=True,\n"
                                "        sequence_parallelism_mode=\"split_gather\",\n";
   EXPECT_TRUE(contains(script, expected)) << script;

@@ -1,9 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <set>
+#include <tuple>
+
 #include <functional>
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/report.h"
 #include "test_models.h"
 
 namespace tessera::planner {
@@ -107,10 +111,63 @@ TEST(PipelineStages, RemainderGoesToTheMiddleStages) {
   for (const StageLayers& s : stages) counts.push_back(s.num_layers);
   EXPECT_EQ(counts, (std::vector<int>{2, 3, 3, 2, 2}));
   EXPECT_EQ(stages[2].first_layer, 5);
-  EXPECT_EQ(in_flight_micro_batches(PipelineSchedule::one_f_one_b, 4, 0, 8), 4);
-  EXPECT_EQ(in_flight_micro_batches(PipelineSchedule::one_f_one_b, 4, 3, 8), 1);
-  EXPECT_EQ(in_flight_micro_batches(PipelineSchedule::gpipe, 4, 3, 8), 8);
-  EXPECT_EQ(in_flight_micro_batches(PipelineSchedule::one_f_one_b, 4, 0, 2), 2);
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::one_f_one_b, 4, 0, 8), V{4});
+  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::one_f_one_b, 4, 3, 8), V{1});
+  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::gpipe, 4, 3, 8), V{8});
+  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::one_f_one_b, 4, 0, 2), V{2});
+}
+
+// Interleaving (Narayanan et al. 2021, §2.2.2): stage k holds virtual stages
+// k, k + pp, ...; stage 0 runs (pp - 1)·2 + (v - 1)·pp warm-up chunk forwards.
+TEST(PipelineStages, InterleavedChunksAndWarmUp) {
+  const auto chunks = stage_chunks(16, 4, 2);  // 8 virtual stages of 2 blocks
+  ASSERT_EQ(chunks.size(), 4u);
+  EXPECT_EQ(chunks[0][0].first_layer, 0);
+  EXPECT_EQ(chunks[0][1].first_layer, 8);
+  EXPECT_EQ(chunks[3][0].first_layer, 6);
+  EXPECT_EQ(chunks[3][1].first_layer, 14);
+  using V = std::vector<int64_t>;
+  // Stage 0, pp 4, v 2, m 8: 6 + 4 = 10 warm-up forwards and the first steady one:
+  // passes 0-10 run chunk 0 on micro-batches 0-3, chunk 1 on 0-3, chunk 0 on 4-6.
+  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::interleaved, 4, 0, 8, 2), (V{7, 4}));
+  // The last stage: (v - 1)·pp = 4 warm-up forwards, then the first steady one.
+  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::interleaved, 4, 3, 8, 2), (V{4, 1}));
+  // m = pp: every forward first (Megatron-LM), all 8 chunk passes in flight.
+  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::interleaved, 4, 0, 4, 2), (V{4, 4}));
+  // Each stage's table runs every (micro-batch, chunk) forward and backward once.
+  const auto table = pipeline_schedule(PipelineSchedule::interleaved, 4, 8, 2);
+  for (const auto& ops : table) {
+    ASSERT_EQ(ops.size(), 32u);
+    std::set<std::tuple<int64_t, int64_t, int>> seen;
+    for (const PipelineOp& op : ops) seen.insert({op.micro_batch, op.chunk, static_cast<int>(op.pass)});
+    EXPECT_EQ(seen.size(), 32u);
+  }
+}
+
+// Korthikanti et al. 2022, §4.2.3: under interleaving the first stage holds
+// pp · (1 + (pp - 1) / (pp · v)) micro-batches of its layers' activations.
+TEST_F(MemoryModel, InterleavedFirstStageHoldsTheFormulasActivations) {
+  EstimateRequest one_f_one_b;
+  one_f_one_b.plugin.kind = PluginKind::hybrid_parallel;
+  one_f_one_b.layout = ParallelLayout{1, 1, 4, false};
+  one_f_one_b.training.num_micro_batches = 8;
+  EstimateRequest interleaved = one_f_one_b;
+  interleaved.plugin.pp_schedule = PipelineSchedule::interleaved;
+  interleaved.plugin.num_model_chunks = 2;
+  const MemoryEstimate a = estimate_or_fail(llama7b, h100, one_f_one_b);
+  const MemoryEstimate b = estimate_or_fail(llama7b, h100, interleaved);
+  const ActivationTable table = activation_table(llama7b.config, ActivationProfile::tessera, Precision::bf16);
+  const ActivationShape shape{1, 1024, 1, false};
+  const int64_t block = block_activation_bytes(table, shape, RecomputeMode::none).stash;
+  // 32 layers over 4 stages: 8 per stage, 4 per chunk. 1F1B: 4 micro-batches × 8 blocks;
+  // interleaved: 11 chunk forwards × 4 blocks = 5.5 micro-batches = 4 · (1 + 3/8).
+  const int64_t embedding = terms_bytes(table.first_stage, shape);
+  EXPECT_EQ(a.ranks[0].bytes[Cat::activations].device - b.ranks[0].bytes[Cat::activations].device,
+            (4 * 8 - 11 * 4) * block + (4 - 7) * embedding);
+  EXPECT_EQ(b.ranks[0].in_flight_micro_batches, 11);
+  EXPECT_EQ(b.ranks[0].layer_chunks.size(), 2u);
+  EXPECT_EQ(row_label(b.ranks[0]), "rank 0 · stage 0 · layers 0-3, 16-19 · embedding");
 }
 
 TEST_F(MemoryModel, PipelineRanksDifferAndAreAllShown) {

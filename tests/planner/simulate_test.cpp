@@ -68,6 +68,26 @@ TEST_F(Simulator, PipelineBubbleIsAboutPMinusOneOverMOfTheWork) {
   }
 }
 
+// Narayanan et al. 2021 §2.2.2: v model chunks per stage cut the bubble to
+// (p - 1) / (v · m) of the work, for v times the point-to-point messages.
+TEST_F(Simulator, InterleavingDividesTheBubbleByTheChunks) {
+  EstimateRequest interleaved = pipeline(4, 16, PipelineSchedule::interleaved);
+  interleaved.plugin.num_model_chunks = 2;
+  const StepSimulation plain = run(pipeline(4, 16, PipelineSchedule::one_f_one_b));
+  const StepSimulation chunked = run(interleaved, 400, true);
+  const double work = chunked.breakdown.forward_s + chunked.breakdown.backward_s;
+  EXPECT_NEAR(chunked.breakdown.bubble_s / work, 3.0 / 32, 0.04);
+  EXPECT_LT(chunked.breakdown.bubble_s, 0.7 * plain.breakdown.bubble_s);
+  EXPECT_LT(chunked.step_time_s, plain.step_time_s);
+  int forwards = 0, receives = 0;
+  for (const TraceEvent& e : chunked.events) {
+    forwards += e.category == std::string("forward");
+    receives += e.category == std::string("communication") && e.name.starts_with("recv F");
+  }
+  EXPECT_EQ(forwards, 4 * 16 * 2);
+  EXPECT_EQ(receives, (4 * 2 - 1) * 16) << "every virtual stage but the first receives each micro-batch";
+}
+
 TEST_F(Simulator, TimelineEndsAtTheStepTime) {
   const StepSimulation s = run(pipeline(2, 4, PipelineSchedule::one_f_one_b), 400, true);
   ASSERT_FALSE(s.events.empty());

@@ -17,6 +17,7 @@
 #include "tessera/planner/hardware.h"
 #include "tessera/planner/memory_categories.h"
 #include "tessera/planner/model.h"
+#include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/status.h"
 #include "tessera/planner/training_config.h"
 
@@ -31,7 +32,10 @@ struct RankMemory {
   int last_layer = -1;
   bool has_embedding = false;
   bool has_head = false;
-  int64_t in_flight_micro_batches = 1;
+  int64_t in_flight_micro_batches = 1;  // chunk forwards under the interleaved schedule
+  // Interleaved schedule: each model chunk's blocks (first_layer..last_layer
+  // then span the first and the last chunk); empty otherwise.
+  std::vector<StageLayers> layer_chunks;
   MemoryBreakdown bytes;
   int64_t device_total = 0;
   int64_t host_total = 0;
@@ -72,7 +76,11 @@ struct StageShape {
   bool first = false;        // holds the embedding
   bool last = false;         // holds the final norm, the head and the loss
   int64_t params = 0;        // parameters on one rank of this stage before data-parallel sharding
-  int64_t in_flight = 1;     // micro-batches of activations held at the peak
+  int64_t in_flight = 1;     // micro-batches of activations held at the peak (chunk forwards when interleaved)
+  std::vector<StageLayers> chunks;               // the stage's blocks, one range per model chunk
+  std::vector<int64_t> in_flight_per_chunk{1};   // of `in_flight`, per chunk
+  // Block activations held at the peak, in micro-batch · block units.
+  int64_t in_flight_blocks() const;
 };
 
 // The stages of a request, first to last (one stage without a pipeline).

@@ -1,5 +1,6 @@
-// How a pipeline splits the blocks over stages, and how many micro-batches of
-// activations each stage holds at its peak.
+// How a pipeline splits the blocks over stages, in which order each stage runs
+// its passes, and how many micro-batches of activations each stage holds at
+// its peak.
 #pragma once
 
 #include <cstdint>
@@ -19,23 +20,37 @@ struct StageLayers {
 // stages also hold the embedding and the head, so they get the fewer blocks).
 std::vector<StageLayers> split_layers(int num_layers, int pp);
 
-// Micro-batches whose activations a stage holds at its peak: all m under GPipe
-// (Huang et al. 2019); pp - stage under 1F1B (Narayanan et al. 2021, §2.2.1:
-// the first stage runs pp forwards before its first backward), at most m.
-int64_t in_flight_micro_batches(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches);
+// The model chunks of every stage: the blocks split over pp · chunks virtual
+// stages as above, and stage k holding virtual stages k, k + pp, k + 2·pp, ...
+// (Narayanan et al. 2021, §2.2.2; ColossalAI PipelineStageManager.get_stage_index).
+// One chunk per stage without interleaving.
+std::vector<std::vector<StageLayers>> stage_chunks(int num_layers, int pp, int chunks);
 
 enum class PipelinePass { forward, backward };
 
 struct PipelineOp {
   int64_t micro_batch = 0;
   PipelinePass pass = PipelinePass::forward;
+  int64_t chunk = 0;  // the stage's model chunk (0 without interleaving)
 };
 
 // The order in which each stage runs its passes, computed before anything runs
-// (as Megatron-LM's schedules are): per stage, a list of (micro-batch, pass).
+// (as Megatron-LM's schedules are): per stage, a list of (micro-batch, pass, chunk).
 // GPipe: every forward, then every backward in reverse (Huang et al. 2019).
 // 1F1B: pp - stage - 1 warm-up forwards, then one forward and one backward in
 // turn, then the remaining backwards (Narayanan et al. 2021, §2.2.1).
-std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches);
+// Interleaved: 1F1B over the m · chunks chunk passes, in groups of pp
+// micro-batches per chunk, with (pp - stage - 1) · 2 + (chunks - 1) · pp warm-up
+// forwards (all of them when m = pp), as Megatron-LM's
+// forward_backward_pipelining_with_interleaving; m must be a multiple of pp.
+std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches, int64_t chunks = 1);
+
+// Per model chunk of `stage`, the micro-batches whose activations it holds at
+// its peak, just before its first backward (the count stays there through the
+// steady state): all m under GPipe; min(pp - stage, m) under 1F1B; under the
+// interleaved schedule, its warm-up forwards and the first steady one, counted
+// by the chunk they belong to. Without a pipeline, one micro-batch: gradient
+// accumulation frees each micro-batch's activations in its backward.
+std::vector<int64_t> in_flight_per_chunk(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks = 1);
 
 }  // namespace tessera::planner

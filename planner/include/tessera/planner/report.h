@@ -43,5 +43,7 @@ std::string format_count(int64_t count);
 std::string row_label(const RankMemory& row);
 // "ranks 0-7"
 std::string rank_range(const RankMemory& row);
+// "layers 0-19", or one range per model chunk under interleaving ("layers 0-4, 20-24"); "" when none
+std::string layers_label(const RankMemory& row);
 
 }  // namespace tessera::planner

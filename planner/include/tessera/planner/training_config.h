@@ -17,7 +17,8 @@ enum class OptimizerKind { adam, adamw, sgd, sgd_momentum };
 enum class RecomputeMode { none, selective, full };  // Korthikanti et al. 2022 §5
 // Which runtime's saved tensors the activation model counts (see activations.h).
 enum class ActivationProfile { megatron, tessera };
-enum class PipelineSchedule { gpipe, one_f_one_b };
+// interleaved: 1F1B over virtual stages, each GPU holding several model chunks (Narayanan et al. 2021, §2.2.2).
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 enum class PluginKind { torch_ddp, torch_fsdp, low_level_zero, gemini, hybrid_parallel };
 enum class FsdpStrategy { full_shard, shard_grad_op };
 enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
@@ -26,7 +27,8 @@ inline constexpr std::array<EnumName<Precision>, 3> kPrecisionNames{{{Precision:
 inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};
 inline constexpr std::array<EnumName<RecomputeMode>, 3> kRecomputeNames{{{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
 inline constexpr std::array<EnumName<ActivationProfile>, 2> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"}, {ActivationProfile::tessera, "tessera"}}};
-inline constexpr std::array<EnumName<PipelineSchedule>, 2> kPipelineScheduleNames{{{PipelineSchedule::gpipe, "gpipe"}, {PipelineSchedule::one_f_one_b, "1f1b"}}};
+inline constexpr std::array<EnumName<PipelineSchedule>, 3> kPipelineScheduleNames{
+    {{PipelineSchedule::gpipe, "gpipe"}, {PipelineSchedule::one_f_one_b, "1f1b"}, {PipelineSchedule::interleaved, "interleaved"}}};
 inline constexpr std::array<EnumName<PluginKind>, 5> kPluginNames{{{PluginKind::torch_ddp, "torch_ddp"}, {PluginKind::torch_fsdp, "torch_fsdp"}, {PluginKind::low_level_zero, "low_level_zero"}, {PluginKind::gemini, "gemini"}, {PluginKind::hybrid_parallel, "hybrid_parallel"}}};
 inline constexpr std::array<EnumName<FsdpStrategy>, 2> kFsdpStrategyNames{{{FsdpStrategy::full_shard, "full_shard"}, {FsdpStrategy::shard_grad_op, "shard_grad_op"}}};
 inline constexpr std::array<EnumName<GeminiPlacement>, 4> kGeminiPlacementNames{{{GeminiPlacement::cuda, "cuda"}, {GeminiPlacement::cpu, "cpu"}, {GeminiPlacement::static_placement, "static"}, {GeminiPlacement::auto_placement, "auto"}}};
@@ -93,6 +95,8 @@ struct PluginOptions {
   int64_t reduce_bucket_numel = int64_t{12} << 20;  // low_level_zero reduce_bucket_size_in_m = 12
   GeminiOptions gemini;
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
+  // interleaved: model chunks per GPU (HybridParallelPlugin num_model_chunks), 1 otherwise.
+  int64_t num_model_chunks = 1;
 
   int effective_zero_stage() const {
     if (zero_stage >= 0) return zero_stage;

@@ -189,8 +189,9 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
     p.setPen(QColor(0, 0, 0, 170));
     p.drawLine(QPointF(x, axis_y - 4), QPointF(x, axis_y));
     const double value = std::abs(t) < step / 2 ? 0 : t / per_unit;
-    p.drawText(QRectF(x - 45, axis_y - 6 - metrics.height(), 90, metrics.height()), Qt::AlignHCenter | Qt::AlignBottom,
-               QStringLiteral("%1 %2").arg(value, 0, 'g', 5).arg(unit));
+    const QString label = QStringLiteral("%1 %2").arg(value, 0, 'g', 5).arg(unit);
+    if (x + metrics.horizontalAdvance(label) / 2.0 > width() - kMargin) continue;  // a label the right edge would cut
+    p.drawText(QRectF(x - 45, axis_y - 6 - metrics.height(), 90, metrics.height()), Qt::AlignHCenter | Qt::AlignBottom, label);
   }
   // Events, clipped to the plot.
   p.setClipRect(QRectF(plot_left(), 0, plot_width(), height()));

@@ -52,6 +52,11 @@ Outcome simulate(const json& result) {
   r.training.seq_len = result["model"]["seq_len"];
   r.training.micro_batch_size = l["micro_batch_size"];
   r.training.num_micro_batches = t["global_batch_size"].get<int64_t>() / (r.training.micro_batch_size * r.layout.dp);
+  // The runs with virtual pipeline stages used Megatron-LM's interleaved schedule.
+  if (const int64_t chunks = l.value("virtual_pipeline_chunks", 1); chunks > 1) {
+    r.plugin.pp_schedule = PipelineSchedule::interleaved;
+    r.plugin.num_model_chunks = chunks;
+  }
   // Throughput does not depend on whether it fits: simulate with the estimate's chunk-free plugins.
   MemoryEstimate memory;
   auto sim = simulate_step(model, cluster.value(), r, memory, SimulationSettings{}, false);

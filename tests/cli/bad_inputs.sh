@@ -94,6 +94,11 @@ bad bucket-negative "--bucket-mb" -- estimate --model gpt2 --bucket-mb -1
 bad activations-overflow "--seq" -- estimate --model llama-2-7b --seq 1048576 --micro-batch 65536
 bad chunk-size-too-large "--chunk-size" -- estimate --model gpt2 --plugin gemini --chunk-size 9223372036854775807
 bad search-interval-too-fine "--search-interval" -- estimate --model gpt2 --plugin gemini --search-range-m 4096 --search-interval 1
+bad interleaved-without-pipeline "--pp-schedule" -- estimate --model gpt2 --pp-schedule interleaved --model-chunks 2
+bad interleaved-one-chunk "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --micro-batches 2 --pp-schedule interleaved
+bad chunks-without-interleaving "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --model-chunks 2
+bad chunks-beyond-layers "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --micro-batches 2 --pp-schedule interleaved --model-chunks 9223372036854775807
+bad interleaved-micro-batches "--micro-batches" -- estimate --model gpt2 --plugin hybrid_parallel --pp 4 --micro-batches 6 --pp-schedule interleaved --model-chunks 2
 
 # Names.
 bad unknown-gpu "--gpu" -- estimate --model gpt2 --gpu tpu-v5

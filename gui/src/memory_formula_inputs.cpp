@@ -1,5 +1,7 @@
 #include "memory_formula_inputs.h"
 
+#include "tessera/planner/report.h"
+
 #include <QStringList>
 
 #include "category_style.h"
@@ -48,8 +50,14 @@ QString formula_inputs(MemoryCategory category, const planner::RankMemory& row, 
     case MemoryCategory::gradients:
     case MemoryCategory::optimizer_states: lines = model_state_inputs(row, model, r); break;
     case MemoryCategory::activations:
-      lines << QStringLiteral("blocks %1–%2, micro-batch %3 × seq %4").arg(row.first_layer).arg(row.last_layer).arg(t.micro_batch_size).arg(t.seq_len)
-            << QStringLiteral("micro-batches in flight: %1 of %2").arg(row.in_flight_micro_batches).arg(t.num_micro_batches)
+      lines << QStringLiteral("%1, micro-batch %2 × seq %3").arg(QString::fromStdString(planner::layers_label(row))).arg(t.micro_batch_size).arg(t.seq_len)
+            << (row.layer_chunks.empty()
+                    ? QStringLiteral("micro-batches in flight: %1 of %2").arg(row.in_flight_micro_batches).arg(t.num_micro_batches)
+                    : QStringLiteral("chunk passes in flight: %1 of %2 (%3 chunks × %4 micro-batches)")
+                          .arg(row.in_flight_micro_batches)
+                          .arg(static_cast<qlonglong>(row.layer_chunks.size()) * t.num_micro_batches)
+                          .arg(row.layer_chunks.size())
+                          .arg(t.num_micro_batches))
             << QStringLiteral("recompute %1, profile %2, tp %3%4")
                    .arg(name_of(enum_name(t.recompute)), name_of(enum_name(t.activation_profile)))
                    .arg(r.layout.tp)

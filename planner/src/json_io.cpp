@@ -165,7 +165,10 @@ json ranks_to_json(const MemoryEstimate& e) {
       categories[std::string(to_string(c))] = json{{"device_bytes", row.bytes[c].device}, {"host_bytes", row.bytes[c].host}};
     }
     json layers = row.last_layer >= row.first_layer ? json::array({row.first_layer, row.last_layer}) : json(nullptr);
+    json chunks = json::array();  // interleaved: each model chunk's first and last block
+    for (const StageLayers& chunk : row.layer_chunks) chunks.push_back(json::array({chunk.first_layer, chunk.first_layer + chunk.num_layers - 1}));
     ranks.push_back(json{{"ranks", json::array({row.first_rank, row.last_rank})},
+                         {"layer_chunks", chunks},
                          {"pipeline_stages", json::array({row.first_stage, row.last_stage})},
                          {"layers", layers},
                          {"has_embedding", row.has_embedding},

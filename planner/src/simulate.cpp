@@ -93,7 +93,9 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   const auto& l = c.request.layout;
   const double tokens = c.tokens_per_micro_batch();
   double block_flops = 0;
-  for (int i = 0; i < s.num_layers; ++i) block_flops += block_forward_flops_per_token(c.model, s.first_layer + i, t.seq_len);
+  for (const StageLayers& chunk : s.chunks) {
+    for (int i = 0; i < chunk.num_layers; ++i) block_flops += block_forward_flops_per_token(c.model, chunk.first_layer + i, t.seq_len);
+  }
   const double head_flops = s.last ? outside_blocks_forward_flops_per_token(c.model) : 0.0;
   const double tp = static_cast<double>(l.tp);
   StageCost cost;

@@ -1,17 +1,25 @@
 #include "tessera/planner/export.h"
 
 #include "export_internal.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/registry.h"
 
 namespace tessera::planner {
 namespace export_detail {
 
-Status check_plan_index(const PlanFile& file, size_t index) {
+Status check_plan(const PlanFile& file, size_t index) {
   if (file.plans.empty()) {
     return make_error(ErrorCode::invalid_argument, "--plan: the plan file holds no plans (nothing fit); run `tessera plan` with more GPUs");
   }
   if (index >= file.plans.size()) {
     return make_error(ErrorCode::invalid_argument, "--plan " + std::to_string(index + 1) + " is out of range: the plan file holds plans 1 to " +
                                                        std::to_string(file.plans.size()));
+  }
+  // A plan file edited by hand may hold settings the libraries would reject: check them as `tessera estimate` would.
+  auto model = load_model(file.model_source, "model.source");
+  if (!model) return model.error();
+  if (Status s = validate_request(model.value(), file.cluster.gpu, file.plans[index]); !s) {
+    return make_error(ErrorCode::invalid_argument, "--plan " + std::to_string(index + 1) + ": " + s.error().message);
   }
   return Status::success();
 }

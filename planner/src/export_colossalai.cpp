@@ -263,7 +263,7 @@ std::string fixed(double value, int digits) {
 }  // namespace
 
 Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
-  if (Status st = export_detail::check_plan_index(file, plan_index); !st) return st.error();
+  if (Status st = export_detail::check_plan(file, plan_index); !st) return st.error();
   const EstimateRequest& r = file.plans[plan_index];
   const TrainingOptions& t = r.training;
   const ParallelLayout& l = r.layout;

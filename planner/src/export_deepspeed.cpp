@@ -135,7 +135,7 @@ ordered_json optimizer_json(OptimizerKind kind) {
 }  // namespace
 
 Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
-  if (Status s = export_detail::check_plan_index(file, plan_index); !s) return s.error();
+  if (Status s = export_detail::check_plan(file, plan_index); !s) return s.error();
   const EstimateRequest& r = file.plans[plan_index];
   auto zero = zero_settings(file, r);
   if (!zero) return zero.error();

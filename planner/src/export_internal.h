@@ -12,8 +12,9 @@
 
 namespace tessera::planner::export_detail {
 
-// The plan at `index`, or an error naming --plan with the 1-based numbers a user types.
-Status check_plan_index(const PlanFile& file, size_t index);
+// Whether the plan at `index` exists and is a valid request for the file's
+// model and GPU; errors name --plan with the 1-based numbers a user types.
+Status check_plan(const PlanFile& file, size_t index);
 
 // The plan's object in the file (description, predictions), or an empty object.
 const nlohmann::json& plan_json(const PlanFile& file, size_t index);

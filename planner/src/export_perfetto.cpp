@@ -30,7 +30,7 @@ std::string lane_name(int lane) {
 }  // namespace
 
 Result<std::string> export_perfetto(const PlanFile& file, size_t plan_index) {
-  if (Status s = export_detail::check_plan_index(file, plan_index); !s) return s.error();
+  if (Status s = export_detail::check_plan(file, plan_index); !s) return s.error();
   const EstimateRequest& r = file.plans[plan_index];
   auto model = load_model(file.model_source, "model.source");
   if (!model) return model.error();

@@ -40,6 +40,9 @@ class Reader {
     try {
       if constexpr (std::is_same_v<T, bool>) {
         if (!it->is_boolean()) throw json::type_error::create(302, "not a boolean", nullptr);
+      } else if constexpr (std::is_integral_v<T>) {
+        // 2.5 or 1e30 for a count would be truncated or overflow: whole numbers only.
+        if (!it->is_number_integer()) throw json::type_error::create(302, "not a whole number", nullptr);
       } else if constexpr (std::is_arithmetic_v<T>) {
         if (!it->is_number()) throw json::type_error::create(302, "not a number", nullptr);
       }

@@ -151,7 +151,8 @@ void add_activations(const Model& m, const StageShape& s, const EstimateRequest&
   if (s.last) out.add(Cat::logits, kDevice, last_chunk_in_flight * terms_bytes(table.logits, shape));
   // Pipeline send/recv buffers: one activation and one gradient per neighbouring
   // stage, each (s/t if sequence parallel, b, h) in the compute dtype (Megatron p2p).
-  const int64_t neighbours = (s.first ? 0 : 1) + (s.last ? 0 : 1);
+  // Interleaved, every stage also exchanges with the wrap-around neighbour (chunk j of the last stage feeds chunk j + 1 of the first).
+  const int64_t neighbours = s.chunks.size() > 1 ? 2 : (s.first ? 0 : 1) + (s.last ? 0 : 1);
   const int64_t boundary = t.micro_batch_size * t.seq_len * m.config.hidden_size * compute_bytes(t.precision) /
                            (r.layout.sequence_parallel ? r.layout.tp : 1);
   out.add(Cat::comm_buffers, kDevice, neighbours * 2 * boundary);
@@ -238,11 +239,31 @@ RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryB
   return row;
 }
 
-// Consecutive stages with the same bytes and role share one row.
+// Consecutive stages with the same bytes and role share one row (not under
+// interleaving, where each stage's blocks are several ranges of its own).
 bool same_row(const RankMemory& a, const RankMemory& b) {
   return a.bytes == b.bytes && a.has_embedding == b.has_embedding && a.has_head == b.has_head &&
-         a.in_flight_micro_batches == b.in_flight_micro_batches && a.layer_chunks.size() == b.layer_chunks.size() &&
+         a.in_flight_micro_batches == b.in_flight_micro_batches && a.layer_chunks.empty() && b.layer_chunks.empty() &&
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
+}
+
+}  // namespace
+
+namespace {
+
+// What one forward pass of each of the stage's chunks keeps until its backward:
+// its blocks' activations, the embedding's output with the first chunk and the
+// head's (with the logits) with the last, as add_activations counts them.
+std::vector<int64_t> bytes_per_chunk_pass(const Model& m, const EstimateRequest& r, const StageShape& s) {
+  const TrainingOptions& t = r.training;
+  const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
+  const ActivationShape shape{t.micro_batch_size, t.seq_len, r.layout.tp, r.layout.sequence_parallel};
+  const int64_t block = block_activation_bytes(table, shape, t.recompute).stash;
+  std::vector<int64_t> bytes;
+  for (const StageLayers& chunk : s.chunks) bytes.push_back(chunk.num_layers * block);
+  if (s.first) bytes.front() += terms_bytes(table.first_stage, shape);
+  if (s.last) bytes.back() += terms_bytes(table.last_stage, shape) + terms_bytes(table.logits, shape);
+  return bytes;
 }
 
 }  // namespace
@@ -278,7 +299,7 @@ std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
     // (Megatron-LM: word embeddings duplicated on the first and last stage).
     if (s.last && l.pp > 1) totals += m.tied_head;
     s.params = totals.per_tp_rank(l.tp);
-    s.in_flight_per_chunk = in_flight_per_chunk(p.pp_schedule, l.pp, stage, r.training.num_micro_batches, chunks);
+    s.in_flight_per_chunk = in_flight_at_peak(p.pp_schedule, l.pp, stage, r.training.num_micro_batches, chunks, bytes_per_chunk_pass(m, r, s));
     s.in_flight = 0;
     for (int64_t n : s.in_flight_per_chunk) s.in_flight += n;
     stages.push_back(s);

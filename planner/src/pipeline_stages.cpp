@@ -15,9 +15,7 @@ PipelineOp interleaved_op(int64_t k, int64_t pp, int64_t chunks, PipelinePass pa
 }
 
 int64_t interleaved_warmup(int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks) {
-  const int64_t total = num_micro_batches * chunks;
-  if (num_micro_batches == pp) return total;  // Megatron-LM: all forwards first
-  return std::min((pp - stage - 1) * 2 + (chunks - 1) * pp, total);
+  return std::min((pp - stage - 1) * 2 + (chunks - 1) * pp, num_micro_batches * chunks);
 }
 
 }  // namespace
@@ -43,47 +41,61 @@ std::vector<std::vector<StageLayers>> stage_chunks(int num_layers, int pp, int c
   return stages;
 }
 
-std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches, int64_t chunks) {
+std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int64_t pp, int64_t k, int64_t num_micro_batches, int64_t chunks) {
   const int64_t m = num_micro_batches;
-  std::vector<std::vector<PipelineOp>> stages(static_cast<size_t>(pp));
-  for (int64_t k = 0; k < pp; ++k) {
-    auto& ops = stages[static_cast<size_t>(k)];
-    ops.reserve(static_cast<size_t>(2 * m * chunks));
-    if (schedule == PipelineSchedule::gpipe) {
-      for (int64_t i = 0; i < m; ++i) ops.push_back({i, PipelinePass::forward});
-      for (int64_t i = m - 1; i >= 0; --i) ops.push_back({i, PipelinePass::backward});
-      continue;
-    }
-    if (schedule == PipelineSchedule::interleaved) {
-      const int64_t total = m * chunks;
-      const int64_t warmup = interleaved_warmup(pp, k, m, chunks);
-      for (int64_t i = 0; i < warmup; ++i) ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::forward));
-      for (int64_t i = 0; i < total - warmup; ++i) {
-        ops.push_back(interleaved_op(warmup + i, pp, chunks, PipelinePass::forward));
-        ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::backward));
-      }
-      for (int64_t i = total - warmup; i < total; ++i) ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::backward));
-      continue;
-    }
-    const int64_t warmup = std::min(pp - k - 1, m);
-    for (int64_t i = 0; i < warmup; ++i) ops.push_back({i, PipelinePass::forward});
-    for (int64_t i = 0; i < m - warmup; ++i) {
-      ops.push_back({warmup + i, PipelinePass::forward});
-      ops.push_back({i, PipelinePass::backward});
-    }
-    for (int64_t i = m - warmup; i < m; ++i) ops.push_back({i, PipelinePass::backward});
+  std::vector<PipelineOp> ops;
+  ops.reserve(static_cast<size_t>(2 * m * chunks));
+  if (schedule == PipelineSchedule::gpipe) {
+    for (int64_t i = 0; i < m; ++i) ops.push_back({i, PipelinePass::forward});
+    for (int64_t i = m - 1; i >= 0; --i) ops.push_back({i, PipelinePass::backward});
+    return ops;
   }
+  if (schedule == PipelineSchedule::interleaved) {
+    const int64_t total = m * chunks;
+    const int64_t warmup = interleaved_warmup(pp, k, m, chunks);
+    for (int64_t i = 0; i < warmup; ++i) ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::forward));
+    for (int64_t i = 0; i < total - warmup; ++i) {
+      ops.push_back(interleaved_op(warmup + i, pp, chunks, PipelinePass::forward));
+      ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::backward));
+    }
+    for (int64_t i = total - warmup; i < total; ++i) ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::backward));
+    return ops;
+  }
+  const int64_t warmup = std::min(pp - k - 1, m);
+  for (int64_t i = 0; i < warmup; ++i) ops.push_back({i, PipelinePass::forward});
+  for (int64_t i = 0; i < m - warmup; ++i) {
+    ops.push_back({warmup + i, PipelinePass::forward});
+    ops.push_back({i, PipelinePass::backward});
+  }
+  for (int64_t i = m - warmup; i < m; ++i) ops.push_back({i, PipelinePass::backward});
+  return ops;
+}
+
+std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches, int64_t chunks) {
+  std::vector<std::vector<PipelineOp>> stages;
+  stages.reserve(static_cast<size_t>(pp));
+  for (int64_t k = 0; k < pp; ++k) stages.push_back(stage_schedule(schedule, pp, k, num_micro_batches, chunks));
   return stages;
 }
 
-std::vector<int64_t> in_flight_per_chunk(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks) {
+std::vector<int64_t> in_flight_at_peak(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks,
+                                       const std::vector<int64_t>& bytes_per_pass) {
   if (pp == 1) return {1};  // gradient accumulation: each micro-batch's backward frees its activations
   if (schedule == PipelineSchedule::gpipe) return {num_micro_batches};
   if (schedule == PipelineSchedule::one_f_one_b) return {std::min(pp - stage, num_micro_batches)};
-  std::vector<int64_t> held(static_cast<size_t>(chunks), 0);
-  const int64_t forwards = std::min(interleaved_warmup(pp, stage, num_micro_batches, chunks) + 1, num_micro_batches * chunks);
-  for (int64_t k = 0; k < forwards; ++k) ++held[static_cast<size_t>(interleaved_op(k, pp, chunks, PipelinePass::forward).chunk)];
-  return held;
+  std::vector<int64_t> held(static_cast<size_t>(chunks), 0), peak = held;
+  int64_t bytes = 0, peak_bytes = -1;
+  for (const PipelineOp& op : stage_schedule(schedule, pp, stage, num_micro_batches, chunks)) {
+    const auto j = static_cast<size_t>(op.chunk);
+    const int64_t change = op.pass == PipelinePass::forward ? 1 : -1;
+    held[j] += change;
+    bytes += change * bytes_per_pass[j];
+    if (bytes > peak_bytes) {
+      peak_bytes = bytes;
+      peak = held;
+    }
+  }
+  return peak;
 }
 
 }  // namespace tessera::planner

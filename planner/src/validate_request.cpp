@@ -190,7 +190,9 @@ Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
   // Stage 0 holds the most; interleaved chunk forwards are counted as whole micro-batches (an upper bound).
   int64_t in_flight = 0;
   const int64_t chunks = r.plugin.pp_schedule == PipelineSchedule::interleaved ? r.plugin.num_model_chunks : 1;
-  for (int64_t n : in_flight_per_chunk(r.plugin.pp_schedule, r.layout.pp, 0, t.num_micro_batches, chunks)) in_flight += n;
+  for (int64_t n : in_flight_at_peak(r.plugin.pp_schedule, r.layout.pp, 0, t.num_micro_batches, chunks, std::vector<int64_t>(static_cast<size_t>(chunks), 1))) {
+    in_flight += n;
+  }
   const double per_micro_batch = static_cast<double>(m.config.num_layers) * bytes(table.block) + bytes(table.first_stage) +
                                  bytes(table.last_stage) + bytes(table.logits);
   const double total = static_cast<double>(in_flight) * per_micro_batch + bytes(table.backward_scratch) + bytes(table.block);

@@ -287,9 +287,18 @@ TEST(Export, HybridTensorAndPipelinePlan) {
   // ColossalAI has no GPipe schedule.
   PlanFile gpipe = planned.file;
   gpipe.plans[0].plugin.pp_schedule = PipelineSchedule::gpipe;
+  gpipe.plans[0].plugin.num_model_chunks = 1;
   auto no_gpipe = export_colossalai(gpipe, 0);
   ASSERT_FALSE(no_gpipe.ok());
   EXPECT_TRUE(contains(no_gpipe.error().message, "gpipe")) << no_gpipe.error().message;
+
+  // A hand-edited plan that ColossalAI would reject is refused before writing a script.
+  PlanFile one_chunk = planned.file;
+  one_chunk.plans[0].plugin.pp_schedule = PipelineSchedule::interleaved;
+  one_chunk.plans[0].plugin.num_model_chunks = 1;
+  auto refused_chunks = export_colossalai(one_chunk, 0);
+  ASSERT_FALSE(refused_chunks.ok());
+  EXPECT_TRUE(contains(refused_chunks.error().message, "--plan 1: --pp-schedule interleaved needs --model-chunks 2")) << refused_chunks.error().message;
 }
 
 TEST(Export, PlanIndexOutOfRangeNamesPlan) {

@@ -112,10 +112,11 @@ TEST(PipelineStages, RemainderGoesToTheMiddleStages) {
   EXPECT_EQ(counts, (std::vector<int>{2, 3, 3, 2, 2}));
   EXPECT_EQ(stages[2].first_layer, 5);
   using V = std::vector<int64_t>;
-  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::one_f_one_b, 4, 0, 8), V{4});
-  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::one_f_one_b, 4, 3, 8), V{1});
-  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::gpipe, 4, 3, 8), V{8});
-  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::one_f_one_b, 4, 0, 2), V{2});
+  const V one{1};
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::one_f_one_b, 4, 0, 8, 1, one), V{4});
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::one_f_one_b, 4, 3, 8, 1, one), V{1});
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::gpipe, 4, 3, 8, 1, one), V{8});
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::one_f_one_b, 4, 0, 2, 1, one), V{2});
 }
 
 // Interleaving (Narayanan et al. 2021, §2.2.2): stage k holds virtual stages
@@ -128,13 +129,18 @@ TEST(PipelineStages, InterleavedChunksAndWarmUp) {
   EXPECT_EQ(chunks[3][0].first_layer, 6);
   EXPECT_EQ(chunks[3][1].first_layer, 14);
   using V = std::vector<int64_t>;
-  // Stage 0, pp 4, v 2, m 8: 6 + 4 = 10 warm-up forwards and the first steady one:
+  // Stage 0, pp 4, v 2, m 8: 6 + 4 = 10 warm-up forwards and the first steady
+  // one hold 11 chunk passes, Korthikanti's 4 · (1 + 3/8) = 5.5 micro-batches;
   // passes 0-10 run chunk 0 on micro-batches 0-3, chunk 1 on 0-3, chunk 0 on 4-6.
-  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::interleaved, 4, 0, 8, 2), (V{7, 4}));
+  // Then each step adds a chunk-0 pass and frees a chunk-1 one: weighting chunk
+  // 0 more (it also holds the embedding's output) moves the peak to {8, 3}.
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::interleaved, 4, 0, 8, 2, V{1, 1}), (V{7, 4}));
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::interleaved, 4, 0, 8, 2, V{2, 1}), (V{8, 3}));
   // The last stage: (v - 1)·pp = 4 warm-up forwards, then the first steady one.
-  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::interleaved, 4, 3, 8, 2), (V{4, 1}));
-  // m = pp: every forward first (Megatron-LM), all 8 chunk passes in flight.
-  EXPECT_EQ(in_flight_per_chunk(PipelineSchedule::interleaved, 4, 0, 4, 2), (V{4, 4}));
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::interleaved, 4, 3, 8, 2, V{1, 1}), (V{4, 1}));
+  // m = pp: ColossalAI keeps the warm-up formula, so later stages hold fewer.
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::interleaved, 4, 0, 4, 2, V{1, 1}), (V{4, 4}));
+  EXPECT_EQ(in_flight_at_peak(PipelineSchedule::interleaved, 4, 3, 4, 2, V{1, 1}), (V{4, 1}));
   // Each stage's table runs every (micro-batch, chunk) forward and backward once.
   const auto table = pipeline_schedule(PipelineSchedule::interleaved, 4, 8, 2);
   for (const auto& ops : table) {
@@ -168,6 +174,25 @@ TEST_F(MemoryModel, InterleavedFirstStageHoldsTheFormulasActivations) {
   EXPECT_EQ(b.ranks[0].in_flight_micro_batches, 11);
   EXPECT_EQ(b.ranks[0].layer_chunks.size(), 2u);
   EXPECT_EQ(row_label(b.ranks[0]), "rank 0 · stage 0 · layers 0-3, 16-19 · embedding");
+}
+
+// Interleaved, the first and last stages exchange with each other too (chunk j
+// of the last feeds chunk j + 1 of the first): every stage has two neighbours,
+// and rows are not merged, since each stage's blocks are ranges of its own.
+TEST_F(MemoryModel, InterleavedStagesAllHaveTwoNeighboursAndTheirOwnRows) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.layout = ParallelLayout{1, 1, 8, false};
+  r.training.num_micro_batches = 8;
+  r.plugin.pp_schedule = PipelineSchedule::interleaved;
+  r.plugin.num_model_chunks = 2;
+  const MemoryEstimate e = estimate_or_fail(shipped_model("gpt2-medium"), h100, r);
+  ASSERT_EQ(e.ranks.size(), 8u);
+  for (const RankMemory& row : e.ranks) {
+    EXPECT_EQ(row.layer_chunks.size(), 2u);
+    EXPECT_EQ(row.bytes[Cat::comm_buffers].device, e.ranks[0].bytes[Cat::comm_buffers].device) << row_label(row);
+  }
+  EXPECT_EQ(row_label(e.ranks[4]), "rank 4 · stage 4 · layers 4-5, 20-20");  // 24 blocks over 16 virtual stages: 4-11 take two
 }
 
 TEST_F(MemoryModel, PipelineRanksDifferAndAreAllShown) {

@@ -40,17 +40,21 @@ struct PipelineOp {
 // 1F1B: pp - stage - 1 warm-up forwards, then one forward and one backward in
 // turn, then the remaining backwards (Narayanan et al. 2021, §2.2.1).
 // Interleaved: 1F1B over the m · chunks chunk passes, in groups of pp
-// micro-batches per chunk, with (pp - stage - 1) · 2 + (chunks - 1) · pp warm-up
-// forwards (all of them when m = pp), as Megatron-LM's
-// forward_backward_pipelining_with_interleaving; m must be a multiple of pp.
+// micro-batches per chunk (Narayanan et al. 2021, §2.2.2), with
+// min((pp - stage - 1) · 2 + (chunks - 1) · pp, m · chunks) warm-up forwards as
+// ColossalAI's InterleavedSchedule runs them; m must be a multiple of pp.
+std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks = 1);
 std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches, int64_t chunks = 1);
 
-// Per model chunk of `stage`, the micro-batches whose activations it holds at
-// its peak, just before its first backward (the count stays there through the
-// steady state): all m under GPipe; min(pp - stage, m) under 1F1B; under the
-// interleaved schedule, its warm-up forwards and the first steady one, counted
-// by the chunk they belong to. Without a pipeline, one micro-batch: gradient
-// accumulation frees each micro-batch's activations in its backward.
-std::vector<int64_t> in_flight_per_chunk(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks = 1);
+// Per model chunk of `stage`, the micro-batches whose activations it holds when
+// its memory peaks, `bytes_per_pass[j]` being what one pass of chunk j keeps.
+// GPipe: all m; 1F1B: min(pp - stage, m) (Narayanan et al. 2021, §2.2.1: the
+// count reached before the first backward stays through the steady state).
+// Interleaved: the stage's table is replayed, a forward adding a pass of its
+// chunk and a backward freeing one; the mix of chunks shifts in the steady
+// state, so the peak of the weighted sum is taken. Without a pipeline, one
+// micro-batch: gradient accumulation frees each one's activations in its backward.
+std::vector<int64_t> in_flight_at_peak(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks,
+                                       const std::vector<int64_t>& bytes_per_pass);
 
 }  // namespace tessera::planner

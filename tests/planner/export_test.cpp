@@ -284,21 +284,18 @@ TEST(Export, HybridTensorAndPipelinePlan) {
   EXPECT_TRUE(contains(script, "GRADIENT_ACCUMULATION_STEPS = 1  # the pipeline runs the micro-batches"));
   expect_python_compiles(script, "hybrid");
 
-  // ColossalAI has no GPipe schedule.
-  PlanFile gpipe = planned.file;
-  gpipe.plans[0].plugin.pp_schedule = PipelineSchedule::gpipe;
-  gpipe.plans[0].plugin.num_model_chunks = 1;
-  auto no_gpipe = export_colossalai(gpipe, 0);
-  ASSERT_FALSE(no_gpipe.ok());
-  EXPECT_TRUE(contains(no_gpipe.error().message, "gpipe")) << no_gpipe.error().message;
-
-  // A hand-edited plan that ColossalAI would reject is refused before writing a script.
-  PlanFile one_chunk = planned.file;
-  one_chunk.plans[0].plugin.pp_schedule = PipelineSchedule::interleaved;
-  one_chunk.plans[0].plugin.num_model_chunks = 1;
-  auto refused_chunks = export_colossalai(one_chunk, 0);
-  ASSERT_FALSE(refused_chunks.ok());
-  EXPECT_TRUE(contains(refused_chunks.error().message, "--plan 1: --pp-schedule interleaved needs --model-chunks 2")) << refused_chunks.error().message;
+  // Schedules ColossalAI cannot run are refused before a script is written:
+  // GPipe (it has none), and a hand-edited interleaved plan with one chunk.
+  const auto expect_refused = [&](PipelineSchedule schedule, int64_t chunks, const std::string& message) {
+    PlanFile edited = planned.file;
+    edited.plans[0].plugin.pp_schedule = schedule;
+    edited.plans[0].plugin.num_model_chunks = chunks;
+    auto refused = export_colossalai(edited, 0);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(contains(refused.error().message, message)) << refused.error().message;
+  };
+  expect_refused(PipelineSchedule::gpipe, 1, "gpipe");
+  expect_refused(PipelineSchedule::interleaved, 1, "--plan 1: --pp-schedule interleaved needs --model-chunks 2");
 }
 
 TEST(Export, PlanIndexOutOfRangeNamesPlan) {

@@ -133,6 +133,23 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   return cost;
 }
 
+// Each model chunk's share of its stage's time: its blocks' forward FLOPs, the
+// head's going to the last stage's last chunk (where the head runs).
+std::vector<double> chunk_shares(const Context& c, const StageShape& s) {
+  const int64_t seq = c.request.training.seq_len;
+  std::vector<double> flops;
+  double total = 0;
+  for (const StageLayers& chunk : s.chunks) {
+    double f = 0;
+    for (int i = 0; i < chunk.num_layers; ++i) f += block_forward_flops_per_token(c.model, chunk.first_layer + i, seq);
+    flops.push_back(f);
+  }
+  if (s.last) flops.back() += outside_blocks_forward_flops_per_token(c.model);
+  for (double f : flops) total += f;
+  for (double& f : flops) f = total > 0 ? f / total : 1.0 / static_cast<double>(flops.size());
+  return flops;
+}
+
 struct PipelineRun {
   double makespan = 0;
 };
@@ -154,10 +171,8 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes
   std::vector<std::vector<double>> backward_end = forward_end;
   std::vector<size_t> next(static_cast<size_t>(pp), 0);
   std::vector<double> free_at(static_cast<size_t>(pp), 0);
-  const auto share = [&](int64_t k, int64_t chunk) {
-    const StageShape& s = shapes[static_cast<size_t>(k)];
-    return s.num_layers > 0 ? static_cast<double>(s.chunks[static_cast<size_t>(chunk)].num_layers) / s.num_layers : 1.0 / static_cast<double>(chunks);
-  };
+  std::vector<std::vector<double>> shares;
+  for (const StageShape& s : shapes) shares.push_back(chunk_shares(c, s));
   PipelineRun run;
   size_t remaining = static_cast<size_t>(pp * 2 * m * chunks);
   while (remaining > 0) {
@@ -180,7 +195,7 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes
           ready += p2p_s;
         }
         const double start = std::max(free_at[ku], ready);
-        const double duration = (forward ? costs[ku].forward_s() : costs[ku].backward_s()) * share(k, op.chunk);
+        const double duration = (forward ? costs[ku].forward_s() : costs[ku].backward_s()) * shares[ku][static_cast<size_t>(op.chunk)];
         (forward ? forward_end : backward_end)[static_cast<size_t>(vs)][i] = start + duration;
         free_at[ku] = start + duration;
         run.makespan = std::max(run.makespan, free_at[ku]);

@@ -197,7 +197,9 @@ std::string explain(const std::vector<Candidate>& plans) {
   std::snprintf(line, sizeof line, " Runner-up: %s at %.0f tokens/s", describe_plan(r.request).c_str(), r.simulation.tokens_per_s);
   text += line;
   if (slower < 0.005) {
-    return text + ", as fast within 0.5%, but needs " + format_bytes(r.peak_device_bytes()) + " against " + format_bytes(w.peak_device_bytes()) + ".";
+    const std::string memory = format_bytes(r.peak_device_bytes()) + " against " + format_bytes(w.peak_device_bytes());
+    if (r.peak_device_bytes() < w.peak_device_bytes()) return text + ", as fast within 0.5% and lighter on memory: " + memory + ".";
+    return text + ", as fast within 0.5%, but needs " + memory + ".";
   }
   std::snprintf(line, sizeof line, ", %.1f%% slower", 100 * slower);
   text += line;

@@ -4,6 +4,7 @@
 // GPUs are small, sharding or tp × pp for 70B.
 #include <gtest/gtest.h>
 
+#include "tessera/planner/report.h"
 #include "tessera/planner/search.h"
 #include "test_models.h"
 
@@ -74,6 +75,14 @@ TEST(PlanSearch, Llama70bOn64H100sNeedsShardingOrTensorAndPipeline) {
   EXPECT_TRUE(sharded) << describe_plan(best);
   expect_every_plan_fits(testing::shipped_model("llama-2-70b"), request, result);
   EXPECT_NE(result.explanation.find("Runner-up"), std::string::npos);
+  // Here the runner-up is within 0.5% and needs less memory: the explanation says so, not "but needs".
+  ASSERT_GE(result.plans.size(), 2u);
+  const Candidate& runner_up = result.plans[1];
+  ASSERT_GT(runner_up.simulation.tokens_per_s, 0.995 * result.plans[0].simulation.tokens_per_s);
+  ASSERT_LT(runner_up.peak_device_bytes(), result.plans[0].peak_device_bytes());
+  EXPECT_NE(result.explanation.find("as fast within 0.5% and lighter on memory: " + format_bytes(runner_up.peak_device_bytes()) + " against "),
+            std::string::npos)
+      << result.explanation;
 }
 
 TEST(PlanSearch, PlansAreRankedByThroughputAndTheGlobalBatchIsKept) {

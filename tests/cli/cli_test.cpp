@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -164,6 +165,19 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
     }
     std::filesystem::remove_all(dir);
   }
+}
+
+// docs/metrics-json.md documents every top-level key `tessera train` writes.
+TEST(Cli, MetricsDocumentationCoversEveryKey) {
+  const std::string dir = ::testing::TempDir() + "tessera-metrics-doc";
+  ASSERT_EQ(run({"train", "--steps", "1", "--micro-batch", "1", "--seq", "16", "--out", dir.c_str()}).code, 0);
+  std::ifstream metrics_file(dir + "/metrics.json");
+  const auto metrics = nlohmann::json::parse(metrics_file);
+  std::ifstream doc_file(std::string(TESSERA_SOURCE_DIR) + "/docs/metrics-json.md");
+  const std::string doc((std::istreambuf_iterator<char>(doc_file)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  for (const auto& [key, value] : metrics.items()) EXPECT_NE(doc.find("| `" + key + "` |"), std::string::npos) << key << " is not documented";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, TrainRunsTheBestPlanOfAPlanFile) {

@@ -12,6 +12,7 @@
 // clips the global gradient norm to `max_grad_norm` (Pascanu et al. 2013).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -60,12 +61,7 @@ class Optimizer {
   std::optional<double> step(std::vector<Tensor<T>>& params, std::vector<Tensor<T>>& grads, double loss_scale = 1.0) {
     const double unscale = 1.0 / loss_scale;
     double sum_squares = 0;
-    for (const Tensor<T>& g : grads) {
-      for (int64_t i = 0; i < g.numel(); ++i) {
-        const double x = static_cast<double>(widen(g.data()[i])) * unscale;
-        sum_squares += x * x;
-      }
-    }
+    for (const Tensor<T>& g : grads) sum_squares += sum_of_squares(g, unscale);
     if (!std::isfinite(sum_squares)) return std::nullopt;
     const double norm = std::sqrt(sum_squares);
     const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;
@@ -81,6 +77,8 @@ class Optimizer {
       const W wd = decay_[p] ? static_cast<W>(options_.weight_decay) : W(0);
       W* s0 = states > 0 ? states_[p * static_cast<size_t>(states)].data() : nullptr;
       W* s1 = states > 1 ? states_[p * static_cast<size_t>(states) + 1].data() : nullptr;
+      // Element by element, independent: threads change nothing in the result.
+#pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < params[p].numel(); ++i) {
         const W grad = widen(g[i]) * gradient_factor;
         switch (options_.kind) {
@@ -116,7 +114,10 @@ class Optimizer {
   void round_into(std::vector<Tensor<T>>& params) {
     if constexpr (kKeepsMaster) {
       for (size_t p = 0; p < params.size(); ++p) {
-        for (int64_t i = 0; i < params[p].numel(); ++i) params[p].data()[i] = narrow<T>(master_[p].data()[i]);
+        T* w = params[p].data();
+        const W* master = master_[p].data();
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < params[p].numel(); ++i) w[i] = narrow<T>(master[i]);
       }
     }
   }
@@ -126,6 +127,26 @@ class Optimizer {
   void set_steps_taken(int64_t steps) { step_ = steps; }
 
  private:
+  // Σ (g · unscale)² in double, over fixed blocks summed in order: the same
+  // bits whatever the number of threads.
+  static double sum_of_squares(const Tensor<T>& g, double unscale) {
+    constexpr int64_t kBlock = int64_t{1} << 16;
+    const int64_t blocks = (g.numel() + kBlock - 1) / kBlock;
+    std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      double sum = 0;
+      for (int64_t i = b * kBlock; i < std::min(g.numel(), (b + 1) * kBlock); ++i) {
+        const double x = static_cast<double>(widen(g.data()[i])) * unscale;
+        sum += x * x;
+      }
+      partial[static_cast<size_t>(b)] = sum;
+    }
+    double total = 0;
+    for (double sum : partial) total += sum;
+    return total;
+  }
+
   OptimizerOptions options_;
   std::vector<bool> decay_;
   std::vector<Tensor<W>> states_;

@@ -259,11 +259,15 @@ void add_compare_options(CLI::App& c, CompareCliOptions& o) {
 }
 
 int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err) {
-  auto predicted = read_predicted_memory(o.plan);
+  auto predicted = read_predicted_run(o.plan);
   if (!predicted) return fail(err, predicted.error().message);
   auto measured = read_measured_run(o.metrics);
   if (!measured) return fail(err, measured.error().message);
-  const std::vector<CategoryError> rows = compare_memory(predicted.value(), measured->memory);
+  if (!predicted->model_name.empty() && !measured->model_name.empty() && predicted->model_name != measured->model_name) {
+    err << "tessera: note: " << o.plan << " is for " << predicted->model_name << " but " << o.metrics << " measured " << measured->model_name
+        << "; the errors below compare two different models\n";
+  }
+  const std::vector<CategoryError> rows = compare_memory(predicted->memory, measured->memory);
   if (o.format == "json") {
     json categories = json::array();
     for (const CategoryError& row : rows) {

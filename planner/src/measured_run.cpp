@@ -56,7 +56,7 @@ Result<MeasuredRun> read_measured_run(const std::string& path) {
   return parse_measured_run(text.value(), path);
 }
 
-Result<MemoryBreakdown> read_predicted_memory(const std::string& path) {
+Result<PredictedRun> read_predicted_run(const std::string& path) {
   auto text = read_text_file(path, "plan");
   if (!text) return text.error();
   auto document = parse_json(text.value(), "plan: " + path);
@@ -71,7 +71,12 @@ Result<MemoryBreakdown> read_predicted_memory(const std::string& path) {
   if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object() || !(*ranks)[0].contains("categories")) {
     return make_error(ErrorCode::parse_error, path + ": no per-rank memory found (expected a plan or estimate file with \"schema\": 1)");
   }
-  return categories_of((*ranks)[0], path);
+  auto memory = categories_of((*ranks)[0], path);
+  if (!memory) return memory.error();
+  PredictedRun run;
+  run.memory = memory.value();
+  run.model_name = doc.contains("model") && doc["model"].is_object() ? doc["model"].value("name", "") : "";
+  return run;
 }
 
 std::vector<CategoryError> compare_memory(const MemoryBreakdown& predicted, const MemoryBreakdown& measured) {

@@ -167,6 +167,24 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
   }
 }
 
+// Comparing a plan of one model with the metrics of another still prints the
+// table, with a note on standard error that says so.
+TEST(Cli, CompareNotesWhenThePlanAndTheRunAreDifferentModels) {
+  const std::string dir = ::testing::TempDir() + "tessera-compare-models";
+  const std::string estimate = dir + "-gpt2.json";
+  ASSERT_EQ(run({"train", "--steps", "1", "--micro-batch", "1", "--seq", "16", "--out", dir.c_str()}).code, 0);
+  ASSERT_EQ(run({"estimate", "--model", "gpt2", "--format", "json", "--output", estimate.c_str()}).code, 0);
+  const CliRun same = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str()});
+  EXPECT_EQ(same.code, 0);
+  EXPECT_EQ(same.err, "");
+  const CliRun different = run({"compare", estimate.c_str(), (dir + "/metrics.json").c_str()});
+  EXPECT_EQ(different.code, 0);
+  EXPECT_NE(different.err.find("is for gpt2 but"), std::string::npos) << different.err;
+  EXPECT_NE(different.err.find("measured tiny-gpt2"), std::string::npos) << different.err;
+  std::filesystem::remove_all(dir);
+  std::remove(estimate.c_str());
+}
+
 // docs/metrics-json.md documents every top-level key `tessera train` writes.
 TEST(Cli, MetricsDocumentationCoversEveryKey) {
   const std::string dir = ::testing::TempDir() + "tessera-metrics-doc";

@@ -25,8 +25,12 @@ Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string&
 Result<MeasuredRun> read_measured_run(const std::string& path);
 
 // The first rank row of a plan file's best plan, or of an estimate (as
-// `tessera estimate --format json` and `tessera train` write it).
-Result<MemoryBreakdown> read_predicted_memory(const std::string& path);
+// `tessera estimate --format json` and `tessera train` write it), and its model's name.
+struct PredictedRun {
+  std::string model_name;
+  MemoryBreakdown memory;
+};
+Result<PredictedRun> read_predicted_run(const std::string& path);
 
 struct CategoryError {
   MemoryCategory category = MemoryCategory::parameters;

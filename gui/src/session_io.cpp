@@ -52,7 +52,7 @@ Result<PlannerInputs> session_from_json(std::string_view text, const std::string
   auto parsed = planner::parse_json(text, source);
   if (!parsed) return parsed.error();
   const json& doc = parsed.value();
-  if (!doc.is_object() || doc.value("schema", 0) != 1 || doc.value("kind", "") != "tessera-gui-session") {
+  if (!doc.is_object() || planner::value_or(doc, "schema", 0) != 1 || planner::value_or(doc, "kind", std::string()) != "tessera-gui-session") {
     return make_error(ErrorCode::parse_error, source + ": not a session file (expected \"schema\": 1, \"kind\": \"tessera-gui-session\")");
   }
   PlannerInputs in;

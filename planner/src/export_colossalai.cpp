@@ -26,6 +26,7 @@
 
 #include "export_internal.h"
 #include "tessera/planner/export.h"
+#include "tessera/planner/json_io.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
 #include "tessera/planner/search.h"
@@ -273,10 +274,10 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
   if (!config) return config.error();
 
   const json& plan = export_detail::plan_json(file, plan_index);
-  const double tokens_per_s = plan.value("tokens_per_s", 0.0);
-  const double step_time_s = plan.value("step_time_s", 0.0);
-  const double mfu = plan.value("mfu", 0.0);
-  const int64_t peak_bytes = plan.value("peak_device_bytes", int64_t{0});
+  const double tokens_per_s = value_or(plan, "tokens_per_s", 0.0);
+  const double step_time_s = value_or(plan, "step_time_s", 0.0);
+  const double mfu = value_or(plan, "mfu", 0.0);
+  const int64_t peak_bytes = value_or(plan, "peak_device_bytes", int64_t{0});
   const int64_t accumulation = export_detail::gradient_accumulation_steps(r);
   const int64_t sequences = export_detail::sequences_per_step(r);
   const std::string description = one_line(describe_plan(r), 200);

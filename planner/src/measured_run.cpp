@@ -31,7 +31,7 @@ Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string&
   auto document = parse_json(text, source);
   if (!document) return document.error();
   const json& doc = document.value();
-  if (!doc.is_object() || doc.value("schema", 0) != 1 || doc.value("kind", "") != "metrics") {
+  if (!doc.is_object() || value_or(doc, "schema", 0) != 1 || value_or(doc, "kind", std::string()) != "metrics") {
     return make_error(ErrorCode::parse_error, source + ": not a metrics file (expected \"schema\": 1, \"kind\": \"metrics\" as tessera train writes)");
   }
   const json* ranks = doc.contains("ranks") ? &doc["ranks"] : nullptr;
@@ -42,8 +42,8 @@ Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string&
   if (!request) return request.error();
   MeasuredRun run;
   run.request = std::move(request).value();
-  run.model_name = doc.contains("model") && doc["model"].is_object() ? doc["model"].value("name", "") : "";
-  run.tokens_per_s = doc.value("tokens_per_s", 0.0);
+  run.model_name = doc.contains("model") ? value_or(doc["model"], "name", std::string()) : "";
+  run.tokens_per_s = value_or(doc, "tokens_per_s", 0.0);
   auto memory = categories_of((*ranks)[0], source);
   if (!memory) return memory.error();
   run.memory = memory.value();
@@ -64,7 +64,7 @@ Result<PredictedRun> read_predicted_run(const std::string& path) {
   const json& doc = document.value();
   const json* ranks = nullptr;
   if (doc.is_object() && doc.contains("ranks")) ranks = &doc["ranks"];
-  if (doc.is_object() && doc.value("kind", "") == "plan" && doc.contains("plans") && doc["plans"].is_array() && !doc["plans"].empty() &&
+  if (value_or(doc, "kind", std::string()) == "plan" && doc.contains("plans") && doc["plans"].is_array() && !doc["plans"].empty() &&
       doc["plans"][0].is_object() && doc["plans"][0].contains("memory") && doc["plans"][0]["memory"].is_object()) {
     ranks = doc["plans"][0]["memory"].contains("ranks") ? &doc["plans"][0]["memory"]["ranks"] : nullptr;
   }
@@ -75,7 +75,7 @@ Result<PredictedRun> read_predicted_run(const std::string& path) {
   if (!memory) return memory.error();
   PredictedRun run;
   run.memory = memory.value();
-  run.model_name = doc.contains("model") && doc["model"].is_object() ? doc["model"].value("name", "") : "";
+  run.model_name = doc.contains("model") ? value_or(doc["model"], "name", std::string()) : "";
   return run;
 }
 

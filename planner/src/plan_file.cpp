@@ -57,7 +57,7 @@ Result<PlanFile> parse_plan_file(std::string_view text, const std::string& sourc
   if (!document) return document.error();
   plan.document = std::move(document).value();
   const json& doc = plan.document;
-  if (!doc.is_object() || doc.value("schema", 0) != 1 || doc.value("kind", "") != "plan") {
+  if (!doc.is_object() || value_or(doc, "schema", 0) != 1 || value_or(doc, "kind", std::string()) != "plan") {
     return make_error(ErrorCode::parse_error, source + ": not a plan file (expected \"schema\": 1 and \"kind\": \"plan\"; write one with `tessera plan`)");
   }
   try {

@@ -16,6 +16,7 @@
 #include "estimate_options.h"
 #include "tessera/planner/embedded_data.h"
 #include "tessera/planner/model_config.h"
+#include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
 
 namespace {
@@ -44,7 +45,7 @@ std::vector<CorpusFile> read_corpus(const std::string& subdirectory) {
 }
 
 TEST(FuzzCorpus, BothCorporaArePresentAndNonEmpty) {
-  for (const char* name : {"model_config", "estimate_options"}) {
+  for (const char* name : {"model_config", "estimate_options", "plan_file"}) {
     EXPECT_FALSE(read_corpus(name).empty()) << "no files in " << TESSERA_FUZZ_CORPUS_DIR << "/" << name;
   }
 }
@@ -116,6 +117,20 @@ TEST(FuzzCorpus, EstimateOptionsCorpusReplaysAndCoversBothOutcomes) {
   EXPECT_GE(parsed, 10);
   EXPECT_GE(rejected, 10);
   EXPECT_GE(shipped_model, 5) << "few corpus entries reach an estimate of a shipped model";
+}
+
+TEST(FuzzCorpus, PlanFileCorpusReplaysAndCoversBothOutcomes) {
+  const std::vector<CorpusFile> corpus = read_corpus("plan_file");
+  ASSERT_FALSE(corpus.empty());
+  int parsed = 0, rejected = 0;
+  for (const CorpusFile& file : corpus) {
+    SCOPED_TRACE(file.name);
+    tessera::fuzz::fuzz_plan_file_once(file.data(), file.bytes.size());
+    const auto plan = tessera::planner::parse_plan_file(file.bytes, file.name);
+    plan ? ++parsed : ++rejected;
+  }
+  EXPECT_GE(parsed, 3);
+  EXPECT_GE(rejected, 1);
 }
 
 TEST(FuzzCorpus, ArgumentsSplitOnNewlineAndNul) {

@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "estimate_options.h"
+#include "tessera/planner/export.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/plan_file.h"
 #include "tessera/planner/model_config.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
@@ -132,6 +134,36 @@ void fuzz_estimate_options_once(const uint8_t* data, size_t size) {
   render_and_check(report, ReportFormat::json);
   if (options->format_value != ReportFormat::table && options->format_value != ReportFormat::json) {
     render_and_check(report, options->format_value);
+  }
+}
+
+void fuzz_plan_file_once(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  // Only shipped names: the model source and the cluster's GPU could name any
+  // file (or a FIFO, or /dev/zero). Looked at in a plain JSON parse first.
+  const nlohmann::json document = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto named = [&](const char* object, const char* key, const std::vector<std::string>& names) {
+    if (!document.is_object() || !document.contains(object) || !document[object].is_object()) return true;  // the parser reports it
+    const nlohmann::json& value = document[object].value(key, nlohmann::json());
+    return !value.is_string() || contains(names, value.get<std::string>());
+  };
+  if (!named("model", "source", model_names()) || !named("cluster", "gpu", gpu_names())) return;
+  auto plan = parse_plan_file(text, "fuzz");
+  if (!plan) {
+    require(!plan.error().message.empty(), "parse_plan_file failed with an empty message");
+    return;
+  }
+  // A few plans at most, and none whose Gemini chunk search would be the slow part (see above).
+  for (size_t i = 0; i < std::min<size_t>(plan->plans.size(), 3); ++i) {
+    const GeminiOptions& gemini = plan->plans[i].plugin.gemini;
+    if (plan->plans[i].plugin.kind == PluginKind::gemini && gemini.chunk_size == 0 && gemini.search_interval > 0 &&
+        gemini.search_range_m * 1048576.0 / static_cast<double>(gemini.search_interval) > 65536) {
+      continue;
+    }
+    for (const auto& target : kExportTargetNames) {
+      auto exported = export_plan(plan.value(), i, target.value);
+      require(exported ? !exported->empty() : !exported.error().message.empty(), "an export returned neither text nor a message");
+    }
   }
 }
 

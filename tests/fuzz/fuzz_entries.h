@@ -26,4 +26,9 @@ std::vector<std::string> split_arguments(const uint8_t* data, size_t size);
 // entries, estimate_memory rendered as a table and as JSON.
 void fuzz_estimate_options_once(const uint8_t* data, size_t size);
 
+// The bytes as a plan.json (hand-edited plan files are user input):
+// parse_plan_file and, when it names a shipped model and GPU, every export of
+// its first plans.
+void fuzz_plan_file_once(const uint8_t* data, size_t size);
+
 }  // namespace tessera::fuzz

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,24 @@ namespace tessera::planner {
 // Parses a JSON document; a syntax error, or a number out of double's range,
 // becomes "SOURCE: not valid JSON: ..." on one line.
 Result<nlohmann::json> parse_json(std::string_view text, const std::string& source);
+
+// object[key] when `object` is an object holding a T there, else `fallback`.
+// Unlike json::value, a mistyped key ("schema": "1") does not throw: files a
+// user edits by hand reach these reads.
+template <typename T>
+T value_or(const nlohmann::json& object, const char* key, T fallback) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  if (it == object.end()) return fallback;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!it->is_number_integer()) return fallback;  // 2e29 into an int64 would be undefined behaviour
+  }
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
 
 nlohmann::json model_to_json(const Model& model);
 

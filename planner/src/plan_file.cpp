@@ -62,8 +62,11 @@ Result<PlanFile> parse_plan_file(std::string_view text, const std::string& sourc
   }
   try {
     plan.model_source = doc.at("model").at("source").get<std::string>();
-    plan.global_batch_size = doc.at("global_batch_size").get<int64_t>();
-    plan.seq_len = doc.at("seq_len").get<int64_t>();
+    // Whole numbers only: a float such as 1e30 converted to int64 would be undefined behaviour.
+    for (auto [key, target] : {std::pair{"global_batch_size", &plan.global_batch_size}, std::pair{"seq_len", &plan.seq_len}}) {
+      if (!doc.at(key).is_number_integer()) throw json::type_error::create(302, "not a whole number", nullptr);
+      *target = doc.at(key).get<int64_t>();
+    }
   } catch (const json::exception&) {
     return make_error(ErrorCode::parse_error, source + ": missing or mistyped 'model.source', 'global_batch_size' or 'seq_len'");
   }

@@ -9,10 +9,13 @@ using nlohmann::json;
 
 namespace {
 
-// A rank row's "categories": {"<category>": {"device_bytes", "host_bytes"}}.
-Result<MemoryBreakdown> categories_of(const json& rank_row, const std::string& source) {
+// The first row of a "ranks" array: its "categories" as {"<category>": {"device_bytes", "host_bytes"}}.
+Result<MemoryBreakdown> first_rank_categories(const json* ranks, const std::string& source, const std::string& missing) {
+  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object() || !(*ranks)[0].contains("categories")) {
+    return make_error(ErrorCode::parse_error, source + ": " + missing);
+  }
   MemoryBreakdown memory;
-  const json& categories = rank_row["categories"];
+  const json& categories = (*ranks)[0]["categories"];
   try {
     for (MemoryCategory c : kAllMemoryCategories) {
       const json entry = categories.value(std::string(to_string(c)), json::object());
@@ -34,18 +37,14 @@ Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string&
   if (!doc.is_object() || value_or(doc, "schema", 0) != 1 || value_or(doc, "kind", std::string()) != "metrics") {
     return make_error(ErrorCode::parse_error, source + ": not a metrics file (expected \"schema\": 1, \"kind\": \"metrics\" as tessera train writes)");
   }
-  const json* ranks = doc.contains("ranks") ? &doc["ranks"] : nullptr;
-  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object() || !(*ranks)[0].contains("categories")) {
-    return make_error(ErrorCode::parse_error, source + ": no per-rank memory (\"ranks\"[0].\"categories\")");
-  }
+  auto memory = first_rank_categories(doc.contains("ranks") ? &doc["ranks"] : nullptr, source, "no per-rank memory (\"ranks\"[0].\"categories\")");
+  if (!memory) return memory.error();
   auto request = request_from_json(doc, source);
   if (!request) return request.error();
   MeasuredRun run;
   run.request = std::move(request).value();
   run.model_name = doc.contains("model") ? value_or(doc["model"], "name", std::string()) : "";
   run.tokens_per_s = value_or(doc, "tokens_per_s", 0.0);
-  auto memory = categories_of((*ranks)[0], source);
-  if (!memory) return memory.error();
   run.memory = memory.value();
   return run;
 }
@@ -68,10 +67,7 @@ Result<PredictedRun> read_predicted_run(const std::string& path) {
       doc["plans"][0].is_object() && doc["plans"][0].contains("memory") && doc["plans"][0]["memory"].is_object()) {
     ranks = doc["plans"][0]["memory"].contains("ranks") ? &doc["plans"][0]["memory"]["ranks"] : nullptr;
   }
-  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object() || !(*ranks)[0].contains("categories")) {
-    return make_error(ErrorCode::parse_error, path + ": no per-rank memory found (expected a plan or estimate file with \"schema\": 1)");
-  }
-  auto memory = categories_of((*ranks)[0], path);
+  auto memory = first_rank_categories(ranks, path, "no per-rank memory found (expected a plan or estimate file with \"schema\": 1)");
   if (!memory) return memory.error();
   PredictedRun run;
   run.memory = memory.value();

@@ -229,7 +229,7 @@ RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryB
   row.last_layer = s.chunks.back().first_layer + s.chunks.back().num_layers - 1;
   row.has_embedding = s.first;
   row.has_head = s.last;
-  row.in_flight_micro_batches = s.in_flight;
+  row.in_flight_micro_batches = s.in_flight();
   if (s.chunks.size() > 1) row.layer_chunks = s.chunks;
   row.bytes = bytes;
   row.device_total = bytes.device_total();
@@ -268,6 +268,12 @@ std::vector<int64_t> bytes_per_chunk_pass(const Model& m, const EstimateRequest&
 
 }  // namespace
 
+int64_t StageShape::in_flight() const {
+  int64_t passes = 0;
+  for (int64_t n : in_flight_per_chunk) passes += n;
+  return passes;
+}
+
 int64_t StageShape::in_flight_blocks() const {
   int64_t blocks = 0;
   for (size_t j = 0; j < chunks.size(); ++j) blocks += in_flight_per_chunk[j] * chunks[j].num_layers;
@@ -277,7 +283,7 @@ int64_t StageShape::in_flight_blocks() const {
 std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
   const auto& l = r.layout;
   const auto& p = r.plugin;
-  const int64_t chunks = p.pp_schedule == PipelineSchedule::interleaved ? p.num_model_chunks : 1;
+  const int64_t chunks = p.model_chunks();
   const auto layers = stage_chunks(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), static_cast<int>(chunks));
   std::vector<StageShape> stages;
   stages.reserve(layers.size());
@@ -300,8 +306,6 @@ std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
     if (s.last && l.pp > 1) totals += m.tied_head;
     s.params = totals.per_tp_rank(l.tp);
     s.in_flight_per_chunk = in_flight_at_peak(p.pp_schedule, l.pp, stage, r.training.num_micro_batches, chunks, bytes_per_chunk_pass(m, r, s));
-    s.in_flight = 0;
-    for (int64_t n : s.in_flight_per_chunk) s.in_flight += n;
     stages.push_back(s);
   }
   return stages;

@@ -164,7 +164,7 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes
   const int64_t pp = static_cast<int64_t>(costs.size());
   const int64_t m = c.request.training.num_micro_batches;
   const auto& plugin = c.request.plugin;
-  const int64_t chunks = plugin.pp_schedule == PipelineSchedule::interleaved ? plugin.num_model_chunks : 1;
+  const int64_t chunks = plugin.model_chunks();
   const int64_t virtual_stages = pp * chunks;
   const auto schedule = pipeline_schedule(plugin.pp_schedule, pp, m, chunks);
   std::vector<std::vector<double>> forward_end(static_cast<size_t>(virtual_stages), std::vector<double>(static_cast<size_t>(m), -1));

@@ -189,7 +189,7 @@ Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
   };
   // Stage 0 holds the most; interleaved chunk forwards are counted as whole micro-batches (an upper bound).
   int64_t in_flight = 0;
-  const int64_t chunks = r.plugin.pp_schedule == PipelineSchedule::interleaved ? r.plugin.num_model_chunks : 1;
+  const int64_t chunks = r.plugin.model_chunks();
   for (int64_t n : in_flight_at_peak(r.plugin.pp_schedule, r.layout.pp, 0, t.num_micro_batches, chunks, std::vector<int64_t>(static_cast<size_t>(chunks), 1))) {
     in_flight += n;
   }

@@ -6,6 +6,7 @@
 #include <QElapsedTimer>
 #include <QTest>
 
+#include "input_panel.h"
 #include "main_window.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/search.h"
@@ -19,6 +20,21 @@ inline bool wait_for_search(PlannerSession& session) {
   QCoreApplication::processEvents();
   while (session.searching() && timer.elapsed() < 10000) QTest::qWait(2);
   return !session.searching();
+}
+
+// Puts `inputs` into the controls and the session, as a user's edit does.
+inline void set_inputs(MainWindow& window, const PlannerInputs& inputs) {
+  window.inputPanel()->setInputs(inputs);
+  window.session().setInputs(inputs);
+}
+
+// Llama-2-70B on 1024 GPUs, global batch 1024: the largest case the latency targets name.
+inline PlannerInputs large_example() {
+  PlannerInputs inputs;
+  inputs.model = "llama-2-70b";
+  inputs.gpus = 1024;
+  inputs.global_batch = 1024;
+  return inputs;
 }
 
 // The planner's search for `inputs`, computed here without the GUI.

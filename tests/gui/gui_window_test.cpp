@@ -116,8 +116,7 @@ class WindowTest : public QObject {
     PlannerInputs inputs;
     inputs.model = "gpt2";  // 1024 learned positions
     inputs.seq_len = 4096;
-    window.inputPanel()->setInputs(inputs);
-    window.session().setInputs(inputs);
+    test::set_inputs(window, inputs);
     QVERIFY(window.inputPanel()->errorText(InputField::seq_len).contains("--seq 4096"));
     QVERIFY(window.inputPanel()->errorText(InputField::model).isEmpty());
     window.inputPanel()->seqBox()->setValue(1024);
@@ -193,8 +192,7 @@ class WindowTest : public QObject {
     window.session().selectPlan(*window.planModel()->planAt(1));
     PlannerInputs inputs;
     inputs.plugin = planner::PluginKind::gemini;
-    window.inputPanel()->setInputs(inputs);
-    window.session().setInputs(inputs);
+    test::set_inputs(window, inputs);
     QVERIFY(test::wait_for_search(window.session()));
     const planner::PlanSearchResult gemini = test::planner_search(inputs);
     QVERIFY(window.session().shownPlan().has_value());
@@ -415,12 +413,8 @@ class WindowTest : public QObject {
     MainWindow window(StartState::defaults);
     window.resize(1280, 800);
     window.show();
-    PlannerInputs inputs;
-    inputs.model = "llama-2-70b";
-    inputs.gpus = 1024;
-    inputs.global_batch = 1024;
-    window.inputPanel()->setInputs(inputs);
-    window.session().setInputs(inputs);
+    PlannerInputs inputs = test::large_example();
+    test::set_inputs(window, inputs);
     QVERIFY(test::wait_for_search(window.session()));
     window.showView(View::mesh);
     window.meshView()->grab();  // paints
@@ -515,12 +509,7 @@ class WindowTest : public QObject {
   void aChangeStaysFastAt70BOn1024Gpus() {
     MainWindow window(StartState::defaults);
     window.show();
-    PlannerInputs inputs;
-    inputs.model = "llama-2-70b";
-    inputs.gpus = 1024;
-    inputs.global_batch = 1024;
-    window.inputPanel()->setInputs(inputs);
-    window.session().setInputs(inputs);
+    test::set_inputs(window, test::large_example());
     QVERIFY(test::wait_for_search(window.session()));
     QElapsedTimer timer;
     timer.start();

@@ -76,9 +76,10 @@ struct StageShape {
   bool first = false;        // holds the embedding
   bool last = false;         // holds the final norm, the head and the loss
   int64_t params = 0;        // parameters on one rank of this stage before data-parallel sharding
-  int64_t in_flight = 1;     // micro-batches of activations held at the peak (chunk forwards when interleaved)
   std::vector<StageLayers> chunks;               // the stage's blocks, one range per model chunk
-  std::vector<int64_t> in_flight_per_chunk{1};   // of `in_flight`, per chunk
+  std::vector<int64_t> in_flight_per_chunk{1};   // micro-batches of each chunk's activations held at the peak
+  // Micro-batches of activations held at the peak (chunk passes when interleaved).
+  int64_t in_flight() const;
   // Block activations held at the peak, in micro-batch · block units.
   int64_t in_flight_blocks() const;
 };

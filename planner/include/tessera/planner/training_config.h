@@ -98,6 +98,9 @@ struct PluginOptions {
   // interleaved: model chunks per GPU (HybridParallelPlugin num_model_chunks), 1 otherwise.
   int64_t num_model_chunks = 1;
 
+  // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
+  int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }
+
   int effective_zero_stage() const {
     if (zero_stage >= 0) return zero_stage;
     return kind == PluginKind::low_level_zero ? 1 : 0;

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (size_t i = 0; i < grads.size(); ++i) names.push_back("grad." + net.parameter_names()[i]);
   for (size_t i = 0; i < grads.size(); ++i) views.push_back({names[i], net.parameter_shapes()[i], grads[i].data()});
-  if (Status s = engine::write_safetensors(out, views, {}); !s) {
+  if (auto s = engine::write_safetensors(out, views, {}); !s) {
     std::fprintf(stderr, "reference_dump: %s\n", s.error().message.c_str());
     return 2;
   }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +12,11 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "stop_signals.h"
+#include "tessera/engine/data.h"
+#include "tessera/engine/host_memory.h"
+#include "tessera/engine/model/transformer.h"
+#include "tessera/engine/run_directory.h"
 #include "tessera/engine/ops/workspace.h"
 #include "tessera/engine/trainer.h"
 #include "tessera/planner/cpu_backend.h"
@@ -141,7 +147,8 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_option("--loss-scale", o.loss_scale, "fp16: initial dynamic loss scale")->capture_default_str();
   c.add_option("--loss-scale-window", o.loss_scale_window, "fp16: overflow-free steps before the loss scale doubles")->capture_default_str();
   c.add_option("--hysteresis", o.hysteresis, "fp16: overflowing steps before the loss scale halves")->capture_default_str();
-  c.add_flag("--resume", o.resume, "Continue from the checkpoint in --out up to --steps");
+  c.add_flag("--resume", o.resume, "Continue from the checkpoint in --out up to --steps (from step 1 where it holds none yet)");
+  c.add_flag("--allow-changes", o.allow_changes, "With --resume: continue although precision, batch shape, data, model or --lr differ from the checkpoint's");
   c.add_option("--save-every", o.save_every, "Also save the checkpoint and metrics.json every N steps");
   c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer)");
 }
@@ -178,16 +185,8 @@ std::set<std::string> given_options(const CLI::App& command) {
   return names;
 }
 
-int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
-  TrainCliOptions o = given;
-  if (Status s = check_given_options(o); !s) return fail(err, s.error().message);
-  if (!o.plan.empty()) {
-    if (Status s = apply_plan(o.plan, o); !s) return fail(err, s.error().message);
-  }
-  if (Status s = o.estimate.finish(); !s) return fail(err, s.error().message);
-  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu); !s) return fail(err, s.error().message);
-  auto model = load_model(o.estimate.model);
-  if (!model) return fail(err, model.error().message);
+// The engine's options from the command line's, checked.
+Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
   const planner::TrainingOptions& training = o.estimate.request.training;
   engine::TrainOptions t;
   t.micro_batch_size = training.micro_batch_size;
@@ -203,41 +202,94 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   t.loss_scaler.initial_scale = o.loss_scale;
   t.loss_scaler.growth_interval = o.loss_scale_window;
   t.loss_scaler.hysteresis = o.hysteresis;
-  t.checkpoint_dir = o.out;
   t.resume = o.resume;
+  t.allow_changes = o.allow_changes;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
-  if (!(o.learning_rate > 0 && std::isfinite(o.learning_rate))) return fail(err, "--lr must be a positive number");
+  if (o.out.empty()) return make_error(ErrorCode::invalid_argument, "--out must name a directory for the checkpoint and metrics, e.g. --out run");
+  if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");
+  if (o.save_every < 0) return make_error(ErrorCode::invalid_argument, "--save-every must be a positive number of steps (or 0: only at the end)");
+  if (o.allow_changes && !o.resume) return make_error(ErrorCode::invalid_argument, "--allow-changes applies to --resume only");
+  if (!(o.learning_rate > 0 && std::isfinite(o.learning_rate))) return make_error(ErrorCode::invalid_argument, "--lr must be a positive number");
   if (training.precision != Precision::fp16) {
     for (const char* name : kLossScalerOptions) {
-      if (o.given.contains(name)) return fail(err, std::string(name) + " applies to --precision fp16 only (this run is " + o.estimate.precision + ")");
+      if (o.given.contains(name)) {
+        return make_error(ErrorCode::invalid_argument, std::string(name) + " applies to --precision fp16 only (this run is " + o.estimate.precision + ")");
+      }
     }
   }
-  if (!(o.loss_scale >= 1 && std::isfinite(o.loss_scale))) return fail(err, "--loss-scale must be a number of at least 1, e.g. 65536");
-  if (o.loss_scale_window <= 0) return fail(err, "--loss-scale-window must be a positive number of steps");
-  if (o.hysteresis <= 0) return fail(err, "--hysteresis must be a positive number of overflowing steps");
-  // Say what it will need before allocating it.
+  if (!(o.loss_scale >= 1 && std::isfinite(o.loss_scale))) return make_error(ErrorCode::invalid_argument, "--loss-scale must be a number of at least 1, e.g. 65536");
+  if (o.loss_scale_window <= 0) return make_error(ErrorCode::invalid_argument, "--loss-scale-window must be a positive number of steps");
+  if (o.hysteresis <= 0) return make_error(ErrorCode::invalid_argument, "--hysteresis must be a positive number of overflowing steps");
+  return t;
+}
+
+// The pre-flight memory check: the planner's estimate of the run plus the
+// tokens the data will take, against what this machine lets the process have
+// (engine/host_memory.h: available memory, cgroup and ulimit limits, a reserve).
+Status check_memory(const std::string& model_name, const MemoryEstimate& estimate, int64_t data_bytes) {
+  const engine::HostMemoryBudget budget = engine::host_memory_budget();
+  const int64_t model_bytes = estimate.tightest().device_total;
+  if (model_bytes + data_bytes <= budget.usable_bytes()) return Status::success();
+  return make_error(ErrorCode::invalid_argument, "--model " + model_name + " needs " + format_bytes(model_bytes + data_bytes) + " (" +
+                                                     format_bytes(model_bytes) + " as plan.json estimates, " + format_bytes(data_bytes) +
+                                                     " of data) but " + format_bytes(std::max<int64_t>(0, budget.usable_bytes())) +
+                                                     " is usable here (" + budget.limited_by + ": " + format_bytes(budget.limit_bytes) +
+                                                     ", less a reserve of " + format_bytes(budget.reserve_bytes) +
+                                                     "); lower --micro-batch or --seq, or use --recompute full");
+}
+
+// What the user reads when a signal stopped the run.
+std::string stopped_line(int signal_number, const engine::TrainMetrics& m, const std::string& out_dir) {
+  const int64_t last = m.first_step + static_cast<int64_t>(m.loss.size()) - 1;
+  std::string line = std::string("stopped by ") + signal_name(signal_number) + " after step " + std::to_string(last) + ": ";
+  if (m.checkpoint_step == 0) return line + "no step was complete, so nothing was saved";
+  return line + "the checkpoint in " + out_dir + " is at step " + std::to_string(m.checkpoint_step) + " (metrics.json written); continue with --resume";
+}
+
+int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
+  TrainCliOptions o = given;
+  if (Status s = check_given_options(o); !s) return fail(err, s.error().message);
+  if (!o.plan.empty()) {
+    if (Status s = apply_plan(o.plan, o); !s) return fail(err, s.error().message);
+  }
+  if (Status s = o.estimate.finish(); !s) return fail(err, s.error().message);
+  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu); !s) return fail(err, s.error().message);
+  auto options = engine_options(o);
+  if (!options) return fail(err, options.error().message);
+  engine::TrainOptions t = std::move(options).value();
+  auto model = load_model(o.estimate.model);
+  if (!model) return fail(err, model.error().message);
+  // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
+  if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return fail(err, s.error().message);
   const EstimateRequest request = cpu_request(o.estimate.request);
   const GpuProfile cpu = cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
-  if (!estimate->fits()) {
-    return fail(err, "--model " + o.estimate.model + " needs " + format_bytes(estimate->tightest().device_total) + " but this machine has " + format_bytes(cpu.memory_bytes));
-  }
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(t.data_path, ec)) return fail(err, "--data: cannot open '" + t.data_path + "'");
-  const EstimateReport report{model.value(), cpu, request, estimate.value()};
-  // Each save (every --save-every steps and at the end) writes the estimate and the metrics so far.
+  auto data_bytes = engine::token_memory_bytes(t.data_path);
+  if (!data_bytes) return fail(err, data_bytes.error().message);
+  if (Status s = check_memory(o.estimate.model, estimate.value(), data_bytes.value()); !s) return fail(err, s.error().message);
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return fail(err, config_text.error().message);
+  auto run_directory = engine::RunDirectory::open(o.out);  // one writer per directory, from here to the end
+  if (!run_directory) return fail(err, run_directory.error().message);
+  const EstimateReport report{model.value(), cpu, request, estimate.value()};
+  // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
+  if (Status s = write_file_atomically(o.out + "/config.json", config_text.value()); !s) return fail(err, s.error().message);
+  if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"); !s) return fail(err, s.error().message);
+  t.run_directory = &run_directory.value();
+  t.model_config_text = config_text.value();
   t.on_save = [&](const engine::TrainMetrics& m) -> Status {
-    // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
-    if (Status s = write_file_atomically(o.out + "/config.json", config_text.value()); !s) return s;
-    if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"); !s) return s;
     return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n");
   };
+  const StopSignals signals;
+  t.stop_requested = [&signals] { return signals.received() != 0; };
   const bool terminal = isatty(fileno(stdout)) != 0;
-  auto metrics = engine::train(model.value(), t, out, terminal);  // creates --out for its checkpoint
+  auto metrics = engine::train(model.value(), t, out, terminal);
   if (!metrics) return fail(err, metrics.error().message);
+  if (metrics->stopped) {
+    err << (terminal ? "\n" : "") << "tessera: " << stopped_line(signals.received(), metrics.value(), o.out) << "\n";
+    return 128 + signals.received();
+  }
   char line[200];
   if (metrics->loss.empty()) {
     out << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
@@ -248,7 +300,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
                 metrics->loss.back(), metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
   out << line;
   if (!metrics->skipped_steps.empty()) out << metrics->skipped_steps.size() << " step(s) skipped on fp16 gradient overflow\n";
-  out << "wrote " << o.out << "/config.json, model.safetensors, optimizer.safetensors, plan.json and metrics.json\n";
+  out << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json, plan.json and metrics.json\n";
   return kExitOk;
 }
 

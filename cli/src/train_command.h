@@ -27,6 +27,7 @@ struct TrainCliOptions {
   int64_t loss_scale_window = 2000;   // fp16: good steps before the scale grows
   int64_t hysteresis = 1;             // fp16: overflowing steps before the scale backs off
   bool resume = false;
+  bool allow_changes = false;  // --resume with other settings than the checkpoint's
   int64_t save_every = 0;
   std::string plan;  // train the best plan of a plan.json instead of the options above
   std::set<std::string> given;  // the options on the command line, e.g. "--bucket-mb"

@@ -2,55 +2,100 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <functional>
+
+#include "tessera/engine/file_io.h"
 
 namespace tessera::engine {
 namespace {
 
 constexpr int32_t kShardMagic = 20240520;  // llm.c data_common.py
 constexpr int32_t kShardVersion = 1;
+constexpr int64_t kShardHeaderBytes = 256 * sizeof(int32_t);
 
-Result<TokenDataset> load_shard(const std::string& path, const std::vector<char>& bytes) {
-  const size_t header_bytes = 256 * sizeof(int32_t);
-  if (bytes.size() < header_bytes) return make_error(ErrorCode::parse_error, "--data: " + path + " is shorter than an llm.c shard header (1024 bytes)");
+bool is_shard(const std::string& path) { return path.ends_with(".bin"); }
+
+// Where a source of bytes comes from: a file read in pieces, or memory.
+using ReadBytes = std::function<Status(int64_t offset, char* into, size_t bytes)>;
+
+// The token count a shard's header announces, checked against its size.
+Result<int64_t> shard_token_count(const ReadBytes& read, int64_t size, const std::string& path) {
+  if (size < kShardHeaderBytes) return make_error(ErrorCode::parse_error, "--data: " + path + " is shorter than an llm.c shard header (1024 bytes)");
   int32_t header[256];
-  std::memcpy(header, bytes.data(), header_bytes);
+  if (Status s = read(0, reinterpret_cast<char*>(header), sizeof header); !s) return s.error();
   if (header[0] != kShardMagic || header[1] != kShardVersion) {
     return make_error(ErrorCode::parse_error, "--data: " + path + " is not an llm.c token shard (magic 20240520, version 1)");
   }
   const int64_t count = header[2];
-  if (count < 0 || bytes.size() != header_bytes + static_cast<size_t>(count) * sizeof(uint16_t)) {
-    return make_error(ErrorCode::parse_error, "--data: " + path + " holds " + std::to_string((bytes.size() - header_bytes) / 2) +
+  if (count < 0 || size != kShardHeaderBytes + count * static_cast<int64_t>(sizeof(uint16_t))) {
+    return make_error(ErrorCode::parse_error, "--data: " + path + " holds " + std::to_string((size - kShardHeaderBytes) / 2) +
                                                   " tokens but its header says " + std::to_string(count));
   }
+  return count;
+}
+
+// Reads tokens (bytes of text, or a shard's uint16 ids) in pieces of 1 MiB.
+Result<TokenDataset> read_tokens(const ReadBytes& read, int64_t size, bool shard, const std::string& path) {
   TokenDataset data;
-  data.tokens.resize(static_cast<size_t>(count));
-  int32_t largest = -1;
-  for (int64_t i = 0; i < count; ++i) {
-    uint16_t token = 0;
-    std::memcpy(&token, bytes.data() + header_bytes + static_cast<size_t>(i) * 2, 2);
-    data.tokens[static_cast<size_t>(i)] = token;
-    largest = std::max<int32_t>(largest, token);
+  int64_t offset = 0, count = size, width = 1;
+  if (shard) {
+    auto tokens = shard_token_count(read, size, path);
+    if (!tokens) return tokens.error();
+    offset = kShardHeaderBytes;
+    count = tokens.value();
+    width = 2;
   }
-  // The ids the shard uses, not all that uint16 could hold: a GPT-2 shard
-  // (ids below 50257) trains a model with GPT-2's vocabulary.
-  data.vocab_size = largest + 1;
+  data.tokens.resize(static_cast<size_t>(count));
+  std::vector<char> piece(size_t{1} << 20);
+  const auto per_piece = static_cast<int64_t>(piece.size()) / width;
+  int32_t largest = -1;
+  for (int64_t first = 0; first < count; first += per_piece) {
+    const int64_t n = std::min(per_piece, count - first);
+    if (Status s = read(offset + first * width, piece.data(), static_cast<size_t>(n * width)); !s) return s.error();
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t token = static_cast<unsigned char>(piece[static_cast<size_t>(i)]);
+      if (shard) std::memcpy(&token, piece.data() + i * 2, 2);
+      data.tokens[static_cast<size_t>(first + i)] = token;
+      largest = std::max<int32_t>(largest, token);
+    }
+  }
+  // The ids a shard uses, not all that uint16 could hold: a GPT-2 shard (ids
+  // below 50257) trains a model with GPT-2's vocabulary. Text is bytes.
+  data.vocab_size = shard ? largest + 1 : 256;
   return data;
 }
 
 }  // namespace
 
 Result<TokenDataset> load_token_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::not_found, "--data: cannot open '" + path + "'");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (path.ends_with(".bin")) return load_shard(path, bytes);
-  TokenDataset data;
-  data.vocab_size = 256;
-  data.tokens.reserve(bytes.size());
-  for (char ch : bytes) data.tokens.push_back(static_cast<unsigned char>(ch));
-  return data;
+  auto file = ReadOnlyFile::open(path, "--data");
+  if (!file) return file.error();
+  Crc32 crc;
+  const ReadBytes read = [&](int64_t offset, char* into, size_t bytes) -> Status {
+    if (Status s = file->read_at(offset, into, bytes); !s) return s;
+    crc.update(into, bytes);  // read once, in order: the checksum of the whole file
+    return Status::success();
+  };
+  auto data = read_tokens(read, file->size(), is_shard(path), path);
+  if (!data) return data.error();
+  TokenDataset out = std::move(data).value();
+  out.crc32 = crc.hex();
+  return out;
+}
+
+Result<TokenDataset> parse_token_data(std::string_view bytes, bool shard, const std::string& path) {
+  const ReadBytes read = [&](int64_t offset, char* into, size_t count) -> Status {
+    std::memcpy(into, bytes.data() + offset, count);
+    return Status::success();
+  };
+  return read_tokens(read, static_cast<int64_t>(bytes.size()), shard, path);
+}
+
+Result<int64_t> token_memory_bytes(const std::string& path) {
+  auto file = ReadOnlyFile::open(path, "--data");
+  if (!file) return file.error();
+  const int64_t tokens = is_shard(path) ? std::max<int64_t>(0, file->size() - kShardHeaderBytes) / 2 : file->size();
+  return tokens * static_cast<int64_t>(sizeof(int32_t));
 }
 
 void DataLoader::next(int32_t* tokens, int32_t* targets) {

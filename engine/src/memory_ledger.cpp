@@ -1,9 +1,15 @@
 #include "tessera/engine/memory_ledger.h"
 
+#include "tessera/engine/tensor.h"
+#include "tessera/planner/report.h"
+
 #include <algorithm>
 #include <stdexcept>
 
 namespace tessera::engine {
+
+AllocationFailure::AllocationFailure(MemoryCategory category, int64_t bytes)
+    : message_("out of memory allocating " + planner::format_bytes(bytes) + " for " + std::string(to_string(category))) {}
 
 void MemoryLedger::allocated(MemoryCategory category, Device device, int64_t bytes) {
   const size_t d = index(device), c = slot(category);

@@ -1,14 +1,12 @@
 #include "tessera/engine/safetensors.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -17,35 +15,24 @@ namespace {
 
 using nlohmann::json;
 
+// The reference implementation refuses larger headers (huggingface/safetensors,
+// safetensors/src/tensor.rs: MAX_HEADER_SIZE = 100_000_000); so do we, before
+// reading one.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
-Error io_error(const std::string& what, const std::string& path) {
-  return make_error(ErrorCode::io_error, what + " '" + path + "': " + std::strerror(errno));
+uint64_t read_length(std::string_view head) {
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(static_cast<unsigned char>(head[static_cast<size_t>(i)])) << (8 * i);
+  return length;
 }
 
-bool write_all(int fd, const void* data, size_t bytes) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t written = ::write(fd, p, bytes);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += written;
-    bytes -= static_cast<size_t>(written);
-  }
-  return true;
-}
-
-std::string staged_path(const std::string& path) { return path + ".tmp"; }
-
-}  // namespace
-
-Status stage_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
+std::string header_bytes(const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   int64_t offset = 0;
   for (const TensorView& t : tensors) {
@@ -56,101 +43,157 @@ Status stage_safetensors(const std::string& path, const std::vector<TensorView>&
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned, as the reference writer does
-  const uint64_t length = text.size();
-  unsigned char length_bytes[8];
-  for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<unsigned char>(length >> (8 * i));  // little-endian
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>(static_cast<uint64_t>(text.size()) >> (8 * i));  // little-endian
+  return out + text;
+}
 
-  const std::string temporary = staged_path(path);
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return io_error("cannot write", temporary);
-  bool ok = write_all(fd, length_bytes, 8) && write_all(fd, text.data(), text.size());
-  for (const TensorView& t : tensors) ok = ok && write_all(fd, t.data, static_cast<size_t>(numel(t.shape)) * 4);
-  ok = ok && ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!ok) {
+// One entry of the header: F32, a shape whose bytes match its offsets.
+Result<SafetensorsEntry> parse_entry(const std::string& name, const json& entry, uint64_t data_bytes, const std::string& path) {
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
+    return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' lacks dtype, shape or data_offsets");
+  }
+  if (entry["dtype"] != "F32") return make_error(ErrorCode::unsupported, path + ": tensor '" + name + "' is not F32");
+  const json& shape = entry["shape"];
+  const json& offsets = entry["data_offsets"];
+  if (!shape.is_array() || !offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+    return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has a malformed shape or data_offsets");
+  }
+  SafetensorsEntry out;
+  uint64_t count = 1;
+  for (const json& d : shape) {
+    if (!d.is_number_unsigned() || (d.get<uint64_t>() > 0 && count > data_bytes / 4 / d.get<uint64_t>())) {
+      return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has an impossible shape");
+    }
+    count *= d.get<uint64_t>();
+    out.shape.push_back(d.get<int64_t>());
+  }
+  out.begin = offsets[0].get<uint64_t>();
+  out.end = offsets[1].get<uint64_t>();
+  if (out.begin > out.end || out.end > data_bytes || out.end - out.begin != count * 4) {
+    return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has inconsistent data_offsets");
+  }
+  return out;
+}
+
+// The tensors must tile the data section exactly: no gaps, no overlaps, no
+// trailing bytes (the reference loader's validation, safetensors/src/tensor.rs).
+Status check_tiling(const SafetensorsIndex& index, uint64_t data_bytes, const std::string& path) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [name, entry] : index.tensors) ranges.emplace_back(entry.begin, entry.end);
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t expected = 0;
+  for (const auto& [begin, end] : ranges) {
+    if (begin != expected) return make_error(ErrorCode::parse_error, path + ": tensors overlap or leave gaps in the data");
+    expected = end;
+  }
+  if (expected != data_bytes) return make_error(ErrorCode::parse_error, path + ": the data section holds bytes no tensor names (truncated or padded?)");
+  return Status::success();
+}
+
+}  // namespace
+
+Result<FileDigest> write_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
+  static std::atomic<int> counter{0};
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  auto writer = DurableWriter::create(temporary);
+  if (!writer) return writer.error();
+  const std::string head = header_bytes(tensors, metadata);
+  Status written = writer.value().write(head.data(), head.size());
+  for (const TensorView& t : tensors) {
+    if (written) written = writer.value().write(t.data, static_cast<size_t>(numel(t.shape)) * 4);
+  }
+  if (!written) return written.error();
+  auto digest = writer.value().finish();
+  if (!digest) return digest.error();
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const Error error = make_error(ErrorCode::io_error, "cannot replace '" + path + "': " + std::strerror(errno));
     std::remove(temporary.c_str());
-    errno = saved;
-    return io_error("cannot write (disk full?) the previous checkpoint is kept;", path);
+    return error;
   }
-  return Status::success();
+  if (Status s = fsync_directory(std::filesystem::path(path).parent_path().string()); !s) return s.error();
+  return digest;
 }
 
-Status commit_staged(const std::vector<std::string>& paths) {
-  for (const std::string& path : paths) {
-    const std::string temporary = staged_path(path);
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-      const Error error = io_error("cannot replace", path);
-      discard_staged(paths);
-      return error;
-    }
-  }
-  for (const std::string& path : paths) {
-    const std::string directory = std::filesystem::path(path).parent_path().string();
-    const int dir_fd = ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY);
-    if (dir_fd >= 0) {
-      ::fsync(dir_fd);  // make the renames themselves durable
-      ::close(dir_fd);
-    }
-  }
-  return Status::success();
-}
-
-void discard_staged(const std::vector<std::string>& paths) {
-  for (const std::string& path : paths) std::remove(staged_path(path).c_str());
-}
-
-Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
-  if (Status s = stage_safetensors(path, tensors, metadata); !s) return s;
-  return commit_staged({path});
-}
-
-Result<SafetensorsFile> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::not_found, "cannot open checkpoint '" + path + "'");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 8) return make_error(ErrorCode::parse_error, path + ": too short for a safetensors file");
-  uint64_t length = 0;
-  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)])) << (8 * i);
-  if (length > bytes.size() - 8) return make_error(ErrorCode::parse_error, path + ": header length runs past the end of the file");
+Result<SafetensorsIndex> parse_safetensors_index(std::string_view head, uint64_t file_bytes, const std::string& path) {
+  if (head.size() < 8 || file_bytes < 8) return make_error(ErrorCode::parse_error, path + ": too short for a safetensors file");
+  const uint64_t length = read_length(head);
+  if (length > kMaxHeaderBytes) return make_error(ErrorCode::parse_error, path + ": header length over 100 MB (not a safetensors file?)");
+  if (length > file_bytes - 8 || length > head.size() - 8) return make_error(ErrorCode::parse_error, path + ": header length runs past the end of the file");
   json header;
   try {
-    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(length));
+    header = json::parse(head.substr(8, length));
   } catch (const json::exception&) {
     return make_error(ErrorCode::parse_error, path + ": the safetensors header is not valid JSON");
   }
-  SafetensorsFile file;
-  const size_t data_start = 8 + length;
-  const uint64_t data_bytes = bytes.size() - data_start;
-  try {
-    for (const auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") {
-        for (const auto& [key, value] : entry.items()) {
-          if (!value.is_string()) return make_error(ErrorCode::parse_error, path + ": metadata '" + key + "' is not a string");
-          file.metadata[key] = value.get<std::string>();
-        }
-        continue;
+  if (!header.is_object()) return make_error(ErrorCode::parse_error, path + ": the safetensors header is not a JSON object");
+  SafetensorsIndex index;
+  index.data_start = 8 + length;
+  const uint64_t data_bytes = file_bytes - index.data_start;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) return make_error(ErrorCode::parse_error, path + ": __metadata__ is not an object");
+      for (const auto& [key, value] : entry.items()) {
+        if (!value.is_string()) return make_error(ErrorCode::parse_error, path + ": metadata '" + key + "' is not a string");
+        index.metadata[key] = value.get<std::string>();
       }
-      if (entry.at("dtype") != "F32") return make_error(ErrorCode::unsupported, path + ": tensor '" + name + "' is not F32");
-      LoadedTensor t;
-      t.shape = entry.at("shape").get<std::vector<int64_t>>();
-      uint64_t count = 1;
-      for (int64_t d : t.shape) {
-        if (d < 0 || (d > 0 && count > data_bytes / 4 / static_cast<uint64_t>(d))) {
-          return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has an impossible shape");
-        }
-        count *= static_cast<uint64_t>(d);
-      }
-      const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_bytes || offsets[1] - offsets[0] != count * 4) {
-        return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has inconsistent data_offsets");
-      }
-      t.data.resize(static_cast<size_t>(count));
-      std::memcpy(t.data.data(), bytes.data() + data_start + offsets[0], count * 4);
-      file.tensors.emplace(name, std::move(t));
+      continue;
     }
-  } catch (const json::exception&) {
-    return make_error(ErrorCode::parse_error, path + ": a tensor lacks dtype, shape or data_offsets, or has the wrong types");
+    auto parsed = parse_entry(name, entry, data_bytes, path);
+    if (!parsed) return parsed.error();
+    index.tensors.emplace(name, std::move(parsed).value());
+  }
+  if (Status s = check_tiling(index, data_bytes, path); !s) return s.error();
+  return index;
+}
+
+Result<SafetensorsReader> SafetensorsReader::open(const std::string& path) {
+  auto file = ReadOnlyFile::open(path, "checkpoint");
+  if (!file) return file.error();
+  const int64_t size = file->size();
+  std::string head(8, '\0');
+  if (size < 8) return make_error(ErrorCode::parse_error, path + ": too short for a safetensors file");
+  if (Status s = file->read_at(0, head.data(), 8); !s) return s.error();
+  const uint64_t length = read_length(head);
+  if (length <= kMaxHeaderBytes && length <= static_cast<uint64_t>(size) - 8) {
+    head.resize(8 + length);
+    if (Status s = file->read_at(8, head.data() + 8, length); !s) return s.error();
+  }
+  auto index = parse_safetensors_index(head, static_cast<uint64_t>(size), path);
+  if (!index) return index.error();
+  return SafetensorsReader(std::move(file).value(), std::move(index).value());
+}
+
+Status SafetensorsReader::read(const std::string& name, const std::vector<int64_t>& shape, float* into) const {
+  const std::string& path = file_.path();
+  auto it = index_.tensors.find(name);
+  if (it == index_.tensors.end()) return make_error(ErrorCode::parse_error, path + ": missing tensor '" + name + "' (a checkpoint of another model?)");
+  if (it->second.shape != shape) return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has another shape than the model's");
+  return file_.read_at(static_cast<int64_t>(index_.data_start + it->second.begin), into, it->second.end - it->second.begin);
+}
+
+Result<SafetensorsFile> read_safetensors(const std::string& path) {
+  auto reader = SafetensorsReader::open(path);
+  if (!reader) return reader.error();
+  SafetensorsFile file;
+  file.metadata = reader->metadata();
+  for (const auto& [name, entry] : reader->index().tensors) {
+    LoadedTensor t{entry.shape, std::vector<float>(static_cast<size_t>(numel(entry.shape)))};
+    if (Status s = reader->read(name, entry.shape, t.data.data()); !s) return s.error();
+    file.tensors.emplace(name, std::move(t));
+  }
+  return file;
+}
+
+Result<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::string& path) {
+  auto index = parse_safetensors_index(bytes, bytes.size(), path);
+  if (!index) return index.error();
+  SafetensorsFile file;
+  file.metadata = index->metadata;
+  for (const auto& [name, entry] : index->tensors) {
+    LoadedTensor t{entry.shape, std::vector<float>(static_cast<size_t>(numel(entry.shape)))};
+    std::memcpy(t.data.data(), bytes.data() + index->data_start + entry.begin, entry.end - entry.begin);
+    file.tensors.emplace(name, std::move(t));
   }
   return file;
 }

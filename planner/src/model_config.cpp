@@ -94,6 +94,24 @@ class FieldReader {
     return it->get<bool>();
   }
 
+  Result<std::string> string(const char* name, const std::string& fallback) const {
+    auto it = root_.find(name);
+    if (it == root_.end() || it->is_null()) return fallback;
+    if (!it->is_string()) return field_error(name, "must be a string, got " + short_dump(*it));
+    return it->get<std::string>();
+  }
+
+  // An object field's "rope_type" (or older "type"); "" when the field is null or absent.
+  Result<std::string> object_kind(const char* name) const {
+    auto it = root_.find(name);
+    if (it == root_.end() || it->is_null()) return std::string();
+    if (!it->is_object()) return field_error(name, "must be an object or null, got " + short_dump(*it));
+    for (const char* key : {"rope_type", "type"}) {
+      if (it->contains(key) && (*it)[key].is_string()) return (*it)[key].get<std::string>();
+    }
+    return std::string("unnamed");
+  }
+
   Error field_error(const std::string& name, const std::string& what) const {
     return make_error(ErrorCode::parse_error, source_ + ": field '" + name + "' " + what);
   }
@@ -116,6 +134,31 @@ class FieldReader {
     if (!tessera_result_) return tessera_result_.error(); \
     target = std::move(tessera_result_).value();    \
   } while (0)
+
+// The fields that change the arithmetic but not the shapes (ModelConfig says
+// which). Defaults are those of transformers' config classes: GPT2Config's
+// activation_function "gelu_new" and scale_attn_weights True, the Llama-style
+// configs' hidden_act "silu", Qwen2Config's use_sliding_window False.
+Status read_arithmetic_fields(const FieldReader& read, ModelConfig& c) {
+  const bool gpt2 = c.family == ModelFamily::gpt2;
+  TESSERA_TRY_ASSIGN(c.activation, read.string(gpt2 ? "activation_function" : "hidden_act", gpt2 ? "gelu_new" : "silu"));
+  TESSERA_TRY_ASSIGN(c.rope_scaling, read.object_kind("rope_scaling"));
+  bool use_window = c.family == ModelFamily::mistral;
+  if (c.family == ModelFamily::qwen2) TESSERA_TRY_ASSIGN(use_window, read.boolean("use_sliding_window", false));
+  if (use_window) {
+    auto window = read.integer({"sliding_window"}, int64_t{1} << 40);
+    if (!window) return window.error();
+    c.sliding_window = window.value().value_or(0);
+  }
+  if (gpt2) {
+    bool scale = true, by_layer = false;
+    TESSERA_TRY_ASSIGN(scale, read.boolean("scale_attn_weights", true));
+    TESSERA_TRY_ASSIGN(by_layer, read.boolean("scale_attn_by_inverse_layer_idx", false));
+    c.standard_attention_scale = scale && !by_layer;
+  }
+  return Status::success();
+}
+
 
 struct FamilyDefaults {
   ModelFamily family;
@@ -268,6 +311,7 @@ Result<ModelConfig> read_config(const json& root, const std::string& source) {
       break;
   }
   if (c.word_embed_proj_dim == 0) c.word_embed_proj_dim = c.hidden_size;
+  if (Status s = read_arithmetic_fields(read, c); !s) return s.error();
   // Norm epsilon and RoPE base under each family's key (LlamaConfig and Qwen2Config default rms_norm_eps 1e-6).
   const bool rms = c.norm == NormKind::rms_norm;
   const char* eps_key = rms ? "rms_norm_eps" : (c.family == ModelFamily::gpt_neox ? "layer_norm_eps" : "layer_norm_epsilon");

@@ -1,18 +1,23 @@
-// Checkpoints: DIR/model.safetensors holds the parameters under their Hugging
-// Face names (so transformers can load a GPT-2 checkpoint); DIR/optimizer.safetensors
-// holds the optimizer states ("<name>.exp_avg", "<name>.exp_avg_sq" or
-// "<name>.momentum_buffer") and, as metadata, the step, the data position and
-// the fp16 loss scaler's state. Mixed-precision runs save their fp32 master
-// weights, so a checkpoint always holds the weights at full precision.
-// Both are written atomically, so a failed save keeps the previous checkpoint.
+// The files of one checkpoint, written into the directory RunDirectory stages
+// (run_directory.h has the commit protocol):
+//  - model.safetensors: the parameters under their Hugging Face names (so
+//    transformers can load a GPT-2 checkpoint), at full precision: mixed
+//    precision runs save their fp32 master weights;
+//  - optimizer.safetensors: the optimizer states ("<name>.exp_avg",
+//    "<name>.exp_avg_sq" or "<name>.momentum_buffer") and, as metadata, the
+//    step, the data position and the fp16 loss scaler's state.
+// Both carry the step in their metadata; loading checks it against the manifest.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "tessera/engine/checkpoint_manifest.h"
 #include "tessera/engine/loss_scaler.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/optimizer.h"
+#include "tessera/engine/run_directory.h"
 
 namespace tessera::engine {
 
@@ -22,16 +27,21 @@ struct TrainingPosition {
   LossScalerState loss_scaler;
 };
 
-template <typename T>
-Status save_checkpoint(const std::string& dir, Transformer<T>& model, Optimizer<T>& optimizer, planner::OptimizerKind kind,
-                       const TrainingPosition& position);
+inline constexpr const char* kModelFileName = "model.safetensors";
+inline constexpr const char* kOptimizerFileName = "optimizer.safetensors";
 
-// Restores the parameters from DIR/model.safetensors; names and shapes must match.
+// Writes both files into `directory` and returns them with their digests.
+template <typename T>
+Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
+                                                           planner::OptimizerKind kind, const TrainingPosition& position);
+
+// Restores DIR/model.safetensors into the parameters; names and shapes must match.
 Status load_model_weights(const std::string& dir, Transformer<float>& model);
 
 // Restores weights (and, in mixed precision, the parameters rounded from them)
-// and optimizer states in place; names and shapes must match.
+// and optimizer states in place from a verified checkpoint.
 template <typename T>
-Result<TrainingPosition> load_checkpoint(const std::string& dir, Transformer<T>& model, Optimizer<T>& optimizer, planner::OptimizerKind kind);
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, Optimizer<T>& optimizer,
+                                         planner::OptimizerKind kind);
 
 }  // namespace tessera::engine

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/planner/status.h"
@@ -17,10 +18,19 @@ namespace tessera::engine {
 struct TokenDataset {
   std::vector<int32_t> tokens;
   int64_t vocab_size = 0;  // largest token id + 1: 256 for bytes, the largest id in a shard + 1
+  std::string crc32;       // of the file's bytes: what a resumed run checks it trains on the same data
 };
 
 // By extension: ".bin" is an llm.c shard, anything else is text read as bytes.
+// Regular files only; the file is read in pieces straight into the tokens.
 Result<TokenDataset> load_token_file(const std::string& path);
+
+// The same, from a whole file's bytes in memory (the fuzz target's entry).
+Result<TokenDataset> parse_token_data(std::string_view bytes, bool shard, const std::string& path);
+
+// The memory load_token_file will hold for PATH (4 bytes a token), from its
+// size alone: the pre-flight memory check counts it before anything is read.
+Result<int64_t> token_memory_bytes(const std::string& path);
 
 class DataLoader {
  public:

@@ -6,18 +6,32 @@
 #include <cstdint>
 #include <algorithm>
 #include <memory>
+#include <new>
+#include <string>
 #include <utility>
 
 #include "tessera/engine/memory_ledger.h"
 
 namespace tessera::engine {
 
+// A tensor's memory could not be had: says for what and how much, so that the
+// message a user sees names the allocation ("out of memory allocating 1.2 GiB
+// for optimizer_states").
+class AllocationFailure : public std::bad_alloc {
+ public:
+  AllocationFailure(MemoryCategory category, int64_t bytes);
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
 template <typename T>
 class Tensor {
  public:
   Tensor() = default;
   Tensor(MemoryLedger& ledger, MemoryCategory category, int64_t numel, Device device = Device::cpu)
-      : ledger_(&ledger), category_(category), device_(device), numel_(numel), data_(new T[static_cast<size_t>(numel)]()) {
+      : ledger_(&ledger), category_(category), device_(device), numel_(numel), data_(allocate(category, numel)) {
     ledger_->allocated(category_, device_, bytes());
   }
   ~Tensor() { release(); }
@@ -44,6 +58,13 @@ class Tensor {
   void zero() { std::fill(data_.get(), data_.get() + numel_, T{}); }
 
  private:
+  static std::unique_ptr<T[]> allocate(MemoryCategory category, int64_t numel) {
+    try {
+      return std::unique_ptr<T[]>(new T[static_cast<size_t>(numel)]());
+    } catch (const std::bad_alloc&) {
+      throw AllocationFailure(category, numel * static_cast<int64_t>(sizeof(T)));
+    }
+  }
   void release() {
     if (ledger_ != nullptr && data_) ledger_->freed(category_, device_, bytes());
     data_.reset();

@@ -11,6 +11,7 @@
 #include "tessera/engine/loss_scaler.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/optimizer.h"
+#include "tessera/engine/run_directory.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/status.h"
 #include "tessera/planner/training_config.h"
@@ -30,11 +31,22 @@ struct TrainOptions {
   std::string data_path;          // text (bytes) or an llm.c .bin shard
   OptimizerOptions optimizer;
   int64_t log_every = 10;         // plain log lines when not on a terminal
-  // Where model.safetensors (Hugging Face names) and optimizer.safetensors
-  // (states, step, data position) are written at the end; empty: none.
-  std::string checkpoint_dir;
-  bool resume = false;            // continue from checkpoint_dir's checkpoint up to `steps`
+  // Where checkpoints are committed (run_directory.h), at the end, every
+  // `save_every` steps and when the run stops early; null: none.
+  RunDirectory* run_directory = nullptr;
+  // Continue from run_directory's committed checkpoint up to `steps`; where it
+  // holds none yet, start at step 1 (so one command line serves every relaunch).
+  bool resume = false;
+  // Resume although settings that change what the run computes (precision,
+  // batch shape, data, model, learning rate) differ from the checkpoint's.
+  bool allow_changes = false;
   int64_t save_every = 0;         // also save every N steps (0: only at the end)
+  // The model's config.json, saved into every checkpoint (so transformers can
+  // load it) and compared on resume.
+  std::string model_config_text;
+  // Polled before each micro-batch: once true, the run abandons the step in
+  // progress, commits the last complete step and returns (TrainMetrics::stopped).
+  std::function<bool()> stop_requested;
   // Called after each save with the metrics so far (the command line writes metrics.json).
   std::function<Status(const struct TrainMetrics&)> on_save;
 };
@@ -49,9 +61,12 @@ struct TrainMetrics {
   double tokens_per_s = 0;           // over all steps
   double achieved_flops_per_s = 0;   // model FLOPs (forward + backward) per second
   MemoryLedger ledger;               // peaks per category, cpu device
+  int64_t checkpoint_step = 0;       // the committed checkpoint's step at the end (0: none)
+  bool stopped = false;              // stop_requested ended the run before `steps`
 };
 
-// `progress` receives a progress bar (terminal) or log lines.
+// `progress` receives a progress bar (terminal) or log lines. Out of memory is
+// an error naming the allocation, not an exception.
 Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& options, std::ostream& progress, bool terminal);
 
 }  // namespace tessera::engine

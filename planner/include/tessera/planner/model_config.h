@@ -57,6 +57,14 @@ struct ModelConfig {
   double norm_eps = 1e-5;        // layer_norm_epsilon / rms_norm_eps / layer_norm_eps
   int64_t word_embed_proj_dim = 0;  // OPT's project_in/out width; == hidden_size when absent
 
+  // What the arithmetic depends on beyond the shapes. The planner's figures do
+  // not, but a run that ignored them would train another model, so the engine
+  // refuses values it does not compute.
+  std::string activation;        // activation_function (GPT-2) or hidden_act; the family's default when absent
+  int64_t sliding_window = 0;    // attention window (Mistral; Qwen2 with use_sliding_window); 0: every earlier token
+  std::string rope_scaling;      // rope_scaling's rope_type (or type) when set; empty without scaling
+  bool standard_attention_scale = true;  // GPT-2: scale_attn_weights and not scale_attn_by_inverse_layer_idx
+
   // Dropout probabilities; they decide which masks the Megatron activation profile keeps.
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;

@@ -25,6 +25,10 @@
 
 namespace tessera::engine {
 
+// Whether the engine computes the model its config.json describes at this
+// sequence length; an error names the field whose value it would ignore.
+Status check_engine_computes(const planner::ModelConfig& config, int64_t seq_len);
+
 template <typename T>
 class Transformer {
  public:

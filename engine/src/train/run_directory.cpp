@@ -44,13 +44,21 @@ Status replace_link(const std::string& link, const std::string& target) {
   return Status::success();
 }
 
-// The pid written into a lock file by its holder, or "unknown".
+// The pid written into a lock file by its holder, or "unknown". The holder
+// writes it just after taking the lock, so an empty file is read again for a
+// moment before giving up.
 std::string lock_holder(int fd) {
-  char text[32] = {};
-  const ssize_t got = ::pread(fd, text, sizeof text - 1, 0);
-  std::string pid = got > 0 ? std::string(text, static_cast<size_t>(got)) : "";
-  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-  return pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos ? "unknown" : pid;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    char text[32] = {};
+    const ssize_t got = ::pread(fd, text, sizeof text - 1, 0);
+    std::string pid = got > 0 ? std::string(text, static_cast<size_t>(got)) : "";
+    if (!pid.empty() && pid.back() == '\n') {
+      pid.pop_back();
+      if (!pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos) return pid;
+    }
+    ::usleep(10'000);
+  }
+  return "unknown";
 }
 
 Result<int> take_lock(const std::string& dir) {

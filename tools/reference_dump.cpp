@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1], out = argv[2];
   const int64_t B = argc == 5 ? std::atoll(argv[3]) : 2, T = argc == 5 ? std::atoll(argv[4]) : 32;
-  auto config = planner::load_model_config_file(dir + "/config.json");
+  auto config = planner::load_model_config_file(dir + "/config.json", "CHECKPOINT_DIR");
   if (!config) {
     std::fprintf(stderr, "reference_dump: %s\n", config.error().message.c_str());
     return 2;

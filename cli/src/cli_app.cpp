@@ -1,5 +1,8 @@
 #include "cli_app.h"
 
+#include <charconv>
+#include <functional>
+#include <limits>
 #include <ostream>
 #include <string>
 
@@ -10,6 +13,41 @@
 #include "tessera/planner/text_util.h"
 
 namespace tessera::cli {
+namespace {
+
+// CLI11 2.1 reads integers with strtoll/strtoull in base 0 (TypeTools.hpp,
+// integral_conversion): text beyond the range saturates (--steps
+// 9223372036854775808 became INT64_MAX), "-1" wraps to 2^64 - 1 for an
+// unsigned option, and "010" reads as octal 8. This transform runs before that
+// conversion: the text must be a decimal whole number in T's range, and CLI11
+// is handed its canonical form. (An int option is narrower still: CLI11 itself
+// refuses a value its int cannot hold, "Could not convert".)
+template <typename T>
+CLI::Validator whole_number() {
+  const auto check = [](std::string& text) {
+    T value{};
+    const char* end = text.data() + text.size();
+    if (const auto [stop, error] = std::from_chars(text.data(), end, value); error != std::errc() || stop != end) {
+      return "'" + planner::one_line(text, 40) + "' is not a whole number in range " + std::to_string(std::numeric_limits<T>::min()) +
+             " to " + std::to_string(std::numeric_limits<T>::max());
+    }
+    text = std::to_string(value);
+    return std::string();
+  };
+  return CLI::Validator(check, "");
+}
+
+}  // namespace
+
+void check_integer_options(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string full_type = option->get_type_name();  // "INT", or "INT:<a validator's description>"
+    const std::string type = full_type.substr(0, full_type.find(':'));
+    if (type == "INT") option->transform(whole_number<int64_t>());
+    if (type == "UINT") option->transform(whole_number<uint64_t>());
+  }
+  for (CLI::App* command : app.get_subcommands(std::function<bool(CLI::App*)>())) check_integer_options(*command);
+}
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"Tessera: plans the memory, layout and speed of large-model training.\n"
@@ -38,6 +76,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CompareCliOptions compare_options;
   CLI::App* compare = app.add_subcommand("compare", "Predicted against measured memory, per category");
   add_compare_options(*compare, compare_options);
+  check_integer_options(app);
 
   try {
     app.parse(argc, argv);

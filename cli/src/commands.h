@@ -15,8 +15,11 @@ int run_models(const ListOptions& options, std::ostream& out, std::ostream& err)
 int run_gpus(const ListOptions& options, std::ostream& out, std::ostream& err);
 int run_estimate(EstimateOptions& options, std::ostream& out, std::ostream& err);
 
-// Writes `text` to `path` through a temporary file and a rename, so that a
-// failed write never leaves a truncated report behind.
-Status write_file_atomically(const std::string& path, const std::string& text);
+// Writes `text` to `path` through a unique temporary file beside it (mode
+// 0666 less the umask, synced) and a rename, so that a failed write never
+// leaves a truncated file behind. Only a regular file at `path` is replaced: a
+// symlink, device, FIFO or directory there is refused. Errors start with
+// `field`, the option or file the path came from.
+Status write_file_atomically(const std::string& path, const std::string& text, const std::string& field = "--output");
 
 }  // namespace tessera::cli

@@ -1,5 +1,6 @@
 #include "estimate_options.h"
 
+#include "cli_app.h"
 #include "cli_util.h"
 
 #include <cmath>
@@ -97,6 +98,7 @@ Result<EstimateOptions> parse_estimate_arguments(const std::vector<std::string>&
   CLI::App app{"tessera estimate"};
   EstimateOptions options;
   add_estimate_options(app, options);
+  check_integer_options(app);
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());  // CLI11 takes them last-first
   try {
     app.parse(reversed);

@@ -63,7 +63,7 @@ void fit_columns(QTableView& table, int last_column) {
 // JSON object without one (a model config); an error for a file that cannot be
 // read or is not a JSON object.
 Result<std::string> document_kind(const QString& path) {
-  auto text = planner::read_text_file(path.toStdString(), "file");
+  auto text = planner::read_text_file(path.toStdString(), "file", planner::kMaxJsonFileBytes);
   if (!text) return text.error();
   auto doc = planner::parse_json(text.value(), path.toStdString());
   if (!doc) return doc.error();

@@ -114,7 +114,7 @@ Status save_session(const std::string& path, const PlannerInputs& inputs) {
 }
 
 Result<PlannerInputs> load_session(const std::string& path) {
-  auto text = planner::read_text_file(path, "session");
+  auto text = planner::read_text_file(path, "session", planner::kMaxJsonFileBytes);
   if (!text) return text.error();
   return session_from_json(text.value(), path);
 }

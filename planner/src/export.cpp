@@ -5,6 +5,35 @@
 #include "tessera/planner/registry.h"
 
 namespace tessera::planner {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// A hand-edited plan must still describe the run of its file: the file's GPUs,
+// global batch and sequence length, which the exports write beside the plan's
+// own settings (a DeepSpeed train_batch_size, a launch over the cluster).
+Status check_plan_matches_file(const PlanFile& file, const EstimateRequest& plan, const std::string& which) {
+  const ParallelLayout& l = plan.layout;
+  const TrainingOptions& t = plan.training;
+  const auto mismatch = [&](const std::string& what) {
+    return make_error(ErrorCode::invalid_argument, which + ": " + what + "; undo the edit or re-run `tessera plan`");
+  };
+  if (l.world_size() != file.cluster.world_size()) {
+    return mismatch("layout dp " + str(l.dp) + " × tp " + str(l.tp) + " × pp " + str(l.pp) + " = " + str(l.world_size()) +
+                    " GPUs, but the file's cluster has " + str(file.cluster.world_size()));
+  }
+  // validate_request bounds each factor, so the product stays far inside int64.
+  const int64_t sequences = export_detail::sequences_per_step(plan);
+  if (sequences != file.global_batch_size) {
+    return mismatch("training.micro_batch_size " + str(t.micro_batch_size) + " × num_micro_batches " + str(t.num_micro_batches) + " × dp " +
+                    str(l.dp) + " = " + str(sequences) + " sequences per step, but the file's global_batch_size is " + str(file.global_batch_size));
+  }
+  if (t.seq_len != file.seq_len) return mismatch("training.seq_len " + str(t.seq_len) + " differs from the file's seq_len " + str(file.seq_len));
+  return Status::success();
+}
+
+}  // namespace
+
 namespace export_detail {
 
 Status check_plan(const PlanFile& file, size_t index) {
@@ -18,10 +47,11 @@ Status check_plan(const PlanFile& file, size_t index) {
   // A plan file edited by hand may hold settings the libraries would reject: check them as `tessera estimate` would.
   auto model = load_model(file.model_source, "model.source");
   if (!model) return model.error();
+  const std::string which = "--plan " + std::to_string(index + 1);
   if (Status s = validate_request(model.value(), file.cluster.gpu, file.plans[index]); !s) {
-    return make_error(ErrorCode::invalid_argument, "--plan " + std::to_string(index + 1) + ": " + s.error().message);
+    return make_error(ErrorCode::invalid_argument, which + ": " + s.error().message);
   }
-  return Status::success();
+  return check_plan_matches_file(file, file.plans[index], which);
 }
 
 const nlohmann::json& plan_json(const PlanFile& file, size_t index) {

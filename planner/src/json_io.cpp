@@ -155,6 +155,12 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
   int stage = -1;
   if (Status s = settings.read(r.plugin.kind == PluginKind::low_level_zero ? "stage" : "zero_stage", stage); !s) return s.error();
   r.plugin.zero_stage = stage;
+  // Bounded as --bucket-mb and --reduce-bucket-m are: a huge double would not convert to int64 (undefined behaviour).
+  for (auto [key, mib] : {std::pair{"bucket_cap_mb", bucket_mb}, std::pair{"reduce_bucket_size_in_m", reduce_bucket_m}}) {
+    if (!(mib >= 0 && mib <= 1e9)) {
+      return make_error(ErrorCode::parse_error, source + ".settings: key '" + key + "' must lie in [0, 1e9], got " + format_number(mib));
+    }
+  }
   r.plugin.bucket_bytes = static_cast<int64_t>(bucket_mb * (1 << 20));
   r.plugin.reduce_bucket_numel = static_cast<int64_t>(reduce_bucket_m * (1 << 20));
   return r;

@@ -9,21 +9,44 @@ using nlohmann::json;
 
 namespace {
 
+// The most bytes one category may report: 2^50 (1 PiB), about 7,500 times the
+// largest shipped GPU (h200-141g, 150,754,820,096 bytes) and 1,024 times a
+// node's default host memory (cluster.h), so only a typo or a corrupt file goes
+// beyond it. Ten such categories still sum exactly in int64, and the difference
+// of two is exact in double (below 2^53) when the error is computed.
+constexpr int64_t kMaxCategoryBytes = int64_t{1} << 50;
+
+// `entry[key]` as a byte count: absent is 0; else a whole number in [0, kMaxCategoryBytes].
+Result<int64_t> byte_count(const json& entry, const char* key, const std::string& where) {
+  const auto it = entry.find(key);
+  if (it == entry.end()) return int64_t{0};
+  // Text parses non-negative integers as unsigned, negative ones as integer, the rest as float.
+  const bool whole = it->is_number_unsigned() || (it->is_number_integer() && it->get<int64_t>() >= 0);
+  if (!whole || it->get<uint64_t>() > static_cast<uint64_t>(kMaxCategoryBytes)) {
+    return make_error(ErrorCode::parse_error, where + " " + key + " must be a whole number of bytes from 0 to 2^50 (1 PiB), got " +
+                                                  one_line(it->dump(), 40));
+  }
+  return it->get<int64_t>();
+}
+
 // The first row of a "ranks" array: its "categories" as {"<category>": {"device_bytes", "host_bytes"}}.
 Result<MemoryBreakdown> first_rank_categories(const json* ranks, const std::string& source, const std::string& missing) {
-  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object() || !(*ranks)[0].contains("categories")) {
+  if (ranks == nullptr || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object() || !(*ranks)[0].contains("categories") ||
+      !(*ranks)[0]["categories"].is_object()) {
     return make_error(ErrorCode::parse_error, source + ": " + missing);
   }
   MemoryBreakdown memory;
   const json& categories = (*ranks)[0]["categories"];
-  try {
-    for (MemoryCategory c : kAllMemoryCategories) {
-      const json entry = categories.value(std::string(to_string(c)), json::object());
-      memory.add(c, MemorySpace::device, entry.value("device_bytes", int64_t{0}));
-      memory.add(c, MemorySpace::host, entry.value("host_bytes", int64_t{0}));
+  for (MemoryCategory c : kAllMemoryCategories) {
+    const auto entry = categories.find(std::string(to_string(c)));
+    if (entry == categories.end()) continue;
+    const std::string where = source + ": category '" + std::string(to_string(c)) + "'";
+    if (!entry->is_object()) return make_error(ErrorCode::parse_error, where + " must be an object with device_bytes and host_bytes");
+    for (auto [key, space] : {std::pair{"device_bytes", MemorySpace::device}, std::pair{"host_bytes", MemorySpace::host}}) {
+      auto bytes = byte_count(*entry, key, where);
+      if (!bytes) return bytes.error();
+      memory.add(c, space, bytes.value());
     }
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::parse_error, source + ": a category's bytes are not integers (" + one_line(e.what(), 120) + ")");
   }
   return memory;
 }
@@ -50,13 +73,13 @@ Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string&
 }
 
 Result<MeasuredRun> read_measured_run(const std::string& path) {
-  auto text = read_text_file(path, "metrics");
+  auto text = read_text_file(path, "metrics", kMaxJsonFileBytes);
   if (!text) return text.error();
   return parse_measured_run(text.value(), path);
 }
 
 Result<PredictedRun> read_predicted_run(const std::string& path) {
-  auto text = read_text_file(path, "plan");
+  auto text = read_text_file(path, "plan", kMaxJsonFileBytes);
   if (!text) return text.error();
   auto document = parse_json(text.value(), "plan: " + path);
   if (!document) return document.error();

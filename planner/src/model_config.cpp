@@ -26,7 +26,6 @@ using nlohmann::json;
 constexpr int64_t kMaxDimension = int64_t{1} << 22;    // hidden, heads, widths
 constexpr int64_t kMaxLayers = 100000;
 constexpr int64_t kMaxVocab = int64_t{1} << 26;
-constexpr size_t kMaxConfigBytes = size_t{16} << 20;
 constexpr double kMaxParameters = 1e15;  // 500x the largest models trained so far
 
 class FieldReader {
@@ -349,7 +348,7 @@ std::string_view to_string(ModelFamily family) {
 }
 
 Result<ModelConfig> parse_model_config(std::string_view json_text, const std::string& source) {
-  if (json_text.size() > kMaxConfigBytes) {
+  if (json_text.size() > kMaxJsonFileBytes) {
     return make_error(ErrorCode::parse_error, source + ": file is larger than 16 MiB; a config.json is a few KB");
   }
   auto root = parse_json(json_text, source);
@@ -357,15 +356,15 @@ Result<ModelConfig> parse_model_config(std::string_view json_text, const std::st
   return read_config(root.value(), source);
 }
 
-Result<ModelConfig> load_model_config_file(const std::string& given_path) {
+Result<ModelConfig> load_model_config_file(const std::string& given_path, const std::string& field) {
   // A Hugging Face model directory (a snapshot) holds its config.json.
   std::error_code ec;
   const std::filesystem::path inside = std::filesystem::path(given_path) / "config.json";
   const std::string path = std::filesystem::is_directory(given_path, ec) && std::filesystem::exists(inside, ec) ? inside.string() : given_path;
-  auto text = read_text_file(path, "--model");
+  auto text = read_text_file(path, field, kMaxJsonFileBytes);
   if (!text) return text.error();
   auto config = parse_model_config(text.value(), path);
-  if (!config) return config.error();
+  if (!config) return make_error(config.error().code, field + ": " + config.error().message);
   ModelConfig c = std::move(config).value();
   c.name = std::filesystem::path(path).stem().string();
   if (c.name == "config") c.name = std::filesystem::path(path).parent_path().filename().string();

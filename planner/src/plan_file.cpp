@@ -84,7 +84,7 @@ Result<PlanFile> parse_plan_file(std::string_view text, const std::string& sourc
 }
 
 Result<PlanFile> read_plan_file(const std::string& path) {
-  auto text = read_text_file(path, "plan file");
+  auto text = read_text_file(path, "plan file", kMaxJsonFileBytes);
   if (!text) return text.error();
   return parse_plan_file(text.value(), path);
 }

@@ -52,13 +52,8 @@ Result<Model> load_model(const std::string& name_or_path, const std::string& fie
     return make_error(ErrorCode::not_found, field + ": '" + one_line(name_or_path, 80) +
                                                 "' is neither a file nor a shipped model; shipped: " + joined(shipped_model_names()));
   }
-  auto config = load_model_config_file(name_or_path);
-  if (!config) {
-    Error e = config.error();
-    if (e.code == ErrorCode::not_found) return e;
-    e.message = field + ": " + e.message;
-    return e;
-  }
+  auto config = load_model_config_file(name_or_path, field);
+  if (!config) return config.error();
   return make_model(std::move(config).value());
 }
 
@@ -68,7 +63,7 @@ Result<std::string> model_config_text(const std::string& name_or_path, const std
     return make_error(ErrorCode::not_found, field + ": '" + one_line(name_or_path, 80) +
                                                 "' is neither a file nor a shipped model; shipped: " + joined(shipped_model_names()));
   }
-  return read_text_file(name_or_path, field);
+  return read_text_file(name_or_path, field, kMaxJsonFileBytes);
 }
 
 namespace {
@@ -85,7 +80,7 @@ Result<T> load_profile(const std::vector<EmbeddedFile>& shipped, const std::stri
     return make_error(ErrorCode::not_found, field + ": '" + one_line(name_or_path, 80) + "' is not a known " + kind + "; known: " +
                                                 joined(names_of(shipped)) + " (or the path of a " + kind + " .json)");
   }
-  auto text = read_text_file(name_or_path, field);
+  auto text = read_text_file(name_or_path, field, kMaxJsonFileBytes);
   if (!text) return text.error();
   Result<T> loaded = parse(text.value(), name_or_path);
   if (!loaded) return make_error(loaded.error().code, field + ": " + loaded.error().message);

@@ -62,17 +62,7 @@ Status check_sizes(const EstimateRequest& r) {
 Status check_model_fit(const Model& m, const EstimateRequest& r) {
   const ModelConfig& c = m.config;
   const auto& l = r.layout;
-  if (c.num_heads % l.tp != 0) {
-    return invalid("--tp " + str(l.tp) + " does not divide num_attention_heads " + str(c.num_heads) + " of " + c.name +
-                   "; choose one of " + divisors(c.num_heads));
-  }
-  if (c.num_kv_heads % l.tp != 0) {
-    return invalid("--tp " + str(l.tp) + " does not divide num_key_value_heads " + str(c.num_kv_heads) + " of " + c.name +
-                   "; choose one of " + divisors(c.num_kv_heads));
-  }
-  if (c.intermediate_size % l.tp != 0) {
-    return invalid("--tp " + str(l.tp) + " does not divide the MLP width " + str(c.intermediate_size) + " of " + c.name);
-  }
+  if (Status s = check_tensor_parallel(c, l.tp); !s) return s;
   if (l.pp > c.num_layers) {
     return invalid("--pp " + str(l.pp) + " exceeds the " + str(c.num_layers) + " layers of " + c.name +
                    "; use at most --pp " + str(c.num_layers));
@@ -206,12 +196,28 @@ Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
 Status check_assumptions(const Assumptions& a) {
   if (!(a.allocator_reserve_fraction >= 0 && a.allocator_reserve_fraction < 1)) return invalid("--fragmentation must lie in [0, 1)");
   if (!(a.auto_placement_cuda_fraction > 0 && a.auto_placement_cuda_fraction <= 1)) return invalid("the auto placement fraction must lie in (0, 1]");
+  if (a.cuda_context_bytes < -1) return invalid("--cuda-context-mib must be -1 (the GPU profile's figure) or at least 0");
   if (a.nccl_bytes_per_group < 0) return invalid("--nccl-mib must not be negative");
   if (a.cublas_workspace_bytes < 0) return invalid("--cublas-workspace-mib must not be negative");
   return Status::success();
 }
 
 }  // namespace
+
+Status check_tensor_parallel(const ModelConfig& c, int64_t tp) {
+  if (c.num_heads % tp != 0) {
+    return invalid("--tp " + str(tp) + " does not divide num_attention_heads " + str(c.num_heads) + " of " + c.name +
+                   "; choose one of " + divisors(c.num_heads));
+  }
+  if (c.num_kv_heads % tp != 0) {
+    return invalid("--tp " + str(tp) + " does not divide num_key_value_heads " + str(c.num_kv_heads) + " of " + c.name +
+                   "; choose one of " + divisors(c.num_kv_heads));
+  }
+  if (c.intermediate_size % tp != 0) {
+    return invalid("--tp " + str(tp) + " does not divide the MLP width " + str(c.intermediate_size) + " of " + c.name);
+  }
+  return Status::success();
+}
 
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request) {
   if (Status s = check_sizes(request); !s) return s;

@@ -44,7 +44,8 @@ bad() {
   shift 3
   cases=$((cases + 1))
   local code=0
-  "$tessera" "$@" >"$out" 2>"$err" </dev/null || code=$?
+  # A time limit: a FIFO or device given as an input must be refused, not waited on.
+  timeout 60 "$tessera" "$@" >"$out" 2>"$err" </dev/null || code=$?
   local lines terminated
   lines=$(wc -l <"$err")                       # newline characters
   terminated=$(awk 'END { print NR }' "$err")  # lines, an unterminated last one included
@@ -69,6 +70,17 @@ bad missing-hidden-size "hidden_size" -- estimate --model "$data/missing-hidden-
 bad directory-as-model "--model" -- estimate --model "$data"
 bad unknown-model-name "--model" -- estimate --model no-such-model
 
+# Inputs that are not regular files, or too large: refused before reading.
+mkfifo "$scratch/fifo.json"
+truncate -s 17M "$scratch/huge.json"
+bad model-dev-zero "--model: '/dev/zero' is not a regular file (a character device)" -- estimate --model /dev/zero
+bad model-dev-urandom "--model: '/dev/urandom' is not a regular file (a character device)" -- estimate --model /dev/urandom
+bad model-fifo "is not a regular file (a FIFO)" -- estimate --model "$scratch/fifo.json"
+bad model-too-large "more than the 16 MiB this input may hold" -- estimate --model "$scratch/huge.json"
+bad gpu-dev-zero "--gpu: '/dev/zero' is not a regular file" -- estimate --model gpt2 --gpu /dev/zero
+bad plan-file-dev-zero "plan file: '/dev/zero' is not a regular file" -- export /dev/zero --to deepspeed
+bad compare-dev-zero "plan: '/dev/zero' is not a regular file" -- compare /dev/zero /dev/zero
+
 # The layout against the model.
 bad tp-does-not-divide-heads "--tp" -- estimate --model gpt2 --plugin hybrid_parallel --tp 5
 bad pp-exceeds-layers "--pp" -- estimate --model gpt2 --plugin hybrid_parallel --pp 13
@@ -89,6 +101,9 @@ bad dp-negative "--dp" -- estimate --model gpt2 --dp -3
 bad dp-not-a-number "--dp" -- estimate --model gpt2 --dp abc
 bad seq-fraction "--seq" -- estimate --model gpt2 --seq 1.5
 bad dp-too-large "--dp" -- estimate --model gpt2 --dp 99999999999999999999
+bad dp-hexadecimal "--dp: '0x10' is not a whole number" -- estimate --model gpt2 --dp 0x10
+bad steps-beyond-int64 "--steps: '9223372036854775808' is not a whole number in range" -- train --out "$scratch/never" --steps 9223372036854775808
+bad seed-negative "--seed: '-1' is not a whole number in range 0 to" -- train --out "$scratch/never" --seed -1
 bad fraction-out-of-range "--shard-param-frac" -- estimate --model gpt2 --plugin gemini --shard-param-frac 1.5
 bad bucket-negative "--bucket-mb" -- estimate --model gpt2 --bucket-mb -1
 bad activations-overflow "--seq" -- estimate --model llama-2-7b --seq 1048576 --micro-batch 65536
@@ -109,8 +124,37 @@ bad unknown-option "--bogus" -- estimate --model gpt2 --bogus
 bad missing-model-option "--model" -- estimate --dp 2
 bad unknown-verb "bogus" -- bogus
 
-# Output.
+# Output: only a regular file is replaced.
 bad output-in-missing-directory "--output" -- estimate --model gpt2 --output "$scratch/no/such/dir/report.json"
+# No device node (the reported --output /dev/full): run as root, a regression would replace it.
+bad output-fifo "is a FIFO; Tessera only replaces regular files" -- estimate --model gpt2 --output "$scratch/fifo.json"
+bad output-directory "is a directory; Tessera only replaces regular files" -- estimate --model gpt2 --output "$scratch"
+ln -s "$scratch/huge.json" "$scratch/link.json"
+bad output-symlink "is a symbolic link; Tessera only replaces regular files" -- estimate --model gpt2 --output "$scratch/link.json"
+if [ ! -L "$scratch/link.json" ]; then
+  echo "FAIL [output-symlink]: the symbolic link was replaced" >&2
+  failures=$((failures + 1))
+fi
+
+# tessera plan: filters that leave no candidate are usage errors, not "NOTHING FITS".
+plan_args=(plan --model gpt2 --gpus 8 --global-batch 64 --output "$scratch/never.json")
+bad plan-micro-batch "--micro-batch 7 does not divide --global-batch 64" -- "${plan_args[@]}" --micro-batch 7
+bad plan-tp-without-hybrid "--tp/--pp above 1 need --plugin hybrid_parallel (gemini" -- "${plan_args[@]}" --plugin gemini --tp 2
+bad plan-dp-times-tp "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs" -- "${plan_args[@]}" --dp 4 --tp 4
+bad plan-zero-stage-with-pipeline "--zero-stage 2 cannot be combined with --pp 2" -- "${plan_args[@]}" --zero-stage 2 --pp 2
+bad plan-zero-stage-gemini "--zero-stage 1 does not apply to --plugin gemini" -- "${plan_args[@]}" --plugin gemini --zero-stage 1
+bad plan-gemini-fp32 "--plugin gemini needs --precision fp16 or bf16" -- "${plan_args[@]}" --plugin gemini --precision fp32
+bad plan-pp-layers "--pp 5 does not divide the 12 layers of gpt2" -- plan --model gpt2 --gpus 40 --global-batch 64 --pp 5 --output "$scratch/never.json"
+bad plan-tp-heads "--tp 5 does not divide num_attention_heads 12 of gpt2" -- plan --model gpt2 --gpus 10 --gpus-per-node 10 --global-batch 60 --tp 5 --output "$scratch/never.json"
+bad plan-every-candidate-refused "the estimate refuses every candidate" -- "${plan_args[@]}" --seq 1023 --plugin hybrid_parallel --tp 2
+if [ -e "$scratch/never.json" ]; then
+  echo "FAIL [plan-filters]: a refused plan wrote its output" >&2
+  failures=$((failures + 1))
+fi
+
+# tessera compare: byte counts must be whole and bounded.
+"$tessera" estimate --model gpt2 --format json --output "$scratch/estimate.json" >/dev/null 2>&1 </dev/null
+bad compare-float-bytes "metrics-float-bytes.json: category 'activations' device_bytes must be a whole number of bytes" -- compare "$scratch/estimate.json" "$data/metrics-float-bytes.json"
 
 # tessera export: the plan file and the options.
 plan_file=$scratch/plan.json

@@ -1,6 +1,10 @@
 // The `tessera` command driven in-process: what a user sees on stdout and stderr.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
@@ -8,9 +12,11 @@
 #include <sstream>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_app.h"
+#include "commands.h"
 #include "estimate_options.h"
 
 namespace tessera::cli {
@@ -131,6 +137,10 @@ TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
       {{"plan", "--model", "gpt2", "--cluster", missing_field.c_str(), "--global-batch", "64"}, "missing field 'gpus_per_node'"},
       {{"plan", "--model", "gpt2", "--gpus", "12", "--global-batch", "64"}, "not a whole number of nodes"},
       {{"plan", "--model", "gpt2", "--global-batch", "0"}, "--global-batch must be a positive integer"},
+      // Filters that leave no candidate before memory is considered: a usage error, not "NOTHING FITS".
+      {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--micro-batch", "7"}, "--micro-batch 7 does not divide --global-batch 64"},
+      {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--plugin", "gemini", "--tp", "2"}, "need --plugin hybrid_parallel"},
+      {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--dp", "4", "--tp", "4"}, "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs"},
   };
   for (const Case& c : cases) {
     const CliRun r = run(c.args);
@@ -232,6 +242,111 @@ TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
     EXPECT_EQ(r.code, 2) << args[3];
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// A directory of its own under the test temporary directory, removed at the end.
+struct ScratchDir {
+  std::string path;
+  explicit ScratchDir(const std::string& name) : path(::testing::TempDir() + name) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+};
+
+TEST(Cli, OutputReplacesOnlyRegularFiles) {
+  const ScratchDir dir("tessera-output-kinds");
+  const std::string target = dir.path + "/target.json", link = dir.path + "/link.json", fifo = dir.path + "/fifo";
+  std::ofstream(target) << "kept";
+  std::filesystem::create_symlink(target, link);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // No device node (the reported --output /dev/full): run as root, a regression would replace it.
+  for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{
+           {link, "a symbolic link"}, {fifo, "a FIFO"}, {dir.path, "a directory"}}) {
+    const CliRun r = run({"estimate", "--model", "gpt2", "--output", path.c_str()});
+    EXPECT_EQ(r.code, 2) << path;
+    EXPECT_EQ(r.err, "tessera: error: --output: '" + path + "' is " + kind +
+                         "; Tessera only replaces regular files, so give the path of a new or regular file\n");
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  std::ifstream kept(target);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "kept");
+}
+
+TEST(Cli, OutputIsStagedInAUniqueTemporaryWithTheUsualMode) {
+  const ScratchDir dir("tessera-output-staging");
+  const std::string path = dir.path + "/report.json";
+  std::ofstream(path) << "old";
+  // Another writer's temporary under the old fixed name must not be in the way.
+  std::filesystem::create_directories(path + ".tmp");
+  ASSERT_TRUE(write_file_atomically(path, "new", "--output").ok());
+  std::ifstream written(path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(written), {}), "new");
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path)) ++entries;
+  EXPECT_EQ(entries, 2) << "the file and the other writer's directory, no temporary left";
+  const Status refused = write_file_atomically(dir.path, "x", "--out");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message.rfind("--out: '", 0), 0u) << refused.error().message;
+}
+
+TEST(Cli, InputsThatAreNotRegularFilesAreRefusedWithoutReading) {
+  const ScratchDir dir("tessera-input-kinds");
+  const std::string fifo = dir.path + "/config.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {std::string("/dev/zero"), std::string("/dev/urandom"), fifo}) {
+    const CliRun r = run({"estimate", "--model", path.c_str()});
+    EXPECT_EQ(r.code, 2) << path;
+    EXPECT_NE(r.err.find("--model: '" + path + "' is not a regular file ("), std::string::npos) << r.err;
+  }
+  EXPECT_NE(run({"export", "/dev/zero", "--to", "deepspeed"}).err.find("plan file: '/dev/zero' is not a regular file (a character device)"),
+            std::string::npos);
+  EXPECT_NE(run({"compare", "/dev/zero", "/dev/zero"}).err.find("plan: '/dev/zero' is not a regular file"), std::string::npos);
+}
+
+// CLI11 alone saturates out-of-range integers, wraps negative ones into
+// unsigned options and reads a leading 0 as octal.
+TEST(Cli, IntegerOptionsAreRefusedOutOfRangeNotClamped) {
+  CLI::App app;
+  int64_t steps = 0;
+  uint64_t seed = 0;
+  app.add_option("--steps", steps);
+  app.add_option("--seed", seed);
+  check_integer_options(app);
+  const auto parse = [&](std::vector<std::string> args) -> std::string {
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(parse({"--steps", "9223372036854775808"}),
+            "--steps: '9223372036854775808' is not a whole number in range -9223372036854775808 to 9223372036854775807");
+  EXPECT_EQ(parse({"--seed", "-1"}), "--seed: '-1' is not a whole number in range 0 to 18446744073709551615");
+  EXPECT_NE(parse({"--seed", "18446744073709551616"}), "");
+  EXPECT_NE(parse({"--steps", "0x10"}), "");
+  EXPECT_NE(parse({"--steps", "1.5"}), "");
+  EXPECT_EQ(parse({"--steps", "-9223372036854775808", "--seed", "18446744073709551615"}), "");
+  EXPECT_EQ(steps, INT64_MIN);
+  EXPECT_EQ(seed, UINT64_MAX);
+  EXPECT_EQ(parse({"--steps", "010"}), "");
+  EXPECT_EQ(steps, 10) << "decimal, not octal";
+
+  const CliRun train = run({"train", "--out", "/tmp/tessera-never", "--steps", "9223372036854775808"});
+  EXPECT_EQ(train.code, 2);
+  EXPECT_NE(train.err.find("--steps: '9223372036854775808' is not a whole number in range"), std::string::npos) << train.err;
+  EXPECT_NE(run({"train", "--out", "/tmp/tessera-never", "--seed", "-1"}).err.find("--seed: '-1' is not a whole number"), std::string::npos);
+  auto options = parse_estimate_arguments({"--model", "gpt2", "--dp", "010"});
+  ASSERT_TRUE(options.ok()) << options.error().message;
+  EXPECT_EQ(options->request.layout.dp, 10);
 }
 
 TEST(Cli, HelpExitsZero) {

@@ -308,5 +308,38 @@ TEST(Export, PlanIndexOutOfRangeNamesPlan) {
   }
 }
 
+// A plan edited by hand must still be the run its file describes: every target
+// used to write a DeepSpeed train_batch_size or a launch that disagreed with it.
+TEST(Export, HandEditedPlanMustMatchItsFile) {
+  const Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::torch_ddp}; });
+  const std::string redo = "; undo the edit or re-run `tessera plan`";
+  const std::vector<std::pair<std::function<void(PlanFile&)>, std::string>> edits = {
+      {[](PlanFile& f) { f.plans[0].layout.dp = 4; }, "--plan 1: layout dp 4 × tp 1 × pp 1 = 4 GPUs, but the file's cluster has 8" + redo},
+      {[](PlanFile& f) { f.cluster.num_nodes = 2; }, "--plan 1: layout dp 8 × tp 1 × pp 1 = 8 GPUs, but the file's cluster has 16" + redo},
+      {[](PlanFile& f) { f.global_batch_size = 100; }, "sequences per step, but the file's global_batch_size is 100" + redo},
+      {[](PlanFile& f) { f.plans[0].training.num_micro_batches += 1; }, "sequences per step, but the file's global_batch_size is 64" + redo},
+      {[](PlanFile& f) { f.seq_len = 512; }, "--plan 1: training.seq_len 1024 differs from the file's seq_len 512" + redo},
+  };
+  for (const auto& [edit, message] : edits) {
+    PlanFile file = planned.file;
+    edit(file);
+    for (ExportTarget target : {ExportTarget::colossalai, ExportTarget::deepspeed, ExportTarget::perfetto}) {
+      auto text = export_plan(file, 0, target);
+      ASSERT_FALSE(text.ok()) << message;
+      EXPECT_TRUE(text.error().message.ends_with(message)) << text.error().message;
+    }
+  }
+}
+
+// A huge float in a MiB setting is refused before it is converted to bytes (undefined behaviour in int64).
+TEST(Export, HugeBucketSizeIsRefused) {
+  const Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::torch_ddp}; });
+  json document = planned.file.document;
+  document["plans"][0]["settings"]["bucket_cap_mb"] = 1e300;
+  auto file = parse_plan_file(document.dump(), "plan.json");
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.error().message, "plan.json plans[0].settings: key 'bucket_cap_mb' must lie in [0, 1e9], got 1e+300");
+}
+
 }  // namespace
 }  // namespace tessera::planner

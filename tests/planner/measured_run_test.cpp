@@ -26,6 +26,29 @@ TEST(MeasuredRun, ReadsTheRunsSetUpAndItsFirstRankRow) {
   EXPECT_FALSE(parse_measured_run(R"({"schema": 1, "kind": "metrics", "ranks": []})", "m.json").ok());
 }
 
+// Byte counts from a hand-edited or corrupt file: whole, not negative, at most
+// 2^50. A float was truncated (or, past int64, undefined) and compared as 0.0%.
+TEST(MeasuredRun, ByteCountsMustBeWholeNonNegativeAndBounded) {
+  const auto metrics = [](const nlohmann::json& device_bytes) {
+    nlohmann::json doc{{"schema", 1}, {"kind", "metrics"}};
+    doc["ranks"] = nlohmann::json::array({{{"categories", {{"activations", {{"device_bytes", device_bytes}, {"host_bytes", 0}}}}}}});
+    return parse_measured_run(doc.dump(), "metrics.json");
+  };
+  for (const nlohmann::json& bad : {nlohmann::json(1e30), nlohmann::json(2.5), nlohmann::json(-4096), nlohmann::json("12"),
+                                    nlohmann::json(uint64_t{1} << 63), nlohmann::json((int64_t{1} << 50) + 1)}) {
+    auto run = metrics(bad);
+    ASSERT_FALSE(run.ok()) << bad.dump();
+    EXPECT_EQ(run.error().message, "metrics.json: category 'activations' device_bytes must be a whole number of bytes from 0 to 2^50 (1 PiB), got " +
+                                       bad.dump());
+  }
+  auto largest = metrics(int64_t{1} << 50);
+  ASSERT_TRUE(largest.ok()) << largest.error().message;
+  EXPECT_EQ(largest->memory[MemoryCategory::activations].device, int64_t{1} << 50);
+  auto not_an_object = parse_measured_run(R"({"schema": 1, "kind": "metrics", "ranks": [{"categories": {"logits": 5}}]})", "m.json");
+  ASSERT_FALSE(not_an_object.ok());
+  EXPECT_EQ(not_an_object.error().message, "m.json: category 'logits' must be an object with device_bytes and host_bytes");
+}
+
 TEST(MeasuredRun, ErrorIsPredictedMinusMeasuredOverMeasured) {
   MemoryBreakdown predicted, measured;
   predicted.add(MemoryCategory::activations, MemorySpace::device, 120);

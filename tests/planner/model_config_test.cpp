@@ -80,7 +80,7 @@ TEST(ModelConfig, ReadsTheConfigInsideAModelDirectory) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tessera-test-tiny-llama";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << R"({"model_type":"llama","vocab_size":100,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4})";
-  auto config = load_model_config_file(dir.string());
+  auto config = load_model_config_file(dir.string(), "--model");
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->name, "tessera-test-tiny-llama");
@@ -88,7 +88,7 @@ TEST(ModelConfig, ReadsTheConfigInsideAModelDirectory) {
 }
 
 TEST(ModelConfig, MissingFileIsNotFound) {
-  auto config = load_model_config_file("/nonexistent/config.json");
+  auto config = load_model_config_file("/nonexistent/config.json", "--model");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.error().code, ErrorCode::not_found);
 }

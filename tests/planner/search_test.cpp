@@ -4,6 +4,10 @@
 // GPUs are small, sharding or tp × pp for 70B.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "tessera/planner/report.h"
 #include "tessera/planner/search.h"
 #include "test_models.h"
@@ -138,6 +142,69 @@ TEST(PlanSearch, BadRequestsNameTheOption) {
   request.dp = 8;
   request.micro_batch_size = 4;
   EXPECT_NE(search_plans(model, request).error().message.find("not divisible by --micro-batch 4 × dp 8"), std::string::npos);
+}
+
+// Filters that leave the search no candidate before memory is considered are a
+// usage error naming the filter and why, not "nothing fits" with 0 candidates.
+TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
+  struct Case {
+    int64_t gpus;
+    std::function<void(PlanRequest&)> restrict;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {8, [](PlanRequest& r) { r.micro_batch_size = 7; }, "--micro-batch 7 does not divide --global-batch 64 (a step is whole micro-batches)"},
+      {8, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}, r.tp = 2; },
+       "--tp/--pp above 1 need --plugin hybrid_parallel (gemini is data parallel only)"},
+      {8, [](PlanRequest& r) { r.dp = 4, r.tp = 4; }, "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs"},
+      {8, [](PlanRequest& r) { r.dp = 4, r.plugins = {PluginKind::torch_ddp}; },
+       "--dp 4 on 8 GPUs leaves a factor of 2 to --tp or --pp, which need --plugin hybrid_parallel (torch_ddp is data parallel only)"},
+      {40, [](PlanRequest& r) { r.pp = 5; }, "--pp 5 does not divide the 12 layers of gpt2 (the search gives every stage as many layers)"},
+      {8, [](PlanRequest& r) { r.zero_stage = 3; },
+       "--zero-stage 3: the search tries stages 0 to 2; for ZeRO-3 use --plugin torch_fsdp or gemini without --zero-stage"},
+      {8, [](PlanRequest& r) { r.zero_stage = 1, r.plugins = {PluginKind::gemini}; }, "--zero-stage 1 does not apply to --plugin gemini: "},
+      {8, [](PlanRequest& r) { r.zero_stage = 2, r.pp = 2; }, "--zero-stage 2 cannot be combined with --pp 2"},
+      {8, [](PlanRequest& r) { r.zero_stage = 1, r.dp = 1; }, "--zero-stage 1 shards over the data-parallel ranks, and --dp 1 leaves none"},
+      {8, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}, r.precision = Precision::fp32; }, "--plugin gemini needs --precision fp16 or bf16"},
+      {1, [](PlanRequest& r) { r.plugins = {PluginKind::torch_fsdp}; }, "--plugin torch_fsdp needs 2 GPUs or more"},
+      {8, [](PlanRequest& r) { r.plugins = {PluginKind::hybrid_parallel}, r.tp = 1, r.pp = 1; }, "--plugin hybrid_parallel with --tp 1 and --pp 1 is plain data parallelism"},
+      {8, [](PlanRequest& r) { r.global_batch_size = 4, r.dp = 8; }, "--global-batch 4 is not divisible by --dp 8"},
+      // No single check explains it: the filters whose removal would leave candidates.
+      {8, [](PlanRequest& r) { r.plugins = {PluginKind::hybrid_parallel}, r.dp = 8; },
+       "no candidate for gpt2 on 8 GPUs with --global-batch 64 satisfies --plugin hybrid_parallel --dp 8; drop or change --plugin hybrid_parallel or --dp 8"},
+      // Candidates remain, but the estimate refuses every one (the search pairs tp with sequence parallelism).
+      {8, [](PlanRequest& r) { r.seq_len = 1023, r.plugins = {PluginKind::hybrid_parallel}, r.tp = 2; },
+       "the estimate refuses every candidate, first hybrid_parallel dp 4 × tp 2"},
+  };
+  const Model model = testing::shipped_model("gpt2");
+  for (const Case& c : cases) {
+    PlanRequest request = on("h100-80g", c.gpus, 64, 1024);
+    c.restrict(request);
+    const Status s = validate_plan_filters(model, request);
+    ASSERT_FALSE(s.ok()) << c.message;
+    EXPECT_EQ(s.error().message.rfind(c.message, 0), 0u) << s.error().message;
+    EXPECT_EQ(search_plans(model, request).error().message, s.error().message) << "the search refuses the same way";
+  }
+  // With no filter at all: gpt2-xl's 25 heads and 48 layers allow no layout of 32 GPUs with dp 1.
+  const Status batch = validate_plan_filters(testing::shipped_model("gpt2-xl"), on("h100-80g", 32, 1, 1024));
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.error().message,
+            "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 32 GPUs; use a multiple of 32");
+}
+
+TEST(PlanSearch, FiltersThatLeaveCandidatesPass) {
+  const Model model = testing::shipped_model("gpt2");
+  PlanRequest request = on("h100-80g", 8, 64, 1024);
+  EXPECT_TRUE(validate_plan_filters(model, request).ok());
+  request.plugins = {PluginKind::hybrid_parallel};
+  request.tp = 2;
+  request.zero_stage = 1;
+  EXPECT_TRUE(validate_plan_filters(model, request).ok());
+  EXPECT_FALSE(plan_candidates(model, request).empty());
+  request = on("h100-80g", 1, 64, 1024);  // one GPU: ZeRO with offload still shards onto the host
+  request.zero_stage = 1;
+  request.dp = 1;
+  EXPECT_TRUE(validate_plan_filters(model, request).ok());
 }
 
 }  // namespace

@@ -87,6 +87,11 @@ struct StageShape {
 // The stages of a request, first to last (one stage without a pipeline).
 std::vector<StageShape> stage_shapes(const Model& model, const EstimateRequest& request);
 
+// --tp against the model: a positive tp must divide the attention heads, the
+// key-value heads and the MLP width, so that every GPU holds whole heads and an
+// equal slice of the MLP (Megatron-LM's column and row splits).
+Status check_tensor_parallel(const ModelConfig& config, int64_t tp);
+
 // Checks the request against the model and GPU; the error names the option to change.
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
 

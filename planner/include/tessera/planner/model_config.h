@@ -79,6 +79,7 @@ Result<ModelConfig> parse_model_config(std::string_view json_text, const std::st
 
 // Reads and parses a config.json from disk (or the config.json inside a model
 // directory); the model's name is the file's stem, or the directory's name.
-Result<ModelConfig> load_model_config_file(const std::string& path);
+// Errors start with `field`, the option or key that gave the path.
+Result<ModelConfig> load_model_config_file(const std::string& path, const std::string& field);
 
 }  // namespace tessera::planner

@@ -69,6 +69,18 @@ inline constexpr int64_t kMaxSeqLen = int64_t{1} << 20;
 
 Status validate_plan_request(const Model& model, const PlanRequest& request);
 
+// The filters (--plugin, --dp, --tp, --pp, --micro-batch, --zero-stage)
+// against the model, the cluster, the batch and each other. A set of filters
+// that leaves no candidate, or only candidates the estimate refuses, is a
+// usage error: the message names the filter that excludes everything and why,
+// rather than the search reporting that nothing fits in memory.
+Status validate_plan_filters(const Model& model, const PlanRequest& request);
+
+// Every candidate the search evaluates, before memory is considered: each
+// plugin and layout the filters allow, at each micro-batch that divides a
+// data-parallel rank's share of the global batch, in each recompute mode.
+std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanRequest& request);
+
 Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& request);
 
 // "hybrid_parallel dp 2 × tp 8 × pp 4 + sp, zero 1, recompute selective, micro-batch 1 × 16"

@@ -1,8 +1,5 @@
 #include "commands.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +14,7 @@
 
 #include "cli_app.h"
 #include "cli_util.h"
+#include "tessera/engine/file_io.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
@@ -26,60 +24,6 @@ namespace tessera::cli {
 namespace {
 
 using namespace tessera::planner;
-
-// The mode open(2) gives a new file before the umask, as fopen does.
-constexpr mode_t kNewFileMode = 0666;
-
-// A write failure: "FIELD: WHAT: strerror(error_number)".
-Error write_error(const std::string& field, const std::string& what, int error_number) {
-  return make_error(ErrorCode::io_error, field + ": " + what + ": " + std::strerror(error_number));
-}
-
-// The umask can only be read by setting it: set it back at once. The only
-// other threads of the CLI are the engine's OpenMP workers, which create no
-// files, so none sees the zero mask.
-mode_t current_umask() {
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  return mask;
-}
-
-// Nothing, or a regular file: a symlink would be replaced by a file, not
-// written through, and a device (--output /dev/full), FIFO or directory is
-// never what the user meant to overwrite. lstat, so a symlink is seen as one.
-Status check_replaceable(const std::string& path, const std::string& field, const std::string& quoted) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::success();
-    return write_error(field, "cannot write " + quoted, errno);
-  }
-  if (S_ISREG(st.st_mode)) return Status::success();
-  return make_error(ErrorCode::invalid_argument, field + ": " + quoted + " is " + file_type_name(st.st_mode) +
-                                                     "; Tessera only replaces regular files, so give the path of a new or regular file");
-}
-
-bool write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// After the rename, so that the new directory entry survives a power cut too.
-// Returns 0 or the errno of the failure.
-int sync_directory(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const int fd = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  // Some file systems cannot sync a directory (EINVAL): the rename stands all the same.
-  const int failure = ::fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
-  ::close(fd);
-  return failure;
-}
 
 std::string group_digits(int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -93,33 +37,8 @@ std::string group_digits(int64_t n) {
 }  // namespace
 
 Status write_file_atomically(const std::string& path, const std::string& text, const std::string& field) {
-  const std::string quoted = "'" + one_line(path, 200) + "'";
-  if (Status s = check_replaceable(path, field, quoted); !s) return s;
-  // A unique name beside the target: the rename stays on one file system, and
-  // two writers of the same path never share a temporary.
-  std::string temporary = path + ".XXXXXX";
-  const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
-  if (fd < 0) return write_error(field, "cannot write " + quoted, errno);
-  // mkstemp creates 0600: give the file the mode any new file would get.
-  bool written = ::fchmod(fd, kNewFileMode & ~current_umask()) == 0 && write_all(fd, text) && ::fsync(fd) == 0;
-  int failure = written ? 0 : errno;
-  if (::close(fd) != 0 && written) {
-    written = false;
-    failure = errno;
-  }
-  if (!written) {
-    ::unlink(temporary.c_str());
-    return write_error(field, "cannot write " + quoted, failure);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    failure = errno;
-    ::unlink(temporary.c_str());
-    return write_error(field, "cannot replace " + quoted, failure);
-  }
-  if (const int sync_failure = sync_directory(path); sync_failure != 0) {
-    return write_error(field, "wrote " + quoted + " but cannot sync its directory", sync_failure);
-  }
-  return Status::success();
+  auto written = engine::replace_file_atomically(path, field, [&](engine::DurableWriter& writer) { return writer.write(text.data(), text.size()); });
+  return written ? Status::success() : Status(written.error());
 }
 
 int run_models(const ListOptions& options, std::ostream& out, std::ostream& err) {

@@ -274,12 +274,12 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!run_directory) return fail(err, run_directory.error().message);
   const EstimateReport report{model.value(), cpu, request, estimate.value()};
   // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
-  if (Status s = write_file_atomically(o.out + "/config.json", config_text.value()); !s) return fail(err, s.error().message);
-  if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n"); !s) return fail(err, s.error().message);
+  if (Status s = write_file_atomically(o.out + "/config.json", config_text.value(), "--out"); !s) return fail(err, s.error().message);
+  if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out"); !s) return fail(err, s.error().message);
   t.run_directory = &run_directory.value();
   t.model_config_text = config_text.value();
   t.on_save = [&](const engine::TrainMetrics& m) -> Status {
-    return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n");
+    return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n", "--out");
   };
   const StopSignals signals;
   t.stop_requested = [&signals] { return signals.received() != 0; };

@@ -1,9 +1,6 @@
 #include "tessera/engine/safetensors.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -94,25 +91,14 @@ Status check_tiling(const SafetensorsIndex& index, uint64_t data_bytes, const st
 }  // namespace
 
 Result<FileDigest> write_safetensors(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
-  static std::atomic<int> counter{0};
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  auto writer = DurableWriter::create(temporary);
-  if (!writer) return writer.error();
   const std::string head = header_bytes(tensors, metadata);
-  Status written = writer.value().write(head.data(), head.size());
-  for (const TensorView& t : tensors) {
-    if (written) written = writer.value().write(t.data, static_cast<size_t>(numel(t.shape)) * 4);
-  }
-  if (!written) return written.error();
-  auto digest = writer.value().finish();
-  if (!digest) return digest.error();
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const Error error = make_error(ErrorCode::io_error, "cannot replace '" + path + "': " + std::strerror(errno));
-    std::remove(temporary.c_str());
-    return error;
-  }
-  if (Status s = fsync_directory(std::filesystem::path(path).parent_path().string()); !s) return s.error();
-  return digest;
+  return replace_file_atomically(path, "checkpoint", [&](DurableWriter& writer) -> Status {
+    if (Status s = writer.write(head.data(), head.size()); !s) return s;
+    for (const TensorView& t : tensors) {
+      if (Status s = writer.write(t.data, static_cast<size_t>(numel(t.shape)) * 4); !s) return s;
+    }
+    return Status::success();
+  });
 }
 
 Result<SafetensorsIndex> parse_safetensors_index(std::string_view head, uint64_t file_bytes, const std::string& path) {

@@ -14,7 +14,11 @@
 
 #include "../fuzz/fuzz_entries.h"
 #include "estimate_options.h"
+#include "tessera/engine/checkpoint_manifest.h"
+#include "tessera/engine/data.h"
+#include "tessera/engine/safetensors.h"
 #include "tessera/planner/embedded_data.h"
+#include "tessera/planner/measured_run.h"
 #include "tessera/planner/model_config.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
@@ -44,8 +48,23 @@ std::vector<CorpusFile> read_corpus(const std::string& subdirectory) {
   return files;
 }
 
-TEST(FuzzCorpus, BothCorporaArePresentAndNonEmpty) {
-  for (const char* name : {"model_config", "estimate_options", "plan_file"}) {
+// Replays a corpus through its fuzz entry; returns how many inputs `accepts`
+// takes and how many it refuses.
+template <typename Accepts>
+std::pair<int, int> replay(const std::string& corpus_name, void (*entry)(const uint8_t*, size_t), Accepts accepts) {
+  const std::vector<CorpusFile> corpus = read_corpus(corpus_name);
+  EXPECT_FALSE(corpus.empty()) << corpus_name;
+  int accepted = 0, refused = 0;
+  for (const CorpusFile& file : corpus) {
+    SCOPED_TRACE(file.name);
+    entry(file.data(), file.bytes.size());
+    accepts(file) ? ++accepted : ++refused;
+  }
+  return {accepted, refused};
+}
+
+TEST(FuzzCorpus, EveryCorpusIsPresentAndNonEmpty) {
+  for (const char* name : {"model_config", "estimate_options", "plan_file", "checkpoint", "token_shard", "metrics_file"}) {
     EXPECT_FALSE(read_corpus(name).empty()) << "no files in " << TESSERA_FUZZ_CORPUS_DIR << "/" << name;
   }
 }
@@ -120,17 +139,42 @@ TEST(FuzzCorpus, EstimateOptionsCorpusReplaysAndCoversBothOutcomes) {
 }
 
 TEST(FuzzCorpus, PlanFileCorpusReplaysAndCoversBothOutcomes) {
-  const std::vector<CorpusFile> corpus = read_corpus("plan_file");
-  ASSERT_FALSE(corpus.empty());
-  int parsed = 0, rejected = 0;
-  for (const CorpusFile& file : corpus) {
-    SCOPED_TRACE(file.name);
-    tessera::fuzz::fuzz_plan_file_once(file.data(), file.bytes.size());
-    const auto plan = tessera::planner::parse_plan_file(file.bytes, file.name);
-    plan ? ++parsed : ++rejected;
-  }
+  const auto [parsed, rejected] = replay("plan_file", tessera::fuzz::fuzz_plan_file_once,
+                                         [](const CorpusFile& file) { return tessera::planner::parse_plan_file(file.bytes, file.name).ok(); });
   EXPECT_GE(parsed, 3);
   EXPECT_GE(rejected, 1);
+}
+
+// The readers of what a run leaves behind: checkpoint files and manifests,
+// token shards, metrics files. Each corpus holds inputs both accepted and refused.
+TEST(FuzzCorpus, CheckpointCorpusReplaysAndCoversBothOutcomes) {
+  int tensors = 0, manifests = 0, rejected = 0;
+  for (const CorpusFile& file : read_corpus("checkpoint")) {
+    SCOPED_TRACE(file.name);
+    tessera::fuzz::fuzz_checkpoint_once(file.data(), file.bytes.size());
+    const bool parsed = tessera::engine::parse_safetensors(file.bytes, file.name).ok();
+    const bool manifest = tessera::engine::parse_manifest(file.bytes, file.name).ok();
+    tensors += parsed;
+    manifests += manifest;
+    rejected += !parsed && !manifest;
+  }
+  EXPECT_GE(tensors, 2);
+  EXPECT_GE(manifests, 1);
+  EXPECT_GE(rejected, 3);
+}
+
+TEST(FuzzCorpus, TokenShardCorpusReplaysAndCoversBothOutcomes) {
+  const auto [parsed, rejected] = replay("token_shard", tessera::fuzz::fuzz_token_shard_once,
+                                         [](const CorpusFile& file) { return tessera::engine::parse_token_data(file.bytes, true, file.name).ok(); });
+  EXPECT_GE(parsed, 1);
+  EXPECT_GE(rejected, 3);
+}
+
+TEST(FuzzCorpus, MetricsFileCorpusReplaysAndCoversBothOutcomes) {
+  const auto [parsed, rejected] = replay("metrics_file", tessera::fuzz::fuzz_metrics_file_once,
+                                         [](const CorpusFile& file) { return tessera::planner::parse_measured_run(file.bytes, file.name).ok(); });
+  EXPECT_GE(parsed, 1);
+  EXPECT_GE(rejected, 2);
 }
 
 TEST(FuzzCorpus, ArgumentsSplitOnNewlineAndNul) {

@@ -227,7 +227,7 @@ case_lesser() {
 # N runs killed at a random moment during --save-every 1: each resumes to the
 # bytes of an uninterrupted run.
 case_kill9() {
-  local runs=${1:-25} steps=30
+  local runs=${1:-25} steps=30 before_first=0 mid_run=0 mid_save=0 finished=0
   for ((i = 1; i <= runs; i++)); do
     rm -rf d
     "$tessera" train "${small[@]}" --steps $steps --save-every 1 --out d >/dev/null 2>&1 &
@@ -235,9 +235,15 @@ case_kill9() {
     sleep "0.$(printf '%03d' $((RANDOM % 700)))"
     kill -9 $pid 2>/dev/null
     wait $pid 2>/dev/null
+    # Where the kill landed: the committed step, and whether a save was under way.
+    local committed
+    committed=$(readlink d/checkpoint 2>/dev/null | sed 's/.*step-0*//')
+    if [ -z "$committed" ]; then ((before_first++)); elif [ "$committed" -eq $steps ]; then ((finished++)); else ((mid_run++)); fi
+    compgen -G "d/checkpoints/.staging-*" >/dev/null && ((mid_save++))
     resume_to d $steps
   done
-  echo "kill9: $runs runs killed at random moments, all resumed to the uninterrupted bytes"
+  echo "kill9: $runs runs killed at random moments ($before_first before the first commit, $mid_run mid-run of which $mid_save" \
+    "during a save, $finished after the last); every one resumed to the uninterrupted bytes"
 }
 
 case "$case_name" in

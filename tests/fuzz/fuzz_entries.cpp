@@ -10,7 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "estimate_options.h"
+#include "tessera/engine/checkpoint_manifest.h"
+#include "tessera/engine/data.h"
+#include "tessera/engine/safetensors.h"
 #include "tessera/planner/export.h"
+#include "tessera/planner/measured_run.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/model_config.h"
@@ -164,6 +168,48 @@ void fuzz_plan_file_once(const uint8_t* data, size_t size) {
       auto exported = export_plan(plan.value(), i, target.value);
       require(exported ? !exported->empty() : !exported.error().message.empty(), "an export returned neither text nor a message");
     }
+  }
+}
+
+void fuzz_checkpoint_once(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  auto file = engine::parse_safetensors(bytes, "fuzz");
+  if (file) {
+    for (const auto& [name, tensor] : file->tensors) {
+      int64_t numel = 1;
+      for (int64_t d : tensor.shape) numel *= d;
+      require(static_cast<int64_t>(tensor.data.size()) == numel, "a tensor's data does not match its shape");
+    }
+  } else {
+    require(!file.error().message.empty(), "parse_safetensors failed with an empty message");
+  }
+  auto manifest = engine::parse_manifest(bytes, "fuzz");
+  if (manifest) {
+    auto again = engine::parse_manifest(engine::manifest_to_json(manifest.value()), "fuzz");
+    require(again.ok() && again->step == manifest->step && again->files.size() == manifest->files.size(), "a manifest does not round-trip");
+  } else {
+    require(!manifest.error().message.empty(), "parse_manifest failed with an empty message");
+  }
+}
+
+void fuzz_token_shard_once(const uint8_t* data, size_t size) {
+  auto tokens = engine::parse_token_data(std::string_view(reinterpret_cast<const char*>(data), size), /*shard=*/true, "fuzz.bin");
+  if (!tokens) {
+    require(!tokens.error().message.empty(), "parse_token_data failed with an empty message");
+    return;
+  }
+  require(tokens->tokens.size() * 2 + 1024 == size, "a shard's token count does not match its size");
+  for (int32_t token : tokens->tokens) require(token >= 0 && token < tokens->vocab_size, "a token id lies outside the vocabulary");
+}
+
+void fuzz_metrics_file_once(const uint8_t* data, size_t size) {
+  auto run = parse_measured_run(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+  if (!run) {
+    require(!run.error().message.empty(), "parse_measured_run failed with an empty message");
+    return;
+  }
+  for (const CategoryError& row : compare_memory(run->memory, run->memory)) {
+    require(row.error_pct == 0.0, "a run compared with itself shows an error");
   }
 }
 

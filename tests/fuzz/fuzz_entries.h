@@ -31,4 +31,14 @@ void fuzz_estimate_options_once(const uint8_t* data, size_t size);
 // its first plans.
 void fuzz_plan_file_once(const uint8_t* data, size_t size);
 
+// The bytes as a checkpoint's files: a safetensors file (header, shapes,
+// offsets, every tensor read) and a checkpoint manifest.
+void fuzz_checkpoint_once(const uint8_t* data, size_t size);
+
+// The bytes as an llm.c token shard (`tessera train --data x.bin`).
+void fuzz_token_shard_once(const uint8_t* data, size_t size);
+
+// The bytes as the metrics.json `tessera compare` reads, compared with itself.
+void fuzz_metrics_file_once(const uint8_t* data, size_t size);
+
 }  // namespace tessera::fuzz

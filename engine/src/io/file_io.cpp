@@ -9,8 +9,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <atomic>
+#include <filesystem>
 #include <utility>
 #include <vector>
+
+#include "tessera/planner/text_util.h"
 
 namespace tessera::engine {
 namespace {
@@ -19,14 +23,6 @@ Error io_error(const std::string& what, const std::string& path, int error_numbe
   return make_error(ErrorCode::io_error, what + " '" + path + "': " + std::strerror(error_number));
 }
 
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
 
 }  // namespace
 
@@ -58,7 +54,7 @@ Result<ReadOnlyFile> ReadOnlyFile::open(const std::string& path, const std::stri
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
-    return make_error(ErrorCode::invalid_argument, field + ": '" + path + "' is " + file_kind(info.st_mode) + "; give the path of a regular file");
+    return make_error(ErrorCode::invalid_argument, field + ": '" + path + "' is " + planner::file_type_name(info.st_mode) + "; give the path of a regular file");
   }
   return ReadOnlyFile(fd, static_cast<int64_t>(info.st_size), path, field);
 }
@@ -110,7 +106,7 @@ Result<FileDigest> ReadOnlyFile::digest() const {
 }
 
 Result<DurableWriter> DurableWriter::create(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // less the umask, as any new file
   if (fd < 0) return io_error("cannot create", path, errno);
   return DurableWriter(fd, path);
 }
@@ -158,10 +154,33 @@ Result<FileDigest> write_new_file(const std::string& path, std::string_view text
   return writer.value().finish();
 }
 
+Result<FileDigest> replace_file_atomically(const std::string& path, const std::string& field, const std::function<Status(DurableWriter&)>& write) {
+  const std::string quoted = "'" + planner::one_line(path, 200) + "'";
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    return make_error(ErrorCode::invalid_argument, field + ": " + quoted + " is " + planner::file_type_name(info.st_mode) +
+                                                       "; Tessera only replaces regular files, so give the path of a new or regular file");
+  }
+  static std::atomic<int> counter{0};
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  auto writer = DurableWriter::create(temporary);
+  if (!writer) return make_error(ErrorCode::io_error, field + ": " + writer.error().message);
+  if (Status s = write(writer.value()); !s) return make_error(ErrorCode::io_error, field + ": " + s.error().message);
+  auto digest = writer.value().finish();
+  if (!digest) return make_error(ErrorCode::io_error, field + ": " + digest.error().message);
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error_number = errno;
+    std::remove(temporary.c_str());
+    return io_error(field + ": cannot replace", path, error_number);
+  }
+  if (Status s = fsync_directory(std::filesystem::path(path).parent_path().string()); !s) return make_error(ErrorCode::io_error, field + ": " + s.error().message);
+  return digest;
+}
+
 Status fsync_directory(const std::string& directory) {
   const int fd = ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return io_error("cannot open directory", directory, errno);
-  const bool synced = ::fsync(fd) == 0;
+  const bool synced = ::fsync(fd) == 0 || errno == EINVAL;
   const int error_number = errno;
   ::close(fd);
   if (!synced) return io_error("cannot sync directory", directory, error_number);

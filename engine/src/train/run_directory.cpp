@@ -180,7 +180,7 @@ Status RunDirectory::remove_leftovers() const {
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(path_, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with(std::string(kPointerName) + ".tmp-")) fs::remove(entry.path(), ec);
+    if (name.find(".tmp-") != std::string::npos) fs::remove(entry.path(), ec);  // a link or file being replaced when a run died
   }
   return Status::success();
 }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -82,10 +83,19 @@ class DurableWriter {
   int64_t bytes_ = 0;
 };
 
+// Replaces PATH atomically with a file `write` fills: a unique temporary beside
+// it (PATH.tmp-PID-N, so two writers never share one), fsync, rename over PATH,
+// fsync of the directory. A failure leaves PATH as it was. Only nothing or a
+// regular file at PATH is replaced: a symlink would be replaced rather than
+// written through, and a device (/dev/full), FIFO or directory is never what
+// was meant. Errors start with `field`, the option or file the path came from.
+Result<FileDigest> replace_file_atomically(const std::string& path, const std::string& field, const std::function<Status(DurableWriter&)>& write);
+
 // Writes `text` to a new file at `path` durably (DurableWriter in one call).
 Result<FileDigest> write_new_file(const std::string& path, std::string_view text);
 
-// Makes a directory's entries (renames, new files) durable.
+// Makes a directory's entries (renames, new files) durable. File systems that
+// cannot sync a directory (EINVAL) are taken at their word.
 Status fsync_directory(const std::string& directory);
 
 }  // namespace tessera::engine

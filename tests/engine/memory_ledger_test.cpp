@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include "tessera/engine/host_memory.h"
 #include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/tensor.h"
+#include "tessera/planner/report.h"
 
 namespace tessera::engine {
 namespace {
@@ -25,6 +28,32 @@ TEST(MemoryLedger, FreeingMoreThanAllocatedFailsLoudly) {
   MemoryLedger ledger;
   ledger.allocated(MemoryCategory::gradients, Device::cpu, 10);
   EXPECT_THROW(ledger.freed(MemoryCategory::gradients, Device::cpu, 11), std::logic_error);
+}
+
+// An allocation that cannot be had names its category and size, and books nothing.
+TEST(Tensor, AnAllocationFailureNamesWhatAndHowMuch) {
+  MemoryLedger ledger;
+  try {
+    Tensor<float> huge(ledger, MemoryCategory::optimizer_states, int64_t{1} << 48);  // 1 PiB: beyond any address space
+    FAIL() << "allocated 1 PiB";
+  } catch (const AllocationFailure& e) {
+    EXPECT_EQ(std::string(e.what()), "out of memory allocating " + planner::format_bytes(int64_t{4} << 48) + " for optimizer_states");
+  }
+  EXPECT_EQ(ledger.current_total(Device::cpu), 0);
+}
+
+TEST(HostMemory, ReadsMeminfoCgroupFilesAndStatesItsReserve) {
+  EXPECT_EQ(kib_field_bytes("MemTotal:       24576000 kB\nMemAvailable:   23860012 kB\n", "MemAvailable"), int64_t{23860012} * 1024);
+  EXPECT_EQ(kib_field_bytes("VmSize:\t  1024 kB\n", "VmSize"), 1 << 20);
+  EXPECT_FALSE(kib_field_bytes("MemTotal: 1 kB\n", "MemAvailable").has_value());
+  EXPECT_EQ(cgroup_limit_bytes("8589934592\n"), int64_t{8} << 30);
+  EXPECT_FALSE(cgroup_limit_bytes("max\n").has_value());                  // cgroup v2: no limit
+  EXPECT_FALSE(cgroup_limit_bytes("9223372036854771712\n").has_value());  // cgroup v1: no limit
+  EXPECT_EQ(memory_reserve_bytes(int64_t{1} << 30), int64_t{256} << 20);   // at least 256 MiB
+  EXPECT_EQ(memory_reserve_bytes(int64_t{100} << 30), int64_t{5} << 30);   // 5% of a large limit
+  const HostMemoryBudget budget = host_memory_budget();
+  EXPECT_GT(budget.usable_bytes(), 0);
+  EXPECT_FALSE(budget.limited_by.empty());
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ tessera=$(realpath "$1")
 case_name=$2
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# A case that fails or times out must not leave a training behind it.
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work"
 export OMP_NUM_THREADS=1  # the same thread count in every run: the bytes depend on it
 

@@ -217,7 +217,7 @@ PY
 }
 
 case_lesser() {
-  expect_refusal 2 "--steps" train --steps 9223372036854775808 --out big
+  expect_refusal 2 "--steps" timeout 60 "$tessera" train "${small[@]}" --steps 9223372036854775808 --out big
   local models=$source_dir/models
   sed 's/"model_type"/"activation_function": "gelu", "model_type"/' "$models/tiny-gpt2.json" >gelu.json
   expect_refusal 2 "activation_function is 'gelu'" train --model gelu.json --steps 1 --out g

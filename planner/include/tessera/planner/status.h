@@ -17,6 +17,7 @@ enum class ErrorCode {
   parse_error,       // malformed JSON or a field of the wrong type
   unsupported,       // a well-formed request we do not model (e.g. unknown model_type)
   io_error,          // reading or writing a file failed
+  comm_error,        // a collective or point-to-point call failed in the transport (an MPI error)
 };
 
 struct Error {

@@ -1,0 +1,79 @@
+// The words every communicator speaks: element types, reduction operators, the
+// kinds of call, and the per-communicator byte counters that metrics.json will
+// report as "bytes moved per collective" (DESIGN.md, the metrics contract).
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "tessera/planner/enum_names.h"
+
+namespace tessera::engine::comm {
+
+// Element types a communicator moves. bf16 and fp16 come with mixed-precision
+// data parallelism: the sum is computed by reduce_in_rank_order (ordered_reduce.h),
+// not by MPI, so adding them means widening to fp32 there, nothing else.
+enum class DataType { f32, f64 };
+inline constexpr std::array<EnumName<DataType>, 2> kDataTypeNames{{{DataType::f32, "f32"}, {DataType::f64, "f64"}}};
+inline std::span<const EnumName<DataType>> enum_names(DataType) { return kDataTypeNames; }
+
+constexpr size_t element_bytes(DataType type) { return type == DataType::f64 ? 8 : 4; }
+
+template <typename T>
+concept CommElement = std::same_as<T, float> || std::same_as<T, double>;
+
+template <CommElement T>
+constexpr DataType data_type_of() {
+  return std::same_as<T, float> ? DataType::f32 : DataType::f64;
+}
+
+// sum: gradients and losses. max: flags and overflow checks; NaN wins (a rank
+// holding a NaN makes the result NaN), so an fp16 overflow check cannot miss one.
+enum class ReduceOp { sum, max };
+inline constexpr std::array<EnumName<ReduceOp>, 2> kReduceOpNames{{{ReduceOp::sum, "sum"}, {ReduceOp::max, "max"}}};
+inline std::span<const EnumName<ReduceOp>> enum_names(ReduceOp) { return kReduceOpNames; }
+
+// Every call a communicator offers, for counters and error messages.
+enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, send, recv, barrier };
+inline constexpr int kNumCollectives = 7;
+inline constexpr std::array<EnumName<Collective>, kNumCollectives> kCollectiveNames{{
+    {Collective::all_reduce, "all_reduce"},
+    {Collective::reduce_scatter, "reduce_scatter"},
+    {Collective::all_gather, "all_gather"},
+    {Collective::broadcast, "broadcast"},
+    {Collective::send, "send"},
+    {Collective::recv, "recv"},
+    {Collective::barrier, "barrier"},
+}};
+inline std::span<const EnumName<Collective>> enum_names(Collective) { return kCollectiveNames; }
+
+// What one communicator has done, per kind of call, counted when a call succeeds.
+// `bytes` is the call's payload as nccl-tests defines its size S
+// (NVIDIA/nccl-tests doc/PERFORMANCE.md), which is the same on every rank:
+//   all_reduce      count · element bytes
+//   reduce_scatter  size · recv_count · element bytes   (the whole input)
+//   all_gather      size · send_count · element bytes   (the whole output)
+//   broadcast       count · element bytes
+//   send, recv      count · element bytes
+//   barrier         0
+// The bytes on the wire depend on the algorithm; for the usual ones they are the
+// payload times nccl-tests' bus factor: 2(n-1)/n for all_reduce, (n-1)/n for
+// reduce_scatter and all_gather, 1 for broadcast. A one-rank communicator counts
+// the payload too, so a run's counters do not depend on the backend.
+// A communicator made by split() has counters of its own, starting at zero.
+struct CommCounters {
+  std::array<int64_t, kNumCollectives> calls{};
+  std::array<int64_t, kNumCollectives> bytes{};
+
+  int64_t calls_of(Collective kind) const { return calls[static_cast<size_t>(kind)]; }
+  int64_t bytes_of(Collective kind) const { return bytes[static_cast<size_t>(kind)]; }
+  void add(Collective kind, int64_t payload_bytes) {
+    calls[static_cast<size_t>(kind)] += 1;
+    bytes[static_cast<size_t>(kind)] += payload_bytes;
+  }
+};
+
+}  // namespace tessera::engine::comm

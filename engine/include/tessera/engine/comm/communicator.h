@@ -1,0 +1,151 @@
+// The engine's only way to talk to other ranks: one group of ranks and the
+// collectives and point-to-point calls over it. Backends: local (one rank,
+// local.h), mpi (mpi.h); NCCL comes with the CUDA backend.
+//
+// Conventions (NCCL's, so that the CUDA backend can keep them):
+//  - Argument order: send buffer, receive buffer, count, type, then op / root / peer.
+//  - Counts are per rank, as NCCL counts them: all_reduce and broadcast move
+//    `count` elements; reduce_scatter delivers `recv_count` to each rank out of
+//    size · recv_count; all_gather takes `send_count` from each rank into
+//    size · send_count.
+//  - Rank order: a group's ranks are 0..size-1. reduce_scatter gives rank r the
+//    elements [r · recv_count, (r+1) · recv_count) of the reduced input; all_gather
+//    puts rank r's elements at [r · send_count, (r+1) · send_count) of the output.
+//  - In place is allowed exactly where NCCL's user guide allows it ("In-place
+//    Operations", docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/inplace.html):
+//    all_reduce and broadcast: send == recv; reduce_scatter: recv == send + rank ·
+//    recv_count; all_gather: send == recv + rank · send_count. Any other overlap
+//    of the two buffers is refused with invalid_argument.
+//  - Every rank of the group makes the same calls in the same order with the same
+//    count, type, op and root (as MPI and NCCL require). A mismatch is an error
+//    where a rank can see it (a receive longer or shorter than expected); others
+//    cannot be detected locally and may hang, which issue 16's --comm-timeout covers.
+//  - Every call is blocking: it returns when this rank's buffers may be reused.
+//  - A count of 0 is a no-op on every backend (buffers may then be null); it is
+//    still counted as a call.
+//
+// Reductions are deterministic: the result of a sum is evaluated in rank order,
+// ((x_0 + x_1) + x_2) + ... + x_{size-1}, for each element, and is bit-identical
+// on every rank and in every run with the same group size, whatever the backend's
+// algorithms. MPI does not promise this (see mpi.h), so backends reduce with
+// reduce_in_rank_order (ordered_reduce.h). reduce_scatter's chunks are therefore
+// bit for bit the same elements of all_reduce on the same input.
+//
+// Errors: every call returns Status. A failure names the call, the group, the
+// rank and, for MPI, the MPI error ("recv on 'world' (rank 1 of 4, world rank 1):
+// MPI_Recv failed: MPI_ERR_TRUNCATE: message truncated"). After a backend error the group
+// may be unusable (MPI-3.1 §8.3 leaves MPI's state undefined after an error):
+// stop the run; argument errors found before any communication leave it usable.
+//
+// Not thread-safe: one thread calls a communicator at a time.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tessera/engine/comm/comm_types.h"
+#include "tessera/planner/status.h"
+
+namespace tessera::engine::comm {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The group's name for messages: "world", or what split() was told ("dp", "tp").
+  const std::string& name() const { return name_; }
+  // This rank in the launcher's world, for messages from sub-groups.
+  int world_rank() const { return world_rank_; }
+  const CommCounters& counters() const { return counters_; }
+
+  // recv[i] = op over ranks of send[i], i < count, on every rank. In place: send == recv.
+  Status all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  // send holds size · recv_count elements on every rank; rank r's recv gets
+  // elements [r · recv_count, (r+1) · recv_count) of the reduction.
+  // In place: recv == send + rank · recv_count.
+  Status reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op);
+  // recv (size · send_count elements) gets rank r's send_count elements at
+  // offset r · send_count, on every rank. In place: send == recv + rank · send_count.
+  Status all_gather(const void* send, void* recv, size_t send_count, DataType type);
+  // Every rank's recv gets root's send. send is read on root only (may be null
+  // elsewhere). In place: send == recv.
+  Status broadcast(const void* send, void* recv, size_t count, DataType type, int root);
+  // To and from another rank of this group (peer != rank()). Messages between two
+  // ranks arrive in the order they were sent (MPI-3.1 §3.5). A send may wait for
+  // the matching recv (MPI's standard mode, §3.4), so two ranks that both send
+  // first can deadlock: order the calls (e.g. even ranks send first).
+  // A recv whose message is not exactly `count` elements fails.
+  Status send(const void* send, size_t count, DataType type, int peer);
+  Status recv(void* recv, size_t count, DataType type, int peer);
+  Status barrier();
+
+  // Collective over this group: ranks passing the same color (>= 0) form a new
+  // group, ordered by key, ties by their rank here (MPI_Comm_split, MPI-3.1
+  // §6.4.2). `name` labels the new group in messages; empty: "<this name>/<color>".
+  // For the dp/tp/pp groups: color = planner::group_index(layout, rank, axis), key = rank.
+  Result<std::unique_ptr<Communicator>> split(int color, int key, std::string name = {});
+
+  // The same calls on typed buffers.
+  template <CommElement T>
+  Status all_reduce(const T* send, T* recv, size_t count, ReduceOp op) {
+    return all_reduce(static_cast<const void*>(send), recv, count, data_type_of<T>(), op);
+  }
+  template <CommElement T>
+  Status reduce_scatter(const T* send, T* recv, size_t recv_count, ReduceOp op) {
+    return reduce_scatter(static_cast<const void*>(send), recv, recv_count, data_type_of<T>(), op);
+  }
+  template <CommElement T>
+  Status all_gather(const T* send, T* recv, size_t send_count) {
+    return all_gather(static_cast<const void*>(send), recv, send_count, data_type_of<T>());
+  }
+  template <CommElement T>
+  Status broadcast(const T* send, T* recv, size_t count, int root) {
+    return broadcast(static_cast<const void*>(send), recv, count, data_type_of<T>(), root);
+  }
+  template <CommElement T>
+  Status send(const T* buffer, size_t count, int peer) {
+    return send(static_cast<const void*>(buffer), count, data_type_of<T>(), peer);
+  }
+  template <CommElement T>
+  Status recv(T* buffer, size_t count, int peer) {
+    return recv(static_cast<void*>(buffer), count, data_type_of<T>(), peer);
+  }
+
+ protected:
+  Communicator(int rank, int size, int world_rank, std::string name);
+
+  // The backend's half. The public calls above have already checked the
+  // arguments (ranks in range, buffers non-null, overlaps as documented,
+  // count > 0) and add the context to any error these return; they count bytes
+  // on success. Errors here say only what went wrong.
+  virtual Status do_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) = 0;
+  virtual Status do_reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op) = 0;
+  virtual Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) = 0;
+  virtual Status do_broadcast(const void* send, void* recv, size_t count, DataType type, int root) = 0;
+  virtual Status do_send(const void* send, size_t count, DataType type, int peer) = 0;
+  virtual Status do_recv(void* recv, size_t count, DataType type, int peer) = 0;
+  virtual Status do_barrier() = 0;
+  virtual Result<std::unique_ptr<Communicator>> do_split(int color, int key, std::string name) = 0;
+
+ private:
+  // "all_reduce on 'world' (rank 1 of 4, world rank 1): " + what.
+  Error failure(std::string_view call, const Error& what) const;
+  // Runs `call` (the backend's half) once `payload` holds the checked payload
+  // bytes, skips it for count 0, adds the context to errors and counts success.
+  template <typename Call>
+  Status run(Collective kind, const Result<size_t>& payload, size_t count, Call call);
+
+  int rank_ = 0;
+  int size_ = 1;
+  int world_rank_ = 0;
+  std::string name_;
+  CommCounters counters_;
+};
+
+}  // namespace tessera::engine::comm

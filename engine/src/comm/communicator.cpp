@@ -1,0 +1,127 @@
+// The half of every call that does not depend on the backend: argument checks
+// (so that no backend sees a bad root or an illegal overlap), the context added
+// to errors, and the byte counters.
+#include "tessera/engine/comm/communicator.h"
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <utility>
+
+namespace tessera::engine::comm {
+namespace {
+
+Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
+
+// Byte ranges compared as integers: `<` between pointers into different
+// objects is unspecified in C++.
+bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a);
+  const auto y = reinterpret_cast<uintptr_t>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+// A call's two buffers: `part` holds count elements, `whole` parts · count
+// (the reduce_scatter input, the all_gather output; 1 for the others). In
+// place, part == whole + in_place_index · count elements (communicator.h).
+struct Buffers {
+  const void* part;
+  const void* whole;
+  int parts;
+  int in_place_index;
+};
+
+// The payload in bytes (parts · count · element bytes, as CommCounters counts
+// it), or why the buffers cannot be used: too large, null, or overlapping
+// other than in place.
+Result<size_t> checked_payload(size_t count, DataType type, const Buffers& b) {
+  const size_t unit = element_bytes(type) * static_cast<size_t>(b.parts);
+  if (count > std::numeric_limits<size_t>::max() / unit) {
+    return invalid("count " + std::to_string(count) + " is too large for this address space");
+  }
+  if (count == 0) return size_t{0};
+  if (b.part == nullptr || b.whole == nullptr) return invalid("a buffer is null");
+  const size_t part_bytes = count * element_bytes(type);
+  const auto* in_place = static_cast<const std::byte*>(b.whole) + static_cast<size_t>(b.in_place_index) * part_bytes;
+  if (b.part != in_place && overlap(b.part, part_bytes, b.whole, count * unit)) {
+    return invalid("the send and recv buffers overlap but are not in place (communicator.h lists the in-place positions); make them disjoint");
+  }
+  return count * unit;
+}
+
+std::optional<Error> peer_error(int peer, int rank, int size) {
+  if (peer >= 0 && peer < size && peer != rank) return std::nullopt;
+  return invalid("peer " + std::to_string(peer) + " is not another rank of this group (size " + std::to_string(size) + ")");
+}
+
+}  // namespace
+
+Communicator::Communicator(int rank, int size, int world_rank, std::string name)
+    : rank_(rank), size_(size), world_rank_(world_rank), name_(std::move(name)) {}
+
+Error Communicator::failure(std::string_view call, const Error& what) const {
+  return make_error(what.code, std::string(call) + " on '" + name_ + "' (rank " + std::to_string(rank_) + " of " +
+                                   std::to_string(size_) + ", world rank " + std::to_string(world_rank_) + "): " + what.message);
+}
+
+template <typename Call>
+Status Communicator::run(Collective kind, const Result<size_t>& payload, size_t count, Call call) {
+  if (!payload.ok()) return failure(enum_name(kind), payload.error());
+  if (count > 0) {
+    const Status status = call();
+    if (!status.ok()) return failure(enum_name(kind), status.error());
+  }
+  counters_.add(kind, static_cast<int64_t>(*payload));
+  return Status::success();
+}
+
+Status Communicator::all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  return run(Collective::all_reduce, checked_payload(count, type, {send, recv, 1, 0}), count,
+             [&] { return do_all_reduce(send, recv, count, type, op); });
+}
+
+Status Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op) {
+  return run(Collective::reduce_scatter, checked_payload(recv_count, type, {recv, send, size_, rank_}), recv_count,
+             [&] { return do_reduce_scatter(send, recv, recv_count, type, op); });
+}
+
+Status Communicator::all_gather(const void* send, void* recv, size_t send_count, DataType type) {
+  return run(Collective::all_gather, checked_payload(send_count, type, {send, recv, size_, rank_}), send_count,
+             [&] { return do_all_gather(send, recv, send_count, type); });
+}
+
+Status Communicator::broadcast(const void* send, void* recv, size_t count, DataType type, int root) {
+  if (root < 0 || root >= size_) {
+    return failure("broadcast", invalid("root " + std::to_string(root) + " is not a rank of this group (0.." + std::to_string(size_ - 1) + ")"));
+  }
+  // send is read on the root only; elsewhere it may be anything, null included.
+  const void* part = rank_ == root ? send : recv;
+  return run(Collective::broadcast, checked_payload(count, type, {part, recv, 1, 0}), count,
+             [&] { return do_broadcast(send, recv, count, type, root); });
+}
+
+Status Communicator::send(const void* buffer, size_t count, DataType type, int peer) {
+  if (auto error = peer_error(peer, rank_, size_)) return failure("send", *error);
+  return run(Collective::send, checked_payload(count, type, {buffer, buffer, 1, 0}), count,
+             [&] { return do_send(buffer, count, type, peer); });
+}
+
+Status Communicator::recv(void* buffer, size_t count, DataType type, int peer) {
+  if (auto error = peer_error(peer, rank_, size_)) return failure("recv", *error);
+  return run(Collective::recv, checked_payload(count, type, {buffer, buffer, 1, 0}), count,
+             [&] { return do_recv(buffer, count, type, peer); });
+}
+
+Status Communicator::barrier() {
+  return run(Collective::barrier, Result<size_t>(size_t{0}), 1, [&] { return do_barrier(); });
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, std::string name) {
+  if (color < 0) return failure("split", invalid("color " + std::to_string(color) + " is negative; every rank needs a group"));
+  if (name.empty()) name = name_ + "/" + std::to_string(color);
+  auto group = do_split(color, key, std::move(name));
+  if (!group.ok()) return failure("split", group.error());
+  return group;
+}
+
+}  // namespace tessera::engine::comm

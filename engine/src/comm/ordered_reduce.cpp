@@ -1,0 +1,36 @@
+#include "tessera/engine/comm/ordered_reduce.h"
+
+#include <cstring>
+
+namespace tessera::engine::comm {
+namespace {
+
+template <typename T>
+void reduce_typed(T* out, const T* slices, int n, size_t count, ReduceOp op) {
+  std::memcpy(out, slices, count * sizeof(T));
+  // Slice by slice, so each element sees the operands in rank order and the
+  // inner loop streams through memory.
+  for (int i = 1; i < n; ++i) {
+    const T* slice = slices + static_cast<size_t>(i) * count;
+    if (op == ReduceOp::sum) {
+      for (size_t k = 0; k < count; ++k) out[k] += slice[k];
+    } else {
+      // out != out: the running value is already NaN and stays so; a NaN
+      // operand fails `out >= v` and is taken.
+      for (size_t k = 0; k < count; ++k) out[k] = (out[k] != out[k] || out[k] >= slice[k]) ? out[k] : slice[k];
+    }
+  }
+}
+
+}  // namespace
+
+void reduce_in_rank_order(void* out, const void* slices, int n, size_t count, DataType type, ReduceOp op) {
+  if (n <= 0 || count == 0) return;
+  if (type == DataType::f32) {
+    reduce_typed(static_cast<float*>(out), static_cast<const float*>(slices), n, count, op);
+  } else {
+    reduce_typed(static_cast<double*>(out), static_cast<const double*>(slices), n, count, op);
+  }
+}
+
+}  // namespace tessera::engine::comm

@@ -1,6 +1,7 @@
 #include "tessera/engine/safetensors.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -59,7 +60,9 @@ Result<SafetensorsEntry> parse_entry(const std::string& name, const json& entry,
   SafetensorsEntry out;
   uint64_t count = 1;
   for (const json& d : shape) {
-    if (!d.is_number_unsigned() || (d.get<uint64_t>() > 0 && count > data_bytes / 4 / d.get<uint64_t>())) {
+    // After a zero dimension the count stays 0 and bounds nothing: each dimension must still fit the int64 shape.
+    if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ||
+        (d.get<uint64_t>() > 0 && count > data_bytes / 4 / d.get<uint64_t>())) {
       return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has an impossible shape");
     }
     count *= d.get<uint64_t>();
@@ -178,7 +181,8 @@ Result<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::str
   file.metadata = index->metadata;
   for (const auto& [name, entry] : index->tensors) {
     LoadedTensor t{entry.shape, std::vector<float>(static_cast<size_t>(numel(entry.shape)))};
-    std::memcpy(t.data.data(), bytes.data() + index->data_start + entry.begin, entry.end - entry.begin);
+    // An empty tensor's vector has no buffer: memcpy must not see its null pointer.
+    if (entry.end > entry.begin) std::memcpy(t.data.data(), bytes.data() + index->data_start + entry.begin, entry.end - entry.begin);
     file.tensors.emplace(name, std::move(t));
   }
   return file;

@@ -177,7 +177,10 @@ void fuzz_checkpoint_once(const uint8_t* data, size_t size) {
   if (file) {
     for (const auto& [name, tensor] : file->tensors) {
       int64_t numel = 1;
-      for (int64_t d : tensor.shape) numel *= d;
+      for (int64_t d : tensor.shape) {
+        require(d >= 0, "a tensor has a negative dimension");
+        numel *= d;
+      }
       require(static_cast<int64_t>(tensor.data.size()) == numel, "a tensor's data does not match its shape");
     }
   } else {

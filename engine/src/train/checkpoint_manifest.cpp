@@ -1,5 +1,6 @@
 #include "tessera/engine/checkpoint_manifest.h"
 
+#include <cstdint>
 #include <map>
 #include <random>
 
@@ -54,7 +55,10 @@ Result<CheckpointManifest> parse_manifest(std::string_view text, const std::stri
     return malformed(path, "not a checkpoint manifest (\"schema\": 1, \"kind\": \"checkpoint\")").error();
   }
   CheckpointManifest manifest;
-  if (!doc.contains("step") || !doc["step"].is_number_unsigned()) return malformed(path, "'step' is not a whole number").error();
+  // Unsigned in the JSON, but held in int64: larger values would turn negative.
+  if (!doc.contains("step") || !doc["step"].is_number_unsigned() || doc["step"].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return malformed(path, "'step' is not a whole number from 0 to 2^63-1").error();
+  }
   manifest.step = doc["step"].get<int64_t>();
   if (!doc.contains("run_id") || !doc["run_id"].is_string() || !is_hex(doc["run_id"].get<std::string>(), 32)) {
     return malformed(path, "'run_id' is not 32 hex digits").error();

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "tessera/planner/text_util.h"
+
 namespace tessera::engine {
 namespace {
 
@@ -145,12 +147,9 @@ Result<std::optional<CommittedCheckpoint>> RunDirectory::committed() const {
   CommittedCheckpoint checkpoint;
   checkpoint.directory = path_ + "/" + target.value();
   const std::string manifest_path = checkpoint.file(kManifestName);
-  auto file = ReadOnlyFile::open(manifest_path, "--resume");
-  if (!file) return file.error();
-  if (file->size() > kMaxManifestBytes) return make_error(ErrorCode::parse_error, manifest_path + ": larger than 1 MiB; not a manifest tessera wrote");
-  std::string text(static_cast<size_t>(file->size()), '\0');
-  if (Status s = file->read_at(0, text.data(), text.size()); !s) return s.error();
-  auto manifest = parse_manifest(text, manifest_path);
+  auto text = planner::read_text_file(manifest_path, "--resume", kMaxManifestBytes);  // bounded, regular files only
+  if (!text) return text.error();
+  auto manifest = parse_manifest(text.value(), manifest_path);
   if (!manifest) return manifest.error();
   if (step_directory_name(manifest->step) != fs::path(target.value()).filename().string()) {
     return make_error(ErrorCode::parse_error, manifest_path + " is for step " + std::to_string(manifest->step) + ", not for the directory it is in");

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "../support/scratch_dir.h"
 #include "cli_app.h"
 #include "commands.h"
 #include "estimate_options.h"
@@ -103,7 +104,8 @@ TEST(Cli, OptionsReachThePlannerRequest) {
 }
 
 TEST(Cli, PlanJsonRanksPlansBestFirstWithTheAcceptanceKeys) {
-  const std::string output = ::testing::TempDir() + "tessera-plan-test.json";
+  const tessera::testing::ScratchDir scratch;
+  const std::string output = scratch.path("plan.json");
   const CliRun r = run({"plan", "--model", "gpt2-medium", "--gpus", "8", "--gpu", "h100-80g", "--global-batch", "64", "--seq", "1024",
                         "--format", "json", "--output", output.c_str()});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -154,7 +156,8 @@ TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
 // plan.json (the planner's estimate) and metrics.json (the engine's ledger)
 // agree on every category, in fp32 and mixed precision, for each recompute mode.
 TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
-  const std::string dir = ::testing::TempDir() + "tessera-train-test";
+  const tessera::testing::ScratchDir scratch;
+  const std::string dir = scratch.path("run");
   for (const char* precision : {"fp32", "bf16", "fp16"})
   for (const char* recompute : {"none", "selective", "full"}) {
     const CliRun trained = run({"train", "--model", "tiny-gpt2", "--steps", "2", "--micro-batch", "2", "--seq", "32", "--precision", precision,
@@ -180,8 +183,9 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
 // Comparing a plan of one model with the metrics of another still prints the
 // table, with a note on standard error that says so.
 TEST(Cli, CompareNotesWhenThePlanAndTheRunAreDifferentModels) {
-  const std::string dir = ::testing::TempDir() + "tessera-compare-models";
-  const std::string estimate = dir + "-gpt2.json";
+  const tessera::testing::ScratchDir scratch;
+  const std::string dir = scratch.path("run");
+  const std::string estimate = scratch.path("gpt2.json");
   ASSERT_EQ(run({"train", "--steps", "1", "--micro-batch", "1", "--seq", "16", "--out", dir.c_str()}).code, 0);
   ASSERT_EQ(run({"estimate", "--model", "gpt2", "--format", "json", "--output", estimate.c_str()}).code, 0);
   const CliRun same = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str()});
@@ -191,13 +195,12 @@ TEST(Cli, CompareNotesWhenThePlanAndTheRunAreDifferentModels) {
   EXPECT_EQ(different.code, 0);
   EXPECT_NE(different.err.find("is for gpt2 but"), std::string::npos) << different.err;
   EXPECT_NE(different.err.find("measured tiny-gpt2"), std::string::npos) << different.err;
-  std::filesystem::remove_all(dir);
-  std::remove(estimate.c_str());
 }
 
 // docs/metrics-json.md documents every top-level key `tessera train` writes.
 TEST(Cli, MetricsDocumentationCoversEveryKey) {
-  const std::string dir = ::testing::TempDir() + "tessera-metrics-doc";
+  const tessera::testing::ScratchDir scratch;
+  const std::string dir = scratch.path("run");
   ASSERT_EQ(run({"train", "--steps", "1", "--micro-batch", "1", "--seq", "16", "--out", dir.c_str()}).code, 0);
   std::ifstream metrics_file(dir + "/metrics.json");
   const auto metrics = nlohmann::json::parse(metrics_file);
@@ -205,12 +208,12 @@ TEST(Cli, MetricsDocumentationCoversEveryKey) {
   const std::string doc((std::istreambuf_iterator<char>(doc_file)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(doc.empty());
   for (const auto& [key, value] : metrics.items()) EXPECT_NE(doc.find("| `" + key + "` |"), std::string::npos) << key << " is not documented";
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, TrainRunsTheBestPlanOfAPlanFile) {
-  const std::string dir = ::testing::TempDir() + "tessera-train-plan";
-  const std::string plan = dir + "-plan.json";
+  const tessera::testing::ScratchDir scratch;
+  const std::string dir = scratch.path("run");
+  const std::string plan = scratch.path("plan.json");
   ASSERT_EQ(run({"plan", "--model", "tiny-gpt2", "--gpus", "1", "--global-batch", "8", "--seq", "32", "--precision", "fp32", "--output", plan.c_str()}).code, 0);
   const CliRun trained = run({"train", "--plan", plan.c_str(), "--steps", "2", "--out", dir.c_str()});
   ASSERT_EQ(trained.code, 0) << trained.err;
@@ -218,8 +221,6 @@ TEST(Cli, TrainRunsTheBestPlanOfAPlanFile) {
   const auto metrics = nlohmann::json::parse(metrics_file);
   EXPECT_EQ(metrics["training"]["seq_len"], 32);
   EXPECT_EQ(metrics["training"]["micro_batch_size"].get<int64_t>() * metrics["training"]["num_micro_batches"].get<int64_t>(), 8);
-  std::filesystem::remove_all(dir);
-  std::remove(plan.c_str());
 }
 
 TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
@@ -244,25 +245,15 @@ TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
   }
 }
 
-// A directory of its own under the test temporary directory, removed at the end.
-struct ScratchDir {
-  std::string path;
-  explicit ScratchDir(const std::string& name) : path(::testing::TempDir() + name) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path); }
-};
-
 TEST(Cli, OutputReplacesOnlyRegularFiles) {
-  const ScratchDir dir("tessera-output-kinds");
-  const std::string target = dir.path + "/target.json", link = dir.path + "/link.json", fifo = dir.path + "/fifo";
+  const tessera::testing::ScratchDir scratch;
+  const std::string target = scratch.path("target.json"), link = scratch.path("link.json"), fifo = scratch.path("fifo");
   std::ofstream(target) << "kept";
   std::filesystem::create_symlink(target, link);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // No device node (the reported --output /dev/full): run as root, a regression would replace it.
   for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{
-           {link, "a symbolic link"}, {fifo, "a FIFO"}, {dir.path, "a directory"}}) {
+           {link, "a symbolic link"}, {fifo, "a FIFO"}, {scratch.path(), "a directory"}}) {
     const CliRun r = run({"estimate", "--model", "gpt2", "--output", path.c_str()});
     EXPECT_EQ(r.code, 2) << path;
     EXPECT_EQ(r.err, "tessera: error: --output: '" + path + "' is " + kind +
@@ -275,8 +266,8 @@ TEST(Cli, OutputReplacesOnlyRegularFiles) {
 }
 
 TEST(Cli, OutputIsStagedInAUniqueTemporaryWithTheUsualMode) {
-  const ScratchDir dir("tessera-output-staging");
-  const std::string path = dir.path + "/report.json";
+  const tessera::testing::ScratchDir scratch;
+  const std::string path = scratch.path("report.json");
   std::ofstream(path) << "old";
   // Another writer's temporary under the old fixed name must not be in the way.
   std::filesystem::create_directories(path + ".tmp");
@@ -289,16 +280,16 @@ TEST(Cli, OutputIsStagedInAUniqueTemporaryWithTheUsualMode) {
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
   int entries = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path)) ++entries;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(scratch.path())) ++entries;
   EXPECT_EQ(entries, 2) << "the file and the other writer's directory, no temporary left";
-  const Status refused = write_file_atomically(dir.path, "x", "--out");
+  const Status refused = write_file_atomically(scratch.path(), "x", "--out");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message.rfind("--out: '", 0), 0u) << refused.error().message;
 }
 
 TEST(Cli, InputsThatAreNotRegularFilesAreRefusedWithoutReading) {
-  const ScratchDir dir("tessera-input-kinds");
-  const std::string fifo = dir.path + "/config.json";
+  const tessera::testing::ScratchDir scratch;
+  const std::string fifo = scratch.path("config.json");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   for (const std::string& path : {std::string("/dev/zero"), std::string("/dev/urandom"), fifo}) {
     const CliRun r = run({"estimate", "--model", path.c_str()});

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "../support/scratch_dir.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/safetensors.h"
 #include "tessera/engine/trainer.h"
@@ -25,7 +26,8 @@ std::vector<unsigned char> file_bytes(const std::string& path) {
 }
 
 TEST(Safetensors, HeaderIsByteExact) {
-  const std::string path = ::testing::TempDir() + "tessera-header.safetensors";
+  const tessera::testing::ScratchDir scratch;
+  const std::string path = scratch.path("header.safetensors");
   const float a[2] = {1.0f, -2.0f};
   const float b[3] = {0.5f, 0.25f, 4.0f};
   ASSERT_TRUE(write_safetensors(path, {{"a", {2}, a}, {"b.weight", {1, 3}, b}}, {{"format", "pt"}}).ok());
@@ -71,9 +73,8 @@ class DiskFullAfter {
 };
 
 TEST(Safetensors, AFailedWriteKeepsThePreviousFile) {
-  const std::string dir = ::testing::TempDir() + "tessera-keep";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const tessera::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path();
   std::vector<float> a(4096, 3.0f);
   ASSERT_TRUE(write_safetensors(dir + "/m.safetensors", {{"a", {1}, a.data()}}, {}).ok());
   const auto before = file_bytes(dir + "/m.safetensors");
@@ -83,11 +84,11 @@ TEST(Safetensors, AFailedWriteKeepsThePreviousFile) {
   }
   EXPECT_EQ(file_bytes(dir + "/m.safetensors"), before);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1) << "no temporary left behind";
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Safetensors, CorruptFilesAreErrorsNotCrashes) {
-  const std::string path = ::testing::TempDir() + "tessera-corrupt.safetensors";
+  const tessera::testing::ScratchDir scratch;
+  const std::string path = scratch.path("corrupt.safetensors");
   auto write_header = [&](const std::string& header, size_t data_bytes) {
     std::ofstream out(path, std::ios::binary);
     uint64_t length = header.size();
@@ -136,8 +137,10 @@ Result<TrainMetrics> train_in(const std::string& dir, TrainOptions o) {
   return train(model, o, log, false);
 }
 
+// A run directory that does not exist yet, inside this process's scratch directory.
 std::string fresh_directory(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + name;
+  static const tessera::testing::ScratchDir scratch;
+  const std::string dir = scratch.path(name);
   std::filesystem::remove_all(dir);
   return dir;
 }
@@ -322,12 +325,12 @@ TEST(RunDirectory, OpeningRemovesWhatAnInterruptedSaveLeft) {
 
 TEST(RunDirectory, RefusesAnEmptyPathAndAFile) {
   EXPECT_FALSE(RunDirectory::open("").ok());
-  const std::string file = ::testing::TempDir() + "tessera-a-file";
+  const tessera::testing::ScratchDir scratch;
+  const std::string file = scratch.path("a-file");
   std::ofstream(file) << "x";
   auto opened = RunDirectory::open(file);
   ASSERT_FALSE(opened.ok());
   EXPECT_NE(opened.error().message.find("is not a directory"), std::string::npos) << opened.error().message;
-  std::filesystem::remove(file);
 }
 
 TEST(CheckpointManifest, RoundTripsAndRefusesDamage) {

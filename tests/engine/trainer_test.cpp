@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support/scratch_dir.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/optimizer.h"
@@ -78,7 +79,8 @@ TEST(Trainer, LossFallsOnTheShippedText) {
 }
 
 TEST(Trainer, LlmcShardsAreRead) {
-  const std::string path = ::testing::TempDir() + "tessera-shard.bin";
+  const tessera::testing::ScratchDir scratch;
+  const std::string path = scratch.path("shard.bin");
   {
     std::ofstream out(path, std::ios::binary);
     int32_t header[256] = {20240520, 1, 3};
@@ -92,7 +94,6 @@ TEST(Trainer, LlmcShardsAreRead) {
   EXPECT_EQ(data->vocab_size, 50257) << "a GPT-2 shard fits GPT-2's vocabulary";
   std::ofstream(path, std::ios::binary) << "not a shard";
   EXPECT_FALSE(load_token_file(path).ok());
-  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "../support/scratch_dir.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
@@ -14,16 +15,11 @@ namespace {
 
 class ReadTextFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const char* name) const { return dir_ + "/" + name; }
-  const std::string& dir() const { return dir_; }
+  std::string path(const char* name) const { return scratch_.path(name); }
+  const std::string& dir() const { return scratch_.path(); }
 
  private:
-  std::string dir_ = ::testing::TempDir() + "tessera-read-text-file";
+  tessera::testing::ScratchDir scratch_;
 };
 
 TEST_F(ReadTextFile, ReadsARegularFileUpToTheLimit) {

@@ -6,18 +6,22 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <ostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "commands.h"
+#include "launcher.h"
 #include "stop_signals.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/host_memory.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/ops/workspace.h"
+#include "tessera/engine/parallel/data_parallel.h"
 #include "tessera/engine/trainer.h"
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
@@ -56,20 +60,21 @@ EstimateRequest cpu_request(EstimateRequest r) {
   return r;
 }
 
-// Options `tessera train` shares with `tessera estimate` that describe GPU
-// clusters and sharded plugins: a one-rank CPU run cannot honour them, so they
-// are refused rather than silently ignored.
-constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--zero-stage",        "--bucket-mb",          "--gradient-as-bucket-view",
-                                               "--fsdp-strategy",     "--reduce-bucket-m",   "--chunk-size",         "--placement",
-                                               "--shard-param-frac",  "--offload-optim-frac", "--offload-param-frac", "--search-range-m",
-                                               "--min-chunk-size-m",  "--search-interval",   "--pp-schedule",        "--model-chunks"};
+// Options `tessera train` shares with `tessera estimate` that describe what
+// the engine does not run yet (tensor and pipeline parallelism, FSDP, Gemini)
+// or does its own way (its DDP buckets are always views of the gradients):
+// refused rather than silently ignored.
+constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--gradient-as-bucket-view", "--fsdp-strategy",     "--chunk-size",
+                                               "--placement",         "--shard-param-frac",         "--offload-optim-frac", "--offload-param-frac",
+                                               "--search-range-m",    "--min-chunk-size-m",         "--search-interval",    "--pp-schedule",
+                                               "--model-chunks"};
 // What a plan file sets; given beside --plan they would be overridden.
 constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--activation-profile"};
 constexpr const char* kLossScalerOptions[] = {"--loss-scale", "--loss-scale-window", "--hysteresis"};
 
 Status check_given_options(const TrainCliOptions& o) {
   for (const char* name : kClusterOnlyOptions) {
-    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + " does not apply to the engine's one-rank CPU run; leave it out");
+    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + " does not apply to the engine's data-parallel CPU run; leave it out");
   }
   if (!o.plan.empty()) {
     for (const char* name : kSetByPlan) {
@@ -79,38 +84,50 @@ Status check_given_options(const TrainCliOptions& o) {
   return Status::success();
 }
 
-// What the engine cannot run yet, named by the option that asks for it.
-Status check_engine_supports(const EstimateRequest& r, const std::string& gpu) {
+// What the engine cannot run yet, named by the option that asks for it; the
+// plugin itself is checked against the model (check_data_parallel_supported).
+Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, int ranks) {
   if (gpu != "cpu") return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": the engine trains on the CPU so far; leave --gpu out (or --gpu cpu)");
-  if (r.layout.world_size() != 1) {
-    return make_error(ErrorCode::unsupported, "--dp/--tp/--pp: the engine trains one rank so far (world size " + std::to_string(r.layout.world_size()) + "); use 1");
+  if (r.layout.tp != 1 || r.layout.pp != 1) {
+    return make_error(ErrorCode::unsupported, "--tp/--pp: the engine runs data parallelism so far (tp " + std::to_string(r.layout.tp) + ", pp " +
+                                                  std::to_string(r.layout.pp) + "); plan with --tp 1 --pp 1");
   }
-  if (r.plugin.kind != PluginKind::torch_ddp) {
-    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(r.plugin.kind)) + ": the engine trains one unsharded rank so far; use torch_ddp");
+  if (r.layout.dp != ranks) {
+    return make_error(ErrorCode::invalid_argument, "--dp " + std::to_string(r.layout.dp) + " but " +
+                                                       (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks) + " ranks") +
+                                                       "; launch with mpirun -np " + std::to_string(r.layout.dp) + " tessera train ...");
   }
-  if (r.plugin.cpu_offload) return make_error(ErrorCode::unsupported, "--cpu-offload: the engine does not offload yet; leave it out");
   if (r.training.activation_profile != ActivationProfile::tessera) {
     return make_error(ErrorCode::unsupported, "--activation-profile megatron: the engine keeps the tessera profile's activations; use tessera");
   }
   return Status::success();
 }
 
+json space_bytes(const SpaceBytes& bytes) { return json{{"device_bytes", bytes.device}, {"host_bytes", bytes.host}}; }
+
 json metrics_json(const Model& model, const EstimateRequest& request, const engine::TrainMetrics& m) {
-  json categories = json::object();
-  for (MemoryCategory c : kAllMemoryCategories) {
-    categories[std::string(to_string(c))] = json{{"device_bytes", m.ledger.peak(c, engine::Device::cpu)}, {"host_bytes", 0}};
-  }
   json out{{"schema", 1}, {"kind", "metrics"}, {"device", "cpu"}, {"model", model_to_json(model)}};
   out.update(request_to_json(request));
-  out["ranks"] = json::array({json{{"ranks", json::array({0, 0})},
-                                   {"categories", categories},
-                                   {"total", json{{"device_bytes", m.ledger.peak_total(engine::Device::cpu)}, {"host_bytes", 0}}}}});
-  // The peak of the total, with each category's bytes at that moment (the
-  // per-category peaks above need not coincide).
+  // One row per rank, in rank order: each category's own peak, per memory space.
+  const std::vector<engine::RankPeaks> ranks = m.ranks.empty() ? std::vector<engine::RankPeaks>{engine::rank_peaks(m.ledger)} : m.ranks;
+  out["ranks"] = json::array();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    json categories = json::object();
+    for (MemoryCategory c : kAllMemoryCategories) categories[std::string(to_string(c))] = space_bytes(ranks[r].peaks[c]);
+    out["ranks"].push_back(json{{"ranks", json::array({r, r})}, {"categories", categories}, {"total", space_bytes(ranks[r].total)}});
+  }
+  // Rank 0's peak of the total, with each category's bytes at that moment
+  // (the per-category peaks above need not coincide).
   json at_peak = json::object();
-  const auto& breakdown = m.ledger.breakdown_at_peak(engine::Device::cpu);
+  const auto& breakdown = m.ledger.breakdown_at_peak(MemorySpace::device);
   for (MemoryCategory c : kAllMemoryCategories) at_peak[std::string(to_string(c))] = breakdown[static_cast<size_t>(c)];
-  out["peak_total"] = json{{"device_bytes", m.ledger.peak_total(engine::Device::cpu)}, {"categories_at_peak", at_peak}};
+  out["peak_total"] = json{{"device_bytes", m.ledger.peak_total(MemorySpace::device)}, {"categories_at_peak", at_peak}};
+  // Rank 0's calls and payload bytes per collective over the run (comm_types.h defines the payload).
+  json communication = json::object();
+  for (const auto& entry : engine::comm::kCollectiveNames) {
+    communication[std::string(entry.name)] = json{{"calls", m.communication.calls_of(entry.value)}, {"bytes", m.communication.bytes_of(entry.value)}};
+  }
+  out["communication"] = communication;
   out["loss"] = m.loss;
   out["grad_norm"] = m.grad_norm;  // null where an fp16 step was skipped
   out["loss_scale"] = m.loss_scale;
@@ -153,28 +170,22 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer)");
 }
 
-// Takes the model and training settings from the best plan of a plan file.
-Status apply_plan(const std::string& path, TrainCliOptions& o) {
+// Takes the model and training settings from the best plan of a plan file;
+// returns the plan, whose layout and plugin replace the parsed options'.
+Result<EstimateRequest> apply_plan(const std::string& path, TrainCliOptions& o) {
   auto plan = read_plan_file(path);
   if (!plan) return plan.error();
   if (plan->plans.empty()) return make_error(ErrorCode::invalid_argument, "--plan: " + path + " holds no plan that fits");
   const EstimateRequest& r = plan->plans.front();
-  if (r.layout.world_size() != 1) {
-    return make_error(ErrorCode::unsupported, "--plan: its best plan runs on " + std::to_string(r.layout.world_size()) +
-                                                  " GPUs; the engine trains one rank on the CPU so far (plan with --gpus 1)");
-  }
-  if (r.plugin.kind != PluginKind::torch_ddp) {
-    return make_error(ErrorCode::unsupported, "--plan: its best plan uses " + std::string(enum_name(r.plugin.kind)) +
-                                                  "; the engine trains one unsharded rank so far");
-  }
   EstimateOptions& e = o.estimate;
   e.model = plan->model_source;
   e.request.training = r.training;
+
   e.precision = std::string(enum_name(r.training.precision));
   e.optimizer = std::string(enum_name(r.training.optimizer));
   e.recompute = std::string(enum_name(r.training.recompute));
   e.activation_profile = std::string(enum_name(ActivationProfile::tessera));
-  return Status::success();
+  return r;
 }
 
 std::set<std::string> given_options(const CLI::App& command) {
@@ -195,6 +206,7 @@ Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
   t.recompute = training.recompute;
   t.precision = training.precision;
   t.optimizer.kind = training.optimizer;
+  t.plugin = o.estimate.request.plugin;
   t.save_every = o.save_every;
   t.steps = o.steps;
   t.seed = o.seed;
@@ -246,61 +258,109 @@ std::string stopped_line(int signal_number, const engine::TrainMetrics& m, const
   return line + "the checkpoint in " + out_dir + " is at step " + std::to_string(m.checkpoint_step) + " (metrics.json written); continue with --resume";
 }
 
+// Whether every rank's `ok` is true (collective): a rank that fails its
+// pre-flight alone must not leave the others waiting in the first collective.
+Result<bool> all_ranks_ready(engine::comm::Communicator& world, bool ok) {
+  double failed = ok ? 0.0 : 1.0;
+  if (Status s = world.all_reduce(&failed, &failed, 1, engine::comm::DataType::f64, engine::comm::ReduceOp::max); !s) return s.error();
+  return failed == 0.0;
+}
+
 int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
+  auto launched = join_launched_ranks();
+  if (!launched) return fail(err, launched.error().message);
+  engine::comm::Communicator& world = *launched->world;
+  const bool leader = world.rank() == 0;
+  // On several ranks each line says whose it is; rank 0 alone prints progress and writes the files.
+  const std::string who = world.size() > 1 ? "rank " + std::to_string(world.rank()) + " of " + std::to_string(world.size()) + ": " : "";
+  std::ostringstream discarded;
+  std::ostream& progress = leader ? out : discarded;
+  auto failed = [&](const std::string& message) { return fail(err, who + message); };
+
   TrainCliOptions o = given;
-  if (Status s = check_given_options(o); !s) return fail(err, s.error().message);
+  if (Status s = check_given_options(o); !s) return failed(s.error().message);
+  std::optional<EstimateRequest> planned;
   if (!o.plan.empty()) {
-    if (Status s = apply_plan(o.plan, o); !s) return fail(err, s.error().message);
+    auto plan = apply_plan(o.plan, o);
+    if (!plan) return failed(plan.error().message);
+    planned = plan.value();
   }
-  if (Status s = o.estimate.finish(); !s) return fail(err, s.error().message);
-  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu); !s) return fail(err, s.error().message);
+  if (Status s = o.estimate.finish(); !s) return failed(s.error().message);
+  if (planned) {
+    o.estimate.request.layout = planned->layout;
+    o.estimate.request.plugin = planned->plugin;
+  } else if (!o.given.contains("--dp")) {
+    o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
+  }
+  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, world.size()); !s) return failed(s.error().message);
+  if (world.size() > 1 && o.resume) return failed("--resume: resuming a run of several ranks comes next; rerun it from step 1 in a new --out");
   auto options = engine_options(o);
-  if (!options) return fail(err, options.error().message);
+  if (!options) return failed(options.error().message);
   engine::TrainOptions t = std::move(options).value();
   auto model = load_model(o.estimate.model);
-  if (!model) return fail(err, model.error().message);
+  if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
-  if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return fail(err, s.error().message);
+  if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model->parameter_count, world.size()); !s) return failed(s.error().message);
   const EstimateRequest request = cpu_request(o.estimate.request);
   const GpuProfile cpu = cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);
-  if (!estimate) return fail(err, estimate.error().message);
+  if (!estimate) return failed(estimate.error().message);
   auto data_bytes = engine::token_memory_bytes(t.data_path);
-  if (!data_bytes) return fail(err, data_bytes.error().message);
-  if (Status s = check_memory(o.estimate.model, estimate.value(), data_bytes.value()); !s) return fail(err, s.error().message);
+  if (!data_bytes) return failed(data_bytes.error().message);
+  if (Status s = check_memory(o.estimate.model, estimate.value(), data_bytes.value()); !s) return failed(s.error().message);
   auto config_text = model_config_text(o.estimate.model);
-  if (!config_text) return fail(err, config_text.error().message);
-  auto run_directory = engine::RunDirectory::open(o.out);  // one writer per directory, from here to the end
-  if (!run_directory) return fail(err, run_directory.error().message);
-  const EstimateReport report{model.value(), cpu, request, estimate.value()};
-  // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
-  if (Status s = write_file_atomically(o.out + "/config.json", config_text.value(), "--out"); !s) return fail(err, s.error().message);
-  if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out"); !s) return fail(err, s.error().message);
-  t.run_directory = &run_directory.value();
+  if (!config_text) return failed(config_text.error().message);
+  std::optional<engine::RunDirectory> run_directory;
+  Status prepared = Status::success();
+  if (leader) {
+    auto opened = engine::RunDirectory::open(o.out);  // one writer per directory, from here to the end
+    if (!opened) {
+      prepared = opened.error();
+    } else {
+      run_directory.emplace(std::move(opened).value());
+      // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
+      const EstimateReport report{model.value(), cpu, request, estimate.value()};
+      prepared = write_file_atomically(o.out + "/config.json", config_text.value(), "--out");
+      if (prepared) prepared = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
+    }
+  }
+  if (world.size() > 1) {
+    auto ready = all_ranks_ready(world, prepared.ok());
+    if (!ready) return failed(ready.error().message);
+    if (!ready.value()) return prepared ? failed("rank 0 could not prepare --out " + o.out + " (its message says why)") : failed(prepared.error().message);
+  }
+  if (!prepared) return failed(prepared.error().message);
+  if (leader) {
+    t.run_directory = &run_directory.value();
+  } else {
+    t.run_directory_path = o.out;
+  }
+  t.data_parallel_group = &world;
   t.model_config_text = config_text.value();
   t.on_save = [&](const engine::TrainMetrics& m) -> Status {
     return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n", "--out");
   };
   const StopSignals signals;
   t.stop_requested = [&signals] { return signals.received() != 0; };
-  const bool terminal = isatty(fileno(stdout)) != 0;
-  auto metrics = engine::train(model.value(), t, out, terminal);
-  if (!metrics) return fail(err, metrics.error().message);
+  const bool terminal = leader && isatty(fileno(stdout)) != 0;
+  auto metrics = engine::train(model.value(), t, progress, terminal);
+  if (!metrics) return failed(metrics.error().message);
   if (metrics->stopped) {
-    err << (terminal ? "\n" : "") << "tessera: " << stopped_line(signals.received(), metrics.value(), o.out) << "\n";
+    err << (terminal ? "\n" : "") << "tessera: " << who << stopped_line(signals.received(), metrics.value(), o.out) << "\n";
     return 128 + signals.received();
   }
   char line[200];
   if (metrics->loss.empty()) {
-    out << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
+    progress << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
     return kExitOk;
   }
-  std::snprintf(line, sizeof line, "trained steps %lld-%lld in %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
-                static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), o.estimate.precision.c_str(), metrics->loss.front(),
-                metrics->loss.back(), metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
-  out << line;
-  if (!metrics->skipped_steps.empty()) out << metrics->skipped_steps.size() << " step(s) skipped on fp16 gradient overflow\n";
-  out << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json, plan.json and metrics.json\n";
+  std::snprintf(line, sizeof line, "trained steps %lld-%lld in %s on %d rank%s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
+                static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), o.estimate.precision.c_str(), world.size(),
+                world.size() == 1 ? "" : "s", metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
+  progress << line;
+  if (!metrics->skipped_steps.empty()) progress << metrics->skipped_steps.size() << " step(s) skipped on fp16 gradient overflow\n";
+  progress << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json, plan.json and metrics.json\n";
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <type_traits>
 
 #include "tessera/engine/safetensors.h"
 
@@ -21,7 +22,8 @@ std::vector<std::string> state_suffixes(planner::OptimizerKind kind) {
   return {};
 }
 
-// Restores PATH's tensors into the full-precision weights of `model`.
+// Restores PATH's tensors into the full-precision weights of `model`:
+// `weights_of(p)` is where parameter p's elements go.
 template <typename T, typename Target>
 Result<SafetensorsReader> restore_weights(const std::string& path, Transformer<T>& model, Target&& weights_of) {
   auto reader = SafetensorsReader::open(path);
@@ -30,6 +32,16 @@ Result<SafetensorsReader> restore_weights(const std::string& path, Transformer<T
     if (Status s = reader->read(model.parameter_names()[p], model.parameter_shapes()[p], weights_of(p)); !s) return s.error();
   }
   return reader;
+}
+
+// The optimizer's pieces, one per parameter: a checkpoint holds whole tensors.
+template <typename T>
+Status check_whole_parameters(const Optimizer<T>& optimizer, size_t parameters) {
+  if (optimizer.pieces().size() != parameters) return make_error(ErrorCode::unsupported, "a checkpoint of a sharded optimizer needs its shard files");
+  for (size_t p = 0; p < parameters; ++p) {
+    if (optimizer.pieces()[p].offset_in_parameter != 0) return make_error(ErrorCode::unsupported, "a checkpoint of a sharded optimizer needs its shard files");
+  }
+  return Status::success();
 }
 
 Result<int64_t> metadata_integer(const std::map<std::string, std::string>& metadata, const std::string& key, const std::string& path) {
@@ -75,34 +87,89 @@ Result<LossScalerState> read_loss_scaler(const std::map<std::string, std::string
 
 }  // namespace
 
+namespace {
+
+// The optimizer file's metadata: where training stands.
+template <typename T>
+std::map<std::string, std::string> position_metadata(const Optimizer<T>& optimizer, planner::OptimizerKind kind, const TrainingPosition& position) {
+  const LossScalerState& scaler = position.loss_scaler;
+  char scale[40];
+  std::snprintf(scale, sizeof scale, "%.17g", scaler.scale);
+  return {{"step", std::to_string(position.step)},
+          {"data_position", std::to_string(position.data_position)},
+          {"optimizer", std::string(enum_name(kind))},
+          // Adam's bias correction counts updates: fewer than steps when fp16 skipped some.
+          {"optimizer_steps", std::to_string(optimizer.steps_taken())},
+          {"loss_scale", scale},
+          {"loss_scale_good_steps", std::to_string(scaler.good_steps)},
+          {"loss_scale_hysteresis_left", std::to_string(scaler.hysteresis_left)},
+          {"skipped_steps", std::to_string(scaler.skipped)}};
+}
+
+// model.safetensors: every parameter under its name, from the flat full-precision weights.
+template <typename T, typename W>
+Result<FileDigest> write_model_file(const std::string& directory, const Transformer<T>& model, const W* flat_weights, int64_t step) {
+  std::vector<TensorView> weights;
+  for (size_t p = 0; p < model.parameter_names().size(); ++p) {
+    weights.push_back({model.parameter_names()[p], model.parameter_shapes()[p], flat_weights + model.flat_order()[p].offset});
+  }
+  return write_safetensors(directory + "/" + kModelFileName, weights, {{"format", "pt"}, {"step", std::to_string(step)}});
+}
+
+}  // namespace
+
 template <typename T>
 Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
                                                            planner::OptimizerKind kind, const TrainingPosition& position) {
   const auto& names = model.parameter_names();
   const auto& shapes = model.parameter_shapes();
-  std::vector<TensorView> weights, states;
+  if (Status s = check_whole_parameters(optimizer, names.size()); !s) return s.error();
+  std::vector<TensorView> states;
   const auto suffixes = state_suffixes(kind);
   for (size_t p = 0; p < names.size(); ++p) {
-    weights.push_back({names[p], shapes[p], optimizer.full_precision(model.parameters(), p)});
-    for (size_t s = 0; s < suffixes.size(); ++s) states.push_back({names[p] + suffixes[s], shapes[p], optimizer.states()[p * suffixes.size() + s].data()});
+    for (size_t s = 0; s < suffixes.size(); ++s) {
+      states.push_back({names[p] + suffixes[s], shapes[p], optimizer.state(static_cast<int>(s)) + optimizer.pieces()[p].offset_in_shard});
+    }
   }
-  auto model_file = write_safetensors(directory + "/" + kModelFileName, weights, {{"format", "pt"}, {"step", std::to_string(position.step)}});
+  auto model_file = write_model_file(directory, model, optimizer.full_precision(model.flat_parameters().data()), position.step);
   if (!model_file) return model_file.error();
-  const LossScalerState& scaler = position.loss_scaler;
-  char scale[40];
-  std::snprintf(scale, sizeof scale, "%.17g", scaler.scale);
-  auto optimizer_file = write_safetensors(directory + "/" + kOptimizerFileName, states,
-                                          {{"step", std::to_string(position.step)},
-                                           {"data_position", std::to_string(position.data_position)},
-                                           {"optimizer", std::string(enum_name(kind))},
-                                           // Adam's bias correction counts updates: fewer than steps when fp16 skipped some.
-                                           {"optimizer_steps", std::to_string(optimizer.steps_taken())},
-                                           {"loss_scale", scale},
-                                           {"loss_scale_good_steps", std::to_string(scaler.good_steps)},
-                                           {"loss_scale_hysteresis_left", std::to_string(scaler.hysteresis_left)},
-                                           {"skipped_steps", std::to_string(scaler.skipped)}});
+  auto optimizer_file = write_safetensors(directory + "/" + kOptimizerFileName, states, position_metadata(optimizer, kind, position));
   if (!optimizer_file) return optimizer_file.error();
   return std::vector<CheckpointFile>{{kModelFileName, model_file.value()}, {kOptimizerFileName, optimizer_file.value()}};
+}
+
+std::string optimizer_shard_file_name(int rank, int ranks) {
+  char name[64];
+  std::snprintf(name, sizeof name, "optimizer-rank-%05d-of-%05d.safetensors", rank, ranks);
+  return name;
+}
+
+template <typename T>
+Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
+                                                                   planner::OptimizerKind kind, const TrainingPosition& position, int rank,
+                                                                   int ranks) {
+  std::vector<CheckpointFile> files;
+  if (rank == 0) {
+    if constexpr (!std::is_same_v<T, compute_t<T>>) {
+      return make_error(ErrorCode::unsupported, "a checkpoint of sharded fp32 master weights needs them gathered first");
+    } else {
+      auto model_file = write_model_file(directory, model, model.flat_parameters().data(), position.step);
+      if (!model_file) return model_file.error();
+      files.push_back({kModelFileName, model_file.value()});
+    }
+  }
+  const std::vector<int64_t> shape{optimizer.numel()};
+  const auto suffixes = state_suffixes(kind);
+  std::vector<TensorView> states;
+  for (size_t s = 0; s < suffixes.size(); ++s) states.push_back({suffixes[s].substr(1), shape, optimizer.state(static_cast<int>(s))});
+  auto metadata = position_metadata(optimizer, kind, position);
+  metadata["shard_begin"] = std::to_string(static_cast<int64_t>(rank) * optimizer.numel());
+  metadata["ranks"] = std::to_string(ranks);
+  const std::string name = optimizer_shard_file_name(rank, ranks);
+  auto shard = write_safetensors(directory + "/" + name, states, metadata);
+  if (!shard) return shard.error();
+  files.push_back({name, shard.value()});
+  return files;
 }
 
 Status load_model_weights(const std::string& dir, Transformer<float>& model) {
@@ -115,10 +182,12 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
                                          planner::OptimizerKind kind) {
   const std::string model_path = checkpoint.file(kModelFileName), optimizer_path = checkpoint.file(kOptimizerFileName);
   const int64_t step = checkpoint.manifest.step;
-  auto weights = restore_weights(model_path, model, [&](size_t p) { return optimizer.full_precision(model.parameters(), p); });
+  if (Status s = check_whole_parameters(optimizer, model.parameter_names().size()); !s) return s.error();
+  auto* full = optimizer.full_precision(model.flat_parameters().data());
+  auto weights = restore_weights(model_path, model, [&](size_t p) { return full + optimizer.pieces()[p].offset_in_shard; });
   if (!weights) return weights.error();
   if (Status s = check_step(weights->metadata(), step, model_path); !s) return s.error();
-  optimizer.round_into(model.parameters());
+  optimizer.round_into(model.flat_parameters().data());
   auto states = SafetensorsReader::open(optimizer_path);
   if (!states) return states.error();
   const std::map<std::string, std::string>& metadata = states->metadata();
@@ -132,7 +201,8 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
   const auto suffixes = state_suffixes(kind);
   for (size_t p = 0; p < names.size(); ++p) {
     for (size_t s = 0; s < suffixes.size(); ++s) {
-      Status restored = states->read(names[p] + suffixes[s], model.parameter_shapes()[p], optimizer.states()[p * suffixes.size() + s].data());
+      Status restored = states->read(names[p] + suffixes[s], model.parameter_shapes()[p],
+                                     optimizer.state(static_cast<int>(s)) + optimizer.pieces()[p].offset_in_shard);
       if (!restored) return restored.error();
     }
   }
@@ -154,7 +224,9 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
 #define TESSERA_INSTANTIATE_CHECKPOINT(T)                                                                                               \
   template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, Optimizer<T>&, planner::OptimizerKind, \
                                                                       const TrainingPosition&);                                          \
-  template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, Transformer<T>&, Optimizer<T>&, planner::OptimizerKind);
+  template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, Transformer<T>&, Optimizer<T>&, planner::OptimizerKind); \
+  template Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string&, Transformer<T>&, Optimizer<T>&,          \
+                                                                              planner::OptimizerKind, const TrainingPosition&, int, int);
 TESSERA_INSTANTIATE_CHECKPOINT(float)
 TESSERA_INSTANTIATE_CHECKPOINT(bf16)
 TESSERA_INSTANTIATE_CHECKPOINT(fp16)

@@ -11,8 +11,8 @@ namespace tessera::engine {
 AllocationFailure::AllocationFailure(MemoryCategory category, int64_t bytes)
     : message_("out of memory allocating " + planner::format_bytes(bytes) + " for " + std::string(to_string(category))) {}
 
-void MemoryLedger::allocated(MemoryCategory category, Device device, int64_t bytes) {
-  const size_t d = index(device), c = slot(category);
+void MemoryLedger::allocated(MemoryCategory category, MemorySpace space, int64_t bytes) {
+  const size_t d = index(space), c = slot(category);
   current_[d][c] += bytes;
   peak_[d][c] = std::max(peak_[d][c], current_[d][c]);
   current_total_[d] += bytes;
@@ -22,8 +22,8 @@ void MemoryLedger::allocated(MemoryCategory category, Device device, int64_t byt
   }
 }
 
-void MemoryLedger::freed(MemoryCategory category, Device device, int64_t bytes) {
-  const size_t d = index(device), c = slot(category);
+void MemoryLedger::freed(MemoryCategory category, MemorySpace space, int64_t bytes) {
+  const size_t d = index(space), c = slot(category);
   if (bytes > current_[d][c]) throw std::logic_error("memory ledger: freeing more bytes than are allocated in a category");
   current_[d][c] -= bytes;
   current_total_[d] -= bytes;

@@ -8,8 +8,10 @@
 #include <ostream>
 
 #include "tessera/engine/checkpoint.h"
+#include "tessera/engine/comm/local.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/model/transformer.h"
+#include "tessera/engine/parallel/data_parallel.h"
 #include "tessera/planner/flops.h"
 
 namespace tessera::engine {
@@ -84,7 +86,9 @@ class TrainingRun {
   using W = compute_t<T>;
 
   TrainingRun(const planner::Model& model, const TrainOptions& o, const TokenDataset& data, std::ostream& progress, bool terminal)
-      : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data)) {}
+      : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data)),
+        own_group_(o.data_parallel_group == nullptr ? comm::make_local_communicator() : nullptr),
+        group_(o.data_parallel_group != nullptr ? *o.data_parallel_group : *own_group_) {}
 
   // Builds the model and optimizer and restores the checkpoint, if resuming.
   Status prepare();
@@ -96,8 +100,15 @@ class TrainingRun {
   bool weights_finite();
   Status save(int64_t step, int64_t data_position);
   Status commit_checkpoint(int64_t step, int64_t data_position);
+  Status commit_files(RunDirectory& dir, const CheckpointStaging& staging, std::vector<CheckpointFile> files, int64_t step);
+  Result<bool> all_ranks(bool ok);
+  // Whether this run checkpoints: rank 0 holds the run directory, the other ranks its path.
+  bool saves() const { return o_.run_directory != nullptr || !o_.run_directory_path.empty(); }
   Error diverged(const std::string& what, int64_t step, int64_t position_before);
-  Result<double> accumulate_gradients(int64_t step, double loss_scale);
+  Result<std::optional<double>> accumulate_gradients(double loss_scale);
+  Optimizer<T>& optimizer() { return parallel_->optimizer(); }
+  // Tokens of one step over all ranks.
+  int64_t tokens_per_step() const { return group_.size() * o_.num_micro_batches * o_.micro_batch_size * o_.seq_len; }
 
   const planner::Model& model_;
   const TrainOptions& o_;
@@ -106,13 +117,20 @@ class TrainingRun {
   const bool terminal_;
   const std::vector<RunSetting> settings_;
   TrainMetrics metrics_;
+  std::unique_ptr<comm::Communicator> own_group_;  // one rank, when no group was given
+  comm::Communicator& group_;
+  // The ranks' bookkeeping (the loss, stop and save agreements, memory peaks)
+  // on a communicator of its own, so that group_'s counters hold the training's traffic only.
+  std::unique_ptr<comm::Communicator> control_;
+  comm::CommCounters counted_before_;  // group_'s counters when the run began
   std::optional<Transformer<T>> net_;
-  std::optional<Optimizer<T>> optimizer_;
+  std::optional<DataParallel<T>> parallel_;
   // fp16 overflows above 65504 and underflows below 2^-24: its gradients need loss scaling.
   std::optional<DynamicLossScaler> scaler_;
   std::optional<DataLoader> loader_;
   TrainingPosition start_;
   std::string run_id_ = new_run_id();
+  int64_t start_of_step_ = 0;  // the data position of the step in progress
   int64_t committed_step_ = 0;
   Clock::time_point started_ = Clock::now();
   std::vector<int32_t> tokens_, targets_;
@@ -120,10 +138,16 @@ class TrainingRun {
 
 template <typename T>
 Status TrainingRun<T>::prepare() {
-  auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute);
+  if (Status s = check_data_parallel_supported(o_.plugin, o_.precision, model_.parameter_count, group_.size()); !s) return s;
+  auto control = group_.split(0, group_.rank(), "control");
+  if (!control) return control.error();
+  control_ = std::move(control).value();
+  counted_before_ = group_.counters();
+  parallel_.emplace(group_, o_.plugin, model_.parameter_count);
+  auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage());
   if (!created) return created.error();
   net_.emplace(std::move(created).value());
-  optimizer_.emplace(metrics_.ledger, net_->parameters(), decay_mask(net_->parameter_shapes()), o_.optimizer);
+  parallel_->attach(metrics_.ledger, *net_, decay_mask(net_->parameter_shapes()), o_.optimizer);
   if (o_.precision == planner::Precision::fp16) scaler_.emplace(o_.loss_scaler);
   if (Status s = resume_from_checkpoint(); !s) return s;
   if (scaler_ && start_.loss_scaler.scale > 0) scaler_->restore(start_.loss_scaler);
@@ -162,61 +186,114 @@ Status TrainingRun<T>::resume_from_checkpoint() {
                                                        "; give the same options, or add --allow-changes to continue with the new ones");
   }
   for (const std::string& change : changes) progress_ << "note: --allow-changes: " << change << "\n";
-  auto position = load_checkpoint(checkpoint, *net_, *optimizer_, o_.optimizer.kind);
+  auto position = load_checkpoint(checkpoint, *net_, optimizer(), o_.optimizer.kind);
   if (!position) return position.error();
   start_ = position.value();
   run_id_ = checkpoint.manifest.run_id;
   return Status::success();
 }
 
+// The full-precision weights of this rank's shard (all of them, unsharded).
 template <typename T>
 bool TrainingRun<T>::weights_finite() {
-  for (size_t p = 0; p < net_->parameters().size(); ++p) {
-    const W* w = optimizer_->full_precision(net_->parameters(), p);
-    for (int64_t i = 0; i < net_->parameters()[p].numel(); ++i) {
+  const W* w = optimizer().full_precision(net_->flat_parameters().data());
+  for (const planner::ShardPiece& piece : optimizer().pieces()) {
+    for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
       if (!std::isfinite(static_cast<double>(w[i]))) return false;
     }
   }
   return true;
 }
 
-// Checkpoint and metrics so far: what a NaN, a signal or a crash later leaves behind.
+// Checkpoint and metrics so far: what a NaN, a signal or a crash later leaves
+// behind. On several ranks every rank calls it at the same steps: the memory
+// peaks are gathered and a sharded optimizer is saved by every rank.
 template <typename T>
 Status TrainingRun<T>::save(int64_t step, int64_t data_position) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
   const auto steps_run = static_cast<double>(metrics_.loss.size());
-  const double tokens_per_step = static_cast<double>(o_.num_micro_batches * o_.micro_batch_size * o_.seq_len);
+  const auto tokens_per_step = static_cast<double>(this->tokens_per_step());
   const planner::FlopsPerToken flops = planner::flops_per_token(model_, o_.seq_len, planner::RecomputeMode::none);
   metrics_.tokens_per_s = steps_run > 0 ? tokens_per_step * steps_run / elapsed : 0.0;
   metrics_.achieved_flops_per_s = metrics_.tokens_per_s * (flops.forward + flops.backward);
-  if (o_.run_directory == nullptr) return Status::success();
+  metrics_.communication = group_.counters().since(counted_before_);
+  if (!saves()) return Status::success();
+  auto peaks = gather_rank_peaks(*control_, metrics_.ledger);
+  if (!peaks) return peaks.error();
+  metrics_.ranks = std::move(peaks).value();
   if (step > committed_step_) {
     if (Status s = commit_checkpoint(step, data_position); !s) return s;
   }
+  if (o_.run_directory == nullptr) return Status::success();  // rank 0 writes the metrics
   return o_.on_save ? o_.on_save(metrics_) : Status::success();
+}
+
+// Whether every rank's `ok` is true; on one rank, `ok`.
+template <typename T>
+Result<bool> TrainingRun<T>::all_ranks(bool ok) {
+  double failed = ok ? 0.0 : 1.0;
+  if (group_.size() > 1) {
+    if (Status s = control_->all_reduce(&failed, &failed, 1, comm::DataType::f64, comm::ReduceOp::max); !s) return s.error();
+  }
+  return failed == 0.0;
 }
 
 template <typename T>
 Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
-  if (!weights_finite()) {
+  auto finite = all_ranks(weights_finite());
+  if (!finite) return finite.error();
+  if (!finite.value()) {
     return make_error(ErrorCode::invalid_argument, "the weights are not finite after step " + std::to_string(step) + "; the checkpoint at step " +
                                                        std::to_string(committed_step_) + " is kept; lower --lr");
   }
-  RunDirectory& dir = *o_.run_directory;
-  auto staging = dir.stage(step);
+  const bool sharded = group_.size() > 1 && parallel_->sharded();
+  if (group_.size() > 1 && !sharded && group_.rank() != 0) {  // replicated: rank 0 saves everything
+    committed_step_ = metrics_.checkpoint_step = step;
+    return Status::success();
+  }
+  RunDirectory* dir = o_.run_directory;
+  Result<CheckpointStaging> staging = dir != nullptr ? dir->stage(step) : Result<CheckpointStaging>(CheckpointStaging{step, ""});
+  const std::string rank0_failed = "rank 0 could not save the checkpoint of step " + std::to_string(step) + " (its message says why)";
+  if (sharded) {
+    auto staged = all_ranks(staging.ok());
+    if (!staged) return staged.error();
+    if (!staged.value()) return staging.ok() ? make_error(ErrorCode::io_error, rank0_failed) : staging.error();
+    if (dir == nullptr) staging = CheckpointStaging{step, RunDirectory::staging_path(o_.run_directory_path, step)};
+  }
   if (!staging) return staging.error();
   const TrainingPosition position{step, data_position, scaler_ ? scaler_->state() : LossScalerState{}};
-  auto files = write_checkpoint_files(staging->directory, *net_, *optimizer_, o_.optimizer.kind, position);
-  if (!files) return files.error();
-  CheckpointManifest manifest{step, run_id_, std::move(files).value(), settings_};
+  auto files = sharded ? write_sharded_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position, group_.rank(), group_.size())
+                       : write_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position);
+  Status committed = files.ok() ? Status::success() : Status(files.error());
+  if (sharded) {
+    auto listed = gather_shard_digests(*control_, files.ok() ? files->back().digest : FileDigest{-1, ""});
+    if (!listed) return listed.error();
+    if (dir != nullptr && committed) {
+      for (int r = 1; r < group_.size(); ++r) files.value().push_back({optimizer_shard_file_name(r, group_.size()), listed.value()[static_cast<size_t>(r)]});
+    }
+  }
+  if (dir != nullptr && committed) committed = commit_files(*dir, staging.value(), std::move(files).value(), step);
+  if (sharded) {
+    auto everywhere = all_ranks(committed.ok());
+    if (!everywhere) return everywhere.error();
+    if (!everywhere.value()) return committed.ok() ? make_error(ErrorCode::io_error, rank0_failed) : committed;
+  }
+  if (!committed) return committed;
+  committed_step_ = metrics_.checkpoint_step = step;
+  return Status::success();
+}
+
+// Rank 0: the manifest over `files` (and config.json), then the commit.
+template <typename T>
+Status TrainingRun<T>::commit_files(RunDirectory& dir, const CheckpointStaging& staging, std::vector<CheckpointFile> files, int64_t step) {
+  CheckpointManifest manifest{step, run_id_, std::move(files), settings_};
   if (!o_.model_config_text.empty()) {
-    auto config = write_new_file(staging->directory + "/config.json", o_.model_config_text);
+    auto config = write_new_file(staging.directory + "/config.json", o_.model_config_text);
     if (!config) return config.error();
     manifest.files.push_back({"config.json", config.value()});
   }
-  if (Status s = dir.commit(staging.value(), manifest, {kModelFileName, kOptimizerFileName}); !s) return s;
-  committed_step_ = metrics_.checkpoint_step = step;
-  return Status::success();
+  const bool sharded = group_.size() > 1 && parallel_->sharded();
+  return dir.commit(staging, manifest, sharded ? std::vector<std::string>{kModelFileName} : std::vector<std::string>{kModelFileName, kOptimizerFileName});
 }
 
 // A step whose loss or gradients are not finite: the optimizer has not
@@ -225,7 +302,7 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
 template <typename T>
 Error TrainingRun<T>::diverged(const std::string& what, int64_t step, int64_t position_before) {
   std::string kept;
-  if (o_.run_directory != nullptr && step - 1 > committed_step_) {
+  if (saves() && step - 1 > committed_step_) {
     if (Status s = save(step - 1, position_before); !s) kept = " (" + s.error().message + ")";
   }
   const std::string checkpoint = committed_step_ > 0 ? "the checkpoint holds step " + std::to_string(committed_step_) + ", the last with finite weights"
@@ -233,37 +310,56 @@ Error TrainingRun<T>::diverged(const std::string& what, int64_t step, int64_t po
   return make_error(ErrorCode::invalid_argument, what + " at step " + std::to_string(step) + "; " + checkpoint + kept + "; lower --lr");
 }
 
-// Forward and backward over the step's micro-batches; nullopt-like error when stopped.
+// Forward and backward over this rank's micro-batches of the step, then the
+// gradients reduced over the ranks; an error when stopped. The step's global
+// batch is consecutive sequences from the data position; rank r takes the
+// r-th share, so the ranks together see what one rank with all the
+// micro-batches would. Returns the mean loss over all ranks; nullopt when a stop was requested.
 template <typename T>
-Result<double> TrainingRun<T>::accumulate_gradients(int64_t step, double loss_scale) {
+Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_scale) {
   net_->zero_gradients();
+  const int64_t k = o_.num_micro_batches, sequence_tokens = o_.micro_batch_size * o_.seq_len;
+  loader_->seek(start_of_step_ + group_.rank() * k * sequence_tokens);
   double loss = 0;
-  for (int64_t micro = 0; micro < o_.num_micro_batches; ++micro) {
-    if (stop_requested()) return make_error(ErrorCode::invalid_argument, "stopped during step " + std::to_string(step));
+  for (int64_t micro = 0; micro < k; ++micro) {
+    // On several ranks the stop is agreed at step boundaries (run()), so that no rank abandons a step the others finish.
+    if (group_.size() == 1 && stop_requested()) return std::optional<double>();
     loader_->next(tokens_.data(), targets_.data());
-    loss += net_->forward(tokens_.data(), targets_.data()) / static_cast<double>(o_.num_micro_batches);
-    net_->backward(static_cast<W>(loss_scale / static_cast<double>(o_.num_micro_batches)));  // k micro-batches of b = one batch of k·b
+    loss += net_->forward(tokens_.data(), targets_.data()) / static_cast<double>(k);
+    // k micro-batches of b on each of n ranks = one batch of n·k·b.
+    net_->backward(static_cast<W>(loss_scale / static_cast<double>(k) * parallel_->gradient_scale()));
   }
-  return loss;
+  loader_->seek(start_of_step_ + tokens_per_step());
+  if (Status s = parallel_->reduce_gradients(); !s) return s.error();
+  if (group_.size() > 1) {
+    if (Status s = control_->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+    loss /= static_cast<double>(group_.size());
+  }
+  return std::optional<double>(loss);
 }
 
 template <typename T>
 Result<TrainMetrics> TrainingRun<T>::run() {
   if (metrics_.first_step > o_.steps) return std::move(metrics_);  // the checkpoint is at --steps already: nothing to do
-  const double tokens_per_step = static_cast<double>(o_.num_micro_batches * o_.micro_batch_size * o_.seq_len);
+  const auto tokens_per_step = static_cast<double>(this->tokens_per_step());
   started_ = Clock::now();
   for (int64_t step = metrics_.first_step; step <= o_.steps; ++step) {
     const auto step_start = Clock::now();
-    const int64_t position_before = loader_->position();
+    const int64_t position_before = start_of_step_ = loader_->position();
     const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
-    auto loss = accumulate_gradients(step, loss_scale);
-    if (!loss) {  // a stop was requested: the step is abandoned, the last complete one saved
+    auto stop = group_.size() > 1 ? all_ranks(!stop_requested()) : Result<bool>(true);
+    if (!stop) return stop.error();
+    auto loss = stop.value() ? accumulate_gradients(loss_scale) : Result<std::optional<double>>(std::optional<double>());
+    if (!loss) return loss.error();
+    if (!loss.value()) {  // a stop was requested: the step is abandoned, the last complete one saved
       metrics_.stopped = true;
       if (Status s = save(step - 1, position_before); !s) return s.error();
       return std::move(metrics_);
     }
-    if (!std::isfinite(loss.value())) return diverged("loss is " + std::to_string(loss.value()), step, position_before);
-    const std::optional<double> grad_norm = optimizer_->step(net_->parameters(), net_->gradients(), loss_scale);
+    if (!std::isfinite(*loss.value())) return diverged("loss is " + std::to_string(*loss.value()), step, position_before);
+    auto stepped = parallel_->step(loss_scale);
+    if (!stepped) return stepped.error();
+    const std::optional<double> grad_norm = stepped.value();
     if (scaler_) {
       scaler_->update(!grad_norm.has_value());
       if (!grad_norm) {
@@ -278,7 +374,7 @@ Result<TrainMetrics> TrainingRun<T>::run() {
     }
     metrics_.grad_norm.push_back(grad_norm.value_or(std::numeric_limits<double>::quiet_NaN()));
     metrics_.loss_scale.push_back(loss_scale);
-    metrics_.loss.push_back(loss.value());
+    metrics_.loss.push_back(*loss.value());
     metrics_.step_time_s.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
     if (o_.save_every > 0 && step % o_.save_every == 0 && step < o_.steps) {
       if (Status s = save(step, loader_->position()); !s) return s.error();
@@ -286,7 +382,7 @@ Result<TrainMetrics> TrainingRun<T>::run() {
     const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
     if (terminal_ || step % o_.log_every == 0 || step == o_.steps) {
       const double done = static_cast<double>(step - metrics_.first_step + 1);
-      report(progress_, terminal_, step, o_.steps, loss.value(), tokens_per_step * done / elapsed, elapsed, done);
+      report(progress_, terminal_, step, o_.steps, *loss.value(), tokens_per_step * done / elapsed, elapsed, done);
     }
   }
   if (Status s = save(o_.steps, loader_->position()); !s) return s.error();

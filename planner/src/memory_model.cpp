@@ -1,6 +1,7 @@
 // The memory model: per pipeline stage, the bytes of every category on the
 // device and the host. Sources are cited where each formula is applied.
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/sharding.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,14 +54,17 @@ void add_replicated_states(const StageShape& s, const EstimateRequest& r, const 
 // shard live on the host, where the CPU optimizer steps (ZeRO-Offload, Ren et al. 2021).
 void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateWidths& w, int stage,
                      MemoryBreakdown& out) {
-  const int64_t shard = ceil_div(s.params, r.layout.dp);
+  // The flat buffers are padded to dp equal shards (sharding.h), which the
+  // parameters and full gradients keep so that the collectives run in place.
+  const int64_t dp = r.layout.dp;
+  const int64_t shard = shard_numel(s.params, dp), padded = padded_flat_numel(s.params, dp);
   const MemorySpace optimizer_space = r.plugin.cpu_offload ? kHost : kDevice;
-  out.add(Cat::parameters, kDevice, s.params * w.param);
-  out.add(Cat::gradients, kDevice, (stage >= 2 ? shard : s.params) * w.grad);
+  out.add(Cat::parameters, kDevice, padded * w.param);
+  out.add(Cat::gradients, kDevice, (stage >= 2 ? shard : padded) * w.grad);
   out.add(Cat::master_weights, optimizer_space, shard * w.master);
   out.add(Cat::optimizer_states, optimizer_space, shard * w.optim);
   if (r.plugin.cpu_offload) out.add(Cat::gradients, kHost, shard * 4);
-  if (r.layout.dp > 1) out.add(Cat::comm_buffers, kDevice, std::min(r.plugin.reduce_bucket_numel, s.params) * w.grad);
+  if (dp > 1) out.add(Cat::comm_buffers, kDevice, zero_bucket_numel(r.plugin.reduce_bucket_numel, s.params, dp) * w.grad);
 }
 
 // PyTorch FSDP (Zhao et al. 2023, "PyTorch FSDP"): each block is a unit whose

@@ -232,7 +232,7 @@ TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
            {"train", "--out", "/tmp/tessera-never", "--plugin", "gemini"},
            {"train", "--out", "/tmp/tessera-never", "--activation-profile", "megatron"},
            {"train", "--out", "/tmp/tessera-never", "--precision", "fp16", "--loss-scale", "0"},
-           {"train", "--out", "/tmp/tessera-never", "--bucket-mb", "100"},
+           {"train", "--out", "/tmp/tessera-never", "--tp", "2"},
            {"train", "--out", "/tmp/tessera-never", "--pp-schedule", "gpipe"},
            {"train", "--out", "/tmp/tessera-never", "--loss-scale", "1024"},
            {"train", "--out", "/tmp/tessera-never", "--plan", "/nonexistent/plan.json", "--model", "gpt2"},

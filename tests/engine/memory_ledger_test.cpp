@@ -10,24 +10,24 @@ namespace {
 
 TEST(MemoryLedger, TracksCurrentPeakAndTheBreakdownAtThePeak) {
   MemoryLedger ledger;
-  ledger.allocated(MemoryCategory::parameters, Device::cpu, 100);
-  ledger.allocated(MemoryCategory::activations, Device::cpu, 300);
-  ledger.freed(MemoryCategory::activations, Device::cpu, 300);
-  ledger.allocated(MemoryCategory::optimizer_states, Device::cpu, 200);
-  EXPECT_EQ(ledger.current(MemoryCategory::activations, Device::cpu), 0);
-  EXPECT_EQ(ledger.peak(MemoryCategory::activations, Device::cpu), 300);
-  EXPECT_EQ(ledger.current_total(Device::cpu), 300);
-  EXPECT_EQ(ledger.peak_total(Device::cpu), 400);
-  const auto& at_peak = ledger.breakdown_at_peak(Device::cpu);
+  ledger.allocated(MemoryCategory::parameters, MemorySpace::device, 100);
+  ledger.allocated(MemoryCategory::activations, MemorySpace::device, 300);
+  ledger.freed(MemoryCategory::activations, MemorySpace::device, 300);
+  ledger.allocated(MemoryCategory::optimizer_states, MemorySpace::device, 200);
+  EXPECT_EQ(ledger.current(MemoryCategory::activations, MemorySpace::device), 0);
+  EXPECT_EQ(ledger.peak(MemoryCategory::activations, MemorySpace::device), 300);
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 300);
+  EXPECT_EQ(ledger.peak_total(MemorySpace::device), 400);
+  const auto& at_peak = ledger.breakdown_at_peak(MemorySpace::device);
   EXPECT_EQ(at_peak[static_cast<size_t>(MemoryCategory::activations)], 300);
   EXPECT_EQ(at_peak[static_cast<size_t>(MemoryCategory::optimizer_states)], 0);
-  EXPECT_EQ(ledger.peak_total(Device::cuda), 0);
+  EXPECT_EQ(ledger.peak_total(MemorySpace::host), 0);
 }
 
 TEST(MemoryLedger, FreeingMoreThanAllocatedFailsLoudly) {
   MemoryLedger ledger;
-  ledger.allocated(MemoryCategory::gradients, Device::cpu, 10);
-  EXPECT_THROW(ledger.freed(MemoryCategory::gradients, Device::cpu, 11), std::logic_error);
+  ledger.allocated(MemoryCategory::gradients, MemorySpace::device, 10);
+  EXPECT_THROW(ledger.freed(MemoryCategory::gradients, MemorySpace::device, 11), std::logic_error);
 }
 
 // An allocation that cannot be had names its category and size, and books nothing.
@@ -39,7 +39,7 @@ TEST(Tensor, AnAllocationFailureNamesWhatAndHowMuch) {
   } catch (const AllocationFailure& e) {
     EXPECT_EQ(std::string(e.what()), "out of memory allocating " + planner::format_bytes(int64_t{4} << 48) + " for optimizer_states");
   }
-  EXPECT_EQ(ledger.current_total(Device::cpu), 0);
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
 }
 
 TEST(HostMemory, ReadsMeminfoCgroupFilesAndStatesItsReserve) {

@@ -17,9 +17,9 @@ namespace {
 
 const std::string kText = std::string(TESSERA_SOURCE_DIR) + "/data/text/kjv-genesis-exodus.txt";
 
-std::vector<uint16_t> parameter_bits(std::vector<Tensor<fp16>>& params) {
+std::vector<uint16_t> parameter_bits(const std::vector<Slice<fp16>>& params) {
   std::vector<uint16_t> bits;
-  for (auto& p : params) {
+  for (const auto& p : params) {
     for (int64_t i = 0; i < p.numel(); ++i) bits.push_back(p.data()[i].bits);
   }
   return bits;
@@ -29,7 +29,7 @@ TEST(MixedPrecision, InjectedFp16OverflowSkipsTheStepAndHalvesTheScale) {
   const planner::Model model = planner::load_model("tiny-gpt2").value();
   MemoryLedger ledger;
   Transformer<fp16> net = Transformer<fp16>::create(model, ledger, 2, 16, 1).value();
-  Optimizer<fp16> optimizer(ledger, net.parameters(), std::vector<bool>(net.parameters().size(), true), OptimizerOptions{});
+  auto optimizer = Optimizer<fp16>::whole(ledger, net.flat_parameters().data(), net.flat_order(), std::vector<bool>(net.parameters().size(), true), OptimizerOptions{});
   DynamicLossScaler scaler;  // 65536, backs off at the first overflow
   std::vector<int32_t> tokens(32), targets(32);
   for (int i = 0; i < 32; ++i) {
@@ -42,7 +42,7 @@ TEST(MixedPrecision, InjectedFp16OverflowSkipsTheStepAndHalvesTheScale) {
   net.forward(tokens.data(), targets.data());
   net.backward(static_cast<float>(scaler.scale()));
   net.gradients()[3].data()[5] = to_fp16(std::numeric_limits<float>::infinity());  // the injected overflow
-  const auto skipped = optimizer.step(net.parameters(), net.gradients(), scaler.scale());
+  const auto skipped = optimizer.step(net.flat_parameters().data(), net.flat_gradients().data(), scaler.scale());
   EXPECT_FALSE(skipped.has_value());
   EXPECT_FALSE(scaler.update(true));
   EXPECT_EQ(scaler.scale(), 32768.0);
@@ -52,17 +52,15 @@ TEST(MixedPrecision, InjectedFp16OverflowSkipsTheStepAndHalvesTheScale) {
   net.zero_gradients();
   net.forward(tokens.data(), targets.data());
   net.backward(static_cast<float>(scaler.scale()));
-  const auto stepped = optimizer.step(net.parameters(), net.gradients(), scaler.scale());
+  const auto stepped = optimizer.step(net.flat_parameters().data(), net.flat_gradients().data(), scaler.scale());
   ASSERT_TRUE(stepped.has_value());
   EXPECT_TRUE(std::isfinite(*stepped));
   EXPECT_TRUE(scaler.update(false));
   EXPECT_NE(parameter_bits(net.parameters()), before);
   EXPECT_EQ(optimizer.steps_taken(), 1);
   // The 16-bit parameters are the fp32 master weights, rounded.
-  for (size_t p = 0; p < net.parameters().size(); ++p) {
-    const float* master = optimizer.full_precision(net.parameters(), p);
-    for (int64_t i = 0; i < net.parameters()[p].numel(); ++i) ASSERT_EQ(net.parameters()[p].data()[i].bits, to_fp16(master[i]).bits);
-  }
+  const float* master = optimizer.full_precision(net.flat_parameters().data());
+  for (int64_t i = 0; i < net.flat_parameters().numel(); ++i) ASSERT_EQ(net.flat_parameters().data()[i].bits, to_fp16(master[i]).bits);
 }
 
 TrainOptions run_options(planner::Precision precision, int64_t steps) {

@@ -28,7 +28,7 @@ std::vector<std::vector<float>> train_parameters(int64_t micro_batch, int64_t mi
   OptimizerOptions options;
   options.kind = planner::OptimizerKind::sgd_momentum;
   options.learning_rate = 0.1;
-  Optimizer<float> optimizer(ledger, net.parameters(), std::vector<bool>(net.parameters().size(), true), options);
+  auto optimizer = Optimizer<float>::whole(ledger, net.flat_parameters().data(), net.flat_order(), std::vector<bool>(net.parameters().size(), true), options);
   DataLoader loader(data, micro_batch, 32);
   std::vector<int32_t> tokens(static_cast<size_t>(micro_batch * 32)), targets(tokens.size());
   for (int step = 0; step < steps; ++step) {
@@ -38,7 +38,7 @@ std::vector<std::vector<float>> train_parameters(int64_t micro_batch, int64_t mi
       net.forward(tokens.data(), targets.data());
       net.backward(1.0f / static_cast<float>(micro_batches));
     }
-    optimizer.step(net.parameters(), net.gradients());
+    optimizer.step(net.flat_parameters().data(), net.flat_gradients().data());
   }
   std::vector<std::vector<float>> out;
   for (auto& p : net.parameters()) out.emplace_back(p.data(), p.data() + p.numel());

@@ -79,7 +79,7 @@ TEST(Transformer, ParametersFollowTheInventory) {
   for (auto& p : net.parameters()) count += p.numel();
   EXPECT_EQ(count, model.parameter_count) << "a tied head is stored once";
   EXPECT_EQ(net.parameter_names().front(), "transformer.wte.weight");
-  EXPECT_EQ(ledger.current(MemoryCategory::parameters, Device::cpu), 4 * model.parameter_count);
+  EXPECT_EQ(ledger.current(MemoryCategory::parameters, MemorySpace::device), 4 * model.parameter_count);
 }
 
 // The ledger's bytes per category equal the planner's estimate for the same
@@ -95,7 +95,7 @@ void expect_ledger_matches_planner(planner::Precision precision) {
     auto created = Transformer<T>::create(model, ledger, B, T_len, 1, mode);
     ASSERT_TRUE(created.ok());
     Transformer<T> net = std::move(created).value();
-    Optimizer<T> optimizer(ledger, net.parameters(), std::vector<bool>(net.parameters().size(), true), OptimizerOptions{});
+    auto optimizer = Optimizer<T>::whole(ledger, net.flat_parameters().data(), net.flat_order(), std::vector<bool>(net.parameters().size(), true), OptimizerOptions{});
     planner::EstimateRequest request;
     request.training.recompute = mode;
     request.training.precision = precision;
@@ -109,7 +109,7 @@ void expect_ledger_matches_planner(planner::Precision precision) {
     const auto& row = estimate.ranks.at(0);
     for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients, MemoryCategory::optimizer_states,
                              MemoryCategory::activations, MemoryCategory::logits, MemoryCategory::workspace}) {
-      EXPECT_EQ(ledger.current(c, Device::cpu), row.bytes[c].device) << to_string(c) << " of " << model.config.model_type << " in "
+      EXPECT_EQ(ledger.current(c, MemorySpace::device), row.bytes[c].device) << to_string(c) << " of " << model.config.model_type << " in "
                                                                      << enum_name(precision) << ", recompute " << enum_name(mode);
     }
   }

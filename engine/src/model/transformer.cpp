@@ -75,7 +75,7 @@ Status check_engine_computes(const planner::ModelConfig& c, int64_t seq_len) {
 
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                              uint64_t seed, planner::RecomputeMode recompute) {
+                                              uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage) {
   const auto& c = model.config;
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
@@ -85,12 +85,13 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
   configure_blas_threads();
   Transformer t;
   t.recompute_ = recompute;
-  t.build(model, ledger, micro_batch, seq_len, seed);
+  t.build(model, ledger, micro_batch, seq_len, seed, storage);
   return t;
 }
 
 template <typename T>
-void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed) {
+void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
+                           FlatStorage storage) {
   config_ = model.config;
   B_ = micro_batch;
   T_ = seq_len;
@@ -102,15 +103,20 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   // projections scaled by 1/sqrt(2L); norms start at 1, biases at 0.
   const double std_dev = 0.02, residual_std = 0.02 / std::sqrt(2.0 * L);
   const auto& tensors = model.inventory.tensors;
+  flat_order_ = planner::flat_parameter_order(model.inventory);
+  const int64_t flat_numel = std::max(model.inventory.parameter_count(), storage.padded_numel);
+  flat_params_ = Tensor<T>(ledger, MemoryCategory::parameters, flat_numel);
+  flat_grads_ = Tensor<T>(ledger, storage.gradient_category, flat_numel);
   tensor_to_param_.assign(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& info = tensors[i];
     if (info.tied_to >= 0) {
       tensor_to_param_[i] = tensor_to_param_[static_cast<size_t>(info.tied_to)];
     } else {
+      const planner::FlatParameter& flat = flat_order_[params_.size()];
       tensor_to_param_[i] = static_cast<int>(params_.size());
-      params_.emplace_back(ledger, MemoryCategory::parameters, info.numel());
-      grads_.emplace_back(ledger, MemoryCategory::gradients, info.numel());
+      params_.emplace_back(flat_params_.data() + flat.offset, info.numel());
+      grads_.emplace_back(flat_grads_.data() + flat.offset, info.numel());
       names_.push_back(info.name);
       shapes_.push_back(info.shape);
       // 1-D tensors are norm weights (start at 1) and biases (start at 0); the rest are matrices.
@@ -243,7 +249,7 @@ typename Transformer<T>::W* Transformer<T>::find_logits() {
 
 template <typename T>
 void Transformer<T>::zero_gradients() {
-  for (auto& g : grads_) g.zero();
+  flat_grads_.zero();
 }
 
 template <typename T>

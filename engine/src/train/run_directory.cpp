@@ -184,8 +184,12 @@ Status RunDirectory::remove_leftovers() const {
   return Status::success();
 }
 
+std::string RunDirectory::staging_path(const std::string& run_directory, int64_t step) {
+  return run_directory + "/" + kCheckpointsName + "/.staging-" + step_directory_name(step);
+}
+
 Result<CheckpointStaging> RunDirectory::stage(int64_t step) {
-  CheckpointStaging staging{step, path_ + "/" + kCheckpointsName + "/.staging-" + step_directory_name(step)};
+  CheckpointStaging staging{step, staging_path(path_, step)};
   std::error_code ec;
   fs::remove_all(staging.directory, ec);
   if (!fs::create_directory(staging.directory, ec)) {

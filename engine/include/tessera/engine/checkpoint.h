@@ -35,6 +35,17 @@ template <typename T>
 Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
                                                            planner::OptimizerKind kind, const TrainingPosition& position);
 
+// ZeRO on several ranks: rank 0 writes model.safetensors (the parameters are
+// equal on every rank after the step's all-gather) and every rank writes its
+// optimizer shard as flat tensors ("exp_avg", "exp_avg_sq" or
+// "momentum_buffer", the shard's length) into optimizer_shard_file_name(rank,
+// ranks), with the shard's first element and the rank count in the metadata.
+std::string optimizer_shard_file_name(int rank, int ranks);
+template <typename T>
+Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
+                                                                   planner::OptimizerKind kind, const TrainingPosition& position, int rank,
+                                                                   int ranks);
+
 // Restores DIR/model.safetensors into the parameters; names and shapes must match.
 Status load_model_weights(const std::string& dir, Transformer<float>& model);
 

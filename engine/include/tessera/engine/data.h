@@ -40,6 +40,8 @@ class DataLoader {
   // Fills tokens and targets, both (B, T).
   void next(int32_t* tokens, int32_t* targets);
   int64_t position() const { return position_; }
+  // Moves to a position (wrapped), e.g. a rank's first micro-batch of a step.
+  void seek(int64_t position) { position_ = wrap(position); }
 
  private:
   int64_t wrap(int64_t position) const {

@@ -22,6 +22,7 @@
 #include "tessera/engine/elementwise_math.h"
 #include "tessera/engine/half.h"
 #include "tessera/engine/tensor.h"
+#include "tessera/planner/sharding.h"
 #include "tessera/planner/training_config.h"
 
 namespace tessera::engine {
@@ -37,107 +38,50 @@ struct OptimizerOptions {
   double max_grad_norm = 1.0;  // 0 = no clipping
 };
 
+// The optimizer of one range of the model's flat parameters: all of them on
+// one rank, the rank's shard under ZeRO (planner/sharding.h). Its states (and
+// fp32 master weights) are flat buffers of the shard's length; `pieces` say
+// which parameter each part of the shard belongs to, for weight decay and for
+// the checkpoint's tensor names.
 template <typename T>
 class Optimizer {
  public:
   using W = compute_t<T>;
   static constexpr bool kKeepsMaster = !std::is_same_v<T, W>;
 
-  // `decay[i]`: whether parameter i takes weight decay (matrices and embeddings, not norms or biases).
-  Optimizer(MemoryLedger& ledger, const std::vector<Tensor<T>>& params, std::vector<bool> decay, OptimizerOptions options)
-      : options_(options), decay_(std::move(decay)) {
+  // `weights`: the shard of the flat parameters (shard_numel elements), whose
+  // values the master weights start from. `decay[p]`: whether parameter p (flat
+  // order) takes weight decay. States are booked in `space`.
+  Optimizer(MemoryLedger& ledger, const T* weights, int64_t shard_numel, std::vector<planner::ShardPiece> pieces, std::vector<bool> decay,
+            OptimizerOptions options, MemorySpace space = MemorySpace::device)
+      : options_(options), pieces_(std::move(pieces)), decay_(std::move(decay)), numel_(shard_numel) {
     const int states = planner::optimizer_state_count(options.kind);
-    for (const Tensor<T>& p : params) {
-      for (int s = 0; s < states; ++s) states_.emplace_back(ledger, MemoryCategory::optimizer_states, p.numel());
-      if constexpr (kKeepsMaster) {
-        master_.emplace_back(ledger, MemoryCategory::master_weights, p.numel());
-        for (int64_t i = 0; i < p.numel(); ++i) master_.back().data()[i] = widen(p.data()[i]);
-      }
-    }
-  }
-
-  // Updates and returns the norm of the unscaled gradients before clipping;
-  // nullopt (and no update) when a gradient is inf or NaN.
-  std::optional<double> step(std::vector<Tensor<T>>& params, std::vector<Tensor<T>>& grads, double loss_scale = 1.0) {
-    const double unscale = 1.0 / loss_scale;
-    double sum_squares = 0;
-    for (const Tensor<T>& g : grads) sum_squares += sum_of_squares(g, unscale);
-    if (!std::isfinite(sum_squares)) return std::nullopt;
-    const double norm = std::sqrt(sum_squares);
-    const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;
-    const auto gradient_factor = static_cast<W>(clip * unscale);
-    ++step_;
-    const W lr = static_cast<W>(options_.learning_rate);
-    const W bias1 = static_cast<W>(1 - std::pow(options_.beta1, static_cast<double>(step_)));
-    const W bias2 = static_cast<W>(1 - std::pow(options_.beta2, static_cast<double>(step_)));
-    const int states = planner::optimizer_state_count(options_.kind);
-    for (size_t p = 0; p < params.size(); ++p) {
-      W* w = full_precision(params, p);
-      const T* g = grads[p].data();
-      const W wd = decay_[p] ? static_cast<W>(options_.weight_decay) : W(0);
-      W* s0 = states > 0 ? states_[p * static_cast<size_t>(states)].data() : nullptr;
-      W* s1 = states > 1 ? states_[p * static_cast<size_t>(states) + 1].data() : nullptr;
-      // Element by element, independent: threads change nothing in the result.
-#pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < params[p].numel(); ++i) {
-        const W grad = widen(g[i]) * gradient_factor;
-        switch (options_.kind) {
-          case planner::OptimizerKind::adamw:
-            math::adamw_update(w[i], s0[i], s1[i], grad, lr, W(options_.beta1), W(options_.beta2), W(options_.eps), wd, bias1, bias2);
-            break;
-          case planner::OptimizerKind::adam:
-            math::adamw_update(w[i], s0[i], s1[i], grad + wd * w[i], lr, W(options_.beta1), W(options_.beta2), W(options_.eps), W(0), bias1, bias2);
-            break;
-          case planner::OptimizerKind::sgd_momentum:
-            s0[i] = static_cast<W>(options_.momentum) * s0[i] + grad + wd * w[i];
-            w[i] -= lr * s0[i];
-            break;
-          case planner::OptimizerKind::sgd: w[i] -= lr * (grad + wd * w[i]); break;
-        }
-      }
-    }
-    round_into(params);
-    return norm;
-  }
-
-  // The weights in full precision: the master copy, or the parameters themselves in fp32.
-  W* full_precision(std::vector<Tensor<T>>& params, size_t index) {
+    for (int s = 0; s < states; ++s) states_.emplace_back(ledger, MemoryCategory::optimizer_states, numel_, space);
     if constexpr (kKeepsMaster) {
-      return master_[index].data();
-    } else {
-      return params[index].data();
+      master_ = Tensor<W>(ledger, MemoryCategory::master_weights, numel_, space);
+      for (int64_t i = 0; i < numel_; ++i) master_.data()[i] = widen(weights[i]);
     }
   }
 
-  // Rounds the master weights into the model's 16-bit parameters (after a
-  // step, or after a checkpoint restored the master weights).
-  void round_into(std::vector<Tensor<T>>& params) {
-    if constexpr (kKeepsMaster) {
-      for (size_t p = 0; p < params.size(); ++p) {
-        T* w = params[p].data();
-        const W* master = master_[p].data();
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < params[p].numel(); ++i) w[i] = narrow<T>(master[i]);
-      }
-    }
+  // The optimizer of every parameter, whole: one rank's, or a replicated one's.
+  static Optimizer whole(MemoryLedger& ledger, const T* flat_params, const std::vector<planner::FlatParameter>& order, std::vector<bool> decay,
+                         OptimizerOptions options) {
+    const int64_t numel = order.empty() ? 0 : order.back().offset + order.back().numel;
+    return Optimizer(ledger, flat_params, numel, planner::shard_pieces(order, 1, 0), std::move(decay), options);
   }
 
-  int64_t steps_taken() const { return step_; }
-  std::vector<Tensor<W>>& states() { return states_; }
-  void set_steps_taken(int64_t steps) { step_ = steps; }
-
- private:
-  // Σ (g · unscale)² in double, over fixed blocks summed in order: the same
-  // bits whatever the number of threads.
-  static double sum_of_squares(const Tensor<T>& g, double unscale) {
+  // Σ (g · unscale)² over the shard's gradients, in double, over fixed blocks
+  // summed in order: the same bits whatever the number of threads. Under ZeRO
+  // the ranks' sums are added to make the global norm.
+  double sum_of_squares(const T* grads, double unscale) const {
     constexpr int64_t kBlock = int64_t{1} << 16;
-    const int64_t blocks = (g.numel() + kBlock - 1) / kBlock;
+    const int64_t blocks = (numel_ + kBlock - 1) / kBlock;
     std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
       double sum = 0;
-      for (int64_t i = b * kBlock; i < std::min(g.numel(), (b + 1) * kBlock); ++i) {
-        const double x = static_cast<double>(widen(g.data()[i])) * unscale;
+      for (int64_t i = b * kBlock; i < std::min(numel_, (b + 1) * kBlock); ++i) {
+        const double x = static_cast<double>(widen(grads[i])) * unscale;
         sum += x * x;
       }
       partial[static_cast<size_t>(b)] = sum;
@@ -147,10 +91,88 @@ class Optimizer {
     return total;
   }
 
+  // One update of the shard from its gradients, given the global sum of
+  // squares of the unscaled gradients; returns the norm before clipping, or
+  // nullopt (and no update) when it is not finite: a gradient is inf or NaN
+  // (the fp16 loss scaler's overflow check).
+  std::optional<double> apply(T* params, const T* grads, double global_sum_of_squares, double loss_scale) {
+    if (!std::isfinite(global_sum_of_squares)) return std::nullopt;
+    const double norm = std::sqrt(global_sum_of_squares);
+    const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;
+    const auto gradient_factor = static_cast<W>(clip / loss_scale);
+    ++step_;
+    const W lr = static_cast<W>(options_.learning_rate);
+    const W bias1 = static_cast<W>(1 - std::pow(options_.beta1, static_cast<double>(step_)));
+    const W bias2 = static_cast<W>(1 - std::pow(options_.beta2, static_cast<double>(step_)));
+    W* weights = full_precision(params);
+    W* s0 = states_.size() > 0 ? states_[0].data() : nullptr;
+    W* s1 = states_.size() > 1 ? states_[1].data() : nullptr;
+    for (const planner::ShardPiece& piece : pieces_) {
+      const W wd = decay_[static_cast<size_t>(piece.parameter)] ? static_cast<W>(options_.weight_decay) : W(0);
+      const int64_t begin = piece.offset_in_shard, end = begin + piece.numel;
+      // Element by element, independent: threads change nothing in the result.
+#pragma omp parallel for schedule(static)
+      for (int64_t i = begin; i < end; ++i) {
+        const W grad = widen(grads[i]) * gradient_factor;
+        W& w = weights[i];
+        switch (options_.kind) {
+          case planner::OptimizerKind::adamw:
+            math::adamw_update(w, s0[i], s1[i], grad, lr, W(options_.beta1), W(options_.beta2), W(options_.eps), wd, bias1, bias2);
+            break;
+          case planner::OptimizerKind::adam:
+            math::adamw_update(w, s0[i], s1[i], grad + wd * w, lr, W(options_.beta1), W(options_.beta2), W(options_.eps), W(0), bias1, bias2);
+            break;
+          case planner::OptimizerKind::sgd_momentum:
+            s0[i] = static_cast<W>(options_.momentum) * s0[i] + grad + wd * w;
+            w -= lr * s0[i];
+            break;
+          case planner::OptimizerKind::sgd: w -= lr * (grad + wd * w); break;
+        }
+      }
+    }
+    round_into(params);
+    return norm;
+  }
+
+  // apply() with this shard's own sum of squares: the one-rank step.
+  std::optional<double> step(T* params, const T* grads, double loss_scale = 1.0) {
+    return apply(params, grads, sum_of_squares(grads, 1.0 / loss_scale), loss_scale);
+  }
+
+  // The shard's weights in full precision: the master copy, or the parameters themselves in fp32.
+  W* full_precision(T* params) {
+    if constexpr (kKeepsMaster) {
+      return master_.data();
+    } else {
+      return params;
+    }
+  }
+
+  // Rounds the master weights into the model's 16-bit parameters (after a
+  // step, or after a checkpoint restored the master weights).
+  void round_into(T* params) {
+    if constexpr (kKeepsMaster) {
+      const W* master = master_.data();
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < numel_; ++i) params[i] = narrow<T>(master[i]);
+    }
+  }
+
+  const std::vector<planner::ShardPiece>& pieces() const { return pieces_; }
+  int64_t numel() const { return numel_; }
+  // State s (0: Adam's exp_avg or the momentum, 1: exp_avg_sq) of the whole shard.
+  W* state(int s) { return states_[static_cast<size_t>(s)].data(); }
+  int state_count() const { return static_cast<int>(states_.size()); }
+  int64_t steps_taken() const { return step_; }
+  void set_steps_taken(int64_t steps) { step_ = steps; }
+
+ private:
   OptimizerOptions options_;
+  std::vector<planner::ShardPiece> pieces_;
   std::vector<bool> decay_;
+  int64_t numel_ = 0;
   std::vector<Tensor<W>> states_;
-  std::vector<Tensor<W>> master_;  // mixed precision only
+  Tensor<W> master_;  // mixed precision only
   int64_t step_ = 0;
 };
 

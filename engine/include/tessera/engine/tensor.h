@@ -30,9 +30,9 @@ template <typename T>
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(MemoryLedger& ledger, MemoryCategory category, int64_t numel, Device device = Device::cpu)
-      : ledger_(&ledger), category_(category), device_(device), numel_(numel), data_(allocate(category, numel)) {
-    ledger_->allocated(category_, device_, bytes());
+  Tensor(MemoryLedger& ledger, MemoryCategory category, int64_t numel, MemorySpace space = MemorySpace::device)
+      : ledger_(&ledger), category_(category), space_(space), numel_(numel), data_(allocate(category, numel)) {
+    ledger_->allocated(category_, space_, bytes());
   }
   ~Tensor() { release(); }
   Tensor(Tensor&& other) noexcept { *this = std::move(other); }
@@ -41,7 +41,7 @@ class Tensor {
       release();
       ledger_ = std::exchange(other.ledger_, nullptr);
       category_ = other.category_;
-      device_ = other.device_;
+      space_ = other.space_;
       numel_ = std::exchange(other.numel_, 0);
       data_ = std::move(other.data_);
     }
@@ -66,16 +66,33 @@ class Tensor {
     }
   }
   void release() {
-    if (ledger_ != nullptr && data_) ledger_->freed(category_, device_, bytes());
+    if (ledger_ != nullptr && data_) ledger_->freed(category_, space_, bytes());
     data_.reset();
     ledger_ = nullptr;
   }
 
   MemoryLedger* ledger_ = nullptr;
   MemoryCategory category_ = MemoryCategory::activations;
-  Device device_ = Device::cpu;
+  MemorySpace space_ = MemorySpace::device;
   int64_t numel_ = 0;
   std::unique_ptr<T[]> data_;
+};
+
+// A tensor inside a flat buffer (one Tensor holding every parameter, or every
+// gradient, back to back): its elements, not its memory, which the buffer owns
+// and books in the ledger.
+template <typename T>
+class Slice {
+ public:
+  Slice() = default;
+  Slice(T* data, int64_t numel) : data_(data), numel_(numel) {}
+  T* data() const { return data_; }
+  int64_t numel() const { return numel_; }
+  void zero() const { std::fill(data_, data_ + numel_, T{}); }
+
+ private:
+  T* data_ = nullptr;
+  int64_t numel_ = 0;
 };
 
 }  // namespace tessera::engine

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "tessera/engine/comm/communicator.h"
 #include "tessera/engine/loss_scaler.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/optimizer.h"
+#include "tessera/engine/parallel/rank_reports.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/status.h"
@@ -49,18 +51,28 @@ struct TrainOptions {
   std::function<bool()> stop_requested;
   // Called after each save with the metrics so far (the command line writes metrics.json).
   std::function<Status(const struct TrainMetrics&)> on_save;
+  // Data parallelism: the group of ranks (null: this rank alone) and the
+  // plan's plugin (parallel/data_parallel.h). Each rank trains on its share of
+  // every step's global batch of group size · num_micro_batches · micro_batch_size sequences.
+  comm::Communicator* data_parallel_group = nullptr;
+  planner::PluginOptions plugin;
+  // Ranks other than 0: the run directory rank 0 holds (run_directory is null
+  // there), into whose staging directory they write their checkpoint shards.
+  std::string run_directory_path;
 };
 
 struct TrainMetrics {
   int64_t first_step = 1;            // > 1 after a resume
-  std::vector<double> loss;          // mean loss of each step's micro-batches
+  std::vector<double> loss;          // mean loss of each step's micro-batches, over all ranks
   std::vector<double> grad_norm;    // NaN where an fp16 step was skipped
   std::vector<double> loss_scale;   // fp16: the scale each step ran with (1 otherwise)
   std::vector<int64_t> skipped_steps;  // fp16: steps skipped on inf/NaN gradients
   std::vector<double> step_time_s;
   double tokens_per_s = 0;           // over all steps
   double achieved_flops_per_s = 0;   // model FLOPs (forward + backward) per second
-  MemoryLedger ledger;               // peaks per category, cpu device
+  MemoryLedger ledger;               // this rank's peaks per category and memory space
+  std::vector<RankPeaks> ranks;      // every rank's peaks, in rank order (at the last save)
+  comm::CommCounters communication;  // this rank's calls and payload bytes per collective
   int64_t checkpoint_step = 0;       // the committed checkpoint's step at the end (0: none)
   bool stopped = false;              // stop_requested ended the run before `steps`
 };

@@ -70,6 +70,15 @@ struct CommCounters {
 
   int64_t calls_of(Collective kind) const { return calls[static_cast<size_t>(kind)]; }
   int64_t bytes_of(Collective kind) const { return bytes[static_cast<size_t>(kind)]; }
+  // What was counted after `earlier` (a copy of these counters taken before).
+  CommCounters since(const CommCounters& earlier) const {
+    CommCounters d;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      d.calls[i] = calls[i] - earlier.calls[i];
+      d.bytes[i] = bytes[i] - earlier.bytes[i];
+    }
+    return d;
+  }
   void add(Collective kind, int64_t payload_bytes) {
     calls[static_cast<size_t>(kind)] += 1;
     bytes[static_cast<size_t>(kind)] += payload_bytes;

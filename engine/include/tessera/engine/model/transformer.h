@@ -20,6 +20,7 @@
 #include "tessera/engine/ops/workspace.h"
 #include "tessera/engine/tensor.h"
 #include "tessera/planner/model.h"
+#include "tessera/planner/sharding.h"
 #include "tessera/planner/training_config.h"
 #include "tessera/planner/status.h"
 
@@ -28,6 +29,16 @@ namespace tessera::engine {
 // Whether the engine computes the model its config.json describes at this
 // sequence length; an error names the field whose value it would ignore.
 Status check_engine_computes(const planner::ModelConfig& config, int64_t seq_len);
+
+// Where the parameters and their gradients live: each in one flat buffer in the
+// planner's flat order (planner/sharding.h), padded to `padded_numel` elements
+// (0: exactly the parameters) so that data-parallel collectives run on equal
+// pieces in place. Under ZeRO-2 the full gradient buffer is the reduce
+// bucket, booked as comm_buffers; the sharded gradient lives with the optimizer.
+struct FlatStorage {
+  int64_t padded_numel = 0;
+  MemoryCategory gradient_category = MemoryCategory::gradients;
+};
 
 template <typename T>
 class Transformer {
@@ -39,7 +50,7 @@ class Transformer {
   // 2022 §5): selective drops the attention probabilities, full keeps only
   // each block's input; one block's worth of recomputed tensors is shared.
   static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
-                                    planner::RecomputeMode recompute = planner::RecomputeMode::none);
+                                    planner::RecomputeMode recompute = planner::RecomputeMode::none, FlatStorage storage = {});
 
   // Runs the forward pass on tokens and next-token targets, both (B, T); keeps
   // what backward needs and returns the mean loss over the B·T tokens.
@@ -48,9 +59,13 @@ class Transformer {
   // `loss_scale` (1/k for k accumulated micro-batches, times the fp16 loss scale).
   void backward(W loss_scale);
 
-  // One entry per unique parameter, in inventory order (a tied tensor once).
-  std::vector<Tensor<T>>& parameters() { return params_; }
-  std::vector<Tensor<T>>& gradients() { return grads_; }
+  // One entry per unique parameter, in flat order (a tied tensor once): views
+  // into the flat buffers.
+  const std::vector<Slice<T>>& parameters() const { return params_; }
+  const std::vector<Slice<T>>& gradients() const { return grads_; }
+  Tensor<T>& flat_parameters() { return flat_params_; }
+  Tensor<T>& flat_gradients() { return flat_grads_; }
+  const std::vector<planner::FlatParameter>& flat_order() const { return flat_order_; }
   const std::vector<std::string>& parameter_names() const { return names_; }
   const std::vector<std::vector<int64_t>>& parameter_shapes() const { return shapes_; }
   void zero_gradients();
@@ -68,7 +83,7 @@ class Transformer {
     int gate_w = -1, up_w = -1, down_w = -1;                         // SwiGLU
   };
   Transformer() = default;
-  void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed);
+  void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed, FlatStorage storage);
   void recompute_block(int l);
   // Named buffers from the planner's activation table: those in the storage
   // type, and (in mixed precision) the fp32 ones.
@@ -87,7 +102,9 @@ class Transformer {
   planner::ModelConfig config_;
   planner::RecomputeMode recompute_ = planner::RecomputeMode::none;
   int64_t B_ = 0, T_ = 0;
-  std::vector<Tensor<T>> params_, grads_;
+  Tensor<T> flat_params_, flat_grads_;
+  std::vector<Slice<T>> params_, grads_;
+  std::vector<planner::FlatParameter> flat_order_;
   std::vector<std::string> names_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<int> tensor_to_param_;  // inventory index -> unique parameter index

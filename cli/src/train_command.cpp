@@ -21,7 +21,7 @@
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/ops/workspace.h"
-#include "tessera/engine/parallel/data_parallel.h"
+#include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/trainer.h"
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
@@ -64,7 +64,7 @@ EstimateRequest cpu_request(EstimateRequest r) {
 // the engine does not run yet (tensor and pipeline parallelism, FSDP, Gemini)
 // or does its own way (its DDP buckets are always views of the gradients):
 // refused rather than silently ignored.
-constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--gradient-as-bucket-view", "--fsdp-strategy",     "--chunk-size",
+constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--gradient-as-bucket-view", "--chunk-size",
                                                "--placement",         "--shard-param-frac",         "--offload-optim-frac", "--offload-param-frac",
                                                "--search-range-m",    "--min-chunk-size-m",         "--search-interval",    "--pp-schedule",
                                                "--model-chunks"};
@@ -301,7 +301,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
-  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model->parameter_count, world.size()); !s) return failed(s.error().message);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), world.size()); !s) return failed(s.error().message);
   const EstimateRequest request = cpu_request(o.estimate.request);
   const GpuProfile cpu = cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);

@@ -34,14 +34,21 @@ Result<SafetensorsReader> restore_weights(const std::string& path, Transformer<T
   return reader;
 }
 
-// The optimizer's pieces, one per parameter: a checkpoint holds whole tensors.
+// Where each parameter starts in the optimizer's shard, when the shard holds
+// every parameter whole (one rank, or replicated states): a checkpoint file
+// holds whole tensors.
 template <typename T>
-Status check_whole_parameters(const Optimizer<T>& optimizer, size_t parameters) {
-  if (optimizer.pieces().size() != parameters) return make_error(ErrorCode::unsupported, "a checkpoint of a sharded optimizer needs its shard files");
-  for (size_t p = 0; p < parameters; ++p) {
-    if (optimizer.pieces()[p].offset_in_parameter != 0) return make_error(ErrorCode::unsupported, "a checkpoint of a sharded optimizer needs its shard files");
+Result<std::vector<int64_t>> whole_parameter_offsets(const Optimizer<T>& optimizer, size_t parameters) {
+  std::vector<int64_t> offsets(parameters, -1);
+  for (const planner::ShardPiece& piece : optimizer.pieces()) {
+    if (piece.offset_in_parameter == 0 && static_cast<size_t>(piece.parameter) < parameters) offsets[static_cast<size_t>(piece.parameter)] = piece.offset_in_shard;
   }
-  return Status::success();
+  for (int64_t offset : offsets) {
+    if (offset < 0 || optimizer.pieces().size() != parameters) {
+      return make_error(ErrorCode::unsupported, "a checkpoint of a sharded optimizer needs its shard files");
+    }
+  }
+  return offsets;
 }
 
 Result<int64_t> metadata_integer(const std::map<std::string, std::string>& metadata, const std::string& key, const std::string& path) {
@@ -119,19 +126,23 @@ Result<FileDigest> write_model_file(const std::string& directory, const Transfor
 }  // namespace
 
 template <typename T>
-Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
+Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer, T* parameters,
                                                            planner::OptimizerKind kind, const TrainingPosition& position) {
   const auto& names = model.parameter_names();
   const auto& shapes = model.parameter_shapes();
-  if (Status s = check_whole_parameters(optimizer, names.size()); !s) return s.error();
-  std::vector<TensorView> states;
+  auto offsets = whole_parameter_offsets(optimizer, names.size());
+  if (!offsets) return offsets.error();
+  std::vector<TensorView> weights, states;
   const auto suffixes = state_suffixes(kind);
+  const auto* full = optimizer.full_precision(parameters);
   for (size_t p = 0; p < names.size(); ++p) {
+    const int64_t offset = offsets.value()[p];
+    weights.push_back({names[p], shapes[p], full + offset});
     for (size_t s = 0; s < suffixes.size(); ++s) {
-      states.push_back({names[p] + suffixes[s], shapes[p], optimizer.state(static_cast<int>(s)) + optimizer.pieces()[p].offset_in_shard});
+      states.push_back({names[p] + suffixes[s], shapes[p], optimizer.state(static_cast<int>(s)) + offset});
     }
   }
-  auto model_file = write_model_file(directory, model, optimizer.full_precision(model.flat_parameters().data()), position.step);
+  auto model_file = write_safetensors(directory + "/" + kModelFileName, weights, {{"format", "pt"}, {"step", std::to_string(position.step)}});
   if (!model_file) return model_file.error();
   auto optimizer_file = write_safetensors(directory + "/" + kOptimizerFileName, states, position_metadata(optimizer, kind, position));
   if (!optimizer_file) return optimizer_file.error();
@@ -147,23 +158,19 @@ std::string optimizer_shard_file_name(int rank, int ranks) {
 template <typename T>
 Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
                                                                    planner::OptimizerKind kind, const TrainingPosition& position, int rank,
-                                                                   int ranks) {
+                                                                   int ranks, const float* weights) {
   std::vector<CheckpointFile> files;
   if (rank == 0) {
-    if constexpr (!std::is_same_v<T, compute_t<T>>) {
-      return make_error(ErrorCode::unsupported, "a checkpoint of sharded fp32 master weights needs them gathered first");
-    } else {
-      auto model_file = write_model_file(directory, model, model.flat_parameters().data(), position.step);
-      if (!model_file) return model_file.error();
-      files.push_back({kModelFileName, model_file.value()});
-    }
+    auto model_file = write_model_file(directory, model, weights, position.step);
+    if (!model_file) return model_file.error();
+    files.push_back({kModelFileName, model_file.value()});
   }
   const std::vector<int64_t> shape{optimizer.numel()};
   const auto suffixes = state_suffixes(kind);
   std::vector<TensorView> states;
   for (size_t s = 0; s < suffixes.size(); ++s) states.push_back({suffixes[s].substr(1), shape, optimizer.state(static_cast<int>(s))});
   auto metadata = position_metadata(optimizer, kind, position);
-  metadata["shard_begin"] = std::to_string(static_cast<int64_t>(rank) * optimizer.numel());
+  metadata["rank"] = std::to_string(rank);
   metadata["ranks"] = std::to_string(ranks);
   const std::string name = optimizer_shard_file_name(rank, ranks);
   auto shard = write_safetensors(directory + "/" + name, states, metadata);
@@ -178,16 +185,17 @@ Status load_model_weights(const std::string& dir, Transformer<float>& model) {
 }
 
 template <typename T>
-Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, Optimizer<T>& optimizer,
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, Optimizer<T>& optimizer, T* parameters,
                                          planner::OptimizerKind kind) {
   const std::string model_path = checkpoint.file(kModelFileName), optimizer_path = checkpoint.file(kOptimizerFileName);
   const int64_t step = checkpoint.manifest.step;
-  if (Status s = check_whole_parameters(optimizer, model.parameter_names().size()); !s) return s.error();
-  auto* full = optimizer.full_precision(model.flat_parameters().data());
-  auto weights = restore_weights(model_path, model, [&](size_t p) { return full + optimizer.pieces()[p].offset_in_shard; });
+  auto offsets = whole_parameter_offsets(optimizer, model.parameter_names().size());
+  if (!offsets) return offsets.error();
+  auto* full = optimizer.full_precision(parameters);
+  auto weights = restore_weights(model_path, model, [&](size_t p) { return full + offsets.value()[p]; });
   if (!weights) return weights.error();
   if (Status s = check_step(weights->metadata(), step, model_path); !s) return s.error();
-  optimizer.round_into(model.flat_parameters().data());
+  optimizer.round_into(parameters);
   auto states = SafetensorsReader::open(optimizer_path);
   if (!states) return states.error();
   const std::map<std::string, std::string>& metadata = states->metadata();
@@ -202,7 +210,7 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
   for (size_t p = 0; p < names.size(); ++p) {
     for (size_t s = 0; s < suffixes.size(); ++s) {
       Status restored = states->read(names[p] + suffixes[s], model.parameter_shapes()[p],
-                                     optimizer.state(static_cast<int>(s)) + optimizer.pieces()[p].offset_in_shard);
+                                     optimizer.state(static_cast<int>(s)) + offsets.value()[p]);
       if (!restored) return restored.error();
     }
   }
@@ -222,11 +230,12 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
 }
 
 #define TESSERA_INSTANTIATE_CHECKPOINT(T)                                                                                               \
-  template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, Optimizer<T>&, planner::OptimizerKind, \
-                                                                      const TrainingPosition&);                                          \
-  template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, Transformer<T>&, Optimizer<T>&, planner::OptimizerKind); \
+  template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, Optimizer<T>&, T*,              \
+                                                                      planner::OptimizerKind, const TrainingPosition&);                  \
+  template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, Transformer<T>&, Optimizer<T>&, T*, planner::OptimizerKind); \
   template Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string&, Transformer<T>&, Optimizer<T>&,          \
-                                                                              planner::OptimizerKind, const TrainingPosition&, int, int);
+                                                                              planner::OptimizerKind, const TrainingPosition&, int, int,  \
+                                                                              const float*);
 TESSERA_INSTANTIATE_CHECKPOINT(float)
 TESSERA_INSTANTIATE_CHECKPOINT(bf16)
 TESSERA_INSTANTIATE_CHECKPOINT(fp16)

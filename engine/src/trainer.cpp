@@ -11,7 +11,7 @@
 #include "tessera/engine/comm/local.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/model/transformer.h"
-#include "tessera/engine/parallel/data_parallel.h"
+#include "tessera/engine/parallel/strategy.h"
 #include "tessera/planner/flops.h"
 
 namespace tessera::engine {
@@ -124,7 +124,7 @@ class TrainingRun {
   std::unique_ptr<comm::Communicator> control_;
   comm::CommCounters counted_before_;  // group_'s counters when the run began
   std::optional<Transformer<T>> net_;
-  std::optional<DataParallel<T>> parallel_;
+  std::unique_ptr<ParallelStrategy<T>> parallel_;
   // fp16 overflows above 65504 and underflows below 2^-24: its gradients need loss scaling.
   std::optional<DynamicLossScaler> scaler_;
   std::optional<DataLoader> loader_;
@@ -138,16 +138,17 @@ class TrainingRun {
 
 template <typename T>
 Status TrainingRun<T>::prepare() {
-  if (Status s = check_data_parallel_supported(o_.plugin, o_.precision, model_.parameter_count, group_.size()); !s) return s;
+  if (Status s = check_data_parallel_supported(o_.plugin, o_.precision, model_, group_.size()); !s) return s;
   auto control = group_.split(0, group_.rank(), "control");
   if (!control) return control.error();
   control_ = std::move(control).value();
   counted_before_ = group_.counters();
-  parallel_.emplace(group_, o_.plugin, model_.parameter_count);
+  parallel_ = make_parallel_strategy<T>(group_, o_.plugin, model_);
   auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage());
   if (!created) return created.error();
   net_.emplace(std::move(created).value());
-  parallel_->attach(metrics_.ledger, *net_, decay_mask(net_->parameter_shapes()), o_.optimizer);
+  if (Status s = parallel_->attach(metrics_.ledger, *net_, decay_mask(net_->parameter_shapes()), o_.optimizer); !s) return s;
+  parallel_->initialize(model_, o_.seed);
   if (o_.precision == planner::Precision::fp16) scaler_.emplace(o_.loss_scaler);
   if (Status s = resume_from_checkpoint(); !s) return s;
   if (scaler_ && start_.loss_scaler.scale > 0) scaler_->restore(start_.loss_scaler);
@@ -186,7 +187,7 @@ Status TrainingRun<T>::resume_from_checkpoint() {
                                                        "; give the same options, or add --allow-changes to continue with the new ones");
   }
   for (const std::string& change : changes) progress_ << "note: --allow-changes: " << change << "\n";
-  auto position = load_checkpoint(checkpoint, *net_, optimizer(), o_.optimizer.kind);
+  auto position = load_checkpoint(checkpoint, *net_, optimizer(), parallel_->shard_parameters(), o_.optimizer.kind);
   if (!position) return position.error();
   start_ = position.value();
   run_id_ = checkpoint.manifest.run_id;
@@ -196,7 +197,7 @@ Status TrainingRun<T>::resume_from_checkpoint() {
 // The full-precision weights of this rank's shard (all of them, unsharded).
 template <typename T>
 bool TrainingRun<T>::weights_finite() {
-  const W* w = optimizer().full_precision(net_->flat_parameters().data());
+  const W* w = optimizer().full_precision(parallel_->shard_parameters());
   for (const planner::ShardPiece& piece : optimizer().pieces()) {
     for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
       if (!std::isfinite(static_cast<double>(w[i]))) return false;
@@ -262,8 +263,16 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
   }
   if (!staging) return staging.error();
   const TrainingPosition position{step, data_position, scaler_ ? scaler_->state() : LossScalerState{}};
-  auto files = sharded ? write_sharded_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position, group_.rank(), group_.size())
-                       : write_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position);
+  Result<std::vector<CheckpointFile>> files = std::vector<CheckpointFile>{};
+  if (sharded) {
+    // Rank 0's copy of the whole model, for model.safetensors: save-time host memory, outside the training ledger.
+    std::vector<float> weights(group_.rank() == 0 ? static_cast<size_t>(model_.parameter_count) : 0);
+    if (Status s = parallel_->gather_weights(weights.empty() ? nullptr : weights.data()); !s) return s;
+    files = write_sharded_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position, group_.rank(), group_.size(),
+                                           weights.data());
+  } else {
+    files = write_checkpoint_files(staging->directory, *net_, optimizer(), parallel_->shard_parameters(), o_.optimizer.kind, position);
+  }
   Status committed = files.ok() ? Status::success() : Status(files.error());
   if (sharded) {
     auto listed = gather_shard_digests(*control_, files.ok() ? files->back().digest : FileDigest{-1, ""});
@@ -317,7 +326,7 @@ Error TrainingRun<T>::diverged(const std::string& what, int64_t step, int64_t po
 // micro-batches would. Returns the mean loss over all ranks; nullopt when a stop was requested.
 template <typename T>
 Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_scale) {
-  net_->zero_gradients();
+  parallel_->zero_gradients();
   const int64_t k = o_.num_micro_batches, sequence_tokens = o_.micro_batch_size * o_.seq_len;
   loader_->seek(start_of_step_ + group_.rank() * k * sequence_tokens);
   double loss = 0;

@@ -17,7 +17,6 @@ using Cat = MemoryCategory;
 constexpr MemorySpace kDevice = MemorySpace::device;
 constexpr MemorySpace kHost = MemorySpace::host;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_bytes(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
 
 // Byte widths of the model states under the request's precision and optimizer.
@@ -68,27 +67,27 @@ void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateW
 }
 
 // PyTorch FSDP (Zhao et al. 2023, "PyTorch FSDP"): each block is a unit whose
-// flat parameter is sharded over dp. Under MixedPrecision the shard stays fp32
-// (it is the optimizer's weight) and is cast to 16-bit when gathered; the
-// sharded gradient is fp32 as well. FULL_SHARD frees a unit after use and keeps
-// two units gathered (the current one and the prefetched one; limit_all_gathers)
-// plus the root unit (embedding and head), which is not resharded after forward.
-// SHARD_GRAD_OP keeps every unit gathered from forward to backward.
-void add_fsdp_states(const Model& m, const StageShape& s, const EstimateRequest& r, const StateWidths& w,
-                     MemoryBreakdown& out) {
-  const int64_t shard = ceil_div(s.params, r.layout.dp);
-  out.add(Cat::parameters, kDevice, shard * 4);
-  out.add(Cat::gradients, kDevice, shard * 4);
-  out.add(Cat::optimizer_states, kDevice, shard * w.optim);
-  const int64_t root = m.embedding.full() + m.head.full();
+// flat parameter is padded and sharded over dp (sharding.h, fsdp_layout).
+// Under MixedPrecision the shard stays fp32 (it is the optimizer's weight) and
+// is cast to 16-bit when gathered; the sharded gradient is fp32 as well.
+// FULL_SHARD frees a unit after use and keeps two units gathered (the current
+// one and the prefetched one; limit_all_gathers) plus the root unit (embedding
+// and head), which is not resharded after forward. SHARD_GRAD_OP keeps every
+// unit gathered from forward to backward. In backward the root's unsharded
+// gradient lives from the head's backward (the first) to the embedding's (the
+// last), beside the gradient of the block being reduce-scattered.
+void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths& w, MemoryBreakdown& out) {
+  const FsdpLayout layout = fsdp_layout(m.inventory, flat_parameter_order(m.inventory), r.layout.dp);
+  out.add(Cat::parameters, kDevice, layout.shard_numel * 4);
+  out.add(Cat::gradients, kDevice, layout.shard_numel * 4);
+  out.add(Cat::optimizer_states, kDevice, layout.shard_numel * w.optim);
   const bool gathers = r.layout.dp > 1 || w.param != 4;  // one fp32 rank unshards in place
   if (gathers) {
     const int64_t gathered = r.plugin.fsdp_strategy == FsdpStrategy::full_shard
-                                 ? root + 2 * m.largest_block_numel
-                                 : s.params;
+                                 ? layout.root_padded + 2 * layout.largest_block_padded
+                                 : layout.padded_total;
     out.add(Cat::chunk_buffers, kDevice, gathered * w.param);
-    // The unsharded gradient of one unit waits for its reduce-scatter.
-    out.add(Cat::comm_buffers, kDevice, std::max(root, m.largest_block_numel) * w.grad);
+    out.add(Cat::comm_buffers, kDevice, (layout.root_padded + layout.largest_block_padded) * w.grad);
   }
 }
 
@@ -178,7 +177,7 @@ MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const Estimate
   MemoryBreakdown out;
   switch (r.plugin.kind) {
     case PluginKind::torch_ddp: add_replicated_states(s, r, w, true, out); break;
-    case PluginKind::torch_fsdp: add_fsdp_states(m, s, r, w, out); break;
+    case PluginKind::torch_fsdp: add_fsdp_states(m, r, w, out); break;
     case PluginKind::low_level_zero: add_zero_states(s, r, w, r.plugin.effective_zero_stage(), out); break;
     case PluginKind::gemini: add_gemini_states(r, w, *gemini, out); break;
     case PluginKind::hybrid_parallel: {

@@ -28,4 +28,49 @@ std::vector<ShardPiece> shard_pieces(const std::vector<FlatParameter>& order, in
   return pieces;
 }
 
+FsdpLayout fsdp_layout(const TensorInventory& inventory, const std::vector<FlatParameter>& order, int64_t dp) {
+  // The final norm and the head sit at layer num_layers (tensor_inventory.h),
+  // the largest layer index; everything not in a block is the root's.
+  int num_blocks = 0;
+  for (const FlatParameter& p : order) num_blocks = std::max(num_blocks, inventory.tensors[static_cast<size_t>(p.tensor_index)].layer);
+  FsdpLayout layout;
+  layout.units.resize(static_cast<size_t>(num_blocks + 1));
+  layout.units[0].unit = kRootUnit;
+  for (int b = 0; b < num_blocks; ++b) layout.units[static_cast<size_t>(b + 1)].unit = b;
+  for (size_t p = 0; p < order.size(); ++p) {
+    const int layer = inventory.tensors[static_cast<size_t>(order[p].tensor_index)].layer;
+    ShardedUnit& unit = layout.units[layer == kEmbeddingLayer || layer >= num_blocks ? 0 : static_cast<size_t>(layer + 1)];
+    unit.parameters.push_back(static_cast<int>(p));
+    unit.numel += order[p].numel;
+  }
+  for (ShardedUnit& unit : layout.units) {
+    unit.shard = shard_numel(unit.numel, dp);
+    unit.padded = dp * unit.shard;
+    unit.offset_in_shard = layout.shard_numel;
+    layout.shard_numel += unit.shard;
+    layout.padded_total += unit.padded;
+    if (unit.unit == kRootUnit) {
+      layout.root_padded = unit.padded;
+    } else {
+      layout.largest_block_padded = std::max(layout.largest_block_padded, unit.padded);
+    }
+  }
+  return layout;
+}
+
+std::vector<ShardPiece> fsdp_pieces(const FsdpLayout& layout, const std::vector<FlatParameter>& order, int64_t rank) {
+  std::vector<ShardPiece> pieces;
+  for (const ShardedUnit& unit : layout.units) {
+    const int64_t begin = rank * unit.shard, end = begin + unit.shard;  // in the unit's flat buffer
+    int64_t offset = 0;                                                 // of the parameter in the unit's buffer
+    for (int p : unit.parameters) {
+      const int64_t numel = order[static_cast<size_t>(p)].numel;
+      const int64_t first = std::max(begin, offset), last = std::min(end, offset + numel);
+      if (first < last) pieces.push_back({p, first - offset, unit.offset_in_shard + first - begin, last - first});
+      offset += numel;
+    }
+  }
+  return pieces;
+}
+
 }  // namespace tessera::planner

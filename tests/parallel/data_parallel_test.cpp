@@ -1,5 +1,5 @@
 // Data parallelism against one process, under mpirun (-np 2 and 4): for each
-// plugin the engine runs, 5 steps on N ranks leave the same parameters as 5
+// plugin the engine runs (DDP, ZeRO-1 and 2, FSDP both strategies), 5 steps on N ranks leave the same parameters as 5
 // steps of one rank on the same global batch (the rank's micro-batches · N),
 // and the bytes each collective moved equal the formula.
 //
@@ -98,11 +98,16 @@ int main() {
   const std::string root = std::filesystem::temp_directory_path().string() + "/tessera-data-parallel-" + std::to_string(ranks);
   if (rank == 0) std::filesystem::remove_all(root);
 
-  struct Case { const char* name; planner::PluginKind kind; int zero_stage; };
-  for (const Case& c : {Case{"torch_ddp", planner::PluginKind::torch_ddp, 0}, Case{"zero1", planner::PluginKind::low_level_zero, 1},
-                        Case{"zero2", planner::PluginKind::low_level_zero, 2}}) {
+  const planner::FsdpLayout units = planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks);
+  struct Case { const char* name; planner::PluginKind kind; int zero_stage; planner::FsdpStrategy fsdp; };
+  for (const Case& c : {Case{"torch_ddp", planner::PluginKind::torch_ddp, 0, {}}, Case{"zero1", planner::PluginKind::low_level_zero, 1, {}},
+                        Case{"zero2", planner::PluginKind::low_level_zero, 2, {}},
+                        Case{"fsdp_full_shard", planner::PluginKind::torch_fsdp, 0, planner::FsdpStrategy::full_shard},
+                        Case{"fsdp_shard_grad_op", planner::PluginKind::torch_fsdp, 0, planner::FsdpStrategy::shard_grad_op}}) {
+    const bool fsdp = c.kind == planner::PluginKind::torch_fsdp;
     planner::PluginOptions plugin;
     plugin.kind = c.kind;
+    plugin.fsdp_strategy = c.fsdp;
     plugin.zero_stage = c.kind == planner::PluginKind::low_level_zero ? c.zero_stage : -1;
     plugin.bucket_bytes = 256 << 10;             // DDP: several buckets
     plugin.reduce_bucket_numel = c.zero_stage == 1 ? 40000 : params;  // ZeRO-1: several buckets; ZeRO-2: one
@@ -113,15 +118,21 @@ int main() {
     // Bytes per step: DDP all-reduces every gradient once (4 · params); ZeRO
     // reduce-scatters the padded gradients and all-gathers the padded
     // parameters (4 · padded each) and all-reduces the gradient norm's sum of
-    // squares (one f64). The loss, stop and save agreements travel apart.
+    // squares (one f64). FSDP, per micro-batch: every unit gathered for
+    // forward, the blocks again for backward under full_shard (the root stays
+    // gathered), every unit's gradient reduce-scattered; plus the norm. The
+    // loss, stop and save agreements travel apart.
     const comm::CommCounters& moved = parallel->communication;
     const int64_t padded = planner::padded_flat_numel(params, ranks), steps = 5;
-    const int64_t all_reduce_bytes = c.zero_stage == 0 ? steps * 4 * params : steps * 8;
+    const int64_t blocks_again = c.fsdp == planner::FsdpStrategy::full_shard ? units.padded_total - units.root_padded : 0;
+    const int64_t all_reduce_bytes = c.kind == planner::PluginKind::torch_ddp ? steps * 4 * params : steps * 8;
+    const int64_t reduce_scatter_bytes = fsdp ? steps * k * 4 * units.padded_total : c.zero_stage > 0 ? steps * 4 * padded : 0;
+    const int64_t all_gather_bytes = fsdp ? steps * k * 4 * (units.padded_total + blocks_again) : c.zero_stage > 0 ? steps * 4 * padded : 0;
     expect(moved.bytes_of(comm::Collective::all_reduce) == all_reduce_bytes,
            std::string(c.name) + ": all_reduce bytes " + std::to_string(moved.bytes_of(comm::Collective::all_reduce)), rank);
-    expect(moved.bytes_of(comm::Collective::reduce_scatter) == (c.zero_stage > 0 ? steps * 4 * padded : 0),
+    expect(moved.bytes_of(comm::Collective::reduce_scatter) == reduce_scatter_bytes,
            std::string(c.name) + ": reduce_scatter bytes " + std::to_string(moved.bytes_of(comm::Collective::reduce_scatter)), rank);
-    expect(moved.bytes_of(comm::Collective::all_gather) == (c.zero_stage > 0 ? steps * 4 * padded : 0),
+    expect(moved.bytes_of(comm::Collective::all_gather) == all_gather_bytes,
            std::string(c.name) + ": all_gather bytes " + std::to_string(moved.bytes_of(comm::Collective::all_gather)), rank);
     if (rank == 0) {
       auto single = train_into(single_dir, options(plugin, k * ranks), nullptr, model);

@@ -13,6 +13,7 @@
 #include "tessera/engine/ops/layernorm.h"
 #include "tessera/engine/ops/linear.h"
 #include "tessera/engine/ops/rope.h"
+#include "tessera/engine/model/initialization.h"
 #include "tessera/planner/activations.h"
 
 namespace tessera::engine {
@@ -98,15 +99,15 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   const auto& c = config_;
   const int L = static_cast<int>(c.num_layers);
   layers_.resize(static_cast<size_t>(L));
-  std::mt19937_64 rng(seed);
-  // GPT-2's initialisation (Radford et al. 2019 §2.3): N(0, 0.02), residual
-  // projections scaled by 1/sqrt(2L); norms start at 1, biases at 0.
-  const double std_dev = 0.02, residual_std = 0.02 / std::sqrt(2.0 * L);
   const auto& tensors = model.inventory.tensors;
   flat_order_ = planner::flat_parameter_order(model.inventory);
-  const int64_t flat_numel = std::max(model.inventory.parameter_count(), storage.padded_numel);
-  flat_params_ = Tensor<T>(ledger, MemoryCategory::parameters, flat_numel);
-  flat_grads_ = Tensor<T>(ledger, storage.gradient_category, flat_numel);
+  if (storage.flat_buffers) {
+    const int64_t flat_numel = std::max(model.inventory.parameter_count(), storage.padded_numel);
+    flat_params_ = Tensor<T>(ledger, MemoryCategory::parameters, flat_numel);
+    flat_grads_ = Tensor<T>(ledger, storage.gradient_category, flat_numel);
+    T* p = flat_params_.data();
+    for_each_initial_value(model, seed, [p](int64_t i, double value) { p[i] = narrow<T>(static_cast<W>(value)); });
+  }
   tensor_to_param_.assign(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& info = tensors[i];
@@ -115,18 +116,10 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
     } else {
       const planner::FlatParameter& flat = flat_order_[params_.size()];
       tensor_to_param_[i] = static_cast<int>(params_.size());
-      params_.emplace_back(flat_params_.data() + flat.offset, info.numel());
-      grads_.emplace_back(flat_grads_.data() + flat.offset, info.numel());
+      params_.emplace_back(storage.flat_buffers ? flat_params_.data() + flat.offset : nullptr, info.numel());
+      grads_.emplace_back(storage.flat_buffers ? flat_grads_.data() + flat.offset : nullptr, info.numel());
       names_.push_back(info.name);
       shapes_.push_back(info.shape);
-      // 1-D tensors are norm weights (start at 1) and biases (start at 0); the rest are matrices.
-      const bool vector = info.shape.size() == 1;
-      const bool bias = info.name.ends_with(".bias");
-      const bool residual = info.name.find("c_proj.weight") != std::string::npos || info.name.find("o_proj.weight") != std::string::npos ||
-                            info.name.find("down_proj.weight") != std::string::npos;
-      std::normal_distribution<double> normal(0.0, residual ? residual_std : std_dev);
-      T* p = params_.back().data();
-      for (int64_t j = 0; j < info.numel(); ++j) p[j] = narrow<T>(static_cast<W>(vector ? (bias ? 0.0 : 1.0) : normal(rng)));
     }
     const int index = tensor_to_param_[i];
     if (info.layer == planner::kEmbeddingLayer) {
@@ -259,8 +252,13 @@ double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   const int L = static_cast<int>(c.num_layers);
   tokens_ = tokens;
   targets_ = targets;
+  if (hooks_ != nullptr) hooks_->before_forward(planner::kRootUnit);
   embedding_forward(act(0, "block_input"), tokens, param(wte_), wpe_ >= 0 ? param(wpe_) : nullptr, B_, T_, C);
-  for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_.narrow, "final_norm_input"));
+  for (int l = 0; l < L; ++l) {
+    if (hooks_ != nullptr) hooks_->before_forward(l);
+    block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_.narrow, "final_norm_input"));
+    if (hooks_ != nullptr) hooks_->after_forward(l);
+  }
   T* x = find(last_stage_.narrow, "final_norm_input");
   W* norm_stats = find_wide(last_stage_, "final_norm_stats");
   T* h = find(last_stage_.narrow, "head_input");
@@ -273,6 +271,7 @@ double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   W* losses = find_wide(logits_, "token_losses");
   linear_forward(logits, h, param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in, workspace_);
   cross_entropy_forward(losses, logits, targets, N, V);
+  if (hooks_ != nullptr) hooks_->after_forward(planner::kRootUnit);
   double mean = 0;
   for (int64_t i = 0; i < N; ++i) mean += static_cast<double>(losses[i]);
   return mean / static_cast<double>(N);
@@ -341,6 +340,7 @@ void Transformer<T>::backward(W loss_scale) {
   T* dres = find(scratch_.narrow, "grad_residual");
   T* dnarrow = find(scratch_.narrow, "grad_narrow");
   std::fill(dres, dres + N * C, T{});
+  if (hooks_ != nullptr) hooks_->before_backward(planner::kRootUnit);
   W* logits = find_logits();
   cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<W>(N));
   T* h = find(last_stage_.narrow, "head_input");
@@ -353,10 +353,13 @@ void Transformer<T>::backward(W loss_scale) {
     rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), norm_stats, N, C);
   }
   for (int l = static_cast<int>(c.num_layers) - 1; l >= 0; --l) {
+    if (hooks_ != nullptr) hooks_->before_backward(l);
     recompute_block(l);
     block_backward(l);
+    if (hooks_ != nullptr) hooks_->after_backward(l);
   }
   embedding_backward(grad(wte_), wpe_ >= 0 ? grad(wpe_) : nullptr, dres, tokens_, B_, T_, C);
+  if (hooks_ != nullptr) hooks_->after_backward(planner::kRootUnit);
 }
 
 // dres holds the gradient of the block's output; it leaves holding the gradient of its input.

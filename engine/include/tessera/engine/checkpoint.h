@@ -31,20 +31,22 @@ inline constexpr const char* kModelFileName = "model.safetensors";
 inline constexpr const char* kOptimizerFileName = "optimizer.safetensors";
 
 // Writes both files into `directory` and returns them with their digests.
+// `parameters`: the optimizer's parameters (ParallelStrategy::shard_parameters),
+// whose full-precision weights the model file holds.
 template <typename T>
-Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
+Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer, T* parameters,
                                                            planner::OptimizerKind kind, const TrainingPosition& position);
 
-// ZeRO on several ranks: rank 0 writes model.safetensors (the parameters are
-// equal on every rank after the step's all-gather) and every rank writes its
+// A sharded optimizer on several ranks: rank 0 writes model.safetensors from
+// `weights` (the whole model in flat order, gathered) and every rank writes its
 // optimizer shard as flat tensors ("exp_avg", "exp_avg_sq" or
 // "momentum_buffer", the shard's length) into optimizer_shard_file_name(rank,
-// ranks), with the shard's first element and the rank count in the metadata.
+// ranks), with the rank and the rank count in the metadata.
 std::string optimizer_shard_file_name(int rank, int ranks);
 template <typename T>
 Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
                                                                    planner::OptimizerKind kind, const TrainingPosition& position, int rank,
-                                                                   int ranks);
+                                                                   int ranks, const float* weights);
 
 // Restores DIR/model.safetensors into the parameters; names and shapes must match.
 Status load_model_weights(const std::string& dir, Transformer<float>& model);
@@ -52,7 +54,7 @@ Status load_model_weights(const std::string& dir, Transformer<float>& model);
 // Restores weights (and, in mixed precision, the parameters rounded from them)
 // and optimizer states in place from a verified checkpoint.
 template <typename T>
-Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, Optimizer<T>& optimizer,
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, Optimizer<T>& optimizer, T* parameters,
                                          planner::OptimizerKind kind);
 
 }  // namespace tessera::engine

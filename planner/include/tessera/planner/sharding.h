@@ -55,4 +55,32 @@ constexpr int64_t zero_bucket_numel(int64_t bucket_numel, int64_t params, int64_
   return rounded <= 0 ? dp : (rounded < padded ? rounded : padded);
 }
 
+// PyTorch FSDP's units as Tessera wraps a model (each transformer block, and
+// the root: the embeddings, the final norm and the head): every unit is a
+// FlatParameter of its own, padded to a multiple of dp and sharded over the
+// ranks (Zhao et al. 2023, "PyTorch FSDP", §3.2 and §4.1). A rank stores its
+// shards of all units back to back, the root's first.
+inline constexpr int kRootUnit = -1;
+
+struct ShardedUnit {
+  int unit = kRootUnit;         // kRootUnit or a block index
+  std::vector<int> parameters;  // indices into the flat order, in flat order
+  int64_t numel = 0;            // unpadded
+  int64_t shard = 0;            // ceil(numel / dp): this unit's elements on each rank
+  int64_t padded = 0;           // dp · shard: the unit gathered
+  int64_t offset_in_shard = 0;  // where its shard starts in a rank's storage
+};
+
+struct FsdpLayout {
+  std::vector<ShardedUnit> units;  // the root, then the blocks in order
+  int64_t shard_numel = 0;         // a rank's storage: every unit's shard
+  int64_t root_padded = 0;
+  int64_t largest_block_padded = 0;
+  int64_t padded_total = 0;        // every unit gathered
+};
+
+FsdpLayout fsdp_layout(const TensorInventory& inventory, const std::vector<FlatParameter>& order, int64_t dp);
+// The rank's storage cut along parameter boundaries (padding is not a piece).
+std::vector<ShardPiece> fsdp_pieces(const FsdpLayout& layout, const std::vector<FlatParameter>& order, int64_t rank);
+
 }  // namespace tessera::planner

@@ -35,9 +35,25 @@ Status check_engine_computes(const planner::ModelConfig& config, int64_t seq_len
 // (0: exactly the parameters) so that data-parallel collectives run on equal
 // pieces in place. Under ZeRO-2 the full gradient buffer is the reduce
 // bucket, booked as comm_buffers; the sharded gradient lives with the optimizer.
+// Without flat buffers (FSDP), parameters and gradients have no storage of the
+// model's own: the unit hooks bind them to gathered buffers while a unit runs.
 struct FlatStorage {
   int64_t padded_numel = 0;
   MemoryCategory gradient_category = MemoryCategory::gradients;
+  bool flat_buffers = true;
+};
+
+// Called around each unit's forward and backward, so that a sharded plugin can
+// gather a unit's parameters before it runs and release them, and reduce its
+// gradients, after. Units: planner::kRootUnit (the embeddings, the final norm
+// and the head) and the blocks 0..L-1. Backward of a block includes its recompute.
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  virtual void before_forward(int unit) = 0;
+  virtual void after_forward(int unit) = 0;
+  virtual void before_backward(int unit) = 0;
+  virtual void after_backward(int unit) = 0;
 };
 
 template <typename T>
@@ -66,6 +82,12 @@ class Transformer {
   Tensor<T>& flat_parameters() { return flat_params_; }
   Tensor<T>& flat_gradients() { return flat_grads_; }
   const std::vector<planner::FlatParameter>& flat_order() const { return flat_order_; }
+  // Points parameter p (flat order) and its gradient at other storage (UnitHooks).
+  void bind_parameter(int p, T* data, T* grad) {
+    params_[static_cast<size_t>(p)] = Slice<T>(data, params_[static_cast<size_t>(p)].numel());
+    grads_[static_cast<size_t>(p)] = Slice<T>(grad, grads_[static_cast<size_t>(p)].numel());
+  }
+  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
   const std::vector<std::string>& parameter_names() const { return names_; }
   const std::vector<std::vector<int64_t>>& parameter_shapes() const { return shapes_; }
   void zero_gradients();
@@ -108,6 +130,7 @@ class Transformer {
   std::vector<std::string> names_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<int> tensor_to_param_;  // inventory index -> unique parameter index
+  UnitHooks* hooks_ = nullptr;
   std::vector<Layer> layers_;
   int wte_ = -1, wpe_ = -1, final_norm_w_ = -1, final_norm_b_ = -1, head_ = -1;
   // Activations by name, per block, from the planner's activation table.

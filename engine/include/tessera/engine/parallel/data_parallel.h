@@ -30,50 +30,33 @@
 #include <optional>
 #include <vector>
 
-#include "tessera/engine/comm/communicator.h"
-#include "tessera/engine/memory_ledger.h"
-#include "tessera/engine/model/transformer.h"
-#include "tessera/engine/optimizer.h"
+#include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/tensor.h"
-#include "tessera/planner/training_config.h"
 
 namespace tessera::engine {
 
-// Whether the engine executes `plugin` in `precision` for a model of `params`
-// parameters on `dp` ranks; an error names the option to change.
-Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision precision, int64_t params, int64_t dp);
-
 template <typename T>
-class DataParallel {
+class DataParallel final : public ParallelStrategy<T> {
  public:
   DataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, int64_t params);
 
-  // How the model's flat parameters and gradients are to be allocated.
-  FlatStorage storage() const;
-  // Allocates the optimizer's shard and the bucket, for the model built with storage().
-  void attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options);
-
-  // What backward multiplies the loss gradient by, besides the loss scale and 1/k.
-  double gradient_scale() const { return 1.0 / static_cast<double>(group_.size()); }
-  // After the step's last backward: every rank's shard of the gradients holds the sum over ranks.
-  Status reduce_gradients();
-  // The optimizer step on this rank's shard, then the weights made equal on
-  // every rank; the global norm before clipping, nullopt when not finite (no update).
-  Result<std::optional<double>> step(double loss_scale);
-
-  Optimizer<T>& optimizer() { return *optimizer_; }
-  bool sharded() const { return zero_stage_ > 0; }
+  FlatStorage storage() const override;
+  Status attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) override;
+  void zero_gradients() override { model_->zero_gradients(); }
+  Status reduce_gradients() override;
+  Result<std::optional<double>> step(double loss_scale) override;
+  T* shard_parameters() override;
+  bool sharded() const override { return zero_stage_ > 0 && this->group_.size() > 1; }
+  Status gather_weights(float* out) override;
 
  private:
   T* shard_gradients();
   Status reduce_stage1();
 
-  comm::Communicator& group_;
   planner::PluginOptions plugin_;
   int zero_stage_ = 0;  // 0: DDP
   int64_t params_ = 0, shard_ = 0;
   Transformer<T>* model_ = nullptr;
-  std::optional<Optimizer<T>> optimizer_;
   Tensor<T> bucket_;           // stage 1: the reduce bucket
   Tensor<T> gradient_shard_;   // stage 2: the reduced gradients of this rank's shard
 };

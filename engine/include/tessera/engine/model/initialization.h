@@ -1,0 +1,35 @@
+// The model's initial weights, element by element in the flat order
+// (planner/sharding.h), from one seed: GPT-2's initialisation (Radford et al.
+// 2019 §2.3): N(0, 0.02), residual projections scaled by 1/sqrt(2L); norms
+// start at 1, biases at 0. A rank that keeps only a shard walks the same
+// sequence and keeps its part, so every layout starts from the same weights.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "tessera/planner/model.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::engine {
+
+// Calls set(flat_index, value) for every parameter element, in flat order.
+template <typename Set>
+void for_each_initial_value(const planner::Model& model, uint64_t seed, Set&& set) {
+  std::mt19937_64 rng(seed);
+  const double std_dev = 0.02, residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(model.config.num_layers));
+  for (const planner::FlatParameter& flat : planner::flat_parameter_order(model.inventory)) {
+    const planner::TensorInfo& info = model.inventory.tensors[static_cast<size_t>(flat.tensor_index)];
+    // 1-D tensors are norm weights (start at 1) and biases (start at 0); the rest are matrices.
+    const bool vector = info.shape.size() == 1;
+    const bool bias = info.name.ends_with(".bias");
+    const bool residual = info.name.find("c_proj.weight") != std::string::npos || info.name.find("o_proj.weight") != std::string::npos ||
+                          info.name.find("down_proj.weight") != std::string::npos;
+    std::normal_distribution<double> normal(0.0, residual ? residual_std : std_dev);
+    for (int64_t j = 0; j < flat.numel; ++j) set(flat.offset + j, vector ? (bias ? 0.0 : 1.0) : normal(rng));
+  }
+}
+
+}  // namespace tessera::engine

@@ -1,0 +1,68 @@
+// torch_fsdp on the engine (Zhao et al. 2023, "PyTorch FSDP"): every unit
+// (planner::fsdp_layout: the root, and each block) is a flat parameter padded
+// and sharded over the ranks; a rank keeps only its shards of the parameters,
+// gradients and optimizer states. Around each unit's forward and backward
+// (the model's UnitHooks) the unit is all-gathered into a buffer of its own
+// (chunk_buffers) and released after, and its unsharded gradient (comm_buffers)
+// is reduce-scattered into the rank's gradient shard as soon as the unit's
+// backward ends, micro-batch by micro-batch.
+//  - full_shard: a block is released after its forward and its backward; the
+//    next block is gathered before the current one runs (FSDP's forward
+//    prefetch and BACKWARD_PRE), so two blocks are gathered at a time, plus the
+//    root, which stays gathered from the start of forward to the end of backward.
+//  - shard_grad_op: every unit stays gathered from its forward to its backward.
+// On one fp32 rank nothing is gathered: the shard is the whole model and the
+// parameters are views of it.
+#pragma once
+
+#include <vector>
+
+#include "tessera/engine/parallel/strategy.h"
+#include "tessera/engine/tensor.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::engine {
+
+template <typename T>
+class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitHooks {
+ public:
+  using W = compute_t<T>;
+  FullyShardedDataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model);
+
+  FlatStorage storage() const override { return FlatStorage{0, MemoryCategory::gradients, false}; }
+  Status attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) override;
+  void zero_gradients() override { gradient_shard_.zero(); }
+  Status reduce_gradients() override { return error_; }  // done unit by unit in backward
+  Result<std::optional<double>> step(double loss_scale) override;
+  T* shard_parameters() override { return parameter_shard_.data(); }
+  bool sharded() const override { return this->group_.size() > 1; }
+  Status gather_weights(float* out) override;
+  void initialize(const planner::Model& model, uint64_t seed) override;
+
+ private:
+  void before_forward(int unit) override;
+  void after_forward(int unit) override;
+  void before_backward(int unit) override;
+  void after_backward(int unit) override;
+
+  const planner::ShardedUnit& unit_of(int unit) const { return layout_.units[static_cast<size_t>(unit + 1)]; }
+  // Points the unit's parameters (and gradients) at `params` (and `grads`), laid out as the unit's flat buffer.
+  void bind(int unit, T* params, T* grads);
+  void gather(int unit);
+  void release(int unit);
+  void reduce_unit_gradients(int unit);
+  bool failed() const { return !error_.ok(); }
+
+  const planner::Model& model_description_;
+  planner::FsdpStrategy strategy_;
+  std::vector<planner::FlatParameter> order_;
+  planner::FsdpLayout layout_;
+  MemoryLedger* ledger_ = nullptr;
+  Transformer<T>* model_ = nullptr;
+  Tensor<T> parameter_shard_, gradient_shard_;
+  std::vector<Tensor<T>> gathered_;        // per unit (index unit + 1), while gathered
+  std::vector<Tensor<T>> unit_gradients_;  // per unit, during its backward
+  Status error_ = Status::success();       // the first communication failure inside a hook
+};
+
+}  // namespace tessera::engine

@@ -1,0 +1,71 @@
+// How the ranks of a data-parallel group share a model, as the plan's plugin
+// names it: one interface for the training loop, one class per family of
+// plugins (data_parallel.h: torch_ddp and low_level_zero; fsdp.h: torch_fsdp).
+//
+// The loop's calls, per optimizer step: the model's forward and backward for
+// each micro-batch (a strategy may gather and release parameters around each
+// unit through the model's UnitHooks), reduce_gradients() after the last
+// micro-batch, then step(). Errors raised inside a hook are kept and returned
+// by the next call that returns a Status.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/model/transformer.h"
+#include "tessera/engine/optimizer.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::engine {
+
+template <typename T>
+class ParallelStrategy {
+ public:
+  virtual ~ParallelStrategy() = default;
+
+  // How the model's flat parameters and gradients are to be allocated.
+  virtual FlatStorage storage() const = 0;
+  // Allocates the optimizer's shard and the strategy's buffers, for the model built with storage().
+  virtual Status attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) = 0;
+  // Sets the initial weights where the strategy, not the model, holds them.
+  virtual void initialize(const planner::Model& /*model*/, uint64_t /*seed*/) {}
+  // Before the step's first micro-batch.
+  virtual void zero_gradients() = 0;
+  // What backward multiplies the loss gradient by, besides the loss scale and 1/k.
+  double gradient_scale() const { return 1.0 / static_cast<double>(group_.size()); }
+  // After the step's last backward: this rank's shard of the gradients holds the sum over ranks.
+  virtual Status reduce_gradients() = 0;
+  // The optimizer step on this rank's shard, with the global gradient norm;
+  // nullopt when the norm is not finite (no update).
+  virtual Result<std::optional<double>> step(double loss_scale) = 0;
+  Optimizer<T>& optimizer() { return *optimizer_; }
+  // The parameters the optimizer updates (its full-precision weights are
+  // optimizer().full_precision(shard_parameters())).
+  virtual T* shard_parameters() = 0;
+  // Whether ranks hold different optimizer states (a checkpoint needs every rank's).
+  virtual bool sharded() const = 0;
+  // Rank 0 receives the full fp32 weights in flat order into `out` (params
+  // elements); the other ranks pass null. Collective.
+  virtual Status gather_weights(float* out) = 0;
+
+ protected:
+  explicit ParallelStrategy(comm::Communicator& group) : group_(group) {}
+  // The global gradient norm's square from each rank's shard (all-reduced when the shards differ).
+  Result<double> global_sum_of_squares(const T* shard_gradients, double loss_scale, bool shards_differ);
+
+  comm::Communicator& group_;
+  std::optional<Optimizer<T>> optimizer_;
+};
+
+// Whether the engine executes `plugin` in `precision` for `model` on `dp`
+// ranks; an error names the option to change.
+Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision precision, const planner::Model& model, int64_t dp);
+
+template <typename T>
+std::unique_ptr<ParallelStrategy<T>> make_parallel_strategy(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model);
+
+}  // namespace tessera::engine

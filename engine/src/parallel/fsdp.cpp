@@ -1,0 +1,179 @@
+#include "tessera/engine/parallel/fsdp.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "tessera/engine/model/initialization.h"
+
+namespace tessera::engine {
+namespace {
+
+constexpr int kRoot = planner::kRootUnit;
+
+}  // namespace
+
+template <typename T>
+FullyShardedDataParallel<T>::FullyShardedDataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model)
+    : ParallelStrategy<T>(group),
+      model_description_(model),
+      strategy_(plugin.fsdp_strategy),
+      order_(planner::flat_parameter_order(model.inventory)),
+      layout_(planner::fsdp_layout(model.inventory, order_, group.size())),
+      gathered_(layout_.units.size()),
+      unit_gradients_(layout_.units.size()) {}
+
+template <typename T>
+Status FullyShardedDataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) {
+  ledger_ = &ledger;
+  model_ = &model;
+  parameter_shard_ = Tensor<T>(ledger, MemoryCategory::parameters, layout_.shard_numel);
+  gradient_shard_ = Tensor<T>(ledger, MemoryCategory::gradients, layout_.shard_numel);
+  this->optimizer_.emplace(ledger, parameter_shard_.data(), layout_.shard_numel, planner::fsdp_pieces(layout_, order_, this->group_.rank()),
+                           std::move(decay), options);
+  if (this->group_.size() == 1) {
+    // One rank: each unit's shard is the whole unit; the model computes on it in place.
+    for (const planner::ShardedUnit& unit : layout_.units) {
+      bind(unit.unit, parameter_shard_.data() + unit.offset_in_shard, gradient_shard_.data() + unit.offset_in_shard);
+    }
+  } else {
+    model.set_unit_hooks(this);
+  }
+  return Status::success();
+}
+
+template <typename T>
+void FullyShardedDataParallel<T>::initialize(const planner::Model& model, uint64_t seed) {
+  // Where each parameter starts in its unit's flat buffer.
+  std::vector<int> unit_index(order_.size());
+  std::vector<int64_t> offset_in_unit(order_.size());
+  for (size_t u = 0; u < layout_.units.size(); ++u) {
+    int64_t offset = 0;
+    for (int p : layout_.units[u].parameters) {
+      unit_index[static_cast<size_t>(p)] = static_cast<int>(u);
+      offset_in_unit[static_cast<size_t>(p)] = offset;
+      offset += order_[static_cast<size_t>(p)].numel;
+    }
+  }
+  const int64_t rank = this->group_.rank();
+  T* shard = parameter_shard_.data();
+  size_t p = 0;
+  for_each_initial_value(model, seed, [&](int64_t flat_index, double value) {
+    while (flat_index >= order_[p].offset + order_[p].numel) ++p;
+    const planner::ShardedUnit& unit = layout_.units[static_cast<size_t>(unit_index[p])];
+    const int64_t in_unit = offset_in_unit[p] + flat_index - order_[p].offset;
+    if (in_unit / unit.shard == rank) shard[unit.offset_in_shard + in_unit - rank * unit.shard] = narrow<T>(static_cast<compute_t<T>>(value));
+  });
+}
+
+template <typename T>
+void FullyShardedDataParallel<T>::bind(int unit, T* params, T* grads) {
+  int64_t offset = 0;
+  for (int p : unit_of(unit).parameters) {
+    model_->bind_parameter(p, params != nullptr ? params + offset : nullptr, grads != nullptr ? grads + offset : nullptr);
+    offset += order_[static_cast<size_t>(p)].numel;
+  }
+}
+
+template <typename T>
+void FullyShardedDataParallel<T>::gather(int unit) {
+  Tensor<T>& gathered = gathered_[static_cast<size_t>(unit + 1)];
+  if (failed() || gathered.numel() > 0) return;
+  const planner::ShardedUnit& u = unit_of(unit);
+  gathered = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, u.padded);
+  if constexpr (std::is_same_v<T, float>) {
+    error_ = this->group_.all_gather(parameter_shard_.data() + u.offset_in_shard, gathered.data(), static_cast<size_t>(u.shard), comm::DataType::f32);
+  }
+}
+
+template <typename T>
+void FullyShardedDataParallel<T>::release(int unit) {
+  gathered_[static_cast<size_t>(unit + 1)] = Tensor<T>();
+  bind(unit, nullptr, nullptr);
+}
+
+template <typename T>
+void FullyShardedDataParallel<T>::before_forward(int unit) {
+  gather(unit);
+  if (unit != kRoot && strategy_ == planner::FsdpStrategy::full_shard && unit + 1 < static_cast<int>(layout_.units.size()) - 1) gather(unit + 1);
+  bind(unit, gathered_[static_cast<size_t>(unit + 1)].data(), nullptr);
+}
+
+template <typename T>
+void FullyShardedDataParallel<T>::after_forward(int unit) {
+  if (unit != kRoot && strategy_ == planner::FsdpStrategy::full_shard) release(unit);
+}
+
+template <typename T>
+void FullyShardedDataParallel<T>::before_backward(int unit) {
+  gather(unit);
+  if (unit > 0 && strategy_ == planner::FsdpStrategy::full_shard) gather(unit - 1);
+  Tensor<T>& gradient = unit_gradients_[static_cast<size_t>(unit + 1)];
+  gradient = Tensor<T>(*ledger_, MemoryCategory::comm_buffers, unit_of(unit).padded);
+  bind(unit, gathered_[static_cast<size_t>(unit + 1)].data(), gradient.data());
+}
+
+template <typename T>
+void FullyShardedDataParallel<T>::after_backward(int unit) {
+  reduce_unit_gradients(unit);
+  unit_gradients_[static_cast<size_t>(unit + 1)] = Tensor<T>();
+  release(unit);
+}
+
+// The unit's gradient is reduce-scattered in place; this rank's reduced piece
+// is added to its gradient shard (micro-batches accumulate there).
+template <typename T>
+void FullyShardedDataParallel<T>::reduce_unit_gradients(int unit) {
+  if (failed()) return;
+  const planner::ShardedUnit& u = unit_of(unit);
+  T* gradient = unit_gradients_[static_cast<size_t>(unit + 1)].data();
+  T* own = gradient + this->group_.rank() * u.shard;
+  if constexpr (std::is_same_v<T, float>) {
+    error_ = this->group_.reduce_scatter(gradient, own, static_cast<size_t>(u.shard), comm::DataType::f32, comm::ReduceOp::sum);
+  }
+  if (failed()) return;
+  T* shard = gradient_shard_.data() + u.offset_in_shard;
+  for (int64_t i = 0; i < u.shard; ++i) shard[i] = narrow<T>(widen(shard[i]) + widen(own[i]));
+}
+
+template <typename T>
+Result<std::optional<double>> FullyShardedDataParallel<T>::step(double loss_scale) {
+  if (failed()) return error_.error();
+  auto sum_of_squares = this->global_sum_of_squares(gradient_shard_.data(), loss_scale, sharded());
+  if (!sum_of_squares) return sum_of_squares.error();
+  return this->optimizer_->apply(parameter_shard_.data(), gradient_shard_.data(), sum_of_squares.value(), loss_scale);
+}
+
+// Rank 0 receives every rank's shard of each unit and places the unit's
+// parameters at their flat offsets. The unit buffer is save-time host memory
+// of rank 0, outside the training ledger.
+template <typename T>
+Status FullyShardedDataParallel<T>::gather_weights(float* out) {
+  const int ranks = this->group_.size(), rank = this->group_.rank();
+  const W* shard = this->optimizer_->full_precision(parameter_shard_.data());
+  std::vector<float> unit_buffer;
+  for (const planner::ShardedUnit& u : layout_.units) {
+    const W* own = shard + u.offset_in_shard;
+    if (rank != 0) {
+      if (Status s = this->group_.send(own, static_cast<size_t>(u.shard), comm::DataType::f32, 0); !s) return s;
+      continue;
+    }
+    unit_buffer.assign(static_cast<size_t>(u.padded), 0.0f);
+    std::copy_n(own, u.shard, unit_buffer.data());
+    for (int r = 1; r < ranks; ++r) {
+      if (Status s = this->group_.recv(unit_buffer.data() + r * u.shard, static_cast<size_t>(u.shard), comm::DataType::f32, r); !s) return s;
+    }
+    int64_t offset = 0;
+    for (int p : u.parameters) {
+      const planner::FlatParameter& flat = order_[static_cast<size_t>(p)];
+      std::copy_n(unit_buffer.data() + offset, flat.numel, out + flat.offset);
+      offset += flat.numel;
+    }
+  }
+  return Status::success();
+}
+
+template class FullyShardedDataParallel<float>;
+template class FullyShardedDataParallel<bf16>;
+template class FullyShardedDataParallel<fp16>;
+
+}  // namespace tessera::engine

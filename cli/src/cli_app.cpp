@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "compare_command.h"
 #include "export_command.h"
 #include "plan_command.h"
 #include "train_command.h"

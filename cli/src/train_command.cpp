@@ -25,7 +25,6 @@
 #include "tessera/engine/trainer.h"
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
-#include "tessera/planner/measured_run.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
@@ -361,44 +360,6 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   progress << line;
   if (!metrics->skipped_steps.empty()) progress << metrics->skipped_steps.size() << " step(s) skipped on fp16 gradient overflow\n";
   progress << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json, plan.json and metrics.json\n";
-  return kExitOk;
-}
-
-void add_compare_options(CLI::App& c, CompareCliOptions& o) {
-  c.add_option("plan", o.plan, "plan.json or an estimate JSON")->required();
-  c.add_option("metrics", o.metrics, "metrics.json written by tessera train")->required();
-  c.add_option("--format", o.format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-}
-
-int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err) {
-  auto predicted = read_predicted_run(o.plan);
-  if (!predicted) return fail(err, predicted.error().message);
-  auto measured = read_measured_run(o.metrics);
-  if (!measured) return fail(err, measured.error().message);
-  if (!predicted->model_name.empty() && !measured->model_name.empty() && predicted->model_name != measured->model_name) {
-    err << "tessera: note: " << o.plan << " is for " << predicted->model_name << " but " << o.metrics << " measured " << measured->model_name
-        << "; the errors below compare two different models\n";
-  }
-  const std::vector<CategoryError> rows = compare_memory(predicted->memory, measured->memory);
-  if (o.format == "json") {
-    json categories = json::array();
-    for (const CategoryError& row : rows) {
-      categories.push_back(json{{"category", std::string(to_string(row.category))},
-                                {"predicted_bytes", row.predicted_bytes},
-                                {"measured_bytes", row.measured_bytes},
-                                {"error_pct", row.error_pct}});
-    }
-    out << json{{"schema", 1}, {"kind", "comparison"}, {"categories", categories}}.dump(2) << "\n";
-    return kExitOk;
-  }
-  char line[160];
-  std::snprintf(line, sizeof line, "%-18s %14s %14s %9s\n", "category", "predicted", "measured", "error");
-  out << line;
-  for (const CategoryError& row : rows) {
-    std::snprintf(line, sizeof line, "%-18s %14s %14s %8.1f%%\n", std::string(to_string(row.category)).c_str(), format_bytes(row.predicted_bytes).c_str(),
-                  format_bytes(row.measured_bytes).c_str(), row.error_pct);
-    out << line;
-  }
   return kExitOk;
 }
 

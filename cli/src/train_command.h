@@ -1,6 +1,5 @@
 // `tessera train`: train a model on the CPU and write DIR/plan.json (the
 // planner's estimate of the run), DIR/metrics.json (what the engine measured).
-// `tessera compare`: the two side by side, per memory category.
 #pragma once
 
 #include <iosfwd>
@@ -38,14 +37,5 @@ std::set<std::string> given_options(const CLI::App& command);
 
 void add_train_options(CLI::App& command, TrainCliOptions& options);
 int run_train(const TrainCliOptions& options, std::ostream& out, std::ostream& err);
-
-struct CompareCliOptions {
-  std::string plan;
-  std::string metrics;
-  std::string format = "table";
-};
-
-void add_compare_options(CLI::App& command, CompareCliOptions& options);
-int run_compare(const CompareCliOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace tessera::cli

@@ -1,12 +1,14 @@
 // A measured run against the planner's prediction of the same set-up, one row
-// per memory category: predicted, measured, error (as `tessera compare` prints).
+// per rank and memory category: predicted, measured, error on the device (as
+// `tessera compare` prints). A one-rank run has one row per category.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <QAbstractTableModel>
 
-#include "tessera/planner/measured_run.h"
+#include "tessera/planner/memory_comparison.h"
 
 namespace tessera::gui {
 
@@ -14,10 +16,12 @@ class ComparisonModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { kCategory, kPredicted, kMeasured, kError, kColumnCount };
+  enum Column { kRank, kCategory, kPredicted, kMeasured, kError, kColumnCount };
 
   explicit ComparisonModel(QObject* parent = nullptr);
-  void setErrors(std::vector<planner::CategoryError> errors);
+  void setRanks(const std::vector<planner::RankComparison>& ranks);
+  // The measured ranks shown; the view hides the rank column when there is one.
+  int rankCount() const { return rank_count_; }
 
   int rowCount(const QModelIndex& parent = QModelIndex()) const override;
   int columnCount(const QModelIndex& parent = QModelIndex()) const override;
@@ -25,7 +29,12 @@ class ComparisonModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
-  std::vector<planner::CategoryError> errors_;
+  struct Row {
+    int64_t rank = 0;
+    planner::CategoryError error;
+  };
+  std::vector<Row> rows_;  // rank by rank, each in the order of kAllMemoryCategories
+  int rank_count_ = 0;
 };
 
 }  // namespace tessera::gui

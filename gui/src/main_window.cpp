@@ -105,13 +105,13 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
 
   memory_view_ = new MemoryView;
   comparison_model_ = new ComparisonModel(this);
-  auto* comparison_table = new QTableView;
-  comparison_table->setModel(comparison_model_);
-  comparison_table->verticalHeader()->setVisible(false);
-  comparison_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  comparison_table_ = new QTableView;
+  comparison_table_->setModel(comparison_model_);
+  comparison_table_->verticalHeader()->setVisible(false);
+  comparison_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   comparison_box_ = new QGroupBox(tr("Measured run against the prediction of its set-up"));
   auto* comparison_layout = new QVBoxLayout(comparison_box_);
-  comparison_layout->addWidget(comparison_table);
+  comparison_layout->addWidget(comparison_table_);
   comparison_box_->setVisible(false);
   auto* memory_page = new QWidget;
   auto* memory_layout = new QVBoxLayout(memory_page);
@@ -281,9 +281,13 @@ void MainWindow::onSearchFinished() {
 void MainWindow::onMeasuredChanged() {
   const auto& measured = session_.measured();
   comparison_box_->setVisible(measured.has_value());
-  comparison_model_->setErrors(measured ? measured->errors : std::vector<planner::CategoryError>{});
-  memory_view_->setMeasured(measured ? std::optional<MemoryBreakdown>(measured->run.memory) : std::nullopt);
-  if (measured) comparison_box_->setTitle(tr("Measured run %1 against the prediction of its set-up").arg(QFileInfo(measured->path).fileName()));
+  comparison_model_->setRanks(measured ? measured->ranks : std::vector<planner::RankComparison>{});
+  comparison_table_->setColumnHidden(ComparisonModel::kRank, comparison_model_->rankCount() <= 1);
+  memory_view_->setMeasured(measured ? std::optional<MemoryBreakdown>(measured->run.ranks.front().memory) : std::nullopt);
+  if (measured) {
+    const QString ranks = measured->ranks.size() > 1 ? tr(" (%1 ranks)").arg(measured->ranks.size()) : QString();
+    comparison_box_->setTitle(tr("Measured run %1%2 against the prediction of its set-up").arg(QFileInfo(measured->path).fileName(), ranks));
+  }
 }
 
 void MainWindow::selectPlanRow(int source_row) {

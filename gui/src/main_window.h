@@ -46,6 +46,7 @@ class MainWindow : public QMainWindow {
   PipelineView* pipelineView() const { return pipeline_view_; }
   ChunkView* chunkView() const { return chunk_view_; }
   ComparisonModel* comparisonModel() const { return comparison_model_; }
+  QTableView* comparisonTable() const { return comparison_table_; }
 
   void showView(View view);
   View currentView() const;
@@ -96,6 +97,7 @@ class MainWindow : public QMainWindow {
   MemoryView* memory_view_ = nullptr;
   QGroupBox* comparison_box_ = nullptr;
   ComparisonModel* comparison_model_ = nullptr;
+  QTableView* comparison_table_ = nullptr;
   MeshView* mesh_view_ = nullptr;
   PipelineView* pipeline_view_ = nullptr;
   ChunkView* chunk_view_ = nullptr;

@@ -126,8 +126,10 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   in.optimizer = r.training.optimizer;
   in.recompute = r.training.recompute;
   in.plugin = r.plugin.kind;
-  MeasuredComparison comparison{path, model_source, run.value(), predicted->ranks.front().bytes, {}};
-  comparison.errors = planner::compare_memory(comparison.predicted, run->memory);
+  auto ranks =
+      planner::compare_memory(planner::rank_rows(predicted.value()), "the planner's estimate of its set-up", run->ranks, path.toStdString());
+  if (!ranks) return ranks.error();
+  MeasuredComparison comparison{path, model_source, run.value(), std::move(ranks).value()};
   measured_.reset();
   setInputs(in);
   if (input_error_) {

@@ -39,8 +39,7 @@ struct MeasuredComparison {
   QString path;
   std::string model_source;            // the shipped name or config.json its model was read from
   planner::MeasuredRun run;
-  MemoryBreakdown predicted;           // the planner's first rank row for the run's own set-up
-  std::vector<planner::CategoryError> errors;   // predicted against measured, per category
+  std::vector<planner::RankComparison> ranks;  // each measured rank against the planner's row for it, per category
 };
 
 class PlannerSession : public QObject {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <fstream>
 #include <sstream>
@@ -195,6 +196,128 @@ TEST(Cli, CompareNotesWhenThePlanAndTheRunAreDifferentModels) {
   EXPECT_EQ(different.code, 0);
   EXPECT_NE(different.err.find("is for gpt2 but"), std::string::npos) << different.err;
   EXPECT_NE(different.err.find("measured tiny-gpt2"), std::string::npos) << different.err;
+}
+
+// A metrics.json for the 4-rank DDP run of `estimate`, as a distributed
+// `tessera train` writes it: one row per rank, each measuring the estimate's
+// row exactly, with `edit` applied to every rank's categories.
+nlohmann::json four_rank_metrics(const nlohmann::json& estimate, const std::function<void(int rank, nlohmann::json& categories)>& edit) {
+  nlohmann::json metrics{{"schema", 1}, {"kind", "metrics"}, {"device", "cpu"}};
+  for (const char* key : {"model", "plugin", "settings", "layout", "training", "assumptions"}) metrics[key] = estimate[key];
+  metrics["ranks"] = nlohmann::json::array();
+  for (int rank = 0; rank < 4; ++rank) {
+    nlohmann::json categories = estimate["ranks"][0]["categories"];
+    edit(rank, categories);
+    metrics["ranks"].push_back(nlohmann::json{{"ranks", {rank, rank}}, {"categories", categories}});
+  }
+  return metrics;
+}
+
+// `tessera estimate --format json` of gpt2 on 4 GPUs under DDP, written to `path` and read back; null when it failed.
+nlohmann::json four_gpu_ddp_estimate(const std::string& path) {
+  const CliRun estimated = run({"estimate", "--model", "gpt2", "--dp", "4", "--plugin", "torch_ddp", "--format", "json", "--output", path.c_str()});
+  EXPECT_EQ(estimated.code, 0) << estimated.err;
+  std::ifstream file(path);
+  const auto estimate = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  return estimate.is_discarded() ? nlohmann::json() : estimate;
+}
+
+void write_json(const std::string& path, const nlohmann::json& doc) { std::ofstream(path) << doc.dump(2); }
+
+size_t longest_line(const std::string& text) {
+  size_t longest = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) longest = std::max(longest, line.size());
+  return longest;
+}
+
+// A real 4-GPU DDP estimate (one row for ranks 0-3) against four measured
+// ranks, rank 2's activations measuring 25% more than predicted.
+TEST(Cli, CompareListsEveryRankOfAFourRankRunAndTheOffOne) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string estimate_path = scratch.path("estimate.json"), metrics_path = scratch.path("metrics.json");
+  const nlohmann::json estimate = four_gpu_ddp_estimate(estimate_path);
+  ASSERT_TRUE(estimate.is_object());
+  ASSERT_EQ(estimate["ranks"].size(), 1u);
+  ASSERT_EQ(estimate["ranks"][0]["ranks"], nlohmann::json::array({0, 3}));
+  const int64_t predicted = estimate["ranks"][0]["categories"]["activations"]["device_bytes"];
+  ASSERT_EQ(predicted % 4, 0);
+  write_json(metrics_path, four_rank_metrics(estimate, [&](int rank, nlohmann::json& categories) {
+               if (rank == 2) categories["activations"]["device_bytes"] = predicted / 4 * 5;
+             }));
+
+  const CliRun compared = run({"compare", estimate_path.c_str(), metrics_path.c_str(), "--format", "json"});
+  ASSERT_EQ(compared.code, 0) << compared.err;
+  const auto doc = nlohmann::json::parse(compared.out);
+  EXPECT_EQ(doc["kind"], "comparison");
+  ASSERT_EQ(doc["ranks"].size(), 4u);
+  for (int rank = 0; rank < 4; ++rank) {
+    const auto& entry = doc["ranks"][static_cast<size_t>(rank)];
+    EXPECT_EQ(entry["rank"], rank);
+    ASSERT_EQ(entry["categories"].size(), 10u);
+    for (const auto& row : entry["categories"]) {
+      const bool off = rank == 2 && row["category"] == "activations";
+      EXPECT_NEAR(row["error_pct"].get<double>(), off ? -20.0 : 0.0, 1e-9) << rank << ": " << row.dump();
+      EXPECT_EQ(row["predicted_host_bytes"], 0);
+      EXPECT_EQ(row["measured_host_bytes"], 0);
+      EXPECT_EQ(row["host_error_pct"], 0.0);
+    }
+  }
+  const auto& off = doc["ranks"][2]["categories"][4];
+  EXPECT_EQ(off["category"], "activations");
+  EXPECT_EQ(off["predicted_bytes"], predicted);
+  EXPECT_EQ(off["measured_bytes"], predicted / 4 * 5);
+  EXPECT_NEAR(doc["max_abs_error_pct"].get<double>(), 20.0, 1e-9);
+  // The one-rank keys stay: rank 0's device rows.
+  ASSERT_EQ(doc["categories"].size(), 10u);
+  EXPECT_EQ(doc["categories"][4], (nlohmann::json{{"category", "activations"}, {"predicted_bytes", predicted}, {"measured_bytes", predicted}, {"error_pct", 0.0}}));
+
+  // The table: the ranks differ, so one block per rank, no host columns.
+  const CliRun table = run({"compare", estimate_path.c_str(), metrics_path.c_str()});
+  ASSERT_EQ(table.code, 0) << table.err;
+  for (const char* header : {"rank 0\n", "\n\nrank 1\n", "\n\nrank 2\n", "\n\nrank 3\n"}) EXPECT_NE(table.out.find(header), std::string::npos) << header;
+  EXPECT_NE(table.out.find("-20.0%"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("host"), std::string::npos) << table.out;
+  EXPECT_LE(longest_line(table.out), 100u) << table.out;
+}
+
+// Ranks that agree make one table, and host bytes bring the host columns.
+TEST(Cli, CompareShowsOneTableWhenAllRanksAgree) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string estimate_path = scratch.path("estimate.json"), metrics_path = scratch.path("metrics.json");
+  const nlohmann::json estimate = four_gpu_ddp_estimate(estimate_path);
+  ASSERT_TRUE(estimate.is_object());
+  write_json(metrics_path, four_rank_metrics(estimate, [](int, nlohmann::json& categories) { categories["optimizer_states"]["host_bytes"] = 1 << 20; }));
+  const CliRun table = run({"compare", estimate_path.c_str(), metrics_path.c_str()});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_EQ(table.out.rfind("ranks 0-3\n", 0), 0u) << table.out;
+  EXPECT_EQ(table.out.find("rank 1"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("host measured"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("1.00 MiB"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("-100.0%"), std::string::npos) << table.out;  // host: predicted none, measured 1 MiB
+  EXPECT_EQ(std::count(table.out.begin(), table.out.end(), '\n'), 12) << table.out;  // ranks, header, ten categories
+  EXPECT_LE(longest_line(table.out), 100u) << table.out;
+  const auto doc = nlohmann::json::parse(run({"compare", estimate_path.c_str(), metrics_path.c_str(), "--format", "json"}).out);
+  EXPECT_EQ(doc["ranks"][3]["categories"][3]["measured_host_bytes"], 1 << 20);
+  EXPECT_EQ(doc["max_abs_error_pct"], 100.0);
+}
+
+// A fifth measured rank for a 4-GPU plan: the error names both files and the rank.
+TEST(Cli, CompareRefusesARankThePlanDoesNotCover) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string estimate_path = scratch.path("estimate.json"), metrics_path = scratch.path("metrics.json");
+  const nlohmann::json estimate = four_gpu_ddp_estimate(estimate_path);
+  ASSERT_TRUE(estimate.is_object());
+  nlohmann::json metrics = four_rank_metrics(estimate, [](int, nlohmann::json&) {});
+  nlohmann::json fifth = metrics["ranks"][3];
+  fifth["ranks"] = {4, 4};
+  metrics["ranks"].push_back(fifth);
+  write_json(metrics_path, metrics);
+  const CliRun compared = run({"compare", estimate_path.c_str(), metrics_path.c_str()});
+  EXPECT_EQ(compared.code, 2);
+  EXPECT_TRUE(compared.out.empty());
+  EXPECT_EQ(compared.err, "tessera: error: " + metrics_path + " has rank 4, which " + estimate_path +
+                              " does not cover (it predicts ranks 0-3)\n");
 }
 
 // docs/metrics-json.md documents every top-level key `tessera train` writes.

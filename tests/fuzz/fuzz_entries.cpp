@@ -211,9 +211,10 @@ void fuzz_metrics_file_once(const uint8_t* data, size_t size) {
     require(!run.error().message.empty(), "parse_measured_run failed with an empty message");
     return;
   }
-  for (const CategoryError& row : compare_memory(run->memory, run->memory)) {
-    require(row.error_pct == 0.0, "a run compared with itself shows an error");
-  }
+  auto ranks = compare_memory(run->ranks, "fuzz", run->ranks, "fuzz");
+  require(ranks.ok(), "a run's ranks are not covered by the same ranks");
+  require(ranks->size() == run->ranks.size(), "a metrics row does not hold exactly one rank");
+  require(max_abs_error_pct(ranks.value()) == 0.0, "a run compared with itself shows an error");
 }
 
 }  // namespace tessera::fuzz

@@ -60,11 +60,33 @@ class ModelsTest : public QObject {
     MemoryBreakdown predicted, measured;
     predicted.add(MemoryCategory::activations, MemorySpace::device, 110);
     measured.add(MemoryCategory::activations, MemorySpace::device, 100);
-    model.setErrors(planner::compare_memory(predicted, measured));
+    model.setRanks({planner::RankComparison{0, planner::compare_memory(predicted, measured)}});
     QCOMPARE(model.rowCount(), kNumMemoryCategories);
+    QCOMPARE(model.rankCount(), 1);
     const int row = static_cast<int>(MemoryCategory::activations);
     QCOMPARE(model.index(row, ComparisonModel::kError).data().toString(), QStringLiteral("10.0%"));
     QCOMPARE(model.index(row, ComparisonModel::kCategory).data().toString(), QStringLiteral("activations"));
+  }
+
+  // Several ranks: every rank's categories in turn, each row naming its rank.
+  void comparisonModelShowsEachRanksCategories() {
+    ComparisonModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    MemoryBreakdown predicted, measured, measured_off;
+    predicted.add(MemoryCategory::activations, MemorySpace::device, 110);
+    measured.add(MemoryCategory::activations, MemorySpace::device, 110);
+    measured_off.add(MemoryCategory::activations, MemorySpace::device, 100);
+    model.setRanks({planner::RankComparison{0, planner::compare_memory(predicted, measured)},
+                    planner::RankComparison{1, planner::compare_memory(predicted, measured_off)}});
+    QCOMPARE(model.rowCount(), 2 * kNumMemoryCategories);
+    QCOMPARE(model.rankCount(), 2);
+    const int activations = static_cast<int>(MemoryCategory::activations);
+    QCOMPARE(model.index(activations, ComparisonModel::kRank).data().toString(), QStringLiteral("0"));
+    QCOMPARE(model.index(activations, ComparisonModel::kError).data().toString(), QStringLiteral("0.0%"));
+    const int rank1_activations = kNumMemoryCategories + activations;
+    QCOMPARE(model.index(rank1_activations, ComparisonModel::kRank).data().toString(), QStringLiteral("1"));
+    QCOMPARE(model.index(rank1_activations, ComparisonModel::kCategory).data().toString(), QStringLiteral("activations"));
+    QCOMPARE(model.index(rank1_activations, ComparisonModel::kError).data().toString(), QStringLiteral("10.0%"));
   }
 };
 

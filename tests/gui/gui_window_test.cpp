@@ -7,12 +7,14 @@
 
 #include <QElapsedTimer>
 #include <QFile>
+#include <QGroupBox>
 #include <QImage>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QSvgRenderer>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QXmlStreamReader>
@@ -239,6 +241,7 @@ class WindowTest : public QObject {
     MainWindow window(StartState::defaults);
     window.openPath(path);
     QVERIFY(window.session().measured().has_value());
+    QVERIFY(window.comparisonTable()->isColumnHidden(ComparisonModel::kRank));  // one rank: no rank column
     const int row = static_cast<int>(MemoryCategory::activations);
     const int64_t measured = p[MemoryCategory::activations].device * 8 / 10;
     const double error = 100.0 * static_cast<double>(p[MemoryCategory::activations].device - measured) / static_cast<double>(measured);
@@ -255,6 +258,50 @@ class WindowTest : public QObject {
     window.session().setInputs(inputs);
     QVERIFY(!window.session().measured().has_value());
     QVERIFY(!window.memoryView()->measured().has_value());
+  }
+
+  // A 4-rank DDP run: the box names the rank count and the table lists every rank's categories, rank 2's off.
+  void aMeasuredRunOfFourRanksShowsEachRank() {
+    auto model = planner::load_model("tiny-gpt2");
+    QVERIFY(model.ok());
+    planner::EstimateRequest request = cpu_training_request();
+    request.layout.dp = 4;
+    const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
+    QVERIFY(predicted.ok());
+    const MemoryBreakdown& p = predicted->ranks.front().bytes;
+    // Every rank measures the prediction exactly but rank 2, whose activations measure 80% of it.
+    json metrics = json::parse(metrics_json(model.value(), request, p));
+    const json off_row = metrics["ranks"][0];
+    json exact_row = off_row;
+    exact_row["categories"]["activations"]["device_bytes"] = p[MemoryCategory::activations].device;
+    metrics["ranks"] = json::array();
+    for (int rank = 0; rank < 4; ++rank) {
+      json row = rank == 2 ? off_row : exact_row;
+      row["ranks"] = json::array({rank, rank});
+      metrics["ranks"].push_back(row);
+    }
+    QTemporaryDir dir;
+    write_file(dir.filePath("metrics.json"), metrics.dump(2));
+
+    MainWindow window(StartState::defaults);
+    window.openPath(dir.filePath("metrics.json"));
+    QVERIFY2(window.problemText().isEmpty(), qPrintable(window.problemText()));
+    QVERIFY(window.session().measured().has_value());
+    const ComparisonModel* table = window.comparisonModel();
+    QCOMPARE(table->rankCount(), 4);
+    QCOMPARE(table->rowCount(), 4 * kNumMemoryCategories);
+    QVERIFY(!window.comparisonTable()->isColumnHidden(ComparisonModel::kRank));
+    const auto* box = qobject_cast<QGroupBox*>(window.comparisonTable()->parentWidget());
+    QVERIFY(box != nullptr);
+    QVERIFY2(box->title().contains("(4 ranks)"), qPrintable(box->title()));
+    const int activations = static_cast<int>(MemoryCategory::activations);
+    const int64_t off = p[MemoryCategory::activations].device * 8 / 10;
+    const double error = 100.0 * static_cast<double>(p[MemoryCategory::activations].device - off) / static_cast<double>(off);
+    for (int rank = 0; rank < 4; ++rank) {
+      const int row = rank * kNumMemoryCategories + activations;
+      QCOMPARE(table->index(row, ComparisonModel::kRank).data().toString(), QString::number(rank));
+      QCOMPARE(table->index(row, ComparisonModel::kError).data(Qt::UserRole).toDouble(), rank == 2 ? error : 0.0);
+    }
   }
 
   // `tessera train --model myconfig.json` names the model "myconfig" and writes config.json next to metrics.json.

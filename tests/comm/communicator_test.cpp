@@ -154,6 +154,20 @@ TEST(ReduceInRankOrder, SumsLeftToRightInRankOrder) {
   EXPECT_EQ(sums, (std::vector<double>{11.0, 22.0, 33.0}));
 }
 
+// 16-bit sums are added in fp32 and rounded once: 256 + 1 + 1 in bf16 steps
+// would round 257 back to 256 twice (bf16 has 8 significant bits), in fp32 it is 258.
+TEST(ReduceInRankOrder, SixteenBitSumsAreWidenedAndRoundedOnce) {
+  const std::vector<bf16> slices{to_bf16(256.0f), to_bf16(1.0f), to_bf16(1.0f)};
+  bf16 out{};
+  reduce_in_rank_order(&out, slices.data(), 3, 1, DataType::bf16, ReduceOp::sum);
+  EXPECT_EQ(to_float(out), 258.0f);
+  const std::vector<fp16> halves{to_fp16(2048.0f), to_fp16(1.0f), to_fp16(1.0f)};  // fp16: 11 significant bits
+  fp16 half{};
+  reduce_in_rank_order(&half, halves.data(), 3, 1, DataType::f16, ReduceOp::sum);
+  EXPECT_EQ(to_float(half), 2050.0f);
+  EXPECT_EQ(element_bytes(DataType::bf16), 2u);
+}
+
 TEST(ReduceInRankOrder, MaxIsTheLargestAndNaNWins) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // (3, 4): rank 1 holds a NaN in element 1, rank 0 one in element 2.

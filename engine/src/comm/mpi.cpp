@@ -30,7 +30,16 @@ Status mpi_status(int code, const char* call) {
   return make_error(ErrorCode::comm_error, std::string(call) + " failed: " + std::string(text, static_cast<size_t>(length)));
 }
 
-MPI_Datatype mpi_type(DataType type) { return type == DataType::f64 ? MPI_DOUBLE : MPI_FLOAT; }
+// 16-bit floats only travel (the sums are ours, ordered_reduce.h): as 16-bit integers.
+MPI_Datatype mpi_type(DataType type) {
+  switch (type) {
+    case DataType::f64: return MPI_DOUBLE;
+    case DataType::f32: return MPI_FLOAT;
+    case DataType::bf16:
+    case DataType::f16: return MPI_UINT16_T;
+  }
+  return MPI_FLOAT;
+}
 
 // MPI counts and displacements are ints.
 Status fits_mpi_int(size_t elements) {

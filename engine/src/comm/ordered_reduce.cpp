@@ -22,14 +22,28 @@ void reduce_typed(T* out, const T* slices, int n, size_t count, ReduceOp op) {
   }
 }
 
+// 16-bit elements: widened, reduced in fp32 in rank order, rounded once.
+template <typename Half>
+void reduce_narrow(Half* out, const Half* slices, int n, size_t count, ReduceOp op) {
+  for (size_t k = 0; k < count; ++k) {
+    float value = widen(slices[k]);
+    for (int i = 1; i < n; ++i) {
+      const float x = widen(slices[static_cast<size_t>(i) * count + k]);
+      value = op == ReduceOp::sum ? value + x : ((value != value || value >= x) ? value : x);
+    }
+    out[k] = narrow<Half>(value);
+  }
+}
+
 }  // namespace
 
 void reduce_in_rank_order(void* out, const void* slices, int n, size_t count, DataType type, ReduceOp op) {
   if (n <= 0 || count == 0) return;
-  if (type == DataType::f32) {
-    reduce_typed(static_cast<float*>(out), static_cast<const float*>(slices), n, count, op);
-  } else {
-    reduce_typed(static_cast<double*>(out), static_cast<const double*>(slices), n, count, op);
+  switch (type) {
+    case DataType::f32: reduce_typed(static_cast<float*>(out), static_cast<const float*>(slices), n, count, op); break;
+    case DataType::f64: reduce_typed(static_cast<double*>(out), static_cast<const double*>(slices), n, count, op); break;
+    case DataType::bf16: reduce_narrow(static_cast<bf16*>(out), static_cast<const bf16*>(slices), n, count, op); break;
+    case DataType::f16: reduce_narrow(static_cast<fp16*>(out), static_cast<const fp16*>(slices), n, count, op); break;
   }
 }
 

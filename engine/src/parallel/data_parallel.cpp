@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/sharding.h"
@@ -11,6 +12,9 @@ namespace tessera::engine {
 namespace {
 
 using planner::PluginKind;
+
+template <typename T>
+constexpr comm::DataType kType = comm::data_type_of<T>();
 
 int zero_stage_of(const planner::PluginOptions& plugin) {
   return plugin.kind == PluginKind::low_level_zero ? plugin.effective_zero_stage() : 0;
@@ -53,16 +57,26 @@ T* DataParallel<T>::shard_parameters() {
   return model_->flat_parameters().data() + (sharded() ? this->group_.rank() * shard_ : 0);
 }
 
+// Replicated states: rank 0 holds every full-precision weight. Sharded (ZeRO):
+// each rank's full-precision shard goes to rank 0 (in mixed precision the fp32
+// master weights are sharded, and only they are exact). The padded buffer is
+// save-time host memory of rank 0, outside the training ledger.
 template <typename T>
 Status DataParallel<T>::gather_weights(float* out) {
-  // The parameters are equal on every rank after each step: rank 0 has them all.
-  if (out == nullptr) return Status::success();
-  if constexpr (std::is_same_v<T, float>) {
-    std::copy_n(model_->flat_parameters().data(), params_, out);
+  const float* own = this->optimizer_->full_precision(shard_parameters());
+  if (!sharded()) {
+    if (out != nullptr) std::copy_n(own, params_, out);
     return Status::success();
-  } else {
-    return make_error(ErrorCode::unsupported, "a checkpoint of sharded fp32 master weights needs them gathered first");
   }
+  const int ranks = this->group_.size();
+  if (out == nullptr) return this->group_.send(own, static_cast<size_t>(shard_), comm::DataType::f32, 0);
+  std::vector<float> padded(static_cast<size_t>(ranks * shard_));
+  std::copy_n(own, shard_, padded.data());
+  for (int r = 1; r < ranks; ++r) {
+    if (Status s = this->group_.recv(padded.data() + r * shard_, static_cast<size_t>(shard_), comm::DataType::f32, r); !s) return s;
+  }
+  std::copy_n(padded.data(), params_, out);
+  return Status::success();
 }
 
 template <typename T>
@@ -84,7 +98,7 @@ Status DataParallel<T>::reduce_stage1() {
   for (int64_t begin = 0; begin < shard_; begin += piece) {
     const int64_t n = std::min(piece, shard_ - begin);
     for (int64_t r = 0; r < dp; ++r) std::copy_n(flat + r * shard_ + begin, n, bucket + r * n);
-    if (Status s = this->group_.reduce_scatter(bucket, bucket + rank * n, static_cast<size_t>(n), comm::DataType::f32, comm::ReduceOp::sum); !s) return s;
+    if (Status s = this->group_.reduce_scatter(bucket, bucket + rank * n, static_cast<size_t>(n), kType<T>, comm::ReduceOp::sum); !s) return s;
     std::copy_n(bucket + rank * n, n, flat + rank * shard_ + begin);
   }
   return Status::success();
@@ -93,26 +107,16 @@ Status DataParallel<T>::reduce_stage1() {
 template <typename T>
 Status DataParallel<T>::reduce_gradients() {
   if (this->group_.size() == 1) return Status::success();
-  if constexpr (std::is_same_v<T, float>) {
-    T* flat = model_->flat_gradients().data();
-    switch (zero_stage_) {
-      case 0: {
-        // Buckets of bucket_cap_mb from the end of the flat order.
-        const int64_t bucket = std::max<int64_t>(1, plugin_.bucket_bytes / static_cast<int64_t>(sizeof(T)));
-        for (int64_t end = params_; end > 0; end -= bucket) {
-          const int64_t begin = std::max<int64_t>(0, end - bucket);
-          if (Status s = this->group_.all_reduce(flat + begin, flat + begin, static_cast<size_t>(end - begin), comm::DataType::f32, comm::ReduceOp::sum); !s) {
-            return s;
-          }
-        }
-        return Status::success();
-      }
-      case 1: return reduce_stage1();
-      default: return this->group_.reduce_scatter(flat, gradient_shard_.data(), static_cast<size_t>(shard_), comm::DataType::f32, comm::ReduceOp::sum);
-    }
-  } else {
-    return make_error(ErrorCode::unsupported, "the engine reduces fp32 gradients across ranks so far");
+  T* flat = model_->flat_gradients().data();
+  if (zero_stage_ == 1) return reduce_stage1();
+  if (zero_stage_ == 2) return this->group_.reduce_scatter(flat, gradient_shard_.data(), static_cast<size_t>(shard_), kType<T>, comm::ReduceOp::sum);
+  // DDP: buckets of bucket_cap_mb from the end of the flat order.
+  const int64_t bucket = std::max<int64_t>(1, plugin_.bucket_bytes / static_cast<int64_t>(sizeof(T)));
+  for (int64_t end = params_; end > 0; end -= bucket) {
+    const int64_t begin = std::max<int64_t>(0, end - bucket);
+    if (Status s = this->group_.all_reduce(flat + begin, flat + begin, static_cast<size_t>(end - begin), kType<T>, comm::ReduceOp::sum); !s) return s;
   }
+  return Status::success();
 }
 
 template <typename T>
@@ -123,10 +127,7 @@ Result<std::optional<double>> DataParallel<T>::step(double loss_scale) {
   if (!sum_of_squares) return sum_of_squares.error();
   const std::optional<double> norm = this->optimizer_->apply(params, grads, sum_of_squares.value(), loss_scale);
   if (norm && sharded()) {
-    if constexpr (std::is_same_v<T, float>) {
-      T* flat = model_->flat_parameters().data();
-      if (Status s = this->group_.all_gather(params, flat, static_cast<size_t>(shard_), comm::DataType::f32); !s) return s.error();
-    }
+    if (Status s = this->group_.all_gather(params, model_->flat_parameters().data(), static_cast<size_t>(shard_), kType<T>); !s) return s.error();
   }
   return norm;
 }

@@ -26,8 +26,8 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
                                                   ": the engine runs torch_ddp, torch_fsdp and low_level_zero so far; plan with one of them");
   }
   if (plugin.cpu_offload) return make_error(ErrorCode::unsupported, "--cpu-offload: the engine does not offload yet; plan without it");
-  if (precision != planner::Precision::fp32 && (dp > 1 || plugin.kind == PluginKind::torch_fsdp)) {
-    return make_error(ErrorCode::unsupported, "--precision: the engine reduces fp32 gradients across ranks so far; plan with --precision fp32");
+  if (precision != planner::Precision::fp32 && plugin.kind == PluginKind::torch_fsdp) {
+    return make_error(ErrorCode::unsupported, "--precision: the engine's torch_fsdp keeps fp32 shards and gathers fp32 so far; plan it with --precision fp32");
   }
   const int64_t params = model.parameter_count;
   const int64_t padded = planner::padded_flat_numel(params, dp);

@@ -9,25 +9,38 @@
 #include <cstdint>
 #include <span>
 
+#include "tessera/engine/half.h"
 #include "tessera/planner/enum_names.h"
 
 namespace tessera::engine::comm {
 
-// Element types a communicator moves. bf16 and fp16 come with mixed-precision
-// data parallelism: the sum is computed by reduce_in_rank_order (ordered_reduce.h),
-// not by MPI, so adding them means widening to fp32 there, nothing else.
-enum class DataType { f32, f64 };
-inline constexpr std::array<EnumName<DataType>, 2> kDataTypeNames{{{DataType::f32, "f32"}, {DataType::f64, "f64"}}};
+// Element types a communicator moves. Sums are computed by
+// reduce_in_rank_order (ordered_reduce.h), not by MPI: bf16 and fp16 are
+// widened to fp32 there, added in rank order and rounded once.
+enum class DataType { f32, f64, bf16, f16 };
+inline constexpr std::array<EnumName<DataType>, 4> kDataTypeNames{
+    {{DataType::f32, "f32"}, {DataType::f64, "f64"}, {DataType::bf16, "bf16"}, {DataType::f16, "f16"}}};
 inline std::span<const EnumName<DataType>> enum_names(DataType) { return kDataTypeNames; }
 
-constexpr size_t element_bytes(DataType type) { return type == DataType::f64 ? 8 : 4; }
+constexpr size_t element_bytes(DataType type) {
+  switch (type) {
+    case DataType::f64: return 8;
+    case DataType::f32: return 4;
+    case DataType::bf16:
+    case DataType::f16: return 2;
+  }
+  return 4;
+}
 
 template <typename T>
-concept CommElement = std::same_as<T, float> || std::same_as<T, double>;
+concept CommElement = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, bf16> || std::same_as<T, fp16>;
 
 template <CommElement T>
 constexpr DataType data_type_of() {
-  return std::same_as<T, float> ? DataType::f32 : DataType::f64;
+  if constexpr (std::same_as<T, float>) return DataType::f32;
+  if constexpr (std::same_as<T, double>) return DataType::f64;
+  if constexpr (std::same_as<T, bf16>) return DataType::bf16;
+  return DataType::f16;
 }
 
 // sum: gradients and losses. max: flags and overflow checks; NaN wins (a rank

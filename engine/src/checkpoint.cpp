@@ -37,8 +37,7 @@ Result<SafetensorsReader> restore_weights(const std::string& path, Transformer<T
 // Where each parameter starts in the optimizer's shard, when the shard holds
 // every parameter whole (one rank, or replicated states): a checkpoint file
 // holds whole tensors.
-template <typename T>
-Result<std::vector<int64_t>> whole_parameter_offsets(const Optimizer<T>& optimizer, size_t parameters) {
+Result<std::vector<int64_t>> whole_parameter_offsets(const OptimizerShard& optimizer, size_t parameters) {
   std::vector<int64_t> offsets(parameters, -1);
   for (const planner::ShardPiece& piece : optimizer.pieces()) {
     if (piece.offset_in_parameter == 0 && static_cast<size_t>(piece.parameter) < parameters) offsets[static_cast<size_t>(piece.parameter)] = piece.offset_in_shard;
@@ -97,8 +96,7 @@ Result<LossScalerState> read_loss_scaler(const std::map<std::string, std::string
 namespace {
 
 // The optimizer file's metadata: where training stands.
-template <typename T>
-std::map<std::string, std::string> position_metadata(const Optimizer<T>& optimizer, planner::OptimizerKind kind, const TrainingPosition& position) {
+std::map<std::string, std::string> position_metadata(const OptimizerShard& optimizer, planner::OptimizerKind kind, const TrainingPosition& position) {
   const LossScalerState& scaler = position.loss_scaler;
   char scale[40];
   std::snprintf(scale, sizeof scale, "%.17g", scaler.scale);
@@ -126,7 +124,7 @@ Result<FileDigest> write_model_file(const std::string& directory, const Transfor
 }  // namespace
 
 template <typename T>
-Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer, T* parameters,
+Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, OptimizerShard& optimizer,
                                                            planner::OptimizerKind kind, const TrainingPosition& position) {
   const auto& names = model.parameter_names();
   const auto& shapes = model.parameter_shapes();
@@ -134,7 +132,7 @@ Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& di
   if (!offsets) return offsets.error();
   std::vector<TensorView> weights, states;
   const auto suffixes = state_suffixes(kind);
-  const auto* full = optimizer.full_precision(parameters);
+  const float* full = optimizer.weights();
   for (size_t p = 0; p < names.size(); ++p) {
     const int64_t offset = offsets.value()[p];
     weights.push_back({names[p], shapes[p], full + offset});
@@ -156,7 +154,7 @@ std::string optimizer_shard_file_name(int rank, int ranks) {
 }
 
 template <typename T>
-Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
+Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, OptimizerShard& optimizer,
                                                                    planner::OptimizerKind kind, const TrainingPosition& position, int rank,
                                                                    int ranks, const float* weights) {
   std::vector<CheckpointFile> files;
@@ -185,17 +183,17 @@ Status load_model_weights(const std::string& dir, Transformer<float>& model) {
 }
 
 template <typename T>
-Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, Optimizer<T>& optimizer, T* parameters,
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
                                          planner::OptimizerKind kind) {
   const std::string model_path = checkpoint.file(kModelFileName), optimizer_path = checkpoint.file(kOptimizerFileName);
   const int64_t step = checkpoint.manifest.step;
   auto offsets = whole_parameter_offsets(optimizer, model.parameter_names().size());
   if (!offsets) return offsets.error();
-  auto* full = optimizer.full_precision(parameters);
+  float* full = optimizer.weights();
   auto weights = restore_weights(model_path, model, [&](size_t p) { return full + offsets.value()[p]; });
   if (!weights) return weights.error();
   if (Status s = check_step(weights->metadata(), step, model_path); !s) return s.error();
-  optimizer.round_into(parameters);
+  optimizer.weights_restored();
   auto states = SafetensorsReader::open(optimizer_path);
   if (!states) return states.error();
   const std::map<std::string, std::string>& metadata = states->metadata();
@@ -230,10 +228,10 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
 }
 
 #define TESSERA_INSTANTIATE_CHECKPOINT(T)                                                                                               \
-  template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, Optimizer<T>&, T*,              \
+  template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,               \
                                                                       planner::OptimizerKind, const TrainingPosition&);                  \
-  template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, Transformer<T>&, Optimizer<T>&, T*, planner::OptimizerKind); \
-  template Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string&, Transformer<T>&, Optimizer<T>&,          \
+  template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, Transformer<T>&, OptimizerShard&, planner::OptimizerKind); \
+  template Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,        \
                                                                               planner::OptimizerKind, const TrainingPosition&, int, int,  \
                                                                               const float*);
 TESSERA_INSTANTIATE_CHECKPOINT(float)

@@ -106,7 +106,7 @@ class TrainingRun {
   bool saves() const { return o_.run_directory != nullptr || !o_.run_directory_path.empty(); }
   Error diverged(const std::string& what, int64_t step, int64_t position_before);
   Result<std::optional<double>> accumulate_gradients(double loss_scale);
-  Optimizer<T>& optimizer() { return parallel_->optimizer(); }
+  OptimizerShard& optimizer() { return parallel_->optimizer(); }
   // Tokens of one step over all ranks.
   int64_t tokens_per_step() const { return group_.size() * o_.num_micro_batches * o_.micro_batch_size * o_.seq_len; }
 
@@ -187,7 +187,7 @@ Status TrainingRun<T>::resume_from_checkpoint() {
                                                        "; give the same options, or add --allow-changes to continue with the new ones");
   }
   for (const std::string& change : changes) progress_ << "note: --allow-changes: " << change << "\n";
-  auto position = load_checkpoint(checkpoint, *net_, optimizer(), parallel_->shard_parameters(), o_.optimizer.kind);
+  auto position = load_checkpoint(checkpoint, *net_, optimizer(), o_.optimizer.kind);
   if (!position) return position.error();
   start_ = position.value();
   run_id_ = checkpoint.manifest.run_id;
@@ -197,7 +197,7 @@ Status TrainingRun<T>::resume_from_checkpoint() {
 // The full-precision weights of this rank's shard (all of them, unsharded).
 template <typename T>
 bool TrainingRun<T>::weights_finite() {
-  const W* w = optimizer().full_precision(parallel_->shard_parameters());
+  const float* w = optimizer().weights();
   for (const planner::ShardPiece& piece : optimizer().pieces()) {
     for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
       if (!std::isfinite(static_cast<double>(w[i]))) return false;
@@ -271,7 +271,7 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
     files = write_sharded_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position, group_.rank(), group_.size(),
                                            weights.data());
   } else {
-    files = write_checkpoint_files(staging->directory, *net_, optimizer(), parallel_->shard_parameters(), o_.optimizer.kind, position);
+    files = write_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position);
   }
   Status committed = files.ok() ? Status::success() : Status(files.error());
   if (sharded) {

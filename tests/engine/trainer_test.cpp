@@ -38,7 +38,7 @@ std::vector<std::vector<float>> train_parameters(int64_t micro_batch, int64_t mi
       net.forward(tokens.data(), targets.data());
       net.backward(1.0f / static_cast<float>(micro_batches));
     }
-    optimizer.step(net.flat_parameters().data(), net.flat_gradients().data());
+    optimizer.step(net.flat_gradients().data());
   }
   std::vector<std::vector<float>> out;
   for (auto& p : net.parameters()) out.emplace_back(p.data(), p.data() + p.numel());

@@ -122,7 +122,8 @@ int main() {
                         Case{"fsdp_shard_grad_op", planner::PluginKind::torch_fsdp, 0, planner::FsdpStrategy::shard_grad_op},
                         Case{"torch_ddp_bf16", planner::PluginKind::torch_ddp, 0, {}, bf16},
                         Case{"zero1_bf16", planner::PluginKind::low_level_zero, 1, {}, bf16},
-                        Case{"zero2_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16}}) {
+                        Case{"zero2_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16},
+                        Case{"fsdp_full_shard_bf16", planner::PluginKind::torch_fsdp, 0, planner::FsdpStrategy::full_shard, bf16}}) {
     const bool fsdp = c.kind == planner::PluginKind::torch_fsdp;
     planner::PluginOptions plugin;
     plugin.kind = c.kind;
@@ -146,8 +147,8 @@ int main() {
     const int64_t blocks_again = c.fsdp == planner::FsdpStrategy::full_shard ? units.padded_total - units.root_padded : 0;
     const int64_t width = c.precision == bf16 ? 2 : 4;  // gradients and parameters travel in their own type
     const int64_t all_reduce_bytes = c.kind == planner::PluginKind::torch_ddp ? steps * width * params : steps * 8;
-    const int64_t reduce_scatter_bytes = fsdp ? steps * k * 4 * units.padded_total : c.zero_stage > 0 ? steps * width * padded : 0;
-    const int64_t all_gather_bytes = fsdp ? steps * k * 4 * (units.padded_total + blocks_again) : c.zero_stage > 0 ? steps * width * padded : 0;
+    const int64_t reduce_scatter_bytes = fsdp ? steps * k * width * units.padded_total : c.zero_stage > 0 ? steps * width * padded : 0;
+    const int64_t all_gather_bytes = fsdp ? steps * k * width * (units.padded_total + blocks_again) : c.zero_stage > 0 ? steps * width * padded : 0;
     expect(moved.bytes_of(comm::Collective::all_reduce) == all_reduce_bytes,
            std::string(c.name) + ": all_reduce bytes " + std::to_string(moved.bytes_of(comm::Collective::all_reduce)), rank);
     expect(moved.bytes_of(comm::Collective::reduce_scatter) == reduce_scatter_bytes,

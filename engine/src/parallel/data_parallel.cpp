@@ -38,10 +38,10 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
   model_ = &model;
   const int64_t dp = this->group_.size(), rank = this->group_.rank();
   if (zero_stage_ == 0) {
-    this->optimizer_.emplace(Optimizer<T>::whole(ledger, model.flat_parameters().data(), model.flat_order(), std::move(decay), options));
+    optimizer_.emplace(Optimizer<T>::whole(ledger, model.flat_parameters().data(), model.flat_order(), std::move(decay), options));
     return Status::success();
   }
-  this->optimizer_.emplace(ledger, model.flat_parameters().data() + rank * shard_, shard_, planner::shard_pieces(model.flat_order(), dp, rank),
+  optimizer_.emplace(ledger, model.flat_parameters().data() + rank * shard_, shard_, planner::shard_pieces(model.flat_order(), dp, rank),
                            std::move(decay), options);
   if (dp == 1) return Status::success();
   if (zero_stage_ == 1) {
@@ -63,7 +63,7 @@ T* DataParallel<T>::shard_parameters() {
 // save-time host memory of rank 0, outside the training ledger.
 template <typename T>
 Status DataParallel<T>::gather_weights(float* out) {
-  const float* own = this->optimizer_->full_precision(shard_parameters());
+  const float* own = optimizer_->full_precision();
   if (!sharded()) {
     if (out != nullptr) std::copy_n(own, params_, out);
     return Status::success();
@@ -121,13 +121,14 @@ Status DataParallel<T>::reduce_gradients() {
 
 template <typename T>
 Result<std::optional<double>> DataParallel<T>::step(double loss_scale) {
-  T* params = shard_parameters();
   const T* grads = shard_gradients();
-  auto sum_of_squares = this->global_sum_of_squares(grads, loss_scale, sharded());
+  auto sum_of_squares = this->global_sum_of_squares(*optimizer_, grads, loss_scale, sharded());
   if (!sum_of_squares) return sum_of_squares.error();
-  const std::optional<double> norm = this->optimizer_->apply(params, grads, sum_of_squares.value(), loss_scale);
+  const std::optional<double> norm = optimizer_->apply(grads, sum_of_squares.value(), loss_scale);
   if (norm && sharded()) {
-    if (Status s = this->group_.all_gather(params, model_->flat_parameters().data(), static_cast<size_t>(shard_), kType<T>); !s) return s.error();
+    if (Status s = this->group_.all_gather(shard_parameters(), model_->flat_parameters().data(), static_cast<size_t>(shard_), kType<T>); !s) {
+      return s.error();
+    }
   }
   return norm;
 }

@@ -26,18 +26,20 @@ template <typename T>
 Status FullyShardedDataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) {
   ledger_ = &ledger;
   model_ = &model;
-  parameter_shard_ = Tensor<T>(ledger, MemoryCategory::parameters, layout_.shard_numel);
-  gradient_shard_ = Tensor<T>(ledger, MemoryCategory::gradients, layout_.shard_numel);
-  this->optimizer_.emplace(ledger, parameter_shard_.data(), layout_.shard_numel, planner::fsdp_pieces(layout_, order_, this->group_.rank()),
-                           std::move(decay), options);
-  if (this->group_.size() == 1) {
-    // One rank: each unit's shard is the whole unit; the model computes on it in place.
-    for (const planner::ShardedUnit& unit : layout_.units) {
-      bind(unit.unit, parameter_shard_.data() + unit.offset_in_shard, gradient_shard_.data() + unit.offset_in_shard);
+  parameter_shard_ = Tensor<float>(ledger, MemoryCategory::parameters, layout_.shard_numel);
+  gradient_shard_ = Tensor<float>(ledger, MemoryCategory::gradients, layout_.shard_numel);
+  optimizer_.emplace(ledger, parameter_shard_.data(), layout_.shard_numel, planner::fsdp_pieces(layout_, order_, this->group_.rank()),
+                     std::move(decay), options);
+  if constexpr (std::is_same_v<T, float>) {
+    if (this->group_.size() == 1) {
+      // One fp32 rank: each unit's shard is the whole unit; the model computes on it in place.
+      for (const planner::ShardedUnit& unit : layout_.units) {
+        bind(unit.unit, parameter_shard_.data() + unit.offset_in_shard, gradient_shard_.data() + unit.offset_in_shard);
+      }
+      return Status::success();
     }
-  } else {
-    model.set_unit_hooks(this);
   }
+  model.set_unit_hooks(this);
   return Status::success();
 }
 
@@ -55,13 +57,13 @@ void FullyShardedDataParallel<T>::initialize(const planner::Model& model, uint64
     }
   }
   const int64_t rank = this->group_.rank();
-  T* shard = parameter_shard_.data();
+  float* shard = parameter_shard_.data();
   size_t p = 0;
   for_each_initial_value(model, seed, [&](int64_t flat_index, double value) {
     while (flat_index >= order_[p].offset + order_[p].numel) ++p;
     const planner::ShardedUnit& unit = layout_.units[static_cast<size_t>(unit_index[p])];
     const int64_t in_unit = offset_in_unit[p] + flat_index - order_[p].offset;
-    if (in_unit / unit.shard == rank) shard[unit.offset_in_shard + in_unit - rank * unit.shard] = narrow<T>(static_cast<compute_t<T>>(value));
+    if (in_unit / unit.shard == rank) shard[unit.offset_in_shard + in_unit - rank * unit.shard] = static_cast<float>(value);
   });
 }
 
@@ -80,9 +82,11 @@ void FullyShardedDataParallel<T>::gather(int unit) {
   if (failed() || gathered.numel() > 0) return;
   const planner::ShardedUnit& u = unit_of(unit);
   gathered = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, u.padded);
-  if constexpr (std::is_same_v<T, float>) {
-    error_ = this->group_.all_gather(parameter_shard_.data() + u.offset_in_shard, gathered.data(), static_cast<size_t>(u.shard), comm::DataType::f32);
-  }
+  // This rank's piece, cast to the compute type in its place, then the others' around it.
+  T* own = gathered.data() + this->group_.rank() * u.shard;
+  const float* shard = parameter_shard_.data() + u.offset_in_shard;
+  for (int64_t i = 0; i < u.shard; ++i) own[i] = narrow<T>(shard[i]);
+  error_ = this->group_.all_gather(own, gathered.data(), static_cast<size_t>(u.shard), comm::data_type_of<T>());
 }
 
 template <typename T>
@@ -127,20 +131,18 @@ void FullyShardedDataParallel<T>::reduce_unit_gradients(int unit) {
   const planner::ShardedUnit& u = unit_of(unit);
   T* gradient = unit_gradients_[static_cast<size_t>(unit + 1)].data();
   T* own = gradient + this->group_.rank() * u.shard;
-  if constexpr (std::is_same_v<T, float>) {
-    error_ = this->group_.reduce_scatter(gradient, own, static_cast<size_t>(u.shard), comm::DataType::f32, comm::ReduceOp::sum);
-  }
+  error_ = this->group_.reduce_scatter(gradient, own, static_cast<size_t>(u.shard), comm::data_type_of<T>(), comm::ReduceOp::sum);
   if (failed()) return;
-  T* shard = gradient_shard_.data() + u.offset_in_shard;
-  for (int64_t i = 0; i < u.shard; ++i) shard[i] = narrow<T>(widen(shard[i]) + widen(own[i]));
+  float* shard = gradient_shard_.data() + u.offset_in_shard;
+  for (int64_t i = 0; i < u.shard; ++i) shard[i] += widen(own[i]);
 }
 
 template <typename T>
 Result<std::optional<double>> FullyShardedDataParallel<T>::step(double loss_scale) {
   if (failed()) return error_.error();
-  auto sum_of_squares = this->global_sum_of_squares(gradient_shard_.data(), loss_scale, sharded());
+  auto sum_of_squares = this->global_sum_of_squares(*optimizer_, gradient_shard_.data(), loss_scale, sharded());
   if (!sum_of_squares) return sum_of_squares.error();
-  return this->optimizer_->apply(parameter_shard_.data(), gradient_shard_.data(), sum_of_squares.value(), loss_scale);
+  return optimizer_->apply(gradient_shard_.data(), sum_of_squares.value(), loss_scale);
 }
 
 // Rank 0 receives every rank's shard of each unit and places the unit's
@@ -149,10 +151,10 @@ Result<std::optional<double>> FullyShardedDataParallel<T>::step(double loss_scal
 template <typename T>
 Status FullyShardedDataParallel<T>::gather_weights(float* out) {
   const int ranks = this->group_.size(), rank = this->group_.rank();
-  const W* shard = this->optimizer_->full_precision(parameter_shard_.data());
+  const float* shard = parameter_shard_.data();
   std::vector<float> unit_buffer;
   for (const planner::ShardedUnit& u : layout_.units) {
-    const W* own = shard + u.offset_in_shard;
+    const float* own = shard + u.offset_in_shard;
     if (rank != 0) {
       if (Status s = this->group_.send(own, static_cast<size_t>(u.shard), comm::DataType::f32, 0); !s) return s;
       continue;

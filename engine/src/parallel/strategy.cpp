@@ -11,24 +11,12 @@ namespace tessera::engine {
 
 using planner::PluginKind;
 
-template <typename T>
-Result<double> ParallelStrategy<T>::global_sum_of_squares(const T* shard_gradients, double loss_scale, bool shards_differ) {
-  double sum = optimizer_->sum_of_squares(shard_gradients, 1.0 / loss_scale);
-  if (shards_differ) {
-    if (Status s = group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
-  }
-  return sum;
-}
-
-Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision precision, const planner::Model& model, int64_t dp) {
+Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision /*precision*/, const planner::Model& model, int64_t dp) {
   if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::torch_fsdp) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
                                                   ": the engine runs torch_ddp, torch_fsdp and low_level_zero so far; plan with one of them");
   }
   if (plugin.cpu_offload) return make_error(ErrorCode::unsupported, "--cpu-offload: the engine does not offload yet; plan without it");
-  if (precision != planner::Precision::fp32 && plugin.kind == PluginKind::torch_fsdp) {
-    return make_error(ErrorCode::unsupported, "--precision: the engine's torch_fsdp keeps fp32 shards and gathers fp32 so far; plan it with --precision fp32");
-  }
   const int64_t params = model.parameter_count;
   const int64_t padded = planner::padded_flat_numel(params, dp);
   if (plugin.kind == PluginKind::low_level_zero && plugin.effective_zero_stage() == 2 && dp > 1 &&
@@ -45,9 +33,6 @@ std::unique_ptr<ParallelStrategy<T>> make_parallel_strategy(comm::Communicator& 
   return std::make_unique<DataParallel<T>>(group, plugin, model.parameter_count);
 }
 
-template class ParallelStrategy<float>;
-template class ParallelStrategy<bf16>;
-template class ParallelStrategy<fp16>;
 template std::unique_ptr<ParallelStrategy<float>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&);
 template std::unique_ptr<ParallelStrategy<bf16>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&);
 template std::unique_ptr<ParallelStrategy<fp16>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&);

@@ -31,10 +31,9 @@ inline constexpr const char* kModelFileName = "model.safetensors";
 inline constexpr const char* kOptimizerFileName = "optimizer.safetensors";
 
 // Writes both files into `directory` and returns them with their digests.
-// `parameters`: the optimizer's parameters (ParallelStrategy::shard_parameters),
-// whose full-precision weights the model file holds.
+// The model file holds the optimizer's full-precision weights.
 template <typename T>
-Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer, T* parameters,
+Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& directory, Transformer<T>& model, OptimizerShard& optimizer,
                                                            planner::OptimizerKind kind, const TrainingPosition& position);
 
 // A sharded optimizer on several ranks: rank 0 writes model.safetensors from
@@ -44,7 +43,7 @@ Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& di
 // ranks), with the rank and the rank count in the metadata.
 std::string optimizer_shard_file_name(int rank, int ranks);
 template <typename T>
-Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, Optimizer<T>& optimizer,
+Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, OptimizerShard& optimizer,
                                                                    planner::OptimizerKind kind, const TrainingPosition& position, int rank,
                                                                    int ranks, const float* weights);
 
@@ -54,7 +53,7 @@ Status load_model_weights(const std::string& dir, Transformer<float>& model);
 // Restores weights (and, in mixed precision, the parameters rounded from them)
 // and optimizer states in place from a verified checkpoint.
 template <typename T>
-Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, Optimizer<T>& optimizer, T* parameters,
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
                                          planner::OptimizerKind kind);
 
 }  // namespace tessera::engine

@@ -38,33 +38,51 @@ struct OptimizerOptions {
   double max_grad_norm = 1.0;  // 0 = no clipping
 };
 
+// What checkpoints and checks read and restore of an optimizer, whatever the
+// type of the parameters it updates: the pieces of its shard, its fp32
+// weights (the master copy, or fp32 parameters themselves) and states.
+class OptimizerShard {
+ public:
+  virtual ~OptimizerShard() = default;
+  virtual const std::vector<planner::ShardPiece>& pieces() const = 0;
+  virtual int64_t numel() const = 0;
+  virtual float* weights() = 0;
+  // State s (0: Adam's exp_avg or the momentum, 1: exp_avg_sq) of the whole shard.
+  virtual float* state(int s) = 0;
+  virtual int64_t steps_taken() const = 0;
+  virtual void set_steps_taken(int64_t steps) = 0;
+  // After weights() were restored: rounds them into 16-bit parameters.
+  virtual void weights_restored() = 0;
+};
+
 // The optimizer of one range of the model's flat parameters: all of them on
 // one rank, the rank's shard under ZeRO (planner/sharding.h). Its states (and
 // fp32 master weights) are flat buffers of the shard's length; `pieces` say
 // which parameter each part of the shard belongs to, for weight decay and for
 // the checkpoint's tensor names.
 template <typename T>
-class Optimizer {
+class Optimizer final : public OptimizerShard {
  public:
   using W = compute_t<T>;
+  static_assert(std::is_same_v<W, float>, "optimizers keep fp32 weights and states");
   static constexpr bool kKeepsMaster = !std::is_same_v<T, W>;
 
-  // `weights`: the shard of the flat parameters (shard_numel elements), whose
-  // values the master weights start from. `decay[p]`: whether parameter p (flat
-  // order) takes weight decay. States are booked in `space`.
-  Optimizer(MemoryLedger& ledger, const T* weights, int64_t shard_numel, std::vector<planner::ShardPiece> pieces, std::vector<bool> decay,
+  // `params`: the shard of the flat parameters it updates (shard_numel
+  // elements), whose values the master weights start from. `decay[p]`:
+  // whether parameter p (flat order) takes weight decay. States are booked in `space`.
+  Optimizer(MemoryLedger& ledger, T* params, int64_t shard_numel, std::vector<planner::ShardPiece> pieces, std::vector<bool> decay,
             OptimizerOptions options, MemorySpace space = MemorySpace::device)
-      : options_(options), pieces_(std::move(pieces)), decay_(std::move(decay)), numel_(shard_numel) {
+      : options_(options), pieces_(std::move(pieces)), decay_(std::move(decay)), numel_(shard_numel), params_(params) {
     const int states = planner::optimizer_state_count(options.kind);
     for (int s = 0; s < states; ++s) states_.emplace_back(ledger, MemoryCategory::optimizer_states, numel_, space);
     if constexpr (kKeepsMaster) {
       master_ = Tensor<W>(ledger, MemoryCategory::master_weights, numel_, space);
-      for (int64_t i = 0; i < numel_; ++i) master_.data()[i] = widen(weights[i]);
+      for (int64_t i = 0; i < numel_; ++i) master_.data()[i] = widen(params[i]);
     }
   }
 
   // The optimizer of every parameter, whole: one rank's, or a replicated one's.
-  static Optimizer whole(MemoryLedger& ledger, const T* flat_params, const std::vector<planner::FlatParameter>& order, std::vector<bool> decay,
+  static Optimizer whole(MemoryLedger& ledger, T* flat_params, const std::vector<planner::FlatParameter>& order, std::vector<bool> decay,
                          OptimizerOptions options) {
     const int64_t numel = order.empty() ? 0 : order.back().offset + order.back().numel;
     return Optimizer(ledger, flat_params, numel, planner::shard_pieces(order, 1, 0), std::move(decay), options);
@@ -95,7 +113,7 @@ class Optimizer {
   // squares of the unscaled gradients; returns the norm before clipping, or
   // nullopt (and no update) when it is not finite: a gradient is inf or NaN
   // (the fp16 loss scaler's overflow check).
-  std::optional<double> apply(T* params, const T* grads, double global_sum_of_squares, double loss_scale) {
+  std::optional<double> apply(const T* grads, double global_sum_of_squares, double loss_scale) {
     if (!std::isfinite(global_sum_of_squares)) return std::nullopt;
     const double norm = std::sqrt(global_sum_of_squares);
     const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;
@@ -104,7 +122,7 @@ class Optimizer {
     const W lr = static_cast<W>(options_.learning_rate);
     const W bias1 = static_cast<W>(1 - std::pow(options_.beta1, static_cast<double>(step_)));
     const W bias2 = static_cast<W>(1 - std::pow(options_.beta2, static_cast<double>(step_)));
-    W* weights = full_precision(params);
+    W* weights = full_precision();
     W* s0 = states_.size() > 0 ? states_[0].data() : nullptr;
     W* s1 = states_.size() > 1 ? states_[1].data() : nullptr;
     for (const planner::ShardPiece& piece : pieces_) {
@@ -130,47 +148,47 @@ class Optimizer {
         }
       }
     }
-    round_into(params);
+    round_into();
     return norm;
   }
 
   // apply() with this shard's own sum of squares: the one-rank step.
-  std::optional<double> step(T* params, const T* grads, double loss_scale = 1.0) {
-    return apply(params, grads, sum_of_squares(grads, 1.0 / loss_scale), loss_scale);
-  }
+  std::optional<double> step(const T* grads, double loss_scale = 1.0) { return apply(grads, sum_of_squares(grads, 1.0 / loss_scale), loss_scale); }
 
   // The shard's weights in full precision: the master copy, or the parameters themselves in fp32.
-  W* full_precision(T* params) {
+  W* full_precision() {
     if constexpr (kKeepsMaster) {
       return master_.data();
     } else {
-      return params;
+      return params_;
     }
   }
 
   // Rounds the master weights into the model's 16-bit parameters (after a
   // step, or after a checkpoint restored the master weights).
-  void round_into(T* params) {
+  void round_into() {
     if constexpr (kKeepsMaster) {
       const W* master = master_.data();
+      T* params = params_;
 #pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < numel_; ++i) params[i] = narrow<T>(master[i]);
     }
   }
 
-  const std::vector<planner::ShardPiece>& pieces() const { return pieces_; }
-  int64_t numel() const { return numel_; }
-  // State s (0: Adam's exp_avg or the momentum, 1: exp_avg_sq) of the whole shard.
-  W* state(int s) { return states_[static_cast<size_t>(s)].data(); }
-  int state_count() const { return static_cast<int>(states_.size()); }
-  int64_t steps_taken() const { return step_; }
-  void set_steps_taken(int64_t steps) { step_ = steps; }
+  const std::vector<planner::ShardPiece>& pieces() const override { return pieces_; }
+  int64_t numel() const override { return numel_; }
+  float* weights() override { return full_precision(); }
+  float* state(int s) override { return states_[static_cast<size_t>(s)].data(); }
+  int64_t steps_taken() const override { return step_; }
+  void set_steps_taken(int64_t steps) override { step_ = steps; }
+  void weights_restored() override { round_into(); }
 
  private:
   OptimizerOptions options_;
   std::vector<planner::ShardPiece> pieces_;
   std::vector<bool> decay_;
   int64_t numel_ = 0;
+  T* params_ = nullptr;
   std::vector<Tensor<W>> states_;
   Tensor<W> master_;  // mixed precision only
   int64_t step_ = 0;

@@ -45,11 +45,12 @@ class DataParallel final : public ParallelStrategy<T> {
   void zero_gradients() override { model_->zero_gradients(); }
   Status reduce_gradients() override;
   Result<std::optional<double>> step(double loss_scale) override;
-  T* shard_parameters() override;
+  OptimizerShard& optimizer() override { return *optimizer_; }
   bool sharded() const override { return zero_stage_ > 0 && this->group_.size() > 1; }
   Status gather_weights(float* out) override;
 
  private:
+  T* shard_parameters();
   T* shard_gradients();
   Status reduce_stage1();
 
@@ -57,6 +58,7 @@ class DataParallel final : public ParallelStrategy<T> {
   int zero_stage_ = 0;  // 0: DDP
   int64_t params_ = 0, shard_ = 0;
   Transformer<T>* model_ = nullptr;
+  std::optional<Optimizer<T>> optimizer_;
   Tensor<T> bucket_;           // stage 1: the reduce bucket
   Tensor<T> gradient_shard_;   // stage 2: the reduced gradients of this rank's shard
 };

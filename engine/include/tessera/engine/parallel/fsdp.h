@@ -11,10 +11,15 @@
 //    prefetch and BACKWARD_PRE), so two blocks are gathered at a time, plus the
 //    root, which stays gathered from the start of forward to the end of backward.
 //  - shard_grad_op: every unit stays gathered from its forward to its backward.
+// Mixed precision as FSDP's MixedPrecision(param_dtype=bf16 or fp16): the
+// shards stay fp32 (they are the optimizer's weights, so there is no master
+// copy) and are cast to 16-bit into the gathered buffer; 16-bit gradients are
+// reduce-scattered and added into the fp32 gradient shard.
 // On one fp32 rank nothing is gathered: the shard is the whole model and the
 // parameters are views of it.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "tessera/engine/parallel/strategy.h"
@@ -26,7 +31,6 @@ namespace tessera::engine {
 template <typename T>
 class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitHooks {
  public:
-  using W = compute_t<T>;
   FullyShardedDataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model);
 
   FlatStorage storage() const override { return FlatStorage{0, MemoryCategory::gradients, false}; }
@@ -34,7 +38,7 @@ class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitH
   void zero_gradients() override { gradient_shard_.zero(); }
   Status reduce_gradients() override { return error_; }  // done unit by unit in backward
   Result<std::optional<double>> step(double loss_scale) override;
-  T* shard_parameters() override { return parameter_shard_.data(); }
+  OptimizerShard& optimizer() override { return *optimizer_; }
   bool sharded() const override { return this->group_.size() > 1; }
   Status gather_weights(float* out) override;
   void initialize(const planner::Model& model, uint64_t seed) override;
@@ -59,7 +63,8 @@ class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitH
   planner::FsdpLayout layout_;
   MemoryLedger* ledger_ = nullptr;
   Transformer<T>* model_ = nullptr;
-  Tensor<T> parameter_shard_, gradient_shard_;
+  Tensor<float> parameter_shard_, gradient_shard_;
+  std::optional<Optimizer<float>> optimizer_;
   std::vector<Tensor<T>> gathered_;        // per unit (index unit + 1), while gathered
   std::vector<Tensor<T>> unit_gradients_;  // per unit, during its backward
   Status error_ = Status::success();       // the first communication failure inside a hook

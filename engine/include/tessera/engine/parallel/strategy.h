@@ -42,10 +42,8 @@ class ParallelStrategy {
   // The optimizer step on this rank's shard, with the global gradient norm;
   // nullopt when the norm is not finite (no update).
   virtual Result<std::optional<double>> step(double loss_scale) = 0;
-  Optimizer<T>& optimizer() { return *optimizer_; }
-  // The parameters the optimizer updates (its full-precision weights are
-  // optimizer().full_precision(shard_parameters())).
-  virtual T* shard_parameters() = 0;
+  // The optimizer of this rank's shard, as checkpoints and checks see it.
+  virtual OptimizerShard& optimizer() = 0;
   // Whether ranks hold different optimizer states (a checkpoint needs every rank's).
   virtual bool sharded() const = 0;
   // Rank 0 receives the full fp32 weights in flat order into `out` (params
@@ -55,10 +53,16 @@ class ParallelStrategy {
  protected:
   explicit ParallelStrategy(comm::Communicator& group) : group_(group) {}
   // The global gradient norm's square from each rank's shard (all-reduced when the shards differ).
-  Result<double> global_sum_of_squares(const T* shard_gradients, double loss_scale, bool shards_differ);
+  template <typename G>
+  Result<double> global_sum_of_squares(const Optimizer<G>& optimizer, const G* shard_gradients, double loss_scale, bool shards_differ) {
+    double sum = optimizer.sum_of_squares(shard_gradients, 1.0 / loss_scale);
+    if (shards_differ) {
+      if (Status s = group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+    }
+    return sum;
+  }
 
   comm::Communicator& group_;
-  std::optional<Optimizer<T>> optimizer_;
 };
 
 // Whether the engine executes `plugin` in `precision` for `model` on `dp`

@@ -17,6 +17,8 @@
 #include "launcher.h"
 #include "stop_signals.h"
 #include "tessera/engine/data.h"
+#include "tessera/engine/comm/dry_run.h"
+#include "tessera/engine/comm/local.h"
 #include "tessera/engine/host_memory.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/run_directory.h"
@@ -104,7 +106,8 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
 
 json space_bytes(const SpaceBytes& bytes) { return json{{"device_bytes", bytes.device}, {"host_bytes", bytes.host}}; }
 
-json metrics_json(const Model& model, const EstimateRequest& request, const engine::TrainMetrics& m) {
+// `first_rank`: the rank of m.ranks' first row (a dry run holds one rank's).
+json metrics_json(const Model& model, const EstimateRequest& request, const engine::TrainMetrics& m, int64_t first_rank = 0) {
   json out{{"schema", 1}, {"kind", "metrics"}, {"device", "cpu"}, {"model", model_to_json(model)}};
   out.update(request_to_json(request));
   // One row per rank, in rank order: each category's own peak, per memory space.
@@ -113,7 +116,8 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   for (size_t r = 0; r < ranks.size(); ++r) {
     json categories = json::object();
     for (MemoryCategory c : kAllMemoryCategories) categories[std::string(to_string(c))] = space_bytes(ranks[r].peaks[c]);
-    out["ranks"].push_back(json{{"ranks", json::array({r, r})}, {"categories", categories}, {"total", space_bytes(ranks[r].total)}});
+    const int64_t rank = first_rank + static_cast<int64_t>(r);
+    out["ranks"].push_back(json{{"ranks", json::array({rank, rank})}, {"categories", categories}, {"total", space_bytes(ranks[r].total)}});
   }
   // Rank 0's peak of the total, with each category's bytes at that moment
   // (the per-category peaks above need not coincide).
@@ -167,6 +171,8 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_flag("--allow-changes", o.allow_changes, "With --resume: continue although precision, batch shape, data, model or --lr differ from the checkpoint's");
   c.add_option("--save-every", o.save_every, "Also save the checkpoint and metrics.json every N steps");
   c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer)");
+  c.add_flag("--dry-run", o.dry_run, "Replay one rank's allocations of one step at the plan's full size (no data, no arithmetic) into metrics.json");
+  c.add_option("--rank", o.rank, "With --dry-run: the rank to replay")->capture_default_str();
 }
 
 // Takes the model and training settings from the best plan of a plan file;
@@ -265,8 +271,42 @@ Result<bool> all_ranks_ready(engine::comm::Communicator& world, bool ok) {
   return failed == 0.0;
 }
 
+// `tessera train --dry-run`: rank --rank of the plan's world, replayed alone
+// (engine::dry_run); DIR gets config.json, plan.json and metrics.json, no checkpoint.
+int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& options, std::ostream& out, std::ostream& err) {
+  const EstimateRequest request = cpu_request(o.estimate.request);
+  const int64_t ranks = request.layout.dp;
+  if (o.rank < 0 || o.rank >= ranks) {
+    return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
+  }
+  const GpuProfile cpu = cpu_profile();
+  auto estimate = estimate_memory(model, cpu, request);
+  if (!estimate) return fail(err, estimate.error().message);
+  auto config_text = model_config_text(o.estimate.model);
+  if (!config_text) return fail(err, config_text.error().message);
+  auto run_directory = engine::RunDirectory::open(o.out);
+  if (!run_directory) return fail(err, run_directory.error().message);
+  const EstimateReport report{model, cpu, request, estimate.value()};
+  if (Status s = write_file_atomically(o.out + "/config.json", config_text.value(), "--out"); !s) return fail(err, s.error().message);
+  if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out"); !s) return fail(err, s.error().message);
+  const auto group = engine::comm::make_dry_run_communicator(static_cast<int>(o.rank), static_cast<int>(ranks));
+  engine::TrainOptions t = options;
+  t.data_parallel_group = group.get();
+  auto metrics = engine::dry_run(model, t);
+  if (!metrics) return fail(err, metrics.error().message);
+  if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, request, metrics.value(), o.rank).dump(2) + "\n", "--out"); !s) {
+    return fail(err, s.error().message);
+  }
+  out << "dry run of rank " << o.rank << " of " << ranks << " (" << enum_name(request.plugin.kind) << ", " << enum_name(request.training.precision)
+      << "): peak " << format_bytes(metrics->ranks.front().total.device) << " on the device, " << format_bytes(metrics->ranks.front().total.host)
+      << " on the host; wrote " << o.out << "/plan.json and metrics.json (tessera compare " << o.out << "/plan.json " << o.out << "/metrics.json)\n";
+  return kExitOk;
+}
+
 int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
-  auto launched = join_launched_ranks();
+  if (given.dry_run && started_by_launcher()) return fail(err, "--dry-run replays one rank alone (choose it with --rank); run it without mpirun");
+  if (given.given.contains("--rank") && !given.dry_run) return fail(err, "--rank applies to --dry-run only; under mpirun each rank knows its own");
+  auto launched = given.dry_run ? Result<LaunchedRanks>(LaunchedRanks{nullptr, engine::comm::make_local_communicator()}) : join_launched_ranks();
   if (!launched) return fail(err, launched.error().message);
   engine::comm::Communicator& world = *launched->world;
   const bool leader = world.rank() == 0;
@@ -288,10 +328,11 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (planned) {
     o.estimate.request.layout = planned->layout;
     o.estimate.request.plugin = planned->plugin;
-  } else if (!o.given.contains("--dp")) {
+  } else if (!o.given.contains("--dp") && !o.dry_run) {
     o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
   }
-  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, world.size()); !s) return failed(s.error().message);
+  const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.dp) : world.size();
+  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, ranks); !s) return failed(s.error().message);
   if (world.size() > 1 && o.resume) return failed("--resume: resuming a run of several ranks comes next; rerun it from step 1 in a new --out");
   auto options = engine_options(o);
   if (!options) return failed(options.error().message);
@@ -300,7 +341,8 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
-  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), world.size()); !s) return failed(s.error().message);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), ranks); !s) return failed(s.error().message);
+  if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request);
   const GpuProfile cpu = cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);

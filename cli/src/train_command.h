@@ -29,6 +29,8 @@ struct TrainCliOptions {
   bool allow_changes = false;  // --resume with other settings than the checkpoint's
   int64_t save_every = 0;
   std::string plan;  // train the best plan of a plan.json instead of the options above
+  bool dry_run = false;  // replay one rank's allocations at the plan's full size, train nothing
+  int64_t rank = 0;      // --dry-run: which rank
   std::set<std::string> given;  // the options on the command line, e.g. "--bucket-mb"
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <iostream>
 #include <ostream>
 
 #include "tessera/engine/checkpoint.h"
@@ -88,11 +89,15 @@ class TrainingRun {
   TrainingRun(const planner::Model& model, const TrainOptions& o, const TokenDataset& data, std::ostream& progress, bool terminal)
       : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data)),
         own_group_(o.data_parallel_group == nullptr ? comm::make_local_communicator() : nullptr),
-        group_(o.data_parallel_group != nullptr ? *o.data_parallel_group : *own_group_) {}
+        group_(o.data_parallel_group != nullptr ? *o.data_parallel_group : *own_group_) {
+    if (o.dry_run) metrics_.ledger = MemoryLedger::dry_run();
+  }
 
   // Builds the model and optimizer and restores the checkpoint, if resuming.
   Status prepare();
   Result<TrainMetrics> run();
+  // The dry run's step: every micro-batch's unit hooks, nothing computed.
+  TrainMetrics replay_step();
 
  private:
   Status resume_from_checkpoint();
@@ -399,6 +404,13 @@ Result<TrainMetrics> TrainingRun<T>::run() {
 }
 
 template <typename T>
+TrainMetrics TrainingRun<T>::replay_step() {
+  for (int64_t micro = 0; micro < o_.num_micro_batches; ++micro) net_->hooks_only_pass();
+  metrics_.ranks = {rank_peaks(metrics_.ledger)};
+  return std::move(metrics_);
+}
+
+template <typename T>
 Result<TrainMetrics> train_as(const planner::Model& model, const TrainOptions& o, const TokenDataset& data, std::ostream& progress, bool terminal) {
   TrainingRun<T> run(model, o, data, progress, terminal);
   if (Status s = run.prepare(); !s) return s.error();
@@ -415,7 +427,29 @@ Result<TrainMetrics> train_in_precision(const planner::Model& model, const Train
   return make_error(ErrorCode::invalid_argument, "unknown precision");
 }
 
+template <typename T>
+Result<TrainMetrics> dry_run_as(const planner::Model& model, const TrainOptions& o) {
+  const TokenDataset no_data;
+  TrainingRun<T> run(model, o, no_data, std::cerr, false);
+  if (Status s = run.prepare(); !s) return s.error();
+  return run.replay_step();
+}
+
 }  // namespace
+
+Result<TrainMetrics> dry_run(const planner::Model& model, TrainOptions o) {
+  o.dry_run = true;
+  o.run_directory = nullptr;
+  o.run_directory_path.clear();
+  o.resume = false;
+  if (o.num_micro_batches <= 0) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
+  switch (o.precision) {
+    case planner::Precision::fp32: return dry_run_as<float>(model, o);
+    case planner::Precision::bf16: return dry_run_as<bf16>(model, o);
+    case planner::Precision::fp16: return dry_run_as<fp16>(model, o);
+  }
+  return make_error(ErrorCode::invalid_argument, "unknown precision");
+}
 
 Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, std::ostream& progress, bool terminal) {
   if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");

@@ -472,5 +472,40 @@ TEST(Cli, HelpExitsZero) {
   EXPECT_NE(sub.out.find("--micro-batch"), std::string::npos);
 }
 
+// Issue 16's dry run at full scale: one rank of a 70B FSDP plan on 1024 GPUs,
+// replayed without data or arithmetic, books what the planner predicts.
+TEST(Cli, DryRunOfA70BFsdpPlanOn1024GpusMatchesThePlanner) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string plan = scratch.path("plan.json"), dir = scratch.path("dry");
+  ASSERT_EQ(run({"plan", "--model", "llama-2-70b", "--gpus", "1024", "--gpus-per-node", "8", "--gpu", "h100-80g", "--global-batch", "1024", "--seq",
+                 "4096", "--plugin", "torch_fsdp", "--output", plan.c_str()})
+                .code,
+            0);
+  const CliRun dry = run({"train", "--plan", plan.c_str(), "--dry-run", "--rank", "517", "--out", dir.c_str()});
+  ASSERT_EQ(dry.code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("dry run of rank 517 of 1024 (torch_fsdp, bf16)"), std::string::npos) << dry.out;
+  std::ifstream metrics_file(dir + "/metrics.json");
+  const auto metrics = nlohmann::json::parse(metrics_file);
+  ASSERT_EQ(metrics["ranks"].size(), 1u);
+  EXPECT_EQ(metrics["ranks"][0]["ranks"], nlohmann::json::array({517, 517}));
+  const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
+  ASSERT_EQ(compared.code, 0) << compared.err;
+  const auto doc = nlohmann::json::parse(compared.out);
+  EXPECT_LE(doc["max_abs_error_pct"].get<double>(), 3.0) << compared.out;
+  EXPECT_GT(doc["categories"][4]["measured_bytes"].get<int64_t>(), int64_t{1} << 30) << "activations of a 70B micro-batch of 4096 tokens";
+}
+
+TEST(Cli, DryRunRanksOutsideThePlanAreRefused) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string plan = scratch.path("plan.json"), dir = scratch.path("dry");
+  ASSERT_EQ(run({"plan", "--model", "tiny-gpt2", "--gpus", "4", "--global-batch", "16", "--seq", "64", "--precision", "fp32", "--output", plan.c_str()}).code, 0);
+  const CliRun outside = run({"train", "--plan", plan.c_str(), "--dry-run", "--rank", "4", "--out", dir.c_str()});
+  EXPECT_EQ(outside.code, 2);
+  EXPECT_EQ(outside.err, "tessera: error: --rank 4: the plan has ranks 0 to 3; give one of them\n");
+  const CliRun without = run({"train", "--rank", "1", "--out", dir.c_str()});
+  EXPECT_EQ(without.code, 2);
+  EXPECT_EQ(without.err, "tessera: error: --rank applies to --dry-run only; under mpirun each rank knows its own\n");
+}
+
 }  // namespace
 }  // namespace tessera::cli

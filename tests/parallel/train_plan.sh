@@ -20,4 +20,10 @@ for plugin in torch_ddp torch_fsdp low_level_zero; do
   echo "$plugin: $rows rank rows in metrics.json, largest error ${worst}%"
   [[ $rows -eq 4 ]] || { echo "$plugin: expected 4 rank rows"; exit 1; }
   awk -v w="$worst" 'BEGIN {exit !(w <= 3)}' || { echo "$plugin: an error above 3%"; exit 1; }
+  # The dry run replays rank 2 alone: its peaks equal what rank 2 measured in the real run.
+  "$tessera" train --plan "$work/$plugin.json" --dry-run --rank 2 --out "$work/dry-$plugin" > /dev/null
+  real_row=$("$tessera" compare "$work/run-$plugin/plan.json" "$work/run-$plugin/metrics.json" --format json | tr -d ' \n' | grep -o '{"categories":\[[^]]*\],"rank":2}')
+  dry_row=$("$tessera" compare "$work/dry-$plugin/plan.json" "$work/dry-$plugin/metrics.json" --format json | tr -d ' \n' | grep -o '{"categories":\[[^]]*\],"rank":2}')
+  [[ -n "$real_row" && "$real_row" == "$dry_row" ]] || { echo "$plugin: the dry run of rank 2 differs from the run's rank 2"; echo "$real_row"; echo "$dry_row"; exit 1; }
+  echo "$plugin: the dry run of rank 2 books what rank 2 measured"
 done

@@ -106,7 +106,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
     flat_params_ = Tensor<T>(ledger, MemoryCategory::parameters, flat_numel);
     flat_grads_ = Tensor<T>(ledger, storage.gradient_category, flat_numel);
     T* p = flat_params_.data();
-    for_each_initial_value(model, seed, [p](int64_t i, double value) { p[i] = narrow<T>(static_cast<W>(value)); });
+    if (p != nullptr) for_each_initial_value(model, seed, [p](int64_t i, double value) { p[i] = narrow<T>(static_cast<W>(value)); });
   }
   tensor_to_param_.assign(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -238,6 +238,26 @@ void Transformer<T>::recompute_block(int l) {
 template <typename T>
 typename Transformer<T>::W* Transformer<T>::find_logits() {
   return find_wide(logits_, "logits_fp32");
+}
+
+// The unit hooks in the order forward() and backward() call them, with
+// nothing computed in between: a dry run's micro-batch.
+template <typename T>
+void Transformer<T>::hooks_only_pass() {
+  if (hooks_ == nullptr) return;
+  const int L = static_cast<int>(config_.num_layers);
+  hooks_->before_forward(planner::kRootUnit);
+  for (int l = 0; l < L; ++l) {
+    hooks_->before_forward(l);
+    hooks_->after_forward(l);
+  }
+  hooks_->after_forward(planner::kRootUnit);
+  hooks_->before_backward(planner::kRootUnit);
+  for (int l = L - 1; l >= 0; --l) {
+    hooks_->before_backward(l);
+    hooks_->after_backward(l);
+  }
+  hooks_->after_backward(planner::kRootUnit);
 }
 
 template <typename T>

@@ -58,6 +58,7 @@ void FullyShardedDataParallel<T>::initialize(const planner::Model& model, uint64
   }
   const int64_t rank = this->group_.rank();
   float* shard = parameter_shard_.data();
+  if (shard == nullptr) return;  // a dry run holds no data
   size_t p = 0;
   for_each_initial_value(model, seed, [&](int64_t flat_index, double value) {
     while (flat_index >= order_[p].offset + order_[p].numel) ++p;
@@ -82,6 +83,7 @@ void FullyShardedDataParallel<T>::gather(int unit) {
   if (failed() || gathered.numel() > 0) return;
   const planner::ShardedUnit& u = unit_of(unit);
   gathered = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, u.padded);
+  if (ledger_->is_dry_run()) return;
   // This rank's piece, cast to the compute type in its place, then the others' around it.
   T* own = gathered.data() + this->group_.rank() * u.shard;
   const float* shard = parameter_shard_.data() + u.offset_in_shard;
@@ -127,7 +129,7 @@ void FullyShardedDataParallel<T>::after_backward(int unit) {
 // is added to its gradient shard (micro-batches accumulate there).
 template <typename T>
 void FullyShardedDataParallel<T>::reduce_unit_gradients(int unit) {
-  if (failed()) return;
+  if (failed() || ledger_->is_dry_run()) return;
   const planner::ShardedUnit& u = unit_of(unit);
   T* gradient = unit_gradients_[static_cast<size_t>(unit + 1)].data();
   T* own = gradient + this->group_.rank() * u.shard;

@@ -19,6 +19,15 @@ class MemoryLedger {
  public:
   using Breakdown = std::array<int64_t, kNumMemoryCategories>;
 
+  // A dry run's ledger: tensors booked in it take no memory and hold no data
+  // (`tessera train --dry-run` replays a rank's allocations at full scale).
+  static MemoryLedger dry_run() {
+    MemoryLedger ledger;
+    ledger.dry_run_ = true;
+    return ledger;
+  }
+  bool is_dry_run() const { return dry_run_; }
+
   void allocated(MemoryCategory category, MemorySpace space, int64_t bytes);
   void freed(MemoryCategory category, MemorySpace space, int64_t bytes);
 
@@ -38,6 +47,7 @@ class MemoryLedger {
   std::array<Breakdown, kNumMemorySpaces> at_peak_{};
   std::array<int64_t, kNumMemorySpaces> current_total_{};
   std::array<int64_t, kNumMemorySpaces> peak_total_{};
+  bool dry_run_ = false;
 };
 
 }  // namespace tessera::engine

@@ -77,7 +77,9 @@ class Optimizer final : public OptimizerShard {
     for (int s = 0; s < states; ++s) states_.emplace_back(ledger, MemoryCategory::optimizer_states, numel_, space);
     if constexpr (kKeepsMaster) {
       master_ = Tensor<W>(ledger, MemoryCategory::master_weights, numel_, space);
-      for (int64_t i = 0; i < numel_; ++i) master_.data()[i] = widen(params[i]);
+      if (params != nullptr) {  // null in a dry run
+        for (int64_t i = 0; i < numel_; ++i) master_.data()[i] = widen(params[i]);
+      }
     }
   }
 

@@ -30,8 +30,9 @@ template <typename T>
 class Tensor {
  public:
   Tensor() = default;
+  // In a dry run's ledger the bytes are booked but nothing is allocated: data() is null.
   Tensor(MemoryLedger& ledger, MemoryCategory category, int64_t numel, MemorySpace space = MemorySpace::device)
-      : ledger_(&ledger), category_(category), space_(space), numel_(numel), data_(allocate(category, numel)) {
+      : ledger_(&ledger), category_(category), space_(space), numel_(numel), data_(ledger.is_dry_run() ? nullptr : allocate(category, numel)) {
     ledger_->allocated(category_, space_, bytes());
   }
   ~Tensor() { release(); }
@@ -55,7 +56,9 @@ class Tensor {
   int64_t numel() const { return numel_; }
   int64_t bytes() const { return numel_ * static_cast<int64_t>(sizeof(T)); }
   MemoryCategory category() const { return category_; }
-  void zero() { std::fill(data_.get(), data_.get() + numel_, T{}); }
+  void zero() {
+    if (data_) std::fill(data_.get(), data_.get() + numel_, T{});
+  }
 
  private:
   static std::unique_ptr<T[]> allocate(MemoryCategory category, int64_t numel) {
@@ -66,7 +69,7 @@ class Tensor {
     }
   }
   void release() {
-    if (ledger_ != nullptr && data_) ledger_->freed(category_, space_, bytes());
+    if (ledger_ != nullptr) ledger_->freed(category_, space_, bytes());
     data_.reset();
     ledger_ = nullptr;
   }

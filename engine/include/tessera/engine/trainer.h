@@ -59,6 +59,8 @@ struct TrainOptions {
   // Ranks other than 0: the run directory rank 0 holds (run_directory is null
   // there), into whose staging directory they write their checkpoint shards.
   std::string run_directory_path;
+  // A dry run (dry_run()): the ledger books and allocates nothing.
+  bool dry_run = false;
 };
 
 struct TrainMetrics {
@@ -80,5 +82,13 @@ struct TrainMetrics {
 // `progress` receives a progress bar (terminal) or log lines. Out of memory is
 // an error naming the allocation, not an exception.
 Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& options, std::ostream& progress, bool terminal);
+
+// One optimizer step of this rank's allocations and frees, in their real
+// order and sizes, with no data, no arithmetic and no communication: the
+// model, the plugin's shards and buffers, and every unit gathered and released
+// over the micro-batches, booked in a dry-run ledger (memory_ledger.h). Give a
+// data_parallel_group from comm::make_dry_run_communicator(rank, size) to be
+// any rank of any size; `metrics.ranks` holds the rank's peaks.
+Result<TrainMetrics> dry_run(const planner::Model& model, TrainOptions options);
 
 }  // namespace tessera::engine

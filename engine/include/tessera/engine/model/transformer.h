@@ -88,6 +88,9 @@ class Transformer {
     grads_[static_cast<size_t>(p)] = Slice<T>(grad, grads_[static_cast<size_t>(p)].numel());
   }
   void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+  // The unit hooks of one forward and backward, in their order, computing
+  // nothing: what a dry run replays (its ledger holds no data).
+  void hooks_only_pass();
   const std::vector<std::string>& parameter_names() const { return names_; }
   const std::vector<std::vector<int64_t>>& parameter_shapes() const { return shapes_; }
   void zero_gradients();

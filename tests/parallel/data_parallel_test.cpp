@@ -1,5 +1,6 @@
 // Data parallelism against one process, under mpirun (-np 2 and 4): for each
-// plugin the engine runs (DDP, ZeRO-1 and 2, FSDP both strategies), 5 steps on N ranks leave the same parameters as 5
+// plugin the engine runs (DDP, ZeRO-1 and 2 with and without CPU offload, FSDP
+// both strategies), 5 steps on N ranks leave the same parameters as 5
 // steps of one rank on the same global batch (the rank's micro-batches · N),
 // and the bytes each collective moved equal the formula.
 //
@@ -114,6 +115,7 @@ int main() {
     int zero_stage;
     planner::FsdpStrategy fsdp;
     planner::Precision precision = planner::Precision::fp32;
+    bool cpu_offload = false;
   };
   const planner::Precision bf16 = planner::Precision::bf16;
   for (const Case& c : {Case{"torch_ddp", planner::PluginKind::torch_ddp, 0, {}}, Case{"zero1", planner::PluginKind::low_level_zero, 1, {}},
@@ -123,11 +125,14 @@ int main() {
                         Case{"torch_ddp_bf16", planner::PluginKind::torch_ddp, 0, {}, bf16},
                         Case{"zero1_bf16", planner::PluginKind::low_level_zero, 1, {}, bf16},
                         Case{"zero2_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16},
-                        Case{"fsdp_full_shard_bf16", planner::PluginKind::torch_fsdp, 0, planner::FsdpStrategy::full_shard, bf16}}) {
+                        Case{"fsdp_full_shard_bf16", planner::PluginKind::torch_fsdp, 0, planner::FsdpStrategy::full_shard, bf16},
+                        Case{"zero1_offload", planner::PluginKind::low_level_zero, 1, {}, planner::Precision::fp32, true},
+                        Case{"zero2_offload_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16, true}}) {
     const bool fsdp = c.kind == planner::PluginKind::torch_fsdp;
     planner::PluginOptions plugin;
     plugin.kind = c.kind;
     plugin.fsdp_strategy = c.fsdp;
+    plugin.cpu_offload = c.cpu_offload;
     plugin.zero_stage = c.kind == planner::PluginKind::low_level_zero ? c.zero_stage : -1;
     plugin.bucket_bytes = 256 << 10;             // DDP: several buckets
     plugin.reduce_bucket_numel = c.zero_stage == 1 ? 40000 : params;  // ZeRO-1: several buckets; ZeRO-2: one

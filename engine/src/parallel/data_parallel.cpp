@@ -41,8 +41,11 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
     optimizer_.emplace(Optimizer<T>::whole(ledger, model.flat_parameters().data(), model.flat_order(), std::move(decay), options));
     return Status::success();
   }
+  // ZeRO-Offload (Ren et al. 2021): master weights, states and an fp32 copy of the gradient shard on the host.
+  const MemorySpace optimizer_space = plugin_.cpu_offload ? MemorySpace::host : MemorySpace::device;
   optimizer_.emplace(ledger, model.flat_parameters().data() + rank * shard_, shard_, planner::shard_pieces(model.flat_order(), dp, rank),
-                           std::move(decay), options);
+                     std::move(decay), options, optimizer_space);
+  if (plugin_.cpu_offload) host_gradients_ = Tensor<float>(ledger, MemoryCategory::gradients, shard_, MemorySpace::host);
   if (dp == 1) return Status::success();
   if (zero_stage_ == 1) {
     bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero_bucket_numel(plugin_.reduce_bucket_numel, params_, dp));
@@ -121,10 +124,22 @@ Status DataParallel<T>::reduce_gradients() {
 
 template <typename T>
 Result<std::optional<double>> DataParallel<T>::step(double loss_scale) {
-  const T* grads = shard_gradients();
-  auto sum_of_squares = this->global_sum_of_squares(*optimizer_, grads, loss_scale, sharded());
-  if (!sum_of_squares) return sum_of_squares.error();
-  const std::optional<double> norm = optimizer_->apply(grads, sum_of_squares.value(), loss_scale);
+  std::optional<double> norm;
+  if (plugin_.cpu_offload) {
+    const T* device_gradients = shard_gradients();
+    float* host = host_gradients_.data();
+    if (host != nullptr) {
+      for (int64_t i = 0; i < shard_; ++i) host[i] = widen(device_gradients[i]);
+    }
+    auto sum_of_squares = this->global_sum_of_squares(*optimizer_, static_cast<const float*>(host), loss_scale, sharded());
+    if (!sum_of_squares) return sum_of_squares.error();
+    norm = optimizer_->apply(static_cast<const float*>(host), sum_of_squares.value(), loss_scale);
+  } else {
+    const T* grads = shard_gradients();
+    auto sum_of_squares = this->global_sum_of_squares(*optimizer_, grads, loss_scale, sharded());
+    if (!sum_of_squares) return sum_of_squares.error();
+    norm = optimizer_->apply(grads, sum_of_squares.value(), loss_scale);
+  }
   if (norm && sharded()) {
     if (Status s = this->group_.all_gather(shard_parameters(), model_->flat_parameters().data(), static_cast<size_t>(shard_), kType<T>); !s) {
       return s.error();

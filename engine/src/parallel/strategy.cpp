@@ -16,7 +16,9 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
                                                   ": the engine runs torch_ddp, torch_fsdp and low_level_zero so far; plan with one of them");
   }
-  if (plugin.cpu_offload) return make_error(ErrorCode::unsupported, "--cpu-offload: the engine does not offload yet; plan without it");
+  if (plugin.cpu_offload && plugin.kind != PluginKind::low_level_zero) {
+    return make_error(ErrorCode::unsupported, "--cpu-offload: the engine offloads low_level_zero's optimizer so far; plan without it");
+  }
   const int64_t params = model.parameter_count;
   const int64_t padded = planner::padded_flat_numel(params, dp);
   if (plugin.kind == PluginKind::low_level_zero && plugin.effective_zero_stage() == 2 && dp > 1 &&

@@ -93,7 +93,8 @@ class Optimizer final : public OptimizerShard {
   // Σ (g · unscale)² over the shard's gradients, in double, over fixed blocks
   // summed in order: the same bits whatever the number of threads. Under ZeRO
   // the ranks' sums are added to make the global norm.
-  double sum_of_squares(const T* grads, double unscale) const {
+  template <typename G>
+  double sum_of_squares(const G* grads, double unscale) const {
     constexpr int64_t kBlock = int64_t{1} << 16;
     const int64_t blocks = (numel_ + kBlock - 1) / kBlock;
     std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
@@ -115,7 +116,9 @@ class Optimizer final : public OptimizerShard {
   // squares of the unscaled gradients; returns the norm before clipping, or
   // nullopt (and no update) when it is not finite: a gradient is inf or NaN
   // (the fp16 loss scaler's overflow check).
-  std::optional<double> apply(const T* grads, double global_sum_of_squares, double loss_scale) {
+  // `grads`: the shard's gradients, in the model's type or (offloaded) in fp32.
+  template <typename G>
+  std::optional<double> apply(const G* grads, double global_sum_of_squares, double loss_scale) {
     if (!std::isfinite(global_sum_of_squares)) return std::nullopt;
     const double norm = std::sqrt(global_sum_of_squares);
     const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;

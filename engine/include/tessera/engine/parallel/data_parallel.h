@@ -61,6 +61,7 @@ class DataParallel final : public ParallelStrategy<T> {
   std::optional<Optimizer<T>> optimizer_;
   Tensor<T> bucket_;           // stage 1: the reduce bucket
   Tensor<T> gradient_shard_;   // stage 2: the reduced gradients of this rank's shard
+  Tensor<float> host_gradients_;  // cpu_offload: the shard's gradients in fp32 on the host, where the optimizer steps
 };
 
 }  // namespace tessera::engine

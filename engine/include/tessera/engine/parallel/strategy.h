@@ -53,8 +53,8 @@ class ParallelStrategy {
  protected:
   explicit ParallelStrategy(comm::Communicator& group) : group_(group) {}
   // The global gradient norm's square from each rank's shard (all-reduced when the shards differ).
-  template <typename G>
-  Result<double> global_sum_of_squares(const Optimizer<G>& optimizer, const G* shard_gradients, double loss_scale, bool shards_differ) {
+  template <typename O, typename G>
+  Result<double> global_sum_of_squares(const Optimizer<O>& optimizer, const G* shard_gradients, double loss_scale, bool shards_differ) {
     double sum = optimizer.sum_of_squares(shard_gradients, 1.0 / loss_scale);
     if (shards_differ) {
       if (Status s = group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();

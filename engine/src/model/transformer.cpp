@@ -246,18 +246,14 @@ template <typename T>
 void Transformer<T>::hooks_only_pass() {
   if (hooks_ == nullptr) return;
   const int L = static_cast<int>(config_.num_layers);
-  hooks_->before_forward(planner::kRootUnit);
-  for (int l = 0; l < L; ++l) {
+  for (int l = planner::kEmbeddingLayer; l <= L; ++l) {
     hooks_->before_forward(l);
     hooks_->after_forward(l);
   }
-  hooks_->after_forward(planner::kRootUnit);
-  hooks_->before_backward(planner::kRootUnit);
-  for (int l = L - 1; l >= 0; --l) {
+  for (int l = L; l >= planner::kEmbeddingLayer; --l) {
     hooks_->before_backward(l);
     hooks_->after_backward(l);
   }
-  hooks_->after_backward(planner::kRootUnit);
 }
 
 template <typename T>
@@ -272,13 +268,15 @@ double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   const int L = static_cast<int>(c.num_layers);
   tokens_ = tokens;
   targets_ = targets;
-  if (hooks_ != nullptr) hooks_->before_forward(planner::kRootUnit);
+  if (hooks_ != nullptr) hooks_->before_forward(planner::kEmbeddingLayer);
   embedding_forward(act(0, "block_input"), tokens, param(wte_), wpe_ >= 0 ? param(wpe_) : nullptr, B_, T_, C);
+  if (hooks_ != nullptr) hooks_->after_forward(planner::kEmbeddingLayer);
   for (int l = 0; l < L; ++l) {
     if (hooks_ != nullptr) hooks_->before_forward(l);
     block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_.narrow, "final_norm_input"));
     if (hooks_ != nullptr) hooks_->after_forward(l);
   }
+  if (hooks_ != nullptr) hooks_->before_forward(L);
   T* x = find(last_stage_.narrow, "final_norm_input");
   W* norm_stats = find_wide(last_stage_, "final_norm_stats");
   T* h = find(last_stage_.narrow, "head_input");
@@ -291,7 +289,7 @@ double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   W* losses = find_wide(logits_, "token_losses");
   linear_forward(logits, h, param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in, workspace_);
   cross_entropy_forward(losses, logits, targets, N, V);
-  if (hooks_ != nullptr) hooks_->after_forward(planner::kRootUnit);
+  if (hooks_ != nullptr) hooks_->after_forward(L);
   double mean = 0;
   for (int64_t i = 0; i < N; ++i) mean += static_cast<double>(losses[i]);
   return mean / static_cast<double>(N);
@@ -360,7 +358,8 @@ void Transformer<T>::backward(W loss_scale) {
   T* dres = find(scratch_.narrow, "grad_residual");
   T* dnarrow = find(scratch_.narrow, "grad_narrow");
   std::fill(dres, dres + N * C, T{});
-  if (hooks_ != nullptr) hooks_->before_backward(planner::kRootUnit);
+  const int L = static_cast<int>(c.num_layers);
+  if (hooks_ != nullptr) hooks_->before_backward(L);
   W* logits = find_logits();
   cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<W>(N));
   T* h = find(last_stage_.narrow, "head_input");
@@ -372,14 +371,16 @@ void Transformer<T>::backward(W loss_scale) {
   } else {
     rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), norm_stats, N, C);
   }
-  for (int l = static_cast<int>(c.num_layers) - 1; l >= 0; --l) {
+  if (hooks_ != nullptr) hooks_->after_backward(L);
+  for (int l = L - 1; l >= 0; --l) {
     if (hooks_ != nullptr) hooks_->before_backward(l);
     recompute_block(l);
     block_backward(l);
     if (hooks_ != nullptr) hooks_->after_backward(l);
   }
+  if (hooks_ != nullptr) hooks_->before_backward(planner::kEmbeddingLayer);
   embedding_backward(grad(wte_), wpe_ >= 0 ? grad(wpe_) : nullptr, dres, tokens_, B_, T_, C);
-  if (hooks_ != nullptr) hooks_->after_backward(planner::kRootUnit);
+  if (hooks_ != nullptr) hooks_->after_backward(planner::kEmbeddingLayer);
 }
 
 // dres holds the gradient of the block's output; it leaves holding the gradient of its input.

@@ -97,20 +97,31 @@ void FullyShardedDataParallel<T>::release(int unit) {
   bind(unit, nullptr, nullptr);
 }
 
+// The hooks come per layer (the embeddings, each block, the head); the root
+// unit holds both ends: gathered at the embeddings' forward, its gradient
+// allocated at the head's backward (the first) and reduced after the
+// embeddings' backward (the last).
 template <typename T>
-void FullyShardedDataParallel<T>::before_forward(int unit) {
-  gather(unit);
-  if (unit != kRoot && strategy_ == planner::FsdpStrategy::full_shard && unit + 1 < static_cast<int>(layout_.units.size()) - 1) gather(unit + 1);
-  bind(unit, gathered_[static_cast<size_t>(unit + 1)].data(), nullptr);
+void FullyShardedDataParallel<T>::before_forward(int layer) {
+  if (is_root(layer)) {
+    gather(kRoot);
+    bind(kRoot, gathered_[0].data(), nullptr);
+    return;
+  }
+  gather(layer);
+  if (strategy_ == planner::FsdpStrategy::full_shard && layer + 1 < blocks()) gather(layer + 1);
+  bind(layer, gathered_[static_cast<size_t>(layer + 1)].data(), nullptr);
 }
 
 template <typename T>
-void FullyShardedDataParallel<T>::after_forward(int unit) {
-  if (unit != kRoot && strategy_ == planner::FsdpStrategy::full_shard) release(unit);
+void FullyShardedDataParallel<T>::after_forward(int layer) {
+  if (!is_root(layer) && strategy_ == planner::FsdpStrategy::full_shard) release(layer);
 }
 
 template <typename T>
-void FullyShardedDataParallel<T>::before_backward(int unit) {
+void FullyShardedDataParallel<T>::before_backward(int layer) {
+  if (layer == planner::kEmbeddingLayer) return;  // the root's gradient is bound since the head's backward
+  const int unit = is_root(layer) ? kRoot : layer;
   gather(unit);
   if (unit > 0 && strategy_ == planner::FsdpStrategy::full_shard) gather(unit - 1);
   Tensor<T>& gradient = unit_gradients_[static_cast<size_t>(unit + 1)];
@@ -119,7 +130,9 @@ void FullyShardedDataParallel<T>::before_backward(int unit) {
 }
 
 template <typename T>
-void FullyShardedDataParallel<T>::after_backward(int unit) {
+void FullyShardedDataParallel<T>::after_backward(int layer) {
+  if (layer == blocks()) return;  // the head: the root's gradient waits for the embeddings'
+  const int unit = is_root(layer) ? kRoot : layer;
   reduce_unit_gradients(unit);
   unit_gradients_[static_cast<size_t>(unit + 1)] = Tensor<T>();
   release(unit);

@@ -43,10 +43,12 @@ struct FlatStorage {
   bool flat_buffers = true;
 };
 
-// Called around each unit's forward and backward, so that a sharded plugin can
-// gather a unit's parameters before it runs and release them, and reduce its
-// gradients, after. Units: planner::kRootUnit (the embeddings, the final norm
-// and the head) and the blocks 0..L-1. Backward of a block includes its recompute.
+// Called around each layer's forward and backward, so that a sharded plugin
+// can gather a layer's parameters before it runs and release them, and reduce
+// its gradients, after. Layers as the inventory numbers them:
+// planner::kEmbeddingLayer (-1), the blocks 0..L-1, and L (the final norm and
+// the head, which uses a tied embedding's weight). Backward of a block
+// includes its recompute.
 class UnitHooks {
  public:
   virtual ~UnitHooks() = default;

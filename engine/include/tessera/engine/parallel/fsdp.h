@@ -44,12 +44,15 @@ class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitH
   void initialize(const planner::Model& model, uint64_t seed) override;
 
  private:
-  void before_forward(int unit) override;
-  void after_forward(int unit) override;
-  void before_backward(int unit) override;
-  void after_backward(int unit) override;
+  void before_forward(int layer) override;
+  void after_forward(int layer) override;
+  void before_backward(int layer) override;
+  void after_backward(int layer) override;
 
   const planner::ShardedUnit& unit_of(int unit) const { return layout_.units[static_cast<size_t>(unit + 1)]; }
+  int blocks() const { return static_cast<int>(layout_.units.size()) - 1; }
+  // The embeddings (layer -1) and the head (layer L) belong to the root unit.
+  bool is_root(int layer) const { return layer == planner::kEmbeddingLayer || layer == blocks(); }
   // Points the unit's parameters (and gradients) at `params` (and `grads`), laid out as the unit's flat buffer.
   void bind(int unit, T* params, T* grads);
   void gather(int unit);

@@ -65,10 +65,8 @@ EstimateRequest cpu_request(EstimateRequest r) {
 // the engine does not run yet (tensor and pipeline parallelism, FSDP, Gemini)
 // or does its own way (its DDP buckets are always views of the gradients):
 // refused rather than silently ignored.
-constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--gradient-as-bucket-view", "--chunk-size",
-                                               "--placement",         "--shard-param-frac",         "--offload-optim-frac", "--offload-param-frac",
-                                               "--search-range-m",    "--min-chunk-size-m",         "--search-interval",    "--pp-schedule",
-                                               "--model-chunks"};
+constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--gradient-as-bucket-view", "--shard-param-frac", "--offload-optim-frac",
+                                               "--offload-param-frac", "--pp-schedule",             "--model-chunks"};
 // What a plan file sets; given beside --plan they would be overridden.
 constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--activation-profile"};
 constexpr const char* kLossScalerOptions[] = {"--loss-scale", "--loss-scale-window", "--hysteresis"};

@@ -84,6 +84,10 @@ int64_t search_chunk_size(const TensorInventory& inventory, const GeminiOptions&
   return (best + dp - 1) / dp * dp;
 }
 
+int64_t gemini_chunk_size(const TensorInventory& inventory, const GeminiOptions& options, int64_t dp) {
+  return options.chunk_size > 0 ? options.chunk_size : search_chunk_size(inventory, options, dp);
+}
+
 int64_t peak_chunks_per_layer(const ChunkLayout& layout, const TensorInventory& inventory, int num_layers) {
   // Layers run from kEmbeddingLayer (-1) to num_layers (the head); slot = layer + 1.
   // Packing is contiguous in execution order, so a chunk held across layers holds

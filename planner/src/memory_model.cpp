@@ -198,7 +198,7 @@ MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const Estimate
 GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   const GeminiOptions& g = r.plugin.gemini;
   GeminiSummary summary = gemini_placement(g);
-  summary.chunk_size = g.chunk_size > 0 ? g.chunk_size : search_chunk_size(m.inventory, g, r.layout.dp);
+  summary.chunk_size = gemini_chunk_size(m.inventory, g, r.layout.dp);
   const ChunkLayout layout = pack_chunks(m.inventory, summary.chunk_size);
   summary.num_chunks = layout.num_chunks();
   summary.chunk_used = layout.chunk_used;

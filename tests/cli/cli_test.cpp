@@ -472,27 +472,30 @@ TEST(Cli, HelpExitsZero) {
   EXPECT_NE(sub.out.find("--micro-batch"), std::string::npos);
 }
 
-// Issue 16's dry run at full scale: one rank of a 70B FSDP plan on 1024 GPUs,
-// replayed without data or arithmetic, books what the planner predicts.
-TEST(Cli, DryRunOfA70BFsdpPlanOn1024GpusMatchesThePlanner) {
-  const tessera::testing::ScratchDir scratch;
-  const std::string plan = scratch.path("plan.json"), dir = scratch.path("dry");
-  ASSERT_EQ(run({"plan", "--model", "llama-2-70b", "--gpus", "1024", "--gpus-per-node", "8", "--gpu", "h100-80g", "--global-batch", "1024", "--seq",
-                 "4096", "--plugin", "torch_fsdp", "--output", plan.c_str()})
-                .code,
-            0);
-  const CliRun dry = run({"train", "--plan", plan.c_str(), "--dry-run", "--rank", "517", "--out", dir.c_str()});
-  ASSERT_EQ(dry.code, 0) << dry.err;
-  EXPECT_NE(dry.out.find("dry run of rank 517 of 1024 (torch_fsdp, bf16)"), std::string::npos) << dry.out;
-  std::ifstream metrics_file(dir + "/metrics.json");
-  const auto metrics = nlohmann::json::parse(metrics_file);
-  ASSERT_EQ(metrics["ranks"].size(), 1u);
-  EXPECT_EQ(metrics["ranks"][0]["ranks"], nlohmann::json::array({517, 517}));
-  const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
-  ASSERT_EQ(compared.code, 0) << compared.err;
-  const auto doc = nlohmann::json::parse(compared.out);
-  EXPECT_LE(doc["max_abs_error_pct"].get<double>(), 3.0) << compared.out;
-  EXPECT_GT(doc["categories"][4]["measured_bytes"].get<int64_t>(), int64_t{1} << 30) << "activations of a 70B micro-batch of 4096 tokens";
+// Issue 16's dry run at full scale: one rank of a 70B FSDP or Gemini plan on
+// 1024 GPUs, replayed without data or arithmetic, books what the planner predicts.
+TEST(Cli, DryRunsOf70BPlansOn1024GpusMatchThePlanner) {
+  for (const char* plugin : {"torch_fsdp", "gemini"}) {
+    const tessera::testing::ScratchDir scratch;
+    const std::string plan = scratch.path("plan.json"), dir = scratch.path("dry");
+    ASSERT_EQ(run({"plan", "--model", "llama-2-70b", "--gpus", "1024", "--gpus-per-node", "8", "--gpu", "h100-80g", "--global-batch", "1024", "--seq",
+                   "4096", "--plugin", plugin, "--output", plan.c_str()})
+                  .code,
+              0);
+    const CliRun dry = run({"train", "--plan", plan.c_str(), "--dry-run", "--rank", "517", "--out", dir.c_str()});
+    ASSERT_EQ(dry.code, 0) << dry.err;
+    EXPECT_NE(dry.out.find("dry run of rank 517 of 1024 (" + std::string(plugin) + ", bf16)"), std::string::npos) << dry.out;
+    std::ifstream metrics_file(dir + "/metrics.json");
+    const auto metrics = nlohmann::json::parse(metrics_file);
+    ASSERT_EQ(metrics["ranks"].size(), 1u);
+    EXPECT_EQ(metrics["ranks"][0]["ranks"], nlohmann::json::array({517, 517}));
+    const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
+    ASSERT_EQ(compared.code, 0) << compared.err;
+    const auto doc = nlohmann::json::parse(compared.out);
+    EXPECT_LE(doc["max_abs_error_pct"].get<double>(), 3.0) << compared.out;
+    EXPECT_GT(doc["categories"][4]["measured_bytes"].get<int64_t>(), int64_t{1} << 30) << "activations of a 70B micro-batch of 4096 tokens";
+    EXPECT_GT(doc["categories"][7]["measured_bytes"].get<int64_t>(), int64_t{1} << 30) << "gathered units or chunks of a 70B layer";
+  }
 }
 
 TEST(Cli, DryRunRanksOutsideThePlanAreRefused) {

@@ -10,8 +10,10 @@ mpiexec=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
-for plugin in torch_ddp torch_fsdp low_level_zero; do
-  "$tessera" plan --model tiny-gpt2 --gpus 4 --global-batch 16 --seq 64 --precision fp32 --plugin "$plugin" --output "$work/$plugin.json" > /dev/null
+for plugin in torch_ddp torch_fsdp low_level_zero gemini; do
+  precision=fp32
+  [[ $plugin == gemini ]] && precision=bf16  # as ColossalAI's GeminiPlugin, mixed precision only
+  "$tessera" plan --model tiny-gpt2 --gpus 4 --global-batch 16 --seq 64 --precision $precision --plugin "$plugin" --output "$work/$plugin.json" > /dev/null
   "$mpiexec" -np 4 --allow-run-as-root --oversubscribe "$tessera" train --plan "$work/$plugin.json" --steps 5 --out "$work/run-$plugin" > /dev/null
   # The top-level "ranks" array, then one "ranks": [r, r] per row.
   rows=$(( $(grep -c '"ranks": \[' "$work/run-$plugin/metrics.json") - 1 ))

@@ -4,6 +4,8 @@
 
 #include "tessera/engine/parallel/data_parallel.h"
 #include "tessera/engine/parallel/fsdp.h"
+#include "tessera/engine/parallel/gemini.h"
+#include "tessera/planner/chunks.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/sharding.h"
 
@@ -11,10 +13,31 @@ namespace tessera::engine {
 
 using planner::PluginKind;
 
-Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision /*precision*/, const planner::Model& model, int64_t dp) {
-  if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::torch_fsdp) {
-    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
-                                                  ": the engine runs torch_ddp, torch_fsdp and low_level_zero so far; plan with one of them");
+Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision precision, const planner::Model& model, int64_t dp) {
+  if (plugin.kind == PluginKind::hybrid_parallel) {
+    return make_error(ErrorCode::unsupported, "--plugin hybrid_parallel: tensor and pipeline parallelism come next; plan with torch_ddp, torch_fsdp, "
+                                              "low_level_zero or gemini");
+  }
+  if (plugin.kind == PluginKind::gemini) {
+    const planner::GeminiOptions& g = plugin.gemini;
+    // Placements that put everything on one side: cuda, cpu, and static or auto at 0 or 1.
+    const bool all_device = g.offload_param_frac == 0 && g.offload_optim_frac == 0;
+    const bool all_host = g.offload_param_frac == 1 && g.offload_optim_frac == 1;
+    const bool whole = g.placement_policy == planner::GeminiPlacement::cuda || g.placement_policy == planner::GeminiPlacement::cpu ||
+                       (g.placement_policy != planner::GeminiPlacement::auto_placement && g.shard_param_frac == 1 && (all_device || all_host));
+    if (!whole) {
+      return make_error(ErrorCode::unsupported, "--placement: the engine's gemini places all chunks on the device (cuda) or the host (cpu) so far; "
+                                                "plan with --placement cuda or cpu");
+    }
+    if (precision == planner::Precision::fp32) {
+      return make_error(ErrorCode::unsupported, "--precision fp32: gemini trains in bf16 or fp16 (as ColossalAI's GeminiPlugin), keeping fp32 master weights; "
+                                                "plan it with --precision bf16");
+    }
+    const int64_t chunk = planner::gemini_chunk_size(model.inventory, g, dp);
+    if (chunk % dp != 0) {
+      return make_error(ErrorCode::invalid_argument, "--chunk-size " + std::to_string(chunk) + " does not split evenly over " + std::to_string(dp) +
+                                                         " ranks; give a multiple of " + std::to_string(dp));
+    }
   }
   if (plugin.cpu_offload && plugin.kind != PluginKind::low_level_zero) {
     return make_error(ErrorCode::unsupported, "--cpu-offload: the engine offloads low_level_zero's optimizer so far; plan without it");
@@ -32,6 +55,7 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
 template <typename T>
 std::unique_ptr<ParallelStrategy<T>> make_parallel_strategy(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model) {
   if (plugin.kind == PluginKind::torch_fsdp) return std::make_unique<FullyShardedDataParallel<T>>(group, plugin, model);
+  if (plugin.kind == PluginKind::gemini) return std::make_unique<Gemini<T>>(group, plugin, model);
   return std::make_unique<DataParallel<T>>(group, plugin, model.parameter_count);
 }
 

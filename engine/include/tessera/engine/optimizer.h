@@ -94,14 +94,16 @@ class Optimizer final : public OptimizerShard {
   // summed in order: the same bits whatever the number of threads. Under ZeRO
   // the ranks' sums are added to make the global norm.
   template <typename G>
-  double sum_of_squares(const G* grads, double unscale) const {
+  double sum_of_squares(const G* grads, double unscale) const { return sum_of_squares(grads, numel_, unscale); }
+  template <typename G>
+  static double sum_of_squares(const G* grads, int64_t numel, double unscale) {
     constexpr int64_t kBlock = int64_t{1} << 16;
-    const int64_t blocks = (numel_ + kBlock - 1) / kBlock;
+    const int64_t blocks = (numel + kBlock - 1) / kBlock;
     std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
       double sum = 0;
-      for (int64_t i = b * kBlock; i < std::min(numel_, (b + 1) * kBlock); ++i) {
+      for (int64_t i = b * kBlock; i < std::min(numel, (b + 1) * kBlock); ++i) {
         const double x = static_cast<double>(widen(grads[i])) * unscale;
         sum += x * x;
       }
@@ -119,6 +121,13 @@ class Optimizer final : public OptimizerShard {
   // `grads`: the shard's gradients, in the model's type or (offloaded) in fp32.
   template <typename G>
   std::optional<double> apply(const G* grads, double global_sum_of_squares, double loss_scale) {
+    return apply_by_piece([grads](const planner::ShardPiece& piece) { return grads + piece.offset_in_shard; }, global_sum_of_squares, loss_scale);
+  }
+
+  // apply() where each piece's gradients are elsewhere: gradients_of(piece)
+  // points at the piece's first gradient (Gemini keeps them chunk by chunk).
+  template <typename GradientsOf>
+  std::optional<double> apply_by_piece(GradientsOf&& gradients_of, double global_sum_of_squares, double loss_scale) {
     if (!std::isfinite(global_sum_of_squares)) return std::nullopt;
     const double norm = std::sqrt(global_sum_of_squares);
     const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;
@@ -133,10 +142,11 @@ class Optimizer final : public OptimizerShard {
     for (const planner::ShardPiece& piece : pieces_) {
       const W wd = decay_[static_cast<size_t>(piece.parameter)] ? static_cast<W>(options_.weight_decay) : W(0);
       const int64_t begin = piece.offset_in_shard, end = begin + piece.numel;
+      const auto* grads = gradients_of(piece);  // the piece's, from its first element
       // Element by element, independent: threads change nothing in the result.
 #pragma omp parallel for schedule(static)
       for (int64_t i = begin; i < end; ++i) {
-        const W grad = widen(grads[i]) * gradient_factor;
+        const W grad = widen(grads[i - begin]) * gradient_factor;
         W& w = weights[i];
         switch (options_.kind) {
           case planner::OptimizerKind::adamw:
@@ -172,6 +182,7 @@ class Optimizer final : public OptimizerShard {
   // Rounds the master weights into the model's 16-bit parameters (after a
   // step, or after a checkpoint restored the master weights).
   void round_into() {
+    if (params_ == nullptr) return;  // the caller keeps the parameters elsewhere (Gemini's chunks) and rounds them itself
     if constexpr (kKeepsMaster) {
       const W* master = master_.data();
       T* params = params_;

@@ -32,6 +32,8 @@ int64_t chunk_waste_elements(const TensorInventory& inventory, int64_t chunk_siz
 // search_range_m Mi at search_interval steps, least waste first, then rounded up
 // to a multiple of the data-parallel size so that shards are even.
 int64_t search_chunk_size(const TensorInventory& inventory, const GeminiOptions& options, int64_t dp);
+// The chunk size a Gemini run uses: the plan's (options.chunk_size), else the search's.
+int64_t gemini_chunk_size(const TensorInventory& inventory, const GeminiOptions& options, int64_t dp);
 
 // Most chunks one layer touches at once (a chunk spanning two layers is held by
 // both): Gemini gathers a chunk before its first tensor runs and releases it

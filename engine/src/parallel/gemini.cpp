@@ -1,0 +1,326 @@
+#include "tessera/engine/parallel/gemini.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "tessera/engine/model/initialization.h"
+
+namespace tessera::engine {
+
+// ---- ChunkShard ----------------------------------------------------------
+
+template <typename T>
+ChunkShard<T>::ChunkShard(MemoryLedger& ledger, MemoryCategory category, MemorySpace space, int64_t shard)
+    : ledger_(&ledger), category_(category), space_(space), shard_(shard) {
+  const auto bytes = static_cast<size_t>(shard) * sizeof(T);
+  if (!ledger.is_dry_run() && shard > 0) {
+    data_ = static_cast<T*>(std::calloc(static_cast<size_t>(shard), sizeof(T)));
+    if (data_ == nullptr) throw AllocationFailure(category, static_cast<int64_t>(bytes));
+  }
+  ledger.allocated(category, space, static_cast<int64_t>(bytes));
+}
+
+template <typename T>
+ChunkShard<T>::ChunkShard(ChunkShard&& other) noexcept {
+  *this = std::move(other);
+}
+
+template <typename T>
+ChunkShard<T>& ChunkShard<T>::operator=(ChunkShard&& other) noexcept {
+  if (this != &other) {
+    release();
+    ledger_ = std::exchange(other.ledger_, nullptr);
+    category_ = other.category_;
+    space_ = other.space_;
+    shard_ = std::exchange(other.shard_, 0);
+    grown_by_ = std::exchange(other.grown_by_, 0);
+    grown_ = std::exchange(other.grown_, false);
+    data_ = std::exchange(other.data_, nullptr);
+  }
+  return *this;
+}
+
+template <typename T>
+ChunkShard<T>::~ChunkShard() {
+  release();
+}
+
+template <typename T>
+void ChunkShard<T>::release() {
+  if (ledger_ == nullptr) return;
+  ledger_->freed(category_, space_, shard_ * static_cast<int64_t>(sizeof(T)));
+  if (grown_) ledger_->freed(MemoryCategory::chunk_buffers, space_, grown_by_ * static_cast<int64_t>(sizeof(T)));
+  std::free(data_);
+  data_ = nullptr;
+  ledger_ = nullptr;
+}
+
+template <typename T>
+void ChunkShard<T>::grow(int rank, int ranks) {
+  const int64_t chunk = shard_ * ranks;
+  if (data_ != nullptr) {
+    auto* grown = static_cast<T*>(std::realloc(data_, static_cast<size_t>(chunk) * sizeof(T)));
+    if (grown == nullptr) throw AllocationFailure(MemoryCategory::chunk_buffers, (chunk - shard_) * static_cast<int64_t>(sizeof(T)));
+    data_ = grown;
+    T* slot = data_ + static_cast<int64_t>(rank) * shard_;
+    std::memmove(slot, data_, static_cast<size_t>(shard_) * sizeof(T));
+    std::fill(data_, slot, T{});
+    std::fill(slot + shard_, data_ + chunk, T{});
+  }
+  grown_by_ = chunk - shard_;
+  grown_ = true;
+  ledger_->allocated(MemoryCategory::chunk_buffers, space_, grown_by_ * static_cast<int64_t>(sizeof(T)));
+}
+
+template <typename T>
+void ChunkShard<T>::shrink(int rank) {
+  if (data_ != nullptr) {
+    std::memmove(data_, data_ + static_cast<int64_t>(rank) * shard_, static_cast<size_t>(shard_) * sizeof(T));
+    // Shrinking keeps the block where it is (realloc never fails to shrink in
+    // glibc); a null result would leave the old block valid, so keep it then.
+    if (auto* shrunk = static_cast<T*>(std::realloc(data_, static_cast<size_t>(shard_) * sizeof(T)))) data_ = shrunk;
+  }
+  ledger_->freed(MemoryCategory::chunk_buffers, space_, grown_by_ * static_cast<int64_t>(sizeof(T)));
+  grown_by_ = 0;
+  grown_ = false;
+}
+
+// ---- Gemini ----------------------------------------------------------------
+
+template <typename T>
+Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model)
+    : ParallelStrategy<T>(group),
+      layout_(planner::pack_chunks(model.inventory, planner::gemini_chunk_size(model.inventory, plugin.gemini, group.size()))),
+      order_(planner::flat_parameter_order(model.inventory)),
+      chunks_of_layer_(static_cast<size_t>(model.config.num_layers) + 2),
+      shard_(layout_.chunk_size / group.size()),
+      placement_host_(plugin.gemini.placement_policy == planner::GeminiPlacement::cpu ||
+                      (plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement && plugin.gemini.offload_param_frac == 1)),
+      chunks_(static_cast<size_t>(layout_.num_chunks())) {
+  std::vector<int> flat_index(model.inventory.tensors.size(), -1);
+  for (size_t p = 0; p < order_.size(); ++p) flat_index[static_cast<size_t>(order_[p].tensor_index)] = static_cast<int>(p);
+  std::vector<int64_t> used(chunks_.size(), 0);
+  for (size_t i = 0; i < model.inventory.tensors.size(); ++i) {
+    const planner::TensorInfo& tensor = model.inventory.tensors[i];
+    // A tied alias uses the chunk of the tensor it shares storage with.
+    const size_t owner = tensor.tied_to >= 0 ? static_cast<size_t>(tensor.tied_to) : i;
+    const int chunk = layout_.tensor_chunk[owner];
+    std::vector<int>& layer_chunks = chunks_of_layer_[static_cast<size_t>(tensor.layer + 1)];
+    if (std::find(layer_chunks.begin(), layer_chunks.end(), chunk) == layer_chunks.end()) layer_chunks.push_back(chunk);
+    if (tensor.tied_to >= 0) continue;
+    Chunk& c = chunks_[static_cast<size_t>(chunk)];
+    c.parameters.push_back(flat_index[i]);
+    c.offsets.push_back(used[static_cast<size_t>(chunk)]);
+    used[static_cast<size_t>(chunk)] += tensor.numel();
+  }
+}
+
+template <typename T>
+Status Gemini<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) {
+  ledger_ = &ledger;
+  model_ = &model;
+  const MemorySpace space = placement_host_ ? MemorySpace::host : MemorySpace::device;
+  const int64_t rank = this->group_.rank();
+  std::vector<planner::ShardPiece> pieces;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    Chunk& chunk = chunks_[c];
+    chunk.weights = ChunkShard<T>(ledger, MemoryCategory::parameters, space, shard_);
+    chunk.gradients = ChunkShard<T>(ledger, MemoryCategory::gradients, space, shard_);
+    const int64_t begin = rank * shard_, end = begin + shard_;  // this rank's slot of the chunk
+    for (size_t j = 0; j < chunk.parameters.size(); ++j) {
+      const int64_t offset = chunk.offsets[j], numel = order_[static_cast<size_t>(chunk.parameters[j])].numel;
+      const int64_t first = std::max(begin, offset), last = std::min(end, offset + numel);
+      if (first < last) pieces.push_back({chunk.parameters[j], first - offset, static_cast<int64_t>(c) * shard_ + first - begin, last - first});
+    }
+  }
+  // The parameters live in the chunks: the optimizer updates its fp32 master
+  // weights and step() rounds them into the chunk shards.
+  optimizer_.emplace(ledger, nullptr, static_cast<int64_t>(chunks_.size()) * shard_, std::move(pieces), std::move(decay), options, space);
+  model.set_unit_hooks(this);
+  return Status::success();
+}
+
+template <typename T>
+void Gemini<T>::initialize(const planner::Model& model, uint64_t seed) {
+  float* master = optimizer_->weights();
+  if (master == nullptr) return;  // a dry run holds no data
+  // Where each flat parameter sits: its chunk and offset there.
+  std::vector<std::pair<int, int64_t>> place(order_.size());
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    for (size_t j = 0; j < chunks_[c].parameters.size(); ++j) place[static_cast<size_t>(chunks_[c].parameters[j])] = {static_cast<int>(c), chunks_[c].offsets[j]};
+  }
+  const int64_t begin = this->group_.rank() * shard_;
+  size_t p = 0;
+  for_each_initial_value(model, seed, [&](int64_t flat_index, double value) {
+    while (flat_index >= order_[p].offset + order_[p].numel) ++p;
+    const auto [chunk, offset] = place[p];
+    const int64_t in_chunk = offset + flat_index - order_[p].offset;
+    if (in_chunk < begin || in_chunk >= begin + shard_) return;
+    master[static_cast<int64_t>(chunk) * shard_ + in_chunk - begin] = static_cast<float>(value);
+    chunks_[static_cast<size_t>(chunk)].weights.data()[in_chunk - begin] = narrow<T>(static_cast<float>(value));
+  });
+}
+
+template <typename T>
+void Gemini<T>::zero_gradients() {
+  for (Chunk& chunk : chunks_) {
+    if (chunk.gradients.data() != nullptr) std::fill(chunk.gradients.data(), chunk.gradients.data() + shard_, T{});
+  }
+}
+
+template <typename T>
+T* Gemini<T>::weights_of(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  return placement_host_ ? c.gathered_weights.data() : c.weights.data();
+}
+
+template <typename T>
+T* Gemini<T>::gradients_of(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  return placement_host_ ? c.gathered_gradients.data() : c.gradients.data();
+}
+
+template <typename T>
+void Gemini<T>::use_layer(int layer, bool backward) {
+  const std::vector<int>& needed = chunks_of_layer_[static_cast<size_t>(layer + 1)];
+  for (const int chunk : std::vector<int>(gathered_)) {
+    if (std::find(needed.begin(), needed.end(), chunk) == needed.end()) release(chunk);
+  }
+  for (const int chunk : needed) gather(chunk, backward);
+}
+
+template <typename T>
+void Gemini<T>::gather(int chunk, bool with_gradients) {
+  if (failed()) return;
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const int rank = this->group_.rank(), ranks = this->group_.size();
+  const int64_t whole = shard_ * ranks;
+  const bool dry = ledger_->is_dry_run();
+  const bool gathered = std::find(gathered_.begin(), gathered_.end(), chunk) != gathered_.end();
+  if (!gathered) {
+    if (placement_host_) {
+      c.gathered_weights = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, whole);
+      if (!dry) std::copy_n(c.weights.data(), shard_, c.gathered_weights.data() + rank * shard_);
+      ++moves_;
+    } else {
+      c.weights.grow(rank, ranks);
+    }
+    T* data = weights_of(chunk);
+    if (!dry) error_ = this->group_.all_gather(data + rank * shard_, data, static_cast<size_t>(shard_), comm::data_type_of<T>());
+    gathered_.push_back(chunk);
+  }
+  if (with_gradients && !c.holds_gradients) {
+    if (placement_host_) {
+      c.gathered_gradients = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, whole);
+      if (!dry) std::copy_n(c.gradients.data(), shard_, c.gathered_gradients.data() + rank * shard_);
+      ++moves_;
+    } else {
+      c.gradients.grow(rank, ranks);
+    }
+    c.holds_gradients = true;
+  }
+  T* weights = weights_of(chunk);
+  T* gradients = c.holds_gradients ? gradients_of(chunk) : nullptr;
+  for (size_t j = 0; j < c.parameters.size(); ++j) {
+    model_->bind_parameter(c.parameters[j], weights != nullptr ? weights + c.offsets[j] : nullptr,
+                           gradients != nullptr ? gradients + c.offsets[j] : nullptr);
+  }
+}
+
+// The chunk's gradient, reduce-scattered in place: this rank's slot becomes
+// its accumulated shard plus every rank's new contribution.
+template <typename T>
+void Gemini<T>::reduce(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const int rank = this->group_.rank();
+  T* gradient = gradients_of(chunk);
+  if (!ledger_->is_dry_run() && !failed()) {
+    error_ = this->group_.reduce_scatter(gradient, gradient + rank * shard_, static_cast<size_t>(shard_), comm::data_type_of<T>(), comm::ReduceOp::sum);
+  }
+  if (placement_host_) {
+    if (gradient != nullptr) std::copy_n(gradient + rank * shard_, shard_, c.gradients.data());
+    c.gathered_gradients = Tensor<T>();
+    ++moves_;
+  } else {
+    c.gradients.shrink(rank);
+  }
+  c.holds_gradients = false;
+}
+
+template <typename T>
+void Gemini<T>::release(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  if (c.holds_gradients) reduce(chunk);
+  if (placement_host_) {
+    c.gathered_weights = Tensor<T>();  // forward and backward do not change the weights: nothing to copy back
+  } else {
+    c.weights.shrink(this->group_.rank());
+  }
+  gathered_.erase(std::find(gathered_.begin(), gathered_.end(), chunk));
+}
+
+template <typename T>
+Status Gemini<T>::reduce_gradients() {
+  for (const int chunk : std::vector<int>(gathered_)) release(chunk);
+  return error_;
+}
+
+template <typename T>
+Result<std::optional<double>> Gemini<T>::step(double loss_scale) {
+  if (failed()) return error_.error();
+  double sum = 0;
+  for (Chunk& chunk : chunks_) sum += Optimizer<T>::sum_of_squares(chunk.gradients.data(), shard_, 1.0 / loss_scale);
+  if (sharded()) {
+    if (Status s = this->group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+  }
+  const auto gradients_of_piece = [this](const planner::ShardPiece& piece) {
+    return chunks_[static_cast<size_t>(piece.offset_in_shard / shard_)].gradients.data() + piece.offset_in_shard % shard_;
+  };
+  const std::optional<double> norm = optimizer_->apply_by_piece(gradients_of_piece, sum, loss_scale);
+  if (norm) {
+    const float* master = optimizer_->weights();
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      T* weights = chunks_[c].weights.data();
+      for (int64_t i = 0; i < shard_; ++i) weights[i] = narrow<T>(master[static_cast<int64_t>(c) * shard_ + i]);
+    }
+  }
+  return norm;
+}
+
+// Rank 0 receives every rank's fp32 master shard of each chunk and places the
+// chunk's parameters at their flat offsets (save-time host memory of rank 0).
+template <typename T>
+Status Gemini<T>::gather_weights(float* out) {
+  const int ranks = this->group_.size(), rank = this->group_.rank();
+  const float* master = optimizer_->weights();
+  std::vector<float> whole;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const float* own = master + static_cast<int64_t>(c) * shard_;
+    if (rank != 0) {
+      if (Status s = this->group_.send(own, static_cast<size_t>(shard_), comm::DataType::f32, 0); !s) return s;
+      continue;
+    }
+    whole.assign(static_cast<size_t>(shard_ * ranks), 0.0f);
+    std::copy_n(own, shard_, whole.data());
+    for (int r = 1; r < ranks; ++r) {
+      if (Status s = this->group_.recv(whole.data() + r * shard_, static_cast<size_t>(shard_), comm::DataType::f32, r); !s) return s;
+    }
+    const Chunk& chunk = chunks_[c];
+    for (size_t j = 0; j < chunk.parameters.size(); ++j) {
+      const planner::FlatParameter& flat = order_[static_cast<size_t>(chunk.parameters[j])];
+      std::copy_n(whole.data() + chunk.offsets[j], flat.numel, out + flat.offset);
+    }
+  }
+  return Status::success();
+}
+
+template class ChunkShard<bf16>;
+template class ChunkShard<fp16>;
+template class ChunkShard<float>;
+template class Gemini<float>;
+template class Gemini<bf16>;
+template class Gemini<fp16>;
+
+}  // namespace tessera::engine

@@ -10,6 +10,8 @@
 // 1.2e-7 at 4 ranks). It is not held per tensor: the attention's key bias has a
 // gradient of zero up to rounding (softmax is invariant to it), and Adam
 // normalises that noise into updates of about lr.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -105,8 +107,11 @@ int main() {
   const int rank = world->rank(), ranks = world->size();
   const planner::Model model = planner::load_model("tiny-gpt2").value();
   const int64_t params = model.parameter_count, k = 2;
-  const std::string root = std::filesystem::temp_directory_path().string() + "/tessera-data-parallel-" + std::to_string(ranks);
-  if (rank == 0) std::filesystem::remove_all(root);
+  // A directory of this run's own (rank 0's process id, sent to every rank), so that no other test can share it.
+  double run_id = rank == 0 ? static_cast<double>(::getpid()) : 0.0;
+  if (!world->broadcast(&run_id, &run_id, 1, comm::DataType::f64, 0)) return 1;
+  const std::string root = std::filesystem::temp_directory_path().string() + "/tessera-data-parallel-" + std::to_string(ranks) + "-" +
+                           std::to_string(static_cast<int64_t>(run_id));
 
   const planner::FsdpLayout units = planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks);
   struct Case {
@@ -178,8 +183,9 @@ int main() {
       expect(difference < tolerance, std::string(c.name) + ": parameters differ by " + std::to_string(difference), rank);
     }
   }
-  if (rank == 0) std::filesystem::remove_all(root);
   double total = failures;
   (void)world->all_reduce(&total, &total, 1, comm::DataType::f64, comm::ReduceOp::sum);
+  std::error_code ignored;
+  if (rank == 0) std::filesystem::remove_all(root, ignored);
   return total == 0 ? 0 : 1;
 }

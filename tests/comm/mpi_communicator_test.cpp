@@ -4,6 +4,7 @@
 // carry on, and the ranks agree on the verdict at the end (exit 0 or 1 on
 // every rank). Each check prints "rank R: FAILED ..." with its line.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <source_location>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tessera/engine/comm/mpi.h"
@@ -233,6 +235,43 @@ void check_counters(MpiRuntime& runtime, Checker& check) {
   }
 }
 
+// A collective that rank 1 joins only after the others' timeout: their calls
+// fail with comm_error and the one-line message of mpi.h; rank 1's late call
+// then completes (the others' calls are still pending in MPI, so the job can
+// finalise).
+void check_timeout(MpiRuntime& runtime, Checker& check) {
+  using Seconds = std::chrono::duration<double>;
+  for (double refused : {0.0, -1.0, std::nan("")}) {
+    const auto made = runtime.world(Seconds(refused));
+    check.expect(!made.ok() && made.error().code == ErrorCode::invalid_argument, "a timeout of " + std::to_string(refused) + " s is refused");
+  }
+  auto made = runtime.world(Seconds(0.5));
+  check.expect(made.ok(), "a world communicator with a timeout of 0.5 s");
+  if (!made.ok()) return;
+  Communicator& world = **made;
+  const int n = world.size(), r = world.rank();
+  const size_t per_rank = 256;  // 1 KiB of floats
+  const std::vector<float> mine(per_rank, static_cast<float>(r));
+  // MPI may write into a timed-out call's buffers later: they live to the end.
+  static std::vector<float> all;
+  all.resize(per_rank * static_cast<size_t>(n));
+  if (r == 1) {
+    std::this_thread::sleep_for(Seconds(1.5));
+    check.expect_ok(world.all_gather(mine.data(), all.data(), per_rank), "the late rank's all_gather");
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const Status waited = world.all_gather(mine.data(), all.data(), per_rank);
+  const Seconds elapsed = std::chrono::steady_clock::now() - start;
+  const std::string expected = "all_gather on 'world' (rank " + std::to_string(r) + " of " + std::to_string(n) + ", world rank " +
+                               std::to_string(r) + "): MPI_Iallgather of " + std::to_string(n) +
+                               ".00 KiB did not complete within 0.5 s (--comm-timeout); another rank has died or is stuck, or did not make this call";
+  check.expect(!waited.ok() && waited.error().code == ErrorCode::comm_error && waited.error().message == expected,
+               "a collective rank 1 joins late fails after the timeout: " + (waited.ok() ? std::string("(succeeded)") : waited.error().message));
+  check.expect(elapsed >= Seconds(0.5) && elapsed < Seconds(1.5), "the timeout expires after 0.5 s (took " + std::to_string(elapsed.count()) + " s)");
+  check.expect(world.counters().calls_of(Collective::all_gather) == 0, "a call that timed out is not counted");
+}
+
 // Mismatches a rank can see become a Status, and the group stays usable.
 void check_errors(Communicator& world, Checker& check) {
   const int r = world.rank();
@@ -244,7 +283,7 @@ void check_errors(Communicator& world, Checker& check) {
     const Status truncated = world.recv(buffer.data(), 4, 0);
     check.expect(!truncated.ok() && truncated.error().code == ErrorCode::comm_error, "a longer message than the recv fails with comm_error");
     check.expect(!truncated.ok() && truncated.error().message.find("recv on 'world' (rank 1 of") == 0 &&
-                     truncated.error().message.find("MPI_Recv failed: MPI_ERR_TRUNCATE") != std::string::npos,
+                     truncated.error().message.find("MPI_Irecv failed: MPI_ERR_TRUNCATE") != std::string::npos,
                  "the truncation names the call, the group, the rank and MPI's error: " +
                      (truncated.ok() ? std::string("(none)") : truncated.error().message));
   }
@@ -286,6 +325,7 @@ int run(MpiRuntime& runtime) {
   check_broadcast(world, check);
   check_ring(world, check, 200000);  // 800 KB: past the eager limit of shared-memory transports
   check_split(world, check);
+  check_timeout(runtime, check);
   check_counters(runtime, check);
   if (world.size() >= 2) check_errors(world, check);
 

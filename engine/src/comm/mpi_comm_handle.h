@@ -1,4 +1,4 @@
-// Owner of one MPI_Comm that MPI made for us (MPI_Comm_dup, MPI_Comm_split):
+// Owner of one MPI_Comm that MPI made for us (MPI_Comm_idup, MPI_Comm_split):
 // MPI_Comm_free when the owner goes. Move-only, so each handle is freed once.
 // Private to the MPI backend; the runtime that outlives it is mpi.h's MpiRuntime.
 #pragma once

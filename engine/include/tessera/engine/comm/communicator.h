@@ -19,7 +19,8 @@
 //  - Every rank of the group makes the same calls in the same order with the same
 //    count, type, op and root (as MPI and NCCL require). A mismatch is an error
 //    where a rank can see it (a receive longer or shorter than expected); others
-//    cannot be detected locally and may hang, which issue 16's --comm-timeout covers.
+//    cannot be detected locally and would hang, which the MPI backend's timeout
+//    turns into an error (mpi.h).
 //  - Every call is blocking: it returns when this rank's buffers may be reused.
 //  - A count of 0 is a no-op on every backend (buffers may then be null); it is
 //    still counted as a call.
@@ -33,7 +34,7 @@
 //
 // Errors: every call returns Status. A failure names the call, the group, the
 // rank and, for MPI, the MPI error ("recv on 'world' (rank 1 of 4, world rank 1):
-// MPI_Recv failed: MPI_ERR_TRUNCATE: message truncated"). After a backend error the group
+// MPI_Irecv failed: MPI_ERR_TRUNCATE: message truncated"). After a backend error the group
 // may be unusable (MPI-3.1 §8.3 leaves MPI's state undefined after an error):
 // stop the run; argument errors found before any communication leave it usable.
 //

@@ -22,9 +22,9 @@
 // every rank of an MPI_Allreduce receiving the same bits, and Open MPI picks its
 // algorithm by message size and process count. So this backend does not reduce
 // with MPI_Allreduce: all_reduce and reduce_scatter split the buffer into one
-// chunk per rank, MPI_Alltoallv brings every rank's copy of chunk r to rank r,
+// chunk per rank, MPI_Ialltoallv brings every rank's copy of chunk r to rank r,
 // rank r reduces them in rank order (reduce_in_rank_order, as §5.9.1's advice to
-// users suggests), and all_reduce then MPI_Allgatherv's the chunks. The traffic
+// users suggests), and all_reduce then MPI_Iallgatherv's the chunks. The traffic
 // is that of a ring all-reduce ((n-1)/n of the payload each way); the cost is a
 // scratch buffer of one payload (count elements) for the duration of the call.
 //
@@ -36,17 +36,57 @@
 // OpenMP threads never communicate; overlapping communication on a thread of its
 // own (issue 16's DDP) will need MPI_THREAD_SERIALIZED or MULTIPLE.
 //
-// MPI_Finalize waits for the other ranks (MPI-3.1 §8.7), so a rank that returns
-// early on an error while the others wait in a collective hangs the job; issue
-// 16's --comm-timeout is what ends such jobs.
+// Timeout (issue 16's --comm-timeout): no call waits forever for the other
+// ranks. Each call starts nonblocking MPI operations (MPI_Ialltoallv,
+// MPI_Iallgatherv, MPI_Iallgather, MPI_Ibcast, MPI_Isend, MPI_Irecv, MPI_Ibarrier;
+// MPI_Comm_idup for world(); split() first meets the others in an MPI_Ibarrier,
+// as MPI_Comm_split has no nonblocking form) and polls them with MPI_Test. If
+// the call has not completed `timeout` after it started, it fails with
+// comm_error, one line naming the call, the group, the rank, the MPI operation,
+// the payload and the timeout:
+//   all_reduce on 'world' (rank 2 of 4, world rank 2): MPI_Ialltoallv of 1.70 MiB
+//   did not complete within 300 s (--comm-timeout); another rank has died or is
+//   stuck, or did not make this call
+// The operation stays pending in MPI (a collective can be neither cancelled nor
+// freed, MPI-3.1 §5.12) and may still write the call's receive buffer: stop the
+// run. MPI_Finalize would wait for that operation and for the other ranks
+// (§8.7), so the runtime's destructor then skips it; the process exits, and
+// mpirun, seeing a rank end without MPI_Finalize or with a non-zero status,
+// ends the others.
+//
+// What happens when a rank dies, measured with Open MPI 4.1.4 on one machine
+// (`mpirun --allow-run-as-root --oversubscribe -np 4`, rank 1 SIGKILLed in an
+// all_reduce loop; tests/comm/mpi_timeout.sh): mpirun ends the job itself
+// 1.4 to 1.8 s later, before any timeout. It sends SIGTERM to the other ranks
+// (and SIGKILL a second later to those that catch it, as `tessera train`
+// does), reports the killed rank and exits with 137; the survivors print
+// nothing of their own. It does the same when a rank exits non-zero or without
+// MPI_Finalize. With mpirun told to let the job run on (--mca
+// orte_abort_on_non_zero_status 0), MPI reported no error to the survivors:
+// only the timeout ended their wait. So the timeout ends the jobs the launcher
+// does not: a rank stuck (a deadlock, a hung file system), a rank that skipped
+// a call or returned early, a launcher that lets the others run on. Measured
+// with rank 1 stuck and a 3 s timeout: each other rank printed the line above
+// and exited 1, then mpirun ended rank 1 and exited 1, 3.4 to 5.4 s after start.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "tessera/engine/comm/communicator.h"
 #include "tessera/planner/status.h"
 
 namespace tessera::engine::comm {
+
+// The default communication timeout. It must exceed the longest legitimate
+// wait: the other ranks wait at the next collective while one writes a
+// checkpoint or loads a data shard. A GPT-2 checkpoint with Adam's moments is
+// about 1.5 GB, some 15 s to a 100 MB/s disk; 300 s leaves a wide margin and
+// still ends a dead job within five minutes. Raise it for larger models or
+// slow shared file systems.
+inline constexpr std::chrono::duration<double> kDefaultCommTimeout{300.0};
+
+class AbandonedCalls;  // calls that timed out (private to the MPI backend)
 
 class MpiRuntime : public std::enable_shared_from_this<MpiRuntime> {
  public:
@@ -64,12 +104,16 @@ class MpiRuntime : public std::enable_shared_from_this<MpiRuntime> {
   // A communicator over every rank the launcher started, named "world": a
   // duplicate of MPI_COMM_WORLD, so its traffic cannot mix with any other
   // library's on MPI_COMM_WORLD. Each call makes a new one (collective).
-  Result<std::unique_ptr<Communicator>> world();
+  // Each of its calls, and making it, fails after `timeout` (above); groups
+  // split() from it inherit the timeout. A timeout that is not above 0 (NaN
+  // included) is refused with invalid_argument; an infinite one never expires.
+  Result<std::unique_ptr<Communicator>> world(std::chrono::duration<double> timeout = kDefaultCommTimeout);
 
  private:
-  MpiRuntime(int world_rank, int world_size) : world_rank_(world_rank), world_size_(world_size) {}
+  MpiRuntime(int world_rank, int world_size);
   int world_rank_ = 0;
   int world_size_ = 1;
+  std::shared_ptr<AbandonedCalls> abandoned_;
 };
 
 }  // namespace tessera::engine::comm

@@ -1,5 +1,6 @@
 #include "launcher.h"
 
+#include <chrono>
 #include <cstdlib>
 
 #include "tessera/engine/comm/local.h"
@@ -18,7 +19,7 @@ bool started_by_launcher() {
   return false;
 }
 
-Result<LaunchedRanks> join_launched_ranks() {
+Result<LaunchedRanks> join_launched_ranks(double comm_timeout_s) {
   LaunchedRanks ranks;
   if (!started_by_launcher()) {
     ranks.world = engine::comm::make_local_communicator();
@@ -27,12 +28,13 @@ Result<LaunchedRanks> join_launched_ranks() {
 #ifdef TESSERA_HAVE_MPI
   auto runtime = engine::comm::MpiRuntime::start();
   if (!runtime) return runtime.error();
-  auto world = runtime.value()->world();
+  auto world = runtime.value()->world(std::chrono::duration<double>(comm_timeout_s));
   if (!world) return world.error();
   ranks.runtime = runtime.value();
   ranks.world = std::move(world).value();
   return ranks;
 #else
+  (void)comm_timeout_s;
   return make_error(ErrorCode::unsupported, "this tessera was built without MPI, so it cannot join the ranks mpirun started; "
                                             "install libopenmpi-dev and rebuild (tools/setup)");
 #endif

@@ -18,6 +18,8 @@ struct LaunchedRanks {
 // Whether a launcher started this process as one rank of several (Open MPI's,
 // PMIx's or PMI's environment says so).
 bool started_by_launcher();
-Result<LaunchedRanks> join_launched_ranks();
+// `comm_timeout_s`: how long any collective may wait for the other ranks
+// before this rank gives up with an error naming the call (MPI only).
+Result<LaunchedRanks> join_launched_ranks(double comm_timeout_s);
 
 }  // namespace tessera::cli

@@ -171,6 +171,9 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer)");
   c.add_flag("--dry-run", o.dry_run, "Replay one rank's allocations of one step at the plan's full size (no data, no arithmetic) into metrics.json");
   c.add_option("--rank", o.rank, "With --dry-run: the rank to replay")->capture_default_str();
+  c.add_option("--comm-timeout", o.comm_timeout_s,
+               "Seconds a rank waits for the others in one collective before it stops with an error naming the call (a dead or stuck rank)")
+      ->capture_default_str();
 }
 
 // Takes the model and training settings from the best plan of a plan file;
@@ -304,7 +307,9 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
 int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
   if (given.dry_run && started_by_launcher()) return fail(err, "--dry-run replays one rank alone (choose it with --rank); run it without mpirun");
   if (given.given.contains("--rank") && !given.dry_run) return fail(err, "--rank applies to --dry-run only; under mpirun each rank knows its own");
-  auto launched = given.dry_run ? Result<LaunchedRanks>(LaunchedRanks{nullptr, engine::comm::make_local_communicator()}) : join_launched_ranks();
+  if (!(given.comm_timeout_s > 0)) return fail(err, "--comm-timeout must be a positive number of seconds, e.g. 300");
+  auto launched = given.dry_run ? Result<LaunchedRanks>(LaunchedRanks{nullptr, engine::comm::make_local_communicator()})
+                                : join_launched_ranks(given.comm_timeout_s);
   if (!launched) return fail(err, launched.error().message);
   engine::comm::Communicator& world = *launched->world;
   const bool leader = world.rank() == 0;

@@ -126,7 +126,9 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   // Rank 0's calls and payload bytes per collective over the run (comm_types.h defines the payload).
   json communication = json::object();
   for (const auto& entry : engine::comm::kCollectiveNames) {
-    communication[std::string(entry.name)] = json{{"calls", m.communication.calls_of(entry.value)}, {"bytes", m.communication.bytes_of(entry.value)}};
+    communication[std::string(entry.name)] = json{{"calls", m.communication.calls_of(entry.value)},
+                                                  {"bytes", m.communication.bytes_of(entry.value)},
+                                                  {"seconds", m.communication.seconds_of(entry.value)}};
   }
   out["communication"] = communication;
   out["loss"] = m.loss;

@@ -3,6 +3,8 @@
 // to errors, and the byte counters.
 #include "tessera/engine/comm/communicator.h"
 
+#include <chrono>
+
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -67,11 +69,12 @@ Error Communicator::failure(std::string_view call, const Error& what) const {
 template <typename Call>
 Status Communicator::run(Collective kind, const Result<size_t>& payload, size_t count, Call call) {
   if (!payload.ok()) return failure(enum_name(kind), payload.error());
+  const auto started = std::chrono::steady_clock::now();
   if (count > 0) {
     const Status status = call();
     if (!status.ok()) return failure(enum_name(kind), status.error());
   }
-  counters_.add(kind, static_cast<int64_t>(*payload));
+  counters_.add(kind, static_cast<int64_t>(*payload), std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   return Status::success();
 }
 

@@ -80,19 +80,23 @@ inline std::span<const EnumName<Collective>> enum_names(Collective) { return kCo
 struct CommCounters {
   std::array<int64_t, kNumCollectives> calls{};
   std::array<int64_t, kNumCollectives> bytes{};
+  std::array<double, kNumCollectives> seconds{};  // wall time inside the calls (waiting for other ranks included)
 
   int64_t calls_of(Collective kind) const { return calls[static_cast<size_t>(kind)]; }
   int64_t bytes_of(Collective kind) const { return bytes[static_cast<size_t>(kind)]; }
+  double seconds_of(Collective kind) const { return seconds[static_cast<size_t>(kind)]; }
   // What was counted after `earlier` (a copy of these counters taken before).
   CommCounters since(const CommCounters& earlier) const {
     CommCounters d;
     for (size_t i = 0; i < calls.size(); ++i) {
       d.calls[i] = calls[i] - earlier.calls[i];
       d.bytes[i] = bytes[i] - earlier.bytes[i];
+      d.seconds[i] = seconds[i] - earlier.seconds[i];
     }
     return d;
   }
-  void add(Collective kind, int64_t payload_bytes) {
+  void add(Collective kind, int64_t payload_bytes, double elapsed_s = 0) {
+    seconds[static_cast<size_t>(kind)] += elapsed_s;
     calls[static_cast<size_t>(kind)] += 1;
     bytes[static_cast<size_t>(kind)] += payload_bytes;
   }

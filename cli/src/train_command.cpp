@@ -131,6 +131,7 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
                                                   {"seconds", m.communication.seconds_of(entry.value)}};
   }
   out["communication"] = communication;
+  out["chunk_moves"] = m.chunk_moves;
   out["loss"] = m.loss;
   out["grad_norm"] = m.grad_norm;  // null where an fp16 step was skipped
   out["loss_scale"] = m.loss_scale;
@@ -338,7 +339,6 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   }
   const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.dp) : world.size();
   if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, ranks); !s) return failed(s.error().message);
-  if (world.size() > 1 && o.resume) return failed("--resume: resuming a run of several ranks comes next; rerun it from step 1 in a new --out");
   auto options = engine_options(o);
   if (!options) return failed(options.error().message);
   engine::TrainOptions t = std::move(options).value();

@@ -182,6 +182,35 @@ Status load_model_weights(const std::string& dir, Transformer<float>& model) {
   return restored ? Status::success() : Status(restored.error());
 }
 
+namespace {
+
+// The optimizer file's metadata: the optimizer it was trained with, and where
+// training stands (the step, data position, loss scaler, updates taken).
+Result<TrainingPosition> read_position(const std::map<std::string, std::string>& metadata, const std::string& path, int64_t step,
+                                       planner::OptimizerKind kind, OptimizerShard& optimizer) {
+  if (Status s = check_step(metadata, step, path); !s) return s.error();
+  const auto optimizer_name = metadata.find("optimizer");
+  if (optimizer_name == metadata.end() || optimizer_name->second != enum_name(kind)) {
+    return make_error(ErrorCode::invalid_argument, "--resume: the checkpoint was trained with --optimizer " +
+                                                       (optimizer_name == metadata.end() ? std::string("(unknown)") : optimizer_name->second));
+  }
+  TrainingPosition position;
+  position.step = step;
+  auto data_position = metadata_integer(metadata, "data_position", path);
+  if (!data_position) return data_position.error();
+  position.data_position = data_position.value();
+  auto scaler = read_loss_scaler(metadata, path);
+  if (!scaler) return scaler.error();
+  position.loss_scaler = scaler.value();
+  auto updates = metadata_integer(metadata, "optimizer_steps", path);
+  if (!updates) return updates.error();
+  if (updates.value() > position.step) return make_error(ErrorCode::parse_error, path + ": 'optimizer_steps' must lie between 0 and 'step'");
+  optimizer.set_steps_taken(updates.value());
+  return position;
+}
+
+}  // namespace
+
 template <typename T>
 Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
                                          planner::OptimizerKind kind) {
@@ -196,13 +225,6 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
   optimizer.weights_restored();
   auto states = SafetensorsReader::open(optimizer_path);
   if (!states) return states.error();
-  const std::map<std::string, std::string>& metadata = states->metadata();
-  if (Status s = check_step(metadata, step, optimizer_path); !s) return s.error();
-  const auto optimizer_name = metadata.find("optimizer");
-  if (optimizer_name == metadata.end() || optimizer_name->second != enum_name(kind)) {
-    return make_error(ErrorCode::invalid_argument, "--resume: the checkpoint was trained with --optimizer " +
-                                                       (optimizer_name == metadata.end() ? std::string("(unknown)") : optimizer_name->second));
-  }
   const auto& names = model.parameter_names();
   const auto suffixes = state_suffixes(kind);
   for (size_t p = 0; p < names.size(); ++p) {
@@ -212,25 +234,47 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
       if (!restored) return restored.error();
     }
   }
-  TrainingPosition position;
-  position.step = step;
-  auto data_position = metadata_integer(metadata, "data_position", optimizer_path);
-  if (!data_position) return data_position.error();
-  position.data_position = data_position.value();
-  auto scaler = read_loss_scaler(metadata, optimizer_path);
-  if (!scaler) return scaler.error();
-  position.loss_scaler = scaler.value();
-  auto updates = metadata_integer(metadata, "optimizer_steps", optimizer_path);
-  if (!updates) return updates.error();
-  if (updates.value() > position.step) return make_error(ErrorCode::parse_error, optimizer_path + ": 'optimizer_steps' must lie between 0 and 'step'");
-  optimizer.set_steps_taken(updates.value());
-  return position;
+  return read_position(states->metadata(), optimizer_path, step, kind, optimizer);
+}
+
+template <typename T>
+Result<TrainingPosition> load_sharded_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
+                                                 planner::OptimizerKind kind, int rank, int ranks) {
+  const std::string model_path = checkpoint.file(kModelFileName), shard_path = checkpoint.file(optimizer_shard_file_name(rank, ranks));
+  const int64_t step = checkpoint.manifest.step;
+  auto weights = SafetensorsReader::open(model_path);
+  if (!weights) return weights.error();
+  if (Status s = check_step(weights->metadata(), step, model_path); !s) return s.error();
+  for (const planner::ShardPiece& piece : optimizer.pieces()) {
+    const auto p = static_cast<size_t>(piece.parameter);
+    if (Status s = weights->read_part(model.parameter_names()[p], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
+                                      optimizer.weights() + piece.offset_in_shard);
+        !s) {
+      return s.error();
+    }
+  }
+  optimizer.weights_restored();
+  auto states = SafetensorsReader::open(shard_path);
+  if (!states) return states.error();
+  for (const auto& [key, expected] : {std::pair{std::string("rank"), rank}, std::pair{std::string("ranks"), ranks}}) {
+    auto stored = metadata_integer(states->metadata(), key, shard_path);
+    if (!stored) return stored.error();
+    if (stored.value() != expected) return make_error(ErrorCode::parse_error, shard_path + ": its metadata says " + key + " " + std::to_string(stored.value()));
+  }
+  const std::vector<int64_t> shape{optimizer.numel()};
+  const auto suffixes = state_suffixes(kind);
+  for (size_t s = 0; s < suffixes.size(); ++s) {
+    if (Status read = states->read(suffixes[s].substr(1), shape, optimizer.state(static_cast<int>(s))); !read) return read.error();
+  }
+  return read_position(states->metadata(), shard_path, step, kind, optimizer);
 }
 
 #define TESSERA_INSTANTIATE_CHECKPOINT(T)                                                                                               \
   template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,               \
                                                                       planner::OptimizerKind, const TrainingPosition&);                  \
   template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, Transformer<T>&, OptimizerShard&, planner::OptimizerKind); \
+  template Result<TrainingPosition> load_sharded_checkpoint(const CommittedCheckpoint&, Transformer<T>&, OptimizerShard&, planner::OptimizerKind, \
+                                                            int, int);                                                                         \
   template Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,        \
                                                                               planner::OptimizerKind, const TrainingPosition&, int, int,  \
                                                                               const float*);

@@ -161,6 +161,17 @@ Status SafetensorsReader::read(const std::string& name, const std::vector<int64_
   return file_.read_at(static_cast<int64_t>(index_.data_start + it->second.begin), into, it->second.end - it->second.begin);
 }
 
+Status SafetensorsReader::read_part(const std::string& name, const std::vector<int64_t>& shape, int64_t first, int64_t count, float* into) const {
+  const std::string& path = file_.path();
+  auto it = index_.tensors.find(name);
+  if (it == index_.tensors.end()) return make_error(ErrorCode::parse_error, path + ": missing tensor '" + name + "' (a checkpoint of another model?)");
+  if (it->second.shape != shape) return make_error(ErrorCode::parse_error, path + ": tensor '" + name + "' has another shape than the model's");
+  if (first < 0 || count < 0 || first + count > numel(shape)) {
+    return make_error(ErrorCode::parse_error, path + ": elements beyond tensor '" + name + "' were asked for");
+  }
+  return file_.read_at(static_cast<int64_t>(index_.data_start + it->second.begin) + first * 4, into, static_cast<uint64_t>(count) * 4);
+}
+
 Result<SafetensorsFile> read_safetensors(const std::string& path) {
   auto reader = SafetensorsReader::open(path);
   if (!reader) return reader.error();

@@ -1,5 +1,6 @@
 #include "tessera/engine/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -101,6 +102,7 @@ class TrainingRun {
 
  private:
   Status resume_from_checkpoint();
+  Result<std::optional<CommittedCheckpoint>> checkpoint_to_resume();
   bool stop_requested() const { return o_.stop_requested && o_.stop_requested(); }
   bool weights_finite();
   Status save(int64_t step, int64_t data_position);
@@ -155,7 +157,9 @@ Status TrainingRun<T>::prepare() {
   if (Status s = parallel_->attach(metrics_.ledger, *net_, decay_mask(net_->parameter_shapes()), o_.optimizer); !s) return s;
   parallel_->initialize(model_, o_.seed);
   if (o_.precision == planner::Precision::fp16) scaler_.emplace(o_.loss_scaler);
-  if (Status s = resume_from_checkpoint(); !s) return s;
+  if (!o_.dry_run) {
+    if (Status s = resume_from_checkpoint(); !s) return s;
+  }
   if (scaler_ && start_.loss_scaler.scale > 0) scaler_->restore(start_.loss_scaler);
   loader_.emplace(data_, o_.micro_batch_size, o_.seq_len, start_.data_position);
   metrics_.first_step = start_.step + 1;
@@ -165,12 +169,14 @@ Status TrainingRun<T>::prepare() {
   return Status::success();
 }
 
+// Rank 0, which holds the run directory, decides: the verified checkpoint to
+// continue from, none (start at step 1), or a refusal.
 template <typename T>
-Status TrainingRun<T>::resume_from_checkpoint() {
+Result<std::optional<CommittedCheckpoint>> TrainingRun<T>::checkpoint_to_resume() {
   RunDirectory* dir = o_.run_directory;
-  if (dir == nullptr) return Status::success();
+  if (dir == nullptr) return std::optional<CommittedCheckpoint>();
   if (!o_.resume) {
-    if (!dir->holds_checkpoint()) return Status::success();
+    if (!dir->holds_checkpoint()) return std::optional<CommittedCheckpoint>();
     return make_error(ErrorCode::invalid_argument, "--out: " + dir->path() + " holds a checkpoint already; add --resume to continue it, or choose another --out");
   }
   auto committed = dir->committed();
@@ -182,7 +188,7 @@ Status TrainingRun<T>::resume_from_checkpoint() {
                                                          "wrote them), so they cannot be verified; start a new run in another --out");
     }
     progress_ << "no checkpoint in " << dir->path() << " yet: starting at step 1\n";
-    return Status::success();
+    return std::optional<CommittedCheckpoint>();
   }
   const CommittedCheckpoint& checkpoint = committed->value();
   const std::vector<std::string> changes = changed_settings(checkpoint.manifest.settings, settings_);
@@ -191,11 +197,52 @@ Status TrainingRun<T>::resume_from_checkpoint() {
                                                        ") was trained otherwise: " + joined(changes) +
                                                        "; give the same options, or add --allow-changes to continue with the new ones");
   }
+  // Sharded optimizer states resume on as many ranks as saved them.
+  const bool has_shards = checkpoint.manifest.files.end() != std::find_if(checkpoint.manifest.files.begin(), checkpoint.manifest.files.end(),
+                                                                          [](const CheckpointFile& f) { return f.name.starts_with("optimizer-rank-"); });
+  const std::string own_shard = optimizer_shard_file_name(0, group_.size());
+  const bool matches = parallel_->sharded() ? std::any_of(checkpoint.manifest.files.begin(), checkpoint.manifest.files.end(),
+                                                          [&](const CheckpointFile& f) { return f.name == own_shard; })
+                                            : !has_shards;
+  if (!matches) {
+    return make_error(ErrorCode::invalid_argument, "--resume: the checkpoint in " + dir->path() + " was saved by " +
+                                                       (has_shards ? "another number of ranks with a sharded optimizer" : "a run whose optimizer states are whole") +
+                                                       "; resume it with the plugin and the mpirun -np it was saved with");
+  }
   for (const std::string& change : changes) progress_ << "note: --allow-changes: " << change << "\n";
-  auto position = load_checkpoint(checkpoint, *net_, optimizer(), o_.optimizer.kind);
+  return std::optional<CommittedCheckpoint>(checkpoint);
+}
+
+// Collective: rank 0's decision goes to every rank (the step to load, 0 for
+// none, -1 for a refusal), then each rank loads what it holds.
+template <typename T>
+Status TrainingRun<T>::resume_from_checkpoint() {
+  auto decided = checkpoint_to_resume();
+  std::optional<CommittedCheckpoint> checkpoint = decided.ok() ? decided.value() : std::nullopt;
+  if (group_.size() > 1) {
+    double step = !decided.ok() ? -1.0 : checkpoint ? static_cast<double>(checkpoint->manifest.step) : 0.0;
+    if (Status s = control_->broadcast(&step, &step, 1, comm::DataType::f64, 0); !s) return s;
+    if (step < 0) return decided.ok() ? make_error(ErrorCode::invalid_argument, "--resume: rank 0 refused the checkpoint (its message says why)") : decided.error();
+    if (step > 0 && !checkpoint) {
+      CommittedCheckpoint verified_by_rank_0;
+      verified_by_rank_0.manifest.step = static_cast<int64_t>(step);
+      verified_by_rank_0.directory = RunDirectory::checkpoint_path(o_.run_directory_path, static_cast<int64_t>(step));
+      checkpoint = verified_by_rank_0;
+    }
+  } else if (!decided) {
+    return decided.error();
+  }
+  if (!checkpoint) return Status::success();
+  auto position = parallel_->sharded()
+                      ? load_sharded_checkpoint(*checkpoint, *net_, optimizer(), o_.optimizer.kind, group_.rank(), group_.size())
+                      : load_checkpoint(*checkpoint, *net_, optimizer(), o_.optimizer.kind);
+  auto loaded = all_ranks(position.ok());
+  if (!loaded) return loaded.error();
   if (!position) return position.error();
+  if (!loaded.value()) return make_error(ErrorCode::invalid_argument, "--resume: another rank could not load its part of the checkpoint (its message says why)");
+  if (Status s = parallel_->weights_restored(); !s) return s;
   start_ = position.value();
-  run_id_ = checkpoint.manifest.run_id;
+  if (!checkpoint->manifest.run_id.empty()) run_id_ = checkpoint->manifest.run_id;
   return Status::success();
 }
 
@@ -223,6 +270,7 @@ Status TrainingRun<T>::save(int64_t step, int64_t data_position) {
   metrics_.tokens_per_s = steps_run > 0 ? tokens_per_step * steps_run / elapsed : 0.0;
   metrics_.achieved_flops_per_s = metrics_.tokens_per_s * (flops.forward + flops.backward);
   metrics_.communication = group_.counters().since(counted_before_);
+  metrics_.chunk_moves = parallel_->chunk_moves();
   if (!saves()) return Status::success();
   auto peaks = gather_rank_peaks(*control_, metrics_.ledger);
   if (!peaks) return peaks.error();

@@ -122,6 +122,13 @@ Status DataParallel<T>::reduce_gradients() {
   return Status::success();
 }
 
+// Each rank restored its shard of the parameters: gather them as after a step.
+template <typename T>
+Status DataParallel<T>::weights_restored() {
+  if (!sharded()) return Status::success();
+  return this->group_.all_gather(shard_parameters(), model_->flat_parameters().data(), static_cast<size_t>(shard_), kType<T>);
+}
+
 template <typename T>
 Result<std::optional<double>> DataParallel<T>::step(double loss_scale) {
   std::optional<double> norm;

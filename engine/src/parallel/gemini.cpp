@@ -279,14 +279,18 @@ Result<std::optional<double>> Gemini<T>::step(double loss_scale) {
     return chunks_[static_cast<size_t>(piece.offset_in_shard / shard_)].gradients.data() + piece.offset_in_shard % shard_;
   };
   const std::optional<double> norm = optimizer_->apply_by_piece(gradients_of_piece, sum, loss_scale);
-  if (norm) {
-    const float* master = optimizer_->weights();
-    for (size_t c = 0; c < chunks_.size(); ++c) {
-      T* weights = chunks_[c].weights.data();
-      for (int64_t i = 0; i < shard_; ++i) weights[i] = narrow<T>(master[static_cast<int64_t>(c) * shard_ + i]);
-    }
-  }
+  if (norm) round_master_into_shards();
   return norm;
+}
+
+template <typename T>
+void Gemini<T>::round_master_into_shards() {
+  const float* master = optimizer_->weights();
+  if (master == nullptr) return;  // a dry run holds no data
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    T* weights = chunks_[c].weights.data();
+    for (int64_t i = 0; i < shard_; ++i) weights[i] = narrow<T>(master[static_cast<int64_t>(c) * shard_ + i]);
+  }
 }
 
 // Rank 0 receives every rank's fp32 master shard of each chunk and places the

@@ -184,6 +184,10 @@ Status RunDirectory::remove_leftovers() const {
   return Status::success();
 }
 
+std::string RunDirectory::checkpoint_path(const std::string& run_directory, int64_t step) {
+  return run_directory + "/" + kCheckpointsName + "/" + step_directory_name(step);
+}
+
 std::string RunDirectory::staging_path(const std::string& run_directory, int64_t step) {
   return run_directory + "/" + kCheckpointsName + "/.staging-" + step_directory_name(step);
 }

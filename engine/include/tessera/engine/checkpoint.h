@@ -47,6 +47,12 @@ Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::st
                                                                    planner::OptimizerKind kind, const TrainingPosition& position, int rank,
                                                                    int ranks, const float* weights);
 
+// Resuming on the same number of ranks: this rank's pieces of the fp32
+// weights from model.safetensors, and its optimizer shard file.
+template <typename T>
+Result<TrainingPosition> load_sharded_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
+                                                 planner::OptimizerKind kind, int rank, int ranks);
+
 // Restores DIR/model.safetensors into the parameters; names and shapes must match.
 Status load_model_weights(const std::string& dir, Transformer<float>& model);
 

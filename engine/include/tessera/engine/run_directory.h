@@ -63,6 +63,9 @@ class RunDirectory {
   // Where stage(step) puts its files: ranks other than 0 write their shards
   // there while rank 0, which holds the directory, stages and commits.
   static std::string staging_path(const std::string& run_directory, int64_t step);
+  // Where the checkpoint of `step` is once committed: ranks other than 0 load
+  // their shards there after rank 0 has verified it.
+  static std::string checkpoint_path(const std::string& run_directory, int64_t step);
   // Writes the manifest into the staging directory and commits it as above.
   // `top_level_links`: files of the checkpoint also linked from DIR.
   Status commit(const CheckpointStaging& staging, const CheckpointManifest& manifest, const std::vector<std::string>& top_level_links);

@@ -54,6 +54,9 @@ class SafetensorsReader {
   const std::map<std::string, std::string>& metadata() const { return index_.metadata; }
   // Reads tensor `name`, which must have exactly `shape`, into `into`.
   Status read(const std::string& name, const std::vector<int64_t>& shape, float* into) const;
+  // Reads elements [first, first + count) of tensor `name` (of exactly `shape`):
+  // a rank's piece of a tensor, without reading the rest.
+  Status read_part(const std::string& name, const std::vector<int64_t>& shape, int64_t first, int64_t count, float* into) const;
 
  private:
   SafetensorsReader(ReadOnlyFile file, SafetensorsIndex index) : file_(std::move(file)), index_(std::move(index)) {}

@@ -75,6 +75,7 @@ struct TrainMetrics {
   MemoryLedger ledger;               // this rank's peaks per category and memory space
   std::vector<RankPeaks> ranks;      // every rank's peaks, in rank order (at the last save)
   comm::CommCounters communication;  // this rank's calls and payload bytes per collective
+  int64_t chunk_moves = 0;           // this rank's chunk moves between host and device (Gemini)
   int64_t checkpoint_step = 0;       // the committed checkpoint's step at the end (0: none)
   bool stopped = false;              // stop_requested ended the run before `steps`
 };

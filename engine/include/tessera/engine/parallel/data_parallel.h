@@ -48,6 +48,7 @@ class DataParallel final : public ParallelStrategy<T> {
   OptimizerShard& optimizer() override { return *optimizer_; }
   bool sharded() const override { return zero_stage_ > 0 && this->group_.size() > 1; }
   Status gather_weights(float* out) override;
+  Status weights_restored() override;
 
  private:
   T* shard_parameters();

@@ -78,8 +78,12 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   OptimizerShard& optimizer() override { return *optimizer_; }
   bool sharded() const override { return this->group_.size() > 1; }
   Status gather_weights(float* out) override;
-  // Chunks moved between the host and the device (the `cpu` placement moves every gathered chunk).
-  int64_t chunk_moves() const { return moves_; }
+  Status weights_restored() override {
+    round_master_into_shards();
+    return Status::success();
+  }
+  // The `cpu` placement moves every gathered chunk to the device and every gradient chunk back.
+  int64_t chunk_moves() const override { return moves_; }
 
  private:
   struct Chunk {
@@ -101,7 +105,8 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   void reduce(int chunk);
   T* weights_of(int chunk);
   T* gradients_of(int chunk);
-  bool on_host() const { return placement_host_; }
+  // The 16-bit chunk shards from the fp32 master weights (after a step or a restore).
+  void round_master_into_shards();
   bool failed() const { return !error_.ok(); }
 
   planner::ChunkLayout layout_;

@@ -44,6 +44,12 @@ class ParallelStrategy {
   virtual Result<std::optional<double>> step(double loss_scale) = 0;
   // The optimizer of this rank's shard, as checkpoints and checks see it.
   virtual OptimizerShard& optimizer() = 0;
+  // After a checkpoint restored the optimizer's weights (OptimizerShard::
+  // weights_restored() has run): brings the parameters the model computes
+  // with in line on every rank. Collective.
+  virtual Status weights_restored() { return Status::success(); }
+  // Chunks moved between the host and the device so far (Gemini).
+  virtual int64_t chunk_moves() const { return 0; }
   // Whether ranks hold different optimizer states (a checkpoint needs every rank's).
   virtual bool sharded() const = 0;
   // Rank 0 receives the full fp32 weights in flat order into `out` (params

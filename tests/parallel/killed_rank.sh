@@ -3,13 +3,10 @@
 # within the communication timeout; no process is left behind.
 # Usage: killed_rank.sh TESSERA MPIEXEC
 set -uo pipefail
-tessera=$1
-mpiexec=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export OMP_NUM_THREADS=1
+source "$(dirname "$0")/setup.sh"
 timeout_s=20
 start=$(date +%s)
+# Launched directly (not through `mpi`, a function, which would run in a subshell): $! is mpirun.
 "$mpiexec" -np 4 --allow-run-as-root --oversubscribe "$tessera" train --steps 100000 --micro-batch 1 --seq 32 \
   --comm-timeout "$timeout_s" --out "$work/run" > "$work/out" 2> "$work/err" &
 launcher=$!
@@ -19,7 +16,7 @@ for _ in $(seq 100); do
   [[ $(wc -w <<< "$ranks") -eq 4 ]] && break
   sleep 0.1
 done
-[[ $(wc -w <<< "$ranks") -eq 4 ]] || { echo "the 4 ranks did not start: $ranks"; kill -9 "$launcher"; exit 1; }
+[[ $(wc -w <<< "$ranks") -eq 4 ]] || { echo "the 4 ranks did not start: $ranks"; kill -9 "$launcher"; pkill -9 -f "$work/run"; exit 1; }
 sleep 2
 victim=$(awk '{print $2}' <<< "$ranks")
 kill -9 "$victim"

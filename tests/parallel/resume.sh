@@ -6,12 +6,7 @@
 # refused on every rank with one line.
 # Usage: resume.sh TESSERA MPIEXEC
 set -euo pipefail
-tessera=$1
-mpiexec=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export OMP_NUM_THREADS=1
-mpi() { "$mpiexec" -np "$1" --allow-run-as-root --oversubscribe "${@:2}"; }
+source "$(dirname "$0")/setup.sh"
 for plugin in torch_ddp low_level_zero torch_fsdp gemini; do
   args=(train --plugin "$plugin" --micro-batch 1 --micro-batches 2 --seq 32)
   if [[ $plugin == gemini ]]; then args+=(--precision bf16 --chunk-size 131072); else args+=(--precision fp32); fi

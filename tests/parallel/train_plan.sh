@@ -5,16 +5,12 @@
 # books exactly what the planner counts, so the errors are 0.0%).
 # Usage: train_plan.sh TESSERA MPIEXEC
 set -euo pipefail
-tessera=$1
-mpiexec=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export OMP_NUM_THREADS=1
+source "$(dirname "$0")/setup.sh"
 for plugin in torch_ddp torch_fsdp low_level_zero gemini; do
   precision=fp32
   [[ $plugin == gemini ]] && precision=bf16  # as ColossalAI's GeminiPlugin, mixed precision only
   "$tessera" plan --model tiny-gpt2 --gpus 4 --global-batch 16 --seq 64 --precision $precision --plugin "$plugin" --output "$work/$plugin.json" > /dev/null
-  "$mpiexec" -np 4 --allow-run-as-root --oversubscribe "$tessera" train --plan "$work/$plugin.json" --steps 5 --out "$work/run-$plugin" > /dev/null
+  mpi 4 "$tessera" train --plan "$work/$plugin.json" --steps 5 --out "$work/run-$plugin" > /dev/null
   # The top-level "ranks" array, then one "ranks": [r, r] per row.
   rows=$(( $(grep -c '"ranks": \[' "$work/run-$plugin/metrics.json") - 1 ))
   compared=$("$tessera" compare "$work/run-$plugin/plan.json" "$work/run-$plugin/metrics.json" --format json)

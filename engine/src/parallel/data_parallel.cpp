@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/sharding.h"
 
 namespace tessera::engine {
@@ -23,8 +24,13 @@ int zero_stage_of(const planner::PluginOptions& plugin) {
 }  // namespace
 
 template <typename T>
-DataParallel<T>::DataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, int64_t params)
-    : ParallelStrategy<T>(group), plugin_(plugin), zero_stage_(zero_stage_of(plugin)), params_(params), shard_(planner::shard_numel(params, group.size())) {}
+DataParallel<T>::DataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model)
+    : ParallelStrategy<T>(group),
+      model_description_(model),
+      plugin_(plugin),
+      zero_stage_(zero_stage_of(plugin)),
+      params_(model.parameter_count),
+      shard_(planner::shard_numel(params_, group.size())) {}
 
 template <typename T>
 FlatStorage DataParallel<T>::storage() const {
@@ -37,16 +43,13 @@ template <typename T>
 Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) {
   model_ = &model;
   const int64_t dp = this->group_.size(), rank = this->group_.rank();
-  if (zero_stage_ == 0) {
-    optimizer_.emplace(Optimizer<T>::whole(ledger, model.flat_parameters().data(), model.flat_order(), std::move(decay), options));
-    return Status::success();
-  }
+  planner::OptimizerLayout layout = planner::optimizer_layout(model_description_, plugin_, dp, rank);
   // ZeRO-Offload (Ren et al. 2021): master weights, states and an fp32 copy of the gradient shard on the host.
   const MemorySpace optimizer_space = plugin_.cpu_offload ? MemorySpace::host : MemorySpace::device;
-  optimizer_.emplace(ledger, model.flat_parameters().data() + rank * shard_, shard_, planner::shard_pieces(model.flat_order(), dp, rank),
-                     std::move(decay), options, optimizer_space);
+  T* shard = model.flat_parameters().data() + (zero_stage_ > 0 ? rank * shard_ : 0);
+  optimizer_.emplace(ledger, shard, layout.shard_numel, std::move(layout.pieces), std::move(decay), options, optimizer_space);
   if (plugin_.cpu_offload) host_gradients_ = Tensor<float>(ledger, MemoryCategory::gradients, shard_, MemorySpace::host);
-  if (dp == 1) return Status::success();
+  if (dp == 1 || zero_stage_ == 0) return Status::success();
   if (zero_stage_ == 1) {
     bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero_bucket_numel(plugin_.reduce_bucket_numel, params_, dp));
   } else {

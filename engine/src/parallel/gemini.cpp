@@ -6,6 +6,7 @@
 #include <set>
 
 #include "tessera/engine/model/initialization.h"
+#include "tessera/planner/optimizer_layout.h"
 
 namespace tessera::engine {
 
@@ -92,28 +93,25 @@ void ChunkShard<T>::shrink(int rank) {
 template <typename T>
 Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model)
     : ParallelStrategy<T>(group),
+      model_description_(model),
+      plugin_(plugin),
       layout_(planner::pack_chunks(model.inventory, planner::gemini_chunk_size(model.inventory, plugin.gemini, group.size()))),
       order_(planner::flat_parameter_order(model.inventory)),
       chunks_of_layer_(static_cast<size_t>(model.config.num_layers) + 2),
       shard_(layout_.chunk_size / group.size()),
       placement_host_(plugin.gemini.placement_policy == planner::GeminiPlacement::cpu ||
-                      (plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement && plugin.gemini.offload_param_frac == 1)),
-      chunks_(static_cast<size_t>(layout_.num_chunks())) {
-  std::vector<int> flat_index(model.inventory.tensors.size(), -1);
-  for (size_t p = 0; p < order_.size(); ++p) flat_index[static_cast<size_t>(order_[p].tensor_index)] = static_cast<int>(p);
-  std::vector<int64_t> used(chunks_.size(), 0);
+                      (plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement && plugin.gemini.offload_param_frac == 1)) {
+  for (planner::ChunkContents& contents : planner::chunk_contents(model, layout_.chunk_size)) {
+    chunks_.emplace_back();
+    chunks_.back().parameters = std::move(contents.parameters);
+    chunks_.back().offsets = std::move(contents.offsets);
+  }
   for (size_t i = 0; i < model.inventory.tensors.size(); ++i) {
     const planner::TensorInfo& tensor = model.inventory.tensors[i];
     // A tied alias uses the chunk of the tensor it shares storage with.
-    const size_t owner = tensor.tied_to >= 0 ? static_cast<size_t>(tensor.tied_to) : i;
-    const int chunk = layout_.tensor_chunk[owner];
+    const int chunk = layout_.tensor_chunk[tensor.tied_to >= 0 ? static_cast<size_t>(tensor.tied_to) : i];
     std::vector<int>& layer_chunks = chunks_of_layer_[static_cast<size_t>(tensor.layer + 1)];
     if (std::find(layer_chunks.begin(), layer_chunks.end(), chunk) == layer_chunks.end()) layer_chunks.push_back(chunk);
-    if (tensor.tied_to >= 0) continue;
-    Chunk& c = chunks_[static_cast<size_t>(chunk)];
-    c.parameters.push_back(flat_index[i]);
-    c.offsets.push_back(used[static_cast<size_t>(chunk)]);
-    used[static_cast<size_t>(chunk)] += tensor.numel();
   }
 }
 
@@ -122,22 +120,14 @@ Status Gemini<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vecto
   ledger_ = &ledger;
   model_ = &model;
   const MemorySpace space = placement_host_ ? MemorySpace::host : MemorySpace::device;
-  const int64_t rank = this->group_.rank();
-  std::vector<planner::ShardPiece> pieces;
-  for (size_t c = 0; c < chunks_.size(); ++c) {
-    Chunk& chunk = chunks_[c];
+  for (Chunk& chunk : chunks_) {
     chunk.weights = ChunkShard<T>(ledger, MemoryCategory::parameters, space, shard_);
     chunk.gradients = ChunkShard<T>(ledger, MemoryCategory::gradients, space, shard_);
-    const int64_t begin = rank * shard_, end = begin + shard_;  // this rank's slot of the chunk
-    for (size_t j = 0; j < chunk.parameters.size(); ++j) {
-      const int64_t offset = chunk.offsets[j], numel = order_[static_cast<size_t>(chunk.parameters[j])].numel;
-      const int64_t first = std::max(begin, offset), last = std::min(end, offset + numel);
-      if (first < last) pieces.push_back({chunk.parameters[j], first - offset, static_cast<int64_t>(c) * shard_ + first - begin, last - first});
-    }
   }
   // The parameters live in the chunks: the optimizer updates its fp32 master
   // weights and step() rounds them into the chunk shards.
-  optimizer_.emplace(ledger, nullptr, static_cast<int64_t>(chunks_.size()) * shard_, std::move(pieces), std::move(decay), options, space);
+  planner::OptimizerLayout layout = planner::optimizer_layout(model_description_, plugin_, this->group_.size(), this->group_.rank());
+  optimizer_.emplace(ledger, nullptr, layout.shard_numel, std::move(layout.pieces), std::move(decay), options, space);
   model.set_unit_hooks(this);
   return Status::success();
 }

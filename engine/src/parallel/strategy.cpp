@@ -56,7 +56,7 @@ template <typename T>
 std::unique_ptr<ParallelStrategy<T>> make_parallel_strategy(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model) {
   if (plugin.kind == PluginKind::torch_fsdp) return std::make_unique<FullyShardedDataParallel<T>>(group, plugin, model);
   if (plugin.kind == PluginKind::gemini) return std::make_unique<Gemini<T>>(group, plugin, model);
-  return std::make_unique<DataParallel<T>>(group, plugin, model.parameter_count);
+  return std::make_unique<DataParallel<T>>(group, plugin, model);
 }
 
 template std::unique_ptr<ParallelStrategy<float>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&);

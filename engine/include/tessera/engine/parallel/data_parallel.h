@@ -38,7 +38,7 @@ namespace tessera::engine {
 template <typename T>
 class DataParallel final : public ParallelStrategy<T> {
  public:
-  DataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, int64_t params);
+  DataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model);
 
   FlatStorage storage() const override;
   Status attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) override;
@@ -55,6 +55,7 @@ class DataParallel final : public ParallelStrategy<T> {
   T* shard_gradients();
   Status reduce_stage1();
 
+  const planner::Model& model_description_;
   planner::PluginOptions plugin_;
   int zero_stage_ = 0;  // 0: DDP
   int64_t params_ = 0, shard_ = 0;

@@ -109,6 +109,8 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   void round_master_into_shards();
   bool failed() const { return !error_.ok(); }
 
+  const planner::Model& model_description_;
+  planner::PluginOptions plugin_;
   planner::ChunkLayout layout_;
   std::vector<planner::FlatParameter> order_;
   std::vector<std::vector<int>> chunks_of_layer_;  // index layer + 1

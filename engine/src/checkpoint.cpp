@@ -4,10 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <type_traits>
 
 #include "tessera/engine/safetensors.h"
+#include "tessera/planner/enum_names.h"
+#include "tessera/planner/optimizer_layout.h"
 
 namespace tessera::engine {
 namespace {
@@ -156,7 +160,7 @@ std::string optimizer_shard_file_name(int rank, int ranks) {
 template <typename T>
 Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, OptimizerShard& optimizer,
                                                                    planner::OptimizerKind kind, const TrainingPosition& position, int rank,
-                                                                   int ranks, const float* weights) {
+                                                                   int ranks, const float* weights, const std::map<std::string, std::string>& layout) {
   std::vector<CheckpointFile> files;
   if (rank == 0) {
     auto model_file = write_model_file(directory, model, weights, position.step);
@@ -170,6 +174,7 @@ Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::st
   auto metadata = position_metadata(optimizer, kind, position);
   metadata["rank"] = std::to_string(rank);
   metadata["ranks"] = std::to_string(ranks);
+  metadata.insert(layout.begin(), layout.end());
   const std::string name = optimizer_shard_file_name(rank, ranks);
   auto shard = write_safetensors(directory + "/" + name, states, metadata);
   if (!shard) return shard.error();
@@ -211,73 +216,118 @@ Result<TrainingPosition> read_position(const std::map<std::string, std::string>&
 
 }  // namespace
 
-template <typename T>
-Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
-                                         planner::OptimizerKind kind) {
-  const std::string model_path = checkpoint.file(kModelFileName), optimizer_path = checkpoint.file(kOptimizerFileName);
-  const int64_t step = checkpoint.manifest.step;
-  auto offsets = whole_parameter_offsets(optimizer, model.parameter_names().size());
-  if (!offsets) return offsets.error();
-  float* full = optimizer.weights();
-  auto weights = restore_weights(model_path, model, [&](size_t p) { return full + offsets.value()[p]; });
-  if (!weights) return weights.error();
-  if (Status s = check_step(weights->metadata(), step, model_path); !s) return s.error();
-  optimizer.weights_restored();
-  auto states = SafetensorsReader::open(optimizer_path);
-  if (!states) return states.error();
-  const auto& names = model.parameter_names();
-  const auto suffixes = state_suffixes(kind);
-  for (size_t p = 0; p < names.size(); ++p) {
-    for (size_t s = 0; s < suffixes.size(); ++s) {
-      Status restored = states->read(names[p] + suffixes[s], model.parameter_shapes()[p],
-                                     optimizer.state(static_cast<int>(s)) + offsets.value()[p]);
-      if (!restored) return restored.error();
-    }
-  }
-  return read_position(states->metadata(), optimizer_path, step, kind, optimizer);
-}
+namespace {
 
+// The fp32 weights of every piece of the optimizer's shard, from model.safetensors.
 template <typename T>
-Result<TrainingPosition> load_sharded_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
-                                                 planner::OptimizerKind kind, int rank, int ranks) {
-  const std::string model_path = checkpoint.file(kModelFileName), shard_path = checkpoint.file(optimizer_shard_file_name(rank, ranks));
-  const int64_t step = checkpoint.manifest.step;
-  auto weights = SafetensorsReader::open(model_path);
+Status restore_piece_weights(const std::string& path, int64_t step, const Transformer<T>& model, OptimizerShard& optimizer) {
+  auto weights = SafetensorsReader::open(path);
   if (!weights) return weights.error();
-  if (Status s = check_step(weights->metadata(), step, model_path); !s) return s.error();
+  if (Status s = check_step(weights->metadata(), step, path); !s) return s;
   for (const planner::ShardPiece& piece : optimizer.pieces()) {
     const auto p = static_cast<size_t>(piece.parameter);
     if (Status s = weights->read_part(model.parameter_names()[p], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
                                       optimizer.weights() + piece.offset_in_shard);
         !s) {
-      return s.error();
+      return s;
     }
   }
   optimizer.weights_restored();
-  auto states = SafetensorsReader::open(shard_path);
-  if (!states) return states.error();
-  for (const auto& [key, expected] : {std::pair{std::string("rank"), rank}, std::pair{std::string("ranks"), ranks}}) {
-    auto stored = metadata_integer(states->metadata(), key, shard_path);
-    if (!stored) return stored.error();
-    if (stored.value() != expected) return make_error(ErrorCode::parse_error, shard_path + ": its metadata says " + key + " " + std::to_string(stored.value()));
+  return Status::success();
+}
+
+// The shard files a checkpoint holds: "optimizer-rank-00000-of-NNNNN...", the rank count.
+Result<int> saved_ranks(const CommittedCheckpoint& checkpoint) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoint.directory, ec)) {
+    const std::string name = entry.path().filename().string();
+    int rank = -1, ranks = 0;
+    if (std::sscanf(name.c_str(), "optimizer-rank-%d-of-%d.safetensors", &rank, &ranks) == 2 && rank == 0 && ranks > 0) return ranks;
   }
-  const std::vector<int64_t> shape{optimizer.numel()};
+  return make_error(ErrorCode::not_found, checkpoint.directory + " holds neither optimizer.safetensors nor optimizer shard files");
+}
+
+}  // namespace
+
+template <typename T>
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& description, Transformer<T>& model,
+                                         OptimizerShard& optimizer, planner::OptimizerKind kind) {
+  const int64_t step = checkpoint.manifest.step;
+  if (Status s = restore_piece_weights(checkpoint.file(kModelFileName), step, model, optimizer); !s) return s.error();
   const auto suffixes = state_suffixes(kind);
-  for (size_t s = 0; s < suffixes.size(); ++s) {
-    if (Status read = states->read(suffixes[s].substr(1), shape, optimizer.state(static_cast<int>(s))); !read) return read.error();
+  const std::string whole_path = checkpoint.file(kOptimizerFileName);
+  if (std::filesystem::exists(whole_path)) {
+    // Whole tensors under their names: each piece is a part of one.
+    auto states = SafetensorsReader::open(whole_path);
+    if (!states) return states.error();
+    for (const planner::ShardPiece& piece : optimizer.pieces()) {
+      const auto p = static_cast<size_t>(piece.parameter);
+      for (size_t s = 0; s < suffixes.size(); ++s) {
+        if (Status read = states->read_part(model.parameter_names()[p] + suffixes[s], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
+                                            optimizer.state(static_cast<int>(s)) + piece.offset_in_shard);
+            !read) {
+          return read.error();
+        }
+      }
+    }
+    return read_position(states->metadata(), whole_path, step, kind, optimizer);
   }
-  return read_position(states->metadata(), shard_path, step, kind, optimizer);
+  // Shard files of the layout they were saved with (plugin and rank count in
+  // their metadata): each piece of this rank's shard is read from the saved
+  // pieces of the same parameter that overlap it, whatever the saved layout.
+  auto ranks = saved_ranks(checkpoint);
+  if (!ranks) return ranks.error();
+  std::vector<SafetensorsReader> shards;
+  for (int r = 0; r < ranks.value(); ++r) {
+    auto shard = SafetensorsReader::open(checkpoint.file(optimizer_shard_file_name(r, ranks.value())));
+    if (!shard) return shard.error();
+    shards.push_back(std::move(shard).value());
+  }
+  const auto& metadata = shards.front().metadata();
+  const std::string first_shard = checkpoint.file(optimizer_shard_file_name(0, ranks.value()));
+  planner::PluginOptions saved;
+  const auto plugin = metadata.find("plugin");
+  const auto kind_saved = plugin == metadata.end() ? std::nullopt : parse_enum<planner::PluginKind>(plugin->second);
+  if (!kind_saved) return make_error(ErrorCode::parse_error, first_shard + ": metadata lacks the 'plugin' that laid the shards out");
+  saved.kind = *kind_saved;
+  if (saved.kind == planner::PluginKind::gemini) {
+    auto chunk = metadata_integer(metadata, "chunk_size", first_shard);
+    if (!chunk) return chunk.error();
+    saved.gemini.chunk_size = chunk.value();
+  }
+  std::vector<std::vector<std::pair<int, planner::ShardPiece>>> saved_pieces(model.parameter_names().size());  // per parameter
+  std::vector<int64_t> saved_numel(static_cast<size_t>(ranks.value()));
+  for (int r = 0; r < ranks.value(); ++r) {
+    const planner::OptimizerLayout layout = planner::optimizer_layout(description, saved, ranks.value(), r);
+    saved_numel[static_cast<size_t>(r)] = layout.shard_numel;
+    for (const planner::ShardPiece& q : layout.pieces) saved_pieces[static_cast<size_t>(q.parameter)].push_back({r, q});
+  }
+  for (const planner::ShardPiece& piece : optimizer.pieces()) {
+    for (const auto& [r, q] : saved_pieces[static_cast<size_t>(piece.parameter)]) {
+      const int64_t first = std::max(piece.offset_in_parameter, q.offset_in_parameter);
+      const int64_t last = std::min(piece.offset_in_parameter + piece.numel, q.offset_in_parameter + q.numel);
+      if (first >= last) continue;
+      for (size_t s = 0; s < suffixes.size(); ++s) {
+        const std::vector<int64_t> shape{saved_numel[static_cast<size_t>(r)]};
+        if (Status read = shards[static_cast<size_t>(r)].read_part(suffixes[s].substr(1), shape, q.offset_in_shard + first - q.offset_in_parameter, last - first,
+                                                                   optimizer.state(static_cast<int>(s)) + piece.offset_in_shard + first - piece.offset_in_parameter);
+            !read) {
+          return read.error();
+        }
+      }
+    }
+  }
+  return read_position(metadata, first_shard, step, kind, optimizer);
 }
 
 #define TESSERA_INSTANTIATE_CHECKPOINT(T)                                                                                               \
   template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,               \
                                                                       planner::OptimizerKind, const TrainingPosition&);                  \
-  template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, Transformer<T>&, OptimizerShard&, planner::OptimizerKind); \
-  template Result<TrainingPosition> load_sharded_checkpoint(const CommittedCheckpoint&, Transformer<T>&, OptimizerShard&, planner::OptimizerKind, \
-                                                            int, int);                                                                         \
+  template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, const planner::Model&, Transformer<T>&, OptimizerShard&,      \
+                                                    planner::OptimizerKind);                                                                 \
   template Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,        \
                                                                               planner::OptimizerKind, const TrainingPosition&, int, int,  \
-                                                                              const float*);
+                                                                              const float*, const std::map<std::string, std::string>&);
 TESSERA_INSTANTIATE_CHECKPOINT(float)
 TESSERA_INSTANTIATE_CHECKPOINT(bf16)
 TESSERA_INSTANTIATE_CHECKPOINT(fp16)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <optional>
 #include <iostream>
 #include <ostream>
@@ -14,6 +15,7 @@
 #include "tessera/engine/data.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/parallel/strategy.h"
+#include "tessera/planner/chunks.h"
 #include "tessera/planner/flops.h"
 
 namespace tessera::engine {
@@ -55,8 +57,11 @@ std::string format_double(double value) {
 // What the run computes, recorded in each checkpoint's manifest and compared
 // on resume. Left out on purpose: --steps and --save-every (how long, not
 // what), --recompute (the same numbers, recomputed), --seed (only the
-// initialisation, which a resume does not repeat).
+// initialisation, which a resume does not repeat), the plugin and the number
+// of ranks (the checkpoint loads into any layout with the same global batch).
 std::vector<RunSetting> run_settings(const planner::Model& model, const TrainOptions& o, const TokenDataset& data) {
+  const int64_t ranks = o.data_parallel_group != nullptr ? o.data_parallel_group->size() : 1;
+  const int64_t global_batch = ranks * o.num_micro_batches * o.micro_batch_size;
   Crc32 config;
   config.update(o.model_config_text.data(), o.model_config_text.size());
   std::vector<RunSetting> settings{
@@ -64,7 +69,8 @@ std::vector<RunSetting> run_settings(const planner::Model& model, const TrainOpt
       {"precision", "--precision", std::string(enum_name(o.precision))},
       {"micro_batch_size", "--micro-batch", std::to_string(o.micro_batch_size)},
       {"seq_len", "--seq", std::to_string(o.seq_len)},
-      {"num_micro_batches", "--micro-batches", std::to_string(o.num_micro_batches)},
+      // Sequences per step over all ranks: the same on 2 ranks × 8 micro-batches as on 4 × 4.
+      {"global_batch", "the global batch (ranks × --micro-batches × --micro-batch)", std::to_string(global_batch) + " sequences"},
       {"optimizer", "--optimizer", std::string(enum_name(o.optimizer.kind))},
       {"learning_rate", "--lr", format_double(o.optimizer.learning_rate)},
       {"data", "--data", std::to_string(data.tokens.size()) + " tokens, CRC-32 " + data.crc32}};
@@ -103,6 +109,14 @@ class TrainingRun {
  private:
   Status resume_from_checkpoint();
   Result<std::optional<CommittedCheckpoint>> checkpoint_to_resume();
+  // What a shard file records of the layout that wrote it (checkpoint.h).
+  std::map<std::string, std::string> shard_layout() const {
+    std::map<std::string, std::string> layout{{"plugin", std::string(enum_name(o_.plugin.kind))}};
+    if (o_.plugin.kind == planner::PluginKind::gemini) {
+      layout["chunk_size"] = std::to_string(planner::gemini_chunk_size(model_.inventory, o_.plugin.gemini, group_.size()));
+    }
+    return layout;
+  }
   bool stop_requested() const { return o_.stop_requested && o_.stop_requested(); }
   bool weights_finite();
   Status save(int64_t step, int64_t data_position);
@@ -197,18 +211,6 @@ Result<std::optional<CommittedCheckpoint>> TrainingRun<T>::checkpoint_to_resume(
                                                        ") was trained otherwise: " + joined(changes) +
                                                        "; give the same options, or add --allow-changes to continue with the new ones");
   }
-  // Sharded optimizer states resume on as many ranks as saved them.
-  const bool has_shards = checkpoint.manifest.files.end() != std::find_if(checkpoint.manifest.files.begin(), checkpoint.manifest.files.end(),
-                                                                          [](const CheckpointFile& f) { return f.name.starts_with("optimizer-rank-"); });
-  const std::string own_shard = optimizer_shard_file_name(0, group_.size());
-  const bool matches = parallel_->sharded() ? std::any_of(checkpoint.manifest.files.begin(), checkpoint.manifest.files.end(),
-                                                          [&](const CheckpointFile& f) { return f.name == own_shard; })
-                                            : !has_shards;
-  if (!matches) {
-    return make_error(ErrorCode::invalid_argument, "--resume: the checkpoint in " + dir->path() + " was saved by " +
-                                                       (has_shards ? "another number of ranks with a sharded optimizer" : "a run whose optimizer states are whole") +
-                                                       "; resume it with the plugin and the mpirun -np it was saved with");
-  }
   for (const std::string& change : changes) progress_ << "note: --allow-changes: " << change << "\n";
   return std::optional<CommittedCheckpoint>(checkpoint);
 }
@@ -233,9 +235,7 @@ Status TrainingRun<T>::resume_from_checkpoint() {
     return decided.error();
   }
   if (!checkpoint) return Status::success();
-  auto position = parallel_->sharded()
-                      ? load_sharded_checkpoint(*checkpoint, *net_, optimizer(), o_.optimizer.kind, group_.rank(), group_.size())
-                      : load_checkpoint(*checkpoint, *net_, optimizer(), o_.optimizer.kind);
+  auto position = load_checkpoint(*checkpoint, model_, *net_, optimizer(), o_.optimizer.kind);
   auto loaded = all_ranks(position.ok());
   if (!loaded) return loaded.error();
   if (!position) return position.error();
@@ -322,7 +322,7 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
     std::vector<float> weights(group_.rank() == 0 ? static_cast<size_t>(model_.parameter_count) : 0);
     if (Status s = parallel_->gather_weights(weights.empty() ? nullptr : weights.data()); !s) return s;
     files = write_sharded_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position, group_.rank(), group_.size(),
-                                           weights.data());
+                                           weights.data(), shard_layout());
   } else {
     files = write_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position);
   }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,26 +41,25 @@ Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& di
 // `weights` (the whole model in flat order, gathered) and every rank writes its
 // optimizer shard as flat tensors ("exp_avg", "exp_avg_sq" or
 // "momentum_buffer", the shard's length) into optimizer_shard_file_name(rank,
-// ranks), with the rank and the rank count in the metadata.
+// ranks), with the rank, the rank count and `layout` (the plugin, and
+// Gemini's chunk size) in the metadata, so that another layout can read them.
 std::string optimizer_shard_file_name(int rank, int ranks);
 template <typename T>
 Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, OptimizerShard& optimizer,
                                                                    planner::OptimizerKind kind, const TrainingPosition& position, int rank,
-                                                                   int ranks, const float* weights);
-
-// Resuming on the same number of ranks: this rank's pieces of the fp32
-// weights from model.safetensors, and its optimizer shard file.
-template <typename T>
-Result<TrainingPosition> load_sharded_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
-                                                 planner::OptimizerKind kind, int rank, int ranks);
+                                                                   int ranks, const float* weights, const std::map<std::string, std::string>& layout);
 
 // Restores DIR/model.safetensors into the parameters; names and shapes must match.
 Status load_model_weights(const std::string& dir, Transformer<float>& model);
 
-// Restores weights (and, in mixed precision, the parameters rounded from them)
-// and optimizer states in place from a verified checkpoint.
+// Restores the optimizer's pieces of the fp32 weights (and, in mixed
+// precision, the parameters rounded from them) and of the optimizer states,
+// in place, from a verified checkpoint: from optimizer.safetensors' whole
+// tensors, or from the shard files of whatever plugin and rank count saved
+// them (their metadata says; planner/optimizer_layout.h maps saved pieces to
+// this rank's), so a checkpoint loads into another layout or dp size.
 template <typename T>
-Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, Transformer<T>& model, OptimizerShard& optimizer,
-                                         planner::OptimizerKind kind);
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& description, Transformer<T>& model,
+                                         OptimizerShard& optimizer, planner::OptimizerKind kind);
 
 }  // namespace tessera::engine

@@ -102,6 +102,17 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
   return Status::success();
 }
 
+// The config.json a checkpoint carries: the model's, with the dtype of the
+// weights it is saved next to. model.safetensors always holds fp32 (the master
+// weights of a mixed-precision run), and without `torch_dtype` transformers
+// would not say so.
+std::string checkpoint_config_text(const std::string& config_text) {
+  json config = json::parse(config_text, nullptr, false);
+  if (!config.is_object()) return config_text;  // the planner parsed it already; keep it as it is
+  config["torch_dtype"] = "float32";
+  return config.dump(2) + "\n";
+}
+
 json space_bytes(const SpaceBytes& bytes) { return json{{"device_bytes", bytes.device}, {"host_bytes", bytes.host}}; }
 
 // `first_rank`: the rank of m.ranks' first row (a dry run holds one rank's).
@@ -288,6 +299,7 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (!estimate) return fail(err, estimate.error().message);
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return fail(err, config_text.error().message);
+  config_text = checkpoint_config_text(config_text.value());
   auto run_directory = engine::RunDirectory::open(o.out);
   if (!run_directory) return fail(err, run_directory.error().message);
   const EstimateReport report{model, cpu, request, estimate.value()};
@@ -357,6 +369,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (Status s = check_memory(o.estimate.model, estimate.value(), data_bytes.value()); !s) return failed(s.error().message);
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return failed(config_text.error().message);
+  config_text = checkpoint_config_text(config_text.value());
   std::optional<engine::RunDirectory> run_directory;
   Status prepared = Status::success();
   if (leader) {

@@ -168,6 +168,8 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
     const auto metrics = nlohmann::json::parse(metrics_file);
     EXPECT_EQ(metrics["loss"].size(), 2u);
     EXPECT_EQ(metrics["training"]["precision"], precision);
+    std::ifstream config_file(dir + "/config.json");
+    EXPECT_EQ(nlohmann::json::parse(config_file)["torch_dtype"], "float32") << "model.safetensors holds fp32 weights in every precision";
     EXPECT_GT(metrics["ranks"][0]["categories"]["activations"]["device_bytes"].get<int64_t>(), 0);
     const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
     ASSERT_EQ(compared.code, 0) << compared.err;

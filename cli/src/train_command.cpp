@@ -65,8 +65,7 @@ EstimateRequest cpu_request(EstimateRequest r) {
 // the engine does not run yet (tensor and pipeline parallelism, FSDP, Gemini)
 // or does its own way (its DDP buckets are always views of the gradients):
 // refused rather than silently ignored.
-constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--gradient-as-bucket-view", "--shard-param-frac", "--offload-optim-frac",
-                                               "--offload-param-frac", "--pp-schedule",             "--model-chunks"};
+constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--gradient-as-bucket-view", "--pp-schedule", "--model-chunks"};
 // What a plan file sets; given beside --plan they would be overridden.
 constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--activation-profile"};
 constexpr const char* kLossScalerOptions[] = {"--loss-scale", "--loss-scale-window", "--hysteresis"};
@@ -286,6 +285,17 @@ Result<bool> all_ranks_ready(engine::comm::Communicator& world, bool ok) {
   return failed == 0.0;
 }
 
+// Gemini's `auto` placement is what the planner solved for this run's device
+// (estimate_memory: the smallest offload that keeps the device under its
+// share); the engine runs those fractions as a static placement.
+void resolve_auto_placement(const MemoryEstimate& estimate, PluginOptions& plugin) {
+  if (plugin.kind != PluginKind::gemini || plugin.gemini.placement_policy != GeminiPlacement::auto_placement || !estimate.gemini) return;
+  plugin.gemini.placement_policy = GeminiPlacement::static_placement;
+  plugin.gemini.shard_param_frac = estimate.gemini->shard_param_frac;
+  plugin.gemini.offload_param_frac = estimate.gemini->offload_param_frac;
+  plugin.gemini.offload_optim_frac = estimate.gemini->offload_optim_frac;
+}
+
 // `tessera train --dry-run`: rank --rank of the plan's world, replayed alone
 // (engine::dry_run); DIR gets config.json, plan.json and metrics.json, no checkpoint.
 int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& options, std::ostream& out, std::ostream& err) {
@@ -297,6 +307,9 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   const GpuProfile cpu = cpu_profile();
   auto estimate = estimate_memory(model, cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
+  engine::TrainOptions t = options;
+  resolve_auto_placement(estimate.value(), t.plugin);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model, ranks); !s) return fail(err, s.error().message);
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return fail(err, config_text.error().message);
   config_text = checkpoint_config_text(config_text.value());
@@ -306,7 +319,6 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (Status s = write_file_atomically(o.out + "/config.json", config_text.value(), "--out"); !s) return fail(err, s.error().message);
   if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out"); !s) return fail(err, s.error().message);
   const auto group = engine::comm::make_dry_run_communicator(static_cast<int>(o.rank), static_cast<int>(ranks));
-  engine::TrainOptions t = options;
   t.data_parallel_group = group.get();
   auto metrics = engine::dry_run(model, t);
   if (!metrics) return fail(err, metrics.error().message);
@@ -358,12 +370,13 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
-  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), ranks); !s) return failed(s.error().message);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request);
   const GpuProfile cpu = cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);
+  resolve_auto_placement(estimate.value(), t.plugin);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), ranks); !s) return failed(s.error().message);
   auto data_bytes = engine::token_memory_bytes(t.data_path);
   if (!data_bytes) return failed(data_bytes.error().message);
   if (Status s = check_memory(o.estimate.model, estimate.value(), data_bytes.value()); !s) return failed(s.error().message);

@@ -500,6 +500,21 @@ TEST(Cli, DryRunsOf70BPlansOn1024GpusMatchThePlanner) {
   }
 }
 
+// Gemini's auto placement runs the fractions the planner solved for this
+// machine (all on the device here), and a fractional static one is refused.
+TEST(Cli, GeminiAutoPlacementRunsWhatThePlannerSolved) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string dir = scratch.path("run");
+  const CliRun trained = run({"train", "--plugin", "gemini", "--placement", "auto", "--precision", "bf16", "--steps", "1", "--out", dir.c_str()});
+  ASSERT_EQ(trained.code, 0) << trained.err;
+  const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
+  EXPECT_EQ(nlohmann::json::parse(compared.out)["max_abs_error_pct"].get<double>(), 0.0) << compared.out;
+  const CliRun refused = run({"train", "--plugin", "gemini", "--placement", "static", "--offload-param-frac", "0.5", "--precision", "bf16", "--out",
+                              scratch.path("static").c_str()});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("not fractions of them; plan with --placement cuda or cpu"), std::string::npos) << refused.err;
+}
+
 TEST(Cli, DryRunRanksOutsideThePlanAreRefused) {
   const tessera::testing::ScratchDir scratch;
   const std::string plan = scratch.path("plan.json"), dir = scratch.path("dry");

@@ -20,14 +20,15 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
   }
   if (plugin.kind == PluginKind::gemini) {
     const planner::GeminiOptions& g = plugin.gemini;
-    // Placements that put everything on one side: cuda, cpu, and static or auto at 0 or 1.
+    // Placements that put everything on one side: cuda, cpu, and static at 0 or 1
+    // (the command line turns auto into the static fractions the planner solved).
     const bool all_device = g.offload_param_frac == 0 && g.offload_optim_frac == 0;
     const bool all_host = g.offload_param_frac == 1 && g.offload_optim_frac == 1;
     const bool whole = g.placement_policy == planner::GeminiPlacement::cuda || g.placement_policy == planner::GeminiPlacement::cpu ||
                        (g.placement_policy != planner::GeminiPlacement::auto_placement && g.shard_param_frac == 1 && (all_device || all_host));
     if (!whole) {
-      return make_error(ErrorCode::unsupported, "--placement: the engine's gemini places all chunks on the device (cuda) or the host (cpu) so far; "
-                                                "plan with --placement cuda or cpu");
+      return make_error(ErrorCode::unsupported, "--placement: the engine's gemini places all chunks on the device (cuda) or the host (cpu) so far, "
+                                                "not fractions of them; plan with --placement cuda or cpu");
     }
     if (precision == planner::Precision::fp32) {
       return make_error(ErrorCode::unsupported, "--precision fp32: gemini trains in bf16 or fp16 (as ColossalAI's GeminiPlugin), keeping fp32 master weights; "

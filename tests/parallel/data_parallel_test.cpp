@@ -23,6 +23,7 @@
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/safetensors.h"
 #include "tessera/engine/trainer.h"
+#include "tessera/planner/chunks.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/sharding.h"
 
@@ -122,6 +123,7 @@ int main() {
     planner::Precision precision = planner::Precision::fp32;
     bool cpu_offload = false;
     planner::GeminiPlacement placement = planner::GeminiPlacement::cuda;
+    int64_t chunk_size = 1 << 17;  // gemini: several chunks, some spanning two layers; a multiple of 2 and 4
   };
   const planner::Precision bf16 = planner::Precision::bf16;
   for (const Case& c : {Case{"torch_ddp", planner::PluginKind::torch_ddp, 0, {}}, Case{"zero1", planner::PluginKind::low_level_zero, 1, {}},
@@ -135,7 +137,8 @@ int main() {
                         Case{"zero1_offload", planner::PluginKind::low_level_zero, 1, {}, planner::Precision::fp32, true},
                         Case{"zero2_offload_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16, true},
                         Case{"gemini_cuda_bf16", planner::PluginKind::gemini, 0, {}, bf16},
-                        Case{"gemini_cpu_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cpu}}) {
+                        Case{"gemini_cpu_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cpu},
+                        Case{"gemini_one_chunk_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cuda, 0}}) {
     const bool gemini = c.kind == planner::PluginKind::gemini;
     const bool fsdp = c.kind == planner::PluginKind::torch_fsdp;
     planner::PluginOptions plugin;
@@ -143,7 +146,7 @@ int main() {
     plugin.fsdp_strategy = c.fsdp;
     plugin.cpu_offload = c.cpu_offload;
     plugin.gemini.placement_policy = c.placement;
-    plugin.gemini.chunk_size = 1 << 17;  // several chunks, some spanning two layers; a multiple of 2 and 4
+    plugin.gemini.chunk_size = c.chunk_size;  // 0: ColossalAI's search (one 32 Mi-element chunk holds all of tiny-gpt2)
     plugin.zero_stage = c.kind == planner::PluginKind::low_level_zero ? c.zero_stage : -1;
     plugin.bucket_bytes = 256 << 10;             // DDP: several buckets
     plugin.reduce_bucket_numel = c.zero_stage == 1 ? 40000 : params;  // ZeRO-1: several buckets; ZeRO-2: one
@@ -165,7 +168,19 @@ int main() {
     const int64_t all_reduce_bytes = c.kind == planner::PluginKind::torch_ddp ? steps * width * params : steps * 8;
     const int64_t reduce_scatter_bytes = fsdp ? steps * k * width * units.padded_total : c.zero_stage > 0 ? steps * width * padded : 0;
     const int64_t all_gather_bytes = fsdp ? steps * k * width * (units.padded_total + blocks_again) : c.zero_stage > 0 ? steps * width * padded : 0;
-    // Gemini's traffic follows its chunks' comings and goings; its memory is held to the planner by train_plan.sh.
+    // Gemini with one chunk that every layer uses: it is gathered once per
+    // step (it stays gathered from micro-batch to micro-batch) and its
+    // gradient reduce-scattered once, at the step's end: chunk · 2 bytes each,
+    // plus the norm. With several chunks the traffic follows the chunks'
+    // comings and goings; train_plan.sh holds their memory to the planner.
+    const bool one_chunk = gemini && c.chunk_size == 0;
+    const int64_t chunk_bytes = one_chunk ? planner::gemini_chunk_size(model.inventory, plugin.gemini, ranks) * width : 0;
+    expect(!one_chunk || (moved.bytes_of(comm::Collective::all_gather) == steps * chunk_bytes &&
+                          moved.bytes_of(comm::Collective::reduce_scatter) == steps * chunk_bytes &&
+                          moved.bytes_of(comm::Collective::all_reduce) == steps * 8),
+           std::string(c.name) + ": all_gather " + std::to_string(moved.bytes_of(comm::Collective::all_gather)) + ", reduce_scatter " +
+               std::to_string(moved.bytes_of(comm::Collective::reduce_scatter)),
+           rank);
     expect(gemini || moved.bytes_of(comm::Collective::all_reduce) == all_reduce_bytes,
            std::string(c.name) + ": all_reduce bytes " + std::to_string(moved.bytes_of(comm::Collective::all_reduce)), rank);
     expect(gemini || moved.bytes_of(comm::Collective::reduce_scatter) == reduce_scatter_bytes,

@@ -1,12 +1,14 @@
 // How the ranks of a data-parallel group share a model, as the plan's plugin
 // names it: one interface for the training loop, one class per family of
-// plugins (data_parallel.h: torch_ddp and low_level_zero; fsdp.h: torch_fsdp).
+// plugins (data_parallel.h: torch_ddp and low_level_zero; fsdp.h: torch_fsdp;
+// gemini.h: gemini). Which pieces of the parameters each rank's optimizer
+// holds is planner/optimizer_layout.h's rule, shared with checkpoints.
 //
-// The loop's calls, per optimizer step: the model's forward and backward for
-// each micro-batch (a strategy may gather and release parameters around each
-// unit through the model's UnitHooks), reduce_gradients() after the last
-// micro-batch, then step(). Errors raised inside a hook are kept and returned
-// by the next call that returns a Status.
+// The loop's calls, per optimizer step: zero_gradients(), the model's forward
+// and backward for each micro-batch (a strategy may gather and release
+// parameters around each layer through the model's UnitHooks),
+// reduce_gradients() after the last micro-batch, then step(). Errors raised
+// inside a hook are kept and returned by the next call that returns a Status.
 #pragma once
 
 #include <memory>

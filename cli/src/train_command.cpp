@@ -277,14 +277,6 @@ std::string stopped_line(int signal_number, const engine::TrainMetrics& m, const
   return line + "the checkpoint in " + out_dir + " is at step " + std::to_string(m.checkpoint_step) + " (metrics.json written); continue with --resume";
 }
 
-// Whether every rank's `ok` is true (collective): a rank that fails its
-// pre-flight alone must not leave the others waiting in the first collective.
-Result<bool> all_ranks_ready(engine::comm::Communicator& world, bool ok) {
-  double failed = ok ? 0.0 : 1.0;
-  if (Status s = world.all_reduce(&failed, &failed, 1, engine::comm::DataType::f64, engine::comm::ReduceOp::max); !s) return s.error();
-  return failed == 0.0;
-}
-
 // Gemini's `auto` placement is what the planner solved for this run's device
 // (estimate_memory: the smallest offload that keeps the device under its
 // share); the engine runs those fractions as a static placement.
@@ -398,7 +390,8 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
     }
   }
   if (world.size() > 1) {
-    auto ready = all_ranks_ready(world, prepared.ok());
+    // A rank that fails its pre-flight alone must not leave the others waiting in the first collective.
+    auto ready = engine::all_ranks_agree(world, prepared.ok());
     if (!ready) return failed(ready.error().message);
     if (!ready.value()) return prepared ? failed("rank 0 could not prepare --out " + o.out + " (its message says why)") : failed(prepared.error().message);
   }

@@ -122,7 +122,7 @@ class TrainingRun {
   Status save(int64_t step, int64_t data_position);
   Status commit_checkpoint(int64_t step, int64_t data_position);
   Status commit_files(RunDirectory& dir, const CheckpointStaging& staging, std::vector<CheckpointFile> files, int64_t step);
-  Result<bool> all_ranks(bool ok);
+  Result<bool> all_ranks(bool ok) { return all_ranks_agree(*control_, ok); }
   // Whether this run checkpoints: rank 0 holds the run directory, the other ranks its path.
   bool saves() const { return o_.run_directory != nullptr || !o_.run_directory_path.empty(); }
   Error diverged(const std::string& what, int64_t step, int64_t position_before);
@@ -282,16 +282,6 @@ Status TrainingRun<T>::save(int64_t step, int64_t data_position) {
   return o_.on_save ? o_.on_save(metrics_) : Status::success();
 }
 
-// Whether every rank's `ok` is true; on one rank, `ok`.
-template <typename T>
-Result<bool> TrainingRun<T>::all_ranks(bool ok) {
-  double failed = ok ? 0.0 : 1.0;
-  if (group_.size() > 1) {
-    if (Status s = control_->all_reduce(&failed, &failed, 1, comm::DataType::f64, comm::ReduceOp::max); !s) return s.error();
-  }
-  return failed == 0.0;
-}
-
 template <typename T>
 Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
   auto finite = all_ranks(weights_finite());
@@ -320,7 +310,7 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
   if (sharded) {
     // Rank 0's copy of the whole model, for model.safetensors: save-time host memory, outside the training ledger.
     std::vector<float> weights(group_.rank() == 0 ? static_cast<size_t>(model_.parameter_count) : 0);
-    if (Status s = parallel_->gather_weights(weights.empty() ? nullptr : weights.data()); !s) return s;
+    if (Status s = gather_optimizer_weights(group_, optimizer(), model_, o_.plugin, weights.empty() ? nullptr : weights.data()); !s) return s;
     files = write_sharded_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position, group_.rank(), group_.size(),
                                            weights.data(), shard_layout());
   } else {

@@ -63,28 +63,6 @@ T* DataParallel<T>::shard_parameters() {
   return model_->flat_parameters().data() + (sharded() ? this->group_.rank() * shard_ : 0);
 }
 
-// Replicated states: rank 0 holds every full-precision weight. Sharded (ZeRO):
-// each rank's full-precision shard goes to rank 0 (in mixed precision the fp32
-// master weights are sharded, and only they are exact). The padded buffer is
-// save-time host memory of rank 0, outside the training ledger.
-template <typename T>
-Status DataParallel<T>::gather_weights(float* out) {
-  const float* own = optimizer_->full_precision();
-  if (!sharded()) {
-    if (out != nullptr) std::copy_n(own, params_, out);
-    return Status::success();
-  }
-  const int ranks = this->group_.size();
-  if (out == nullptr) return this->group_.send(own, static_cast<size_t>(shard_), comm::DataType::f32, 0);
-  std::vector<float> padded(static_cast<size_t>(ranks * shard_));
-  std::copy_n(own, shard_, padded.data());
-  for (int r = 1; r < ranks; ++r) {
-    if (Status s = this->group_.recv(padded.data() + r * shard_, static_cast<size_t>(shard_), comm::DataType::f32, r); !s) return s;
-  }
-  std::copy_n(padded.data(), params_, out);
-  return Status::success();
-}
-
 template <typename T>
 T* DataParallel<T>::shard_gradients() {
   T* flat = model_->flat_gradients().data();

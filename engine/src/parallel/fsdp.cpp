@@ -160,35 +160,6 @@ Result<std::optional<double>> FullyShardedDataParallel<T>::step(double loss_scal
   return optimizer_->apply(gradient_shard_.data(), sum_of_squares.value(), loss_scale);
 }
 
-// Rank 0 receives every rank's shard of each unit and places the unit's
-// parameters at their flat offsets. The unit buffer is save-time host memory
-// of rank 0, outside the training ledger.
-template <typename T>
-Status FullyShardedDataParallel<T>::gather_weights(float* out) {
-  const int ranks = this->group_.size(), rank = this->group_.rank();
-  const float* shard = parameter_shard_.data();
-  std::vector<float> unit_buffer;
-  for (const planner::ShardedUnit& u : layout_.units) {
-    const float* own = shard + u.offset_in_shard;
-    if (rank != 0) {
-      if (Status s = this->group_.send(own, static_cast<size_t>(u.shard), comm::DataType::f32, 0); !s) return s;
-      continue;
-    }
-    unit_buffer.assign(static_cast<size_t>(u.padded), 0.0f);
-    std::copy_n(own, u.shard, unit_buffer.data());
-    for (int r = 1; r < ranks; ++r) {
-      if (Status s = this->group_.recv(unit_buffer.data() + r * u.shard, static_cast<size_t>(u.shard), comm::DataType::f32, r); !s) return s;
-    }
-    int64_t offset = 0;
-    for (int p : u.parameters) {
-      const planner::FlatParameter& flat = order_[static_cast<size_t>(p)];
-      std::copy_n(unit_buffer.data() + offset, flat.numel, out + flat.offset);
-      offset += flat.numel;
-    }
-  }
-  return Status::success();
-}
-
 template class FullyShardedDataParallel<float>;
 template class FullyShardedDataParallel<bf16>;
 template class FullyShardedDataParallel<fp16>;

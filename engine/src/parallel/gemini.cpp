@@ -283,33 +283,6 @@ void Gemini<T>::round_master_into_shards() {
   }
 }
 
-// Rank 0 receives every rank's fp32 master shard of each chunk and places the
-// chunk's parameters at their flat offsets (save-time host memory of rank 0).
-template <typename T>
-Status Gemini<T>::gather_weights(float* out) {
-  const int ranks = this->group_.size(), rank = this->group_.rank();
-  const float* master = optimizer_->weights();
-  std::vector<float> whole;
-  for (size_t c = 0; c < chunks_.size(); ++c) {
-    const float* own = master + static_cast<int64_t>(c) * shard_;
-    if (rank != 0) {
-      if (Status s = this->group_.send(own, static_cast<size_t>(shard_), comm::DataType::f32, 0); !s) return s;
-      continue;
-    }
-    whole.assign(static_cast<size_t>(shard_ * ranks), 0.0f);
-    std::copy_n(own, shard_, whole.data());
-    for (int r = 1; r < ranks; ++r) {
-      if (Status s = this->group_.recv(whole.data() + r * shard_, static_cast<size_t>(shard_), comm::DataType::f32, r); !s) return s;
-    }
-    const Chunk& chunk = chunks_[c];
-    for (size_t j = 0; j < chunk.parameters.size(); ++j) {
-      const planner::FlatParameter& flat = order_[static_cast<size_t>(chunk.parameters[j])];
-      std::copy_n(whole.data() + chunk.offsets[j], flat.numel, out + flat.offset);
-    }
-  }
-  return Status::success();
-}
-
 template class ChunkShard<bf16>;
 template class ChunkShard<fp16>;
 template class ChunkShard<float>;

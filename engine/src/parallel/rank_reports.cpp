@@ -1,7 +1,10 @@
 #include "tessera/engine/parallel/rank_reports.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+
+#include "tessera/planner/optimizer_layout.h"
 
 namespace tessera::engine {
 namespace {
@@ -15,6 +18,14 @@ Result<std::vector<double>> gather(comm::Communicator& group, const std::vector<
 }
 
 }  // namespace
+
+Result<bool> all_ranks_agree(comm::Communicator& group, bool ok) {
+  double failed = ok ? 0.0 : 1.0;
+  if (group.size() > 1) {
+    if (Status s = group.all_reduce(&failed, &failed, 1, comm::DataType::f64, comm::ReduceOp::max); !s) return s.error();
+  }
+  return failed == 0.0;
+}
 
 RankPeaks rank_peaks(const MemoryLedger& ledger) {
   RankPeaks r;
@@ -60,6 +71,28 @@ Result<std::vector<FileDigest>> gather_shard_digests(comm::Communicator& group, 
     digests.push_back({static_cast<int64_t>((*all)[2 * r]), hex});
   }
   return digests;
+}
+
+// Rank by rank, so that rank 0 holds one other shard at a time: save-time host
+// memory of rank 0, outside the training ledger.
+Status gather_optimizer_weights(comm::Communicator& group, OptimizerShard& optimizer, const planner::Model& model,
+                                const planner::PluginOptions& plugin, float* out) {
+  if (group.rank() != 0) return group.send(optimizer.weights(), static_cast<size_t>(optimizer.numel()), comm::DataType::f32, 0);
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  std::vector<float> received;
+  for (int r = 0; r < group.size(); ++r) {
+    const planner::OptimizerLayout layout = planner::optimizer_layout(model, plugin, group.size(), r);
+    const float* shard = optimizer.weights();
+    if (r > 0) {
+      received.resize(static_cast<size_t>(layout.shard_numel));
+      if (Status s = group.recv(received.data(), received.size(), comm::DataType::f32, r); !s) return s;
+      shard = received.data();
+    }
+    for (const planner::ShardPiece& piece : layout.pieces) {
+      std::copy_n(shard + piece.offset_in_shard, piece.numel, out + order[static_cast<size_t>(piece.parameter)].offset + piece.offset_in_parameter);
+    }
+  }
+  return Status::success();
 }
 
 }  // namespace tessera::engine

@@ -47,7 +47,6 @@ class DataParallel final : public ParallelStrategy<T> {
   Result<std::optional<double>> step(double loss_scale) override;
   OptimizerShard& optimizer() override { return *optimizer_; }
   bool sharded() const override { return zero_stage_ > 0 && this->group_.size() > 1; }
-  Status gather_weights(float* out) override;
   Status weights_restored() override;
 
  private:

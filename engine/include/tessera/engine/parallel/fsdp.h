@@ -40,7 +40,6 @@ class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitH
   Result<std::optional<double>> step(double loss_scale) override;
   OptimizerShard& optimizer() override { return *optimizer_; }
   bool sharded() const override { return this->group_.size() > 1; }
-  Status gather_weights(float* out) override;
   void initialize(const planner::Model& model, uint64_t seed) override;
 
  private:

@@ -77,7 +77,6 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   Result<std::optional<double>> step(double loss_scale) override;
   OptimizerShard& optimizer() override { return *optimizer_; }
   bool sharded() const override { return this->group_.size() > 1; }
-  Status gather_weights(float* out) override;
   Status weights_restored() override {
     round_master_into_shards();
     return Status::success();

@@ -54,9 +54,6 @@ class ParallelStrategy {
   virtual int64_t chunk_moves() const { return 0; }
   // Whether ranks hold different optimizer states (a checkpoint needs every rank's).
   virtual bool sharded() const = 0;
-  // Rank 0 receives the full fp32 weights in flat order into `out` (params
-  // elements); the other ranks pass null. Collective.
-  virtual Status gather_weights(float* out) = 0;
 
  protected:
   explicit ParallelStrategy(comm::Communicator& group) : group_(group) {}

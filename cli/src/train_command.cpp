@@ -133,12 +133,15 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   const auto& breakdown = m.ledger.breakdown_at_peak(MemorySpace::device);
   for (MemoryCategory c : kAllMemoryCategories) at_peak[std::string(to_string(c))] = breakdown[static_cast<size_t>(c)];
   out["peak_total"] = json{{"device_bytes", m.ledger.peak_total(MemorySpace::device)}, {"categories_at_peak", at_peak}};
-  // Rank 0's calls and payload bytes per collective over the run (comm_types.h defines the payload).
+  // Rank 0's calls and payload bytes per collective over the run (comm_types.h
+  // defines the payload), the time it waited in them and the time they were in
+  // flight (longer where a call ran under compute: DDP's buckets in backward).
   json communication = json::object();
   for (const auto& entry : engine::comm::kCollectiveNames) {
     communication[std::string(entry.name)] = json{{"calls", m.communication.calls_of(entry.value)},
                                                   {"bytes", m.communication.bytes_of(entry.value)},
-                                                  {"seconds", m.communication.seconds_of(entry.value)}};
+                                                  {"seconds", m.communication.seconds_of(entry.value)},
+                                                  {"in_flight_seconds", m.communication.in_flight_seconds_of(entry.value)}};
   }
   out["communication"] = communication;
   out["chunk_moves"] = m.chunk_moves;

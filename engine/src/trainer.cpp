@@ -379,6 +379,7 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
     loader_->next(tokens_.data(), targets_.data());
     loss += net_->forward(tokens_.data(), targets_.data()) / static_cast<double>(k);
     // k micro-batches of b on each of n ranks = one batch of n·k·b.
+    parallel_->prepare_backward(micro == k - 1);
     net_->backward(static_cast<W>(loss_scale / static_cast<double>(k) * parallel_->gradient_scale()));
   }
   loader_->seek(start_of_step_ + tokens_per_step());

@@ -115,6 +115,28 @@ TEST(LocalCommunicator, BadArgumentsReturnAStatusNamingTheCallGroupAndRank) {
   for (int64_t calls : world->counters().calls) EXPECT_EQ(calls, 0);
 }
 
+TEST(LocalCommunicator, StartedAllReducesFinishInOrderAndAreCountedOnce) {
+  auto world = make_local_communicator();
+  std::vector<float> a{1, 2, 3}, b{4, 5};
+  ASSERT_TRUE(world->start_all_reduce(a.data(), a.data(), 3, ReduceOp::sum).ok());
+  ASSERT_TRUE(world->start_all_reduce(b.data(), b.data(), 2, ReduceOp::sum).ok());
+  EXPECT_EQ(world->started_calls(), 2u);
+  const Status refused = world->barrier();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "barrier on 'world' (rank 0 of 1, world rank 0): 2 started all_reduce call(s) are pending; call finish_started() first");
+  ASSERT_TRUE(world->progress().ok());  // one rank: the calls completed when started
+  EXPECT_EQ(world->started_calls(), 0u);
+  ASSERT_TRUE(world->finish_started().ok());
+  EXPECT_EQ(a, (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(world->counters().calls_of(Collective::all_reduce), 2);
+  EXPECT_EQ(world->counters().bytes_of(Collective::all_reduce), 20);
+  EXPECT_EQ(world->counters().calls_of(Collective::barrier), 0);
+  const Status bad = world->start_all_reduce(a.data(), a.data() + 1, 2, ReduceOp::sum);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("all_reduce on 'world'"), std::string::npos);
+  EXPECT_EQ(world->started_calls(), 0u);
+}
+
 TEST(LocalCommunicator, SplitMakesANamedGroupWithCountersOfItsOwn) {
   auto world = make_local_communicator();
   std::vector<float> x(4, 1.0f);

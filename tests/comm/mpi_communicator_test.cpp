@@ -99,6 +99,45 @@ void check_all_reduce(Communicator& world, Checker& check) {
   check.expect(std::isnan(maxima[2]), "all_reduce max propagates a NaN from one rank");
 }
 
+// Several started all-reduces in flight at once (DDP's buckets): each result
+// is the rank-order sum, bit for bit as the blocking call's; a rank that
+// computes between the starts (rank 0 sleeps) changes nothing; counters count
+// each call once it completes; a blocking call is refused while calls are pending.
+void check_started_all_reduces(Communicator& world, Checker& check) {
+  const int n = world.size(), r = world.rank();
+  const std::vector<size_t> counts{1000, 3, 200000, 7};  // 800 KB: past the eager limit
+  std::vector<std::vector<float>> buffers;
+  for (size_t count : counts) buffers.push_back(contributions(r, count));
+  const CommCounters before = world.counters();
+  for (auto& buffer : buffers) {
+    check.expect_ok(world.start_all_reduce(buffer.data(), buffer.data(), buffer.size(), ReduceOp::sum), "start_all_reduce");
+    if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    check.expect_ok(world.progress(), "progress");
+  }
+  // Only where calls are still pending (progress may have completed them all):
+  // refused before any communication, so ranks that skip it stay in step.
+  if (world.started_calls() > 0) {
+    const Status refused = world.barrier();
+    check.expect(!refused.ok() && refused.error().code == ErrorCode::invalid_argument &&
+                     refused.error().message.find("call finish_started() first") != std::string::npos,
+                 "a blocking call while started calls are pending is refused: " + (refused.ok() ? std::string("(accepted)") : refused.error().message));
+  }
+  check.expect_ok(world.finish_started(), "finish_started");
+  check.expect(world.started_calls() == 0, "no call pending after finish_started");
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const std::vector<float> expected = rank_order_sum(n, counts[k]);
+    check.expect(same_bits(buffers[k].data(), expected.data(), counts[k] * sizeof(float)),
+                 "started all_reduce of " + std::to_string(counts[k]) + " floats is the rank-order sum, bit for bit");
+  }
+  const CommCounters d = world.counters().since(before);
+  size_t payload = 0;
+  for (size_t count : counts) payload += count * sizeof(float);
+  check.expect(d.calls_of(Collective::all_reduce) == 4 && d.bytes_of(Collective::all_reduce) == static_cast<int64_t>(payload),
+               "four started all-reduces counted with their payload");
+  check.expect(d.in_flight_seconds_of(Collective::all_reduce) >= d.seconds_of(Collective::all_reduce) && d.seconds_of(Collective::all_reduce) > 0,
+               "a started call is in flight at least as long as this rank waited in it");
+}
+
 void check_reduce_scatter(Communicator& world, Checker& check) {
   const int n = world.size(), r = world.rank();
   const size_t per_rank = 5, total = per_rank * static_cast<size_t>(n);
@@ -320,6 +359,7 @@ int run(MpiRuntime& runtime) {
   check.expect(!MpiRuntime::start().ok(), "a second MpiRuntime in one process is refused");
 
   check_all_reduce(world, check);
+  check_started_all_reduces(world, check);
   check_reduce_scatter(world, check);
   check_all_gather(world, check);
   check_broadcast(world, check);

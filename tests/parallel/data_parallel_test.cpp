@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tessera/engine/comm/mpi.h"
+#include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/safetensors.h"
 #include "tessera/engine/trainer.h"
@@ -102,6 +103,38 @@ double relative_difference(const std::vector<std::vector<float>>& a, const std::
 
 }  // namespace
 
+// DDP starts its buckets' all-reduces inside the step's last backward: by
+// the end of backward every bucket is started (or done), none waits for
+// reduce_gradients(); an earlier micro-batch's backward (no_sync) starts none.
+void check_ddp_buckets_start_in_backward(comm::Communicator& world, const planner::Model& model) {
+  planner::PluginOptions plugin;
+  plugin.kind = planner::PluginKind::torch_ddp;
+  plugin.bucket_bytes = 256 << 10;
+  auto strategy = make_parallel_strategy<float>(world, plugin, model);
+  MemoryLedger ledger;
+  auto created = Transformer<float>::create(model, ledger, 1, 16, 7, planner::RecomputeMode::none, strategy->storage());
+  if (!created.ok()) return expect(false, "ddp overlap: " + created.error().message, world.rank());
+  Transformer<float>& net = created.value();
+  std::vector<bool> decay(net.parameters().size(), false);
+  if (Status s = strategy->attach(ledger, net, decay, OptimizerOptions{}); !s) return expect(false, "ddp overlap: " + s.error().message, world.rank());
+  const int64_t bucket_elements = plugin.bucket_bytes / 4;
+  const int64_t buckets = (model.parameter_count + bucket_elements - 1) / bucket_elements;
+  std::vector<int32_t> tokens(16);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(world.rank())) % 50);
+  const auto launched = [&] { return world.counters().calls_of(comm::Collective::all_reduce) + static_cast<int64_t>(world.started_calls()); };
+  const int64_t before = launched();
+  strategy->zero_gradients();
+  for (bool last : {false, true}) {
+    net.forward(tokens.data(), tokens.data());
+    strategy->prepare_backward(last);
+    net.backward(0.5f);
+    expect(launched() - before == (last ? buckets : 0), std::string("ddp overlap: ") + (last ? "the last" : "an earlier") + " backward started " +
+                                                            std::to_string(launched() - before) + " of " + std::to_string(buckets) + " buckets",
+           world.rank());
+  }
+  expect(strategy->reduce_gradients().ok() && world.started_calls() == 0, "ddp overlap: reduce_gradients finishes the started buckets", world.rank());
+}
+
 int main() {
   auto runtime = comm::MpiRuntime::start().value();
   auto world = runtime->world().value();
@@ -114,6 +147,7 @@ int main() {
   const std::string root = std::filesystem::temp_directory_path().string() + "/tessera-data-parallel-" + std::to_string(ranks) + "-" +
                            std::to_string(static_cast<int64_t>(run_id));
 
+  check_ddp_buckets_start_in_backward(*world, model);
   const planner::FsdpLayout units = planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks);
   struct Case {
     const char* name;

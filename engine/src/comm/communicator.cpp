@@ -51,6 +51,17 @@ Result<size_t> checked_payload(size_t count, DataType type, const Buffers& b) {
   return count * unit;
 }
 
+double seconds_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// What a backend without nonblocking calls returns from its start: the call has run.
+class CompletedCall final : public Communicator::PendingCall {
+ public:
+  Result<bool> test() override { return true; }
+  Status wait() override { return Status::success(); }
+};
+
 std::optional<Error> peer_error(int peer, int rank, int size) {
   if (peer >= 0 && peer < size && peer != rank) return std::nullopt;
   return invalid("peer " + std::to_string(peer) + " is not another rank of this group (size " + std::to_string(size) + ")");
@@ -68,13 +79,83 @@ Error Communicator::failure(std::string_view call, const Error& what) const {
 
 template <typename Call>
 Status Communicator::run(Collective kind, const Result<size_t>& payload, size_t count, Call call) {
+  if (!started_.empty()) return refuse_while_started(enum_name(kind));
   if (!payload.ok()) return failure(enum_name(kind), payload.error());
   const auto started = std::chrono::steady_clock::now();
   if (count > 0) {
     const Status status = call();
     if (!status.ok()) return failure(enum_name(kind), status.error());
   }
-  counters_.add(kind, static_cast<int64_t>(*payload), std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  counters_.add(kind, static_cast<int64_t>(*payload), seconds_between(started, std::chrono::steady_clock::now()));
+  return Status::success();
+}
+
+Status Communicator::refuse_while_started(std::string_view call) const {
+  return failure(call, invalid(std::to_string(started_.size()) + " started all_reduce call(s) are pending; call finish_started() first"));
+}
+
+Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_all_reduce(const void* send, void* recv, size_t count, DataType type,
+                                                                                     ReduceOp op) {
+  if (Status s = do_all_reduce(send, recv, count, type, op); !s) return s.error();
+  return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
+}
+
+Status Communicator::start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  const Result<size_t> payload = checked_payload(count, type, {send, recv, 1, 0});
+  if (!payload.ok()) return failure("all_reduce", payload.error());
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<PendingCall> call;
+  if (count > 0) {
+    auto begun = do_start_all_reduce(send, recv, count, type, op);
+    if (!begun.ok()) return failure("all_reduce", begun.error());
+    call = std::move(begun.value());
+  }
+  started_.push_back(StartedCall{Collective::all_reduce, *payload, std::move(call), started, seconds_between(started, std::chrono::steady_clock::now())});
+  return Status::success();
+}
+
+void Communicator::count_oldest_started(std::chrono::steady_clock::time_point now) {
+  const StartedCall& oldest = started_.front();
+  counters_.add(oldest.kind, static_cast<int64_t>(oldest.payload), oldest.waited_s, seconds_between(oldest.started, now));
+  started_.pop_front();
+}
+
+// Only the oldest call is tested: a backend may start a call's later phases
+// when it is tested (MPI's all_reduce: its all-gather), and they must start in
+// the same order on every rank. Testing one call also advances the others
+// (MPI progresses all of a process's pending calls, MPI-3.1 §3.7.4).
+Status Communicator::progress() {
+  while (!started_.empty()) {
+    StartedCall& oldest = started_.front();
+    const auto before = std::chrono::steady_clock::now();
+    const Result<bool> done = oldest.call ? oldest.call->test() : Result<bool>(true);
+    const auto after = std::chrono::steady_clock::now();
+    oldest.waited_s += seconds_between(before, after);
+    if (!done.ok()) {
+      const Error error = failure(enum_name(oldest.kind), done.error());
+      started_.clear();  // the group is unusable after a backend error (see above)
+      return error;
+    }
+    if (!done.value()) return Status::success();
+    count_oldest_started(after);
+  }
+  return Status::success();
+}
+
+Status Communicator::finish_started() {
+  while (!started_.empty()) {
+    StartedCall& oldest = started_.front();
+    const auto before = std::chrono::steady_clock::now();
+    const Status waited = oldest.call ? oldest.call->wait() : Status::success();
+    const auto after = std::chrono::steady_clock::now();
+    oldest.waited_s += seconds_between(before, after);
+    if (!waited.ok()) {
+      const Error error = failure(enum_name(oldest.kind), waited.error());
+      started_.clear();
+      return error;
+    }
+    count_oldest_started(after);
+  }
   return Status::success();
 }
 
@@ -120,6 +201,7 @@ Status Communicator::barrier() {
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, std::string name) {
+  if (!started_.empty()) return refuse_while_started("split").error();
   if (color < 0) return failure("split", invalid("color " + std::to_string(color) + " is negative; every rank needs a group"));
   if (name.empty()) name = name_ + "/" + std::to_string(color);
   auto group = do_split(color, key, std::move(name));

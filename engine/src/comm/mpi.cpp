@@ -71,6 +71,16 @@ struct Waiting {
   std::shared_ptr<AbandonedCalls> abandoned;
 };
 
+// A copy of `comm` (MPI_Comm_idup, collective), by `deadline`.
+Result<MpiCommHandle> duplicate(MPI_Comm comm, const Deadline& deadline, AbandonedCalls& abandoned) {
+  // The MPI_Comm that MPI_Comm_idup fills in when it completes, which may be after a timeout.
+  auto copy = std::make_shared<MPI_Comm>(MPI_COMM_NULL);
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int started = MPI_Comm_idup(comm, copy.get(), &request);
+  if (Status s = complete(started, request, deadline, "MPI_Comm_idup", 0, abandoned, {copy}); !s) return s.error();
+  return MpiCommHandle(*copy);
+}
+
 // What MPI_Ialltoallv and MPI_Iallgatherv are handed besides the caller's
 // buffers: MPI may use all of it until the call completes, so a call that
 // times out leaves it to AbandonedCalls.
@@ -80,13 +90,109 @@ struct ChunkExchange {
   std::unique_ptr<std::byte[]> scratch;  // holds `gathered`
 };
 
+// Starts the first exchange of a reduction: every rank's copy of chunk
+// rank() of `send` (laid out as exchange.mine) to this rank, into
+// exchange.scratch (size() chunks, laid out as exchange.gathered).
+Status start_chunk_exchange(const void* send, ChunkExchange& exchange, DataType type, int rank, int size, MPI_Comm comm, MPI_Request& request) {
+  const auto mine = static_cast<size_t>(exchange.mine.counts[static_cast<size_t>(rank)]);
+  const size_t scratch_bytes = mine * static_cast<size_t>(size) * element_bytes(type);
+  try {
+    exchange.scratch = std::make_unique_for_overwrite<std::byte[]>(scratch_bytes);
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::invalid_argument, "out of memory allocating " + std::to_string(scratch_bytes) + " bytes of reduction scratch (comm_buffers)");
+  }
+  exchange.gathered = equal_chunks(mine, size);
+  const MPI_Datatype t = mpi_type(type);
+  return mpi_status(MPI_Ialltoallv(send, exchange.mine.counts.data(), exchange.mine.offsets.data(), t, exchange.scratch.get(),
+                                   exchange.gathered.counts.data(), exchange.gathered.offsets.data(), t, comm, &request),
+                    "MPI_Ialltoallv");
+}
+
+// What an all_reduce needs from its communicator while it runs.
+struct AllReduceContext {
+  std::shared_ptr<const MpiCommHandle> comm;         // the first exchange
+  std::shared_ptr<const MpiCommHandle> gather_comm;  // the second (see PendingAllReduce)
+  std::shared_ptr<AbandonedCalls> abandoned;
+  int rank = 0, size = 1;
+};
+
+// One all_reduce in flight (mpi.h: two exchanges). Its second exchange starts
+// when a test or wait sees the first complete, which may be after other
+// all-reduces were started (Communicator::start_all_reduce): it runs on a
+// duplicate of the group's communicator, so that it never crosses another
+// call's first exchange in MPI's per-communicator order of collectives
+// (MPI-3.1 §5.12). Communicator tests the oldest call only, so second
+// exchanges start in the order of the calls on every rank.
+class PendingAllReduce final : public Communicator::PendingCall {
+ public:
+  static Result<std::unique_ptr<PendingAllReduce>> start(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                                                         AllReduceContext context, std::chrono::duration<double> timeout) {
+    std::unique_ptr<PendingAllReduce> call(new PendingAllReduce(recv, count, type, op, std::move(context), timeout));
+    call->exchange_->mine = balanced_chunks(count, call->context_.size);
+    // In place is safe: MPI_Ialltoallv has read all of `send` before the
+    // reduced chunk is written over it.
+    if (Status s = start_chunk_exchange(send, *call->exchange_, type, call->context_.rank, call->context_.size, call->context_.comm->get(),
+                                        call->request_);
+        !s) {
+      return s.error();
+    }
+    return call;
+  }
+
+  // A call dropped while MPI still holds it (an error, or a group abandoned
+  // mid-step) keeps what MPI may still use until MPI lets it go.
+  ~PendingAllReduce() override {
+    if (request_ != MPI_REQUEST_NULL) context_.abandoned->keep(request_, {exchange_, context_.comm, context_.gather_comm});
+  }
+
+  Result<bool> test() override {
+    if (exchanging_chunks_) {
+      auto done = test_request(request_, MPI_STATUS_IGNORE, mpi_call_);
+      if (!done.ok() || !done.value()) return done;
+      if (Status s = start_gather(); !s) return s.error();
+    }
+    return test_request(request_, MPI_STATUS_IGNORE, mpi_call_);
+  }
+
+  Status wait() override { return poll_until_done([this] { return test(); }, deadline_, mpi_call_, payload_); }
+
+ private:
+  PendingAllReduce(void* recv, size_t count, DataType type, ReduceOp op, AllReduceContext context, std::chrono::duration<double> timeout)
+      : recv_(recv), type_(type), op_(op), payload_(count * element_bytes(type)), context_(std::move(context)),
+        exchange_(std::make_shared<ChunkExchange>()), deadline_(timeout) {}
+
+  // Reduces this rank's chunk in rank order into recv and all-gathers the chunks.
+  Status start_gather() {
+    const auto r = static_cast<size_t>(context_.rank);
+    std::byte* mine = static_cast<std::byte*>(recv_) + static_cast<size_t>(exchange_->mine.offsets[r]) * element_bytes(type_);
+    reduce_in_rank_order(mine, exchange_->scratch.get(), context_.size, static_cast<size_t>(exchange_->mine.counts[r]), type_, op_);
+    exchanging_chunks_ = false;
+    mpi_call_ = "MPI_Iallgatherv";
+    return mpi_status(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv_, exchange_->mine.counts.data(), exchange_->mine.offsets.data(),
+                                      mpi_type(type_), context_.gather_comm->get(), &request_),
+                      mpi_call_);
+  }
+
+  void* recv_;
+  DataType type_;
+  ReduceOp op_;
+  size_t payload_;
+  AllReduceContext context_;
+  std::shared_ptr<ChunkExchange> exchange_;
+  Deadline deadline_;  // one for both exchanges, from the start
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool exchanging_chunks_ = true;
+  const char* mpi_call_ = "MPI_Ialltoallv";  // the exchange in flight, as errors name it
+};
+
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(std::shared_ptr<const MpiRuntime> runtime, std::shared_ptr<const MpiCommHandle> comm, int rank, int size, std::string name,
+  MpiCommunicator(std::shared_ptr<const MpiRuntime> runtime, MpiCommHandle comm, MpiCommHandle gather_comm, int rank, int size, std::string name,
                   Waiting waiting)
       : Communicator(rank, size, runtime->world_rank(), std::move(name)),
         runtime_(std::move(runtime)),
-        comm_(std::move(comm)),
+        comm_(std::make_shared<const MpiCommHandle>(std::move(comm))),
+        gather_comm_(std::make_shared<const MpiCommHandle>(std::move(gather_comm))),
         waiting_(std::move(waiting)) {}
 
   // A communicator over `comm` (just made by MPI_Comm_idup or MPI_Comm_split),
@@ -97,8 +203,11 @@ class MpiCommunicator final : public Communicator {
     int rank = 0, size = 0;
     if (auto s = mpi_status(MPI_Comm_rank(comm.get(), &rank), "MPI_Comm_rank"); !s) return s.error();
     if (auto s = mpi_status(MPI_Comm_size(comm.get(), &size), "MPI_Comm_size"); !s) return s.error();
-    return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(
-        std::move(runtime), std::make_shared<const MpiCommHandle>(std::move(comm)), rank, size, std::move(name), std::move(waiting)));
+    // all_reduce's second exchange runs on a duplicate (PendingAllReduce).
+    auto gather_comm = duplicate(comm.get(), Deadline(waiting.timeout), *waiting.abandoned);
+    if (!gather_comm) return gather_comm.error();
+    return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(std::move(runtime), std::move(comm), std::move(gather_comm.value()), rank,
+                                                                           size, std::move(name), std::move(waiting)));
   }
 
  private:
@@ -110,42 +219,33 @@ class MpiCommunicator final : public Communicator {
   }
 
   // Reduces chunk rank() of `send` (laid out as exchange.mine) over all ranks
-  // into `out`, in rank order: MPI_Ialltoallv gathers every rank's copy of the
-  // chunk into exchange.scratch (size(), mine) and reduce_in_rank_order combines them.
+  // into `out`, in rank order (start_chunk_exchange, then reduce_in_rank_order).
   Status reduce_my_chunk(const void* send, void* out, const std::shared_ptr<ChunkExchange>& exchange, DataType type, ReduceOp op,
                          const Deadline& deadline, size_t payload_bytes) {
-    const int n = size();
-    const auto mine = static_cast<size_t>(exchange->mine.counts[static_cast<size_t>(rank())]);
-    const size_t scratch_bytes = mine * static_cast<size_t>(n) * element_bytes(type);
-    try {
-      exchange->scratch = std::make_unique_for_overwrite<std::byte[]>(scratch_bytes);
-    } catch (const std::bad_alloc&) {
-      return make_error(ErrorCode::invalid_argument, "out of memory allocating " + std::to_string(scratch_bytes) + " bytes of reduction scratch (comm_buffers)");
-    }
-    exchange->gathered = equal_chunks(mine, n);
-    const MPI_Datatype t = mpi_type(type);
     MPI_Request request = MPI_REQUEST_NULL;
-    const int started = MPI_Ialltoallv(send, exchange->mine.counts.data(), exchange->mine.offsets.data(), t, exchange->scratch.get(),
-                                       exchange->gathered.counts.data(), exchange->gathered.offsets.data(), t, comm_->get(), &request);
-    if (auto s = complete(started, request, deadline, "MPI_Ialltoallv", payload_bytes, exchange); !s) return s;
-    reduce_in_rank_order(out, exchange->scratch.get(), n, mine, type, op);
+    if (Status s = start_chunk_exchange(send, *exchange, type, rank(), size(), comm_->get(), request); !s) return s;
+    if (auto s = complete(MPI_SUCCESS, request, deadline, "MPI_Ialltoallv", payload_bytes, exchange); !s) return s;
+    const auto mine = static_cast<size_t>(exchange->mine.counts[static_cast<size_t>(rank())]);
+    reduce_in_rank_order(out, exchange->scratch.get(), size(), mine, type, op);
     return Status::success();
   }
 
+  Result<std::unique_ptr<PendingAllReduce>> start_reduction(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+    if (auto s = fits_mpi_int(count); !s) return s.error();
+    return PendingAllReduce::start(send, recv, count, type, op, AllReduceContext{comm_, gather_comm_, waiting_.abandoned, rank(), size()},
+                                   waiting_.timeout);
+  }
+
   Status do_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
-    if (auto s = fits_mpi_int(count); !s) return s;
-    const Deadline deadline(waiting_.timeout);
-    const size_t payload = count * element_bytes(type);
-    auto exchange = std::make_shared<ChunkExchange>();
-    exchange->mine = balanced_chunks(count, size());
-    const size_t my_offset = static_cast<size_t>(exchange->mine.offsets[static_cast<size_t>(rank())]) * element_bytes(type);
-    // In place is safe: MPI_Ialltoallv has read all of `send` before the
-    // reduced chunk is written over it.
-    if (auto s = reduce_my_chunk(send, static_cast<std::byte*>(recv) + my_offset, exchange, type, op, deadline, payload); !s) return s;
-    MPI_Request request = MPI_REQUEST_NULL;
-    const int started = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, exchange->mine.counts.data(), exchange->mine.offsets.data(),
-                                        mpi_type(type), comm_->get(), &request);
-    return complete(started, request, deadline, "MPI_Iallgatherv", payload, exchange);
+    auto call = start_reduction(send, recv, count, type, op);
+    if (!call) return call.error();
+    return call.value()->wait();
+  }
+
+  Result<std::unique_ptr<PendingCall>> do_start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
+    auto call = start_reduction(send, recv, count, type, op);
+    if (!call) return call.error();
+    return std::unique_ptr<PendingCall>(std::move(call.value()));
   }
 
   Status do_reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op) override {
@@ -217,6 +317,7 @@ class MpiCommunicator final : public Communicator {
   // still progress.
   std::shared_ptr<const MpiRuntime> runtime_;
   std::shared_ptr<const MpiCommHandle> comm_;
+  std::shared_ptr<const MpiCommHandle> gather_comm_;
   Waiting waiting_;
 };
 
@@ -269,16 +370,12 @@ Result<std::unique_ptr<Communicator>> MpiRuntime::world(std::chrono::duration<do
     return make_error(ErrorCode::invalid_argument,
                       "a communication timeout of " + seconds_text(timeout) + " is not positive; give --comm-timeout a number of seconds above 0");
   }
-  // The MPI_Comm that MPI_Comm_idup fills in when it completes, which may be after a timeout.
-  auto copy = std::make_shared<MPI_Comm>(MPI_COMM_NULL);
-  MPI_Request request = MPI_REQUEST_NULL;
-  const int started = MPI_Comm_idup(MPI_COMM_WORLD, copy.get(), &request);
-  const Status duplicated = complete(started, request, Deadline(timeout), "MPI_Comm_idup", 0, *abandoned_, {copy});
-  if (!duplicated) {
+  auto copy = duplicate(MPI_COMM_WORLD, Deadline(timeout), *abandoned_);
+  if (!copy) {
     return make_error(ErrorCode::comm_error, "making 'world' (world rank " + std::to_string(world_rank_) + " of " + std::to_string(world_size_) +
-                                                 "): " + duplicated.error().message);
+                                                 "): " + copy.error().message);
   }
-  return MpiCommunicator::adopt(shared_from_this(), MpiCommHandle(*copy), "world", Waiting{timeout, abandoned_});
+  return MpiCommunicator::adopt(shared_from_this(), std::move(copy.value()), "world", Waiting{timeout, abandoned_});
 }
 
 }  // namespace tessera::engine::comm

@@ -42,13 +42,14 @@ class Deadline {
   std::chrono::duration<double> timeout_;
 };
 
-// Polls `request` until it completes (success; `status` filled as by MPI_Test),
-// MPI reports an error (comm_error naming `mpi_call`), or `deadline` passes:
-// comm_error "MPI_Ialltoallv of 1.70 MiB did not complete within 30 s
+// Calls `test` (which advances a call without waiting and says whether it
+// has completed) until it says so (success), fails (its error), or `deadline`
+// passes: comm_error "MPI_Ialltoallv of 1.70 MiB did not complete within 30 s
 // (--comm-timeout); ...", `payload_bytes` being the call's payload as
-// CommCounters counts it (0: not named). After an error `request` is
-// MPI_REQUEST_NULL if MPI has released it, else the call is still pending.
-inline Status wait_for(MPI_Request& request, MPI_Status* status, const Deadline& deadline, const char* mpi_call, size_t payload_bytes) {
+// CommCounters counts it (0: not named). `mpi_call` is read when the deadline
+// passes: a call of several exchanges names the one it was waiting on.
+template <typename Test>
+Status poll_until_done(Test test, const Deadline& deadline, const char* const& mpi_call, size_t payload_bytes) {
   // Most calls complete within microseconds: for the first millisecond poll
   // without sleeping (a sleep would cost more than the call), yielding the core
   // to ranks that share it; then sleep between polls, doubling up to 1 ms, so a
@@ -56,12 +57,13 @@ inline Status wait_for(MPI_Request& request, MPI_Status* status, const Deadline&
   constexpr std::chrono::duration<double> kPollOnly = std::chrono::milliseconds(1);
   constexpr std::chrono::microseconds kLongestSleep(1000);
   std::chrono::microseconds sleep(16);
+  const auto polling_started = std::chrono::steady_clock::now();
   for (;;) {
-    int done = 0;
-    if (const int code = MPI_Test(&request, &done, status); code != MPI_SUCCESS) return mpi_status(code, mpi_call);
-    if (done) return Status::success();
+    const Result<bool> done = test();
+    if (!done.ok()) return done.error();
+    if (done.value()) return Status::success();
     if (deadline.passed()) break;
-    if (deadline.elapsed() < kPollOnly) {
+    if (std::chrono::steady_clock::now() - polling_started < kPollOnly) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(sleep);
@@ -71,6 +73,21 @@ inline Status wait_for(MPI_Request& request, MPI_Status* status, const Deadline&
   const std::string payload = payload_bytes > 0 ? " of " + planner::format_bytes(static_cast<int64_t>(payload_bytes)) : "";
   return make_error(ErrorCode::comm_error, std::string(mpi_call) + payload + " did not complete within " + seconds_text(deadline.timeout()) +
                                                " (--comm-timeout); another rank has died or is stuck, or did not make this call");
+}
+
+// One MPI_Test of `request` (MPI-3.1 §3.7.3), which also drives MPI's progress
+// as MPI_Wait would: whether it has completed, or MPI's error naming `mpi_call`.
+inline Result<bool> test_request(MPI_Request& request, MPI_Status* status, const char* mpi_call) {
+  int done = 0;
+  if (const int code = MPI_Test(&request, &done, status); code != MPI_SUCCESS) return mpi_status(code, mpi_call).error();
+  return done != 0;
+}
+
+// Polls `request` until it completes (success; `status` filled as by MPI_Test),
+// MPI reports an error, or `deadline` passes (poll_until_done). After an error
+// `request` is MPI_REQUEST_NULL if MPI has released it, else the call is still pending.
+inline Status wait_for(MPI_Request& request, MPI_Status* status, const Deadline& deadline, const char* mpi_call, size_t payload_bytes) {
+  return poll_until_done([&] { return test_request(request, status, mpi_call); }, deadline, mpi_call, payload_bytes);
 }
 
 // Calls that timed out and are still in MPI's hands. A pending collective can

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tessera/planner/enum_names.h"
@@ -49,7 +50,21 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
   T* shard = model.flat_parameters().data() + (zero_stage_ > 0 ? rank * shard_ : 0);
   optimizer_.emplace(ledger, shard, layout.shard_numel, std::move(layout.pieces), std::move(decay), options, optimizer_space);
   if (plugin_.cpu_offload) host_gradients_ = Tensor<float>(ledger, MemoryCategory::gradients, shard_, MemorySpace::host);
-  if (dp == 1 || zero_stage_ == 0) return Status::success();
+  if (dp == 1) return Status::success();
+  if (zero_stage_ == 0) {
+    // Where each layer's parameters start: the flat order follows the
+    // inventory, whose layers run from the embeddings to the head.
+    const int layers = static_cast<int>(model_description_.config.num_layers);
+    layer_begin_.assign(static_cast<size_t>(layers + 2), params_);
+    for (const planner::FlatParameter& p : model.flat_order()) {
+      const int layer = model_description_.inventory.tensors[static_cast<size_t>(p.tensor_index)].layer;
+      int64_t& begin = layer_begin_[static_cast<size_t>(layer + 1)];
+      begin = std::min(begin, p.offset);
+    }
+    buckets_ = ddp_buckets();
+    if (!ledger.is_dry_run()) model.set_unit_hooks(this);
+    return Status::success();
+  }
   if (zero_stage_ == 1) {
     bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero_bucket_numel(plugin_.reduce_bucket_numel, params_, dp));
   } else {
@@ -88,19 +103,55 @@ Status DataParallel<T>::reduce_stage1() {
   return Status::success();
 }
 
+// Buckets of bucket_cap_mb from the end of the flat order.
+template <typename T>
+std::vector<typename DataParallel<T>::Bucket> DataParallel<T>::ddp_buckets() const {
+  const int64_t bucket = std::max<int64_t>(1, plugin_.bucket_bytes / static_cast<int64_t>(sizeof(T)));
+  std::vector<Bucket> buckets;
+  for (int64_t end = params_; end > 0; end -= bucket) buckets.push_back(Bucket{std::max<int64_t>(0, end - bucket), end});
+  return buckets;
+}
+
+// Backward finishes the layers from the head down to the embeddings, so once
+// `layer` is done every gradient from its first parameter to the end of the
+// flat order is complete (a tied weight sits with the embeddings, whose
+// backward is the last to add to it).
+template <typename T>
+void DataParallel<T>::start_ready_buckets(int layer) {
+  const int64_t complete_from = layer_begin_[static_cast<size_t>(layer + 1)];
+  T* flat = model_->flat_gradients().data();
+  while (error_.ok() && started_buckets_ < buckets_.size() && buckets_[started_buckets_].begin >= complete_from) {
+    const Bucket& b = buckets_[started_buckets_++];
+    error_ = this->group_.start_all_reduce(flat + b.begin, flat + b.begin, static_cast<size_t>(b.end - b.begin), comm::ReduceOp::sum);
+  }
+}
+
+// Between layers, MPI gets the chance to move the started buckets along.
+template <typename T>
+void DataParallel<T>::before_backward(int) {
+  if (overlap_this_backward_ && error_.ok()) error_ = this->group_.progress();
+}
+
+template <typename T>
+void DataParallel<T>::after_backward(int layer) {
+  if (!overlap_this_backward_ || !error_.ok()) return;
+  start_ready_buckets(layer);
+  if (error_.ok()) error_ = this->group_.progress();
+}
+
 template <typename T>
 Status DataParallel<T>::reduce_gradients() {
   if (this->group_.size() == 1) return Status::success();
   T* flat = model_->flat_gradients().data();
   if (zero_stage_ == 1) return reduce_stage1();
   if (zero_stage_ == 2) return this->group_.reduce_scatter(flat, gradient_shard_.data(), static_cast<size_t>(shard_), kType<T>, comm::ReduceOp::sum);
-  // DDP: buckets of bucket_cap_mb from the end of the flat order.
-  const int64_t bucket = std::max<int64_t>(1, plugin_.bucket_bytes / static_cast<int64_t>(sizeof(T)));
-  for (int64_t end = params_; end > 0; end -= bucket) {
-    const int64_t begin = std::max<int64_t>(0, end - bucket);
-    if (Status s = this->group_.all_reduce(flat + begin, flat + begin, static_cast<size_t>(end - begin), kType<T>, comm::ReduceOp::sum); !s) return s;
-  }
-  return Status::success();
+  // DDP: backward started the buckets; start any it did not reach, and wait for all.
+  start_ready_buckets(planner::kEmbeddingLayer);
+  Status finished = this->group_.finish_started();
+  started_buckets_ = 0;
+  overlap_this_backward_ = false;
+  if (!error_.ok()) return std::exchange(error_, Status::success());
+  return finished;
 }
 
 // Each rank restored its shard of the parameters: gather them as after a step.

@@ -80,11 +80,19 @@ inline std::span<const EnumName<Collective>> enum_names(Collective) { return kCo
 struct CommCounters {
   std::array<int64_t, kNumCollectives> calls{};
   std::array<int64_t, kNumCollectives> bytes{};
-  std::array<double, kNumCollectives> seconds{};  // wall time inside the calls (waiting for other ranks included)
+  // Wall time this rank spent inside the calls (waiting for other ranks
+  // included): for a started call (Communicator::start_all_reduce), its start
+  // and the wait for it to finish, not the compute it ran under.
+  std::array<double, kNumCollectives> seconds{};
+  // Wall time from each call's start to its completion: `seconds` for a
+  // blocking call; for a started one, up to the progress() or finish_started()
+  // that saw it complete. 1 - seconds / in_flight_seconds is the share hidden under compute.
+  std::array<double, kNumCollectives> in_flight_seconds{};
 
   int64_t calls_of(Collective kind) const { return calls[static_cast<size_t>(kind)]; }
   int64_t bytes_of(Collective kind) const { return bytes[static_cast<size_t>(kind)]; }
   double seconds_of(Collective kind) const { return seconds[static_cast<size_t>(kind)]; }
+  double in_flight_seconds_of(Collective kind) const { return in_flight_seconds[static_cast<size_t>(kind)]; }
   // What was counted after `earlier` (a copy of these counters taken before).
   CommCounters since(const CommCounters& earlier) const {
     CommCounters d;
@@ -92,11 +100,15 @@ struct CommCounters {
       d.calls[i] = calls[i] - earlier.calls[i];
       d.bytes[i] = bytes[i] - earlier.bytes[i];
       d.seconds[i] = seconds[i] - earlier.seconds[i];
+      d.in_flight_seconds[i] = in_flight_seconds[i] - earlier.in_flight_seconds[i];
     }
     return d;
   }
-  void add(Collective kind, int64_t payload_bytes, double elapsed_s = 0) {
-    seconds[static_cast<size_t>(kind)] += elapsed_s;
+  // A blocking call: in flight for as long as this rank waited in it.
+  void add(Collective kind, int64_t payload_bytes, double elapsed_s = 0) { add(kind, payload_bytes, elapsed_s, elapsed_s); }
+  void add(Collective kind, int64_t payload_bytes, double waited_s, double in_flight_s) {
+    seconds[static_cast<size_t>(kind)] += waited_s;
+    in_flight_seconds[static_cast<size_t>(kind)] += in_flight_s;
     calls[static_cast<size_t>(kind)] += 1;
     bytes[static_cast<size_t>(kind)] += payload_bytes;
   }

@@ -21,7 +21,14 @@
 //    where a rank can see it (a receive longer or shorter than expected); others
 //    cannot be detected locally and would hang, which the MPI backend's timeout
 //    turns into an error (mpi.h).
-//  - Every call is blocking: it returns when this rank's buffers may be reused.
+//  - Every call is blocking (it returns when this rank's buffers may be
+//    reused), except start_all_reduce: it starts the call and returns at once,
+//    progress() lets started calls advance while the caller computes, and
+//    finish_started() completes them, in the order they were started. While a
+//    started call is pending its buffers belong to the communicator, and the
+//    only calls allowed are start_all_reduce, progress and finish_started (so
+//    that every rank starts its collectives in one order, as MPI-3.1 §5.12
+//    requires of nonblocking collectives; any other call is refused).
 //  - A count of 0 is a no-op on every backend (buffers may then be null); it is
 //    still counted as a call.
 //
@@ -41,7 +48,9 @@
 // Not thread-safe: one thread calls a communicator at a time.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -86,6 +95,29 @@ class Communicator {
   Status recv(void* recv, size_t count, DataType type, int peer);
   Status barrier();
 
+  // all_reduce, started (see the conventions above): PyTorch DDP's bucket
+  // all-reduce, launched as soon as backward completes a bucket (Li et al.
+  // 2020, "PyTorch Distributed", §3.2.3). Arguments are checked here; the
+  // result is bit-identical to all_reduce's. Counted when it completes.
+  Status start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  // Advances the started calls without waiting: MPI advances a nonblocking
+  // call only inside MPI calls, so call this between pieces of compute.
+  // Returns the first error of a call that failed.
+  Status progress();
+  // Waits for every started call to complete, in the order started.
+  Status finish_started();
+  size_t started_calls() const { return started_.size(); }
+
+  // A started call, as a backend tracks it (backends implement it). test() advances it without
+  // waiting and says whether it has completed; wait() returns when it has (or
+  // the backend's timeout passed). Neither is called again after an error.
+  class PendingCall {
+   public:
+    virtual ~PendingCall() = default;
+    virtual Result<bool> test() = 0;
+    virtual Status wait() = 0;
+  };
+
   // Collective over this group: ranks passing the same color (>= 0) form a new
   // group, ordered by key, ties by their rank here (MPI_Comm_split, MPI-3.1
   // §6.4.2). `name` labels the new group in messages; empty: "<this name>/<color>".
@@ -96,6 +128,10 @@ class Communicator {
   template <CommElement T>
   Status all_reduce(const T* send, T* recv, size_t count, ReduceOp op) {
     return all_reduce(static_cast<const void*>(send), recv, count, data_type_of<T>(), op);
+  }
+  template <CommElement T>
+  Status start_all_reduce(const T* send, T* recv, size_t count, ReduceOp op) {
+    return start_all_reduce(static_cast<const void*>(send), recv, count, data_type_of<T>(), op);
   }
   template <CommElement T>
   Status reduce_scatter(const T* send, T* recv, size_t recv_count, ReduceOp op) {
@@ -134,6 +170,10 @@ class Communicator {
   virtual Status do_barrier() = 0;
   virtual Result<std::unique_ptr<Communicator>> do_split(int color, int key, std::string name) = 0;
 
+  // The backend's start. By default the call runs to completion here (local
+  // and dry-run groups have nothing to overlap); MPI starts it and returns.
+  virtual Result<std::unique_ptr<PendingCall>> do_start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+
  private:
   // "all_reduce on 'world' (rank 1 of 4, world rank 1): " + what.
   Error failure(std::string_view call, const Error& what) const;
@@ -141,12 +181,25 @@ class Communicator {
   // bytes, skips it for count 0, adds the context to errors and counts success.
   template <typename Call>
   Status run(Collective kind, const Result<size_t>& payload, size_t count, Call call);
+  // A blocking call refused while started calls are pending.
+  Status refuse_while_started(std::string_view call) const;
+  // Counts the oldest started call, which has completed, and forgets it.
+  void count_oldest_started(std::chrono::steady_clock::time_point now);
+
+  struct StartedCall {
+    Collective kind;
+    size_t payload;
+    std::unique_ptr<PendingCall> call;  // null: nothing to wait for (count 0)
+    std::chrono::steady_clock::time_point started;
+    double waited_s;  // time spent starting, testing and waiting for it
+  };
 
   int rank_ = 0;
   int size_ = 1;
   int world_rank_ = 0;
   std::string name_;
   CommCounters counters_;
+  std::deque<StartedCall> started_;
 };
 
 }  // namespace tessera::engine::comm

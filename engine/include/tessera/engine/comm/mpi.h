@@ -24,7 +24,9 @@
 // with MPI_Allreduce: all_reduce and reduce_scatter split the buffer into one
 // chunk per rank, MPI_Ialltoallv brings every rank's copy of chunk r to rank r,
 // rank r reduces them in rank order (reduce_in_rank_order, as §5.9.1's advice to
-// users suggests), and all_reduce then MPI_Iallgatherv's the chunks. The traffic
+// users suggests), and all_reduce then MPI_Iallgatherv's the chunks (on a
+// duplicate of the group's MPI_Comm, so that a started all_reduce's second
+// exchange keeps one order with the others on every rank). The traffic
 // is that of a ring all-reduce ((n-1)/n of the payload each way); the cost is a
 // scratch buffer of one payload (count elements) for the duration of the call.
 //
@@ -33,8 +35,9 @@
 // broadcast, send, recv: their count); larger calls are refused with
 // invalid_argument. Threads: MPI_THREAD_FUNNELED (MPI-3.1 §12.4.3): only the
 // thread that started the runtime calls MPI, which holds while the engine's
-// OpenMP threads never communicate; overlapping communication on a thread of its
-// own (issue 16's DDP) will need MPI_THREAD_SERIALIZED or MULTIPLE.
+// OpenMP threads never communicate. DDP's overlap needs no thread of its own:
+// start_all_reduce returns with the call pending and the training thread moves
+// it along between layers (progress()).
 //
 // Timeout (issue 16's --comm-timeout): no call waits forever for the other
 // ranks. Each call starts nonblocking MPI operations (MPI_Ialltoallv,

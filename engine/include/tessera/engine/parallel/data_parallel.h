@@ -7,7 +7,12 @@
 //    all-reduced in buckets of the plan's bucket_cap_mb, the last parameters
 //    first (PyTorch DDP builds its buckets in reverse parameter order, the
 //    order backward completes them). The buckets are ranges of the gradient
-//    buffer (gradient_as_bucket_view), so no gradient is copied.
+//    buffer (gradient_as_bucket_view), so no gradient is copied. In the
+//    step's last backward each bucket's all-reduce is started as soon as the
+//    layers holding its gradients have finished their backward (the model's
+//    UnitHooks), and runs while backward goes on through the earlier layers
+//    (Li et al. 2020, "PyTorch Distributed", §3.2.3 and §3.3.3); the step
+//    waits for them after backward.
 //  - low_level_zero stage 1 (Rajbhandari et al. 2020 §5.1; ColossalAI
 //    LowLevelZeroOptimizer): full gradients; each rank's shard of them is
 //    reduce-scattered through a bucket of reduce_bucket_size elements; the
@@ -17,7 +22,7 @@
 //    the reduce bucket itself (comm_buffers) and the reduced shard is the only
 //    gradient kept (gradients).
 //
-// Gradients are reduced once per optimizer step, after the last micro-batch:
+// Gradients are reduced once per optimizer step, in or after the last micro-batch:
 // backward accumulates k micro-batches into the full buffer first (PyTorch's
 // no_sync), so k micro-steps then one step equal one batch k times larger.
 // Backward scales by 1 / (k · dp), so the reduced sum is the mean gradient of
@@ -36,13 +41,14 @@
 namespace tessera::engine {
 
 template <typename T>
-class DataParallel final : public ParallelStrategy<T> {
+class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
  public:
   DataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model);
 
   FlatStorage storage() const override;
   Status attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) override;
   void zero_gradients() override { model_->zero_gradients(); }
+  void prepare_backward(bool last_micro_batch) override { overlap_this_backward_ = last_micro_batch; }
   Status reduce_gradients() override;
   Result<std::optional<double>> step(double loss_scale) override;
   OptimizerShard& optimizer() override { return *optimizer_; }
@@ -53,6 +59,19 @@ class DataParallel final : public ParallelStrategy<T> {
   T* shard_parameters();
   T* shard_gradients();
   Status reduce_stage1();
+  // DDP's buckets: [begin, end) of the flat gradients, launched in this order.
+  struct Bucket {
+    int64_t begin = 0, end = 0;
+  };
+  std::vector<Bucket> ddp_buckets() const;
+  // Starts every bucket whose gradients are complete once backward has reached
+  // `layer` (all of them for planner::kEmbeddingLayer, the last to finish).
+  void start_ready_buckets(int layer);
+
+  void before_forward(int) override {}
+  void after_forward(int) override {}
+  void before_backward(int) override;
+  void after_backward(int layer) override;
 
   const planner::Model& model_description_;
   planner::PluginOptions plugin_;
@@ -63,6 +82,13 @@ class DataParallel final : public ParallelStrategy<T> {
   Tensor<T> bucket_;           // stage 1: the reduce bucket
   Tensor<T> gradient_shard_;   // stage 2: the reduced gradients of this rank's shard
   Tensor<float> host_gradients_;  // cpu_offload: the shard's gradients in fp32 on the host, where the optimizer steps
+  // DDP's overlap: where each layer's parameters start in the flat order
+  // (index layer + 1), the buckets, how many have been started this step.
+  std::vector<int64_t> layer_begin_;
+  std::vector<Bucket> buckets_;
+  size_t started_buckets_ = 0;
+  bool overlap_this_backward_ = false;
+  Status error_ = Status::success();  // the first communication failure inside a hook
 };
 
 }  // namespace tessera::engine

@@ -5,8 +5,9 @@
 // holds is planner/optimizer_layout.h's rule, shared with checkpoints.
 //
 // The loop's calls, per optimizer step: zero_gradients(), the model's forward
-// and backward for each micro-batch (a strategy may gather and release
-// parameters around each layer through the model's UnitHooks),
+// and, after prepare_backward(), backward for each micro-batch (a strategy may
+// gather and release parameters, or start reductions, around each layer
+// through the model's UnitHooks),
 // reduce_gradients() after the last micro-batch, then step(). Errors raised
 // inside a hook are kept and returned by the next call that returns a Status.
 #pragma once
@@ -37,6 +38,9 @@ class ParallelStrategy {
   virtual void initialize(const planner::Model& /*model*/, uint64_t /*seed*/) {}
   // Before the step's first micro-batch.
   virtual void zero_gradients() = 0;
+  // Before each backward: whether it is the step's last, the one whose
+  // gradients are reduced (earlier ones accumulate locally, PyTorch's no_sync).
+  virtual void prepare_backward(bool /*last_micro_batch*/) {}
   // What backward multiplies the loss gradient by, besides the loss scale and 1/k.
   double gradient_scale() const { return 1.0 / static_cast<double>(group_.size()); }
   // After the step's last backward: this rank's shard of the gradients holds the sum over ranks.

@@ -23,6 +23,7 @@
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/ops/workspace.h"
+#include "tessera/engine/parallel/process_groups.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/trainer.h"
 #include "tessera/planner/cpu_backend.h"
@@ -404,7 +405,10 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   } else {
     t.run_directory_path = o.out;
   }
-  t.data_parallel_group = &world;
+  // The plan's groups, in the planner's rank order (process_groups.h).
+  auto groups = engine::make_process_groups(world, request.layout);
+  if (!groups) return failed(groups.error().message);
+  t.data_parallel_group = groups->data.get();
   t.model_config_text = config_text.value();
   t.on_save = [&](const engine::TrainMetrics& m) -> Status {
     return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n", "--out");

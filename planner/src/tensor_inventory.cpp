@@ -15,22 +15,26 @@ class InventoryBuilder {
  public:
   explicit InventoryBuilder(TensorInventory& inventory) : inventory_(inventory) {}
 
-  int add(std::string name, std::vector<int64_t> shape, int layer, TpSplit split, bool matmul = false) {
-    inventory_.tensors.push_back(TensorInfo{std::move(name), std::move(shape), layer, split, matmul, -1});
+  int add(std::string name, std::vector<int64_t> shape, int layer, TpSplit split, bool matmul = false, int tp_dim = 0, int tp_parts = 1) {
+    inventory_.tensors.push_back(TensorInfo{std::move(name), std::move(shape), layer, split, matmul, -1, tp_dim, tp_parts});
     return static_cast<int>(inventory_.tensors.size()) - 1;
   }
 
   // A linear layer in torch.nn.Linear layout (out, in) plus an optional bias.
-  // Column-parallel layers split the bias too; row-parallel ones replicate it.
+  // Column-parallel layers split the output features (and the bias);
+  // row-parallel ones the input features, and replicate the bias. Fused
+  // query-key-value layers of BLOOM and GPT-NeoX lay their heads out one after
+  // another, so a plain split of the outputs gives each rank whole heads.
   void linear(const std::string& prefix, int64_t out, int64_t in, int layer, bool bias, bool column_parallel) {
-    add(prefix + ".weight", {out, in}, layer, TpSplit::split, true);
+    add(prefix + ".weight", {out, in}, layer, TpSplit::split, true, column_parallel ? 0 : 1);
     if (bias) add(prefix + ".bias", {out}, layer, column_parallel ? TpSplit::split : TpSplit::replicated);
   }
 
-  // GPT-2's Conv1D stores the weight transposed: (in, out).
-  void conv1d(const std::string& prefix, int64_t in, int64_t out, int layer, bool column_parallel) {
-    add(prefix + ".weight", {in, out}, layer, TpSplit::split, true);
-    add(prefix + ".bias", {out}, layer, column_parallel ? TpSplit::split : TpSplit::replicated);
+  // GPT-2's Conv1D stores the weight transposed: (in, out). `parts`: its
+  // c_attn holds all queries, then all keys, then all values.
+  void conv1d(const std::string& prefix, int64_t in, int64_t out, int layer, bool column_parallel, int parts = 1) {
+    add(prefix + ".weight", {in, out}, layer, TpSplit::split, true, column_parallel ? 1 : 0, parts);
+    add(prefix + ".bias", {out}, layer, column_parallel ? TpSplit::split : TpSplit::replicated, false, 0, parts);
   }
 
   void norm(const std::string& prefix, int64_t width, int layer, bool bias) {
@@ -58,7 +62,7 @@ void build_gpt2(const ModelConfig& c, InventoryBuilder& b) {
   for (int i = 0; i < L; ++i) {
     const std::string p = block("transformer.h", i);
     b.norm(p + ".ln_1", h, i, true);
-    b.conv1d(p + ".attn.c_attn", h, 3 * h, i, true);
+    b.conv1d(p + ".attn.c_attn", h, 3 * h, i, true, 3);
     b.conv1d(p + ".attn.c_proj", h, h, i, false);
     b.norm(p + ".ln_2", h, i, true);
     b.conv1d(p + ".mlp.c_fc", h, c.intermediate_size, i, true);

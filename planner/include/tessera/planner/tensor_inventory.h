@@ -30,6 +30,13 @@ struct TensorInfo {
   TpSplit tp_split = TpSplit::replicated;
   bool is_matmul_weight = false;  // enters a GEMM: counts for FLOPs
   int tied_to = -1;             // index of the tensor this one shares storage with, or -1
+  // Where tensor parallelism cuts a split or vocab tensor (tensor_parallel.h):
+  // the dimension divided over the tp ranks (a column-parallel layer's output
+  // features, a row-parallel one's input features, the vocabulary's rows), and
+  // how many equal parts along it are divided separately (3 for GPT-2's fused
+  // q | k | v, so that each rank holds its heads of all three).
+  int tp_dim = 0;
+  int tp_parts = 1;
 
   int64_t numel() const;
 };

@@ -1,0 +1,19 @@
+#include "tessera/planner/tensor_parallel.h"
+
+namespace tessera::planner {
+
+std::vector<int64_t> tp_local_shape(const TensorInfo& tensor, int64_t tp) {
+  std::vector<int64_t> shape = tensor.shape;
+  if (tp == 1 || tensor.tp_split == TpSplit::replicated) return shape;
+  int64_t& cut = shape[static_cast<size_t>(tensor.tp_dim)];
+  cut = tensor.tp_split == TpSplit::vocab ? (cut + tp - 1) / tp : cut / tp;
+  return shape;
+}
+
+TensorInventory tp_rank_inventory(const TensorInventory& full, int64_t tp) {
+  TensorInventory local = full;
+  for (TensorInfo& tensor : local.tensors) tensor.shape = tp_local_shape(tensor, tp);
+  return local;
+}
+
+}  // namespace tessera::planner

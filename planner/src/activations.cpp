@@ -105,12 +105,19 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
   return profile == ActivationProfile::megatron ? megatron_table(config, dt) : tessera_table(config, dt);
 }
 
+// A tensor-parallel term keeps each token's share of the heads, features or
+// (padded) vocabulary rows on each rank, ⌈width / tp⌉ (tensor_parallel.h pads
+// the vocabulary up to a multiple of tp); under sequence parallelism the
+// others keep ⌈tokens / tp⌉ tokens.
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape) {
-  int64_t elements = shape.micro_batch_size * shape.seq_len * term.elements_per_token;
-  if (term.per_key_position) elements *= shape.seq_len;
-  const bool divided = term.split == ActivationSplit::tensor_parallel || shape.sequence_parallel;
-  if (divided) elements = (elements + shape.tp - 1) / shape.tp;
-  return elements * term.bytes_per_element;
+  int64_t per_token = term.elements_per_token * (term.per_key_position ? shape.seq_len : 1);
+  int64_t tokens = shape.micro_batch_size * shape.seq_len;
+  if (term.split == ActivationSplit::tensor_parallel) {
+    per_token = (per_token + shape.tp - 1) / shape.tp;
+  } else if (shape.sequence_parallel) {
+    tokens = (tokens + shape.tp - 1) / shape.tp;
+  }
+  return tokens * per_token * term.bytes_per_element;
 }
 
 int64_t terms_bytes(std::span<const ActivationTerm> terms, const ActivationShape& shape) {

@@ -106,10 +106,12 @@ TEST(OpsGradcheck, EmbeddingWithPositions) {
   Vec wte = random_vector(V * C, 14), wpe = random_vector(T * C, 15), r = random_vector(B * T * C, 16), out(B * T * C);
   Vec dwte(V * C, 0.0), dwpe(T * C, 0.0);
   auto loss = [&] {
-    embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    embedding_forward(out.data(), tokens.data(), wte.data(), B, T, C);
+    position_embedding_forward(out.data(), wpe.data(), B, T, C);
     return dot(out, r);
   };
-  embedding_backward(dwte.data(), dwpe.data(), r.data(), tokens.data(), B, T, C);
+  embedding_backward(dwte.data(), r.data(), tokens.data(), B, T, C);
+  position_embedding_backward(dwpe.data(), r.data(), B, T, C);
   expect_gradient("embedding dwte", wte, dwte, loss);
   expect_gradient("embedding dwpe", wpe, dwpe, loss);
 }

@@ -76,15 +76,23 @@ Status check_engine_computes(const planner::ModelConfig& c, int64_t seq_len) {
 
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                              uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage) {
+                                              uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage, comm::Communicator* tensor_group) {
   const auto& c = model.config;
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
+  const TensorParallel tp(tensor_group);
+  if (c.num_heads % tp.size() != 0 || c.num_kv_heads % tp.size() != 0 || c.intermediate_size % tp.size() != 0) {
+    return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp.size()) + ": the engine gives each tensor-parallel rank whole attention and "
+                                              "key-value heads and an equal share of the MLP; the model has " + std::to_string(c.num_heads) + " heads, " +
+                                              std::to_string(c.num_kv_heads) + " key-value heads and an MLP of " + std::to_string(c.intermediate_size) +
+                                              "; choose a --tp that divides all three");
+  }
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
   if (c.learned_positions && seq_len > c.max_positions) {
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
   }
   configure_blas_threads();
   Transformer t;
+  t.tp_ = tp;
   t.recompute_ = recompute;
   t.build(model, ledger, micro_batch, seq_len, seed, storage);
   return t;
@@ -99,14 +107,18 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   const auto& c = config_;
   const int L = static_cast<int>(c.num_layers);
   layers_.resize(static_cast<size_t>(L));
-  const auto& tensors = model.inventory.tensors;
-  flat_order_ = planner::flat_parameter_order(model.inventory);
+  // This rank's part of each tensor (all of it on one rank).
+  const planner::TensorInventory inventory = planner::tp_rank_inventory(model.inventory, tp_.size());
+  const auto& tensors = inventory.tensors;
+  flat_order_ = planner::flat_parameter_order(inventory);
   if (storage.flat_buffers) {
-    const int64_t flat_numel = std::max(model.inventory.parameter_count(), storage.padded_numel);
+    const int64_t flat_numel = std::max(inventory.parameter_count(), storage.padded_numel);
     flat_params_ = Tensor<T>(ledger, MemoryCategory::parameters, flat_numel);
     flat_grads_ = Tensor<T>(ledger, storage.gradient_category, flat_numel);
     T* p = flat_params_.data();
-    if (p != nullptr) for_each_initial_value(model, seed, [p](int64_t i, double value) { p[i] = narrow<T>(static_cast<W>(value)); });
+    if (p != nullptr) {
+      for_each_initial_value_of_tp_rank(model, seed, tp_.size(), tp_.rank(), [p](int64_t i, double value) { p[i] = narrow<T>(static_cast<W>(value)); });
+    }
   }
   tensor_to_param_.assign(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -149,7 +161,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   // What the forward keeps, sized by the planner's table: one source for both.
   const planner::Precision precision = storage_precision<T>();
   const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, precision);
-  const planner::ActivationShape shape{B_, T_, 1, false};
+  const planner::ActivationShape shape{B_, T_, tp_.size(), false};
   auto allocate = [&](const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, auto&& wanted) {
     Buffers buffers;
     for (const auto& term : terms) {
@@ -224,14 +236,8 @@ void Transformer<T>::recompute_block(int l) {
   if (recompute_ == planner::RecomputeMode::full) {
     block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_.narrow, "final_norm_input"));
   } else if (recompute_ == planner::RecomputeMode::selective) {
-    const int64_t N = B_ * T_, C = c.hidden_size, qw = c.q_width(), kvw = c.kv_width();
-    T* qkv = act(l, "qkv");
-    const bool gpt2 = c.family == ModelFamily::gpt2;
-    T* k = gpt2 ? qkv + C : qkv + N * qw;
-    T* v = gpt2 ? qkv + 2 * C : k + N * kvw;
-    const AttentionShape shape = gpt2 ? AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C}
-                                      : AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw};
-    attention_forward(act(l, "attention_output"), act(l, "attention_probs"), qkv, k, v, shape, workspace_);
+    const QkvViews qkv = qkv_views(act(l, "qkv"));
+    attention_forward(act(l, "attention_output"), act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
   }
 }
 
@@ -264,12 +270,16 @@ void Transformer<T>::zero_gradients() {
 template <typename T>
 double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   const auto& c = config_;
-  const int64_t N = B_ * T_, C = c.hidden_size, V = c.vocab_size;
+  const int64_t N = B_ * T_, C = c.hidden_size, V = tp_.vocab_rows(c.vocab_size);
+  const cpu::VocabSlice vocab{tp_.vocab_begin(c.vocab_size), tp_.vocab_valid(c.vocab_size)};
   const int L = static_cast<int>(c.num_layers);
   tokens_ = tokens;
   targets_ = targets;
   if (hooks_ != nullptr) hooks_->before_forward(planner::kEmbeddingLayer);
-  embedding_forward(act(0, "block_input"), tokens, param(wte_), wpe_ >= 0 ? param(wpe_) : nullptr, B_, T_, C);
+  T* embedded = act(0, "block_input");
+  embedding_forward(embedded, tokens, param(wte_), B_, T_, C, vocab);
+  tp_.all_reduce(embedded, N * C);  // each rank looked up its own tokens
+  if (wpe_ >= 0) position_embedding_forward(embedded, param(wpe_), B_, T_, C);
   if (hooks_ != nullptr) hooks_->after_forward(planner::kEmbeddingLayer);
   for (int l = 0; l < L; ++l) {
     if (hooks_ != nullptr) hooks_->before_forward(l);
@@ -288,7 +298,7 @@ double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   W* logits = find_logits();
   W* losses = find_wide(logits_, "token_losses");
   linear_forward(logits, h, param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in, workspace_);
-  cross_entropy_forward(losses, logits, targets, N, V);
+  cross_entropy_forward(losses, logits, targets, N, V, vocab, [this](W* values, int64_t n, comm::ReduceOp op) { tp_.all_reduce(values, n, op); });
   if (hooks_ != nullptr) hooks_->after_forward(L);
   double mean = 0;
   for (int64_t i = 0; i < N; ++i) mean += static_cast<double>(losses[i]);
@@ -296,10 +306,39 @@ double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
 }
 
 template <typename T>
+typename Transformer<T>::LocalWidths Transformer<T>::local_widths() const {
+  const auto& c = config_;
+  const int64_t tp = tp_.size();
+  return LocalWidths{c.num_heads / tp, c.num_kv_heads / tp, c.q_width() / tp, c.kv_width() / tp, c.intermediate_size / tp};
+}
+
+// Where q, k and v lie in the block's "qkv" buffer: GPT-2's fused projection
+// writes them side by side in each token's row, Llama's three projections one
+// after another.
+template <typename T>
+typename Transformer<T>::QkvViews Transformer<T>::qkv_views(T* qkv) const {
+  const LocalWidths w = local_widths();
+  const int64_t N = B_ * T_;
+  if (config_.family == ModelFamily::gpt2) {
+    const int64_t row = 3 * w.q;
+    return QkvViews{qkv, qkv + w.q, qkv + 2 * w.q, AttentionShape{B_, T_, w.heads, w.kv_heads, config_.head_dim, row, row}};
+  }
+  return QkvViews{qkv, qkv + N * w.q, qkv + N * (w.q + w.kv), AttentionShape{B_, T_, w.heads, w.kv_heads, config_.head_dim, w.q, w.kv}};
+}
+
+// A row-parallel layer's bias is whole on every rank: added by rank 0 alone,
+// it enters the all-reduced sum once.
+template <typename T>
+const T* Transformer<T>::row_parallel_bias(int index) {
+  return index >= 0 && tp_.rank() == 0 ? param(index) : nullptr;
+}
+
+template <typename T>
 void Transformer<T>::block_forward(int l, const T* x, T* out) {
   const auto& c = config_;
   const Layer& w = layers_[static_cast<size_t>(l)];
-  const int64_t N = B_ * T_, C = c.hidden_size, I = c.intermediate_size, qw = c.q_width(), kvw = c.kv_width();
+  const LocalWidths local = local_widths();
+  const int64_t N = B_ * T_, C = c.hidden_size, I = local.mlp;
   const bool gpt2 = c.family == ModelFamily::gpt2;
   auto norm = [&](T* y, W* statistics, const T* in, int weight, int bias) {
     if (c.norm == planner::NormKind::layer_norm) {
@@ -311,26 +350,24 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
   auto bias = [&](int index) -> const T* { return index >= 0 ? param(index) : nullptr; };
   T* ln1 = act(l, "attn_norm_output");
   norm(ln1, stats(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
-  T* qkv = act(l, "qkv");
+  const QkvViews qkv = qkv_views(act(l, "qkv"));
   T* att = act(l, "attention_output");
   T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
   if (gpt2) {
-    linear_forward(qkv, ln1, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * C, WeightLayout::in_out, workspace_);
-    attention_forward(att, act(l, "attention_probs"), qkv, qkv + C, qkv + 2 * C, AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C}, workspace_);
-    linear_forward(mid, att, param(w.o_w), bias(w.o_b), N, C, C, WeightLayout::in_out, workspace_);
+    linear_forward(qkv.q, ln1, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
+    attention_forward(att, act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
+    linear_forward(mid, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::in_out, workspace_);
   } else {
-    T* q = qkv;
-    T* k = q + N * qw;
-    T* v = k + N * kvw;
-    linear_forward(q, ln1, param(w.q_w), bias(w.q_b), N, C, qw, WeightLayout::out_in, workspace_);
-    linear_forward(k, ln1, param(w.k_w), bias(w.k_b), N, C, kvw, WeightLayout::out_in, workspace_);
-    linear_forward(v, ln1, param(w.v_w), bias(w.v_b), N, C, kvw, WeightLayout::out_in, workspace_);
+    linear_forward(qkv.q, ln1, param(w.q_w), bias(w.q_b), N, C, local.q, WeightLayout::out_in, workspace_);
+    linear_forward(qkv.k, ln1, param(w.k_w), bias(w.k_b), N, C, local.kv, WeightLayout::out_in, workspace_);
+    linear_forward(qkv.v, ln1, param(w.v_w), bias(w.v_b), N, C, local.kv, WeightLayout::out_in, workspace_);
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
-    rope_rotate(q, B_, T_, c.num_heads, c.head_dim, qw, rotary, c.rope_theta, false);
-    rope_rotate(k, B_, T_, c.num_kv_heads, c.head_dim, kvw, rotary, c.rope_theta, false);
-    attention_forward(att, act(l, "attention_probs"), q, k, v, AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw}, workspace_);
-    linear_forward(mid, att, param(w.o_w), bias(w.o_b), N, qw, C, WeightLayout::out_in, workspace_);
+    rope_rotate(qkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, false);
+    rope_rotate(qkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, false);
+    attention_forward(att, act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
+    linear_forward(mid, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::out_in, workspace_);
   }
+  tp_.all_reduce(mid, N * C);
   add_in_place(mid, x, N * C);
   T* ln2 = act(l, "mlp_norm_output");
   norm(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
@@ -339,7 +376,7 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
     T* pre = act(l, "mlp_pre_activation");
     linear_forward(pre, ln2, param(w.fc_w), bias(w.fc_b), N, C, I, WeightLayout::in_out, workspace_);
     gelu_forward(hidden, pre, N * I);
-    linear_forward(out, hidden, param(w.proj_w), bias(w.proj_b), N, I, C, WeightLayout::in_out, workspace_);
+    linear_forward(out, hidden, param(w.proj_w), row_parallel_bias(w.proj_b), N, I, C, WeightLayout::in_out, workspace_);
   } else {
     T* gate = act(l, "mlp_gate");
     T* up = act(l, "mlp_up");
@@ -348,22 +385,25 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
     swiglu_forward(hidden, gate, up, N * I);
     linear_forward(out, hidden, param(w.down_w), static_cast<const T*>(nullptr), N, I, C, WeightLayout::out_in, workspace_);
   }
+  tp_.all_reduce(out, N * C);
   add_in_place(out, mid, N * C);
 }
 
 template <typename T>
 void Transformer<T>::backward(W loss_scale) {
   const auto& c = config_;
-  const int64_t N = B_ * T_, C = c.hidden_size, V = c.vocab_size;
+  const int64_t N = B_ * T_, C = c.hidden_size, V = tp_.vocab_rows(c.vocab_size);
+  const cpu::VocabSlice vocab{tp_.vocab_begin(c.vocab_size), tp_.vocab_valid(c.vocab_size)};
   T* dres = find(scratch_.narrow, "grad_residual");
   T* dnarrow = find(scratch_.narrow, "grad_narrow");
   std::fill(dres, dres + N * C, T{});
   const int L = static_cast<int>(c.num_layers);
   if (hooks_ != nullptr) hooks_->before_backward(L);
   W* logits = find_logits();
-  cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<W>(N));
+  cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<W>(N), vocab);
   T* h = find(last_stage_.narrow, "head_input");
   linear_backward(dnarrow, grad(head_), static_cast<T*>(nullptr), logits, h, param(head_), N, C, V, WeightLayout::out_in, workspace_);
+  tp_.all_reduce(dnarrow, N * C);  // each rank's vocabulary rows gave part of it
   T* x = find(last_stage_.narrow, "final_norm_input");
   W* norm_stats = find_wide(last_stage_, "final_norm_stats");
   if (c.norm == planner::NormKind::layer_norm) {
@@ -379,7 +419,8 @@ void Transformer<T>::backward(W loss_scale) {
     if (hooks_ != nullptr) hooks_->after_backward(l);
   }
   if (hooks_ != nullptr) hooks_->before_backward(planner::kEmbeddingLayer);
-  embedding_backward(grad(wte_), wpe_ >= 0 ? grad(wpe_) : nullptr, dres, tokens_, B_, T_, C);
+  embedding_backward(grad(wte_), dres, tokens_, B_, T_, C, vocab);
+  if (wpe_ >= 0) position_embedding_backward(grad(wpe_), dres, B_, T_, C);
   if (hooks_ != nullptr) hooks_->after_backward(planner::kEmbeddingLayer);
 }
 
@@ -388,17 +429,21 @@ template <typename T>
 void Transformer<T>::block_backward(int l) {
   const auto& c = config_;
   const Layer& w = layers_[static_cast<size_t>(l)];
-  const int64_t N = B_ * T_, C = c.hidden_size, I = c.intermediate_size, qw = c.q_width(), kvw = c.kv_width();
+  const LocalWidths local = local_widths();
+  const int64_t N = B_ * T_, C = c.hidden_size, I = local.mlp;
   const bool gpt2 = c.family == ModelFamily::gpt2;
   T* dres = find(scratch_.narrow, "grad_residual");
   T* dnarrow = find(scratch_.narrow, "grad_narrow");
   T* dwide = find(scratch_.narrow, "grad_widest");
   auto gbias = [&](int index) -> T* { return index >= 0 ? grad(index) : nullptr; };
-  auto norm_backward = [&](const T* dout, const T* in, const W* statistics, int weight, int bias) {
+  // dnarrow holds the gradient of the norm's output, partial on each rank
+  // after a column-parallel layer: summed over the group first.
+  auto norm_backward = [&](const T* in, const W* statistics, int weight, int bias) {
+    tp_.all_reduce(dnarrow, N * C);
     if (c.norm == planner::NormKind::layer_norm) {
-      layernorm_backward(dres, grad(weight), gbias(bias), dout, in, param(weight), statistics, statistics + N, N, C);
+      layernorm_backward(dres, grad(weight), gbias(bias), dnarrow, in, param(weight), statistics, statistics + N, N, C);
     } else {
-      rmsnorm_backward(dres, grad(weight), dout, in, param(weight), statistics, N, C);
+      rmsnorm_backward(dres, grad(weight), dnarrow, in, param(weight), statistics, N, C);
     }
   };
   // MLP: out = mid + down(act(ln2(mid))).
@@ -417,29 +462,26 @@ void Transformer<T>::block_backward(int l) {
     linear_backward(dnarrow, grad(w.gate_w), static_cast<T*>(nullptr), dgate, ln2, param(w.gate_w), N, C, I, WeightLayout::out_in, workspace_);
     linear_backward(dnarrow, grad(w.up_w), static_cast<T*>(nullptr), dup, ln2, param(w.up_w), N, C, I, WeightLayout::out_in, workspace_, true);
   }
-  norm_backward(dnarrow, act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
+  norm_backward(act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
   // Attention: mid = x + o(attention(qkv(ln1(x)))).
   T* att = act(l, "attention_output");
-  T* qkv = act(l, "qkv");
+  const QkvViews qkv = qkv_views(act(l, "qkv"));
+  const QkvViews dqkv = qkv_views(dwide);
   T* ln1 = act(l, "attn_norm_output");
+  const WeightLayout layout = gpt2 ? WeightLayout::in_out : WeightLayout::out_in;
+  linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, local.q, C, layout, workspace_);
+  attention_backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, act(l, "attention_probs"), qkv.shape, workspace_);
   if (gpt2) {
-    linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, C, C, WeightLayout::in_out, workspace_);
-    const AttentionShape shape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, 3 * C, 3 * C};
-    attention_backward(dwide, dwide + C, dwide + 2 * C, dnarrow, qkv, qkv + C, qkv + 2 * C, act(l, "attention_probs"), shape, workspace_);
-    linear_backward(dnarrow, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * C, WeightLayout::in_out, workspace_);
+    linear_backward(dnarrow, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
   } else {
-    linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, qw, C, WeightLayout::out_in, workspace_);
-    T *q = qkv, *k = q + N * qw, *v = k + N * kvw;
-    T *dq = dwide, *dk = dq + N * qw, *dv = dk + N * kvw;
-    attention_backward(dq, dk, dv, dnarrow, q, k, v, act(l, "attention_probs"), AttentionShape{B_, T_, c.num_heads, c.num_kv_heads, c.head_dim, qw, kvw}, workspace_);
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
-    rope_rotate(dq, B_, T_, c.num_heads, c.head_dim, qw, rotary, c.rope_theta, true);
-    rope_rotate(dk, B_, T_, c.num_kv_heads, c.head_dim, kvw, rotary, c.rope_theta, true);
-    linear_backward(dnarrow, grad(w.q_w), gbias(w.q_b), dq, ln1, param(w.q_w), N, C, qw, WeightLayout::out_in, workspace_);
-    linear_backward(dnarrow, grad(w.k_w), gbias(w.k_b), dk, ln1, param(w.k_w), N, C, kvw, WeightLayout::out_in, workspace_, true);
-    linear_backward(dnarrow, grad(w.v_w), gbias(w.v_b), dv, ln1, param(w.v_w), N, C, kvw, WeightLayout::out_in, workspace_, true);
+    rope_rotate(dqkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, true);
+    rope_rotate(dqkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, true);
+    linear_backward(dnarrow, grad(w.q_w), gbias(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, local.q, WeightLayout::out_in, workspace_);
+    linear_backward(dnarrow, grad(w.k_w), gbias(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
+    linear_backward(dnarrow, grad(w.v_w), gbias(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
   }
-  norm_backward(dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
+  norm_backward(act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
 }
 
 template class Transformer<float>;

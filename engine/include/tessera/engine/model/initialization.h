@@ -10,8 +10,11 @@
 #include <random>
 #include <string>
 
+#include <vector>
+
 #include "tessera/planner/model.h"
 #include "tessera/planner/sharding.h"
+#include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
 
@@ -29,6 +32,26 @@ void for_each_initial_value(const planner::Model& model, uint64_t seed, Set&& se
                           info.name.find("down_proj.weight") != std::string::npos;
     std::normal_distribution<double> normal(0.0, residual ? residual_std : std_dev);
     for (int64_t j = 0; j < flat.numel; ++j) set(flat.offset + j, vector ? (bias ? 0.0 : 1.0) : normal(rng));
+  }
+}
+
+// The initial weights of tensor-parallel rank `rank` of `tp`
+// (planner/tensor_parallel.h): each element of its part takes the value of the
+// whole model's element, so that every tp size starts from the same model;
+// padding rows of the vocabulary start at 0. Calls set(local_index, value) in
+// the flat order of the rank's own inventory (planner::tp_rank_inventory).
+template <typename Set>
+void for_each_initial_value_of_tp_rank(const planner::Model& model, uint64_t seed, int64_t tp, int64_t rank, Set&& set) {
+  if (tp == 1) return for_each_initial_value(model, seed, set);
+  std::vector<double> whole(static_cast<size_t>(model.inventory.parameter_count()));
+  for_each_initial_value(model, seed, [&whole](int64_t i, double value) { whole[static_cast<size_t>(i)] = value; });
+  const std::vector<planner::FlatParameter> full_order = planner::flat_parameter_order(model.inventory);
+  const std::vector<planner::FlatParameter> local_order = planner::flat_parameter_order(planner::tp_rank_inventory(model.inventory, tp));
+  for (size_t k = 0; k < full_order.size(); ++k) {
+    const planner::TensorInfo& tensor = model.inventory.tensors[static_cast<size_t>(full_order[k].tensor_index)];
+    planner::for_each_tp_element(tensor, tp, rank, [&](int64_t local, int64_t full) {
+      set(local_order[k].offset + local, full < 0 ? 0.0 : whole[static_cast<size_t>(full_order[k].offset + full)]);
+    });
   }
 }
 

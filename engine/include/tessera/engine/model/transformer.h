@@ -17,6 +17,8 @@
 
 #include "tessera/engine/half.h"
 #include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/model/tensor_parallel.h"
+#include "tessera/engine/ops/attention.h"
 #include "tessera/engine/ops/workspace.h"
 #include "tessera/engine/tensor.h"
 #include "tessera/planner/model.h"
@@ -67,8 +69,11 @@ class Transformer {
   // `recompute`: what backward recomputes instead of keeping (Korthikanti et al.
   // 2022 §5): selective drops the attention probabilities, full keeps only
   // each block's input; one block's worth of recomputed tensors is shared.
+  // `tensor_group`: the ranks that split every layer (model/tensor_parallel.h);
+  // null or one rank: the whole model here.
   static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
-                                    planner::RecomputeMode recompute = planner::RecomputeMode::none, FlatStorage storage = {});
+                                    planner::RecomputeMode recompute = planner::RecomputeMode::none, FlatStorage storage = {},
+                                    comm::Communicator* tensor_group = nullptr);
 
   // Runs the forward pass on tokens and next-token targets, both (B, T); keeps
   // what backward needs and returns the mean loss over the B·T tokens.
@@ -76,9 +81,13 @@ class Transformer {
   // Backward of the last forward. Parameter gradients accumulate, scaled by
   // `loss_scale` (1/k for k accumulated micro-batches, times the fp16 loss scale).
   void backward(W loss_scale);
+  // The first failure of the tensor-parallel group's collectives in forward or
+  // backward (success on one rank): check it after each pass.
+  const Status& communication_status() const { return tp_.status(); }
+  const TensorParallel& tensor_parallel() const { return tp_; }
 
   // One entry per unique parameter, in flat order (a tied tensor once): views
-  // into the flat buffers.
+  // into the flat buffers; under tensor parallelism, this rank's parts.
   const std::vector<Slice<T>>& parameters() const { return params_; }
   const std::vector<Slice<T>>& gradients() const { return grads_; }
   Tensor<T>& flat_parameters() { return flat_params_; }
@@ -109,7 +118,18 @@ class Transformer {
     int fc_w = -1, fc_b = -1, proj_w = -1, proj_b = -1;              // GPT-2's MLP
     int gate_w = -1, up_w = -1, down_w = -1;                         // SwiGLU
   };
+  // This rank's share of the heads and widths (all of them on one rank).
+  struct LocalWidths {
+    int64_t heads, kv_heads, q, kv, mlp;
+  };
+  struct QkvViews {
+    T *q, *k, *v;
+    cpu::AttentionShape shape;
+  };
   Transformer() = default;
+  LocalWidths local_widths() const;
+  QkvViews qkv_views(T* qkv) const;
+  const T* row_parallel_bias(int index);
   void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed, FlatStorage storage);
   void recompute_block(int l);
   // Named buffers from the planner's activation table: those in the storage
@@ -127,6 +147,7 @@ class Transformer {
   void block_backward(int l);
 
   planner::ModelConfig config_;
+  TensorParallel tp_;
   planner::RecomputeMode recompute_ = planner::RecomputeMode::none;
   int64_t B_ = 0, T_ = 0;
   Tensor<T> flat_params_, flat_grads_;

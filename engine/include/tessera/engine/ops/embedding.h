@@ -1,33 +1,52 @@
 // Token embedding plus an optional learned position table (GPT-2):
-// out (B, T, C) = wte[tokens] + wpe[t]. Backward accumulates into dwte, dwpe.
+// out (B, T, C) = wte[tokens] + wpe[t], as two ops so that a vocabulary split
+// over tensor-parallel ranks can sum the ranks' lookups before the positions
+// are added once. Backward accumulates into dwte and dwpe.
 #pragma once
 
 #include <cstdint>
 
 #include "tessera/engine/half.h"
+#include "tessera/engine/ops/vocab_slice.h"
 
 namespace tessera::engine::cpu {
 
+// out = wte[token - first_class] for the slice's tokens, 0 for the others.
 template <typename T>
-void embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t B, int64_t Tn, int64_t C) {
+void embedding_forward(T* out, const int32_t* tokens, const T* wte, int64_t B, int64_t Tn, int64_t C, VocabSlice slice = {}) {
 #pragma omp parallel for
   for (int64_t r = 0; r < B * Tn; ++r) {
-    const T* e = wte + static_cast<int64_t>(tokens[r]) * C;
-    const T* p = wpe ? wpe + (r % Tn) * C : nullptr;
-    for (int64_t i = 0; i < C; ++i) out[r * C + i] = narrow<T>(widen(e[i]) + (p ? widen(p[i]) : compute_t<T>(0)));
+    const bool owned = slice.owns(tokens[r]);
+    const T* e = wte + (static_cast<int64_t>(tokens[r]) - slice.first_class) * C;
+    for (int64_t i = 0; i < C; ++i) out[r * C + i] = owned ? e[i] : T{};
+  }
+}
+
+// out += wpe[t] at position t of each sequence.
+template <typename T>
+void position_embedding_forward(T* out, const T* wpe, int64_t B, int64_t Tn, int64_t C) {
+#pragma omp parallel for
+  for (int64_t r = 0; r < B * Tn; ++r) {
+    const T* p = wpe + (r % Tn) * C;
+    for (int64_t i = 0; i < C; ++i) out[r * C + i] = narrow<T>(widen(out[r * C + i]) + widen(p[i]));
   }
 }
 
 // Serial: two positions may hold the same token, and the sum must not depend on threads.
 template <typename T>
-void embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int64_t B, int64_t Tn, int64_t C) {
+void embedding_backward(T* dwte, const T* dout, const int32_t* tokens, int64_t B, int64_t Tn, int64_t C, VocabSlice slice = {}) {
   for (int64_t r = 0; r < B * Tn; ++r) {
-    T* e = dwte + static_cast<int64_t>(tokens[r]) * C;
-    T* p = dwpe ? dwpe + (r % Tn) * C : nullptr;
-    for (int64_t i = 0; i < C; ++i) {
-      e[i] = narrow<T>(widen(e[i]) + widen(dout[r * C + i]));
-      if (p) p[i] = narrow<T>(widen(p[i]) + widen(dout[r * C + i]));
-    }
+    if (!slice.owns(tokens[r])) continue;
+    T* e = dwte + (static_cast<int64_t>(tokens[r]) - slice.first_class) * C;
+    for (int64_t i = 0; i < C; ++i) e[i] = narrow<T>(widen(e[i]) + widen(dout[r * C + i]));
+  }
+}
+
+template <typename T>
+void position_embedding_backward(T* dwpe, const T* dout, int64_t B, int64_t Tn, int64_t C) {
+  for (int64_t r = 0; r < B * Tn; ++r) {
+    T* p = dwpe + (r % Tn) * C;
+    for (int64_t i = 0; i < C; ++i) p[i] = narrow<T>(widen(p[i]) + widen(dout[r * C + i]));
   }
 }
 

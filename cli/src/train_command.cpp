@@ -85,11 +85,16 @@ Status check_given_options(const TrainCliOptions& o) {
 
 // What the engine cannot run yet, named by the option that asks for it; the
 // plugin itself is checked against the model (check_data_parallel_supported).
-Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, int ranks) {
+Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, int ranks, bool dry_run) {
   if (gpu != "cpu") return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": the engine trains on the CPU so far; leave --gpu out (or --gpu cpu)");
-  if (r.layout.tp != 1 || r.layout.pp != 1) {
-    return make_error(ErrorCode::unsupported, "--tp/--pp: the engine runs data parallelism so far (tp " + std::to_string(r.layout.tp) + ", pp " +
-                                                  std::to_string(r.layout.pp) + "); plan with --tp 1 --pp 1");
+  if (r.layout.pp != 1 || (r.layout.tp != 1 && !dry_run)) {
+    return make_error(ErrorCode::unsupported, "--tp/--pp: the engine trains data parallelism so far, and its dry run tensor parallelism too (tp " +
+                                                  std::to_string(r.layout.tp) + ", pp " + std::to_string(r.layout.pp) + "); plan with --tp 1 --pp 1" +
+                                                  (r.layout.pp == 1 ? ", or add --dry-run" : ""));
+  }
+  if (r.layout.sequence_parallel) {
+    return make_error(ErrorCode::unsupported, "sequence parallelism: the engine's tensor parallelism keeps norms and residuals whole on every rank "
+                                              "(Megatron's sequence parallelism comes next); plan with --tp 1, or without sequence parallelism");
   }
   if (r.layout.dp != ranks) {
     return make_error(ErrorCode::invalid_argument, "--dp " + std::to_string(r.layout.dp) + " but " +
@@ -296,7 +301,7 @@ void resolve_auto_placement(const MemoryEstimate& estimate, PluginOptions& plugi
 // (engine::dry_run); DIR gets config.json, plan.json and metrics.json, no checkpoint.
 int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& options, std::ostream& out, std::ostream& err) {
   const EstimateRequest request = cpu_request(o.estimate.request);
-  const int64_t ranks = request.layout.dp;
+  const int64_t ranks = request.layout.world_size();
   if (o.rank < 0 || o.rank >= ranks) {
     return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
   }
@@ -314,8 +319,12 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   const EstimateReport report{model, cpu, request, estimate.value()};
   if (Status s = write_file_atomically(o.out + "/config.json", config_text.value(), "--out"); !s) return fail(err, s.error().message);
   if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out"); !s) return fail(err, s.error().message);
-  const auto group = engine::comm::make_dry_run_communicator(static_cast<int>(o.rank), static_cast<int>(ranks));
-  t.data_parallel_group = group.get();
+  // This rank's groups as the plan lays them out (planner/rank_groups.h), answered locally.
+  const planner::RankCoordinates at = planner::rank_coordinates(request.layout, o.rank);
+  const auto data_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.dp_rank), static_cast<int>(request.layout.dp));
+  const auto tensor_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.tp_rank), static_cast<int>(request.layout.tp));
+  t.data_parallel_group = data_group.get();
+  t.tensor_parallel_group = tensor_group.get();
   auto metrics = engine::dry_run(model, t);
   if (!metrics) return fail(err, metrics.error().message);
   if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, request, metrics.value(), o.rank).dump(2) + "\n", "--out"); !s) {
@@ -358,7 +367,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
     o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
   }
   const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.dp) : world.size();
-  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, ranks); !s) return failed(s.error().message);
+  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, ranks, o.dry_run); !s) return failed(s.error().message);
   auto options = engine_options(o);
   if (!options) return failed(options.error().message);
   engine::TrainOptions t = std::move(options).value();

@@ -17,6 +17,7 @@
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/flops.h"
+#include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
 namespace {
@@ -95,6 +96,7 @@ class TrainingRun {
 
   TrainingRun(const planner::Model& model, const TrainOptions& o, const TokenDataset& data, std::ostream& progress, bool terminal)
       : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data)),
+        local_model_(planner::tp_rank_model(model, o.tensor_parallel_group != nullptr ? o.tensor_parallel_group->size() : 1)),
         own_group_(o.data_parallel_group == nullptr ? comm::make_local_communicator() : nullptr),
         group_(o.data_parallel_group != nullptr ? *o.data_parallel_group : *own_group_) {
     if (o.dry_run) metrics_.ledger = MemoryLedger::dry_run();
@@ -138,6 +140,9 @@ class TrainingRun {
   const bool terminal_;
   const std::vector<RunSetting> settings_;
   TrainMetrics metrics_;
+  // What this rank holds of the model: all of it, or its tensor-parallel part,
+  // which data parallelism shards (the plugins see this one).
+  const planner::Model local_model_;
   std::unique_ptr<comm::Communicator> own_group_;  // one rank, when no group was given
   comm::Communicator& group_;
   // The ranks' bookkeeping (the loss, stop and save agreements, memory peaks)
@@ -159,17 +164,18 @@ class TrainingRun {
 
 template <typename T>
 Status TrainingRun<T>::prepare() {
-  if (Status s = check_data_parallel_supported(o_.plugin, o_.precision, model_, group_.size()); !s) return s;
+  if (Status s = check_data_parallel_supported(o_.plugin, o_.precision, local_model_, group_.size()); !s) return s;
   auto control = group_.split(0, group_.rank(), "control");
   if (!control) return control.error();
   control_ = std::move(control).value();
   counted_before_ = group_.counters();
-  parallel_ = make_parallel_strategy<T>(group_, o_.plugin, model_);
-  auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage());
+  parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_);
+  auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage(),
+                                        o_.tensor_parallel_group);
   if (!created) return created.error();
   net_.emplace(std::move(created).value());
   if (Status s = parallel_->attach(metrics_.ledger, *net_, decay_mask(net_->parameter_shapes()), o_.optimizer); !s) return s;
-  parallel_->initialize(model_, o_.seed);
+  parallel_->initialize(local_model_, o_.seed);
   if (o_.precision == planner::Precision::fp16) scaler_.emplace(o_.loss_scaler);
   if (!o_.dry_run) {
     if (Status s = resume_from_checkpoint(); !s) return s;
@@ -491,6 +497,10 @@ Result<TrainMetrics> dry_run(const planner::Model& model, TrainOptions o) {
 }
 
 Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, std::ostream& progress, bool terminal) {
+  if (o.tensor_parallel_group != nullptr && o.tensor_parallel_group->size() > 1) {
+    return make_error(ErrorCode::unsupported, "--tp: the engine replays tensor parallelism in a dry run (--dry-run) but does not train it yet; "
+                                              "its checkpoints come first; plan with --tp 1");
+  }
   if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");
   if (o.num_micro_batches <= 0) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
   if (o.log_every <= 0) return make_error(ErrorCode::invalid_argument, "the log interval must be a positive number of steps");

@@ -26,8 +26,13 @@ ParamTotals& ParamTotals::operator+=(const ParamTotals& other) {
 }
 
 Model make_model(ModelConfig config) {
+  TensorInventory inventory = build_tensor_inventory(config);
+  return make_model(std::move(config), std::move(inventory));
+}
+
+Model make_model(ModelConfig config, TensorInventory inventory) {
   Model model;
-  model.inventory = build_tensor_inventory(config);
+  model.inventory = std::move(inventory);
   model.config = std::move(config);
   const int L = static_cast<int>(model.config.num_layers);
   model.blocks.resize(static_cast<size_t>(L));

@@ -47,6 +47,9 @@ OptimizerLayout gemini_layout(const Model& model, const PluginOptions& plugin, i
 OptimizerLayout optimizer_layout(const Model& model, const PluginOptions& plugin, int64_t dp, int64_t rank) {
   const std::vector<FlatParameter> order = flat_parameter_order(model.inventory);
   switch (plugin.kind) {
+    case PluginKind::hybrid_parallel:  // its ZeRO shards as low_level_zero's (stage 0: replicated)
+      if (plugin.effective_zero_stage() == 0) break;
+      [[fallthrough]];
     case PluginKind::low_level_zero:
       return {shard_pieces(order, dp, rank), shard_numel(model.parameter_count, dp)};
     case PluginKind::torch_fsdp: {
@@ -54,8 +57,7 @@ OptimizerLayout optimizer_layout(const Model& model, const PluginOptions& plugin
       return {fsdp_pieces(units, order, rank), units.shard_numel};
     }
     case PluginKind::gemini: return gemini_layout(model, plugin, dp, rank);
-    case PluginKind::torch_ddp:
-    case PluginKind::hybrid_parallel: break;
+    case PluginKind::torch_ddp: break;
   }
   return {shard_pieces(order, 1, 0), model.parameter_count};
 }

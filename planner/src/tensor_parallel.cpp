@@ -16,4 +16,8 @@ TensorInventory tp_rank_inventory(const TensorInventory& full, int64_t tp) {
   return local;
 }
 
+Model tp_rank_model(const Model& full, int64_t tp) {
+  return tp == 1 ? full : make_model(full.config, tp_rank_inventory(full.inventory, tp));
+}
+
 }  // namespace tessera::planner

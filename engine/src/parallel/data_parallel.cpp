@@ -18,8 +18,10 @@ using planner::PluginKind;
 template <typename T>
 constexpr comm::DataType kType = comm::data_type_of<T>();
 
+// hybrid_parallel's data-parallel part is ColossalAI's ZeRO of the same stage
+// (HybridParallelPlugin's zero_stage), or DDP at stage 0.
 int zero_stage_of(const planner::PluginOptions& plugin) {
-  return plugin.kind == PluginKind::low_level_zero ? plugin.effective_zero_stage() : 0;
+  return plugin.kind == PluginKind::low_level_zero || plugin.kind == PluginKind::hybrid_parallel ? plugin.effective_zero_stage() : 0;
 }
 
 }  // namespace
@@ -47,7 +49,8 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
   planner::OptimizerLayout layout = planner::optimizer_layout(model_description_, plugin_, dp, rank);
   // ZeRO-Offload (Ren et al. 2021): master weights, states and an fp32 copy of the gradient shard on the host.
   const MemorySpace optimizer_space = plugin_.cpu_offload ? MemorySpace::host : MemorySpace::device;
-  T* shard = model.flat_parameters().data() + (zero_stage_ > 0 ? rank * shard_ : 0);
+  T* flat = model.flat_parameters().data();  // null in a dry run
+  T* shard = flat == nullptr ? nullptr : flat + (zero_stage_ > 0 ? rank * shard_ : 0);
   optimizer_.emplace(ledger, shard, layout.shard_numel, std::move(layout.pieces), std::move(decay), options, optimizer_space);
   if (plugin_.cpu_offload) host_gradients_ = Tensor<float>(ledger, MemoryCategory::gradients, shard_, MemorySpace::host);
   if (dp == 1) return Status::success();

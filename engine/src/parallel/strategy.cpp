@@ -14,10 +14,6 @@ namespace tessera::engine {
 using planner::PluginKind;
 
 Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision precision, const planner::Model& model, int64_t dp) {
-  if (plugin.kind == PluginKind::hybrid_parallel) {
-    return make_error(ErrorCode::unsupported, "--plugin hybrid_parallel: tensor and pipeline parallelism come next; plan with torch_ddp, torch_fsdp, "
-                                              "low_level_zero or gemini");
-  }
   if (plugin.kind == PluginKind::gemini) {
     const planner::GeminiOptions& g = plugin.gemini;
     // Placements that put everything on one side: cuda, cpu, and static at 0 or 1
@@ -45,7 +41,8 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
   }
   const int64_t params = model.parameter_count;
   const int64_t padded = planner::padded_flat_numel(params, dp);
-  if (plugin.kind == PluginKind::low_level_zero && plugin.effective_zero_stage() == 2 && dp > 1 &&
+  const bool zero = plugin.kind == PluginKind::low_level_zero || plugin.kind == PluginKind::hybrid_parallel;
+  if (zero && plugin.effective_zero_stage() == 2 && dp > 1 &&
       planner::zero_bucket_numel(plugin.reduce_bucket_numel, params, dp) < padded) {
     return make_error(ErrorCode::unsupported, "--reduce-bucket-m: the engine's ZeRO-2 reduces all gradients in one bucket so far; plan with "
                                               "--reduce-bucket-m " + std::to_string((padded + (1 << 20) - 1) >> 20) + " or more, or ZeRO stage 1");

@@ -55,6 +55,10 @@ struct TrainOptions {
   // plan's plugin (parallel/data_parallel.h). Each rank trains on its share of
   // every step's global batch of group size · num_micro_batches · micro_batch_size sequences.
   comm::Communicator* data_parallel_group = nullptr;
+  // Tensor parallelism (model/tensor_parallel.h): the ranks that split every
+  // layer with this one (null: none). The dry run replays it; training with it
+  // comes with its checkpoints.
+  comm::Communicator* tensor_parallel_group = nullptr;
   planner::PluginOptions plugin;
   // Ranks other than 0: the run directory rank 0 holds (run_directory is null
   // there), into whose staging directory they write their checkpoint shards.

@@ -41,5 +41,7 @@ struct Model {
 };
 
 Model make_model(ModelConfig config);
+// The model of `inventory` (one tensor-parallel rank's, say) with the totals counted from it.
+Model make_model(ModelConfig config, TensorInventory inventory);
 
 }  // namespace tessera::planner

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/planner/model.h"
 #include "tessera/planner/tensor_inventory.h"
 
 namespace tessera::planner {
@@ -23,6 +24,9 @@ std::vector<int64_t> tp_local_shape(const TensorInfo& tensor, int64_t tp);
 // The inventory as one tp rank holds it: every tensor with its local shape,
 // names, layers and ties unchanged.
 TensorInventory tp_rank_inventory(const TensorInventory& full, int64_t tp);
+// The model one tp rank holds (its inventory, and totals counted from it):
+// what data parallelism shards and the optimizer updates on that rank.
+Model tp_rank_model(const Model& full, int64_t tp);
 
 // For each element of rank `rank`'s part, in the part's row-major order:
 // visit(local_index, full_index), full_index being the element's row-major

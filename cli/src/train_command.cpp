@@ -92,10 +92,6 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
                                                   std::to_string(r.layout.tp) + ", pp " + std::to_string(r.layout.pp) + "); plan with --tp 1 --pp 1" +
                                                   (r.layout.pp == 1 ? ", or add --dry-run" : ""));
   }
-  if (r.layout.sequence_parallel) {
-    return make_error(ErrorCode::unsupported, "sequence parallelism: the engine's tensor parallelism keeps norms and residuals whole on every rank "
-                                              "(Megatron's sequence parallelism comes next); plan with --tp 1, or without sequence parallelism");
-  }
   if (r.layout.dp != ranks) {
     return make_error(ErrorCode::invalid_argument, "--dp " + std::to_string(r.layout.dp) + " but " +
                                                        (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks) + " ranks") +
@@ -325,6 +321,7 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   const auto tensor_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.tp_rank), static_cast<int>(request.layout.tp));
   t.data_parallel_group = data_group.get();
   t.tensor_parallel_group = tensor_group.get();
+  t.sequence_parallel = request.layout.sequence_parallel;
   auto metrics = engine::dry_run(model, t);
   if (!metrics) return fail(err, metrics.error().message);
   if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, request, metrics.value(), o.rank).dump(2) + "\n", "--out"); !s) {

@@ -171,7 +171,7 @@ Status TrainingRun<T>::prepare() {
   counted_before_ = group_.counters();
   parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_);
   auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage(),
-                                        o_.tensor_parallel_group);
+                                        o_.tensor_parallel_group, o_.sequence_parallel);
   if (!created) return created.error();
   net_.emplace(std::move(created).value());
   if (Status s = parallel_->attach(metrics_.ledger, *net_, decay_mask(net_->parameter_shapes()), o_.optimizer); !s) return s;

@@ -86,7 +86,7 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   t.last_stage.push_back(term("head_input", c.word_embed_proj_dim, dt, Split::sequence));
   // The head writes fp32 logits; the loss overwrites them in place with dlogits.
   t.logits.push_back(term("logits_fp32", c.vocab_size, kFp32, Split::tensor_parallel));
-  t.logits.push_back(term("token_losses", 1, kFp32, Split::sequence));
+  t.logits.push_back(term("token_losses", 1, kFp32, Split::whole));  // the head sees every token, sequence parallel or not
   // Backward keeps the residual-stream gradient, one hidden-wide gradient (of a
   // norm output or the attention output) and one of the block's widest
   // intermediate (q, k, v together, or the MLP's hidden layer; SwiGLU's gate and up).
@@ -94,6 +94,14 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   t.backward_scratch.push_back(term("grad_residual", h, dt, Split::sequence));
   t.backward_scratch.push_back(term("grad_narrow", std::max(h, c.q_width()), dt, Split::sequence));
   t.backward_scratch.push_back(term("grad_widest", std::max(c.q_width() + 2 * c.kv_width(), mlp_width), dt, Split::tensor_parallel));
+  // Sequence parallelism (Korthikanti et al. 2022 §4.2.2): a norm's output is
+  // kept for this rank's tokens and all-gathered whole before the column-
+  // parallel layers, in forward and again in backward (the weight gradients
+  // need every token), and a row-parallel layer's partial output or input
+  // gradient is reduce-scattered from a whole-sequence buffer: one buffer
+  // for values, one for gradients.
+  t.backward_scratch.push_back(term("sequence_gathered", h, dt, Split::gathered));
+  t.backward_scratch.push_back(term("sequence_gathered_grad", h, dt, Split::gathered));
   t.counts_recompute_working_set = true;
   return t;
 }
@@ -107,14 +115,16 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
 
 // A tensor-parallel term keeps each token's share of the heads, features or
 // (padded) vocabulary rows on each rank, ⌈width / tp⌉ (tensor_parallel.h pads
-// the vocabulary up to a multiple of tp); under sequence parallelism the
-// others keep ⌈tokens / tp⌉ tokens.
+// the vocabulary up to a multiple of tp); under sequence parallelism a
+// sequence term keeps ⌈tokens / tp⌉ tokens and a gathered one all of them
+// (it is absent otherwise); a whole term is never divided.
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape) {
   int64_t per_token = term.elements_per_token * (term.per_key_position ? shape.seq_len : 1);
   int64_t tokens = shape.micro_batch_size * shape.seq_len;
+  if (term.split == ActivationSplit::gathered && !shape.sequence_parallel) return 0;
   if (term.split == ActivationSplit::tensor_parallel) {
     per_token = (per_token + shape.tp - 1) / shape.tp;
-  } else if (shape.sequence_parallel) {
+  } else if (term.split == ActivationSplit::sequence && shape.sequence_parallel) {
     tokens = (tokens + shape.tp - 1) / shape.tp;
   }
   return tokens * per_token * term.bytes_per_element;

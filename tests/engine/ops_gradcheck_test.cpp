@@ -107,7 +107,7 @@ TEST(OpsGradcheck, EmbeddingWithPositions) {
   Vec dwte(V * C, 0.0), dwpe(T * C, 0.0);
   auto loss = [&] {
     embedding_forward(out.data(), tokens.data(), wte.data(), B, T, C);
-    position_embedding_forward(out.data(), wpe.data(), B, T, C);
+    position_embedding_forward(out.data(), wpe.data(), B * T, T, C);
     return dot(out, r);
   };
   embedding_backward(dwte.data(), r.data(), tokens.data(), B, T, C);

@@ -1,6 +1,6 @@
 // Tensor parallelism on real ranks (mpirun -np 2 and 4, the world as the tp
-// group): a model split over the ranks computes what the whole model computes
-// on one rank. Each rank also builds the whole model (same seed) and checks
+// group), with and without sequence parallelism: a model split over the ranks
+// computes what the whole model computes on one rank. Each rank also builds the whole model (same seed) and checks
 // that its parts of the initial weights are the whole model's exactly, that
 // the loss agrees, and that its parts of the gradients after backward agree
 // within 1e-5 of their norm (the ranks' partial sums are added in another
@@ -52,13 +52,14 @@ Difference compare_parts(const planner::Model& model, int64_t tp, int64_t rank, 
   return d;
 }
 
-void check(comm::Communicator& world, const char* model_name, planner::RecomputeMode recompute) {
+void check(comm::Communicator& world, const char* model_name, planner::RecomputeMode recompute, bool sequence_parallel) {
   const int rank = world.rank();
-  const std::string name = std::string(model_name) + " at tp " + std::to_string(world.size()) + ", recompute " + std::string(tessera::enum_name(recompute));
+  const std::string name = std::string(model_name) + " at tp " + std::to_string(world.size()) + (sequence_parallel ? " + sp" : "") + ", recompute " +
+                           std::string(tessera::enum_name(recompute));
   const planner::Model model = planner::load_model(model_name).value();
   const int64_t B = 2, T = 16;
   MemoryLedger split_ledger, whole_ledger;
-  auto split = Transformer<float>::create(model, split_ledger, B, T, 11, recompute, {}, &world);
+  auto split = Transformer<float>::create(model, split_ledger, B, T, 11, recompute, {}, &world, sequence_parallel);
   auto whole = Transformer<float>::create(model, whole_ledger, B, T, 11, recompute);
   expect(split.ok() && whole.ok(), name + ": " + (split.ok() ? (whole.ok() ? "" : whole.error().message) : split.error().message), rank);
   if (!split.ok() || !whole.ok()) return;
@@ -75,6 +76,7 @@ void check(comm::Communicator& world, const char* model_name, planner::Recompute
   expect(std::abs(split_loss - whole_loss) <= 1e-6 * std::abs(whole_loss),
          name + ": loss " + std::to_string(split_loss) + " vs the whole model's " + std::to_string(whole_loss), rank);
   split.value().backward(1.0f);
+  split.value().reduce_sequence_parallel_gradients();
   whole.value().backward(1.0f);
   expect(split->communication_status().ok(), name + ": " + (split->communication_status().ok() ? "" : split->communication_status().error().message), rank);
   const Difference gradients = compare_parts(model, world.size(), rank, split->gradients(), whole->gradients());
@@ -90,11 +92,14 @@ int main() {
   auto world_result = runtime.value()->world();
   if (!world_result.ok()) return std::fprintf(stderr, "%s\n", world_result.error().message.c_str()), 1;
   comm::Communicator& world = *world_result.value();
-  for (planner::RecomputeMode recompute : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
-    check(world, "tiny-gpt2", recompute);
+  for (bool sequence_parallel : {false, true}) {
+    for (planner::RecomputeMode recompute : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
+      check(world, "tiny-gpt2", recompute, sequence_parallel);
+    }
   }
   if (world.size() == 2) {
-    check(world, "tiny-llama", planner::RecomputeMode::none);
+    check(world, "tiny-llama", planner::RecomputeMode::none, false);
+    check(world, "tiny-llama", planner::RecomputeMode::full, true);
   } else {
     // tiny-llama has 2 key-value heads: 4 ranks cannot each hold whole ones.
     MemoryLedger ledger;

@@ -76,10 +76,16 @@ Status check_engine_computes(const planner::ModelConfig& c, int64_t seq_len) {
 
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                              uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage, comm::Communicator* tensor_group) {
+                                              uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage, comm::Communicator* tensor_group,
+                                              bool sequence_parallel) {
   const auto& c = model.config;
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
-  const TensorParallel tp(tensor_group);
+  const TensorParallel tp(tensor_group, sequence_parallel);
+  if (tp.sequence_parallel() && (micro_batch * seq_len) % tp.size() != 0) {
+    return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + ": sequence parallelism gives each of the " +
+                                                       std::to_string(tp.size()) + " tensor-parallel ranks an equal share of the micro-batch's " +
+                                                       std::to_string(micro_batch * seq_len) + " tokens; choose a --seq that --tp divides");
+  }
   if (c.num_heads % tp.size() != 0 || c.num_kv_heads % tp.size() != 0 || c.intermediate_size % tp.size() != 0) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp.size()) + ": the engine gives each tensor-parallel rank whole attention and "
                                               "key-value heads and an equal share of the MLP; the model has " + std::to_string(c.num_heads) + " heads, " +
@@ -161,7 +167,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   // What the forward keeps, sized by the planner's table: one source for both.
   const planner::Precision precision = storage_precision<T>();
   const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, precision);
-  const planner::ActivationShape shape{B_, T_, tp_.size(), false};
+  const planner::ActivationShape shape{B_, T_, tp_.size(), tp_.sequence_parallel()};
   auto allocate = [&](const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, auto&& wanted) {
     Buffers buffers;
     for (const auto& term : terms) {
@@ -270,16 +276,18 @@ void Transformer<T>::zero_gradients() {
 template <typename T>
 double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   const auto& c = config_;
-  const int64_t N = B_ * T_, C = c.hidden_size, V = tp_.vocab_rows(c.vocab_size);
+  const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = c.hidden_size, V = tp_.vocab_rows(c.vocab_size);
   const cpu::VocabSlice vocab{tp_.vocab_begin(c.vocab_size), tp_.vocab_valid(c.vocab_size)};
   const int L = static_cast<int>(c.num_layers);
   tokens_ = tokens;
   targets_ = targets;
   if (hooks_ != nullptr) hooks_->before_forward(planner::kEmbeddingLayer);
   T* embedded = act(0, "block_input");
-  embedding_forward(embedded, tokens, param(wte_), B_, T_, C, vocab);
-  tp_.all_reduce(embedded, N * C);  // each rank looked up its own tokens
-  if (wpe_ >= 0) position_embedding_forward(embedded, param(wpe_), B_, T_, C);
+  // Each rank looks up the tokens of its vocabulary rows; the sum over the group is the embedding.
+  T* lookups = tp_.sequence_parallel() ? sequence_buffer() : embedded;
+  embedding_forward(lookups, tokens, param(wte_), B_, T_, C, vocab);
+  reduce_rows(lookups, embedded);
+  if (wpe_ >= 0) position_embedding_forward(embedded, param(wpe_), Nl, T_, C, tp_.first_row(N));
   if (hooks_ != nullptr) hooks_->after_forward(planner::kEmbeddingLayer);
   for (int l = 0; l < L; ++l) {
     if (hooks_ != nullptr) hooks_->before_forward(l);
@@ -291,13 +299,13 @@ double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
   W* norm_stats = find_wide(last_stage_, "final_norm_stats");
   T* h = find(last_stage_.narrow, "head_input");
   if (c.norm == planner::NormKind::layer_norm) {
-    layernorm_forward(h, norm_stats, norm_stats + N, x, param(final_norm_w_), final_norm_b_ >= 0 ? param(final_norm_b_) : nullptr, N, C, W(c.norm_eps));
+    layernorm_forward(h, norm_stats, norm_stats + Nl, x, param(final_norm_w_), final_norm_b_ >= 0 ? param(final_norm_b_) : nullptr, Nl, C, W(c.norm_eps));
   } else {
-    rmsnorm_forward(h, norm_stats, x, param(final_norm_w_), N, C, W(c.norm_eps));
+    rmsnorm_forward(h, norm_stats, x, param(final_norm_w_), Nl, C, W(c.norm_eps));
   }
   W* logits = find_logits();
   W* losses = find_wide(logits_, "token_losses");
-  linear_forward(logits, h, param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in, workspace_);
+  linear_forward(logits, whole_rows(h, sequence_buffer()), param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in, workspace_);
   cross_entropy_forward(losses, logits, targets, N, V, vocab, [this](W* values, int64_t n, comm::ReduceOp op) { tp_.all_reduce(values, n, op); });
   if (hooks_ != nullptr) hooks_->after_forward(L);
   double mean = 0;
@@ -334,82 +342,124 @@ const T* Transformer<T>::row_parallel_bias(int index) {
 }
 
 template <typename T>
+T* Transformer<T>::sequence_buffer() {
+  return find(scratch_.narrow, "sequence_gathered");
+}
+
+template <typename T>
+T* Transformer<T>::sequence_gradient_buffer() {
+  return find(scratch_.narrow, "sequence_gathered_grad");
+}
+
+// Under sequence parallelism: every rank's rows of `rows` gathered into
+// `buffer` (the whole sequence); else `rows` is whole already.
+template <typename T>
+const T* Transformer<T>::whole_rows(const T* rows, T* buffer) {
+  if (!tp_.sequence_parallel()) return rows;
+  const int64_t N = B_ * T_;
+  tp_.all_gather(rows, buffer, tp_.local_rows(N) * config_.hidden_size);
+  return buffer;
+}
+
+// A split layer's partial (N, h) result summed over the group: reduce-
+// scattered from `whole` into this rank's rows `mine` under sequence
+// parallelism, else all-reduced in place (whole == mine).
+template <typename T>
+void Transformer<T>::reduce_rows(T* whole, T* mine) {
+  const int64_t N = B_ * T_, C = config_.hidden_size;
+  if (tp_.sequence_parallel()) {
+    tp_.reduce_scatter(whole, mine, tp_.local_rows(N) * C);
+  } else {
+    tp_.all_reduce(mine, N * C);
+  }
+}
+
+template <typename T>
 void Transformer<T>::block_forward(int l, const T* x, T* out) {
   const auto& c = config_;
   const Layer& w = layers_[static_cast<size_t>(l)];
   const LocalWidths local = local_widths();
-  const int64_t N = B_ * T_, C = c.hidden_size, I = local.mlp;
+  const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = c.hidden_size, I = local.mlp;
   const bool gpt2 = c.family == ModelFamily::gpt2;
+  const bool sp = tp_.sequence_parallel();
   auto norm = [&](T* y, W* statistics, const T* in, int weight, int bias) {
     if (c.norm == planner::NormKind::layer_norm) {
-      layernorm_forward(y, statistics, statistics + N, in, param(weight), bias >= 0 ? param(bias) : nullptr, N, C, W(c.norm_eps));
+      layernorm_forward(y, statistics, statistics + Nl, in, param(weight), bias >= 0 ? param(bias) : nullptr, Nl, C, W(c.norm_eps));
     } else {
-      rmsnorm_forward(y, statistics, in, param(weight), N, C, W(c.norm_eps));
+      rmsnorm_forward(y, statistics, in, param(weight), Nl, C, W(c.norm_eps));
     }
   };
   auto bias = [&](int index) -> const T* { return index >= 0 ? param(index) : nullptr; };
   T* ln1 = act(l, "attn_norm_output");
   norm(ln1, stats(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
+  const T* ln1_whole = whole_rows(ln1, sequence_buffer());
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   T* att = act(l, "attention_output");
   T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
+  T* attention_out = sp ? sequence_buffer() : mid;  // the row-parallel output before its sum (ln1_whole is used up)
   if (gpt2) {
-    linear_forward(qkv.q, ln1, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
+    linear_forward(qkv.q, ln1_whole, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
     attention_forward(att, act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
-    linear_forward(mid, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::in_out, workspace_);
+    linear_forward(attention_out, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::in_out, workspace_);
   } else {
-    linear_forward(qkv.q, ln1, param(w.q_w), bias(w.q_b), N, C, local.q, WeightLayout::out_in, workspace_);
-    linear_forward(qkv.k, ln1, param(w.k_w), bias(w.k_b), N, C, local.kv, WeightLayout::out_in, workspace_);
-    linear_forward(qkv.v, ln1, param(w.v_w), bias(w.v_b), N, C, local.kv, WeightLayout::out_in, workspace_);
+    linear_forward(qkv.q, ln1_whole, param(w.q_w), bias(w.q_b), N, C, local.q, WeightLayout::out_in, workspace_);
+    linear_forward(qkv.k, ln1_whole, param(w.k_w), bias(w.k_b), N, C, local.kv, WeightLayout::out_in, workspace_);
+    linear_forward(qkv.v, ln1_whole, param(w.v_w), bias(w.v_b), N, C, local.kv, WeightLayout::out_in, workspace_);
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
     rope_rotate(qkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, false);
     rope_rotate(qkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, false);
     attention_forward(att, act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
-    linear_forward(mid, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::out_in, workspace_);
+    linear_forward(attention_out, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::out_in, workspace_);
   }
-  tp_.all_reduce(mid, N * C);
-  add_in_place(mid, x, N * C);
+  reduce_rows(attention_out, mid);
+  add_in_place(mid, x, Nl * C);
   T* ln2 = act(l, "mlp_norm_output");
   norm(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
+  const T* ln2_whole = whole_rows(ln2, sequence_buffer());
   T* hidden = act(l, "mlp_activation");
+  T* mlp_out = sp ? sequence_buffer() : out;  // ln2_whole is used up before the down projection writes it
   if (gpt2) {
     T* pre = act(l, "mlp_pre_activation");
-    linear_forward(pre, ln2, param(w.fc_w), bias(w.fc_b), N, C, I, WeightLayout::in_out, workspace_);
+    linear_forward(pre, ln2_whole, param(w.fc_w), bias(w.fc_b), N, C, I, WeightLayout::in_out, workspace_);
     gelu_forward(hidden, pre, N * I);
-    linear_forward(out, hidden, param(w.proj_w), row_parallel_bias(w.proj_b), N, I, C, WeightLayout::in_out, workspace_);
+    linear_forward(mlp_out, hidden, param(w.proj_w), row_parallel_bias(w.proj_b), N, I, C, WeightLayout::in_out, workspace_);
   } else {
     T* gate = act(l, "mlp_gate");
     T* up = act(l, "mlp_up");
-    linear_forward(gate, ln2, param(w.gate_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in, workspace_);
-    linear_forward(up, ln2, param(w.up_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in, workspace_);
+    linear_forward(gate, ln2_whole, param(w.gate_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in, workspace_);
+    linear_forward(up, ln2_whole, param(w.up_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in, workspace_);
     swiglu_forward(hidden, gate, up, N * I);
-    linear_forward(out, hidden, param(w.down_w), static_cast<const T*>(nullptr), N, I, C, WeightLayout::out_in, workspace_);
+    linear_forward(mlp_out, hidden, param(w.down_w), static_cast<const T*>(nullptr), N, I, C, WeightLayout::out_in, workspace_);
   }
-  tp_.all_reduce(out, N * C);
-  add_in_place(out, mid, N * C);
+  reduce_rows(mlp_out, out);
+  add_in_place(out, mid, Nl * C);
 }
 
 template <typename T>
 void Transformer<T>::backward(W loss_scale) {
   const auto& c = config_;
-  const int64_t N = B_ * T_, C = c.hidden_size, V = tp_.vocab_rows(c.vocab_size);
+  const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = c.hidden_size, V = tp_.vocab_rows(c.vocab_size);
   const cpu::VocabSlice vocab{tp_.vocab_begin(c.vocab_size), tp_.vocab_valid(c.vocab_size)};
+  const bool sp = tp_.sequence_parallel();
   T* dres = find(scratch_.narrow, "grad_residual");
   T* dnarrow = find(scratch_.narrow, "grad_narrow");
-  std::fill(dres, dres + N * C, T{});
+  std::fill(dres, dres + Nl * C, T{});
   const int L = static_cast<int>(c.num_layers);
   if (hooks_ != nullptr) hooks_->before_backward(L);
   W* logits = find_logits();
   cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<W>(N), vocab);
   T* h = find(last_stage_.narrow, "head_input");
-  linear_backward(dnarrow, grad(head_), static_cast<T*>(nullptr), logits, h, param(head_), N, C, V, WeightLayout::out_in, workspace_);
-  tp_.all_reduce(dnarrow, N * C);  // each rank's vocabulary rows gave part of it
+  T* dh = sp ? sequence_gradient_buffer() : dnarrow;  // partial: each rank's vocabulary rows give part of it
+  linear_backward(dh, grad(head_), static_cast<T*>(nullptr), logits, whole_rows(h, sequence_buffer()), param(head_), N, C, V, WeightLayout::out_in,
+                  workspace_);
+  reduce_rows(dh, dnarrow);
   T* x = find(last_stage_.narrow, "final_norm_input");
   W* norm_stats = find_wide(last_stage_, "final_norm_stats");
   if (c.norm == planner::NormKind::layer_norm) {
-    layernorm_backward(dres, grad(final_norm_w_), final_norm_b_ >= 0 ? grad(final_norm_b_) : nullptr, dnarrow, x, param(final_norm_w_), norm_stats, norm_stats + N, N, C);
+    layernorm_backward(dres, grad(final_norm_w_), final_norm_b_ >= 0 ? grad(final_norm_b_) : nullptr, dnarrow, x, param(final_norm_w_), norm_stats,
+                       norm_stats + Nl, Nl, C);
   } else {
-    rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), norm_stats, N, C);
+    rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), norm_stats, Nl, C);
   }
   if (hooks_ != nullptr) hooks_->after_backward(L);
   for (int l = L - 1; l >= 0; --l) {
@@ -419,69 +469,90 @@ void Transformer<T>::backward(W loss_scale) {
     if (hooks_ != nullptr) hooks_->after_backward(l);
   }
   if (hooks_ != nullptr) hooks_->before_backward(planner::kEmbeddingLayer);
-  embedding_backward(grad(wte_), dres, tokens_, B_, T_, C, vocab);
-  if (wpe_ >= 0) position_embedding_backward(grad(wpe_), dres, B_, T_, C);
+  // Every token's gradient, for the lookups of this rank's vocabulary rows.
+  const T* dembedded = whole_rows(dres, sequence_gradient_buffer());
+  embedding_backward(grad(wte_), dembedded, tokens_, B_, T_, C, vocab);
+  if (wpe_ >= 0) position_embedding_backward(grad(wpe_), dembedded, B_, T_, C);
   if (hooks_ != nullptr) hooks_->after_backward(planner::kEmbeddingLayer);
 }
 
-// dres holds the gradient of the block's output; it leaves holding the gradient of its input.
+// dres holds the gradient of the block's output (this rank's rows under
+// sequence parallelism); it leaves holding the gradient of its input.
 template <typename T>
 void Transformer<T>::block_backward(int l) {
   const auto& c = config_;
   const Layer& w = layers_[static_cast<size_t>(l)];
   const LocalWidths local = local_widths();
-  const int64_t N = B_ * T_, C = c.hidden_size, I = local.mlp;
+  const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = c.hidden_size, I = local.mlp;
   const bool gpt2 = c.family == ModelFamily::gpt2;
+  const bool sp = tp_.sequence_parallel();
   T* dres = find(scratch_.narrow, "grad_residual");
   T* dnarrow = find(scratch_.narrow, "grad_narrow");
   T* dwide = find(scratch_.narrow, "grad_widest");
+  // The norm's input gradient, written whole and partial by the column-parallel layers above it.
+  T* dnorm_whole = sp ? sequence_gradient_buffer() : dnarrow;
   auto gbias = [&](int index) -> T* { return index >= 0 ? grad(index) : nullptr; };
-  // dnarrow holds the gradient of the norm's output, partial on each rank
-  // after a column-parallel layer: summed over the group first.
   auto norm_backward = [&](const T* in, const W* statistics, int weight, int bias) {
-    tp_.all_reduce(dnarrow, N * C);
+    reduce_rows(dnorm_whole, dnarrow);
     if (c.norm == planner::NormKind::layer_norm) {
-      layernorm_backward(dres, grad(weight), gbias(bias), dnarrow, in, param(weight), statistics, statistics + N, N, C);
+      layernorm_backward(dres, grad(weight), gbias(bias), dnarrow, in, param(weight), statistics, statistics + Nl, Nl, C);
     } else {
-      rmsnorm_backward(dres, grad(weight), dnarrow, in, param(weight), statistics, N, C);
+      rmsnorm_backward(dres, grad(weight), dnarrow, in, param(weight), statistics, Nl, C);
     }
   };
   // MLP: out = mid + down(act(ln2(mid))).
-  T* ln2 = act(l, "mlp_norm_output");
+  const T* dout = whole_rows(dres, sequence_gradient_buffer());
   T* hidden = act(l, "mlp_activation");
   if (gpt2) {
-    linear_backward(dwide, grad(w.proj_w), gbias(w.proj_b), dres, hidden, param(w.proj_w), N, I, C, WeightLayout::in_out, workspace_);
+    linear_backward(dwide, grad(w.proj_w), gbias(w.proj_b), dout, hidden, param(w.proj_w), N, I, C, WeightLayout::in_out, workspace_);
     T* pre = act(l, "mlp_pre_activation");
     gelu_backward(dwide, pre, dwide, N * I);
-    linear_backward(dnarrow, grad(w.fc_w), gbias(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, WeightLayout::in_out, workspace_);
+    const T* ln2 = whole_rows(act(l, "mlp_norm_output"), sequence_buffer());
+    linear_backward(dnorm_whole, grad(w.fc_w), gbias(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, WeightLayout::in_out, workspace_);
   } else {
     T* dgate = dwide;
     T* dup = dwide + N * I;
-    linear_backward(dup, grad(w.down_w), static_cast<T*>(nullptr), dres, hidden, param(w.down_w), N, I, C, WeightLayout::out_in, workspace_);
+    linear_backward(dup, grad(w.down_w), static_cast<T*>(nullptr), dout, hidden, param(w.down_w), N, I, C, WeightLayout::out_in, workspace_);
     swiglu_backward(dgate, dup, act(l, "mlp_gate"), act(l, "mlp_up"), dup, N * I);
-    linear_backward(dnarrow, grad(w.gate_w), static_cast<T*>(nullptr), dgate, ln2, param(w.gate_w), N, C, I, WeightLayout::out_in, workspace_);
-    linear_backward(dnarrow, grad(w.up_w), static_cast<T*>(nullptr), dup, ln2, param(w.up_w), N, C, I, WeightLayout::out_in, workspace_, true);
+    const T* ln2 = whole_rows(act(l, "mlp_norm_output"), sequence_buffer());
+    linear_backward(dnorm_whole, grad(w.gate_w), static_cast<T*>(nullptr), dgate, ln2, param(w.gate_w), N, C, I, WeightLayout::out_in, workspace_);
+    linear_backward(dnorm_whole, grad(w.up_w), static_cast<T*>(nullptr), dup, ln2, param(w.up_w), N, C, I, WeightLayout::out_in, workspace_, true);
   }
   norm_backward(act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
   // Attention: mid = x + o(attention(qkv(ln1(x)))).
+  const T* dmid = whole_rows(dres, sequence_gradient_buffer());
   T* att = act(l, "attention_output");
+  T* datt = dnarrow;  // N · q/tp elements: within the buffer's (N or N/tp under sequence parallelism) · max(h, q)
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   const QkvViews dqkv = qkv_views(dwide);
-  T* ln1 = act(l, "attn_norm_output");
   const WeightLayout layout = gpt2 ? WeightLayout::in_out : WeightLayout::out_in;
-  linear_backward(dnarrow, grad(w.o_w), gbias(w.o_b), dres, att, param(w.o_w), N, local.q, C, layout, workspace_);
-  attention_backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, act(l, "attention_probs"), qkv.shape, workspace_);
+  linear_backward(datt, grad(w.o_w), gbias(w.o_b), dmid, att, param(w.o_w), N, local.q, C, layout, workspace_);
+  attention_backward(dqkv.q, dqkv.k, dqkv.v, datt, qkv.q, qkv.k, qkv.v, act(l, "attention_probs"), qkv.shape, workspace_);
+  const T* ln1 = whole_rows(act(l, "attn_norm_output"), sequence_buffer());
   if (gpt2) {
-    linear_backward(dnarrow, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
+    linear_backward(dnorm_whole, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
   } else {
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
     rope_rotate(dqkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, true);
     rope_rotate(dqkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, true);
-    linear_backward(dnarrow, grad(w.q_w), gbias(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, local.q, WeightLayout::out_in, workspace_);
-    linear_backward(dnarrow, grad(w.k_w), gbias(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
-    linear_backward(dnarrow, grad(w.v_w), gbias(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
+    linear_backward(dnorm_whole, grad(w.q_w), gbias(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, local.q, WeightLayout::out_in, workspace_);
+    linear_backward(dnorm_whole, grad(w.k_w), gbias(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
+    linear_backward(dnorm_whole, grad(w.v_w), gbias(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
   }
   norm_backward(act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
+}
+
+// Under sequence parallelism each rank's norm gradients cover its own tokens:
+// summed over the group, once per step (Megatron-LM all-reduces the layer-norm
+// gradients of sequence-parallel layers after backward).
+template <typename T>
+void Transformer<T>::reduce_sequence_parallel_gradients() {
+  if (!tp_.sequence_parallel()) return;
+  std::vector<int> norms{final_norm_w_, final_norm_b_};
+  for (const Layer& layer : layers_) norms.insert(norms.end(), {layer.attn_norm_w, layer.attn_norm_b, layer.mlp_norm_w, layer.mlp_norm_b});
+  for (int index : norms) {
+    if (index >= 0) tp_.all_reduce(grad(index), grads_[static_cast<size_t>(index)].numel());
+  }
 }
 
 template class Transformer<float>;

@@ -59,6 +59,7 @@ struct TrainOptions {
   // layer with this one (null: none). The dry run replays it; training with it
   // comes with its checkpoints.
   comm::Communicator* tensor_parallel_group = nullptr;
+  bool sequence_parallel = false;  // Megatron's sequence parallelism in that group
   planner::PluginOptions plugin;
   // Ranks other than 0: the run directory rank 0 holds (run_directory is null
   // there), into whose staging directory they write their checkpoint shards.

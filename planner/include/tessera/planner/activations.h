@@ -31,6 +31,8 @@ namespace tessera::planner {
 enum class ActivationSplit {
   tensor_parallel,  // inside the tp region: always divided by t
   sequence,         // outside it (norm inputs, dropout masks): divided by t only with sequence parallelism
+  gathered,         // a sequence-parallel rank's all-gathered copy of a sequence-split tensor: the whole sequence, only with sequence parallelism
+  whole,            // every rank keeps all of it (the loss of each token)
 };
 
 struct ActivationTerm {

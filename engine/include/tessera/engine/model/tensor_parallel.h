@@ -13,6 +13,15 @@
 // maxima, sums and target logits reduced over the group, never gathering the
 // logits (Megatron-LM's vocab_parallel_cross_entropy).
 //
+// Sequence parallelism (Korthikanti et al. 2022, §4.2.2): outside the split
+// layers each rank keeps only its share of the tokens, rows [r · N/tp, (r+1) ·
+// N/tp) of every (N, h) tensor. Before a column-parallel layer the norm's
+// output is all-gathered (whole sequence), and a row-parallel layer's partial
+// output is reduce-scattered instead of all-reduced; backward mirrors both.
+// Norm weights then see only this rank's tokens: their gradients are summed
+// over the group once per step (Megatron-LM's all-reduce of the layer-norm
+// gradients), see Transformer::reduce_sequence_parallel_gradients.
+//
 // Errors: the first communication failure is kept (status()) and later
 // collectives are skipped; the caller checks after each pass.
 #pragma once
@@ -27,11 +36,29 @@ namespace tessera::engine {
 class TensorParallel {
  public:
   TensorParallel() = default;  // one rank
-  explicit TensorParallel(comm::Communicator* group) : group_(group != nullptr && group->size() > 1 ? group : nullptr) {}
+  TensorParallel(comm::Communicator* group, bool sequence_parallel)
+      : group_(group != nullptr && group->size() > 1 ? group : nullptr), sequence_parallel_(sequence_parallel && group_ != nullptr) {}
 
   int64_t size() const { return group_ != nullptr ? group_->size() : 1; }
   int64_t rank() const { return group_ != nullptr ? group_->rank() : 0; }
   bool split() const { return group_ != nullptr; }
+  bool sequence_parallel() const { return sequence_parallel_; }
+  // Rows of an (N, h) tensor outside the split layers that this rank keeps, and the first of them.
+  int64_t local_rows(int64_t rows) const { return sequence_parallel_ ? rows / size() : rows; }
+  int64_t first_row(int64_t rows) const { return sequence_parallel_ ? rank() * local_rows(rows) : 0; }
+
+  // whole (the group's local_rows · width each, rank order) = every rank's `mine`.
+  template <comm::CommElement T>
+  void all_gather(const T* mine, T* whole, int64_t elements_per_rank) {
+    if (group_ == nullptr || !status_.ok()) return;
+    status_ = group_->all_gather(mine, whole, static_cast<size_t>(elements_per_rank));
+  }
+  // mine = this rank's rows of the sum over the group of `whole`.
+  template <comm::CommElement T>
+  void reduce_scatter(const T* whole, T* mine, int64_t elements_per_rank) {
+    if (group_ == nullptr || !status_.ok()) return;
+    status_ = group_->reduce_scatter(whole, mine, static_cast<size_t>(elements_per_rank), comm::ReduceOp::sum);
+  }
 
   // x[i] = op over the group of x[i], i < n, in place (nothing on one rank).
   template <comm::CommElement T>
@@ -50,6 +77,7 @@ class TensorParallel {
 
  private:
   comm::Communicator* group_ = nullptr;
+  bool sequence_parallel_ = false;
   Status status_ = Status::success();
 };
 

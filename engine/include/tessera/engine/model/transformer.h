@@ -70,10 +70,11 @@ class Transformer {
   // 2022 §5): selective drops the attention probabilities, full keeps only
   // each block's input; one block's worth of recomputed tensors is shared.
   // `tensor_group`: the ranks that split every layer (model/tensor_parallel.h);
-  // null or one rank: the whole model here.
+  // null or one rank: the whole model here. `sequence_parallel`: they also
+  // split the tokens outside the split layers.
   static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
                                     planner::RecomputeMode recompute = planner::RecomputeMode::none, FlatStorage storage = {},
-                                    comm::Communicator* tensor_group = nullptr);
+                                    comm::Communicator* tensor_group = nullptr, bool sequence_parallel = false);
 
   // Runs the forward pass on tokens and next-token targets, both (B, T); keeps
   // what backward needs and returns the mean loss over the B·T tokens.
@@ -84,6 +85,9 @@ class Transformer {
   // The first failure of the tensor-parallel group's collectives in forward or
   // backward (success on one rank): check it after each pass.
   const Status& communication_status() const { return tp_.status(); }
+  // After the step's last backward, under sequence parallelism: the norms'
+  // gradients summed over the tensor-parallel group (model/tensor_parallel.h).
+  void reduce_sequence_parallel_gradients();
   const TensorParallel& tensor_parallel() const { return tp_; }
 
   // One entry per unique parameter, in flat order (a tied tensor once): views
@@ -130,6 +134,10 @@ class Transformer {
   LocalWidths local_widths() const;
   QkvViews qkv_views(T* qkv) const;
   const T* row_parallel_bias(int index);
+  T* sequence_buffer();           // (N, h): the gathered rows of a norm's output, or a row-parallel layer's output
+  T* sequence_gradient_buffer();  // (N, h): the same for gradients
+  const T* whole_rows(const T* rows, T* buffer);
+  void reduce_rows(T* whole, T* mine);
   void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed, FlatStorage storage);
   void recompute_block(int l);
   // Named buffers from the planner's activation table: those in the storage

@@ -22,12 +22,13 @@ void embedding_forward(T* out, const int32_t* tokens, const T* wte, int64_t B, i
   }
 }
 
-// out += wpe[t] at position t of each sequence.
+// out += wpe[t] at position t of each sequence, for `rows` rows of the batch's
+// (B · Tn) starting at `first_row` (a sequence-parallel rank's share).
 template <typename T>
-void position_embedding_forward(T* out, const T* wpe, int64_t B, int64_t Tn, int64_t C) {
+void position_embedding_forward(T* out, const T* wpe, int64_t rows, int64_t Tn, int64_t C, int64_t first_row = 0) {
 #pragma omp parallel for
-  for (int64_t r = 0; r < B * Tn; ++r) {
-    const T* p = wpe + (r % Tn) * C;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* p = wpe + ((first_row + r) % Tn) * C;
     for (int64_t i = 0; i < C; ++i) out[r * C + i] = narrow<T>(widen(out[r * C + i]) + widen(p[i]));
   }
 }

@@ -41,7 +41,6 @@ class TensorParallel {
 
   int64_t size() const { return group_ != nullptr ? group_->size() : 1; }
   int64_t rank() const { return group_ != nullptr ? group_->rank() : 0; }
-  bool split() const { return group_ != nullptr; }
   bool sequence_parallel() const { return sequence_parallel_; }
   // Rows of an (N, h) tensor outside the split layers that this rank keeps, and the first of them.
   int64_t local_rows(int64_t rows) const { return sequence_parallel_ ? rows / size() : rows; }

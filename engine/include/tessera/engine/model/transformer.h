@@ -88,7 +88,6 @@ class Transformer {
   // After the step's last backward, under sequence parallelism: the norms'
   // gradients summed over the tensor-parallel group (model/tensor_parallel.h).
   void reduce_sequence_parallel_gradients();
-  const TensorParallel& tensor_parallel() const { return tp_; }
 
   // One entry per unique parameter, in flat order (a tied tensor once): views
   // into the flat buffers; under tensor parallelism, this rank's parts.

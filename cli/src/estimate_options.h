@@ -21,7 +21,7 @@ struct EstimateOptions {
   std::string precision = "bf16";
   std::string optimizer = "adamw";
   std::string recompute = "none";
-  std::string activation_profile = "tessera";
+  std::string activation_profile = "flash";
   std::string plugin = "torch_ddp";
   std::string pp_schedule = "1f1b";
   std::string fsdp_strategy = "full_shard";

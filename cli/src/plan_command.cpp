@@ -61,7 +61,7 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
   out << "Tessera plan: " << model.config.name << " (" << format_count(model.parameter_count) << " parameters) on " << r.cluster.world_size()
       << " × " << r.cluster.gpu.name << " (" << r.cluster.num_nodes << " node" << (r.cluster.num_nodes > 1 ? "s" : "") << " × "
       << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
-      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << "\n\n";
+      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", activation profile " << enum_name(r.activation_profile) << "\n\n";
   if (!result.plans.empty()) {
     out << " #  plan\n    peak memory   step time    tokens/s    MFU   largest micro-batch that fits\n";
   }
@@ -102,7 +102,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--seq", o.seq, "Tokens per sequence")->capture_default_str();
   c.add_option("--precision", o.precision, "fp32, fp16 or bf16")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
-  c.add_option("--activation-profile", o.activation_profile, "megatron or tessera")->capture_default_str();
+  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
   c.add_option("--plugin", o.plugin, "Only this plugin");
   c.add_option("--recompute", o.recompute, "Only this recompute mode");
   c.add_option("--dp", o.dp, "Only this data-parallel size");

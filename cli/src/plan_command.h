@@ -21,7 +21,7 @@ struct PlanOptions {
   int64_t seq = 1024;
   std::string precision = "bf16";
   std::string optimizer = "adamw";
-  std::string activation_profile = "tessera";
+  std::string activation_profile = "flash";
   std::string plugin;     // restrict to one plugin
   std::string recompute;  // restrict to one mode
   int64_t dp = 0, tp = 0, pp = 0, micro_batch = 0;

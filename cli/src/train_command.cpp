@@ -98,7 +98,8 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
                                                        "; launch with mpirun -np " + std::to_string(r.layout.dp) + " tessera train ...");
   }
   if (r.training.activation_profile != ActivationProfile::tessera) {
-    return make_error(ErrorCode::unsupported, "--activation-profile megatron: the engine keeps the tessera profile's activations; use tessera");
+    return make_error(ErrorCode::unsupported, "--activation-profile " + std::string(enum_name(r.training.activation_profile)) +
+                                                  ": the engine keeps the tessera profile's activations; use tessera");
   }
   return Status::success();
 }
@@ -163,6 +164,7 @@ TrainCliOptions::TrainCliOptions() {
   estimate.model = "tiny-gpt2";
   estimate.gpu = "cpu";
   estimate.precision = "fp32";
+  estimate.activation_profile = std::string(enum_name(ActivationProfile::tessera));  // what the engine keeps
   estimate.request.training.micro_batch_size = 4;
   estimate.request.training.seq_len = 64;
 }

@@ -55,6 +55,39 @@ ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
   return t;
 }
 
+// A fused attention kernel's saved tensors in place of Korthikanti's attention
+// core. The kernel keeps q, k, v, its output and a per-row log-sum-exp, and
+// draws its dropout mask again in backward from a saved Philox seed and offset
+// (16 bytes per layer, not counted), so no s×s tensor outlives the forward:
+//  - Dao-AILab/flash-attention@005300258a22e5fc6be621063c3d5704e82b89d9,
+//    flash_attn/flash_attn_interface.py, FlashAttnFunc.forward:
+//    save_for_backward(q, k, v, out_padded, softmax_lse, rng_state);
+//  - Dao-AILab/flash-attention@00979f57acf503b0b080ff08ada0007080074649,
+//    csrc/flash_attn/flash_api.cpp, mha_fwd: softmax_lse is
+//    (batch, num_heads, seqlen_q) in fp32, whatever the inputs' dtype;
+//  - pytorch/pytorch@007ae17eabceb8ec8aca74d0ad269d06ccdfeb52,
+//    aten/src/ATen/native/transformers/cuda/attention.cu,
+//    _scaled_dot_product_flash_attention_cuda: SDPA's flash backend returns the
+//    output and log_sumexp of the same kernel for its backward; the output is
+//    written (b, s, heads, d) and handed back transposed, so the model's
+//    transpose back and reshape are views and the output projection saves that
+//    same tensor (Korthikanti's attn_proj_input, counted once).
+// q, k and v are Korthikanti's query_key and value terms. Under selective
+// recompute the attention core is checkpointed and re-run, so only its inputs
+// stay and the log-sum-exp goes (NVIDIA/Megatron-LM@00c2c0adeec16015f386548793c88ef08ff6acec,
+// megatron/core/transformer/attention.py: checkpoint_core_attention when
+// recompute_granularity is 'selective', _checkpointed_attention_forward).
+ActivationTable flash_table(const ModelConfig& c, int64_t dt) {
+  ActivationTable t = megatron_table(c, dt);
+  std::vector<ActivationTerm>& b = t.block;
+  std::erase_if(b, [](const ActivationTerm& term) { return term.per_key_position; });
+  const auto value = std::find_if(b.begin(), b.end(), [](const ActivationTerm& term) { return term.name == "value"; });
+  ActivationTerm lse = term("softmax_lse", c.num_heads, kFp32, Split::tensor_parallel);  // heads split over tp ranks
+  lse.kept_under_selective = false;
+  b.insert(value + 1, lse);
+  return t;
+}
+
 // What Tessera's engine keeps (engine/src/model): no dropout, unfused attention
 // keeping the probabilities, norm statistics in fp32.
 ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
@@ -110,7 +143,12 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
 
 ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision) {
   const int64_t dt = compute_bytes(precision);
-  return profile == ActivationProfile::megatron ? megatron_table(config, dt) : tessera_table(config, dt);
+  switch (profile) {
+    case ActivationProfile::megatron: return megatron_table(config, dt);
+    case ActivationProfile::flash: return flash_table(config, dt);
+    case ActivationProfile::tessera: return tessera_table(config, dt);
+  }
+  return tessera_table(config, dt);
 }
 
 // A tensor-parallel term keeps each token's share of the heads, features or

@@ -99,14 +99,27 @@ std::string summary_line(const EstimateReport& r) {
   return line;
 }
 
+namespace {
+
+// Where each activation profile's terms come from (activations.h), for the report.
+std::string activation_profile_source(ActivationProfile profile) {
+  switch (profile) {
+    case ActivationProfile::megatron: return "Korthikanti et al. 2022 §4: sbh(34 + 5as/h) per layer, dropout masks where the config has dropout";
+    case ActivationProfile::flash:
+      return "fused attention (PyTorch SDPA, FlashAttention-2): Korthikanti's terms without the s² scores, plus an fp32 log-sum-exp per row and head"
+             " (--activation-profile to override)";
+    case ActivationProfile::tessera: break;
+  }
+  return "what Tessera's engine keeps: no dropout, softmax probabilities kept, fp32 norm statistics";
+}
+
+}  // namespace
+
 std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   const Assumptions& a = r.request.assumptions;
   const auto& t = r.request.training;
   std::vector<AssumptionLine> lines;
-  lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)),
-                   t.activation_profile == ActivationProfile::megatron
-                       ? "Korthikanti et al. 2022 §4: sbh(34 + 5as/h) per layer, dropout masks where the config has dropout"
-                       : "what Tessera's engine keeps: no dropout, softmax probabilities kept, fp32 norm statistics"});
+  lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)), activation_profile_source(t.activation_profile)});
   if (is_mixed_precision(t.precision)) {
     lines.push_back({"mixed precision", "16-bit weights and gradients, fp32 master weights",
                      "Micikevicius et al. 2018; ZeRO (Rajbhandari et al. 2020) §3.1: 2 + 2 + 12 bytes per parameter with Adam"});

@@ -62,6 +62,36 @@ TEST(Cli, EstimateJsonIsOneObjectWithTheAcceptanceKeys) {
   EXPECT_GT(doc["gemini"]["chunk_size"].get<int64_t>(), 0);
 }
 
+// Issue 11's acceptance: a GPU estimate counts a fused attention kernel's
+// saved tensors by default (no s² term), so doubling the sequence doubles the
+// activations and the logits exactly, and every report names the profile.
+TEST(Cli, GpuEstimatesDefaultToTheFlashProfile) {
+  int64_t activations[2] = {}, logits[2] = {};
+  const char* seqs[2] = {"8192", "16384"};
+  for (int i = 0; i < 2; ++i) {
+    const CliRun r = run({"estimate", "--model", "llama-3-8b", "--plugin", "torch_fsdp", "--dp", "8", "--micro-batch", "1", "--seq", seqs[i], "--gpu",
+                          "h100-80g", "--format", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["training"]["activation_profile"], "flash");
+    activations[i] = doc["ranks"][0]["categories"]["activations"]["device_bytes"].get<int64_t>();
+    logits[i] = doc["ranks"][0]["categories"]["logits"]["device_bytes"].get<int64_t>();
+  }
+  // 32 layers × 8192 tokens × 2 bytes × (norm inputs 2h, QKV input h, Q and K h + kv, V kv,
+  // projection input h, MLP input h, SwiGLU 2I and its output I) + 4 bytes × 32 heads (log-sum-exp).
+  const int64_t h = 4096, kv = 1024, I = 14336;
+  EXPECT_EQ(activations[0], 32 * 8192 * (2 * (6 * h + 2 * kv + 3 * I) + 4 * 32) + 8192 * 2 * 2 * h);  // + final norm and head inputs
+  EXPECT_EQ(activations[1], 2 * activations[0]);
+  EXPECT_EQ(logits[1], 2 * logits[0]);
+  for (const char* format : {"table", "html"}) {
+    const CliRun r = run({"estimate", "--model", "llama-3-8b", "--plugin", "torch_fsdp", "--dp", "8", "--format", format});
+    EXPECT_NE(r.out.find("activation profile"), std::string::npos) << format;
+    EXPECT_NE(r.out.find("flash"), std::string::npos) << format;
+  }
+  const CliRun megatron = run({"estimate", "--model", "llama-3-8b", "--activation-profile", "megatron", "--format", "json"});
+  EXPECT_EQ(nlohmann::json::parse(megatron.out)["training"]["activation_profile"], "megatron");
+}
+
 TEST(Cli, BadInputIsOneLineAndExitCodeTwo) {
   for (const auto& args : std::vector<std::vector<const char*>>{
            {"estimate", "--model", "gpt2", "--plugin", "hybrid_parallel", "--tp", "5"},

@@ -97,6 +97,7 @@ void expect_ledger_matches_planner(planner::Precision precision) {
     Transformer<T> net = std::move(created).value();
     auto optimizer = Optimizer<T>::whole(ledger, net.flat_parameters().data(), net.flat_order(), std::vector<bool>(net.parameters().size(), true), OptimizerOptions{});
     planner::EstimateRequest request;
+    request.training.activation_profile = planner::ActivationProfile::tessera;  // what the engine keeps
     request.training.recompute = mode;
     request.training.precision = precision;
     request.training.optimizer = planner::OptimizerKind::adamw;

@@ -48,6 +48,39 @@ TEST_F(Korthikanti, MegatronProfileCountsNoWorkingSet) {
   EXPECT_EQ(bytes.working, 0);
 }
 
+// The flash profile on the same layer: Korthikanti's terms without the 5as/h
+// ones (scores, softmax, its dropout mask and output), plus a fp32
+// log-sum-exp per query row and head (4·a·s·b bytes, heads split over t).
+class Flash : public Korthikanti {
+ protected:
+  const ActivationTable flash = activation_table(model.config, ActivationProfile::flash, Precision::bf16);
+  int64_t flash_layer(int64_t seq, int64_t tp, bool sp, RecomputeMode mode) const {
+    return block_activation_bytes(flash, ActivationShape{1, seq, tp, sp}, mode).stash;
+  }
+};
+
+TEST_F(Flash, NoParallelismKeepsNoScores) {
+  EXPECT_EQ(flash_layer(2048, 1, false, RecomputeMode::none), static_cast<int64_t>(s * b * h * 34 + 4 * a * s * b));
+}
+
+TEST_F(Flash, TensorAndSequenceParallel) {
+  EXPECT_EQ(flash_layer(2048, 8, false, RecomputeMode::none), static_cast<int64_t>(s * b * h * (10 + 24 / t) + 4 * a / t * s * b));
+  EXPECT_EQ(flash_layer(2048, 8, true, RecomputeMode::none), static_cast<int64_t>(s * b * h * 34 / t + 4 * a / t * s * b));
+}
+
+TEST_F(Flash, SelectiveRecomputeDropsTheLogSumExpOnly) {
+  EXPECT_EQ(flash_layer(2048, 8, false, RecomputeMode::selective), layer(8, false, RecomputeMode::selective));
+  EXPECT_EQ(flash_layer(2048, 8, false, RecomputeMode::full), layer(8, false, RecomputeMode::full));
+}
+
+TEST_F(Flash, LinearInTheSequence) {
+  for (RecomputeMode mode : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full}) {
+    EXPECT_EQ(flash_layer(16384, 8, true, mode), 2 * flash_layer(8192, 8, true, mode));
+  }
+  EXPECT_TRUE(flash.backward_scratch.empty());
+  EXPECT_FALSE(flash.counts_recompute_working_set);
+}
+
 TEST(ActivationProfiles, MegatronFollowsTheFamilysWidths) {
   // Llama-2-70B: no dropout, GQA (K and V of 1024 wide), SwiGLU (gate and up of I each).
   const Model model = testing::shipped_model("llama-2-70b");

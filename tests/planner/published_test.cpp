@@ -49,6 +49,9 @@ Outcome simulate(const json& result) {
   r.training.precision = parse_enum<Precision>(t["precision"].get<std::string>()).value();
   r.training.recompute = parse_enum<RecomputeMode>(t["recompute"].get<std::string>()).value();
   r.training.optimizer = OptimizerKind::adam;
+  // Megatron-LM (2021) and Megatron-DeepSpeed (BLOOM, 2022) ran an unfused
+  // attention core that keeps the softmax: Korthikanti's accounting.
+  r.training.activation_profile = ActivationProfile::megatron;
   r.training.seq_len = result["model"]["seq_len"];
   r.training.micro_batch_size = l["micro_batch_size"];
   r.training.num_micro_batches = t["global_batch_size"].get<int64_t>() / (r.training.micro_batch_size * r.layout.dp);

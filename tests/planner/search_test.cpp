@@ -70,7 +70,10 @@ TEST(PlanSearch, ThirteenBillionOnEight24GbGpusNeedsGeminiWithOffload) {
 }
 
 TEST(PlanSearch, Llama70bOn64H100sNeedsShardingOrTensorAndPipeline) {
-  const PlanRequest request = on("h100-80g", 64, 512, 4096);
+  PlanRequest request = on("h100-80g", 64, 512, 4096);
+  // With the engine's profile (the softmax probabilities kept) the two best
+  // plans come within 0.5%, the case the explanation below is about.
+  request.activation_profile = ActivationProfile::tessera;
   const PlanSearchResult result = search("llama-2-70b", request);
   ASSERT_FALSE(result.plans.empty());
   const EstimateRequest& best = result.plans[0].request;

@@ -1,6 +1,6 @@
 // What a transformer keeps for the backward pass, as a table of named terms.
 //
-// Two profiles:
+// Three profiles:
 //  - `megatron`: Korthikanti et al. 2022, "Reducing Activation Recomputation in
 //    Large Transformer Models", §4: per layer s·b·h·(34 + 5·a·s/h) bytes in
 //    16-bit (11sbh + 5as²b attention, 19sbh MLP, 4sbh layer-norm inputs);
@@ -10,6 +10,10 @@
 //    model's config has dropout, and the terms follow the family's widths
 //    (grouped-query K/V, SwiGLU's gate and up, a parallel residual's shared
 //    norm input), so the paper's GPT-3 cases are reproduced exactly.
+//  - `flash`: what GPU runtimes keep with a fused attention kernel (PyTorch
+//    SDPA's flash backend, FlashAttention-2): Korthikanti's terms without the
+//    s×s ones (scores, softmax, its dropout mask and output), plus one fp32
+//    log-sum-exp per query row and head. The default for GPU plans.
 //  - `tessera`: exactly what Tessera's engine keeps: no dropout; an unfused
 //    attention that keeps the softmax probabilities (a·s² per sample); norm
 //    statistics in fp32; plus the working set of recomputing one layer and the

@@ -24,7 +24,7 @@ struct PlanRequest {
   int64_t seq_len = 1024;
   Precision precision = Precision::bf16;
   OptimizerKind optimizer = OptimizerKind::adamw;
-  ActivationProfile activation_profile = ActivationProfile::tessera;
+  ActivationProfile activation_profile = ActivationProfile::flash;
   Assumptions assumptions;
   SimulationSettings simulation;
   // Optional restrictions of the search (0, -1 or empty: any).

@@ -96,10 +96,7 @@ TEST(TensorInventory, GptNeoxReadsParallelResidualAndRotary) {
 TEST(TensorInventory, PerLayerTotalsAddUpToTheCount) {
   for (const std::string& name : shipped_model_names()) {
     const Model model = shipped_model(name);
-    ParamTotals all = model.embedding;
-    for (const ParamTotals& block : model.blocks) all += block;
-    all += model.head;
-    EXPECT_EQ(all.full(), model.parameter_count) << name;
+    EXPECT_EQ(testing::whole_model_totals(model).full(), model.parameter_count) << name;
   }
 }
 

@@ -16,18 +16,12 @@ namespace {
 
 using testing::shipped_model;
 
-bool divides(int64_t tp, const ModelConfig& c) {
-  return c.num_heads % tp == 0 && c.num_kv_heads % tp == 0 && c.intermediate_size % tp == 0;
-}
-
 TEST(TensorParallel, EveryRanksPartIsWhatTheMemoryModelCounts) {
   for (const std::string& name : shipped_model_names()) {
     const Model model = shipped_model(name);
-    ParamTotals totals = model.embedding;
-    for (const ParamTotals& block : model.blocks) totals += block;
-    totals += model.head;
+    const ParamTotals totals = testing::whole_model_totals(model);
     for (int64_t tp : {1, 2, 4, 8}) {
-      if (!divides(tp, model.config)) continue;
+      if (!tp_divides_model(model.config, tp)) continue;
       EXPECT_EQ(tp_rank_inventory(model.inventory, tp).parameter_count(), totals.per_tp_rank(tp)) << name << " at tp " << tp;
     }
   }

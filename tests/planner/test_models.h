@@ -38,4 +38,12 @@ inline int64_t model_state_bytes(const RankMemory& row) {
   return total;
 }
 
+// Every tensor's totals: the embedding, the blocks and the head (a tied head once).
+inline ParamTotals whole_model_totals(const Model& model) {
+  ParamTotals all = model.embedding;
+  for (const ParamTotals& block : model.blocks) all += block;
+  all += model.head;
+  return all;
+}
+
 }  // namespace tessera::planner::testing

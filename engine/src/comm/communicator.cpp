@@ -124,11 +124,23 @@ void Communicator::count_oldest_started(std::chrono::steady_clock::time_point no
 // when it is tested (MPI's all_reduce: its all-gather), and they must start in
 // the same order on every rank. Testing one call also advances the others
 // (MPI progresses all of a process's pending calls, MPI-3.1 §3.7.4).
-Status Communicator::progress() {
+Status Communicator::progress() { return complete_started(false); }
+
+Status Communicator::finish_started() { return complete_started(true); }
+
+// Counts and forgets the started calls that have completed, oldest first:
+// waiting for each (`wait`), or testing the oldest once and stopping at the
+// first still pending.
+Status Communicator::complete_started(bool wait) {
   while (!started_.empty()) {
     StartedCall& oldest = started_.front();
     const auto before = std::chrono::steady_clock::now();
-    const Result<bool> done = oldest.call ? oldest.call->test() : Result<bool>(true);
+    Result<bool> done = true;
+    if (oldest.call && wait) {
+      if (Status waited = oldest.call->wait(); !waited.ok()) done = waited.error();
+    } else if (oldest.call) {
+      done = oldest.call->test();
+    }
     const auto after = std::chrono::steady_clock::now();
     oldest.waited_s += seconds_between(before, after);
     if (!done.ok()) {
@@ -137,23 +149,6 @@ Status Communicator::progress() {
       return error;
     }
     if (!done.value()) return Status::success();
-    count_oldest_started(after);
-  }
-  return Status::success();
-}
-
-Status Communicator::finish_started() {
-  while (!started_.empty()) {
-    StartedCall& oldest = started_.front();
-    const auto before = std::chrono::steady_clock::now();
-    const Status waited = oldest.call ? oldest.call->wait() : Status::success();
-    const auto after = std::chrono::steady_clock::now();
-    oldest.waited_s += seconds_between(before, after);
-    if (!waited.ok()) {
-      const Error error = failure(enum_name(oldest.kind), waited.error());
-      started_.clear();
-      return error;
-    }
     count_oldest_started(after);
   }
   return Status::success();

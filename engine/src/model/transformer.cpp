@@ -15,6 +15,7 @@
 #include "tessera/engine/ops/rope.h"
 #include "tessera/engine/model/initialization.h"
 #include "tessera/planner/activations.h"
+#include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
 
@@ -86,7 +87,7 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
                                                        std::to_string(tp.size()) + " tensor-parallel ranks an equal share of the micro-batch's " +
                                                        std::to_string(micro_batch * seq_len) + " tokens; choose a --seq that --tp divides");
   }
-  if (c.num_heads % tp.size() != 0 || c.num_kv_heads % tp.size() != 0 || c.intermediate_size % tp.size() != 0) {
+  if (!planner::tp_divides_model(c, tp.size())) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp.size()) + ": the engine gives each tensor-parallel rank whole attention and "
                                               "key-value heads and an equal share of the MLP; the model has " + std::to_string(c.num_heads) + " heads, " +
                                               std::to_string(c.num_kv_heads) + " key-value heads and an MLP of " + std::to_string(c.intermediate_size) +

@@ -18,6 +18,12 @@
 
 namespace tessera::planner {
 
+// Whether `tp` ranks can each hold whole attention heads and key-value heads
+// and an equal share of the MLP.
+inline bool tp_divides_model(const ModelConfig& c, int64_t tp) {
+  return c.num_heads % tp == 0 && c.num_kv_heads % tp == 0 && c.intermediate_size % tp == 0;
+}
+
 // The shape of rank r's part (the same on every rank).
 std::vector<int64_t> tp_local_shape(const TensorInfo& tensor, int64_t tp);
 

@@ -185,6 +185,7 @@ class Communicator {
   Status refuse_while_started(std::string_view call) const;
   // Counts the oldest started call, which has completed, and forgets it.
   void count_oldest_started(std::chrono::steady_clock::time_point now);
+  Status complete_started(bool wait);
 
   struct StartedCall {
     Collective kind;

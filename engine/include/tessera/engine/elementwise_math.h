@@ -60,6 +60,14 @@ TESSERA_HOST_DEVICE void adamw_update(T& param, T& m, T& v, T grad, T lr, T beta
   param -= lr * (m_hat / (std::sqrt(v_hat) + eps) + weight_decay * param);
 }
 
+// One gradient's contribution to the squared global norm (Pascanu et al.
+// 2013, §3.2), unscaled by 1 / loss scale, in double: a sum of 10^9 squares
+// of fp16 gradients neither overflows nor loses the small ones.
+TESSERA_HOST_DEVICE double unscaled_square(double gradient, double unscale) {
+  const double x = gradient * unscale;
+  return x * x;
+}
+
 // LayerNorm (Ba et al. 2016, eq. 4) and RMSNorm (Zhang & Sennrich 2019, eq. 4):
 // the reciprocal standard deviation of a row from its mean square (of
 // deviations, for LayerNorm), the normalised value x̂ and the output.

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "tessera/engine/elementwise_math.h"
+#include "tessera/engine/host_device.h"
 #include "tessera/engine/half.h"
 #include "tessera/engine/kernels/block_reduce.h"
 #include "tessera/engine/kernels/thread_context.h"
@@ -30,7 +31,7 @@ inline constexpr int64_t kNormRowsPerChunk = 64;
 
 // Shared memory: one value per warp for block_sum, wide enough for a double compute type.
 inline LaunchShape norm_rows_shape(int64_t N) { return {blocks_for(N, 1), kNormBlock, kNormBlock / kWarpSize * sizeof(double)}; }
-inline int64_t norm_chunks(int64_t N) { return (N + kNormRowsPerChunk - 1) / kNormRowsPerChunk; }
+TESSERA_HOST_DEVICE int64_t norm_chunks(int64_t N) { return (N + kNormRowsPerChunk - 1) / kNormRowsPerChunk; }
 inline LaunchShape norm_partials_shape(int64_t N, int64_t C) { return {blocks_for(norm_chunks(N) * C, kNormBlock), kNormBlock, 0}; }
 inline LaunchShape norm_columns_shape(int64_t C) { return {blocks_for(C, kNormBlock), kNormBlock, 0}; }
 
@@ -121,9 +122,7 @@ template <typename Ctx, typename T>
 TESSERA_KERNEL_BODY void norm_param_partials_body(Ctx& ctx, compute_t<T>* partial_dw, compute_t<T>* partial_db, const T* dout, const T* inp,
                                                   const compute_t<T>* mean, const compute_t<T>* rstd, int64_t N, int64_t C) {
   using W = compute_t<T>;
-  const int64_t chunks = (N + kNormRowsPerChunk - 1) / kNormRowsPerChunk;
-  const int64_t stride = static_cast<int64_t>(ctx.grid_dim()) * ctx.block_dim();
-  for (int64_t k = static_cast<int64_t>(ctx.block_idx()) * ctx.block_dim() + ctx.thread_idx(); k < chunks * C; k += stride) {
+  grid_stride(ctx, norm_chunks(N) * C, [&](int64_t k) {
     const int64_t chunk = k / C, i = k % C;
     const int64_t end = (chunk + 1) * kNormRowsPerChunk < N ? (chunk + 1) * kNormRowsPerChunk : N;
     W dw = 0, db = 0;
@@ -135,19 +134,18 @@ TESSERA_KERNEL_BODY void norm_param_partials_body(Ctx& ctx, compute_t<T>* partia
     }
     partial_dw[k] = dw;
     if (partial_db) partial_db[k] = db;
-  }
+  });
 }
 
 // Stage 2: grad (C) += Σ over chunks of partials (chunks, C), chunks in order.
 template <typename Ctx, typename T>
 TESSERA_KERNEL_BODY void column_sums_accumulate_body(Ctx& ctx, T* grad, const compute_t<T>* partials, int64_t chunks, int64_t C) {
   using W = compute_t<T>;
-  const int64_t stride = static_cast<int64_t>(ctx.grid_dim()) * ctx.block_dim();
-  for (int64_t i = static_cast<int64_t>(ctx.block_idx()) * ctx.block_dim() + ctx.thread_idx(); i < C; i += stride) {
+  grid_stride(ctx, C, [&](int64_t i) {
     W sum = 0;
     for (int64_t chunk = 0; chunk < chunks; ++chunk) sum += partials[chunk * C + i];
     grad[i] = narrow<T>(widen(grad[i]) + sum);
-  }
+  });
 }
 
 }  // namespace tessera::engine::kernels

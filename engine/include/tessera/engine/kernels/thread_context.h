@@ -49,4 +49,17 @@ inline unsigned blocks_for(int64_t work, int64_t per_block) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
 }
 
+// Element-wise kernels: 256 threads per block, one element per thread per
+// step of a grid-stride loop (Harris 2013, "CUDA Pro Tip: Write Flexible
+// Kernels with Grid-Stride Loops"), so any n fits any grid.
+inline constexpr unsigned kElementwiseBlock = 256;
+
+inline LaunchShape elementwise_shape(int64_t n) { return {blocks_for(n, kElementwiseBlock), kElementwiseBlock, 0}; }
+
+template <typename Ctx, typename F>
+TESSERA_KERNEL_BODY void grid_stride(Ctx& ctx, int64_t n, F&& f) {
+  const int64_t stride = static_cast<int64_t>(ctx.grid_dim()) * ctx.block_dim();
+  for (int64_t i = static_cast<int64_t>(ctx.block_idx()) * ctx.block_dim() + ctx.thread_idx(); i < n; i += stride) f(i);
+}
+
 }  // namespace tessera::engine::kernels

@@ -1,6 +1,7 @@
-// GELU and SwiGLU bodies under the block emulator against the CPU ops
-// (ops/activation.h) on 1, 255, 257 and 1000 elements, SwiGLU's backward with
-// dout aliasing dup as the transformer calls it: the same bits expected.
+// The element-wise bodies under the block emulator against the CPU ops: GELU
+// and SwiGLU (ops/activation.h), the residual add (ops/residual.h), on 1, 255,
+// 257 and 1000 elements, SwiGLU's backward with dout aliasing dup as the
+// transformer calls it: the same bits expected.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -8,7 +9,9 @@
 #include "block_emulator.h"
 #include "kernel_check.h"
 #include "tessera/engine/kernels/activation.h"
+#include "tessera/engine/kernels/residual.h"
 #include "tessera/engine/ops/activation.h"
+#include "tessera/engine/ops/residual.h"
 
 namespace tessera::engine::kernels::testing {
 namespace {
@@ -36,9 +39,14 @@ void check_activations(int64_t n) {
   emulate([&](HostContext& ctx) { swiglu_backward_body(ctx, got_dgate.data(), got_dup.data(), x.data(), up.data(), got_dup.data(), n); });
   expect_bits_equal("swiglu dgate " + at, got_dgate, want_dgate);
   expect_bits_equal("swiglu dup " + at, got_dup, want_dup);
+
+  std::vector<T> want_stream = up, got_stream = up;
+  cpu::add_in_place(want_stream.data(), x.data(), n);
+  emulate([&](HostContext& ctx) { residual_add_body(ctx, got_stream.data(), x.data(), n); });
+  expect_bits_equal("residual add " + at, got_stream, want_stream);
 }
 
-TEST(KernelEmulation, GeluAndSwigluMatchCpuOps) {
+TEST(KernelEmulation, GeluSwigluAndResidualMatchCpuOps) {
   for (int64_t n : {1, 255, 257, 1000}) {
     check_activations<float>(n);
     check_activations<bf16>(n);

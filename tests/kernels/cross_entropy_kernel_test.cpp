@@ -9,8 +9,8 @@
 
 #include "block_emulator.h"
 #include "kernel_check.h"
+#include "reference_cases.h"
 #include "tessera/engine/kernels/cross_entropy.h"
-#include "tessera/engine/ops/cross_entropy.h"
 
 namespace tessera::engine::kernels::testing {
 namespace {
@@ -22,36 +22,24 @@ const Size kSizes[] = {{1, 1, 1}, {3, 3, 3}, {4, 31, 29}, {3, 513, 513}, {5, 100
 
 template <typename T>
 void check_cross_entropy(Size size) {
-  const auto [N, V, valid] = size;
-  const std::string at = std::string(type_name<T>()) + " " + std::to_string(N) + "x" + std::to_string(V) + " valid " + std::to_string(valid);
-  const std::vector<T> logits = random_values<T>(N * V, 21, 3.0f);
-  std::vector<int32_t> targets(N);
-  for (int64_t n = 0; n < N; ++n) targets[n] = static_cast<int32_t>(n == 0 ? valid - 1 : (n * 7919) % valid);  // the last valid class, then spread
-  const float scale = 1.0f;  // dlogits = p − onehot: of order 1, so the absolute error bound bites
-  // The CPU op, on fp32 logits: probabilities in place, then their gradient.
-  std::vector<float> probs(N * V), losses(N);
-  for (int64_t i = 0; i < N * V; ++i) probs[i] = widen(logits[i]);
-  cpu::cross_entropy_forward(losses.data(), probs.data(), targets.data(), N, V, cpu::VocabSlice{0, valid});
-  cpu::cross_entropy_backward(probs.data(), targets.data(), N, V, scale, cpu::VocabSlice{0, valid});
-  std::vector<T> dlogits(N * V);
-  for (int64_t i = 0; i < N * V; ++i) dlogits[i] = narrow<T>(probs[i]);
-
-  std::vector<T> k_logits;
-  std::vector<float> k_losses(N), k_losses_only(N);
+  const CrossEntropyCase<T> c = cross_entropy_case<T>(size.N, size.V, size.valid);
+  const int64_t N = c.N, V = c.V, valid = c.valid;
+  std::vector<T> logits;
+  std::vector<float> losses(N), losses_only(N);
   expect_same_in_both_orders([&](ThreadOrder order) {
-    k_logits = logits;
+    logits = c.logits;
     BlockEmulator(order).launch(cross_entropy_shape(N), [&](HostContext& ctx) {
-      fused_cross_entropy_body(ctx, k_losses_only.data(), k_logits.data(), targets.data(), N, V, valid, scale, false);
+      fused_cross_entropy_body(ctx, losses_only.data(), logits.data(), c.targets.data(), N, V, valid, 1.0f, false);
     });
-    EXPECT_EQ(std::memcmp(k_logits.data(), logits.data(), logits.size() * sizeof(T)), 0) << "losses only: the logits stay as they were";
+    EXPECT_EQ(std::memcmp(logits.data(), c.logits.data(), logits.size() * sizeof(T)), 0) << "losses only: the logits stay as they were";
     BlockEmulator(order).launch(cross_entropy_shape(N), [&](HostContext& ctx) {
-      fused_cross_entropy_body(ctx, k_losses.data(), k_logits.data(), targets.data(), N, V, valid, scale, true);
+      fused_cross_entropy_body(ctx, losses.data(), logits.data(), c.targets.data(), N, V, valid, 1.0f, true);
     });
-    return fingerprint(k_losses, k_losses_only, k_logits);
+    return fingerprint(losses, losses_only, logits);
   });
-  expect_bits_equal("cross-entropy losses with and without gradient " + at, k_losses_only, k_losses);
-  expect_close("cross-entropy losses " + at, k_losses, losses, reduction_tolerance<float>());
-  expect_close("cross-entropy dlogits " + at, k_logits, dlogits, reduction_tolerance<T>());
+  expect_bits_equal("cross-entropy losses with and without gradient " + c.at, losses_only, losses);
+  expect_close("cross-entropy losses " + c.at, losses, c.losses, reduction_tolerance<float>());
+  expect_close("cross-entropy dlogits " + c.at, logits, c.dlogits, reduction_tolerance<T>());
 }
 
 TEST(KernelEmulation, FusedCrossEntropyMatchesCpuOp) {

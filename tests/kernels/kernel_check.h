@@ -56,6 +56,21 @@ double reduction_tolerance() {
   }
 }
 
+// The tolerance of an element-wise kernel on a GPU against the CPU op: the
+// device's exp, log, sin and cos are within 1-2 units in the last place
+// (CUDA C++ Programming Guide, "Mathematical Functions", maximum ulp error
+// tables) and nvcc fuses a · b + c into one rounding (--fmad=true), so fp32
+// results differ in their last bits (2^-20: 8 units) and 16-bit ones may
+// round to the neighbouring value.
+template <typename T>
+double elementwise_tolerance() {
+  if constexpr (std::is_same_v<T, float>) {
+    return std::ldexp(1.0, -20);
+  } else {
+    return reduction_tolerance<T>();
+  }
+}
+
 // max |got − want| / max(1, |want|): relative for large values, absolute near 0.
 template <typename A, typename B>
 double max_error(const std::vector<A>& got, const std::vector<B>& want) {

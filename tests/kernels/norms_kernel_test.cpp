@@ -9,8 +9,8 @@
 
 #include "block_emulator.h"
 #include "kernel_check.h"
+#include "reference_cases.h"
 #include "tessera/engine/kernels/norms.h"
-#include "tessera/engine/ops/layernorm.h"
 
 namespace tessera::engine::kernels::testing {
 namespace {
@@ -38,67 +38,54 @@ void emulate_param_grads(ThreadOrder order, T* dweight, T* dbias, const T* dout,
 
 template <typename T>
 void check_layernorm(Size size, LaunchShape rows) {
-  const auto [N, C] = size;
-  const std::string at = std::string(type_name<T>()) + " " + std::to_string(N) + "x" + std::to_string(C) + " grid " + std::to_string(rows.grid);
-  const auto inp = random_values<T>(N * C, 1, 2.0f, 0.5f), weight = random_values<T>(C, 2), bias = random_values<T>(C, 3);
-  const auto dout = random_values<T>(N * C, 4), dinp0 = random_values<T>(N * C, 5), dweight0 = random_values<T>(C, 6), dbias0 = random_values<T>(C, 7);
-  // The CPU op: forward, then backward accumulating into the same starting gradients.
-  std::vector<T> out(N * C), dinp = dinp0, dweight = dweight0, dbias = dbias0;
+  const NormCase<T> c = layernorm_case<T>(size.N, size.C);
+  const int64_t N = c.N, C = c.C;
+  const std::string at = c.at + " grid " + std::to_string(rows.grid);
+  std::vector<T> out(N * C), dinp, dweight, dbias;
   std::vector<float> mean(N), rstd(N);
-  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C, 1e-5f);
-  cpu::layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), mean.data(), rstd.data(), N, C);
-
-  std::vector<T> k_out(N * C), k_dinp, k_dweight, k_dbias;
-  std::vector<float> k_mean(N), k_rstd(N);
   expect_same_in_both_orders([&](ThreadOrder order) {
     BlockEmulator(order).launch(rows, [&](HostContext& ctx) {
-      layernorm_forward_body(ctx, k_out.data(), k_mean.data(), k_rstd.data(), inp.data(), weight.data(), bias.data(), N, C, 1e-5f);
+      layernorm_forward_body(ctx, out.data(), mean.data(), rstd.data(), c.inp.data(), c.weight.data(), c.bias.data(), N, C, kNormEps);
     });
-    k_dinp = dinp0, k_dweight = dweight0, k_dbias = dbias0;  // backward from the CPU's statistics: each half tested alone
+    dinp = c.dinp0, dweight = c.dweight0, dbias = c.dbias0;  // backward from the CPU's statistics: each half tested alone
     BlockEmulator(order).launch(rows, [&](HostContext& ctx) {
-      layernorm_backward_input_body(ctx, k_dinp.data(), dout.data(), inp.data(), weight.data(), mean.data(), rstd.data(), N, C);
+      layernorm_backward_input_body(ctx, dinp.data(), c.dout.data(), c.inp.data(), c.weight.data(), c.mean.data(), c.rstd.data(), N, C);
     });
-    emulate_param_grads(order, k_dweight.data(), k_dbias.data(), dout.data(), inp.data(), mean.data(), rstd.data(), N, C);
-    return fingerprint(k_out, k_mean, k_rstd, k_dinp, k_dweight, k_dbias);
+    emulate_param_grads(order, dweight.data(), dbias.data(), c.dout.data(), c.inp.data(), c.mean.data(), c.rstd.data(), N, C);
+    return fingerprint(out, mean, rstd, dinp, dweight, dbias);
   });
   const double tol = reduction_tolerance<T>(), stat_tol = reduction_tolerance<float>();
-  expect_close("layernorm out " + at, k_out, out, tol);
-  expect_close("layernorm mean " + at, k_mean, mean, stat_tol);
-  expect_close("layernorm rstd " + at, k_rstd, rstd, stat_tol);
-  expect_close("layernorm dinp " + at, k_dinp, dinp, tol);
-  expect_close("layernorm dweight " + at, k_dweight, dweight, tol);
-  expect_close("layernorm dbias " + at, k_dbias, dbias, tol);
+  expect_close("layernorm out " + at, out, c.out, tol);
+  expect_close("layernorm mean " + at, mean, c.mean, stat_tol);
+  expect_close("layernorm rstd " + at, rstd, c.rstd, stat_tol);
+  expect_close("layernorm dinp " + at, dinp, c.dinp, tol);
+  expect_close("layernorm dweight " + at, dweight, c.dweight, tol);
+  expect_close("layernorm dbias " + at, dbias, c.dbias, tol);
 }
 
 template <typename T>
 void check_rmsnorm(Size size, LaunchShape rows) {
-  const auto [N, C] = size;
-  const std::string at = std::string(type_name<T>()) + " " + std::to_string(N) + "x" + std::to_string(C) + " grid " + std::to_string(rows.grid);
-  const auto inp = random_values<T>(N * C, 11, 2.0f, 0.5f), weight = random_values<T>(C, 12);
-  const auto dout = random_values<T>(N * C, 14), dinp0 = random_values<T>(N * C, 15), dweight0 = random_values<T>(C, 16);
-  std::vector<T> out(N * C), dinp = dinp0, dweight = dweight0;
+  const NormCase<T> c = rmsnorm_case<T>(size.N, size.C);
+  const int64_t N = c.N, C = c.C;
+  const std::string at = c.at + " grid " + std::to_string(rows.grid);
+  std::vector<T> out(N * C), dinp, dweight;
   std::vector<float> rstd(N);
-  cpu::rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), N, C, 1e-5f);
-  cpu::rmsnorm_backward(dinp.data(), dweight.data(), dout.data(), inp.data(), weight.data(), rstd.data(), N, C);
-
-  std::vector<T> k_out(N * C), k_dinp, k_dweight;
-  std::vector<float> k_rstd(N);
   expect_same_in_both_orders([&](ThreadOrder order) {
     BlockEmulator(order).launch(rows, [&](HostContext& ctx) {
-      rmsnorm_forward_body(ctx, k_out.data(), k_rstd.data(), inp.data(), weight.data(), N, C, 1e-5f);
+      rmsnorm_forward_body(ctx, out.data(), rstd.data(), c.inp.data(), c.weight.data(), N, C, kNormEps);
     });
-    k_dinp = dinp0, k_dweight = dweight0;
+    dinp = c.dinp0, dweight = c.dweight0;
     BlockEmulator(order).launch(rows, [&](HostContext& ctx) {
-      rmsnorm_backward_input_body(ctx, k_dinp.data(), dout.data(), inp.data(), weight.data(), rstd.data(), N, C);
+      rmsnorm_backward_input_body(ctx, dinp.data(), c.dout.data(), c.inp.data(), c.weight.data(), c.rstd.data(), N, C);
     });
-    emulate_param_grads<T>(order, k_dweight.data(), nullptr, dout.data(), inp.data(), nullptr, rstd.data(), N, C);
-    return fingerprint(k_out, k_rstd, k_dinp, k_dweight);
+    emulate_param_grads<T>(order, dweight.data(), nullptr, c.dout.data(), c.inp.data(), nullptr, c.rstd.data(), N, C);
+    return fingerprint(out, rstd, dinp, dweight);
   });
   const double tol = reduction_tolerance<T>();
-  expect_close("rmsnorm out " + at, k_out, out, tol);
-  expect_close("rmsnorm rstd " + at, k_rstd, rstd, reduction_tolerance<float>());
-  expect_close("rmsnorm dinp " + at, k_dinp, dinp, tol);
-  expect_close("rmsnorm dweight " + at, k_dweight, dweight, tol);
+  expect_close("rmsnorm out " + at, out, c.out, tol);
+  expect_close("rmsnorm rstd " + at, rstd, c.rstd, reduction_tolerance<float>());
+  expect_close("rmsnorm dinp " + at, dinp, c.dinp, tol);
+  expect_close("rmsnorm dweight " + at, dweight, c.dweight, tol);
 }
 
 // The launch shape the CUDA launcher uses, and one of 2 blocks that strides

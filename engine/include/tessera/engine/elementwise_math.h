@@ -60,6 +60,12 @@ TESSERA_HOST_DEVICE void adamw_update(T& param, T& m, T& v, T grad, T lr, T beta
   param -= lr * (m_hat / (std::sqrt(v_hat) + eps) + weight_decay * param);
 }
 
+// The residual stream's sum (He et al. 2016, eq. 1: y = F(x) + x), in the compute type.
+template <typename W>
+TESSERA_HOST_DEVICE W residual_sum(W stream, W branch) {
+  return stream + branch;
+}
+
 // One gradient's contribution to the squared global norm (Pascanu et al.
 // 2013, §3.2), unscaled by 1 / loss scale, in double: a sum of 10^9 squares
 // of fp16 gradients neither overflows nor loses the small ones.

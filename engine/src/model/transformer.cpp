@@ -12,6 +12,7 @@
 #include "tessera/engine/ops/embedding.h"
 #include "tessera/engine/ops/layernorm.h"
 #include "tessera/engine/ops/linear.h"
+#include "tessera/engine/ops/residual.h"
 #include "tessera/engine/ops/rope.h"
 #include "tessera/engine/model/initialization.h"
 #include "tessera/planner/activations.h"
@@ -211,12 +212,6 @@ auto find_wide(Buffers& buffers, const char* name) {
   } else {
     return find(buffers.wide, name);
   }
-}
-
-template <typename T>
-void add_in_place(T* out, const T* in, int64_t n) {
-#pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) out[i] = narrow<T>(widen(out[i]) + widen(in[i]));
 }
 
 }  // namespace

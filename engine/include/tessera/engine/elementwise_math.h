@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "tessera/engine/host_device.h"
 
@@ -57,6 +58,91 @@ TESSERA_HOST_DEVICE void adamw_update(T& param, T& m, T& v, T grad, T lr, T beta
   const T m_hat = m / bias1;
   const T v_hat = v / bias2;
   param -= lr * (m_hat / (std::sqrt(v_hat) + eps) + weight_decay * param);
+}
+
+// The residual stream's sum (He et al. 2016, eq. 1: y = F(x) + x), in the compute type.
+template <typename W>
+TESSERA_HOST_DEVICE W residual_sum(W stream, W branch) {
+  return stream + branch;
+}
+
+// One gradient's contribution to the squared global norm (Pascanu et al.
+// 2013, §3.2), unscaled by 1 / loss scale, in double: a sum of 10^9 squares
+// of fp16 gradients neither overflows nor loses the small ones.
+TESSERA_HOST_DEVICE double unscaled_square(double gradient, double unscale) {
+  const double x = gradient * unscale;
+  return x * x;
+}
+
+// LayerNorm (Ba et al. 2016, eq. 4) and RMSNorm (Zhang & Sennrich 2019, eq. 4):
+// the reciprocal standard deviation of a row from its mean square (of
+// deviations, for LayerNorm), the normalised value x̂ and the output.
+template <typename W>
+TESSERA_HOST_DEVICE W inverse_std(W mean_square, W eps) {
+  return W(1) / std::sqrt(mean_square + eps);
+}
+
+template <typename W>
+TESSERA_HOST_DEVICE W layernorm_xhat(W x, W mean, W rstd) {
+  return (x - mean) * rstd;
+}
+
+template <typename W>
+TESSERA_HOST_DEVICE W layernorm_out(W x, W mean, W rstd, W weight, W bias) {
+  return (x - mean) * rstd * weight + bias;
+}
+
+template <typename W>
+TESSERA_HOST_DEVICE W rmsnorm_out(W x, W rstd, W weight) {
+  return x * rstd * weight;
+}
+
+// Input gradients, g = dout · weight (Ba et al. 2016, backprop of the normalisation):
+// LayerNorm dx = rstd · (g − mean(g) − x̂ · mean(g · x̂));
+// RMSNorm   dx = rstd · (g − x · rstd · mean(g · x̂)).
+template <typename W>
+TESSERA_HOST_DEVICE W layernorm_dinp(W dout, W weight, W xhat, W rstd, W g_mean, W gx_mean) {
+  return rstd * (dout * weight - g_mean - xhat * gx_mean);
+}
+
+template <typename W>
+TESSERA_HOST_DEVICE W rmsnorm_dinp(W dout, W weight, W x, W rstd, W gx_mean) {
+  return rstd * (dout * weight - x * rstd * gx_mean);
+}
+
+// Softmax cross-entropy (Goodfellow et al. 2016, §6.2.2.3): a class's
+// unnormalised probability e^(x − max) (the row's maximum keeps e^ finite),
+// the loss −log p of the target, and d(loss)/dx = (p − onehot(target)) · scale,
+// written as p · scale − scale so that it rounds as the CPU op always has.
+template <typename W>
+TESSERA_HOST_DEVICE W softmax_numerator(W x, W max) {
+  return std::exp(x - max);
+}
+
+template <typename W>
+TESSERA_HOST_DEVICE W cross_entropy_loss(W target_probability) {
+  return -std::log(target_probability);
+}
+
+template <typename W>
+TESSERA_HOST_DEVICE W cross_entropy_dlogit(W probability, bool is_target, W scale) {
+  const W scaled = probability * scale;
+  return is_target ? scaled - scale : scaled;
+}
+
+// Rotary embedding (Su et al. 2021, eq. 34): the frequency of pair i of a
+// D-wide rotary slice, theta^(−2i/D), computed in double as the CPU op does
+// (angles reach t · 1 for t up to the sequence length), and one pair's rotation
+// by the angle whose cosine and sine are c, s (s negated for the inverse).
+TESSERA_HOST_DEVICE double rope_inverse_frequency(double theta, int64_t i, int64_t rotary_dim) {
+  return std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+}
+
+template <typename W>
+TESSERA_HOST_DEVICE void rope_rotate_pair(W& a, W& b, W c, W s) {
+  const W a0 = a, b0 = b;
+  a = a0 * c - b0 * s;
+  b = b0 * c + a0 * s;
 }
 
 }  // namespace tessera::engine::math

@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tessera/engine/adamw_step.h"
 #include "tessera/engine/elementwise_math.h"
 #include "tessera/engine/half.h"
 #include "tessera/engine/tensor.h"
@@ -104,8 +105,7 @@ class Optimizer final : public OptimizerShard {
     for (int64_t b = 0; b < blocks; ++b) {
       double sum = 0;
       for (int64_t i = b * kBlock; i < std::min(numel, (b + 1) * kBlock); ++i) {
-        const double x = static_cast<double>(widen(grads[i])) * unscale;
-        sum += x * x;
+        sum += math::unscaled_square(static_cast<double>(widen(grads[i])), unscale);
       }
       partial[static_cast<size_t>(b)] = sum;
     }
@@ -131,11 +131,9 @@ class Optimizer final : public OptimizerShard {
     if (!std::isfinite(global_sum_of_squares)) return std::nullopt;
     const double norm = std::sqrt(global_sum_of_squares);
     const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;
-    const auto gradient_factor = static_cast<W>(clip / loss_scale);
     ++step_;
-    const W lr = static_cast<W>(options_.learning_rate);
-    const W bias1 = static_cast<W>(1 - std::pow(options_.beta1, static_cast<double>(step_)));
-    const W bias2 = static_cast<W>(1 - std::pow(options_.beta2, static_cast<double>(step_)));
+    const AdamWScalars scalars = adamw_scalars(options_.learning_rate, options_.beta1, options_.beta2, options_.eps, step_, clip / loss_scale);
+    const W gradient_factor = scalars.gradient_factor, lr = scalars.lr, bias1 = scalars.bias1, bias2 = scalars.bias2;
     W* weights = full_precision();
     W* s0 = states_.size() > 0 ? states_[0].data() : nullptr;
     W* s1 = states_.size() > 1 ? states_[1].data() : nullptr;
@@ -150,10 +148,10 @@ class Optimizer final : public OptimizerShard {
         W& w = weights[i];
         switch (options_.kind) {
           case planner::OptimizerKind::adamw:
-            math::adamw_update(w, s0[i], s1[i], grad, lr, W(options_.beta1), W(options_.beta2), W(options_.eps), wd, bias1, bias2);
+            math::adamw_update(w, s0[i], s1[i], grad, lr, scalars.beta1, scalars.beta2, scalars.eps, wd, bias1, bias2);
             break;
           case planner::OptimizerKind::adam:
-            math::adamw_update(w, s0[i], s1[i], grad + wd * w, lr, W(options_.beta1), W(options_.beta2), W(options_.eps), W(0), bias1, bias2);
+            math::adamw_update(w, s0[i], s1[i], grad + wd * w, lr, scalars.beta1, scalars.beta2, scalars.eps, W(0), bias1, bias2);
             break;
           case planner::OptimizerKind::sgd_momentum:
             s0[i] = static_cast<W>(options_.momentum) * s0[i] + grad + wd * w;

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "tessera/engine/comm/comm_types.h"
+#include "tessera/engine/elementwise_math.h"
 #include "tessera/engine/ops/vocab_slice.h"
 
 namespace tessera::engine::cpu {
@@ -45,7 +46,7 @@ void cross_entropy_forward(T* losses, T* logits, const int32_t* targets, int64_t
     const T max_logit = losses[n];
     T sum = 0;
     for (int64_t i = 0; i < slice.valid; ++i) {
-      row[i] = std::exp(row[i] - max_logit);
+      row[i] = math::softmax_numerator(row[i], max_logit);
       sum += row[i];
     }
     std::fill(row + slice.valid, row + V, T(0));
@@ -58,7 +59,7 @@ void cross_entropy_forward(T* losses, T* logits, const int32_t* targets, int64_t
     T* row = logits + n * V;
     const T sum = losses[n];
     for (int64_t i = 0; i < slice.valid; ++i) row[i] /= sum;
-    losses[n] = slice.owns(targets[n]) ? -std::log(row[targets[n] - slice.first_class]) : T(0);
+    losses[n] = slice.owns(targets[n]) ? math::cross_entropy_loss(row[targets[n] - slice.first_class]) : T(0);
   }
   reduce(losses, N, comm::ReduceOp::sum);
 }
@@ -74,8 +75,8 @@ void cross_entropy_backward(T* probs_to_dlogits, const int32_t* targets, int64_t
 #pragma omp parallel for
   for (int64_t n = 0; n < N; ++n) {
     T* row = probs_to_dlogits + n * V;
-    for (int64_t i = 0; i < V; ++i) row[i] *= scale;
-    if (slice.owns(targets[n])) row[targets[n] - slice.first_class] -= scale;
+    const int64_t target = slice.owns(targets[n]) ? targets[n] - slice.first_class : -1;
+    for (int64_t i = 0; i < V; ++i) row[i] = math::cross_entropy_dlogit(row[i], i == target, scale);
   }
 }
 

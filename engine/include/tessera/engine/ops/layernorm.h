@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tessera/engine/elementwise_math.h"
 #include "tessera/engine/half.h"
 
 namespace tessera::engine::cpu {
@@ -26,8 +27,8 @@ void layernorm_forward(T* out, compute_t<T>* mean, compute_t<T>* rstd, const T* 
     W v = 0;
     for (int64_t i = 0; i < C; ++i) v += (widen(x[i]) - m) * (widen(x[i]) - m);
     v /= static_cast<W>(C);
-    const W s = W(1) / std::sqrt(v + eps);
-    for (int64_t i = 0; i < C; ++i) out[n * C + i] = narrow<T>((widen(x[i]) - m) * s * widen(weight[i]) + (bias ? widen(bias[i]) : W(0)));
+    const W s = math::inverse_std(v, eps);
+    for (int64_t i = 0; i < C; ++i) out[n * C + i] = narrow<T>(math::layernorm_out(widen(x[i]), m, s, widen(weight[i]), bias ? widen(bias[i]) : W(0)));
     mean[n] = m;
     rstd[n] = s;
   }
@@ -44,7 +45,7 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
     const T* dy = dout + n * C;
     W g_mean = 0, gx_mean = 0;
     for (int64_t i = 0; i < C; ++i) {
-      const W xhat = (widen(x[i]) - mean[n]) * rstd[n];
+      const W xhat = math::layernorm_xhat(widen(x[i]), mean[n], rstd[n]);
       const W g = widen(dy[i]) * widen(weight[i]);
       g_mean += g;
       gx_mean += g * xhat;
@@ -52,8 +53,8 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
     g_mean /= static_cast<W>(C);
     gx_mean /= static_cast<W>(C);
     for (int64_t i = 0; i < C; ++i) {
-      const W xhat = (widen(x[i]) - mean[n]) * rstd[n];
-      dinp[n * C + i] = narrow<T>(widen(dinp[n * C + i]) + rstd[n] * (widen(dy[i]) * widen(weight[i]) - g_mean - xhat * gx_mean));
+      const W xhat = math::layernorm_xhat(widen(x[i]), mean[n], rstd[n]);
+      dinp[n * C + i] = narrow<T>(widen(dinp[n * C + i]) + math::layernorm_dinp(widen(dy[i]), widen(weight[i]), xhat, rstd[n], g_mean, gx_mean));
     }
   }
   // Parameter gradients: per column, a sum over rows in the compute type, added once.
@@ -61,7 +62,7 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
   for (int64_t i = 0; i < C; ++i) {
     W dw = 0, db = 0;
     for (int64_t n = 0; n < N; ++n) {
-      const W xhat = (widen(inp[n * C + i]) - mean[n]) * rstd[n];
+      const W xhat = math::layernorm_xhat(widen(inp[n * C + i]), mean[n], rstd[n]);
       dw += widen(dout[n * C + i]) * xhat;
       db += widen(dout[n * C + i]);
     }
@@ -78,8 +79,8 @@ void rmsnorm_forward(T* out, compute_t<T>* rstd, const T* inp, const T* weight, 
     const T* x = inp + n * C;
     W ms = 0;
     for (int64_t i = 0; i < C; ++i) ms += widen(x[i]) * widen(x[i]);
-    const W s = W(1) / std::sqrt(ms / static_cast<W>(C) + eps);
-    for (int64_t i = 0; i < C; ++i) out[n * C + i] = narrow<T>(widen(x[i]) * s * widen(weight[i]));
+    const W s = math::inverse_std(ms / static_cast<W>(C), eps);
+    for (int64_t i = 0; i < C; ++i) out[n * C + i] = narrow<T>(math::rmsnorm_out(widen(x[i]), s, widen(weight[i])));
     rstd[n] = s;
   }
 }
@@ -96,7 +97,7 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
     for (int64_t i = 0; i < C; ++i) gx_mean += widen(dy[i]) * widen(weight[i]) * widen(x[i]) * rstd[n];
     gx_mean /= static_cast<W>(C);
     for (int64_t i = 0; i < C; ++i) {
-      dinp[n * C + i] = narrow<T>(widen(dinp[n * C + i]) + rstd[n] * (widen(dy[i]) * widen(weight[i]) - widen(x[i]) * rstd[n] * gx_mean));
+      dinp[n * C + i] = narrow<T>(widen(dinp[n * C + i]) + math::rmsnorm_dinp(widen(dy[i]), widen(weight[i]), widen(x[i]), rstd[n], gx_mean));
     }
   }
 #pragma omp parallel for

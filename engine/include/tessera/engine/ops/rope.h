@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/engine/elementwise_math.h"
 #include "tessera/engine/half.h"
 
 namespace tessera::engine::cpu {
@@ -17,7 +18,7 @@ template <typename T>
 void rope_rotate(T* x, int64_t B, int64_t Tn, int64_t H, int64_t HS, int64_t stride, int64_t rotary_dim, double theta, bool inverse) {
   const int64_t half = rotary_dim / 2;
   std::vector<double> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) inv_freq[static_cast<size_t>(i)] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+  for (int64_t i = 0; i < half; ++i) inv_freq[static_cast<size_t>(i)] = math::rope_inverse_frequency(theta, i, rotary_dim);
 #pragma omp parallel for
   for (int64_t r = 0; r < B * Tn; ++r) {
     const auto t = static_cast<double>(r % Tn);
@@ -31,9 +32,10 @@ void rope_rotate(T* x, int64_t B, int64_t Tn, int64_t H, int64_t HS, int64_t str
       T* head = x + r * stride + h * HS;
       for (int64_t i = 0; i < half; ++i) {
         const auto c = cosines[static_cast<size_t>(i)], s = sines[static_cast<size_t>(i)];
-        const auto a = widen(head[i]), b = widen(head[i + half]);
-        head[i] = narrow<T>(a * c - b * s);
-        head[i + half] = narrow<T>(b * c + a * s);
+        auto a = widen(head[i]), b = widen(head[i + half]);
+        math::rope_rotate_pair(a, b, c, s);
+        head[i] = narrow<T>(a);
+        head[i + half] = narrow<T>(b);
       }
     }
   }

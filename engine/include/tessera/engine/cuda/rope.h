@@ -1,0 +1,15 @@
+// Rotary position embedding in place on the GPU (kernels/rope.h); arguments
+// as in ops/rope.h's rope_rotate. Returns the launch's error.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tessera::engine::cuda {
+
+template <typename T>
+cudaError_t rope_rotate(T* x, int64_t B, int64_t Tn, int64_t H, int64_t HS, int64_t stride, int64_t rotary_dim, double theta, bool inverse,
+                        cudaStream_t stream);
+
+}  // namespace tessera::engine::cuda

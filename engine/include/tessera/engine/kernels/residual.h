@@ -1,0 +1,18 @@
+// The residual connection out += in (the GPU twin of ops/residual.h, same
+// per-element sum): one element per thread of a grid-stride loop.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/engine/elementwise_math.h"
+#include "tessera/engine/half.h"
+#include "tessera/engine/kernels/thread_context.h"
+
+namespace tessera::engine::kernels {
+
+template <typename Ctx, typename T>
+TESSERA_KERNEL_BODY void residual_add_body(Ctx& ctx, T* out, const T* in, int64_t n) {
+  grid_stride(ctx, n, [&](int64_t i) { out[i] = narrow<T>(math::residual_sum(widen(out[i]), widen(in[i]))); });
+}
+
+}  // namespace tessera::engine::kernels

@@ -1,0 +1,121 @@
+#include "tessera/engine/device/caching_allocator.h"
+
+#include "tessera/engine/tensor.h"
+#include "tessera/planner/status.h"
+
+namespace tessera::engine {
+namespace {
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+}  // namespace
+
+CachingAllocator::~CachingAllocator() {
+  for (const auto& [address, segment] : segments_) source_.release(reinterpret_cast<void*>(address));
+}
+
+void* CachingAllocator::allocate(int64_t bytes, MemoryCategory category) {
+  const int64_t size = round_up(bytes < 1 ? 1 : bytes, kBlockAlign);
+  FreeSet& free_blocks = pool(size <= kSmallRequest);
+  auto fit = free_blocks.lower_bound({size, 0});
+  if (fit == free_blocks.end()) {
+    if (!new_segment(size)) {
+      release_cached();  // the cache may hold what the device is missing
+      if (!new_segment(size)) throw AllocationFailure(category, bytes);
+    }
+    fit = free_blocks.lower_bound({size, 0});
+  }
+  TESSERA_CHECK(fit != free_blocks.end(), "caching allocator: a new segment does not fit its own request");
+  const uintptr_t address = fit->second;
+  Block block = blocks_.at(address);
+  erase_free(address, block);
+  const int64_t rest = block.size - size;
+  const bool split = size <= kSmallRequest ? rest >= kBlockAlign : rest > kSmallRequest;
+  if (split) {
+    insert_free(address + static_cast<uintptr_t>(size), Block{rest, block.segment, false, MemoryCategory::runtime});
+    block.size = size;
+  }
+  block.in_use = true;
+  block.category = category;
+  blocks_[address] = block;
+  in_use_ += block.size;
+  ledger_.freed(MemoryCategory::runtime, MemorySpace::device, block.size);
+  ledger_.allocated(category, MemorySpace::device, block.size);
+  return reinterpret_cast<void*>(address);
+}
+
+void CachingAllocator::free(void* pointer) {
+  auto it = blocks_.find(reinterpret_cast<uintptr_t>(pointer));
+  TESSERA_CHECK(it != blocks_.end() && it->second.in_use, "caching allocator: freeing a pointer it did not hand out, or twice");
+  Block& block = it->second;
+  in_use_ -= block.size;
+  ledger_.freed(block.category, MemorySpace::device, block.size);
+  ledger_.allocated(MemoryCategory::runtime, MemorySpace::device, block.size);
+  block.in_use = false;
+  block.category = MemoryCategory::runtime;
+  merge_into(it);
+}
+
+void CachingAllocator::release_cached() {
+  for (auto segment = segments_.begin(); segment != segments_.end();) {
+    const uintptr_t address = segment->first;
+    const int64_t size = segment->second.size;
+    auto block = blocks_.find(address);
+    if (block->second.in_use || block->second.size != size) {
+      ++segment;
+      continue;
+    }
+    erase_free(address, block->second);
+    blocks_.erase(block);
+    source_.release(reinterpret_cast<void*>(address));
+    reserved_ -= size;
+    ledger_.freed(MemoryCategory::runtime, MemorySpace::device, size);
+    segment = segments_.erase(segment);
+  }
+}
+
+// A segment for a request of `size`: 2 MiB for the small pool, else the size rounded up to 2 MiB.
+bool CachingAllocator::new_segment(int64_t size) {
+  const bool small = size <= kSmallRequest;
+  const int64_t bytes = small ? kSmallSegment : round_up(size, kLargeSegmentRound);
+  void* memory = source_.allocate(bytes);
+  if (memory == nullptr) return false;
+  const auto address = reinterpret_cast<uintptr_t>(memory);
+  segments_[address] = Segment{bytes, small};
+  reserved_ += bytes;
+  ledger_.allocated(MemoryCategory::runtime, MemorySpace::device, bytes);
+  insert_free(address, Block{bytes, address, false, MemoryCategory::runtime});
+  return true;
+}
+
+void CachingAllocator::insert_free(uintptr_t address, Block block) {
+  blocks_[address] = block;
+  pool(segments_.at(block.segment).small).insert({block.size, address});
+}
+
+void CachingAllocator::erase_free(uintptr_t address, const Block& block) {
+  small_free_.erase({block.size, address});
+  large_free_.erase({block.size, address});
+}
+
+// Merges a block just freed with its free neighbours in the same segment.
+void CachingAllocator::merge_into(std::map<uintptr_t, Block>::iterator it) {
+  auto next = std::next(it);
+  if (next != blocks_.end() && !next->second.in_use && next->second.segment == it->second.segment) {
+    erase_free(next->first, next->second);
+    it->second.size += next->second.size;
+    blocks_.erase(next);
+  }
+  if (it != blocks_.begin()) {
+    auto prev = std::prev(it);
+    if (!prev->second.in_use && prev->second.segment == it->second.segment) {
+      erase_free(prev->first, prev->second);
+      prev->second.size += it->second.size;
+      blocks_.erase(it);
+      it = prev;
+    }
+  }
+  insert_free(it->first, it->second);
+}
+
+}  // namespace tessera::engine

@@ -1,0 +1,159 @@
+// The caching allocator's bookkeeping (device/caching_allocator.h) with a
+// fake device: size classes, best-fit reuse, splitting and merging, giving
+// segments back, the retry after the device refuses, and the ledger, whose
+// device total must equal the bytes held from the device at every moment.
+#include "tessera/engine/device/caching_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tessera/engine/tensor.h"
+
+namespace tessera::engine {
+namespace {
+
+constexpr int64_t MiB = int64_t{1} << 20;
+
+// Hands out addresses (never dereferenced) up to a capacity, 4 GiB apart.
+class FakeDevice final : public DeviceMemorySource {
+ public:
+  explicit FakeDevice(int64_t capacity) : capacity_(capacity) {}
+  void* allocate(int64_t bytes) override {
+    if (used_ + bytes > capacity_) return nullptr;
+    next_ += uintptr_t{1} << 32;
+    live_[next_] = bytes;
+    used_ += bytes;
+    return reinterpret_cast<void*>(next_);
+  }
+  void release(void* segment) override {
+    const auto it = live_.find(reinterpret_cast<uintptr_t>(segment));
+    ASSERT_NE(it, live_.end()) << "released a segment it never had";
+    used_ -= it->second;
+    live_.erase(it);
+  }
+  int64_t used() const { return used_; }
+  size_t live() const { return live_.size(); }
+
+ private:
+  int64_t capacity_, used_ = 0;
+  uintptr_t next_ = 0;
+  std::map<uintptr_t, int64_t> live_;
+};
+
+void expect_ledger_matches(const MemoryLedger& ledger, const CachingAllocator& allocator, const FakeDevice& device) {
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), allocator.reserved_bytes());
+  EXPECT_EQ(allocator.reserved_bytes(), device.used());
+  EXPECT_EQ(ledger.current(MemoryCategory::runtime, MemorySpace::device), allocator.reserved_bytes() - allocator.in_use_bytes());
+}
+
+TEST(CachingAllocator, SmallRequestsShareOneSegmentAndBookTheirCategory) {
+  FakeDevice device(64 * MiB);
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, ledger);
+  char* a = static_cast<char*>(allocator.allocate(1, MemoryCategory::parameters));      // 512
+  char* b = static_cast<char*>(allocator.allocate(1000, MemoryCategory::gradients));    // 1024
+  char* c = static_cast<char*>(allocator.allocate(700 << 10, MemoryCategory::activations));  // 700 KiB, already a multiple of 512
+  EXPECT_EQ(allocator.segments(), 1);
+  EXPECT_EQ(allocator.reserved_bytes(), 2 * MiB);
+  EXPECT_EQ(b - a, 512);  // carved one after another from the segment
+  EXPECT_EQ(c - b, 1024);
+  EXPECT_EQ(ledger.current(MemoryCategory::parameters, MemorySpace::device), 512);
+  EXPECT_EQ(ledger.current(MemoryCategory::gradients, MemorySpace::device), 1024);
+  EXPECT_EQ(ledger.current(MemoryCategory::activations, MemorySpace::device), 700 << 10);
+  expect_ledger_matches(ledger, allocator, device);
+  allocator.free(b);
+  EXPECT_EQ(ledger.current(MemoryCategory::gradients, MemorySpace::device), 0);
+  EXPECT_EQ(ledger.peak(MemoryCategory::gradients, MemorySpace::device), 1024);
+  expect_ledger_matches(ledger, allocator, device);
+}
+
+TEST(CachingAllocator, FreedBlocksAreReusedBestFitWithoutTheDevice) {
+  FakeDevice device(64 * MiB);
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, ledger);
+  void* small = allocator.allocate(4096, MemoryCategory::activations);
+  allocator.allocate(512, MemoryCategory::activations);  // keeps small's neighbour in use: no merge
+  void* medium = allocator.allocate(8192, MemoryCategory::activations);
+  allocator.allocate(512, MemoryCategory::activations);
+  allocator.free(small);
+  allocator.free(medium);
+  // 6000 bytes (6144 rounded): the 4 KiB hole is too small, the 8 KiB hole fits better than the segment's tail.
+  EXPECT_EQ(allocator.allocate(6000, MemoryCategory::logits), medium);
+  EXPECT_EQ(allocator.allocate(4000, MemoryCategory::logits), small);  // the exact hole, not the big tail of the segment
+  EXPECT_EQ(allocator.segments(), 1);
+  expect_ledger_matches(ledger, allocator, device);
+}
+
+TEST(CachingAllocator, BlocksMergeBackIntoTheirSegmentWhichCanBeGivenBack) {
+  FakeDevice device(64 * MiB);
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, ledger);
+  void* a = allocator.allocate(100 << 10, MemoryCategory::activations);
+  void* b = allocator.allocate(200 << 10, MemoryCategory::activations);
+  void* c = allocator.allocate(300 << 10, MemoryCategory::activations);
+  allocator.free(b);  // a hole between two blocks in use
+  allocator.release_cached();
+  EXPECT_EQ(device.live(), 1u) << "a segment with blocks in use stays";
+  allocator.free(a);  // merges with b's hole
+  allocator.free(c);  // merges with both, and the free tail: the whole segment again
+  expect_ledger_matches(ledger, allocator, device);
+  // 1 MiB from a's address: only a, b, c and the tail merged hold that much there.
+  EXPECT_EQ(allocator.allocate(MiB, MemoryCategory::workspace), a);
+  allocator.free(a);
+  allocator.release_cached();
+  EXPECT_EQ(device.live(), 0u);
+  EXPECT_EQ(allocator.reserved_bytes(), 0);
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
+  EXPECT_EQ(ledger.peak_total(MemorySpace::device), 2 * MiB);
+}
+
+TEST(CachingAllocator, LargeRequestsRoundTheirSegmentAndSplitOnlyLargeRemainders) {
+  FakeDevice device(64 * MiB);
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, ledger);
+  void* big = allocator.allocate(5 * MiB + 1, MemoryCategory::parameters);
+  EXPECT_EQ(allocator.reserved_bytes(), 6 * MiB);
+  EXPECT_EQ(allocator.in_use_bytes(), 6 * MiB) << "a remainder under 1 MiB stays with the block";
+  allocator.free(big);
+  void* part = allocator.allocate(2 * MiB, MemoryCategory::gradients);
+  EXPECT_EQ(part, big);
+  EXPECT_EQ(allocator.in_use_bytes(), 2 * MiB) << "a 4 MiB remainder is split off";
+  EXPECT_EQ(allocator.segments(), 1);
+  void* rest = allocator.allocate(3 * MiB, MemoryCategory::gradients);
+  EXPECT_EQ(static_cast<char*>(rest) - static_cast<char*>(part), 2 * MiB);
+  EXPECT_EQ(allocator.segments(), 1);
+  // Small requests never take from the large pool: a new 2 MiB segment.
+  allocator.allocate(512, MemoryCategory::gradients);
+  EXPECT_EQ(allocator.segments(), 2);
+  expect_ledger_matches(ledger, allocator, device);
+}
+
+TEST(CachingAllocator, RefusedSegmentEmptiesTheCacheThenFailsNamingTheCategory) {
+  FakeDevice device(6 * MiB);
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, ledger);
+  allocator.free(allocator.allocate(4096, MemoryCategory::activations));  // a cached 2 MiB segment
+  void* big = allocator.allocate(5 * MiB, MemoryCategory::parameters);    // 6 MiB: fits only once the cache is given back
+  EXPECT_NE(big, nullptr);
+  EXPECT_EQ(allocator.segments(), 1);
+  expect_ledger_matches(ledger, allocator, device);
+  try {
+    allocator.allocate(512, MemoryCategory::optimizer_states);
+    FAIL() << "the device is full";
+  } catch (const AllocationFailure& failure) {
+    EXPECT_NE(std::string(failure.what()).find("optimizer_states"), std::string::npos) << failure.what();
+  }
+  expect_ledger_matches(ledger, allocator, device);
+}
+
+TEST(CachingAllocatorDeathTest, FreeingAForeignPointerIsAnInternalError) {
+  FakeDevice device(64 * MiB);
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, ledger);
+  int on_the_stack = 0;
+  EXPECT_DEATH(allocator.free(&on_the_stack), "did not hand out");
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -6,6 +6,7 @@
 #include "cli_app.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
@@ -71,7 +72,14 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
     std::snprintf(row, sizeof row, "    %-13s %-12s %10.0f  %4.1f%%   %lld\n", format_bytes(c.peak_device_bytes()).c_str(),
                   (fixed(c.simulation.step_time_s, 3) + " s").c_str(), c.simulation.tokens_per_s, 100 * c.simulation.mfu,
                   static_cast<long long>(c.max_micro_batch_that_fits));
-    out << (i + 1 < 10 ? " " : "") << (i + 1) << "  " << describe_plan(c.request) << "\n" << row;
+    out << (i + 1 < 10 ? " " : "") << (i + 1) << "  " << describe_plan(c.request);
+    const auto& l = c.request.layout;
+    const int64_t virtual_stages = l.pp * c.request.plugin.model_chunks();
+    if (model.config.num_layers % virtual_stages != 0) {
+      out << ", layers per stage " << describe_layer_split(static_cast<int>(model.config.num_layers), static_cast<int>(l.pp),
+                                                            static_cast<int>(c.request.plugin.model_chunks()));
+    }
+    out << "\n" << row;
   }
   int64_t rejected = 0;
   for (const auto& [reason, rejection] : result.rejected) rejected += rejection.count;

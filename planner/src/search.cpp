@@ -91,8 +91,10 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
   const ModelConfig& c = m.config;
   for (int64_t tp : divisors(std::gcd(std::gcd(c.num_heads, c.num_kv_heads), c.intermediate_size))) {
     if (tp > p.cluster.gpus_per_node || n % tp != 0 || (p.tp > 0 && tp != p.tp)) continue;
-    for (int64_t pp : divisors(c.num_layers)) {
-      if (n % (tp * pp) != 0 || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1)) continue;
+    // Any number of stages up to the layer count: where it does not divide the
+    // layers, split_layers gives the first and last stages the fewer blocks.
+    for (int64_t pp : divisors(n / tp)) {
+      if (pp > c.num_layers || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1)) continue;
       const int64_t dp = n / (tp * pp);
       if (p.dp > 0 && dp != p.dp) continue;
       // Pipelines run 1F1B, and interleaved with 2 chunks per stage where the
@@ -272,9 +274,9 @@ Status explain_degrees(const Model& m, const PlanRequest& p) {
   if (p.tp > 0) {
     if (Status s = check_tensor_parallel(m.config, p.tp); !s) return s;
   }
-  if (p.pp > 0 && m.config.num_layers % p.pp != 0) {
-    return invalid("--pp " + str(p.pp) + " does not divide the " + str(m.config.num_layers) + " layers of " + m.config.name +
-                   " (the search gives every stage as many layers)");
+  if (p.pp > m.config.num_layers) {
+    return invalid("--pp " + str(p.pp) + " exceeds the " + str(m.config.num_layers) + " layers of " + m.config.name + "; use at most --pp " +
+                   str(m.config.num_layers));
   }
   if ((p.tp > 1 || p.pp > 1) && !allowed(p.plugins, PluginKind::hybrid_parallel)) {
     return invalid("--tp/--pp above 1 need --plugin hybrid_parallel (" + plugin_names(p.plugins) + " is data parallel only)");

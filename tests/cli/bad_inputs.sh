@@ -144,7 +144,7 @@ bad plan-dp-times-tp "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs" -- "${pl
 bad plan-zero-stage-with-pipeline "--zero-stage 2 cannot be combined with --pp 2" -- "${plan_args[@]}" --zero-stage 2 --pp 2
 bad plan-zero-stage-gemini "--zero-stage 1 does not apply to --plugin gemini" -- "${plan_args[@]}" --plugin gemini --zero-stage 1
 bad plan-gemini-fp32 "--plugin gemini needs --precision fp16 or bf16" -- "${plan_args[@]}" --plugin gemini --precision fp32
-bad plan-pp-layers "--pp 5 does not divide the 12 layers of gpt2" -- plan --model gpt2 --gpus 40 --global-batch 64 --pp 5 --output "$scratch/never.json"
+bad plan-pp-layers "--pp 20 exceeds the 12 layers of gpt2; use at most --pp 12" -- plan --model gpt2 --gpus 40 --global-batch 64 --pp 20 --output "$scratch/never.json"
 bad plan-tp-heads "--tp 5 does not divide num_attention_heads 12 of gpt2" -- plan --model gpt2 --gpus 10 --gpus-per-node 10 --global-batch 60 --tp 5 --output "$scratch/never.json"
 bad plan-every-candidate-refused "the estimate refuses every candidate" -- "${plan_args[@]}" --seq 1023 --plugin hybrid_parallel --tp 2
 if [ -e "$scratch/never.json" ]; then

@@ -92,6 +92,23 @@ TEST(PlanSearch, Llama70bOn64H100sNeedsShardingOrTensorAndPipeline) {
       << result.explanation;
 }
 
+// Issue 11's acceptance: BLOOM-176B (70 layers) on 384 A100s with a global
+// batch of 2048 needs a pipeline whose size holds the factor 3 of 384, and
+// none of 3, 6, 12, 24 or 48 divides 70: the search takes uneven stages, as
+// BLOOM itself ran (tp 4 × pp 12 × dp 8, Le Scao et al. 2022).
+TEST(PlanSearch, Bloom176bOn384A100sFindsUnevenPipelinesOfTwelveStages) {
+  const PlanRequest request = on("a100-80g", 384, 2048, 2048);
+  const PlanSearchResult result = search("bloom-176b", request);
+  ASSERT_FALSE(result.plans.empty());
+  bool bloom_layout = false;
+  for (const Candidate& c : result.plans) {
+    EXPECT_NE(70 % c.request.layout.pp, 0) << describe_plan(c.request);
+    bloom_layout = bloom_layout || (c.request.layout.pp == 12 && c.request.layout.tp == 4 && c.request.layout.dp == 8);
+  }
+  EXPECT_TRUE(bloom_layout);
+  expect_every_plan_fits(testing::shipped_model("bloom-176b"), request, result);
+}
+
 TEST(PlanSearch, PlansAreRankedByThroughputAndTheGlobalBatchIsKept) {
   const PlanRequest request = on("h100-80g", 8, 64, 1024);
   const PlanSearchResult result = search("gpt2-medium", request);
@@ -162,7 +179,7 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
       {8, [](PlanRequest& r) { r.dp = 4, r.tp = 4; }, "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs"},
       {8, [](PlanRequest& r) { r.dp = 4, r.plugins = {PluginKind::torch_ddp}; },
        "--dp 4 on 8 GPUs leaves a factor of 2 to --tp or --pp, which need --plugin hybrid_parallel (torch_ddp is data parallel only)"},
-      {40, [](PlanRequest& r) { r.pp = 5; }, "--pp 5 does not divide the 12 layers of gpt2 (the search gives every stage as many layers)"},
+      {40, [](PlanRequest& r) { r.pp = 20; }, "--pp 20 exceeds the 12 layers of gpt2; use at most --pp 12"},
       {8, [](PlanRequest& r) { r.zero_stage = 3; },
        "--zero-stage 3: the search tries stages 0 to 2; for ZeRO-3 use --plugin torch_fsdp or gemini without --zero-stage"},
       {8, [](PlanRequest& r) { r.zero_stage = 1, r.plugins = {PluginKind::gemini}; }, "--zero-stage 1 does not apply to --plugin gemini: "},
@@ -188,11 +205,12 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
     EXPECT_EQ(s.error().message.rfind(c.message, 0), 0u) << s.error().message;
     EXPECT_EQ(search_plans(model, request).error().message, s.error().message) << "the search refuses the same way";
   }
-  // With no filter at all: gpt2-xl's 25 heads and 48 layers allow no layout of 32 GPUs with dp 1.
-  const Status batch = validate_plan_filters(testing::shipped_model("gpt2-xl"), on("h100-80g", 32, 1, 1024));
+  // With no filter at all: gpt2-xl's 25 heads and 48 layers allow no layout of
+  // 64 GPUs with dp 1 (tp 1 or 5 within a node, at most 48 stages).
+  const Status batch = validate_plan_filters(testing::shipped_model("gpt2-xl"), on("h100-80g", 64, 1, 1024));
   ASSERT_FALSE(batch.ok());
   EXPECT_EQ(batch.error().message,
-            "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 32 GPUs; use a multiple of 32");
+            "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 64 GPUs; use a multiple of 64");
 }
 
 TEST(PlanSearch, FiltersThatLeaveCandidatesPass) {

@@ -106,6 +106,8 @@ bad steps-beyond-int64 "--steps: '9223372036854775808' is not a whole number in 
 bad seed-negative "--seed: '-1' is not a whole number in range 0 to" -- train --out "$scratch/never" --seed -1
 bad fraction-out-of-range "--shard-param-frac" -- estimate --model gpt2 --plugin gemini --shard-param-frac 1.5
 bad bucket-negative "--bucket-mb" -- estimate --model gpt2 --bucket-mb -1
+bad memory-headroom-unit "--memory-headroom: '2GiB' is not a size; give GiB from 0 to 1048576 (e.g. 2) or a percentage" -- estimate --model gpt2 --memory-headroom 2GiB
+bad plan-memory-headroom-percent "--memory-headroom: '150%'" -- plan --model gpt2 --global-batch 64 --memory-headroom 150% --output "$scratch/never.json"
 bad activations-overflow "--seq" -- estimate --model llama-2-7b --seq 1048576 --micro-batch 65536 --activation-profile megatron
 bad chunk-size-too-large "--chunk-size" -- estimate --model gpt2 --plugin gemini --chunk-size 9223372036854775807
 bad search-interval-too-fine "--search-interval" -- estimate --model gpt2 --plugin gemini --search-range-m 4096 --search-interval 1

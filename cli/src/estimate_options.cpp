@@ -4,6 +4,8 @@
 #include "cli_util.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace tessera::cli {
 namespace {
@@ -30,6 +32,28 @@ ReportFormat format_from_extension(const std::string& path) {
 
 }  // namespace
 
+Status parse_memory_headroom(const std::string& text, Assumptions& assumptions) {
+  const bool percent = text.ends_with("%");
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  const Status refused = make_error(ErrorCode::invalid_argument, "--memory-headroom: '" + text +
+                                                                     "' is not a size; give GiB from 0 to 1048576 (e.g. 2) or a percentage "
+                                                                     "of the GPU below 100 (e.g. 10%)");
+  if (number.empty() || number.find_first_not_of("0123456789.") != std::string::npos) return refused;  // no sign, exponent, inf or nan
+  double value = 0;
+  size_t used = 0;
+  try {
+    value = std::stod(number, &used);
+  } catch (const std::invalid_argument&) {
+    return refused;
+  } catch (const std::out_of_range&) {
+    return refused;
+  }
+  if (used != number.size() || value >= (percent ? 100.0 : 1048576.0)) return refused;
+  assumptions.memory_headroom_bytes = percent ? 0 : static_cast<int64_t>(std::llround(value * 1073741824.0));
+  assumptions.memory_headroom_fraction = percent ? value / 100 : 0;
+  return Status::success();
+}
+
 Status EstimateOptions::finish() {
   TrainingOptions& t = request.training;
   PluginOptions& p = request.plugin;
@@ -43,7 +67,8 @@ Status EstimateOptions::finish() {
                    mib_to_bytes("--reduce-bucket-m", reduce_bucket_m, p.reduce_bucket_numel, false),
                    mib_to_bytes("--cuda-context-mib", cuda_context_mib, request.assumptions.cuda_context_bytes, true),
                    mib_to_bytes("--nccl-mib", nccl_mib, request.assumptions.nccl_bytes_per_group, false),
-                   mib_to_bytes("--cublas-workspace-mib", cublas_workspace_mib, request.assumptions.cublas_workspace_bytes, false)}) {
+                   mib_to_bytes("--cublas-workspace-mib", cublas_workspace_mib, request.assumptions.cublas_workspace_bytes, false),
+                   parse_memory_headroom(memory_headroom, request.assumptions)}) {
     if (!s) return s;
   }
   if (format.empty()) {
@@ -90,6 +115,8 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--fragmentation", r.assumptions.allocator_reserve_fraction, "Allocator reserve as a fraction of the other device bytes")->capture_default_str();
   c.add_option("--nccl-mib", o.nccl_mib, "NCCL buffers per communicator (MiB)")->capture_default_str();
   c.add_option("--cublas-workspace-mib", o.cublas_workspace_mib, "cuBLAS workspace (MiB)")->capture_default_str();
+  c.add_option("--memory-headroom", o.memory_headroom, "Memory every GPU must leave free: GiB (e.g. 2) or a percentage (e.g. 10%)")
+      ->capture_default_str();
   c.add_option("--format", o.format, "table, json, csv, md or html (default: from --output's extension, else table)");
   c.add_option("--output,-o", o.output, "Write the report to this file instead of standard output");
 }

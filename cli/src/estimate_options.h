@@ -28,6 +28,7 @@ struct EstimateOptions {
   std::string placement = "static";
   std::string format;  // empty: from --output's extension, else table
   std::string output;  // empty: standard output
+  std::string memory_headroom = "0";  // GiB, or a percentage with %
   double bucket_mb = 25;
   double reduce_bucket_m = 12;
   double cuda_context_mib = -1;
@@ -39,6 +40,10 @@ struct EstimateOptions {
   planner::ReportFormat format_value = planner::ReportFormat::table;
   Status finish();
 };
+
+// --memory-headroom: "2" or "1.5" (GiB) or "10%" (of each GPU's memory) into
+// the assumptions; anything else is refused naming the option and the forms.
+Status parse_memory_headroom(const std::string& text, planner::Assumptions& assumptions);
 
 // Registers the options on a CLI11 (sub)command.
 void add_estimate_options(CLI::App& command, EstimateOptions& options);

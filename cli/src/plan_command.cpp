@@ -5,7 +5,9 @@
 
 #include "cli_app.h"
 #include "cli_util.h"
+#include "estimate_options.h"
 #include "commands.h"
+#include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
@@ -34,7 +36,8 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.micro_batch_size = o.micro_batch;
   r.zero_stage = o.zero_stage;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
-                   parse_choice("--activation-profile", o.activation_profile, r.activation_profile)}) {
+                   parse_choice("--activation-profile", o.activation_profile, r.activation_profile),
+                   parse_memory_headroom(o.memory_headroom, r.assumptions)}) {
     if (!s) return s.error();
   }
   if (!o.plugin.empty()) {
@@ -61,7 +64,11 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
   out << "Tessera plan: " << model.config.name << " (" << format_count(model.parameter_count) << " parameters) on " << r.cluster.world_size()
       << " × " << r.cluster.gpu.name << " (" << r.cluster.num_nodes << " node" << (r.cluster.num_nodes > 1 ? "s" : "") << " × "
       << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
-      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", activation profile " << enum_name(r.activation_profile) << "\n\n";
+      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", activation profile " << enum_name(r.activation_profile);
+  if (const int64_t headroom = r.assumptions.memory_headroom(r.cluster.gpu.memory_bytes); headroom > 0) {
+    out << ", " << format_bytes(headroom) << " left free per GPU";
+  }
+  out << "\n\n";
   if (!result.plans.empty()) {
     out << " #  plan\n    peak memory   step time    tokens/s    MFU   largest micro-batch that fits\n";
   }
@@ -71,7 +78,14 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
     std::snprintf(row, sizeof row, "    %-13s %-12s %10.0f  %4.1f%%   %lld\n", format_bytes(c.peak_device_bytes()).c_str(),
                   (fixed(c.simulation.step_time_s, 3) + " s").c_str(), c.simulation.tokens_per_s, 100 * c.simulation.mfu,
                   static_cast<long long>(c.max_micro_batch_that_fits));
-    out << (i + 1 < 10 ? " " : "") << (i + 1) << "  " << describe_plan(c.request) << "\n" << row;
+    out << (i + 1 < 10 ? " " : "") << (i + 1) << "  " << describe_plan(c.request);
+    const auto& l = c.request.layout;
+    const int64_t virtual_stages = l.pp * c.request.plugin.model_chunks();
+    if (model.config.num_layers % virtual_stages != 0) {
+      out << ", layers per stage " << describe_layer_split(static_cast<int>(model.config.num_layers), static_cast<int>(l.pp),
+                                                            static_cast<int>(c.request.plugin.model_chunks()));
+    }
+    out << "\n" << row;
   }
   int64_t rejected = 0;
   for (const auto& [reason, rejection] : result.rejected) rejected += rejection.count;
@@ -103,6 +117,8 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--precision", o.precision, "fp32, fp16 or bf16")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
+  c.add_option("--memory-headroom", o.memory_headroom, "Memory every GPU must leave free: GiB (e.g. 2) or a percentage (e.g. 10%)")
+      ->capture_default_str();
   c.add_option("--plugin", o.plugin, "Only this plugin");
   c.add_option("--recompute", o.recompute, "Only this recompute mode");
   c.add_option("--dp", o.dp, "Only this data-parallel size");

@@ -172,7 +172,7 @@ TrainCliOptions::TrainCliOptions() {
 void add_train_options(CLI::App& c, TrainCliOptions& o) {
   add_estimate_options(c, o.estimate);
   // The GPU runtime's sizes and the report's format do not apply to a CPU run.
-  for (const char* name : {"--cuda-context-mib", "--nccl-mib", "--cublas-workspace-mib", "--fragmentation", "--format", "--output"}) {
+  for (const char* name : {"--cuda-context-mib", "--nccl-mib", "--cublas-workspace-mib", "--fragmentation", "--memory-headroom", "--format", "--output"}) {
     c.remove_option(c.get_option(name));
   }
   c.get_option("--model")->required(false)->description("Shipped model name or config.json (gpt2 and llama-style families)");

@@ -119,7 +119,9 @@ json request_to_json(const EstimateRequest& r) {
               {"assumptions", json{{"cuda_context_bytes", a.cuda_context_bytes},
                                    {"allocator_reserve_fraction", a.allocator_reserve_fraction},
                                    {"nccl_bytes_per_group", a.nccl_bytes_per_group},
-                                   {"cublas_workspace_bytes", a.cublas_workspace_bytes}}}};
+                                   {"cublas_workspace_bytes", a.cublas_workspace_bytes},
+                                   {"memory_headroom_bytes", a.memory_headroom_bytes},
+                                   {"memory_headroom_fraction", a.memory_headroom_fraction}}}};
 }
 
 Result<EstimateRequest> request_from_json(const json& object, const std::string& source) {
@@ -139,6 +141,8 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    assumptions.read("allocator_reserve_fraction", r.assumptions.allocator_reserve_fraction),
                    assumptions.read("nccl_bytes_per_group", r.assumptions.nccl_bytes_per_group),
                    assumptions.read("cublas_workspace_bytes", r.assumptions.cublas_workspace_bytes),
+                   assumptions.read("memory_headroom_bytes", r.assumptions.memory_headroom_bytes),
+                   assumptions.read("memory_headroom_fraction", r.assumptions.memory_headroom_fraction),
                    settings.read("bucket_cap_mb", bucket_mb), settings.read("gradient_as_bucket_view", r.plugin.gradient_as_bucket_view),
                    settings.read_enum("sharding_strategy", r.plugin.fsdp_strategy), settings.read("cpu_offload", r.plugin.cpu_offload),
                    settings.read("reduce_bucket_size_in_m", reduce_bucket_m),

@@ -238,7 +238,8 @@ RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryB
   row.device_total = bytes.device_total();
   row.host_total = bytes.host_total();
   row.gpu_capacity = capacity;
-  row.margin = capacity - row.device_total;
+  row.headroom = r.assumptions.memory_headroom(capacity);
+  row.margin = capacity - row.headroom - row.device_total;
   return row;
 }
 
@@ -330,7 +331,8 @@ Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu
   if (request.plugin.kind == PluginKind::gemini) gemini = plan_gemini(model, request);
   for (const StageShape& s : stage_shapes(model, request)) {
     if (request.plugin.kind == PluginKind::gemini && request.plugin.gemini.placement_policy == GeminiPlacement::auto_placement) {
-      solve_auto_placement(model, s, request, gpu.memory_bytes, estimate.cuda_context_bytes, gemini);
+      solve_auto_placement(model, s, request, gpu.memory_bytes - request.assumptions.memory_headroom(gpu.memory_bytes),
+                           estimate.cuda_context_bytes, gemini);
     }
     RankMemory row = make_row(s, request, stage_memory(model, s, request, &gemini, estimate.cuda_context_bytes), gpu.memory_bytes);
     if (!estimate.ranks.empty() && same_row(estimate.ranks.back(), row)) {

@@ -41,6 +41,23 @@ std::vector<std::vector<StageLayers>> stage_chunks(int num_layers, int pp, int c
   return stages;
 }
 
+std::string describe_layer_split(int num_layers, int pp, int chunks) {
+  std::vector<int> per_stage;
+  for (const std::vector<StageLayers>& stage : stage_chunks(num_layers, pp, chunks)) {
+    int layers = 0;
+    for (const StageLayers& chunk : stage) layers += chunk.num_layers;
+    per_stage.push_back(layers);
+  }
+  std::string text;
+  for (size_t i = 0; i < per_stage.size();) {
+    size_t run = 1;
+    while (i + run < per_stage.size() && per_stage[i + run] == per_stage[i]) ++run;
+    text += (text.empty() ? "" : ", ") + std::to_string(per_stage[i]) + (run > 1 ? " × " + std::to_string(run) : "");
+    i += run;
+  }
+  return text;
+}
+
 std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int64_t pp, int64_t k, int64_t num_micro_batches, int64_t chunks) {
   const int64_t m = num_micro_batches;
   std::vector<PipelineOp> ops;

@@ -65,8 +65,9 @@ std::string row_label(const RankMemory& row) {
 std::string verdict_line(const MemoryEstimate& estimate) {
   const RankMemory& tight = estimate.tightest();
   if (tight.fits()) {
-    return "FITS: every rank leaves at least " + format_bytes(tight.margin) + " of " + format_bytes(tight.gpu_capacity) +
-           " free (tightest: " + rank_range(tight) + ", " + format_bytes(tight.device_total) + ")";
+    return "FITS: every rank leaves at least " + format_bytes(tight.margin) + " of " + format_bytes(tight.gpu_capacity) + " free" +
+           (tight.headroom > 0 ? " beyond the " + format_bytes(tight.headroom) + " headroom" : "") + " (tightest: " + rank_range(tight) + ", " +
+           format_bytes(tight.device_total) + ")";
   }
   MemoryCategory largest = MemoryCategory::parameters;
   for (MemoryCategory c : kAllMemoryCategories) {
@@ -74,7 +75,8 @@ std::string verdict_line(const MemoryEstimate& estimate) {
   }
   const bool one_rank = tight.first_rank == tight.last_rank;
   return "DOES NOT FIT: " + rank_range(tight) + (one_rank ? " needs " : " need ") + format_bytes(tight.device_total) + " of " +
-         format_bytes(tight.gpu_capacity) + " (" + format_bytes(-tight.margin) + " over; largest category " +
+         format_bytes(tight.gpu_capacity) + (tight.headroom > 0 ? " less " + format_bytes(tight.headroom) + " headroom" : "") + " (" +
+         format_bytes(-tight.margin) + " over; largest category " +
          std::string(to_string(largest)) + " " + format_bytes(tight.bytes[largest].device) + ")";
 }
 
@@ -131,6 +133,9 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   lines.push_back({"NCCL buffers", format_bytes(a.nccl_bytes_per_group) + " per communicator with more than one rank",
                    "NCCL_BUFFSIZE 4 MiB per channel and direction, 16 channels (--nccl-mib to override)"});
   lines.push_back({"cuBLAS workspace", format_bytes(a.cublas_workspace_bytes), "cuBLAS docs, cublasSetWorkspace: 32 MiB on Hopper (--cublas-workspace-mib)"});
+  if (const int64_t headroom = a.memory_headroom(r.gpu.memory_bytes); headroom > 0) {
+    lines.push_back({"memory headroom", format_bytes(headroom) + " left free on every GPU", "--memory-headroom"});
+  }
   if (r.request.plugin.kind == PluginKind::torch_ddp && !r.request.plugin.gradient_as_bucket_view) {
     lines.push_back({"DDP buckets", "a second copy of all gradients (" + format_bytes(r.request.plugin.bucket_bytes) + " buckets)",
                      "PyTorch DistributedDataParallel, gradient_as_bucket_view=False (--gradient-as-bucket-view removes it)"});

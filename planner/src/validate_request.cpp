@@ -199,6 +199,9 @@ Status check_assumptions(const Assumptions& a) {
   if (a.cuda_context_bytes < -1) return invalid("--cuda-context-mib must be -1 (the GPU profile's figure) or at least 0");
   if (a.nccl_bytes_per_group < 0) return invalid("--nccl-mib must not be negative");
   if (a.cublas_workspace_bytes < 0) return invalid("--cublas-workspace-mib must not be negative");
+  if (a.memory_headroom_bytes < 0 || a.memory_headroom_bytes > (int64_t{1} << 50) || !(a.memory_headroom_fraction >= 0 && a.memory_headroom_fraction < 1)) {
+    return invalid("--memory-headroom must be GiB from 0 to 1048576 (e.g. 2) or a percentage below 100 (e.g. 10%)");
+  }
   return Status::success();
 }
 

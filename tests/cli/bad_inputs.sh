@@ -106,6 +106,8 @@ bad steps-beyond-int64 "--steps: '9223372036854775808' is not a whole number in 
 bad seed-negative "--seed: '-1' is not a whole number in range 0 to" -- train --out "$scratch/never" --seed -1
 bad fraction-out-of-range "--shard-param-frac" -- estimate --model gpt2 --plugin gemini --shard-param-frac 1.5
 bad bucket-negative "--bucket-mb" -- estimate --model gpt2 --bucket-mb -1
+bad memory-headroom-unit "--memory-headroom: '2GiB' is not a size; give GiB from 0 to 1048576 (e.g. 2) or a percentage" -- estimate --model gpt2 --memory-headroom 2GiB
+bad plan-memory-headroom-percent "--memory-headroom: '150%'" -- plan --model gpt2 --global-batch 64 --memory-headroom 150% --output "$scratch/never.json"
 bad activations-overflow "--seq" -- estimate --model llama-2-7b --seq 1048576 --micro-batch 65536 --activation-profile megatron
 bad chunk-size-too-large "--chunk-size" -- estimate --model gpt2 --plugin gemini --chunk-size 9223372036854775807
 bad search-interval-too-fine "--search-interval" -- estimate --model gpt2 --plugin gemini --search-range-m 4096 --search-interval 1
@@ -144,8 +146,10 @@ bad plan-dp-times-tp "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs" -- "${pl
 bad plan-zero-stage-with-pipeline "--zero-stage 2 cannot be combined with --pp 2" -- "${plan_args[@]}" --zero-stage 2 --pp 2
 bad plan-zero-stage-gemini "--zero-stage 1 does not apply to --plugin gemini" -- "${plan_args[@]}" --plugin gemini --zero-stage 1
 bad plan-gemini-fp32 "--plugin gemini needs --precision fp16 or bf16" -- "${plan_args[@]}" --plugin gemini --precision fp32
-bad plan-pp-layers "--pp 5 does not divide the 12 layers of gpt2" -- plan --model gpt2 --gpus 40 --global-batch 64 --pp 5 --output "$scratch/never.json"
+bad plan-pp-layers "--pp 20 exceeds the 12 layers of gpt2; use at most --pp 12" -- plan --model gpt2 --gpus 40 --global-batch 64 --pp 20 --output "$scratch/never.json"
 bad plan-tp-heads "--tp 5 does not divide num_attention_heads 12 of gpt2" -- plan --model gpt2 --gpus 10 --gpus-per-node 10 --global-batch 60 --tp 5 --output "$scratch/never.json"
+bad plan-tp-divides-no-gpus "--tp 3 does not divide the 8 GPUs; use --tp 1, 2, 4, 8" -- plan --model llama-2-7b --gpus 8 --global-batch 64 --tp 3 --output "$scratch/never.json"
+bad plan-batch-over-no-layout "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 64 GPUs (data-parallel sizes 2, 4" -- plan --model gpt2-xl --gpus 64 --global-batch 1 --output "$scratch/never.json"
 bad plan-every-candidate-refused "the estimate refuses every candidate" -- "${plan_args[@]}" --seq 1023 --plugin hybrid_parallel --tp 2
 if [ -e "$scratch/never.json" ]; then
   echo "FAIL [plan-filters]: a refused plan wrote its output" >&2

@@ -92,6 +92,42 @@ TEST(Cli, GpuEstimatesDefaultToTheFlashProfile) {
   EXPECT_EQ(nlohmann::json::parse(megatron.out)["training"]["activation_profile"], "megatron");
 }
 
+// --memory-headroom: what every GPU must leave free, in GiB or percent; the
+// estimate's margin and verdict count it, and the search keeps plans under it.
+TEST(Cli, MemoryHeadroomIsLeftFreeByEstimatesAndPlans) {
+  const std::vector<const char*> estimate = {"estimate", "--model", "llama-3-8b", "--plugin", "torch_fsdp", "--dp", "8", "--seq", "8192", "--format", "json"};
+  auto with = [&](const char* headroom) {
+    std::vector<const char*> args = estimate;
+    args.insert(args.end(), {"--memory-headroom", headroom});
+    const CliRun r = run(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto none = with("0"), ten = with("10"), tenth = with("10%"), twenty = with("20");
+  const int64_t capacity = none["ranks"][0]["gpu_capacity_bytes"].get<int64_t>();
+  const int64_t margin = none["ranks"][0]["margin_bytes"].get<int64_t>();
+  EXPECT_EQ(ten["ranks"][0]["margin_bytes"].get<int64_t>(), margin - (int64_t{10} << 30));
+  EXPECT_EQ(tenth["ranks"][0]["margin_bytes"].get<int64_t>(), margin - static_cast<int64_t>(0.1 * static_cast<double>(capacity)));
+  EXPECT_TRUE(ten["fits"].get<bool>());
+  EXPECT_FALSE(twenty["fits"].get<bool>()) << "61.73 GiB of 79.65 GiB leaves less than 20 GiB";
+  EXPECT_EQ(twenty["assumptions"]["memory_headroom_bytes"], int64_t{20} << 30);
+  const tessera::testing::ScratchDir scratch;
+  const std::string plan = scratch.path("plan.json");
+  const CliRun planned = run({"plan", "--model", "llama-2-70b", "--gpus", "64", "--gpu", "h100-80g", "--global-batch", "512", "--seq", "4096",
+                              "--memory-headroom", "10", "--top", "100", "--output", plan.c_str()});
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  EXPECT_NE(planned.out.find("10.00 GiB left free per GPU"), std::string::npos);
+  std::ifstream in(plan);
+  const auto doc = nlohmann::json::parse(in);
+  ASSERT_FALSE(doc["plans"].empty());
+  for (const auto& p : doc["plans"]) EXPECT_LE(p["peak_device_bytes"].get<int64_t>(), capacity - (int64_t{10} << 30)) << p["description"];
+  for (const char* bad : {"abc", "-1", "100%", "1e3", "2GiB"}) {
+    const CliRun r = run({"estimate", "--model", "gpt2", "--memory-headroom", bad});
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_EQ(r.err.rfind("tessera: error: --memory-headroom: '", 0), 0u) << r.err;
+  }
+}
+
 TEST(Cli, BadInputIsOneLineAndExitCodeTwo) {
   for (const auto& args : std::vector<std::vector<const char*>>{
            {"estimate", "--model", "gpt2", "--plugin", "hybrid_parallel", "--tp", "5"},

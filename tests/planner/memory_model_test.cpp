@@ -119,6 +119,40 @@ TEST(PipelineStages, RemainderGoesToTheMiddleStages) {
   EXPECT_EQ(in_flight_at_peak(PipelineSchedule::one_f_one_b, 4, 0, 2, 1, one), V{2});
 }
 
+// Uneven pipelines as they ran: BLOOM-176B's 70 layers on 12 stages and
+// Llama 3 405B's 126 on 16, the first and last stage one layer lighter.
+TEST(PipelineStages, UnevenSplitsLightenTheFirstAndLastStage) {
+  EXPECT_EQ(describe_layer_split(70, 12, 1), "5, 6 × 10, 5");
+  EXPECT_EQ(describe_layer_split(126, 16, 1), "7, 8 × 14, 7");
+  EXPECT_EQ(describe_layer_split(32, 4, 2), "8 × 4");
+  EXPECT_EQ(split_layers(70, 12).back().first_layer, 65);
+}
+
+// The memory model books each stage's own blocks: BLOOM on 12 stages keeps
+// 5 layers (and the embedding) on stage 0, 6 on stages 1-10, 5 and the head on
+// stage 11; the fit is decided by the heaviest row.
+TEST_F(MemoryModel, UnevenStagesHoldTheirOwnLayers) {
+  const Model bloom = shipped_model("bloom-176b");
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.plugin.zero_stage = 1;
+  r.layout = ParallelLayout{8, 4, 12, true};
+  r.training.seq_len = 2048;
+  r.training.num_micro_batches = 256;
+  const MemoryEstimate e = estimate_or_fail(bloom, shipped_gpu("a100-80g"), r);
+  ASSERT_EQ(e.ranks.size(), 12u);  // 1F1B: every stage holds a different number of micro-batches
+  EXPECT_EQ(row_label(e.ranks[0]), "ranks 0-31 · stage 0 · layers 0-4 · embedding");
+  EXPECT_EQ(row_label(e.ranks[1]), "ranks 32-63 · stage 1 · layers 5-10");
+  EXPECT_EQ(row_label(e.ranks[11]), "ranks 352-383 · stage 11 · layers 65-69 · head");
+  // Stages 0 and 1 hold 12 and 11 micro-batches: 5 × 12 against 6 × 11 blocks' activations.
+  const ActivationTable table = activation_table(bloom.config, r.training.activation_profile, Precision::bf16);
+  const int64_t block = block_activation_bytes(table, ActivationShape{1, 2048, 4, true}, RecomputeMode::none).stash;
+  EXPECT_EQ(e.ranks[1].bytes[Cat::activations].device - e.ranks[0].bytes[Cat::activations].device, (6 * 11 - 5 * 12) * block);
+  int64_t heaviest = 0;
+  for (const RankMemory& row : e.ranks) heaviest = std::max(heaviest, row.device_total);
+  EXPECT_EQ(e.tightest().device_total, heaviest);
+}
+
 // Interleaving (Narayanan et al. 2021, §2.2.2): stage k holds virtual stages
 // k, k + pp, ...; stage 0 runs (pp - 1)·2 + (v - 1)·pp warm-up chunk forwards.
 TEST(PipelineStages, InterleavedChunksAndWarmUp) {

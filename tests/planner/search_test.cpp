@@ -92,6 +92,23 @@ TEST(PlanSearch, Llama70bOn64H100sNeedsShardingOrTensorAndPipeline) {
       << result.explanation;
 }
 
+// Issue 11's acceptance: BLOOM-176B (70 layers) on 384 A100s with a global
+// batch of 2048 needs a pipeline whose size holds the factor 3 of 384, and
+// none of 3, 6, 12, 24 or 48 divides 70: the search takes uneven stages, as
+// BLOOM itself ran (tp 4 × pp 12 × dp 8, Le Scao et al. 2022).
+TEST(PlanSearch, Bloom176bOn384A100sFindsUnevenPipelinesOfTwelveStages) {
+  const PlanRequest request = on("a100-80g", 384, 2048, 2048);
+  const PlanSearchResult result = search("bloom-176b", request);
+  ASSERT_FALSE(result.plans.empty());
+  bool bloom_layout = false;
+  for (const Candidate& c : result.plans) {
+    EXPECT_NE(70 % c.request.layout.pp, 0) << describe_plan(c.request);
+    bloom_layout = bloom_layout || (c.request.layout.pp == 12 && c.request.layout.tp == 4 && c.request.layout.dp == 8);
+  }
+  EXPECT_TRUE(bloom_layout);
+  expect_every_plan_fits(testing::shipped_model("bloom-176b"), request, result);
+}
+
 TEST(PlanSearch, PlansAreRankedByThroughputAndTheGlobalBatchIsKept) {
   const PlanRequest request = on("h100-80g", 8, 64, 1024);
   const PlanSearchResult result = search("gpt2-medium", request);
@@ -132,6 +149,40 @@ TEST(PlanSearch, NothingFitsSaysWhatWould) {
   }
 }
 
+// A --tp that the model or the cluster rules out names the sizes that work.
+TEST(PlanSearch, TensorParallelSizesThatDivideNothingNameTheOnesThatDo) {
+  const PlanRequest bloom = [] {
+    PlanRequest r = on("a100-80g", 384, 2048, 2048);
+    r.tp = 3;
+    return r;
+  }();
+  EXPECT_EQ(search_plans(testing::shipped_model("bloom-176b"), bloom).error().message,
+            "--tp 3 does not divide num_attention_heads 112 of bloom-176b; use --tp 1, 2, 4, 8 (dividing the heads, key/value heads and MLP width, "
+            "within a node of 8)");
+  PlanRequest llama = on("h100-80g", 8, 64, 1024);
+  llama.tp = 3;
+  EXPECT_EQ(search_plans(testing::shipped_model("llama-2-7b"), llama).error().message, "--tp 3 does not divide the 8 GPUs; use --tp 1, 2, 4, 8");
+}
+
+// When nothing fits even on 64 times as many GPUs, the last suggestion says
+// why: what takes the closest miss's memory there, and the input to change.
+TEST(PlanSearch, NothingFitsAnywhereNamesTheRealReason) {
+  PlanRequest ddp = on("h100-80g", 8, 64, 1024);
+  ddp.plugins = {PluginKind::torch_ddp};
+  const PlanSearchResult replicated = search("llama-2-70b", ddp);
+  ASSERT_TRUE(replicated.plans.empty());
+  EXPECT_NE(replicated.suggestions.back().find("most of it optimizer_states; more GPUs do not shard it under --plugin torch_ddp"),
+            std::string::npos)
+      << replicated.suggestions.back();
+  PlanRequest long_sequence = on("rtx4090-24g", 1, 1, 1 << 20);
+  long_sequence.cluster = make_cluster(testing::shipped_gpu("rtx4090-24g"), 1, 1, 400).value();
+  const PlanSearchResult one_sample = search("llama-2-7b", long_sequence);
+  ASSERT_TRUE(one_sample.plans.empty());
+  EXPECT_NE(one_sample.suggestions.back().find("which grows with the 1048576 tokens of a sample; use a shorter --seq"), std::string::npos)
+      << one_sample.suggestions.back();
+  for (const std::string& s : replicated.suggestions) EXPECT_EQ(s.find("check --global-batch"), std::string::npos) << s;
+}
+
 TEST(PlanSearch, BadRequestsNameTheOption) {
   const Model model = testing::shipped_model("gpt2");
   PlanRequest request = on("h100-80g", 8, 64, 1024);
@@ -162,7 +213,7 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
       {8, [](PlanRequest& r) { r.dp = 4, r.tp = 4; }, "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs"},
       {8, [](PlanRequest& r) { r.dp = 4, r.plugins = {PluginKind::torch_ddp}; },
        "--dp 4 on 8 GPUs leaves a factor of 2 to --tp or --pp, which need --plugin hybrid_parallel (torch_ddp is data parallel only)"},
-      {40, [](PlanRequest& r) { r.pp = 5; }, "--pp 5 does not divide the 12 layers of gpt2 (the search gives every stage as many layers)"},
+      {40, [](PlanRequest& r) { r.pp = 20; }, "--pp 20 exceeds the 12 layers of gpt2; use at most --pp 12"},
       {8, [](PlanRequest& r) { r.zero_stage = 3; },
        "--zero-stage 3: the search tries stages 0 to 2; for ZeRO-3 use --plugin torch_fsdp or gemini without --zero-stage"},
       {8, [](PlanRequest& r) { r.zero_stage = 1, r.plugins = {PluginKind::gemini}; }, "--zero-stage 1 does not apply to --plugin gemini: "},
@@ -188,11 +239,15 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
     EXPECT_EQ(s.error().message.rfind(c.message, 0), 0u) << s.error().message;
     EXPECT_EQ(search_plans(model, request).error().message, s.error().message) << "the search refuses the same way";
   }
-  // With no filter at all: gpt2-xl's 25 heads and 48 layers allow no layout of 32 GPUs with dp 1.
-  const Status batch = validate_plan_filters(testing::shipped_model("gpt2-xl"), on("h100-80g", 32, 1, 1024));
+  // With no filter at all: gpt2-xl's 25 heads and 48 layers allow no layout of
+  // 64 GPUs with dp 1 (tp 1 or 5 within a node, at most 48 stages); the
+  // smallest data-parallel size is 2 (pp 32), so a batch of 2 would do.
+  const Status batch = validate_plan_filters(testing::shipped_model("gpt2-xl"), on("h100-80g", 64, 1, 1024));
   ASSERT_FALSE(batch.ok());
   EXPECT_EQ(batch.error().message,
-            "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 32 GPUs; use a multiple of 32");
+            "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 64 GPUs (data-parallel sizes 2, 4, 8, "
+            "16, 32, 64); use a multiple of 2");
+  EXPECT_FALSE(search("gpt2-xl", on("h100-80g", 64, 2, 1024)).plans.empty());
 }
 
 TEST(PlanSearch, FiltersThatLeaveCandidatesPass) {

@@ -88,6 +88,22 @@ TEST_F(Simulator, InterleavingDividesTheBubbleByTheChunks) {
   EXPECT_EQ(receives, (4 * 2 - 1) * 16) << "every virtual stage but the first receives each micro-batch";
 }
 
+// Uneven stages: llama-2-7b's 32 layers on 5 stages are 6, 7, 7, 6, 6. Each
+// stage's passes take its own blocks' time, and the step waits for the
+// slowest: at least m of its forward and backward passes.
+TEST_F(Simulator, UnevenStagesRunAtTheirOwnPaceAndTheSlowestSetsTheStep) {
+  const StepSimulation s = run(pipeline(5, 10, PipelineSchedule::one_f_one_b), 400, true);
+  double forward[5] = {}, backward[5] = {};
+  for (const TraceEvent& e : s.events) {
+    if (e.lane % 2 != 0) continue;  // compute lanes only
+    (e.category == std::string("forward") ? forward : backward)[e.lane / 2] = e.duration_s;
+  }
+  EXPECT_NEAR(forward[1] / forward[0], 7.0 / 6.0, 1e-9);
+  EXPECT_NEAR(forward[2], forward[1], 1e-12);
+  EXPECT_NEAR(forward[3], forward[0], 1e-12);
+  EXPECT_GE(s.step_time_s, 10 * (forward[1] + backward[1]));
+}
+
 TEST_F(Simulator, TimelineEndsAtTheStepTime) {
   const StepSimulation s = run(pipeline(2, 4, PipelineSchedule::one_f_one_b), 400, true);
   ASSERT_FALSE(s.events.empty());

@@ -40,7 +40,8 @@ struct RankMemory {
   int64_t device_total = 0;
   int64_t host_total = 0;
   int64_t gpu_capacity = 0;     // the GPU's total memory
-  int64_t margin = 0;           // capacity - device_total; negative when it does not fit
+  int64_t headroom = 0;         // what the plan must leave free (Assumptions::memory_headroom)
+  int64_t margin = 0;           // capacity - headroom - device_total; negative when it does not fit
   bool fits() const { return margin >= 0; }
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tessera/planner/training_config.h"
@@ -18,6 +19,13 @@ struct StageLayers {
 // Blocks per stage: L / pp each, the remainder going one each to the middle
 // stages (ColossalAI PipelineStageManager.distribute_layers: the first and last
 // stages also hold the embedding and the head, so they get the fewer blocks).
+// Where pp does not divide L this is the uneven split that Megatron-LM's
+// --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers
+// express (NVIDIA/Megatron-LM@307dcf37f03d44da131ba21999278abe4112d2ad,
+// megatron/training/arguments.py: with either set, L need not divide by pp)
+// and that Llama 3 405B ran: 126 layers on 16 stages, "one Transformer layer
+// less each on the first and the last stages" (Llama Team, "The Llama 3 Herd
+// of Models", 2024, §3.3.2): 7, 8 × 14, 7. BLOOM-176B's 70 on 12: 5, 6 × 10, 5.
 std::vector<StageLayers> split_layers(int num_layers, int pp);
 
 // The model chunks of every stage: the blocks split over pp · chunks virtual
@@ -25,6 +33,10 @@ std::vector<StageLayers> split_layers(int num_layers, int pp);
 // (Narayanan et al. 2021, §2.2.2; ColossalAI PipelineStageManager.get_stage_index).
 // One chunk per stage without interleaving.
 std::vector<std::vector<StageLayers>> stage_chunks(int num_layers, int pp, int chunks);
+
+// Blocks per stage (all its chunks together) in stage order, runs of equal
+// counts folded: "5, 6 × 10, 5" for 70 layers on 12 stages.
+std::string describe_layer_split(int num_layers, int pp, int chunks);
 
 enum class PipelinePass { forward, backward };
 

@@ -122,6 +122,14 @@ struct Assumptions {
   // Gemini "auto" keeps device use under this fraction of the GPU, after
   // ColossalAI's steady_cuda_cap_ratio (0.9).
   double auto_placement_cuda_fraction = 0.9;
+  // What a plan must leave free on every GPU (--memory-headroom): these bytes
+  // plus this fraction of the GPU's memory; 0 and 0 = none. The user's margin
+  // (other processes, a safety allowance), not a figure of the runtime.
+  int64_t memory_headroom_bytes = 0;
+  double memory_headroom_fraction = 0;
+  int64_t memory_headroom(int64_t gpu_memory_bytes) const {
+    return memory_headroom_bytes + static_cast<int64_t>(memory_headroom_fraction * static_cast<double>(gpu_memory_bytes));
+  }
 };
 
 struct EstimateRequest {

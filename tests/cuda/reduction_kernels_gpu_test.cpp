@@ -4,6 +4,7 @@
 // overflow flag. Skipped without a CUDA device; run by tools/gpu-check.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -36,6 +37,16 @@ const NormSize kNormSizes[] = {{1, 1}, {3, 1}, {5, 7}, {7, 33}, {2, 255}, {3, 25
 
 using NormsOnGpu = GpuTest;
 
+// A gradient that sums n terms, stored in T, against the CPU's: the fp32 sums
+// differ by sum_tolerance(n) of the terms' magnitudes (nvcc's fused
+// multiply-adds and the block's order of partial sums; first seen on an H100,
+// data/measurements/2026-11-24-nvidia-h100-80gb-hbm3.json), and a 16-bit
+// result may round to the neighbouring value.
+template <typename T>
+double gradient_tolerance(int64_t n_terms) {
+  return std::max(reduction_tolerance<T>(), kernels::testing::sum_tolerance(n_terms));
+}
+
 template <typename T>
 void check_layernorm(NormSize size) {
   const NormCase<T> c = layernorm_case<T>(size.N, size.C);
@@ -50,9 +61,9 @@ void check_layernorm(NormSize size) {
   expect_close("gpu layernorm out " + c.at, out.host(), c.out, reduction_tolerance<T>());
   expect_close("gpu layernorm mean " + c.at, mean.host(), c.mean, reduction_tolerance<float>());
   expect_close("gpu layernorm rstd " + c.at, rstd.host(), c.rstd, reduction_tolerance<float>());
-  expect_close("gpu layernorm dinp " + c.at, dinp.host(), c.dinp, reduction_tolerance<T>());
-  expect_close("gpu layernorm dweight " + c.at, dweight.host(), c.dweight, reduction_tolerance<T>());
-  expect_close("gpu layernorm dbias " + c.at, dbias.host(), c.dbias, reduction_tolerance<T>());
+  expect_close("gpu layernorm dinp " + c.at, dinp.host(), c.dinp, gradient_tolerance<T>(C), c.dinp_magnitude);
+  expect_close("gpu layernorm dweight " + c.at, dweight.host(), c.dweight, gradient_tolerance<T>(N), c.dweight_magnitude);
+  expect_close("gpu layernorm dbias " + c.at, dbias.host(), c.dbias, gradient_tolerance<T>(N), c.dbias_magnitude);
 }
 
 template <typename T>
@@ -66,8 +77,8 @@ void check_rmsnorm(NormSize size) {
   EXPECT_EQ(rmsnorm_backward(dinp.get(), dweight.get(), dout.get(), inp.get(), weight.get(), cpu_rstd.get(), N, C, workspace.get(), nullptr), cudaSuccess);
   expect_close("gpu rmsnorm out " + c.at, out.host(), c.out, reduction_tolerance<T>());
   expect_close("gpu rmsnorm rstd " + c.at, rstd.host(), c.rstd, reduction_tolerance<float>());
-  expect_close("gpu rmsnorm dinp " + c.at, dinp.host(), c.dinp, reduction_tolerance<T>());
-  expect_close("gpu rmsnorm dweight " + c.at, dweight.host(), c.dweight, reduction_tolerance<T>());
+  expect_close("gpu rmsnorm dinp " + c.at, dinp.host(), c.dinp, gradient_tolerance<T>(C), c.dinp_magnitude);
+  expect_close("gpu rmsnorm dweight " + c.at, dweight.host(), c.dweight, gradient_tolerance<T>(N), c.dweight_magnitude);
 }
 
 TEST_F(NormsOnGpu, LayerNormMatchesCpuOp) {
@@ -95,8 +106,10 @@ void check_cross_entropy(int64_t N, int64_t V, int64_t valid) {
   DeviceBuffer<int32_t> targets(c.targets);
   DeviceBuffer<float> losses(N);
   EXPECT_EQ(fused_cross_entropy(losses.get(), logits.get(), targets.get(), N, V, valid, 1.0f, true, nullptr), cudaSuccess);
-  expect_close("gpu cross-entropy losses " + c.at, losses.host(), c.losses, reduction_tolerance<float>());
-  expect_close("gpu cross-entropy dlogits " + c.at, logits.host(), c.dlogits, reduction_tolerance<T>());
+  // The softmax's denominator adds V positive terms, so its relative error,
+  // and with it each probability's and the loss's absolute error, is sum_tolerance(V).
+  expect_close("gpu cross-entropy losses " + c.at, losses.host(), c.losses, gradient_tolerance<float>(V));
+  expect_close("gpu cross-entropy dlogits " + c.at, logits.host(), c.dlogits, gradient_tolerance<T>(V));
 }
 
 TEST_F(CrossEntropyOnGpu, FusedCrossEntropyMatchesCpuOp) {

@@ -71,23 +71,42 @@ double elementwise_tolerance() {
   }
 }
 
-// max |got − want| / max(1, |want|): relative for large values, absolute near 0.
+// The tolerance of an fp32 sum of n terms that two programs add in different
+// orders (a GPU's tree of partial sums against the CPU's loop, fused
+// multiply-adds or not), relative to the sum of the terms' magnitudes Σ|x|:
+// each program's error stays below λ·√n·u·Σ|x| with high probability (Higham
+// and Mary, "A New Approach to Probabilistic Rounding Error Analysis", SIAM J.
+// Sci. Comput. 41(5), 2019, Theorem 3.1; u = 2^-24, λ = 4), and the two
+// programs' results differ by at most twice that. Not the worst case, (n−1)·u·Σ|x|,
+// which no real sum comes near.
+inline double sum_tolerance(int64_t n_terms) {
+  return 2 * 4 * std::sqrt(static_cast<double>(n_terms)) * std::ldexp(1.0, -24);
+}
+
+// max |got − want| / max(1, |want|, magnitude): relative for large values,
+// absolute near 0. `magnitudes`, where given, is what each output's rounding
+// error scales with when that is more than the output itself: the Σ|x| of
+// the terms a sum cancels, or the factor an ill-conditioned formula
+// multiplies an input's error by.
 template <typename A, typename B>
-double max_error(const std::vector<A>& got, const std::vector<B>& want) {
+double max_error(const std::vector<A>& got, const std::vector<B>& want, const std::vector<double>& magnitudes = {}) {
   EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(magnitudes.empty() || magnitudes.size() == want.size());
   double worst = 0;
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
     const double g = static_cast<double>(widen(got[i])), w = static_cast<double>(widen(want[i]));
-    const double error = std::abs(g - w) / std::max(1.0, std::abs(w));
+    const double scale = std::max({1.0, std::abs(w), magnitudes.empty() ? 0.0 : magnitudes[i]});
+    const double error = std::abs(g - w) / scale;
     worst = std::isnan(error) || std::isnan(worst) ? NAN : std::max(worst, error);
   }
   return worst;
 }
 
-// Expects max_error(got, want) <= tolerance, records and prints it under `what`.
+// Expects max_error(got, want, magnitudes) <= tolerance, records and prints it under `what`.
 template <typename A, typename B>
-void expect_close(const std::string& what, const std::vector<A>& got, const std::vector<B>& want, double tolerance) {
-  const double error = max_error(got, want);
+void expect_close(const std::string& what, const std::vector<A>& got, const std::vector<B>& want, double tolerance,
+                  const std::vector<double>& magnitudes = {}) {
+  const double error = max_error(got, want, magnitudes);
   ::testing::Test::RecordProperty("max_error " + what, std::to_string(error));
   std::printf("  %-48s max error %.3g (tolerance %.3g)\n", what.c_str(), error, tolerance);
   EXPECT_LE(error, tolerance) << what;

@@ -3,6 +3,7 @@
 // tests (tests/kernels) and the GPU tests (tests/cuda).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +26,42 @@ struct NormCase {
   std::vector<T> inp, weight, bias, dout, dinp0, dweight0, dbias0;
   std::vector<T> out, dinp, dweight, dbias;
   std::vector<float> mean, rstd;
+  // What each gradient's rounding error scales with (max_error's magnitudes):
+  // the Σ|x| of the terms its sums add, the starting gradient included.
+  std::vector<double> dinp_magnitude, dweight_magnitude, dbias_magnitude;
 };
+
+// The magnitudes of a norm's gradient terms. With n = (x − mean)·rstd (RMSNorm:
+// x·rstd) and g = weight·dout, LayerNorm's dinp = rstd·(g − mean(g) − n·mean(g·n))
+// (RMSNorm's has no mean(g) term), dweight = Σ_rows dout·n, dbias = Σ_rows dout.
+// A row of C = 1 is the extreme case: rstd = 1/√eps multiplies a difference
+// of equal terms, so dinp is rounding noise of size rstd·|g|.
+template <typename T>
+void set_norm_gradient_magnitudes(NormCase<T>& c, bool centred) {
+  const int64_t N = c.N, C = c.C;
+  c.dinp_magnitude.assign(N * C, 0.0), c.dweight_magnitude.assign(C, 0.0), c.dbias_magnitude.assign(C, 0.0);
+  for (int64_t j = 0; j < C; ++j) {
+    c.dweight_magnitude[j] = std::abs(widen(c.dweight0[j]));
+    if (centred) c.dbias_magnitude[j] = std::abs(widen(c.dbias0[j]));
+  }
+  for (int64_t row = 0; row < N; ++row) {
+    const double rstd = c.rstd[row], mean = centred ? c.mean[row] : 0.0;
+    double mean_abs_g = 0, mean_abs_gn = 0;
+    std::vector<double> norm(C), g(C);
+    for (int64_t j = 0; j < C; ++j) {
+      const double dout = widen(c.dout[row * C + j]);
+      norm[j] = (widen(c.inp[row * C + j]) - mean) * rstd;
+      g[j] = widen(c.weight[j]) * dout;
+      mean_abs_g += std::abs(g[j]) / C, mean_abs_gn += std::abs(g[j] * norm[j]) / C;
+      c.dweight_magnitude[j] += std::abs(dout * norm[j]);
+      if (centred) c.dbias_magnitude[j] += std::abs(dout);
+    }
+    for (int64_t j = 0; j < C; ++j) {
+      c.dinp_magnitude[row * C + j] = std::abs(widen(c.dinp0[row * C + j])) +
+                                      rstd * (std::abs(g[j]) + (centred ? mean_abs_g : 0.0) + std::abs(norm[j]) * mean_abs_gn);
+    }
+  }
+}
 
 template <typename T>
 NormCase<T> norm_inputs(int64_t N, int64_t C, bool with_bias) {
@@ -46,6 +82,7 @@ NormCase<T> layernorm_case(int64_t N, int64_t C) {
   c.mean.resize(N);
   cpu::layernorm_forward(c.out.data(), c.mean.data(), c.rstd.data(), c.inp.data(), c.weight.data(), c.bias.data(), N, C, kNormEps);
   cpu::layernorm_backward(c.dinp.data(), c.dweight.data(), c.dbias.data(), c.dout.data(), c.inp.data(), c.weight.data(), c.mean.data(), c.rstd.data(), N, C);
+  set_norm_gradient_magnitudes(c, true);
   return c;
 }
 
@@ -54,6 +91,7 @@ NormCase<T> rmsnorm_case(int64_t N, int64_t C) {
   NormCase<T> c = norm_inputs<T>(N, C, false);
   cpu::rmsnorm_forward(c.out.data(), c.rstd.data(), c.inp.data(), c.weight.data(), N, C, kNormEps);
   cpu::rmsnorm_backward(c.dinp.data(), c.dweight.data(), c.dout.data(), c.inp.data(), c.weight.data(), c.rstd.data(), N, C);
+  set_norm_gradient_magnitudes(c, false);
   return c;
 }
 

@@ -65,7 +65,7 @@ def time_steps(torch, step, tokens, warmup, steps):
         loss = step(tokens)
     torch.cuda.synchronize()
     seconds = (time.perf_counter() - start) / steps
-    return seconds, float(loss), torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    return seconds, loss.item(), torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
 
 
 def measure(torch, transformers, name, shape, seq, peak_tflops, steps):

@@ -66,7 +66,7 @@ EstimateRequest cpu_request(EstimateRequest r) {
 // the engine does not run yet (tensor and pipeline parallelism, FSDP, Gemini)
 // or does its own way (its DDP buckets are always views of the gradients):
 // refused rather than silently ignored.
-constexpr const char* kClusterOnlyOptions[] = {"--sequence-parallel", "--gradient-as-bucket-view", "--pp-schedule", "--model-chunks"};
+constexpr const char* kClusterOnlyOptions[] = {"--gradient-as-bucket-view", "--pp-schedule", "--model-chunks"};
 // What a plan file sets; given beside --plan they would be overridden.
 constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--activation-profile"};
 constexpr const char* kLossScalerOptions[] = {"--loss-scale", "--loss-scale-window", "--hysteresis"};
@@ -85,17 +85,17 @@ Status check_given_options(const TrainCliOptions& o) {
 
 // What the engine cannot run yet, named by the option that asks for it; the
 // plugin itself is checked against the model (check_data_parallel_supported).
-Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, int ranks, bool dry_run) {
+Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, int ranks) {
   if (gpu != "cpu") return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": the engine trains on the CPU so far; leave --gpu out (or --gpu cpu)");
-  if (r.layout.pp != 1 || (r.layout.tp != 1 && !dry_run)) {
-    return make_error(ErrorCode::unsupported, "--tp/--pp: the engine trains data parallelism so far, and its dry run tensor parallelism too (tp " +
-                                                  std::to_string(r.layout.tp) + ", pp " + std::to_string(r.layout.pp) + "); plan with --tp 1 --pp 1" +
-                                                  (r.layout.pp == 1 ? ", or add --dry-run" : ""));
+  if (r.layout.pp != 1) {
+    return make_error(ErrorCode::unsupported, "--pp " + std::to_string(r.layout.pp) +
+                                                  ": the engine trains data and tensor parallelism so far, not pipelines; plan with --pp 1");
   }
-  if (r.layout.dp != ranks) {
-    return make_error(ErrorCode::invalid_argument, "--dp " + std::to_string(r.layout.dp) + " but " +
-                                                       (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks) + " ranks") +
-                                                       "; launch with mpirun -np " + std::to_string(r.layout.dp) + " tessera train ...");
+  if (r.layout.world_size() != ranks) {
+    const std::string layout = "dp " + std::to_string(r.layout.dp) + " × tp " + std::to_string(r.layout.tp);
+    return make_error(ErrorCode::invalid_argument, layout + " needs " + std::to_string(r.layout.world_size()) + " ranks but " +
+                                                       (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks)) +
+                                                       "; launch with mpirun -np " + std::to_string(r.layout.world_size()) + " tessera train ...");
   }
   if (r.training.activation_profile != ActivationProfile::tessera) {
     return make_error(ErrorCode::unsupported, "--activation-profile " + std::string(enum_name(r.training.activation_profile)) +
@@ -139,14 +139,18 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   // Rank 0's calls and payload bytes per collective over the run (comm_types.h
   // defines the payload), the time it waited in them and the time they were in
   // flight (longer where a call ran under compute: DDP's buckets in backward).
-  json communication = json::object();
-  for (const auto& entry : engine::comm::kCollectiveNames) {
-    communication[std::string(entry.name)] = json{{"calls", m.communication.calls_of(entry.value)},
-                                                  {"bytes", m.communication.bytes_of(entry.value)},
-                                                  {"seconds", m.communication.seconds_of(entry.value)},
-                                                  {"in_flight_seconds", m.communication.in_flight_seconds_of(entry.value)}};
-  }
-  out["communication"] = communication;
+  const auto counters_json = [](const engine::comm::CommCounters& counters) {
+    json collectives = json::object();
+    for (const auto& entry : engine::comm::kCollectiveNames) {
+      collectives[std::string(entry.name)] = json{{"calls", counters.calls_of(entry.value)},
+                                                  {"bytes", counters.bytes_of(entry.value)},
+                                                  {"seconds", counters.seconds_of(entry.value)},
+                                                  {"in_flight_seconds", counters.in_flight_seconds_of(entry.value)}};
+    }
+    return collectives;
+  };
+  out["communication"] = counters_json(m.communication);  // in rank 0's data-parallel group
+  if (request.layout.tp > 1) out["tensor_parallel_communication"] = counters_json(m.tensor_parallel_communication);
   out["chunk_moves"] = m.chunk_moves;
   out["loss"] = m.loss;
   out["grad_norm"] = m.grad_norm;  // null where an fp16 step was skipped
@@ -308,7 +312,7 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (!estimate) return fail(err, estimate.error().message);
   engine::TrainOptions t = options;
   resolve_auto_placement(estimate.value(), t.plugin);
-  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model, ranks); !s) return fail(err, s.error().message);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model, request.layout.dp); !s) return fail(err, s.error().message);
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return fail(err, config_text.error().message);
   config_text = checkpoint_config_text(config_text.value());
@@ -365,8 +369,8 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   } else if (!o.given.contains("--dp") && !o.dry_run) {
     o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
   }
-  const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.dp) : world.size();
-  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, ranks, o.dry_run); !s) return failed(s.error().message);
+  const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.world_size()) : world.size();
+  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, ranks); !s) return failed(s.error().message);
   auto options = engine_options(o);
   if (!options) return failed(options.error().message);
   engine::TrainOptions t = std::move(options).value();
@@ -380,7 +384,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);
   resolve_auto_placement(estimate.value(), t.plugin);
-  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), ranks); !s) return failed(s.error().message);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), request.layout.dp); !s) return failed(s.error().message);
   auto data_bytes = engine::token_memory_bytes(t.data_path);
   if (!data_bytes) return failed(data_bytes.error().message);
   if (Status s = check_memory(o.estimate.model, estimate.value(), data_bytes.value()); !s) return failed(s.error().message);
@@ -417,6 +421,9 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   auto groups = engine::make_process_groups(world, request.layout);
   if (!groups) return failed(groups.error().message);
   t.data_parallel_group = groups->data.get();
+  t.tensor_parallel_group = groups->tensor.get();
+  t.sequence_parallel = request.layout.sequence_parallel;
+  t.world_group = &world;
   t.model_config_text = config_text.value();
   t.on_save = [&](const engine::TrainMetrics& m) -> Status {
     return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n", "--out");

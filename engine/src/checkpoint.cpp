@@ -12,6 +12,7 @@
 #include "tessera/engine/safetensors.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
 namespace {
@@ -182,6 +183,25 @@ Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::st
   return files;
 }
 
+Result<std::vector<CheckpointFile>> write_consolidated_checkpoint_files(const std::string& directory, const planner::Model& model,
+                                                                       const float* weights, const std::vector<const float*>& states,
+                                                                       const OptimizerShard& optimizer, planner::OptimizerKind kind,
+                                                                       const TrainingPosition& position) {
+  const auto suffixes = state_suffixes(kind);
+  if (states.size() != suffixes.size()) return make_error(ErrorCode::invalid_argument, "write_consolidated_checkpoint_files: one flat buffer per optimizer state");
+  std::vector<TensorView> weight_views, state_views;
+  for (const planner::FlatParameter& flat : planner::flat_parameter_order(model.inventory)) {
+    const planner::TensorInfo& tensor = model.inventory.tensors[static_cast<size_t>(flat.tensor_index)];
+    weight_views.push_back({tensor.name, tensor.shape, weights + flat.offset});
+    for (size_t s = 0; s < suffixes.size(); ++s) state_views.push_back({tensor.name + suffixes[s], tensor.shape, states[s] + flat.offset});
+  }
+  auto model_file = write_safetensors(directory + "/" + kModelFileName, weight_views, {{"format", "pt"}, {"step", std::to_string(position.step)}});
+  if (!model_file) return model_file.error();
+  auto optimizer_file = write_safetensors(directory + "/" + kOptimizerFileName, state_views, position_metadata(optimizer, kind, position));
+  if (!optimizer_file) return optimizer_file.error();
+  return std::vector<CheckpointFile>{{kModelFileName, model_file.value()}, {kOptimizerFileName, optimizer_file.value()}};
+}
+
 Status load_model_weights(const std::string& dir, Transformer<float>& model) {
   auto restored = restore_weights(dir + "/" + kModelFileName, model, [&](size_t p) { return model.parameters()[p].data(); });
   return restored ? Status::success() : Status(restored.error());
@@ -218,16 +238,48 @@ Result<TrainingPosition> read_position(const std::map<std::string, std::string>&
 
 namespace {
 
+// Reads pieces of this rank's parameters from a file of whole tensors: a
+// contiguous part of each tensor, or under tensor parallelism the elements of
+// the whole tensor that this rank's part holds (planner::for_each_tp_element;
+// a padding row of the vocabulary reads as 0).
+class PieceReader {
+ public:
+  PieceReader(const SafetensorsReader& file, const planner::Model& description, TensorParallelRank tp)
+      : file_(file), description_(description), tp_(tp), order_(planner::flat_parameter_order(description.inventory)) {}
+
+  // `numel` elements of parameter p (named `name` + `suffix`, of this rank's
+  // shape `local_shape`) from element `offset` of this rank's part, into `out`.
+  Status read(size_t p, const std::string& name, const std::vector<int64_t>& local_shape, int64_t offset, int64_t numel, float* out) {
+    if (tp_.size == 1) return file_.read_part(name, local_shape, offset, numel, out);
+    const planner::TensorInfo& tensor = description_.inventory.tensors[static_cast<size_t>(order_[p].tensor_index)];
+    whole_.resize(static_cast<size_t>(tensor.numel()));
+    if (Status s = file_.read(name, tensor.shape, whole_.data()); !s) return s;
+    planner::for_each_tp_element(tensor, tp_.size, tp_.rank, [&](int64_t local, int64_t full) {
+      if (local >= offset && local < offset + numel) out[local - offset] = full < 0 ? 0.0f : whole_[static_cast<size_t>(full)];
+    });
+    return Status::success();
+  }
+
+ private:
+  const SafetensorsReader& file_;
+  const planner::Model& description_;
+  TensorParallelRank tp_;
+  std::vector<planner::FlatParameter> order_;
+  std::vector<float> whole_;
+};
+
 // The fp32 weights of every piece of the optimizer's shard, from model.safetensors.
 template <typename T>
-Status restore_piece_weights(const std::string& path, int64_t step, const Transformer<T>& model, OptimizerShard& optimizer) {
+Status restore_piece_weights(const std::string& path, int64_t step, const planner::Model& description, const Transformer<T>& model,
+                             OptimizerShard& optimizer, TensorParallelRank tp) {
   auto weights = SafetensorsReader::open(path);
   if (!weights) return weights.error();
   if (Status s = check_step(weights->metadata(), step, path); !s) return s;
+  PieceReader reader(weights.value(), description, tp);
   for (const planner::ShardPiece& piece : optimizer.pieces()) {
     const auto p = static_cast<size_t>(piece.parameter);
-    if (Status s = weights->read_part(model.parameter_names()[p], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
-                                      optimizer.weights() + piece.offset_in_shard);
+    if (Status s = reader.read(p, model.parameter_names()[p], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
+                               optimizer.weights() + piece.offset_in_shard);
         !s) {
       return s;
     }
@@ -251,20 +303,27 @@ Result<int> saved_ranks(const CommittedCheckpoint& checkpoint) {
 
 template <typename T>
 Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& description, Transformer<T>& model,
-                                         OptimizerShard& optimizer, planner::OptimizerKind kind) {
+                                         OptimizerShard& optimizer, planner::OptimizerKind kind, TensorParallelRank tp) {
   const int64_t step = checkpoint.manifest.step;
-  if (Status s = restore_piece_weights(checkpoint.file(kModelFileName), step, model, optimizer); !s) return s.error();
-  const auto suffixes = state_suffixes(kind);
   const std::string whole_path = checkpoint.file(kOptimizerFileName);
-  if (std::filesystem::exists(whole_path)) {
+  const bool whole_states = std::filesystem::exists(whole_path);
+  if (tp.size > 1 && !whole_states) {
+    return make_error(ErrorCode::unsupported, "--resume: " + checkpoint.directory +
+                                                  " keeps its optimizer states as shards of a data-parallel layout, which load into --tp 1 only; "
+                                                  "resume it with --tp 1");
+  }
+  if (Status s = restore_piece_weights(checkpoint.file(kModelFileName), step, description, model, optimizer, tp); !s) return s.error();
+  const auto suffixes = state_suffixes(kind);
+  if (whole_states) {
     // Whole tensors under their names: each piece is a part of one.
     auto states = SafetensorsReader::open(whole_path);
     if (!states) return states.error();
+    PieceReader reader(states.value(), description, tp);
     for (const planner::ShardPiece& piece : optimizer.pieces()) {
       const auto p = static_cast<size_t>(piece.parameter);
       for (size_t s = 0; s < suffixes.size(); ++s) {
-        if (Status read = states->read_part(model.parameter_names()[p] + suffixes[s], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
-                                            optimizer.state(static_cast<int>(s)) + piece.offset_in_shard);
+        if (Status read = reader.read(p, model.parameter_names()[p] + suffixes[s], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
+                                      optimizer.state(static_cast<int>(s)) + piece.offset_in_shard);
             !read) {
           return read.error();
         }
@@ -324,7 +383,7 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
   template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,               \
                                                                       planner::OptimizerKind, const TrainingPosition&);                  \
   template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, const planner::Model&, Transformer<T>&, OptimizerShard&,      \
-                                                    planner::OptimizerKind);                                                                 \
+                                                    planner::OptimizerKind, TensorParallelRank);                                             \
   template Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,        \
                                                                               planner::OptimizerKind, const TrainingPosition&, int, int,  \
                                                                               const float*, const std::map<std::string, std::string>&);

@@ -32,6 +32,15 @@ std::vector<bool> decay_mask(const std::vector<std::vector<int64_t>>& shapes) {
   return mask;
 }
 
+// Which of a tensor-parallel rank's parameters are whole on every rank of its group.
+std::vector<bool> replicated_parameters(const planner::Model& part) {
+  std::vector<bool> replicated;
+  for (const planner::FlatParameter& flat : planner::flat_parameter_order(part.inventory)) {
+    replicated.push_back(part.inventory.tensors[static_cast<size_t>(flat.tensor_index)].tp_split == planner::TpSplit::replicated);
+  }
+  return replicated;
+}
+
 void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, double loss, double tokens_per_s, double elapsed_s, double done) {
   const double eta = elapsed_s / done * static_cast<double>(steps - step);
   char line[160];
@@ -98,7 +107,9 @@ class TrainingRun {
       : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data)),
         local_model_(planner::tp_rank_model(model, o.tensor_parallel_group != nullptr ? o.tensor_parallel_group->size() : 1)),
         own_group_(o.data_parallel_group == nullptr ? comm::make_local_communicator() : nullptr),
-        group_(o.data_parallel_group != nullptr ? *o.data_parallel_group : *own_group_) {
+        group_(o.data_parallel_group != nullptr ? *o.data_parallel_group : *own_group_),
+        world_(o.world_group != nullptr ? *o.world_group : group_),
+        tensor_group_(o.tensor_parallel_group != nullptr && o.tensor_parallel_group->size() > 1 ? o.tensor_parallel_group : nullptr) {
     if (o.dry_run) metrics_.ledger = MemoryLedger::dry_run();
   }
 
@@ -120,6 +131,14 @@ class TrainingRun {
     return layout;
   }
   bool stop_requested() const { return o_.stop_requested && o_.stop_requested(); }
+  // This rank's part of every tensor under tensor parallelism.
+  TensorParallelRank tensor_parallel_rank() const {
+    return tensor_group_ != nullptr ? TensorParallelRank{tensor_group_->size(), tensor_group_->rank()} : TensorParallelRank{};
+  }
+  // Whether a checkpoint is every rank's optimizer shard files (a sharded
+  // data-parallel run); a tensor-parallel run's is consolidated instead.
+  bool saves_shard_files() const { return tensor_group_ == nullptr && group_.size() > 1 && parallel_->sharded(); }
+  Result<std::vector<CheckpointFile>> write_consolidated(const std::string& directory, const TrainingPosition& position);
   bool weights_finite();
   Status save(int64_t step, int64_t data_position);
   Status commit_checkpoint(int64_t step, int64_t data_position);
@@ -144,11 +163,14 @@ class TrainingRun {
   // which data parallelism shards (the plugins see this one).
   const planner::Model local_model_;
   std::unique_ptr<comm::Communicator> own_group_;  // one rank, when no group was given
-  comm::Communicator& group_;
+  comm::Communicator& group_;                      // data parallelism
+  comm::Communicator& world_;                      // every rank of the run
+  comm::Communicator* tensor_group_;               // null without tensor parallelism
   // The ranks' bookkeeping (the loss, stop and save agreements, memory peaks)
   // on a communicator of its own, so that group_'s counters hold the training's traffic only.
   std::unique_ptr<comm::Communicator> control_;
   comm::CommCounters counted_before_;  // group_'s counters when the run began
+  comm::CommCounters tensor_counted_before_;  // tensor_group_'s
   std::optional<Transformer<T>> net_;
   std::unique_ptr<ParallelStrategy<T>> parallel_;
   // fp16 overflows above 65504 and underflows below 2^-24: its gradients need loss scaling.
@@ -165,11 +187,16 @@ class TrainingRun {
 template <typename T>
 Status TrainingRun<T>::prepare() {
   if (Status s = check_data_parallel_supported(o_.plugin, o_.precision, local_model_, group_.size()); !s) return s;
-  auto control = group_.split(0, group_.rank(), "control");
+  if (tensor_group_ != nullptr && o_.plugin.kind != planner::PluginKind::hybrid_parallel) {
+    return make_error(ErrorCode::invalid_argument, "--tp " + std::to_string(tensor_group_->size()) + ": tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
+  }
+  auto control = world_.split(0, world_.rank(), "control");
   if (!control) return control.error();
   control_ = std::move(control).value();
   counted_before_ = group_.counters();
+  if (tensor_group_ != nullptr) tensor_counted_before_ = tensor_group_->counters();
   parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_);
+  if (tensor_group_ != nullptr) parallel_->set_tensor_parallel(tensor_group_, replicated_parameters(local_model_));
   auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage(),
                                         o_.tensor_parallel_group, o_.sequence_parallel);
   if (!created) return created.error();
@@ -227,7 +254,7 @@ template <typename T>
 Status TrainingRun<T>::resume_from_checkpoint() {
   auto decided = checkpoint_to_resume();
   std::optional<CommittedCheckpoint> checkpoint = decided.ok() ? decided.value() : std::nullopt;
-  if (group_.size() > 1) {
+  if (world_.size() > 1) {
     double step = !decided.ok() ? -1.0 : checkpoint ? static_cast<double>(checkpoint->manifest.step) : 0.0;
     if (Status s = control_->broadcast(&step, &step, 1, comm::DataType::f64, 0); !s) return s;
     if (step < 0) return decided.ok() ? make_error(ErrorCode::invalid_argument, "--resume: rank 0 refused the checkpoint (its message says why)") : decided.error();
@@ -241,7 +268,7 @@ Status TrainingRun<T>::resume_from_checkpoint() {
     return decided.error();
   }
   if (!checkpoint) return Status::success();
-  auto position = load_checkpoint(*checkpoint, model_, *net_, optimizer(), o_.optimizer.kind);
+  auto position = load_checkpoint(*checkpoint, model_, *net_, optimizer(), o_.optimizer.kind, tensor_parallel_rank());
   auto loaded = all_ranks(position.ok());
   if (!loaded) return loaded.error();
   if (!position) return position.error();
@@ -276,6 +303,7 @@ Status TrainingRun<T>::save(int64_t step, int64_t data_position) {
   metrics_.tokens_per_s = steps_run > 0 ? tokens_per_step * steps_run / elapsed : 0.0;
   metrics_.achieved_flops_per_s = metrics_.tokens_per_s * (flops.forward + flops.backward);
   metrics_.communication = group_.counters().since(counted_before_);
+  if (tensor_group_ != nullptr) metrics_.tensor_parallel_communication = tensor_group_->counters().since(tensor_counted_before_);
   metrics_.chunk_moves = parallel_->chunk_moves();
   if (!saves()) return Status::success();
   auto peaks = gather_rank_peaks(*control_, metrics_.ledger);
@@ -296,15 +324,17 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
     return make_error(ErrorCode::invalid_argument, "the weights are not finite after step " + std::to_string(step) + "; the checkpoint at step " +
                                                        std::to_string(committed_step_) + " is kept; lower --lr");
   }
-  const bool sharded = group_.size() > 1 && parallel_->sharded();
-  if (group_.size() > 1 && !sharded && group_.rank() != 0) {  // replicated: rank 0 saves everything
+  const bool sharded = saves_shard_files();
+  const bool consolidated = tensor_group_ != nullptr;
+  const bool collective = sharded || consolidated;  // every rank takes part in the save
+  if (group_.size() > 1 && !collective && group_.rank() != 0) {  // replicated: rank 0 saves everything
     committed_step_ = metrics_.checkpoint_step = step;
     return Status::success();
   }
   RunDirectory* dir = o_.run_directory;
   Result<CheckpointStaging> staging = dir != nullptr ? dir->stage(step) : Result<CheckpointStaging>(CheckpointStaging{step, ""});
   const std::string rank0_failed = "rank 0 could not save the checkpoint of step " + std::to_string(step) + " (its message says why)";
-  if (sharded) {
+  if (collective) {
     auto staged = all_ranks(staging.ok());
     if (!staged) return staged.error();
     if (!staged.value()) return staging.ok() ? make_error(ErrorCode::io_error, rank0_failed) : staging.error();
@@ -313,10 +343,12 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
   if (!staging) return staging.error();
   const TrainingPosition position{step, data_position, scaler_ ? scaler_->state() : LossScalerState{}};
   Result<std::vector<CheckpointFile>> files = std::vector<CheckpointFile>{};
-  if (sharded) {
+  if (consolidated) {
+    files = write_consolidated(staging->directory, position);
+  } else if (sharded) {
     // Rank 0's copy of the whole model, for model.safetensors: save-time host memory, outside the training ledger.
     std::vector<float> weights(group_.rank() == 0 ? static_cast<size_t>(model_.parameter_count) : 0);
-    if (Status s = gather_optimizer_weights(group_, optimizer(), model_, o_.plugin, weights.empty() ? nullptr : weights.data()); !s) return s;
+    if (Status s = gather_shard_values(group_, optimizer(), optimizer().weights(), model_, o_.plugin, weights.empty() ? nullptr : weights.data()); !s) return s;
     files = write_sharded_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position, group_.rank(), group_.size(),
                                            weights.data(), shard_layout());
   } else {
@@ -331,7 +363,7 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
     }
   }
   if (dir != nullptr && committed) committed = commit_files(*dir, staging.value(), std::move(files).value(), step);
-  if (sharded) {
+  if (collective) {
     auto everywhere = all_ranks(committed.ok());
     if (!everywhere) return everywhere.error();
     if (!everywhere.value()) return committed.ok() ? make_error(ErrorCode::io_error, rank0_failed) : committed;
@@ -350,8 +382,35 @@ Status TrainingRun<T>::commit_files(RunDirectory& dir, const CheckpointStaging& 
     if (!config) return config.error();
     manifest.files.push_back({"config.json", config.value()});
   }
-  const bool sharded = group_.size() > 1 && parallel_->sharded();
+  const bool sharded = saves_shard_files();
   return dir.commit(staging, manifest, sharded ? std::vector<std::string>{kModelFileName} : std::vector<std::string>{kModelFileName, kOptimizerFileName});
+}
+
+// Tensor parallelism: each data-parallel group gathers its optimizer's shards
+// on its rank 0 (the part of the model its tp rank holds), the tensor-parallel
+// group of world rank 0 gathers those parts into whole tensors, and world rank
+// 0 writes them, weights and then each optimizer state. Save-time host memory,
+// outside the training ledger.
+template <typename T>
+Result<std::vector<CheckpointFile>> TrainingRun<T>::write_consolidated(const std::string& directory, const TrainingPosition& position) {
+  const bool holds_part = group_.rank() == 0, holds_whole = world_.rank() == 0;
+  const auto states = static_cast<int>(planner::optimizer_state_count(o_.optimizer.kind));
+  std::vector<std::vector<float>> whole(static_cast<size_t>(states + 1));
+  std::vector<float> part;
+  for (int v = 0; v <= states; ++v) {
+    const float* mine = v == 0 ? optimizer().weights() : optimizer().state(v - 1);
+    part.assign(holds_part ? static_cast<size_t>(local_model_.parameter_count) : 0, 0.0f);
+    if (Status s = gather_shard_values(group_, optimizer(), mine, local_model_, o_.plugin, holds_part ? part.data() : nullptr); !s) return s.error();
+    if (!holds_part) continue;  // the tensor-parallel groups of data-parallel rank 0 gather on
+    whole[static_cast<size_t>(v)].assign(holds_whole ? static_cast<size_t>(model_.parameter_count) : 0, 0.0f);
+    if (Status s = gather_tensor_parallel_parts(*tensor_group_, part.data(), model_, holds_whole ? whole[static_cast<size_t>(v)].data() : nullptr); !s) {
+      return s.error();
+    }
+  }
+  if (!holds_whole) return std::vector<CheckpointFile>{};
+  std::vector<const float*> state_values;
+  for (int v = 1; v <= states; ++v) state_values.push_back(whole[static_cast<size_t>(v)].data());
+  return write_consolidated_checkpoint_files(directory, model_, whole[0].data(), state_values, optimizer(), o_.optimizer.kind, position);
 }
 
 // A step whose loss or gradients are not finite: the optimizer has not
@@ -379,20 +438,27 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
   const int64_t k = o_.num_micro_batches, sequence_tokens = o_.micro_batch_size * o_.seq_len;
   loader_->seek(start_of_step_ + group_.rank() * k * sequence_tokens);
   double loss = 0;
+  // Under sequence parallelism the norms' gradients are partial sums until
+  // reduced over the tensor-parallel group after the last backward, so data
+  // parallelism starts no reduction inside backward.
+  const bool sequence_parallel = tensor_group_ != nullptr && o_.sequence_parallel;
   for (int64_t micro = 0; micro < k; ++micro) {
     // On several ranks the stop is agreed at step boundaries (run()), so that no rank abandons a step the others finish.
-    if (group_.size() == 1 && stop_requested()) return std::optional<double>();
+    if (world_.size() == 1 && stop_requested()) return std::optional<double>();
     loader_->next(tokens_.data(), targets_.data());
     loss += net_->forward(tokens_.data(), targets_.data()) / static_cast<double>(k);
     // k micro-batches of b on each of n ranks = one batch of n·k·b.
-    parallel_->prepare_backward(micro == k - 1);
+    parallel_->prepare_backward(micro == k - 1 && !sequence_parallel);
     net_->backward(static_cast<W>(loss_scale / static_cast<double>(k) * parallel_->gradient_scale()));
   }
+  if (sequence_parallel) net_->reduce_sequence_parallel_gradients();
+  if (!net_->communication_status().ok()) return net_->communication_status().error();
   loader_->seek(start_of_step_ + tokens_per_step());
   if (Status s = parallel_->reduce_gradients(); !s) return s.error();
-  if (group_.size() > 1) {
+  // Every rank of a tensor-parallel group computed the same loss: the mean over the world is the mean over data-parallel ranks.
+  if (world_.size() > 1) {
     if (Status s = control_->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
-    loss /= static_cast<double>(group_.size());
+    loss /= static_cast<double>(world_.size());
   }
   return std::optional<double>(loss);
 }
@@ -406,7 +472,7 @@ Result<TrainMetrics> TrainingRun<T>::run() {
     const auto step_start = Clock::now();
     const int64_t position_before = start_of_step_ = loader_->position();
     const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
-    auto stop = group_.size() > 1 ? all_ranks(!stop_requested()) : Result<bool>(true);
+    auto stop = world_.size() > 1 ? all_ranks(!stop_requested()) : Result<bool>(true);
     if (!stop) return stop.error();
     auto loss = stop.value() ? accumulate_gradients(loss_scale) : Result<std::optional<double>>(std::optional<double>());
     if (!loss) return loss.error();
@@ -497,10 +563,6 @@ Result<TrainMetrics> dry_run(const planner::Model& model, TrainOptions o) {
 }
 
 Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, std::ostream& progress, bool terminal) {
-  if (o.tensor_parallel_group != nullptr && o.tensor_parallel_group->size() > 1) {
-    return make_error(ErrorCode::unsupported, "--tp: the engine replays tensor parallelism in a dry run (--dry-run) but does not train it yet; "
-                                              "its checkpoints come first; plan with --tp 1");
-  }
   if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");
   if (o.num_micro_batches <= 0) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
   if (o.log_every <= 0) return make_error(ErrorCode::invalid_argument, "the log interval must be a positive number of steps");

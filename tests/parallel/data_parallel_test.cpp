@@ -10,20 +10,15 @@
 // 1.2e-7 at 4 ranks). It is not held per tensor: the attention's key bias has a
 // gradient of zero up to rounding (softmax is invariant to it), and Adam
 // normalises that noise into updates of about lr.
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "tessera/engine/comm/mpi.h"
 #include "tessera/engine/parallel/strategy.h"
-#include "tessera/engine/run_directory.h"
-#include "tessera/engine/safetensors.h"
 #include "tessera/engine/trainer.h"
+#include "training_check.h"
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/sharding.h"
@@ -32,8 +27,10 @@ namespace {
 
 using namespace tessera;
 using namespace tessera::engine;
-
-int failures = 0;
+using training_check::expect;
+using training_check::read_model;
+using training_check::relative_difference;
+using training_check::train_into;
 
 // bf16 keeps 8 significant bits: the ranks' 16-bit gradients are rounded at
 // other points than one rank's (one rank rounds after each of its N·k
@@ -43,62 +40,8 @@ int failures = 0;
 // (measured 1.0e-3 at 4 ranks).
 constexpr double kBf16Tolerance = 1.0 / 256;
 
-void expect(bool ok, const std::string& what, int rank) {
-  if (ok) return;
-  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
-  ++failures;
-}
-
 TrainOptions options(const planner::PluginOptions& plugin, int64_t micro_batches, planner::Precision precision) {
-  TrainOptions o;
-  o.precision = precision;
-  o.micro_batch_size = 1;
-  o.seq_len = 32;
-  o.num_micro_batches = micro_batches;
-  o.steps = 5;
-  o.seed = 7;
-  o.log_every = 100;
-  o.data_path = std::string(TESSERA_SOURCE_DIR) + "/data/text/kjv-genesis-exodus.txt";
-  o.plugin = plugin;
-  return o;
-}
-
-// Trains into DIR (rank 0 holds it) and returns the metrics.
-Result<TrainMetrics> train_into(const std::string& dir, TrainOptions o, comm::Communicator* group, const planner::Model& model) {
-  std::optional<RunDirectory> run_directory;
-  if (group == nullptr || group->rank() == 0) {
-    auto opened = RunDirectory::open(dir);
-    if (!opened) return opened.error();
-    run_directory.emplace(std::move(opened).value());
-    o.run_directory = &run_directory.value();
-  } else {
-    o.run_directory_path = dir;
-  }
-  o.data_parallel_group = group;
-  std::ostringstream log;
-  return train(model, o, log, false);
-}
-
-std::vector<std::vector<float>> read_model(const std::string& dir, const planner::Model& model) {
-  auto reader = SafetensorsReader::open(dir + "/model.safetensors").value();
-  std::vector<std::vector<float>> tensors;
-  for (const auto& flat : planner::flat_parameter_order(model.inventory)) {
-    const auto& info = model.inventory.tensors[static_cast<size_t>(flat.tensor_index)];
-    tensors.emplace_back(static_cast<size_t>(flat.numel));
-    if (!reader.read(info.name, info.shape, tensors.back().data())) tensors.back().assign(tensors.back().size(), NAN);
-  }
-  return tensors;
-}
-
-double relative_difference(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  double diff = 0, norm = 0;
-  for (size_t t = 0; t < a.size(); ++t) {
-    for (size_t i = 0; i < a[t].size(); ++i) {
-      diff += std::pow(static_cast<double>(a[t][i]) - b[t][i], 2);
-      norm += std::pow(static_cast<double>(b[t][i]), 2);
-    }
-  }
-  return std::sqrt(diff / norm);
+  return training_check::short_run(plugin, micro_batches, precision);
 }
 
 }  // namespace
@@ -141,11 +84,7 @@ int main() {
   const int rank = world->rank(), ranks = world->size();
   const planner::Model model = planner::load_model("tiny-gpt2").value();
   const int64_t params = model.parameter_count, k = 2;
-  // A directory of this run's own (rank 0's process id, sent to every rank), so that no other test can share it.
-  double run_id = rank == 0 ? static_cast<double>(::getpid()) : 0.0;
-  if (!world->broadcast(&run_id, &run_id, 1, comm::DataType::f64, 0)) return 1;
-  const std::string root = std::filesystem::temp_directory_path().string() + "/tessera-data-parallel-" + std::to_string(ranks) + "-" +
-                           std::to_string(static_cast<int64_t>(run_id));
+  const std::string root = training_check::run_root(*world, "data-parallel");
 
   check_ddp_buckets_start_in_backward(*world, model);
   const planner::FsdpLayout units = planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks);
@@ -232,9 +171,5 @@ int main() {
       expect(difference < tolerance, std::string(c.name) + ": parameters differ by " + std::to_string(difference), rank);
     }
   }
-  double total = failures;
-  (void)world->all_reduce(&total, &total, 1, comm::DataType::f64, comm::ReduceOp::sum);
-  std::error_code ignored;
-  if (rank == 0) std::filesystem::remove_all(root, ignored);
-  return total == 0 ? 0 : 1;
+  return training_check::finish(*world, root);
 }

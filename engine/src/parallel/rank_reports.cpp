@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
 namespace {
@@ -75,14 +76,14 @@ Result<std::vector<FileDigest>> gather_shard_digests(comm::Communicator& group, 
 
 // Rank by rank, so that rank 0 holds one other shard at a time: save-time host
 // memory of rank 0, outside the training ledger.
-Status gather_optimizer_weights(comm::Communicator& group, OptimizerShard& optimizer, const planner::Model& model,
-                                const planner::PluginOptions& plugin, float* out) {
-  if (group.rank() != 0) return group.send(optimizer.weights(), static_cast<size_t>(optimizer.numel()), comm::DataType::f32, 0);
+Status gather_shard_values(comm::Communicator& group, const OptimizerShard& optimizer, const float* mine, const planner::Model& model,
+                           const planner::PluginOptions& plugin, float* out) {
+  if (group.rank() != 0) return group.send(mine, static_cast<size_t>(optimizer.numel()), comm::DataType::f32, 0);
   const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
   std::vector<float> received;
   for (int r = 0; r < group.size(); ++r) {
     const planner::OptimizerLayout layout = planner::optimizer_layout(model, plugin, group.size(), r);
-    const float* shard = optimizer.weights();
+    const float* shard = mine;
     if (r > 0) {
       received.resize(static_cast<size_t>(layout.shard_numel));
       if (Status s = group.recv(received.data(), received.size(), comm::DataType::f32, r); !s) return s;
@@ -90,6 +91,34 @@ Status gather_optimizer_weights(comm::Communicator& group, OptimizerShard& optim
     }
     for (const planner::ShardPiece& piece : layout.pieces) {
       std::copy_n(shard + piece.offset_in_shard, piece.numel, out + order[static_cast<size_t>(piece.parameter)].offset + piece.offset_in_parameter);
+    }
+  }
+  return Status::success();
+}
+
+Status gather_tensor_parallel_parts(comm::Communicator& group, const float* mine, const planner::Model& whole, float* out) {
+  const int64_t tp = group.size();
+  const planner::TensorInventory part = planner::tp_rank_inventory(whole.inventory, tp);
+  const std::vector<planner::FlatParameter> part_order = planner::flat_parameter_order(part);
+  const std::vector<planner::FlatParameter> whole_order = planner::flat_parameter_order(whole.inventory);
+  const int64_t part_numel = part.parameter_count();
+  if (group.rank() != 0) return group.send(mine, static_cast<size_t>(part_numel), comm::DataType::f32, 0);
+  std::vector<float> received;
+  for (int r = 0; r < group.size(); ++r) {
+    const float* values = mine;
+    if (r > 0) {
+      received.resize(static_cast<size_t>(part_numel));
+      if (Status s = group.recv(received.data(), received.size(), comm::DataType::f32, r); !s) return s;
+      values = received.data();
+    }
+    for (size_t p = 0; p < whole_order.size(); ++p) {
+      const planner::TensorInfo& tensor = whole.inventory.tensors[static_cast<size_t>(whole_order[p].tensor_index)];
+      if (r > 0 && tensor.tp_split == planner::TpSplit::replicated) continue;  // whole on rank 0 already
+      const float* from = values + part_order[p].offset;
+      float* to = out + whole_order[p].offset;
+      planner::for_each_tp_element(tensor, tp, r, [&](int64_t local, int64_t full) {
+        if (full >= 0) to[full] = from[local];
+      });
     }
   }
   return Status::success();

@@ -49,6 +49,21 @@ Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::st
                                                                    planner::OptimizerKind kind, const TrainingPosition& position, int rank,
                                                                    int ranks, const float* weights, const std::map<std::string, std::string>& layout);
 
+// A tensor-parallel run's checkpoint is consolidated: rank 0 of the world
+// writes model.safetensors and optimizer.safetensors as a one-rank run would,
+// every tensor whole (its Hugging Face shape, from `model`'s inventory), from
+// the gathered flat `weights` and `states` (the whole model in flat order), so
+// that it loads into any layout. `optimizer` gives the metadata (updates taken).
+Result<std::vector<CheckpointFile>> write_consolidated_checkpoint_files(const std::string& directory, const planner::Model& model,
+                                                                       const float* weights, const std::vector<const float*>& states,
+                                                                       const OptimizerShard& optimizer, planner::OptimizerKind kind,
+                                                                       const TrainingPosition& position);
+
+// Which part of every tensor this rank holds under tensor parallelism.
+struct TensorParallelRank {
+  int64_t size = 1, rank = 0;
+};
+
 // Restores DIR/model.safetensors into the parameters; names and shapes must match.
 Status load_model_weights(const std::string& dir, Transformer<float>& model);
 
@@ -57,9 +72,13 @@ Status load_model_weights(const std::string& dir, Transformer<float>& model);
 // in place, from a verified checkpoint: from optimizer.safetensors' whole
 // tensors, or from the shard files of whatever plugin and rank count saved
 // them (their metadata says; planner/optimizer_layout.h maps saved pieces to
-// this rank's), so a checkpoint loads into another layout or dp size.
+// this rank's), so a checkpoint loads into another layout or dp size. Under
+// tensor parallelism (`tp`) each piece is this rank's part of the whole
+// tensors of model.safetensors and optimizer.safetensors
+// (planner::for_each_tp_element); shard files, which hold pieces of a
+// data-parallel layout, load into tp 1 only.
 template <typename T>
 Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& description, Transformer<T>& model,
-                                         OptimizerShard& optimizer, planner::OptimizerKind kind);
+                                         OptimizerShard& optimizer, planner::OptimizerKind kind, TensorParallelRank tp = {});
 
 }  // namespace tessera::engine

@@ -56,10 +56,13 @@ struct TrainOptions {
   // every step's global batch of group size · num_micro_batches · micro_batch_size sequences.
   comm::Communicator* data_parallel_group = nullptr;
   // Tensor parallelism (model/tensor_parallel.h): the ranks that split every
-  // layer with this one (null: none). The dry run replays it; training with it
-  // comes with its checkpoints.
+  // layer with this one (null: none). The gradient norm sums over it and its
+  // checkpoints are consolidated into whole tensors (checkpoint.h).
   comm::Communicator* tensor_parallel_group = nullptr;
   bool sequence_parallel = false;  // Megatron's sequence parallelism in that group
+  // Every rank of the run (null: the data-parallel group): where the ranks
+  // agree on stops and saves, average the loss and gather their peaks.
+  comm::Communicator* world_group = nullptr;
   planner::PluginOptions plugin;
   // Ranks other than 0: the run directory rank 0 holds (run_directory is null
   // there), into whose staging directory they write their checkpoint shards.
@@ -79,7 +82,8 @@ struct TrainMetrics {
   double achieved_flops_per_s = 0;   // model FLOPs (forward + backward) per second
   MemoryLedger ledger;               // this rank's peaks per category and memory space
   std::vector<RankPeaks> ranks;      // every rank's peaks, in rank order (at the last save)
-  comm::CommCounters communication;  // this rank's calls and payload bytes per collective
+  comm::CommCounters communication;  // this rank's calls and payload bytes per collective, in its data-parallel group
+  comm::CommCounters tensor_parallel_communication;  // the same in its tensor-parallel group
   int64_t chunk_moves = 0;           // this rank's chunk moves between host and device (Gemini)
   int64_t checkpoint_step = 0;       // the committed checkpoint's step at the end (0: none)
   bool stopped = false;              // stop_requested ended the run before `steps`

@@ -58,20 +58,42 @@ class ParallelStrategy {
   virtual int64_t chunk_moves() const { return 0; }
   // Whether ranks hold different optimizer states (a checkpoint needs every rank's).
   virtual bool sharded() const = 0;
+  // Under tensor parallelism: the group, and which of the rank's parameters
+  // are whole on every rank of it (planner::TpSplit::replicated). The
+  // gradient norm then sums the split parameters' parts over the group and
+  // counts the replicated ones once, on its rank 0 (Megatron-LM's
+  // clip_grad_norm_fp32 skips tensor-parallel duplicates).
+  void set_tensor_parallel(comm::Communicator* group, std::vector<bool> replicated) {
+    tensor_group_ = group != nullptr && group->size() > 1 ? group : nullptr;
+    tp_replicated_ = std::move(replicated);
+  }
 
  protected:
   explicit ParallelStrategy(comm::Communicator& group) : group_(group) {}
   // The global gradient norm's square from each rank's shard (all-reduced when the shards differ).
   template <typename O, typename G>
   Result<double> global_sum_of_squares(const Optimizer<O>& optimizer, const G* shard_gradients, double loss_scale, bool shards_differ) {
-    double sum = optimizer.sum_of_squares(shard_gradients, 1.0 / loss_scale);
+    double sum = 0;
+    if (tensor_group_ != nullptr && tensor_group_->rank() > 0) {
+      for (const planner::ShardPiece& piece : optimizer.pieces()) {
+        if (tp_replicated_[static_cast<size_t>(piece.parameter)]) continue;  // counted by rank 0 of the tensor-parallel group
+        sum += Optimizer<O>::sum_of_squares(shard_gradients + piece.offset_in_shard, piece.numel, 1.0 / loss_scale);
+      }
+    } else {
+      sum = optimizer.sum_of_squares(shard_gradients, 1.0 / loss_scale);
+    }
     if (shards_differ) {
       if (Status s = group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+    }
+    if (tensor_group_ != nullptr) {
+      if (Status s = tensor_group_->all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
     }
     return sum;
   }
 
   comm::Communicator& group_;
+  comm::Communicator* tensor_group_ = nullptr;
+  std::vector<bool> tp_replicated_;
 };
 
 // Whether the engine executes `plugin` in `precision` for `model` on `dp`

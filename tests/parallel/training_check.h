@@ -1,0 +1,110 @@
+// What the multi-rank training tests share: a failure counter, the options of
+// a short fp32 run on the shipped text, training into a run directory (rank 0
+// of the world holds it), reading the model a run saved, and how far two
+// models are apart.
+#pragma once
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/run_directory.h"
+#include "tessera/engine/safetensors.h"
+#include "tessera/engine/trainer.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::training_check {
+
+inline int failures = 0;
+
+inline void expect(bool ok, const std::string& what, int rank) {
+  if (ok) return;
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
+  ++failures;
+}
+
+// 5 steps of `micro_batches` micro-batches of one 32-token sequence, seed 7.
+inline engine::TrainOptions short_run(const planner::PluginOptions& plugin, int64_t micro_batches, planner::Precision precision) {
+  engine::TrainOptions o;
+  o.precision = precision;
+  o.micro_batch_size = 1;
+  o.seq_len = 32;
+  o.num_micro_batches = micro_batches;
+  o.steps = 5;
+  o.seed = 7;
+  o.log_every = 100;
+  o.data_path = std::string(TESSERA_SOURCE_DIR) + "/data/text/kjv-genesis-exodus.txt";
+  o.plugin = plugin;
+  return o;
+}
+
+// Trains into DIR and returns the metrics. Rank 0 of `world` (or of `group`
+// without one, or the only rank) holds the run directory.
+inline Result<engine::TrainMetrics> train_into(const std::string& dir, engine::TrainOptions o, engine::comm::Communicator* group,
+                                               const planner::Model& model, engine::comm::Communicator* world = nullptr) {
+  std::optional<engine::RunDirectory> run_directory;
+  engine::comm::Communicator* leader_group = world != nullptr ? world : group;
+  if (leader_group == nullptr || leader_group->rank() == 0) {
+    auto opened = engine::RunDirectory::open(dir);
+    if (!opened) return opened.error();
+    run_directory.emplace(std::move(opened).value());
+    o.run_directory = &run_directory.value();
+  } else {
+    o.run_directory_path = dir;
+  }
+  o.data_parallel_group = group;
+  o.world_group = world;
+  std::ostringstream log;
+  return engine::train(model, o, log, false);
+}
+
+// DIR/model.safetensors, tensor by tensor in flat order (NaN where one is missing).
+inline std::vector<std::vector<float>> read_model(const std::string& dir, const planner::Model& model) {
+  auto reader = engine::SafetensorsReader::open(dir + "/model.safetensors").value();
+  std::vector<std::vector<float>> tensors;
+  for (const auto& flat : planner::flat_parameter_order(model.inventory)) {
+    const auto& info = model.inventory.tensors[static_cast<size_t>(flat.tensor_index)];
+    tensors.emplace_back(static_cast<size_t>(flat.numel));
+    if (!reader.read(info.name, info.shape, tensors.back().data())) tensors.back().assign(tensors.back().size(), NAN);
+  }
+  return tensors;
+}
+
+// ‖a − b‖ / ‖b‖ over every tensor.
+inline double relative_difference(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  double diff = 0, norm = 0;
+  for (size_t t = 0; t < a.size(); ++t) {
+    for (size_t i = 0; i < a[t].size(); ++i) {
+      diff += std::pow(static_cast<double>(a[t][i]) - b[t][i], 2);
+      norm += std::pow(static_cast<double>(b[t][i]), 2);
+    }
+  }
+  return std::sqrt(diff / norm);
+}
+
+// A directory of this run's own under the temporary directory (rank 0's
+// process id, sent to every rank), so that no other test can share it.
+inline std::string run_root(engine::comm::Communicator& world, const std::string& name) {
+  double run_id = world.rank() == 0 ? static_cast<double>(::getpid()) : 0.0;
+  (void)world.broadcast(&run_id, &run_id, 1, engine::comm::DataType::f64, 0);
+  return std::filesystem::temp_directory_path().string() + "/tessera-" + name + "-" + std::to_string(world.size()) + "-" +
+         std::to_string(static_cast<int64_t>(run_id));
+}
+
+// The test's exit status on every rank: 0 when no rank failed.
+inline int finish(engine::comm::Communicator& world, const std::string& root) {
+  double total = failures;
+  (void)world.all_reduce(&total, &total, 1, engine::comm::DataType::f64, engine::comm::ReduceOp::sum);
+  std::error_code ignored;
+  if (world.rank() == 0) std::filesystem::remove_all(root, ignored);
+  return total == 0 ? 0 : 1;
+}
+
+}  // namespace tessera::training_check

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Issue 16's acceptance on the real binary: plan a 4-GPU run of tiny-gpt2 with
-# each plugin the engine runs, train it under mpirun on 4 ranks, and hold every
+# each plugin the engine runs (hybrid_parallel as dp 2 × tp 2), train it under mpirun on 4 ranks, and hold every
 # rank's measured peaks to the plan: every category within 3% (the engine
 # books exactly what the planner counts, so the errors are 0.0%).
 # Usage: train_plan.sh TESSERA MPIEXEC
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
-for plugin in torch_ddp torch_fsdp low_level_zero gemini; do
-  precision=fp32
+for plugin in torch_ddp torch_fsdp low_level_zero gemini hybrid_parallel; do
+  precision=fp32 layout=()
   [[ $plugin == gemini ]] && precision=bf16  # as ColossalAI's GeminiPlugin, mixed precision only
-  "$tessera" plan --model tiny-gpt2 --gpus 4 --global-batch 16 --seq 64 --precision $precision --plugin "$plugin" --output "$work/$plugin.json" > /dev/null
+  [[ $plugin == hybrid_parallel ]] && layout=(--tp 2 --pp 1)  # dp 2 × tp 2, sequence parallel
+  "$tessera" plan --model tiny-gpt2 --gpus 4 --global-batch 16 --seq 64 --precision $precision --plugin "$plugin" "${layout[@]}" --output "$work/$plugin.json" > /dev/null
   mpi 4 "$tessera" train --plan "$work/$plugin.json" --steps 5 --out "$work/run-$plugin" > /dev/null
   # The top-level "ranks" array, then one "ranks": [r, r] per row.
   rows=$(( $(grep -c '"ranks": \[' "$work/run-$plugin/metrics.json") - 1 ))

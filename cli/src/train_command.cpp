@@ -15,6 +15,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "launcher.h"
+#include "measured_trace.h"
 #include "stop_signals.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/comm/dry_run.h"
@@ -29,6 +30,7 @@
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/export.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
@@ -299,6 +301,16 @@ void resolve_auto_placement(const MemoryEstimate& estimate, PluginOptions& plugi
   plugin.gemini.offload_optim_frac = estimate.gemini->offload_optim_frac;
 }
 
+// The simulator's trace of the plan's first (the trained) plan, as `tessera
+// export --to perfetto` writes it, beside the measured run/trace.json.
+Status write_predicted_trace(const std::string& plan_path, const std::string& path) {
+  auto plan = read_plan_file(plan_path);
+  if (!plan) return plan.error();
+  auto trace = export_perfetto(plan.value(), 0);
+  if (!trace) return trace.error();
+  return write_file_atomically(path, trace.value(), "--out");
+}
+
 // `tessera train --dry-run`: rank --rank of the plan's world, replayed alone
 // (engine::dry_run); DIR gets config.json, plan.json and metrics.json, no checkpoint.
 int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& options, std::ostream& out, std::ostream& err) {
@@ -403,6 +415,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
       const EstimateReport report{model.value(), cpu, request, estimate.value()};
       prepared = write_file_atomically(o.out + "/config.json", config_text.value(), "--out");
       if (prepared) prepared = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
+      if (prepared && !o.plan.empty()) prepared = write_predicted_trace(o.plan, o.out + "/predicted_trace.json");
     }
   }
   if (world.size() > 1) {
@@ -426,7 +439,9 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   t.world_group = &world;
   t.model_config_text = config_text.value();
   t.on_save = [&](const engine::TrainMetrics& m) -> Status {
-    return write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n", "--out");
+    if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model.value(), request, m).dump(2) + "\n", "--out"); !s) return s;
+    if (m.timelines.empty()) return Status::success();
+    return write_file_atomically(o.out + "/trace.json", measured_trace_json(m.timelines, request.layout, o.out), "--out");
   };
   const StopSignals signals;
   t.stop_requested = [&signals] { return signals.received() != 0; };
@@ -447,7 +462,8 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
                 world.size() == 1 ? "" : "s", metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
   progress << line;
   if (!metrics->skipped_steps.empty()) progress << metrics->skipped_steps.size() << " step(s) skipped on fp16 gradient overflow\n";
-  progress << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json, plan.json and metrics.json\n";
+  progress << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json, plan.json, metrics.json and trace.json"
+           << (o.plan.empty() ? "" : " (predicted_trace.json beside it)") << "\n";
   return kExitOk;
 }
 

@@ -112,6 +112,12 @@ class TrainingRun {
         tensor_group_(o.tensor_parallel_group != nullptr && o.tensor_parallel_group->size() > 1 ? o.tensor_parallel_group : nullptr) {
     if (o.dry_run) metrics_.ledger = MemoryLedger::dry_run();
   }
+  ~TrainingRun() {  // the communicators outlive the run and its timeline
+    group_.record_into(nullptr, TimelineLane::data_parallel);
+    if (tensor_group_ != nullptr) tensor_group_->record_into(nullptr, TimelineLane::tensor_parallel);
+  }
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
 
   // Builds the model and optimizer and restores the checkpoint, if resuming.
   Status prepare();
@@ -182,6 +188,7 @@ class TrainingRun {
   int64_t committed_step_ = 0;
   Clock::time_point started_ = Clock::now();
   std::vector<int32_t> tokens_, targets_;
+  Timeline timeline_;  // this rank's last step
 };
 
 template <typename T>
@@ -195,6 +202,10 @@ Status TrainingRun<T>::prepare() {
   control_ = std::move(control).value();
   counted_before_ = group_.counters();
   if (tensor_group_ != nullptr) tensor_counted_before_ = tensor_group_->counters();
+  if (!o_.dry_run) {
+    group_.record_into(&timeline_, TimelineLane::data_parallel);
+    if (tensor_group_ != nullptr) tensor_group_->record_into(&timeline_, TimelineLane::tensor_parallel);
+  }
   parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_);
   if (tensor_group_ != nullptr) parallel_->set_tensor_parallel(tensor_group_, replicated_parameters(local_model_));
   auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage(),
@@ -309,6 +320,9 @@ Status TrainingRun<T>::save(int64_t step, int64_t data_position) {
   auto peaks = gather_rank_peaks(*control_, metrics_.ledger);
   if (!peaks) return peaks.error();
   metrics_.ranks = std::move(peaks).value();
+  auto timelines = gather_timelines(*control_, timeline_);
+  if (!timelines) return timelines.error();
+  metrics_.timelines = std::move(timelines).value();
   if (step > committed_step_) {
     if (Status s = commit_checkpoint(step, data_position); !s) return s;
   }
@@ -446,15 +460,21 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
     // On several ranks the stop is agreed at step boundaries (run()), so that no rank abandons a step the others finish.
     if (world_.size() == 1 && stop_requested()) return std::optional<double>();
     loader_->next(tokens_.data(), targets_.data());
+    const auto forward_start = Timeline::Clock::now();
     loss += net_->forward(tokens_.data(), targets_.data()) / static_cast<double>(k);
+    const auto backward_start = Timeline::Clock::now();
+    timeline_.record(TimelineKind::forward, TimelineLane::compute, forward_start, backward_start, micro);
     // k micro-batches of b on each of n ranks = one batch of n·k·b.
     parallel_->prepare_backward(micro == k - 1 && !sequence_parallel);
     net_->backward(static_cast<W>(loss_scale / static_cast<double>(k) * parallel_->gradient_scale()));
+    timeline_.record(TimelineKind::backward, TimelineLane::compute, backward_start, Timeline::Clock::now(), micro);
   }
   if (sequence_parallel) net_->reduce_sequence_parallel_gradients();
   if (!net_->communication_status().ok()) return net_->communication_status().error();
   loader_->seek(start_of_step_ + tokens_per_step());
+  const auto reduction_start = Timeline::Clock::now();
   if (Status s = parallel_->reduce_gradients(); !s) return s.error();
+  timeline_.record(TimelineKind::gradient_reduction, TimelineLane::compute, reduction_start, Timeline::Clock::now());
   // Every rank of a tensor-parallel group computed the same loss: the mean over the world is the mean over data-parallel ranks.
   if (world_.size() > 1) {
     if (Status s = control_->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
@@ -474,6 +494,7 @@ Result<TrainMetrics> TrainingRun<T>::run() {
     const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
     auto stop = world_.size() > 1 ? all_ranks(!stop_requested()) : Result<bool>(true);
     if (!stop) return stop.error();
+    timeline_.begin_step();
     auto loss = stop.value() ? accumulate_gradients(loss_scale) : Result<std::optional<double>>(std::optional<double>());
     if (!loss) return loss.error();
     if (!loss.value()) {  // a stop was requested: the step is abandoned, the last complete one saved
@@ -482,8 +503,10 @@ Result<TrainMetrics> TrainingRun<T>::run() {
       return std::move(metrics_);
     }
     if (!std::isfinite(*loss.value())) return diverged("loss is " + std::to_string(*loss.value()), step, position_before);
+    const auto optimizer_start = Timeline::Clock::now();
     auto stepped = parallel_->step(loss_scale);
     if (!stepped) return stepped.error();
+    timeline_.record(TimelineKind::optimizer_step, TimelineLane::compute, optimizer_start, Timeline::Clock::now());
     const std::optional<double> grad_norm = stepped.value();
     if (scaler_) {
       scaler_->update(!grad_norm.has_value());

@@ -25,4 +25,9 @@ for plugin in torch_ddp torch_fsdp low_level_zero gemini hybrid_parallel; do
   dry_row=$("$tessera" compare "$work/dry-$plugin/plan.json" "$work/dry-$plugin/metrics.json" --format json | tr -d ' \n' | grep -o '{"categories":\[[^]]*\],"rank":2}')
   [[ -n "$real_row" && "$real_row" == "$dry_row" ]] || { echo "$plugin: the dry run of rank 2 differs from the run's rank 2"; echo "$real_row"; echo "$dry_row"; exit 1; }
   echo "$plugin: the dry run of rank 2 books what rank 2 measured"
+  # The last step as every rank measured it, and the simulator's prediction beside it.
+  ranks_traced=$(grep -c '"name": "rank [0-3]: dp' "$work/run-$plugin/trace.json")
+  forwards=$(grep -c '"name": "F0"' "$work/run-$plugin/trace.json")
+  [[ $ranks_traced -eq 4 && $forwards -eq 4 && -s "$work/run-$plugin/predicted_trace.json" ]] ||
+    { echo "$plugin: trace.json names $ranks_traced ranks and $forwards forward passes (4 each expected), or predicted_trace.json is missing"; exit 1; }
 done

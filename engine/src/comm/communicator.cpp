@@ -86,8 +86,21 @@ Status Communicator::run(Collective kind, const Result<size_t>& payload, size_t 
     const Status status = call();
     if (!status.ok()) return failure(enum_name(kind), status.error());
   }
-  counters_.add(kind, static_cast<int64_t>(*payload), seconds_between(started, std::chrono::steady_clock::now()));
+  const auto finished = std::chrono::steady_clock::now();
+  counters_.add(kind, static_cast<int64_t>(*payload), seconds_between(started, finished));
+  record(kind, started, finished, *payload);
   return Status::success();
+}
+
+static_assert(static_cast<int>(TimelineKind::barrier) - static_cast<int>(TimelineKind::all_reduce) == static_cast<int>(Collective::barrier),
+              "TimelineKind lists the collectives in Collective's order");
+
+// A call from its start to its completion (a started one's in-flight time).
+void Communicator::record(Collective kind, std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point finished,
+                          size_t payload) {
+  if (timeline_ == nullptr) return;
+  const auto event = static_cast<TimelineKind>(static_cast<int>(TimelineKind::all_reduce) + static_cast<int>(kind));
+  timeline_->record(event, timeline_lane_, started, finished, -1, static_cast<int64_t>(payload));
 }
 
 Status Communicator::refuse_while_started(std::string_view call) const {
@@ -117,6 +130,7 @@ Status Communicator::start_all_reduce(const void* send, void* recv, size_t count
 void Communicator::count_oldest_started(std::chrono::steady_clock::time_point now) {
   const StartedCall& oldest = started_.front();
   counters_.add(oldest.kind, static_cast<int64_t>(oldest.payload), oldest.waited_s, seconds_between(oldest.started, now));
+  record(oldest.kind, oldest.started, now, oldest.payload);
   started_.pop_front();
 }
 

@@ -74,6 +74,38 @@ Result<std::vector<FileDigest>> gather_shard_digests(comm::Communicator& group, 
   return digests;
 }
 
+// Each event travels as six doubles (kind, lane, micro-batch, start,
+// duration, bytes): first every rank's count, then rank by rank to rank 0.
+Result<std::vector<std::vector<TimelineEvent>>> gather_timelines(comm::Communicator& group, const Timeline& timeline) {
+  constexpr size_t kValues = 6;
+  std::vector<double> mine;
+  for (const TimelineEvent& e : timeline.events()) {
+    mine.insert(mine.end(), {static_cast<double>(e.kind), static_cast<double>(e.lane), static_cast<double>(e.micro_batch), e.start_s, e.duration_s,
+                             static_cast<double>(e.bytes)});
+  }
+  double count = static_cast<double>(timeline.events().size());
+  std::vector<double> counts(static_cast<size_t>(group.size()));
+  if (Status s = group.all_gather(&count, counts.data(), 1, comm::DataType::f64); !s) return s.error();
+  if (group.rank() != 0) {
+    if (Status s = group.send(mine.data(), mine.size(), comm::DataType::f64, 0); !s) return s.error();
+    return std::vector<std::vector<TimelineEvent>>{};
+  }
+  std::vector<std::vector<TimelineEvent>> timelines;
+  std::vector<double> values;
+  for (int r = 0; r < group.size(); ++r) {
+    values = r == 0 ? mine : std::vector<double>(static_cast<size_t>(counts[static_cast<size_t>(r)]) * kValues);
+    if (r > 0) {
+      if (Status s = group.recv(values.data(), values.size(), comm::DataType::f64, r); !s) return s.error();
+    }
+    std::vector<TimelineEvent>& events = timelines.emplace_back();
+    for (size_t i = 0; i + kValues <= values.size(); i += kValues) {
+      events.push_back({static_cast<TimelineKind>(values[i]), static_cast<TimelineLane>(values[i + 1]), static_cast<int64_t>(values[i + 2]),
+                        values[i + 3], values[i + 4], static_cast<int64_t>(values[i + 5])});
+    }
+  }
+  return timelines;
+}
+
 // Rank by rank, so that rank 0 holds one other shard at a time: save-time host
 // memory of rank 0, outside the training ledger.
 Status gather_shard_values(comm::Communicator& group, const OptimizerShard& optimizer, const float* mine, const planner::Model& model,

@@ -85,6 +85,8 @@ struct TrainMetrics {
   comm::CommCounters communication;  // this rank's calls and payload bytes per collective, in its data-parallel group
   comm::CommCounters tensor_parallel_communication;  // the same in its tensor-parallel group
   int64_t chunk_moves = 0;           // this rank's chunk moves between host and device (Gemini)
+  // Rank 0, on several ranks: every rank's timeline of the last step, in rank order (timeline.h).
+  std::vector<std::vector<TimelineEvent>> timelines;
   int64_t checkpoint_step = 0;       // the committed checkpoint's step at the end (0: none)
   bool stopped = false;              // stop_requested ended the run before `steps`
 };

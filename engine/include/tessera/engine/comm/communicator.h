@@ -56,6 +56,7 @@
 #include <string_view>
 
 #include "tessera/engine/comm/comm_types.h"
+#include "tessera/engine/timeline.h"
 #include "tessera/planner/status.h"
 
 namespace tessera::engine::comm {
@@ -73,6 +74,12 @@ class Communicator {
   // This rank in the launcher's world, for messages from sub-groups.
   int world_rank() const { return world_rank_; }
   const CommCounters& counters() const { return counters_; }
+  // Every completed call from now on is also recorded in `timeline`, in
+  // `lane` (null: none); the caller keeps the timeline alive.
+  void record_into(Timeline* timeline, TimelineLane lane) {
+    timeline_ = timeline;
+    timeline_lane_ = lane;
+  }
 
   // recv[i] = op over ranks of send[i], i < count, on every rank. In place: send == recv.
   Status all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
@@ -185,6 +192,7 @@ class Communicator {
   Status refuse_while_started(std::string_view call) const;
   // Counts the oldest started call, which has completed, and forgets it.
   void count_oldest_started(std::chrono::steady_clock::time_point now);
+  void record(Collective kind, std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point finished, size_t payload);
   Status complete_started(bool wait);
 
   struct StartedCall {
@@ -200,6 +208,8 @@ class Communicator {
   int world_rank_ = 0;
   std::string name_;
   CommCounters counters_;
+  Timeline* timeline_ = nullptr;
+  TimelineLane timeline_lane_ = TimelineLane::compute;
   std::deque<StartedCall> started_;
 };
 

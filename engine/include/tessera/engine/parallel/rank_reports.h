@@ -12,6 +12,7 @@
 #include "tessera/engine/file_io.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/optimizer.h"
+#include "tessera/engine/timeline.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/memory_categories.h"
 
@@ -31,6 +32,10 @@ Result<std::vector<RankPeaks>> gather_rank_peaks(comm::Communicator& group, cons
 // Every rank's digest, in rank order, on every rank (collective). A rank whose
 // write failed passes bytes = -1.
 Result<std::vector<FileDigest>> gather_shard_digests(comm::Communicator& group, const FileDigest& digest);
+
+// Rank 0 receives every rank's timeline events, in rank order; the other
+// ranks get an empty list. Collective.
+Result<std::vector<std::vector<TimelineEvent>>> gather_timelines(comm::Communicator& group, const Timeline& timeline);
 
 // Rank 0 receives every rank's values of its optimizer shard (`mine`: the
 // fp32 weights, or one of the states) and places each piece at its

@@ -7,6 +7,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/tp_traffic.h"
 
 namespace tessera::planner {
 namespace {
@@ -88,6 +89,14 @@ void add_zero2_communication(const Context& c, const StageShape& s, StageCost& c
   cost.backward_comm += overlapped(scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
 }
 
+// The α–β time of a tensor-parallel group's calls, each of its share of the bytes.
+double tp_calls_s(const TpCalls& calls, int64_t tp, const Link& link) {
+  const auto each = [&](const CollectiveCalls& k, auto time) {
+    return k.calls == 0 ? 0.0 : static_cast<double>(k.calls) * time(static_cast<double>(k.bytes) / static_cast<double>(k.calls), tp, link.bytes_per_s, link.latency_s);
+  };
+  return each(calls.all_reduce, all_reduce_s) + each(calls.reduce_scatter, reduce_scatter_s) + each(calls.all_gather, all_gather_s);
+}
+
 StageCost stage_cost(const Context& c, const StageShape& s) {
   const auto& t = c.request.training;
   const auto& l = c.request.layout;
@@ -115,13 +124,12 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   if (t.recompute == RecomputeMode::selective) cost.recompute = tokens * attention / tp / c.flops_per_s() + scores / hbm;
   if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_flops / tp / c.flops_per_s() + kept / hbm;
   if (l.tp > 1) {
-    // Megatron-LM: two all-reduces of the (b, s, h) activations per block in forward
-    // and two in backward (sequence parallel: all-gather + reduce-scatter, the same bytes).
+    // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
     const Link link = group_link(c.cluster, l.tp, 1);
-    const double bytes = tokens * static_cast<double>(c.model.config.hidden_size) * c.dtype_bytes();
-    const double per_block = 2 * all_reduce_s(bytes, l.tp, link.bytes_per_s, link.latency_s);
-    cost.forward_comm = per_block * s.num_layers;
-    cost.backward_comm = per_block * s.num_layers * (t.recompute == RecomputeMode::full ? 2 : 1);
+    const TpMicroBatchTraffic traffic = tp_micro_batch_traffic(c.model.config, TpStage{s.num_layers, s.first, s.last}, t.micro_batch_size, t.seq_len,
+                                                               l.sequence_parallel, t.recompute, static_cast<int64_t>(c.dtype_bytes()));
+    cost.forward_comm = tp_calls_s(traffic.forward, l.tp, link);
+    cost.backward_comm = tp_calls_s(traffic.backward, l.tp, link);
   }
   add_zero3_communication(c, s, cost);
   add_zero2_communication(c, s, cost);

@@ -4,6 +4,8 @@
 // same parameters as one process training the same global batch; the
 // checkpoint they write is consolidated (whole tensors, Hugging Face names)
 // and a resume from it, in the same layout or on one rank, continues the run.
+// The tensor-parallel group's calls and bytes equal planner/tp_traffic.h's
+// formula, which the simulator times.
 //
 // Tolerance, fp32: the ranks add their partial sums (the row-parallel
 // outputs, the vocabulary-parallel softmax, the data-parallel gradients) in
@@ -16,6 +18,7 @@
 #include "tessera/engine/comm/mpi.h"
 #include "tessera/engine/parallel/process_groups.h"
 #include "tessera/planner/registry.h"
+#include "tessera/planner/tp_traffic.h"
 #include "training_check.h"
 
 namespace {
@@ -56,6 +59,25 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   auto parallel = training_check::train_into(dir, o, groups->data.get(), model, &world);
   expect(parallel.ok(), name + ": " + (parallel.ok() ? "" : parallel.error().message), rank);
   if (!parallel.ok()) return;
+  // The tensor-parallel group's calls over 5 steps of k micro-batches: the stated formula (planner/tp_traffic.h).
+  const int64_t width = c.precision == planner::Precision::bf16 ? 2 : 4, steps = 5;
+  const planner::TpMicroBatchTraffic micro =
+      planner::tp_micro_batch_traffic(model.config, planner::TpStage{model.config.num_layers}, o.micro_batch_size, o.seq_len, c.sequence_parallel,
+                                      o.recompute, width);
+  const planner::CollectiveCalls per_step = planner::tp_step_all_reduces(model.config, c.sequence_parallel, width);
+  const comm::CommCounters& moved = parallel->tensor_parallel_communication;
+  const auto expect_calls = [&](comm::Collective kind, const planner::CollectiveCalls& forward, const planner::CollectiveCalls& backward,
+                                const planner::CollectiveCalls& step) {
+    const int64_t calls = steps * (k * (forward.calls + backward.calls) + step.calls);
+    const int64_t bytes = steps * (k * (forward.bytes + backward.bytes) + step.bytes);
+    expect(moved.calls_of(kind) == calls && moved.bytes_of(kind) == bytes,
+           name + ": " + std::string(enum_name(kind)) + " in the tp group: " + std::to_string(moved.calls_of(kind)) + " calls, " +
+               std::to_string(moved.bytes_of(kind)) + " bytes; the formula says " + std::to_string(calls) + ", " + std::to_string(bytes),
+           rank);
+  };
+  expect_calls(comm::Collective::all_reduce, micro.forward.all_reduce, micro.backward.all_reduce, per_step);
+  expect_calls(comm::Collective::reduce_scatter, micro.forward.reduce_scatter, micro.backward.reduce_scatter, {});
+  expect_calls(comm::Collective::all_gather, micro.forward.all_gather, micro.backward.all_gather, {});
   const auto saved_after_five = rank == 0 ? training_check::read_model(dir, model) : std::vector<std::vector<float>>{};
   // Resumed for 2 more steps in the same layout: the consolidated checkpoint loads into every rank's part.
   o.steps = 7;

@@ -18,6 +18,8 @@ import json
 import sys
 import time
 
+from torch_on_gpu import torch_on_gpu
+
 MODELS = {
     "gpt2-124m": dict(n_embd=768, n_layer=12, n_head=12),
     "gpt2-350m": dict(n_embd=1024, n_layer=24, n_head=16),
@@ -119,16 +121,10 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--models", default=",".join(MODELS))
     args = parser.parse_args()
-    try:
-        import torch
-        import transformers
-    except ImportError as error:
-        print(f"pytorch baseline skipped: {error}")
+    found = torch_on_gpu("pytorch baseline")
+    if found is None:
         return 77
-    if not torch.cuda.is_available():
-        print("pytorch baseline skipped: torch sees no CUDA device")
-        return 77
-    torch.manual_seed(0)
+    torch, transformers = found
     report = {"torch": torch.__version__, "transformers": transformers.__version__,
               "peak_tflops": args.peak_tflops, "models": {}}
     for name in args.models.split(","):

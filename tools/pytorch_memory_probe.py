@@ -15,6 +15,8 @@ import argparse
 import json
 import sys
 
+from torch_on_gpu import torch_on_gpu
+
 
 def probe(torch, transformers, layers, attention, precision, micro_batch, seq, vocab=50257):
     config = transformers.GPT2Config(
@@ -57,16 +59,10 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--seq", type=int, default=1024)
     args = parser.parse_args()
-    try:
-        import torch
-        import transformers
-    except ImportError as error:
-        print(f"pytorch memory probe skipped: {error}")
+    found = torch_on_gpu("pytorch memory probe")
+    if found is None:
         return 77
-    if not torch.cuda.is_available():
-        print("pytorch memory probe skipped: torch sees no CUDA device")
-        return 77
-    torch.manual_seed(0)
+    torch, transformers = found
     rows = []
     for precision in ("bf16", "fp32"):
         for attention in ("sdpa", "eager"):

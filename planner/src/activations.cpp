@@ -1,5 +1,7 @@
 #include "tessera/planner/activations.h"
 
+#include "activations_hf.h"
+
 #include <algorithm>
 
 namespace tessera::planner {
@@ -147,6 +149,8 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
     case ActivationProfile::megatron: return megatron_table(config, dt);
     case ActivationProfile::flash: return flash_table(config, dt);
     case ActivationProfile::tessera: return tessera_table(config, dt);
+    case ActivationProfile::hf: return hf_table(config, dt, false);
+    case ActivationProfile::hf_eager: return hf_table(config, dt, true);
   }
   return tessera_table(config, dt);
 }
@@ -158,7 +162,7 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
 // (it is absent otherwise); a whole term is never divided.
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape) {
   int64_t per_token = term.elements_per_token * (term.per_key_position ? shape.seq_len : 1);
-  int64_t tokens = shape.micro_batch_size * shape.seq_len;
+  int64_t tokens = term.per_position ? shape.seq_len : shape.micro_batch_size * shape.seq_len;
   if (term.split == ActivationSplit::gathered && !shape.sequence_parallel) return 0;
   if (term.split == ActivationSplit::tensor_parallel) {
     per_token = (per_token + shape.tp - 1) / shape.tp;

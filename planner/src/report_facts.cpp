@@ -110,6 +110,11 @@ std::string activation_profile_source(ActivationProfile profile) {
     case ActivationProfile::flash:
       return "fused attention (PyTorch SDPA, FlashAttention-2): Korthikanti's terms without the s² scores, plus an fp32 log-sum-exp per row and head"
              " (--activation-profile to override)";
+    case ActivationProfile::hf:
+      return "Hugging Face transformers run eagerly with 16-bit weights (ColossalAI, DeepSpeed, FSDP mixed precision), SDPA attention: every "
+             "tensor autograd saves, measured on an H100 (--activation-profile to override)";
+    case ActivationProfile::hf_eager:
+      return "Hugging Face transformers with attn_implementation=\"eager\" (16-bit weights): as hf, plus the s² softmax probabilities";
     case ActivationProfile::tessera: break;
   }
   return "what Tessera's engine keeps: no dropout, softmax probabilities kept, fp32 norm statistics";

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "activations_hf.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/pipeline_stages.h"
@@ -167,13 +168,18 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
 // int64 arithmetic of the estimate cannot overflow.
 Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
+  const bool hf = t.activation_profile == ActivationProfile::hf || t.activation_profile == ActivationProfile::hf_eager;
+  if (hf && !hf_profile_measured(m.config.family)) {
+    return invalid("--activation-profile " + std::string(enum_name(t.activation_profile)) + " is measured for GPT-2 and Llama-layout models (llama, mistral, "
+                   "qwen2), not " + std::string(to_string(m.config.family)) + "; use flash or megatron");
+  }
   const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
   const double tokens = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.seq_len);
   const auto bytes = [&](const std::vector<ActivationTerm>& terms) {
     double total = 0;
     for (const ActivationTerm& term : terms) {
-      total += tokens * static_cast<double>(term.elements_per_token) * static_cast<double>(term.bytes_per_element) *
-               (term.per_key_position ? static_cast<double>(t.seq_len) : 1.0);
+      total += (term.per_position ? static_cast<double>(t.seq_len) : tokens) * static_cast<double>(term.elements_per_token) *
+               static_cast<double>(term.bytes_per_element) * (term.per_key_position ? static_cast<double>(t.seq_len) : 1.0);
     }
     return total;
   };

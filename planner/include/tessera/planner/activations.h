@@ -14,6 +14,12 @@
 //    SDPA's flash backend, FlashAttention-2): Korthikanti's terms without the
 //    s×s ones (scores, softmax, its dropout mask and output), plus one fp32
 //    log-sum-exp per query row and head. The default for GPU plans.
+//  - `hf` and `hf_eager`: Hugging Face transformers' own modules run eagerly
+//    with 16-bit weights, as ColossalAI, DeepSpeed and FSDP's mixed precision
+//    run them, with SDPA attention (transformers' default) or its eager
+//    attention: every tensor autograd saves, measured on an H100
+//    (activations_hf.cpp; tools/pytorch_saved_tensors.py) — the Python GELU's
+//    intermediates, RMSNorm's fp32 copy, RoPE's tables, the loss's fp32 logits.
 //  - `tessera`: exactly what Tessera's engine keeps: no dropout; an unfused
 //    attention that keeps the softmax probabilities (a·s² per sample); norm
 //    statistics in fp32; plus the working set of recomputing one layer and the
@@ -47,6 +53,7 @@ struct ActivationTerm {
   ActivationSplit split = ActivationSplit::tensor_parallel;
   bool kept_under_selective = true;  // false: dropped and recomputed by selective recompute
   bool is_block_input = false;     // the one term full recompute keeps
+  bool per_position = false;       // shared by a micro-batch's sequences (RoPE's tables): seq_len rows, not b·s
 };
 
 struct ActivationTable {

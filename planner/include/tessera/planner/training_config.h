@@ -18,7 +18,7 @@ enum class RecomputeMode { none, selective, full };  // Korthikanti et al. 2022 
 // Which runtime's saved tensors the activation model counts (see activations.h):
 // flash for GPU runtimes (PyTorch SDPA, FlashAttention-2), megatron for
 // Korthikanti et al.'s accounting, tessera for our CPU engine.
-enum class ActivationProfile { megatron, tessera, flash };
+enum class ActivationProfile { megatron, tessera, flash, hf, hf_eager };
 // interleaved: 1F1B over virtual stages, each GPU holding several model chunks (Narayanan et al. 2021, §2.2.2).
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 enum class PluginKind { torch_ddp, torch_fsdp, low_level_zero, gemini, hybrid_parallel };
@@ -28,8 +28,11 @@ enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
 inline constexpr std::array<EnumName<Precision>, 3> kPrecisionNames{{{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}}};
 inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};
 inline constexpr std::array<EnumName<RecomputeMode>, 3> kRecomputeNames{{{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
-inline constexpr std::array<EnumName<ActivationProfile>, 3> kActivationProfileNames{
-    {{ActivationProfile::megatron, "megatron"}, {ActivationProfile::tessera, "tessera"}, {ActivationProfile::flash, "flash"}}};
+inline constexpr std::array<EnumName<ActivationProfile>, 5> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"},
+                                                                                     {ActivationProfile::tessera, "tessera"},
+                                                                                     {ActivationProfile::flash, "flash"},
+                                                                                     {ActivationProfile::hf, "hf"},
+                                                                                     {ActivationProfile::hf_eager, "hf_eager"}}};
 inline constexpr std::array<EnumName<PipelineSchedule>, 3> kPipelineScheduleNames{
     {{PipelineSchedule::gpipe, "gpipe"}, {PipelineSchedule::one_f_one_b, "1f1b"}, {PipelineSchedule::interleaved, "interleaved"}}};
 inline constexpr std::array<EnumName<PluginKind>, 5> kPluginNames{{{PluginKind::torch_ddp, "torch_ddp"}, {PluginKind::torch_fsdp, "torch_fsdp"}, {PluginKind::low_level_zero, "low_level_zero"}, {PluginKind::gemini, "gemini"}, {PluginKind::hybrid_parallel, "hybrid_parallel"}}};

@@ -1,0 +1,154 @@
+// What Hugging Face transformers' modules keep for backward when a model runs
+// eagerly with 16-bit weights — how ColossalAI's plugins, DeepSpeed and
+// FSDP's MixedPrecision run it (no autocast: the weights themselves are
+// bf16/fp16). Not read off the source alone but measured: autograd's
+// saved_tensors_hooks list every tensor each op keeps (tools/
+// pytorch_saved_tensors.py), on an H100 with torch 2.11.0+cu130 and
+// transformers 5.17.0 (data/measurements/2026-11-24-nvidia-h100-80gb-hbm3-
+// saved-tensors.json, rows "bf16-weights"). Each term below is one measured
+// tensor (or a run of them) with the module that keeps it; the tests hold
+// the table to those rows byte for byte.
+//
+// Where the split over tensor-parallel ranks comes from: these modules run
+// whole on one rank; under tensor parallelism (ColossalAI's shardformer,
+// Megatron's layout) the terms inside the attention and MLP follow the
+// heads and the MLP's width, those on the residual stream the sequence, as
+// in Korthikanti's accounting (activations.cpp).
+#include "activations_hf.h"
+
+namespace tessera::planner {
+namespace {
+
+using Split = ActivationSplit;
+constexpr int64_t kFp32 = 4, kInt64 = 8;
+
+ActivationTerm term(std::string_view name, int64_t elements, int64_t bytes, Split split) {
+  return ActivationTerm{name, elements, bytes, false, split, true, false};
+}
+
+ActivationTerm per_key(std::string_view name, int64_t heads, int64_t bytes) {
+  return ActivationTerm{name, heads, bytes, true, Split::tensor_parallel, false, false};
+}
+
+// GPT2Block (modeling_gpt2.py): LayerNorm, the fused c_attn, NewGELUActivation.
+void gpt2_block(const ModelConfig& c, int64_t dt, bool eager, std::vector<ActivationTerm>& b) {
+  const int64_t h = c.hidden_size, I = c.intermediate_size;
+  ActivationTerm input = term("ln_1_input", h, dt, Split::sequence);  // the residual stream, kept by LayerNorm
+  input.is_block_input = true;
+  b.push_back(input);
+  b.push_back(term("ln_1_mean_rstd", 2, kFp32, Split::sequence));  // native_layer_norm keeps mean and rstd in fp32
+  b.push_back(term("c_attn_input", h, dt, Split::sequence));       // the LayerNorm's output
+  if (eager) {
+    // eager_attention_forward: matmul(q, kᵀ) and matmul(probs, v) keep
+    // batched copies of q, kᵀ and v; softmax keeps its output in the
+    // weights' dtype; c_proj keeps the reshaped (copied) attention output.
+    b.push_back(term("bmm_query_key_value", c.q_width() + 2 * c.kv_width(), dt, Split::tensor_parallel));
+    b.push_back(per_key("softmax_output", c.num_heads, dt));
+    b.push_back(term("c_proj_input", c.q_width(), dt, Split::tensor_parallel));
+  } else {
+    // scaled_dot_product_attention (flash backend): c_attn's output, whose
+    // views are q, k and v; two of the three views copied into the kernel's
+    // layout; its output (also c_proj's input) and an fp32 log-sum-exp per row and head.
+    b.push_back(term("c_attn_output", c.q_width() + 2 * c.kv_width(), dt, Split::tensor_parallel));
+    b.push_back(term("sdpa_contiguous_copies", c.q_width() + c.kv_width(), dt, Split::tensor_parallel));
+    b.push_back(term("attention_output", c.q_width(), dt, Split::tensor_parallel));
+    ActivationTerm lse = term("softmax_lse", c.num_heads, kFp32, Split::tensor_parallel);
+    lse.kept_under_selective = false;
+    b.push_back(lse);
+  }
+  b.push_back(term("ln_2_input", h, dt, Split::sequence));
+  b.push_back(term("ln_2_mean_rstd", 2, kFp32, Split::sequence));
+  b.push_back(term("c_fc_input", h, dt, Split::sequence));
+  // NewGELUActivation, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in Python:
+  // its input and three intermediates (x³'s product, tanh's output, 1 + tanh).
+  b.push_back(term("gelu_input_and_intermediates", 4 * I, dt, Split::tensor_parallel));
+  b.push_back(term("mlp_c_proj_input", I, dt, Split::tensor_parallel));
+}
+
+// LlamaDecoderLayer (modeling_llama.py; Mistral and Qwen2 share it):
+// LlamaRMSNorm in Python, RoPE, grouped-query attention, SwiGLU.
+void llama_block(const ModelConfig& c, int64_t dt, bool eager, std::vector<ActivationTerm>& b) {
+  const int64_t h = c.hidden_size, I = c.intermediate_size;
+  // LlamaRMSNorm: hidden.to(float32) (a copy under 16-bit weights), its rstd,
+  // the normalised hidden.to(input_dtype) that the weight multiplies.
+  const auto rms_norm = [&](std::string_view fp32, std::string_view rstd, std::string_view normalized, bool block_input) {
+    ActivationTerm copy = term(fp32, h, kFp32, Split::sequence);
+    copy.is_block_input = block_input;
+    b.push_back(copy);
+    b.push_back(term(rstd, 1, kFp32, Split::sequence));
+    b.push_back(term(normalized, h, dt, Split::sequence));
+  };
+  rms_norm("input_norm_fp32_input", "input_norm_rstd", "input_norm_normalized", true);
+  b.push_back(term("qkv_input", h, dt, Split::sequence));  // the norm's output, kept once by q_proj, k_proj and v_proj
+  // apply_rotary_pos_emb keeps cos and sin, one row per position shared by the sequences.
+  ActivationTerm rope = term("rope_cos_sin", 2 * c.head_dim, dt, Split::whole);
+  rope.per_position = true;
+  b.push_back(rope);
+  if (eager) {
+    // eager_attention_forward: repeat_kv widens k and v to every head; the
+    // two matmuls keep batched q, kᵀ and v; softmax runs in fp32 and keeps
+    // its output, the cast back keeps the 16-bit probabilities; o_proj keeps
+    // the reshaped (copied) attention output.
+    b.push_back(term("bmm_query_key_value", 3 * c.q_width(), dt, Split::tensor_parallel));
+    b.push_back(per_key("softmax_output_fp32", c.num_heads, kFp32));
+    b.push_back(per_key("probabilities", c.num_heads, dt));
+    b.push_back(term("o_proj_input", c.q_width(), dt, Split::tensor_parallel));
+  } else {
+    // scaled_dot_product_attention with grouped-query k and v: q and k after
+    // RoPE, v, the output (also o_proj's input), an fp32 log-sum-exp per row and head.
+    b.push_back(term("query_key_value", c.q_width() + 2 * c.kv_width(), dt, Split::tensor_parallel));
+    b.push_back(term("attention_output", c.q_width(), dt, Split::tensor_parallel));
+    ActivationTerm lse = term("softmax_lse", c.num_heads, kFp32, Split::tensor_parallel);
+    lse.kept_under_selective = false;
+    b.push_back(lse);
+  }
+  rms_norm("post_norm_fp32_input", "post_norm_rstd", "post_norm_normalized", false);
+  b.push_back(term("mlp_input", h, dt, Split::sequence));
+  // SwiGLU, down(act(gate(x)) · up(x)): the gate's output, SiLU's output, the
+  // up projection's output and their product (down_proj's input).
+  b.push_back(term("gate_silu_up_product", 4 * I, dt, Split::tensor_parallel));
+}
+
+}  // namespace
+
+bool hf_profile_measured(ModelFamily family) {
+  return family == ModelFamily::gpt2 || family == ModelFamily::llama || family == ModelFamily::mistral || family == ModelFamily::qwen2;
+}
+
+ActivationTable hf_table(const ModelConfig& c, int64_t dt, bool eager_attention) {
+  ActivationTable t;
+  const bool gpt2 = c.family == ModelFamily::gpt2;
+  if (gpt2) {
+    gpt2_block(c, dt, eager_attention, t.block);
+  } else {
+    llama_block(c, dt, eager_attention, t.block);
+  }
+  // The embedding keeps the token ids (int64); GPT-2's position embedding its position ids.
+  t.first_stage.push_back(term("input_ids", 1, kInt64, Split::whole));
+  if (gpt2) {
+    ActivationTerm positions = term("position_ids", 1, kInt64, Split::whole);
+    positions.per_position = true;
+    t.first_stage.push_back(positions);
+  }
+  const int64_t h = c.hidden_size;
+  if (gpt2) {
+    t.last_stage.push_back(term("ln_f_input", h, dt, Split::sequence));
+    t.last_stage.push_back(term("ln_f_mean_rstd", 2, kFp32, Split::sequence));
+  } else {
+    t.last_stage.push_back(term("norm_fp32_input", h, kFp32, Split::sequence));
+    t.last_stage.push_back(term("norm_rstd", 1, kFp32, Split::sequence));
+    t.last_stage.push_back(term("norm_normalized", h, dt, Split::sequence));
+  }
+  t.last_stage.push_back(term("lm_head_input", h, dt, Split::sequence));
+  // ForCausalLMLoss (transformers/loss/loss_utils.py): the head's 16-bit
+  // logits, which the model returns and the training loop holds through
+  // backward; logits.float(), alive while the loss is formed; cross_entropy's
+  // log_softmax output in fp32 (measured: kept for backward) and the shifted labels.
+  t.logits.push_back(term("logits", c.vocab_size, dt, Split::tensor_parallel));
+  t.logits.push_back(term("logits_float", c.vocab_size, kFp32, Split::tensor_parallel));
+  t.logits.push_back(term("log_softmax_output", c.vocab_size, kFp32, Split::tensor_parallel));
+  t.logits.push_back(term("shifted_labels", 1, kInt64, Split::whole));
+  return t;
+}
+
+}  // namespace tessera::planner

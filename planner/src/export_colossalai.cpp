@@ -9,7 +9,7 @@
 //                             (torch.distributed.fsdp's own types); no_sync: no
 //   low_level_zero_plugin.py  LowLevelZeroPlugin(stage=1, precision="fp16", reduce_bucket_size_in_m=12, cpu_offload=False, ...);
 //                             precision in fp16, bf16, fp32; no_sync: stage 1 only
-//   gemini_plugin.py          GeminiPlugin(placement_policy="static", enable_gradient_accumulation=False, shard_param_frac=1.0,
+//   gemini_plugin.py          GeminiPlugin(chunk_config_dict=None, placement_policy="static", enable_gradient_accumulation=False, shard_param_frac=1.0,
 //                             offload_optim_frac=0.0, offload_param_frac=0.0, precision="fp16", search_range_m=32,
 //                             hidden_dim=None, min_chunk_size_m=32, ...); placement_policy is "static" or "auto" (the old
 //                             "cuda" is static with no offload, the old "cpu" static with both fractions 1); precision fp16
@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "export_internal.h"
+#include "tessera/planner/chunks.h"
 #include "tessera/planner/export.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/registry.h"
@@ -88,7 +89,38 @@ struct Script {
   std::string optimizer;                     // "HybridAdam(model.parameters(), ...)"
 };
 
-Status plugin_script(const EstimateRequest& r, Script& s) {
+// How the script sets Gemini's chunk size: ColossalAI's own search reaches the
+// plan's size when the plan took the searched size and the model is large
+// enough to be sharded (search_chunk_configuration keeps a model under
+// min_chunk_size_m Mi elements in one chunk gathered on every rank,
+// keep_gathered=True); otherwise chunk_config_dict fixes it, keyed by the
+// zero group's size (ChunkManager's config_key), colossalai/zero/gemini/chunk/
+// search_utils.py and manager.py at v0.5.0 (d322ff8c).
+struct ChunkChoice {
+  int64_t searched = 0;     // what the search gives for this model and dp
+  int64_t parameters = 0;   // the model's parameter count
+};
+
+void gemini_chunk_args(const EstimateRequest& r, const ChunkChoice& chunks, Script& s, std::vector<std::pair<std::string, std::string>>& args) {
+  const GeminiOptions& g = r.plugin.gemini;
+  const int64_t size = g.chunk_size > 0 ? g.chunk_size : chunks.searched;
+  const std::string bytes = format_bytes(size * compute_bytes(r.training.precision)) + " in " + std::string(enum_name(r.training.precision));
+  const bool searched = size == chunks.searched && static_cast<double>(chunks.parameters) >= g.min_chunk_size_m * 1048576.0;
+  if (searched) {
+    args.emplace_back("search_range_m", py_number(g.search_range_m));
+    args.emplace_back("min_chunk_size_m", py_number(g.min_chunk_size_m));
+    args.emplace_back("hidden_dim", py_int(g.search_interval));
+    s.plugin_comment += "    # ColossalAI's chunk search settles on chunks of " + std::to_string(size) + " elements (" + bytes + "), as Tessera's does.\n";
+    return;
+  }
+  args.emplace_back("chunk_config_dict", "{" + py_int(r.layout.dp) + ": dict(chunk_size=" + py_int(size) + ", keep_gathered=False)}");
+  s.plugin_comment += "    # The plan's chunks, " + std::to_string(size) + " elements (" + bytes + ") sharded over the " + std::to_string(r.layout.dp) +
+                      " data-parallel ranks: fixed here, since ColossalAI's own search would " +
+                      (size == chunks.searched ? std::string("keep this small model in one unsharded chunk") : "pick " + std::to_string(chunks.searched)) +
+                      ".\n";
+}
+
+Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script& s) {
   const PluginOptions& p = r.plugin;
   const TrainingOptions& t = r.training;
   const ParallelLayout& l = r.layout;
@@ -166,17 +198,11 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
         args.emplace_back("offload_optim_frac", py_float(optim));
         args.emplace_back("offload_param_frac", py_float(param));
       }
-      args.emplace_back("search_range_m", py_number(g.search_range_m));
-      args.emplace_back("min_chunk_size_m", py_number(g.min_chunk_size_m));
-      args.emplace_back("hidden_dim", py_int(g.search_interval));
+      gemini_chunk_args(r, chunks, s, args);
       args.emplace_back("precision", precision);
       if (accumulation > 1) {
         args.emplace_back("enable_gradient_accumulation", "True");
         s.plugin_comment += "    # Gemini has no no_sync: it accumulates gradients across micro-batches when told to.\n";
-      }
-      if (g.chunk_size > 0) {
-        s.plugin_comment += "    # Tessera expects the chunk search to settle on chunks of " + std::to_string(g.chunk_size) + " elements (" +
-                            format_bytes(g.chunk_size * compute_bytes(t.precision)) + " in " + std::string(enum_name(t.precision)) + ").\n";
       }
       s.plugin_call = call("GeminiPlugin", args);
       break;
@@ -268,8 +294,14 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
   const EstimateRequest& r = file.plans[plan_index];
   const TrainingOptions& t = r.training;
   const ParallelLayout& l = r.layout;
+  ChunkChoice chunks;
+  if (r.plugin.kind == PluginKind::gemini) {
+    auto model = load_model(file.model_source, "model.source");
+    if (!model) return model.error();
+    chunks = {search_chunk_size(model->inventory, r.plugin.gemini, l.dp), model->parameter_count};
+  }
   Script s;
-  if (Status st = plugin_script(r, s); !st) return st.error();
+  if (Status st = plugin_script(r, chunks, s); !st) return st.error();
   auto config = embedded_config(file.model_source);
   if (!config) return config.error();
 

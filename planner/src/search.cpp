@@ -76,7 +76,7 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
     const bool gemini_supported = is_mixed_precision(p.precision) && optimizer_state_count(p.optimizer) == 2;
     if (p.zero_stage < 0 && gemini_supported && allowed(p.plugins, PluginKind::gemini)) {
       GeminiOptions g;
-      g.chunk_size = search_chunk_size(m.inventory, g, n);  // once: every Gemini candidate shares it
+      g.chunk_size = p.chunk_size > 0 ? p.chunk_size : search_chunk_size(m.inventory, g, n);  // once: every Gemini candidate shares it
       struct Placement {
         GeminiPlacement policy;
         double optim, param;

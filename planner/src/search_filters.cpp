@@ -112,9 +112,8 @@ Status explain_zero_stage(const PlanRequest& p) {
 Status explain_plugins(const PlanRequest& p) {
   const std::string plugins = "--plugin " + plugin_names(p.plugins);
   // As in plugin_templates: ColossalAI's Gemini runs only mixed precision with an Adam (HybridAdam, CPUAdam, FusedAdam).
-  if (only(p.plugins, {PluginKind::gemini}) && !(is_mixed_precision(p.precision) && optimizer_state_count(p.optimizer) == 2)) {
-    return invalid("--plugin gemini needs --precision fp16 or bf16 and --optimizer adam or adamw"
-                   " (ColossalAI's Gemini runs mixed precision with an Adam)");
+  if (only(p.plugins, {PluginKind::gemini})) {
+    if (Status s = gemini_precision_and_optimizer(p.precision, p.optimizer); !s) return s;
   }
   if (p.cluster.world_size() == 1 && only(p.plugins, {PluginKind::torch_fsdp, PluginKind::hybrid_parallel})) {
     return invalid(plugins + " needs 2 GPUs or more: on 1 GPU it has nothing to shard or split");
@@ -240,6 +239,12 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
                    " × dp " + str(p.dp) + " = " + str(p.micro_batch_size * p.dp));
   }
   if (p.global_batch_size > (int64_t{1} << 24) || p.seq_len > (int64_t{1} << 20)) return invalid("--global-batch or --seq is too large");
+  // Gemini shards each chunk over all n ranks: a chunk splits evenly (Chunk.__init__ asserts
+  // chunk_size % pg_size == 0, colossalai/zero/gemini/chunk/chunk.py at v0.5.0, d322ff8c).
+  if (p.chunk_size < 0 || p.chunk_size > (int64_t{1} << 40) || (p.chunk_size > 0 && p.chunk_size % n != 0)) {
+    return invalid("--chunk-size " + str(p.chunk_size) + " must be 0 (search) or a positive multiple of the " + str(n) +
+                   " GPUs (Gemini shards every chunk evenly over them)");
+  }
   return Status::success();
 }
 

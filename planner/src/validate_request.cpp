@@ -128,6 +128,9 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.cpu_offload && !(p.kind == PluginKind::low_level_zero || (p.kind == PluginKind::hybrid_parallel && stage >= 1))) {
     return invalid("--cpu-offload applies to low_level_zero and hybrid_parallel with --zero-stage 1 or 2; for gemini use --placement");
   }
+  if (p.kind == PluginKind::gemini) {
+    if (Status s = gemini_precision_and_optimizer(r.training.precision, r.training.optimizer); !s) return s;
+  }
   if (Status s = check_interleaving(m, r); !s) return s;
   if (p.bucket_bytes <= 0) return invalid("--bucket-mb must be positive");
   if (p.reduce_bucket_numel <= 0) return invalid("--reduce-bucket-m must be positive");
@@ -149,12 +152,12 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
                    str(static_cast<int64_t>(std::ceil(search_range / kMaxChunkCandidates))) + " or more");
   }
   if (g.chunk_size > (int64_t{1} << 40)) return invalid("--chunk-size must be at most 1099511627776 elements, got " + str(g.chunk_size));
+  // Any size is a chunk size to ColossalAI: a tensor larger than it gets a chunk
+  // of its own (ChunkManager.register_tensor); a sharded chunk must split evenly
+  // (Chunk.__init__ asserts chunk_size % pg_size == 0), colossalai/zero/gemini/
+  // chunk/manager.py and chunk.py at v0.5.0 (d322ff8c).
   if (p.kind == PluginKind::gemini && g.chunk_size != 0) {
-    const int64_t largest = m.inventory.largest_tensor_numel();
-    if (g.chunk_size < largest) {
-      return invalid("--chunk-size " + str(g.chunk_size) + " is smaller than the largest tensor (" + str(largest) +
-                     " elements); use at least " + str(largest) + " or 0 to search");
-    }
+    if (g.chunk_size < 0) return invalid("--chunk-size must be 0 (search) or a positive number of elements, got " + str(g.chunk_size));
     if (g.chunk_size % l.dp != 0) {
       return invalid("--chunk-size " + str(g.chunk_size) + " must be a multiple of --dp " + str(l.dp) + " (chunks shard evenly)");
     }
@@ -206,6 +209,18 @@ Status check_assumptions(const Assumptions& a) {
 }
 
 }  // namespace
+
+Status gemini_precision_and_optimizer(Precision precision, OptimizerKind optimizer) {
+  if (!is_mixed_precision(precision)) {
+    return invalid("--precision " + std::string(enum_name(precision)) + ": Gemini runs mixed precision only (bf16 or fp16, fp32 master weights); "
+                   "use --precision bf16 or fp16");
+  }
+  if (optimizer_state_count(optimizer) != 2) {
+    return invalid("--optimizer " + std::string(enum_name(optimizer)) + ": Gemini's optimizer is an Adam (HybridAdam, CPUAdam or FusedAdam); "
+                   "use --optimizer adamw or adam");
+  }
+  return Status::success();
+}
 
 Status check_tensor_parallel(const ModelConfig& c, int64_t tp) {
   if (c.num_heads % tp != 0) {

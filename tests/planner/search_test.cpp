@@ -219,7 +219,7 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
       {8, [](PlanRequest& r) { r.zero_stage = 1, r.plugins = {PluginKind::gemini}; }, "--zero-stage 1 does not apply to --plugin gemini: "},
       {8, [](PlanRequest& r) { r.zero_stage = 2, r.pp = 2; }, "--zero-stage 2 cannot be combined with --pp 2"},
       {8, [](PlanRequest& r) { r.zero_stage = 1, r.dp = 1; }, "--zero-stage 1 shards over the data-parallel ranks, and --dp 1 leaves none"},
-      {8, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}, r.precision = Precision::fp32; }, "--plugin gemini needs --precision fp16 or bf16"},
+      {8, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}, r.precision = Precision::fp32; }, "--precision fp32: Gemini runs mixed precision only (bf16 or fp16"},
       {1, [](PlanRequest& r) { r.plugins = {PluginKind::torch_fsdp}; }, "--plugin torch_fsdp needs 2 GPUs or more"},
       {8, [](PlanRequest& r) { r.plugins = {PluginKind::hybrid_parallel}, r.tp = 1, r.pp = 1; }, "--plugin hybrid_parallel with --tp 1 and --pp 1 is plain data parallelism"},
       {8, [](PlanRequest& r) { r.global_batch_size = 4, r.dp = 8; }, "--global-batch 4 is not divisible by --dp 8"},

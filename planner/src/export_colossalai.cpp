@@ -84,6 +84,8 @@ struct Script {
   std::string booster_args = "plugin=plugin";
   bool lazy_init = false;                    // build the model under LazyInitContext
   bool no_sync = false;                      // skip gradient synchronization on non-final micro-batches
+  std::string no_sync_model = "model";       // what booster.no_sync is given: the TorchDDPModel
+  std::string clip;                          // the line before optimizer.step() that clips, when the plugin does not
   bool autocast_bf16 = false;                // DDP with bf16: torch.autocast
   bool pipeline = false;                     // booster.execute_pipeline
   std::string optimizer;                     // "HybridAdam(model.parameters(), ...)"
@@ -134,12 +136,18 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
       if (t.precision == Precision::fp16) {
         s.booster_args += ", mixed_precision=\"fp16\"";
         s.plugin_comment += "    # fp16: the booster's torch.cuda.amp mixed precision, with dynamic loss scaling.\n";
+        // boost() wraps the TorchDDPModel in a TorchAMPModule, and TorchDDPPlugin.no_sync asserts
+        // "Model is not boosted by TorchDDPPlugin" unless given the TorchDDPModel itself
+        // (booster/booster.py boost, booster/plugin/torch_ddp_plugin.py no_sync, v0.5.0 d322ff8c).
+        s.no_sync_model = "model.module";
       }
       if (t.precision == Precision::bf16) {
         s.autocast_bf16 = true;
         s.plugin_comment += "    # bf16: torch.autocast in the training loop (ColossalAI's Booster has no bf16 mixed precision for DDP).\n";
       }
       s.no_sync = true;
+      // OptimizerWrapper.clip_grad_by_norm (TorchAMPOptimizer unscales first), interface/optimizer.py.
+      s.clip = "optimizer.clip_grad_by_norm(MAX_GRAD_NORM)";
       break;
     case PluginKind::torch_fsdp: {
       s.imports.push_back("import functools");
@@ -158,6 +166,8 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
         s.plugin_comment += "    # fp16: the plugin scales no loss; add torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler if gradients underflow.\n";
       }
       s.plugin_call = call("TorchFSDPPlugin", args);
+      // FSDP.clip_grad_norm_ takes the norm over every rank's shards; OptimizerWrapper.clip_grad_by_norm would take this rank's alone.
+      s.clip = "model.module.clip_grad_norm_(MAX_GRAD_NORM)";  // TorchFSDPModel.module is the FSDP module
       break;
     }
     case PluginKind::low_level_zero:
@@ -165,7 +175,8 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
       s.plugin_call = call("LowLevelZeroPlugin", {{"stage", py_int(p.effective_zero_stage())},
                                                   {"precision", precision},
                                                   {"cpu_offload", py_bool(p.cpu_offload)},
-                                                  {"reduce_bucket_size_in_m", py_number(static_cast<double>(p.reduce_bucket_numel) / (1 << 20))}});
+                                                  {"reduce_bucket_size_in_m", py_number(static_cast<double>(p.reduce_bucket_numel) / (1 << 20))},
+                                                  {"max_norm", "MAX_GRAD_NORM"}});
       s.no_sync = p.effective_zero_stage() == 1;
       break;
     case PluginKind::gemini: {
@@ -200,6 +211,7 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
       }
       gemini_chunk_args(r, chunks, s, args);
       args.emplace_back("precision", precision);
+      args.emplace_back("max_norm", "MAX_GRAD_NORM");
       if (accumulation > 1) {
         args.emplace_back("enable_gradient_accumulation", "True");
         s.plugin_comment += "    # Gemini has no no_sync: it accumulates gradients across micro-batches when told to.\n";
@@ -211,8 +223,14 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
       s.imports.push_back("from colossalai.booster.plugin import HybridParallelPlugin");
       s.lazy_init = true;
       s.pipeline = l.pp > 1;
-      std::vector<std::pair<std::string, std::string>> args{
-          {"tp_size", py_int(l.tp)}, {"pp_size", py_int(l.pp)}, {"zero_stage", py_int(p.effective_zero_stage())}};
+      // dp_outside=False orders the mesh (pp, dp, tp): rank = tp_rank + tp · (dp_rank + dp · pp_rank),
+      // the planner's rank order (rank_groups.h); ColossalAI's default, True, puts dp outermost
+      // (HybridParallelPlugin.__init__'s ProcessGroupMesh, booster/plugin/hybrid_parallel_plugin.py, v0.5.0 d322ff8c).
+      std::vector<std::pair<std::string, std::string>> args{{"tp_size", py_int(l.tp)},
+                                                            {"pp_size", py_int(l.pp)},
+                                                            {"zero_stage", py_int(p.effective_zero_stage())},
+                                                            {"dp_outside", "False"}};
+      s.plugin_comment += "    # dp_outside=False: data-parallel groups inside pipeline stages, tensor-parallel ranks adjacent, as planned.\n";
       if (l.pp > 1) {
         if (p.pp_schedule == PipelineSchedule::gpipe) {
           return cannot_express("colossalai", "HybridParallelPlugin's pp_style is 1f1b, interleaved or zbv; it has no gpipe schedule, which "
@@ -237,6 +255,7 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
       }
       args.emplace_back("cpu_offload", py_bool(p.cpu_offload));
       args.emplace_back("precision", precision);
+      args.emplace_back("max_norm", "MAX_GRAD_NORM");
       s.plugin_call = call("HybridParallelPlugin", args);
       s.no_sync = l.pp == 1 && p.effective_zero_stage() < 2;
       break;
@@ -370,6 +389,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
      << "GRADIENT_ACCUMULATION_STEPS = " << accumulation << (s.pipeline ? "  # the pipeline runs the micro-batches\n" : "\n")
      << "GLOBAL_BATCH_SIZE = " << sequences << "  # sequences per optimizer step: micro-batch x micro-batches x dp\n"
      << "LEARNING_RATE = 1e-4  # a placeholder: Tessera plans memory and speed, not the schedule\n"
+     << "MAX_GRAD_NORM = " << py_float(kMaxGradNorm) << "  # global gradient-norm clipping, as Tessera's engine and the DeepSpeed export\n"
      << "STEPS = 20\n"
      << "PREDICTED_TOKENS_PER_S = " << py_float(tokens_per_s) << "\n"
      << "PREDICTED_PEAK_BYTES = " << peak_bytes << "\n"
@@ -466,7 +486,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
     if (s.no_sync) {
       py << "            last = micro_step == GRADIENT_ACCUMULATION_STEPS - 1\n"
          << "            # Gradients are synchronised once per step, after the last micro-batch.\n"
-         << "            with nullcontext() if last else booster.no_sync(model, optimizer):\n";
+         << "            with nullcontext() if last else booster.no_sync(" << s.no_sync_model << ", optimizer):\n";
       body += "    ";
     } else if (accumulation > 1) {
       py << "            # The plugin has no no_sync: gradients are reduced after every micro-batch.\n";
@@ -480,6 +500,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
     py << body << "booster.backward(micro_loss, optimizer)\n"
        << "            loss += micro_loss.detach()\n";
   }
+  if (!s.clip.empty()) py << "        " << s.clip << "\n";
   py << "        optimizer.step()\n"
      << "        optimizer.zero_grad()\n"
      << "        torch.cuda.synchronize()\n"

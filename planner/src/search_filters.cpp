@@ -171,14 +171,32 @@ Status explain_by_elimination(const Model& m, const PlanRequest& p) {
     if (!plan_candidates(m, f.without).empty()) culprits += (culprits.empty() ? "" : " or ") + f.text;
   }
   std::set<int64_t> dp_sizes;
-  for (const EstimateRequest& r : search_detail::plugin_templates(m, p)) dp_sizes.insert(r.layout.dp);
+  // The smallest batch some layout runs: dp whole sequences, and under a pipeline
+  // pp micro-batches per data-parallel rank (check_pipeline_schedule).
+  int64_t smallest_batch = 0;
+  for (const EstimateRequest& r : search_detail::plugin_templates(m, p)) {
+    dp_sizes.insert(r.layout.dp);
+    const int64_t batch = r.layout.dp * r.layout.pp;
+    if (smallest_batch == 0 || batch < smallest_batch) smallest_batch = batch;
+  }
   const bool batch_is_the_reason = !dp_sizes.empty() && p.micro_batch_size == 0;
   if (batch_is_the_reason) {
     std::string sizes;
     for (int64_t dp : dp_sizes) sizes += (sizes.empty() ? "" : ", ") + str(dp);
-    return invalid("--global-batch " + str(p.global_batch_size) + " does not split evenly over the data-parallel ranks of any layout of " +
-                   m.config.name + " on " + str(n) + " GPUs" + (given.empty() ? "" : " with " + given) + " (data-parallel sizes " + sizes +
-                   "); use a multiple of " + str(*dp_sizes.begin()) + (culprits.empty() ? "" : ", or drop or change " + culprits));
+    const std::string where = " of any layout of " + m.config.name + " on " + str(n) + " GPUs" + (given.empty() ? "" : " with " + given);
+    const std::string or_drop = culprits.empty() ? "" : ", or drop or change " + culprits;
+    const bool splits_somewhere = std::any_of(dp_sizes.begin(), dp_sizes.end(), [&](int64_t dp) { return p.global_batch_size % dp == 0; });
+    const bool pipelines_need_more = smallest_batch > *dp_sizes.begin();
+    const std::string at_least = pipelines_need_more ? " and at least " + str(smallest_batch) +
+                                                           " (a pipeline needs a micro-batch per stage on every data-parallel rank)"
+                                                     : "";
+    if (!splits_somewhere) {
+      return invalid("--global-batch " + str(p.global_batch_size) + " does not split evenly over the data-parallel ranks" + where +
+                     " (data-parallel sizes " + sizes + "); use a multiple of " + str(*dp_sizes.begin()) + at_least + or_drop);
+    }
+    return invalid("--global-batch " + str(p.global_batch_size) + " leaves fewer micro-batches than pipeline stages" + where +
+                   " (a pipeline needs a micro-batch per stage on every data-parallel rank); use --global-batch " + str(smallest_batch) +
+                   " or more" + or_drop);
   }
   const std::string none = "no candidate for " + m.config.name + " on " + str(n) + " GPUs with --global-batch " + str(p.global_batch_size) +
                            " satisfies " + given;

@@ -77,28 +77,6 @@ Status check_model_fit(const Model& m, const EstimateRequest& r) {
   return Status::success();
 }
 
-// The interleaved schedule's conditions (Megatron-LM, ColossalAI InterleavedSchedule):
-// a pipeline, at least 2 chunks per stage, a block for every virtual stage, and
-// micro-batches in whole groups of pp.
-Status check_interleaving(const Model& m, const EstimateRequest& r) {
-  const PluginOptions& p = r.plugin;
-  const auto& l = r.layout;
-  if (p.pp_schedule != PipelineSchedule::interleaved) {
-    if (p.num_model_chunks != 1) return invalid("--model-chunks " + str(p.num_model_chunks) + " needs --pp-schedule interleaved");
-    return Status::success();
-  }
-  if (l.pp < 2) return invalid("--pp-schedule interleaved needs a pipeline (--pp 2 or more)");
-  if (p.num_model_chunks < 2) return invalid("--pp-schedule interleaved needs --model-chunks 2 or more (model chunks per stage)");
-  if (p.num_model_chunks > m.config.num_layers || l.pp * p.num_model_chunks > m.config.num_layers) {
-    return invalid("--pp " + str(l.pp) + " × --model-chunks " + str(p.num_model_chunks) + " exceeds the " + str(m.config.num_layers) +
-                   " layers of " + m.config.name + "; each chunk needs a layer");
-  }
-  if (r.training.num_micro_batches % l.pp != 0) {
-    return invalid("--micro-batches " + str(r.training.num_micro_batches) + " must be a multiple of --pp " + str(l.pp) + " under --pp-schedule interleaved");
-  }
-  return Status::success();
-}
-
 Status check_plugin(const Model& m, const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;
   const auto& l = r.layout;
@@ -131,7 +109,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.kind == PluginKind::gemini) {
     if (Status s = gemini_precision_and_optimizer(r.training.precision, r.training.optimizer); !s) return s;
   }
-  if (Status s = check_interleaving(m, r); !s) return s;
+  if (Status s = check_pipeline_schedule(m, r); !s) return s;
   if (p.bucket_bytes <= 0) return invalid("--bucket-mb must be positive");
   if (p.reduce_bucket_numel <= 0) return invalid("--reduce-bucket-m must be positive");
   const GeminiOptions& g = p.gemini;
@@ -209,6 +187,30 @@ Status check_assumptions(const Assumptions& a) {
 }
 
 }  // namespace
+
+Status check_pipeline_schedule(const Model& m, const EstimateRequest& r) {
+  const PluginOptions& p = r.plugin;
+  const auto& l = r.layout;
+  if (p.pp_schedule != PipelineSchedule::interleaved) {
+    if (p.num_model_chunks != 1) return invalid("--model-chunks " + str(p.num_model_chunks) + " needs --pp-schedule interleaved");
+    if (p.kind == PluginKind::hybrid_parallel && p.pp_schedule == PipelineSchedule::one_f_one_b && l.pp > 1 &&
+        r.training.num_micro_batches < l.pp) {
+      return invalid("--micro-batches " + str(r.training.num_micro_batches) + " is below --pp " + str(l.pp) +
+                     ": ColossalAI's 1F1B schedule needs a micro-batch per stage at least; use --micro-batches " + str(l.pp) + " or more");
+    }
+    return Status::success();
+  }
+  if (l.pp < 2) return invalid("--pp-schedule interleaved needs a pipeline (--pp 2 or more)");
+  if (p.num_model_chunks < 2) return invalid("--pp-schedule interleaved needs --model-chunks 2 or more (model chunks per stage)");
+  if (p.num_model_chunks > m.config.num_layers || l.pp * p.num_model_chunks > m.config.num_layers) {
+    return invalid("--pp " + str(l.pp) + " × --model-chunks " + str(p.num_model_chunks) + " exceeds the " + str(m.config.num_layers) +
+                   " layers of " + m.config.name + "; each chunk needs a layer");
+  }
+  if (r.training.num_micro_batches % l.pp != 0) {
+    return invalid("--micro-batches " + str(r.training.num_micro_batches) + " must be a multiple of --pp " + str(l.pp) + " under --pp-schedule interleaved");
+  }
+  return Status::success();
+}
 
 Status gemini_precision_and_optimizer(Precision precision, OptimizerKind optimizer) {
   if (!is_mixed_precision(precision)) {

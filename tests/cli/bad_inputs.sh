@@ -118,6 +118,7 @@ bad interleaved-without-pipeline "--pp-schedule" -- estimate --model gpt2 --pp-s
 bad interleaved-one-chunk "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --micro-batches 2 --pp-schedule interleaved
 bad chunks-without-interleaving "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --model-chunks 2
 bad chunks-beyond-layers "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --micro-batches 2 --pp-schedule interleaved --model-chunks 9223372036854775807
+bad one-f-one-b-too-few-micro-batches "--micro-batches 2 is below --pp 4: ColossalAI's 1F1B schedule" -- estimate --model gpt2 --plugin hybrid_parallel --pp 4 --micro-batches 2
 bad interleaved-micro-batches "--micro-batches" -- estimate --model gpt2 --plugin hybrid_parallel --pp 4 --micro-batches 6 --pp-schedule interleaved --model-chunks 2
 
 # Names.

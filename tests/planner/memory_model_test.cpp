@@ -323,6 +323,8 @@ TEST_F(MemoryModel, ValidationNamesTheOption) {
       {[](EstimateRequest& r) { r.training.seq_len = -5; }, "--seq must be a positive integer"},
       {[](EstimateRequest& r) { r.training.seq_len = 2048; }, "exceeds the 1024 learned positions"},
       {[](EstimateRequest& r) { r.layout.tp = 2; }, "need --plugin hybrid_parallel"},
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::hybrid_parallel; r.layout.pp = 4; r.training.num_micro_batches = 2; },
+       "--micro-batches 2 is below --pp 4: ColossalAI's 1F1B schedule needs a micro-batch per stage at least; use --micro-batches 4 or more"},
       {[](EstimateRequest& r) { r.plugin.kind = PluginKind::gemini; r.plugin.gemini.chunk_size = -8; }, "--chunk-size must be 0 (search) or a positive number"},
       {[](EstimateRequest& r) { r.plugin.kind = PluginKind::gemini; r.plugin.gemini.offload_optim_frac = 1.5; }, "--offload-optim-frac must lie in [0, 1]"},
   };

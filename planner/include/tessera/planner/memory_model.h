@@ -99,6 +99,16 @@ Status check_tensor_parallel(const ModelConfig& config, int64_t tp);
 // Checks the request against the model and GPU; the error names the option to change.
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
 
+// What the pipeline schedule's runtime accepts: the interleaved schedule needs a
+// pipeline, 2 or more model chunks per stage, a block for every virtual stage
+// and micro-batches in whole groups of pp (Megatron-LM; ColossalAI's
+// InterleavedSchedule asserts num_microbatch % num_stages == 0); ColossalAI's
+// 1F1B needs at least pp micro-batches (OneForwardOneBackwardSchedule asserts
+// "Number of microbatch should be larger than number of stages",
+// colossalai/pipeline/schedule/one_f_one_b.py and interleaved_pp.py at v0.5.0,
+// d322ff8c). The search offers only layouts that pass.
+Status check_pipeline_schedule(const Model& model, const EstimateRequest& request);
+
 // ColossalAI's Gemini runs mixed precision only (GeminiDDP asserts fp16 or
 // bf16) with an Adam (GeminiOptimizer's _AVAIL_OPTIM_LIST: FusedAdam, CPUAdam,
 // HybridAdam), colossalai/zero/gemini/ at v0.5.0 (d322ff8c): otherwise one line

@@ -35,6 +35,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.pp = o.pp;
   r.micro_batch_size = o.micro_batch;
   r.zero_stage = o.zero_stage;
+  r.chunk_size = o.chunk_size;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
                    parse_choice("--activation-profile", o.activation_profile, r.activation_profile),
                    parse_memory_headroom(o.memory_headroom, r.assumptions)}) {
@@ -126,6 +127,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--pp", o.pp, "Only this number of pipeline stages");
   c.add_option("--micro-batch", o.micro_batch, "Only this micro-batch size");
   c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
+  c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();
   c.add_option("--top", o.top, "Plans to print and write")->capture_default_str();
   c.add_option("--format", o.format, "table or json (the plan document on standard output)")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   c.add_option("--output,-o", o.output, "Where to write plan.json")->capture_default_str();

@@ -18,10 +18,12 @@ ChunkMap make_chunk_map(const planner::Model& model, const ShownPlan& plan) {
     map.placement = std::string(enum_name(r.plugin.gemini.placement_policy));
   } else {
     summary.chunk_size = planner::search_chunk_size(model.inventory, planner::GeminiOptions{}, map.dp);
-    summary.chunk_used = planner::pack_chunks(model.inventory, summary.chunk_size).chunk_used;
+    const planner::ChunkLayout searched = planner::pack_chunks(model.inventory, summary.chunk_size, map.dp);
+    summary.chunk_used = searched.chunk_used;
+    summary.chunk_capacity = searched.chunk_capacity;
     map.placement = "not used by this plan";
   }
-  const planner::ChunkLayout layout = planner::pack_chunks(model.inventory, summary.chunk_size);
+  const planner::ChunkLayout layout = planner::pack_chunks(model.inventory, summary.chunk_size, map.dp);
   map.chunk_size = summary.chunk_size;
   map.waste_elements = layout.waste_elements();
   map.chunks = planner::gemini_chunk_placement(summary, map.dp);

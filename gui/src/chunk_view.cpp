@@ -53,7 +53,8 @@ void ChunkView::paintEvent(QPaintEvent*) {
   }
   const ChunkMap& m = *map_;
   const int64_t n = static_cast<int64_t>(m.chunks.size());
-  const double padded = static_cast<double>(n * m.chunk_size);
+  double padded = 0;  // a tensor larger than chunk_size has a larger chunk of its own
+  for (const planner::ChunkPlacement& c : m.chunks) padded += static_cast<double>(c.used_elements + c.padding_elements);
   QStringList header;
   header << (m.plan_uses_chunks ? tr("Gemini chunks of %1").arg(QString::fromStdString(m.plan_description))
                                 : tr("%1 does not use chunks; Gemini would pack this model like this (dp %2):")
@@ -101,7 +102,7 @@ void ChunkView::paintEvent(QPaintEvent*) {
     const QRectF tile(area.left() + static_cast<double>(i % columns) * (tile_w + kTileGap), area.top() + static_cast<double>(i / columns) * (tile_h + kTileGap),
                       tile_w, std::max(2.0, tile_h));
     tiles_.push_back(tile);
-    const double used_w = tile.width() * static_cast<double>(c.used_elements) / static_cast<double>(m.chunk_size);
+    const double used_w = tile.width() * static_cast<double>(c.used_elements) / static_cast<double>(c.used_elements + c.padding_elements);
     const double param_h = tile.height() * (1 - kOptimizerStrip);
     p.fillRect(tile, Qt::white);
     p.fillRect(QRectF(tile.left(), tile.top(), used_w, param_h), placed(MemoryCategory::parameters, c.parameters));
@@ -139,7 +140,7 @@ QString ChunkView::tooltip(size_t index) const {
   const auto where = [](MemorySpace s) { return s == MemorySpace::device ? tr("GPU") : tr("host"); };
   return tr("<b>chunk %1</b>: %2 of %3 elements used, padding %4<br>parameters on %5, optimizer states on %6<br>%7<br><i>tensors</i><br>%8")
       .arg(index)
-      .arg(elements_text(c.used_elements), elements_text(m.chunk_size), elements_text(c.padding_elements), where(c.parameters), where(c.optimizer_states),
+      .arg(elements_text(c.used_elements), elements_text(c.used_elements + c.padding_elements), elements_text(c.padding_elements), where(c.parameters), where(c.optimizer_states),
            c.sharded ? owners.join(QStringLiteral("<br>")) : tr("kept gathered on every rank"), tensors.join(QStringLiteral("<br>")));
 }
 

@@ -21,10 +21,11 @@ std::vector<ChunkPlacement> gemini_chunk_placement(const GeminiSummary& g, int64
   out.reserve(g.chunk_used.size());
   for (int64_t i = 0; i < n; ++i) {
     ChunkPlacement c;
+    const int64_t capacity = g.chunk_capacity[static_cast<size_t>(i)];
     c.used_elements = g.chunk_used[static_cast<size_t>(i)];
-    c.padding_elements = g.chunk_size - c.used_elements;
+    c.padding_elements = capacity - c.used_elements;
     c.sharded = i >= gathered;
-    c.shard_elements = c.sharded ? g.chunk_size / dp : g.chunk_size;
+    c.shard_elements = c.sharded ? capacity / dp : capacity;
     // Offloaded parameter chunks are the last sharded ones: the device's share is filled first.
     c.parameters = c.sharded && i >= n - params_on_host ? MemorySpace::host : MemorySpace::device;
     c.optimizer_states = i < optimizer_on_host ? MemorySpace::host : MemorySpace::device;

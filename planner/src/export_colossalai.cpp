@@ -9,7 +9,7 @@
 //                             (torch.distributed.fsdp's own types); no_sync: no
 //   low_level_zero_plugin.py  LowLevelZeroPlugin(stage=1, precision="fp16", reduce_bucket_size_in_m=12, cpu_offload=False, ...);
 //                             precision in fp16, bf16, fp32; no_sync: stage 1 only
-//   gemini_plugin.py          GeminiPlugin(placement_policy="static", enable_gradient_accumulation=False, shard_param_frac=1.0,
+//   gemini_plugin.py          GeminiPlugin(chunk_config_dict=None, placement_policy="static", enable_gradient_accumulation=False, shard_param_frac=1.0,
 //                             offload_optim_frac=0.0, offload_param_frac=0.0, precision="fp16", search_range_m=32,
 //                             hidden_dim=None, min_chunk_size_m=32, ...); placement_policy is "static" or "auto" (the old
 //                             "cuda" is static with no offload, the old "cpu" static with both fractions 1); precision fp16
@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "export_internal.h"
+#include "tessera/planner/chunks.h"
 #include "tessera/planner/export.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/registry.h"
@@ -83,12 +84,45 @@ struct Script {
   std::string booster_args = "plugin=plugin";
   bool lazy_init = false;                    // build the model under LazyInitContext
   bool no_sync = false;                      // skip gradient synchronization on non-final micro-batches
+  std::string no_sync_model = "model";       // what booster.no_sync is given: the TorchDDPModel
+  std::string clip;                          // the line before optimizer.step() that clips, when the plugin does not
   bool autocast_bf16 = false;                // DDP with bf16: torch.autocast
   bool pipeline = false;                     // booster.execute_pipeline
   std::string optimizer;                     // "HybridAdam(model.parameters(), ...)"
 };
 
-Status plugin_script(const EstimateRequest& r, Script& s) {
+// How the script sets Gemini's chunk size: ColossalAI's own search reaches the
+// plan's size when the plan took the searched size and the model is large
+// enough to be sharded (search_chunk_configuration keeps a model under
+// min_chunk_size_m Mi elements in one chunk gathered on every rank,
+// keep_gathered=True); otherwise chunk_config_dict fixes it, keyed by the
+// zero group's size (ChunkManager's config_key), colossalai/zero/gemini/chunk/
+// search_utils.py and manager.py at v0.5.0 (d322ff8c).
+struct ChunkChoice {
+  int64_t searched = 0;     // what the search gives for this model and dp
+  int64_t parameters = 0;   // the model's parameter count
+};
+
+void gemini_chunk_args(const EstimateRequest& r, const ChunkChoice& chunks, Script& s, std::vector<std::pair<std::string, std::string>>& args) {
+  const GeminiOptions& g = r.plugin.gemini;
+  const int64_t size = g.chunk_size > 0 ? g.chunk_size : chunks.searched;
+  const std::string bytes = format_bytes(size * compute_bytes(r.training.precision)) + " in " + std::string(enum_name(r.training.precision));
+  const bool searched = size == chunks.searched && static_cast<double>(chunks.parameters) >= g.min_chunk_size_m * 1048576.0;
+  if (searched) {
+    args.emplace_back("search_range_m", py_number(g.search_range_m));
+    args.emplace_back("min_chunk_size_m", py_number(g.min_chunk_size_m));
+    args.emplace_back("hidden_dim", py_int(g.search_interval));
+    s.plugin_comment += "    # ColossalAI's chunk search settles on chunks of " + std::to_string(size) + " elements (" + bytes + "), as Tessera's does.\n";
+    return;
+  }
+  args.emplace_back("chunk_config_dict", "{" + py_int(r.layout.dp) + ": dict(chunk_size=" + py_int(size) + ", keep_gathered=False)}");
+  s.plugin_comment += "    # The plan's chunks, " + std::to_string(size) + " elements (" + bytes + ") sharded over the " + std::to_string(r.layout.dp) +
+                      " data-parallel ranks: fixed here, since ColossalAI's own search would " +
+                      (size == chunks.searched ? std::string("keep this small model in one unsharded chunk") : "pick " + std::to_string(chunks.searched)) +
+                      ".\n";
+}
+
+Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script& s) {
   const PluginOptions& p = r.plugin;
   const TrainingOptions& t = r.training;
   const ParallelLayout& l = r.layout;
@@ -102,12 +136,18 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
       if (t.precision == Precision::fp16) {
         s.booster_args += ", mixed_precision=\"fp16\"";
         s.plugin_comment += "    # fp16: the booster's torch.cuda.amp mixed precision, with dynamic loss scaling.\n";
+        // boost() wraps the TorchDDPModel in a TorchAMPModule, and TorchDDPPlugin.no_sync asserts
+        // "Model is not boosted by TorchDDPPlugin" unless given the TorchDDPModel itself
+        // (booster/booster.py boost, booster/plugin/torch_ddp_plugin.py no_sync, v0.5.0 d322ff8c).
+        s.no_sync_model = "model.module";
       }
       if (t.precision == Precision::bf16) {
         s.autocast_bf16 = true;
         s.plugin_comment += "    # bf16: torch.autocast in the training loop (ColossalAI's Booster has no bf16 mixed precision for DDP).\n";
       }
       s.no_sync = true;
+      // OptimizerWrapper.clip_grad_by_norm (TorchAMPOptimizer unscales first), interface/optimizer.py.
+      s.clip = "optimizer.clip_grad_by_norm(MAX_GRAD_NORM)";
       break;
     case PluginKind::torch_fsdp: {
       s.imports.push_back("import functools");
@@ -126,6 +166,8 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
         s.plugin_comment += "    # fp16: the plugin scales no loss; add torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler if gradients underflow.\n";
       }
       s.plugin_call = call("TorchFSDPPlugin", args);
+      // FSDP.clip_grad_norm_ takes the norm over every rank's shards; OptimizerWrapper.clip_grad_by_norm would take this rank's alone.
+      s.clip = "model.module.clip_grad_norm_(MAX_GRAD_NORM)";  // TorchFSDPModel.module is the FSDP module
       break;
     }
     case PluginKind::low_level_zero:
@@ -133,7 +175,8 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
       s.plugin_call = call("LowLevelZeroPlugin", {{"stage", py_int(p.effective_zero_stage())},
                                                   {"precision", precision},
                                                   {"cpu_offload", py_bool(p.cpu_offload)},
-                                                  {"reduce_bucket_size_in_m", py_number(static_cast<double>(p.reduce_bucket_numel) / (1 << 20))}});
+                                                  {"reduce_bucket_size_in_m", py_number(static_cast<double>(p.reduce_bucket_numel) / (1 << 20))},
+                                                  {"max_norm", "MAX_GRAD_NORM"}});
       s.no_sync = p.effective_zero_stage() == 1;
       break;
     case PluginKind::gemini: {
@@ -166,17 +209,12 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
         args.emplace_back("offload_optim_frac", py_float(optim));
         args.emplace_back("offload_param_frac", py_float(param));
       }
-      args.emplace_back("search_range_m", py_number(g.search_range_m));
-      args.emplace_back("min_chunk_size_m", py_number(g.min_chunk_size_m));
-      args.emplace_back("hidden_dim", py_int(g.search_interval));
+      gemini_chunk_args(r, chunks, s, args);
       args.emplace_back("precision", precision);
+      args.emplace_back("max_norm", "MAX_GRAD_NORM");
       if (accumulation > 1) {
         args.emplace_back("enable_gradient_accumulation", "True");
         s.plugin_comment += "    # Gemini has no no_sync: it accumulates gradients across micro-batches when told to.\n";
-      }
-      if (g.chunk_size > 0) {
-        s.plugin_comment += "    # Tessera expects the chunk search to settle on chunks of " + std::to_string(g.chunk_size) + " elements (" +
-                            format_bytes(g.chunk_size * compute_bytes(t.precision)) + " in " + std::string(enum_name(t.precision)) + ").\n";
       }
       s.plugin_call = call("GeminiPlugin", args);
       break;
@@ -185,8 +223,14 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
       s.imports.push_back("from colossalai.booster.plugin import HybridParallelPlugin");
       s.lazy_init = true;
       s.pipeline = l.pp > 1;
-      std::vector<std::pair<std::string, std::string>> args{
-          {"tp_size", py_int(l.tp)}, {"pp_size", py_int(l.pp)}, {"zero_stage", py_int(p.effective_zero_stage())}};
+      // dp_outside=False orders the mesh (pp, dp, tp): rank = tp_rank + tp · (dp_rank + dp · pp_rank),
+      // the planner's rank order (rank_groups.h); ColossalAI's default, True, puts dp outermost
+      // (HybridParallelPlugin.__init__'s ProcessGroupMesh, booster/plugin/hybrid_parallel_plugin.py, v0.5.0 d322ff8c).
+      std::vector<std::pair<std::string, std::string>> args{{"tp_size", py_int(l.tp)},
+                                                            {"pp_size", py_int(l.pp)},
+                                                            {"zero_stage", py_int(p.effective_zero_stage())},
+                                                            {"dp_outside", "False"}};
+      s.plugin_comment += "    # dp_outside=False: data-parallel groups inside pipeline stages, tensor-parallel ranks adjacent, as planned.\n";
       if (l.pp > 1) {
         if (p.pp_schedule == PipelineSchedule::gpipe) {
           return cannot_express("colossalai", "HybridParallelPlugin's pp_style is 1f1b, interleaved or zbv; it has no gpipe schedule, which "
@@ -211,6 +255,7 @@ Status plugin_script(const EstimateRequest& r, Script& s) {
       }
       args.emplace_back("cpu_offload", py_bool(p.cpu_offload));
       args.emplace_back("precision", precision);
+      args.emplace_back("max_norm", "MAX_GRAD_NORM");
       s.plugin_call = call("HybridParallelPlugin", args);
       s.no_sync = l.pp == 1 && p.effective_zero_stage() < 2;
       break;
@@ -268,8 +313,14 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
   const EstimateRequest& r = file.plans[plan_index];
   const TrainingOptions& t = r.training;
   const ParallelLayout& l = r.layout;
+  ChunkChoice chunks;
+  if (r.plugin.kind == PluginKind::gemini) {
+    auto model = load_model(file.model_source, "model.source");
+    if (!model) return model.error();
+    chunks = {search_chunk_size(model->inventory, r.plugin.gemini, l.dp), model->parameter_count};
+  }
   Script s;
-  if (Status st = plugin_script(r, s); !st) return st.error();
+  if (Status st = plugin_script(r, chunks, s); !st) return st.error();
   auto config = embedded_config(file.model_source);
   if (!config) return config.error();
 
@@ -338,6 +389,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
      << "GRADIENT_ACCUMULATION_STEPS = " << accumulation << (s.pipeline ? "  # the pipeline runs the micro-batches\n" : "\n")
      << "GLOBAL_BATCH_SIZE = " << sequences << "  # sequences per optimizer step: micro-batch x micro-batches x dp\n"
      << "LEARNING_RATE = 1e-4  # a placeholder: Tessera plans memory and speed, not the schedule\n"
+     << "MAX_GRAD_NORM = " << py_float(kMaxGradNorm) << "  # global gradient-norm clipping, as Tessera's engine and the DeepSpeed export\n"
      << "STEPS = 20\n"
      << "PREDICTED_TOKENS_PER_S = " << py_float(tokens_per_s) << "\n"
      << "PREDICTED_PEAK_BYTES = " << peak_bytes << "\n"
@@ -434,7 +486,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
     if (s.no_sync) {
       py << "            last = micro_step == GRADIENT_ACCUMULATION_STEPS - 1\n"
          << "            # Gradients are synchronised once per step, after the last micro-batch.\n"
-         << "            with nullcontext() if last else booster.no_sync(model, optimizer):\n";
+         << "            with nullcontext() if last else booster.no_sync(" << s.no_sync_model << ", optimizer):\n";
       body += "    ";
     } else if (accumulation > 1) {
       py << "            # The plugin has no no_sync: gradients are reduced after every micro-batch.\n";
@@ -448,6 +500,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
     py << body << "booster.backward(micro_loss, optimizer)\n"
        << "            loss += micro_loss.detach()\n";
   }
+  if (!s.clip.empty()) py << "        " << s.clip << "\n";
   py << "        optimizer.step()\n"
      << "        optimizer.zero_grad()\n"
      << "        torch.cuda.synchronize()\n"

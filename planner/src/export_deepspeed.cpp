@@ -151,7 +151,7 @@ Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
     // loss_scale 0: dynamic loss scaling, from 2^16, halved on overflow.
     config["fp16"] = {{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 16}, {"loss_scale_window", 1000}, {"hysteresis", 2}, {"min_loss_scale", 1}};
   }
-  config["gradient_clipping"] = 1.0;
+  config["gradient_clipping"] = kMaxGradNorm;
   config["optimizer"] = optimizer_json(r.training.optimizer);
   ordered_json zero_json;
   zero_json["stage"] = z.stage;

@@ -116,7 +116,7 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
 void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
                        const GeminiSummary& g, MemoryBreakdown& out) {
   const double dp = static_cast<double>(r.layout.dp);
-  const double padded = static_cast<double>(g.num_chunks * g.chunk_size);
+  const double padded = static_cast<double>(g.padded_elements());
   const double sharded = padded * g.shard_param_frac / dp;   // elements of sharded chunks on one rank
   const double kept = padded * (1 - g.shard_param_frac);     // chunks kept gathered on every rank
   const double on_device = sharded * (1 - g.offload_param_frac) + kept;
@@ -134,8 +134,8 @@ void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
   if (g.shard_param_frac > 0) {
     // A gathered chunk replaces the part of its shard already on the device.
     const double resident = (1 - g.offload_param_frac) / dp;
-    const double per_chunk = static_cast<double>(g.chunk_size * (w.param + w.grad)) * (1 - resident);
-    out.add(Cat::chunk_buffers, kDevice, round_bytes(per_chunk * static_cast<double>(g.peak_gathered_chunks)));
+    const double gathered = static_cast<double>(g.peak_gathered_elements * (w.param + w.grad)) * (1 - resident);
+    out.add(Cat::chunk_buffers, kDevice, round_bytes(gathered));
   }
 }
 
@@ -199,11 +199,14 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   const GeminiOptions& g = r.plugin.gemini;
   GeminiSummary summary = gemini_placement(g);
   summary.chunk_size = gemini_chunk_size(m.inventory, g, r.layout.dp);
-  const ChunkLayout layout = pack_chunks(m.inventory, summary.chunk_size);
+  const ChunkLayout layout = pack_chunks(m.inventory, summary.chunk_size, r.layout.dp);
   summary.num_chunks = layout.num_chunks();
   summary.chunk_used = layout.chunk_used;
+  summary.chunk_capacity = layout.chunk_capacity;
   summary.waste_elements = layout.waste_elements();
-  summary.peak_gathered_chunks = peak_chunks_per_layer(layout, m.inventory, static_cast<int>(m.config.num_layers));
+  const int layers = static_cast<int>(m.config.num_layers);
+  summary.peak_gathered_chunks = peak_chunks_per_layer(layout, m.inventory, layers);
+  summary.peak_gathered_elements = peak_gathered_elements(layout, m.inventory, layers);
   return summary;
 }
 
@@ -345,6 +348,12 @@ Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu
   }
   if (request.plugin.kind == PluginKind::gemini) estimate.gemini = gemini;
   return estimate;
+}
+
+int64_t GeminiSummary::padded_elements() const {
+  int64_t padded = 0;
+  for (int64_t capacity : chunk_capacity) padded += capacity;
+  return padded;
 }
 
 }  // namespace tessera::planner

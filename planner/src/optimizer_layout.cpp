@@ -6,17 +6,25 @@
 
 namespace tessera::planner {
 
-std::vector<ChunkContents> chunk_contents(const Model& model, int64_t chunk_size) {
-  const ChunkLayout layout = pack_chunks(model.inventory, chunk_size);
+std::vector<ChunkContents> chunk_contents(const Model& model, int64_t chunk_size, int64_t dp) {
+  const ChunkLayout layout = pack_chunks(model.inventory, chunk_size, dp);
   const std::vector<FlatParameter> order = flat_parameter_order(model.inventory);
+  std::vector<int> flat_index(model.inventory.tensors.size(), -1);
+  for (size_t p = 0; p < order.size(); ++p) flat_index[static_cast<size_t>(order[p].tensor_index)] = static_cast<int>(p);
   std::vector<ChunkContents> chunks(static_cast<size_t>(layout.num_chunks()));
+  int64_t shard_offset = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    chunks[c].capacity = layout.chunk_capacity[c];
+    chunks[c].shard_offset = shard_offset;
+    shard_offset += chunks[c].capacity / dp;
+  }
   std::vector<int64_t> used(chunks.size(), 0);
-  for (size_t p = 0; p < order.size(); ++p) {
-    const auto tensor = static_cast<size_t>(order[p].tensor_index);
-    const auto chunk = static_cast<size_t>(layout.tensor_chunk[tensor]);
-    chunks[chunk].parameters.push_back(static_cast<int>(p));
+  for (const int tensor : layout.packing_order) {
+    const auto chunk = static_cast<size_t>(layout.tensor_chunk[static_cast<size_t>(tensor)]);
+    const int p = flat_index[static_cast<size_t>(tensor)];
+    chunks[chunk].parameters.push_back(p);
     chunks[chunk].offsets.push_back(used[chunk]);
-    used[chunk] += order[p].numel;
+    used[chunk] += order[static_cast<size_t>(p)].numel;
   }
   return chunks;
 }
@@ -25,20 +33,20 @@ namespace {
 
 OptimizerLayout gemini_layout(const Model& model, const PluginOptions& plugin, int64_t dp, int64_t rank) {
   const int64_t chunk_size = gemini_chunk_size(model.inventory, plugin.gemini, dp);
-  const int64_t shard = chunk_size / dp;
   const std::vector<FlatParameter> order = flat_parameter_order(model.inventory);
-  const std::vector<ChunkContents> chunks = chunk_contents(model, chunk_size);
+  const std::vector<ChunkContents> chunks = chunk_contents(model, chunk_size, dp);
   OptimizerLayout layout;
-  const int64_t begin = rank * shard, end = begin + shard;  // this rank's slot of every chunk
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    for (size_t j = 0; j < chunks[c].parameters.size(); ++j) {
-      const int p = chunks[c].parameters[j];
-      const int64_t offset = chunks[c].offsets[j], numel = order[static_cast<size_t>(p)].numel;
+  for (const ChunkContents& chunk : chunks) {
+    const int64_t shard = chunk.capacity / dp;
+    const int64_t begin = rank * shard, end = begin + shard;  // this rank's slot of the chunk
+    for (size_t j = 0; j < chunk.parameters.size(); ++j) {
+      const int p = chunk.parameters[j];
+      const int64_t offset = chunk.offsets[j], numel = order[static_cast<size_t>(p)].numel;
       const int64_t first = std::max(begin, offset), last = std::min(end, offset + numel);
-      if (first < last) layout.pieces.push_back({p, first - offset, static_cast<int64_t>(c) * shard + first - begin, last - first});
+      if (first < last) layout.pieces.push_back({p, first - offset, chunk.shard_offset + first - begin, last - first});
     }
+    layout.shard_numel = chunk.shard_offset + shard;
   }
-  layout.shard_numel = static_cast<int64_t>(chunks.size()) * shard;
   return layout;
 }
 

@@ -147,10 +147,12 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   }
   if (r.estimate.gemini) {
     const GeminiSummary& g = *r.estimate.gemini;
-    lines.push_back({"Gemini chunks", std::to_string(g.num_chunks) + " × " + std::to_string(g.chunk_size) + " elements, " +
+    const auto own = std::count_if(g.chunk_capacity.begin(), g.chunk_capacity.end(), [&](int64_t c) { return c != g.chunk_size; });
+    const std::string own_text = own > 0 ? " (" + std::to_string(own) + " of them a larger tensor's own)" : "";
+    lines.push_back({"Gemini chunks", std::to_string(g.num_chunks) + " × " + std::to_string(g.chunk_size) + " elements" + own_text + ", " +
                                           format_count(g.waste_elements) + " padding, up to " +
                                           std::to_string(g.peak_gathered_chunks) + " gathered per layer",
-                     "ColossalAI search_chunk_configuration defaults (search_range_m 32, min_chunk_size_m 32)"});
+                     "ColossalAI v0.5.0 search_chunk_configuration (search_range_m 32, min_chunk_size_m 32, sizes above mean + 3 sd left out)"});
     char fractions[128];
     std::snprintf(fractions, sizeof fractions, "shard_param_frac %.2f, offload_optim_frac %.2f, offload_param_frac %.2f",
                   g.shard_param_frac, g.offload_optim_frac, g.offload_param_frac);

@@ -20,17 +20,21 @@ nlohmann::json estimate_to_json(const EstimateReport& r) {
   out["verdict"] = verdict_line(r.estimate);
   if (r.estimate.gemini) {
     const GeminiSummary& g = *r.estimate.gemini;
-    const double padded = static_cast<double>(g.num_chunks * g.chunk_size);
-    json occupancy = json::array();
-    for (int64_t used : g.chunk_used) occupancy.push_back(static_cast<double>(used) / static_cast<double>(g.chunk_size));
+    const double padded = static_cast<double>(g.padded_elements());
+    json occupancy = json::array(), capacities = json::array();
+    for (size_t c = 0; c < g.chunk_used.size(); ++c) {
+      occupancy.push_back(static_cast<double>(g.chunk_used[c]) / static_cast<double>(g.chunk_capacity[c]));
+      if (g.chunk_capacity[c] != g.chunk_size) capacities.push_back(json{{"chunk", c}, {"elements", g.chunk_capacity[c]}});
+    }
     const int64_t param_bytes = compute_bytes(t.precision);
     out["gemini"] = json{{"chunk_size", g.chunk_size},
                          {"num_chunks", g.num_chunks},
+                         {"own_chunks", capacities},  // tensors larger than chunk_size, each in a chunk of its own
                          {"chunk_occupancy", occupancy},
                          {"waste_elements", g.waste_elements},
                          {"waste_percent", 100.0 * static_cast<double>(g.waste_elements) / padded},
-                         {"shard_elements_per_rank", g.num_chunks * g.chunk_size / r.request.layout.dp},
-                         {"shard_param_bytes_per_rank", g.num_chunks * g.chunk_size / r.request.layout.dp * param_bytes},
+                         {"shard_elements_per_rank", g.padded_elements() / r.request.layout.dp},
+                         {"shard_param_bytes_per_rank", g.padded_elements() / r.request.layout.dp * param_bytes},
                          {"peak_gathered_chunks_forward", g.peak_gathered_chunks},
                          {"peak_chunks_backward", 2 * g.peak_gathered_chunks},  // parameter + gradient chunk each
                          {"shard_param_frac", g.shard_param_frac},

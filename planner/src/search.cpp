@@ -76,7 +76,7 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
     const bool gemini_supported = is_mixed_precision(p.precision) && optimizer_state_count(p.optimizer) == 2;
     if (p.zero_stage < 0 && gemini_supported && allowed(p.plugins, PluginKind::gemini)) {
       GeminiOptions g;
-      g.chunk_size = search_chunk_size(m.inventory, g, n);  // once: every Gemini candidate shares it
+      g.chunk_size = p.chunk_size > 0 ? p.chunk_size : search_chunk_size(m.inventory, g, n);  // once: every Gemini candidate shares it
       struct Placement {
         GeminiPlacement policy;
         double optim, param;
@@ -295,7 +295,8 @@ std::vector<std::string> suggest(const Model& model, const PlanRequest& p, const
   if (!found_more_gpus) {
     out.push_back(!largest_miss.empty() ? largest_miss
                                         : "no plan fits, and on 2 to 64 times as many GPUs --global-batch " + str(p.global_batch_size) +
-                                              " splits evenly over the data-parallel ranks of no layout");
+                                              " gives no layout whole sequences on every data-parallel rank and a micro-batch per "
+                                              "pipeline stage; raise --global-batch");
   }
   return out;
 }
@@ -352,8 +353,8 @@ std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanReque
         r.training.micro_batch_size = b;
         r.training.num_micro_batches = per_rank / b;
         r.training.recompute = mode;
-        // The interleaved schedule runs micro-batches in groups of pp.
-        if (r.plugin.pp_schedule == PipelineSchedule::interleaved && r.training.num_micro_batches % r.layout.pp != 0) continue;
+        // Only schedules the runtime runs: interleaved micro-batches in groups of pp, 1F1B at least pp of them.
+        if (!check_pipeline_schedule(model, r)) continue;
         out.push_back(r);
       }
     }

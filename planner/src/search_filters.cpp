@@ -112,9 +112,8 @@ Status explain_zero_stage(const PlanRequest& p) {
 Status explain_plugins(const PlanRequest& p) {
   const std::string plugins = "--plugin " + plugin_names(p.plugins);
   // As in plugin_templates: ColossalAI's Gemini runs only mixed precision with an Adam (HybridAdam, CPUAdam, FusedAdam).
-  if (only(p.plugins, {PluginKind::gemini}) && !(is_mixed_precision(p.precision) && optimizer_state_count(p.optimizer) == 2)) {
-    return invalid("--plugin gemini needs --precision fp16 or bf16 and --optimizer adam or adamw"
-                   " (ColossalAI's Gemini runs mixed precision with an Adam)");
+  if (only(p.plugins, {PluginKind::gemini})) {
+    if (Status s = gemini_precision_and_optimizer(p.precision, p.optimizer); !s) return s;
   }
   if (p.cluster.world_size() == 1 && only(p.plugins, {PluginKind::torch_fsdp, PluginKind::hybrid_parallel})) {
     return invalid(plugins + " needs 2 GPUs or more: on 1 GPU it has nothing to shard or split");
@@ -172,14 +171,32 @@ Status explain_by_elimination(const Model& m, const PlanRequest& p) {
     if (!plan_candidates(m, f.without).empty()) culprits += (culprits.empty() ? "" : " or ") + f.text;
   }
   std::set<int64_t> dp_sizes;
-  for (const EstimateRequest& r : search_detail::plugin_templates(m, p)) dp_sizes.insert(r.layout.dp);
+  // The smallest batch some layout runs: dp whole sequences, and under a pipeline
+  // pp micro-batches per data-parallel rank (check_pipeline_schedule).
+  int64_t smallest_batch = 0;
+  for (const EstimateRequest& r : search_detail::plugin_templates(m, p)) {
+    dp_sizes.insert(r.layout.dp);
+    const int64_t batch = r.layout.dp * r.layout.pp;
+    if (smallest_batch == 0 || batch < smallest_batch) smallest_batch = batch;
+  }
   const bool batch_is_the_reason = !dp_sizes.empty() && p.micro_batch_size == 0;
   if (batch_is_the_reason) {
     std::string sizes;
     for (int64_t dp : dp_sizes) sizes += (sizes.empty() ? "" : ", ") + str(dp);
-    return invalid("--global-batch " + str(p.global_batch_size) + " does not split evenly over the data-parallel ranks of any layout of " +
-                   m.config.name + " on " + str(n) + " GPUs" + (given.empty() ? "" : " with " + given) + " (data-parallel sizes " + sizes +
-                   "); use a multiple of " + str(*dp_sizes.begin()) + (culprits.empty() ? "" : ", or drop or change " + culprits));
+    const std::string where = " of any layout of " + m.config.name + " on " + str(n) + " GPUs" + (given.empty() ? "" : " with " + given);
+    const std::string or_drop = culprits.empty() ? "" : ", or drop or change " + culprits;
+    const bool splits_somewhere = std::any_of(dp_sizes.begin(), dp_sizes.end(), [&](int64_t dp) { return p.global_batch_size % dp == 0; });
+    const bool pipelines_need_more = smallest_batch > *dp_sizes.begin();
+    const std::string at_least = pipelines_need_more ? " and at least " + str(smallest_batch) +
+                                                           " (a pipeline needs a micro-batch per stage on every data-parallel rank)"
+                                                     : "";
+    if (!splits_somewhere) {
+      return invalid("--global-batch " + str(p.global_batch_size) + " does not split evenly over the data-parallel ranks" + where +
+                     " (data-parallel sizes " + sizes + "); use a multiple of " + str(*dp_sizes.begin()) + at_least + or_drop);
+    }
+    return invalid("--global-batch " + str(p.global_batch_size) + " leaves fewer micro-batches than pipeline stages" + where +
+                   " (a pipeline needs a micro-batch per stage on every data-parallel rank); use --global-batch " + str(smallest_batch) +
+                   " or more" + or_drop);
   }
   const std::string none = "no candidate for " + m.config.name + " on " + str(n) + " GPUs with --global-batch " + str(p.global_batch_size) +
                            " satisfies " + given;
@@ -240,6 +257,12 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
                    " × dp " + str(p.dp) + " = " + str(p.micro_batch_size * p.dp));
   }
   if (p.global_batch_size > (int64_t{1} << 24) || p.seq_len > (int64_t{1} << 20)) return invalid("--global-batch or --seq is too large");
+  // Gemini shards each chunk over all n ranks: a chunk splits evenly (Chunk.__init__ asserts
+  // chunk_size % pg_size == 0, colossalai/zero/gemini/chunk/chunk.py at v0.5.0, d322ff8c).
+  if (p.chunk_size < 0 || p.chunk_size > (int64_t{1} << 40) || (p.chunk_size > 0 && p.chunk_size % n != 0)) {
+    return invalid("--chunk-size " + str(p.chunk_size) + " must be 0 (search) or a positive multiple of the " + str(n) +
+                   " GPUs (Gemini shards every chunk evenly over them)");
+  }
   return Status::success();
 }
 

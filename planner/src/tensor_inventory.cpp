@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "tessera/planner/module_order.h"
+
 namespace tessera::planner {
 namespace {
 
@@ -185,6 +187,7 @@ TensorInventory build_tensor_inventory(const ModelConfig& config) {
     case ModelFamily::bloom: build_bloom(config, builder); break;
     case ModelFamily::gpt_neox: build_gpt_neox(config, builder); break;
   }
+  inventory.module_order = module_parameter_order(config, inventory);
   return inventory;
 }
 

@@ -78,28 +78,6 @@ Status check_model_fit(const Model& m, const EstimateRequest& r) {
   return Status::success();
 }
 
-// The interleaved schedule's conditions (Megatron-LM, ColossalAI InterleavedSchedule):
-// a pipeline, at least 2 chunks per stage, a block for every virtual stage, and
-// micro-batches in whole groups of pp.
-Status check_interleaving(const Model& m, const EstimateRequest& r) {
-  const PluginOptions& p = r.plugin;
-  const auto& l = r.layout;
-  if (p.pp_schedule != PipelineSchedule::interleaved) {
-    if (p.num_model_chunks != 1) return invalid("--model-chunks " + str(p.num_model_chunks) + " needs --pp-schedule interleaved");
-    return Status::success();
-  }
-  if (l.pp < 2) return invalid("--pp-schedule interleaved needs a pipeline (--pp 2 or more)");
-  if (p.num_model_chunks < 2) return invalid("--pp-schedule interleaved needs --model-chunks 2 or more (model chunks per stage)");
-  if (p.num_model_chunks > m.config.num_layers || l.pp * p.num_model_chunks > m.config.num_layers) {
-    return invalid("--pp " + str(l.pp) + " × --model-chunks " + str(p.num_model_chunks) + " exceeds the " + str(m.config.num_layers) +
-                   " layers of " + m.config.name + "; each chunk needs a layer");
-  }
-  if (r.training.num_micro_batches % l.pp != 0) {
-    return invalid("--micro-batches " + str(r.training.num_micro_batches) + " must be a multiple of --pp " + str(l.pp) + " under --pp-schedule interleaved");
-  }
-  return Status::success();
-}
-
 Status check_plugin(const Model& m, const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;
   const auto& l = r.layout;
@@ -129,7 +107,10 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.cpu_offload && !(p.kind == PluginKind::low_level_zero || (p.kind == PluginKind::hybrid_parallel && stage >= 1))) {
     return invalid("--cpu-offload applies to low_level_zero and hybrid_parallel with --zero-stage 1 or 2; for gemini use --placement");
   }
-  if (Status s = check_interleaving(m, r); !s) return s;
+  if (p.kind == PluginKind::gemini) {
+    if (Status s = gemini_precision_and_optimizer(r.training.precision, r.training.optimizer); !s) return s;
+  }
+  if (Status s = check_pipeline_schedule(m, r); !s) return s;
   if (p.bucket_bytes <= 0) return invalid("--bucket-mb must be positive");
   if (p.reduce_bucket_numel <= 0) return invalid("--reduce-bucket-m must be positive");
   const GeminiOptions& g = p.gemini;
@@ -150,12 +131,12 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
                    str(static_cast<int64_t>(std::ceil(search_range / kMaxChunkCandidates))) + " or more");
   }
   if (g.chunk_size > (int64_t{1} << 40)) return invalid("--chunk-size must be at most 1099511627776 elements, got " + str(g.chunk_size));
+  // Any size is a chunk size to ColossalAI: a tensor larger than it gets a chunk
+  // of its own (ChunkManager.register_tensor); a sharded chunk must split evenly
+  // (Chunk.__init__ asserts chunk_size % pg_size == 0), colossalai/zero/gemini/
+  // chunk/manager.py and chunk.py at v0.5.0 (d322ff8c).
   if (p.kind == PluginKind::gemini && g.chunk_size != 0) {
-    const int64_t largest = m.inventory.largest_tensor_numel();
-    if (g.chunk_size < largest) {
-      return invalid("--chunk-size " + str(g.chunk_size) + " is smaller than the largest tensor (" + str(largest) +
-                     " elements); use at least " + str(largest) + " or 0 to search");
-    }
+    if (g.chunk_size < 0) return invalid("--chunk-size must be 0 (search) or a positive number of elements, got " + str(g.chunk_size));
     if (g.chunk_size % l.dp != 0) {
       return invalid("--chunk-size " + str(g.chunk_size) + " must be a multiple of --dp " + str(l.dp) + " (chunks shard evenly)");
     }
@@ -212,6 +193,42 @@ Status check_assumptions(const Assumptions& a) {
 }
 
 }  // namespace
+
+Status check_pipeline_schedule(const Model& m, const EstimateRequest& r) {
+  const PluginOptions& p = r.plugin;
+  const auto& l = r.layout;
+  if (p.pp_schedule != PipelineSchedule::interleaved) {
+    if (p.num_model_chunks != 1) return invalid("--model-chunks " + str(p.num_model_chunks) + " needs --pp-schedule interleaved");
+    if (p.kind == PluginKind::hybrid_parallel && p.pp_schedule == PipelineSchedule::one_f_one_b && l.pp > 1 &&
+        r.training.num_micro_batches < l.pp) {
+      return invalid("--micro-batches " + str(r.training.num_micro_batches) + " is below --pp " + str(l.pp) +
+                     ": ColossalAI's 1F1B schedule needs a micro-batch per stage at least; use --micro-batches " + str(l.pp) + " or more");
+    }
+    return Status::success();
+  }
+  if (l.pp < 2) return invalid("--pp-schedule interleaved needs a pipeline (--pp 2 or more)");
+  if (p.num_model_chunks < 2) return invalid("--pp-schedule interleaved needs --model-chunks 2 or more (model chunks per stage)");
+  if (p.num_model_chunks > m.config.num_layers || l.pp * p.num_model_chunks > m.config.num_layers) {
+    return invalid("--pp " + str(l.pp) + " × --model-chunks " + str(p.num_model_chunks) + " exceeds the " + str(m.config.num_layers) +
+                   " layers of " + m.config.name + "; each chunk needs a layer");
+  }
+  if (r.training.num_micro_batches % l.pp != 0) {
+    return invalid("--micro-batches " + str(r.training.num_micro_batches) + " must be a multiple of --pp " + str(l.pp) + " under --pp-schedule interleaved");
+  }
+  return Status::success();
+}
+
+Status gemini_precision_and_optimizer(Precision precision, OptimizerKind optimizer) {
+  if (!is_mixed_precision(precision)) {
+    return invalid("--precision " + std::string(enum_name(precision)) + ": Gemini runs mixed precision only (bf16 or fp16, fp32 master weights); "
+                   "use --precision bf16 or fp16");
+  }
+  if (optimizer_state_count(optimizer) != 2) {
+    return invalid("--optimizer " + std::string(enum_name(optimizer)) + ": Gemini's optimizer is an Adam (HybridAdam, CPUAdam or FusedAdam); "
+                   "use --optimizer adamw or adam");
+  }
+  return Status::success();
+}
 
 Status check_tensor_parallel(const ModelConfig& c, int64_t tp) {
   if (c.num_heads % tp != 0) {

@@ -110,11 +110,15 @@ bad memory-headroom-unit "--memory-headroom: '2GiB' is not a size; give GiB from
 bad plan-memory-headroom-percent "--memory-headroom: '150%'" -- plan --model gpt2 --global-batch 64 --memory-headroom 150% --output "$scratch/never.json"
 bad activations-overflow "--seq" -- estimate --model llama-2-7b --seq 1048576 --micro-batch 65536 --activation-profile megatron
 bad chunk-size-too-large "--chunk-size" -- estimate --model gpt2 --plugin gemini --chunk-size 9223372036854775807
+bad estimate-gemini-fp32 "--precision fp32: Gemini runs mixed precision only" -- estimate --model gpt2 --plugin gemini --precision fp32
+bad chunk-size-uneven "--chunk-size 45101057 must be a multiple of --dp 8" -- estimate --model llama-2-7b --plugin gemini --dp 8 --chunk-size 45101057
+bad plan-chunk-size-uneven "--chunk-size 45101057 must be 0 (search) or a positive multiple of the 8 GPUs" -- plan --model llama-2-7b --gpus 8 --global-batch 64 --plugin gemini --chunk-size 45101057 --output "$scratch/never.json"
 bad search-interval-too-fine "--search-interval" -- estimate --model gpt2 --plugin gemini --search-range-m 4096 --search-interval 1
 bad interleaved-without-pipeline "--pp-schedule" -- estimate --model gpt2 --pp-schedule interleaved --model-chunks 2
 bad interleaved-one-chunk "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --micro-batches 2 --pp-schedule interleaved
 bad chunks-without-interleaving "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --model-chunks 2
 bad chunks-beyond-layers "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --micro-batches 2 --pp-schedule interleaved --model-chunks 9223372036854775807
+bad one-f-one-b-too-few-micro-batches "--micro-batches 2 is below --pp 4: ColossalAI's 1F1B schedule" -- estimate --model gpt2 --plugin hybrid_parallel --pp 4 --micro-batches 2
 bad interleaved-micro-batches "--micro-batches" -- estimate --model gpt2 --plugin hybrid_parallel --pp 4 --micro-batches 6 --pp-schedule interleaved --model-chunks 2
 
 # Names.
@@ -145,7 +149,9 @@ bad plan-tp-without-hybrid "--tp/--pp above 1 need --plugin hybrid_parallel (gem
 bad plan-dp-times-tp "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs" -- "${plan_args[@]}" --dp 4 --tp 4
 bad plan-zero-stage-with-pipeline "--zero-stage 2 cannot be combined with --pp 2" -- "${plan_args[@]}" --zero-stage 2 --pp 2
 bad plan-zero-stage-gemini "--zero-stage 1 does not apply to --plugin gemini" -- "${plan_args[@]}" --plugin gemini --zero-stage 1
-bad plan-gemini-fp32 "--plugin gemini needs --precision fp16 or bf16" -- "${plan_args[@]}" --plugin gemini --precision fp32
+bad plan-gemini-fp32 "--precision fp32: Gemini runs mixed precision only (bf16 or fp16, fp32 master weights); use --precision bf16 or fp16" -- "${plan_args[@]}" --plugin gemini --precision fp32
+bad plan-gemini-sgd "--optimizer sgd: Gemini's optimizer is an Adam" -- "${plan_args[@]}" --plugin gemini --optimizer sgd
+bad plan-hybrid-without-tp-or-pp "--plugin hybrid_parallel with --tp 1 and --pp 1 is plain data parallelism" -- "${plan_args[@]}" --plugin hybrid_parallel --tp 1 --pp 1
 bad plan-pp-layers "--pp 20 exceeds the 12 layers of gpt2; use at most --pp 12" -- plan --model gpt2 --gpus 40 --global-batch 64 --pp 20 --output "$scratch/never.json"
 bad plan-tp-heads "--tp 5 does not divide num_attention_heads 12 of gpt2" -- plan --model gpt2 --gpus 10 --gpus-per-node 10 --global-batch 60 --tp 5 --output "$scratch/never.json"
 bad plan-tp-divides-no-gpus "--tp 3 does not divide the 8 GPUs; use --tp 1, 2, 4, 8" -- plan --model llama-2-7b --gpus 8 --global-batch 64 --tp 3 --output "$scratch/never.json"

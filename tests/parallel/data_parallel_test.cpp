@@ -111,7 +111,9 @@ int main() {
                         Case{"zero2_offload_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16, true},
                         Case{"gemini_cuda_bf16", planner::PluginKind::gemini, 0, {}, bf16},
                         Case{"gemini_cpu_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cpu},
-                        Case{"gemini_one_chunk_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cuda, 0}}) {
+                        Case{"gemini_one_chunk_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cuda, 0},
+                        // c_fc and the MLP's c_proj (65,536 elements) get chunks of their own, as ColossalAI's ChunkManager gives them.
+                        Case{"gemini_own_chunks_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cuda, 40000}}) {
     const bool gemini = c.kind == planner::PluginKind::gemini;
     const bool fsdp = c.kind == planner::PluginKind::torch_fsdp;
     planner::PluginOptions plugin;

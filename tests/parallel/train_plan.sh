@@ -6,11 +6,16 @@
 # Usage: train_plan.sh TESSERA MPIEXEC
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
-for plugin in torch_ddp torch_fsdp low_level_zero gemini hybrid_parallel; do
-  precision=fp32 layout=()
-  [[ $plugin == gemini ]] && precision=bf16  # as ColossalAI's GeminiPlugin, mixed precision only
-  [[ $plugin == hybrid_parallel ]] && layout=(--tp 2 --pp 1)  # dp 2 × tp 2, sequence parallel
-  "$tessera" plan --model tiny-gpt2 --gpus 4 --global-batch 16 --seq 64 --precision $precision --plugin "$plugin" "${layout[@]}" --output "$work/$plugin.json" > /dev/null
+# gemini_own_chunks: chunks of 40,000 elements, so that the two 65,536-element
+# MLP matrices of each block get chunks of their own (ColossalAI's register_tensor).
+# hybrid_parallel: dp 2 × tp 2, sequence parallel.
+for plugin in torch_ddp torch_fsdp low_level_zero gemini gemini_own_chunks hybrid_parallel; do
+  precision=fp32 extra=()
+  [[ $plugin == gemini* ]] && precision=bf16  # as ColossalAI's GeminiPlugin, mixed precision only
+  [[ $plugin == gemini_own_chunks ]] && extra=(--chunk-size 40000)
+  [[ $plugin == hybrid_parallel ]] && extra=(--tp 2 --pp 1)
+  "$tessera" plan --model tiny-gpt2 --gpus 4 --global-batch 16 --seq 64 --precision $precision --plugin "${plugin%_own_chunks}" "${extra[@]}" \
+    --output "$work/$plugin.json" > /dev/null
   mpi 4 "$tessera" train --plan "$work/$plugin.json" --steps 5 --out "$work/run-$plugin" > /dev/null
   # The top-level "ranks" array, then one "ranks": [r, r] per row.
   rows=$(( $(grep -c '"ranks": \[' "$work/run-$plugin/metrics.json") - 1 ))

@@ -9,6 +9,7 @@ TEST(ChunkPlacement, FractionsBecomeWholeChunksInExecutionOrder) {
   GeminiSummary g;
   g.chunk_size = 1000;
   g.chunk_used = {1000, 900, 800, 1000, 700, 1000, 1000, 600};
+  g.chunk_capacity.assign(8, 1000);
   g.shard_param_frac = 0.75;    // the first 2 of 8 chunks stay gathered
   g.offload_param_frac = 0.5;   // the last 3 of the 6 sharded chunks go to the host
   g.offload_optim_frac = 0.25;  // the first 2 chunks' optimizer states go to the host
@@ -23,10 +24,22 @@ TEST(ChunkPlacement, FractionsBecomeWholeChunksInExecutionOrder) {
   }
 }
 
+TEST(ChunkPlacement, ALargerTensorsOwnChunkShardsByItsCapacity) {
+  GeminiSummary g;
+  g.chunk_size = 64;
+  g.chunk_used = {100, 10};
+  g.chunk_capacity = {104, 64};  // a 100-element tensor's own chunk, rounded up to dp 4
+  const std::vector<ChunkPlacement> chunks = gemini_chunk_placement(g, 4);
+  EXPECT_EQ(chunks[0].padding_elements, 4);
+  EXPECT_EQ(chunks[0].shard_elements, 26);
+  EXPECT_EQ(chunks[1].shard_elements, 16);
+}
+
 TEST(ChunkPlacement, CudaPolicyKeepsEverythingOnTheDevice) {
   GeminiSummary g;
   g.chunk_size = 64;
   g.chunk_used = {64, 10};
+  g.chunk_capacity = {64, 64};
   for (const ChunkPlacement& c : gemini_chunk_placement(g, 2)) {
     EXPECT_EQ(c.parameters, MemorySpace::device);
     EXPECT_EQ(c.optimizer_states, MemorySpace::device);

@@ -87,11 +87,14 @@ TEST_F(MemoryModel, GeminiCpuPlacementKeepsOnlyGatheredChunksOnTheDevice) {
   r.plugin.gemini.placement_policy = GeminiPlacement::cpu;
   const MemoryEstimate e = estimate_or_fail(llama7b, h100, r);
   const RankMemory& row = e.ranks.at(0);
-  const int64_t padded = e.gemini->num_chunks * e.gemini->chunk_size;
+  const int64_t padded = e.gemini->padded_elements();
   EXPECT_EQ(row.bytes[Cat::parameters].device, 0);
   EXPECT_EQ(row.bytes[Cat::parameters].host, 2 * padded / 8);
   EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 8 * padded / 8);
-  EXPECT_EQ(row.bytes[Cat::chunk_buffers].device, e.gemini->peak_gathered_chunks * e.gemini->chunk_size * 4);
+  // A block's five chunks ([q k] [v o] [gate] [up] [down, its norms]) are more than the head's own
+  // 131,072,000-element chunk and the final norm's.
+  EXPECT_EQ(e.gemini->peak_gathered_elements, 5 * e.gemini->chunk_size);
+  EXPECT_EQ(row.bytes[Cat::chunk_buffers].device, e.gemini->peak_gathered_elements * 4);
 }
 
 TEST_F(MemoryModel, GeminiAutoOffloadsJustEnough) {
@@ -320,7 +323,9 @@ TEST_F(MemoryModel, ValidationNamesTheOption) {
       {[](EstimateRequest& r) { r.training.seq_len = -5; }, "--seq must be a positive integer"},
       {[](EstimateRequest& r) { r.training.seq_len = 2048; }, "exceeds the 1024 learned positions"},
       {[](EstimateRequest& r) { r.layout.tp = 2; }, "need --plugin hybrid_parallel"},
-      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::gemini; r.plugin.gemini.chunk_size = 1000; }, "smaller than the largest tensor"},
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::hybrid_parallel; r.layout.pp = 4; r.training.num_micro_batches = 2; },
+       "--micro-batches 2 is below --pp 4: ColossalAI's 1F1B schedule needs a micro-batch per stage at least; use --micro-batches 4 or more"},
+      {[](EstimateRequest& r) { r.plugin.kind = PluginKind::gemini; r.plugin.gemini.chunk_size = -8; }, "--chunk-size must be 0 (search) or a positive number"},
       {[](EstimateRequest& r) { r.plugin.kind = PluginKind::gemini; r.plugin.gemini.offload_optim_frac = 1.5; }, "--offload-optim-frac must lie in [0, 1]"},
   };
   for (const Case& c : cases) {

@@ -125,6 +125,25 @@ TEST(PlanSearch, PlansAreRankedByThroughputAndTheGlobalBatchIsKept) {
   }
 }
 
+// ColossalAI's 1F1B asserts num_microbatches >= num_stages: with 4 sequences
+// per data-parallel rank no 1F1B pipeline deeper than the micro-batches is offered.
+TEST(PlanSearch, OneFOneBPipelinesHaveAMicroBatchPerStage) {
+  PlanRequest request = on("h100-80g", 64, 64, 4096);
+  request.plugins = {PluginKind::hybrid_parallel};
+  request.dp = 8;
+  const PlanSearchResult result = search("llama-2-70b", request);
+  ASSERT_FALSE(result.plans.empty());
+  bool deep = false;
+  for (const Candidate& c : result.plans) {
+    const auto& r = c.request;
+    if (r.layout.pp > 1 && r.plugin.pp_schedule == PipelineSchedule::one_f_one_b) {
+      EXPECT_GE(r.training.num_micro_batches, r.layout.pp) << describe_plan(r);
+      deep = deep || r.layout.pp == 8;
+    }
+  }
+  EXPECT_TRUE(deep);  // pp 8 with 8 micro-batches of 1 is offered
+}
+
 TEST(PlanSearch, EveryDivisorOfThePerRankBatchIsAMicroBatch) {
   PlanRequest request = on("h100-80g", 8, 96, 1024);  // 12 sequences per rank
   request.micro_batch_size = 3;
@@ -176,7 +195,8 @@ TEST(PlanSearch, NothingFitsAnywhereNamesTheRealReason) {
   EXPECT_NE(replicated.suggestions.back().find("most of it optimizer_states; more GPUs do not shard it under --plugin torch_ddp"),
             std::string::npos)
       << replicated.suggestions.back();
-  PlanRequest long_sequence = on("rtx4090-24g", 1, 1, 1 << 20);
+  // A batch of 64: pipelines on more GPUs get a micro-batch per stage, and one sample is still too long.
+  PlanRequest long_sequence = on("rtx4090-24g", 1, 64, 1 << 20);
   long_sequence.cluster = make_cluster(testing::shipped_gpu("rtx4090-24g"), 1, 1, 400).value();
   const PlanSearchResult one_sample = search("llama-2-7b", long_sequence);
   ASSERT_TRUE(one_sample.plans.empty());
@@ -221,7 +241,7 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
       {8, [](PlanRequest& r) { r.zero_stage = 1, r.plugins = {PluginKind::gemini}; }, "--zero-stage 1 does not apply to --plugin gemini: "},
       {8, [](PlanRequest& r) { r.zero_stage = 2, r.pp = 2; }, "--zero-stage 2 cannot be combined with --pp 2"},
       {8, [](PlanRequest& r) { r.zero_stage = 1, r.dp = 1; }, "--zero-stage 1 shards over the data-parallel ranks, and --dp 1 leaves none"},
-      {8, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}, r.precision = Precision::fp32; }, "--plugin gemini needs --precision fp16 or bf16"},
+      {8, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}, r.precision = Precision::fp32; }, "--precision fp32: Gemini runs mixed precision only (bf16 or fp16"},
       {1, [](PlanRequest& r) { r.plugins = {PluginKind::torch_fsdp}; }, "--plugin torch_fsdp needs 2 GPUs or more"},
       {8, [](PlanRequest& r) { r.plugins = {PluginKind::hybrid_parallel}, r.tp = 1, r.pp = 1; }, "--plugin hybrid_parallel with --tp 1 and --pp 1 is plain data parallelism"},
       {8, [](PlanRequest& r) { r.global_batch_size = 4, r.dp = 8; }, "--global-batch 4 is not divisible by --dp 8"},
@@ -243,13 +263,19 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
   }
   // With no filter at all: gpt2-xl's 25 heads and 48 layers allow no layout of
   // 64 GPUs with dp 1 (tp 1 or 5 within a node, at most 48 stages); the
-  // smallest data-parallel size is 2 (pp 32), so a batch of 2 would do.
+  // smallest data-parallel size is 2 (pp 32), and ColossalAI's 1F1B needs 32
+  // micro-batches there: every layout needs 64 sequences at least.
   const Status batch = validate_plan_filters(testing::shipped_model("gpt2-xl"), on("h100-80g", 64, 1, 1024));
   ASSERT_FALSE(batch.ok());
   EXPECT_EQ(batch.error().message,
             "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 64 GPUs (data-parallel sizes 2, 4, 8, "
-            "16, 32, 64); use a multiple of 2");
-  EXPECT_FALSE(search("gpt2-xl", on("h100-80g", 64, 2, 1024)).plans.empty());
+            "16, 32, 64); use a multiple of 2 and at least 64 (a pipeline needs a micro-batch per stage on every data-parallel rank)");
+  const Status two = validate_plan_filters(testing::shipped_model("gpt2-xl"), on("h100-80g", 64, 2, 1024));
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.error().message.rfind("--global-batch 2 leaves fewer micro-batches than pipeline stages of any layout of gpt2-xl on 64 GPUs", 0), 0u)
+      << two.error().message;
+  EXPECT_NE(two.error().message.find("use --global-batch 64 or more"), std::string::npos) << two.error().message;
+  EXPECT_FALSE(search("gpt2-xl", on("h100-80g", 64, 64, 1024)).plans.empty());
 }
 
 TEST(PlanSearch, FiltersThatLeaveCandidatesPass) {

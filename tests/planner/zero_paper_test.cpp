@@ -59,7 +59,7 @@ TEST_F(ZeroPaper, Stage3Parameters1_9GB) {
 TEST_F(ZeroPaper, GeminiAddsExactlyItsChunkPadding) {
   const MemoryEstimate e = testing::estimate_or_fail(model, gpu, request(PluginKind::gemini, -1));
   ASSERT_TRUE(e.gemini.has_value());
-  const double padded = static_cast<double>(e.gemini->num_chunks * e.gemini->chunk_size);
+  const double padded = static_cast<double>(e.gemini->padded_elements());
   EXPECT_EQ(padded, static_cast<double>(model.parameter_count + e.gemini->waste_elements));
   EXPECT_NEAR(static_cast<double>(model_state_bytes(e.ranks[0])), 16.0 * padded / 64, 16.0);
 }

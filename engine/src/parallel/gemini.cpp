@@ -95,16 +95,17 @@ Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugi
     : ParallelStrategy<T>(group),
       model_description_(model),
       plugin_(plugin),
-      layout_(planner::pack_chunks(model.inventory, planner::gemini_chunk_size(model.inventory, plugin.gemini, group.size()))),
+      layout_(planner::pack_chunks(model.inventory, planner::gemini_chunk_size(model.inventory, plugin.gemini, group.size()), group.size())),
       order_(planner::flat_parameter_order(model.inventory)),
       chunks_of_layer_(static_cast<size_t>(model.config.num_layers) + 2),
-      shard_(layout_.chunk_size / group.size()),
       placement_host_(plugin.gemini.placement_policy == planner::GeminiPlacement::cpu ||
                       (plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement && plugin.gemini.offload_param_frac == 1)) {
-  for (planner::ChunkContents& contents : planner::chunk_contents(model, layout_.chunk_size)) {
+  for (planner::ChunkContents& contents : planner::chunk_contents(model, layout_.chunk_size, group.size())) {
     chunks_.emplace_back();
     chunks_.back().parameters = std::move(contents.parameters);
     chunks_.back().offsets = std::move(contents.offsets);
+    chunks_.back().shard = contents.capacity / group.size();
+    chunks_.back().shard_offset = contents.shard_offset;
   }
   for (size_t i = 0; i < model.inventory.tensors.size(); ++i) {
     const planner::TensorInfo& tensor = model.inventory.tensors[i];
@@ -121,8 +122,8 @@ Status Gemini<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vecto
   model_ = &model;
   const MemorySpace space = placement_host_ ? MemorySpace::host : MemorySpace::device;
   for (Chunk& chunk : chunks_) {
-    chunk.weights = ChunkShard<T>(ledger, MemoryCategory::parameters, space, shard_);
-    chunk.gradients = ChunkShard<T>(ledger, MemoryCategory::gradients, space, shard_);
+    chunk.weights = ChunkShard<T>(ledger, MemoryCategory::parameters, space, chunk.shard);
+    chunk.gradients = ChunkShard<T>(ledger, MemoryCategory::gradients, space, chunk.shard);
   }
   // The parameters live in the chunks: the optimizer updates its fp32 master
   // weights and step() rounds them into the chunk shards.
@@ -141,22 +142,23 @@ void Gemini<T>::initialize(const planner::Model& model, uint64_t seed) {
   for (size_t c = 0; c < chunks_.size(); ++c) {
     for (size_t j = 0; j < chunks_[c].parameters.size(); ++j) place[static_cast<size_t>(chunks_[c].parameters[j])] = {static_cast<int>(c), chunks_[c].offsets[j]};
   }
-  const int64_t begin = this->group_.rank() * shard_;
   size_t p = 0;
   for_each_initial_value(model, seed, [&](int64_t flat_index, double value) {
     while (flat_index >= order_[p].offset + order_[p].numel) ++p;
     const auto [chunk, offset] = place[p];
+    Chunk& c = chunks_[static_cast<size_t>(chunk)];
+    const int64_t begin = this->group_.rank() * c.shard;
     const int64_t in_chunk = offset + flat_index - order_[p].offset;
-    if (in_chunk < begin || in_chunk >= begin + shard_) return;
-    master[static_cast<int64_t>(chunk) * shard_ + in_chunk - begin] = static_cast<float>(value);
-    chunks_[static_cast<size_t>(chunk)].weights.data()[in_chunk - begin] = narrow<T>(static_cast<float>(value));
+    if (in_chunk < begin || in_chunk >= begin + c.shard) return;
+    master[c.shard_offset + in_chunk - begin] = static_cast<float>(value);
+    c.weights.data()[in_chunk - begin] = narrow<T>(static_cast<float>(value));
   });
 }
 
 template <typename T>
 void Gemini<T>::zero_gradients() {
   for (Chunk& chunk : chunks_) {
-    if (chunk.gradients.data() != nullptr) std::fill(chunk.gradients.data(), chunk.gradients.data() + shard_, T{});
+    if (chunk.gradients.data() != nullptr) std::fill(chunk.gradients.data(), chunk.gradients.data() + chunk.shard, T{});
   }
 }
 
@@ -186,25 +188,25 @@ void Gemini<T>::gather(int chunk, bool with_gradients) {
   if (failed()) return;
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
   const int rank = this->group_.rank(), ranks = this->group_.size();
-  const int64_t whole = shard_ * ranks;
+  const int64_t shard = c.shard, whole = shard * ranks;
   const bool dry = ledger_->is_dry_run();
   const bool gathered = std::find(gathered_.begin(), gathered_.end(), chunk) != gathered_.end();
   if (!gathered) {
     if (placement_host_) {
       c.gathered_weights = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, whole);
-      if (!dry) std::copy_n(c.weights.data(), shard_, c.gathered_weights.data() + rank * shard_);
+      if (!dry) std::copy_n(c.weights.data(), shard, c.gathered_weights.data() + rank * shard);
       ++moves_;
     } else {
       c.weights.grow(rank, ranks);
     }
     T* data = weights_of(chunk);
-    if (!dry) error_ = this->group_.all_gather(data + rank * shard_, data, static_cast<size_t>(shard_), comm::data_type_of<T>());
+    if (!dry) error_ = this->group_.all_gather(data + rank * shard, data, static_cast<size_t>(shard), comm::data_type_of<T>());
     gathered_.push_back(chunk);
   }
   if (with_gradients && !c.holds_gradients) {
     if (placement_host_) {
       c.gathered_gradients = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, whole);
-      if (!dry) std::copy_n(c.gradients.data(), shard_, c.gathered_gradients.data() + rank * shard_);
+      if (!dry) std::copy_n(c.gradients.data(), shard, c.gathered_gradients.data() + rank * shard);
       ++moves_;
     } else {
       c.gradients.grow(rank, ranks);
@@ -227,10 +229,10 @@ void Gemini<T>::reduce(int chunk) {
   const int rank = this->group_.rank();
   T* gradient = gradients_of(chunk);
   if (!ledger_->is_dry_run() && !failed()) {
-    error_ = this->group_.reduce_scatter(gradient, gradient + rank * shard_, static_cast<size_t>(shard_), comm::data_type_of<T>(), comm::ReduceOp::sum);
+    error_ = this->group_.reduce_scatter(gradient, gradient + rank * c.shard, static_cast<size_t>(c.shard), comm::data_type_of<T>(), comm::ReduceOp::sum);
   }
   if (placement_host_) {
-    if (gradient != nullptr) std::copy_n(gradient + rank * shard_, shard_, c.gradients.data());
+    if (gradient != nullptr) std::copy_n(gradient + rank * c.shard, c.shard, c.gradients.data());
     c.gathered_gradients = Tensor<T>();
     ++moves_;
   } else {
@@ -261,12 +263,16 @@ template <typename T>
 Result<std::optional<double>> Gemini<T>::step(double loss_scale) {
   if (failed()) return error_.error();
   double sum = 0;
-  for (Chunk& chunk : chunks_) sum += Optimizer<T>::sum_of_squares(chunk.gradients.data(), shard_, 1.0 / loss_scale);
+  for (Chunk& chunk : chunks_) sum += Optimizer<T>::sum_of_squares(chunk.gradients.data(), chunk.shard, 1.0 / loss_scale);
   if (sharded()) {
     if (Status s = this->group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
   }
   const auto gradients_of_piece = [this](const planner::ShardPiece& piece) {
-    return chunks_[static_cast<size_t>(piece.offset_in_shard / shard_)].gradients.data() + piece.offset_in_shard % shard_;
+    // The chunk whose slot holds the piece: the last one starting at or before it.
+    const auto after = std::upper_bound(chunks_.begin(), chunks_.end(), piece.offset_in_shard,
+                                        [](int64_t offset, const Chunk& c) { return offset < c.shard_offset; });
+    Chunk& c = *std::prev(after);
+    return c.gradients.data() + (piece.offset_in_shard - c.shard_offset);
   };
   const std::optional<double> norm = optimizer_->apply_by_piece(gradients_of_piece, sum, loss_scale);
   if (norm) round_master_into_shards();
@@ -277,9 +283,9 @@ template <typename T>
 void Gemini<T>::round_master_into_shards() {
   const float* master = optimizer_->weights();
   if (master == nullptr) return;  // a dry run holds no data
-  for (size_t c = 0; c < chunks_.size(); ++c) {
-    T* weights = chunks_[c].weights.data();
-    for (int64_t i = 0; i < shard_; ++i) weights[i] = narrow<T>(master[static_cast<int64_t>(c) * shard_ + i]);
+  for (Chunk& c : chunks_) {
+    T* weights = c.weights.data();
+    for (int64_t i = 0; i < c.shard; ++i) weights[i] = narrow<T>(master[c.shard_offset + i]);
   }
 }
 

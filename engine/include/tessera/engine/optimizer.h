@@ -36,7 +36,7 @@ struct OptimizerOptions {
   double eps = 1e-8;
   double weight_decay = 0.1;
   double momentum = 0.9;   // sgd_momentum
-  double max_grad_norm = 1.0;  // 0 = no clipping
+  double max_grad_norm = planner::kMaxGradNorm;  // 0 = no clipping
 };
 
 // What checkpoints and checks read and restore of an optimizer, whatever the

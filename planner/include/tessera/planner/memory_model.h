@@ -52,9 +52,12 @@ struct RankMemory {
 struct GeminiSummary {
   int64_t chunk_size = 0;
   int64_t num_chunks = 0;
-  std::vector<int64_t> chunk_used;   // elements used in each chunk, in execution order
+  std::vector<int64_t> chunk_used;      // elements used in each chunk, in packing order
+  std::vector<int64_t> chunk_capacity;  // elements of each chunk: chunk_size, or a larger tensor's own (chunks.h)
   int64_t waste_elements = 0;
-  int64_t peak_gathered_chunks = 0;  // parameter chunks gathered at once (forward and backward)
+  int64_t peak_gathered_chunks = 0;    // parameter chunks gathered at once (forward and backward)
+  int64_t peak_gathered_elements = 0;  // their elements (capacities)
+  int64_t padded_elements() const;     // all chunks' elements
   double shard_param_frac = 1;
   double offload_optim_frac = 0;
   double offload_param_frac = 0;
@@ -95,6 +98,22 @@ Status check_tensor_parallel(const ModelConfig& config, int64_t tp);
 
 // Checks the request against the model and GPU; the error names the option to change.
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
+
+// What the pipeline schedule's runtime accepts: the interleaved schedule needs a
+// pipeline, 2 or more model chunks per stage, a block for every virtual stage
+// and micro-batches in whole groups of pp (Megatron-LM; ColossalAI's
+// InterleavedSchedule asserts num_microbatch % num_stages == 0); ColossalAI's
+// 1F1B needs at least pp micro-batches (OneForwardOneBackwardSchedule asserts
+// "Number of microbatch should be larger than number of stages",
+// colossalai/pipeline/schedule/one_f_one_b.py and interleaved_pp.py at v0.5.0,
+// d322ff8c). The search offers only layouts that pass.
+Status check_pipeline_schedule(const Model& model, const EstimateRequest& request);
+
+// ColossalAI's Gemini runs mixed precision only (GeminiDDP asserts fp16 or
+// bf16) with an Adam (GeminiOptimizer's _AVAIL_OPTIM_LIST: FusedAdam, CPUAdam,
+// HybridAdam), colossalai/zero/gemini/ at v0.5.0 (d322ff8c): otherwise one line
+// naming the flag and the fix.
+Status gemini_precision_and_optimizer(Precision precision, OptimizerKind optimizer);
 
 Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
 

@@ -33,6 +33,8 @@ struct PlanRequest {
   int64_t dp = 0, tp = 0, pp = 0;
   int64_t micro_batch_size = 0;
   int zero_stage = -1;
+  // Gemini's chunk size in elements (--chunk-size); 0: ColossalAI's search (chunks.h).
+  int64_t chunk_size = 0;
 };
 
 struct Candidate {

@@ -43,6 +43,10 @@ struct TensorInfo {
 
 struct TensorInventory {
   std::vector<TensorInfo> tensors;  // execution order; a tied tensor appears at each use
+  // The unique tensors (indices into tensors) in torch's model.parameters()
+  // order (module_order.h); empty for a hand-made inventory, which means
+  // execution order.
+  std::vector<int> module_order;
 
   // Unique parameters: a tied tensor is counted once.
   int64_t parameter_count() const;

@@ -57,6 +57,11 @@ constexpr int64_t optimizer_state_count(OptimizerKind k) {
   return (k == OptimizerKind::adam || k == OptimizerKind::adamw) ? 2 : (k == OptimizerKind::sgd_momentum ? 1 : 0);
 }
 
+// Global gradient-norm clipping (Pascanu et al. 2013) that Tessera's engine
+// applies and every export writes: DeepSpeed's gradient_clipping, ColossalAI's
+// plugins' max_norm or the optimizer wrapper's clip_grad_by_norm.
+constexpr double kMaxGradNorm = 1.0;
+
 struct TrainingOptions {
   Precision precision = Precision::bf16;
   OptimizerKind optimizer = OptimizerKind::adamw;

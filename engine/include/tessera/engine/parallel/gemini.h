@@ -86,8 +86,10 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
 
  private:
   struct Chunk {
-    std::vector<int> parameters;      // flat-order indices packed here, in order
+    std::vector<int> parameters;      // flat-order indices packed here, in packing order
     std::vector<int64_t> offsets;     // of each, in the chunk
+    int64_t shard = 0;                // elements of the chunk per rank (its capacity / ranks)
+    int64_t shard_offset = 0;         // where its slot starts in the optimizer's states
     ChunkShard<T> weights, gradients; // this rank's shards (grown while gathered, under `cuda`)
     Tensor<T> gathered_weights, gathered_gradients;  // `cpu`: the device copies while gathered
     bool holds_gradients = false;     // a gradient chunk is open (backward)
@@ -113,7 +115,6 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   planner::ChunkLayout layout_;
   std::vector<planner::FlatParameter> order_;
   std::vector<std::vector<int>> chunks_of_layer_;  // index layer + 1
-  int64_t shard_ = 0;                              // elements of each chunk per rank
   bool placement_host_ = false;
   MemoryLedger* ledger_ = nullptr;
   Transformer<T>* model_ = nullptr;

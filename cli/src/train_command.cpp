@@ -18,6 +18,7 @@
 #include "measured_trace.h"
 #include "stop_signals.h"
 #include "tessera/engine/data.h"
+#include "tessera/engine/device/gpu_presence.h"
 #include "tessera/engine/comm/dry_run.h"
 #include "tessera/engine/comm/local.h"
 #include "tessera/engine/host_memory.h"
@@ -88,7 +89,13 @@ Status check_given_options(const TrainCliOptions& o) {
 // What the engine cannot run yet, named by the option that asks for it; the
 // plugin itself is checked against the model (check_data_parallel_supported).
 Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, int ranks) {
-  if (gpu != "cpu") return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": the engine trains on the CPU so far; leave --gpu out (or --gpu cpu)");
+  if (gpu != "cpu") {
+    const engine::GpuPresence device = engine::cuda_device_presence();
+    const std::string why = device.available ? "a CUDA device is here (" + device.description +
+                                                   ") but the engine's GPU training path is not built yet (its kernels and GEMMs are: tools/gpu-check)"
+                                             : device.description;
+    return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": " + why + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
+  }
   if (r.layout.pp != 1) {
     return make_error(ErrorCode::unsupported, "--pp " + std::to_string(r.layout.pp) +
                                                   ": the engine trains data and tensor parallelism so far, not pipelines; plan with --pp 1");

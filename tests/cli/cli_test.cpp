@@ -436,6 +436,18 @@ TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
   }
 }
 
+// Issue 15: on a machine without a GPU, --gpu says there is none (or that
+// the build has no CUDA); with one, that the engine's GPU path is not there yet.
+TEST(Cli, TrainOnAGpuSaysWhyItCannot) {
+  const CliRun r = run({"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g"});
+  EXPECT_EQ(r.code, 2);
+  const bool explained = r.err.find("no CUDA device is available") != std::string::npos ||
+                         r.err.find("built without CUDA (TESSERA_CUDA=OFF)") != std::string::npos ||
+                         r.err.find("the engine's GPU training path is not built yet") != std::string::npos;
+  EXPECT_TRUE(explained) << r.err;
+  EXPECT_NE(r.err.find("train on the CPU with --gpu cpu"), std::string::npos) << r.err;
+}
+
 TEST(Cli, OutputReplacesOnlyRegularFiles) {
   const tessera::testing::ScratchDir scratch;
   const std::string target = scratch.path("target.json"), link = scratch.path("link.json"), fifo = scratch.path("fifo");

@@ -38,6 +38,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.chunk_size = o.chunk_size;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
                    parse_choice("--activation-profile", o.activation_profile, r.activation_profile),
+                   parse_choice("--sequence-parallel", o.sequence_parallel, r.sequence_parallel),
                    parse_memory_headroom(o.memory_headroom, r.assumptions)}) {
     if (!s) return s.error();
   }
@@ -117,7 +118,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--seq", o.seq, "Tokens per sequence")->capture_default_str();
   c.add_option("--precision", o.precision, "fp32, fp16 or bf16")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
-  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
+  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), hf / hf_eager (Hugging Face models run eagerly, measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
   c.add_option("--memory-headroom", o.memory_headroom, "Memory every GPU must leave free: GiB (e.g. 2) or a percentage (e.g. 10%)")
       ->capture_default_str();
   c.add_option("--plugin", o.plugin, "Only this plugin");
@@ -128,6 +129,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--micro-batch", o.micro_batch, "Only this micro-batch size");
   c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();
+  c.add_option("--sequence-parallel", o.sequence_parallel, "With --tp above 1: on (divides activations), off, or both tried")->capture_default_str();
   c.add_option("--top", o.top, "Plans to print and write")->capture_default_str();
   c.add_option("--format", o.format, "table or json (the plan document on standard output)")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   c.add_option("--output,-o", o.output, "Where to write plan.json")->capture_default_str();

@@ -27,6 +27,7 @@ struct PlanOptions {
   std::string recompute;  // restrict to one mode
   int64_t dp = 0, tp = 0, pp = 0, micro_batch = 0;
   int64_t chunk_size = 0;  // gemini: elements per chunk, 0 = ColossalAI's search
+  std::string sequence_parallel = "on";
   int zero_stage = -1;
   int top = 5;
   std::string format = "table";

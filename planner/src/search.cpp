@@ -109,15 +109,25 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
       // layers allow (half the bubble, twice the point-to-point traffic).
       std::vector<int64_t> chunk_counts{1};
       if (pp > 1 && 2 * pp <= c.num_layers) chunk_counts.push_back(2);
+      // Sequence parallelism is a choice (PlanRequest::sequence_parallel): it
+      // divides the norms' and residuals' activations by tp but moves more
+      // bytes (backward gathers the norm outputs again, tp_traffic.h). With it
+      // first, so that the search can skip a layout without it where the
+      // layout with it is over memory already (search_plans_impl).
+      std::vector<bool> sequence_parallel;
+      if (tp > 1 && p.seq_len % tp == 0 && p.sequence_parallel != SequenceParallelChoice::off) sequence_parallel.push_back(true);
+      if (tp == 1 || p.sequence_parallel != SequenceParallelChoice::on || p.seq_len % tp != 0) sequence_parallel.push_back(false);
       for (int stage : {0, 1, 2}) {
         if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || (stage > 0 && dp == 1)) continue;
         for (int64_t chunks : chunk_counts) {
-          add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
-            r.layout = ParallelLayout{dp, tp, pp, tp > 1};  // sequence parallelism only saves memory: always on with tp
-            r.plugin.zero_stage = stage;
-            r.plugin.pp_schedule = chunks > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
-            r.plugin.num_model_chunks = chunks;
-          });
+          for (bool sp : sequence_parallel) {
+            add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
+              r.layout = ParallelLayout{dp, tp, pp, sp};
+              r.plugin.zero_stage = stage;
+              r.plugin.pp_schedule = chunks > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+              r.plugin.num_model_chunks = chunks;
+            });
+          }
         }
       }
     }
@@ -168,7 +178,8 @@ std::string rejection_reason(const MemoryEstimate& e) {
 auto plan_key(const EstimateRequest& r) {
   const auto& p = r.plugin;
   return std::make_tuple(p.kind, p.fsdp_strategy, p.zero_stage, p.cpu_offload, p.gemini.placement_policy, p.gemini.offload_optim_frac,
-                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, p.pp_schedule, p.num_model_chunks, r.training.recompute);
+                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.sequence_parallel, p.pp_schedule,
+                         p.num_model_chunks, r.training.recompute);
 }
 
 void fill_max_micro_batch(std::vector<Candidate>& fitted) {
@@ -365,9 +376,21 @@ std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanReque
 
 namespace {
 
+// Sequence parallelism only divides activations (in every profile but the
+// engine's, whose gathered buffers it adds): a candidate over memory with it
+// is over memory without it, so that twin is not estimated.
+using TwinKey = std::pair<decltype(plan_key(EstimateRequest{})), int64_t>;
+TwinKey twin_key(EstimateRequest r) {
+  r.layout.sequence_parallel = true;
+  return {plan_key(r), r.training.micro_batch_size};
+}
+
 Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p) {
   PlanSearchResult result;
+  std::set<TwinKey> over_memory_with_sp;
+  const bool sp_only_divides = p.activation_profile != ActivationProfile::tessera;
   for (const EstimateRequest& r : plan_candidates(model, p)) {
+    if (sp_only_divides && r.layout.tp > 1 && !r.layout.sequence_parallel && over_memory_with_sp.contains(twin_key(r))) continue;
     ++result.candidates_evaluated;
     auto memory = estimate_memory(model, p.cluster.gpu, r);
     if (!memory) {
@@ -375,6 +398,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
       continue;
     }
     if (!memory->fits()) {
+      if (r.layout.sequence_parallel) over_memory_with_sp.insert(twin_key(r));
       const int64_t overflow = -memory->tightest().margin;
       note_rejection(result.rejected[rejection_reason(memory.value())], r, overflow, [&] {
         const std::string verdict = verdict_line(memory.value());  // "DOES NOT FIT: ranks ... need ..."

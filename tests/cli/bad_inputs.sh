@@ -156,7 +156,8 @@ bad plan-pp-layers "--pp 20 exceeds the 12 layers of gpt2; use at most --pp 12" 
 bad plan-tp-heads "--tp 5 does not divide num_attention_heads 12 of gpt2" -- plan --model gpt2 --gpus 10 --gpus-per-node 10 --global-batch 60 --tp 5 --output "$scratch/never.json"
 bad plan-tp-divides-no-gpus "--tp 3 does not divide the 8 GPUs; use --tp 1, 2, 4, 8" -- plan --model llama-2-7b --gpus 8 --global-batch 64 --tp 3 --output "$scratch/never.json"
 bad plan-batch-over-no-layout "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 64 GPUs (data-parallel sizes 2, 4" -- plan --model gpt2-xl --gpus 64 --global-batch 1 --output "$scratch/never.json"
-bad plan-every-candidate-refused "the estimate refuses every candidate" -- "${plan_args[@]}" --seq 1023 --plugin hybrid_parallel --tp 2
+bad plan-every-candidate-refused "the estimate refuses every candidate" -- plan --model opt-1.3b --gpus 8 --global-batch 64 --activation-profile hf --plugin hybrid_parallel --tp 2 --output "$scratch/never.json"
+bad plan-sequence-parallel-choice "--sequence-parallel 'maybe' is not one of: on, off, both" -- "${plan_args[@]}" --sequence-parallel maybe
 if [ -e "$scratch/never.json" ]; then
   echo "FAIL [plan-filters]: a refused plan wrote its output" >&2
   failures=$((failures + 1))

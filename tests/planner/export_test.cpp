@@ -321,8 +321,9 @@ TEST(Export, HybridTensorAndPipelinePlan) {
                                (r.plugin.pp_schedule == PipelineSchedule::interleaved
                                     ? "        num_model_chunks=" + std::to_string(r.plugin.num_model_chunks) + ",\n"
                                     : std::string()) +
-                               "        enable_sequence_parallelism=True,\n"
-                               "        sequence_parallelism_mode=\"split_gather\",\n";
+                               (r.layout.sequence_parallel ? "        enable_sequence_parallelism=True,\n"
+                                                             "        sequence_parallelism_mode=\"split_gather\",\n"
+                                                           : "        enable_sequence_parallelism=False,\n");
   EXPECT_TRUE(contains(script, expected)) << script;
   EXPECT_TRUE(contains(script, "booster.execute_pipeline("));
   EXPECT_TRUE(contains(script, "GRADIENT_ACCUMULATION_STEPS = 1  # the pipeline runs the micro-batches"));

@@ -227,6 +227,7 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
     int64_t gpus;
     std::function<void(PlanRequest&)> restrict;
     std::string message;
+    std::string model = "gpt2";
   };
   const std::vector<Case> cases = {
       {8, [](PlanRequest& r) { r.micro_batch_size = 7; }, "--micro-batch 7 does not divide --global-batch 64 (a step is whole micro-batches)"},
@@ -248,12 +249,12 @@ TEST(PlanSearch, FiltersThatLeaveNoCandidateNameTheFilter) {
       // No single check explains it: the filters whose removal would leave candidates.
       {8, [](PlanRequest& r) { r.plugins = {PluginKind::hybrid_parallel}, r.dp = 8; },
        "no candidate for gpt2 on 8 GPUs with --global-batch 64 satisfies --plugin hybrid_parallel --dp 8; drop or change --plugin hybrid_parallel or --dp 8"},
-      // Candidates remain, but the estimate refuses every one (the search pairs tp with sequence parallelism).
-      {8, [](PlanRequest& r) { r.seq_len = 1023, r.plugins = {PluginKind::hybrid_parallel}, r.tp = 2; },
-       "the estimate refuses every candidate, first hybrid_parallel dp 4 × tp 2"},
+      // Candidates remain, but the estimate refuses every one (the hf profile was not measured for OPT).
+      {8, [](PlanRequest& r) { r.activation_profile = ActivationProfile::hf, r.plugins = {PluginKind::hybrid_parallel}, r.tp = 2; },
+       "the estimate refuses every candidate, first hybrid_parallel dp 4 × tp 2", "opt-1.3b"},
   };
-  const Model model = testing::shipped_model("gpt2");
   for (const Case& c : cases) {
+    const Model model = testing::shipped_model(c.model);
     PlanRequest request = on("h100-80g", c.gpus, 64, 1024);
     c.restrict(request);
     const Status s = validate_plan_filters(model, request);
@@ -291,6 +292,35 @@ TEST(PlanSearch, FiltersThatLeaveCandidatesPass) {
   request.zero_stage = 1;
   request.dp = 1;
   EXPECT_TRUE(validate_plan_filters(model, request).ok());
+}
+
+}  // namespace
+}  // namespace tessera::planner
+
+namespace tessera::planner {
+namespace {
+
+// Issue 11: sequence parallelism is a choice. "on" (the default) pairs it with
+// every tp above 1, "off" never, "both" tries each.
+TEST(PlanSearch, SequenceParallelismIsAChoice) {
+  const auto tp_plans = [&](SequenceParallelChoice choice) {
+    PlanRequest request = on("h100-80g", 64, 512, 4096);
+    request.sequence_parallel = choice;
+    request.plugins = {PluginKind::hybrid_parallel};
+    std::pair<int, int> with_and_without{0, 0};
+    for (const Candidate& c : search("llama-2-70b", request).plans) {
+      if (c.request.layout.tp == 1) continue;
+      (c.request.layout.sequence_parallel ? with_and_without.first : with_and_without.second)++;
+    }
+    return with_and_without;
+  };
+  const auto on_only = tp_plans(SequenceParallelChoice::on), off_only = tp_plans(SequenceParallelChoice::off), both = tp_plans(SequenceParallelChoice::both);
+  EXPECT_GT(on_only.first, 0);
+  EXPECT_EQ(on_only.second, 0);
+  EXPECT_EQ(off_only.first, 0);
+  EXPECT_GT(off_only.second, 0);
+  EXPECT_EQ(both.first, on_only.first);
+  EXPECT_EQ(both.second, off_only.second);  // skipping twins over memory with it loses no plan that fits
 }
 
 }  // namespace

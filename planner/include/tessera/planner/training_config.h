@@ -18,6 +18,11 @@ enum class RecomputeMode { none, selective, full };  // Korthikanti et al. 2022 
 // Which runtime's saved tensors the activation model counts (see activations.h):
 // flash for GPU runtimes (PyTorch SDPA, FlashAttention-2), megatron for
 // Korthikanti et al.'s accounting, tessera for our CPU engine.
+enum class SequenceParallelChoice { on, off, both };
+inline constexpr std::array<EnumName<SequenceParallelChoice>, 3> kSequenceParallelChoiceNames{
+    {{SequenceParallelChoice::on, "on"}, {SequenceParallelChoice::off, "off"}, {SequenceParallelChoice::both, "both"}}};
+inline std::span<const EnumName<SequenceParallelChoice>> enum_names(SequenceParallelChoice) { return kSequenceParallelChoiceNames; }
+
 enum class ActivationProfile { megatron, tessera, flash, hf, hf_eager };
 // interleaved: 1F1B over virtual stages, each GPU holding several model chunks (Narayanan et al. 2021, §2.2.2).
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };

@@ -194,6 +194,9 @@ class TrainingRun {
 template <typename T>
 Status TrainingRun<T>::prepare() {
   if (Status s = check_data_parallel_supported(o_.plugin, o_.precision, local_model_, group_.size()); !s) return s;
+  if (tensor_group_ != nullptr && o_.world_group == nullptr && !o_.dry_run) {
+    return make_error(ErrorCode::invalid_argument, "tensor parallelism needs TrainOptions::world_group (every rank of the run), where the ranks agree and save");
+  }
   if (tensor_group_ != nullptr && o_.plugin.kind != planner::PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::invalid_argument, "--tp " + std::to_string(tensor_group_->size()) + ": tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
   }

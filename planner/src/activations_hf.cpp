@@ -140,14 +140,18 @@ ActivationTable hf_table(const ModelConfig& c, int64_t dt, bool eager_attention)
     t.last_stage.push_back(term("norm_normalized", h, dt, Split::sequence));
   }
   t.last_stage.push_back(term("lm_head_input", h, dt, Split::sequence));
-  // ForCausalLMLoss (transformers/loss/loss_utils.py): the head's 16-bit
-  // logits, which the model returns and the training loop holds through
-  // backward; logits.float(), alive while the loss is formed; cross_entropy's
-  // log_softmax output in fp32 (measured: kept for backward) and the shifted labels.
-  t.logits.push_back(term("logits", c.vocab_size, dt, Split::tensor_parallel));
-  t.logits.push_back(term("logits_float", c.vocab_size, kFp32, Split::tensor_parallel));
+  // The loss (ForCausalLMLoss, transformers/loss/loss_utils.py: logits.float()
+  // then cross_entropy) at its peak, which is early in backward, measured
+  // (tools/pytorch_memory_probe.py, every row: the peak above what forward
+  // kept is exactly two fp32 tensors of the logits' size, the shifted labels
+  // freed): log_softmax's output (kept from forward), nll_loss's dense fp32
+  // gradient and log_softmax's input gradient. The head's 16-bit logits are
+  // counted too: the model returns them and a training loop that keeps the
+  // output (ColossalAI's and DeepSpeed's examples do) holds them through backward.
+  t.logits.push_back(term("model_output_logits", c.vocab_size, dt, Split::tensor_parallel));
   t.logits.push_back(term("log_softmax_output", c.vocab_size, kFp32, Split::tensor_parallel));
-  t.logits.push_back(term("shifted_labels", 1, kInt64, Split::whole));
+  t.logits.push_back(term("nll_loss_gradient", c.vocab_size, kFp32, Split::tensor_parallel));
+  t.logits.push_back(term("log_softmax_gradient", c.vocab_size, kFp32, Split::tensor_parallel));
   return t;
 }
 

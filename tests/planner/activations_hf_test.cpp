@@ -10,6 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/model_config.h"
@@ -48,10 +50,39 @@ Saved saved_bytes(const json& row, const std::string& block_prefix, const std::s
   return s;
 }
 
+int64_t bytes_of(const std::vector<ActivationTerm>& terms, std::string_view name, const ActivationShape& shape) {
+  for (const ActivationTerm& term : terms) {
+    if (term.name == name) return term_bytes(term, shape);
+  }
+  ADD_FAILURE() << "no term " << name;
+  return 0;
+}
+
+json read_measurement(const std::string& file) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/data/measurements/" + file);
+  EXPECT_TRUE(in.good()) << file;
+  return json::parse(in);
+}
+
+// The loss's peak, early in backward: in every row of the memory probe (GPT-2
+// of 6 and 12 blocks, micro-batches 2 and 8, SDPA and eager, bf16 autocast and
+// fp32) the peak above what forward kept is nll_loss's and log_softmax's fp32
+// gradients, less the shifted labels freed by then — to the byte.
+TEST(HfActivationProfile, LossPeakEqualsTheMeasuredOne) {
+  const json measured = read_measurement("2026-11-24-nvidia-h100-80gb-hbm3-pytorch-memory.json");
+  const ActivationTable table = activation_table(probe_config("gpt2"), ActivationProfile::hf, Precision::bf16);
+  ASSERT_EQ(measured["rows"].size(), 16u);
+  for (const json& row : measured["rows"]) {
+    const ActivationShape shape{row["micro_batch"].get<int64_t>(), row["seq"].get<int64_t>()};
+    const int64_t above_kept = row["peak_above_states_bytes"].get<int64_t>() - row["kept_by_forward_bytes"].get<int64_t>();
+    const int64_t labels = 8 * shape.micro_batch_size * shape.seq_len;
+    EXPECT_EQ(bytes_of(table.logits, "nll_loss_gradient", shape) + bytes_of(table.logits, "log_softmax_gradient", shape) - labels, above_kept)
+        << row.dump();
+  }
+}
+
 TEST(HfActivationProfile, EqualsWhatAutogradSavedOnAnH100) {
-  std::ifstream file(std::string(TESSERA_SOURCE_DIR) + "/data/measurements/2026-11-24-nvidia-h100-80gb-hbm3-saved-tensors.json");
-  ASSERT_TRUE(file.good());
-  const json measured = json::parse(file);
+  const json measured = read_measurement("2026-11-24-nvidia-h100-80gb-hbm3-saved-tensors.json");
   int rows = 0;
   for (const auto& [family, blocks, block] : {std::tuple<std::string, std::string, std::string>{"gpt2", "transformer.h.", "transformer.h.0."},
                                               {"llama", "model.layers.", "model.layers.0."}}) {
@@ -66,13 +97,12 @@ TEST(HfActivationProfile, EqualsWhatAutogradSavedOnAnH100) {
       const std::string what = family + (eager ? " eager" : " sdpa") + " seq " + std::to_string(shape.seq_len);
       EXPECT_EQ(terms_bytes(table.block, shape), saved.in_block) << what;
       // Outside the blocks: the ids, the final norm, the head's input, and of
-      // the loss what it saves (log_softmax's output and the labels); the
-      // 16-bit and fp32 logits are alive while the loss is formed, not saved.
-      int64_t loss_saved = 0;
-      for (const ActivationTerm& term : table.logits) {
-        if (term.name == "log_softmax_output" || term.name == "shifted_labels") loss_saved += term_bytes(term, shape);
-      }
-      EXPECT_EQ(terms_bytes(table.first_stage, shape) + terms_bytes(table.last_stage, shape) + loss_saved, saved.outside_blocks) << what;
+      // the loss what it saves: log_softmax's output, and the shifted labels
+      // (int64, freed before the peak, so not a profile term).
+      const int64_t labels = 8 * shape.micro_batch_size * shape.seq_len;
+      EXPECT_EQ(terms_bytes(table.first_stage, shape) + terms_bytes(table.last_stage, shape) + bytes_of(table.logits, "log_softmax_output", shape) + labels,
+                saved.outside_blocks)
+          << what;
       ++rows;
     }
   }

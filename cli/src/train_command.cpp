@@ -116,11 +116,14 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
 // The config.json a checkpoint carries: the model's, with the dtype of the
 // weights it is saved next to. model.safetensors always holds fp32 (the master
 // weights of a mixed-precision run), and without `torch_dtype` transformers
-// would not say so.
+// would not say so. transformers 5 names the field `dtype` and prefers it to
+// `torch_dtype` where both are set (5.23.0 configuration_utils.py,
+// PreTrainedConfig.__init__), so a `dtype` the model's config carried says fp32 too.
 std::string checkpoint_config_text(const std::string& config_text) {
   json config = json::parse(config_text, nullptr, false);
   if (!config.is_object()) return config_text;  // the planner parsed it already; keep it as it is
   config["torch_dtype"] = "float32";
+  if (config.contains("dtype")) config["dtype"] = "float32";
   return config.dump(2) + "\n";
 }
 

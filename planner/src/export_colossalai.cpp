@@ -323,6 +323,8 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
   if (Status st = plugin_script(r, chunks, s); !st) return st.error();
   auto config = embedded_config(file.model_source);
   if (!config) return config.error();
+  auto dropout = export_detail::uncounted_dropout(file, r);
+  if (!dropout) return dropout.error();
 
   const json& plan = export_detail::plan_json(file, plan_index);
   const double tokens_per_s = value_or(plan, "tokens_per_s", 0.0);
@@ -438,6 +440,11 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
      << "    device = get_accelerator().get_current_device()\n"
      << "\n"
      << "    config = model_config()\n";
+  if (!dropout->empty()) {
+    py << "    # The plan's activation profile (" << enum_name(t.activation_profile) << ") counts no dropout masks: train without dropout,\n"
+       << "    # as planned (the config has " << export_detail::describe_dropout(dropout.value()) << ").\n";
+    for (const export_detail::DropoutField& f : dropout.value()) py << "    config." << f.name << " = 0.0\n";
+  }
   const bool sdpa = t.recompute == RecomputeMode::selective && r.plugin.kind != PluginKind::hybrid_parallel;
   if (sdpa) {
     py << "    # recompute selective: a fused attention kernel recomputes the attention scores in backward\n"

@@ -2,8 +2,12 @@
 // expresses. Keys as DeepSpeed's config reference spells them
 // (deepspeed/runtime/zero/config.py: DeepSpeedZeroConfig; offload_config.py).
 //
-//   torch_ddp                  stage 0, reduce_bucket_size = bucket_cap_mb in elements
-//   low_level_zero             stage 1 or 2; cpu_offload -> offload_optimizer cpu
+//   torch_ddp                  refused: see replicated_gradients_refusal
+//   low_level_zero             stage 1 or 2; cpu_offload -> offload_optimizer cpu;
+//                              reduce_bucket_size = reduce_bucket_numel (the bucket the plan's
+//                              reduction overlaps with backward); allgather_bucket_size at
+//                              DeepSpeed's default, since the plan times one all-gather of the
+//                              updated parameters without a bucket
 //   torch_fsdp                 full_shard -> stage 3; shard_grad_op (ZeRO-2 semantics) -> stage 2
 //   gemini                     shard_param_frac 1 -> stage 3 (0 -> stage 2); offload_optim_frac 1 ->
 //                              offload_optimizer cpu; offload_param_frac 1 -> offload_param cpu.
@@ -11,7 +15,10 @@
 //                              between 0 and 1 have no equivalent and are an error.
 //   hybrid_parallel            only without tensor and pipeline parallelism: DeepSpeed's
 //                              engine alone has no Megatron tensor parallelism, and its
-//                              PipelineModule needs the model rewritten as a layer list.
+//                              PipelineModule needs the model rewritten as a layer list;
+//                              ZeRO stage 0 is refused as torch_ddp is.
+// Refused as well: full recompute (recompute_refusal) and dropout the plan's
+// activation profile does not count (export_dropout.cpp), which a config cannot turn off.
 #include <cmath>
 
 #include "export_internal.h"
@@ -25,7 +32,37 @@ namespace {
 using nlohmann::ordered_json;
 using export_detail::cannot_express;
 
-constexpr int64_t kDeepSpeedDefaultBucket = 500000000;  // DeepSpeedZeroConfig.reduce_bucket_size
+constexpr int64_t kDeepSpeedDefaultBucket = 500000000;  // DeepSpeedZeroConfig.reduce_bucket_size and allgather_bucket_size
+
+// Without ZeRO, DeepSpeed all-reduces the gradients after backward, at the
+// accumulation boundary, in buffers of MEMORY_OPT_ALLREDUCE_SIZE (500,000,000)
+// elements whatever reduce_bucket_size says (deepspeed/runtime/engine.py,
+// DeepSpeedEngine.allreduce_gradients -> buffered_allreduce_fallback), while
+// the plan's DDP all-reduces bucket by bucket under backward.
+Error replicated_gradients_refusal(const EstimateRequest& r) {
+  const std::string bucket = r.plugin.kind == PluginKind::torch_ddp ? format_number(static_cast<double>(r.plugin.bucket_bytes) / (1 << 20)) + " MiB buckets"
+                                                                    : "buckets";
+  return cannot_express("deepspeed", "the plan's " + std::string(enum_name(r.plugin.kind)) + " all-reduces gradients in " + bucket +
+                                         " overlapped with backward, and DeepSpeed without ZeRO all-reduces them after backward in "
+                                         "500,000,000-element buffers whatever reduce_bucket_size says; export this plan --to colossalai, or "
+                                         "pick a ZeRO plan (--plugin low_level_zero)");
+}
+
+// DeepSpeed's activation_checkpointing section configures deepspeed.checkpointing
+// (partition_activations, cpu_checkpointing, contiguous_memory_optimization,
+// number_checkpoints, synchronize_checkpoint_boundary, profile: deepspeed/runtime/
+// activation_checkpointing/checkpointing.py, configure and _configure_using_config_file;
+// docs/code-docs/source/activation-checkpointing.rst), which acts only inside
+// deepspeed.checkpointing.checkpoint() calls that the model's own code makes, as
+// Megatron-DeepSpeed's does. A Hugging Face model makes none: it recomputes its
+// blocks only after model.gradient_checkpointing_enable(), which no ds_config key
+// calls, so a config alone cannot carry the plan's recompute.
+Error recompute_refusal() {
+  return cannot_express("deepspeed", "the plan recomputes every block (recompute full), and a DeepSpeed config cannot turn that on for a "
+                                     "Hugging Face model: its activation_checkpointing section only tunes deepspeed.checkpointing.checkpoint() "
+                                     "calls the model makes, and transformers' models make none; export this plan --to colossalai (its "
+                                     "script calls model.gradient_checkpointing_enable()), or pick a plan with --recompute none or selective");
+}
 
 bool is_zero_or_one(double fraction) { return fraction == 0.0 || fraction == 1.0; }
 
@@ -63,12 +100,9 @@ Result<GeminiSummary> gemini_fractions(const PlanFile& file, const EstimateReque
 
 Result<ZeroSettings> zero_settings(const PlanFile& file, const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;
-  const int64_t element_bytes = compute_bytes(r.training.precision);
   ZeroSettings z;
   switch (p.kind) {
-    case PluginKind::torch_ddp:
-      z.reduce_bucket_elements = std::max<int64_t>(1, p.bucket_bytes / element_bytes);
-      return z;
+    case PluginKind::torch_ddp: return replicated_gradients_refusal(r);
     case PluginKind::torch_fsdp:
       z.stage = p.fsdp_strategy == FsdpStrategy::full_shard ? 3 : 2;
       return z;
@@ -110,6 +144,7 @@ Result<ZeroSettings> zero_settings(const PlanFile& file, const EstimateRequest& 
                                                "pick a plan with tp 1 and pp 1");
       }
       z.stage = p.effective_zero_stage();
+      if (z.stage == 0) return replicated_gradients_refusal(r);
       z.offload_optimizer = p.cpu_offload;
       z.reduce_bucket_elements = p.reduce_bucket_numel;
       return z;
@@ -137,6 +172,16 @@ ordered_json optimizer_json(OptimizerKind kind) {
 Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
   if (Status s = export_detail::check_plan(file, plan_index); !s) return s.error();
   const EstimateRequest& r = file.plans[plan_index];
+  if (r.training.recompute == RecomputeMode::full) return recompute_refusal();
+  auto dropout = export_detail::uncounted_dropout(file, r);
+  if (!dropout) return dropout.error();
+  if (!dropout->empty()) {
+    return cannot_express("deepspeed", "the plan's activation profile " + std::string(enum_name(r.training.activation_profile)) +
+                                           " counts no dropout, and the model's config.json trains with " +
+                                           export_detail::describe_dropout(dropout.value()) +
+                                           ", which a DeepSpeed config cannot turn off; set them to 0 in config.json, or plan with "
+                                           "--activation-profile flash, which counts dropout masks");
+  }
   auto zero = zero_settings(file, r);
   if (!zero) return zero.error();
   const ZeroSettings& z = zero.value();
@@ -159,6 +204,7 @@ Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
   if (z.offload_param) zero_json["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   zero_json["overlap_comm"] = true;
   zero_json["reduce_bucket_size"] = z.reduce_bucket_elements;
+  if (z.stage == 1 || z.stage == 2) zero_json["allgather_bucket_size"] = kDeepSpeedDefaultBucket;  // stages 1 and 2 only read it
   zero_json["contiguous_gradients"] = true;
   config["zero_optimization"] = zero_json;
   // ZeRO refuses optimizers it has not tested (torch.optim.SGD) unless told.

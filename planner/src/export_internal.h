@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,20 @@ int64_t gradient_accumulation_steps(const EstimateRequest& request);
 
 // Sequences per optimizer step: micro-batch × micro-batches × dp.
 int64_t sequences_per_step(const EstimateRequest& request);
+
+// A dropout probability of the model's config.json, under its key there.
+struct DropoutField {
+  std::string name;  // e.g. "resid_pdrop"
+  double probability = 0;
+};
+
+// The config's nonzero dropout probabilities that the plan's activation profile
+// assumes are 0 (export_dropout.cpp says which profiles): empty when the profile
+// counts dropout as the config has it, or the config has none.
+Result<std::vector<DropoutField>> uncounted_dropout(const PlanFile& file, const EstimateRequest& request);
+
+// "attn_pdrop 0.1, resid_pdrop 0.1".
+std::string describe_dropout(const std::vector<DropoutField>& fields);
 
 // An error of code `unsupported` that names the target: "--to deepspeed: ...".
 Error cannot_express(const char* target, const std::string& why);

@@ -100,15 +100,20 @@ class FieldReader {
     return it->get<std::string>();
   }
 
-  // An object field's "rope_type" (or older "type"); "" when the field is null or absent.
-  Result<std::string> object_kind(const char* name) const {
+  bool has(const char* name) const { return root_.contains(name) && !root_[name].is_null(); }
+
+  // An integer that may be null: `fallback` when absent, nullopt when null.
+  Result<std::optional<int64_t>> nullable_integer(const char* name, int64_t fallback, int64_t max_value) const {
+    if (!root_.contains(name)) return std::optional<int64_t>(fallback);
+    return integer({name}, max_value);
+  }
+
+  // An object field, or nullptr when it is null or absent.
+  Result<const json*> object(const char* name) const {
     auto it = root_.find(name);
-    if (it == root_.end() || it->is_null()) return std::string();
+    if (it == root_.end() || it->is_null()) return static_cast<const json*>(nullptr);
     if (!it->is_object()) return field_error(name, "must be an object or null, got " + short_dump(*it));
-    for (const char* key : {"rope_type", "type"}) {
-      if (it->contains(key) && (*it)[key].is_string()) return (*it)[key].get<std::string>();
-    }
-    return std::string("unnamed");
+    return &*it;
   }
 
   Error field_error(const std::string& name, const std::string& what) const {
@@ -134,20 +139,68 @@ class FieldReader {
     target = std::move(tessera_result_).value();    \
   } while (0)
 
+// RoPE's scaling and base as transformers reads them. 4.51.3 reads `rope_scaling`
+// and a top-level `rope_theta` (modeling_rope_utils.py, _compute_default_rope_parameters
+// and LlamaRotaryEmbedding's rope_type lookup); 5.x also reads `rope_parameters`,
+// which `rope_scaling` replaces when both are set and whose `rope_theta` wins over
+// the top-level one (5.23.0 modeling_rope_utils.py, convert_rope_params_to_dict).
+// A rope_type of "default" is RoPE unscaled in both.
+Status read_rope_fields(const FieldReader& read, ModelConfig& c) {
+  const json* scaling = nullptr;
+  const json* parameters = nullptr;
+  TESSERA_TRY_ASSIGN(scaling, read.object("rope_scaling"));
+  TESSERA_TRY_ASSIGN(parameters, read.object("rope_parameters"));
+  const char* scaling_field = scaling != nullptr ? "rope_scaling" : "rope_parameters";
+  const json* used = scaling != nullptr ? scaling : parameters;
+  if (used != nullptr) {
+    c.rope_scaling = "unnamed";  // transformers finds no RoPE function for it
+    for (const char* key : {"rope_type", "type"}) {
+      if (used->contains(key) && (*used)[key].is_string()) {
+        c.rope_scaling = (*used)[key].get<std::string>();
+        break;
+      }
+    }
+    if (c.rope_scaling == "default") c.rope_scaling.clear();
+    if (!c.rope_scaling.empty()) c.rope_scaling_field = scaling_field;
+  }
+  if (c.family == ModelFamily::gpt_neox) {
+    TESSERA_TRY_ASSIGN(c.rope_theta, read.number("rotary_emb_base", 10000.0, 1.0, 1e12));
+    return Status::success();
+  }
+  TESSERA_TRY_ASSIGN(c.rope_theta, read.number("rope_theta", 10000.0, 1.0, 1e12));
+  if (parameters != nullptr && parameters->contains("rope_theta")) {
+    const json& theta = (*parameters)["rope_theta"];
+    if (!theta.is_number() || !(theta.get<double>() >= 1.0 && theta.get<double>() <= 1e12)) {
+      return read.field_error("rope_parameters", "must give rope_theta as a number in [1, 1e12]");
+    }
+    const bool top_level = read.has("rope_theta");
+    if (top_level && theta.get<double>() != c.rope_theta) {
+      return read.field_error("rope_parameters", "sets rope_theta " + format_number(theta.get<double>()) + " but the top-level rope_theta is " +
+                                                     format_number(c.rope_theta) + " (transformers 4.x reads that one, 5.x this one); keep one value");
+    }
+    c.rope_theta = theta.get<double>();
+  }
+  return Status::success();
+}
+
 // The fields that change the arithmetic but not the shapes (ModelConfig says
 // which). Defaults are those of transformers' config classes: GPT2Config's
 // activation_function "gelu_new" and scale_attn_weights True, the Llama-style
-// configs' hidden_act "silu", Qwen2Config's use_sliding_window False.
+// configs' hidden_act "silu", MistralConfig's and Qwen2Config's sliding_window 4096.
 Status read_arithmetic_fields(const FieldReader& read, ModelConfig& c) {
   const bool gpt2 = c.family == ModelFamily::gpt2;
   TESSERA_TRY_ASSIGN(c.activation, read.string(gpt2 ? "activation_function" : "hidden_act", gpt2 ? "gelu_new" : "silu"));
-  TESSERA_TRY_ASSIGN(c.rope_scaling, read.object_kind("rope_scaling"));
-  bool use_window = c.family == ModelFamily::mistral;
-  if (c.family == ModelFamily::qwen2) TESSERA_TRY_ASSIGN(use_window, read.boolean("use_sliding_window", false));
-  if (use_window) {
-    auto window = read.integer({"sliding_window"}, int64_t{1} << 40);
-    if (!window) return window.error();
-    c.sliding_window = window.value().value_or(0);
+  if (Status s = read_rope_fields(read, c); !s) return s;
+  // Mistral windows every layer's attention by sliding_window. Qwen2 does where
+  // use_sliding_window holds (from max_window_layers on), but transformers 4.51.3
+  // builds the causal mask of eager and SDPA attention from sliding_window whatever
+  // use_sliding_window says (modeling_qwen2.py, Qwen2Model._prepare_4d_causal_attention_mask_
+  // with_cache_position; Qwen2Config keeps the field either way), so for both
+  // versions the window is sliding_window. A null window is none.
+  if (c.family == ModelFamily::mistral || c.family == ModelFamily::qwen2) {
+    std::optional<int64_t> window;
+    TESSERA_TRY_ASSIGN(window, read.nullable_integer("sliding_window", 4096, int64_t{1} << 40));
+    c.sliding_window = window.value_or(0);
   }
   if (gpt2) {
     bool scale = true, by_layer = false;
@@ -315,7 +368,6 @@ Result<ModelConfig> read_config(const json& root, const std::string& source) {
   const bool rms = c.norm == NormKind::rms_norm;
   const char* eps_key = rms ? "rms_norm_eps" : (c.family == ModelFamily::gpt_neox ? "layer_norm_eps" : "layer_norm_epsilon");
   TESSERA_TRY_ASSIGN(c.norm_eps, read.number(eps_key, rms ? 1e-6 : 1e-5, 0.0, 1.0));
-  TESSERA_TRY_ASSIGN(c.rope_theta, read.number(c.family == ModelFamily::gpt_neox ? "rotary_emb_base" : "rope_theta", 10000.0, 1.0, 1e12));
   // Each size is bounded, but their products (heads x head_dim, layers x width^2)
   // are not: bound the whole shape so that every tensor and byte count fits int64.
   const double width = static_cast<double>(std::max({c.hidden_size, c.q_width(), c.kv_width(), c.intermediate_size, c.word_embed_proj_dim}));

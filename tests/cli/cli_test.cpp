@@ -249,6 +249,44 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
   }
 }
 
+// A config.json field the engine would not compute stops `tessera train` with one
+// line naming the field and the fix; a window no shorter than --seq trains; the
+// run's config.json says its weights are fp32 under both of transformers' names.
+TEST(Cli, TrainRefusesConfigFieldsItWouldNotComputeAndSaysTheWeightsAreFp32) {
+  const tessera::testing::ScratchDir scratch;
+  const auto config_with = [&](const char* model, const std::string& fields, const char* name) {
+    std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/models/" + model + ".json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    config.update(nlohmann::json::parse(fields));
+    const std::string path = scratch.path(name);
+    std::ofstream(path) << config.dump();
+    return path;
+  };
+  const std::string dir = scratch.path("run");
+  struct Refused { const char* model; const char* fields; const char* seq; const char* says; };
+  for (const Refused& c : {Refused{"tiny-gpt2", R"({"activation_function":"gelu"})", "32", "activation_function is 'gelu'"},
+                           Refused{"tiny-gpt2", R"({"activation_function":"quick_gelu"})", "32", R"(set activation_function to "gelu_new")"},
+                           Refused{"tiny-llama", R"({"rope_scaling":{"rope_type":"llama3","factor":8.0}})", "32", "remove rope_scaling"},
+                           Refused{"tiny-llama", R"({"rope_parameters":{"rope_type":"linear","factor":2.0}})", "32", "rope_parameters asks for 'linear'"},
+                           Refused{"tiny-llama", R"({"model_type":"mistral","sliding_window":16})", "32", "use --seq 16 or less"}}) {
+    const std::string path = config_with(c.model, c.fields, "refused.json");
+    const CliRun r = run({"train", "--model", path.c_str(), "--steps", "1", "--micro-batch", "1", "--seq", c.seq, "--out", dir.c_str()});
+    EXPECT_EQ(r.code, 2) << c.fields;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/config.json")) << "refused before writing the run";
+  }
+  const std::string windowed = config_with("tiny-llama", R"({"model_type":"mistral","sliding_window":32,"dtype":"bfloat16"})", "windowed.json");
+  const CliRun trained = run({"train", "--model", windowed.c_str(), "--steps", "1", "--micro-batch", "1", "--seq", "32", "--precision", "bf16",
+                              "--out", dir.c_str()});
+  ASSERT_EQ(trained.code, 0) << trained.err;
+  std::ifstream saved(dir + "/config.json");
+  const auto config = nlohmann::json::parse(saved);
+  EXPECT_EQ(config["torch_dtype"], "float32");
+  EXPECT_EQ(config["dtype"], "float32") << "transformers 5 reads dtype before torch_dtype";
+  EXPECT_EQ(config["sliding_window"], 32);
+}
+
 // Comparing a plan of one model with the metrics of another still prints the
 // table, with a note on standard error that says so.
 TEST(Cli, CompareNotesWhenThePlanAndTheRunAreDifferentModels) {

@@ -35,8 +35,6 @@ planner::Precision storage_precision() {
   return planner::Precision::fp32;
 }
 
-bool is_llama_layout(ModelFamily f) { return f == ModelFamily::llama || f == ModelFamily::mistral || f == ModelFamily::qwen2; }
-
 // The part of a tensor's name after "<blocks>.<layer>.", e.g. "attn.c_attn.weight".
 std::string block_suffix(const std::string& name, int layer) {
   const std::string marker = "." + std::to_string(layer) + ".";
@@ -45,36 +43,6 @@ std::string block_suffix(const std::string& name, int layer) {
 }
 
 }  // namespace
-
-Status check_engine_computes(const planner::ModelConfig& c, int64_t seq_len) {
-  if (c.family != ModelFamily::gpt2 && !is_llama_layout(c.family)) {
-    return make_error(ErrorCode::unsupported, "the engine trains gpt2 and llama-style models (llama, mistral, qwen2), not " +
-                                                  std::string(planner::to_string(c.family)));
-  }
-  if (is_llama_layout(c.family) && c.mlp_bias) return make_error(ErrorCode::unsupported, "the engine does not train Llama MLPs with biases yet");
-  const std::string ignored = "; the engine would train another model than config.json describes";
-  // GPT-2's tanh approximation of GELU under its three names (transformers activations.py:
-  // NewGELUActivation, PytorchGELUTanh, FastGELUActivation compute the same function).
-  const bool gpt2_gelu = c.activation == "gelu_new" || c.activation == "gelu_pytorch_tanh" || c.activation == "gelu_fast";
-  if (c.family == ModelFamily::gpt2 ? !gpt2_gelu : (c.activation != "silu" && c.activation != "swish")) {
-    return make_error(ErrorCode::unsupported, "--model: config.json's " + std::string(c.family == ModelFamily::gpt2 ? "activation_function" : "hidden_act") +
-                                                  " is '" + c.activation + "' but the engine computes " +
-                                                  (c.family == ModelFamily::gpt2 ? "gelu_new (GELU's tanh approximation)" : "silu") + ignored);
-  }
-  if (!c.rope_scaling.empty()) {
-    return make_error(ErrorCode::unsupported, "--model: config.json sets rope_scaling (" + c.rope_scaling + "), which the engine does not apply" + ignored);
-  }
-  if (c.sliding_window > 0 && seq_len > c.sliding_window) {
-    return make_error(ErrorCode::unsupported, "--seq " + std::to_string(seq_len) + " is longer than config.json's sliding_window " +
-                                                  std::to_string(c.sliding_window) + ", which the engine does not apply; use --seq " +
-                                                  std::to_string(c.sliding_window) + " or less");
-  }
-  if (!c.standard_attention_scale) {
-    return make_error(ErrorCode::unsupported, "--model: config.json sets scale_attn_weights false or scale_attn_by_inverse_layer_idx true, "
-                                              "which the engine does not apply" + ignored);
-  }
-  return Status::success();
-}
 
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,

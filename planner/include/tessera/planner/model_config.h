@@ -61,8 +61,9 @@ struct ModelConfig {
   // not, but a run that ignored them would train another model, so the engine
   // refuses values it does not compute.
   std::string activation;        // activation_function (GPT-2) or hidden_act; the family's default when absent
-  int64_t sliding_window = 0;    // attention window (Mistral; Qwen2 with use_sliding_window); 0: every earlier token
-  std::string rope_scaling;      // rope_scaling's rope_type (or type) when set; empty without scaling
+  int64_t sliding_window = 0;    // attention window transformers applies (Mistral, Qwen2: sliding_window); 0: every earlier token
+  std::string rope_scaling;      // the RoPE scaling's rope_type (or type); empty without scaling or for "default"
+  std::string rope_scaling_field;// where that scaling is set: "rope_scaling" or "rope_parameters" (transformers 5)
   bool standard_attention_scale = true;  // GPT-2: scale_attn_weights and not scale_attn_by_inverse_layer_idx
 
   // Dropout probabilities; they decide which masks the Megatron activation profile keeps.

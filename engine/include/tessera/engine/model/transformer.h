@@ -17,6 +17,7 @@
 
 #include "tessera/engine/half.h"
 #include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/model/engine_computes.h"
 #include "tessera/engine/model/tensor_parallel.h"
 #include "tessera/engine/ops/attention.h"
 #include "tessera/engine/ops/workspace.h"
@@ -27,10 +28,6 @@
 #include "tessera/planner/status.h"
 
 namespace tessera::engine {
-
-// Whether the engine computes the model its config.json describes at this
-// sequence length; an error names the field whose value it would ignore.
-Status check_engine_computes(const planner::ModelConfig& config, int64_t seq_len);
 
 // Where the parameters and their gradients live: each in one flat buffer in the
 // planner's flat order (planner/sharding.h), padded to `padded_numel` elements

@@ -12,6 +12,7 @@
 
 #include "tessera/engine/checkpoint.h"
 #include "tessera/engine/comm/local.h"
+#include "tessera/engine/consolidated_checkpoint.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/parallel/strategy.h"
@@ -144,7 +145,6 @@ class TrainingRun {
   // Whether a checkpoint is every rank's optimizer shard files (a sharded
   // data-parallel run); a tensor-parallel run's is consolidated instead.
   bool saves_shard_files() const { return tensor_group_ == nullptr && group_.size() > 1 && parallel_->sharded(); }
-  Result<std::vector<CheckpointFile>> write_consolidated(const std::string& directory, const TrainingPosition& position);
   bool weights_finite();
   Status save(int64_t step, int64_t data_position);
   Status commit_checkpoint(int64_t step, int64_t data_position);
@@ -361,7 +361,8 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
   const TrainingPosition position{step, data_position, scaler_ ? scaler_->state() : LossScalerState{}};
   Result<std::vector<CheckpointFile>> files = std::vector<CheckpointFile>{};
   if (consolidated) {
-    files = write_consolidated(staging->directory, position);
+    files = write_consolidated_checkpoint({group_, *tensor_group_, world_}, optimizer(), local_model_, model_, o_.plugin, o_.optimizer.kind,
+                                          staging->directory, position);
   } else if (sharded) {
     // Rank 0's copy of the whole model, for model.safetensors: save-time host memory, outside the training ledger.
     std::vector<float> weights(group_.rank() == 0 ? static_cast<size_t>(model_.parameter_count) : 0);
@@ -401,33 +402,6 @@ Status TrainingRun<T>::commit_files(RunDirectory& dir, const CheckpointStaging& 
   }
   const bool sharded = saves_shard_files();
   return dir.commit(staging, manifest, sharded ? std::vector<std::string>{kModelFileName} : std::vector<std::string>{kModelFileName, kOptimizerFileName});
-}
-
-// Tensor parallelism: each data-parallel group gathers its optimizer's shards
-// on its rank 0 (the part of the model its tp rank holds), the tensor-parallel
-// group of world rank 0 gathers those parts into whole tensors, and world rank
-// 0 writes them, weights and then each optimizer state. Save-time host memory,
-// outside the training ledger.
-template <typename T>
-Result<std::vector<CheckpointFile>> TrainingRun<T>::write_consolidated(const std::string& directory, const TrainingPosition& position) {
-  const bool holds_part = group_.rank() == 0, holds_whole = world_.rank() == 0;
-  const auto states = static_cast<int>(planner::optimizer_state_count(o_.optimizer.kind));
-  std::vector<std::vector<float>> whole(static_cast<size_t>(states + 1));
-  std::vector<float> part;
-  for (int v = 0; v <= states; ++v) {
-    const float* mine = v == 0 ? optimizer().weights() : optimizer().state(v - 1);
-    part.assign(holds_part ? static_cast<size_t>(local_model_.parameter_count) : 0, 0.0f);
-    if (Status s = gather_shard_values(group_, optimizer(), mine, local_model_, o_.plugin, holds_part ? part.data() : nullptr); !s) return s.error();
-    if (!holds_part) continue;  // the tensor-parallel groups of data-parallel rank 0 gather on
-    whole[static_cast<size_t>(v)].assign(holds_whole ? static_cast<size_t>(model_.parameter_count) : 0, 0.0f);
-    if (Status s = gather_tensor_parallel_parts(*tensor_group_, part.data(), model_, holds_whole ? whole[static_cast<size_t>(v)].data() : nullptr); !s) {
-      return s.error();
-    }
-  }
-  if (!holds_whole) return std::vector<CheckpointFile>{};
-  std::vector<const float*> state_values;
-  for (int v = 1; v <= states; ++v) state_values.push_back(whole[static_cast<size_t>(v)].data());
-  return write_consolidated_checkpoint_files(directory, model_, whole[0].data(), state_values, optimizer(), o_.optimizer.kind, position);
 }
 
 // A step whose loss or gradients are not finite: the optimizer has not

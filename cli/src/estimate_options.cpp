@@ -93,7 +93,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--precision", o.precision, "fp32, fp16 or bf16 (mixed, fp32 master weights)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--recompute", o.recompute, "Activation recompute: none, selective or full")->capture_default_str();
-  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager (Hugging Face models run eagerly in 16-bit, SDPA or eager attention; measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
+  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
   c.add_option("--plugin", o.plugin, "torch_ddp, torch_fsdp, low_level_zero, gemini or hybrid_parallel")->capture_default_str();
   c.add_option("--zero-stage", r.plugin.zero_stage, "ZeRO stage: 1-2 for low_level_zero (default 1), 0-2 for hybrid_parallel (default 0)");
   c.add_flag("--cpu-offload", r.plugin.cpu_offload, "Keep master weights and optimizer states on the host (ZeRO)");

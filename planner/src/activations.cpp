@@ -149,8 +149,9 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
     case ActivationProfile::megatron: return megatron_table(config, dt);
     case ActivationProfile::flash: return flash_table(config, dt);
     case ActivationProfile::tessera: return tessera_table(config, dt);
-    case ActivationProfile::hf: return hf_table(config, dt, false);
-    case ActivationProfile::hf_eager: return hf_table(config, dt, true);
+    case ActivationProfile::hf: return hf_table(config, dt, HfRun::sdpa);
+    case ActivationProfile::hf_eager: return hf_table(config, dt, HfRun::eager_attention);
+    case ActivationProfile::hf_autocast: return hf_table(config, dt, HfRun::autocast);
   }
   return tessera_table(config, dt);
 }
@@ -162,7 +163,7 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
 // (it is absent otherwise); a whole term is never divided.
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape) {
   int64_t per_token = term.elements_per_token * (term.per_key_position ? shape.seq_len : 1);
-  int64_t tokens = term.per_position ? shape.seq_len : shape.micro_batch_size * shape.seq_len;
+  int64_t tokens = term.per_micro_batch ? 1 : term.per_position ? shape.seq_len : shape.micro_batch_size * shape.seq_len;
   if (term.split == ActivationSplit::gathered && !shape.sequence_parallel) return 0;
   if (term.split == ActivationSplit::tensor_parallel) {
     per_token = (per_token + shape.tp - 1) / shape.tp;

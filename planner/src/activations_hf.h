@@ -10,8 +10,12 @@ namespace tessera::planner {
 // Llama layout (Llama, Mistral, Qwen2), the modules measured.
 bool hf_profile_measured(ModelFamily family);
 
-// `dt`: the weights' bytes (2 for bf16/fp16 weights, as measured; 4 counts
-// the same tensors in fp32). `eager_attention`: attn_implementation="eager".
-ActivationTable hf_table(const ModelConfig& c, int64_t dt, bool eager_attention);
+// How the model runs: 16-bit weights with SDPA (transformers' default) or
+// attn_implementation="eager", or fp32 weights under torch.autocast with SDPA.
+enum class HfRun { sdpa, eager_attention, autocast };
+
+// `dt`: the 16-bit type's bytes (bf16/fp16, as measured; 4 counts the same
+// tensors in fp32).
+ActivationTable hf_table(const ModelConfig& c, int64_t dt, HfRun run);
 
 }  // namespace tessera::planner

@@ -115,6 +115,9 @@ std::string activation_profile_source(ActivationProfile profile) {
              "tensor autograd saves, measured on an H100 (--activation-profile to override)";
     case ActivationProfile::hf_eager:
       return "Hugging Face transformers with attn_implementation=\"eager\" (16-bit weights): as hf, plus the s² softmax probabilities";
+    case ActivationProfile::hf_autocast:
+      return "Hugging Face transformers run eagerly with fp32 weights under torch.autocast (the Hugging Face Trainer), SDPA attention: fp32 "
+             "norms, 16-bit casts of each matmul's input and weights kept for backward, measured on an H100";
     case ActivationProfile::tessera: break;
   }
   return "what Tessera's engine keeps: no dropout, softmax probabilities kept, fp32 norm statistics";

@@ -149,7 +149,8 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
 // int64 arithmetic of the estimate cannot overflow.
 Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
-  const bool hf = t.activation_profile == ActivationProfile::hf || t.activation_profile == ActivationProfile::hf_eager;
+  const bool hf = t.activation_profile == ActivationProfile::hf || t.activation_profile == ActivationProfile::hf_eager ||
+                  t.activation_profile == ActivationProfile::hf_autocast;
   if (hf && !hf_profile_measured(m.config.family)) {
     return invalid("--activation-profile " + std::string(enum_name(t.activation_profile)) + " is measured for GPT-2 and Llama-layout models (llama, mistral, "
                    "qwen2), not " + std::string(to_string(m.config.family)) + "; use flash or megatron");
@@ -159,7 +160,7 @@ Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
   const auto bytes = [&](const std::vector<ActivationTerm>& terms) {
     double total = 0;
     for (const ActivationTerm& term : terms) {
-      total += (term.per_position ? static_cast<double>(t.seq_len) : tokens) * static_cast<double>(term.elements_per_token) *
+      total += (term.per_micro_batch ? 1.0 : term.per_position ? static_cast<double>(t.seq_len) : tokens) * static_cast<double>(term.elements_per_token) *
                static_cast<double>(term.bytes_per_element) * (term.per_key_position ? static_cast<double>(t.seq_len) : 1.0);
     }
     return total;

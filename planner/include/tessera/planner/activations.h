@@ -20,6 +20,10 @@
 //    attention: every tensor autograd saves, measured on an H100
 //    (activations_hf.cpp; tools/pytorch_saved_tensors.py) — the Python GELU's
 //    intermediates, RMSNorm's fp32 copy, RoPE's tables, the loss's fp32 logits.
+//    `hf_autocast`: the same models with fp32 weights under torch.autocast
+//    (bf16), as the Hugging Face Trainer runs them: fp32 residual stream and
+//    norms, a 16-bit cast of each matmul's input, and the cast weights kept
+//    for backward (SDPA attention).
 //  - `tessera`: exactly what Tessera's engine keeps: no dropout; an unfused
 //    attention that keeps the softmax probabilities (a·s² per sample); norm
 //    statistics in fp32; plus the working set of recomputing one layer and the
@@ -54,6 +58,7 @@ struct ActivationTerm {
   bool kept_under_selective = true;  // false: dropped and recomputed by selective recompute
   bool is_block_input = false;     // the one term full recompute keeps
   bool per_position = false;       // shared by a micro-batch's sequences (RoPE's tables): seq_len rows, not b·s
+  bool per_micro_batch = false;    // independent of the tokens (autocast's 16-bit copies of the weights): once per micro-batch
 };
 
 struct ActivationTable {

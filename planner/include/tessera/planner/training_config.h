@@ -16,14 +16,10 @@ enum class Precision { fp32, fp16, bf16 };  // fp16/bf16: mixed precision with f
 enum class OptimizerKind { adam, adamw, sgd, sgd_momentum };
 enum class RecomputeMode { none, selective, full };  // Korthikanti et al. 2022 §5
 // Which runtime's saved tensors the activation model counts (see activations.h):
-// flash for GPU runtimes (PyTorch SDPA, FlashAttention-2), megatron for
-// Korthikanti et al.'s accounting, tessera for our CPU engine.
-enum class SequenceParallelChoice { on, off, both };
-inline constexpr std::array<EnumName<SequenceParallelChoice>, 3> kSequenceParallelChoiceNames{
-    {{SequenceParallelChoice::on, "on"}, {SequenceParallelChoice::off, "off"}, {SequenceParallelChoice::both, "both"}}};
-inline std::span<const EnumName<SequenceParallelChoice>> enum_names(SequenceParallelChoice) { return kSequenceParallelChoiceNames; }
-
-enum class ActivationProfile { megatron, tessera, flash, hf, hf_eager };
+// flash for GPU runtimes (PyTorch SDPA, FlashAttention-2), hf* for Hugging
+// Face models run eagerly (measured), megatron for Korthikanti et al.'s
+// accounting, tessera for our CPU engine.
+enum class ActivationProfile { megatron, tessera, flash, hf, hf_eager, hf_autocast };
 // interleaved: 1F1B over virtual stages, each GPU holding several model chunks (Narayanan et al. 2021, §2.2.2).
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 enum class PluginKind { torch_ddp, torch_fsdp, low_level_zero, gemini, hybrid_parallel };
@@ -33,11 +29,12 @@ enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
 inline constexpr std::array<EnumName<Precision>, 3> kPrecisionNames{{{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}}};
 inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};
 inline constexpr std::array<EnumName<RecomputeMode>, 3> kRecomputeNames{{{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
-inline constexpr std::array<EnumName<ActivationProfile>, 5> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"},
+inline constexpr std::array<EnumName<ActivationProfile>, 6> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"},
                                                                                      {ActivationProfile::tessera, "tessera"},
                                                                                      {ActivationProfile::flash, "flash"},
                                                                                      {ActivationProfile::hf, "hf"},
-                                                                                     {ActivationProfile::hf_eager, "hf_eager"}}};
+                                                                                     {ActivationProfile::hf_eager, "hf_eager"},
+                                                                                     {ActivationProfile::hf_autocast, "hf_autocast"}}};
 inline constexpr std::array<EnumName<PipelineSchedule>, 3> kPipelineScheduleNames{
     {{PipelineSchedule::gpipe, "gpipe"}, {PipelineSchedule::one_f_one_b, "1f1b"}, {PipelineSchedule::interleaved, "interleaved"}}};
 inline constexpr std::array<EnumName<PluginKind>, 5> kPluginNames{{{PluginKind::torch_ddp, "torch_ddp"}, {PluginKind::torch_fsdp, "torch_fsdp"}, {PluginKind::low_level_zero, "low_level_zero"}, {PluginKind::gemini, "gemini"}, {PluginKind::hybrid_parallel, "hybrid_parallel"}}};
@@ -48,6 +45,13 @@ inline std::span<const EnumName<Precision>> enum_names(Precision) { return kPrec
 inline std::span<const EnumName<OptimizerKind>> enum_names(OptimizerKind) { return kOptimizerNames; }
 inline std::span<const EnumName<RecomputeMode>> enum_names(RecomputeMode) { return kRecomputeNames; }
 inline std::span<const EnumName<ActivationProfile>> enum_names(ActivationProfile) { return kActivationProfileNames; }
+
+// tessera plan --sequence-parallel: with tp > 1, on, off, or both tried.
+enum class SequenceParallelChoice { on, off, both };
+inline constexpr std::array<EnumName<SequenceParallelChoice>, 3> kSequenceParallelChoiceNames{
+    {{SequenceParallelChoice::on, "on"}, {SequenceParallelChoice::off, "off"}, {SequenceParallelChoice::both, "both"}}};
+inline std::span<const EnumName<SequenceParallelChoice>> enum_names(SequenceParallelChoice) { return kSequenceParallelChoiceNames; }
+
 inline std::span<const EnumName<PipelineSchedule>> enum_names(PipelineSchedule) { return kPipelineScheduleNames; }
 inline std::span<const EnumName<PluginKind>> enum_names(PluginKind) { return kPluginNames; }
 inline std::span<const EnumName<FsdpStrategy>> enum_names(FsdpStrategy) { return kFsdpStrategyNames; }

@@ -1,6 +1,5 @@
 #include "input_panel.h"
 
-#include <bit>
 #include <cmath>
 
 #include <QComboBox>
@@ -10,11 +9,13 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLocale>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
 
+#include "fit_slider.h"
 #include "tessera/planner/registry.h"
 
 namespace tessera::gui {
@@ -111,23 +112,27 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   inter_node_->setSuffix(tr(" Gbit/s"));
   add_row(tr("Network"), inter_node_, InputField::network);
 
-  // A spin box for the exact value above a slider over powers of two (2^low .. 2^high).
-  auto power_of_two_control = [this](QSpinBox*& box, QSlider*& slider, const QString& suffix, int low, int high) {
+  // A spin box for the exact value above a slider over powers of two, and the line saying how far the plan in view fits.
+  auto power_of_two_control = [this](QSpinBox*& box, FitSlider*& slider, QLabel*& fit, const QString& suffix, PowerOfTwoRange range) {
     box = new QSpinBox(this);
-    box->setRange(1, 1 << high);
+    box->setRange(1, 1 << range.high);
     box->setSuffix(suffix);
-    slider = new QSlider(Qt::Horizontal, this);
-    slider->setRange(low, high);
+    slider = new FitSlider(this);
+    slider->setRange(range.low, range.high);
+    fit = new QLabel(this);
+    fit->setStyleSheet(QStringLiteral("color: #555555;"));
     auto* pair = new QWidget(this);
     auto* column = new QVBoxLayout(pair);
     column->setContentsMargins(0, 0, 0, 0);
+    column->setSpacing(2);
     column->addWidget(box);
     column->addWidget(slider);
+    column->addWidget(fit);
     return pair;
   };
-  add_row(tr("Global batch"), power_of_two_control(global_batch_, global_batch_slider_, tr(" sequences"), 0, std::bit_width(static_cast<uint64_t>(planner::kMaxGlobalBatchSize)) - 1),
+  add_row(tr("Global batch"), power_of_two_control(global_batch_, global_batch_slider_, global_batch_fit_, tr(" sequences"), kBatchSliderRange),
           InputField::global_batch);
-  add_row(tr("Sequence"), power_of_two_control(seq_, seq_slider_, tr(" tokens"), 7, std::bit_width(static_cast<uint64_t>(planner::kMaxSeqLen)) - 1),
+  add_row(tr("Sequence"), power_of_two_control(seq_, seq_slider_, seq_fit_, tr(" tokens"), kSeqSliderRange),
           InputField::seq_len);  // slider 128 .. 2^20 tokens
 
   precision_ = enum_combo<Precision>(this, false);
@@ -207,6 +212,25 @@ void InputPanel::showError(const std::optional<InputError>& error) {
 }
 
 QString InputPanel::errorText(InputField field) const { return errors_[static_cast<size_t>(field)]->text(); }
+
+void InputPanel::showFitLimits(const std::optional<FitLimits>& limits) {
+  // 0 (nothing fits) marks below the slider's range, so all of its groove is tinted.
+  const auto mark = [](FitSlider* slider, QLabel* line, std::optional<int64_t> limit, const QString& unit) {
+    slider->setFitLimit(limit ? std::optional<int>(*limit > 0 ? log2_of(static_cast<int>(*limit)) : slider->minimum() - 1) : std::nullopt);
+    if (!limit) line->clear();
+    else if (*limit == 0) line->setText(tr("this plan fits at none of these values"));
+    else line->setText(tr("this plan fits up to %1 %2").arg(QLocale().toString(static_cast<qlonglong>(*limit)), unit));
+    line->setVisible(limit.has_value());
+  };
+  mark(seq_slider_, seq_fit_, limits ? std::optional<int64_t>(limits->seq_len) : std::nullopt, tr("tokens"));
+  mark(global_batch_slider_, global_batch_fit_, limits ? std::optional<int64_t>(limits->global_batch) : std::nullopt, tr("sequences"));
+}
+
+QString InputPanel::fitText(InputField field) const {
+  if (field == InputField::seq_len) return seq_fit_->text();
+  if (field == InputField::global_batch) return global_batch_fit_->text();
+  return {};
+}
 
 void InputPanel::browseModel() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Open a Hugging Face config.json"), QString(), tr("Model config (*.json)"));

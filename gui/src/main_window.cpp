@@ -163,6 +163,7 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
     if (!session_.shownPlan()) updateVerdict();
   });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
+  connect(&session_, &PlannerSession::fitLimitsChanged, this, [this] { inputs_->showFitLimits(session_.fitLimits()); });
   connect(&session_, &PlannerSession::measuredChanged, this, &MainWindow::onMeasuredChanged);
   connect(plan_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
     if (!current.isValid()) return;
@@ -216,6 +217,8 @@ void MainWindow::applyInputs(const PlannerInputs& inputs) { session_.setInputs(i
 
 void MainWindow::onShownPlanChanged() {
   const auto& shown = session_.shownPlan();
+  if (!shown) inputs_->showFitLimits(std::nullopt);
+  if (!session_.carryNote().isEmpty()) statusBar()->showMessage(session_.carryNote(), 10000);
   if (!shown) {
     memory_view_->clearPlan();
     mesh_view_->clearPlan();
@@ -230,11 +233,14 @@ void MainWindow::onShownPlanChanged() {
   pipeline_view_->setPlan(*shown);
   chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
   const bool fits = shown->memory.fits();
-  verdict_->setText(QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 · %4 tokens/s · MFU %5%")
+  // A plan carried over capacity by a what-if change stays in view; the table holds the ones that fit.
+  const QString pick = fits ? QString() : tr(" · pick one that fits under Plans");
+  verdict_->setText(QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 · %4 tokens/s · MFU %5%%6")
                         .arg(fits ? "#1B7F3B" : "#B01E1E", QString::fromStdString(planner::verdict_line(shown->memory)).toHtmlEscaped(),
                              QString::fromStdString(planner::describe_plan(shown->request)).toHtmlEscaped(),
                              QLocale().toString(shown->simulation.tokens_per_s, 'f', 0))
-                        .arg(100 * shown->simulation.mfu, 0, 'f', 1));
+                        .arg(100 * shown->simulation.mfu, 0, 'f', 1)
+                        .arg(pick));
   const int row = plan_model_->rowOf(shown->request);
   if (row >= 0) selectPlanRow(row);
 }

@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QGroupBox>
 #include <QImage>
+#include <QLocale>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -19,7 +20,9 @@
 #include <QTest>
 #include <QXmlStreamReader>
 
+#include "category_style.h"
 #include "comparison_model.h"
+#include "fit_slider.h"
 #include "gui_test_util.h"
 #include "input_panel.h"
 #include "memory_view.h"
@@ -186,7 +189,7 @@ class WindowTest : public QObject {
     QCOMPARE(plan_file->model_source, valid.model);
   }
 
-  void aPluginFilterOrBatchChangeShowsTheSearchsBestPlan() {
+  void aPluginFilterChangeShowsTheSearchsBestPlan() {
     MainWindow window(StartState::defaults);
     QVERIFY(test::wait_for_search(window.session()));
     // Pick a row other than the best, so the shown plan is the user's choice.
@@ -210,7 +213,7 @@ class WindowTest : public QObject {
     QCOMPARE(shown.training.micro_batch_size * shown.training.num_micro_batches * shown.layout.dp, int64_t{2});
     QCOMPARE(planner::describe_plan(shown), planner::describe_plan(small.plans.front().request));
 
-    // A change that keeps the plan possible (the sequence) carries it over, and the table shows it where the search ranks it.
+    // A what-if change (the sequence) carries the chosen plan over, and the search's end leaves it in view.
     const auto second = window.planModel()->planAt(1);
     QVERIFY(second.has_value());
     window.session().selectPlan(*second);
@@ -220,8 +223,67 @@ class WindowTest : public QObject {
     QCOMPARE(planner::describe_plan(window.session().shownPlan()->request), chosen);
     QCOMPARE(window.session().shownPlan()->request.training.seq_len, int64_t{2048});
     QVERIFY(test::wait_for_search(window.session()));
-    const int row = window.planModel()->rowOf(window.session().shownPlan()->request);
-    QVERIFY(row >= 0);  // the carried plan, or the best where the search no longer returns it
+    QCOMPARE(planner::describe_plan(window.session().shownPlan()->request), chosen);
+  }
+
+  // D1: sequence, batch and GPU count re-estimate the plan in view, however far over capacity it goes.
+  void whatIfKeepsThePlanInViewAndShowsItOverCapacity() {
+    MainWindow window(StartState::defaults);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    const planner::EstimateRequest picked = window.session().shownPlan()->request;  // hybrid dp 4 × tp 2 × pp 2, micro-batch 1 × 8
+    const planner::ParallelLayout layout = picked.layout;
+    const auto planner_estimate = [&](const planner::EstimateRequest& plan) {
+      return planner::estimate_memory(window.session().model(), window.session().planRequest().cluster.gpu, plan).value();
+    };
+
+    // A sequence it cannot hold: the same layout, its own estimate, red with the amount over, before and after the search.
+    window.inputPanel()->seqBox()->setValue(65536);
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto& shown = *window.session().shownPlan();
+      QCOMPARE(shown.request.layout.tp, layout.tp);
+      QCOMPARE(shown.request.layout.pp, layout.pp);
+      QCOMPARE(shown.request.plugin.pp_schedule, picked.plugin.pp_schedule);
+      QCOMPARE(shown.request.training.seq_len, int64_t{65536});
+      const planner::MemoryEstimate expected = planner_estimate(shown.request);
+      QVERIFY(!expected.fits());
+      QCOMPARE(window.memoryView()->rows().front().device_total, expected.ranks.front().device_total);
+      QVERIFY(window.verdictText().contains("DOES NOT FIT"));
+      QVERIFY(window.verdictText().contains(bytes_text(-expected.tightest().margin) + " over"));
+      QVERIFY(test::wait_for_search(window.session()));
+    }
+
+    // The slider marks the largest power of two at which this plan fits: it fits there and not at twice that.
+    const int64_t seq_limit = window.session().fitLimits().seq_len;
+    QVERIFY(seq_limit >= 128 && seq_limit < 65536);
+    planner::EstimateRequest at = window.session().shownPlan()->request;
+    at.training.seq_len = seq_limit;
+    QVERIFY(planner_estimate(at).fits());
+    at.training.seq_len = 2 * seq_limit;
+    QVERIFY(!planner_estimate(at).fits());
+    QCOMPARE(*window.inputPanel()->seqSlider()->fitLimit(), static_cast<int>(std::log2(seq_limit)));
+    QVERIFY(window.inputPanel()->fitText(InputField::seq_len).contains(QLocale().toString(static_cast<qlonglong>(seq_limit))));
+
+    // Twice the GPUs: dp doubles, tp and pp stay, the batch splits into half the micro-batches.
+    window.inputPanel()->seqBox()->setValue(4096);
+    window.inputPanel()->gpusBox()->setValue(32);
+    const auto& wider = *window.session().shownPlan();
+    QCOMPARE(wider.request.layout.dp, 2 * layout.dp);
+    QCOMPARE(wider.request.layout.tp, layout.tp);
+    QCOMPARE(wider.request.training.micro_batch_size * wider.request.training.num_micro_batches * wider.request.layout.dp, int64_t{32});
+    QCOMPARE(wider.memory.ranks.front().device_total, planner_estimate(wider.request).ranks.front().device_total);
+
+    // Four times the batch: the micro-batches follow.
+    window.inputPanel()->globalBatchBox()->setValue(128);
+    QCOMPARE(window.session().shownPlan()->request.training.num_micro_batches, 128 / (2 * layout.dp) / picked.training.micro_batch_size);
+    QVERIFY(window.session().carryNote().isEmpty());
+    QVERIFY(test::wait_for_search(window.session()));
+
+    // 6 GPUs: tp × pp no longer divides the cluster, so the search's best replaces the plan, and the app says why.
+    window.inputPanel()->gpusBox()->setValue(6);
+    QVERIFY(window.session().carryNote().contains("does not divide 6 GPUs"));
+    QVERIFY(test::wait_for_search(window.session()));
+    QCOMPARE(window.session().shownPlan()->request.layout.world_size(), int64_t{6});
   }
 
   void measuredRunOverlayShowsTheErrors() {

@@ -9,26 +9,34 @@ namespace tessera::gui {
 
 namespace {
 
-// Whether `plan` carried to `request` fits; false where the request is invalid (a sequence
-// beyond the model's positions) or the plan cannot be carried or estimated.
-bool carried_plan_fits(const planner::Model& model, const planner::PlanRequest& request, const planner::EstimateRequest& plan) {
-  if (!planner::validate_plan_request(model, request)) return false;
+enum class Fit { invalid, fits, over };
+
+// `plan` carried to `request`: invalid where the request is (a sequence beyond the
+// model's positions) or where the plan's shape cannot take it (fewer sequences
+// than data-parallel ranks, fewer micro-batches than its schedule needs).
+Fit carried_plan_fit(const planner::Model& model, const planner::PlanRequest& request, const planner::EstimateRequest& plan) {
+  if (!planner::validate_plan_request(model, request)) return Fit::invalid;
   const auto carried = planner::carry_plan(plan, request);
-  if (!carried) return false;
+  if (!carried) return Fit::invalid;
   const auto memory = planner::estimate_memory(model, request.cluster.gpu, carried.value());
-  return memory && memory->fits();
+  if (!memory) return Fit::invalid;
+  return memory->fits() ? Fit::fits : Fit::over;
 }
 
-// The largest 2^e in `range` with fits(e), given that fits holds from the first
-// carried exponent up to some limit and not beyond; 0 when none.
-int64_t largest_fitting(PowerOfTwoRange range, const std::function<bool(int)>& carries, const std::function<bool(int)>& fits) {
+// The largest 2^e in `range` that fits, given that values the plan can take fit
+// from the least of them up to some limit and not beyond; 0 when none.
+int64_t largest_fitting(PowerOfTwoRange range, const std::function<Fit(int)>& fit) {
   int low = range.low;
-  while (low <= range.high && !carries(low)) ++low;  // cheap: no estimate
-  if (low > range.high || !fits(low)) return 0;
+  for (;; ++low) {  // the least value the plan can take; at most a few invalid ones below it
+    if (low > range.high) return 0;
+    const Fit f = fit(low);
+    if (f == Fit::over) return 0;
+    if (f == Fit::fits) break;
+  }
   int high = range.high;
-  while (low < high) {  // fits(low) holds
+  while (low < high) {  // fit(low) holds
     const int mid = (low + high + 1) / 2;
-    if (fits(mid)) low = mid;
+    if (fit(mid) == Fit::fits) low = mid;
     else high = mid - 1;
   }
   return int64_t{1} << low;
@@ -48,11 +56,8 @@ FitLimits fit_limits(const planner::Model& model, const planner::PlanRequest& re
     return r;
   };
   FitLimits limits;
-  limits.seq_len = largest_fitting(
-      kSeqSliderRange, [](int) { return true; }, [&](int e) { return carried_plan_fits(model, with_seq(e), plan); });
-  limits.global_batch = largest_fitting(
-      kBatchSliderRange, [&](int e) { return planner::carry_plan(plan, with_batch(e)).ok(); },
-      [&](int e) { return carried_plan_fits(model, with_batch(e), plan); });
+  limits.seq_len = largest_fitting(kSeqSliderRange, [&](int e) { return carried_plan_fit(model, with_seq(e), plan); });
+  limits.global_batch = largest_fitting(kBatchSliderRange, [&](int e) { return carried_plan_fit(model, with_batch(e), plan); });
   return limits;
 }
 

@@ -121,6 +121,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
     slider->setRange(range.low, range.high);
     fit = new QLabel(this);
     fit->setStyleSheet(QStringLiteral("color: #555555;"));
+    fit->setWordWrap(true);  // never widens the panel
     auto* pair = new QWidget(this);
     auto* column = new QVBoxLayout(pair);
     column->setContentsMargins(0, 0, 0, 0);
@@ -218,8 +219,9 @@ void InputPanel::showFitLimits(const std::optional<FitLimits>& limits) {
   const auto mark = [](FitSlider* slider, QLabel* line, std::optional<int64_t> limit, const QString& unit) {
     slider->setFitLimit(limit ? std::optional<int>(*limit > 0 ? log2_of(static_cast<int>(*limit)) : slider->minimum() - 1) : std::nullopt);
     if (!limit) line->clear();
-    else if (*limit == 0) line->setText(tr("this plan fits at none of these values"));
-    else line->setText(tr("this plan fits up to %1 %2").arg(QLocale().toString(static_cast<qlonglong>(*limit)), unit));
+    else if (*limit == 0) line->setText(tr("the plan fits at none of these"));
+    else line->setText(tr("the plan fits up to %1").arg(QLocale().toString(static_cast<qlonglong>(*limit))));
+    line->setToolTip(tr("The largest power of two of %1 at which the plan in view fits, the other inputs as they are").arg(unit));
     line->setVisible(limit.has_value());
   };
   mark(seq_slider_, seq_fit_, limits ? std::optional<int64_t>(limits->seq_len) : std::nullopt, tr("tokens"));

@@ -37,7 +37,7 @@ class InputPanel : public QWidget {
   QString errorText(InputField field) const;
   // Marks the largest sequence and batch at which the plan in view fits; none: no plan, nothing marked.
   void showFitLimits(const std::optional<FitLimits>& limits);
-  // The line beneath the sequence or batch slider ("this plan fits up to 16,384 tokens"), for tests.
+  // The line beneath the sequence or batch slider ("the plan fits up to 16,384"), for tests.
   QString fitText(InputField field) const;
 
   QSpinBox* globalBatchBox() const { return global_batch_; }

@@ -24,6 +24,7 @@
 #include "comparison_model.h"
 #include "input_panel.h"
 #include "memory_view.h"
+#include "menu_shortcuts.h"
 #include "mesh_view.h"
 #include "pipeline_view.h"
 #include "plan_table_model.h"
@@ -153,13 +154,21 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   setCentralWidget(splitter_);
   buildMenus();
 
+  search_summary_ = new QLabel;
+  statusBar()->addPermanentWidget(search_summary_);  // beside passing messages, never replaced by them
+
   connect(inputs_, &InputPanel::inputsChanged, this, &MainWindow::applyInputs);
+  connect(inputs_, &InputPanel::inputsChanged, this, [this] {
+    if (problem_source_ == ProblemSource::exporting) clearProblem();  // the export failed for the inputs before this change
+  });
+  connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateExportAction);
+  connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::updateExportAction);
   connect(&session_, &PlannerSession::inputsChecked, inputs_, &InputPanel::showError);
   connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateVerdict);
   connect(&session_, &PlannerSession::resultsCleared, this, &MainWindow::onResultsCleared);
   connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::onShownPlanChanged);
   connect(&session_, &PlannerSession::searchStarted, this, [this] {
-    statusBar()->showMessage(tr("Searching plans…"));
+    search_summary_->setText(tr("Searching plans…"));
     if (!session_.shownPlan()) updateVerdict();
   });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
@@ -199,7 +208,7 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   add(file, tr("Open session…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), [this] { openSessionDialog(); });
   add(file, tr("Save session…"), QKeySequence::Save, [this] { saveSessionDialog(); });
-  add(file, tr("Export…"), QKeySequence(Qt::CTRL | Qt::Key_E), [this] { exportDialog(); });
+  export_action_ = add(file, tr("Export…"), QKeySequence(Qt::CTRL | Qt::Key_E), [this] { exportDialog(); });
   file->addSeparator();
   add(file, tr("Quit"), QKeySequence::Quit, [this] { close(); });
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -208,9 +217,16 @@ void MainWindow::buildMenus() {
     add(view, tabs_->tabText(static_cast<int>(v)), QKeySequence(Qt::CTRL | static_cast<Qt::Key>(key++)), [this, v] { showView(v); });
   }
   view->addSeparator();
-  add(view, tr("Zoom in (pipeline)"), QKeySequence::ZoomIn, [this] { pipeline_view_->zoomIn(); });
+  QAction* zoom_in = add(view, tr("Zoom in (pipeline)"), QKeySequence::ZoomIn, [this] { pipeline_view_->zoomIn(); });
+  // Ctrl+= as well: ZoomIn is Ctrl++, which needs Shift on most layouts.
+  zoom_in->setShortcuts(QKeySequence::keyBindings(QKeySequence::ZoomIn) << QKeySequence(Qt::CTRL | Qt::Key_Equal));
   add(view, tr("Zoom out (pipeline)"), QKeySequence::ZoomOut, [this] { pipeline_view_->zoomOut(); });
   add(view, tr("Fit (pipeline)"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] { pipeline_view_->fit(); });
+  auto* shortcuts = new MenuShortcuts(this);
+  for (QMenu* menu : {file, view}) {
+    for (QAction* action : menu->actions()) shortcuts->addAction(action);
+  }
+  shortcuts->watch(inputs_);
 }
 
 void MainWindow::applyInputs(const PlannerInputs& inputs) { session_.setInputs(inputs); }
@@ -263,7 +279,7 @@ QString MainWindow::verdictText() const { return verdict_->text(); }
 void MainWindow::onResultsCleared() {
   plan_model_->setResult(nullptr, 0);
   explanation_->clear();
-  statusBar()->clearMessage();
+  search_summary_->clear();
 }
 
 void MainWindow::onSearchFinished() {
@@ -277,7 +293,7 @@ void MainWindow::onSearchFinished() {
     const int row = plan_model_->rowOf(shown->request);
     if (row >= 0) selectPlanRow(row);
   }
-  statusBar()->showMessage(tr("Searched %1 candidates in %2 ms: %3 fit, %4 distinct plans")
+  search_summary_->setText(tr("Searched %1 candidates in %2 ms: %3 fit, %4 distinct plans")
                                .arg(result->candidates_evaluated)
                                .arg(session_.lastSearchSeconds() * 1000, 0, 'f', 1)
                                .arg(result->candidates_fitting)
@@ -373,10 +389,19 @@ Status MainWindow::exportTo(const QString& path) {
   }
 }
 
-void MainWindow::reportError(const QString& message) {
+void MainWindow::reportError(const QString& message, ProblemSource source) {
   problem_->setText(message);
   problem_->setVisible(true);
+  problem_source_ = source;
 }
+
+void MainWindow::updateExportAction() {
+  const bool exportable = !session_.inputError() && session_.shownPlan();
+  export_action_->setEnabled(exportable);
+  export_action_->setToolTip(exportable ? QString() : tr("Nothing to export: fix the input marked in red, or wait for the search"));
+}
+
+QString MainWindow::searchSummaryText() const { return search_summary_->text(); }
 
 void MainWindow::clearProblem() {
   problem_->clear();
@@ -404,9 +429,13 @@ void MainWindow::saveSessionDialog() {
 }
 
 void MainWindow::exportDialog() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QStringLiteral("tessera-plan.pdf"), export_file_filter());
-  if (path.isEmpty()) return;
-  if (Status s = exportTo(path); !s) return reportError(QString::fromStdString(s.error().message));
+  QString filter;
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QStringLiteral("tessera-plan.pdf"), export_file_filter(), &filter);
+  if (!path.isEmpty()) exportFile(with_export_suffix(path, filter));
+}
+
+void MainWindow::exportFile(const QString& path) {
+  if (Status s = exportTo(path); !s) return reportError(QString::fromStdString(s.error().message), ProblemSource::exporting);
   clearProblem();
   statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <tuple>
 
+#include <QAction>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QGroupBox>
@@ -29,6 +30,7 @@
 #include "mesh_view.h"
 #include "pipeline_view.h"
 #include "plan_table_model.h"
+#include "report_export.h"
 #include "session_io.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/plan_file.h"
@@ -237,6 +239,11 @@ class WindowTest : public QObject {
       return planner::estimate_memory(window.session().model(), window.session().planRequest().cluster.gpu, plan).value();
     };
 
+    // It fits as it is, so both sliders' marks lie at or beyond the current values (32 sequences of 4096 tokens).
+    QVERIFY(window.session().fitLimits().global_batch >= 32);
+    QVERIFY(window.session().fitLimits().seq_len >= 4096);
+    QVERIFY(window.inputPanel()->fitText(InputField::global_batch).startsWith("the plan fits up to"));
+
     // A sequence it cannot hold: the same layout, its own estimate, red with the amount over, before and after the search.
     window.inputPanel()->seqBox()->setValue(65536);
     for (int pass = 0; pass < 2; ++pass) {
@@ -406,7 +413,7 @@ class WindowTest : public QObject {
     QVERIFY2(window.problemText().contains("\"gpus\""), qPrintable(window.problemText()));
     // Truncated or unreadable JSON is reported as such, not taken for a model config.
     const PlannerInputs before = window.session().inputs();
-    write_file(dir.filePath("truncated.json"), R"({"schema": 1, "kind": "metr)");
+    write_file(dir.filePath("truncated.json"), "{\"schema\": 1, \"kind\": \"metr");
     window.openPath(dir.filePath("truncated.json"));
     QVERIFY(!window.problemText().isEmpty());
     QVERIFY(window.session().inputs() == before);
@@ -421,8 +428,54 @@ class WindowTest : public QObject {
     QVERIFY(window.problemText().isEmpty());
   }
 
+  // D4: Ctrl+= zooms the pipeline as Ctrl++ does, also from an input (D2's Ctrl+E needs X11's key bindings: gui_xvfb_test).
+  void ctrlEqualsZoomsThePipeline() {
+    MainWindow window(StartState::defaults);
+    window.show();
+    window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QVERIFY(test::wait_for_search(window.session()));
+    window.showView(View::pipeline);
+    const auto [start, end] = window.pipelineView()->visibleRange();
+    QTest::keyClick(window.inputPanel()->seqBox(), Qt::Key_Equal, Qt::ControlModifier);
+    const auto [zoomed_start, zoomed_end] = window.pipelineView()->visibleRange();
+    QCOMPARE((zoomed_end - zoomed_start) * 1.25, end - start);
+  }
+
+  // D7, D8, D9, D12: the export dialog's filter names the suffix; Export waits for valid inputs;
+  // an export's error goes with the inputs that caused it; the search summary outlives messages.
+  void exportsFollowTheInputs() {
+    QCOMPARE(with_export_suffix("/tmp/report", "HTML, the shown plan (*.html)"), QStringLiteral("/tmp/report.html"));
+    QCOMPARE(with_export_suffix("/tmp/report.md", "HTML, the shown plan (*.html)"), QStringLiteral("/tmp/report.md"));
+    QCOMPARE(with_export_suffix("/tmp/plan", export_file_filter().split(";;").front()), QStringLiteral("/tmp/plan.pdf"));
+
+    MainWindow window(StartState::defaults);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.exportAction()->isEnabled());
+    QVERIFY(window.searchSummaryText().startsWith("Searched"));
+    QTemporaryDir dir;
+    window.exportFile(dir.filePath("memory.png"));
+    QVERIFY(window.problemText().isEmpty());
+    QVERIFY(window.searchSummaryText().startsWith("Searched"));  // beside "Exported ...", not replaced by it
+
+    window.exportFile(dir.filePath("no-such-folder/plan.pdf"));
+    QVERIFY(window.problemText().contains("cannot write"));
+    window.inputPanel()->seqBox()->setValue(2048);
+    QVERIFY(window.problemText().isEmpty());
+
+    PlannerInputs invalid;
+    invalid.model = "/nonexistent/config.json";
+    test::set_inputs(window, invalid);
+    QVERIFY(!window.exportAction()->isEnabled());
+    test::set_inputs(window, PlannerInputs{});
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.exportAction()->isEnabled());
+  }
+
   void outOfRangeSessionValuesAreRejectedByName() {
-    const std::string head = R"({"schema": 1, "kind": "tessera-gui-session", )";
+    // Plain literals: moc reads braces inside raw strings as code, and slots after an unbalanced one vanish.
+    const std::string head = "{\"schema\": 1, \"kind\": \"tessera-gui-session\", ";
     for (auto [field, value] : {std::pair{"gpus", "0"}, std::pair{"gpus", "2097152"}, std::pair{"seq_len", "3e9"}, std::pair{"seq_len", "3000000000"},
                                 std::pair{"global_batch_size", "-4"}, std::pair{"gpus_per_node", "4096"}, std::pair{"inter_node_gbps", "0"},
                                 std::pair{"model", "7"}}) {
@@ -432,7 +485,7 @@ class WindowTest : public QObject {
       QVERIFY2(loaded.error().message.find(std::string("\"") + field + "\"") != std::string::npos, loaded.error().message.c_str());
     }
     // The limits themselves load, and the controls show them unclamped.
-    auto loaded = session_from_json(head + R"("gpus": 1048576, "seq_len": 1048576, "global_batch_size": 16777216, "gpus_per_node": 1024})", "s.json");
+    auto loaded = session_from_json(head + "\"gpus\": 1048576, \"seq_len\": 1048576, \"global_batch_size\": 16777216, \"gpus_per_node\": 1024}", "s.json");
     QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().message.c_str());
     InputPanel panel;
     panel.setInputs(loaded.value());

@@ -40,6 +40,10 @@ class InputPanel : public QWidget {
   // The line beneath the sequence or batch slider ("the plan fits up to 16,384"), for tests.
   QString fitText(InputField field) const;
 
+  // Names a config.json in the model list once it is read: "<its name> · 6.74B parameters" (the path in the tooltip).
+  void describeModel(const std::string& source, const QString& label);
+
+  QComboBox* modelBox() const { return model_; }
   QSpinBox* globalBatchBox() const { return global_batch_; }
   QSpinBox* seqBox() const { return seq_; }
   FitSlider* seqSlider() const { return seq_slider_; }

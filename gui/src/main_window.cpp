@@ -22,6 +22,7 @@
 #include "chunk_map.h"
 #include "chunk_view.h"
 #include "comparison_model.h"
+#include "error_text.h"
 #include "input_panel.h"
 #include "memory_view.h"
 #include "menu_shortcuts.h"
@@ -162,6 +163,14 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
     if (problem_source_ == ProblemSource::exporting) clearProblem();  // the export failed for the inputs before this change
   });
   connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateExportAction);
+  connect(&session_, &PlannerSession::inputsChecked, this, [this] {
+    // A config.json read from a file gets its name and size in the model list.
+    const std::string& source = session_.inputs().model;
+    if (!session_.hasModel() || session_.model().config.name == source) return;  // a shipped model is named as listed
+    const planner::Model& model = session_.model();
+    inputs_->describeModel(source, tr("%1 · %2 parameters").arg(QString::fromStdString(model.config.name),
+                                                                  QString::fromStdString(planner::format_count(model.parameter_count))));
+  });
   connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::updateExportAction);
   connect(&session_, &PlannerSession::inputsChecked, inputs_, &InputPanel::showError);
   connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateVerdict);
@@ -266,7 +275,7 @@ void MainWindow::updateVerdict() {
   const auto& error = session_.inputError();
   if (error) {
     verdict_->setText(QStringLiteral("<span style='color:#B01E1E'><b>%1</b></span> %2")
-                          .arg(tr("No plan: an input is invalid."), QString::fromStdString(error->message).toHtmlEscaped()));
+                          .arg(tr("No plan: an input is invalid."), error_text(error->message).toHtmlEscaped()));
   } else if (session_.searching()) {
     verdict_->setText(tr("Searching plans…"));
   } else {
@@ -390,7 +399,7 @@ Status MainWindow::exportTo(const QString& path) {
 }
 
 void MainWindow::reportError(const QString& message, ProblemSource source) {
-  problem_->setText(message);
+  problem_->setText(error_text(message.toStdString()));
   problem_->setVisible(true);
   problem_source_ = source;
 }

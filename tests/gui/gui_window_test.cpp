@@ -6,6 +6,8 @@
 #include <tuple>
 
 #include <QAction>
+#include <QComboBox>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QGroupBox>
@@ -124,7 +126,7 @@ class WindowTest : public QObject {
     inputs.model = "gpt2";  // 1024 learned positions
     inputs.seq_len = 4096;
     test::set_inputs(window, inputs);
-    QVERIFY(window.inputPanel()->errorText(InputField::seq_len).contains("--seq 4096"));
+    QVERIFY(window.inputPanel()->errorText(InputField::seq_len).startsWith("Sequence 4096 exceeds"));  // D18: the control's label, not --seq
     QVERIFY(window.inputPanel()->errorText(InputField::model).isEmpty());
     window.inputPanel()->seqBox()->setValue(1024);
     QVERIFY(window.inputPanel()->errorText(InputField::seq_len).isEmpty());
@@ -399,10 +401,67 @@ class WindowTest : public QObject {
     // Without the config.json the error says so, and stays on screen after the search's status message.
     QVERIFY(QFile::remove(dir.filePath("config.json")));
     window.openPath(dir.filePath("metrics.json"));
-    QVERIFY(window.problemText().contains("config.json"));
+    QVERIFY2(window.problemText().contains("config.json"), qPrintable(window.problemText()));
     QVERIFY(test::wait_for_search(window.session()));
     let_searches_settle();
     QVERIFY(window.problemText().contains("config.json"));
+  }
+
+  // D6: an opened config.json is listed by its folder, then by its name and size; the tooltip has the path.
+  void anOpenedConfigIsListedByNameAndSize() {
+    MainWindow window(StartState::defaults);
+    QTemporaryDir dir;
+    QVERIFY(QDir(dir.path()).mkpath("Llama-Test"));
+    const QString path = dir.filePath("Llama-Test/config.json");
+    QVERIFY(QFile::copy(QStringLiteral(TESSERA_SOURCE_DIR "/models/llama-2-7b.json"), path));
+    window.openPath(path);
+    QVERIFY(window.inputPanel()->errorText(InputField::model).isEmpty());
+    const QComboBox* models = window.inputPanel()->modelBox();
+    const QString expected = QStringLiteral("Llama-Test · %1 parameters").arg(QString::fromStdString(planner::format_count(window.session().model().parameter_count)));
+    QCOMPARE(models->currentText(), expected);
+    QVERIFY(expected.contains("6.7B"));
+    QCOMPARE(models->itemData(models->currentIndex(), Qt::ToolTipRole).toString(), path);
+  }
+
+  // D10: a cluster preset shows its own GPU, count and network in the greyed fields.
+  void aClusterPresetFillsTheGpuFields() {
+    MainWindow window(StartState::defaults);
+    InputPanel& panel = *window.inputPanel();
+    panel.gpusBox()->setValue(4096);
+    QComboBox* clusters = panel.findChild<QComboBox*>(QString(), Qt::FindChildrenRecursively);
+    for (QComboBox* combo : panel.findChildren<QComboBox*>()) {
+      if (combo->itemText(0).startsWith("custom")) clusters = combo;
+    }
+    QVERIFY(clusters->count() > 1);
+    clusters->setCurrentIndex(1);
+    const auto preset = planner::load_cluster(clusters->currentData().toString().toStdString());
+    QVERIFY(preset.ok());
+    QVERIFY(!panel.gpusBox()->isEnabled());
+    QCOMPARE(panel.gpusBox()->value(), static_cast<int>(preset->world_size()));
+    QCOMPARE(panel.inputs().gpus, preset->world_size());
+    QCOMPARE(panel.inputs().gpu, preset->gpu.name);
+    QCOMPARE(panel.inputs().gpus_per_node, preset->gpus_per_node);
+    QCOMPARE(window.session().inputs().gpus, preset->world_size());  // what was emitted, too
+  }
+
+  // D19: a typed 0 stays and is refused by name; D18: a broken config.json is one line without the parser's tag.
+  void zeroAndBrokenFilesAreRefusedInPlainWords() {
+    MainWindow window(StartState::defaults);
+    window.inputPanel()->globalBatchBox()->setValue(0);
+    QCOMPARE(window.inputPanel()->globalBatchBox()->value(), 0);
+    QCOMPARE(window.inputPanel()->errorText(InputField::global_batch), QStringLiteral("Global batch must be a positive integer, got 0"));
+    QVERIFY(!window.exportAction()->isEnabled());
+    window.inputPanel()->globalBatchBox()->setValue(32);
+    window.inputPanel()->gpusBox()->setValue(0);
+    QCOMPARE(window.inputPanel()->errorText(InputField::gpus), QStringLiteral("GPUs must be a positive integer, got 0"));
+
+    QTemporaryDir dir;
+    write_file(dir.filePath("config.json"), "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,\n  oops\n}\n");
+    window.openPath(dir.filePath("config.json"));
+    const QString model_error = window.inputPanel()->errorText(InputField::model) + window.problemText();
+    QVERIFY(!model_error.isEmpty());
+    QVERIFY2(!model_error.contains("json.exception") && !model_error.contains('\n') && !model_error.contains("--"), qPrintable(model_error));
+    QVERIFY2(model_error.contains("line 4"), qPrintable(model_error));
   }
 
   void fileErrorsNameTheProblemAndStay() {
@@ -497,7 +556,7 @@ class WindowTest : public QObject {
     PlannerInputs inputs;
     inputs.inter_node_gbit_s = 0;
     window.session().setInputs(inputs);
-    QVERIFY(window.inputPanel()->errorText(InputField::network).contains("--inter-node"));
+    QVERIFY(window.inputPanel()->errorText(InputField::network).startsWith("Network must lie in"));
     inputs = PlannerInputs{};
     inputs.global_batch = planner::kMaxGlobalBatchSize + 1;
     window.session().setInputs(inputs);

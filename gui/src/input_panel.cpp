@@ -1,20 +1,23 @@
 #include "input_panel.h"
 
-#include <bit>
 #include <cmath>
 
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLocale>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
 
+#include "error_text.h"
+#include "fit_slider.h"
 #include "tessera/planner/registry.h"
 
 namespace tessera::gui {
@@ -48,8 +51,16 @@ void select_or_add(QComboBox* combo, const std::string& value, const QString& la
   if (index < 0) {
     combo->addItem(label, data);
     index = combo->count() - 1;
+    if (label != data) combo->setItemData(index, data, Qt::ToolTipRole);  // the full path
   }
   combo->setCurrentIndex(index);
+}
+
+// A config.json's folder and file name ("Qwen2-7B/config.json"): every Hugging Face config is called config.json.
+QString config_label(const std::string& path) {
+  const QFileInfo file(QString::fromStdString(path));
+  const QString folder = file.dir().dirName();
+  return folder.isEmpty() || folder == QStringLiteral(".") ? file.fileName() : folder + QLatin1Char('/') + file.fileName();
 }
 
 // Sliders move in powers of two; their spin box holds the exact value.
@@ -94,7 +105,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
 
   // Ranges are the planner's limits (cluster.h, search.h), so no value a session holds is clamped silently.
   gpus_ = new QSpinBox(this);
-  gpus_->setRange(1, static_cast<int>(planner::kMaxGpus));
+  gpus_->setRange(0, static_cast<int>(planner::kMaxGpus));  // 0 is refused by name, not reverted
   gpus_per_node_ = new QSpinBox(this);
   gpus_per_node_->setRange(1, static_cast<int>(planner::kMaxGpusPerNode));
   gpus_per_node_->setPrefix(tr("per node "));
@@ -111,23 +122,28 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   inter_node_->setSuffix(tr(" Gbit/s"));
   add_row(tr("Network"), inter_node_, InputField::network);
 
-  // A spin box for the exact value above a slider over powers of two (2^low .. 2^high).
-  auto power_of_two_control = [this](QSpinBox*& box, QSlider*& slider, const QString& suffix, int low, int high) {
+  // A spin box for the exact value above a slider over powers of two, and the line saying how far the plan in view fits.
+  auto power_of_two_control = [this](QSpinBox*& box, FitSlider*& slider, QLabel*& fit, const QString& suffix, PowerOfTwoRange range) {
     box = new QSpinBox(this);
-    box->setRange(1, 1 << high);
+    box->setRange(0, 1 << range.high);  // from 0, so that a typed 0 is refused by name instead of reverting
     box->setSuffix(suffix);
-    slider = new QSlider(Qt::Horizontal, this);
-    slider->setRange(low, high);
+    slider = new FitSlider(this);
+    slider->setRange(range.low, range.high);
+    fit = new QLabel(this);
+    fit->setStyleSheet(QStringLiteral("color: #555555;"));
+    fit->setWordWrap(true);  // never widens the panel
     auto* pair = new QWidget(this);
     auto* column = new QVBoxLayout(pair);
     column->setContentsMargins(0, 0, 0, 0);
+    column->setSpacing(2);
     column->addWidget(box);
     column->addWidget(slider);
+    column->addWidget(fit);
     return pair;
   };
-  add_row(tr("Global batch"), power_of_two_control(global_batch_, global_batch_slider_, tr(" sequences"), 0, std::bit_width(static_cast<uint64_t>(planner::kMaxGlobalBatchSize)) - 1),
+  add_row(tr("Global batch"), power_of_two_control(global_batch_, global_batch_slider_, global_batch_fit_, tr(" sequences"), kBatchSliderRange),
           InputField::global_batch);
-  add_row(tr("Sequence"), power_of_two_control(seq_, seq_slider_, tr(" tokens"), 7, std::bit_width(static_cast<uint64_t>(planner::kMaxSeqLen)) - 1),
+  add_row(tr("Sequence"), power_of_two_control(seq_, seq_slider_, seq_fit_, tr(" tokens"), kSeqSliderRange),
           InputField::seq_len);  // slider 128 .. 2^20 tokens
 
   precision_ = enum_combo<Precision>(this, false);
@@ -140,12 +156,13 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(tr("Plugin"), plugin_, InputField::plugin);
 
   setInputs(PlannerInputs{});
+  // First: a preset's values are in the greyed fields before the inputs are emitted.
+  connect(cluster_, &QComboBox::currentIndexChanged, this, &InputPanel::updateClusterControls);
   for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, recompute_, plugin_}) {
     connect(combo, &QComboBox::currentIndexChanged, this, &InputPanel::emitInputs);
   }
   for (QSpinBox* box : {gpus_, gpus_per_node_, global_batch_, seq_}) connect(box, &QSpinBox::valueChanged, this, &InputPanel::emitInputs);
   connect(inter_node_, &QDoubleSpinBox::valueChanged, this, &InputPanel::emitInputs);
-  connect(cluster_, &QComboBox::currentIndexChanged, this, &InputPanel::updateClusterControls);
   connect(seq_slider_, &QSlider::valueChanged, seq_, [this](int v) { seq_->setValue(1 << v); });
   connect(global_batch_slider_, &QSlider::valueChanged, global_batch_, [this](int v) { global_batch_->setValue(1 << v); });
 }
@@ -181,7 +198,7 @@ void InputPanel::setInputs(const PlannerInputs& in) {
                                      QSignalBlocker(gpus_per_node_), QSignalBlocker(inter_node_), QSignalBlocker(global_batch_),
                                      QSignalBlocker(global_batch_slider_), QSignalBlocker(seq_), QSignalBlocker(seq_slider_),
                                      QSignalBlocker(precision_), QSignalBlocker(optimizer_), QSignalBlocker(recompute_), QSignalBlocker(plugin_)};
-  select_or_add(model_, in.model, QFileInfo(QString::fromStdString(in.model)).fileName());
+  select_or_add(model_, in.model, config_label(in.model));
   select_or_add(cluster_, in.cluster, QString::fromStdString(in.cluster));
   select_or_add(gpu_, in.gpu, QFileInfo(QString::fromStdString(in.gpu)).fileName());
   gpus_->setValue(static_cast<int>(in.gpus));
@@ -201,17 +218,42 @@ void InputPanel::setInputs(const PlannerInputs& in) {
 void InputPanel::showError(const std::optional<InputError>& error) {
   for (size_t i = 0; i < errors_.size(); ++i) {
     const bool here = error && static_cast<size_t>(error->field) == i;
-    errors_[i]->setText(here ? QString::fromStdString(error->message) : QString());
+    errors_[i]->setText(here ? error_text(error->message) : QString());
     errors_[i]->setVisible(here);
   }
 }
 
 QString InputPanel::errorText(InputField field) const { return errors_[static_cast<size_t>(field)]->text(); }
 
+void InputPanel::describeModel(const std::string& source, const QString& label) {
+  const int index = model_->findData(QString::fromStdString(source));
+  if (index >= 0 && model_->itemText(index) != label) model_->setItemText(index, label);
+}
+
+void InputPanel::showFitLimits(const std::optional<FitLimits>& limits) {
+  // 0 (nothing fits) marks below the slider's range, so all of its groove is tinted.
+  const auto mark = [](FitSlider* slider, QLabel* line, std::optional<int64_t> limit, const QString& unit) {
+    slider->setFitLimit(limit ? std::optional<int>(*limit > 0 ? log2_of(static_cast<int>(*limit)) : slider->minimum() - 1) : std::nullopt);
+    if (!limit) line->clear();
+    else if (*limit == 0) line->setText(tr("the plan fits at none of these"));
+    else line->setText(tr("the plan fits up to %1").arg(QLocale().toString(static_cast<qlonglong>(*limit))));
+    line->setToolTip(tr("The largest power of two of %1 at which the plan in view fits, the other inputs as they are").arg(unit));
+    line->setVisible(limit.has_value());
+  };
+  mark(seq_slider_, seq_fit_, limits ? std::optional<int64_t>(limits->seq_len) : std::nullopt, tr("tokens"));
+  mark(global_batch_slider_, global_batch_fit_, limits ? std::optional<int64_t>(limits->global_batch) : std::nullopt, tr("sequences"));
+}
+
+QString InputPanel::fitText(InputField field) const {
+  if (field == InputField::seq_len) return seq_fit_->text();
+  if (field == InputField::global_batch) return global_batch_fit_->text();
+  return {};
+}
+
 void InputPanel::browseModel() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Open a Hugging Face config.json"), QString(), tr("Model config (*.json)"));
   if (path.isEmpty()) return;
-  select_or_add(model_, path.toStdString(), QFileInfo(path).fileName());  // emits through currentIndexChanged
+  select_or_add(model_, path.toStdString(), config_label(path.toStdString()));  // emits through currentIndexChanged
 }
 
 void InputPanel::emitInputs() {
@@ -223,8 +265,17 @@ void InputPanel::emitInputs() {
 }
 
 void InputPanel::updateClusterControls() {
-  const bool custom = cluster_->currentData().toString().isEmpty();
-  for (QWidget* w : std::initializer_list<QWidget*>{gpu_, gpus_, gpus_per_node_, inter_node_}) w->setEnabled(custom);
+  const std::string name = cluster_->currentData().toString().toStdString();
+  for (QWidget* w : std::initializer_list<QWidget*>{gpu_, gpus_, gpus_per_node_, inter_node_}) w->setEnabled(name.empty());
+  if (name.empty()) return;
+  // The greyed fields show the preset's GPU, count and network, not what was typed for a custom cluster.
+  auto cluster = planner::load_cluster(name, "--cluster");
+  if (!cluster) return;  // the error shows under the cluster control
+  const QSignalBlocker blockers[] = {QSignalBlocker(gpu_), QSignalBlocker(gpus_), QSignalBlocker(gpus_per_node_), QSignalBlocker(inter_node_)};
+  select_or_add(gpu_, cluster->gpu.name, QString::fromStdString(cluster->gpu.name));
+  gpus_->setValue(static_cast<int>(cluster->world_size()));
+  gpus_per_node_->setValue(static_cast<int>(cluster->gpus_per_node));
+  inter_node_->setValue(cluster->inter_node_gbit_s);
 }
 
 }  // namespace tessera::gui

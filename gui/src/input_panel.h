@@ -1,7 +1,8 @@
 // The controls on the left: model, cluster, GPU, batch, sequence, precision,
 // optimizer, recompute and plugin. Every change emits the whole set of inputs
 // at once (sliders while they are dragged); an invalid input is shown in red
-// beneath the control that causes it.
+// beneath the control that causes it. The sequence and batch sliders mark the
+// largest value at which the plan in view still fits.
 #pragma once
 
 #include <array>
@@ -9,6 +10,7 @@
 
 #include <QWidget>
 
+#include "fit_limits.h"
 #include "planner_inputs.h"
 
 class QComboBox;
@@ -18,6 +20,8 @@ class QSlider;
 class QSpinBox;
 
 namespace tessera::gui {
+
+class FitSlider;
 
 class InputPanel : public QWidget {
   Q_OBJECT
@@ -31,10 +35,19 @@ class InputPanel : public QWidget {
   void showError(const std::optional<InputError>& error);
   // The error shown next to `field`, empty when none: for tests and screen readers.
   QString errorText(InputField field) const;
+  // Marks the largest sequence and batch at which the plan in view fits; none: no plan, nothing marked.
+  void showFitLimits(const std::optional<FitLimits>& limits);
+  // The line beneath the sequence or batch slider ("the plan fits up to 16,384"), for tests.
+  QString fitText(InputField field) const;
 
+  // Names a config.json in the model list once it is read: "<its name> · 6.74B parameters" (the path in the tooltip).
+  void describeModel(const std::string& source, const QString& label);
+
+  QComboBox* modelBox() const { return model_; }
   QSpinBox* globalBatchBox() const { return global_batch_; }
   QSpinBox* seqBox() const { return seq_; }
-  QSlider* seqSlider() const { return seq_slider_; }
+  FitSlider* seqSlider() const { return seq_slider_; }
+  FitSlider* globalBatchSlider() const { return global_batch_slider_; }
   QSpinBox* gpusBox() const { return gpus_; }
 
  public slots:
@@ -56,9 +69,11 @@ class InputPanel : public QWidget {
   QSpinBox* gpus_per_node_ = nullptr;
   QDoubleSpinBox* inter_node_ = nullptr;
   QSpinBox* global_batch_ = nullptr;
-  QSlider* global_batch_slider_ = nullptr;
+  FitSlider* global_batch_slider_ = nullptr;
+  QLabel* global_batch_fit_ = nullptr;
   QSpinBox* seq_ = nullptr;
-  QSlider* seq_slider_ = nullptr;
+  FitSlider* seq_slider_ = nullptr;
+  QLabel* seq_fit_ = nullptr;
   QComboBox* precision_ = nullptr;
   QComboBox* optimizer_ = nullptr;
   QComboBox* recompute_ = nullptr;

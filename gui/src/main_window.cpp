@@ -22,8 +22,10 @@
 #include "chunk_map.h"
 #include "chunk_view.h"
 #include "comparison_model.h"
+#include "error_text.h"
 #include "input_panel.h"
 #include "memory_view.h"
+#include "menu_shortcuts.h"
 #include "mesh_view.h"
 #include "pipeline_view.h"
 #include "plan_table_model.h"
@@ -153,16 +155,33 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   setCentralWidget(splitter_);
   buildMenus();
 
+  search_summary_ = new QLabel;
+  statusBar()->addPermanentWidget(search_summary_);  // beside passing messages, never replaced by them
+
   connect(inputs_, &InputPanel::inputsChanged, this, &MainWindow::applyInputs);
+  connect(inputs_, &InputPanel::inputsChanged, this, [this] {
+    if (problem_source_ == ProblemSource::exporting) clearProblem();  // the export failed for the inputs before this change
+  });
+  connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateExportAction);
+  connect(&session_, &PlannerSession::inputsChecked, this, [this] {
+    // A config.json read from a file gets its name and size in the model list.
+    const std::string& source = session_.inputs().model;
+    if (!session_.hasModel() || session_.model().config.name == source) return;  // a shipped model is named as listed
+    const planner::Model& model = session_.model();
+    inputs_->describeModel(source, tr("%1 · %2 parameters").arg(QString::fromStdString(model.config.name),
+                                                                  QString::fromStdString(planner::format_count(model.parameter_count))));
+  });
+  connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::updateExportAction);
   connect(&session_, &PlannerSession::inputsChecked, inputs_, &InputPanel::showError);
   connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateVerdict);
   connect(&session_, &PlannerSession::resultsCleared, this, &MainWindow::onResultsCleared);
   connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::onShownPlanChanged);
   connect(&session_, &PlannerSession::searchStarted, this, [this] {
-    statusBar()->showMessage(tr("Searching plans…"));
+    search_summary_->setText(tr("Searching plans…"));
     if (!session_.shownPlan()) updateVerdict();
   });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
+  connect(&session_, &PlannerSession::fitLimitsChanged, this, [this] { inputs_->showFitLimits(session_.fitLimits()); });
   connect(&session_, &PlannerSession::measuredChanged, this, &MainWindow::onMeasuredChanged);
   connect(plan_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
     if (!current.isValid()) return;
@@ -198,7 +217,7 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   add(file, tr("Open session…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), [this] { openSessionDialog(); });
   add(file, tr("Save session…"), QKeySequence::Save, [this] { saveSessionDialog(); });
-  add(file, tr("Export…"), QKeySequence(Qt::CTRL | Qt::Key_E), [this] { exportDialog(); });
+  export_action_ = add(file, tr("Export…"), QKeySequence(Qt::CTRL | Qt::Key_E), [this] { exportDialog(); });
   file->addSeparator();
   add(file, tr("Quit"), QKeySequence::Quit, [this] { close(); });
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -207,15 +226,24 @@ void MainWindow::buildMenus() {
     add(view, tabs_->tabText(static_cast<int>(v)), QKeySequence(Qt::CTRL | static_cast<Qt::Key>(key++)), [this, v] { showView(v); });
   }
   view->addSeparator();
-  add(view, tr("Zoom in (pipeline)"), QKeySequence::ZoomIn, [this] { pipeline_view_->zoomIn(); });
+  QAction* zoom_in = add(view, tr("Zoom in (pipeline)"), QKeySequence::ZoomIn, [this] { pipeline_view_->zoomIn(); });
+  // Ctrl+= as well: ZoomIn is Ctrl++, which needs Shift on most layouts.
+  zoom_in->setShortcuts(QKeySequence::keyBindings(QKeySequence::ZoomIn) << QKeySequence(Qt::CTRL | Qt::Key_Equal));
   add(view, tr("Zoom out (pipeline)"), QKeySequence::ZoomOut, [this] { pipeline_view_->zoomOut(); });
   add(view, tr("Fit (pipeline)"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] { pipeline_view_->fit(); });
+  auto* shortcuts = new MenuShortcuts(this);
+  for (QMenu* menu : {file, view}) {
+    for (QAction* action : menu->actions()) shortcuts->addAction(action);
+  }
+  shortcuts->watch(inputs_);
 }
 
 void MainWindow::applyInputs(const PlannerInputs& inputs) { session_.setInputs(inputs); }
 
 void MainWindow::onShownPlanChanged() {
   const auto& shown = session_.shownPlan();
+  if (!shown) inputs_->showFitLimits(std::nullopt);
+  if (!session_.carryNote().isEmpty()) statusBar()->showMessage(session_.carryNote(), 10000);
   if (!shown) {
     memory_view_->clearPlan();
     mesh_view_->clearPlan();
@@ -230,11 +258,14 @@ void MainWindow::onShownPlanChanged() {
   pipeline_view_->setPlan(*shown);
   chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
   const bool fits = shown->memory.fits();
-  verdict_->setText(QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 · %4 tokens/s · MFU %5%")
+  // A plan carried over capacity by a what-if change stays in view; the table holds the ones that fit.
+  const QString pick = fits ? QString() : tr(" · pick one that fits under Plans");
+  verdict_->setText(QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 · %4 tokens/s · MFU %5%%6")
                         .arg(fits ? "#1B7F3B" : "#B01E1E", QString::fromStdString(planner::verdict_line(shown->memory)).toHtmlEscaped(),
                              QString::fromStdString(planner::describe_plan(shown->request)).toHtmlEscaped(),
                              QLocale().toString(shown->simulation.tokens_per_s, 'f', 0))
-                        .arg(100 * shown->simulation.mfu, 0, 'f', 1));
+                        .arg(100 * shown->simulation.mfu, 0, 'f', 1)
+                        .arg(pick));
   const int row = plan_model_->rowOf(shown->request);
   if (row >= 0) selectPlanRow(row);
 }
@@ -244,7 +275,7 @@ void MainWindow::updateVerdict() {
   const auto& error = session_.inputError();
   if (error) {
     verdict_->setText(QStringLiteral("<span style='color:#B01E1E'><b>%1</b></span> %2")
-                          .arg(tr("No plan: an input is invalid."), QString::fromStdString(error->message).toHtmlEscaped()));
+                          .arg(tr("No plan: an input is invalid."), error_text(error->message).toHtmlEscaped()));
   } else if (session_.searching()) {
     verdict_->setText(tr("Searching plans…"));
   } else {
@@ -257,7 +288,7 @@ QString MainWindow::verdictText() const { return verdict_->text(); }
 void MainWindow::onResultsCleared() {
   plan_model_->setResult(nullptr, 0);
   explanation_->clear();
-  statusBar()->clearMessage();
+  search_summary_->clear();
 }
 
 void MainWindow::onSearchFinished() {
@@ -271,7 +302,7 @@ void MainWindow::onSearchFinished() {
     const int row = plan_model_->rowOf(shown->request);
     if (row >= 0) selectPlanRow(row);
   }
-  statusBar()->showMessage(tr("Searched %1 candidates in %2 ms: %3 fit, %4 distinct plans")
+  search_summary_->setText(tr("Searched %1 candidates in %2 ms: %3 fit, %4 distinct plans")
                                .arg(result->candidates_evaluated)
                                .arg(session_.lastSearchSeconds() * 1000, 0, 'f', 1)
                                .arg(result->candidates_fitting)
@@ -367,10 +398,19 @@ Status MainWindow::exportTo(const QString& path) {
   }
 }
 
-void MainWindow::reportError(const QString& message) {
-  problem_->setText(message);
+void MainWindow::reportError(const QString& message, ProblemSource source) {
+  problem_->setText(error_text(message.toStdString()));
   problem_->setVisible(true);
+  problem_source_ = source;
 }
+
+void MainWindow::updateExportAction() {
+  const bool exportable = !session_.inputError() && session_.shownPlan();
+  export_action_->setEnabled(exportable);
+  export_action_->setToolTip(exportable ? QString() : tr("Nothing to export: fix the input marked in red, or wait for the search"));
+}
+
+QString MainWindow::searchSummaryText() const { return search_summary_->text(); }
 
 void MainWindow::clearProblem() {
   problem_->clear();
@@ -398,9 +438,13 @@ void MainWindow::saveSessionDialog() {
 }
 
 void MainWindow::exportDialog() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QStringLiteral("tessera-plan.pdf"), export_file_filter());
-  if (path.isEmpty()) return;
-  if (Status s = exportTo(path); !s) return reportError(QString::fromStdString(s.error().message));
+  QString filter;
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QStringLiteral("tessera-plan.pdf"), export_file_filter(), &filter);
+  if (!path.isEmpty()) exportFile(with_export_suffix(path, filter));
+}
+
+void MainWindow::exportFile(const QString& path) {
+  if (Status s = exportTo(path); !s) return reportError(QString::fromStdString(s.error().message), ProblemSource::exporting);
   clearProblem();
   statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
 }

@@ -7,6 +7,7 @@
 
 #include "planner_session.h"
 
+class QAction;
 class QLabel;
 class QSortFilterProxyModel;
 class QSplitter;
@@ -47,6 +48,8 @@ class MainWindow : public QMainWindow {
   ChunkView* chunkView() const { return chunk_view_; }
   ComparisonModel* comparisonModel() const { return comparison_model_; }
   QTableView* comparisonTable() const { return comparison_table_; }
+  // File → Export: enabled only while there is a plan to export.
+  QAction* exportAction() const { return export_action_; }
 
   void showView(View view);
   View currentView() const;
@@ -60,9 +63,14 @@ class MainWindow : public QMainWindow {
   // Writes every view (PDF), the current view (SVG, PNG) or a planner report, by the suffix.
   // Refused while an input is invalid: there is no plan for those inputs.
   Status exportTo(const QString& path);
-  // The last file error (open, save, export), shown above the views until the next success; empty when none.
+  // exportTo as the Export dialog runs it: a failure shows above the views until the inputs
+  // change or an export succeeds, a success in the status bar.
+  void exportFile(const QString& path);
+  // The last file error (open, save, export), shown above the views; empty when none.
   QString problemText() const;
   QString verdictText() const;
+  // The last search's summary, kept in the status bar beside passing messages.
+  QString searchSummaryText() const;
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -78,7 +86,10 @@ class MainWindow : public QMainWindow {
   void updateVerdict();
   void clearProblem();
   void onMeasuredChanged();
-  void reportError(const QString& message);
+  // Where a problem came from: a file's stays until the next good file; an export's until the inputs change.
+  enum class ProblemSource { file, exporting };
+  void reportError(const QString& message, ProblemSource source = ProblemSource::file);
+  void updateExportAction();
   void openMeasuredRunDialog();
   void openSessionDialog();
   void saveSessionDialog();
@@ -88,6 +99,9 @@ class MainWindow : public QMainWindow {
   InputPanel* inputs_ = nullptr;
   QLabel* verdict_ = nullptr;
   QLabel* problem_ = nullptr;
+  ProblemSource problem_source_ = ProblemSource::file;
+  QLabel* search_summary_ = nullptr;
+  QAction* export_action_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QSplitter* splitter_ = nullptr;
   PlanTableModel* plan_model_ = nullptr;

@@ -105,7 +105,8 @@ MemoryView::Layout MemoryView::layout(const QFontMetricsF& metrics) const {
   if (l.capacity_on_scale) max_bytes = std::max(max_bytes, capacity);
   l.label_width = std::min(l.label_width + 12, width() * 0.38);
   l.bar_left = kMargin + l.label_width;
-  const double total_text = metrics.horizontalAdvance(QStringLiteral("000.00 GiB host")) + 12;
+  const bool over = std::any_of(rows_.begin(), rows_.end(), [](const planner::RankMemory& row) { return !row.fits(); });
+  const double total_text = metrics.horizontalAdvance(over ? QStringLiteral("000.00 GiB · 000.00 GiB over") : QStringLiteral("000.00 GiB host")) + 12;
   l.bar_width = std::max(50.0, width() - l.bar_left - kMargin - total_text);
   l.scale = l.bar_width / (static_cast<double>(max_bytes) * 1.04);
   l.rows_top = kMargin + metrics.height() + 8 + kAxisHeight;
@@ -187,7 +188,14 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(kMargin, y, l.label_width - 8, kDeviceBar), Qt::AlignLeft | Qt::AlignVCenter,
                metrics.elidedText(QString::fromStdString(planner::row_label(row)), Qt::ElideRight, l.label_width - 8));
     const double end = bar(row.bytes, BarKind::device, i, y, kDeviceBar);
-    bytes_label(bytes_text(row.device_total), end, y, kDeviceBar, row.fits() ? QColor(Qt::black) : kCapacityColor);
+    if (row.fits()) {
+      bytes_label(bytes_text(row.device_total), end, y, kDeviceBar, QColor(Qt::black));
+    } else {
+      // What lies beyond the usable memory (capacity less headroom), hatched red, and by how much.
+      const double limit_x = l.bar_left + static_cast<double>(row.device_total + row.margin) * l.scale;
+      p.fillRect(QRectF(limit_x, y, std::max(1.0, end - limit_x), kDeviceBar), QBrush(kCapacityColor, Qt::BDiagPattern));
+      bytes_label(tr("%1 · %2 over").arg(bytes_text(row.device_total), bytes_text(-row.margin)), end, y, kDeviceBar, kCapacityColor);
+    }
     y += kDeviceBar + 4;
     if (l.host) {
       sub_label(tr("host"), y);

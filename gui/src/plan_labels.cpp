@@ -30,6 +30,16 @@ QString offload_of(const planner::EstimateRequest& r) {
   return QStringLiteral("optim %1% + param %2%").arg(100 * g.offload_optim_frac).arg(100 * g.offload_param_frac);
 }
 
+QString schedule_of(const planner::EstimateRequest& r) {
+  if (r.layout.pp <= 1) return QStringLiteral("–");
+  switch (r.plugin.pp_schedule) {
+    case planner::PipelineSchedule::gpipe: return QStringLiteral("GPipe");
+    case planner::PipelineSchedule::one_f_one_b: return QStringLiteral("1F1B");
+    case planner::PipelineSchedule::interleaved: return QStringLiteral("interleaved × %1").arg(r.plugin.num_model_chunks);
+  }
+  return {};
+}
+
 QString seconds_text(double s) {
   if (s < 1e-3) return QStringLiteral("%1 µs").arg(s * 1e6, 0, 'f', 1);
   if (s < 1) return QStringLiteral("%1 ms").arg(s * 1e3, 0, 'f', 1);

@@ -12,6 +12,8 @@ namespace tessera::gui {
 int zero_stage_of(const planner::EstimateRequest& request);
 // "none", "optimizer → host", "optim 50%", "optim 100% + param 50%", "auto" (the share on the host).
 QString offload_of(const planner::EstimateRequest& request);
+// A pipeline's schedule: "GPipe", "1F1B", "interleaved × 2"; "–" without a pipeline (pp 1).
+QString schedule_of(const planner::EstimateRequest& request);
 // "1.234 s", "850.0 ms", "12.5 µs".
 QString seconds_text(double seconds);
 

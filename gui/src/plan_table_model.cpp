@@ -85,6 +85,7 @@ QVariant PlanTableModel::display(const Row& row, int column) const {
     case kRank: return row.rank > 0 ? QVariant(row.rank) : QVariant(QStringLiteral("–"));
     case kPlugin: return text(enum_name(r.plugin.kind));
     case kLayout: return QStringLiteral("%1×%2×%3%4").arg(r.layout.dp).arg(r.layout.tp).arg(r.layout.pp).arg(r.layout.sequence_parallel ? " +sp" : "");
+    case kSchedule: return schedule_of(r);
     case kZeroStage: return zero_stage_of(r);
     case kOffload: return offload_of(r);
     case kRecompute: return text(enum_name(r.training.recompute));
@@ -111,7 +112,7 @@ QVariant PlanTableModel::sort_key(const Row& row, int column) const {
 
 QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= kColumnCount) return {};
-  static const char* const kTitles[kColumnCount] = {"#", "plugin", "dp×tp×pp", "ZeRO", "offload", "recompute", "micro-batch",
+  static const char* const kTitles[kColumnCount] = {"#", "plugin", "dp×tp×pp", "schedule", "ZeRO", "offload", "recompute", "micro-batch",
                                                     "memory / GPU", "fits", "step time", "tokens/s", "MFU", "rejected because"};
   return tr(kTitles[section]);
 }

@@ -20,7 +20,7 @@ class PlanTableModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { kRank, kPlugin, kLayout, kZeroStage, kOffload, kRecompute, kMicroBatch, kMemory, kFits, kStepTime, kTokensPerS, kMfu, kReason, kColumnCount };
+  enum Column { kRank, kPlugin, kLayout, kSchedule, kZeroStage, kOffload, kRecompute, kMicroBatch, kMemory, kFits, kStepTime, kTokensPerS, kMfu, kReason, kColumnCount };
   static constexpr int kSortRole = Qt::UserRole;
 
   explicit PlanTableModel(QObject* parent = nullptr);

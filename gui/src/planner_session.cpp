@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QTimer>
 
 #include "tessera/planner/refit_plan.h"
 #include "tessera/planner/registry.h"
@@ -12,18 +13,6 @@ using planner::EstimateRequest;
 using planner::PlanRequest;
 
 namespace {
-
-// Whether `plan` is one of the rows the search returned (a plan that fits, or a rejection's closest candidate).
-bool among_results(const planner::PlanSearchResult& result, const EstimateRequest& plan) {
-  const std::string description = planner::describe_plan(plan);
-  for (const planner::Candidate& c : result.plans) {
-    if (planner::describe_plan(c.request) == description) return true;
-  }
-  for (const auto& [reason, rejection] : result.rejected) {
-    if (rejection.closest_request && planner::describe_plan(*rejection.closest_request) == description) return true;
-  }
-  return false;
-}
 
 // The model a measured run was trained on: its shipped name, else the config.json
 // `tessera train` wrote next to metrics.json. Sets `source` to what load_model read.
@@ -43,14 +32,17 @@ Result<planner::Model> load_run_model(const QString& metrics_path, const std::st
 
 }  // namespace
 
-PlannerSession::PlannerSession(QObject* parent) : QObject(parent) {
+PlannerSession::PlannerSession(QObject* parent) : QObject(parent), fit_timer_(new QTimer(this)) {
+  fit_timer_->setSingleShot(true);
+  fit_timer_->setInterval(0);
+  connect(fit_timer_, &QTimer::timeout, this, &PlannerSession::updateFitLimits);
   connect(&worker_, &PlanSearchWorker::finished, this, &PlannerSession::onSearchFinished);
 }
 
 void PlannerSession::setInputs(const PlannerInputs& inputs) {
-  const bool same_search_space = model_ && !input_error_ && inputs.model == inputs_.model && inputs.cluster == inputs_.cluster &&
-                                 inputs.gpu == inputs_.gpu && inputs.gpus == inputs_.gpus && inputs.gpus_per_node == inputs_.gpus_per_node &&
-                                 inputs.plugin == inputs_.plugin && inputs.global_batch == inputs_.global_batch;
+  // Another model, cluster, GPU kind or plugin filter asks for another plan; the rest is what-if on the plan in view.
+  const bool same_plan_space = model_ && !input_error_ && inputs.model == inputs_.model && inputs.cluster == inputs_.cluster &&
+                               inputs.gpu == inputs_.gpu && inputs.gpus_per_node == inputs_.gpus_per_node && inputs.plugin == inputs_.plugin;
   inputs_ = inputs;
   if (!model_ || inputs.model != model_source_) {
     auto model = planner::load_model(inputs.model, "--model");
@@ -67,17 +59,18 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
   request_ = std::move(request);
   input_error_.reset();
   emit inputsChecked(std::nullopt);
-  if (!same_search_space) take_best_plan_ = true;
+  if (!same_plan_space) take_best_plan_ = true;
+  carry_note_.clear();
   if (shown_) {
-    // The shown plan under the new inputs, where the search could still return it; else nothing until the search ends.
+    // The shown plan under the new inputs, fitting or not; else nothing until the search's best arrives.
     std::optional<ShownPlan> carried;
     if (!take_best_plan_) {
-      if (const auto refit = planner::refit_plan(shown_->request, request_)) {
-        if (auto evaluated = evaluate(*refit)) carried = std::move(evaluated).value();
-      }
+      auto moved = planner::carry_plan(shown_->request, request_);
+      auto evaluated = moved ? evaluate(moved.value()) : Result<ShownPlan>(moved.error());
+      if (evaluated) carried = std::move(evaluated).value();
+      else carry_note_ = tr("The plan in view cannot follow this change (%1): showing the best plan instead.").arg(QString::fromStdString(evaluated.error().message));
     }
     take_best_plan_ = !carried.has_value();
-    carried_ = carried.has_value();
     show(std::move(carried));
   }
   searched_model_source_ = model_source_;
@@ -101,7 +94,6 @@ void PlannerSession::selectPlan(const EstimateRequest& plan) {
   auto evaluated = evaluate(plan);
   if (!evaluated) return;
   take_best_plan_ = false;
-  carried_ = false;
   show(std::move(evaluated).value());
 }
 
@@ -152,8 +144,7 @@ void PlannerSession::onSearchFinished(std::shared_ptr<const planner::PlanSearchR
   if (!result) return reject(InputError{field_of_error(error.toStdString(), inputs_), error.toStdString()});
   result_ = std::move(result);
   result_model_source_ = searched_model_source_;
-  const bool keep_shown = shown_ && !take_best_plan_ && (!carried_ || among_results(*result_, shown_->request));
-  if (!keep_shown) {
+  if (!shown_ || take_best_plan_) {
     // The winner, or when nothing fits the closest miss, so that the views show why.
     const std::optional<EstimateRequest> best =
         !result_->plans.empty() ? std::optional<EstimateRequest>(result_->plans.front().request) : result_->closest;
@@ -161,7 +152,6 @@ void PlannerSession::onSearchFinished(std::shared_ptr<const planner::PlanSearchR
     if (best) {
       if (auto evaluated = evaluate(*best)) shown = std::move(evaluated).value();
     }
-    carried_ = false;
     show(std::move(shown));
   }
   take_best_plan_ = false;
@@ -187,11 +177,19 @@ bool PlannerSession::measuredRunMatchesShownPlan() const {
 
 void PlannerSession::show(std::optional<ShownPlan> plan) {
   shown_ = std::move(plan);
+  fit_limits_ = FitLimits{};
+  if (shown_) fit_timer_->start();  // restarted: a burst of changes computes once
   emit shownPlanChanged();
   if (measured_ && !measuredRunMatchesShownPlan()) {
     measured_.reset();  // the bars would compare the run with another model or layout
     emit measuredChanged();
   }
+}
+
+void PlannerSession::updateFitLimits() {
+  if (!shown_) return;
+  fit_limits_ = fit_limits(*model_, request_, shown_->request);
+  emit fitLimitsChanged();
 }
 
 }  // namespace tessera::gui

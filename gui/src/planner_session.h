@@ -4,11 +4,15 @@
 // it and draw; they compute nothing themselves.
 //
 // A change of inputs re-estimates the shown plan at once (microseconds, through
-// planner::refit_plan: same plugin and layout) and starts a search off the UI
-// thread. The search's best plan replaces the shown one when the model, the
-// cluster, the plugin filter or the global batch changed, or when the carried
-// plan is not among the new results. Invalid inputs drop the running search,
-// the ranked plans and the shown plan, so nothing stale is shown or exported.
+// planner::carry_plan: same plugin, tp, pp and ZeRO stage; dp and micro-batches
+// follow the GPU count and global batch) and starts a search off the UI thread.
+// What-if changes (sequence, batch, GPU count, precision, ...) keep the plan in
+// view even where it no longer fits: the views show it over capacity. The
+// search's best plan replaces it only when the model, the cluster or GPU kind
+// or the plugin filter changed, or when the plan cannot be carried (tp × pp
+// does not divide the new GPU count; carryNote() says so). Invalid inputs drop
+// the running search, the ranked plans and the shown plan, so nothing stale is
+// shown or exported.
 #pragma once
 
 #include <memory>
@@ -19,6 +23,9 @@
 #include <QObject>
 #include <QString>
 
+class QTimer;
+
+#include "fit_limits.h"
 #include "plan_search_worker.h"
 #include "planner_inputs.h"
 #include "tessera/planner/measured_run.h"
@@ -64,6 +71,11 @@ class PlannerSession : public QObject {
   const std::shared_ptr<const planner::Model>& sharedModel() const { return model_; }
   const planner::PlanRequest& planRequest() const { return request_; }
   const std::optional<ShownPlan>& shownPlan() const { return shown_; }
+  // The largest sequence and global batch at which the shown plan fits (what the sliders mark);
+  // computed just after the views have the plan, and announced by fitLimitsChanged.
+  const FitLimits& fitLimits() const { return fit_limits_; }
+  // Why the last input change could not keep the plan in view (it was replaced by the search's best); empty otherwise.
+  const QString& carryNote() const { return carry_note_; }
   const std::shared_ptr<const planner::PlanSearchResult>& searchResult() const { return result_; }
   // The model (shipped name or config.json path) the search result was computed for.
   const std::string& resultModelSource() const { return result_model_source_; }
@@ -75,6 +87,7 @@ class PlannerSession : public QObject {
   // After every setInputs: the first invalid input, or none.
   void inputsChecked(std::optional<InputError> error);
   void shownPlanChanged();
+  void fitLimitsChanged();
   void searchStarted();
   void searchFinished();
   // The ranked plans were dropped (invalid inputs): searchResult() is null.
@@ -87,6 +100,7 @@ class PlannerSession : public QObject {
   void show(std::optional<ShownPlan> plan);
   void reject(InputError error);
   bool measuredRunMatchesShownPlan() const;
+  void updateFitLimits();
 
   PlannerInputs inputs_;
   std::string model_source_;
@@ -98,7 +112,9 @@ class PlannerSession : public QObject {
   std::string result_model_source_;
   std::optional<ShownPlan> shown_;
   bool take_best_plan_ = true;  // the next search's winner replaces the shown plan
-  bool carried_ = false;        // the shown plan was carried over from earlier inputs, not picked for these
+  FitLimits fit_limits_;
+  QTimer* fit_timer_ = nullptr;  // fit limits a moment after the plan: a dozen estimates kept off the views' latency
+  QString carry_note_;
   std::optional<MeasuredComparison> measured_;
   double last_search_s_ = 0;
   PlanSearchWorker worker_;

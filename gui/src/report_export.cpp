@@ -5,6 +5,7 @@
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
+#include <QRegularExpression>
 #include <QSaveFile>
 #include <QSvgGenerator>
 #include <QWidget>
@@ -45,6 +46,12 @@ QString export_file_filter() {
   return QObject::tr(
       "PDF, every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
       "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html)");
+}
+
+QString with_export_suffix(const QString& path, const QString& filter) {
+  if (export_format_of(path)) return path;
+  const QRegularExpressionMatch suffix = QRegularExpression(QStringLiteral("\\(\\*(\\.\\w+)\\)")).match(filter);
+  return suffix.hasMatch() ? path + suffix.captured(1) : path;
 }
 
 Status export_views_pdf(const std::vector<ExportedView>& views, const QString& path) {

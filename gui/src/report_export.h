@@ -20,6 +20,9 @@ enum class ExportFormat { pdf, svg, png, json, csv, md, html };
 std::optional<ExportFormat> export_format_of(const QString& path);
 // "PDF (*.pdf);;SVG (*.svg);;..." for a file dialog.
 QString export_file_filter();
+// `path` with the suffix of the dialog's chosen `filter` ("HTML, the shown plan (*.html)")
+// where the typed name has no export suffix of its own ("report" -> "report.html").
+QString with_export_suffix(const QString& path, const QString& filter);
 
 struct ExportedView {
   QString title;

@@ -1,6 +1,7 @@
 #include "tessera/planner/refit_plan.h"
 
 #include <algorithm>
+#include <string>
 
 namespace tessera::planner {
 
@@ -24,6 +25,29 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
   const auto& modes = request.recompute;
   if (!modes.empty() && std::find(modes.begin(), modes.end(), t.recompute) == modes.end()) out.training.recompute = modes.front();
   return out;
+}
+
+Result<EstimateRequest> carry_plan(const EstimateRequest& plan, const PlanRequest& request) {
+  const auto refuse = [](const std::string& why) { return make_error(ErrorCode::invalid_argument, why); };
+  const int64_t gpus = request.cluster.world_size();
+  const int64_t model_parallel = plan.layout.tp * plan.layout.pp;
+  if (gpus % model_parallel != 0) {
+    return refuse("its tp " + std::to_string(plan.layout.tp) + " × pp " + std::to_string(plan.layout.pp) + " does not divide " + std::to_string(gpus) + " GPUs");
+  }
+  EstimateRequest carried = plan;
+  carried.layout.dp = gpus / model_parallel;
+  if (request.global_batch_size % carried.layout.dp != 0) {
+    return refuse("a global batch of " + std::to_string(request.global_batch_size) + " does not split over its " + std::to_string(carried.layout.dp) +
+                  " data-parallel ranks");
+  }
+  const int64_t per_rank = request.global_batch_size / carried.layout.dp;
+  int64_t micro_batch = std::min(plan.training.micro_batch_size, per_rank);
+  while (per_rank % micro_batch != 0) --micro_batch;
+  carried.training.micro_batch_size = micro_batch;
+  carried.training.num_micro_batches = per_rank / micro_batch;
+  auto refit = refit_plan(carried, request);
+  if (!refit) return refuse("the search for these inputs excludes its plugin, layout or micro-batch");
+  return *refit;
 }
 
 }  // namespace tessera::planner

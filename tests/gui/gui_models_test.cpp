@@ -40,6 +40,27 @@ class ModelsTest : public QObject {
     QCOMPARE(model.rowCount(), 0);
   }
 
+  // D5: plans that differ only in their pipeline schedule differ in the table.
+  void planTableTellsSchedulesApart() {
+    const auto result = std::make_shared<const planner::PlanSearchResult>(test::planner_search(PlannerInputs{}));
+    PlanTableModel model;
+    model.setResult(result, 80LL << 30);
+    QStringList interleaved_rows, one_f_one_b_rows;
+    for (int row = 0; row < static_cast<int>(result->plans.size()); ++row) {
+      const planner::EstimateRequest& r = result->plans[static_cast<size_t>(row)].request;
+      const QString schedule = model.index(row, PlanTableModel::kSchedule).data().toString();
+      if (r.layout.pp == 1) QCOMPARE(schedule, QStringLiteral("–"));
+      else if (r.plugin.pp_schedule == planner::PipelineSchedule::interleaved) QCOMPARE(schedule, QStringLiteral("interleaved × %1").arg(r.plugin.num_model_chunks));
+      else if (r.plugin.pp_schedule == planner::PipelineSchedule::one_f_one_b) QCOMPARE(schedule, QStringLiteral("1F1B"));
+      QStringList cells;
+      for (int column = PlanTableModel::kPlugin; column <= PlanTableModel::kMicroBatch; ++column) cells << model.index(row, column).data().toString();
+      (r.plugin.pp_schedule == planner::PipelineSchedule::interleaved ? interleaved_rows : one_f_one_b_rows) << cells.join('|');
+    }
+    // The default example ranks hybrid 4×2×2 +sp, ZeRO 1, no recompute, 1 × 8 both interleaved (#1) and 1F1B (#9).
+    QVERIFY(interleaved_rows.contains(QStringLiteral("hybrid_parallel|4×2×2 +sp|interleaved × 2|1|none|none|1 × 8")));
+    QVERIFY(one_f_one_b_rows.contains(QStringLiteral("hybrid_parallel|4×2×2 +sp|1F1B|1|none|none|1 × 8")));
+  }
+
   void planTableSortsNumerically() {
     const auto result = std::make_shared<const planner::PlanSearchResult>(test::planner_search(PlannerInputs{}));
     PlanTableModel model;

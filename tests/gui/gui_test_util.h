@@ -13,12 +13,13 @@
 
 namespace tessera::gui::test {
 
-// Processes events until the session's search has delivered (10 s at most).
+// Processes events until the session's search has delivered (10 s at most), and what follows it.
 inline bool wait_for_search(PlannerSession& session) {
   QElapsedTimer timer;
   timer.start();
   QCoreApplication::processEvents();
   while (session.searching() && timer.elapsed() < 10000) QTest::qWait(2);
+  QCoreApplication::processEvents();  // what follows the delivery: the fit limits of the plan it shows
   return !session.searching();
 }
 

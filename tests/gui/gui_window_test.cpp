@@ -5,10 +5,14 @@
 #include <cmath>
 #include <tuple>
 
+#include <QAction>
+#include <QComboBox>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QGroupBox>
 #include <QImage>
+#include <QLocale>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -19,13 +23,16 @@
 #include <QTest>
 #include <QXmlStreamReader>
 
+#include "category_style.h"
 #include "comparison_model.h"
+#include "fit_slider.h"
 #include "gui_test_util.h"
 #include "input_panel.h"
 #include "memory_view.h"
 #include "mesh_view.h"
 #include "pipeline_view.h"
 #include "plan_table_model.h"
+#include "report_export.h"
 #include "session_io.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/plan_file.h"
@@ -119,7 +126,7 @@ class WindowTest : public QObject {
     inputs.model = "gpt2";  // 1024 learned positions
     inputs.seq_len = 4096;
     test::set_inputs(window, inputs);
-    QVERIFY(window.inputPanel()->errorText(InputField::seq_len).contains("--seq 4096"));
+    QVERIFY(window.inputPanel()->errorText(InputField::seq_len).startsWith("Sequence 4096 exceeds"));  // D18: the control's label, not --seq
     QVERIFY(window.inputPanel()->errorText(InputField::model).isEmpty());
     window.inputPanel()->seqBox()->setValue(1024);
     QVERIFY(window.inputPanel()->errorText(InputField::seq_len).isEmpty());
@@ -186,7 +193,7 @@ class WindowTest : public QObject {
     QCOMPARE(plan_file->model_source, valid.model);
   }
 
-  void aPluginFilterOrBatchChangeShowsTheSearchsBestPlan() {
+  void aPluginFilterChangeShowsTheSearchsBestPlan() {
     MainWindow window(StartState::defaults);
     QVERIFY(test::wait_for_search(window.session()));
     // Pick a row other than the best, so the shown plan is the user's choice.
@@ -210,7 +217,7 @@ class WindowTest : public QObject {
     QCOMPARE(shown.training.micro_batch_size * shown.training.num_micro_batches * shown.layout.dp, int64_t{2});
     QCOMPARE(planner::describe_plan(shown), planner::describe_plan(small.plans.front().request));
 
-    // A change that keeps the plan possible (the sequence) carries it over, and the table shows it where the search ranks it.
+    // A what-if change (the sequence) carries the chosen plan over, and the search's end leaves it in view.
     const auto second = window.planModel()->planAt(1);
     QVERIFY(second.has_value());
     window.session().selectPlan(*second);
@@ -220,8 +227,72 @@ class WindowTest : public QObject {
     QCOMPARE(planner::describe_plan(window.session().shownPlan()->request), chosen);
     QCOMPARE(window.session().shownPlan()->request.training.seq_len, int64_t{2048});
     QVERIFY(test::wait_for_search(window.session()));
-    const int row = window.planModel()->rowOf(window.session().shownPlan()->request);
-    QVERIFY(row >= 0);  // the carried plan, or the best where the search no longer returns it
+    QCOMPARE(planner::describe_plan(window.session().shownPlan()->request), chosen);
+  }
+
+  // D1: sequence, batch and GPU count re-estimate the plan in view, however far over capacity it goes.
+  void whatIfKeepsThePlanInViewAndShowsItOverCapacity() {
+    MainWindow window(StartState::defaults);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    const planner::EstimateRequest picked = window.session().shownPlan()->request;  // hybrid dp 4 × tp 2 × pp 2, micro-batch 1 × 8
+    const planner::ParallelLayout layout = picked.layout;
+    const auto planner_estimate = [&](const planner::EstimateRequest& plan) {
+      return planner::estimate_memory(window.session().model(), window.session().planRequest().cluster.gpu, plan).value();
+    };
+
+    // It fits as it is, so both sliders' marks lie at or beyond the current values (32 sequences of 4096 tokens).
+    QVERIFY(window.session().fitLimits().global_batch >= 32);
+    QVERIFY(window.session().fitLimits().seq_len >= 4096);
+    QVERIFY(window.inputPanel()->fitText(InputField::global_batch).startsWith("the plan fits up to"));
+
+    // A sequence it cannot hold: the same layout, its own estimate, red with the amount over, before and after the search.
+    window.inputPanel()->seqBox()->setValue(65536);
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto& shown = *window.session().shownPlan();
+      QCOMPARE(shown.request.layout.tp, layout.tp);
+      QCOMPARE(shown.request.layout.pp, layout.pp);
+      QCOMPARE(shown.request.plugin.pp_schedule, picked.plugin.pp_schedule);
+      QCOMPARE(shown.request.training.seq_len, int64_t{65536});
+      const planner::MemoryEstimate expected = planner_estimate(shown.request);
+      QVERIFY(!expected.fits());
+      QCOMPARE(window.memoryView()->rows().front().device_total, expected.ranks.front().device_total);
+      QVERIFY(window.verdictText().contains("DOES NOT FIT"));
+      QVERIFY(window.verdictText().contains(bytes_text(-expected.tightest().margin) + " over"));
+      QVERIFY(test::wait_for_search(window.session()));
+    }
+
+    // The slider marks the largest power of two at which this plan fits: it fits there and not at twice that.
+    const int64_t seq_limit = window.session().fitLimits().seq_len;
+    QVERIFY(seq_limit >= 128 && seq_limit < 65536);
+    planner::EstimateRequest at = window.session().shownPlan()->request;
+    at.training.seq_len = seq_limit;
+    QVERIFY(planner_estimate(at).fits());
+    at.training.seq_len = 2 * seq_limit;
+    QVERIFY(!planner_estimate(at).fits());
+    QCOMPARE(*window.inputPanel()->seqSlider()->fitLimit(), static_cast<int>(std::log2(seq_limit)));
+    QVERIFY(window.inputPanel()->fitText(InputField::seq_len).contains(QLocale().toString(static_cast<qlonglong>(seq_limit))));
+
+    // Twice the GPUs: dp doubles, tp and pp stay, the batch splits into half the micro-batches.
+    window.inputPanel()->seqBox()->setValue(4096);
+    window.inputPanel()->gpusBox()->setValue(32);
+    const auto& wider = *window.session().shownPlan();
+    QCOMPARE(wider.request.layout.dp, 2 * layout.dp);
+    QCOMPARE(wider.request.layout.tp, layout.tp);
+    QCOMPARE(wider.request.training.micro_batch_size * wider.request.training.num_micro_batches * wider.request.layout.dp, int64_t{32});
+    QCOMPARE(wider.memory.ranks.front().device_total, planner_estimate(wider.request).ranks.front().device_total);
+
+    // Four times the batch: the micro-batches follow.
+    window.inputPanel()->globalBatchBox()->setValue(128);
+    QCOMPARE(window.session().shownPlan()->request.training.num_micro_batches, 128 / (2 * layout.dp) / picked.training.micro_batch_size);
+    QVERIFY(window.session().carryNote().isEmpty());
+    QVERIFY(test::wait_for_search(window.session()));
+
+    // 6 GPUs: tp × pp no longer divides the cluster, so the search's best replaces the plan, and the app says why.
+    window.inputPanel()->gpusBox()->setValue(6);
+    QVERIFY(window.session().carryNote().contains("does not divide 6 GPUs"));
+    QVERIFY(test::wait_for_search(window.session()));
+    QCOMPARE(window.session().shownPlan()->request.layout.world_size(), int64_t{6});
   }
 
   void measuredRunOverlayShowsTheErrors() {
@@ -330,10 +401,67 @@ class WindowTest : public QObject {
     // Without the config.json the error says so, and stays on screen after the search's status message.
     QVERIFY(QFile::remove(dir.filePath("config.json")));
     window.openPath(dir.filePath("metrics.json"));
-    QVERIFY(window.problemText().contains("config.json"));
+    QVERIFY2(window.problemText().contains("config.json"), qPrintable(window.problemText()));
     QVERIFY(test::wait_for_search(window.session()));
     let_searches_settle();
     QVERIFY(window.problemText().contains("config.json"));
+  }
+
+  // D6: an opened config.json is listed by its folder, then by its name and size; the tooltip has the path.
+  void anOpenedConfigIsListedByNameAndSize() {
+    MainWindow window(StartState::defaults);
+    QTemporaryDir dir;
+    QVERIFY(QDir(dir.path()).mkpath("Llama-Test"));
+    const QString path = dir.filePath("Llama-Test/config.json");
+    QVERIFY(QFile::copy(QStringLiteral(TESSERA_SOURCE_DIR "/models/llama-2-7b.json"), path));
+    window.openPath(path);
+    QVERIFY(window.inputPanel()->errorText(InputField::model).isEmpty());
+    const QComboBox* models = window.inputPanel()->modelBox();
+    const QString expected = QStringLiteral("Llama-Test · %1 parameters").arg(QString::fromStdString(planner::format_count(window.session().model().parameter_count)));
+    QCOMPARE(models->currentText(), expected);
+    QVERIFY(expected.contains("6.7B"));
+    QCOMPARE(models->itemData(models->currentIndex(), Qt::ToolTipRole).toString(), path);
+  }
+
+  // D10: a cluster preset shows its own GPU, count and network in the greyed fields.
+  void aClusterPresetFillsTheGpuFields() {
+    MainWindow window(StartState::defaults);
+    InputPanel& panel = *window.inputPanel();
+    panel.gpusBox()->setValue(4096);
+    QComboBox* clusters = panel.findChild<QComboBox*>(QString(), Qt::FindChildrenRecursively);
+    for (QComboBox* combo : panel.findChildren<QComboBox*>()) {
+      if (combo->itemText(0).startsWith("custom")) clusters = combo;
+    }
+    QVERIFY(clusters->count() > 1);
+    clusters->setCurrentIndex(1);
+    const auto preset = planner::load_cluster(clusters->currentData().toString().toStdString());
+    QVERIFY(preset.ok());
+    QVERIFY(!panel.gpusBox()->isEnabled());
+    QCOMPARE(panel.gpusBox()->value(), static_cast<int>(preset->world_size()));
+    QCOMPARE(panel.inputs().gpus, preset->world_size());
+    QCOMPARE(panel.inputs().gpu, preset->gpu.name);
+    QCOMPARE(panel.inputs().gpus_per_node, preset->gpus_per_node);
+    QCOMPARE(window.session().inputs().gpus, preset->world_size());  // what was emitted, too
+  }
+
+  // D19: a typed 0 stays and is refused by name; D18: a broken config.json is one line without the parser's tag.
+  void zeroAndBrokenFilesAreRefusedInPlainWords() {
+    MainWindow window(StartState::defaults);
+    window.inputPanel()->globalBatchBox()->setValue(0);
+    QCOMPARE(window.inputPanel()->globalBatchBox()->value(), 0);
+    QCOMPARE(window.inputPanel()->errorText(InputField::global_batch), QStringLiteral("Global batch must be a positive integer, got 0"));
+    QVERIFY(!window.exportAction()->isEnabled());
+    window.inputPanel()->globalBatchBox()->setValue(32);
+    window.inputPanel()->gpusBox()->setValue(0);
+    QCOMPARE(window.inputPanel()->errorText(InputField::gpus), QStringLiteral("GPUs must be a positive integer, got 0"));
+
+    QTemporaryDir dir;
+    write_file(dir.filePath("config.json"), "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,\n  oops\n}\n");
+    window.openPath(dir.filePath("config.json"));
+    const QString model_error = window.inputPanel()->errorText(InputField::model) + window.problemText();
+    QVERIFY(!model_error.isEmpty());
+    QVERIFY2(!model_error.contains("json.exception") && !model_error.contains('\n') && !model_error.contains("--"), qPrintable(model_error));
+    QVERIFY2(model_error.contains("line 4"), qPrintable(model_error));
   }
 
   void fileErrorsNameTheProblemAndStay() {
@@ -344,7 +472,7 @@ class WindowTest : public QObject {
     QVERIFY2(window.problemText().contains("\"gpus\""), qPrintable(window.problemText()));
     // Truncated or unreadable JSON is reported as such, not taken for a model config.
     const PlannerInputs before = window.session().inputs();
-    write_file(dir.filePath("truncated.json"), R"({"schema": 1, "kind": "metr)");
+    write_file(dir.filePath("truncated.json"), "{\"schema\": 1, \"kind\": \"metr");
     window.openPath(dir.filePath("truncated.json"));
     QVERIFY(!window.problemText().isEmpty());
     QVERIFY(window.session().inputs() == before);
@@ -359,8 +487,54 @@ class WindowTest : public QObject {
     QVERIFY(window.problemText().isEmpty());
   }
 
+  // D4: Ctrl+= zooms the pipeline as Ctrl++ does, also from an input (D2's Ctrl+E needs X11's key bindings: gui_xvfb_test).
+  void ctrlEqualsZoomsThePipeline() {
+    MainWindow window(StartState::defaults);
+    window.show();
+    window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QVERIFY(test::wait_for_search(window.session()));
+    window.showView(View::pipeline);
+    const auto [start, end] = window.pipelineView()->visibleRange();
+    QTest::keyClick(window.inputPanel()->seqBox(), Qt::Key_Equal, Qt::ControlModifier);
+    const auto [zoomed_start, zoomed_end] = window.pipelineView()->visibleRange();
+    QCOMPARE((zoomed_end - zoomed_start) * 1.25, end - start);
+  }
+
+  // D7, D8, D9, D12: the export dialog's filter names the suffix; Export waits for valid inputs;
+  // an export's error goes with the inputs that caused it; the search summary outlives messages.
+  void exportsFollowTheInputs() {
+    QCOMPARE(with_export_suffix("/tmp/report", "HTML, the shown plan (*.html)"), QStringLiteral("/tmp/report.html"));
+    QCOMPARE(with_export_suffix("/tmp/report.md", "HTML, the shown plan (*.html)"), QStringLiteral("/tmp/report.md"));
+    QCOMPARE(with_export_suffix("/tmp/plan", export_file_filter().split(";;").front()), QStringLiteral("/tmp/plan.pdf"));
+
+    MainWindow window(StartState::defaults);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.exportAction()->isEnabled());
+    QVERIFY(window.searchSummaryText().startsWith("Searched"));
+    QTemporaryDir dir;
+    window.exportFile(dir.filePath("memory.png"));
+    QVERIFY(window.problemText().isEmpty());
+    QVERIFY(window.searchSummaryText().startsWith("Searched"));  // beside "Exported ...", not replaced by it
+
+    window.exportFile(dir.filePath("no-such-folder/plan.pdf"));
+    QVERIFY(window.problemText().contains("cannot write"));
+    window.inputPanel()->seqBox()->setValue(2048);
+    QVERIFY(window.problemText().isEmpty());
+
+    PlannerInputs invalid;
+    invalid.model = "/nonexistent/config.json";
+    test::set_inputs(window, invalid);
+    QVERIFY(!window.exportAction()->isEnabled());
+    test::set_inputs(window, PlannerInputs{});
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.exportAction()->isEnabled());
+  }
+
   void outOfRangeSessionValuesAreRejectedByName() {
-    const std::string head = R"({"schema": 1, "kind": "tessera-gui-session", )";
+    // Plain literals: moc reads braces inside raw strings as code, and slots after an unbalanced one vanish.
+    const std::string head = "{\"schema\": 1, \"kind\": \"tessera-gui-session\", ";
     for (auto [field, value] : {std::pair{"gpus", "0"}, std::pair{"gpus", "2097152"}, std::pair{"seq_len", "3e9"}, std::pair{"seq_len", "3000000000"},
                                 std::pair{"global_batch_size", "-4"}, std::pair{"gpus_per_node", "4096"}, std::pair{"inter_node_gbps", "0"},
                                 std::pair{"model", "7"}}) {
@@ -370,7 +544,7 @@ class WindowTest : public QObject {
       QVERIFY2(loaded.error().message.find(std::string("\"") + field + "\"") != std::string::npos, loaded.error().message.c_str());
     }
     // The limits themselves load, and the controls show them unclamped.
-    auto loaded = session_from_json(head + R"("gpus": 1048576, "seq_len": 1048576, "global_batch_size": 16777216, "gpus_per_node": 1024})", "s.json");
+    auto loaded = session_from_json(head + "\"gpus\": 1048576, \"seq_len\": 1048576, \"global_batch_size\": 16777216, \"gpus_per_node\": 1024}", "s.json");
     QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().message.c_str());
     InputPanel panel;
     panel.setInputs(loaded.value());
@@ -382,7 +556,7 @@ class WindowTest : public QObject {
     PlannerInputs inputs;
     inputs.inter_node_gbit_s = 0;
     window.session().setInputs(inputs);
-    QVERIFY(window.inputPanel()->errorText(InputField::network).contains("--inter-node"));
+    QVERIFY(window.inputPanel()->errorText(InputField::network).startsWith("Network must lie in"));
     inputs = PlannerInputs{};
     inputs.global_batch = planner::kMaxGlobalBatchSize + 1;
     window.session().setInputs(inputs);

@@ -9,7 +9,8 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr const char* kLaneNames[engine::kNumTimelineLanes] = {"compute", "data-parallel communication", "tensor-parallel communication"};
+constexpr const char* kLaneNames[engine::kNumTimelineLanes] = {"compute", "data-parallel communication", "tensor-parallel communication",
+                                                                "pipeline communication"};
 
 // The simulator's names where there is one (F3 and B3: micro-batch 3's forward and backward).
 std::string event_name(const engine::TimelineEvent& e) {
@@ -35,7 +36,12 @@ const char* category(const engine::TimelineEvent& e) {
     case engine::TimelineKind::backward: return "backward";
     case engine::TimelineKind::gradient_reduction: return "gradient_reduction";
     case engine::TimelineKind::optimizer_step: return "optimizer";
-    default: return e.lane == engine::TimelineLane::tensor_parallel ? "tensor_parallel" : "data_parallel";
+    default:
+      switch (e.lane) {
+        case engine::TimelineLane::tensor_parallel: return "tensor_parallel";
+        case engine::TimelineLane::pipeline_parallel: return "pipeline_parallel";
+        default: return "data_parallel";
+      }
   }
 }
 

@@ -66,10 +66,9 @@ EstimateRequest cpu_request(EstimateRequest r) {
 }
 
 // Options `tessera train` shares with `tessera estimate` that describe what
-// the engine does not run yet (tensor and pipeline parallelism, FSDP, Gemini)
-// or does its own way (its DDP buckets are always views of the gradients):
-// refused rather than silently ignored.
-constexpr const char* kClusterOnlyOptions[] = {"--gradient-as-bucket-view", "--pp-schedule", "--model-chunks"};
+// the engine does its own way (its DDP buckets are always views of the
+// gradients): refused rather than silently ignored.
+constexpr const char* kClusterOnlyOptions[] = {"--gradient-as-bucket-view"};
 // What a plan file sets; given beside --plan they would be overridden.
 constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--activation-profile"};
 constexpr const char* kLossScalerOptions[] = {"--loss-scale", "--loss-scale-window", "--hysteresis"};
@@ -96,12 +95,8 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
                                              : device.description;
     return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": " + why + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
   }
-  if (r.layout.pp != 1) {
-    return make_error(ErrorCode::unsupported, "--pp " + std::to_string(r.layout.pp) +
-                                                  ": the engine trains data and tensor parallelism so far, not pipelines; plan with --pp 1");
-  }
   if (r.layout.world_size() != ranks) {
-    const std::string layout = "dp " + std::to_string(r.layout.dp) + " × tp " + std::to_string(r.layout.tp);
+    const std::string layout = "dp " + std::to_string(r.layout.dp) + " × tp " + std::to_string(r.layout.tp) + " × pp " + std::to_string(r.layout.pp);
     return make_error(ErrorCode::invalid_argument, layout + " needs " + std::to_string(r.layout.world_size()) + " ranks but " +
                                                        (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks)) +
                                                        "; launch with mpirun -np " + std::to_string(r.layout.world_size()) + " tessera train ...");
@@ -163,6 +158,7 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   };
   out["communication"] = counters_json(m.communication);  // in rank 0's data-parallel group
   if (request.layout.tp > 1) out["tensor_parallel_communication"] = counters_json(m.tensor_parallel_communication);
+  if (request.layout.pp > 1) out["pipeline_parallel_communication"] = counters_json(m.pipeline_parallel_communication);
   out["chunk_moves"] = m.chunk_moves;
   out["loss"] = m.loss;
   out["grad_norm"] = m.grad_norm;  // null where an fp16 step was skipped
@@ -347,8 +343,12 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   const planner::RankCoordinates at = planner::rank_coordinates(request.layout, o.rank);
   const auto data_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.dp_rank), static_cast<int>(request.layout.dp));
   const auto tensor_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.tp_rank), static_cast<int>(request.layout.tp));
+  const auto pipeline_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.pp_rank), static_cast<int>(request.layout.pp));
   t.data_parallel_group = data_group.get();
   t.tensor_parallel_group = tensor_group.get();
+  t.pipeline_parallel_group = pipeline_group.get();
+  t.pipeline_schedule = request.plugin.pp_schedule;
+  t.model_chunks = request.plugin.model_chunks();
   t.sequence_parallel = request.layout.sequence_parallel;
   auto metrics = engine::dry_run(model, t);
   if (!metrics) return fail(err, metrics.error().message);
@@ -445,6 +445,9 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!groups) return failed(groups.error().message);
   t.data_parallel_group = groups->data.get();
   t.tensor_parallel_group = groups->tensor.get();
+  t.pipeline_parallel_group = groups->pipeline.get();
+  t.pipeline_schedule = request.plugin.pp_schedule;
+  t.model_chunks = request.plugin.model_chunks();
   t.sequence_parallel = request.layout.sequence_parallel;
   t.world_group = &world;
   t.model_config_text = config_text.value();

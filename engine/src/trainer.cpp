@@ -15,9 +15,11 @@
 #include "tessera/engine/consolidated_checkpoint.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/model/transformer.h"
+#include "tessera/engine/parallel/pipeline.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/flops.h"
+#include "tessera/planner/pipeline_stage_model.h"
 #include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
@@ -33,13 +35,25 @@ std::vector<bool> decay_mask(const std::vector<std::vector<int64_t>>& shapes) {
   return mask;
 }
 
-// Which of a tensor-parallel rank's parameters are whole on every rank of its group.
-std::vector<bool> replicated_parameters(const planner::Model& part) {
-  std::vector<bool> replicated;
+// Which of a rank's parameters its gradient norm counts (ParallelStrategy::
+// set_model_parallel): not those whole on every tensor-parallel rank, on
+// ranks other than 0 of the group, and not a last stage's copy of a tied embedding.
+std::vector<bool> parameters_counted_in_norm(const planner::Model& part, int tp_rank) {
+  std::vector<bool> counted;
   for (const planner::FlatParameter& flat : planner::flat_parameter_order(part.inventory)) {
-    replicated.push_back(part.inventory.tensors[static_cast<size_t>(flat.tensor_index)].tp_split == planner::TpSplit::replicated);
+    const planner::TensorInfo& tensor = part.inventory.tensors[static_cast<size_t>(flat.tensor_index)];
+    counted.push_back(!tensor.tied_copy && (tp_rank == 0 || tensor.tp_split != planner::TpSplit::replicated));
   }
-  return replicated;
+  return counted;
+}
+
+int group_size(const comm::Communicator* group) { return group != nullptr ? group->size() : 1; }
+
+// This rank's pipeline stage (the whole model without a pipeline).
+planner::PipelinePlacement placement_of(const TrainOptions& o) {
+  const comm::Communicator* pipeline = o.pipeline_parallel_group;
+  if (group_size(pipeline) == 1) return {};
+  return planner::PipelinePlacement{pipeline->size(), pipeline->rank(), o.model_chunks};
 }
 
 void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, double loss, double tokens_per_s, double elapsed_s, double done) {
@@ -106,16 +120,19 @@ class TrainingRun {
 
   TrainingRun(const planner::Model& model, const TrainOptions& o, const TokenDataset& data, std::ostream& progress, bool terminal)
       : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data)),
-        local_model_(planner::tp_rank_model(model, o.tensor_parallel_group != nullptr ? o.tensor_parallel_group->size() : 1)),
+        placement_(placement_of(o)), stage_model_(planner::stage_model(model, placement_)),
+        local_model_(planner::tp_rank_model(stage_model_, group_size(o.tensor_parallel_group))),
         own_group_(o.data_parallel_group == nullptr ? comm::make_local_communicator() : nullptr),
         group_(o.data_parallel_group != nullptr ? *o.data_parallel_group : *own_group_),
         world_(o.world_group != nullptr ? *o.world_group : group_),
-        tensor_group_(o.tensor_parallel_group != nullptr && o.tensor_parallel_group->size() > 1 ? o.tensor_parallel_group : nullptr) {
+        tensor_group_(group_size(o.tensor_parallel_group) > 1 ? o.tensor_parallel_group : nullptr),
+        pipeline_group_(group_size(o.pipeline_parallel_group) > 1 ? o.pipeline_parallel_group : nullptr) {
     if (o.dry_run) metrics_.ledger = MemoryLedger::dry_run();
   }
   ~TrainingRun() {  // the communicators outlive the run and its timeline
     group_.record_into(nullptr, TimelineLane::data_parallel);
     if (tensor_group_ != nullptr) tensor_group_->record_into(nullptr, TimelineLane::tensor_parallel);
+    if (pipeline_group_ != nullptr) pipeline_group_->record_into(nullptr, TimelineLane::pipeline_parallel);
   }
   TrainingRun(const TrainingRun&) = delete;
   TrainingRun& operator=(const TrainingRun&) = delete;
@@ -143,8 +160,9 @@ class TrainingRun {
     return tensor_group_ != nullptr ? TensorParallelRank{tensor_group_->size(), tensor_group_->rank()} : TensorParallelRank{};
   }
   // Whether a checkpoint is every rank's optimizer shard files (a sharded
-  // data-parallel run); a tensor-parallel run's is consolidated instead.
-  bool saves_shard_files() const { return tensor_group_ == nullptr && group_.size() > 1 && parallel_->sharded(); }
+  // data-parallel run); a tensor- or pipeline-parallel run's is consolidated instead.
+  bool consolidates() const { return tensor_group_ != nullptr || pipeline_group_ != nullptr; }
+  bool saves_shard_files() const { return !consolidates() && group_.size() > 1 && parallel_->sharded(); }
   bool weights_finite();
   Status save(int64_t step, int64_t data_position);
   Status commit_checkpoint(int64_t step, int64_t data_position);
@@ -154,6 +172,11 @@ class TrainingRun {
   bool saves() const { return o_.run_directory != nullptr || !o_.run_directory_path.empty(); }
   Error diverged(const std::string& what, int64_t step, int64_t position_before);
   Result<std::optional<double>> accumulate_gradients(double loss_scale);
+  // The step's micro-batches through this pipeline stage; the mean loss where the stage holds the head.
+  Result<double> run_pipeline(double loss_scale);
+  Status check_pipeline() const;
+  // Sums the tied embedding's gradient with its copy's on the other end of the pipeline.
+  Status sum_tied_embedding_gradients();
   OptimizerShard& optimizer() { return parallel_->optimizer(); }
   // Tokens of one step over all ranks.
   int64_t tokens_per_step() const { return group_.size() * o_.num_micro_batches * o_.micro_batch_size * o_.seq_len; }
@@ -165,19 +188,27 @@ class TrainingRun {
   const bool terminal_;
   const std::vector<RunSetting> settings_;
   TrainMetrics metrics_;
-  // What this rank holds of the model: all of it, or its tensor-parallel part,
-  // which data parallelism shards (the plugins see this one).
+  const planner::PipelinePlacement placement_;
+  const planner::Model stage_model_;  // the tensors of this rank's pipeline stage, whole (the model without a pipeline)
+  // What this rank holds of the model: all of it, or its tensor-parallel part
+  // of its stage, which data parallelism shards (the plugins see this one).
   const planner::Model local_model_;
   std::unique_ptr<comm::Communicator> own_group_;  // one rank, when no group was given
   comm::Communicator& group_;                      // data parallelism
   comm::Communicator& world_;                      // every rank of the run
   comm::Communicator* tensor_group_;               // null without tensor parallelism
+  comm::Communicator* pipeline_group_;             // null without pipeline parallelism
+  // The first and the last stage, which both hold the tied embedding (null: none here).
+  std::unique_ptr<comm::Communicator> embedding_group_;
+  std::unique_ptr<comm::Communicator> own_tensor_group_;  // one rank, for a pipeline's checkpoints without tensor parallelism
   // The ranks' bookkeeping (the loss, stop and save agreements, memory peaks)
   // on a communicator of its own, so that group_'s counters hold the training's traffic only.
   std::unique_ptr<comm::Communicator> control_;
   comm::CommCounters counted_before_;  // group_'s counters when the run began
   comm::CommCounters tensor_counted_before_;  // tensor_group_'s
+  comm::CommCounters pipeline_counted_before_;  // pipeline_group_'s
   std::optional<Transformer<T>> net_;
+  std::optional<PipelineStage<T>> pipeline_;
   std::unique_ptr<ParallelStrategy<T>> parallel_;
   // fp16 overflows above 65504 and underflows below 2^-24: its gradients need loss scaling.
   std::optional<DynamicLossScaler> scaler_;
@@ -188,33 +219,48 @@ class TrainingRun {
   int64_t committed_step_ = 0;
   Clock::time_point started_ = Clock::now();
   std::vector<int32_t> tokens_, targets_;
+  std::vector<std::vector<int32_t>> step_tokens_, step_targets_;  // a pipeline's micro-batches of the step
   Timeline timeline_;  // this rank's last step
 };
 
 template <typename T>
 Status TrainingRun<T>::prepare() {
   if (Status s = check_data_parallel_supported(o_.plugin, o_.precision, local_model_, group_.size()); !s) return s;
-  if (tensor_group_ != nullptr && o_.world_group == nullptr && !o_.dry_run) {
-    return make_error(ErrorCode::invalid_argument, "tensor parallelism needs TrainOptions::world_group (every rank of the run), where the ranks agree and save");
+  if (consolidates() && o_.world_group == nullptr && !o_.dry_run) {
+    return make_error(ErrorCode::invalid_argument,
+                      "tensor and pipeline parallelism need TrainOptions::world_group (every rank of the run), where the ranks agree and save");
   }
   if (tensor_group_ != nullptr && o_.plugin.kind != planner::PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::invalid_argument, "--tp " + std::to_string(tensor_group_->size()) + ": tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
   }
+  if (pipeline_group_ != nullptr) {
+    if (Status s = check_pipeline(); !s) return s;
+  }
   auto control = world_.split(0, world_.rank(), "control");
   if (!control) return control.error();
   control_ = std::move(control).value();
+  if (pipeline_group_ != nullptr) {
+    // Every stage takes part in the split; the middle ones form a group they never use.
+    auto embedding = pipeline_group_->split(placement_.first() || placement_.last() ? 0 : 1, pipeline_group_->rank(), "embedding");
+    if (!embedding) return embedding.error();
+    embedding_group_ = std::move(embedding).value();
+    if (tensor_group_ == nullptr) own_tensor_group_ = comm::make_local_communicator("tp");
+  }
   counted_before_ = group_.counters();
   if (tensor_group_ != nullptr) tensor_counted_before_ = tensor_group_->counters();
+  if (pipeline_group_ != nullptr) pipeline_counted_before_ = pipeline_group_->counters();
   if (!o_.dry_run) {
     group_.record_into(&timeline_, TimelineLane::data_parallel);
     if (tensor_group_ != nullptr) tensor_group_->record_into(&timeline_, TimelineLane::tensor_parallel);
+    if (pipeline_group_ != nullptr) pipeline_group_->record_into(&timeline_, TimelineLane::pipeline_parallel);
   }
   parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_);
-  if (tensor_group_ != nullptr) parallel_->set_tensor_parallel(tensor_group_, replicated_parameters(local_model_));
+  parallel_->set_model_parallel(tensor_group_, pipeline_group_, parameters_counted_in_norm(local_model_, tensor_group_ != nullptr ? tensor_group_->rank() : 0));
   auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage(),
-                                        o_.tensor_parallel_group, o_.sequence_parallel);
+                                        o_.tensor_parallel_group, o_.sequence_parallel, placement_);
   if (!created) return created.error();
   net_.emplace(std::move(created).value());
+  if (pipeline_group_ != nullptr) pipeline_.emplace(*net_, *pipeline_group_, metrics_.ledger, o_.pipeline_schedule, o_.num_micro_batches);
   if (Status s = parallel_->attach(metrics_.ledger, *net_, decay_mask(net_->parameter_shapes()), o_.optimizer); !s) return s;
   parallel_->initialize(local_model_, o_.seed);
   if (o_.precision == planner::Precision::fp16) scaler_.emplace(o_.loss_scaler);
@@ -282,7 +328,7 @@ Status TrainingRun<T>::resume_from_checkpoint() {
     return decided.error();
   }
   if (!checkpoint) return Status::success();
-  auto position = load_checkpoint(*checkpoint, model_, *net_, optimizer(), o_.optimizer.kind, tensor_parallel_rank());
+  auto position = load_checkpoint(*checkpoint, stage_model_, *net_, optimizer(), o_.optimizer.kind, tensor_parallel_rank());
   auto loaded = all_ranks(position.ok());
   if (!loaded) return loaded.error();
   if (!position) return position.error();
@@ -318,6 +364,7 @@ Status TrainingRun<T>::save(int64_t step, int64_t data_position) {
   metrics_.achieved_flops_per_s = metrics_.tokens_per_s * (flops.forward + flops.backward);
   metrics_.communication = group_.counters().since(counted_before_);
   if (tensor_group_ != nullptr) metrics_.tensor_parallel_communication = tensor_group_->counters().since(tensor_counted_before_);
+  if (pipeline_group_ != nullptr) metrics_.pipeline_parallel_communication = pipeline_group_->counters().since(pipeline_counted_before_);
   metrics_.chunk_moves = parallel_->chunk_moves();
   if (!saves()) return Status::success();
   auto peaks = gather_rank_peaks(*control_, metrics_.ledger);
@@ -342,7 +389,7 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
                                                        std::to_string(committed_step_) + " is kept; lower --lr");
   }
   const bool sharded = saves_shard_files();
-  const bool consolidated = tensor_group_ != nullptr;
+  const bool consolidated = consolidates();
   const bool collective = sharded || consolidated;  // every rank takes part in the save
   if (group_.size() > 1 && !collective && group_.rank() != 0) {  // replicated: rank 0 saves everything
     committed_step_ = metrics_.checkpoint_step = step;
@@ -361,8 +408,9 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
   const TrainingPosition position{step, data_position, scaler_ ? scaler_->state() : LossScalerState{}};
   Result<std::vector<CheckpointFile>> files = std::vector<CheckpointFile>{};
   if (consolidated) {
-    files = write_consolidated_checkpoint({group_, *tensor_group_, world_}, optimizer(), local_model_, model_, o_.plugin, o_.optimizer.kind,
-                                          staging->directory, position);
+    comm::Communicator& tensor = tensor_group_ != nullptr ? *tensor_group_ : *own_tensor_group_;
+    files = write_consolidated_checkpoint({group_, tensor, pipeline_group_, world_, placement_.chunks}, optimizer(), local_model_, stage_model_, model_, o_.plugin,
+                                          o_.optimizer.kind, staging->directory, position);
   } else if (sharded) {
     // Rank 0's copy of the whole model, for model.safetensors: save-time host memory, outside the training ledger.
     std::vector<float> weights(group_.rank() == 0 ? static_cast<size_t>(model_.parameter_count) : 0);
@@ -429,11 +477,16 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
   const int64_t k = o_.num_micro_batches, sequence_tokens = o_.micro_batch_size * o_.seq_len;
   loader_->seek(start_of_step_ + group_.rank() * k * sequence_tokens);
   double loss = 0;
+  if (pipeline_group_ != nullptr) {
+    auto stage_loss = run_pipeline(loss_scale);
+    if (!stage_loss) return stage_loss.error();
+    loss = stage_loss.value();
+  }
   // Under sequence parallelism the norms' gradients are partial sums until
   // reduced over the tensor-parallel group after the last backward, so data
   // parallelism starts no reduction inside backward.
   const bool sequence_parallel = tensor_group_ != nullptr && o_.sequence_parallel;
-  for (int64_t micro = 0; micro < k; ++micro) {
+  for (int64_t micro = 0; micro < k && pipeline_group_ == nullptr; ++micro) {
     // On several ranks the stop is agreed at step boundaries (run()), so that no rank abandons a step the others finish.
     if (world_.size() == 1 && stop_requested()) return std::optional<double>();
     loader_->next(tokens_.data(), targets_.data());
@@ -452,12 +505,67 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
   const auto reduction_start = Timeline::Clock::now();
   if (Status s = parallel_->reduce_gradients(); !s) return s.error();
   timeline_.record(TimelineKind::gradient_reduction, TimelineLane::compute, reduction_start, Timeline::Clock::now());
-  // Every rank of a tensor-parallel group computed the same loss: the mean over the world is the mean over data-parallel ranks.
+  // Every rank of a tensor-parallel group computed the same loss, and only the
+  // last stage of a pipeline computes it: the mean over the data-parallel ranks.
   if (world_.size() > 1) {
     if (Status s = control_->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
-    loss /= static_cast<double>(world_.size());
+    loss /= static_cast<double>(world_.size() / group_size(pipeline_group_));
   }
   return std::optional<double>(loss);
+}
+
+// The step's micro-batches of this data-parallel rank are read first (every
+// stage reads them: the first needs the tokens, the last the targets); the
+// stage runs its schedule; data parallelism reduces after the whole step, as
+// the gradients of a stage are complete only after its last backward.
+template <typename T>
+Result<double> TrainingRun<T>::run_pipeline(double loss_scale) {
+  const auto k = static_cast<size_t>(o_.num_micro_batches);
+  step_tokens_.resize(k);
+  step_targets_.resize(k);
+  for (size_t m = 0; m < k; ++m) {
+    step_tokens_[m].resize(tokens_.size());
+    step_targets_[m].resize(targets_.size());
+    loader_->next(step_tokens_[m].data(), step_targets_[m].data());
+  }
+  parallel_->prepare_backward(false);
+  const auto scale = static_cast<W>(loss_scale / static_cast<double>(k) * parallel_->gradient_scale());
+  auto loss = pipeline_->run_step(step_tokens_, step_targets_, scale, timeline_);
+  if (!loss) return loss.error();
+  if (Status s = sum_tied_embedding_gradients(); !s) return s.error();
+  return loss;
+}
+
+// Megatron-LM all-reduces the word embeddings' gradients between the first
+// and the last stage after backward (finalize_model_grads.py,
+// _allreduce_word_embedding_grads), so both copies take the same step.
+template <typename T>
+Status TrainingRun<T>::sum_tied_embedding_gradients() {
+  const Slice<T> gradient = net_->tied_embedding_gradient();
+  if (gradient.numel() == 0) return Status::success();
+  return embedding_group_->all_reduce(gradient.data(), gradient.data(), static_cast<size_t>(gradient.numel()), comm::ReduceOp::sum);
+}
+
+// What the engine's pipeline runs: hybrid_parallel's stages, with the
+// schedule's micro-batch rules (the planner offers no other plans).
+template <typename T>
+Status TrainingRun<T>::check_pipeline() const {
+  const std::string pp = "--pp " + std::to_string(pipeline_group_->size());
+  if (o_.plugin.kind != planner::PluginKind::hybrid_parallel) {
+    return make_error(ErrorCode::invalid_argument, pp + ": pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
+  }
+  if (o_.plugin.effective_zero_stage() >= 2) {
+    return make_error(ErrorCode::invalid_argument, pp + ": ZeRO-2 shards the gradients that a pipeline accumulates over its micro-batches; use --zero-stage 1");
+  }
+  const bool interleaved = o_.model_chunks > 1;
+  if (interleaved != (o_.pipeline_schedule == planner::PipelineSchedule::interleaved)) {
+    return make_error(ErrorCode::invalid_argument, pp + ": the interleaved schedule runs 2 or more model chunks per stage, the others one");
+  }
+  if (interleaved && o_.num_micro_batches % pipeline_group_->size() != 0) {
+    return make_error(ErrorCode::invalid_argument, pp + ": the interleaved schedule runs the micro-batches in groups of pp; make the micro-batches per step (" +
+                                                       std::to_string(o_.num_micro_batches) + ") a multiple of " + std::to_string(pipeline_group_->size()));
+  }
+  return Status::success();
 }
 
 template <typename T>
@@ -516,7 +624,8 @@ Result<TrainMetrics> TrainingRun<T>::run() {
 
 template <typename T>
 TrainMetrics TrainingRun<T>::replay_step() {
-  for (int64_t micro = 0; micro < o_.num_micro_batches; ++micro) net_->hooks_only_pass();
+  if (pipeline_) pipeline_->replay_step();
+  for (int64_t micro = 0; micro < o_.num_micro_batches && !pipeline_; ++micro) net_->hooks_only_pass();
   metrics_.ranks = {rank_peaks(metrics_.ledger)};
   return std::move(metrics_);
 }

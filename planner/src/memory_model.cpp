@@ -9,6 +9,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/pp_traffic.h"
 
 namespace tessera::planner {
 namespace {
@@ -156,8 +157,7 @@ void add_activations(const Model& m, const StageShape& s, const EstimateRequest&
   // stage, each (s/t if sequence parallel, b, h) in the compute dtype (Megatron p2p).
   // Interleaved, every stage also exchanges with the wrap-around neighbour (chunk j of the last stage feeds chunk j + 1 of the first).
   const int64_t neighbours = s.chunks.size() > 1 ? 2 : (s.first ? 0 : 1) + (s.last ? 0 : 1);
-  const int64_t boundary = t.micro_batch_size * t.seq_len * m.config.hidden_size * compute_bytes(t.precision) /
-                           (r.layout.sequence_parallel ? r.layout.tp : 1);
+  const int64_t boundary = stage_boundary_bytes(t.micro_batch_size, t.seq_len, m.config.hidden_size, t.precision, r.layout);
   out.add(Cat::comm_buffers, kDevice, neighbours * 2 * boundary);
 }
 

@@ -7,6 +7,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/tp_traffic.h"
 
 namespace tessera::planner {
@@ -299,8 +300,8 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
   const Link pp_link = group_link(cluster, l.pp, l.tp * l.dp);
-  const double boundary = c.tokens_per_micro_batch() * static_cast<double>(model.config.hidden_size) * c.dtype_bytes() /
-                          static_cast<double>(l.sequence_parallel ? l.tp : 1);
+  const auto boundary = static_cast<double>(stage_boundary_bytes(request.training.micro_batch_size, request.training.seq_len,
+                                                                  model.config.hidden_size, request.training.precision, l));
   const double p2p = l.pp > 1 ? boundary / pp_link.bytes_per_s + pp_link.latency_s : 0.0;
   StepSimulation sim;
   const PipelineRun pipeline = run_pipeline(c, stages, costs, p2p, with_events ? &sim.events : nullptr);

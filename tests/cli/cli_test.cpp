@@ -462,7 +462,7 @@ TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
            {"train", "--out", "/tmp/tessera-never", "--activation-profile", "megatron"},
            {"train", "--out", "/tmp/tessera-never", "--precision", "fp16", "--loss-scale", "0"},
            {"train", "--out", "/tmp/tessera-never", "--tp", "2"},
-           {"train", "--out", "/tmp/tessera-never", "--pp-schedule", "gpipe"},
+           {"train", "--out", "/tmp/tessera-never", "--pp", "2"},
            {"train", "--out", "/tmp/tessera-never", "--loss-scale", "1024"},
            {"train", "--out", "/tmp/tessera-never", "--plan", "/nonexistent/plan.json", "--model", "gpt2"},
            {"train", "--out", "/tmp/tessera-never", "--model", "opt-1.3b"},
@@ -638,7 +638,7 @@ TEST(Cli, DryRunOfA70BTensorParallelPlanMatchesThePlanner) {
   // Training it for real needs its 1024 ranks.
   const CliRun training = run({"train", "--plan", plan.c_str(), "--out", scratch.path("run").c_str()});
   EXPECT_EQ(training.code, 2);
-  EXPECT_NE(training.err.find("dp 128 × tp 8 needs 1024 ranks but no launcher started other ranks; launch with mpirun -np 1024"), std::string::npos)
+  EXPECT_NE(training.err.find("dp 128 × tp 8 × pp 1 needs 1024 ranks but no launcher started other ranks; launch with mpirun -np 1024"), std::string::npos)
       << training.err;
 }
 

@@ -107,4 +107,30 @@ inline int finish(engine::comm::Communicator& world, const std::string& root) {
   return total == 0 ? 0 : 1;
 }
 
+// Rank 0 of a parallel run that trained `dir` for 5 steps (its model then
+// `after_five`, its metrics `parallel`) and resumed it to 7: one process
+// trains the same global batch (`micro_batches` micro-batches a step) for 5
+// and for 7 steps, and the parameters and the final loss must agree within
+// `tolerance` of their norm.
+inline void expect_one_process_agrees(const std::string& name, const std::string& dir, const std::vector<std::vector<float>>& after_five,
+                                      const engine::TrainMetrics& parallel, int64_t micro_batches, planner::Precision precision,
+                                      const planner::Model& model, double tolerance) {
+  planner::PluginOptions one_rank;
+  one_rank.kind = planner::PluginKind::torch_ddp;
+  engine::TrainOptions single = short_run(one_rank, micro_batches, precision);
+  const std::string single_dir = dir + "-one-rank";
+  auto five = train_into(single_dir + "-5", single, nullptr, model);
+  single.steps = 7;
+  auto seven = train_into(single_dir + "-7", single, nullptr, model);
+  expect(five.ok() && seven.ok(), name + " on one rank failed", 0);
+  if (!five.ok() || !seven.ok()) return;
+  const double five_apart = relative_difference(after_five, read_model(single_dir + "-5", model));
+  const double seven_apart = relative_difference(read_model(dir, model), read_model(single_dir + "-7", model));
+  std::printf("%s: parameters differ from one process's by %.3g of their norm after 5 steps, %.3g after a resume to 7\n", name.c_str(), five_apart,
+              seven_apart);
+  expect(five_apart < tolerance, name + ": parameters after 5 steps differ by " + std::to_string(five_apart), 0);
+  expect(seven_apart < tolerance, name + ": parameters after the resume differ by " + std::to_string(seven_apart), 0);
+  expect(std::abs(parallel.loss.back() - five->loss.back()) < tolerance * five->loss.back(), name + ": the final loss differs", 0);
+}
+
 }  // namespace tessera::training_check

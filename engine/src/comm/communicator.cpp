@@ -193,16 +193,70 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, DataT
              [&] { return do_broadcast(send, recv, count, type, root); });
 }
 
-Status Communicator::send(const void* buffer, size_t count, DataType type, int peer) {
+Status Communicator::send(const void* buffer, size_t count, DataType type, int peer, int tag) {
   if (auto error = peer_error(peer, rank_, size_)) return failure("send", *error);
+  if (tag < 0) return failure("send", invalid("tag " + std::to_string(tag) + " is negative"));
   return run(Collective::send, checked_payload(count, type, {buffer, buffer, 1, 0}), count,
-             [&] { return do_send(buffer, count, type, peer); });
+             [&] { return do_send(buffer, count, type, peer, tag); });
 }
 
-Status Communicator::recv(void* buffer, size_t count, DataType type, int peer) {
+Status Communicator::recv(void* buffer, size_t count, DataType type, int peer, int tag) {
   if (auto error = peer_error(peer, rank_, size_)) return failure("recv", *error);
+  if (tag < 0) return failure("recv", invalid("tag " + std::to_string(tag) + " is negative"));
   return run(Collective::recv, checked_payload(count, type, {buffer, buffer, 1, 0}), count,
-             [&] { return do_recv(buffer, count, type, peer); });
+             [&] { return do_recv(buffer, count, type, peer, tag); });
+}
+
+Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_send(const void* send, size_t count, DataType type, int peer, int tag) {
+  if (Status s = do_send(send, count, type, peer, tag); !s) return s.error();
+  return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
+}
+
+Status Communicator::start_send(const void* buffer, size_t count, DataType type, int peer, int tag) {
+  if (auto error = peer_error(peer, rank_, size_)) return failure("send", *error);
+  if (tag < 0) return failure("send", invalid("tag " + std::to_string(tag) + " is negative"));
+  const Result<size_t> payload = checked_payload(count, type, {buffer, buffer, 1, 0});
+  if (!payload.ok()) return failure("send", payload.error());
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<PendingCall> call;
+  if (count > 0) {
+    auto begun = do_start_send(buffer, count, type, peer, tag);
+    if (!begun.ok()) return failure("send", begun.error());
+    call = std::move(begun.value());
+  }
+  sends_.push_back(StartedSend{buffer, *payload, std::move(call), started});
+  return Status::success();
+}
+
+// A started send is counted and recorded from its start to the end of the
+// wait that saw it complete.
+template <typename Which>
+Status Communicator::finish_sends_where(Which which) {
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (!which(*it)) {
+      ++it;
+      continue;
+    }
+    if (it->call) {
+      if (Status waited = it->call->wait(); !waited.ok()) {
+        sends_.clear();  // the group is unusable after a backend error (see above)
+        return failure("send", waited.error());
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    counters_.add(Collective::send, static_cast<int64_t>(it->payload), seconds_between(it->started, now));
+    record(Collective::send, it->started, now, it->payload);
+    it = sends_.erase(it);
+  }
+  return Status::success();
+}
+
+Status Communicator::finish_send(const void* buffer) {
+  return finish_sends_where([buffer](const StartedSend& send) { return send.buffer == buffer; });
+}
+
+Status Communicator::finish_sends() {
+  return finish_sends_where([](const StartedSend&) { return true; });
 }
 
 Status Communicator::barrier() {

@@ -16,8 +16,8 @@ class DryRunCommunicator final : public Communicator {
   Status do_reduce_scatter(const void*, void*, size_t, DataType, ReduceOp) override { return refused(); }
   Status do_all_gather(const void*, void*, size_t, DataType) override { return refused(); }
   Status do_broadcast(const void*, void*, size_t, DataType, int) override { return refused(); }
-  Status do_send(const void*, size_t, DataType, int) override { return refused(); }
-  Status do_recv(void*, size_t, DataType, int) override { return refused(); }
+  Status do_send(const void*, size_t, DataType, int, int) override { return refused(); }
+  Status do_recv(void*, size_t, DataType, int, int) override { return refused(); }
   Status do_barrier() override { return refused(); }
   Result<std::unique_ptr<Communicator>> do_split(int, int, std::string name) override {
     return std::unique_ptr<Communicator>(std::make_unique<DryRunCommunicator>(rank(), size(), std::move(name)));

@@ -34,10 +34,10 @@ class LocalCommunicator final : public Communicator {
     return Status::success();
   }
   // Unreachable: a group of one has no peer, and Communicator refuses peer == rank.
-  Status do_send(const void*, size_t, DataType, int) override {
+  Status do_send(const void*, size_t, DataType, int, int) override {
     return make_error(ErrorCode::invalid_argument, "a one-rank group has no peer");
   }
-  Status do_recv(void*, size_t, DataType, int) override {
+  Status do_recv(void*, size_t, DataType, int, int) override {
     return make_error(ErrorCode::invalid_argument, "a one-rank group has no peer");
   }
   Status do_barrier() override { return Status::success(); }

@@ -20,10 +20,6 @@
 namespace tessera::engine::comm {
 namespace {
 
-// Point-to-point messages of this backend use one tag: collectives never match
-// point-to-point messages (MPI-3.1 §5.1), and pairs stay ordered (§3.5).
-constexpr int kTag = 0;
-
 // 16-bit floats only travel (the sums are ours, ordered_reduce.h): as 16-bit integers.
 MPI_Datatype mpi_type(DataType type) {
   switch (type) {
@@ -185,6 +181,28 @@ class PendingAllReduce final : public Communicator::PendingCall {
   const char* mpi_call_ = "MPI_Ialltoallv";  // the exchange in flight, as errors name it
 };
 
+// One send in flight (Communicator::start_send). The caller's buffer stays
+// the caller's to keep alive; a send dropped while MPI still holds it keeps its
+// communicator until MPI lets it go.
+class PendingSend final : public Communicator::PendingCall {
+ public:
+  PendingSend(std::shared_ptr<const MpiCommHandle> comm, const Waiting& waiting, size_t payload)
+      : comm_(std::move(comm)), abandoned_(waiting.abandoned), deadline_(waiting.timeout), payload_(payload) {}
+  ~PendingSend() override {
+    if (request != MPI_REQUEST_NULL) abandoned_->keep(request, {comm_});
+  }
+  Result<bool> test() override { return test_request(request, MPI_STATUS_IGNORE, "MPI_Isend"); }
+  Status wait() override { return wait_for(request, MPI_STATUS_IGNORE, deadline_, "MPI_Isend", payload_); }
+
+  MPI_Request request = MPI_REQUEST_NULL;
+
+ private:
+  std::shared_ptr<const MpiCommHandle> comm_;
+  std::shared_ptr<AbandonedCalls> abandoned_;
+  Deadline deadline_;
+  size_t payload_;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(std::shared_ptr<const MpiRuntime> runtime, MpiCommHandle comm, MpiCommHandle gather_comm, int rank, int size, std::string name,
@@ -275,18 +293,27 @@ class MpiCommunicator final : public Communicator {
     return complete(started, request, Deadline(waiting_.timeout), "MPI_Ibcast", count * element_bytes(type));
   }
 
-  Status do_send(const void* send, size_t count, DataType type, int peer) override {
+  Status do_send(const void* send, size_t count, DataType type, int peer, int tag) override {
     if (auto s = fits_mpi_int(count); !s) return s;
     MPI_Request request = MPI_REQUEST_NULL;
-    const int started = MPI_Isend(send, static_cast<int>(count), mpi_type(type), peer, kTag, comm_->get(), &request);
+    const int started = MPI_Isend(send, static_cast<int>(count), mpi_type(type), peer, tag, comm_->get(), &request);
     return complete(started, request, Deadline(waiting_.timeout), "MPI_Isend", count * element_bytes(type));
   }
 
-  Status do_recv(void* recv, size_t count, DataType type, int peer) override {
+  Result<std::unique_ptr<PendingCall>> do_start_send(const void* send, size_t count, DataType type, int peer, int tag) override {
+    if (auto s = fits_mpi_int(count); !s) return s.error();
+    auto call = std::make_unique<PendingSend>(comm_, waiting_, count * element_bytes(type));
+    if (auto s = mpi_status(MPI_Isend(send, static_cast<int>(count), mpi_type(type), peer, tag, comm_->get(), &call->request), "MPI_Isend"); !s) {
+      return s.error();
+    }
+    return std::unique_ptr<PendingCall>(std::move(call));
+  }
+
+  Status do_recv(void* recv, size_t count, DataType type, int peer, int tag) override {
     if (auto s = fits_mpi_int(count); !s) return s;
     MPI_Status status;
     MPI_Request request = MPI_REQUEST_NULL;
-    const int started = MPI_Irecv(recv, static_cast<int>(count), mpi_type(type), peer, kTag, comm_->get(), &request);
+    const int started = MPI_Irecv(recv, static_cast<int>(count), mpi_type(type), peer, tag, comm_->get(), &request);
     // A longer message fails here with MPI_ERR_TRUNCATE (MPI-3.1 §3.2.4).
     if (auto s = complete(started, request, Deadline(waiting_.timeout), "MPI_Irecv", count * element_bytes(type), nullptr, &status); !s) return s;
     int received = 0;

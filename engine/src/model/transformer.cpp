@@ -16,6 +16,7 @@
 #include "tessera/engine/ops/rope.h"
 #include "tessera/engine/model/initialization.h"
 #include "tessera/planner/activations.h"
+#include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
@@ -47,7 +48,7 @@ std::string block_suffix(const std::string& name, int layer) {
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                               uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage, comm::Communicator* tensor_group,
-                                              bool sequence_parallel) {
+                                              bool sequence_parallel, planner::PipelinePlacement stage) {
   const auto& c = model.config;
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
   const TensorParallel tp(tensor_group, sequence_parallel);
@@ -66,10 +67,20 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
   if (c.learned_positions && seq_len > c.max_positions) {
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
   }
+  const auto chunks = planner::stage_chunks(static_cast<int>(c.num_layers), static_cast<int>(stage.pp), static_cast<int>(stage.chunks));
+  for (const planner::StageLayers& chunk : chunks[static_cast<size_t>(stage.stage)]) {
+    if (chunk.num_layers == 0) {
+      return make_error(ErrorCode::invalid_argument, "--pp " + std::to_string(stage.pp) + ": the model's " + std::to_string(c.num_layers) +
+                                                         " blocks leave a model chunk of stage " + std::to_string(stage.stage) +
+                                                         " without blocks; choose fewer stages or model chunks");
+    }
+  }
   configure_blas_threads();
   Transformer t;
   t.tp_ = tp;
   t.recompute_ = recompute;
+  t.stage_ = stage;
+  t.chunks_ = chunks[static_cast<size_t>(stage.stage)];
   t.build(model, ledger, micro_batch, seq_len, seed, storage);
   return t;
 }
@@ -83,8 +94,8 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   const auto& c = config_;
   const int L = static_cast<int>(c.num_layers);
   layers_.resize(static_cast<size_t>(L));
-  // This rank's part of each tensor (all of it on one rank).
-  const planner::TensorInventory inventory = planner::tp_rank_inventory(model.inventory, tp_.size());
+  // This rank's part of each tensor (all of it on one rank) of its stage's tensors.
+  const planner::TensorInventory inventory = planner::tp_rank_inventory(planner::stage_inventory(model.inventory, L, stage_), tp_.size());
   const auto& tensors = inventory.tensors;
   flat_order_ = planner::flat_parameter_order(inventory);
   if (storage.flat_buffers) {
@@ -93,9 +104,11 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
     flat_grads_ = Tensor<T>(ledger, storage.gradient_category, flat_numel);
     T* p = flat_params_.data();
     if (p != nullptr) {
-      for_each_initial_value_of_tp_rank(model, seed, tp_.size(), tp_.rank(), [p](int64_t i, double value) { p[i] = narrow<T>(static_cast<W>(value)); });
+      for_each_initial_value_of_part(model, seed, tp_.size(), tp_.rank(), stage_,
+                                     [p](int64_t i, double value) { p[i] = narrow<T>(static_cast<W>(value)); });
     }
   }
+  ties_embedding_ = std::any_of(model.inventory.tensors.begin(), model.inventory.tensors.end(), [](const planner::TensorInfo& t) { return t.tied_to >= 0; });
   tensor_to_param_.assign(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& info = tensors[i];
@@ -136,29 +149,61 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   }
   // What the forward keeps, sized by the planner's table: one source for both.
   const planner::Precision precision = storage_precision<T>();
-  const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, precision);
-  const planner::ActivationShape shape{B_, T_, tp_.size(), tp_.sequence_parallel()};
-  auto allocate = [&](const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, auto&& wanted) {
-    Buffers buffers;
-    for (const auto& term : terms) {
-      if (!wanted(term)) continue;
-      const int64_t elements = planner::term_bytes(term, shape) / term.bytes_per_element;
-      if (is_16_bit<T> && term.bytes_per_element == 4) {
-        buffers.wide.emplace_back(std::string(term.name), Tensor<W>(ledger, category, elements));
-      } else {
-        buffers.narrow.emplace_back(std::string(term.name), Tensor<T>(ledger, category, elements));
-      }
+  ledger_ = &ledger;
+  table_ = planner::activation_table(c, planner::ActivationProfile::tessera, precision);
+  shape_ = planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel()};
+  if (stage_.pp == 1) own_pass_ = allocate_pass(0);
+  working_ = allocate(table_.block, MemoryCategory::activations, [&](const planner::ActivationTerm& term) { return !planner::term_kept(term, recompute_); });
+  scratch_ = allocate(table_.backward_scratch, MemoryCategory::activations, [](const planner::ActivationTerm&) { return true; });
+  workspace_ = cpu::Workspace<W>(ledger, T_, precision);
+}
+
+template <typename T>
+template <typename Wanted>
+typename Transformer<T>::Buffers Transformer<T>::allocate(const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, Wanted&& wanted) {
+  Buffers buffers;
+  for (const auto& term : terms) {
+    if (!wanted(term)) continue;
+    const int64_t elements = planner::term_bytes(term, shape_) / term.bytes_per_element;
+    if (is_16_bit<T> && term.bytes_per_element == 4) {
+      buffers.wide.emplace_back(std::string(term.name), Tensor<W>(*ledger_, category, elements));
+    } else {
+      buffers.narrow.emplace_back(std::string(term.name), Tensor<T>(*ledger_, category, elements));
     }
-    return buffers;
-  };
+  }
+  return buffers;
+}
+
+template <typename T>
+typename Transformer<T>::Pass Transformer<T>::allocate_pass(int chunk) {
+  Pass pass;
+  pass.blocks.resize(static_cast<size_t>(config_.num_layers));
+  const planner::StageLayers& layers = chunk_layers(chunk);
   const auto kept = [&](const planner::ActivationTerm& term) { return planner::term_kept(term, recompute_); };
   const auto all = [](const planner::ActivationTerm&) { return true; };
-  for (int l = 0; l < L; ++l) saved_.push_back(allocate(table.block, MemoryCategory::activations, kept));
-  working_ = allocate(table.block, MemoryCategory::activations, [&](const planner::ActivationTerm& term) { return !kept(term); });
-  last_stage_ = allocate(table.last_stage, MemoryCategory::activations, all);
-  scratch_ = allocate(table.backward_scratch, MemoryCategory::activations, all);
-  logits_ = allocate(table.logits, MemoryCategory::logits, all);
-  workspace_ = cpu::Workspace<W>(ledger, T_, precision);
+  for (int l = layers.first_layer; l < layers.first_layer + layers.num_layers; ++l) {
+    pass.blocks[static_cast<size_t>(l)] = allocate(table_.block, MemoryCategory::activations, kept);
+  }
+  if (chunk_has_head(chunk)) {
+    pass.last_stage = allocate(table_.last_stage, MemoryCategory::activations, all);
+    pass.logits = allocate(table_.logits, MemoryCategory::logits, all);
+  }
+  return pass;
+}
+
+template <typename T>
+void Transformer<T>::begin_pass(int chunk, int64_t micro) {
+  if (stage_.pp > 1) passes_.emplace(std::pair{chunk, micro}, allocate_pass(chunk));
+}
+
+template <typename T>
+void Transformer<T>::end_pass(int chunk, int64_t micro) {
+  if (stage_.pp > 1) passes_.erase(std::pair{chunk, micro});
+}
+
+template <typename T>
+typename Transformer<T>::Pass& Transformer<T>::pass_of(int chunk, int64_t micro) {
+  return stage_.pp > 1 ? passes_.at(std::pair{chunk, micro}) : own_pass_;
 }
 
 namespace {
@@ -187,24 +232,25 @@ auto find_wide(Buffers& buffers, const char* name) {
 // A block's tensor: its own if the block keeps it, else the shared working copy.
 template <typename T>
 T* Transformer<T>::act(int layer, const char* name) {
-  T* kept = find(saved_[static_cast<size_t>(layer)].narrow, name);
+  T* kept = find(current_->blocks[static_cast<size_t>(layer)].narrow, name);
   return kept != nullptr ? kept : find(working_.narrow, name);
 }
 
 template <typename T>
 typename Transformer<T>::W* Transformer<T>::stats(int layer, const char* name) {
-  W* kept = find_wide(saved_[static_cast<size_t>(layer)], name);
+  W* kept = find_wide(current_->blocks[static_cast<size_t>(layer)], name);
   return kept != nullptr ? kept : find_wide(working_, name);
 }
 
 // Rebuilds what block l did not keep. Deterministic ops on the same inputs give
 // the same values, so gradients do not depend on the recompute mode.
+// Recomputing a whole block, its output is not needed (the next block's
+// input is kept, or belongs to the next stage): it goes into grad_narrow,
+// whose contents are dead until the block's backward writes them.
 template <typename T>
 void Transformer<T>::recompute_block(int l) {
-  const auto& c = config_;
-  const int L = static_cast<int>(c.num_layers);
   if (recompute_ == planner::RecomputeMode::full) {
-    block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_.narrow, "final_norm_input"));
+    block_forward(l, act(l, "block_input"), find(scratch_.narrow, "grad_narrow"));
   } else if (recompute_ == planner::RecomputeMode::selective) {
     const QkvViews qkv = qkv_views(act(l, "qkv"));
     attention_forward(act(l, "attention_output"), act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
@@ -213,11 +259,11 @@ void Transformer<T>::recompute_block(int l) {
 
 template <typename T>
 typename Transformer<T>::W* Transformer<T>::find_logits() {
-  return find_wide(logits_, "logits_fp32");
+  return find_wide(current_->logits, "logits_fp32");
 }
 
 // The unit hooks in the order forward() and backward() call them, with
-// nothing computed in between: a dry run's micro-batch.
+// nothing computed in between: a dry run's micro-batch of the whole model.
 template <typename T>
 void Transformer<T>::hooks_only_pass() {
   if (hooks_ == nullptr) return;
@@ -233,48 +279,76 @@ void Transformer<T>::hooks_only_pass() {
 }
 
 template <typename T>
+Slice<T> Transformer<T>::tied_embedding_gradient() {
+  if (stage_.pp == 1 || !ties_embedding_) return Slice<T>(nullptr, 0);
+  if (stage_.first()) return grads_[static_cast<size_t>(wte_)];
+  if (stage_.last()) return grads_[static_cast<size_t>(head_)];
+  return Slice<T>(nullptr, 0);
+}
+
+template <typename T>
 void Transformer<T>::zero_gradients() {
   flat_grads_.zero();
 }
 
 template <typename T>
-double Transformer<T>::forward(const int32_t* tokens, const int32_t* targets) {
+double Transformer<T>::forward_chunk(int chunk, int64_t micro, const int32_t* tokens, const int32_t* targets, const T* input, T* output) {
+  const auto& c = config_;
+  const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = c.hidden_size;
+  const int L = static_cast<int>(c.num_layers);
+  const planner::StageLayers& layers = chunk_layers(chunk);
+  const int first = layers.first_layer, end = first + layers.num_layers;
+  current_ = &pass_of(chunk, micro);
+  current_->tokens = tokens;
+  current_->targets = targets;
+  T* embedded = act(first, "block_input");
+  if (chunk_has_embedding(chunk)) {
+    if (hooks_ != nullptr) hooks_->before_forward(planner::kEmbeddingLayer);
+    const cpu::VocabSlice vocab{tp_.vocab_begin(c.vocab_size), tp_.vocab_valid(c.vocab_size)};
+    // Each rank looks up the tokens of its vocabulary rows; the sum over the group is the embedding.
+    T* lookups = tp_.sequence_parallel() ? sequence_buffer() : embedded;
+    embedding_forward(lookups, tokens, param(wte_), B_, T_, C, vocab);
+    reduce_rows(lookups, embedded);
+    if (wpe_ >= 0) position_embedding_forward(embedded, param(wpe_), Nl, T_, C, tp_.first_row(N));
+    if (hooks_ != nullptr) hooks_->after_forward(planner::kEmbeddingLayer);
+  } else {
+    std::copy(input, input + Nl * C, embedded);
+  }
+  for (int l = first; l < end; ++l) {
+    if (hooks_ != nullptr) hooks_->before_forward(l);
+    T* out = l + 1 < end ? act(l + 1, "block_input") : l + 1 < L ? output : find(current_->last_stage.narrow, "final_norm_input");
+    block_forward(l, act(l, "block_input"), out);
+    if (hooks_ != nullptr) hooks_->after_forward(l);
+  }
+  if (!chunk_has_head(chunk)) return 0;
+  if (hooks_ != nullptr) hooks_->before_forward(L);
+  head_forward();
+  if (hooks_ != nullptr) hooks_->after_forward(L);
+  const W* losses = find_wide(current_->logits, "token_losses");
+  double mean = 0;
+  for (int64_t i = 0; i < N; ++i) mean += static_cast<double>(losses[i]);
+  return mean / static_cast<double>(N);
+}
+
+// The final norm, the head and the loss of the current pass.
+template <typename T>
+void Transformer<T>::head_forward() {
   const auto& c = config_;
   const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = c.hidden_size, V = tp_.vocab_rows(c.vocab_size);
   const cpu::VocabSlice vocab{tp_.vocab_begin(c.vocab_size), tp_.vocab_valid(c.vocab_size)};
-  const int L = static_cast<int>(c.num_layers);
-  tokens_ = tokens;
-  targets_ = targets;
-  if (hooks_ != nullptr) hooks_->before_forward(planner::kEmbeddingLayer);
-  T* embedded = act(0, "block_input");
-  // Each rank looks up the tokens of its vocabulary rows; the sum over the group is the embedding.
-  T* lookups = tp_.sequence_parallel() ? sequence_buffer() : embedded;
-  embedding_forward(lookups, tokens, param(wte_), B_, T_, C, vocab);
-  reduce_rows(lookups, embedded);
-  if (wpe_ >= 0) position_embedding_forward(embedded, param(wpe_), Nl, T_, C, tp_.first_row(N));
-  if (hooks_ != nullptr) hooks_->after_forward(planner::kEmbeddingLayer);
-  for (int l = 0; l < L; ++l) {
-    if (hooks_ != nullptr) hooks_->before_forward(l);
-    block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : find(last_stage_.narrow, "final_norm_input"));
-    if (hooks_ != nullptr) hooks_->after_forward(l);
-  }
-  if (hooks_ != nullptr) hooks_->before_forward(L);
-  T* x = find(last_stage_.narrow, "final_norm_input");
-  W* norm_stats = find_wide(last_stage_, "final_norm_stats");
-  T* h = find(last_stage_.narrow, "head_input");
+  T* x = find(current_->last_stage.narrow, "final_norm_input");
+  W* norm_stats = find_wide(current_->last_stage, "final_norm_stats");
+  T* h = find(current_->last_stage.narrow, "head_input");
   if (c.norm == planner::NormKind::layer_norm) {
     layernorm_forward(h, norm_stats, norm_stats + Nl, x, param(final_norm_w_), final_norm_b_ >= 0 ? param(final_norm_b_) : nullptr, Nl, C, W(c.norm_eps));
   } else {
     rmsnorm_forward(h, norm_stats, x, param(final_norm_w_), Nl, C, W(c.norm_eps));
   }
   W* logits = find_logits();
-  W* losses = find_wide(logits_, "token_losses");
+  W* losses = find_wide(current_->logits, "token_losses");
   linear_forward(logits, whole_rows(h, sequence_buffer()), param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in, workspace_);
-  cross_entropy_forward(losses, logits, targets, N, V, vocab, [this](W* values, int64_t n, comm::ReduceOp op) { tp_.all_reduce(values, n, op); });
-  if (hooks_ != nullptr) hooks_->after_forward(L);
-  double mean = 0;
-  for (int64_t i = 0; i < N; ++i) mean += static_cast<double>(losses[i]);
-  return mean / static_cast<double>(N);
+  cross_entropy_forward(losses, logits, current_->targets, N, V, vocab,
+                        [this](W* values, int64_t n, comm::ReduceOp op) { tp_.all_reduce(values, n, op); });
 }
 
 template <typename T>
@@ -400,7 +474,42 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
 }
 
 template <typename T>
-void Transformer<T>::backward(W loss_scale) {
+void Transformer<T>::backward_chunk(int chunk, int64_t micro, W loss_scale, const T* output_grad, T* input_grad) {
+  const auto& c = config_;
+  const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = c.hidden_size;
+  const int L = static_cast<int>(c.num_layers);
+  const planner::StageLayers& layers = chunk_layers(chunk);
+  current_ = &pass_of(chunk, micro);
+  T* dres = find(scratch_.narrow, "grad_residual");
+  if (chunk_has_head(chunk)) {
+    if (hooks_ != nullptr) hooks_->before_backward(L);
+    head_backward(loss_scale);
+    if (hooks_ != nullptr) hooks_->after_backward(L);
+  } else {
+    std::copy(output_grad, output_grad + Nl * C, dres);
+  }
+  for (int l = layers.first_layer + layers.num_layers - 1; l >= layers.first_layer; --l) {
+    if (hooks_ != nullptr) hooks_->before_backward(l);
+    recompute_block(l);
+    block_backward(l);
+    if (hooks_ != nullptr) hooks_->after_backward(l);
+  }
+  if (!chunk_has_embedding(chunk)) {
+    std::copy(dres, dres + Nl * C, input_grad);
+    return;
+  }
+  if (hooks_ != nullptr) hooks_->before_backward(planner::kEmbeddingLayer);
+  const cpu::VocabSlice vocab{tp_.vocab_begin(c.vocab_size), tp_.vocab_valid(c.vocab_size)};
+  // Every token's gradient, for the lookups of this rank's vocabulary rows.
+  const T* dembedded = whole_rows(dres, sequence_gradient_buffer());
+  embedding_backward(grad(wte_), dembedded, current_->tokens, B_, T_, C, vocab);
+  if (wpe_ >= 0) position_embedding_backward(grad(wpe_), dembedded, B_, T_, C);
+  if (hooks_ != nullptr) hooks_->after_backward(planner::kEmbeddingLayer);
+}
+
+// From the loss to the gradient of the final norm's input, in grad_residual.
+template <typename T>
+void Transformer<T>::head_backward(W loss_scale) {
   const auto& c = config_;
   const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = c.hidden_size, V = tp_.vocab_rows(c.vocab_size);
   const cpu::VocabSlice vocab{tp_.vocab_begin(c.vocab_size), tp_.vocab_valid(c.vocab_size)};
@@ -408,36 +517,21 @@ void Transformer<T>::backward(W loss_scale) {
   T* dres = find(scratch_.narrow, "grad_residual");
   T* dnarrow = find(scratch_.narrow, "grad_narrow");
   std::fill(dres, dres + Nl * C, T{});
-  const int L = static_cast<int>(c.num_layers);
-  if (hooks_ != nullptr) hooks_->before_backward(L);
   W* logits = find_logits();
-  cross_entropy_backward(logits, targets_, N, V, loss_scale / static_cast<W>(N), vocab);
-  T* h = find(last_stage_.narrow, "head_input");
+  cross_entropy_backward(logits, current_->targets, N, V, loss_scale / static_cast<W>(N), vocab);
+  T* h = find(current_->last_stage.narrow, "head_input");
   T* dh = sp ? sequence_gradient_buffer() : dnarrow;  // partial: each rank's vocabulary rows give part of it
   linear_backward(dh, grad(head_), static_cast<T*>(nullptr), logits, whole_rows(h, sequence_buffer()), param(head_), N, C, V, WeightLayout::out_in,
                   workspace_);
   reduce_rows(dh, dnarrow);
-  T* x = find(last_stage_.narrow, "final_norm_input");
-  W* norm_stats = find_wide(last_stage_, "final_norm_stats");
+  T* x = find(current_->last_stage.narrow, "final_norm_input");
+  W* norm_stats = find_wide(current_->last_stage, "final_norm_stats");
   if (c.norm == planner::NormKind::layer_norm) {
     layernorm_backward(dres, grad(final_norm_w_), final_norm_b_ >= 0 ? grad(final_norm_b_) : nullptr, dnarrow, x, param(final_norm_w_), norm_stats,
                        norm_stats + Nl, Nl, C);
   } else {
     rmsnorm_backward(dres, grad(final_norm_w_), dnarrow, x, param(final_norm_w_), norm_stats, Nl, C);
   }
-  if (hooks_ != nullptr) hooks_->after_backward(L);
-  for (int l = L - 1; l >= 0; --l) {
-    if (hooks_ != nullptr) hooks_->before_backward(l);
-    recompute_block(l);
-    block_backward(l);
-    if (hooks_ != nullptr) hooks_->after_backward(l);
-  }
-  if (hooks_ != nullptr) hooks_->before_backward(planner::kEmbeddingLayer);
-  // Every token's gradient, for the lookups of this rank's vocabulary rows.
-  const T* dembedded = whole_rows(dres, sequence_gradient_buffer());
-  embedding_backward(grad(wte_), dembedded, tokens_, B_, T_, C, vocab);
-  if (wpe_ >= 0) position_embedding_backward(grad(wpe_), dembedded, B_, T_, C);
-  if (hooks_ != nullptr) hooks_->after_backward(planner::kEmbeddingLayer);
 }
 
 // dres holds the gradient of the block's output (this rank's rows under

@@ -1,7 +1,7 @@
 // What one rank did during a training step, in wall-clock time: the trainer's
 // phases (each micro-batch's forward and backward, the gradient reduction's
-// wait, the optimizer step) and every call of its data- and tensor-parallel
-// communicators. `tessera train` gathers every rank's and writes them as a
+// wait, the optimizer step) and every call of its data-, tensor- and
+// pipeline-parallel communicators. `tessera train` gathers every rank's and writes them as a
 // Perfetto trace (run/trace.json) beside the simulator's predicted one, so that
 // the two can be held against each other.
 //
@@ -16,8 +16,8 @@
 namespace tessera::engine {
 
 // Where an event is drawn: the rank's compute, or one of its communicators.
-enum class TimelineLane { compute = 0, data_parallel = 1, tensor_parallel = 2 };
-inline constexpr int kNumTimelineLanes = 3;
+enum class TimelineLane { compute = 0, data_parallel = 1, tensor_parallel = 2, pipeline_parallel = 3 };
+inline constexpr int kNumTimelineLanes = 4;
 
 // What happened. The collectives' kinds follow comm::Collective's order.
 enum class TimelineKind {

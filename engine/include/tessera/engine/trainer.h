@@ -60,6 +60,13 @@ struct TrainOptions {
   // checkpoints are consolidated into whole tensors (checkpoint.h).
   comm::Communicator* tensor_parallel_group = nullptr;
   bool sequence_parallel = false;  // Megatron's sequence parallelism in that group
+  // Pipeline parallelism (parallel/pipeline.h): the stages' group (null or
+  // one rank: none), whose rank is this rank's stage; the schedule the stages
+  // run; the model chunks per stage (more than 1: interleaved). The step's
+  // num_micro_batches flow through the pipeline.
+  comm::Communicator* pipeline_parallel_group = nullptr;
+  planner::PipelineSchedule pipeline_schedule = planner::PipelineSchedule::one_f_one_b;
+  int64_t model_chunks = 1;
   // Every rank of the run (null: the data-parallel group): where the ranks
   // agree on stops and saves, average the loss and gather their peaks.
   comm::Communicator* world_group = nullptr;
@@ -84,6 +91,7 @@ struct TrainMetrics {
   std::vector<RankPeaks> ranks;      // every rank's peaks, in rank order (at the last save)
   comm::CommCounters communication;  // this rank's calls and payload bytes per collective, in its data-parallel group
   comm::CommCounters tensor_parallel_communication;  // the same in its tensor-parallel group
+  comm::CommCounters pipeline_parallel_communication;  // the same in its pipeline group
   int64_t chunk_moves = 0;           // this rank's chunk moves between host and device (Gemini)
   // Rank 0, on several ranks: every rank's timeline of the last step, in rank order (timeline.h).
   std::vector<std::vector<TimelineEvent>> timelines;

@@ -37,6 +37,9 @@ struct TensorInfo {
   // q | k | v, so that each rank holds its heads of all three).
   int tp_dim = 0;
   int tp_parts = 1;
+  // A pipeline's last-stage copy of a tied embedding (pipeline_stage_model.h):
+  // a parameter of its own there, kept equal to the first stage's.
+  bool tied_copy = false;
 
   int64_t numel() const;
 };

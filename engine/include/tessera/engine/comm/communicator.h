@@ -22,7 +22,7 @@
 //    cannot be detected locally and would hang, which the MPI backend's timeout
 //    turns into an error (mpi.h).
 //  - Every call is blocking (it returns when this rank's buffers may be
-//    reused), except start_all_reduce: it starts the call and returns at once,
+//    reused), except start_send (below) and start_all_reduce: it starts the call and returns at once,
 //    progress() lets started calls advance while the caller computes, and
 //    finish_started() completes them, in the order they were started. While a
 //    started call is pending its buffers belong to the communicator, and the
@@ -97,9 +97,22 @@ class Communicator {
   // ranks arrive in the order they were sent (MPI-3.1 §3.5). A send may wait for
   // the matching recv (MPI's standard mode, §3.4), so two ranks that both send
   // first can deadlock: order the calls (e.g. even ranks send first).
-  // A recv whose message is not exactly `count` elements fails.
-  Status send(const void* send, size_t count, DataType type, int peer);
-  Status recv(void* recv, size_t count, DataType type, int peer);
+  // A recv whose message is not exactly `count` elements fails. `tag` (>= 0)
+  // tells apart kinds of messages between the same two ranks (a pipeline's
+  // activations and gradients): a recv takes the oldest message of its tag.
+  Status send(const void* send, size_t count, DataType type, int peer, int tag = 0);
+  Status recv(void* recv, size_t count, DataType type, int peer, int tag = 0);
+  // A send that returns at once (MPI_Isend): `buffer` belongs to the
+  // communicator until finish_send(buffer) or finish_sends() has returned.
+  // Unlike started all-reduces, started sends do not hold up other calls: a
+  // recv or a collective may run while they are pending (a pipeline stage
+  // receives its next input while its last output is still on its way, so
+  // that two stages sending to each other never wait for each other).
+  Status start_send(const void* buffer, size_t count, DataType type, int peer, int tag = 0);
+  // Waits for the started sends that read `buffer` (none: returns at once).
+  Status finish_send(const void* buffer);
+  Status finish_sends();
+  size_t started_sends() const { return sends_.size(); }
   Status barrier();
 
   // all_reduce, started (see the conventions above): PyTorch DDP's bucket
@@ -153,12 +166,16 @@ class Communicator {
     return broadcast(static_cast<const void*>(send), recv, count, data_type_of<T>(), root);
   }
   template <CommElement T>
-  Status send(const T* buffer, size_t count, int peer) {
-    return send(static_cast<const void*>(buffer), count, data_type_of<T>(), peer);
+  Status send(const T* buffer, size_t count, int peer, int tag = 0) {
+    return send(static_cast<const void*>(buffer), count, data_type_of<T>(), peer, tag);
   }
   template <CommElement T>
-  Status recv(T* buffer, size_t count, int peer) {
-    return recv(static_cast<void*>(buffer), count, data_type_of<T>(), peer);
+  Status recv(T* buffer, size_t count, int peer, int tag = 0) {
+    return recv(static_cast<void*>(buffer), count, data_type_of<T>(), peer, tag);
+  }
+  template <CommElement T>
+  Status start_send(const T* buffer, size_t count, int peer, int tag = 0) {
+    return start_send(static_cast<const void*>(buffer), count, data_type_of<T>(), peer, tag);
   }
 
  protected:
@@ -172,14 +189,16 @@ class Communicator {
   virtual Status do_reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op) = 0;
   virtual Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) = 0;
   virtual Status do_broadcast(const void* send, void* recv, size_t count, DataType type, int root) = 0;
-  virtual Status do_send(const void* send, size_t count, DataType type, int peer) = 0;
-  virtual Status do_recv(void* recv, size_t count, DataType type, int peer) = 0;
+  virtual Status do_send(const void* send, size_t count, DataType type, int peer, int tag) = 0;
+  virtual Status do_recv(void* recv, size_t count, DataType type, int peer, int tag) = 0;
   virtual Status do_barrier() = 0;
   virtual Result<std::unique_ptr<Communicator>> do_split(int color, int key, std::string name) = 0;
 
   // The backend's start. By default the call runs to completion here (local
   // and dry-run groups have nothing to overlap); MPI starts it and returns.
   virtual Result<std::unique_ptr<PendingCall>> do_start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  // The same for a send.
+  virtual Result<std::unique_ptr<PendingCall>> do_start_send(const void* send, size_t count, DataType type, int peer, int tag);
 
  private:
   // "all_reduce on 'world' (rank 1 of 4, world rank 1): " + what.
@@ -194,6 +213,9 @@ class Communicator {
   void count_oldest_started(std::chrono::steady_clock::time_point now);
   void record(Collective kind, std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point finished, size_t payload);
   Status complete_started(bool wait);
+  // Waits for the started sends for which `which` is true, counting each.
+  template <typename Which>
+  Status finish_sends_where(Which which);
 
   struct StartedCall {
     Collective kind;
@@ -211,6 +233,13 @@ class Communicator {
   Timeline* timeline_ = nullptr;
   TimelineLane timeline_lane_ = TimelineLane::compute;
   std::deque<StartedCall> started_;
+  struct StartedSend {
+    const void* buffer;
+    size_t payload;
+    std::unique_ptr<PendingCall> call;  // null: nothing to wait for (count 0)
+    std::chrono::steady_clock::time_point started;
+  };
+  std::deque<StartedSend> sends_;
 };
 
 }  // namespace tessera::engine::comm

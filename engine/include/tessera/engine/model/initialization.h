@@ -7,12 +7,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
-
 #include <vector>
 
 #include "tessera/planner/model.h"
+#include "tessera/planner/pipeline_stage_model.h"
 #include "tessera/planner/sharding.h"
 #include "tessera/planner/tensor_parallel.h"
 
@@ -52,6 +53,26 @@ void for_each_initial_value_of_tp_rank(const planner::Model& model, uint64_t see
     planner::for_each_tp_element(tensor, tp, rank, [&](int64_t local, int64_t full) {
       set(local_order[k].offset + local, full < 0 ? 0.0 : whole[static_cast<size_t>(full_order[k].offset + full)]);
     });
+  }
+}
+
+// The initial weights of one pipeline stage's tensor-parallel part, in the
+// flat order of its inventory (tp_rank_inventory of stage_inventory): each
+// tensor takes the values of the tensor of the same name in the tp rank's
+// whole model, so a last stage's copy of a tied embedding starts equal to it.
+template <typename Set>
+void for_each_initial_value_of_part(const planner::Model& model, uint64_t seed, int64_t tp, int64_t rank, const planner::PipelinePlacement& stage,
+                                    Set&& set) {
+  if (stage.pp == 1) return for_each_initial_value_of_tp_rank(model, seed, tp, rank, set);
+  const planner::TensorInventory whole = planner::tp_rank_inventory(model.inventory, tp);
+  std::vector<double> values(static_cast<size_t>(whole.parameter_count()));
+  for_each_initial_value_of_tp_rank(model, seed, tp, rank, [&values](int64_t i, double value) { values[static_cast<size_t>(i)] = value; });
+  std::map<std::string, int64_t> offset_of;
+  for (const planner::FlatParameter& flat : planner::flat_parameter_order(whole)) offset_of[whole.tensors[static_cast<size_t>(flat.tensor_index)].name] = flat.offset;
+  const planner::TensorInventory part = planner::tp_rank_inventory(planner::stage_inventory(model.inventory, model.config.num_layers, stage), tp);
+  for (const planner::FlatParameter& flat : planner::flat_parameter_order(part)) {
+    const int64_t from = offset_of.at(part.tensors[static_cast<size_t>(flat.tensor_index)].name);
+    for (int64_t j = 0; j < flat.numel; ++j) set(flat.offset + j, values[static_cast<size_t>(from + j)]);
   }
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,10 @@
 #include "tessera/engine/ops/attention.h"
 #include "tessera/engine/ops/workspace.h"
 #include "tessera/engine/tensor.h"
+#include "tessera/planner/activations.h"
 #include "tessera/planner/model.h"
+#include "tessera/planner/pipeline_stage_model.h"
+#include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/sharding.h"
 #include "tessera/planner/training_config.h"
 #include "tessera/planner/status.h"
@@ -68,17 +72,43 @@ class Transformer {
   // each block's input; one block's worth of recomputed tensors is shared.
   // `tensor_group`: the ranks that split every layer (model/tensor_parallel.h);
   // null or one rank: the whole model here. `sequence_parallel`: they also
-  // split the tokens outside the split layers.
+  // split the tokens outside the split layers. `stage`: the pipeline stage
+  // this rank runs (planner/pipeline_stage_model.h); its parameters only.
   static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
                                     planner::RecomputeMode recompute = planner::RecomputeMode::none, FlatStorage storage = {},
-                                    comm::Communicator* tensor_group = nullptr, bool sequence_parallel = false);
+                                    comm::Communicator* tensor_group = nullptr, bool sequence_parallel = false,
+                                    planner::PipelinePlacement stage = {});
 
-  // Runs the forward pass on tokens and next-token targets, both (B, T); keeps
-  // what backward needs and returns the mean loss over the B·T tokens.
-  double forward(const int32_t* tokens, const int32_t* targets);
+  // The whole model on one stage: runs the forward pass on tokens and
+  // next-token targets, both (B, T); keeps what backward needs and returns the
+  // mean loss over the B·T tokens.
+  double forward(const int32_t* tokens, const int32_t* targets) { return forward_chunk(0, 0, tokens, targets, nullptr, nullptr); }
   // Backward of the last forward. Parameter gradients accumulate, scaled by
   // `loss_scale` (1/k for k accumulated micro-batches, times the fp16 loss scale).
-  void backward(W loss_scale);
+  void backward(W loss_scale) { backward_chunk(0, 0, loss_scale, nullptr, nullptr); }
+
+  // A pipeline stage runs its model chunks' passes one at a time, in its
+  // schedule's order, each micro-batch's tensors kept from its forward to its
+  // backward (pipeline_stages.h; parallel/pipeline.h drives them). Without a
+  // pipeline one pass is kept from creation on and begin/end_pass do nothing.
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
+  bool chunk_has_embedding(int chunk) const { return stage_.first() && chunk == 0; }
+  bool chunk_has_head(int chunk) const { return stage_.last() && chunk == num_chunks() - 1; }
+  // Elements of the activation (and of its gradient) one chunk passes to the
+  // next: the residual stream of a micro-batch, this rank's rows of it under
+  // sequence parallelism.
+  int64_t boundary_numel() const { return tp_.local_rows(B_ * T_) * config_.hidden_size; }
+  // Allocates (books) what a forward of `chunk` on micro-batch `micro` keeps; end_pass frees it after its backward.
+  void begin_pass(int chunk, int64_t micro);
+  void end_pass(int chunk, int64_t micro);
+  // The forward of one chunk on micro-batch `micro` (begun): from the tokens
+  // with the embedding, else from `input` (boundary_numel()); to the loss with
+  // the head (returned; 0 otherwise), else into `output`.
+  double forward_chunk(int chunk, int64_t micro, const int32_t* tokens, const int32_t* targets, const T* input, T* output);
+  // Its backward: from the loss with the head, else from `output_grad`; the
+  // gradient of the chunk's input goes into `input_grad` unless the chunk
+  // holds the embedding.
+  void backward_chunk(int chunk, int64_t micro, W loss_scale, const T* output_grad, T* input_grad);
   // The first failure of the tensor-parallel group's collectives in forward or
   // backward (success on one rank): check it after each pass.
   const Status& communication_status() const { return tp_.status(); }
@@ -105,7 +135,11 @@ class Transformer {
   const std::vector<std::string>& parameter_names() const { return names_; }
   const std::vector<std::vector<int64_t>>& parameter_shapes() const { return shapes_; }
   void zero_gradients();
-  // The softmax probabilities of the last forward, (B·T, V); backward turns them into dlogits.
+  // With a pipeline, the gradient of a tied embedding on the first stage and
+  // of its copy on the last (numel 0 elsewhere, and without a pipeline):
+  // summed over the two after backward, the two copies stay equal.
+  Slice<T> tied_embedding_gradient();
+  // The softmax probabilities of the last forward (one stage), (B·T, V); backward turns them into dlogits.
   const W* probabilities() { return find_logits(); }
 
  private:
@@ -142,6 +176,20 @@ class Transformer {
     std::vector<std::pair<std::string, Tensor<T>>> narrow;
     std::vector<std::pair<std::string, Tensor<W>>> wide;
   };
+  // What one forward of a chunk keeps for its backward: its blocks' tensors
+  // (indexed by layer; empty for other layers), with the head the final
+  // norm's and the head's inputs and the logits, and the micro-batch's tokens.
+  struct Pass {
+    std::vector<Buffers> blocks;
+    Buffers last_stage, logits;
+    const int32_t* tokens = nullptr;
+    const int32_t* targets = nullptr;
+  };
+  template <typename Wanted>
+  Buffers allocate(const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, Wanted&& wanted);
+  Pass allocate_pass(int chunk);
+  Pass& pass_of(int chunk, int64_t micro);
+  const planner::StageLayers& chunk_layers(int chunk) const { return chunks_[static_cast<size_t>(chunk)]; }
   T* act(int layer, const char* name);
   W* stats(int layer, const char* name);
   W* find_logits();
@@ -149,8 +197,16 @@ class Transformer {
   T* grad(int index) { return grads_[static_cast<size_t>(index)].data(); }
   void block_forward(int l, const T* input, T* output);
   void block_backward(int l);
+  void head_forward();
+  void head_backward(W loss_scale);
 
   planner::ModelConfig config_;
+  planner::PipelinePlacement stage_;
+  bool ties_embedding_ = false;  // the head is the embedding's transpose
+  std::vector<planner::StageLayers> chunks_;  // this stage's blocks, one range per model chunk
+  MemoryLedger* ledger_ = nullptr;
+  planner::ActivationTable table_;
+  planner::ActivationShape shape_;
   TensorParallel tp_;
   planner::RecomputeMode recompute_ = planner::RecomputeMode::none;
   int64_t B_ = 0, T_ = 0;
@@ -163,13 +219,16 @@ class Transformer {
   UnitHooks* hooks_ = nullptr;
   std::vector<Layer> layers_;
   int wte_ = -1, wpe_ = -1, final_norm_w_ = -1, final_norm_b_ = -1, head_ = -1;
-  // Activations by name, per block, from the planner's activation table.
-  std::vector<Buffers> saved_;
-  Buffers last_stage_, logits_, scratch_;
+  // Activations by name, from the planner's activation table: the passes kept
+  // for backward (one without a pipeline; per chunk and micro-batch in flight
+  // with one), the one the current forward or backward works on, and what
+  // every pass shares.
+  Pass own_pass_;
+  std::map<std::pair<int, int64_t>, Pass> passes_;
+  Pass* current_ = nullptr;
+  Buffers scratch_;
   Buffers working_;  // one block's recomputed tensors
   cpu::Workspace<W> workspace_;
-  const int32_t* tokens_ = nullptr;
-  const int32_t* targets_ = nullptr;
 };
 
 }  // namespace tessera::engine

@@ -12,6 +12,7 @@
 // inside a hook are kept and returned by the next call that returns a Status.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -58,14 +59,17 @@ class ParallelStrategy {
   virtual int64_t chunk_moves() const { return 0; }
   // Whether ranks hold different optimizer states (a checkpoint needs every rank's).
   virtual bool sharded() const = 0;
-  // Under tensor parallelism: the group, and which of the rank's parameters
-  // are whole on every rank of it (planner::TpSplit::replicated). The
-  // gradient norm then sums the split parameters' parts over the group and
-  // counts the replicated ones once, on its rank 0 (Megatron-LM's
-  // clip_grad_norm_fp32 skips tensor-parallel duplicates).
-  void set_tensor_parallel(comm::Communicator* group, std::vector<bool> replicated) {
-    tensor_group_ = group != nullptr && group->size() > 1 ? group : nullptr;
-    tp_replicated_ = std::move(replicated);
+  // Under tensor and pipeline parallelism: their groups (null: none), and
+  // which of the rank's parameters its gradient norm counts. The norm sums
+  // each rank's counted parameters over both groups: a parameter whole on
+  // every rank of the tensor-parallel group (planner::TpSplit::replicated) is
+  // counted on its rank 0 only, and the last stage's copy of a tied embedding
+  // not at all (Megatron-LM's clip_grad_norm_fp32 skips tensor-parallel
+  // duplicates and shared embeddings, param_is_not_shared).
+  void set_model_parallel(comm::Communicator* tensor_group, comm::Communicator* pipeline_group, std::vector<bool> counted) {
+    tensor_group_ = tensor_group != nullptr && tensor_group->size() > 1 ? tensor_group : nullptr;
+    pipeline_group_ = pipeline_group != nullptr && pipeline_group->size() > 1 ? pipeline_group : nullptr;
+    counted_ = std::move(counted);
   }
 
  protected:
@@ -74,9 +78,9 @@ class ParallelStrategy {
   template <typename O, typename G>
   Result<double> global_sum_of_squares(const Optimizer<O>& optimizer, const G* shard_gradients, double loss_scale, bool shards_differ) {
     double sum = 0;
-    if (tensor_group_ != nullptr && tensor_group_->rank() > 0) {
+    if (std::find(counted_.begin(), counted_.end(), false) != counted_.end()) {
       for (const planner::ShardPiece& piece : optimizer.pieces()) {
-        if (tp_replicated_[static_cast<size_t>(piece.parameter)]) continue;  // counted by rank 0 of the tensor-parallel group
+        if (!counted_[static_cast<size_t>(piece.parameter)]) continue;
         sum += Optimizer<O>::sum_of_squares(shard_gradients + piece.offset_in_shard, piece.numel, 1.0 / loss_scale);
       }
     } else {
@@ -85,15 +89,17 @@ class ParallelStrategy {
     if (shards_differ) {
       if (Status s = group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
     }
-    if (tensor_group_ != nullptr) {
-      if (Status s = tensor_group_->all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+    for (comm::Communicator* model_parallel : {tensor_group_, pipeline_group_}) {
+      if (model_parallel == nullptr) continue;
+      if (Status s = model_parallel->all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
     }
     return sum;
   }
 
   comm::Communicator& group_;
   comm::Communicator* tensor_group_ = nullptr;
-  std::vector<bool> tp_replicated_;
+  comm::Communicator* pipeline_group_ = nullptr;
+  std::vector<bool> counted_;  // empty: every parameter
 };
 
 // Whether the engine executes `plugin` in `precision` for `model` on `dp`

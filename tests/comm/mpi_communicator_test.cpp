@@ -208,6 +208,36 @@ void check_ring(Communicator& group, Checker& check, size_t count) {
   check.expect(from_previous, "ring recv of " + std::to_string(count) + " floats holds the previous rank's data");
 }
 
+// Started sends (a pipeline stage's): every rank starts two large sends to the
+// next rank, one per tag, before receiving anything, so blocking sends past
+// the eager limit would all wait; the receiver takes them in the other tag
+// order, and a collective runs while they are pending. Both arrive whole, by
+// tag; finish_send(buffer) frees the buffer; the counters count both.
+void check_started_sends(Communicator& group, Checker& check, size_t count) {
+  const int n = group.size(), r = group.rank();
+  if (n < 2) return;
+  const int next = (r + 1) % n, previous = (r + n - 1) % n;
+  const CommCounters before = group.counters();
+  std::vector<float> activations(count, static_cast<float>(r)), gradients(count, static_cast<float>(100 + r));
+  std::vector<float> got_activations(count, -1.0f), got_gradients(count, -1.0f);
+  check.expect_ok(group.start_send(activations.data(), count, next, 0), "start_send, tag 0");
+  check.expect_ok(group.start_send(gradients.data(), count, next, 1), "start_send, tag 1");
+  check.expect(group.started_sends() == 2, "two sends are pending");
+  double one = 1;
+  check.expect_ok(group.all_reduce(&one, &one, 1, ReduceOp::sum), "an all_reduce while sends are pending");
+  check.expect_ok(group.recv(got_gradients.data(), count, previous, 1), "recv, tag 1");
+  check.expect_ok(group.recv(got_activations.data(), count, previous, 0), "recv, tag 0");
+  check.expect_ok(group.finish_send(activations.data()), "finish_send");
+  check.expect(group.started_sends() == 1, "finish_send completes the send that read its buffer only");
+  check.expect_ok(group.finish_sends(), "finish_sends");
+  check.expect(got_activations == std::vector<float>(count, static_cast<float>(previous)) &&
+                   got_gradients == std::vector<float>(count, static_cast<float>(100 + previous)),
+               "each recv takes the message of its tag");
+  const CommCounters moved = group.counters().since(before);
+  check.expect(moved.calls_of(Collective::send) == 2 && moved.bytes_of(Collective::send) == static_cast<int64_t>(2 * count * 4),
+               "started sends are counted when they complete");
+}
+
 void check_split(Communicator& world, Checker& check) {
   const int n = world.size(), r = world.rank();
   const int color = r % 2;
@@ -364,6 +394,7 @@ int run(MpiRuntime& runtime) {
   check_all_gather(world, check);
   check_broadcast(world, check);
   check_ring(world, check, 200000);  // 800 KB: past the eager limit of shared-memory transports
+  check_started_sends(world, check, 200000);
   check_split(world, check);
   check_timeout(runtime, check);
   check_counters(runtime, check);

@@ -60,7 +60,8 @@ Status EstimateOptions::finish() {
   for (Status s : {parse_choice("--precision", precision, t.precision), parse_choice("--optimizer", optimizer, t.optimizer),
                    parse_choice("--recompute", recompute, t.recompute),
                    parse_choice("--activation-profile", activation_profile, t.activation_profile),
-                   parse_choice("--plugin", plugin, p.kind), parse_choice("--pp-schedule", pp_schedule, p.pp_schedule),
+                   parse_choice("--plugin", plugin, p.kind), parse_choice("--runtime", runtime, p.runtime),
+                   parse_choice("--pp-schedule", pp_schedule, p.pp_schedule),
                    parse_choice("--fsdp-strategy", fsdp_strategy, p.fsdp_strategy),
                    parse_choice("--placement", placement, p.gemini.placement_policy),
                    mib_to_bytes("--bucket-mb", bucket_mb, p.bucket_bytes, false),
@@ -95,7 +96,12 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--recompute", o.recompute, "Activation recompute: none, selective or full")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
   c.add_option("--plugin", o.plugin, "torch_ddp, torch_fsdp, low_level_zero, gemini or hybrid_parallel")->capture_default_str();
-  c.add_option("--zero-stage", r.plugin.zero_stage, "ZeRO stage: 1-2 for low_level_zero (default 1), 0-2 for hybrid_parallel (default 0)");
+  c.add_option("--runtime", o.runtime,
+               "Whose model states: colossalai (ColossalAI's plugins, Tessera's engine), megatron (Megatron-Core: hybrid_parallel, "
+               "--zero-stage 1 = its distributed optimizer), torchtitan (FSDP2: torch_fsdp) or deepspeed (ZeRO-3: low_level_zero)")
+      ->capture_default_str();
+  c.add_option("--zero-stage", r.plugin.zero_stage,
+               "ZeRO stage: 1-2 for low_level_zero (default 1; 3 under --runtime deepspeed), 0-2 for hybrid_parallel (default 0)");
   c.add_flag("--cpu-offload", r.plugin.cpu_offload, "Keep master weights and optimizer states on the host (ZeRO)");
   c.add_option("--bucket-mb", o.bucket_mb, "torch_ddp bucket_cap_mb")->capture_default_str();
   c.add_flag("--gradient-as-bucket-view", r.plugin.gradient_as_bucket_view, "torch_ddp: gradients are views into the buckets");
@@ -109,6 +115,14 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--search-range-m", r.plugin.gemini.search_range_m, "gemini chunk search range (Mi elements)")->capture_default_str();
   c.add_option("--min-chunk-size-m", r.plugin.gemini.min_chunk_size_m, "gemini smallest chunk (Mi elements)")->capture_default_str();
   c.add_option("--search-interval", r.plugin.gemini.search_interval, "gemini chunk search step (elements; ColossalAI hidden_dim)")->capture_default_str();
+  auto& ds = r.plugin.deepspeed;
+  c.add_option("--stage3-param-persistence-threshold", ds.param_persistence_threshold, "deepspeed: tensors this small (elements) stay whole")
+      ->capture_default_str();
+  c.add_option("--stage3-prefetch-bucket-size", ds.prefetch_bucket_size, "deepspeed: elements gathered ahead of use")->capture_default_str();
+  c.add_option("--stage3-max-live-parameters", ds.max_live_parameters, "deepspeed: bound on what the prefetch adds (elements)")->capture_default_str();
+  c.add_option("--stage3-max-reuse-distance", ds.max_reuse_distance, "deepspeed: kept if used again within this many elements")->capture_default_str();
+  c.add_option("--reduce-bucket-size", ds.reduce_bucket_size, "deepspeed: reduce_bucket_size (elements; --reduce-bucket-m is ColossalAI's)")
+      ->capture_default_str();
   c.add_option("--pp-schedule", o.pp_schedule, "Pipeline schedule: gpipe, 1f1b or interleaved")->capture_default_str();
   c.add_option("--model-chunks", r.plugin.num_model_chunks, "interleaved: model chunks per pipeline stage")->capture_default_str();
   c.add_option("--cuda-context-mib", o.cuda_context_mib, "CUDA context size (default: the GPU profile's)");

@@ -23,6 +23,7 @@ struct EstimateOptions {
   std::string recompute = "none";
   std::string activation_profile = "flash";
   std::string plugin = "torch_ddp";
+  std::string runtime = "colossalai";
   std::string pp_schedule = "1f1b";
   std::string fsdp_strategy = "full_shard";
   std::string placement = "static";

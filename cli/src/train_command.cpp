@@ -101,6 +101,10 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
                                                        (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks)) +
                                                        "; launch with mpirun -np " + std::to_string(r.layout.world_size()) + " tessera train ...");
   }
+  if (r.plugin.runtime != Runtime::colossalai) {
+    return make_error(ErrorCode::unsupported, "--runtime " + std::string(enum_name(r.plugin.runtime)) +
+                                                  ": the engine keeps ColossalAI's model states; use --runtime colossalai");
+  }
   if (r.training.activation_profile != ActivationProfile::tessera) {
     return make_error(ErrorCode::unsupported, "--activation-profile " + std::string(enum_name(r.training.activation_profile)) +
                                                   ": the engine keeps the tessera profile's activations; use tessera");

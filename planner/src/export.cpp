@@ -75,7 +75,25 @@ Error cannot_express(const char* target, const std::string& why) {
 
 }  // namespace export_detail
 
+namespace {
+
+// A script or config runs the plan on its target's runtime, so the plan's model
+// states must be that runtime's: ColossalAI's for --to colossalai, ColossalAI's
+// ZeRO or DeepSpeed's ZeRO-3 for --to deepspeed.
+Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarget target) {
+  if (plan_index >= file.plans.size() || target == ExportTarget::perfetto) return Status::success();  // check_plan names a bad index
+  const Runtime runtime = file.plans[plan_index].plugin.runtime;
+  const bool matches = runtime == Runtime::colossalai || (target == ExportTarget::deepspeed && runtime == Runtime::deepspeed);
+  if (matches) return Status::success();
+  const char* to = target == ExportTarget::colossalai ? "colossalai" : "deepspeed";
+  return export_detail::cannot_express(to, "the plan counts " + std::string(enum_name(runtime)) + "'s model states, which " + to +
+                                               " would not keep; plan again with --runtime " + (target == ExportTarget::colossalai ? "colossalai" : "colossalai or deepspeed"));
+}
+
+}  // namespace
+
 Result<std::string> export_plan(const PlanFile& file, size_t plan_index, ExportTarget target) {
+  if (Status s = check_runtime_matches(file, plan_index, target); !s) return s.error();
   switch (target) {
     case ExportTarget::colossalai: return export_colossalai(file, plan_index);
     case ExportTarget::deepspeed: return export_deepspeed(file, plan_index);

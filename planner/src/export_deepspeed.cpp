@@ -3,7 +3,7 @@
 // (deepspeed/runtime/zero/config.py: DeepSpeedZeroConfig; offload_config.py).
 //
 //   torch_ddp                  refused: see replicated_gradients_refusal
-//   low_level_zero             stage 1 or 2; cpu_offload -> offload_optimizer cpu;
+//   low_level_zero             stage 1 or 2 (stage 3 with its stage3_* knobs under --runtime deepspeed); cpu_offload -> offload_optimizer cpu;
 //                              reduce_bucket_size = reduce_bucket_numel (the bucket the plan's
 //                              reduction overlaps with backward); allgather_bucket_size at
 //                              DeepSpeed's default, since the plan times one all-gather of the
@@ -109,7 +109,7 @@ Result<ZeroSettings> zero_settings(const PlanFile& file, const EstimateRequest& 
     case PluginKind::low_level_zero:
       z.stage = p.effective_zero_stage();
       z.offload_optimizer = p.cpu_offload;
-      z.reduce_bucket_elements = p.reduce_bucket_numel;
+      z.reduce_bucket_elements = p.runtime == Runtime::deepspeed ? p.deepspeed.reduce_bucket_size : p.reduce_bucket_numel;
       return z;
     case PluginKind::gemini: {
       auto placement = gemini_fractions(file, r);
@@ -146,7 +146,7 @@ Result<ZeroSettings> zero_settings(const PlanFile& file, const EstimateRequest& 
       z.stage = p.effective_zero_stage();
       if (z.stage == 0) return replicated_gradients_refusal(r);
       z.offload_optimizer = p.cpu_offload;
-      z.reduce_bucket_elements = p.reduce_bucket_numel;
+      z.reduce_bucket_elements = p.runtime == Runtime::deepspeed ? p.deepspeed.reduce_bucket_size : p.reduce_bucket_numel;
       return z;
   }
   return make_error(ErrorCode::invalid_argument, "--to deepspeed: unknown plugin");
@@ -206,6 +206,12 @@ Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
   zero_json["reduce_bucket_size"] = z.reduce_bucket_elements;
   if (z.stage == 1 || z.stage == 2) zero_json["allgather_bucket_size"] = kDeepSpeedDefaultBucket;  // stages 1 and 2 only read it
   zero_json["contiguous_gradients"] = true;
+  if (r.plugin.runtime == Runtime::deepspeed) {  // the knobs the plan's ZeRO-3 model states were counted with
+    zero_json["stage3_param_persistence_threshold"] = r.plugin.deepspeed.param_persistence_threshold;
+    zero_json["stage3_prefetch_bucket_size"] = r.plugin.deepspeed.prefetch_bucket_size;
+    zero_json["stage3_max_live_parameters"] = r.plugin.deepspeed.max_live_parameters;
+    zero_json["stage3_max_reuse_distance"] = r.plugin.deepspeed.max_reuse_distance;
+  }
   config["zero_optimization"] = zero_json;
   // ZeRO refuses optimizers it has not tested (torch.optim.SGD) unless told.
   const bool sgd = r.training.optimizer == OptimizerKind::sgd || r.training.optimizer == OptimizerKind::sgd_momentum;

@@ -13,6 +13,11 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
       return {{"bucket_cap_mb", static_cast<double>(p.bucket_bytes) / (1 << 20)}, {"gradient_as_bucket_view", p.gradient_as_bucket_view}};
     case PluginKind::torch_fsdp: return {{"sharding_strategy", enum_name(p.fsdp_strategy)}};
     case PluginKind::low_level_zero:
+      if (p.runtime == Runtime::deepspeed) {  // DeepSpeed's own keys (DeepSpeedZeroConfig)
+        return {{"stage", p.effective_zero_stage()}, {"stage3_param_persistence_threshold", p.deepspeed.param_persistence_threshold},
+                {"stage3_prefetch_bucket_size", p.deepspeed.prefetch_bucket_size}, {"stage3_max_live_parameters", p.deepspeed.max_live_parameters},
+                {"stage3_max_reuse_distance", p.deepspeed.max_reuse_distance}, {"reduce_bucket_size", p.deepspeed.reduce_bucket_size}};
+      }
       return {{"stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
               {"reduce_bucket_size_in_m", static_cast<double>(p.reduce_bucket_numel) / (1 << 20)}};
     case PluginKind::gemini:
@@ -107,6 +112,7 @@ json request_to_json(const EstimateRequest& r) {
   const auto& l = r.layout;
   const auto& a = r.assumptions;
   return json{{"plugin", enum_name(r.plugin.kind)},
+              {"runtime", enum_name(r.plugin.runtime)},
               {"settings", settings_json(r.plugin, l, t)},
               {"layout", json{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"sequence_parallel", l.sequence_parallel}, {"world_size", l.world_size()}}},
               {"training", json{{"precision", enum_name(t.precision)},
@@ -130,7 +136,12 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
   const Reader settings = root.child("settings"), layout = root.child("layout"), training = root.child("training"),
                assumptions = root.child("assumptions");
   double bucket_mb = 25, reduce_bucket_m = 12;
-  for (Status s : {root.read_enum("plugin", r.plugin.kind), layout.read("dp", r.layout.dp), layout.read("tp", r.layout.tp),
+  for (Status s : {root.read_enum("plugin", r.plugin.kind), root.read_enum("runtime", r.plugin.runtime),
+                   settings.read("stage3_param_persistence_threshold", r.plugin.deepspeed.param_persistence_threshold),
+                   settings.read("stage3_prefetch_bucket_size", r.plugin.deepspeed.prefetch_bucket_size),
+                   settings.read("stage3_max_live_parameters", r.plugin.deepspeed.max_live_parameters),
+                   settings.read("stage3_max_reuse_distance", r.plugin.deepspeed.max_reuse_distance),
+                   settings.read("reduce_bucket_size", r.plugin.deepspeed.reduce_bucket_size), layout.read("dp", r.layout.dp), layout.read("tp", r.layout.tp),
                    layout.read("pp", r.layout.pp), layout.read("sequence_parallel", r.layout.sequence_parallel),
                    training.read_enum("precision", r.training.precision), training.read_enum("optimizer", r.training.optimizer),
                    training.read_enum("recompute", r.training.recompute),

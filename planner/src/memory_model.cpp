@@ -10,6 +10,7 @@
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
+#include "model_states.h"
 
 namespace tessera::planner {
 namespace {
@@ -171,10 +172,10 @@ void add_runtime(const EstimateRequest& r, int64_t cuda_context, MemoryBreakdown
   out.add(Cat::runtime, kDevice, cuda_context + reserve);
 }
 
-MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const EstimateRequest& r,
-                             const GeminiSummary* gemini, int64_t cuda_context) {
+// ColossalAI's Booster plugins (and Tessera's engine, which follows them).
+void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRequest& r, const GeminiSummary* gemini,
+                           MemoryBreakdown& out) {
   const StateWidths w = state_widths(r.training);
-  MemoryBreakdown out;
   switch (r.plugin.kind) {
     case PluginKind::torch_ddp: add_replicated_states(s, r, w, true, out); break;
     case PluginKind::torch_fsdp: add_fsdp_states(m, r, w, out); break;
@@ -189,6 +190,17 @@ MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const Estimate
       }
       break;
     }
+  }
+}
+
+MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const EstimateRequest& r,
+                             const GeminiSummary* gemini, int64_t cuda_context) {
+  MemoryBreakdown out;
+  switch (r.plugin.runtime) {
+    case Runtime::megatron: add_megatron_states(m, s, r, out); break;
+    case Runtime::torchtitan: add_fsdp2_states(m, r, out); break;
+    case Runtime::deepspeed: add_deepspeed_zero3_states(m, r, out); break;
+    case Runtime::colossalai: add_colossalai_states(m, s, r, gemini, out); break;
   }
   add_activations(m, s, r, out);
   add_runtime(r, cuda_context, out);

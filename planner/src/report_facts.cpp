@@ -97,6 +97,7 @@ std::string summary_line(const EstimateReport& r) {
           std::to_string(t.seq_len) + ", " + std::to_string(t.num_micro_batches) +
           (t.num_micro_batches == 1 ? " micro-batch" : " micro-batches");
   if (l.pp > 1) line += " " + std::string(enum_name(r.request.plugin.pp_schedule));
+  if (r.request.plugin.runtime != Runtime::colossalai) line += ", runtime " + std::string(enum_name(r.request.plugin.runtime));
   if (r.request.plugin.pp_schedule == PipelineSchedule::interleaved) line += " × " + std::to_string(r.request.plugin.num_model_chunks) + " chunks";
   return line;
 }
@@ -125,15 +126,38 @@ std::string activation_profile_source(ActivationProfile profile) {
 
 }  // namespace
 
+std::string model_states_source(const PluginOptions& p, Precision precision) {
+  switch (p.runtime) {
+    case Runtime::megatron: {
+      const bool distributed = p.effective_zero_stage() == 1;
+      const char* per_param = precision == Precision::fp16 ? (distributed ? "4 + 16/d" : "20")
+                              : precision == Precision::bf16 ? (distributed ? "6 + 12/d" : "18")
+                                                             : (distributed ? "8 + 8/d" : "16");
+      return std::string("Megatron-Core ") + (distributed ? "distributed optimizer" : "optimizer") +
+             ": contiguous main-gradient buffer (fp32 under bf16), fp32 main parameters; " + per_param +
+             " bytes per parameter with Adam (Megatron-LM docs, dist_optimizer.md; d98e8a6)";
+    }
+    case Runtime::torchtitan:
+      return "FSDP2 as torchtitan applies it: per-parameter dim-0 shards of fp32 weights and gradients, bf16 gathers of two "
+             "units, fp32 reduce-scatter (torchtitan b5bcd76 distributed/fsdp.py; PyTorch _fully_shard)";
+    case Runtime::deepspeed:
+      return "DeepSpeed ZeRO-3: per-parameter partitions, tensors up to " + std::to_string(p.deepspeed.param_persistence_threshold) +
+             " elements kept whole, parameters gathered within " + std::to_string(p.deepspeed.max_reuse_distance) +
+             " elements of reuse plus a " + std::to_string(p.deepspeed.prefetch_bucket_size) + "-element prefetch, a " +
+             std::to_string(p.deepspeed.reduce_bucket_size) + "-element gradient bucket (DeepSpeed edaa722, runtime/zero)";
+    case Runtime::colossalai: break;
+  }
+  return "ColossalAI's Booster plugins (Tessera's engine follows them); ZeRO (Rajbhandari et al. 2020) §3.1: 2 + 2 + 12 bytes "
+         "per parameter with Adam under mixed precision (--runtime to change)";
+}
+
 std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   const Assumptions& a = r.request.assumptions;
   const auto& t = r.request.training;
   std::vector<AssumptionLine> lines;
   lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)), activation_profile_source(t.activation_profile)});
-  if (is_mixed_precision(t.precision)) {
-    lines.push_back({"mixed precision", "16-bit weights and gradients, fp32 master weights",
-                     "Micikevicius et al. 2018; ZeRO (Rajbhandari et al. 2020) §3.1: 2 + 2 + 12 bytes per parameter with Adam"});
-  }
+  lines.push_back({"model states", "runtime " + std::string(enum_name(r.request.plugin.runtime)),
+                   model_states_source(r.request.plugin, t.precision)});
   lines.push_back({"CUDA context", format_bytes(r.estimate.cuda_context_bytes),
                    a.cuda_context_bytes >= 0 ? "--cuda-context-mib" : "GPU profile " + r.gpu.name + " (--cuda-context-mib to override)"});
   lines.push_back({"allocator reserve", std::to_string(static_cast<int>(a.allocator_reserve_fraction * 100 + 0.5)) + "% of the other device bytes",

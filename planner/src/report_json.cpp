@@ -15,6 +15,7 @@ nlohmann::json estimate_to_json(const EstimateReport& r) {
   out.update(request_to_json(r.request));
   out["assumptions"]["cuda_context_bytes"] = r.estimate.cuda_context_bytes;  // the figure used, after the GPU profile's default
   out["flops_per_token"] = json{{"forward", flops.forward}, {"backward", flops.backward}, {"recompute", flops.recompute}};
+  out["model_states"] = json{{"runtime", enum_name(r.request.plugin.runtime)}, {"source", model_states_source(r.request.plugin, t.precision)}};
   out["ranks"] = ranks_to_json(r.estimate);
   out["fits"] = r.estimate.fits();
   out["verdict"] = verdict_line(r.estimate);

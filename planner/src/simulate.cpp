@@ -52,6 +52,14 @@ struct Context {
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.training.seq_len); }
   double flops_per_s() const { return peak_flops(cluster.gpu, request.training.precision) * settings.compute_efficiency; }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
+  // Bytes per gradient element on the wire: Megatron-Core reduces its fp32
+  // main-gradient buffer under bf16, torchtitan's FSDP2 reduces in fp32
+  // (model_states_megatron.cpp, model_states_fsdp2.cpp); the others in the compute dtype.
+  double gradient_wire_bytes() const {
+    const Runtime runtime = request.plugin.runtime;
+    const bool fp32_reduce = runtime == Runtime::torchtitan || (runtime == Runtime::megatron && request.training.precision == Precision::bf16);
+    return fp32_reduce ? 4.0 : dtype_bytes();
+  }
 };
 
 // Time a collective adds when it runs alongside `compute` seconds of work: what
@@ -61,17 +69,18 @@ double overlapped(double comm, double compute, double overlap_cost) {
   return exposed + overlap_cost * (comm - exposed);
 }
 
-bool is_zero3(PluginKind kind) { return kind == PluginKind::torch_fsdp || kind == PluginKind::gemini; }
+// DeepSpeed ZeRO-3 is low_level_zero at stage 3 (--runtime deepspeed).
+bool is_zero3(const PluginOptions& p) { return p.kind == PluginKind::torch_fsdp || p.kind == PluginKind::gemini || p.effective_zero_stage() == 3; }
 
 // ZeRO-3 gathers the parameters in forward and backward and reduce-scatters the
 // gradients in backward, every micro-batch; prefetching hides what compute covers.
 void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
   const auto& l = c.request.layout;
-  if (!is_zero3(c.request.plugin.kind) || l.dp == 1) return;
+  if (!is_zero3(c.request.plugin) || l.dp == 1) return;
   const Link dp = group_link(c.cluster, l.dp, l.tp);
   const double params = static_cast<double>(s.params);
   const double gather = all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
-  const double scatter = reduce_scatter_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  const double scatter = reduce_scatter_s(params * c.gradient_wire_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
   const double first_unit = gather / static_cast<double>(std::max(1, s.num_layers));  // nothing to overlap with yet
   cost.forward_comm += overlapped(gather, cost.forward_compute, c.settings.overlap_cost) + first_unit;
   cost.backward_comm += overlapped(gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
@@ -248,8 +257,8 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   const bool replicated = p.kind == PluginKind::torch_ddp || (p.kind == PluginKind::hybrid_parallel && stage == 0);
   double on_gpu = params;  // parameters the GPU optimizer updates
   double offloaded = 0;    // parameters the CPU optimizer updates
-  if (l.dp > 1 && !is_zero3(p.kind) && stage != 2) {
-    const double grad_bytes = params * c.dtype_bytes();
+  if (l.dp > 1 && !is_zero3(p) && stage != 2) {
+    const double grad_bytes = params * c.gradient_wire_bytes();
     const double reduce = replicated ? all_reduce_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s)
                                      : reduce_scatter_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s);
     // Overlapped with the last backward, except the last bucket.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "activations_hf.h"
+#include "model_states.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/pipeline_stages.h"
@@ -88,13 +89,15 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.kind != PluginKind::hybrid_parallel && l.sequence_parallel) {
     return invalid("--sequence-parallel needs --plugin hybrid_parallel with --tp above 1");
   }
+  if (Status s = check_runtime(r); !s) return s;
   const int stage = p.effective_zero_stage();
   if (p.zero_stage >= 0 && p.kind != PluginKind::low_level_zero && p.kind != PluginKind::hybrid_parallel) {
     return invalid("--zero-stage applies to low_level_zero and hybrid_parallel, not " + plugin +
                    " (gemini and torch_fsdp are ZeRO-3 already)");
   }
-  if (stage == 3) return invalid("--zero-stage 3: use --plugin gemini or --plugin torch_fsdp for ZeRO-3");
-  if (p.kind == PluginKind::low_level_zero && (stage < 1 || stage > 2)) {
+  const bool deepspeed_zero3 = p.runtime == Runtime::deepspeed;  // check_runtime held it to low_level_zero at stage 3
+  if (stage == 3 && !deepspeed_zero3) return invalid("--zero-stage 3: use --plugin gemini or --plugin torch_fsdp for ZeRO-3");
+  if (p.kind == PluginKind::low_level_zero && !deepspeed_zero3 && (stage < 1 || stage > 2)) {
     return invalid("--zero-stage must be 1 or 2 for low_level_zero, got " + std::to_string(stage));
   }
   if (p.kind == PluginKind::hybrid_parallel && (stage < 0 || stage > 2)) {

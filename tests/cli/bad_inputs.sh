@@ -92,6 +92,12 @@ bad zero2-with-pp "--zero-stage" -- estimate --model gpt2 --plugin hybrid_parall
 bad zero3-hybrid "--zero-stage" -- estimate --model gpt2 --plugin hybrid_parallel --zero-stage 3
 bad zero3-low-level-zero "--zero-stage" -- estimate --model gpt2 --plugin low_level_zero --zero-stage 3
 bad zero-stage-on-ddp "--zero-stage" -- estimate --model gpt2 --zero-stage 1
+bad runtime-unknown "--runtime" -- estimate --model gpt2 --runtime nemo
+bad runtime-megatron-fsdp "--runtime megatron models" -- estimate --model gpt2 --plugin torch_fsdp --runtime megatron
+bad runtime-megatron-zero2 "--zero-stage 2 under --runtime megatron" -- estimate --model gpt2 --plugin hybrid_parallel --runtime megatron --zero-stage 2
+bad runtime-deepspeed-stage1 "--runtime deepspeed models ZeRO-3" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --zero-stage 1
+bad runtime-deepspeed-negative "--stage3-prefetch-bucket-size" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --stage3-prefetch-bucket-size -1
+bad runtime-torchtitan-fp16 "--precision fp16 under --runtime torchtitan" -- estimate --model gpt2 --plugin torch_fsdp --runtime torchtitan --precision fp16
 
 # Sizes: zero, negative, not a number, too large.
 bad micro-batch-zero "--micro-batch" -- estimate --model gpt2 --micro-batch 0

@@ -25,6 +25,12 @@ enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 enum class PluginKind { torch_ddp, torch_fsdp, low_level_zero, gemini, hybrid_parallel };
 enum class FsdpStrategy { full_shard, shard_grad_op };
 enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
+// Which runtime executes the plan, for the model states it keeps (model_states.h):
+// colossalai for ColossalAI's Booster plugins, which Tessera's engine follows
+// (every plugin); megatron for Megatron-Core (hybrid_parallel; --zero-stage 1 is
+// its distributed optimizer); torchtitan for FSDP2 as torchtitan applies it
+// (torch_fsdp); deepspeed for DeepSpeed ZeRO-3 (low_level_zero at stage 3).
+enum class Runtime { colossalai, megatron, torchtitan, deepspeed };
 
 inline constexpr std::array<EnumName<Precision>, 3> kPrecisionNames{{{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}}};
 inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};
@@ -39,6 +45,8 @@ inline constexpr std::array<EnumName<PipelineSchedule>, 3> kPipelineScheduleName
     {{PipelineSchedule::gpipe, "gpipe"}, {PipelineSchedule::one_f_one_b, "1f1b"}, {PipelineSchedule::interleaved, "interleaved"}}};
 inline constexpr std::array<EnumName<PluginKind>, 5> kPluginNames{{{PluginKind::torch_ddp, "torch_ddp"}, {PluginKind::torch_fsdp, "torch_fsdp"}, {PluginKind::low_level_zero, "low_level_zero"}, {PluginKind::gemini, "gemini"}, {PluginKind::hybrid_parallel, "hybrid_parallel"}}};
 inline constexpr std::array<EnumName<FsdpStrategy>, 2> kFsdpStrategyNames{{{FsdpStrategy::full_shard, "full_shard"}, {FsdpStrategy::shard_grad_op, "shard_grad_op"}}};
+inline constexpr std::array<EnumName<Runtime>, 4> kRuntimeNames{
+    {{Runtime::colossalai, "colossalai"}, {Runtime::megatron, "megatron"}, {Runtime::torchtitan, "torchtitan"}, {Runtime::deepspeed, "deepspeed"}}};
 inline constexpr std::array<EnumName<GeminiPlacement>, 4> kGeminiPlacementNames{{{GeminiPlacement::cuda, "cuda"}, {GeminiPlacement::cpu, "cpu"}, {GeminiPlacement::static_placement, "static"}, {GeminiPlacement::auto_placement, "auto"}}};
 
 inline std::span<const EnumName<Precision>> enum_names(Precision) { return kPrecisionNames; }
@@ -56,6 +64,7 @@ inline std::span<const EnumName<PipelineSchedule>> enum_names(PipelineSchedule) 
 inline std::span<const EnumName<PluginKind>> enum_names(PluginKind) { return kPluginNames; }
 inline std::span<const EnumName<FsdpStrategy>> enum_names(FsdpStrategy) { return kFsdpStrategyNames; }
 inline std::span<const EnumName<GeminiPlacement>> enum_names(GeminiPlacement) { return kGeminiPlacementNames; }
+inline std::span<const EnumName<Runtime>> enum_names(Runtime) { return kRuntimeNames; }
 
 // Bytes of one element of the weights, gradients and activations in compute precision.
 constexpr int64_t compute_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
@@ -103,17 +112,30 @@ struct GeminiOptions {
   int64_t search_interval = 1024;   // chunk search: step between candidates (ColossalAI's hidden_dim)
 };
 
+// DeepSpeed ZeRO-3's parameter knobs, in elements, at DeepSpeed's defaults
+// (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig, at edaa722).
+struct DeepSpeedZero3Options {
+  int64_t param_persistence_threshold = 100000;  // stage3_param_persistence_threshold: tensors this small stay whole
+  int64_t prefetch_bucket_size = 50000000;       // stage3_prefetch_bucket_size: gathered ahead of use
+  int64_t max_live_parameters = 1000000000;      // stage3_max_live_parameters: bounds what the prefetch may add
+  int64_t max_reuse_distance = 1000000000;       // stage3_max_reuse_distance: kept if used again within this many
+  int64_t reduce_bucket_size = 500000000;        // reduce_bucket_size: the gradient bucket (contiguous_gradients)
+};
+
 struct PluginOptions {
   PluginKind kind = PluginKind::torch_ddp;
+  Runtime runtime = Runtime::colossalai;
   // torch_ddp: PyTorch DistributedDataParallel's bucket_cap_mb (25) and gradient_as_bucket_view (False).
   int64_t bucket_bytes = int64_t{25} << 20;
   bool gradient_as_bucket_view = false;
   FsdpStrategy fsdp_strategy = FsdpStrategy::full_shard;
-  // low_level_zero: stage 1 or 2 (default 1, as LowLevelZeroPlugin); hybrid_parallel: 0, 1 or 2 (default 0).
+  // low_level_zero: stage 1 or 2 (default 1, as LowLevelZeroPlugin), 3 under --runtime deepspeed
+  // (its default there); hybrid_parallel: 0, 1 or 2 (default 0).
   int zero_stage = -1;  // -1 = the plugin's default
   bool cpu_offload = false;  // low_level_zero: master weights and optimizer states on the host
   int64_t reduce_bucket_numel = int64_t{12} << 20;  // low_level_zero reduce_bucket_size_in_m = 12
   GeminiOptions gemini;
+  DeepSpeedZero3Options deepspeed;  // --runtime deepspeed
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
   // interleaved: model chunks per GPU (HybridParallelPlugin num_model_chunks), 1 otherwise.
   int64_t num_model_chunks = 1;
@@ -123,7 +145,8 @@ struct PluginOptions {
 
   int effective_zero_stage() const {
     if (zero_stage >= 0) return zero_stage;
-    return kind == PluginKind::low_level_zero ? 1 : 0;
+    if (kind != PluginKind::low_level_zero) return 0;
+    return runtime == Runtime::deepspeed ? 3 : 1;
   }
 };
 

@@ -1,0 +1,27 @@
+// Model states as Megatron-Core, torchtitan's FSDP2 and DeepSpeed ZeRO-3 keep
+// them (--runtime megatron | torchtitan | deepspeed): per rank, the bytes of
+// the parameters, gradients, fp32 master weights and optimizer states, and the
+// buffers each runtime gathers and reduces them through. Each formula cites the
+// runtime's source at a commit; ColossalAI's plugins stay in memory_model.cpp.
+#pragma once
+
+#include "tessera/planner/memory_categories.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/status.h"
+
+namespace tessera::planner {
+
+// What --runtime accepts with the request's plugin and settings (validate_runtime.cpp).
+Status check_runtime(const EstimateRequest& request);
+
+// Megatron-Core's DistributedDataParallel and optimizer (model_states_megatron.cpp):
+// one pipeline stage of one tensor-parallel rank.
+void add_megatron_states(const Model& model, const StageShape& stage, const EstimateRequest& request, MemoryBreakdown& out);
+
+// FSDP2 (fully_shard) as torchtitan applies it (model_states_fsdp2.cpp).
+void add_fsdp2_states(const Model& model, const EstimateRequest& request, MemoryBreakdown& out);
+
+// DeepSpeed ZeRO-3 (model_states_deepspeed.cpp).
+void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& request, MemoryBreakdown& out);
+
+}  // namespace tessera::planner

@@ -1,0 +1,78 @@
+// DeepSpeed ZeRO-3's model states (--runtime deepspeed, low_level_zero at stage 3),
+// read from deepspeedai/DeepSpeed at edaa7221267243c7be7fb49c5d5f5c4fb97b4641:
+//  - Every parameter is partitioned on its own: ceil(numel / dp) elements per
+//    rank (runtime/zero/partition_parameters.py, _aligned_size and _partition_param).
+//    A parameter of at most stage3_param_persistence_threshold elements is
+//    persistent (parameter_offload.py, mark_persistent_parameters: ds_numel <=
+//    param_threshold): its whole 16-bit copy stays on every rank beside its
+//    partition. stage3_model_persistence_threshold is left at its default
+//    (sys.maxsize), which bounds nothing.
+//  - runtime/zero/stage3.py: 16-bit partitions, a flat buffer of gradient
+//    partitions in the gradient-accumulation dtype (the model's dtype unless
+//    grad_accum_dtype says otherwise: engine.py, get_data_types), fp32 partitions
+//    of the weights (_create_fp32_partitions; shared with the partitions when the
+//    model is fp32) and the optimizer's states on them; with contiguous_gradients
+//    (the default) one reduce_bucket_size bucket of gradients in the model's dtype.
+//  - Gathered parameters (partitioned_param_coordinator.py): after a module
+//    runs its parameters are released unless they are used again within
+//    stage3_max_reuse_distance elements of the trace (__params_to_release); the
+//    prefetch fetches up to min(stage3_prefetch_bucket_size, stage3_max_live_parameters
+//    - the available elements) ahead (fetch_sub_module). At the turn from
+//    forward to backward, where the activations peak, a tensor whose later
+//    tensors sum to `after` elements is used again 2 · after elements later
+//    (the rest of forward, then backward down to it); the last tensor is in use
+//    there. Recompute's second forward is not in this trace.
+//  Left out: the fp32 copy of each sub-group's gradients that the optimizer
+//  step makes (_prepare_fp32_grad_for_sub_group), after backward has freed the
+//  activations and the gathered parameters.
+#include <algorithm>
+#include <vector>
+
+#include "model_states.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::planner {
+namespace {
+
+using Cat = MemoryCategory;
+constexpr MemorySpace kDevice = MemorySpace::device;
+
+// Elements of the non-persistent parameters still gathered when backward begins.
+int64_t gathered_at_turn(const TensorInventory& inventory, const DeepSpeedZero3Options& z) {
+  const auto& tensors = inventory.tensors;
+  std::vector<bool> kept(tensors.size(), false);
+  int64_t after = 0;  // elements of the tensors after this one in execution order
+  for (size_t i = tensors.size(); i-- > 0;) {
+    const size_t unique = tensors[i].tied_to >= 0 ? static_cast<size_t>(tensors[i].tied_to) : i;
+    if (after == 0 || 2 * after < z.max_reuse_distance) kept[unique] = true;  // the last tensor is in use at the turn
+    after += tensors[i].numel();
+  }
+  int64_t kept_numel = 0, released_numel = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].tied_to >= 0 || tensors[i].numel() <= z.param_persistence_threshold) continue;
+    (kept[i] ? kept_numel : released_numel) += tensors[i].numel();
+  }
+  const int64_t prefetch = std::min({z.prefetch_bucket_size, std::max<int64_t>(0, z.max_live_parameters - kept_numel), released_numel});
+  return kept_numel + prefetch;
+}
+
+}  // namespace
+
+void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, MemoryBreakdown& out) {
+  const DeepSpeedZero3Options& z = r.plugin.deepspeed;
+  const int64_t dp = r.layout.dp;
+  const int64_t width = compute_bytes(r.training.precision);
+  int64_t partitions = 0, persistent = 0;
+  for (const FlatParameter& p : flat_parameter_order(model.inventory)) {
+    partitions += (p.numel + dp - 1) / dp;
+    if (p.numel <= z.param_persistence_threshold) persistent += p.numel;
+  }
+  out.add(Cat::parameters, kDevice, (partitions + persistent) * width);
+  out.add(Cat::gradients, kDevice, partitions * width);
+  out.add(Cat::master_weights, kDevice, is_mixed_precision(r.training.precision) ? partitions * 4 : 0);
+  out.add(Cat::optimizer_states, kDevice, partitions * 4 * optimizer_state_count(r.training.optimizer));
+  out.add(Cat::chunk_buffers, kDevice, gathered_at_turn(model.inventory, z) * width);
+  out.add(Cat::comm_buffers, kDevice, z.reduce_bucket_size * width);
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,77 @@
+// Megatron-Core's model states (--runtime megatron, hybrid_parallel), read from
+// NVIDIA/Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553:
+//  - DistributedDataParallel keeps every gradient in one contiguous main-gradient
+//    buffer (megatron/core/distributed/param_and_grad_buffer.py, _ParamAndGradBuffer:
+//    grad_data = torch.zeros(numel, dtype=grad_dtype)); under bf16 it is fp32, since
+//    megatron/training/arguments.py sets accumulate_allreduce_grads_in_fp32 for
+//    bf16 ("bfloat16 requires gradient accumulation and all-reduce to be done in
+//    fp32"), and in the parameters' dtype otherwise.
+//  - The optimizer keeps fp32 main parameters and Adam's two fp32 moments; under
+//    fp16 it also casts each gradient to an fp32 main gradient.
+//  Bytes per parameter, as docs/user-guide/features/dist_optimizer.md tabulates
+//  them with Adam: fp16 2 + 2 + 4 + 4 + 8 = 20, bf16 2 + 4 + 4 + 8 = 18, fp32
+//  4 + 4 + 8 = 16; with the distributed optimizer (--zero-stage 1) the fp32 main
+//  parameters, main gradients and moments are sharded over dp: 4 + 16/d, 6 + 12/d
+//  and 8 + 8/d.
+//  - With the distributed optimizer the parameters move into a contiguous buffer
+//    too (param_data), laid out as the gradients: parameters in reverse order,
+//    each starting at a multiple of 64 elements (optimizer/param_layout.py,
+//    pad_param_start), the bucket ending at a multiple of lcm(dp, 128)
+//    (pad_bucket_end), so that every rank's shard is numel / dp. One bucket:
+//    DistributedDataParallel sets bucket_size = None without --overlap-grad-reduce
+//    (distributed_data_parallel.py). The tensors are Tessera's inventory on one
+//    tp rank; Megatron fuses q, k and v (and gate and up) into one tensor, which
+//    changes the 64-element padding only where a width is not a multiple of 64.
+#include <numeric>
+
+#include "model_states.h"
+#include "tessera/planner/tensor_parallel.h"
+
+namespace tessera::planner {
+namespace {
+
+using Cat = MemoryCategory;
+constexpr MemorySpace kDevice = MemorySpace::device;
+
+int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+bool holds(const StageShape& stage, const TensorInfo& tensor, int num_layers, int64_t pp) {
+  if (tensor.layer == kEmbeddingLayer) return stage.first;
+  if (tensor.layer >= num_layers) return stage.last && (tensor.tied_to < 0 || pp > 1);  // the head; a tied copy only with a pipeline
+  for (const StageLayers& chunk : stage.chunks) {
+    if (tensor.layer >= chunk.first_layer && tensor.layer < chunk.first_layer + chunk.num_layers) return true;
+  }
+  return false;
+}
+
+// Elements of the stage's parameter and gradient buffer under the distributed optimizer.
+int64_t distributed_buffer_numel(const Model& model, const StageShape& stage, int64_t tp, int64_t pp, int64_t dp) {
+  const TensorInventory local = tp_rank_inventory(model.inventory, tp);
+  const int num_layers = static_cast<int>(model.config.num_layers);
+  int64_t end = 0;
+  for (auto it = local.tensors.rbegin(); it != local.tensors.rend(); ++it) {  // reverse order, as Megatron lays them out
+    if (!holds(stage, *it, num_layers, pp)) continue;
+    end = round_up(end, 64) + it->numel();
+  }
+  return round_up(end, std::lcm(dp, int64_t{128}));
+}
+
+}  // namespace
+
+void add_megatron_states(const Model& model, const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
+  const Precision precision = r.training.precision;
+  const int64_t param_bytes = compute_bytes(precision);
+  const int64_t grad_bytes = precision == Precision::fp16 ? 2 : 4;         // the main-gradient buffer
+  const int64_t main_grad_copy_bytes = precision == Precision::fp16 ? 4 : 0;  // fp16 gradients cast to fp32 for the step
+  const int64_t master_bytes = is_mixed_precision(precision) ? 4 : 0;
+  const int64_t optimizer_bytes = 4 * optimizer_state_count(r.training.optimizer);
+  const bool distributed = r.plugin.effective_zero_stage() == 1;
+  const int64_t buffer = distributed ? distributed_buffer_numel(model, stage, r.layout.tp, r.layout.pp, r.layout.dp) : stage.params;
+  const int64_t sharded = distributed ? buffer / r.layout.dp : stage.params;
+  out.add(Cat::parameters, kDevice, buffer * param_bytes);
+  out.add(Cat::gradients, kDevice, buffer * grad_bytes + sharded * main_grad_copy_bytes);
+  out.add(Cat::master_weights, kDevice, sharded * master_bytes);
+  out.add(Cat::optimizer_states, kDevice, sharded * optimizer_bytes);
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,66 @@
+// What each --runtime accepts: the plugin its model states describe, and the
+// settings the runtime has (model_states.h). Messages name the option and the fix.
+#include <string>
+
+#include "model_states.h"
+
+namespace tessera::planner {
+namespace {
+
+Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
+
+Status needs_plugin(Runtime runtime, PluginKind wanted, PluginKind got, const char* what) {
+  if (got == wanted) return Status::success();
+  return invalid("--runtime " + std::string(enum_name(runtime)) + " models " + what + ": use --plugin " + std::string(enum_name(wanted)) +
+                 " (got " + std::string(enum_name(got)) + ")");
+}
+
+Status check_deepspeed(const PluginOptions& p) {
+  if (p.effective_zero_stage() != 3) {
+    return invalid("--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2");
+  }
+  if (p.cpu_offload) return invalid("--cpu-offload (ZeRO-Offload) is not modelled under --runtime deepspeed; drop it");
+  const DeepSpeedZero3Options& z = p.deepspeed;
+  for (auto [option, value] : {std::pair{"--stage3-param-persistence-threshold", z.param_persistence_threshold},
+                               std::pair{"--stage3-prefetch-bucket-size", z.prefetch_bucket_size},
+                               std::pair{"--stage3-max-live-parameters", z.max_live_parameters},
+                               std::pair{"--stage3-max-reuse-distance", z.max_reuse_distance},
+                               std::pair{"--reduce-bucket-size", z.reduce_bucket_size}}) {
+    if (value < 0 || value > (int64_t{1} << 50)) {
+      return invalid(std::string(option) + " must be a number of elements from 0 to 1125899906842624, got " + std::to_string(value));
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+Status check_runtime(const EstimateRequest& r) {
+  const PluginOptions& p = r.plugin;
+  switch (p.runtime) {
+    case Runtime::colossalai: return Status::success();
+    case Runtime::megatron: {
+      if (Status s = needs_plugin(p.runtime, PluginKind::hybrid_parallel, p.kind, "Megatron-Core's data, tensor and pipeline parallelism"); !s) return s;
+      if (p.effective_zero_stage() > 1) {
+        return invalid("--zero-stage " + std::to_string(p.effective_zero_stage()) +
+                       " under --runtime megatron: Megatron-Core shards only the optimizer; use --zero-stage 1 (its distributed optimizer) or 0");
+      }
+      if (p.cpu_offload) return invalid("--cpu-offload is not modelled under --runtime megatron; drop it");
+      return Status::success();
+    }
+    case Runtime::torchtitan: {
+      if (Status s = needs_plugin(p.runtime, PluginKind::torch_fsdp, p.kind, "FSDP2"); !s) return s;
+      if (r.training.precision == Precision::fp16) {
+        return invalid("--precision fp16 under --runtime torchtitan: its mixed_precision_param is bfloat16 or float32; use --precision bf16 or fp32");
+      }
+      return Status::success();
+    }
+    case Runtime::deepspeed: {
+      if (Status s = needs_plugin(p.runtime, PluginKind::low_level_zero, p.kind, "DeepSpeed ZeRO-3"); !s) return s;
+      return check_deepspeed(p);
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace tessera::planner

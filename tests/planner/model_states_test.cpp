@@ -1,0 +1,173 @@
+// Model states per runtime (--runtime megatron | torchtitan | deepspeed), each
+// byte count worked out by hand from the formula cited in model_states_*.cpp.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_models.h"
+#include "tessera/planner/report.h"
+
+namespace tessera::planner {
+namespace {
+
+using testing::estimate_or_fail;
+using testing::model_state_bytes;
+using testing::shipped_gpu;
+using testing::shipped_model;
+using Cat = MemoryCategory;
+
+EstimateRequest runtime_request(Runtime runtime, PluginKind plugin, int64_t dp) {
+  EstimateRequest r;
+  r.plugin.runtime = runtime;
+  r.plugin.kind = plugin;
+  r.layout.dp = dp;
+  r.training.seq_len = 1024;
+  return r;
+}
+
+RankMemory only_row(const Model& model, const EstimateRequest& r) {
+  const MemoryEstimate e = estimate_or_fail(model, shipped_gpu("h100-80g"), r);
+  EXPECT_EQ(e.ranks.size(), 1u);
+  return e.ranks.front();
+}
+
+int64_t device(const RankMemory& row, Cat c) { return row.bytes[c].device; }
+
+// Llama 3 8B: 8,030,261,248 parameters, every tensor a multiple of 64
+// elements and the total a multiple of 128, so Megatron's buffer has no padding.
+constexpr int64_t kLlama3_8b = 8030261248;
+
+TEST(MegatronStates, EighteenBytesPerParameterUnderBf16WithAdam) {
+  const Model model = shipped_model("llama-3-8b");
+  ASSERT_EQ(model.parameter_count, kLlama3_8b);
+  const RankMemory row = only_row(model, runtime_request(Runtime::megatron, PluginKind::hybrid_parallel, 8));
+  EXPECT_EQ(device(row, Cat::parameters), 2 * kLlama3_8b);
+  EXPECT_EQ(device(row, Cat::gradients), 4 * kLlama3_8b);  // the fp32 main-gradient buffer
+  EXPECT_EQ(device(row, Cat::master_weights), 4 * kLlama3_8b);
+  EXPECT_EQ(device(row, Cat::optimizer_states), 8 * kLlama3_8b);
+  EXPECT_EQ(model_state_bytes(row), 18 * kLlama3_8b);  // 144,544,702,464 B
+  EXPECT_EQ(device(row, Cat::comm_buffers), 0);        // DDP reduces the buffer in place
+}
+
+TEST(MegatronStates, DistributedOptimizerIsSixPlusTwelveOverD) {
+  const Model model = shipped_model("llama-3-8b");
+  EstimateRequest r = runtime_request(Runtime::megatron, PluginKind::hybrid_parallel, 8);
+  r.plugin.zero_stage = 1;
+  const RankMemory row = only_row(model, r);
+  EXPECT_EQ(model_state_bytes(row), 6 * kLlama3_8b + 12 * kLlama3_8b / 8);  // 7.5 B/param: 60,226,959,360 B
+  r.training.precision = Precision::fp16;  // 4 + 16/d
+  EXPECT_EQ(model_state_bytes(only_row(model, r)), 4 * kLlama3_8b + 16 * kLlama3_8b / 8);
+  r.training.precision = Precision::fp32;  // 8 + 8/d
+  EXPECT_EQ(model_state_bytes(only_row(model, r)), 8 * kLlama3_8b + 8 * kLlama3_8b / 8);
+  r.plugin.zero_stage = 0;
+  r.training.precision = Precision::fp16;  // 20
+  EXPECT_EQ(model_state_bytes(only_row(model, r)), 20 * kLlama3_8b);
+}
+
+TEST(MegatronStates, BucketEndPadsToLcmOfDpAnd128) {
+  // GPT-2 (124,439,808 parameters, every tensor a multiple of 64) at dp 5:
+  // lcm(5, 128) = 640, so the buffer pads to 194,438 · 640 = 124,440,320
+  // elements and each rank's shard is 24,888,064.
+  const Model model = shipped_model("gpt2");
+  ASSERT_EQ(model.parameter_count, 124439808);
+  EstimateRequest r = runtime_request(Runtime::megatron, PluginKind::hybrid_parallel, 5);
+  r.plugin.zero_stage = 1;
+  const RankMemory row = only_row(model, r);
+  EXPECT_EQ(device(row, Cat::parameters), 2 * 124440320);
+  EXPECT_EQ(device(row, Cat::gradients), int64_t{4} * 124440320);
+  EXPECT_EQ(device(row, Cat::master_weights), 4 * 24888064);
+  EXPECT_EQ(device(row, Cat::optimizer_states), 8 * 24888064);
+}
+
+TEST(Fsdp2States, PerParameterDim0ShardsTwoUnitsGatheredFp32Reduce) {
+  // GPT-2 at dp 8: only wte's 50,257 rows do not divide; it pads to 50,264
+  // rows, 7 · 768 = 5,376 elements, so a rank's shard is (124,439,808 + 5,376) / 8
+  // = 15,555,648 elements of fp32 weight, fp32 gradient and 8 bytes of Adam.
+  const Model model = shipped_model("gpt2");
+  const RankMemory row = only_row(model, runtime_request(Runtime::torchtitan, PluginKind::torch_fsdp, 8));
+  EXPECT_EQ(device(row, Cat::parameters), 4 * 15555648);
+  EXPECT_EQ(device(row, Cat::gradients), 4 * 15555648);
+  EXPECT_EQ(device(row, Cat::master_weights), 0);
+  EXPECT_EQ(device(row, Cat::optimizer_states), 8 * 15555648);
+  // Tied: one unit of wte, wpe and ln_f (39,385,344 elements, 39,390,720 padded)
+  // gathered throughout, beside two 7,087,872-element blocks, in bf16.
+  EXPECT_EQ(device(row, Cat::chunk_buffers), 2 * (39390720 + 2 * 7087872));
+  // The tied unit reduces last: its bf16 gradients and its fp32 reduce-scatter input.
+  EXPECT_EQ(device(row, Cat::comm_buffers), 2 * 39385344 + int64_t{4} * 39390720);
+}
+
+TEST(Fsdp2States, UntiedHeadUnitAndBlockPrefetched) {
+  // Llama 3 8B at dp 8 (every dim-0 divides): the norm-and-head unit
+  // (4,096 + 128,256 · 4,096 = 525,340,672 elements) gathered with the last
+  // block (218,112,000), bf16; its bf16 gradients and fp32 reduce-scatter input.
+  const Model model = shipped_model("llama-3-8b");
+  const RankMemory row = only_row(model, runtime_request(Runtime::torchtitan, PluginKind::torch_fsdp, 8));
+  EXPECT_EQ(model_state_bytes(row), 16 * kLlama3_8b / 8);
+  EXPECT_EQ(device(row, Cat::chunk_buffers), int64_t{2} * (525340672 + 218112000));
+  EXPECT_EQ(device(row, Cat::comm_buffers), int64_t{6} * 525340672);
+}
+
+TEST(DeepSpeedZero3States, PersistentTensorsStayWholeAndSmallModelsStayGathered) {
+  // GPT-2 at dp 8: every tensor divides by 8, so the partitions are 15,554,976
+  // elements. Tensors of at most 100,000 elements persist: the 50 norm weights
+  // and biases (768 each) and each block's four linear biases (2,304 + 768 +
+  // 3,072 + 768), 121,344 elements whole on every rank.
+  const Model model = shipped_model("gpt2");
+  EstimateRequest r = runtime_request(Runtime::deepspeed, PluginKind::low_level_zero, 8);
+  const RankMemory row = only_row(model, r);
+  EXPECT_EQ(device(row, Cat::parameters), 2 * (15554976 + 121344));
+  EXPECT_EQ(device(row, Cat::gradients), 2 * 15554976);
+  EXPECT_EQ(device(row, Cat::master_weights), 4 * 15554976);
+  EXPECT_EQ(device(row, Cat::optimizer_states), 8 * 15554976);
+  // The whole model is within stage3_max_reuse_distance (1e9) of its reuse, so
+  // nothing is released before backward: every non-persistent tensor gathered.
+  EXPECT_EQ(device(row, Cat::chunk_buffers), 2 * (124439808 - 121344));
+  EXPECT_EQ(device(row, Cat::comm_buffers), int64_t{2} * 500000000);  // reduce_bucket_size, bf16
+  // With no reuse window: the head (tied wte, 38,597,376) in use plus the 5e7 prefetch.
+  r.plugin.deepspeed.max_reuse_distance = 0;
+  EXPECT_EQ(device(only_row(model, r), Cat::chunk_buffers), 2 * (38597376 + 50000000));
+}
+
+TEST(RuntimeChecks, EachRuntimeNamesItsPluginAndStage) {
+  const Model model = shipped_model("gpt2");
+  const GpuProfile gpu = shipped_gpu("h100-80g");
+  const auto error = [&](const EstimateRequest& r) {
+    auto e = estimate_memory(model, gpu, r);
+    return e.ok() ? std::string() : e.error().message;
+  };
+  EXPECT_EQ(error(runtime_request(Runtime::megatron, PluginKind::torch_fsdp, 8)),
+            "--runtime megatron models Megatron-Core's data, tensor and pipeline parallelism: use --plugin hybrid_parallel (got torch_fsdp)");
+  EstimateRequest megatron = runtime_request(Runtime::megatron, PluginKind::hybrid_parallel, 8);
+  megatron.plugin.zero_stage = 2;
+  EXPECT_EQ(error(megatron), "--zero-stage 2 under --runtime megatron: Megatron-Core shards only the optimizer; use --zero-stage 1 (its distributed optimizer) or 0");
+  EstimateRequest titan = runtime_request(Runtime::torchtitan, PluginKind::torch_fsdp, 8);
+  titan.training.precision = Precision::fp16;
+  EXPECT_EQ(error(titan), "--precision fp16 under --runtime torchtitan: its mixed_precision_param is bfloat16 or float32; use --precision bf16 or fp32");
+  EstimateRequest deepspeed = runtime_request(Runtime::deepspeed, PluginKind::low_level_zero, 8);
+  deepspeed.plugin.zero_stage = 2;
+  EXPECT_EQ(error(deepspeed), "--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2");
+  EstimateRequest colossalai = runtime_request(Runtime::colossalai, PluginKind::low_level_zero, 8);
+  colossalai.plugin.zero_stage = 3;
+  EXPECT_EQ(error(colossalai), "--zero-stage 3: use --plugin gemini or --plugin torch_fsdp for ZeRO-3");
+}
+
+TEST(RuntimeReports, EveryFormatNamesTheRuntime) {
+  const Model model = shipped_model("llama-3-8b");
+  const GpuProfile gpu = shipped_gpu("h100-80g");
+  EstimateRequest r = runtime_request(Runtime::megatron, PluginKind::hybrid_parallel, 8);
+  r.plugin.zero_stage = 1;
+  const MemoryEstimate estimate = estimate_or_fail(model, gpu, r);
+  const EstimateReport report{model, gpu, r, estimate};
+  const nlohmann::json json = estimate_to_json(report);
+  EXPECT_EQ(json["runtime"], "megatron");
+  EXPECT_EQ(json["model_states"]["runtime"], "megatron");
+  EXPECT_NE(json["model_states"]["source"].get<std::string>().find("6 + 12/d"), std::string::npos);
+  for (ReportFormat format : {ReportFormat::table, ReportFormat::md, ReportFormat::html}) {
+    const std::string text = render_estimate(report, format);
+    EXPECT_NE(text.find("runtime megatron"), std::string::npos) << enum_name(format);
+    EXPECT_NE(text.find("distributed optimizer"), std::string::npos) << enum_name(format);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::planner

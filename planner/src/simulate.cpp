@@ -207,7 +207,7 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes
         (forward ? forward_end : backward_end)[static_cast<size_t>(vs)][i] = start + duration;
         free_at[ku] = start + duration;
         run.makespan = std::max(run.makespan, free_at[ku]);
-        if (events) events->push_back({(forward ? "F" : "B") + name, forward ? "forward" : "backward", static_cast<int>(2 * k), start, duration});
+        if (events) events->push_back({(forward ? "F" : "B") + name, forward ? "forward" : "backward", static_cast<int>(2 * k), start, duration, op.micro_batch, op.chunk});
         ++next[ku];
         --remaining;
       }

@@ -24,10 +24,12 @@
 #include "comparison_model.h"
 #include "error_text.h"
 #include "input_panel.h"
+#include "memory_timeline_view.h"
 #include "memory_view.h"
 #include "menu_shortcuts.h"
 #include "mesh_view.h"
 #include "pipeline_view.h"
+#include "plan_comparison_view.h"
 #include "plan_table_model.h"
 #include "report_export.h"
 #include "session_io.h"
@@ -123,6 +125,8 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   mesh_view_ = new MeshView;
   pipeline_view_ = new PipelineView;
   chunk_view_ = new ChunkView;
+  timeline_view_ = new MemoryTimelineView;
+  plan_comparison_view_ = new PlanComparisonView;
 
   tabs_ = new QTabWidget;
   tabs_->addTab(plans_page, tr("Plans"));
@@ -130,6 +134,8 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   tabs_->addTab(mesh_view_, tr("Device mesh"));
   tabs_->addTab(pipeline_view_, tr("Pipeline schedule"));
   tabs_->addTab(chunk_view_, tr("ZeRO / chunks"));
+  tabs_->addTab(timeline_view_, tr("Memory over a step"));
+  tabs_->addTab(plan_comparison_view_, tr("Compare plans"));
 
   verdict_ = new QLabel;
   verdict_->setWordWrap(true);
@@ -249,6 +255,8 @@ void MainWindow::onShownPlanChanged() {
     mesh_view_->clearPlan();
     pipeline_view_->clearPlan();
     chunk_view_->clearChunkMap();
+    timeline_view_->clearPlan();
+    plan_comparison_view_->setPlans(std::nullopt, session_.searchResult());
     plan_table_->selectionModel()->clearSelection();
     updateVerdict();
     return;
@@ -257,6 +265,8 @@ void MainWindow::onShownPlanChanged() {
   mesh_view_->setPlan(session_.planRequest().cluster, *shown);
   pipeline_view_->setPlan(*shown);
   chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
+  timeline_view_->setPlan(*shown);
+  plan_comparison_view_->setPlans(shown, session_.searchResult());
   const bool fits = shown->memory.fits();
   // A plan carried over capacity by a what-if change stays in view; the table holds the ones that fit.
   const QString pick = fits ? QString() : tr(" · pick one that fits under Plans");
@@ -287,6 +297,7 @@ QString MainWindow::verdictText() const { return verdict_->text(); }
 
 void MainWindow::onResultsCleared() {
   plan_model_->setResult(nullptr, 0);
+  plan_comparison_view_->setPlans(session_.shownPlan(), nullptr);
   explanation_->clear();
   search_summary_->clear();
 }
@@ -295,6 +306,7 @@ void MainWindow::onSearchFinished() {
   const auto& result = session_.searchResult();
   plan_model_->setResult(result, session_.planRequest().cluster.gpu.memory_bytes);
   fit_columns(*plan_table_, PlanTableModel::kReason);
+  plan_comparison_view_->setPlans(session_.shownPlan(), result);
   QString text = QString::fromStdString(result->explanation);
   for (const std::string& s : result->suggestions) text += QStringLiteral("\n• ") + QString::fromStdString(s);
   explanation_->setText(text);
@@ -314,7 +326,9 @@ void MainWindow::onMeasuredChanged() {
   comparison_box_->setVisible(measured.has_value());
   comparison_model_->setRanks(measured ? measured->ranks : std::vector<planner::RankComparison>{});
   comparison_table_->setColumnHidden(ComparisonModel::kRank, comparison_model_->rankCount() <= 1);
-  memory_view_->setMeasured(measured ? std::optional<MemoryBreakdown>(measured->run.ranks.front().memory) : std::nullopt);
+  const auto first_rank = measured ? std::optional<MemoryBreakdown>(measured->run.ranks.front().memory) : std::nullopt;
+  memory_view_->setMeasured(first_rank);
+  timeline_view_->setMeasured(first_rank);
   if (measured) {
     const QString ranks = measured->ranks.size() > 1 ? tr(" (%1 ranks)").arg(measured->ranks.size()) : QString();
     comparison_box_->setTitle(tr("Measured run %1%2 against the prediction of its set-up").arg(QFileInfo(measured->path).fileName(), ranks));
@@ -342,6 +356,8 @@ QString MainWindow::viewName(View view) {
     case View::mesh: return QStringLiteral("mesh");
     case View::pipeline: return QStringLiteral("pipeline");
     case View::chunks: return QStringLiteral("chunks");
+    case View::memory_timeline: return QStringLiteral("memory-timeline");
+    case View::compare: return QStringLiteral("compare");
   }
   return {};
 }

@@ -1,4 +1,4 @@
-// The main window: inputs on the left, the five views in tabs on the right,
+// The main window: inputs on the left, the views in tabs on the right,
 // a verdict line above them, menus with shortcuts, drag and drop of
 // config.json / metrics.json / session files, and the window's state kept in QSettings.
 #pragma once
@@ -20,13 +20,16 @@ namespace tessera::gui {
 class ChunkView;
 class ComparisonModel;
 class InputPanel;
+class MemoryTimelineView;
 class MemoryView;
 class MeshView;
+class PlanComparisonView;
 class PipelineView;
 class PlanTableModel;
 
-enum class View { plans, memory, mesh, pipeline, chunks };
-inline constexpr View kAllViews[] = {View::plans, View::memory, View::mesh, View::pipeline, View::chunks};
+// In tab order; the newer views come last, so that Ctrl+1..5 keep their views.
+enum class View { plans, memory, mesh, pipeline, chunks, memory_timeline, compare };
+inline constexpr View kAllViews[] = {View::plans, View::memory, View::mesh, View::pipeline, View::chunks, View::memory_timeline, View::compare};
 
 // Whether the window starts from the geometry and inputs of the last run
 // (QSettings) or from the defaults (screenshots, tests).
@@ -46,6 +49,8 @@ class MainWindow : public QMainWindow {
   MeshView* meshView() const { return mesh_view_; }
   PipelineView* pipelineView() const { return pipeline_view_; }
   ChunkView* chunkView() const { return chunk_view_; }
+  MemoryTimelineView* memoryTimelineView() const { return timeline_view_; }
+  PlanComparisonView* planComparisonView() const { return plan_comparison_view_; }
   ComparisonModel* comparisonModel() const { return comparison_model_; }
   QTableView* comparisonTable() const { return comparison_table_; }
   // File → Export: enabled only while there is a plan to export.
@@ -54,7 +59,7 @@ class MainWindow : public QMainWindow {
   void showView(View view);
   View currentView() const;
   QWidget* viewWidget(View view) const;
-  static QString viewName(View view);  // "plans", "memory", "mesh", "pipeline", "chunks"
+  static QString viewName(View view);  // "plans", "memory", "mesh", "pipeline", "chunks", "memory-timeline", "compare"
   // Selects the table row showing `plan` (or the first row matching none).
   void selectPlanRow(int source_row);
 
@@ -115,6 +120,8 @@ class MainWindow : public QMainWindow {
   MeshView* mesh_view_ = nullptr;
   PipelineView* pipeline_view_ = nullptr;
   ChunkView* chunk_view_ = nullptr;
+  MemoryTimelineView* timeline_view_ = nullptr;
+  PlanComparisonView* plan_comparison_view_ = nullptr;
   StartState start_;
 };
 

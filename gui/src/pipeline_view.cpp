@@ -13,6 +13,7 @@
 #include <QWheelEvent>
 
 #include "category_style.h"
+#include "chart_scales.h"
 #include "plan_labels.h"
 
 namespace tessera::gui {
@@ -25,24 +26,7 @@ constexpr double kStageHeight = kLaneHeight + kCommLaneHeight + 2 + kLaneGap;  /
 // across the plot), out to ten steps.
 constexpr double kMinSpanOfFit = 1e-6, kMaxSpanOfFit = 10;
 
-QColor event_colour(const std::string& category) {
-  if (category == "forward") return QColor(0x4C, 0x72, 0xB0);
-  if (category == "backward") return QColor(0xDD, 0x84, 0x52);
-  if (category == "optimizer") return QColor(0x55, 0xA8, 0x68);
-  if (category == "offload") return QColor(0xC4, 0x4E, 0x52);
-  return QColor(0x81, 0x72, 0xB3);  // communication
-}
-
 const QColor kIdle(0xB8, 0xB8, 0xB8);
-
-// A tick step of 1, 2 or 5 × 10^k seconds giving about 8 ticks over `span`.
-double time_step(double span) {
-  const double base = std::pow(10.0, std::floor(std::log10(std::max(span, 1e-12) / 8)));
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (span / (base * m) <= 10) return base * m;
-  }
-  return base * 10;
-}
 
 }  // namespace
 
@@ -113,11 +97,11 @@ class PipelineCanvas : public QWidget {
     return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + 6 + metrics.height() + kMargin;
   }
   static std::vector<LegendEntry> legend() {
-    return {{event_colour("forward"), tr("forward")},
-            {event_colour("backward"), tr("backward")},
-            {event_colour("communication"), tr("communication")},
-            {event_colour("offload"), tr("offload")},
-            {event_colour("optimizer"), tr("optimizer")},
+    return {{trace_event_colour("forward"), tr("forward")},
+            {trace_event_colour("backward"), tr("backward")},
+            {trace_event_colour("communication"), tr("communication")},
+            {trace_event_colour("offload"), tr("offload")},
+            {trace_event_colour("optimizer"), tr("optimizer")},
             {kIdle, tr("idle (pipeline bubble)"), Qt::BDiagPattern}};
   }
   double time_at(double x) const { return view_start_s + (x - plot_left()) / plot_width() * view_span_s; }
@@ -177,9 +161,8 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
                lane % 2 ? tr("stage %1 comm").arg(lane / 2) : tr("stage %1").arg(lane / 2));
   }
   // Time axis.
-  const double step = time_step(view_span_s);
-  const QString unit = step >= 0.5 ? QStringLiteral("s") : step >= 5e-4 ? QStringLiteral("ms") : QStringLiteral("µs");
-  const double per_unit = unit == QStringLiteral("s") ? 1 : unit == QStringLiteral("ms") ? 1e-3 : 1e-6;
+  const double step = time_tick_step(view_span_s);
+  const auto [unit, per_unit] = time_tick_unit(step);
   p.setPen(QColor(0, 0, 0, 160));
   p.drawLine(QPointF(plot_left(), axis_y), QPointF(plot_left() + plot_width(), axis_y));
   for (double t = std::ceil(view_start_s / step) * step; t <= view_start_s + view_span_s; t += step) {
@@ -201,7 +184,7 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
     if (x1 < plot_left() || x0 > plot_left() + plot_width()) continue;
     const double h = e.lane % 2 ? comm_lane_height_ : lane_height_;
     const QRectF box(x0, lane_top(e.lane) + 1, std::max(1.0, x1 - x0), h - 2);
-    p.fillRect(box, event_colour(e.category));
+    p.fillRect(box, trace_event_colour(e.category));
     if (box.width() > 3) {
       p.setPen(QColor(255, 255, 255, 200));
       p.drawLine(box.topLeft(), box.bottomLeft());

@@ -163,7 +163,8 @@ Result<ShownPlan> PlannerSession::evaluate(const EstimateRequest& plan) const {
   if (!memory) return memory.error();
   auto simulation = planner::simulate_step(*model_, request_.cluster, plan, memory.value(), request_.simulation, true);
   if (!simulation) return simulation.error();
-  return ShownPlan{plan, std::move(memory).value(), std::move(simulation).value()};
+  auto timeline = planner::memory_timeline(*model_, plan, memory.value(), simulation.value());
+  return ShownPlan{plan, std::move(memory).value(), std::move(simulation).value(), std::move(timeline)};
 }
 
 bool PlannerSession::measuredRunMatchesShownPlan() const {

@@ -30,6 +30,7 @@ class QTimer;
 #include "planner_inputs.h"
 #include "tessera/planner/measured_run.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/memory_timeline.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/search.h"
 #include "tessera/planner/simulate.h"
@@ -40,6 +41,7 @@ struct ShownPlan {
   planner::EstimateRequest request;
   planner::MemoryEstimate memory;
   planner::StepSimulation simulation;  // with its events, for the pipeline view
+  std::vector<planner::RankMemoryTimeline> memory_timeline;  // one per rank row of `memory`
 };
 
 struct MeasuredComparison {

@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QCloseEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -24,13 +25,17 @@
 #include "comparison_model.h"
 #include "error_text.h"
 #include "input_panel.h"
+#include "memory_timeline_chart.h"
 #include "memory_timeline_view.h"
 #include "memory_view.h"
 #include "menu_shortcuts.h"
 #include "mesh_view.h"
 #include "pipeline_view.h"
+#include "pdf_report.h"
 #include "plan_comparison_view.h"
+#include "plan_difference_model.h"
 #include "plan_table_model.h"
+#include "report_contents.h"
 #include "report_export.h"
 #include "session_io.h"
 #include "tessera/planner/json_io.h"
@@ -394,24 +399,59 @@ Status MainWindow::exportTo(const QString& path) {
   if (const auto& error = session_.inputError()) {
     return make_error(ErrorCode::invalid_argument, "nothing exported: an input is invalid (" + error->message + "); fix it first");
   }
-  const ExportedView view{tabs_->tabText(tabs_->currentIndex()), viewWidget(currentView())};
+  const ExportedView view{tabs_->tabText(tabs_->currentIndex()), printedPart(currentView())};
   switch (*format) {
-    case ExportFormat::pdf: {
-      std::vector<ExportedView> views;
-      // Pages never shown still have their initial size: give each the tab area's size first.
-      const QSize page = tabs_->currentWidget()->size();
-      for (View v : kAllViews) {
-        QWidget* widget = viewWidget(v);
-        widget->resize(page);
-        if (widget->layout()) widget->layout()->activate();
-        views.push_back({tabs_->tabText(static_cast<int>(v)), widget});
-      }
-      return export_views_pdf(views, path);
-    }
+    case ExportFormat::pdf: return exportPdfReport(path);
     case ExportFormat::svg: return export_view_svg(view, path);
     case ExportFormat::png: return export_view_png(view, path);
     default: return export_planner_report(session_, *format, path);
   }
+}
+
+QWidget* MainWindow::printedPart(View view) const {
+  switch (view) {
+    case View::memory: return memory_view_;
+    case View::mesh: return mesh_view_->canvas();
+    case View::pipeline: return pipeline_view_->canvas();
+    case View::memory_timeline: return timeline_view_->chart();
+    case View::plans:
+    case View::chunks:
+    case View::compare: break;
+  }
+  return viewWidget(view);
+}
+
+Status MainWindow::exportPdfReport(const QString& path) {
+  auto contents = report_contents(session_);
+  if (!contents) return contents.error();
+  std::vector<PrintedPage> pages;
+  using Plans = PlanTableModel;
+  const int fitting = session_.searchResult() ? static_cast<int>(session_.searchResult()->plans.size()) : 0;
+  pages.push_back(printed_table(tr("Every plan that fits, fastest first (%1)").arg(fitting), *plan_model_,
+                                {Plans::kRank, Plans::kPlugin, Plans::kLayout, Plans::kSchedule, Plans::kZeroStage, Plans::kOffload, Plans::kRecompute,
+                                 Plans::kMicroBatch, Plans::kMemory, Plans::kStepTime, Plans::kTokensPerS, Plans::kMfu},
+                                [fitting](int row) { return row < fitting; }));  // the plans come first, the rejections after them
+  // Views drawn at one width, each as tall as it needs: the same report from any window size.
+  constexpr int kPrintWidth = 1200;
+  // The memory view's scroll area holds it to the tab's width whatever it is given: a copy is printed.
+  MemoryView memory;
+  memory.setPlan(session_.sharedModel(), *session_.shownPlan());
+  memory.setMeasured(memory_view_->measured());
+  std::vector<std::pair<QWidget*, QSize>> resized;
+  for (View v : {View::memory, View::memory_timeline, View::pipeline, View::mesh, View::chunks}) {
+    QWidget* part = v == View::memory ? &memory : printedPart(v);
+    const int height = std::max({part->hasHeightForWidth() ? part->heightForWidth(kPrintWidth) : 0, part->minimumSizeHint().height(), kPrintWidth * 9 / 16});
+    resized.push_back({part, part->size()});
+    part->resize(kPrintWidth, height);
+    pages.push_back(PrintedView{tabs_->tabText(static_cast<int>(v)), part});
+  }
+  plan_comparison_view_->updateChoices();
+  pages.push_back(printed_table(tr("Compare plans · A: %1 · B: %2").arg(plan_comparison_view_->planA()->currentText(), plan_comparison_view_->planB()->currentText()),
+                                *plan_comparison_view_->differenceModel(),
+                                {PlanDifferenceModel::kQuantity, PlanDifferenceModel::kPlanA, PlanDifferenceModel::kPlanB, PlanDifferenceModel::kDifference}));
+  const Status written = write_pdf_report(contents.value(), pages, path);
+  for (const auto& [part, size] : resized) part->resize(size);  // their layouts' sizes again
+  return written;
 }
 
 void MainWindow::reportError(const QString& message, ProblemSource source) {

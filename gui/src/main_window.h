@@ -59,13 +59,17 @@ class MainWindow : public QMainWindow {
   void showView(View view);
   View currentView() const;
   QWidget* viewWidget(View view) const;
+  // The part of a view an export draws (SVG, PNG, the PDF report): the drawing without
+  // the controls, hints and scroll bars around it; the whole tab where it has none.
+  QWidget* printedPart(View view) const;
   static QString viewName(View view);  // "plans", "memory", "mesh", "pipeline", "chunks", "memory-timeline", "compare"
   // Selects the table row showing `plan` (or the first row matching none).
   void selectPlanRow(int source_row);
 
   // Opens a dropped or chosen file by what it holds: a session, a measured run, or a model config.
   void openPath(const QString& path);
-  // Writes every view (PDF), the current view (SVG, PNG) or a planner report, by the suffix.
+  // Writes the report (PDF: inputs, verdict, assumptions, every plan, every view), the current
+  // view (SVG, PNG) or a planner report, by the suffix.
   // Refused while an input is invalid: there is no plan for those inputs.
   Status exportTo(const QString& path);
   // exportTo as the Export dialog runs it: a failure shows above the views until the inputs
@@ -99,6 +103,7 @@ class MainWindow : public QMainWindow {
   void openSessionDialog();
   void saveSessionDialog();
   void exportDialog();
+  Status exportPdfReport(const QString& path);
 
   PlannerSession session_;
   InputPanel* inputs_ = nullptr;

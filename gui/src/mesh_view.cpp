@@ -283,4 +283,6 @@ QString MeshView::selectedRankText() const {
   return text;
 }
 
+QWidget* MeshView::canvas() const { return canvas_; }
+
 }  // namespace tessera::gui

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollArea>
@@ -60,7 +61,7 @@ class PipelineCanvas : public QWidget {
   }
   // Keeps some of the step in view however far it is panned.
   void clamp_start() { view_start_s = std::clamp(view_start_s, -0.9 * view_span_s, fitted_span() - 0.1 * view_span_s); }
-  // The height that shows every stage's two lanes, the legend and the hint at `w` pixels wide.
+  // The height that shows every stage's two lanes and the legend at `w` pixels wide.
   int heightForWidth(int w) const override {
     const QFontMetricsF metrics(font());
     const int64_t stages = plan ? plan->request.layout.pp : 1;
@@ -92,9 +93,9 @@ class PipelineCanvas : public QWidget {
 
  private:
   static double lanes_top(const QFontMetricsF& metrics) { return kMargin + metrics.height() + kAxisHeight + 6; }
-  // Below the lanes: a gap, the legend, the hint line and the margin.
+  // Below the lanes: a gap, the legend and the margin.
   static double footer_height(const QFontMetricsF& metrics, double width) {
-    return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + 6 + metrics.height() + kMargin;
+    return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + kMargin;
   }
   static std::vector<LegendEntry> legend() {
     return {{trace_event_colour("forward"), tr("forward")},
@@ -199,12 +200,8 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   p.setClipping(false);
   const std::vector<LegendEntry> entries = legend();
   p.setPen(Qt::black);
-  const double legend_top = std::max(lanes_bottom + 14, height() - kMargin - legend_height(metrics, width() - 2 * kMargin, entries) -
-                                                            metrics.height() - 6);
+  const double legend_top = std::max(lanes_bottom + 14, height() - kMargin - legend_height(metrics, width() - 2 * kMargin, entries));
   draw_legend(p, QRectF(kMargin, legend_top, width() - 2 * kMargin, height()), entries);
-  p.setPen(QColor(0x55, 0x55, 0x55));
-  p.drawText(QRectF(kMargin, height() - kMargin - metrics.height(), width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
-             tr("wheel: zoom · drag: pan · double click: fit"));
 }
 
 bool PipelineCanvas::event(QEvent* event) {
@@ -238,6 +235,10 @@ PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
     buttons->addWidget(button);
   }
   buttons->addStretch(1);
+  // Beside the buttons, not on the canvas: a printed schedule has no mouse.
+  auto* hint = new QLabel(tr("wheel: zoom · drag: pan · double click: fit"), this);
+  hint->setStyleSheet(QStringLiteral("color: #555555;"));
+  buttons->addWidget(hint);
   // Many stages scroll rather than squeeze: the canvas is never shorter than its lanes and legend need.
   auto* scroll = new QScrollArea(this);
   scroll->setWidget(canvas_);
@@ -270,5 +271,7 @@ void PipelineView::fit() { canvas_->fit(); }
 std::pair<double, double> PipelineView::visibleRange() const { return {canvas_->view_start_s, canvas_->view_start_s + canvas_->view_span_s}; }
 
 bool PipelineView::showsEveryStage() const { return canvas_->height() >= canvas_->heightForWidth(canvas_->width()); }
+
+QWidget* PipelineView::canvas() const { return canvas_; }
 
 }  // namespace tessera::gui

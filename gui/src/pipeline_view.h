@@ -28,8 +28,10 @@ class PipelineView : public QWidget {
   void fit();
   // The visible time range in seconds, for tests.
   std::pair<double, double> visibleRange() const;
-  // Whether the canvas is tall enough for every stage's lanes, the legend and the hint (it scrolls where the tab is shorter).
+  // Whether the canvas is tall enough for every stage's lanes and the legend (it scrolls where the tab is shorter).
   bool showsEveryStage() const;
+  // The schedule itself, without the buttons and scroll bar around it: what a report prints.
+  QWidget* canvas() const;
 
  private:
   PipelineCanvas* canvas_ = nullptr;

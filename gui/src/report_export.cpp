@@ -1,10 +1,7 @@
 #include "report_export.h"
 
 #include <QFileInfo>
-#include <QPageLayout>
-#include <QPageSize>
 #include <QPainter>
-#include <QPdfWriter>
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QSvgGenerator>
@@ -44,7 +41,7 @@ std::optional<ExportFormat> export_format_of(const QString& path) {
 
 QString export_file_filter() {
   return QObject::tr(
-      "PDF, every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
+      "PDF report, inputs, every plan and every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
       "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html)");
 }
 
@@ -52,37 +49,6 @@ QString with_export_suffix(const QString& path, const QString& filter) {
   if (export_format_of(path)) return path;
   const QRegularExpressionMatch suffix = QRegularExpression(QStringLiteral("\\(\\*(\\.\\w+)\\)")).match(filter);
   return suffix.hasMatch() ? path + suffix.captured(1) : path;
-}
-
-Status export_views_pdf(const std::vector<ExportedView>& views, const QString& path) {
-  QPdfWriter pdf(path);
-  pdf.setPageSize(QPageSize(QPageSize::A4));
-  pdf.setPageOrientation(QPageLayout::Landscape);
-  pdf.setResolution(150);
-  pdf.setTitle(QObject::tr("Tessera plan"));
-  pdf.setCreator(QStringLiteral("tessera-gui"));
-  QPainter painter;
-  if (!painter.begin(&pdf)) return write_error(path, QObject::tr("the PDF cannot be opened"));
-  const QRect page = pdf.pageLayout().paintRectPixels(pdf.resolution());
-  for (size_t i = 0; i < views.size(); ++i) {
-    if (i > 0) pdf.newPage();
-    QFont title = painter.font();
-    title.setPointSize(14);
-    title.setBold(true);
-    painter.setFont(title);
-    const int title_height = painter.fontMetrics().height() * 2;
-    painter.drawText(QRect(0, 0, page.width(), title_height), Qt::AlignLeft | Qt::AlignVCenter, views[i].title);
-    // The widget at its on-screen size, scaled to the page below the title.
-    QWidget* widget = views[i].widget;
-    const double scale = std::min(page.width() / double(widget->width()), (page.height() - title_height) / double(widget->height()));
-    painter.save();
-    painter.translate(0, title_height);
-    painter.scale(scale, scale);
-    widget->render(&painter, QPoint(), QRegion(), QWidget::DrawChildren);
-    painter.restore();
-  }
-  if (!painter.end()) return write_error(path, QObject::tr("the PDF could not be finished"));
-  return Status::success();
 }
 
 Status export_view_svg(const ExportedView& view, const QString& path) {

@@ -1,10 +1,9 @@
-// Exports: the views as pictures (PDF with one page per view, SVG or PNG of
-// one view) and the planner's own reports (plan.json of the ranked plans; CSV,
-// Markdown or HTML of the shown plan's estimate). The format follows the file's suffix.
+// Exports: a view as a picture (SVG or PNG) and the planner's own reports
+// (plan.json of the ranked plans; CSV, Markdown or HTML of the shown plan's
+// estimate). The format follows the file's suffix; the PDF report is pdf_report.h's.
 #pragma once
 
 #include <optional>
-#include <vector>
 
 #include <QString>
 
@@ -29,7 +28,6 @@ struct ExportedView {
   QWidget* widget = nullptr;
 };
 
-Status export_views_pdf(const std::vector<ExportedView>& views, const QString& path);
 Status export_view_svg(const ExportedView& view, const QString& path);
 Status export_view_png(const ExportedView& view, const QString& path);
 // json: plan.json of every ranked plan; csv, md, html: the estimate of the shown plan.

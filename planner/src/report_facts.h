@@ -1,5 +1,5 @@
-// Facts every report format shows, worded once: row labels, the verdict line,
-// and the assumptions with their sources.
+// Facts every report format shows, worded once: the summary line (the
+// assumptions and row labels are public, in report.h).
 #pragma once
 
 #include <string>
@@ -11,12 +11,5 @@ namespace tessera::planner {
 
 // "gpt2-medium (354.8M parameters) on h100-80g: torch_ddp, dp 8 × tp 1 × pp 1, bf16, adamw, ..."
 std::string summary_line(const EstimateReport& report);
-
-struct AssumptionLine {
-  std::string name;
-  std::string value;
-  std::string source;
-};
-std::vector<AssumptionLine> assumption_lines(const EstimateReport& report);
 
 }  // namespace tessera::planner

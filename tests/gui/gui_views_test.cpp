@@ -3,7 +3,12 @@
 #include <cmath>
 
 #include <QComboBox>
+#include <QFile>
+#include <QFileInfo>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "category_style.h"
@@ -12,9 +17,31 @@
 #include "memory_timeline_view.h"
 #include "plan_comparison_view.h"
 #include "plan_difference_model.h"
+#include "report_contents.h"
+#include "session_io.h"
 #include "tessera/planner/report.h"
 
 namespace tessera::gui {
+
+namespace {
+
+// Llama-2-70B on 64 H100s, global batch 256: a hundred plans fit, more than a page holds.
+PlannerInputs report_example() {
+  PlannerInputs inputs;
+  inputs.model = "llama-2-70b";
+  inputs.gpus = 64;
+  inputs.global_batch = 256;
+  return inputs;
+}
+
+int run_gui(const QStringList& arguments) {
+  QProcess gui;
+  gui.start(TESSERA_GUI_BINARY, arguments);
+  if (!gui.waitForFinished(120000)) return -1;
+  return gui.exitCode();
+}
+
+}  // namespace
 
 class ViewsTest : public QObject {
   Q_OBJECT
@@ -98,6 +125,80 @@ class ViewsTest : public QObject {
     view->planB()->setCurrentIndex(0);
     QCOMPARE(difference_of("device total"), 0.0);
     QCOMPARE(model.index(0, PlanDifferenceModel::kDifference).data().toString(), QString());  // the heading row
+  }
+
+  // The report's first page: what was asked, of what, and the verdict.
+  void reportContentsNameTheInputs() {
+    MainWindow window(StartState::defaults);
+    test::set_inputs(window, report_example());
+    QVERIFY(test::wait_for_search(window.session()));
+    const auto contents = report_contents(window.session());
+    QVERIFY(contents.ok());
+    QCOMPARE(contents->title, QStringLiteral("llama-2-70b on 64 × h100-80g"));
+    const auto input = [&](const QString& label) {
+      for (const auto& [name, value] : contents->inputs) {
+        if (name == label) return value;
+      }
+      return QString();
+    };
+    QCOMPARE(input("Model"), QStringLiteral("llama-2-70b · 69.0B parameters (llama-2-70b)"));
+    QVERIFY(input("Cluster").startsWith(QStringLiteral("custom: 64 GPUs × h100-80g")));
+    QCOMPARE(input("Global batch"), QStringLiteral("256 sequences · 1,048,576 tokens per step"));
+    QCOMPARE(input("Sequence"), QStringLiteral("4,096 tokens"));
+    QCOMPARE(input("Precision"), QStringLiteral("bf16"));
+    QCOMPARE(input("Activation profile"), QStringLiteral("flash"));
+    QVERIFY(contents->fits);
+    QVERIFY(contents->verdict.startsWith(QStringLiteral("FITS: ")));
+    // The planner's assumptions, without the command-line options the window does not have.
+    QVERIFY(!contents->assumptions.empty());
+    for (const auto& [line, source] : contents->assumptions) QVERIFY2(!source.contains(QStringLiteral("--")), qPrintable(source));
+    // Nothing to report while an input is invalid.
+    PlannerInputs invalid = report_example();
+    invalid.seq_len = 0;
+    test::set_inputs(window, invalid);
+    QVERIFY(!report_contents(window.session()).ok());
+  }
+
+  // The acceptance command: a saved session exported in every format without a
+  // window, exit 0; the PDF's text has the model, the GPU count, the global
+  // batch and every plan that fits.
+  void aSessionExportsFromTheCommandLine() {
+    QTemporaryDir dir;
+    const QString session = dir.filePath("session.json");
+    QVERIFY(save_session(session.toStdString(), report_example()).ok());
+    for (const char* name : {"report.pdf", "report.html", "report.svg", "report.png", "report.csv", "report.md", "plan.json"}) {
+      QCOMPARE(run_gui({session, "--export", dir.filePath(name)}), 0);
+      QVERIFY2(QFileInfo(dir.filePath(name)).size() > 0, name);
+    }
+    QCOMPARE(run_gui({"--export", dir.filePath("x.pdf")}), 2);                      // no session
+    QCOMPARE(run_gui({dir.filePath("absent.json"), "--export", dir.filePath("x.pdf")}), 1);  // a session that cannot be read
+    QVERIFY(!QFileInfo::exists(dir.filePath("x.pdf")));
+    const QString pdftotext = QStandardPaths::findExecutable("pdftotext");
+    if (pdftotext.isEmpty()) QSKIP("pdftotext (poppler-utils) is not installed: the PDF's text is not checked");
+    QProcess text;
+    text.start(pdftotext, {"-layout", dir.filePath("report.pdf"), "-"});
+    QVERIFY(text.waitForFinished(60000));
+    const QString pdf = QString::fromUtf8(text.readAllStandardOutput());
+    QVERIFY(pdf.contains(QStringLiteral("llama-2-70b")));
+    QVERIFY(pdf.contains(QStringLiteral("64 GPUs")));
+    QVERIFY(pdf.contains(QStringLiteral("256 sequences")));
+    const auto result = test::planner_search(report_example());
+    QVERIFY(result.plans.size() > 50);  // more than one page of them
+    // One line per plan, "#rank plugin dp×tp×pp ..." in ranked order.
+    const QRegularExpression plan_line(QStringLiteral("^(\\d+) +(torch_ddp|torch_fsdp|low_level_zero|gemini|hybrid_parallel) +(\\S+)"),
+                                       QRegularExpression::MultilineOption);
+    int listed = 0;
+    for (auto match = plan_line.globalMatch(pdf); match.hasNext();) {
+      const auto m = match.next();
+      const planner::EstimateRequest& plan = result.plans[static_cast<size_t>(listed)].request;
+      QCOMPARE(m.captured(1).toInt(), listed + 1);
+      QCOMPARE(m.captured(2), QString::fromLatin1(enum_name(plan.plugin.kind).data()));
+      QVERIFY(m.captured(3).startsWith(QStringLiteral("%1×%2×%3").arg(plan.layout.dp).arg(plan.layout.tp).arg(plan.layout.pp)));
+      ++listed;
+    }
+    QCOMPARE(listed, static_cast<int>(result.plans.size()));
+    // No mouse hints in print.
+    QVERIFY(!pdf.contains(QStringLiteral("drag")));
   }
 };
 

@@ -584,7 +584,7 @@ class WindowTest : public QObject {
       QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
       const QImage png(dir.filePath(MainWindow::viewName(view) + ".png"));
       QVERIFY(!png.isNull());
-      QCOMPARE(png.size(), window.viewWidget(view)->size());
+      QCOMPARE(png.size(), window.printedPart(view)->size());
     }
     QVERIFY(window.exportTo(dir.filePath("plan.pdf")).ok());
     QVERIFY(read_all(dir.filePath("plan.pdf")).startsWith("%PDF-"));
@@ -610,22 +610,20 @@ class WindowTest : public QObject {
     QVERIFY(!window.exportTo(dir.filePath("report.docx")).ok());
   }
 
-  void pdfExportLaysOutTabsNeverShown() {
+  // The report draws the views at a print width of their own and gives them back their sizes.
+  void pdfExportLeavesTheWindowAsItWas() {
     MainWindow window(StartState::defaults);
     window.resize(1280, 800);
     window.show();
     QVERIFY(test::wait_for_search(window.session()));
+    std::vector<QSize> before;
+    for (View view : kAllViews) before.push_back(window.viewWidget(view)->size());
+    const QSize pipeline = window.pipelineView()->canvas()->size();
     QTemporaryDir dir;
     QVERIFY(window.exportTo(dir.filePath("plan.pdf")).ok());
-    const QSize page = window.viewWidget(window.currentView())->size();
-    QVERIFY(page.width() > 640 && page.height() > 480);
-    // Each view is laid out at the tab area's width, and its height or the
-    // taller minimum its layout asks for (not the 640 × 480 of a page never shown).
-    for (View view : kAllViews) {
-      const QWidget* widget = window.viewWidget(view);
-      QCOMPARE(widget->width(), page.width());
-      QVERIFY(widget->height() >= page.height());
-    }
+    QVERIFY(read_all(dir.filePath("plan.pdf")).startsWith("%PDF"));
+    for (View view : kAllViews) QCOMPARE(window.viewWidget(view)->size(), before[static_cast<size_t>(view)]);
+    QCOMPARE(window.pipelineView()->canvas()->size(), pipeline);
   }
 
   void largeMeshesAndManyStagesStayLegible() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -30,6 +31,15 @@ struct EstimateReport {
 nlohmann::json estimate_to_json(const EstimateReport& report);
 
 std::string render_estimate(const EstimateReport& report, ReportFormat format);
+
+// What an estimate assumes (activation profile, runtime buffers, headroom, Gemini's
+// chunks, ...), each with its value and where it comes from; every report lists them.
+struct AssumptionLine {
+  std::string name;
+  std::string value;
+  std::string source;
+};
+std::vector<AssumptionLine> assumption_lines(const EstimateReport& report);
 
 // "FITS: ..." or "DOES NOT FIT: ...", naming the tightest rank and its largest category.
 std::string verdict_line(const MemoryEstimate& estimate);

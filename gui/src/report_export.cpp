@@ -1,6 +1,8 @@
 #include "report_export.h"
 
+#include <QBuffer>
 #include <QFileInfo>
+#include <QFontInfo>
 #include <QPainter>
 #include <QRegularExpression>
 #include <QSaveFile>
@@ -51,18 +53,42 @@ QString with_export_suffix(const QString& path, const QString& filter) {
   return suffix.hasMatch() ? path + suffix.captured(1) : path;
 }
 
+namespace {
+
+// QSvgGenerator names the widget's font as Qt knows it ("Sans Serif", an alias
+// of Qt's own); a browser knows no such family and falls back to a serif,
+// wider than what the layout measured, so labels overflow. Name the family the
+// alias resolved to, then the generic sans-serif.
+QString with_browser_fonts(const QString& svg) {
+  static const QRegularExpression kFamily(QStringLiteral("font-family=\"([^\"]*)\""));
+  QString out;
+  qsizetype copied = 0;
+  for (auto match = kFamily.globalMatch(svg); match.hasNext();) {
+    const QRegularExpressionMatch m = match.next();
+    const QString resolved = QFontInfo(QFont(m.captured(1))).family();
+    out += svg.mid(copied, m.capturedStart() - copied) + QStringLiteral("font-family=\"'%1', sans-serif\"").arg(resolved);
+    copied = m.capturedEnd();
+  }
+  return out + svg.mid(copied);
+}
+
+}  // namespace
+
 Status export_view_svg(const ExportedView& view, const QString& path) {
+  QBuffer buffer;
+  buffer.open(QIODevice::WriteOnly);
   QSvgGenerator svg;
-  svg.setFileName(path);
+  svg.setOutputDevice(&buffer);
   svg.setSize(view.widget->size());
   svg.setViewBox(QRect(QPoint(), view.widget->size()));
+  svg.setResolution(view.widget->logicalDpiX());  // font sizes in the widget's pixels, as it laid them out
   svg.setTitle(view.title);
   svg.setDescription(QObject::tr("Exported by tessera-gui"));
   QPainter painter;
   if (!painter.begin(&svg)) return write_error(path, QObject::tr("the SVG cannot be opened"));
   view.widget->render(&painter, QPoint(), QRegion(), QWidget::DrawChildren);
   if (!painter.end()) return write_error(path, QObject::tr("the SVG could not be finished"));
-  return Status::success();
+  return write_text(path, with_browser_fonts(QString::fromUtf8(buffer.data())).toStdString());
 }
 
 Status export_view_png(const ExportedView& view, const QString& path) {

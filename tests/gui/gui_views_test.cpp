@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QFile>
 #include <QFileInfo>
+#include <QFontInfo>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
@@ -15,6 +16,7 @@
 #include "gui_test_util.h"
 #include "memory_timeline_chart.h"
 #include "memory_timeline_view.h"
+#include "memory_view.h"
 #include "plan_comparison_view.h"
 #include "plan_difference_model.h"
 #include "report_contents.h"
@@ -125,6 +127,29 @@ class ViewsTest : public QObject {
     view->planB()->setCurrentIndex(0);
     QCOMPARE(difference_of("device total"), 0.0);
     QCOMPARE(model.index(0, PlanDifferenceModel::kDifference).data().toString(), QString());  // the heading row
+  }
+
+  // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.
+  void svgNamesAFontBrowsersKnow() {
+    MainWindow window(StartState::defaults);
+    window.resize(1280, 720);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    window.showView(View::memory);
+    QTemporaryDir dir;
+    QVERIFY(window.exportTo(dir.filePath("memory.svg")).ok());
+    QFile file(dir.filePath("memory.svg"));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QString svg = QString::fromUtf8(file.readAll());
+    const QRegularExpression family(QStringLiteral("font-family=\"([^\"]*)\""));
+    int fonts = 0;
+    for (auto match = family.globalMatch(svg); match.hasNext(); ++fonts) {
+      const QString name = match.next().captured(1);
+      QVERIFY2(name.endsWith(QStringLiteral(", sans-serif")) && !name.contains(QStringLiteral("Sans Serif")), qPrintable(name));
+    }
+    QVERIFY(fonts > 0);
+    const int pixels = QFontInfo(window.memoryView()->font()).pixelSize();
+    QVERIFY2(svg.contains(QStringLiteral("font-size=\"%1\"").arg(pixels)), qPrintable(QString::number(pixels)));
   }
 
   // The report's first page: what was asked, of what, and the verdict.

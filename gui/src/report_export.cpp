@@ -112,7 +112,7 @@ Status export_planner_report(const PlannerSession& session, ExportFormat format,
   const planner::ReportFormat report = format == ExportFormat::csv ? planner::ReportFormat::csv
                                        : format == ExportFormat::md ? planner::ReportFormat::md
                                                                     : planner::ReportFormat::html;
-  const planner::EstimateReport facts{session.model(), session.planRequest().cluster.gpu, shown->request, shown->memory};
+  const planner::EstimateReport facts{session.model(), session.planRequest().cluster.gpu, shown->request, shown->memory, &shown->simulation};
   return write_text(path, planner::render_estimate(facts, report));
 }
 

@@ -192,22 +192,12 @@ void fill_max_micro_batch(std::vector<Candidate>& fitted) {
   for (Candidate& c : fitted) c.max_micro_batch_that_fits = largest[plan_key(c.request)];
 }
 
-std::string seconds(double s) {
-  char text[32];
-  if (s < 1e-3) {
-    std::snprintf(text, sizeof text, "%.1f µs", s * 1e6);
-  } else {
-    std::snprintf(text, sizeof text, s < 0.01 ? "%.2f ms" : (s < 1 ? "%.0f ms" : "%.2f s"), s < 1 ? s * 1000 : s);
-  }
-  return text;
-}
-
 std::string explain(const std::vector<Candidate>& plans) {
   if (plans.empty()) return {};
   const Candidate& w = plans[0];
   char line[512];
   std::snprintf(line, sizeof line, "Best: %s at %.0f tokens/s (step %s, MFU %.0f%%), using %s of its GPUs' memory at most.",
-                describe_plan(w.request).c_str(), w.simulation.tokens_per_s, seconds(w.simulation.step_time_s).c_str(),
+                describe_plan(w.request).c_str(), w.simulation.tokens_per_s, format_seconds(w.simulation.step_time_s).c_str(),
                 100 * w.simulation.mfu, format_bytes(w.peak_device_bytes()).c_str());
   std::string text = line;
   if (plans.size() < 2) return text + " No other plan fits.";
@@ -243,8 +233,8 @@ std::string explain(const std::vector<Candidate>& plans) {
   }
   std::snprintf(line, sizeof line, ", %.1f%% slower", 100 * slower);
   text += line;
-  if (worse) text += ": " + seconds(worse->runner_up - worse->winner) + " more " + worse->name;
-  if (better) text += std::string(worse ? ", " : ": ") + seconds(better->winner - better->runner_up) + " less " + better->name;
+  if (worse) text += ": " + format_seconds(worse->runner_up - worse->winner) + " more " + worse->name;
+  if (better) text += std::string(worse ? ", " : ": ") + format_seconds(better->winner - better->runner_up) + " less " + better->name;
   return text + ".";
 }
 

@@ -600,7 +600,7 @@ class WindowTest : public QObject {
 
     // CSV, Markdown and HTML are the planner's reports of the shown plan, byte for byte.
     const auto& shown = *window.session().shownPlan();
-    const planner::EstimateReport facts{window.session().model(), window.session().planRequest().cluster.gpu, shown.request, shown.memory};
+    const planner::EstimateReport facts{window.session().model(), window.session().planRequest().cluster.gpu, shown.request, shown.memory, &shown.simulation};
     for (auto [suffix, format] : {std::pair{"csv", planner::ReportFormat::csv}, std::pair{"md", planner::ReportFormat::md},
                                   std::pair{"html", planner::ReportFormat::html}}) {
       const QString path = dir.filePath(QStringLiteral("report.") + suffix);

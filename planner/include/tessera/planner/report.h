@@ -11,6 +11,7 @@
 #include "tessera/planner/hardware.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/model.h"
+#include "tessera/planner/simulate.h"
 #include "tessera/planner/training_config.h"
 
 namespace tessera::planner {
@@ -25,6 +26,9 @@ struct EstimateReport {
   const GpuProfile& gpu;
   const EstimateRequest& request;
   const MemoryEstimate& estimate;
+  // The step as simulated on a cluster, where there is one (the GUI's reports):
+  // the HTML report adds the step time, its parts and tokens/s. None from `tessera estimate`.
+  const StepSimulation* simulation = nullptr;
 };
 
 // The JSON document (`"schema": 1`), also the source of the other formats' facts.
@@ -46,6 +50,8 @@ std::string verdict_line(const MemoryEstimate& estimate);
 
 // "1.50 GiB", "676.8 MiB", "512 B": binary units, three significant digits or more.
 std::string format_bytes(int64_t bytes);
+// "12.5 µs", "4.30 ms", "453 ms", "14.86 s": three significant digits or more.
+std::string format_seconds(double seconds);
 // 354823168 -> "354.8M"
 std::string format_count(int64_t count);
 

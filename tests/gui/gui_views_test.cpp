@@ -13,10 +13,12 @@
 #include <QTest>
 
 #include "category_style.h"
+#include "chunk_view.h"
 #include "gui_test_util.h"
 #include "memory_timeline_chart.h"
 #include "memory_timeline_view.h"
 #include "memory_view.h"
+#include "plan_table_model.h"
 #include "plan_comparison_view.h"
 #include "plan_difference_model.h"
 #include "report_contents.h"
@@ -127,6 +129,38 @@ class ViewsTest : public QObject {
     view->planB()->setCurrentIndex(0);
     QCOMPARE(difference_of("device total"), 0.0);
     QCOMPARE(model.index(0, PlanDifferenceModel::kDifference).data().toString(), QString());  // the heading row
+  }
+
+  // D15: a plan without chunks gets Gemini's map for comparison, and the view says so
+  // first, in full, wrapping where the window is narrow rather than cutting the line.
+  void chunkViewSaysWhenTheMapIsNotThePlans() {
+    MainWindow window(StartState::defaults);
+    window.resize(1280, 720);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    window.showView(View::chunks);
+    const ShownPlan& shown = *window.session().shownPlan();
+    QVERIFY(shown.request.plugin.kind != planner::PluginKind::gemini);
+    ChunkView* view = window.chunkView();
+    const QString first = view->headerLines().front();
+    QVERIFY2(first.startsWith(QStringLiteral("Not this plan's layout: ") + QString::fromStdString(planner::describe_plan(shown.request)) +
+                              QStringLiteral(" does not use chunks.")),
+             qPrintable(first));
+    QVERIFY(!view->headerLines().join(' ').contains(QStringLiteral("e+")));  // no 1.472e+04 Mi elements
+    view->grab();
+    const double wide = view->headerBottom();
+    view->resize(560, view->height());
+    view->grab();
+    QVERIFY2(view->headerBottom() > wide, qPrintable(QStringLiteral("%1 <= %2").arg(view->headerBottom()).arg(wide)));
+    // A Gemini plan's own chunks say whose they are.
+    for (int row = 0; row < window.planModel()->rowCount(); ++row) {
+      const auto plan = window.planModel()->planAt(row);
+      if (!plan || plan->plugin.kind != planner::PluginKind::gemini) continue;
+      window.session().selectPlan(*plan);
+      QVERIFY(view->headerLines().front().startsWith(QStringLiteral("Gemini chunks of ")));
+      return;
+    }
+    QFAIL("the example ranks no Gemini plan");
   }
 
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.

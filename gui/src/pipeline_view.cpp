@@ -94,17 +94,43 @@ class PipelineCanvas : public QWidget {
  private:
   static double lanes_top(const QFontMetricsF& metrics) { return kMargin + metrics.height() + kAxisHeight + 6; }
   // Below the lanes: a gap, the legend and the margin.
-  static double footer_height(const QFontMetricsF& metrics, double width) {
+  double footer_height(const QFontMetricsF& metrics, double width) const {
     return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + kMargin;
   }
-  static std::vector<LegendEntry> legend() {
-    return {{trace_event_colour("forward"), tr("forward")},
-            {trace_event_colour("backward"), tr("backward")},
-            {trace_event_colour("communication"), tr("communication")},
-            {trace_event_colour("offload"), tr("offload")},
-            {trace_event_colour("optimizer"), tr("optimizer")},
-            {kIdle, tr("idle (pipeline bubble)"), Qt::BDiagPattern}};
+ public:
+  // Only a pipeline has bubbles: idle compute between a stage's passes. Without one the
+  // compute lane runs its passes back to back and then waits for the step's tail, drawn below it.
+  std::vector<LegendEntry> legend() const {
+    std::vector<LegendEntry> entries{{trace_event_colour("forward"), tr("forward")},
+                                     {trace_event_colour("backward"), tr("backward")},
+                                     {trace_event_colour("communication"), tr("communication")},
+                                     {trace_event_colour("offload"), tr("offload")},
+                                     {trace_event_colour("optimizer"), tr("optimizer")}};
+    if (plan && plan->request.layout.pp > 1) entries.push_back({kIdle, tr("idle compute between passes (pipeline bubble)"), Qt::BDiagPattern});
+    return entries;
   }
+  QString summary() const {
+    const planner::StepSimulation& sim = plan->simulation;
+    const int64_t stages = plan->request.layout.pp;
+    if (stages == 1) {
+      return tr("no pipeline · %1 micro-batches · step %2").arg(plan->request.training.num_micro_batches).arg(seconds_text(sim.step_time_s));
+    }
+    return tr("%1 stages · %2 schedule · %3 micro-batches · step %4 · bubble %5 (%6% of the step)")
+        .arg(stages)
+        .arg(QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()))
+        .arg(plan->request.training.num_micro_batches)
+        .arg(seconds_text(sim.step_time_s), seconds_text(sim.breakdown.bubble_s))
+        .arg(sim.step_time_s > 0 ? 100 * sim.breakdown.bubble_s / sim.step_time_s : 0, 0, 'f', 1);
+  }
+  // Where event `index` was last drawn; empty when it was not.
+  QRectF drawnBox(size_t index) const {
+    for (const auto& [box, i] : boxes_) {
+      if (i == index) return box;
+    }
+    return {};
+  }
+
+ private:
   double time_at(double x) const { return view_start_s + (x - plot_left()) / plot_width() * view_span_s; }
   double x_at(double s) const { return plot_left() + (s - view_start_s) / view_span_s * plot_width(); }
 
@@ -123,14 +149,7 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   const planner::StepSimulation& sim = plan->simulation;
   const int64_t stages = plan->request.layout.pp;
   label_width_ = metrics.horizontalAdvance(tr("stage %1 comm").arg(stages - 1)) + 14;
-  const planner::StepBreakdown& b = sim.breakdown;
-  const QString summary =
-      tr("%1 stages · %2 schedule · %3 micro-batches · step %4 · bubble %5 (%6% of the step)")
-          .arg(stages)
-          .arg(QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()))
-          .arg(plan->request.training.num_micro_batches)
-          .arg(seconds_text(sim.step_time_s), seconds_text(b.bubble_s))
-          .arg(sim.step_time_s > 0 ? 100 * b.bubble_s / sim.step_time_s : 0, 0, 'f', 1);
+  const QString summary = this->summary();
   p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
              metrics.elidedText(summary, Qt::ElideRight, width() - 2 * kMargin));
 
@@ -148,13 +167,20 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   };
   const double lanes_bottom = lane_top(static_cast<int>(2 * stages)) - kLaneGap;
   p.setClipRect(QRectF(0, 0, width(), height()));
-  // Lanes: hatched where idle, so the bubbles show.
+  // A pipeline's compute lanes hatched from the step's start to its last pass: the
+  // passes cover what is busy, so the bubbles show. Communication lanes are never idle
+  // time of the pipeline: what they leave empty is only time without messages.
+  double passes_end_s = 0;
+  for (const planner::TraceEvent& e : sim.events) {
+    if (e.lane % 2 == 0) passes_end_s = std::max(passes_end_s, e.start_s + e.duration_s);
+  }
   for (int lane = 0; lane < 2 * stages; ++lane) {
     const double h = lane % 2 ? comm_lane_height_ : lane_height_;
     const QRectF band(plot_left(), lane_top(lane), plot_width(), h);
-    const double step_end = std::min(x_at(sim.step_time_s), band.right());
-    const QRectF busy_span(std::max(band.left(), x_at(0)), band.top(), std::max(0.0, step_end - std::max(band.left(), x_at(0))), h);
-    p.fillRect(busy_span, QBrush(kIdle, Qt::BDiagPattern));
+    if (stages > 1 && lane % 2 == 0) {
+      const double from = std::max(band.left(), x_at(0)), to = std::min(x_at(passes_end_s), band.right());
+      p.fillRect(QRectF(from, band.top(), std::max(0.0, to - from), h), QBrush(kIdle, Qt::BDiagPattern));
+    }
     p.setPen(QColor(0, 0, 0, 60));
     p.drawRect(band);
     p.setPen(Qt::black);
@@ -184,8 +210,12 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
     const double x0 = x_at(e.start_s), x1 = x_at(e.start_s + e.duration_s);
     if (x1 < plot_left() || x0 > plot_left() + plot_width()) continue;
     const double h = e.lane % 2 ? comm_lane_height_ : lane_height_;
-    const QRectF box(x0, lane_top(e.lane) + 1, std::max(1.0, x1 - x0), h - 2);
-    p.fillRect(box, trace_event_colour(e.category));
+    // At its true width: an event under a pixel is drawn faint in proportion, never a pixel wide
+    // (a 272 µs receive widened to a pixel read as milliseconds at "Fit").
+    const QRectF box(x0, lane_top(e.lane) + 1, x1 - x0, h - 2);
+    QColor colour = trace_event_colour(e.category);
+    if (box.width() < 1) colour.setAlphaF(std::max(0.08, box.width()));
+    p.fillRect(QRectF(box.left(), box.top(), std::max(1.0, box.width()), box.height()), colour);
     if (box.width() > 3) {
       p.setPen(QColor(255, 255, 255, 200));
       p.drawLine(box.topLeft(), box.bottomLeft());
@@ -273,5 +303,15 @@ std::pair<double, double> PipelineView::visibleRange() const { return {canvas_->
 bool PipelineView::showsEveryStage() const { return canvas_->height() >= canvas_->heightForWidth(canvas_->width()); }
 
 QWidget* PipelineView::canvas() const { return canvas_; }
+
+QString PipelineView::summaryText() const { return canvas_->plan ? canvas_->summary() : QString(); }
+
+QStringList PipelineView::legendLabels() const {
+  QStringList labels;
+  for (const LegendEntry& entry : canvas_->legend()) labels << entry.label;
+  return labels;
+}
+
+QRectF PipelineView::eventBox(size_t index) const { return canvas_->drawnBox(index); }
 
 }  // namespace tessera::gui

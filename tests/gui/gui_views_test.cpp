@@ -1,5 +1,6 @@
 // The views added in the window's second pass, under the offscreen platform:
 // memory over one step and two plans side by side, with the planner's numbers.
+#include <algorithm>
 #include <cmath>
 
 #include <QComboBox>
@@ -18,6 +19,7 @@
 #include "memory_timeline_chart.h"
 #include "memory_timeline_view.h"
 #include "memory_view.h"
+#include "pipeline_view.h"
 #include "plan_table_model.h"
 #include "plan_comparison_view.h"
 #include "plan_difference_model.h"
@@ -161,6 +163,54 @@ class ViewsTest : public QObject {
       return;
     }
     QFAIL("the example ranks no Gemini plan");
+  }
+
+  // D16: only a pipeline's idle compute is a bubble; a plan without one says nothing of bubbles.
+  // D17: each pass's exposed tensor-parallel calls are drawn, and events under a pixel keep their width.
+  void pipelineViewNamesBubblesAndDrawsTensorParallelCalls() {
+    MainWindow window(StartState::defaults);
+    window.resize(1280, 720);
+    window.show();
+    QVERIFY(test::wait_for_search(window.session()));
+    window.showView(View::pipeline);
+    PipelineView* view = window.pipelineView();
+    const ShownPlan& shown = *window.session().shownPlan();
+    QCOMPARE(shown.request.layout.pp, 2);
+    QVERIFY(view->summaryText().contains(QStringLiteral("bubble")));
+    QVERIFY(view->legendLabels().contains(QStringLiteral("idle compute between passes (pipeline bubble)")));
+    // One tensor-parallel event per pass, on the stage's communication lane, inside its pass.
+    const auto& events = shown.simulation.events;
+    int passes = 0, tensor_parallel = 0;
+    for (const planner::TraceEvent& e : events) {
+      passes += e.micro_batch >= 0;
+      if (e.name.rfind("tensor-parallel ", 0) != 0) continue;
+      ++tensor_parallel;
+      QCOMPARE(e.lane % 2, 1);
+      const auto pass = std::find_if(events.begin(), events.end(), [&](const planner::TraceEvent& p) {
+        return p.lane == e.lane - 1 && e.name == "tensor-parallel " + p.name;
+      });
+      QVERIFY(pass != events.end());
+      QCOMPARE(e.start_s + e.duration_s, pass->start_s + pass->duration_s);
+    }
+    QCOMPARE(tensor_parallel, passes);
+    // At "Fit" a receive is under a pixel wide, and drawn so.
+    view->canvas()->grab();
+    const auto recv = std::find_if(events.begin(), events.end(), [](const planner::TraceEvent& e) { return e.name.rfind("recv ", 0) == 0; });
+    QVERIFY(recv != events.end());
+    const QRectF box = view->eventBox(static_cast<size_t>(recv - events.begin()));
+    QVERIFY(!box.isNull());
+    QVERIFY2(box.width() < 1, qPrintable(QString::number(box.width())));
+    // A plan without a pipeline: no bubble in its summary or legend.
+    for (int row = 0; row < window.planModel()->rowCount(); ++row) {
+      const auto plan = window.planModel()->planAt(row);
+      if (!plan || plan->layout.pp != 1) continue;
+      window.session().selectPlan(*plan);
+      QVERIFY2(!view->summaryText().contains(QStringLiteral("bubble")), qPrintable(view->summaryText()));
+      QVERIFY(view->summaryText().startsWith(QStringLiteral("no pipeline")));
+      for (const QString& label : view->legendLabels()) QVERIFY2(!label.contains(QStringLiteral("bubble")), qPrintable(label));
+      return;
+    }
+    QFAIL("the example ranks no plan without a pipeline");
   }
 
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.

@@ -40,6 +40,13 @@ PlannerInputs report_example() {
   return inputs;
 }
 
+// The default example (Llama-2-13B on 16 H100s), searched, in a 1280 × 720 window.
+bool show_example(MainWindow& window) {
+  window.resize(1280, 720);
+  window.show();
+  return test::wait_for_search(window.session());
+}
+
 int run_gui(const QStringList& arguments) {
   QProcess gui;
   gui.start(TESSERA_GUI_BINARY, arguments);
@@ -58,9 +65,7 @@ class ViewsTest : public QObject {
   // The tightest rank row first; its highest point is the memory estimate's total; every row can be chosen.
   void memoryOverAStepShowsEachRankRowOfThePlan() {
     MainWindow window(StartState::defaults);
-    window.resize(1280, 720);
-    window.show();
-    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(show_example(window));
     window.showView(View::memory_timeline);
     const ShownPlan& shown = *window.session().shownPlan();
     MemoryTimelineView* view = window.memoryTimelineView();
@@ -104,9 +109,7 @@ class ViewsTest : public QObject {
   // Plan A is the plan in view, plan B the best other ranked plan; B − A from the planner's figures.
   void comparePlansSetsThePlanInViewAgainstTheNextBest() {
     MainWindow window(StartState::defaults);
-    window.resize(1280, 720);
-    window.show();
-    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(show_example(window));
     window.showView(View::compare);
     PlanComparisonView* view = window.planComparisonView();
     const auto& result = *window.session().searchResult();
@@ -137,9 +140,7 @@ class ViewsTest : public QObject {
   // first, in full, wrapping where the window is narrow rather than cutting the line.
   void chunkViewSaysWhenTheMapIsNotThePlans() {
     MainWindow window(StartState::defaults);
-    window.resize(1280, 720);
-    window.show();
-    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(show_example(window));
     window.showView(View::chunks);
     const ShownPlan& shown = *window.session().shownPlan();
     QVERIFY(shown.request.plugin.kind != planner::PluginKind::gemini);
@@ -169,9 +170,7 @@ class ViewsTest : public QObject {
   // D17: each pass's exposed tensor-parallel calls are drawn, and events under a pixel keep their width.
   void pipelineViewNamesBubblesAndDrawsTensorParallelCalls() {
     MainWindow window(StartState::defaults);
-    window.resize(1280, 720);
-    window.show();
-    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(show_example(window));
     window.showView(View::pipeline);
     PipelineView* view = window.pipelineView();
     const ShownPlan& shown = *window.session().shownPlan();
@@ -216,9 +215,7 @@ class ViewsTest : public QObject {
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.
   void svgNamesAFontBrowsersKnow() {
     MainWindow window(StartState::defaults);
-    window.resize(1280, 720);
-    window.show();
-    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(show_example(window));
     window.showView(View::memory);
     QTemporaryDir dir;
     QVERIFY(window.exportTo(dir.filePath("memory.svg")).ok());

@@ -3,10 +3,12 @@
 #include <QAbstractItemModelTester>
 #include <QSortFilterProxyModel>
 #include <QBrush>
+#include <QSet>
 #include <QTest>
 
 #include "category_style.h"
 #include "comparison_model.h"
+#include "group_colours.h"
 #include "gui_test_util.h"
 #include "plan_difference_model.h"
 #include "plan_table_model.h"
@@ -118,6 +120,23 @@ class ModelsTest : public QObject {
     QCOMPARE(row_named("chunk_buffers"), -1);
     model.setPlans(std::nullopt, std::nullopt);
     QCOMPARE(model.rowCount(), 0);
+  }
+
+  // D22: every group of a mesh axis has its own colour, 16 or 256 of them as well as 8,
+  // and the legend says how the colours are given where it cannot name them all.
+  void meshGroupsEachHaveAColour() {
+    for (int64_t groups : {2, 8, 12, 16, 256}) {
+      QSet<QRgb> colours;
+      for (int64_t g = 0; g < groups; ++g) colours.insert(group_colour(g, groups).rgb());
+      QCOMPARE(colours.size(), static_cast<qsizetype>(groups));
+    }
+    QCOMPARE(group_legend(QStringLiteral("data"), 12).size(), size_t{12});
+    QCOMPARE(group_legend(QStringLiteral("data"), 12).back().label, QStringLiteral("data group 11"));
+    const auto ramp = group_legend(QStringLiteral("data"), 256);
+    QCOMPARE(ramp.size(), size_t{4});
+    QCOMPARE(ramp[1].label, QStringLiteral("data group 128"));
+    QCOMPARE(ramp[1].color, group_colour(128, 256));
+    QCOMPARE(ramp.back().label, QStringLiteral("… 256 groups, coloured in order from group 0 to group 255"));
   }
 
   void comparisonModelShowsEachCategory() {

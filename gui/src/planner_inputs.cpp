@@ -3,9 +3,15 @@
 #include <array>
 #include <utility>
 
+#include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/registry.h"
 
 namespace tessera::gui {
+
+Result<planner::GpuProfile> gpu_profile(const std::string& name) {
+  if (name == "cpu") return planner::host_cpu_profile();
+  return planner::load_gpu(name, "--gpu");
+}
 
 std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::ClusterSpec& out) {
   if (!in.cluster.empty()) {
@@ -14,7 +20,7 @@ std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::Cl
     out = std::move(cluster).value();
     return std::nullopt;
   }
-  auto gpu = planner::load_gpu(in.gpu, "--gpu");
+  auto gpu = gpu_profile(in.gpu);
   if (!gpu) return InputError{InputField::gpu, gpu.error().message};
   auto cluster = planner::make_cluster(gpu.value(), in.gpus, in.gpus_per_node, in.inter_node_gbit_s);
   if (!cluster) return InputError{field_of_error(cluster.error().message, in), cluster.error().message};

@@ -23,7 +23,7 @@ using planner::RecomputeMode;
 struct PlannerInputs {
   std::string model = "llama-2-13b";  // a shipped model's name or the path of a config.json
   std::string cluster;                // a shipped cluster's name; empty: gpu × gpus below
-  std::string gpu = "h100-80g";       // a shipped GPU's name or a profile path
+  std::string gpu = "h100-80g";       // a shipped GPU's name, a profile path, or "cpu" (gpu_profile)
   int64_t gpus = 16;
   int64_t gpus_per_node = 8;
   double inter_node_gbit_s = 400;
@@ -43,6 +43,10 @@ struct InputError {
   InputField field = InputField::model;
   std::string message;
 };
+
+// A GPU by name: a shipped GPU, a profile's path, or "cpu", the machine's own
+// CPU and RAM as `tessera train` runs on them (planner::host_cpu_profile).
+Result<planner::GpuProfile> gpu_profile(const std::string& name);
 
 // The cluster the inputs describe (a shipped cluster, or gpus of one GPU kind).
 std::optional<InputError> make_cluster_spec(const PlannerInputs& inputs, planner::ClusterSpec& out);

@@ -103,7 +103,9 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   std::string model_source;
   auto model = load_run_model(path, run->model_name, model_source);
   if (!model) return model.error();
-  auto gpu = planner::load_gpu(inputs_.gpu, "--gpu");
+  // A CPU run is predicted on the CPU it ran on (its RAM, its speed), not on the GPU the window had.
+  const std::string gpu_name = run->device == "cpu" ? run->device : inputs_.gpu;
+  auto gpu = gpu_profile(gpu_name);
   if (!gpu) return gpu.error();
   auto predicted = planner::estimate_memory(model.value(), gpu.value(), run->request);
   if (!predicted) return predicted.error();
@@ -111,7 +113,9 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   PlannerInputs in = inputs_;
   in.model = model_source;
   in.cluster.clear();
+  in.gpu = gpu_name;
   in.gpus = r.layout.world_size();
+  if (run->device == "cpu") in.gpus_per_node = in.gpus;  // the ranks of one machine
   in.global_batch = r.training.micro_batch_size * r.training.num_micro_batches * r.layout.dp;
   in.seq_len = r.training.seq_len;
   in.precision = r.training.precision;

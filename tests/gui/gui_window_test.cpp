@@ -34,6 +34,7 @@
 #include "plan_table_model.h"
 #include "report_export.h"
 #include "session_io.h"
+#include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/rank_groups.h"
@@ -323,6 +324,14 @@ class WindowTest : public QObject {
     QCOMPARE((*window.memoryView()->measured())[MemoryCategory::activations].device, measured);
     // The shown plan is the run's own set-up, so its bars are the prediction compared against.
     QCOMPARE(window.memoryView()->rows().front().device_total, predicted->ranks.front().device_total);
+    // D11: a CPU run is predicted on the CPU: its RAM is the capacity, its step simulated there, not on an H100.
+    const planner::GpuProfile cpu = planner::host_cpu_profile();
+    QCOMPARE(window.session().inputs().gpu, std::string("cpu"));
+    QCOMPARE(window.memoryView()->rows().front().gpu_capacity, cpu.memory_bytes);
+    const planner::ClusterSpec on_cpu = planner::make_cluster(cpu, 1, 1, window.session().inputs().inter_node_gbit_s).value();
+    const auto step = planner::simulate_step(model.value(), on_cpu, request, predicted.value(), window.session().planRequest().simulation, false);
+    QVERIFY(step.ok());
+    QCOMPARE(window.session().shownPlan()->simulation.step_time_s, step->step_time_s);
     // Another layout or sequence: the overlay no longer applies and goes.
     PlannerInputs inputs = window.session().inputs();
     inputs.seq_len = 32;

@@ -1,5 +1,7 @@
 #include "report_export.h"
 
+#include <algorithm>
+
 #include <QBuffer>
 #include <QFileInfo>
 #include <QFontInfo>
@@ -9,6 +11,7 @@
 #include <QSvgGenerator>
 #include <QWidget>
 
+#include "tessera/planner/export.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/report.h"
 
@@ -28,15 +31,56 @@ Status write_text(const QString& path, const std::string& text) {
   return Status::success();
 }
 
+// The plan in view in a plan file, as `tessera plan` writes it and `tessera
+// export` reads it (the exporters take nothing else), and its index there: the
+// ranking when the plan is one of it, so that the export says "plan 3 of 101"
+// as `tessera export --plan 3` does; else a file of that one plan (a plan
+// carried over capacity by a what-if change).
+struct PlanInFile {
+  planner::PlanFile file;
+  size_t index = 0;
+};
+
+Result<PlanInFile> shown_plan_file(const PlannerSession& session) {
+  const ShownPlan& shown = *session.shownPlan();
+  const std::string description = planner::describe_plan(shown.request);
+  const auto& result = session.searchResult();
+  planner::PlanSearchResult one;
+  const planner::PlanSearchResult* ranking = &one;
+  size_t index = 0;
+  if (result && !session.searching()) {
+    const auto found = std::find_if(result->plans.begin(), result->plans.end(),
+                                    [&](const planner::Candidate& c) { return planner::describe_plan(c.request) == description; });
+    if (found != result->plans.end()) {
+      ranking = result.get();
+      index = static_cast<size_t>(found - result->plans.begin());
+    }
+  }
+  if (ranking == &one) {
+    // The largest micro-batch that fits is the search's to know; the exporters do not read it.
+    one.plans.push_back(planner::Candidate{shown.request, shown.memory, shown.simulation, shown.request.training.micro_batch_size});
+    one.plans.front().simulation.events.clear();
+  }
+  const nlohmann::json doc =
+      planner::plan_document(session.model(), session.inputs().model, session.planRequest(), *ranking, static_cast<int>(ranking->plans.size()));
+  auto file = planner::parse_plan_file(doc.dump(), "the plan in view");
+  if (!file) return file.error();
+  return PlanInFile{std::move(file).value(), index};
+}
+
 }  // namespace
 
 std::optional<ExportFormat> export_format_of(const QString& path) {
-  const QString suffix = QFileInfo(path).suffix().toLower();
+  const QString name = QFileInfo(path).fileName().toLower();
+  // The longer endings first: they end in .json too.
+  if (name.endsWith(QLatin1String(".trace.json"))) return ExportFormat::perfetto;
+  if (name.endsWith(QLatin1String("ds_config.json"))) return ExportFormat::deepspeed;
   static const std::pair<const char*, ExportFormat> kSuffixes[] = {{"pdf", ExportFormat::pdf}, {"svg", ExportFormat::svg},   {"png", ExportFormat::png},
                                                                    {"json", ExportFormat::json}, {"csv", ExportFormat::csv}, {"md", ExportFormat::md},
-                                                                   {"html", ExportFormat::html}};
-  for (const auto& [name, format] : kSuffixes) {
-    if (suffix == QLatin1String(name)) return format;
+                                                                   {"html", ExportFormat::html}, {"py", ExportFormat::colossalai}};
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  for (const auto& [ending, format] : kSuffixes) {
+    if (suffix == QLatin1String(ending)) return format;
   }
   return std::nullopt;
 }
@@ -44,12 +88,14 @@ std::optional<ExportFormat> export_format_of(const QString& path) {
 QString export_file_filter() {
   return QObject::tr(
       "PDF report, inputs, every plan and every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
-      "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html)");
+      "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html);;"
+      "ColossalAI training script, the shown plan (*.py);;DeepSpeed config, the shown plan (*.ds_config.json);;"
+      "Perfetto trace of one step, the shown plan (*.trace.json)");
 }
 
 QString with_export_suffix(const QString& path, const QString& filter) {
   if (export_format_of(path)) return path;
-  const QRegularExpressionMatch suffix = QRegularExpression(QStringLiteral("\\(\\*(\\.\\w+)\\)")).match(filter);
+  const QRegularExpressionMatch suffix = QRegularExpression(QStringLiteral("\\(\\*(\\.[\\w.]+)\\)")).match(filter);
   return suffix.hasMatch() ? path + suffix.captured(1) : path;
 }
 
@@ -109,6 +155,16 @@ Status export_planner_report(const PlannerSession& session, ExportFormat format,
   }
   const auto& shown = session.shownPlan();
   if (!shown) return make_error(ErrorCode::invalid_argument, "nothing to export yet: no plan is shown");
+  if (format == ExportFormat::colossalai || format == ExportFormat::deepspeed || format == ExportFormat::perfetto) {
+    const auto target = format == ExportFormat::colossalai ? planner::ExportTarget::colossalai
+                        : format == ExportFormat::deepspeed ? planner::ExportTarget::deepspeed
+                                                            : planner::ExportTarget::perfetto;
+    auto plan = shown_plan_file(session);
+    if (!plan) return plan.error();
+    auto text = planner::export_plan(plan->file, plan->index, target);
+    if (!text) return text.error();
+    return write_text(path, text.value());
+  }
   const planner::ReportFormat report = format == ExportFormat::csv ? planner::ReportFormat::csv
                                        : format == ExportFormat::md ? planner::ReportFormat::md
                                                                     : planner::ReportFormat::html;

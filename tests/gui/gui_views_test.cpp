@@ -24,6 +24,9 @@
 #include "plan_comparison_view.h"
 #include "plan_difference_model.h"
 #include "report_contents.h"
+#include "report_export.h"
+#include "tessera/planner/export.h"
+#include "tessera/planner/plan_file.h"
 #include "session_io.h"
 #include "tessera/planner/report.h"
 
@@ -210,6 +213,46 @@ class ViewsTest : public QObject {
       return;
     }
     QFAIL("the example ranks no plan without a pipeline");
+  }
+
+  // The shown plan as `tessera export --plan N` writes it from the window's plan.json: the same bytes, by the same functions.
+  void exportsAColossalAiScriptADeepSpeedConfigAndATrace() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    QTemporaryDir dir;
+    QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
+    const auto file = planner::read_plan_file(dir.filePath("plan.json").toStdString());
+    QVERIFY(file.ok());
+    const auto read = [&](const QString& name) {
+      QFile exported(dir.filePath(name));
+      return exported.open(QIODevice::ReadOnly) ? exported.readAll().toStdString() : std::string();
+    };
+    QVERIFY(window.exportTo(dir.filePath("train.py")).ok());
+    QCOMPARE(read("train.py"), planner::export_plan(file.value(), 0, planner::ExportTarget::colossalai).value());
+    QVERIFY(window.exportTo(dir.filePath("step.trace.json")).ok());
+    QCOMPARE(read("step.trace.json"), planner::export_plan(file.value(), 0, planner::ExportTarget::perfetto).value());
+    // DeepSpeed cannot run the tp × pp plan in view, and says why; it can a plan without them.
+    const Status refused = window.exportTo(dir.filePath("ds_config.json"));
+    QVERIFY(!refused.ok());
+    QVERIFY2(QString::fromStdString(refused.error().message).contains(QStringLiteral("tensor parallelism")), refused.error().message.c_str());
+    for (int row = 0; row < window.planModel()->rowCount(); ++row) {
+      const auto plan = window.planModel()->planAt(row);
+      if (!plan || plan->layout.tp != 1 || plan->layout.pp != 1 || plan->training.recompute == planner::RecomputeMode::full) continue;
+      window.session().selectPlan(*plan);
+      QVERIFY(window.exportTo(dir.filePath("ds_config.json")).ok());
+      QCOMPARE(read("ds_config.json"), planner::export_plan(file.value(), static_cast<size_t>(row), planner::ExportTarget::deepspeed).value());
+      return;
+    }
+    QFAIL("the example ranks no plan DeepSpeed can run");
+  }
+
+  void exportNamesPickTheFormat() {
+    QCOMPARE(export_format_of(QStringLiteral("a/step.trace.json")), std::optional(ExportFormat::perfetto));
+    QCOMPARE(export_format_of(QStringLiteral("ds_config.json")), std::optional(ExportFormat::deepspeed));
+    QCOMPARE(export_format_of(QStringLiteral("run.ds_config.json")), std::optional(ExportFormat::deepspeed));
+    QCOMPARE(export_format_of(QStringLiteral("train.py")), std::optional(ExportFormat::colossalai));
+    QCOMPARE(export_format_of(QStringLiteral("plan.json")), std::optional(ExportFormat::json));
+    QCOMPARE(with_export_suffix(QStringLiteral("step"), QStringLiteral("Perfetto trace of one step, the shown plan (*.trace.json)")), QStringLiteral("step.trace.json"));
   }
 
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.

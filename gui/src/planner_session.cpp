@@ -52,7 +52,8 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
   }
   planner::ClusterSpec cluster;
   if (auto error = make_cluster_spec(inputs, cluster)) return reject(*error);
-  PlanRequest request = make_plan_request(inputs, cluster);
+  PlanRequest request;
+  if (auto error = make_plan_request(inputs, cluster, request)) return reject(*error);
   if (Status s = planner::validate_plan_request(*model_, request); !s) {
     return reject(InputError{field_of_error(s.error().message, inputs), s.error().message});
   }
@@ -65,7 +66,8 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
     // The shown plan under the new inputs, fitting or not; else nothing until the search's best arrives.
     std::optional<ShownPlan> carried;
     if (!take_best_plan_) {
-      auto moved = planner::carry_plan(shown_->request, request_);
+      Result<EstimateRequest> moved = planner::carry_plan(shown_->request, request_);
+      if (moved) moved.value().assumptions = request_.assumptions;  // a new memory headroom holds for the plan in view too
       auto evaluated = moved ? evaluate(moved.value()) : Result<ShownPlan>(moved.error());
       if (evaluated) carried = std::move(evaluated).value();
       else carry_note_ = tr("The plan in view cannot follow this change (%1): showing the best plan instead.").arg(QString::fromStdString(evaluated.error().message));

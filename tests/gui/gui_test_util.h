@@ -43,7 +43,9 @@ inline planner::PlanSearchResult planner_search(const PlannerInputs& inputs) {
   auto model = planner::load_model(inputs.model);
   planner::ClusterSpec cluster;
   if (!model || make_cluster_spec(inputs, cluster)) qFatal("test inputs are invalid");
-  auto result = planner::search_plans(model.value(), make_plan_request(inputs, cluster));
+  planner::PlanRequest request;
+  if (make_plan_request(inputs, cluster, request)) qFatal("test inputs are invalid");
+  auto result = planner::search_plans(model.value(), request);
   if (!result) qFatal("%s", result.error().message.c_str());
   return std::move(result).value();
 }

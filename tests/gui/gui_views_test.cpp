@@ -255,6 +255,35 @@ class ViewsTest : public QObject {
     QCOMPARE(with_export_suffix(QStringLiteral("step"), QStringLiteral("Perfetto trace of one step, the shown plan (*.trace.json)")), QStringLiteral("step.trace.json"));
   }
 
+  // The memory headroom, as tessera plan --memory-headroom takes it: the ranking and the plan in view leave it free.
+  void memoryHeadroomIsLeftFreeByEveryPlan() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    const size_t without = window.session().searchResult()->plans.size();
+    PlannerInputs inputs = window.session().inputs();
+    inputs.memory_headroom = "20%";
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QCOMPARE(window.session().planRequest().assumptions.memory_headroom_fraction, 0.2);
+    const auto& result = *window.session().searchResult();
+    QCOMPARE(result.plans.size(), test::planner_search(inputs).plans.size());
+    QVERIFY(result.plans.size() < without);
+    for (const planner::Candidate& plan : result.plans) {
+      const planner::RankMemory& tight = plan.memory.tightest();
+      QVERIFY(tight.device_total <= tight.gpu_capacity - tight.gpu_capacity / 5);
+    }
+    // The plan in view, carried through the change, is held to the headroom too.
+    const planner::RankMemory& shown = window.session().shownPlan()->memory.tightest();
+    QCOMPARE(shown.headroom, static_cast<int64_t>(0.2 * static_cast<double>(shown.gpu_capacity)));
+    // Typed as the CLI takes it; anything else is refused next to the control, by the control's name.
+    inputs.memory_headroom = "lots";
+    test::set_inputs(window, inputs);
+    QVERIFY(window.inputPanel()->errorText(InputField::memory_headroom).startsWith(QStringLiteral("Memory headroom: 'lots' is not a size")));
+    // A session keeps it.
+    inputs.memory_headroom = "1.5";
+    QCOMPARE(session_from_json(session_to_json(inputs), "test").value().memory_headroom, std::string("1.5"));
+  }
+
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.
   void svgNamesAFontBrowsersKnow() {
     MainWindow window(StartState::defaults);

@@ -19,10 +19,10 @@ std::pair<double, QString> byte_tick_step(double max_bytes) {
   return {step * unit, gib ? QStringLiteral("GiB") : QStringLiteral("MiB")};
 }
 
-double time_tick_step(double span_s) {
-  const double base = std::pow(10.0, std::floor(std::log10(std::max(span_s, 1e-12) / 8)));
+double tick_step(double span, int max_ticks) {
+  const double base = std::pow(10.0, std::floor(std::log10(std::max(span, 1e-12) / max_ticks)));
   for (double m : {1.0, 2.0, 5.0}) {
-    if (span_s / (base * m) <= 10) return base * m;
+    if (span / (base * m) <= max_ticks) return base * m;
   }
   return base * 10;
 }

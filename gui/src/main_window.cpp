@@ -25,6 +25,7 @@
 #include "comparison_model.h"
 #include "error_text.h"
 #include "input_panel.h"
+#include "measured_run_view.h"
 #include "memory_timeline_chart.h"
 #include "memory_timeline_view.h"
 #include "memory_view.h"
@@ -132,6 +133,7 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   chunk_view_ = new ChunkView;
   timeline_view_ = new MemoryTimelineView;
   plan_comparison_view_ = new PlanComparisonView;
+  measured_view_ = new MeasuredRunView;
 
   tabs_ = new QTabWidget;
   tabs_->addTab(plans_page, tr("Plans"));
@@ -141,6 +143,7 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   tabs_->addTab(chunk_view_, tr("ZeRO / chunks"));
   tabs_->addTab(timeline_view_, tr("Memory over a step"));
   tabs_->addTab(plan_comparison_view_, tr("Compare plans"));
+  tabs_->addTab(measured_view_, tr("Measured run"));
 
   verdict_ = new QLabel;
   verdict_->setWordWrap(true);
@@ -334,6 +337,7 @@ void MainWindow::onMeasuredChanged() {
   const auto first_rank = measured ? std::optional<MemoryBreakdown>(measured->run.ranks.front().memory) : std::nullopt;
   memory_view_->setMeasured(first_rank);
   timeline_view_->setMeasured(first_rank);
+  measured_view_->setRun(measured, session_.shownPlan());
   if (measured) {
     const QString ranks = measured->ranks.size() > 1 ? tr(" (%1 ranks)").arg(measured->ranks.size()) : QString();
     comparison_box_->setTitle(tr("Measured run %1%2 against the prediction of its set-up").arg(QFileInfo(measured->path).fileName(), ranks));
@@ -363,6 +367,7 @@ QString MainWindow::viewName(View view) {
     case View::chunks: return QStringLiteral("chunks");
     case View::memory_timeline: return QStringLiteral("memory-timeline");
     case View::compare: return QStringLiteral("compare");
+    case View::measured: return QStringLiteral("measured");
   }
   return {};
 }
@@ -416,7 +421,8 @@ QWidget* MainWindow::printedPart(View view) const {
     case View::memory_timeline: return timeline_view_->chart();
     case View::plans:
     case View::chunks:
-    case View::compare: break;
+    case View::compare:
+    case View::measured: break;
   }
   return viewWidget(view);
 }
@@ -449,6 +455,12 @@ Status MainWindow::exportPdfReport(const QString& path) {
   pages.push_back(printed_table(tr("Compare plans · A: %1 · B: %2").arg(plan_comparison_view_->planA()->currentText(), plan_comparison_view_->planB()->currentText()),
                                 *plan_comparison_view_->differenceModel(),
                                 {PlanDifferenceModel::kQuantity, PlanDifferenceModel::kPlanA, PlanDifferenceModel::kPlanB, PlanDifferenceModel::kDifference}));
+  if (session_.measured()) {
+    resized.push_back({measured_view_, measured_view_->size()});
+    measured_view_->resize(kPrintWidth, kPrintWidth * 9 / 16);
+    measured_view_->layout()->activate();
+    pages.push_back(PrintedView{tabs_->tabText(static_cast<int>(View::measured)), measured_view_});
+  }
   const Status written = write_pdf_report(contents.value(), pages, path);
   for (const auto& [part, size] : resized) part->resize(size);  // their layouts' sizes again
   return written;

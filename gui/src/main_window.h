@@ -20,6 +20,7 @@ namespace tessera::gui {
 class ChunkView;
 class ComparisonModel;
 class InputPanel;
+class MeasuredRunView;
 class MemoryTimelineView;
 class MemoryView;
 class MeshView;
@@ -28,8 +29,9 @@ class PipelineView;
 class PlanTableModel;
 
 // In tab order; the newer views come last, so that Ctrl+1..5 keep their views.
-enum class View { plans, memory, mesh, pipeline, chunks, memory_timeline, compare };
-inline constexpr View kAllViews[] = {View::plans, View::memory, View::mesh, View::pipeline, View::chunks, View::memory_timeline, View::compare};
+enum class View { plans, memory, mesh, pipeline, chunks, memory_timeline, compare, measured };
+inline constexpr View kAllViews[] = {View::plans,  View::memory,          View::mesh,    View::pipeline,
+                                     View::chunks, View::memory_timeline, View::compare, View::measured};
 
 // Whether the window starts from the geometry and inputs of the last run
 // (QSettings) or from the defaults (screenshots, tests).
@@ -51,6 +53,7 @@ class MainWindow : public QMainWindow {
   ChunkView* chunkView() const { return chunk_view_; }
   MemoryTimelineView* memoryTimelineView() const { return timeline_view_; }
   PlanComparisonView* planComparisonView() const { return plan_comparison_view_; }
+  MeasuredRunView* measuredRunView() const { return measured_view_; }
   ComparisonModel* comparisonModel() const { return comparison_model_; }
   QTableView* comparisonTable() const { return comparison_table_; }
   // File → Export: enabled only while there is a plan to export.
@@ -62,7 +65,7 @@ class MainWindow : public QMainWindow {
   // The part of a view an export draws (SVG, PNG, the PDF report): the drawing without
   // the controls, hints and scroll bars around it; the whole tab where it has none.
   QWidget* printedPart(View view) const;
-  static QString viewName(View view);  // "plans", "memory", "mesh", "pipeline", "chunks", "memory-timeline", "compare"
+  static QString viewName(View view);  // "plans", "memory", "mesh", "pipeline", "chunks", "memory-timeline", "compare", "measured"
   // Selects the table row showing `plan` (or the first row matching none).
   void selectPlanRow(int source_row);
 
@@ -127,6 +130,7 @@ class MainWindow : public QMainWindow {
   ChunkView* chunk_view_ = nullptr;
   MemoryTimelineView* timeline_view_ = nullptr;
   PlanComparisonView* plan_comparison_view_ = nullptr;
+  MeasuredRunView* measured_view_ = nullptr;
   StartState start_;
 };
 

@@ -155,7 +155,7 @@ void MemoryTimelineChart::drawAxes(QPainter& painter, const Plot& p) const {
     painter.drawText(QRectF(kMargin, f.y(b) - metrics.height() / 2, f.area.left() - kMargin - 6, metrics.height()), Qt::AlignRight | Qt::AlignVCenter,
                      QStringLiteral("%1 %2").arg(b / unit_bytes, 0, 'g', 4).arg(byte_unit));
   }
-  const double time_step = time_tick_step(f.step_s);
+  const double time_step = tick_step(f.step_s);
   const auto [time_unit, per_unit] = time_tick_unit(time_step);
   const double axis_y = f.area.bottom() + kPassStrip + 4;
   for (double t = 0; t <= f.step_s * (1 + 1e-9); t += time_step) {

@@ -188,7 +188,7 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
                lane % 2 ? tr("stage %1 comm").arg(lane / 2) : tr("stage %1").arg(lane / 2));
   }
   // Time axis.
-  const double step = time_tick_step(view_span_s);
+  const double step = tick_step(view_span_s);
   const auto [unit, per_unit] = time_tick_unit(step);
   p.setPen(QColor(0, 0, 0, 160));
   p.drawLine(QPointF(plot_left(), axis_y), QPointF(plot_left() + plot_width(), axis_y));

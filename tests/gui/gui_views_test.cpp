@@ -18,13 +18,18 @@
 #include "gui_test_util.h"
 #include "memory_timeline_chart.h"
 #include "memory_timeline_view.h"
+#include "measured_figures.h"
+#include "measured_run_view.h"
 #include "memory_view.h"
 #include "pipeline_view.h"
 #include "plan_table_model.h"
 #include "plan_comparison_view.h"
 #include "plan_difference_model.h"
+#include "plan_labels.h"
 #include "report_contents.h"
+#include "series_chart.h"
 #include "report_export.h"
+#include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/export.h"
 #include "tessera/planner/plan_file.h"
 #include "session_io.h"
@@ -282,6 +287,52 @@ class ViewsTest : public QObject {
     // A session keeps it.
     inputs.memory_headroom = "1.5";
     QCOMPARE(session_from_json(session_to_json(inputs), "test").value().memory_headroom, std::string("1.5"));
+  }
+
+  // The measured-run dashboard: step time and tokens/s measured against the prediction of
+  // the run's set-up (on the CPU it ran on), and its loss and gradient-norm curves.
+  void measuredRunDashboardSetsSpeedAgainstThePrediction() {
+    auto model = planner::load_model("tiny-gpt2");
+    QVERIFY(model.ok());
+    const planner::EstimateRequest request = test::cpu_training_request();
+    const auto predicted = planner::estimate_memory(model.value(), planner::host_cpu_profile(), request);
+    QVERIFY(predicted.ok());
+    nlohmann::json doc = nlohmann::json::parse(test::metrics_json(model.value(), request, predicted->ranks.front().bytes));
+    doc["loss"] = {5.5, 4.75, 4.25, 4.0};
+    doc["grad_norm"] = {2.0, nullptr, 1.5, 1.25};
+    doc["step_time_s"] = {0.04, 0.011, 0.010, 0.012};  // the first step warms up
+    doc["tokens_per_s"] = 21000.0;
+    QTemporaryDir dir;
+    QFile file(dir.filePath("metrics.json"));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QByteArray::fromStdString(doc.dump()));
+    file.close();
+    MainWindow window(StartState::defaults);
+    window.resize(1280, 720);
+    window.show();
+    window.openPath(dir.filePath("metrics.json"));
+    QVERIFY(window.session().measured().has_value());
+    window.showView(View::measured);
+    const planner::StepSimulation& prediction = window.session().shownPlan()->simulation;
+    QVERIFY(std::isfinite(prediction.step_time_s) && prediction.step_time_s > 0 && prediction.tokens_per_s > 0);  // the CPU profile simulates
+    MeasuredRunView* view = window.measuredRunView();
+    QVERIFY2(view->stepTimeText().startsWith(QStringLiteral("measured 11.0 ms · predicted ") + seconds_text(prediction.step_time_s)), qPrintable(view->stepTimeText()));
+    const double error = 100 * (prediction.tokens_per_s - 21000.0) / 21000.0;
+    QVERIFY2(view->tokensText().endsWith(QStringLiteral("off by %1%").arg(error, 0, 'f', 1)), qPrintable(view->tokensText()));
+    QCOMPARE(view->lossChart()->series(), (std::vector<double>{5.5, 4.75, 4.25, 4.0}));
+    QVERIFY(std::isnan(view->gradNormChart()->series()[1]));
+    QVERIFY(!view->grab().isNull());
+    // Closing the run empties the view.
+    window.session().closeMeasuredRun();
+    QVERIFY(view->stepTimeText().isEmpty());
+    QVERIFY(view->lossChart()->series().empty());
+  }
+
+  void medianStepLeavesOutTheFirst() {
+    QCOMPARE(median_step_time({0.04, 0.011, 0.010, 0.012}), std::optional(0.011));
+    QCOMPARE(median_step_time({0.04, 0.011, 0.013}), std::optional(0.012));
+    QCOMPARE(median_step_time({0.5}), std::optional(0.5));
+    QVERIFY(!median_step_time({}).has_value());
   }
 
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.

@@ -52,39 +52,10 @@ QByteArray read_all(const QString& path) {
   return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
 }
 
-// A metrics.json as `tessera train` writes it, for tiny-gpt2 on the CPU, whose
-// activations measure 80% of the prediction and everything else as predicted.
-std::string metrics_json(const planner::Model& model, const planner::EstimateRequest& request, const MemoryBreakdown& predicted) {
-  json categories = json::object();
-  for (MemoryCategory c : kAllMemoryCategories) {
-    const int64_t device = c == MemoryCategory::activations ? predicted[c].device * 8 / 10 : predicted[c].device;
-    categories[std::string(to_string(c))] = json{{"device_bytes", device}, {"host_bytes", 0}};
-  }
-  json doc{{"schema", 1}, {"kind", "metrics"}, {"device", "cpu"}, {"model", planner::model_to_json(model)}};
-  doc.update(planner::request_to_json(request));
-  doc["ranks"] = json::array({json{{"ranks", json::array({0, 0})}, {"categories", categories}}});
-  doc["tokens_per_s"] = 1000.0;
-  return doc.dump(2);
-}
-
 void write_file(const QString& path, const std::string& text) {
   QFile file(path);
   QVERIFY(file.open(QIODevice::WriteOnly));
   file.write(QByteArray::fromStdString(text));
-}
-
-// The request tessera train runs for tiny-gpt2: fp32 on the CPU, no GPU runtime.
-planner::EstimateRequest cpu_training_request() {
-  planner::EstimateRequest request;
-  request.training.precision = planner::Precision::fp32;
-  request.training.micro_batch_size = 4;
-  request.training.seq_len = 64;
-  request.plugin.gradient_as_bucket_view = true;
-  request.assumptions.cuda_context_bytes = 0;
-  request.assumptions.allocator_reserve_fraction = 0;
-  request.assumptions.cublas_workspace_bytes = 0;
-  request.assumptions.nccl_bytes_per_group = 0;
-  return request;
 }
 
 // Runs the event loop long enough for any search still on the worker thread to end and deliver.
@@ -299,7 +270,7 @@ class WindowTest : public QObject {
   void measuredRunOverlayShowsTheErrors() {
     auto model = planner::load_model("tiny-gpt2");
     QVERIFY(model.ok());
-    const planner::EstimateRequest request = cpu_training_request();
+    const planner::EstimateRequest request = test::cpu_training_request();
     const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
     QVERIFY(predicted.ok());
     const MemoryBreakdown& p = predicted->ranks.front().bytes;
@@ -307,7 +278,7 @@ class WindowTest : public QObject {
     const QString path = dir.filePath("metrics.json");
     QFile file(path);
     QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QByteArray::fromStdString(metrics_json(model.value(), request, p)));
+    file.write(QByteArray::fromStdString(test::metrics_json(model.value(), request, p)));
     file.close();
 
     MainWindow window(StartState::defaults);
@@ -344,13 +315,13 @@ class WindowTest : public QObject {
   void aMeasuredRunOfFourRanksShowsEachRank() {
     auto model = planner::load_model("tiny-gpt2");
     QVERIFY(model.ok());
-    planner::EstimateRequest request = cpu_training_request();
+    planner::EstimateRequest request = test::cpu_training_request();
     request.layout.dp = 4;
     const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
     QVERIFY(predicted.ok());
     const MemoryBreakdown& p = predicted->ranks.front().bytes;
     // Every rank measures the prediction exactly but rank 2, whose activations measure 80% of it.
-    json metrics = json::parse(metrics_json(model.value(), request, p));
+    json metrics = json::parse(test::metrics_json(model.value(), request, p));
     const json off_row = metrics["ranks"][0];
     json exact_row = off_row;
     exact_row["categories"]["activations"]["device_bytes"] = p[MemoryCategory::activations].device;
@@ -392,10 +363,10 @@ class WindowTest : public QObject {
     write_file(dir.filePath("config.json"), config_text.value());
     auto model = planner::load_model(dir.filePath("config.json").toStdString());
     QVERIFY(model.ok());
-    const planner::EstimateRequest request = cpu_training_request();
+    const planner::EstimateRequest request = test::cpu_training_request();
     const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
     QVERIFY(predicted.ok());
-    json metrics = json::parse(metrics_json(model.value(), request, predicted->ranks.front().bytes));
+    json metrics = json::parse(test::metrics_json(model.value(), request, predicted->ranks.front().bytes));
     metrics["model"]["name"] = "myconfig";
     write_file(dir.filePath("metrics.json"), metrics.dump(2));
 

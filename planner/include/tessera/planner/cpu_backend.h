@@ -33,9 +33,9 @@ constexpr int64_t cpu_workspace_bytes(int64_t threads, int64_t seq_len, Precisio
 
 // The CPU the engine runs on, as a "GPU" profile for the planner (`tessera
 // train --gpu cpu`, and a measured CPU run in the GUI): named "cpu", its memory
-// is this machine's RAM, and nothing is lost to a CUDA context. Its peak is a
-// placeholder of 1 TFLOP/s in every precision: step times predicted on it are
-// an order of magnitude, not a measurement.
+// is this machine's RAM, and nothing is lost to a CUDA context. Its peak (0.1
+// TFLOP/s in every precision) and bandwidths are placeholders of a few-core
+// machine: step times predicted on it are an order of magnitude, not a measurement.
 GpuProfile host_cpu_profile();
 
 }  // namespace tessera::planner

@@ -18,6 +18,8 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "chunk_map.h"
@@ -171,6 +173,15 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
 
   search_summary_ = new QLabel;
   statusBar()->addPermanentWidget(search_summary_);  // beside passing messages, never replaced by them
+  cancel_search_ = new QToolButton;
+  cancel_search_->setText(tr("Cancel search"));
+  cancel_search_->setToolTip(tr("Stop the search; the table keeps the plans of the last search that finished"));
+  cancel_search_->setVisible(false);
+  statusBar()->addPermanentWidget(cancel_search_);
+  connect(cancel_search_, &QToolButton::clicked, &session_, &PlannerSession::cancelSearch);
+  search_progress_timer_ = new QTimer(this);
+  search_progress_timer_->setInterval(100);
+  connect(search_progress_timer_, &QTimer::timeout, this, &MainWindow::showSearchProgress);
 
   connect(inputs_, &InputPanel::inputsChanged, this, &MainWindow::applyInputs);
   connect(inputs_, &InputPanel::inputsChanged, this, [this] {
@@ -190,11 +201,12 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateVerdict);
   connect(&session_, &PlannerSession::resultsCleared, this, &MainWindow::onResultsCleared);
   connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::onShownPlanChanged);
-  connect(&session_, &PlannerSession::searchStarted, this, [this] {
-    search_summary_->setText(tr("Searching plans…"));
-    if (!session_.shownPlan()) updateVerdict();
+  connect(&session_, &PlannerSession::searchStarted, this, &MainWindow::onSearchStarted);
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
+    if (static_cast<View>(index) == View::memory_timeline) updateTimelineView();
   });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
+  connect(&session_, &PlannerSession::searchCancelled, this, &MainWindow::onSearchCancelled);
   connect(&session_, &PlannerSession::fitLimitsChanged, this, [this] { inputs_->showFitLimits(session_.fitLimits()); });
   connect(&session_, &PlannerSession::measuredChanged, this, &MainWindow::onMeasuredChanged);
   connect(plan_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
@@ -264,6 +276,7 @@ void MainWindow::onShownPlanChanged() {
     pipeline_view_->clearPlan();
     chunk_view_->clearChunkMap();
     timeline_view_->clearPlan();
+    timeline_view_stale_ = false;
     plan_comparison_view_->setPlans(std::nullopt, session_.searchResult());
     plan_table_->selectionModel()->clearSelection();
     updateVerdict();
@@ -273,7 +286,8 @@ void MainWindow::onShownPlanChanged() {
   mesh_view_->setPlan(session_.planRequest().cluster, *shown);
   pipeline_view_->setPlan(*shown);
   chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
-  timeline_view_->setPlan(*shown);
+  timeline_view_stale_ = true;
+  if (currentView() == View::memory_timeline) updateTimelineView();
   plan_comparison_view_->setPlans(shown, session_.searchResult());
   const bool fits = shown->memory.fits();
   // A plan carried over capacity by a what-if change stays in view; the table holds the ones that fit.
@@ -303,7 +317,45 @@ void MainWindow::updateVerdict() {
 
 QString MainWindow::verdictText() const { return verdict_->text(); }
 
+void MainWindow::updateTimelineView() {
+  if (!timeline_view_stale_ || !session_.shownPlan()) return;
+  timeline_view_->setPlan(*session_.shownPlan(), session_.memoryTimeline());
+  timeline_view_stale_ = false;
+}
+
+void MainWindow::onSearchStarted() {
+  search_summary_->setText(tr("Searching plans…"));
+  if (!session_.shownPlan()) updateVerdict();
+  // Most searches end in milliseconds; a long one shows its count and the cancel button after the first tick.
+  search_progress_timer_->start();
+}
+
+void MainWindow::showSearchProgress() {
+  if (!session_.searching()) return hideSearchProgress();
+  const auto [done, candidates] = session_.searchProgress();
+  const QLocale locale;
+  search_summary_->setText(tr("Searching plans… %1 of %2 candidates").arg(locale.toString(static_cast<qlonglong>(done)), locale.toString(static_cast<qlonglong>(candidates))));
+  cancel_search_->setVisible(true);
+}
+
+void MainWindow::hideSearchProgress() {
+  search_progress_timer_->stop();
+  cancel_search_->setVisible(false);
+}
+
+void MainWindow::onSearchCancelled() {
+  hideSearchProgress();
+  const auto [done, candidates] = session_.searchProgress();
+  const QLocale locale;
+  search_summary_->setText(session_.searchResult()
+                               ? tr("Search cancelled at %1 of %2 candidates: the table keeps the plans of the last search that finished, for earlier inputs")
+                                     .arg(locale.toString(static_cast<qlonglong>(done)), locale.toString(static_cast<qlonglong>(candidates)))
+                               : tr("Search cancelled at %1 of %2 candidates").arg(locale.toString(static_cast<qlonglong>(done)), locale.toString(static_cast<qlonglong>(candidates))));
+  updateVerdict();
+}
+
 void MainWindow::onResultsCleared() {
+  hideSearchProgress();
   plan_model_->setResult(nullptr, 0);
   plan_comparison_view_->setPlans(session_.shownPlan(), nullptr);
   explanation_->clear();
@@ -311,6 +363,7 @@ void MainWindow::onResultsCleared() {
 }
 
 void MainWindow::onSearchFinished() {
+  hideSearchProgress();
   const auto& result = session_.searchResult();
   plan_model_->setResult(result, session_.planRequest().cluster.gpu.memory_bytes);
   fit_columns(*plan_table_, PlanTableModel::kReason);
@@ -439,6 +492,7 @@ Status MainWindow::exportPdfReport(const QString& path) {
                                 [fitting](int row) { return row < fitting; }));  // the plans come first, the rejections after them
   // Views drawn at one width, each as tall as it needs: the same report from any window size.
   constexpr int kPrintWidth = 1200;
+  updateTimelineView();
   // The memory view's scroll area holds it to the tab's width whatever it is given: a copy is printed.
   MemoryView memory;
   memory.setPlan(session_.sharedModel(), *session_.shownPlan());

@@ -14,6 +14,8 @@ class QSplitter;
 class QTabWidget;
 class QTableView;
 class QGroupBox;
+class QTimer;
+class QToolButton;
 
 namespace tessera::gui {
 
@@ -81,8 +83,11 @@ class MainWindow : public QMainWindow {
   // The last file error (open, save, export), shown above the views; empty when none.
   QString problemText() const;
   QString verdictText() const;
-  // The last search's summary, kept in the status bar beside passing messages.
+  // The last search's summary, kept in the status bar beside passing messages; while a
+  // search runs, its progress ("Searching plans… 1,234 of 5,678 candidates").
   QString searchSummaryText() const;
+  // The status bar's button that cancels a running search; shown only while one runs.
+  QToolButton* cancelSearchButton() const { return cancel_search_; }
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -95,6 +100,13 @@ class MainWindow : public QMainWindow {
   void onShownPlanChanged();
   void onSearchFinished();
   void onResultsCleared();
+  void onSearchStarted();
+  // The memory-over-a-step view gets the shown plan's timeline when it is current
+  // (or printed): computing it on every control change would cost a fraction of a millisecond each.
+  void updateTimelineView();
+  void showSearchProgress();
+  void onSearchCancelled();
+  void hideSearchProgress();
   void updateVerdict();
   void clearProblem();
   void onMeasuredChanged();
@@ -114,6 +126,8 @@ class MainWindow : public QMainWindow {
   QLabel* problem_ = nullptr;
   ProblemSource problem_source_ = ProblemSource::file;
   QLabel* search_summary_ = nullptr;
+  QToolButton* cancel_search_ = nullptr;
+  QTimer* search_progress_timer_ = nullptr;
   QAction* export_action_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QSplitter* splitter_ = nullptr;
@@ -131,6 +145,7 @@ class MainWindow : public QMainWindow {
   MemoryTimelineView* timeline_view_ = nullptr;
   PlanComparisonView* plan_comparison_view_ = nullptr;
   MeasuredRunView* measured_view_ = nullptr;
+  bool timeline_view_stale_ = false;
   StartState start_;
 };
 

@@ -29,10 +29,11 @@ MemoryTimelineView::MemoryTimelineView(QWidget* parent) : QWidget(parent) {
   connect(row_choice_, &QComboBox::currentIndexChanged, this, &MemoryTimelineView::showRow);
 }
 
-void MemoryTimelineView::setPlan(const ShownPlan& plan) {
+void MemoryTimelineView::setPlan(const ShownPlan& plan, std::vector<planner::RankMemoryTimeline> timeline) {
   const bool same_rows = plan_ && plan_->memory.ranks.size() == plan.memory.ranks.size();
   const int kept = row_choice_->currentIndex();
   plan_ = plan;
+  timeline_ = std::move(timeline);
   const QSignalBlocker blocker(row_choice_);
   row_choice_->clear();
   for (const planner::RankMemory& row : plan.memory.ranks) row_choice_->addItem(QString::fromStdString(planner::row_label(row)));
@@ -44,14 +45,15 @@ void MemoryTimelineView::setPlan(const ShownPlan& plan) {
 
 void MemoryTimelineView::clearPlan() {
   plan_.reset();
+  timeline_.clear();
   const QSignalBlocker blocker(row_choice_);
   row_choice_->clear();
   chart_->clearTimeline();
 }
 
 void MemoryTimelineView::showRow(int row) {
-  if (!plan_ || row < 0 || row >= static_cast<int>(plan_->memory_timeline.size())) return;
-  const planner::RankMemoryTimeline& timeline = plan_->memory_timeline[static_cast<size_t>(row)];
+  if (!plan_ || row < 0 || row >= static_cast<int>(timeline_.size())) return;
+  const planner::RankMemoryTimeline& timeline = timeline_[static_cast<size_t>(row)];
   std::vector<planner::TraceEvent> passes;
   for (const planner::TraceEvent& e : plan_->simulation.events) {
     if (e.lane == 2 * timeline.stage && e.micro_batch >= 0) passes.push_back(e);

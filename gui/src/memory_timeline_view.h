@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include <QWidget>
 
@@ -22,7 +23,8 @@ class MemoryTimelineView : public QWidget {
  public:
   explicit MemoryTimelineView(QWidget* parent = nullptr);
 
-  void setPlan(const ShownPlan& plan);
+  // `timeline`: the plan's, one per rank row (PlannerSession::memoryTimeline).
+  void setPlan(const ShownPlan& plan, std::vector<planner::RankMemoryTimeline> timeline);
   void clearPlan();
   // The measured run's first rank row: its peak total as a line; metrics.json holds no timeline, the note says so.
   void setMeasured(std::optional<MemoryBreakdown> measured);
@@ -38,6 +40,7 @@ class MemoryTimelineView : public QWidget {
   MemoryTimelineChart* chart_ = nullptr;
   QLabel* measured_note_ = nullptr;
   std::optional<ShownPlan> plan_;
+  std::vector<planner::RankMemoryTimeline> timeline_;
 };
 
 }  // namespace tessera::gui

@@ -45,7 +45,8 @@ PlanComparisonView::PlanComparisonView(QWidget* parent) : QWidget(parent) {
 }
 
 void PlanComparisonView::setPlans(const std::optional<ShownPlan>& shown, std::shared_ptr<const planner::PlanSearchResult> result) {
-  shown_ = shown;
+  shown_ = shown ? std::optional<PlanFigures>(plan_figures(QString(), shown->memory, shown->simulation)) : std::nullopt;
+  shown_description_ = shown ? plan_text(shown->request) : QString();
   result_ = std::move(result);
   choices_stale_ = true;
   if (isVisible()) updateChoices();
@@ -62,7 +63,7 @@ void PlanComparisonView::updateChoices() {
   const QString chosen_a = plan_a_->currentIndex() > 0 ? plan_a_->currentText() : QString();
   const QString chosen_b = plan_b_->currentText();
   QStringList entries;
-  if (shown_) entries << tr("the plan in view: %1").arg(plan_text(shown_->request));
+  if (shown_) entries << tr("the plan in view: %1").arg(shown_description_);
   if (result_) {
     for (size_t i = 0; i < result_->plans.size(); ++i) entries << QStringLiteral("#%1 %2").arg(i + 1).arg(plan_text(result_->plans[i].request));
   }
@@ -76,7 +77,7 @@ void PlanComparisonView::updateChoices() {
     int b = entry_of(*plan_b_, chosen_b);
     if (b < 0 || b == plan_a_->currentIndex()) {
       // The best ranked plan that is not plan A.
-      const QString a_plan = shown_ && plan_a_->currentIndex() == 0 ? plan_text(shown_->request) : QString();
+      const QString a_plan = shown_ && plan_a_->currentIndex() == 0 ? shown_description_ : QString();
       b = -1;
       for (int i = shown_ ? 1 : 0; i < plan_b_->count() && b < 0; ++i) {
         if (i != plan_a_->currentIndex() && !plan_b_->itemText(i).endsWith(QStringLiteral(" ") + a_plan)) b = i;
@@ -89,7 +90,11 @@ void PlanComparisonView::updateChoices() {
 
 std::optional<PlanFigures> PlanComparisonView::figuresOf(int index) const {
   if (index < 0) return std::nullopt;
-  if (shown_ && index == 0) return plan_figures(plan_a_->itemText(0), shown_->memory, shown_->simulation);
+  if (shown_ && index == 0) {
+    PlanFigures figures = *shown_;
+    figures.label = plan_a_->itemText(0);
+    return figures;
+  }
   const size_t ranked = static_cast<size_t>(index - (shown_ ? 1 : 0));
   if (!result_ || ranked >= result_->plans.size()) return std::nullopt;
   const planner::Candidate& plan = result_->plans[ranked];

@@ -47,7 +47,9 @@ class PlanComparisonView : public QWidget {
   QComboBox* plan_b_ = nullptr;
   PlanDifferenceModel* model_ = nullptr;
   QTableView* table_ = nullptr;
-  std::optional<ShownPlan> shown_;
+  // The plan in view as the comparison reads it (not the whole plan: its events stay out of every control change).
+  std::optional<PlanFigures> shown_;
+  QString shown_description_;
   std::shared_ptr<const planner::PlanSearchResult> result_;
   bool choices_stale_ = false;
 };

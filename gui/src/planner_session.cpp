@@ -80,12 +80,27 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
   emit searchStarted();
 }
 
+const std::vector<planner::RankMemoryTimeline>& PlannerSession::memoryTimeline() const {
+  static const std::vector<planner::RankMemoryTimeline> kNone;
+  if (!shown_) return kNone;
+  if (!memory_timeline_) memory_timeline_ = planner::memory_timeline(*model_, shown_->request, shown_->memory, shown_->simulation);
+  return *memory_timeline_;
+}
+
+void PlannerSession::cancelSearch() {
+  if (!worker_.busy()) return;
+  worker_.cancel();
+  ranking_stale_ = result_ != nullptr;
+  emit searchCancelled();
+}
+
 void PlannerSession::reject(InputError error) {
   worker_.cancel();  // a search still running for earlier inputs must not fill the table later
   input_error_ = std::move(error);
   take_best_plan_ = true;
   result_.reset();
   result_model_source_.clear();
+  ranking_stale_ = false;
   emit inputsChecked(input_error_);
   emit resultsCleared();
   show(std::nullopt);
@@ -150,6 +165,7 @@ void PlannerSession::onSearchFinished(std::shared_ptr<const planner::PlanSearchR
   if (!result) return reject(InputError{field_of_error(error.toStdString(), inputs_), error.toStdString()});
   result_ = std::move(result);
   result_model_source_ = searched_model_source_;
+  ranking_stale_ = false;
   if (!shown_ || take_best_plan_) {
     // The winner, or when nothing fits the closest miss, so that the views show why.
     const std::optional<EstimateRequest> best =
@@ -169,8 +185,7 @@ Result<ShownPlan> PlannerSession::evaluate(const EstimateRequest& plan) const {
   if (!memory) return memory.error();
   auto simulation = planner::simulate_step(*model_, request_.cluster, plan, memory.value(), request_.simulation, true);
   if (!simulation) return simulation.error();
-  auto timeline = planner::memory_timeline(*model_, plan, memory.value(), simulation.value());
-  return ShownPlan{plan, std::move(memory).value(), std::move(simulation).value(), std::move(timeline)};
+  return ShownPlan{plan, std::move(memory).value(), std::move(simulation).value()};
 }
 
 bool PlannerSession::measuredRunMatchesShownPlan() const {
@@ -184,6 +199,7 @@ bool PlannerSession::measuredRunMatchesShownPlan() const {
 
 void PlannerSession::show(std::optional<ShownPlan> plan) {
   shown_ = std::move(plan);
+  memory_timeline_.reset();
   fit_limits_ = FitLimits{};
   if (shown_) fit_timer_->start();  // restarted: a burst of changes computes once
   emit shownPlanChanged();

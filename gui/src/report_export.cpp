@@ -48,7 +48,7 @@ Result<PlanInFile> shown_plan_file(const PlannerSession& session) {
   planner::PlanSearchResult one;
   const planner::PlanSearchResult* ranking = &one;
   size_t index = 0;
-  if (result && !session.searching()) {
+  if (result && !session.searching() && !session.rankingIsStale()) {
     const auto found = std::find_if(result->plans.begin(), result->plans.end(),
                                     [&](const planner::Candidate& c) { return planner::describe_plan(c.request) == description; });
     if (found != result->plans.end()) {
@@ -149,6 +149,9 @@ Status export_planner_report(const PlannerSession& session, ExportFormat format,
     const auto& result = session.searchResult();
     // The ranking, its model and its request must be the same inputs' (a search in flight is for newer ones).
     if (!result || session.searching()) return make_error(ErrorCode::invalid_argument, "nothing to export yet: the search has not finished");
+    if (session.rankingIsStale()) {
+      return make_error(ErrorCode::invalid_argument, "the ranked plans are of earlier inputs (their search was cancelled); let the search finish first");
+    }
     const nlohmann::json doc = planner::plan_document(session.model(), session.resultModelSource(), session.planRequest(), *result,
                                                       static_cast<int>(result->plans.size()));
     return write_text(path, doc.dump(2) + "\n");

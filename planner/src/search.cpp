@@ -238,7 +238,7 @@ std::string explain(const std::vector<Candidate>& plans) {
   return text + ".";
 }
 
-Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p);
+Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p, SearchProgress* progress = nullptr);
 
 // When even a larger cluster fits nothing: its closest miss and what takes
 // its memory. Activations and logits grow with the tokens of a micro-batch,
@@ -379,11 +379,17 @@ TwinKey twin_key(EstimateRequest r) {
   return {plan_key(r), r.training.micro_batch_size};
 }
 
-Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p) {
+Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p, SearchProgress* progress) {
   PlanSearchResult result;
   std::set<TwinKey> over_memory_with_sp;
   const bool sp_only_divides = p.activation_profile != ActivationProfile::tessera;
-  for (const EstimateRequest& r : plan_candidates(model, p)) {
+  const std::vector<EstimateRequest> candidates = plan_candidates(model, p);
+  if (progress) progress->candidates = static_cast<int64_t>(candidates.size());
+  for (const EstimateRequest& r : candidates) {
+    if (progress) {
+      if (progress->stop) return make_error(ErrorCode::cancelled, "the plan search was cancelled");
+      progress->done.fetch_add(1, std::memory_order_relaxed);
+    }
     if (sp_only_divides && r.layout.tp > 1 && !r.layout.sequence_parallel && over_memory_with_sp.contains(twin_key(r))) continue;
     ++result.candidates_evaluated;
     auto memory = estimate_memory(model, p.cluster.gpu, r);
@@ -431,10 +437,10 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
 
 }  // namespace
 
-Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& p) {
+Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& p, SearchProgress* progress) {
   if (Status s = validate_plan_request(model, p); !s) return s.error();
   if (Status s = validate_plan_filters(model, p); !s) return s.error();
-  auto result = search_plans_impl(model, p);
+  auto result = search_plans_impl(model, p, progress);
   if (result && result->plans.empty()) result.value().suggestions = suggest(model, p, result.value());
   return result;
 }

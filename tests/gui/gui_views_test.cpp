@@ -11,6 +11,7 @@
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QTest>
 
 #include "category_style.h"
@@ -333,6 +334,39 @@ class ViewsTest : public QObject {
     QCOMPARE(median_step_time({0.04, 0.011, 0.013}), std::optional(0.012));
     QCOMPARE(median_step_time({0.5}), std::optional(0.5));
     QVERIFY(!median_step_time({}).has_value());
+  }
+
+  // A long search can be cancelled: the table keeps the plans of the last search that
+  // finished, says they are of earlier inputs, and plan.json is refused until a search finishes.
+  void cancellingASearchKeepsThePreviousTable() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    const auto [done, candidates] = window.session().searchProgress();
+    QVERIFY(candidates > 0);
+    QCOMPARE(done, candidates);
+    const auto previous = window.session().searchResult();
+    const int rows = window.planModel()->rowCount();
+    test::set_inputs(window, test::large_example());
+    QVERIFY(window.session().searching());
+    window.session().cancelSearch();
+    QVERIFY(!window.session().searching());
+    QTest::qWait(300);  // the cancelled search, finished or stopped, delivers nothing
+    QCOMPARE(window.session().searchResult(), previous);
+    QCOMPARE(window.planModel()->rowCount(), rows);
+    QVERIFY(window.session().rankingIsStale());
+    QVERIFY2(window.searchSummaryText().startsWith(QStringLiteral("Search cancelled at ")), qPrintable(window.searchSummaryText()));
+    QVERIFY(!window.cancelSearchButton()->isVisible());
+    QTemporaryDir dir;
+    const Status refused = window.exportTo(dir.filePath("plan.json"));
+    QVERIFY(!refused.ok());
+    QVERIFY(QString::fromStdString(refused.error().message).contains(QStringLiteral("earlier inputs")));
+    // The next change searches again and the ranking is current once more.
+    PlannerInputs inputs = test::large_example();
+    inputs.global_batch = 512;
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(!window.session().rankingIsStale());
+    QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
   }
 
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.

@@ -96,6 +96,25 @@ TEST(PlanSearch, Llama70bOn64H100sNeedsShardingOrTensorAndPipeline) {
       << result.explanation;
 }
 
+// Issue 14: the GUI's progress count and cancel. Every candidate is counted; a
+// stop request ends the search with `cancelled` before the next candidate.
+TEST(PlanSearch, ProgressCountsEveryCandidateAndStopCancels) {
+  const Model model = testing::shipped_model("llama-2-7b");
+  const PlanRequest request = on("h100-80g", 16, 64, 4096);
+  SearchProgress progress;
+  const auto result = search_plans(model, request, &progress);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(progress.candidates.load(), static_cast<int64_t>(plan_candidates(model, request).size()));
+  EXPECT_EQ(progress.done.load(), progress.candidates.load());
+  EXPECT_GE(progress.done.load(), result->candidates_evaluated);
+  SearchProgress stopped;
+  stopped.stop = true;
+  const auto cancelled = search_plans(model, request, &stopped);
+  ASSERT_FALSE(cancelled.ok());
+  EXPECT_EQ(cancelled.error().code, ErrorCode::cancelled);
+  EXPECT_EQ(stopped.done.load(), 0);
+}
+
 // Issue 14 D21: the explanation names only differences worth a thousandth of
 // the step, never "0.0 µs less optimizer" or 38.5 µs of a 146 ms step (Llama-2-13B on 128 GPUs).
 TEST(PlanSearch, RunnerUpReasonsLeaveOutNegligibleDifferences) {

@@ -17,6 +17,7 @@
 #include <QSlider>
 #include <QSpinBox>
 
+#include "enum_combo.h"
 #include "error_text.h"
 #include "fit_slider.h"
 #include "tessera/planner/registry.h"
@@ -24,27 +25,6 @@
 namespace tessera::gui {
 
 namespace {
-
-QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
-
-// A combo box of an enum's names (the planner's spellings), optionally led by "any".
-template <typename E>
-QComboBox* enum_combo(QWidget* parent, bool with_any) {
-  auto* combo = new QComboBox(parent);
-  if (with_any) combo->addItem(QObject::tr("any (search all)"), QString());
-  for (const auto& entry : enum_names(E{})) combo->addItem(text(entry.name), text(entry.name));
-  return combo;
-}
-
-template <typename E>
-std::optional<E> combo_enum(const QComboBox* combo) {
-  return parse_enum<E>(combo->currentData().toString().toStdString());
-}
-
-template <typename E>
-void set_combo_enum(QComboBox* combo, std::optional<E> value) {
-  combo->setCurrentIndex(std::max(0, combo->findData(value ? text(enum_name(*value)) : QString())));
-}
 
 void select_or_add(QComboBox* combo, const std::string& value, const QString& label) {
   const QString data = QString::fromStdString(value);

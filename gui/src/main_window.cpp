@@ -6,6 +6,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLocale>
@@ -27,6 +28,7 @@
 #include "comparison_model.h"
 #include "error_text.h"
 #include "input_panel.h"
+#include "layout_editor.h"
 #include "measured_run_view.h"
 #include "memory_timeline_chart.h"
 #include "memory_timeline_view.h"
@@ -110,10 +112,14 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   explanation_ = new QLabel;
   explanation_->setWordWrap(true);
   explanation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout_editor_ = new LayoutEditor;
   auto* plans_page = new QWidget;
   auto* plans_layout = new QVBoxLayout(plans_page);
   plans_layout->addWidget(plan_table_, 1);
-  plans_layout->addWidget(explanation_);
+  auto* below_table = new QHBoxLayout;
+  below_table->addWidget(explanation_, 1);
+  below_table->addWidget(layout_editor_);
+  plans_layout->addLayout(below_table);
 
   memory_view_ = new MemoryView;
   comparison_model_ = new ComparisonModel(this);
@@ -202,6 +208,10 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   connect(&session_, &PlannerSession::resultsCleared, this, &MainWindow::onResultsCleared);
   connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::onShownPlanChanged);
   connect(&session_, &PlannerSession::searchStarted, this, &MainWindow::onSearchStarted);
+  connect(layout_editor_, &LayoutEditor::evaluateRequested, this, [this](const LayoutChoice& choice) {
+    const Status s = session_.showLayout(choice);
+    layout_editor_->showError(s ? QString() : QString::fromStdString(s.error().message));
+  });
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
     if (static_cast<View>(index) == View::memory_timeline) updateTimelineView();
   });
@@ -288,6 +298,8 @@ void MainWindow::onShownPlanChanged() {
   chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
   timeline_view_stale_ = true;
   if (currentView() == View::memory_timeline) updateTimelineView();
+  layout_editor_->showLayout(layout_choice_of(shown->request), shown->request.layout.dp);
+  layout_editor_->showError(QString());
   plan_comparison_view_->setPlans(shown, session_.searchResult());
   const bool fits = shown->memory.fits();
   // A plan carried over capacity by a what-if change stays in view; the table holds the ones that fit.

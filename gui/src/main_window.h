@@ -22,6 +22,7 @@ namespace tessera::gui {
 class ChunkView;
 class ComparisonModel;
 class InputPanel;
+class LayoutEditor;
 class MeasuredRunView;
 class MemoryTimelineView;
 class MemoryView;
@@ -56,6 +57,7 @@ class MainWindow : public QMainWindow {
   MemoryTimelineView* memoryTimelineView() const { return timeline_view_; }
   PlanComparisonView* planComparisonView() const { return plan_comparison_view_; }
   MeasuredRunView* measuredRunView() const { return measured_view_; }
+  LayoutEditor* layoutEditor() const { return layout_editor_; }
   ComparisonModel* comparisonModel() const { return comparison_model_; }
   QTableView* comparisonTable() const { return comparison_table_; }
   // File → Export: enabled only while there is a plan to export.
@@ -135,6 +137,7 @@ class MainWindow : public QMainWindow {
   QSortFilterProxyModel* plan_proxy_ = nullptr;
   QTableView* plan_table_ = nullptr;
   QLabel* explanation_ = nullptr;
+  LayoutEditor* layout_editor_ = nullptr;
   MemoryView* memory_view_ = nullptr;
   QGroupBox* comparison_box_ = nullptr;
   ComparisonModel* comparison_model_ = nullptr;

@@ -87,6 +87,17 @@ const std::vector<planner::RankMemoryTimeline>& PlannerSession::memoryTimeline()
   return *memory_timeline_;
 }
 
+Status PlannerSession::showLayout(const LayoutChoice& choice) {
+  if (!model_ || input_error_ || !shown_) return make_error(ErrorCode::invalid_argument, "no plan to change: fix the inputs or wait for the search");
+  auto request = layout_request(choice, shown_->request, request_);
+  if (!request) return request.error();
+  auto evaluated = evaluate(request.value());
+  if (!evaluated) return evaluated.error();
+  take_best_plan_ = false;
+  show(std::move(evaluated).value());
+  return Status::success();
+}
+
 void PlannerSession::cancelSearch() {
   if (!worker_.busy()) return;
   worker_.cancel();

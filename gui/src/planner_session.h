@@ -26,6 +26,7 @@
 class QTimer;
 
 #include "fit_limits.h"
+#include "layout_choice.h"
 #include "plan_search_worker.h"
 #include "planner_inputs.h"
 #include "tessera/planner/measured_run.h"
@@ -62,6 +63,9 @@ class PlannerSession : public QObject {
   const std::optional<InputError>& inputError() const { return input_error_; }
   // Shows `plan` (a row of the plan table) until the user picks another.
   void selectPlan(const planner::EstimateRequest& plan);
+  // Shows exactly the layout `choice` applied to the plan in view, fitting or not, as
+  // `tessera estimate` evaluates one; an error says why it cannot be evaluated.
+  Status showLayout(const LayoutChoice& choice);
   // Reads a metrics.json, sets the inputs to the run's set-up and shows its plan with the measured bars.
   // A run whose model is not a shipped one is read with the config.json `tessera train` writes beside it.
   Status openMeasuredRun(const QString& path);

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include <QComboBox>
+#include <QPushButton>
+#include <QSpinBox>
 #include <QFile>
 #include <QFileInfo>
 #include <QFontInfo>
@@ -19,6 +21,8 @@
 #include "gui_test_util.h"
 #include "memory_timeline_chart.h"
 #include "memory_timeline_view.h"
+#include "enum_combo.h"
+#include "layout_editor.h"
 #include "measured_figures.h"
 #include "measured_run_view.h"
 #include "memory_view.h"
@@ -367,6 +371,50 @@ class ViewsTest : public QObject {
     QVERIFY(test::wait_for_search(window.session()));
     QVERIFY(!window.session().rankingIsStale());
     QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
+  }
+
+  // Direct layout control: exactly one layout evaluated, fitting or not, as tessera estimate does.
+  void layoutEditorEvaluatesExactlyOneLayout() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    LayoutEditor* editor = window.layoutEditor();
+    const planner::EstimateRequest best = window.session().shownPlan()->request;
+    QCOMPARE(editor->layout(), layout_choice_of(best));  // the plan in view: hybrid 4 × 2 × 2, interleaved × 2, ZeRO 1
+    QCOMPARE(editor->tpBox()->value(), 2);
+    QCOMPARE(editor->modelChunksBox()->value(), 2);
+    // tp 4 without a pipeline, micro-batch 2: dp 4 and 32 / (4 × 2) = 4 micro-batches.
+    editor->ppBox()->setValue(1);
+    editor->tpBox()->setValue(4);
+    editor->microBatchBox()->setValue(2);
+    editor->evaluateButton()->click();
+    QVERIFY2(editor->errorText().isEmpty(), qPrintable(editor->errorText()));
+    const planner::EstimateRequest& shown = window.session().shownPlan()->request;
+    QCOMPARE(shown.layout.dp, 4);
+    QCOMPARE(shown.layout.tp, 4);
+    QCOMPARE(shown.layout.pp, 1);
+    QCOMPARE(shown.training.micro_batch_size, 2);
+    QCOMPARE(shown.training.num_micro_batches, 4);
+    QCOMPARE(shown.plugin.zero_stage, 1);
+    const auto estimate = planner::estimate_memory(window.session().model(), window.session().planRequest().cluster.gpu, shown);
+    QVERIFY(estimate.ok());
+    QCOMPARE(window.session().shownPlan()->memory.tightest().device_total, estimate->tightest().device_total);
+    // DDP of 13B does not fit an 80 GB GPU: it is shown anyway, in red.
+    set_combo_enum(editor->pluginBox(), std::optional(planner::PluginKind::torch_ddp));
+    editor->tpBox()->setValue(1);
+    editor->microBatchBox()->setValue(1);
+    editor->evaluateButton()->click();
+    QVERIFY(!window.session().shownPlan()->memory.fits());
+    QCOMPARE(window.session().shownPlan()->request.plugin.kind, planner::PluginKind::torch_ddp);
+    QVERIFY(window.verdictText().contains(QStringLiteral("DOES NOT FIT")));
+    // What cannot be evaluated says why, in the window's words, and the plan in view stays.
+    editor->tpBox()->setValue(3);
+    editor->evaluateButton()->click();
+    QCOMPARE(editor->errorText(), QStringLiteral("tp 3 × pp 1 does not divide the 16 GPUs"));
+    QCOMPARE(window.session().shownPlan()->request.plugin.kind, planner::PluginKind::torch_ddp);
+    set_combo_enum(editor->pluginBox(), std::optional(planner::PluginKind::hybrid_parallel));
+    editor->tpBox()->setValue(16);
+    editor->evaluateButton()->click();
+    QVERIFY2(editor->errorText().startsWith(QStringLiteral("tp 16 does not divide num_attention_heads 40")), qPrintable(editor->errorText()));
   }
 
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.

@@ -95,47 +95,8 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   auto* input_scroll = scrolled(inputs_);
   input_scroll->setMinimumWidth(inputs_->sizeHint().width() + 24);
 
-  plan_model_ = new PlanTableModel(this);
-  plan_proxy_ = new QSortFilterProxyModel(this);
-  plan_proxy_->setSourceModel(plan_model_);
-  plan_proxy_->setSortRole(PlanTableModel::kSortRole);
-  plan_table_ = new QTableView;
-  plan_table_->setModel(plan_proxy_);
-  plan_table_->setSortingEnabled(true);
-  plan_table_->sortByColumn(PlanTableModel::kRank, Qt::AscendingOrder);
-  plan_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  plan_table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  plan_table_->verticalHeader()->setVisible(false);
-  plan_table_->horizontalHeader()->setStretchLastSection(true);
-  plan_table_->setWordWrap(false);
-  plan_table_->verticalHeader()->setDefaultSectionSize(plan_table_->fontMetrics().height() + 8);
-  explanation_ = new QLabel;
-  explanation_->setWordWrap(true);
-  explanation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  layout_editor_ = new LayoutEditor;
-  auto* plans_page = new QWidget;
-  auto* plans_layout = new QVBoxLayout(plans_page);
-  plans_layout->addWidget(plan_table_, 1);
-  auto* below_table = new QHBoxLayout;
-  below_table->addWidget(explanation_, 1);
-  below_table->addWidget(layout_editor_);
-  plans_layout->addLayout(below_table);
-
-  memory_view_ = new MemoryView;
-  comparison_model_ = new ComparisonModel(this);
-  comparison_table_ = new QTableView;
-  comparison_table_->setModel(comparison_model_);
-  comparison_table_->verticalHeader()->setVisible(false);
-  comparison_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-  comparison_box_ = new QGroupBox(tr("Measured run against the prediction of its set-up"));
-  auto* comparison_layout = new QVBoxLayout(comparison_box_);
-  comparison_layout->addWidget(comparison_table_);
-  comparison_box_->setVisible(false);
-  auto* memory_page = new QWidget;
-  auto* memory_layout = new QVBoxLayout(memory_page);
-  memory_layout->addWidget(scrolled(memory_view_), 3);
-  memory_layout->addWidget(comparison_box_, 2);
-
+  QWidget* plans_page = buildPlansPage();
+  QWidget* memory_page = buildMemoryPage();
   mesh_view_ = new MeshView;
   pipeline_view_ = new PipelineView;
   chunk_view_ = new ChunkView;
@@ -176,7 +137,72 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   splitter_->setChildrenCollapsible(false);
   setCentralWidget(splitter_);
   buildMenus();
+  buildStatusBar();
+  connectSignals();
 
+  PlannerInputs initial;
+  bool geometry_restored = false;
+  if (start_ == StartState::remembered) {
+    QSettings settings;
+    geometry_restored = restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+    splitter_->restoreState(settings.value("window/splitter").toByteArray());
+    tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
+    if (auto saved = session_from_json(settings.value("session/inputs").toString().toStdString(), "saved settings")) initial = saved.value();
+  }
+  if (!geometry_restored) resize(1280, 800);
+  inputs_->setInputs(initial);
+  applyInputs(initial);
+}
+
+QWidget* MainWindow::buildPlansPage() {
+  plan_model_ = new PlanTableModel(this);
+  plan_proxy_ = new QSortFilterProxyModel(this);
+  plan_proxy_->setSourceModel(plan_model_);
+  plan_proxy_->setSortRole(PlanTableModel::kSortRole);
+  plan_table_ = new QTableView;
+  plan_table_->setModel(plan_proxy_);
+  plan_table_->setSortingEnabled(true);
+  plan_table_->sortByColumn(PlanTableModel::kRank, Qt::AscendingOrder);
+  plan_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  plan_table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  plan_table_->verticalHeader()->setVisible(false);
+  plan_table_->horizontalHeader()->setStretchLastSection(true);
+  plan_table_->setWordWrap(false);
+  plan_table_->verticalHeader()->setDefaultSectionSize(plan_table_->fontMetrics().height() + 8);
+  explanation_ = new QLabel;
+  explanation_->setWordWrap(true);
+  explanation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout_editor_ = new LayoutEditor;
+  auto* page = new QWidget;
+  auto* plans_layout = new QVBoxLayout(page);
+  plans_layout->addWidget(plan_table_, 1);
+  auto* below_table = new QHBoxLayout;
+  below_table->addWidget(explanation_, 1);
+  below_table->addWidget(layout_editor_);
+  plans_layout->addLayout(below_table);
+  return page;
+}
+
+QWidget* MainWindow::buildMemoryPage() {
+  memory_view_ = new MemoryView;
+  comparison_model_ = new ComparisonModel(this);
+  comparison_table_ = new QTableView;
+  comparison_table_->setModel(comparison_model_);
+  comparison_table_->verticalHeader()->setVisible(false);
+  comparison_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  comparison_box_ = new QGroupBox(tr("Measured run against the prediction of its set-up"));
+  auto* comparison_layout = new QVBoxLayout(comparison_box_);
+  comparison_layout->addWidget(comparison_table_);
+  comparison_box_->setVisible(false);
+  auto* page = new QWidget;
+  auto* memory_layout = new QVBoxLayout(page);
+  memory_layout->addWidget(scrolled(memory_view_), 3);
+  memory_layout->addWidget(comparison_box_, 2);
+  return page;
+}
+
+void MainWindow::buildStatusBar() {
   search_summary_ = new QLabel;
   statusBar()->addPermanentWidget(search_summary_);  // beside passing messages, never replaced by them
   cancel_search_ = new QToolButton;
@@ -188,7 +214,9 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   search_progress_timer_ = new QTimer(this);
   search_progress_timer_->setInterval(100);
   connect(search_progress_timer_, &QTimer::timeout, this, &MainWindow::showSearchProgress);
+}
 
+void MainWindow::connectSignals() {
   connect(inputs_, &InputPanel::inputsChanged, this, &MainWindow::applyInputs);
   connect(inputs_, &InputPanel::inputsChanged, this, [this] {
     if (problem_source_ == ProblemSource::exporting) clearProblem();  // the export failed for the inputs before this change
@@ -223,20 +251,6 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
     if (!current.isValid()) return;
     if (auto plan = plan_model_->planAt(plan_proxy_->mapToSource(current).row())) session_.selectPlan(*plan);
   });
-
-  PlannerInputs initial;
-  bool geometry_restored = false;
-  if (start_ == StartState::remembered) {
-    QSettings settings;
-    geometry_restored = restoreGeometry(settings.value("window/geometry").toByteArray());
-    restoreState(settings.value("window/state").toByteArray());
-    splitter_->restoreState(settings.value("window/splitter").toByteArray());
-    tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
-    if (auto saved = session_from_json(settings.value("session/inputs").toString().toStdString(), "saved settings")) initial = saved.value();
-  }
-  if (!geometry_restored) resize(1280, 800);
-  inputs_->setInputs(initial);
-  applyInputs(initial);
 }
 
 void MainWindow::buildMenus() {

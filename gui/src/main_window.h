@@ -98,6 +98,10 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildMenus();
+  QWidget* buildPlansPage();   // the ranked plans, the search's explanation and the layout editor
+  QWidget* buildMemoryPage();  // the memory bars and a measured run's table
+  void buildStatusBar();       // the search's summary or progress, and its cancel button
+  void connectSignals();
   void applyInputs(const PlannerInputs& inputs);
   void onShownPlanChanged();
   void onSearchFinished();

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                       QStringLiteral("Write a PNG of every view (plans.png, memory.png, mesh.png, pipeline.png, chunks.png, memory-timeline.png, "
-                                                     "compare.png) of a fixed example into DIR, then exit."),
+                                                     "compare.png, measured.png) of a fixed example into DIR, then exit."),
                                       QStringLiteral("DIR"));
   const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1280x800)."), QStringLiteral("WxH"),
                                 QStringLiteral("1280x800"));

@@ -72,32 +72,6 @@ class PipelineCanvas : public QWidget {
   QSize sizeHint() const override { return {800, heightForWidth(800)}; }
   double plot_left() const { return kMargin + label_width_; }
   double plot_width() const { return std::max(10.0, width() - plot_left() - kMargin); }
-
- protected:
-  void paintEvent(QPaintEvent*) override;
-  void wheelEvent(QWheelEvent* event) override {
-    zoom(event->angleDelta().y() > 0 ? kZoomStep : 1 / kZoomStep, event->position().x());
-    event->accept();
-  }
-  void mousePressEvent(QMouseEvent* event) override { drag_x_ = event->position().x(); }
-  void mouseMoveEvent(QMouseEvent* event) override {
-    if (event->buttons() & Qt::LeftButton) {
-      view_start_s -= (event->position().x() - drag_x_) / plot_width() * view_span_s;
-      clamp_start();
-      drag_x_ = event->position().x();
-      update();
-    }
-  }
-  void mouseDoubleClickEvent(QMouseEvent*) override { fit(); }
-  bool event(QEvent* event) override;
-
- private:
-  static double lanes_top(const QFontMetricsF& metrics) { return kMargin + metrics.height() + kAxisHeight + 6; }
-  // Below the lanes: a gap, the legend and the margin.
-  double footer_height(const QFontMetricsF& metrics, double width) const {
-    return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + kMargin;
-  }
- public:
   // Only a pipeline has bubbles: idle compute between a stage's passes. Without one the
   // compute lane runs its passes back to back and then waits for the step's tail, drawn below it.
   std::vector<LegendEntry> legend() const {
@@ -130,7 +104,30 @@ class PipelineCanvas : public QWidget {
     return {};
   }
 
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void wheelEvent(QWheelEvent* event) override {
+    zoom(event->angleDelta().y() > 0 ? kZoomStep : 1 / kZoomStep, event->position().x());
+    event->accept();
+  }
+  void mousePressEvent(QMouseEvent* event) override { drag_x_ = event->position().x(); }
+  void mouseMoveEvent(QMouseEvent* event) override {
+    if (event->buttons() & Qt::LeftButton) {
+      view_start_s -= (event->position().x() - drag_x_) / plot_width() * view_span_s;
+      clamp_start();
+      drag_x_ = event->position().x();
+      update();
+    }
+  }
+  void mouseDoubleClickEvent(QMouseEvent*) override { fit(); }
+  bool event(QEvent* event) override;
+
  private:
+  static double lanes_top(const QFontMetricsF& metrics) { return kMargin + metrics.height() + kAxisHeight + 6; }
+  // Below the lanes: a gap, the legend and the margin.
+  double footer_height(const QFontMetricsF& metrics, double width) const {
+    return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + kMargin;
+  }
   double time_at(double x) const { return view_start_s + (x - plot_left()) / plot_width() * view_span_s; }
   double x_at(double s) const { return plot_left() + (s - view_start_s) / view_span_s * plot_width(); }
 

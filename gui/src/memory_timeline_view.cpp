@@ -66,8 +66,11 @@ void MemoryTimelineView::setMeasured(std::optional<MemoryBreakdown> measured) {
   chart_->setMeasuredPeak(measured ? std::optional<int64_t>(measured->device_total()) : std::nullopt);
   measured_note_->setVisible(measured.has_value());
   if (measured) {
-    measured_note_->setText(tr("The measured run's metrics.json holds each category's peak on every rank, not their course over the step: "
-                               "rank 0's peak, %1, is the dotted line. The memory view sets its categories beside the prediction.")
+    // Tessera's engine books its buffers before the first step and holds them (its ledger does not move
+    // during a step), so metrics.json has no course over the step to draw: it keeps each category's peak.
+    measured_note_->setText(tr("The measured run's metrics.json holds each category's peak on every rank, not their course over the step "
+                               "(the engine allocates its buffers before the first step and holds them): rank 0's peak, %1, is the "
+                               "dotted line. The memory view sets its categories beside the prediction.")
                                 .arg(bytes_text(measured->device_total())));
   }
 }

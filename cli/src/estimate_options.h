@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tessera/planner/memory_headroom.h"
 #include "tessera/planner/report.h"
 #include "tessera/planner/status.h"
 #include "tessera/planner/training_config.h"
@@ -41,10 +42,6 @@ struct EstimateOptions {
   planner::ReportFormat format_value = planner::ReportFormat::table;
   Status finish();
 };
-
-// --memory-headroom: "2" or "1.5" (GiB) or "10%" (of each GPU's memory) into
-// the assumptions; anything else is refused naming the option and the forms.
-Status parse_memory_headroom(const std::string& text, planner::Assumptions& assumptions);
 
 // Registers the options on a CLI11 (sub)command.
 void add_estimate_options(CLI::App& command, EstimateOptions& options);

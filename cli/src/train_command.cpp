@@ -42,18 +42,6 @@ namespace {
 using nlohmann::json;
 using namespace tessera::planner;
 
-// The CPU the engine runs on, as a "GPU" profile for the planner: its memory is
-// the machine's RAM, and nothing is lost to a CUDA context.
-GpuProfile cpu_profile() {
-  GpuProfile cpu;
-  cpu.name = "cpu";
-  cpu.display_name = "host CPU";
-  cpu.memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
-  cpu.usable_memory_bytes = cpu.memory_bytes;
-  cpu.peak_tflops = PeakTflops{1, 1, 1, 1};
-  return cpu;
-}
-
 // The request the engine's run corresponds to: the options as given, on one
 // rank with no GPU runtime; its workspace is the CPU backend's (planner/cpu_backend.h).
 EstimateRequest cpu_request(EstimateRequest r) {
@@ -329,7 +317,7 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (o.rank < 0 || o.rank >= ranks) {
     return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
   }
-  const GpuProfile cpu = cpu_profile();
+  const GpuProfile cpu = host_cpu_profile();
   auto estimate = estimate_memory(model, cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
   engine::TrainOptions t = options;
@@ -406,7 +394,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request);
-  const GpuProfile cpu = cpu_profile();
+  const GpuProfile cpu = host_cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);
   resolve_auto_placement(estimate.value(), t.plugin);

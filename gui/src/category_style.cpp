@@ -48,6 +48,7 @@ double draw_legend(QPainter& painter, const QRectF& area, const std::vector<Lege
     painter.fillRect(swatch, Qt::white);
     painter.fillRect(swatch, QBrush(entry.color, entry.pattern));
     painter.setPen(QColor(0, 0, 0, 90));
+    painter.setBrush(Qt::NoBrush);  // an outline only, whatever brush the caller left
     painter.drawRect(swatch);
     painter.setPen(Qt::black);
     painter.drawText(QRectF(x + kSwatch + kSwatchGap, y, area.width(), line), Qt::AlignLeft | Qt::AlignVCenter, entry.label);

@@ -14,8 +14,10 @@ namespace {
 
 constexpr double kMargin = 12, kTileGap = 4, kOptimizerStrip = 0.3;
 const QColor kPadding(0xC8, 0xC8, 0xC8);
+const QColor kHypotheticalColour(0xA0, 0x50, 0x00);  // the banner over a map that is not the plan's
 
 QString elements_text(int64_t n) {
+  if (n >= int64_t{1} << 30) return QStringLiteral("%1 Gi").arg(static_cast<double>(n) / (int64_t{1} << 30), 0, 'g', 4);
   if (n >= 1 << 20) return QStringLiteral("%1 Mi").arg(static_cast<double>(n) / (1 << 20), 0, 'g', 4);
   if (n >= 1 << 10) return QStringLiteral("%1 Ki").arg(static_cast<double>(n) / (1 << 10), 0, 'g', 4);
   return QString::number(n);
@@ -53,30 +55,22 @@ void ChunkView::paintEvent(QPaintEvent*) {
   }
   const ChunkMap& m = *map_;
   const int64_t n = static_cast<int64_t>(m.chunks.size());
-  double padded = 0;  // a tensor larger than chunk_size has a larger chunk of its own
-  for (const planner::ChunkPlacement& c : m.chunks) padded += static_cast<double>(c.used_elements + c.padding_elements);
-  QStringList header;
-  header << (m.plan_uses_chunks ? tr("Gemini chunks of %1").arg(QString::fromStdString(m.plan_description))
-                                : tr("%1 does not use chunks; Gemini would pack this model like this (dp %2):")
-                                      .arg(QString::fromStdString(m.plan_description))
-                                      .arg(m.dp));
-  header << tr("%1 chunks × %2 elements (%3 each) · padding %4 elements = %5 (%6% of the chunks)")
-                .arg(n)
-                .arg(elements_text(m.chunk_size))
-                .arg(bytes_text(m.chunk_size * m.bytes_per_element))
-                .arg(elements_text(m.waste_elements))
-                .arg(bytes_text(m.waste_elements * m.bytes_per_element))
-                .arg(100 * static_cast<double>(m.waste_elements) / padded, 0, 'f', 2);
-  header << tr("each of the %1 data-parallel ranks owns 1/%1 of every sharded chunk (%2) · placement: %3")
-                .arg(m.dp)
-                .arg(bytes_text(m.chunk_size / m.dp * m.bytes_per_element))
-                .arg(QString::fromStdString(m.placement));
   double y = kMargin;
-  for (const QString& line : header) {
-    p.drawText(QRectF(kMargin, y, width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
-               metrics.elidedText(line, Qt::ElideRight, width() - 2 * kMargin));
-    y += metrics.height() + 2;
+  const QStringList header = headerLines();
+  for (qsizetype i = 0; i < header.size(); ++i) {
+    // Wrapped, never cut: the first line says whose chunks these are.
+    const bool banner = i == 0 && !m.plan_uses_chunks;
+    QFont line_font = font();
+    line_font.setBold(i == 0);
+    p.setFont(line_font);
+    p.setPen(banner ? kHypotheticalColour : palette().color(QPalette::Text));
+    const QRectF line = p.boundingRect(QRectF(kMargin, y, width() - 2 * kMargin, 1e6), Qt::TextWordWrap, header[i]);
+    p.drawText(QRectF(kMargin, y, width() - 2 * kMargin, line.height()), Qt::TextWordWrap, header[i]);
+    y += line.height() + 2;
   }
+  p.setFont(font());
+  p.setPen(palette().color(QPalette::Text));
+  header_bottom_ = y;
   const std::vector<LegendEntry> legend = {
       {category_qcolor(MemoryCategory::parameters), tr("parameters on GPU")},
       {category_qcolor(MemoryCategory::parameters), tr("parameters on host"), Qt::Dense4Pattern},
@@ -123,6 +117,33 @@ void ChunkView::paintEvent(QPaintEvent*) {
     }
   }
   draw_legend(p, QRectF(kMargin, height() - kMargin - legend_h, width() - 2 * kMargin, legend_h), legend);
+}
+
+QStringList ChunkView::headerLines() const {
+  if (!map_ || map_->chunks.empty()) return {};
+  const ChunkMap& m = *map_;
+  double padded = 0;  // a tensor larger than chunk_size has a larger chunk of its own
+  for (const planner::ChunkPlacement& c : m.chunks) padded += static_cast<double>(c.used_elements + c.padding_elements);
+  QStringList header;
+  if (m.plan_uses_chunks) {
+    header << tr("Gemini chunks of %1").arg(QString::fromStdString(m.plan_description));
+  } else {
+    header << tr("Not this plan's layout: %1 does not use chunks. For comparison, the chunks Gemini would make of this model over dp %2:")
+                  .arg(QString::fromStdString(m.plan_description))
+                  .arg(m.dp);
+  }
+  header << tr("%1 chunks × %2 elements (%3 each) · padding %4 elements = %5 (%6% of the chunks)")
+                .arg(m.chunks.size())
+                .arg(elements_text(m.chunk_size))
+                .arg(bytes_text(m.chunk_size * m.bytes_per_element))
+                .arg(elements_text(m.waste_elements))
+                .arg(bytes_text(m.waste_elements * m.bytes_per_element))
+                .arg(100 * static_cast<double>(m.waste_elements) / padded, 0, 'f', 2);
+  header << tr("each of the %1 data-parallel ranks owns 1/%1 of every sharded chunk (%2) · placement: %3")
+                .arg(m.dp)
+                .arg(bytes_text(m.chunk_size / m.dp * m.bytes_per_element))
+                .arg(QString::fromStdString(m.placement));
+  return header;
 }
 
 QString ChunkView::tooltip(size_t index) const {

@@ -22,6 +22,11 @@ class ChunkView : public QWidget {
   void setChunkMap(ChunkMap map);
   void clearChunkMap();
   const std::optional<ChunkMap>& chunkMap() const { return map_; }
+  // The lines above the tiles: whose chunks, their size and padding, their shards and placement.
+  // For a plan without chunks the first says the map is Gemini's, for comparison, not the plan's.
+  QStringList headerLines() const;
+  // Where the wrapped header ended as last painted: the tiles start below it.
+  double headerBottom() const { return header_bottom_; }
 
   QSize sizeHint() const override { return {900, 500}; }
 
@@ -34,6 +39,7 @@ class ChunkView : public QWidget {
 
   std::optional<ChunkMap> map_;
   std::vector<QRectF> tiles_;  // as last painted
+  double header_bottom_ = 0;
 };
 
 }  // namespace tessera::gui

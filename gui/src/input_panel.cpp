@@ -10,12 +10,14 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLocale>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
 
+#include "enum_combo.h"
 #include "error_text.h"
 #include "fit_slider.h"
 #include "tessera/planner/registry.h"
@@ -23,27 +25,6 @@
 namespace tessera::gui {
 
 namespace {
-
-QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
-
-// A combo box of an enum's names (the planner's spellings), optionally led by "any".
-template <typename E>
-QComboBox* enum_combo(QWidget* parent, bool with_any) {
-  auto* combo = new QComboBox(parent);
-  if (with_any) combo->addItem(QObject::tr("any (search all)"), QString());
-  for (const auto& entry : enum_names(E{})) combo->addItem(text(entry.name), text(entry.name));
-  return combo;
-}
-
-template <typename E>
-std::optional<E> combo_enum(const QComboBox* combo) {
-  return parse_enum<E>(combo->currentData().toString().toStdString());
-}
-
-template <typename E>
-void set_combo_enum(QComboBox* combo, std::optional<E> value) {
-  combo->setCurrentIndex(std::max(0, combo->findData(value ? text(enum_name(*value)) : QString())));
-}
 
 void select_or_add(QComboBox* combo, const std::string& value, const QString& label) {
   const QString data = QString::fromStdString(value);
@@ -154,6 +135,11 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(tr("Recompute"), recompute_, InputField::recompute);
   plugin_ = enum_combo<PluginKind>(this, true);
   add_row(tr("Plugin"), plugin_, InputField::plugin);
+  memory_headroom_ = new QLineEdit(this);
+  memory_headroom_->setPlaceholderText(tr("GiB, or % of the GPU"));
+  memory_headroom_->setToolTip(tr("Memory every GPU must leave free, as GiB (2) or a percentage of its memory (10%); "
+                                  "plans that would use it do not fit, as with tessera plan --memory-headroom"));
+  add_row(tr("Memory headroom"), memory_headroom_, InputField::memory_headroom);
 
   setInputs(PlannerInputs{});
   // First: a preset's values are in the greyed fields before the inputs are emitted.
@@ -163,6 +149,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   }
   for (QSpinBox* box : {gpus_, gpus_per_node_, global_batch_, seq_}) connect(box, &QSpinBox::valueChanged, this, &InputPanel::emitInputs);
   connect(inter_node_, &QDoubleSpinBox::valueChanged, this, &InputPanel::emitInputs);
+  connect(memory_headroom_, &QLineEdit::textEdited, this, &InputPanel::emitInputs);
   connect(seq_slider_, &QSlider::valueChanged, seq_, [this](int v) { seq_->setValue(1 << v); });
   connect(global_batch_slider_, &QSlider::valueChanged, global_batch_, [this](int v) { global_batch_->setValue(1 << v); });
 }
@@ -190,6 +177,8 @@ PlannerInputs InputPanel::inputs() const {
   in.optimizer = combo_enum<OptimizerKind>(optimizer_).value_or(OptimizerKind::adamw);
   in.recompute = combo_enum<RecomputeMode>(recompute_);
   in.plugin = combo_enum<PluginKind>(plugin_);
+  // Empty reads as none: a cleared field leaves every GPU's memory usable.
+  in.memory_headroom = memory_headroom_->text().trimmed().isEmpty() ? std::string("0") : memory_headroom_->text().trimmed().toStdString();
   return in;
 }
 
@@ -197,7 +186,8 @@ void InputPanel::setInputs(const PlannerInputs& in) {
   const QSignalBlocker blockers[] = {QSignalBlocker(model_), QSignalBlocker(cluster_), QSignalBlocker(gpu_), QSignalBlocker(gpus_),
                                      QSignalBlocker(gpus_per_node_), QSignalBlocker(inter_node_), QSignalBlocker(global_batch_),
                                      QSignalBlocker(global_batch_slider_), QSignalBlocker(seq_), QSignalBlocker(seq_slider_),
-                                     QSignalBlocker(precision_), QSignalBlocker(optimizer_), QSignalBlocker(recompute_), QSignalBlocker(plugin_)};
+                                     QSignalBlocker(precision_), QSignalBlocker(optimizer_), QSignalBlocker(recompute_), QSignalBlocker(plugin_),
+                                     QSignalBlocker(memory_headroom_)};
   select_or_add(model_, in.model, config_label(in.model));
   select_or_add(cluster_, in.cluster, QString::fromStdString(in.cluster));
   select_or_add(gpu_, in.gpu, QFileInfo(QString::fromStdString(in.gpu)).fileName());
@@ -212,6 +202,9 @@ void InputPanel::setInputs(const PlannerInputs& in) {
   set_combo_enum(optimizer_, std::optional<OptimizerKind>(in.optimizer));
   set_combo_enum(recompute_, in.recompute);
   set_combo_enum(plugin_, in.plugin);
+  if (memory_headroom_->text().trimmed().toStdString() != in.memory_headroom && !(in.memory_headroom == "0" && memory_headroom_->text().trimmed().isEmpty())) {
+    memory_headroom_->setText(QString::fromStdString(in.memory_headroom));  // kept as typed while it means the same
+  }
   updateClusterControls();
 }
 

@@ -1,5 +1,5 @@
 // The controls on the left: model, cluster, GPU, batch, sequence, precision,
-// optimizer, recompute and plugin. Every change emits the whole set of inputs
+// optimizer, recompute, plugin and the memory headroom. Every change emits the whole set of inputs
 // at once (sliders while they are dragged); an invalid input is shown in red
 // beneath the control that causes it. The sequence and batch sliders mark the
 // largest value at which the plan in view still fits.
@@ -16,6 +16,7 @@
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
 class QSlider;
 class QSpinBox;
 
@@ -49,6 +50,7 @@ class InputPanel : public QWidget {
   FitSlider* seqSlider() const { return seq_slider_; }
   FitSlider* globalBatchSlider() const { return global_batch_slider_; }
   QSpinBox* gpusBox() const { return gpus_; }
+  QLineEdit* memoryHeadroomEdit() const { return memory_headroom_; }
 
  public slots:
   // Lets the user pick a config.json and makes it the model.
@@ -78,6 +80,7 @@ class InputPanel : public QWidget {
   QComboBox* optimizer_ = nullptr;
   QComboBox* recompute_ = nullptr;
   QComboBox* plugin_ = nullptr;
+  QLineEdit* memory_headroom_ = nullptr;
   std::array<QLabel*, kNumInputFields> errors_{};
 };
 

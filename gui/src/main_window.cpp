@@ -1,10 +1,12 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QCloseEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLocale>
@@ -17,6 +19,8 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "chunk_map.h"
@@ -24,11 +28,19 @@
 #include "comparison_model.h"
 #include "error_text.h"
 #include "input_panel.h"
+#include "layout_editor.h"
+#include "measured_run_view.h"
+#include "memory_timeline_chart.h"
+#include "memory_timeline_view.h"
 #include "memory_view.h"
 #include "menu_shortcuts.h"
 #include "mesh_view.h"
 #include "pipeline_view.h"
+#include "pdf_report.h"
+#include "plan_comparison_view.h"
+#include "plan_difference_model.h"
 #include "plan_table_model.h"
+#include "report_contents.h"
 #include "report_export.h"
 #include "session_io.h"
 #include "tessera/planner/json_io.h"
@@ -83,46 +95,14 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   auto* input_scroll = scrolled(inputs_);
   input_scroll->setMinimumWidth(inputs_->sizeHint().width() + 24);
 
-  plan_model_ = new PlanTableModel(this);
-  plan_proxy_ = new QSortFilterProxyModel(this);
-  plan_proxy_->setSourceModel(plan_model_);
-  plan_proxy_->setSortRole(PlanTableModel::kSortRole);
-  plan_table_ = new QTableView;
-  plan_table_->setModel(plan_proxy_);
-  plan_table_->setSortingEnabled(true);
-  plan_table_->sortByColumn(PlanTableModel::kRank, Qt::AscendingOrder);
-  plan_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  plan_table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  plan_table_->verticalHeader()->setVisible(false);
-  plan_table_->horizontalHeader()->setStretchLastSection(true);
-  plan_table_->setWordWrap(false);
-  plan_table_->verticalHeader()->setDefaultSectionSize(plan_table_->fontMetrics().height() + 8);
-  explanation_ = new QLabel;
-  explanation_->setWordWrap(true);
-  explanation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  auto* plans_page = new QWidget;
-  auto* plans_layout = new QVBoxLayout(plans_page);
-  plans_layout->addWidget(plan_table_, 1);
-  plans_layout->addWidget(explanation_);
-
-  memory_view_ = new MemoryView;
-  comparison_model_ = new ComparisonModel(this);
-  comparison_table_ = new QTableView;
-  comparison_table_->setModel(comparison_model_);
-  comparison_table_->verticalHeader()->setVisible(false);
-  comparison_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-  comparison_box_ = new QGroupBox(tr("Measured run against the prediction of its set-up"));
-  auto* comparison_layout = new QVBoxLayout(comparison_box_);
-  comparison_layout->addWidget(comparison_table_);
-  comparison_box_->setVisible(false);
-  auto* memory_page = new QWidget;
-  auto* memory_layout = new QVBoxLayout(memory_page);
-  memory_layout->addWidget(scrolled(memory_view_), 3);
-  memory_layout->addWidget(comparison_box_, 2);
-
+  QWidget* plans_page = buildPlansPage();
+  QWidget* memory_page = buildMemoryPage();
   mesh_view_ = new MeshView;
   pipeline_view_ = new PipelineView;
   chunk_view_ = new ChunkView;
+  timeline_view_ = new MemoryTimelineView;
+  plan_comparison_view_ = new PlanComparisonView;
+  measured_view_ = new MeasuredRunView;
 
   tabs_ = new QTabWidget;
   tabs_->addTab(plans_page, tr("Plans"));
@@ -130,6 +110,9 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   tabs_->addTab(mesh_view_, tr("Device mesh"));
   tabs_->addTab(pipeline_view_, tr("Pipeline schedule"));
   tabs_->addTab(chunk_view_, tr("ZeRO / chunks"));
+  tabs_->addTab(timeline_view_, tr("Memory over a step"));
+  tabs_->addTab(plan_comparison_view_, tr("Compare plans"));
+  tabs_->addTab(measured_view_, tr("Measured run"));
 
   verdict_ = new QLabel;
   verdict_->setWordWrap(true);
@@ -154,10 +137,86 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   splitter_->setChildrenCollapsible(false);
   setCentralWidget(splitter_);
   buildMenus();
+  buildStatusBar();
+  connectSignals();
 
+  PlannerInputs initial;
+  bool geometry_restored = false;
+  if (start_ == StartState::remembered) {
+    QSettings settings;
+    geometry_restored = restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+    splitter_->restoreState(settings.value("window/splitter").toByteArray());
+    tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
+    if (auto saved = session_from_json(settings.value("session/inputs").toString().toStdString(), "saved settings")) initial = saved.value();
+  }
+  if (!geometry_restored) resize(1280, 800);
+  inputs_->setInputs(initial);
+  applyInputs(initial);
+}
+
+QWidget* MainWindow::buildPlansPage() {
+  plan_model_ = new PlanTableModel(this);
+  plan_proxy_ = new QSortFilterProxyModel(this);
+  plan_proxy_->setSourceModel(plan_model_);
+  plan_proxy_->setSortRole(PlanTableModel::kSortRole);
+  plan_table_ = new QTableView;
+  plan_table_->setModel(plan_proxy_);
+  plan_table_->setSortingEnabled(true);
+  plan_table_->sortByColumn(PlanTableModel::kRank, Qt::AscendingOrder);
+  plan_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  plan_table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  plan_table_->verticalHeader()->setVisible(false);
+  plan_table_->horizontalHeader()->setStretchLastSection(true);
+  plan_table_->setWordWrap(false);
+  plan_table_->verticalHeader()->setDefaultSectionSize(plan_table_->fontMetrics().height() + 8);
+  explanation_ = new QLabel;
+  explanation_->setWordWrap(true);
+  explanation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout_editor_ = new LayoutEditor;
+  auto* page = new QWidget;
+  auto* plans_layout = new QVBoxLayout(page);
+  plans_layout->addWidget(plan_table_, 1);
+  auto* below_table = new QHBoxLayout;
+  below_table->addWidget(explanation_, 1);
+  below_table->addWidget(layout_editor_);
+  plans_layout->addLayout(below_table);
+  return page;
+}
+
+QWidget* MainWindow::buildMemoryPage() {
+  memory_view_ = new MemoryView;
+  comparison_model_ = new ComparisonModel(this);
+  comparison_table_ = new QTableView;
+  comparison_table_->setModel(comparison_model_);
+  comparison_table_->verticalHeader()->setVisible(false);
+  comparison_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  comparison_box_ = new QGroupBox(tr("Measured run against the prediction of its set-up"));
+  auto* comparison_layout = new QVBoxLayout(comparison_box_);
+  comparison_layout->addWidget(comparison_table_);
+  comparison_box_->setVisible(false);
+  auto* page = new QWidget;
+  auto* memory_layout = new QVBoxLayout(page);
+  memory_layout->addWidget(scrolled(memory_view_), 3);
+  memory_layout->addWidget(comparison_box_, 2);
+  return page;
+}
+
+void MainWindow::buildStatusBar() {
   search_summary_ = new QLabel;
   statusBar()->addPermanentWidget(search_summary_);  // beside passing messages, never replaced by them
+  cancel_search_ = new QToolButton;
+  cancel_search_->setText(tr("Cancel search"));
+  cancel_search_->setToolTip(tr("Stop the search; the table keeps the plans of the last search that finished"));
+  cancel_search_->setVisible(false);
+  statusBar()->addPermanentWidget(cancel_search_);
+  connect(cancel_search_, &QToolButton::clicked, &session_, &PlannerSession::cancelSearch);
+  search_progress_timer_ = new QTimer(this);
+  search_progress_timer_->setInterval(100);
+  connect(search_progress_timer_, &QTimer::timeout, this, &MainWindow::showSearchProgress);
+}
 
+void MainWindow::connectSignals() {
   connect(inputs_, &InputPanel::inputsChanged, this, &MainWindow::applyInputs);
   connect(inputs_, &InputPanel::inputsChanged, this, [this] {
     if (problem_source_ == ProblemSource::exporting) clearProblem();  // the export failed for the inputs before this change
@@ -176,31 +235,22 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   connect(&session_, &PlannerSession::inputsChecked, this, &MainWindow::updateVerdict);
   connect(&session_, &PlannerSession::resultsCleared, this, &MainWindow::onResultsCleared);
   connect(&session_, &PlannerSession::shownPlanChanged, this, &MainWindow::onShownPlanChanged);
-  connect(&session_, &PlannerSession::searchStarted, this, [this] {
-    search_summary_->setText(tr("Searching plans…"));
-    if (!session_.shownPlan()) updateVerdict();
+  connect(&session_, &PlannerSession::searchStarted, this, &MainWindow::onSearchStarted);
+  connect(layout_editor_, &LayoutEditor::evaluateRequested, this, [this](const LayoutChoice& choice) {
+    const Status s = session_.showLayout(choice);
+    layout_editor_->showError(s ? QString() : QString::fromStdString(s.error().message));
+  });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
+    if (static_cast<View>(index) == View::memory_timeline) updateTimelineView();
   });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
+  connect(&session_, &PlannerSession::searchCancelled, this, &MainWindow::onSearchCancelled);
   connect(&session_, &PlannerSession::fitLimitsChanged, this, [this] { inputs_->showFitLimits(session_.fitLimits()); });
   connect(&session_, &PlannerSession::measuredChanged, this, &MainWindow::onMeasuredChanged);
   connect(plan_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
     if (!current.isValid()) return;
     if (auto plan = plan_model_->planAt(plan_proxy_->mapToSource(current).row())) session_.selectPlan(*plan);
   });
-
-  PlannerInputs initial;
-  bool geometry_restored = false;
-  if (start_ == StartState::remembered) {
-    QSettings settings;
-    geometry_restored = restoreGeometry(settings.value("window/geometry").toByteArray());
-    restoreState(settings.value("window/state").toByteArray());
-    splitter_->restoreState(settings.value("window/splitter").toByteArray());
-    tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
-    if (auto saved = session_from_json(settings.value("session/inputs").toString().toStdString(), "saved settings")) initial = saved.value();
-  }
-  if (!geometry_restored) resize(1280, 800);
-  inputs_->setInputs(initial);
-  applyInputs(initial);
 }
 
 void MainWindow::buildMenus() {
@@ -249,6 +299,9 @@ void MainWindow::onShownPlanChanged() {
     mesh_view_->clearPlan();
     pipeline_view_->clearPlan();
     chunk_view_->clearChunkMap();
+    timeline_view_->clearPlan();
+    timeline_view_stale_ = false;
+    plan_comparison_view_->setPlans(std::nullopt, session_.searchResult());
     plan_table_->selectionModel()->clearSelection();
     updateVerdict();
     return;
@@ -257,6 +310,11 @@ void MainWindow::onShownPlanChanged() {
   mesh_view_->setPlan(session_.planRequest().cluster, *shown);
   pipeline_view_->setPlan(*shown);
   chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
+  timeline_view_stale_ = true;
+  if (currentView() == View::memory_timeline) updateTimelineView();
+  layout_editor_->showLayout(layout_choice_of(shown->request), shown->request.layout.dp);
+  layout_editor_->showError(QString());
+  plan_comparison_view_->setPlans(shown, session_.searchResult());
   const bool fits = shown->memory.fits();
   // A plan carried over capacity by a what-if change stays in view; the table holds the ones that fit.
   const QString pick = fits ? QString() : tr(" · pick one that fits under Plans");
@@ -285,16 +343,57 @@ void MainWindow::updateVerdict() {
 
 QString MainWindow::verdictText() const { return verdict_->text(); }
 
+void MainWindow::updateTimelineView() {
+  if (!timeline_view_stale_ || !session_.shownPlan()) return;
+  timeline_view_->setPlan(*session_.shownPlan(), session_.memoryTimeline());
+  timeline_view_stale_ = false;
+}
+
+void MainWindow::onSearchStarted() {
+  search_summary_->setText(tr("Searching plans…"));
+  if (!session_.shownPlan()) updateVerdict();
+  // Most searches end in milliseconds; a long one shows its count and the cancel button after the first tick.
+  search_progress_timer_->start();
+}
+
+void MainWindow::showSearchProgress() {
+  if (!session_.searching()) return hideSearchProgress();
+  const auto [done, candidates] = session_.searchProgress();
+  const QLocale locale;
+  search_summary_->setText(tr("Searching plans… %1 of %2 candidates").arg(locale.toString(static_cast<qlonglong>(done)), locale.toString(static_cast<qlonglong>(candidates))));
+  cancel_search_->setVisible(true);
+}
+
+void MainWindow::hideSearchProgress() {
+  search_progress_timer_->stop();
+  cancel_search_->setVisible(false);
+}
+
+void MainWindow::onSearchCancelled() {
+  hideSearchProgress();
+  const auto [done, candidates] = session_.searchProgress();
+  const QLocale locale;
+  search_summary_->setText(session_.searchResult()
+                               ? tr("Search cancelled at %1 of %2 candidates: the table keeps the plans of the last search that finished, for earlier inputs")
+                                     .arg(locale.toString(static_cast<qlonglong>(done)), locale.toString(static_cast<qlonglong>(candidates)))
+                               : tr("Search cancelled at %1 of %2 candidates").arg(locale.toString(static_cast<qlonglong>(done)), locale.toString(static_cast<qlonglong>(candidates))));
+  updateVerdict();
+}
+
 void MainWindow::onResultsCleared() {
+  hideSearchProgress();
   plan_model_->setResult(nullptr, 0);
+  plan_comparison_view_->setPlans(session_.shownPlan(), nullptr);
   explanation_->clear();
   search_summary_->clear();
 }
 
 void MainWindow::onSearchFinished() {
+  hideSearchProgress();
   const auto& result = session_.searchResult();
   plan_model_->setResult(result, session_.planRequest().cluster.gpu.memory_bytes);
   fit_columns(*plan_table_, PlanTableModel::kReason);
+  plan_comparison_view_->setPlans(session_.shownPlan(), result);
   QString text = QString::fromStdString(result->explanation);
   for (const std::string& s : result->suggestions) text += QStringLiteral("\n• ") + QString::fromStdString(s);
   explanation_->setText(text);
@@ -314,7 +413,10 @@ void MainWindow::onMeasuredChanged() {
   comparison_box_->setVisible(measured.has_value());
   comparison_model_->setRanks(measured ? measured->ranks : std::vector<planner::RankComparison>{});
   comparison_table_->setColumnHidden(ComparisonModel::kRank, comparison_model_->rankCount() <= 1);
-  memory_view_->setMeasured(measured ? std::optional<MemoryBreakdown>(measured->run.ranks.front().memory) : std::nullopt);
+  const auto first_rank = measured ? std::optional<MemoryBreakdown>(measured->run.ranks.front().memory) : std::nullopt;
+  memory_view_->setMeasured(first_rank);
+  timeline_view_->setMeasured(first_rank);
+  measured_view_->setRun(measured, session_.shownPlan());
   if (measured) {
     const QString ranks = measured->ranks.size() > 1 ? tr(" (%1 ranks)").arg(measured->ranks.size()) : QString();
     comparison_box_->setTitle(tr("Measured run %1%2 against the prediction of its set-up").arg(QFileInfo(measured->path).fileName(), ranks));
@@ -342,6 +444,9 @@ QString MainWindow::viewName(View view) {
     case View::mesh: return QStringLiteral("mesh");
     case View::pipeline: return QStringLiteral("pipeline");
     case View::chunks: return QStringLiteral("chunks");
+    case View::memory_timeline: return QStringLiteral("memory-timeline");
+    case View::compare: return QStringLiteral("compare");
+    case View::measured: return QStringLiteral("measured");
   }
   return {};
 }
@@ -378,24 +483,67 @@ Status MainWindow::exportTo(const QString& path) {
   if (const auto& error = session_.inputError()) {
     return make_error(ErrorCode::invalid_argument, "nothing exported: an input is invalid (" + error->message + "); fix it first");
   }
-  const ExportedView view{tabs_->tabText(tabs_->currentIndex()), viewWidget(currentView())};
+  const ExportedView view{tabs_->tabText(tabs_->currentIndex()), printedPart(currentView())};
   switch (*format) {
-    case ExportFormat::pdf: {
-      std::vector<ExportedView> views;
-      // Pages never shown still have their initial size: give each the tab area's size first.
-      const QSize page = tabs_->currentWidget()->size();
-      for (View v : kAllViews) {
-        QWidget* widget = viewWidget(v);
-        widget->resize(page);
-        if (widget->layout()) widget->layout()->activate();
-        views.push_back({tabs_->tabText(static_cast<int>(v)), widget});
-      }
-      return export_views_pdf(views, path);
-    }
+    case ExportFormat::pdf: return exportPdfReport(path);
     case ExportFormat::svg: return export_view_svg(view, path);
     case ExportFormat::png: return export_view_png(view, path);
     default: return export_planner_report(session_, *format, path);
   }
+}
+
+QWidget* MainWindow::printedPart(View view) const {
+  switch (view) {
+    case View::memory: return memory_view_;
+    case View::mesh: return mesh_view_->canvas();
+    case View::pipeline: return pipeline_view_->canvas();
+    case View::memory_timeline: return timeline_view_->chart();
+    case View::plans:
+    case View::chunks:
+    case View::compare:
+    case View::measured: break;
+  }
+  return viewWidget(view);
+}
+
+Status MainWindow::exportPdfReport(const QString& path) {
+  auto contents = report_contents(session_);
+  if (!contents) return contents.error();
+  std::vector<PrintedPage> pages;
+  using Plans = PlanTableModel;
+  const int fitting = session_.searchResult() ? static_cast<int>(session_.searchResult()->plans.size()) : 0;
+  pages.push_back(printed_table(tr("Every plan that fits, fastest first (%1)").arg(fitting), *plan_model_,
+                                {Plans::kRank, Plans::kPlugin, Plans::kLayout, Plans::kSchedule, Plans::kZeroStage, Plans::kOffload, Plans::kRecompute,
+                                 Plans::kMicroBatch, Plans::kMemory, Plans::kStepTime, Plans::kTokensPerS, Plans::kMfu},
+                                [fitting](int row) { return row < fitting; }));  // the plans come first, the rejections after them
+  // Views drawn at one width, each as tall as it needs: the same report from any window size.
+  constexpr int kPrintWidth = 1200;
+  updateTimelineView();
+  // The memory view's scroll area holds it to the tab's width whatever it is given: a copy is printed.
+  MemoryView memory;
+  memory.setPlan(session_.sharedModel(), *session_.shownPlan());
+  memory.setMeasured(memory_view_->measured());
+  std::vector<std::pair<QWidget*, QSize>> resized;
+  for (View v : {View::memory, View::memory_timeline, View::pipeline, View::mesh, View::chunks}) {
+    QWidget* part = v == View::memory ? &memory : printedPart(v);
+    const int height = std::max({part->hasHeightForWidth() ? part->heightForWidth(kPrintWidth) : 0, part->minimumSizeHint().height(), kPrintWidth * 9 / 16});
+    resized.push_back({part, part->size()});
+    part->resize(kPrintWidth, height);
+    pages.push_back(PrintedView{tabs_->tabText(static_cast<int>(v)), part});
+  }
+  plan_comparison_view_->updateChoices();
+  pages.push_back(printed_table(tr("Compare plans · A: %1 · B: %2").arg(plan_comparison_view_->planA()->currentText(), plan_comparison_view_->planB()->currentText()),
+                                *plan_comparison_view_->differenceModel(),
+                                {PlanDifferenceModel::kQuantity, PlanDifferenceModel::kPlanA, PlanDifferenceModel::kPlanB, PlanDifferenceModel::kDifference}));
+  if (session_.measured()) {
+    resized.push_back({measured_view_, measured_view_->size()});
+    measured_view_->resize(kPrintWidth, kPrintWidth * 9 / 16);
+    measured_view_->layout()->activate();
+    pages.push_back(PrintedView{tabs_->tabText(static_cast<int>(View::measured)), measured_view_});
+  }
+  const Status written = write_pdf_report(contents.value(), pages, path);
+  for (const auto& [part, size] : resized) part->resize(size);  // their layouts' sizes again
+  return written;
 }
 
 void MainWindow::reportError(const QString& message, ProblemSource source) {

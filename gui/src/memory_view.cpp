@@ -9,6 +9,7 @@
 #include <QToolTip>
 
 #include "category_style.h"
+#include "chart_scales.h"
 #include "memory_formula_inputs.h"
 #include "tessera/planner/report.h"
 
@@ -20,21 +21,6 @@ constexpr double kMargin = 14, kDeviceBar = 26, kSubBar = 14, kRowGap = 18, kAxi
 const QColor kCapacityColor(0xC0, 0x00, 0x00);
 
 int64_t breakdown_device_total(const MemoryBreakdown& b) { return b.device_total(); }
-
-// A tick step of 1, 2 or 5 × 10^k GiB (or MiB below 1 GiB) giving at most 8 ticks.
-std::pair<double, QString> tick_step(double max_bytes) {
-  const bool gib = max_bytes >= double(1 << 30);
-  const double unit = gib ? double(1 << 30) : double(1 << 20);
-  const double span = max_bytes / unit;
-  double step = std::pow(10.0, std::floor(std::log10(std::max(span, 1e-9) / 8)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (span / (step * m) <= 8) {
-      step *= m;
-      break;
-    }
-  }
-  return {step * unit, gib ? QStringLiteral("GiB") : QStringLiteral("MiB")};
-}
 
 }  // namespace
 
@@ -141,7 +127,7 @@ void MemoryView::paintEvent(QPaintEvent*) {
   // Axis with ticks in GiB (MiB for small runs), and a faint grid.
   const double axis_y = l.rows_top - 10;
   const double max_on_axis = l.bar_width / l.scale;
-  const auto [step, unit] = tick_step(max_on_axis);
+  const auto [step, unit] = byte_tick_step(max_on_axis);
   p.setPen(QColor(0, 0, 0, 140));
   p.drawLine(QPointF(l.bar_left, axis_y), QPointF(l.bar_left + l.bar_width, axis_y));
   for (double v = 0; v <= max_on_axis; v += step) {

@@ -1,6 +1,5 @@
 #include "mesh_view.h"
 
-#include <cmath>
 #include <functional>
 
 #include <QComboBox>
@@ -11,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "category_style.h"
+#include "group_colours.h"
 #include "plan_labels.h"
 #include "tessera/planner/report.h"
 
@@ -31,11 +31,6 @@ struct Spacing {
 constexpr Spacing kBoxed{14, 4, 6, 18}, kCompact{4, 1, 0, 0};
 
 // Pastel colours far apart for consecutive groups (golden-angle hues).
-QColor group_colour(int64_t index) {
-  const double hue = std::fmod(static_cast<double>(index) * 137.508, 360.0);
-  return QColor::fromHsvF(static_cast<float>(hue / 360.0), 0.42f, 0.97f);
-}
-
 Qt::PenStyle outline_of(MeshAxis axis) {
   switch (axis) {
     case MeshAxis::tensor: return Qt::SolidLine;
@@ -98,9 +93,7 @@ void MeshCanvas::paintEvent(QPaintEvent*) {
     return;
   }
   const int64_t groups = layout->world_size() / (colouring == MeshAxis::tensor ? layout->tp : colouring == MeshAxis::data ? layout->dp : layout->pp);
-  std::vector<LegendEntry> legend;
-  for (int64_t g = 0; g < std::min<int64_t>(groups, 8); ++g) legend.push_back({group_colour(g), tr("%1 group %2").arg(QString::fromLatin1(enum_name(colouring).data())).arg(g)});
-  if (groups > 8) legend.push_back({QColor(0xDD, 0xDD, 0xDD), tr("… %1 groups in all").arg(groups)});
+  std::vector<LegendEntry> legend = group_legend(QString::fromLatin1(enum_name(colouring).data()), groups);
   for (MeshAxis axis : {MeshAxis::tensor, MeshAxis::data, MeshAxis::pipeline}) {
     legend.push_back({QColor(Qt::white), tr("%1 group of the selected rank (%2 outline)")
                                              .arg(QString::fromLatin1(enum_name(axis).data()),
@@ -149,7 +142,7 @@ void MeshCanvas::paintEvent(QPaintEvent*) {
       const QRectF tile(x0 + sp.node_pad + static_cast<double>(g) * (tile_w + sp.tile_gap), y0 + sp.node_title + sp.node_pad, tile_w, tile_h);
       tiles_.push_back(tile);
       p.setPen(Qt::NoPen);
-      p.setBrush(group_colour(planner::group_index(*layout, rank, colouring)));
+      p.setBrush(group_colour(planner::group_index(*layout, rank, colouring), groups));
       p.drawRoundedRect(tile, compact ? 1 : 3, compact ? 1 : 3);
       if (tile_h < metrics.height() + 4) continue;
       // "rank 12", else "12", else nothing: never a clipped label.
@@ -282,5 +275,7 @@ QString MeshView::selectedRankText() const {
                    rank_list(planner::group_members(l, rank, MeshAxis::pipeline)));
   return text;
 }
+
+QWidget* MeshView::canvas() const { return canvas_; }
 
 }  // namespace tessera::gui

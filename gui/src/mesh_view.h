@@ -42,6 +42,8 @@ class MeshView : public QWidget {
   QString selectedRankText() const;
   // A tile's size as last painted, for tests.
   QSizeF tileSize() const;
+  // The mesh itself, without the colouring control: what a report prints.
+  QWidget* canvas() const;
 
  private:
   void refresh();

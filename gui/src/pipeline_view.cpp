@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollArea>
@@ -13,6 +14,7 @@
 #include <QWheelEvent>
 
 #include "category_style.h"
+#include "chart_scales.h"
 #include "plan_labels.h"
 
 namespace tessera::gui {
@@ -25,24 +27,7 @@ constexpr double kStageHeight = kLaneHeight + kCommLaneHeight + 2 + kLaneGap;  /
 // across the plot), out to ten steps.
 constexpr double kMinSpanOfFit = 1e-6, kMaxSpanOfFit = 10;
 
-QColor event_colour(const std::string& category) {
-  if (category == "forward") return QColor(0x4C, 0x72, 0xB0);
-  if (category == "backward") return QColor(0xDD, 0x84, 0x52);
-  if (category == "optimizer") return QColor(0x55, 0xA8, 0x68);
-  if (category == "offload") return QColor(0xC4, 0x4E, 0x52);
-  return QColor(0x81, 0x72, 0xB3);  // communication
-}
-
 const QColor kIdle(0xB8, 0xB8, 0xB8);
-
-// A tick step of 1, 2 or 5 × 10^k seconds giving about 8 ticks over `span`.
-double time_step(double span) {
-  const double base = std::pow(10.0, std::floor(std::log10(std::max(span, 1e-12) / 8)));
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (span / (base * m) <= 10) return base * m;
-  }
-  return base * 10;
-}
 
 }  // namespace
 
@@ -76,7 +61,7 @@ class PipelineCanvas : public QWidget {
   }
   // Keeps some of the step in view however far it is panned.
   void clamp_start() { view_start_s = std::clamp(view_start_s, -0.9 * view_span_s, fitted_span() - 0.1 * view_span_s); }
-  // The height that shows every stage's two lanes, the legend and the hint at `w` pixels wide.
+  // The height that shows every stage's two lanes and the legend at `w` pixels wide.
   int heightForWidth(int w) const override {
     const QFontMetricsF metrics(font());
     const int64_t stages = plan ? plan->request.layout.pp : 1;
@@ -87,6 +72,37 @@ class PipelineCanvas : public QWidget {
   QSize sizeHint() const override { return {800, heightForWidth(800)}; }
   double plot_left() const { return kMargin + label_width_; }
   double plot_width() const { return std::max(10.0, width() - plot_left() - kMargin); }
+  // Only a pipeline has bubbles: idle compute between a stage's passes. Without one the
+  // compute lane runs its passes back to back and then waits for the step's tail, drawn below it.
+  std::vector<LegendEntry> legend() const {
+    std::vector<LegendEntry> entries{{trace_event_colour("forward"), tr("forward")},
+                                     {trace_event_colour("backward"), tr("backward")},
+                                     {trace_event_colour("communication"), tr("communication")},
+                                     {trace_event_colour("offload"), tr("offload")},
+                                     {trace_event_colour("optimizer"), tr("optimizer")}};
+    if (plan && plan->request.layout.pp > 1) entries.push_back({kIdle, tr("idle compute between passes (pipeline bubble)"), Qt::BDiagPattern});
+    return entries;
+  }
+  QString summary() const {
+    const planner::StepSimulation& sim = plan->simulation;
+    const int64_t stages = plan->request.layout.pp;
+    if (stages == 1) {
+      return tr("no pipeline · %1 micro-batches · step %2").arg(plan->request.training.num_micro_batches).arg(seconds_text(sim.step_time_s));
+    }
+    return tr("%1 stages · %2 schedule · %3 micro-batches · step %4 · bubble %5 (%6% of the step)")
+        .arg(stages)
+        .arg(QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()))
+        .arg(plan->request.training.num_micro_batches)
+        .arg(seconds_text(sim.step_time_s), seconds_text(sim.breakdown.bubble_s))
+        .arg(sim.step_time_s > 0 ? 100 * sim.breakdown.bubble_s / sim.step_time_s : 0, 0, 'f', 1);
+  }
+  // Where event `index` was last drawn; empty when it was not.
+  QRectF drawnBox(size_t index) const {
+    for (const auto& [box, i] : boxes_) {
+      if (i == index) return box;
+    }
+    return {};
+  }
 
  protected:
   void paintEvent(QPaintEvent*) override;
@@ -108,17 +124,9 @@ class PipelineCanvas : public QWidget {
 
  private:
   static double lanes_top(const QFontMetricsF& metrics) { return kMargin + metrics.height() + kAxisHeight + 6; }
-  // Below the lanes: a gap, the legend, the hint line and the margin.
-  static double footer_height(const QFontMetricsF& metrics, double width) {
-    return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + 6 + metrics.height() + kMargin;
-  }
-  static std::vector<LegendEntry> legend() {
-    return {{event_colour("forward"), tr("forward")},
-            {event_colour("backward"), tr("backward")},
-            {event_colour("communication"), tr("communication")},
-            {event_colour("offload"), tr("offload")},
-            {event_colour("optimizer"), tr("optimizer")},
-            {kIdle, tr("idle (pipeline bubble)"), Qt::BDiagPattern}};
+  // Below the lanes: a gap, the legend and the margin.
+  double footer_height(const QFontMetricsF& metrics, double width) const {
+    return 14 + legend_height(metrics, width - 2 * kMargin, legend()) + kMargin;
   }
   double time_at(double x) const { return view_start_s + (x - plot_left()) / plot_width() * view_span_s; }
   double x_at(double s) const { return plot_left() + (s - view_start_s) / view_span_s * plot_width(); }
@@ -138,14 +146,7 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   const planner::StepSimulation& sim = plan->simulation;
   const int64_t stages = plan->request.layout.pp;
   label_width_ = metrics.horizontalAdvance(tr("stage %1 comm").arg(stages - 1)) + 14;
-  const planner::StepBreakdown& b = sim.breakdown;
-  const QString summary =
-      tr("%1 stages · %2 schedule · %3 micro-batches · step %4 · bubble %5 (%6% of the step)")
-          .arg(stages)
-          .arg(QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()))
-          .arg(plan->request.training.num_micro_batches)
-          .arg(seconds_text(sim.step_time_s), seconds_text(b.bubble_s))
-          .arg(sim.step_time_s > 0 ? 100 * b.bubble_s / sim.step_time_s : 0, 0, 'f', 1);
+  const QString summary = this->summary();
   p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
              metrics.elidedText(summary, Qt::ElideRight, width() - 2 * kMargin));
 
@@ -163,13 +164,20 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   };
   const double lanes_bottom = lane_top(static_cast<int>(2 * stages)) - kLaneGap;
   p.setClipRect(QRectF(0, 0, width(), height()));
-  // Lanes: hatched where idle, so the bubbles show.
+  // A pipeline's compute lanes hatched from the step's start to its last pass: the
+  // passes cover what is busy, so the bubbles show. Communication lanes are never idle
+  // time of the pipeline: what they leave empty is only time without messages.
+  double passes_end_s = 0;
+  for (const planner::TraceEvent& e : sim.events) {
+    if (e.lane % 2 == 0) passes_end_s = std::max(passes_end_s, e.start_s + e.duration_s);
+  }
   for (int lane = 0; lane < 2 * stages; ++lane) {
     const double h = lane % 2 ? comm_lane_height_ : lane_height_;
     const QRectF band(plot_left(), lane_top(lane), plot_width(), h);
-    const double step_end = std::min(x_at(sim.step_time_s), band.right());
-    const QRectF busy_span(std::max(band.left(), x_at(0)), band.top(), std::max(0.0, step_end - std::max(band.left(), x_at(0))), h);
-    p.fillRect(busy_span, QBrush(kIdle, Qt::BDiagPattern));
+    if (stages > 1 && lane % 2 == 0) {
+      const double from = std::max(band.left(), x_at(0)), to = std::min(x_at(passes_end_s), band.right());
+      p.fillRect(QRectF(from, band.top(), std::max(0.0, to - from), h), QBrush(kIdle, Qt::BDiagPattern));
+    }
     p.setPen(QColor(0, 0, 0, 60));
     p.drawRect(band);
     p.setPen(Qt::black);
@@ -177,9 +185,8 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
                lane % 2 ? tr("stage %1 comm").arg(lane / 2) : tr("stage %1").arg(lane / 2));
   }
   // Time axis.
-  const double step = time_step(view_span_s);
-  const QString unit = step >= 0.5 ? QStringLiteral("s") : step >= 5e-4 ? QStringLiteral("ms") : QStringLiteral("µs");
-  const double per_unit = unit == QStringLiteral("s") ? 1 : unit == QStringLiteral("ms") ? 1e-3 : 1e-6;
+  const double step = tick_step(view_span_s);
+  const auto [unit, per_unit] = time_tick_unit(step);
   p.setPen(QColor(0, 0, 0, 160));
   p.drawLine(QPointF(plot_left(), axis_y), QPointF(plot_left() + plot_width(), axis_y));
   for (double t = std::ceil(view_start_s / step) * step; t <= view_start_s + view_span_s; t += step) {
@@ -200,8 +207,12 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
     const double x0 = x_at(e.start_s), x1 = x_at(e.start_s + e.duration_s);
     if (x1 < plot_left() || x0 > plot_left() + plot_width()) continue;
     const double h = e.lane % 2 ? comm_lane_height_ : lane_height_;
-    const QRectF box(x0, lane_top(e.lane) + 1, std::max(1.0, x1 - x0), h - 2);
-    p.fillRect(box, event_colour(e.category));
+    // At its true width: an event under a pixel is drawn faint in proportion, never a pixel wide
+    // (a 272 µs receive widened to a pixel read as milliseconds at "Fit").
+    const QRectF box(x0, lane_top(e.lane) + 1, x1 - x0, h - 2);
+    QColor colour = trace_event_colour(e.category);
+    if (box.width() < 1) colour.setAlphaF(std::max(0.08, box.width()));
+    p.fillRect(QRectF(box.left(), box.top(), std::max(1.0, box.width()), box.height()), colour);
     if (box.width() > 3) {
       p.setPen(QColor(255, 255, 255, 200));
       p.drawLine(box.topLeft(), box.bottomLeft());
@@ -216,12 +227,8 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   p.setClipping(false);
   const std::vector<LegendEntry> entries = legend();
   p.setPen(Qt::black);
-  const double legend_top = std::max(lanes_bottom + 14, height() - kMargin - legend_height(metrics, width() - 2 * kMargin, entries) -
-                                                            metrics.height() - 6);
+  const double legend_top = std::max(lanes_bottom + 14, height() - kMargin - legend_height(metrics, width() - 2 * kMargin, entries));
   draw_legend(p, QRectF(kMargin, legend_top, width() - 2 * kMargin, height()), entries);
-  p.setPen(QColor(0x55, 0x55, 0x55));
-  p.drawText(QRectF(kMargin, height() - kMargin - metrics.height(), width() - 2 * kMargin, metrics.height()), Qt::AlignLeft,
-             tr("wheel: zoom · drag: pan · double click: fit"));
 }
 
 bool PipelineCanvas::event(QEvent* event) {
@@ -255,6 +262,10 @@ PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
     buttons->addWidget(button);
   }
   buttons->addStretch(1);
+  // Beside the buttons, not on the canvas: a printed schedule has no mouse.
+  auto* hint = new QLabel(tr("wheel: zoom · drag: pan · double click: fit"), this);
+  hint->setStyleSheet(QStringLiteral("color: #555555;"));
+  buttons->addWidget(hint);
   // Many stages scroll rather than squeeze: the canvas is never shorter than its lanes and legend need.
   auto* scroll = new QScrollArea(this);
   scroll->setWidget(canvas_);
@@ -287,5 +298,17 @@ void PipelineView::fit() { canvas_->fit(); }
 std::pair<double, double> PipelineView::visibleRange() const { return {canvas_->view_start_s, canvas_->view_start_s + canvas_->view_span_s}; }
 
 bool PipelineView::showsEveryStage() const { return canvas_->height() >= canvas_->heightForWidth(canvas_->width()); }
+
+QWidget* PipelineView::canvas() const { return canvas_; }
+
+QString PipelineView::summaryText() const { return canvas_->plan ? canvas_->summary() : QString(); }
+
+QStringList PipelineView::legendLabels() const {
+  QStringList labels;
+  for (const LegendEntry& entry : canvas_->legend()) labels << entry.label;
+  return labels;
+}
+
+QRectF PipelineView::eventBox(size_t index) const { return canvas_->drawnBox(index); }
 
 }  // namespace tessera::gui

@@ -3,9 +3,16 @@
 #include <array>
 #include <utility>
 
+#include "tessera/planner/cpu_backend.h"
+#include "tessera/planner/memory_headroom.h"
 #include "tessera/planner/registry.h"
 
 namespace tessera::gui {
+
+Result<planner::GpuProfile> gpu_profile(const std::string& name) {
+  if (name == "cpu") return planner::host_cpu_profile();
+  return planner::load_gpu(name, "--gpu");
+}
 
 std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::ClusterSpec& out) {
   if (!in.cluster.empty()) {
@@ -14,7 +21,7 @@ std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::Cl
     out = std::move(cluster).value();
     return std::nullopt;
   }
-  auto gpu = planner::load_gpu(in.gpu, "--gpu");
+  auto gpu = gpu_profile(in.gpu);
   if (!gpu) return InputError{InputField::gpu, gpu.error().message};
   auto cluster = planner::make_cluster(gpu.value(), in.gpus, in.gpus_per_node, in.inter_node_gbit_s);
   if (!cluster) return InputError{field_of_error(cluster.error().message, in), cluster.error().message};
@@ -22,7 +29,7 @@ std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::Cl
   return std::nullopt;
 }
 
-planner::PlanRequest make_plan_request(const PlannerInputs& in, const planner::ClusterSpec& cluster) {
+std::optional<InputError> make_plan_request(const PlannerInputs& in, const planner::ClusterSpec& cluster, planner::PlanRequest& out) {
   planner::PlanRequest r;
   r.cluster = cluster;
   r.global_batch_size = in.global_batch;
@@ -31,18 +38,20 @@ planner::PlanRequest make_plan_request(const PlannerInputs& in, const planner::C
   r.optimizer = in.optimizer;
   if (in.recompute) r.recompute = {*in.recompute};
   if (in.plugin) r.plugins = {*in.plugin};
-  return r;
+  if (Status s = planner::parse_memory_headroom(in.memory_headroom, r.assumptions); !s) return InputError{InputField::memory_headroom, s.error().message};
+  out = std::move(r);
+  return std::nullopt;
 }
 
 InputField field_of_error(std::string_view message) {
   // Longer options first where one is a prefix of another (--gpus-per-node, --gpus, --gpu).
-  static constexpr std::array<std::pair<std::string_view, InputField>, 16> kOptions{{
+  static constexpr std::array<std::pair<std::string_view, InputField>, 17> kOptions{{
       {"--model", InputField::model},           {"--cluster", InputField::cluster},      {"--gpus-per-node", InputField::gpus},
       {"--gpus", InputField::gpus},             {"--gpu", InputField::gpu},              {"--inter-node", InputField::network},
       {"--global-batch", InputField::global_batch}, {"--micro-batch", InputField::global_batch}, {"--seq", InputField::seq_len},
       {"--precision", InputField::precision},   {"--optimizer", InputField::optimizer},  {"--recompute", InputField::recompute},
       {"--plugin", InputField::plugin},         {"--dp", InputField::gpus},              {"--tp", InputField::gpus},
-      {"--pp", InputField::gpus},
+      {"--pp", InputField::gpus},               {"--memory-headroom", InputField::memory_headroom},
   }};
   size_t best_at = std::string_view::npos;
   InputField best = InputField::model;

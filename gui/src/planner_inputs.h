@@ -23,7 +23,7 @@ using planner::RecomputeMode;
 struct PlannerInputs {
   std::string model = "llama-2-13b";  // a shipped model's name or the path of a config.json
   std::string cluster;                // a shipped cluster's name; empty: gpu × gpus below
-  std::string gpu = "h100-80g";       // a shipped GPU's name or a profile path
+  std::string gpu = "h100-80g";       // a shipped GPU's name, a profile path, or "cpu" (gpu_profile)
   int64_t gpus = 16;
   int64_t gpus_per_node = 8;
   double inter_node_gbit_s = 400;
@@ -33,22 +33,27 @@ struct PlannerInputs {
   OptimizerKind optimizer = OptimizerKind::adamw;
   std::optional<RecomputeMode> recompute;  // empty: the search tries none, selective and full
   std::optional<PluginKind> plugin;        // empty: every plugin
+  std::string memory_headroom = "0";       // what every GPU must leave free: GiB ("2") or a percentage ("10%"), as --memory-headroom
   bool operator==(const PlannerInputs&) const = default;
 };
 
-enum class InputField { model, cluster, gpu, gpus, network, global_batch, seq_len, precision, optimizer, recompute, plugin };
-inline constexpr int kNumInputFields = 11;
+enum class InputField { model, cluster, gpu, gpus, network, global_batch, seq_len, precision, optimizer, recompute, plugin, memory_headroom };
+inline constexpr int kNumInputFields = 12;
 
 struct InputError {
   InputField field = InputField::model;
   std::string message;
 };
 
+// A GPU by name: a shipped GPU, a profile's path, or "cpu", the machine's own
+// CPU and RAM as `tessera train` runs on them (planner::host_cpu_profile).
+Result<planner::GpuProfile> gpu_profile(const std::string& name);
+
 // The cluster the inputs describe (a shipped cluster, or gpus of one GPU kind).
 std::optional<InputError> make_cluster_spec(const PlannerInputs& inputs, planner::ClusterSpec& out);
 
-// The planner's request for these inputs on `cluster`.
-planner::PlanRequest make_plan_request(const PlannerInputs& inputs, const planner::ClusterSpec& cluster);
+// The planner's request for these inputs on `cluster`; an error for a memory headroom it cannot read.
+std::optional<InputError> make_plan_request(const PlannerInputs& inputs, const planner::ClusterSpec& cluster, planner::PlanRequest& out);
 
 // The control an error message of the planner is about: the first command-line
 // option it names (the planner's messages name the option to change, e.g. "--seq 9000 exceeds ...").

@@ -52,7 +52,8 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
   }
   planner::ClusterSpec cluster;
   if (auto error = make_cluster_spec(inputs, cluster)) return reject(*error);
-  PlanRequest request = make_plan_request(inputs, cluster);
+  PlanRequest request;
+  if (auto error = make_plan_request(inputs, cluster, request)) return reject(*error);
   if (Status s = planner::validate_plan_request(*model_, request); !s) {
     return reject(InputError{field_of_error(s.error().message, inputs), s.error().message});
   }
@@ -65,7 +66,8 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
     // The shown plan under the new inputs, fitting or not; else nothing until the search's best arrives.
     std::optional<ShownPlan> carried;
     if (!take_best_plan_) {
-      auto moved = planner::carry_plan(shown_->request, request_);
+      Result<EstimateRequest> moved = planner::carry_plan(shown_->request, request_);
+      if (moved) moved.value().assumptions = request_.assumptions;  // a new memory headroom holds for the plan in view too
       auto evaluated = moved ? evaluate(moved.value()) : Result<ShownPlan>(moved.error());
       if (evaluated) carried = std::move(evaluated).value();
       else carry_note_ = tr("The plan in view cannot follow this change (%1): showing the best plan instead.").arg(QString::fromStdString(evaluated.error().message));
@@ -78,12 +80,38 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
   emit searchStarted();
 }
 
+const std::vector<planner::RankMemoryTimeline>& PlannerSession::memoryTimeline() const {
+  static const std::vector<planner::RankMemoryTimeline> kNone;
+  if (!shown_) return kNone;
+  if (!memory_timeline_) memory_timeline_ = planner::memory_timeline(*model_, shown_->request, shown_->memory, shown_->simulation);
+  return *memory_timeline_;
+}
+
+Status PlannerSession::showLayout(const LayoutChoice& choice) {
+  if (!model_ || input_error_ || !shown_) return make_error(ErrorCode::invalid_argument, "no plan to change: fix the inputs or wait for the search");
+  auto request = layout_request(choice, shown_->request, request_);
+  if (!request) return request.error();
+  auto evaluated = evaluate(request.value());
+  if (!evaluated) return evaluated.error();
+  take_best_plan_ = false;
+  show(std::move(evaluated).value());
+  return Status::success();
+}
+
+void PlannerSession::cancelSearch() {
+  if (!worker_.busy()) return;
+  worker_.cancel();
+  ranking_stale_ = result_ != nullptr;
+  emit searchCancelled();
+}
+
 void PlannerSession::reject(InputError error) {
   worker_.cancel();  // a search still running for earlier inputs must not fill the table later
   input_error_ = std::move(error);
   take_best_plan_ = true;
   result_.reset();
   result_model_source_.clear();
+  ranking_stale_ = false;
   emit inputsChecked(input_error_);
   emit resultsCleared();
   show(std::nullopt);
@@ -103,7 +131,9 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   std::string model_source;
   auto model = load_run_model(path, run->model_name, model_source);
   if (!model) return model.error();
-  auto gpu = planner::load_gpu(inputs_.gpu, "--gpu");
+  // A CPU run is predicted on the CPU it ran on (its RAM, its speed), not on the GPU the window had.
+  const std::string gpu_name = run->device == "cpu" ? run->device : inputs_.gpu;
+  auto gpu = gpu_profile(gpu_name);
   if (!gpu) return gpu.error();
   auto predicted = planner::estimate_memory(model.value(), gpu.value(), run->request);
   if (!predicted) return predicted.error();
@@ -111,7 +141,9 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   PlannerInputs in = inputs_;
   in.model = model_source;
   in.cluster.clear();
+  in.gpu = gpu_name;
   in.gpus = r.layout.world_size();
+  if (run->device == "cpu") in.gpus_per_node = in.gpus;  // the ranks of one machine
   in.global_batch = r.training.micro_batch_size * r.training.num_micro_batches * r.layout.dp;
   in.seq_len = r.training.seq_len;
   in.precision = r.training.precision;
@@ -144,6 +176,7 @@ void PlannerSession::onSearchFinished(std::shared_ptr<const planner::PlanSearchR
   if (!result) return reject(InputError{field_of_error(error.toStdString(), inputs_), error.toStdString()});
   result_ = std::move(result);
   result_model_source_ = searched_model_source_;
+  ranking_stale_ = false;
   if (!shown_ || take_best_plan_) {
     // The winner, or when nothing fits the closest miss, so that the views show why.
     const std::optional<EstimateRequest> best =
@@ -177,6 +210,7 @@ bool PlannerSession::measuredRunMatchesShownPlan() const {
 
 void PlannerSession::show(std::optional<ShownPlan> plan) {
   shown_ = std::move(plan);
+  memory_timeline_.reset();
   fit_limits_ = FitLimits{};
   if (shown_) fit_timer_->start();  // restarted: a burst of changes computes once
   emit shownPlanChanged();

@@ -26,10 +26,12 @@
 class QTimer;
 
 #include "fit_limits.h"
+#include "layout_choice.h"
 #include "plan_search_worker.h"
 #include "planner_inputs.h"
 #include "tessera/planner/measured_run.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/memory_timeline.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/search.h"
 #include "tessera/planner/simulate.h"
@@ -61,6 +63,9 @@ class PlannerSession : public QObject {
   const std::optional<InputError>& inputError() const { return input_error_; }
   // Shows `plan` (a row of the plan table) until the user picks another.
   void selectPlan(const planner::EstimateRequest& plan);
+  // Shows exactly the layout `choice` applied to the plan in view, fitting or not, as
+  // `tessera estimate` evaluates one; an error says why it cannot be evaluated.
+  Status showLayout(const LayoutChoice& choice);
   // Reads a metrics.json, sets the inputs to the run's set-up and shows its plan with the measured bars.
   // A run whose model is not a shipped one is read with the config.json `tessera train` writes beside it.
   Status openMeasuredRun(const QString& path);
@@ -71,6 +76,9 @@ class PlannerSession : public QObject {
   const std::shared_ptr<const planner::Model>& sharedModel() const { return model_; }
   const planner::PlanRequest& planRequest() const { return request_; }
   const std::optional<ShownPlan>& shownPlan() const { return shown_; }
+  // The shown plan's device memory over its step, one timeline per rank row; computed
+  // when first asked for (a fraction of a millisecond kept off every control change).
+  const std::vector<planner::RankMemoryTimeline>& memoryTimeline() const;
   // The largest sequence and global batch at which the shown plan fits (what the sliders mark);
   // computed just after the views have the plan, and announced by fitLimitsChanged.
   const FitLimits& fitLimits() const { return fit_limits_; }
@@ -81,6 +89,12 @@ class PlannerSession : public QObject {
   const std::string& resultModelSource() const { return result_model_source_; }
   const std::optional<MeasuredComparison>& measured() const { return measured_; }
   bool searching() const { return worker_.busy(); }
+  // Candidates done and enumerated by the running (or last) search.
+  std::pair<int64_t, int64_t> searchProgress() const { return worker_.progress(); }
+  // Stops the running search. The ranked plans stay those of the last search that
+  // finished, for earlier inputs: rankingIsStale() says so until a search finishes.
+  void cancelSearch();
+  bool rankingIsStale() const { return ranking_stale_; }
   double lastSearchSeconds() const { return last_search_s_; }
 
  signals:
@@ -90,6 +104,7 @@ class PlannerSession : public QObject {
   void fitLimitsChanged();
   void searchStarted();
   void searchFinished();
+  void searchCancelled();
   // The ranked plans were dropped (invalid inputs): searchResult() is null.
   void resultsCleared();
   void measuredChanged();
@@ -111,12 +126,14 @@ class PlannerSession : public QObject {
   std::shared_ptr<const planner::PlanSearchResult> result_;
   std::string result_model_source_;
   std::optional<ShownPlan> shown_;
+  mutable std::optional<std::vector<planner::RankMemoryTimeline>> memory_timeline_;  // of shown_, once asked for
   bool take_best_plan_ = true;  // the next search's winner replaces the shown plan
   FitLimits fit_limits_;
   QTimer* fit_timer_ = nullptr;  // fit limits a moment after the plan: a dozen estimates kept off the views' latency
   QString carry_note_;
   std::optional<MeasuredComparison> measured_;
   double last_search_s_ = 0;
+  bool ranking_stale_ = false;
   PlanSearchWorker worker_;
 };
 

@@ -1,15 +1,17 @@
 #include "report_export.h"
 
+#include <algorithm>
+
+#include <QBuffer>
 #include <QFileInfo>
-#include <QPageLayout>
-#include <QPageSize>
+#include <QFontInfo>
 #include <QPainter>
-#include <QPdfWriter>
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QSvgGenerator>
 #include <QWidget>
 
+#include "tessera/planner/export.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/report.h"
 
@@ -29,74 +31,110 @@ Status write_text(const QString& path, const std::string& text) {
   return Status::success();
 }
 
+// The plan in view in a plan file, as `tessera plan` writes it and `tessera
+// export` reads it (the exporters take nothing else), and its index there: the
+// ranking when the plan is one of it, so that the export says "plan 3 of 101"
+// as `tessera export --plan 3` does; else a file of that one plan (a plan
+// carried over capacity by a what-if change).
+struct PlanInFile {
+  planner::PlanFile file;
+  size_t index = 0;
+};
+
+Result<PlanInFile> shown_plan_file(const PlannerSession& session) {
+  const ShownPlan& shown = *session.shownPlan();
+  const std::string description = planner::describe_plan(shown.request);
+  const auto& result = session.searchResult();
+  planner::PlanSearchResult one;
+  const planner::PlanSearchResult* ranking = &one;
+  size_t index = 0;
+  if (result && !session.searching() && !session.rankingIsStale()) {
+    const auto found = std::find_if(result->plans.begin(), result->plans.end(),
+                                    [&](const planner::Candidate& c) { return planner::describe_plan(c.request) == description; });
+    if (found != result->plans.end()) {
+      ranking = result.get();
+      index = static_cast<size_t>(found - result->plans.begin());
+    }
+  }
+  if (ranking == &one) {
+    // The largest micro-batch that fits is the search's to know; the exporters do not read it.
+    one.plans.push_back(planner::Candidate{shown.request, shown.memory, shown.simulation, shown.request.training.micro_batch_size});
+    one.plans.front().simulation.events.clear();
+  }
+  const nlohmann::json doc =
+      planner::plan_document(session.model(), session.inputs().model, session.planRequest(), *ranking, static_cast<int>(ranking->plans.size()));
+  auto file = planner::parse_plan_file(doc.dump(), "the plan in view");
+  if (!file) return file.error();
+  return PlanInFile{std::move(file).value(), index};
+}
+
 }  // namespace
 
 std::optional<ExportFormat> export_format_of(const QString& path) {
-  const QString suffix = QFileInfo(path).suffix().toLower();
+  const QString name = QFileInfo(path).fileName().toLower();
+  // The longer endings first: they end in .json too.
+  if (name.endsWith(QLatin1String(".trace.json"))) return ExportFormat::perfetto;
+  if (name.endsWith(QLatin1String("ds_config.json"))) return ExportFormat::deepspeed;
   static const std::pair<const char*, ExportFormat> kSuffixes[] = {{"pdf", ExportFormat::pdf}, {"svg", ExportFormat::svg},   {"png", ExportFormat::png},
                                                                    {"json", ExportFormat::json}, {"csv", ExportFormat::csv}, {"md", ExportFormat::md},
-                                                                   {"html", ExportFormat::html}};
-  for (const auto& [name, format] : kSuffixes) {
-    if (suffix == QLatin1String(name)) return format;
+                                                                   {"html", ExportFormat::html}, {"py", ExportFormat::colossalai}};
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  for (const auto& [ending, format] : kSuffixes) {
+    if (suffix == QLatin1String(ending)) return format;
   }
   return std::nullopt;
 }
 
 QString export_file_filter() {
   return QObject::tr(
-      "PDF, every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
-      "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html)");
+      "PDF report, inputs, every plan and every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
+      "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html);;"
+      "ColossalAI training script, the shown plan (*.py);;DeepSpeed config, the shown plan (*.ds_config.json);;"
+      "Perfetto trace of one step, the shown plan (*.trace.json)");
 }
 
 QString with_export_suffix(const QString& path, const QString& filter) {
   if (export_format_of(path)) return path;
-  const QRegularExpressionMatch suffix = QRegularExpression(QStringLiteral("\\(\\*(\\.\\w+)\\)")).match(filter);
+  const QRegularExpressionMatch suffix = QRegularExpression(QStringLiteral("\\(\\*(\\.[\\w.]+)\\)")).match(filter);
   return suffix.hasMatch() ? path + suffix.captured(1) : path;
 }
 
-Status export_views_pdf(const std::vector<ExportedView>& views, const QString& path) {
-  QPdfWriter pdf(path);
-  pdf.setPageSize(QPageSize(QPageSize::A4));
-  pdf.setPageOrientation(QPageLayout::Landscape);
-  pdf.setResolution(150);
-  pdf.setTitle(QObject::tr("Tessera plan"));
-  pdf.setCreator(QStringLiteral("tessera-gui"));
-  QPainter painter;
-  if (!painter.begin(&pdf)) return write_error(path, QObject::tr("the PDF cannot be opened"));
-  const QRect page = pdf.pageLayout().paintRectPixels(pdf.resolution());
-  for (size_t i = 0; i < views.size(); ++i) {
-    if (i > 0) pdf.newPage();
-    QFont title = painter.font();
-    title.setPointSize(14);
-    title.setBold(true);
-    painter.setFont(title);
-    const int title_height = painter.fontMetrics().height() * 2;
-    painter.drawText(QRect(0, 0, page.width(), title_height), Qt::AlignLeft | Qt::AlignVCenter, views[i].title);
-    // The widget at its on-screen size, scaled to the page below the title.
-    QWidget* widget = views[i].widget;
-    const double scale = std::min(page.width() / double(widget->width()), (page.height() - title_height) / double(widget->height()));
-    painter.save();
-    painter.translate(0, title_height);
-    painter.scale(scale, scale);
-    widget->render(&painter, QPoint(), QRegion(), QWidget::DrawChildren);
-    painter.restore();
+namespace {
+
+// QSvgGenerator names the widget's font as Qt knows it ("Sans Serif", an alias
+// of Qt's own); a browser knows no such family and falls back to a serif,
+// wider than what the layout measured, so labels overflow. Name the family the
+// alias resolved to, then the generic sans-serif.
+QString with_browser_fonts(const QString& svg) {
+  static const QRegularExpression kFamily(QStringLiteral("font-family=\"([^\"]*)\""));
+  QString out;
+  qsizetype copied = 0;
+  for (auto match = kFamily.globalMatch(svg); match.hasNext();) {
+    const QRegularExpressionMatch m = match.next();
+    const QString resolved = QFontInfo(QFont(m.captured(1))).family();
+    out += svg.mid(copied, m.capturedStart() - copied) + QStringLiteral("font-family=\"'%1', sans-serif\"").arg(resolved);
+    copied = m.capturedEnd();
   }
-  if (!painter.end()) return write_error(path, QObject::tr("the PDF could not be finished"));
-  return Status::success();
+  return out + svg.mid(copied);
 }
 
+}  // namespace
+
 Status export_view_svg(const ExportedView& view, const QString& path) {
+  QBuffer buffer;
+  buffer.open(QIODevice::WriteOnly);
   QSvgGenerator svg;
-  svg.setFileName(path);
+  svg.setOutputDevice(&buffer);
   svg.setSize(view.widget->size());
   svg.setViewBox(QRect(QPoint(), view.widget->size()));
+  svg.setResolution(view.widget->logicalDpiX());  // font sizes in the widget's pixels, as it laid them out
   svg.setTitle(view.title);
   svg.setDescription(QObject::tr("Exported by tessera-gui"));
   QPainter painter;
   if (!painter.begin(&svg)) return write_error(path, QObject::tr("the SVG cannot be opened"));
   view.widget->render(&painter, QPoint(), QRegion(), QWidget::DrawChildren);
   if (!painter.end()) return write_error(path, QObject::tr("the SVG could not be finished"));
-  return Status::success();
+  return write_text(path, with_browser_fonts(QString::fromUtf8(buffer.data())).toStdString());
 }
 
 Status export_view_png(const ExportedView& view, const QString& path) {
@@ -111,16 +149,29 @@ Status export_planner_report(const PlannerSession& session, ExportFormat format,
     const auto& result = session.searchResult();
     // The ranking, its model and its request must be the same inputs' (a search in flight is for newer ones).
     if (!result || session.searching()) return make_error(ErrorCode::invalid_argument, "nothing to export yet: the search has not finished");
+    if (session.rankingIsStale()) {
+      return make_error(ErrorCode::invalid_argument, "the ranked plans are of earlier inputs (their search was cancelled); let the search finish first");
+    }
     const nlohmann::json doc = planner::plan_document(session.model(), session.resultModelSource(), session.planRequest(), *result,
                                                       static_cast<int>(result->plans.size()));
     return write_text(path, doc.dump(2) + "\n");
   }
   const auto& shown = session.shownPlan();
   if (!shown) return make_error(ErrorCode::invalid_argument, "nothing to export yet: no plan is shown");
+  if (format == ExportFormat::colossalai || format == ExportFormat::deepspeed || format == ExportFormat::perfetto) {
+    const auto target = format == ExportFormat::colossalai ? planner::ExportTarget::colossalai
+                        : format == ExportFormat::deepspeed ? planner::ExportTarget::deepspeed
+                                                            : planner::ExportTarget::perfetto;
+    auto plan = shown_plan_file(session);
+    if (!plan) return plan.error();
+    auto text = planner::export_plan(plan->file, plan->index, target);
+    if (!text) return text.error();
+    return write_text(path, text.value());
+  }
   const planner::ReportFormat report = format == ExportFormat::csv ? planner::ReportFormat::csv
                                        : format == ExportFormat::md ? planner::ReportFormat::md
                                                                     : planner::ReportFormat::html;
-  const planner::EstimateReport facts{session.model(), session.planRequest().cluster.gpu, shown->request, shown->memory};
+  const planner::EstimateReport facts{session.model(), session.planRequest().cluster.gpu, shown->request, shown->memory, &shown->simulation};
   return write_text(path, planner::render_estimate(facts, report));
 }
 

@@ -1,10 +1,11 @@
-// Exports: the views as pictures (PDF with one page per view, SVG or PNG of
-// one view) and the planner's own reports (plan.json of the ranked plans; CSV,
-// Markdown or HTML of the shown plan's estimate). The format follows the file's suffix.
+// Exports: a view as a picture (SVG or PNG) and the planner's own reports
+// (plan.json of the ranked plans; CSV, Markdown or HTML of the shown plan's
+// estimate; the shown plan as a ColossalAI script, a DeepSpeed config or a
+// Perfetto trace, by `tessera export`'s own functions). The format follows the
+// file's name; the PDF report is pdf_report.h's.
 #pragma once
 
 #include <optional>
-#include <vector>
 
 #include <QString>
 
@@ -14,9 +15,10 @@ class QWidget;
 
 namespace tessera::gui {
 
-enum class ExportFormat { pdf, svg, png, json, csv, md, html };
+enum class ExportFormat { pdf, svg, png, json, csv, md, html, colossalai, deepspeed, perfetto };
 
-// By suffix (.pdf, .svg, .png, .json, .csv, .md, .html); none for anything else.
+// By the name's ending: .trace.json (Perfetto), ds_config.json (DeepSpeed), .py
+// (ColossalAI), else the suffix (.pdf, .svg, .png, .json, .csv, .md, .html); none for anything else.
 std::optional<ExportFormat> export_format_of(const QString& path);
 // "PDF (*.pdf);;SVG (*.svg);;..." for a file dialog.
 QString export_file_filter();
@@ -29,10 +31,10 @@ struct ExportedView {
   QWidget* widget = nullptr;
 };
 
-Status export_views_pdf(const std::vector<ExportedView>& views, const QString& path);
 Status export_view_svg(const ExportedView& view, const QString& path);
 Status export_view_png(const ExportedView& view, const QString& path);
-// json: plan.json of every ranked plan; csv, md, html: the estimate of the shown plan.
+// json: plan.json of every ranked plan; csv, md, html: the estimate of the shown plan;
+// colossalai, deepspeed, perfetto: the shown plan as `tessera export --to` writes it.
 Status export_planner_report(const PlannerSession& session, ExportFormat format, const QString& path);
 
 }  // namespace tessera::gui

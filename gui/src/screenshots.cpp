@@ -2,11 +2,10 @@
 
 #include <QCoreApplication>
 #include <QDir>
-#include <QElapsedTimer>
-#include <QEventLoop>
 #include <QTableView>
 #include <QTimer>
 
+#include "await_search.h"
 #include "main_window.h"
 #include "mesh_view.h"
 #include "plan_table_model.h"
@@ -36,10 +35,7 @@ Status write_screenshots(const QString& directory, QSize window_size) {
   window.resize(window_size);
   window.show();
   // The example is the default inputs; wait for its search (milliseconds; 60 s at most).
-  QElapsedTimer waited;
-  waited.start();
-  while (!window.session().searchResult() && waited.elapsed() < 60000) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
-  if (!window.session().searchResult()) return make_error(ErrorCode::io_error, "the example's plan search did not finish");
+  if (!await_search(window.session(), 60000) || !window.session().searchResult()) return make_error(ErrorCode::io_error, "the example's plan search did not finish");
   // A rank inside both groups, so every outline shows (the last rank of a smaller plan).
   if (const auto& shown = window.session().shownPlan()) window.meshView()->selectRank(std::min<int64_t>(5, shown->request.layout.world_size() - 1));
   for (View view : kAllViews) {

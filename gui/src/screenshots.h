@@ -1,6 +1,7 @@
 // `tessera-gui --screenshot DIR`: the window at a fixed example (Llama-2-13B
 // on 16 H100s in 2 nodes, global batch 32 × 4096 tokens), one PNG per view:
-// plans.png, memory.png, mesh.png, pipeline.png, chunks.png.
+// plans.png, memory.png, mesh.png, pipeline.png, chunks.png, memory-timeline.png,
+// compare.png and measured.png (which says how to open a run: the example has none).
 #pragma once
 
 #include <QSize>

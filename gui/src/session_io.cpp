@@ -44,7 +44,8 @@ std::string session_to_json(const PlannerInputs& in) {
                  {"precision", enum_name(in.precision)},
                  {"optimizer", enum_name(in.optimizer)},
                  {"recompute", optional_name(in.recompute)},
-                 {"plugin", optional_name(in.plugin)}};
+                 {"plugin", optional_name(in.plugin)},
+                 {"memory_headroom", in.memory_headroom}};
   return doc.dump(2) + "\n";
 }
 
@@ -60,7 +61,8 @@ Result<PlannerInputs> session_from_json(std::string_view text, const std::string
   auto field_error = [&](const char* key, const std::string& expected) {
     return make_error(ErrorCode::parse_error, source + ": \"" + key + "\" must be " + expected + ", got " + planner::one_line(doc[key].dump(), 60));
   };
-  for (auto [key, out] : {std::pair{"model", &in.model}, std::pair{"cluster", &in.cluster}, std::pair{"gpu", &in.gpu}}) {
+  for (auto [key, out] : {std::pair{"model", &in.model}, std::pair{"cluster", &in.cluster}, std::pair{"gpu", &in.gpu},
+                          std::pair{"memory_headroom", &in.memory_headroom}}) {
     if (!doc.contains(key)) continue;
     if (!doc[key].is_string()) return field_error(key, "a string");
     *out = doc[key].get<std::string>();

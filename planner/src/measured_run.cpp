@@ -1,5 +1,6 @@
 #include "tessera/planner/measured_run.h"
 
+#include <limits>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -105,6 +106,23 @@ Result<std::vector<RankRow>> parse_rank_rows(const json* ranks, const std::strin
 
 }  // namespace
 
+namespace {
+
+// A per-step series of metrics.json: numbers, null for a step without one (NaN here); none when absent.
+Result<std::vector<double>> per_step(const json& doc, const char* key, const std::string& source) {
+  std::vector<double> values;
+  const auto found = doc.find(key);
+  if (found == doc.end()) return values;
+  if (!found->is_array()) return make_error(ErrorCode::parse_error, source + ": \"" + key + "\" must be an array of numbers, one per step");
+  for (const json& value : *found) {
+    if (!value.is_number() && !value.is_null()) return make_error(ErrorCode::parse_error, source + ": \"" + key + "\" holds something other than numbers");
+    values.push_back(value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>());
+  }
+  return values;
+}
+
+}  // namespace
+
 Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string& source) {
   auto document = parse_json(text, source);
   if (!document) return document.error();
@@ -127,6 +145,12 @@ Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string&
   run.request = std::move(request).value();
   run.model_name = doc.contains("model") ? value_or(doc["model"], "name", std::string()) : "";
   run.tokens_per_s = value_or(doc, "tokens_per_s", 0.0);
+  run.device = value_or(doc, "device", std::string());
+  for (auto [key, series] : {std::pair{"loss", &run.loss}, std::pair{"grad_norm", &run.grad_norm}, std::pair{"step_time_s", &run.step_time_s}}) {
+    auto values = per_step(doc, key, source);
+    if (!values) return values.error();
+    *series = std::move(values).value();
+  }
   run.ranks = std::move(rows).value();
   return run;
 }

@@ -143,17 +143,12 @@ void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
 
 void add_activations(const Model& m, const StageShape& s, const EstimateRequest& r, MemoryBreakdown& out) {
   const TrainingOptions& t = r.training;
-  const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
-  const ActivationShape shape{t.micro_batch_size, t.seq_len, r.layout.tp, r.layout.sequence_parallel};
-  const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
-  // The embedding's output lives with the first chunk, the head's with the last.
-  const int64_t first_chunk_in_flight = s.in_flight_per_chunk.front(), last_chunk_in_flight = s.in_flight_per_chunk.back();
-  int64_t activations = s.in_flight_blocks() * block.stash + terms_bytes(table.backward_scratch, shape);
-  if (s.first) activations += first_chunk_in_flight * terms_bytes(table.first_stage, shape);
-  if (s.last) activations += last_chunk_in_flight * terms_bytes(table.last_stage, shape);
-  if (s.num_layers > 0) activations += block.working;
-  out.add(Cat::activations, kDevice, activations);
-  if (s.last) out.add(Cat::logits, kDevice, last_chunk_in_flight * terms_bytes(table.logits, shape));
+  const StageActivations parts = stage_activations(m, r, s);
+  int64_t kept = 0;  // the passes held at the peak, logits included
+  for (size_t j = 0; j < parts.pass_bytes.size(); ++j) kept += s.in_flight_per_chunk[j] * parts.pass_bytes[j];
+  const int64_t logits = s.in_flight_per_chunk.back() * parts.logits_per_pass;
+  out.add(Cat::activations, kDevice, kept - logits + parts.backward_scratch + parts.working);
+  if (s.last) out.add(Cat::logits, kDevice, logits);
   // Pipeline send/recv buffers: one activation and one gradient per neighbouring
   // stage, each (s/t if sequence parallel, b, h) in the compute dtype (Megatron p2p).
   // Interleaved, every stage also exchanges with the wrap-around neighbour (chunk j of the last stage feeds chunk j + 1 of the first).
@@ -268,24 +263,22 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
 
 }  // namespace
 
-namespace {
-
-// What one forward pass of each of the stage's chunks keeps until its backward:
-// its blocks' activations, the embedding's output with the first chunk and the
-// head's (with the logits) with the last, as add_activations counts them.
-std::vector<int64_t> bytes_per_chunk_pass(const Model& m, const EstimateRequest& r, const StageShape& s) {
+StageActivations stage_activations(const Model& m, const EstimateRequest& r, const StageShape& s) {
   const TrainingOptions& t = r.training;
   const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
   const ActivationShape shape{t.micro_batch_size, t.seq_len, r.layout.tp, r.layout.sequence_parallel};
-  const int64_t block = block_activation_bytes(table, shape, t.recompute).stash;
-  std::vector<int64_t> bytes;
-  for (const StageLayers& chunk : s.chunks) bytes.push_back(chunk.num_layers * block);
-  if (s.first) bytes.front() += terms_bytes(table.first_stage, shape);
-  if (s.last) bytes.back() += terms_bytes(table.last_stage, shape) + terms_bytes(table.logits, shape);
-  return bytes;
+  const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
+  StageActivations parts;
+  for (const StageLayers& chunk : s.chunks) parts.pass_bytes.push_back(chunk.num_layers * block.stash);
+  if (s.first) parts.pass_bytes.front() += terms_bytes(table.first_stage, shape);
+  if (s.last) {
+    parts.logits_per_pass = terms_bytes(table.logits, shape);
+    parts.pass_bytes.back() += terms_bytes(table.last_stage, shape) + parts.logits_per_pass;
+  }
+  parts.working = s.num_layers > 0 ? block.working : 0;
+  parts.backward_scratch = terms_bytes(table.backward_scratch, shape);
+  return parts;
 }
-
-}  // namespace
 
 int64_t StageShape::in_flight() const {
   int64_t passes = 0;
@@ -324,7 +317,7 @@ std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
     // (Megatron-LM: word embeddings duplicated on the first and last stage).
     if (s.last && l.pp > 1) totals += m.tied_head;
     s.params = totals.per_tp_rank(l.tp);
-    s.in_flight_per_chunk = in_flight_at_peak(p.pp_schedule, l.pp, stage, r.training.num_micro_batches, chunks, bytes_per_chunk_pass(m, r, s));
+    s.in_flight_per_chunk = in_flight_at_peak(p.pp_schedule, l.pp, stage, r.training.num_micro_batches, chunks, stage_activations(m, r, s).pass_bytes);
     stages.push_back(s);
   }
   return stages;

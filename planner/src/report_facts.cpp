@@ -22,6 +22,16 @@ std::string format_bytes(int64_t bytes) {
   return text;
 }
 
+std::string format_seconds(double s) {
+  char text[32];
+  if (s < 1e-3) {
+    std::snprintf(text, sizeof text, "%.1f µs", s * 1e6);
+  } else {
+    std::snprintf(text, sizeof text, s < 0.01 ? "%.2f ms" : (s < 1 ? "%.0f ms" : "%.2f s"), s < 1 ? s * 1000 : s);
+  }
+  return text;
+}
+
 std::string format_count(int64_t count) {
   const char* suffix[] = {"", "K", "M", "B", "T"};
   double value = static_cast<double>(count);

@@ -1,5 +1,5 @@
-// Facts every report format shows, worded once: row labels, the verdict line,
-// and the assumptions with their sources.
+// Facts every report format shows, worded once: the summary line (the
+// assumptions and row labels are public, in report.h).
 #pragma once
 
 #include <string>
@@ -14,12 +14,5 @@ std::string summary_line(const EstimateReport& report);
 
 // Where the plan's model states come from: the runtime's formula and its source.
 std::string model_states_source(const PluginOptions& plugin, Precision precision);
-
-struct AssumptionLine {
-  std::string name;
-  std::string value;
-  std::string source;
-};
-std::vector<AssumptionLine> assumption_lines(const EstimateReport& report);
 
 }  // namespace tessera::planner

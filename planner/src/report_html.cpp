@@ -1,11 +1,15 @@
 // A self-contained HTML report: summary, verdict, an inline SVG stacked bar per
 // rank row (device, and host when anything is offloaded) against the GPU's
-// capacity, the full table, and the assumptions. No scripts, no external files.
+// capacity over a byte axis, the full table, the simulated step when there is
+// one, and the assumptions. No scripts, no external files.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <utility>
 #include <sstream>
 
 #include "report_facts.h"
+#include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
 namespace {
@@ -30,7 +34,33 @@ std::string number(double v) {
   return text;
 }
 
-constexpr double kLabelWidth = 260, kBarWidth = 600, kBarHeight = 22, kRowGap = 16;
+constexpr double kLabelWidth = 260, kBarWidth = 600, kBarHeight = 22, kRowGap = 16, kAxisHeight = 30;
+constexpr double kTotalLabelWidth = 80;  // "74.90 GiB" at 12 px, and a gap
+
+// The byte axis under the bars: ticks 1, 2 or 5 × 10^k GiB apart (MiB below a GiB), at most 8.
+void byte_axis(std::ostringstream& svg, double y, double scale, int64_t max_bytes) {
+  const double gib = double(int64_t{1} << 30), mib = double(int64_t{1} << 20);
+  const double unit = static_cast<double>(max_bytes) >= gib ? gib : mib;
+  const double span = static_cast<double>(max_bytes) / unit;
+  const double decade = std::pow(10.0, std::floor(std::log10(std::max(span, 1e-9))));
+  double step = decade;
+  for (double m : {0.1, 0.2, 0.5, 1.0, 2.0}) {
+    if (span / (decade * m) <= 8) {
+      step = decade * m;
+      break;
+    }
+  }
+  svg << "<line x1=\"" << number(kLabelWidth) << "\" x2=\"" << number(kLabelWidth + kBarWidth) << "\" y1=\"" << number(y) << "\" y2=\"" << number(y)
+      << "\" stroke=\"#888\"/>\n";
+  for (int i = 0; i * step <= span * (1 + 1e-9); ++i) {
+    const double v = i * step, x = kLabelWidth + v * unit * scale;
+    char tick[32];
+    std::snprintf(tick, sizeof tick, "%g", v);
+    svg << "<line x1=\"" << number(x) << "\" x2=\"" << number(x) << "\" y1=\"" << number(y) << "\" y2=\"" << number(y + 4) << "\" stroke=\"#888\"/>"
+        << "<text x=\"" << number(x) << "\" y=\"" << number(y + 17) << "\" text-anchor=\"middle\" fill=\"#555\">" << tick
+        << (unit == gib ? " GiB" : " MiB") << "</text>\n";
+  }
+}
 
 // One stacked bar of the categories in `space`, starting at (x0, y).
 void stacked_bar(std::ostringstream& svg, const RankMemory& row, MemorySpace space, double y, double height, double scale) {
@@ -53,7 +83,8 @@ std::string render_svg(const MemoryEstimate& e) {
   const double scale = kBarWidth / static_cast<double>(scale_max);
   const bool host = std::any_of(e.ranks.begin(), e.ranks.end(), [](const RankMemory& r) { return r.host_total > 0; });
   const double row_height = kBarHeight + (host ? kBarHeight * 0.6 + 4 : 0) + kRowGap;
-  const double legend_y = 30 + row_height * static_cast<double>(e.ranks.size());
+  const double axis_y = 30 + row_height * static_cast<double>(e.ranks.size()) - kRowGap + 6;
+  const double legend_y = axis_y + kAxisHeight;
   const double height = legend_y + 60;
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << number(kLabelWidth + kBarWidth + 140) << "\" height=\"" << number(height)
@@ -65,9 +96,11 @@ std::string render_svg(const MemoryEstimate& e) {
     if (const std::string layers = layers_label(row); !layers.empty()) svg << " · " << layers;
     svg << "</text>\n";
     stacked_bar(svg, row, MemorySpace::device, y, kBarHeight, scale);
-    svg << "<text x=\"" << number(kLabelWidth + static_cast<double>(row.device_total) * scale + 6) << "\" y=\"" << number(y + 15)
-        << "\">" << format_bytes(row.device_total) << "</text>\n";
+    // The total right of the bar, or right of the capacity line where the bar ends near it (the two never overlap).
     const double cap_x = kLabelWidth + static_cast<double>(row.gpu_capacity) * scale;
+    const double bar_end = kLabelWidth + static_cast<double>(row.device_total) * scale;
+    const double total_x = bar_end < cap_x - kTotalLabelWidth ? bar_end + 6 : std::max(bar_end, cap_x) + 6;
+    svg << "<text x=\"" << number(total_x) << "\" y=\"" << number(y + 15) << "\">" << format_bytes(row.device_total) << "</text>\n";
     svg << "<line x1=\"" << number(cap_x) << "\" x2=\"" << number(cap_x) << "\" y1=\"" << number(y - 4) << "\" y2=\"" << number(y + kBarHeight + 4)
         << "\" stroke=\"#C00000\" stroke-width=\"2\" stroke-dasharray=\"4 2\"><title>GPU capacity " << format_bytes(row.gpu_capacity)
         << "</title></line>\n";
@@ -87,6 +120,7 @@ std::string render_svg(const MemoryEstimate& e) {
     svg << "<text x=\"" << number(cap_x) << "\" y=\"16\" text-anchor=\"middle\" fill=\"#C00000\">GPU capacity "
         << format_bytes(e.ranks.front().gpu_capacity) << "</text>\n";
   }
+  byte_axis(svg, axis_y, scale, scale_max);
   double lx = 0;
   double ly = legend_y;
   for (MemoryCategory c : kAllMemoryCategories) {
@@ -127,6 +161,19 @@ void render_table(std::ostringstream& html, const MemoryEstimate& e) {
   html << "</tr>\n</table>\n";
 }
 
+// The simulated step: its time, tokens/s and MFU, and what the time is made of.
+void render_step(std::ostringstream& html, const StepSimulation& sim) {
+  const StepBreakdown& b = sim.breakdown;
+  html << "<h2>Step</h2>\n<p>step time " << format_seconds(sim.step_time_s) << " · " << format_number(std::round(sim.tokens_per_s))
+       << " tokens/s · MFU " << number(100 * sim.mfu) << "%</p>\n<table>\n<tr><th>part of the step</th><th>time</th></tr>\n";
+  const std::pair<const char*, double> parts[] = {{"forward", b.forward_s},        {"backward", b.backward_s},
+                                                  {"recompute", b.recompute_s},    {"exposed communication", b.communication_s},
+                                                  {"pipeline bubble", b.bubble_s}, {"offload", b.offload_s},
+                                                  {"optimizer", b.optimizer_s}};
+  for (const auto& [name, seconds] : parts) html << "<tr><td>" << name << "</td><td>" << format_seconds(seconds) << "</td></tr>\n";
+  html << "</table>\n";
+}
+
 }  // namespace
 
 std::string render_html_report(const EstimateReport& r) {
@@ -142,6 +189,7 @@ std::string render_html_report(const EstimateReport& r) {
        << "<p class=\"verdict " << (r.estimate.fits() ? "fits" : "oom") << "\">" << escape(verdict_line(r.estimate)) << "</p>\n"
        << "<h2>Memory per rank</h2>\n" << render_svg(r.estimate) << "<h2>Breakdown</h2>\n";
   render_table(html, r.estimate);
+  if (r.simulation) render_step(html, *r.simulation);
   html << "<h2>Assumptions</h2>\n<ul>\n";
   for (const AssumptionLine& a : assumption_lines(r)) {
     html << "<li><b>" << escape(a.name) << "</b>: " << escape(a.value) << " <i>(" << escape(a.source) << ")</i></li>\n";

@@ -2,6 +2,7 @@
 #include "tessera/planner/search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <initializer_list>
 #include <numeric>
@@ -191,22 +192,12 @@ void fill_max_micro_batch(std::vector<Candidate>& fitted) {
   for (Candidate& c : fitted) c.max_micro_batch_that_fits = largest[plan_key(c.request)];
 }
 
-std::string seconds(double s) {
-  char text[32];
-  if (s < 1e-3) {
-    std::snprintf(text, sizeof text, "%.1f µs", s * 1e6);
-  } else {
-    std::snprintf(text, sizeof text, s < 0.01 ? "%.2f ms" : (s < 1 ? "%.0f ms" : "%.2f s"), s < 1 ? s * 1000 : s);
-  }
-  return text;
-}
-
 std::string explain(const std::vector<Candidate>& plans) {
   if (plans.empty()) return {};
   const Candidate& w = plans[0];
   char line[512];
   std::snprintf(line, sizeof line, "Best: %s at %.0f tokens/s (step %s, MFU %.0f%%), using %s of its GPUs' memory at most.",
-                describe_plan(w.request).c_str(), w.simulation.tokens_per_s, seconds(w.simulation.step_time_s).c_str(),
+                describe_plan(w.request).c_str(), w.simulation.tokens_per_s, format_seconds(w.simulation.step_time_s).c_str(),
                 100 * w.simulation.mfu, format_bytes(w.peak_device_bytes()).c_str());
   std::string text = line;
   if (plans.size() < 2) return text + " No other plan fits.";
@@ -221,11 +212,14 @@ std::string explain(const std::vector<Candidate>& plans) {
   const Part parts[] = {{"compute", a.forward_s + a.backward_s, b.forward_s + b.backward_s}, {"recompute", a.recompute_s, b.recompute_s},
                         {"exposed communication", a.communication_s, b.communication_s}, {"offload", a.offload_s, b.offload_s},
                         {"optimizer", a.optimizer_s, b.optimizer_s}, {"pipeline bubble", a.bubble_s, b.bubble_s}};
-  // Name what costs the runner-up the most, and what it gains back, in seconds.
+  // Name what costs the runner-up the most, and what it gains back, in seconds;
+  // a difference under 0.1% of the step ("0.0 µs less optimizer") explains nothing.
+  const double noticeable_s = 1e-3 * w.simulation.step_time_s;
   const Part* worse = nullptr;
   const Part* better = nullptr;
   for (const Part& part : parts) {
     const double delta = part.runner_up - part.winner;
+    if (std::abs(delta) < noticeable_s) continue;
     if (delta > 0 && (!worse || delta > worse->runner_up - worse->winner)) worse = &part;
     if (delta < 0 && (!better || delta < better->runner_up - better->winner)) better = &part;
   }
@@ -239,12 +233,12 @@ std::string explain(const std::vector<Candidate>& plans) {
   }
   std::snprintf(line, sizeof line, ", %.1f%% slower", 100 * slower);
   text += line;
-  if (worse) text += ": " + seconds(worse->runner_up - worse->winner) + " more " + worse->name;
-  if (better) text += std::string(worse ? ", " : ": ") + seconds(better->winner - better->runner_up) + " less " + better->name;
+  if (worse) text += ": " + format_seconds(worse->runner_up - worse->winner) + " more " + worse->name;
+  if (better) text += std::string(worse ? ", " : ": ") + format_seconds(better->winner - better->runner_up) + " less " + better->name;
   return text + ".";
 }
 
-Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p);
+Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p, SearchProgress* progress = nullptr);
 
 // When even a larger cluster fits nothing: its closest miss and what takes
 // its memory. Activations and logits grow with the tokens of a micro-batch,
@@ -385,11 +379,17 @@ TwinKey twin_key(EstimateRequest r) {
   return {plan_key(r), r.training.micro_batch_size};
 }
 
-Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p) {
+Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p, SearchProgress* progress) {
   PlanSearchResult result;
   std::set<TwinKey> over_memory_with_sp;
   const bool sp_only_divides = p.activation_profile != ActivationProfile::tessera;
-  for (const EstimateRequest& r : plan_candidates(model, p)) {
+  const std::vector<EstimateRequest> candidates = plan_candidates(model, p);
+  if (progress) progress->candidates = static_cast<int64_t>(candidates.size());
+  for (const EstimateRequest& r : candidates) {
+    if (progress) {
+      if (progress->stop) return make_error(ErrorCode::cancelled, "the plan search was cancelled");
+      progress->done.fetch_add(1, std::memory_order_relaxed);
+    }
     if (sp_only_divides && r.layout.tp > 1 && !r.layout.sequence_parallel && over_memory_with_sp.contains(twin_key(r))) continue;
     ++result.candidates_evaluated;
     auto memory = estimate_memory(model, p.cluster.gpu, r);
@@ -437,10 +437,10 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
 
 }  // namespace
 
-Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& p) {
+Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& p, SearchProgress* progress) {
   if (Status s = validate_plan_request(model, p); !s) return s.error();
   if (Status s = validate_plan_filters(model, p); !s) return s.error();
-  auto result = search_plans_impl(model, p);
+  auto result = search_plans_impl(model, p, progress);
   if (result && result->plans.empty()) result.value().suggestions = suggest(model, p, result.value());
   return result;
 }

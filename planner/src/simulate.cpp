@@ -217,7 +217,16 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes
         (forward ? forward_end : backward_end)[static_cast<size_t>(vs)][i] = start + duration;
         free_at[ku] = start + duration;
         run.makespan = std::max(run.makespan, free_at[ku]);
-        if (events) events->push_back({(forward ? "F" : "B") + name, forward ? "forward" : "backward", static_cast<int>(2 * k), start, duration});
+        if (events) {
+          events->push_back({(forward ? "F" : "B") + name, forward ? "forward" : "backward", static_cast<int>(2 * k), start, duration, op.micro_batch, op.chunk});
+          // The pass's exposed tensor-parallel (or ZeRO-3 gather and scatter) time, on the
+          // communication lane at the pass's end: what the compute lane waited for.
+          const double comm = (forward ? costs[ku].forward_comm : costs[ku].backward_comm) * shares[ku][static_cast<size_t>(op.chunk)];
+          if (comm > 0) {
+            const std::string kind = c.request.layout.tp > 1 ? "tensor-parallel " : "ZeRO-3 ";
+            events->push_back({kind + (forward ? "F" : "B") + name, "communication", static_cast<int>(2 * k + 1), start + duration - comm, comm});
+          }
+        }
         ++next[ku];
         --remaining;
       }

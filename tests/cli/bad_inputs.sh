@@ -160,6 +160,8 @@ bad plan-gemini-sgd "--optimizer sgd: Gemini's optimizer is an Adam" -- "${plan_
 bad plan-hybrid-without-tp-or-pp "--plugin hybrid_parallel with --tp 1 and --pp 1 is plain data parallelism" -- "${plan_args[@]}" --plugin hybrid_parallel --tp 1 --pp 1
 bad plan-pp-layers "--pp 20 exceeds the 12 layers of gpt2; use at most --pp 12" -- plan --model gpt2 --gpus 40 --global-batch 64 --pp 20 --output "$scratch/never.json"
 bad plan-tp-heads "--tp 5 does not divide num_attention_heads 12 of gpt2" -- plan --model gpt2 --gpus 10 --gpus-per-node 10 --global-batch 60 --tp 5 --output "$scratch/never.json"
+# Issue 14 D20: a 64-head model on GPUs that --tp 3 divides is refused for its heads, not "NOTHING FITS" with exit 0.
+bad plan-tp-heads-64 "--tp 3 does not divide num_attention_heads 64 of llama-2-70b; use --tp 1, 2, 4, 8" -- plan --model llama-2-70b --gpus 96 --global-batch 96 --tp 3 --output "$scratch/never.json"
 bad plan-tp-divides-no-gpus "--tp 3 does not divide the 8 GPUs; use --tp 1, 2, 4, 8" -- plan --model llama-2-7b --gpus 8 --global-batch 64 --tp 3 --output "$scratch/never.json"
 bad plan-batch-over-no-layout "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 64 GPUs (data-parallel sizes 2, 4" -- plan --model gpt2-xl --gpus 64 --global-batch 1 --output "$scratch/never.json"
 bad plan-every-candidate-refused "the estimate refuses every candidate" -- plan --model opt-1.3b --gpus 8 --global-batch 64 --activation-profile hf --plugin hybrid_parallel --tp 2 --output "$scratch/never.json"

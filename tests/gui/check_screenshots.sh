@@ -4,10 +4,10 @@ set -euo pipefail
 gui=$1 dir=$2
 rm -rf "$dir"
 "$gui" --screenshot "$dir"
-for view in plans memory mesh pipeline chunks; do
+for view in plans memory mesh pipeline chunks memory-timeline compare measured; do
   file="$dir/$view.png"
   [ -s "$file" ] || { echo "missing $file"; exit 1; }
   # PNG signature: \x89PNG
   [ "$(head -c 4 "$file" | tail -c 3)" = "PNG" ] || { echo "$file is not a PNG"; exit 1; }
 done
-echo "five PNGs in $dir"
+echo "a PNG per view in $dir"

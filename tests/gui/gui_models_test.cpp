@@ -2,10 +2,15 @@
 // results, and their numbers against the planner's.
 #include <QAbstractItemModelTester>
 #include <QSortFilterProxyModel>
+#include <QBrush>
+#include <QSet>
 #include <QTest>
 
+#include "category_style.h"
 #include "comparison_model.h"
+#include "group_colours.h"
 #include "gui_test_util.h"
+#include "plan_difference_model.h"
 #include "plan_table_model.h"
 #include "tessera/planner/report.h"
 
@@ -73,6 +78,65 @@ class ModelsTest : public QObject {
     int64_t smallest = std::numeric_limits<int64_t>::max();
     for (const planner::Candidate& c : result->plans) smallest = std::min(smallest, c.peak_device_bytes());
     QCOMPARE(proxy.index(0, PlanTableModel::kMemory).data(PlanTableModel::kSortRole).toLongLong(), static_cast<qlonglong>(smallest));
+  }
+
+  // Two ranked plans side by side: each category's bytes on the tightest rank
+  // and each step-time component, and B − A, from the planner's own figures.
+  void planDifferenceShowsMemoryAndStepTimeAsADifference() {
+    const auto result = test::planner_search(PlannerInputs{});
+    const planner::Candidate& a = result.plans[0];
+    const planner::Candidate& b = result.plans[1];
+    PlanDifferenceModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setPlans(plan_figures("A", a.memory, a.simulation), plan_figures("B", b.memory, b.simulation));
+    QCOMPARE(model.columnCount(), static_cast<int>(PlanDifferenceModel::kColumnCount));
+    const auto row_named = [&](const QString& name) {
+      for (int row = 0; row < model.rowCount(); ++row) {
+        if (model.index(row, PlanDifferenceModel::kQuantity).data().toString() == name) return row;
+      }
+      return -1;
+    };
+    const auto difference = [&](const QString& name) { return model.index(row_named(name), PlanDifferenceModel::kDifference).data(PlanDifferenceModel::kDifferenceRole).toDouble(); };
+    const planner::RankMemory& tight_a = a.memory.tightest();
+    const planner::RankMemory& tight_b = b.memory.tightest();
+    const auto activations = MemoryCategory::activations;
+    QCOMPARE(difference("activations"), static_cast<double>(tight_b.bytes[activations].device - tight_a.bytes[activations].device));
+    QCOMPARE(model.index(row_named("activations"), PlanDifferenceModel::kPlanA).data().toString(), bytes_text(tight_a.bytes[activations].device));
+    QCOMPARE(difference("device total"), static_cast<double>(tight_b.device_total - tight_a.device_total));
+    QCOMPARE(difference("exposed communication"), b.simulation.breakdown.communication_s - a.simulation.breakdown.communication_s);
+    QCOMPARE(difference("pipeline bubble"), b.simulation.breakdown.bubble_s - a.simulation.breakdown.bubble_s);
+    QCOMPARE(difference("optimizer"), b.simulation.breakdown.optimizer_s - a.simulation.breakdown.optimizer_s);
+    QCOMPARE(difference("offload"), b.simulation.breakdown.offload_s - a.simulation.breakdown.offload_s);
+    const auto compute = [](const planner::StepBreakdown& s) { return s.forward_s + s.backward_s + s.recompute_s; };
+    QCOMPARE(difference("compute (forward, backward, recompute)"), compute(b.simulation.breakdown) - compute(a.simulation.breakdown));
+    QCOMPARE(difference("step time"), b.simulation.step_time_s - a.simulation.step_time_s);
+    QCOMPARE(difference("tokens/s"), b.simulation.tokens_per_s - a.simulation.tokens_per_s);
+    // The best plan is faster: B's lower tokens/s is a cost (red), its longer step too.
+    QVERIFY(difference("tokens/s") < 0);
+    const QColor red(0xB0, 0x1E, 0x1E);
+    QCOMPARE(model.index(row_named("tokens/s"), PlanDifferenceModel::kDifference).data(Qt::ForegroundRole).value<QBrush>().color(), red);
+    QCOMPARE(model.index(row_named("step time"), PlanDifferenceModel::kDifference).data(Qt::ForegroundRole).value<QBrush>().color(), red);
+    // A category neither plan has is left out (no Gemini chunks here).
+    QCOMPARE(row_named("chunk_buffers"), -1);
+    model.setPlans(std::nullopt, std::nullopt);
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  // D22: every group of a mesh axis has its own colour, 16 or 256 of them as well as 8,
+  // and the legend says how the colours are given where it cannot name them all.
+  void meshGroupsEachHaveAColour() {
+    for (int64_t groups : {2, 8, 12, 16, 256}) {
+      QSet<QRgb> colours;
+      for (int64_t g = 0; g < groups; ++g) colours.insert(group_colour(g, groups).rgb());
+      QCOMPARE(colours.size(), static_cast<qsizetype>(groups));
+    }
+    QCOMPARE(group_legend(QStringLiteral("data"), 12).size(), size_t{12});
+    QCOMPARE(group_legend(QStringLiteral("data"), 12).back().label, QStringLiteral("data group 11"));
+    const auto ramp = group_legend(QStringLiteral("data"), 256);
+    QCOMPARE(ramp.size(), size_t{4});
+    QCOMPARE(ramp[1].label, QStringLiteral("data group 128"));
+    QCOMPARE(ramp[1].color, group_colour(128, 256));
+    QCOMPARE(ramp.back().label, QStringLiteral("… 256 groups, coloured in order from group 0 to group 255"));
   }
 
   void comparisonModelShowsEachCategory() {

@@ -34,6 +34,7 @@
 #include "plan_table_model.h"
 #include "report_export.h"
 #include "session_io.h"
+#include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/rank_groups.h"
@@ -51,39 +52,10 @@ QByteArray read_all(const QString& path) {
   return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
 }
 
-// A metrics.json as `tessera train` writes it, for tiny-gpt2 on the CPU, whose
-// activations measure 80% of the prediction and everything else as predicted.
-std::string metrics_json(const planner::Model& model, const planner::EstimateRequest& request, const MemoryBreakdown& predicted) {
-  json categories = json::object();
-  for (MemoryCategory c : kAllMemoryCategories) {
-    const int64_t device = c == MemoryCategory::activations ? predicted[c].device * 8 / 10 : predicted[c].device;
-    categories[std::string(to_string(c))] = json{{"device_bytes", device}, {"host_bytes", 0}};
-  }
-  json doc{{"schema", 1}, {"kind", "metrics"}, {"device", "cpu"}, {"model", planner::model_to_json(model)}};
-  doc.update(planner::request_to_json(request));
-  doc["ranks"] = json::array({json{{"ranks", json::array({0, 0})}, {"categories", categories}}});
-  doc["tokens_per_s"] = 1000.0;
-  return doc.dump(2);
-}
-
 void write_file(const QString& path, const std::string& text) {
   QFile file(path);
   QVERIFY(file.open(QIODevice::WriteOnly));
   file.write(QByteArray::fromStdString(text));
-}
-
-// The request tessera train runs for tiny-gpt2: fp32 on the CPU, no GPU runtime.
-planner::EstimateRequest cpu_training_request() {
-  planner::EstimateRequest request;
-  request.training.precision = planner::Precision::fp32;
-  request.training.micro_batch_size = 4;
-  request.training.seq_len = 64;
-  request.plugin.gradient_as_bucket_view = true;
-  request.assumptions.cuda_context_bytes = 0;
-  request.assumptions.allocator_reserve_fraction = 0;
-  request.assumptions.cublas_workspace_bytes = 0;
-  request.assumptions.nccl_bytes_per_group = 0;
-  return request;
 }
 
 // Runs the event loop long enough for any search still on the worker thread to end and deliver.
@@ -298,7 +270,7 @@ class WindowTest : public QObject {
   void measuredRunOverlayShowsTheErrors() {
     auto model = planner::load_model("tiny-gpt2");
     QVERIFY(model.ok());
-    const planner::EstimateRequest request = cpu_training_request();
+    const planner::EstimateRequest request = test::cpu_training_request();
     const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
     QVERIFY(predicted.ok());
     const MemoryBreakdown& p = predicted->ranks.front().bytes;
@@ -306,7 +278,7 @@ class WindowTest : public QObject {
     const QString path = dir.filePath("metrics.json");
     QFile file(path);
     QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QByteArray::fromStdString(metrics_json(model.value(), request, p)));
+    file.write(QByteArray::fromStdString(test::metrics_json(model.value(), request, p)));
     file.close();
 
     MainWindow window(StartState::defaults);
@@ -323,6 +295,14 @@ class WindowTest : public QObject {
     QCOMPARE((*window.memoryView()->measured())[MemoryCategory::activations].device, measured);
     // The shown plan is the run's own set-up, so its bars are the prediction compared against.
     QCOMPARE(window.memoryView()->rows().front().device_total, predicted->ranks.front().device_total);
+    // D11: a CPU run is predicted on the CPU: its RAM is the capacity, its step simulated there, not on an H100.
+    const planner::GpuProfile cpu = planner::host_cpu_profile();
+    QCOMPARE(window.session().inputs().gpu, std::string("cpu"));
+    QCOMPARE(window.memoryView()->rows().front().gpu_capacity, cpu.memory_bytes);
+    const planner::ClusterSpec on_cpu = planner::make_cluster(cpu, 1, 1, window.session().inputs().inter_node_gbit_s).value();
+    const auto step = planner::simulate_step(model.value(), on_cpu, request, predicted.value(), window.session().planRequest().simulation, false);
+    QVERIFY(step.ok());
+    QCOMPARE(window.session().shownPlan()->simulation.step_time_s, step->step_time_s);
     // Another layout or sequence: the overlay no longer applies and goes.
     PlannerInputs inputs = window.session().inputs();
     inputs.seq_len = 32;
@@ -335,13 +315,13 @@ class WindowTest : public QObject {
   void aMeasuredRunOfFourRanksShowsEachRank() {
     auto model = planner::load_model("tiny-gpt2");
     QVERIFY(model.ok());
-    planner::EstimateRequest request = cpu_training_request();
+    planner::EstimateRequest request = test::cpu_training_request();
     request.layout.dp = 4;
     const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
     QVERIFY(predicted.ok());
     const MemoryBreakdown& p = predicted->ranks.front().bytes;
     // Every rank measures the prediction exactly but rank 2, whose activations measure 80% of it.
-    json metrics = json::parse(metrics_json(model.value(), request, p));
+    json metrics = json::parse(test::metrics_json(model.value(), request, p));
     const json off_row = metrics["ranks"][0];
     json exact_row = off_row;
     exact_row["categories"]["activations"]["device_bytes"] = p[MemoryCategory::activations].device;
@@ -383,10 +363,10 @@ class WindowTest : public QObject {
     write_file(dir.filePath("config.json"), config_text.value());
     auto model = planner::load_model(dir.filePath("config.json").toStdString());
     QVERIFY(model.ok());
-    const planner::EstimateRequest request = cpu_training_request();
+    const planner::EstimateRequest request = test::cpu_training_request();
     const auto predicted = planner::estimate_memory(model.value(), planner::load_gpu("h100-80g").value(), request);
     QVERIFY(predicted.ok());
-    json metrics = json::parse(metrics_json(model.value(), request, predicted->ranks.front().bytes));
+    json metrics = json::parse(test::metrics_json(model.value(), request, predicted->ranks.front().bytes));
     metrics["model"]["name"] = "myconfig";
     write_file(dir.filePath("metrics.json"), metrics.dump(2));
 
@@ -584,7 +564,7 @@ class WindowTest : public QObject {
       QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
       const QImage png(dir.filePath(MainWindow::viewName(view) + ".png"));
       QVERIFY(!png.isNull());
-      QCOMPARE(png.size(), window.viewWidget(view)->size());
+      QCOMPARE(png.size(), window.printedPart(view)->size());
     }
     QVERIFY(window.exportTo(dir.filePath("plan.pdf")).ok());
     QVERIFY(read_all(dir.filePath("plan.pdf")).startsWith("%PDF-"));
@@ -600,7 +580,7 @@ class WindowTest : public QObject {
 
     // CSV, Markdown and HTML are the planner's reports of the shown plan, byte for byte.
     const auto& shown = *window.session().shownPlan();
-    const planner::EstimateReport facts{window.session().model(), window.session().planRequest().cluster.gpu, shown.request, shown.memory};
+    const planner::EstimateReport facts{window.session().model(), window.session().planRequest().cluster.gpu, shown.request, shown.memory, &shown.simulation};
     for (auto [suffix, format] : {std::pair{"csv", planner::ReportFormat::csv}, std::pair{"md", planner::ReportFormat::md},
                                   std::pair{"html", planner::ReportFormat::html}}) {
       const QString path = dir.filePath(QStringLiteral("report.") + suffix);
@@ -610,22 +590,20 @@ class WindowTest : public QObject {
     QVERIFY(!window.exportTo(dir.filePath("report.docx")).ok());
   }
 
-  void pdfExportLaysOutTabsNeverShown() {
+  // The report draws the views at a print width of their own and gives them back their sizes.
+  void pdfExportLeavesTheWindowAsItWas() {
     MainWindow window(StartState::defaults);
     window.resize(1280, 800);
     window.show();
     QVERIFY(test::wait_for_search(window.session()));
+    std::vector<QSize> before;
+    for (View view : kAllViews) before.push_back(window.viewWidget(view)->size());
+    const QSize pipeline = window.pipelineView()->canvas()->size();
     QTemporaryDir dir;
     QVERIFY(window.exportTo(dir.filePath("plan.pdf")).ok());
-    const QSize page = window.viewWidget(window.currentView())->size();
-    QVERIFY(page.width() > 640 && page.height() > 480);
-    // Each view is laid out at the tab area's width, and its height or the
-    // taller minimum its layout asks for (not the 640 × 480 of a page never shown).
-    for (View view : kAllViews) {
-      const QWidget* widget = window.viewWidget(view);
-      QCOMPARE(widget->width(), page.width());
-      QVERIFY(widget->height() >= page.height());
-    }
+    QVERIFY(read_all(dir.filePath("plan.pdf")).startsWith("%PDF"));
+    for (View view : kAllViews) QCOMPARE(window.viewWidget(view)->size(), before[static_cast<size_t>(view)]);
+    QCOMPARE(window.pipelineView()->canvas()->size(), pipeline);
   }
 
   void largeMeshesAndManyStagesStayLegible() {
@@ -755,15 +733,15 @@ class WindowTest : public QObject {
     QCOMPARE(again.currentView(), View::pipeline);
   }
 
-  void screenshotModeWritesFivePngsAtTheAskedSize() {
+  void screenshotModeWritesAPngPerViewAtTheAskedSize() {
     QTemporaryDir dir;
     QProcess gui;
     gui.start(TESSERA_GUI_BINARY, {"--screenshot", dir.path(), "--size", "1920x1080"});
     QVERIFY(gui.waitForFinished(60000));
     QCOMPARE(gui.exitCode(), 0);
-    for (const char* view : {"plans", "memory", "mesh", "pipeline", "chunks"}) {
-      const QImage png(dir.filePath(QString::fromLatin1(view) + ".png"));
-      QVERIFY2(!png.isNull(), view);
+    for (View view : kAllViews) {
+      const QImage png(dir.filePath(MainWindow::viewName(view) + ".png"));
+      QVERIFY2(!png.isNull(), qPrintable(MainWindow::viewName(view)));
       QCOMPARE(png.size(), QSize(1920, 1080));
     }
     QProcess bad;

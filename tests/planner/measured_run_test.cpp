@@ -1,7 +1,9 @@
 // Reading metrics.json back and comparing it with a prediction, as `tessera compare` does.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <vector>
 
 #include "../support/scratch_dir.h"
 #include "tessera/planner/json_io.h"
@@ -57,6 +59,27 @@ TEST(MeasuredRun, ReadsTheRunsSetUpAndARowWithoutRanksAsRankZero) {
 
 // Byte counts from a hand-edited or corrupt file: whole, not negative, at most
 // 2^50. A float was truncated (or, past int64, undefined) and compared as 0.0%.
+// What the GUI's measured-run view draws: where the run ran, and its per-step
+// loss, gradient norm (null for a skipped fp16 step) and step time.
+TEST(MeasuredRun, ReadsTheDeviceAndThePerStepSeries) {
+  json doc = json::parse(metrics_with_rows(json::array({activation_row(0, 0, 100, 0)})));
+  doc["device"] = "cpu";
+  doc["loss"] = {10.9, 10.2, 9.8};
+  doc["grad_norm"] = {2.5, nullptr, 1.5};
+  doc["step_time_s"] = {0.5, 0.25, 0.25};
+  auto run = parse_measured_run(doc.dump(), "metrics.json");
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(run->device, "cpu");
+  EXPECT_EQ(run->loss, (std::vector<double>{10.9, 10.2, 9.8}));
+  ASSERT_EQ(run->grad_norm.size(), 3u);
+  EXPECT_TRUE(std::isnan(run->grad_norm[1]));
+  EXPECT_EQ(run->step_time_s, (std::vector<double>{0.5, 0.25, 0.25}));
+  doc["loss"] = {10.9, "high"};
+  EXPECT_FALSE(parse_measured_run(doc.dump(), "metrics.json").ok());
+  doc.erase("loss");
+  EXPECT_TRUE(parse_measured_run(doc.dump(), "metrics.json")->loss.empty());
+}
+
 TEST(MeasuredRun, ByteCountsMustBeWholeNonNegativeAndBounded) {
   const auto metrics = [](const nlohmann::json& device_bytes) {
     nlohmann::json doc{{"schema", 1}, {"kind", "metrics"}};

@@ -58,6 +58,43 @@ TEST_F(Reports, HtmlIsSelfContainedWithAnSvgBarPerRank) {
   EXPECT_NE(html.find("ranks 2-3"), std::string::npos);
 }
 
+// Issue 14 D14: the HTML chart has a byte axis, its totals never sit on the
+// capacity line, and a simulated step adds its time, parts and tokens/s.
+TEST_F(Reports, HtmlChartHasAnAxisTotalsClearOfTheCapacityAndTheStep) {
+  const std::string without_step = render(ReportFormat::html);
+  EXPECT_EQ(without_step.find("<h2>Step</h2>"), std::string::npos);
+  for (const char* tick : {">0 GiB<", ">10 GiB<", ">70 GiB<"}) EXPECT_NE(without_step.find(tick), std::string::npos) << tick;
+  // A row whose total ends just short of the capacity: its label starts right of the capacity line.
+  MemoryEstimate near = estimate;
+  RankMemory& row = near.ranks.front();
+  row.device_total = row.gpu_capacity - (int64_t{1} << 30);
+  const std::string html = render_estimate(EstimateReport{model, gpu, request, near}, ReportFormat::html);
+  const auto number_after = [&](const std::string& text, const std::string& key, size_t from) {
+    const size_t at = text.find(key, from);
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size()));
+  };
+  const size_t total = html.find(">" + format_bytes(row.device_total) + "</text>");
+  ASSERT_NE(total, std::string::npos);
+  const double total_x = number_after(html, "<text x=\"", html.rfind("<text", total));
+  const double capacity_x = number_after(html, "<line x1=\"", total);
+  EXPECT_GT(total_x, capacity_x);
+  StepSimulation step;
+  step.step_time_s = 0.453;
+  step.tokens_per_s = 578309.4;
+  step.mfu = 0.402;
+  step.breakdown.bubble_s = 0.0043;
+  const std::string with_step = render_estimate(EstimateReport{model, gpu, request, estimate, &step}, ReportFormat::html);
+  EXPECT_NE(with_step.find("<p>step time 453 ms · 578309 tokens/s · MFU 40.2%</p>"), std::string::npos);
+  EXPECT_NE(with_step.find("<tr><td>pipeline bubble</td><td>4.30 ms</td></tr>"), std::string::npos);
+}
+
+TEST(FormatSeconds, KeepsThreeDigits) {
+  EXPECT_EQ(format_seconds(38.5e-6), "38.5 µs");
+  EXPECT_EQ(format_seconds(0.0043), "4.30 ms");
+  EXPECT_EQ(format_seconds(0.453), "453 ms");
+  EXPECT_EQ(format_seconds(14.863), "14.86 s");
+}
+
 TEST_F(Reports, TableAndMarkdownGiveTheVerdict) {
   EXPECT_NE(render(ReportFormat::table).find("FITS: every rank leaves at least"), std::string::npos);
   const std::string md = render(ReportFormat::md);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tessera/planner/report.h"
@@ -92,6 +94,44 @@ TEST(PlanSearch, Llama70bOn64H100sNeedsShardingOrTensorAndPipeline) {
   EXPECT_NE(result.explanation.find("as fast within 0.5% and lighter on memory: " + format_bytes(runner_up.peak_device_bytes()) + " against "),
             std::string::npos)
       << result.explanation;
+}
+
+// Issue 14: the GUI's progress count and cancel. Every candidate is counted; a
+// stop request ends the search with `cancelled` before the next candidate.
+TEST(PlanSearch, ProgressCountsEveryCandidateAndStopCancels) {
+  const Model model = testing::shipped_model("llama-2-7b");
+  const PlanRequest request = on("h100-80g", 16, 64, 4096);
+  SearchProgress progress;
+  const auto result = search_plans(model, request, &progress);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(progress.candidates.load(), static_cast<int64_t>(plan_candidates(model, request).size()));
+  EXPECT_EQ(progress.done.load(), progress.candidates.load());
+  EXPECT_GE(progress.done.load(), result->candidates_evaluated);
+  SearchProgress stopped;
+  stopped.stop = true;
+  const auto cancelled = search_plans(model, request, &stopped);
+  ASSERT_FALSE(cancelled.ok());
+  EXPECT_EQ(cancelled.error().code, ErrorCode::cancelled);
+  EXPECT_EQ(stopped.done.load(), 0);
+}
+
+// Issue 14 D21: the explanation names only differences worth a thousandth of
+// the step, never "0.0 µs less optimizer" or 38.5 µs of a 146 ms step (Llama-2-13B on 128 GPUs).
+TEST(PlanSearch, RunnerUpReasonsLeaveOutNegligibleDifferences) {
+  int reasons = 0;
+  for (const auto& [model, gpus, batch, seq] : {std::tuple{"llama-2-13b", 128, 64, 1024}, std::tuple{"llama-2-13b", 1024, 512, 1024},
+                                                std::tuple{"gpt2-xl", 16, 1024, 1024}, std::tuple{"llama-2-70b", 64, 256, 4096}, std::tuple{"gpt2", 64, 32, 1024}}) {
+    const PlanSearchResult result = search(model, on("h100-80g", gpus, batch, seq));
+    ASSERT_GE(result.plans.size(), 2u);
+    const double step_s = result.plans[0].simulation.step_time_s;
+    static const std::regex kAmount("([0-9.]+) (µs|ms|s) (more|less) ");
+    for (auto it = std::sregex_iterator(result.explanation.begin(), result.explanation.end(), kAmount); it != std::sregex_iterator(); ++it, ++reasons) {
+      const std::string unit = (*it)[2];
+      const double seconds = std::stod((*it)[1]) * (unit == "s" ? 1 : unit == "ms" ? 1e-3 : 1e-6);
+      EXPECT_GE(seconds, 0.9e-3 * step_s) << model << " on " << gpus << ": " << result.explanation;
+    }
+  }
+  EXPECT_GT(reasons, 0);
 }
 
 // Issue 11's acceptance: BLOOM-176B (70 layers) on 384 A100s with a global

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "tessera/planner/hardware.h"
 #include "tessera/planner/training_config.h"
 
 namespace tessera::planner {
@@ -29,5 +30,12 @@ constexpr int64_t cpu_workspace_elements_per_thread(int64_t seq_len, Precision p
 constexpr int64_t cpu_workspace_bytes(int64_t threads, int64_t seq_len, Precision precision) {
   return threads * cpu_workspace_elements_per_thread(seq_len, precision) * 4;
 }
+
+// The CPU the engine runs on, as a "GPU" profile for the planner (`tessera
+// train --gpu cpu`, and a measured CPU run in the GUI): named "cpu", its memory
+// is this machine's RAM, and nothing is lost to a CUDA context. Its peak (0.1
+// TFLOP/s in every precision) and bandwidths are placeholders of a few-core
+// machine: step times predicted on it are an order of magnitude, not a measurement.
+GpuProfile host_cpu_profile();
 
 }  // namespace tessera::planner

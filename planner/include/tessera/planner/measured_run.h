@@ -19,6 +19,11 @@ struct MeasuredRun {
   EstimateRequest request;   // the set-up the run used
   std::vector<RankRow> ranks;  // one row per rank (first_rank == last_rank), in rank order; never empty
   double tokens_per_s = 0;
+  std::string device;          // where it ran: "cpu", or a GPU's name ("device" of metrics.json)
+  // Per step, in step order (empty where the file has none):
+  std::vector<double> loss;         // mean loss of the step's micro-batches
+  std::vector<double> grad_norm;    // NaN where an fp16 step was skipped (null in the file)
+  std::vector<double> step_time_s;
 };
 
 Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string& source);

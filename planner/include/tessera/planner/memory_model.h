@@ -88,6 +88,19 @@ struct StageShape {
   int64_t in_flight_blocks() const;
 };
 
+// What a stage's activations are made of: each forward pass of model chunk j
+// keeps pass_bytes[j] until its backward (the embedding's output with the
+// first chunk; the head's and the logits with the last, logits_per_pass of
+// it); a block running holds `working`, the backward pass `backward_scratch`
+// besides. The memory model counts the passes held at the peak plus both.
+struct StageActivations {
+  std::vector<int64_t> pass_bytes;  // one per model chunk
+  int64_t logits_per_pass = 0;      // of the last chunk's pass, on the last stage
+  int64_t working = 0;
+  int64_t backward_scratch = 0;
+};
+StageActivations stage_activations(const Model& model, const EstimateRequest& request, const StageShape& stage);
+
 // The stages of a request, first to last (one stage without a pipeline).
 std::vector<StageShape> stage_shapes(const Model& model, const EstimateRequest& request);
 

@@ -4,6 +4,7 @@
 // ranked by tokens per second.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -87,7 +88,18 @@ Status validate_plan_filters(const Model& model, const PlanRequest& request);
 // data-parallel rank's share of the global batch, in each recompute mode.
 std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanRequest& request);
 
-Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& request);
+// How far a running search is, for another thread to read (the GUI's progress
+// count), and its stop request: the search checks it before each candidate and
+// then returns an error of code `cancelled`.
+struct SearchProgress {
+  std::atomic<int64_t> candidates{0};  // enumerated, set once before the first is evaluated
+  std::atomic<int64_t> done{0};        // evaluated or skipped so far
+  std::atomic<bool> stop{false};
+};
+
+// `progress`, where given, is updated as the candidates are evaluated. The
+// suggestions made when nothing fits (a few smaller searches) are not counted.
+Result<PlanSearchResult> search_plans(const Model& model, const PlanRequest& request, SearchProgress* progress = nullptr);
 
 // "hybrid_parallel dp 2 × tp 8 × pp 4 + sp, zero 1, recompute selective, micro-batch 1 × 16"
 std::string describe_plan(const EstimateRequest& request);

@@ -61,6 +61,8 @@ struct TraceEvent {
   int lane = 0;          // pipeline stage's compute lane = 2·stage, its communication lane = 2·stage + 1
   double start_s = 0;
   double duration_s = 0;
+  int64_t micro_batch = -1;  // forward and backward passes: which micro-batch; -1 otherwise
+  int64_t chunk = 0;         // and which of the stage's model chunks
 };
 
 struct StepSimulation {

@@ -18,6 +18,7 @@ enum class ErrorCode {
   unsupported,       // a well-formed request we do not model (e.g. unknown model_type)
   io_error,          // reading or writing a file failed
   comm_error,        // a collective or point-to-point call failed in the transport (an MPI error)
+  cancelled,         // stopped on request before it finished (a plan search the GUI was asked to cancel)
 };
 
 struct Error {

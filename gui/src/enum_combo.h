@@ -1,0 +1,39 @@
+// A combo box over a planner enum: its items are the planner's spellings
+// (enum_names), optionally led by "any" (no value), shared by the input panel
+// and the layout editor.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string_view>
+
+#include <QComboBox>
+#include <QObject>
+#include <QString>
+
+#include "tessera/planner/enum_names.h"
+
+namespace tessera::gui {
+
+inline QString enum_text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+// A combo box of an enum's names (the planner's spellings), optionally led by "any".
+template <typename E>
+inline QComboBox* enum_combo(QWidget* parent, bool with_any) {
+  auto* combo = new QComboBox(parent);
+  if (with_any) combo->addItem(QObject::tr("any (search all)"), QString());
+  for (const auto& entry : enum_names(E{})) combo->addItem(enum_text(entry.name), enum_text(entry.name));
+  return combo;
+}
+
+template <typename E>
+inline std::optional<E> combo_enum(const QComboBox* combo) {
+  return parse_enum<E>(combo->currentData().toString().toStdString());
+}
+
+template <typename E>
+inline void set_combo_enum(QComboBox* combo, std::optional<E> value) {
+  combo->setCurrentIndex(std::max(0, combo->findData(value ? enum_text(enum_name(*value)) : QString())));
+}
+
+}  // namespace tessera::gui

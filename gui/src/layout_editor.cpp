@@ -1,0 +1,100 @@
+#include "layout_editor.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGridLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+
+#include "enum_combo.h"
+#include "error_text.h"
+
+namespace tessera::gui {
+
+namespace {
+
+QSpinBox* count_box(QWidget* parent, int low, int high) {
+  auto* box = new QSpinBox(parent);
+  box->setRange(low, high);
+  return box;
+}
+
+}  // namespace
+
+LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout (as tessera estimate)"), parent) {
+  plugin_ = enum_combo<planner::PluginKind>(this, false);
+  dp_ = new QLabel(this);
+  tp_ = count_box(this, 1, 1024);
+  pp_ = count_box(this, 1, 1024);
+  micro_batch_ = count_box(this, 1, 1 << 20);
+  schedule_ = enum_combo<planner::PipelineSchedule>(this, false);
+  model_chunks_ = count_box(this, 1, 64);
+  zero_stage_ = count_box(this, 0, 2);
+  cpu_offload_ = new QCheckBox(tr("CPU offload"), this);
+  recompute_ = enum_combo<planner::RecomputeMode>(this, false);
+  sequence_parallel_ = new QCheckBox(tr("sequence parallel"), this);
+  evaluate_ = new QPushButton(tr("Evaluate"), this);
+  evaluate_->setToolTip(tr("Show exactly this layout in every view, fitting or not"));
+  error_ = new QLabel(this);
+  error_->setWordWrap(true);
+  error_->setStyleSheet(QStringLiteral("color: #B01E1E;"));
+  error_->setVisible(false);
+  auto* grid = new QGridLayout(this);
+  const auto add = [&](int row, int column, const QString& label, QWidget* control) {
+    grid->addWidget(new QLabel(label, this), row, 2 * column);
+    grid->addWidget(control, row, 2 * column + 1);
+  };
+  add(0, 0, tr("plugin"), plugin_);
+  add(0, 1, tr("dp"), dp_);
+  add(0, 2, tr("ZeRO stage"), zero_stage_);
+  add(1, 0, tr("tp"), tp_);
+  add(1, 1, tr("pp"), pp_);
+  add(1, 2, tr("micro-batch"), micro_batch_);
+  add(2, 0, tr("schedule"), schedule_);
+  add(2, 1, tr("model chunks"), model_chunks_);
+  add(2, 2, tr("recompute"), recompute_);
+  grid->addWidget(cpu_offload_, 3, 0, 1, 2);
+  grid->addWidget(sequence_parallel_, 3, 2, 1, 2);
+  grid->addWidget(evaluate_, 3, 5);
+  grid->addWidget(error_, 4, 0, 1, 6);
+  connect(evaluate_, &QPushButton::clicked, this, [this] { emit evaluateRequested(layout()); });
+}
+
+void LayoutEditor::showLayout(const LayoutChoice& c, int64_t dp) {
+  set_combo_enum(plugin_, std::optional(c.plugin));
+  dp_->setText(QString::number(dp));
+  tp_->setValue(static_cast<int>(c.tp));
+  pp_->setValue(static_cast<int>(c.pp));
+  micro_batch_->setValue(static_cast<int>(c.micro_batch));
+  set_combo_enum(schedule_, std::optional(c.schedule));
+  model_chunks_->setValue(static_cast<int>(c.model_chunks));
+  zero_stage_->setValue(c.zero_stage);
+  cpu_offload_->setChecked(c.cpu_offload);
+  set_combo_enum(recompute_, std::optional(c.recompute));
+  sequence_parallel_->setChecked(c.sequence_parallel);
+}
+
+LayoutChoice LayoutEditor::layout() const {
+  LayoutChoice c;
+  c.plugin = combo_enum<planner::PluginKind>(plugin_).value_or(planner::PluginKind::torch_ddp);
+  c.tp = tp_->value();
+  c.pp = pp_->value();
+  c.micro_batch = micro_batch_->value();
+  c.schedule = combo_enum<planner::PipelineSchedule>(schedule_).value_or(planner::PipelineSchedule::one_f_one_b);
+  c.model_chunks = model_chunks_->value();
+  c.zero_stage = zero_stage_->value();
+  c.cpu_offload = cpu_offload_->isChecked();
+  c.recompute = combo_enum<planner::RecomputeMode>(recompute_).value_or(planner::RecomputeMode::none);
+  c.sequence_parallel = sequence_parallel_->isChecked();
+  return c;
+}
+
+void LayoutEditor::showError(const QString& message) {
+  error_->setText(message.isEmpty() ? QString() : error_text(message.toStdString()));
+  error_->setVisible(!message.isEmpty());
+}
+
+QString LayoutEditor::errorText() const { return error_->text(); }
+
+}  // namespace tessera::gui

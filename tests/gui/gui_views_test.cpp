@@ -1,0 +1,519 @@
+// The views added in the window's second pass, under the offscreen platform:
+// memory over one step and two plans side by side, with the planner's numbers.
+#include <algorithm>
+#include <cmath>
+
+#include <QComboBox>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QFile>
+#include <QFileInfo>
+#include <QFontInfo>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QToolButton>
+#include <QTest>
+
+#include "category_style.h"
+#include "chunk_view.h"
+#include "gui_test_util.h"
+#include "memory_timeline_chart.h"
+#include "memory_timeline_view.h"
+#include "enum_combo.h"
+#include "layout_editor.h"
+#include "measured_figures.h"
+#include "measured_run_view.h"
+#include "memory_view.h"
+#include "pipeline_view.h"
+#include "plan_table_model.h"
+#include "plan_comparison_view.h"
+#include "plan_difference_model.h"
+#include "plan_labels.h"
+#include "report_contents.h"
+#include "series_chart.h"
+#include "report_export.h"
+#include "tessera/planner/cpu_backend.h"
+#include "tessera/planner/export.h"
+#include "tessera/planner/plan_file.h"
+#include "session_io.h"
+#include "tessera/planner/report.h"
+
+namespace tessera::gui {
+
+namespace {
+
+// Llama-2-70B on 64 H100s, global batch 256: a hundred plans fit, more than a page holds.
+PlannerInputs report_example() {
+  PlannerInputs inputs;
+  inputs.model = "llama-2-70b";
+  inputs.gpus = 64;
+  inputs.global_batch = 256;
+  return inputs;
+}
+
+// The default example (Llama-2-13B on 16 H100s), searched, in a 1280 × 720 window.
+bool show_example(MainWindow& window) {
+  window.resize(1280, 720);
+  window.show();
+  return test::wait_for_search(window.session());
+}
+
+int run_gui(const QStringList& arguments) {
+  QProcess gui;
+  gui.start(TESSERA_GUI_BINARY, arguments);
+  if (!gui.waitForFinished(120000)) return -1;
+  return gui.exitCode();
+}
+
+}  // namespace
+
+class ViewsTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  // The tightest rank row first; its highest point is the memory estimate's total; every row can be chosen.
+  void memoryOverAStepShowsEachRankRowOfThePlan() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    window.showView(View::memory_timeline);
+    const ShownPlan& shown = *window.session().shownPlan();
+    MemoryTimelineView* view = window.memoryTimelineView();
+    QCOMPARE(view->rowChoice()->count(), static_cast<int>(shown.memory.ranks.size()));
+    const planner::RankMemory& tightest = shown.memory.tightest();
+    const auto& timeline = *view->chart()->timeline();
+    QCOMPARE(timeline.first_rank, tightest.first_rank);
+    QCOMPARE(timeline.points[timeline.peak].bytes.device_total(), tightest.device_total);
+    QVERIFY2(view->chart()->peakText().startsWith(QStringLiteral("peak ") + bytes_text(tightest.device_total)), qPrintable(view->chart()->peakText()));
+    QCOMPARE(view->rowChoice()->currentText(), QString::fromStdString(planner::row_label(tightest)));
+    // Another row: its own timeline and peak.
+    const int other = view->rowChoice()->currentIndex() == 0 ? view->rowChoice()->count() - 1 : 0;
+    QVERIFY(other != view->rowChoice()->currentIndex());
+    view->rowChoice()->setCurrentIndex(other);
+    const planner::RankMemory& row = shown.memory.ranks[static_cast<size_t>(other)];
+    QCOMPARE(view->chart()->timeline()->first_rank, row.first_rank);
+    QCOMPARE(view->chart()->timeline()->points[view->chart()->timeline()->peak].bytes.device_total(), row.device_total);
+    QVERIFY(!view->chart()->grab().isNull());  // paints
+    // What-if: a longer sequence re-estimates the plan in view, and the timeline follows it.
+    PlannerInputs inputs = window.session().inputs();
+    inputs.seq_len = 8192;
+    test::set_inputs(window, inputs);
+    QCOMPARE(view->chart()->timeline()->points[view->chart()->timeline()->peak].bytes.device_total(),
+             window.session().shownPlan()->memory.ranks[static_cast<size_t>(other)].device_total);
+  }
+
+  // metrics.json holds peaks, not a course over the step: the view says so and draws the peak.
+  void memoryOverAStepSaysWhatAMeasuredRunHolds() {
+    MemoryTimelineView view;
+    QVERIFY(view.measuredNote().isEmpty());
+    MemoryBreakdown measured;
+    measured.add(MemoryCategory::parameters, MemorySpace::device, int64_t{3} << 30);
+    view.setMeasured(measured);
+    view.show();
+    QVERIFY(view.measuredNote().contains(QStringLiteral("not their course over the step")));
+    QVERIFY(view.measuredNote().contains(bytes_text(int64_t{3} << 30)));
+    view.setMeasured(std::nullopt);
+    QVERIFY(view.measuredNote().isEmpty());
+  }
+
+  // Plan A is the plan in view, plan B the best other ranked plan; B − A from the planner's figures.
+  void comparePlansSetsThePlanInViewAgainstTheNextBest() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    window.showView(View::compare);
+    PlanComparisonView* view = window.planComparisonView();
+    const auto& result = *window.session().searchResult();
+    const ShownPlan& shown = *window.session().shownPlan();
+    QCOMPARE(planner::describe_plan(shown.request), planner::describe_plan(result.plans[0].request));
+    QVERIFY(view->planA()->currentText().startsWith(QStringLiteral("the plan in view: ")));
+    QCOMPARE(view->planB()->currentText(), QStringLiteral("#2 ") + QString::fromStdString(planner::describe_plan(result.plans[1].request)));
+    QCOMPARE(view->planB()->count(), static_cast<int>(result.plans.size()) + 1);
+    const PlanDifferenceModel& model = *view->differenceModel();
+    const auto difference_of = [&](const QString& quantity) {
+      for (int row = 0; row < model.rowCount(); ++row) {
+        if (model.index(row, PlanDifferenceModel::kQuantity).data().toString() == quantity) {
+          return model.index(row, PlanDifferenceModel::kDifference).data(PlanDifferenceModel::kDifferenceRole).toDouble();
+        }
+      }
+      return std::nan("");
+    };
+    QCOMPARE(difference_of("step time"), result.plans[1].simulation.step_time_s - shown.simulation.step_time_s);
+    // Choosing #3 as plan B compares with it; choosing the plan in view as B as well gives no difference.
+    view->planB()->setCurrentIndex(3);
+    QCOMPARE(difference_of("tokens/s"), result.plans[2].simulation.tokens_per_s - shown.simulation.tokens_per_s);
+    view->planB()->setCurrentIndex(0);
+    QCOMPARE(difference_of("device total"), 0.0);
+    QCOMPARE(model.index(0, PlanDifferenceModel::kDifference).data().toString(), QString());  // the heading row
+  }
+
+  // D15: a plan without chunks gets Gemini's map for comparison, and the view says so
+  // first, in full, wrapping where the window is narrow rather than cutting the line.
+  void chunkViewSaysWhenTheMapIsNotThePlans() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    window.showView(View::chunks);
+    const ShownPlan& shown = *window.session().shownPlan();
+    QVERIFY(shown.request.plugin.kind != planner::PluginKind::gemini);
+    ChunkView* view = window.chunkView();
+    const QString first = view->headerLines().front();
+    QVERIFY2(first.startsWith(QStringLiteral("Not this plan's layout: ") + QString::fromStdString(planner::describe_plan(shown.request)) +
+                              QStringLiteral(" does not use chunks.")),
+             qPrintable(first));
+    QVERIFY(!view->headerLines().join(' ').contains(QStringLiteral("e+")));  // no 1.472e+04 Mi elements
+    view->grab();
+    const double wide = view->headerBottom();
+    view->resize(560, view->height());
+    view->grab();
+    QVERIFY2(view->headerBottom() > wide, qPrintable(QStringLiteral("%1 <= %2").arg(view->headerBottom()).arg(wide)));
+    // A Gemini plan's own chunks say whose they are.
+    for (int row = 0; row < window.planModel()->rowCount(); ++row) {
+      const auto plan = window.planModel()->planAt(row);
+      if (!plan || plan->plugin.kind != planner::PluginKind::gemini) continue;
+      window.session().selectPlan(*plan);
+      QVERIFY(view->headerLines().front().startsWith(QStringLiteral("Gemini chunks of ")));
+      return;
+    }
+    QFAIL("the example ranks no Gemini plan");
+  }
+
+  // D16: only a pipeline's idle compute is a bubble; a plan without one says nothing of bubbles.
+  // D17: each pass's exposed tensor-parallel calls are drawn, and events under a pixel keep their width.
+  void pipelineViewNamesBubblesAndDrawsTensorParallelCalls() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    window.showView(View::pipeline);
+    PipelineView* view = window.pipelineView();
+    const ShownPlan& shown = *window.session().shownPlan();
+    QCOMPARE(shown.request.layout.pp, 2);
+    QVERIFY(view->summaryText().contains(QStringLiteral("bubble")));
+    QVERIFY(view->legendLabels().contains(QStringLiteral("idle compute between passes (pipeline bubble)")));
+    // One tensor-parallel event per pass, on the stage's communication lane, inside its pass.
+    const auto& events = shown.simulation.events;
+    int passes = 0, tensor_parallel = 0;
+    for (const planner::TraceEvent& e : events) {
+      passes += e.micro_batch >= 0;
+      if (e.name.rfind("tensor-parallel ", 0) != 0) continue;
+      ++tensor_parallel;
+      QCOMPARE(e.lane % 2, 1);
+      const auto pass = std::find_if(events.begin(), events.end(), [&](const planner::TraceEvent& p) {
+        return p.lane == e.lane - 1 && e.name == "tensor-parallel " + p.name;
+      });
+      QVERIFY(pass != events.end());
+      QCOMPARE(e.start_s + e.duration_s, pass->start_s + pass->duration_s);
+    }
+    QCOMPARE(tensor_parallel, passes);
+    // At "Fit" a receive is under a pixel wide, and drawn so.
+    view->canvas()->grab();
+    const auto recv = std::find_if(events.begin(), events.end(), [](const planner::TraceEvent& e) { return e.name.rfind("recv ", 0) == 0; });
+    QVERIFY(recv != events.end());
+    const QRectF box = view->eventBox(static_cast<size_t>(recv - events.begin()));
+    QVERIFY(!box.isNull());
+    QVERIFY2(box.width() < 1, qPrintable(QString::number(box.width())));
+    // A plan without a pipeline: no bubble in its summary or legend.
+    for (int row = 0; row < window.planModel()->rowCount(); ++row) {
+      const auto plan = window.planModel()->planAt(row);
+      if (!plan || plan->layout.pp != 1) continue;
+      window.session().selectPlan(*plan);
+      QVERIFY2(!view->summaryText().contains(QStringLiteral("bubble")), qPrintable(view->summaryText()));
+      QVERIFY(view->summaryText().startsWith(QStringLiteral("no pipeline")));
+      for (const QString& label : view->legendLabels()) QVERIFY2(!label.contains(QStringLiteral("bubble")), qPrintable(label));
+      return;
+    }
+    QFAIL("the example ranks no plan without a pipeline");
+  }
+
+  // The shown plan as `tessera export --plan N` writes it from the window's plan.json: the same bytes, by the same functions.
+  void exportsAColossalAiScriptADeepSpeedConfigAndATrace() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    QTemporaryDir dir;
+    QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
+    const auto file = planner::read_plan_file(dir.filePath("plan.json").toStdString());
+    QVERIFY(file.ok());
+    const auto read = [&](const QString& name) {
+      QFile exported(dir.filePath(name));
+      return exported.open(QIODevice::ReadOnly) ? exported.readAll().toStdString() : std::string();
+    };
+    QVERIFY(window.exportTo(dir.filePath("train.py")).ok());
+    QCOMPARE(read("train.py"), planner::export_plan(file.value(), 0, planner::ExportTarget::colossalai).value());
+    QVERIFY(window.exportTo(dir.filePath("step.trace.json")).ok());
+    QCOMPARE(read("step.trace.json"), planner::export_plan(file.value(), 0, planner::ExportTarget::perfetto).value());
+    // DeepSpeed cannot run the tp × pp plan in view, and says why; it can a plan without them.
+    const Status refused = window.exportTo(dir.filePath("ds_config.json"));
+    QVERIFY(!refused.ok());
+    QVERIFY2(QString::fromStdString(refused.error().message).contains(QStringLiteral("tensor parallelism")), refused.error().message.c_str());
+    for (int row = 0; row < window.planModel()->rowCount(); ++row) {
+      const auto plan = window.planModel()->planAt(row);
+      if (!plan || plan->layout.tp != 1 || plan->layout.pp != 1 || plan->training.recompute == planner::RecomputeMode::full) continue;
+      window.session().selectPlan(*plan);
+      QVERIFY(window.exportTo(dir.filePath("ds_config.json")).ok());
+      QCOMPARE(read("ds_config.json"), planner::export_plan(file.value(), static_cast<size_t>(row), planner::ExportTarget::deepspeed).value());
+      return;
+    }
+    QFAIL("the example ranks no plan DeepSpeed can run");
+  }
+
+  void exportNamesPickTheFormat() {
+    QCOMPARE(export_format_of(QStringLiteral("a/step.trace.json")), std::optional(ExportFormat::perfetto));
+    QCOMPARE(export_format_of(QStringLiteral("ds_config.json")), std::optional(ExportFormat::deepspeed));
+    QCOMPARE(export_format_of(QStringLiteral("run.ds_config.json")), std::optional(ExportFormat::deepspeed));
+    QCOMPARE(export_format_of(QStringLiteral("train.py")), std::optional(ExportFormat::colossalai));
+    QCOMPARE(export_format_of(QStringLiteral("plan.json")), std::optional(ExportFormat::json));
+    QCOMPARE(with_export_suffix(QStringLiteral("step"), QStringLiteral("Perfetto trace of one step, the shown plan (*.trace.json)")), QStringLiteral("step.trace.json"));
+  }
+
+  // The memory headroom, as tessera plan --memory-headroom takes it: the ranking and the plan in view leave it free.
+  void memoryHeadroomIsLeftFreeByEveryPlan() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    const size_t without = window.session().searchResult()->plans.size();
+    PlannerInputs inputs = window.session().inputs();
+    inputs.memory_headroom = "20%";
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QCOMPARE(window.session().planRequest().assumptions.memory_headroom_fraction, 0.2);
+    const auto& result = *window.session().searchResult();
+    QCOMPARE(result.plans.size(), test::planner_search(inputs).plans.size());
+    QVERIFY(result.plans.size() < without);
+    for (const planner::Candidate& plan : result.plans) {
+      const planner::RankMemory& tight = plan.memory.tightest();
+      QVERIFY(tight.device_total <= tight.gpu_capacity - tight.gpu_capacity / 5);
+    }
+    // The plan in view, carried through the change, is held to the headroom too.
+    const planner::RankMemory& shown = window.session().shownPlan()->memory.tightest();
+    QCOMPARE(shown.headroom, static_cast<int64_t>(0.2 * static_cast<double>(shown.gpu_capacity)));
+    // Typed as the CLI takes it; anything else is refused next to the control, by the control's name.
+    inputs.memory_headroom = "lots";
+    test::set_inputs(window, inputs);
+    QVERIFY(window.inputPanel()->errorText(InputField::memory_headroom).startsWith(QStringLiteral("Memory headroom: 'lots' is not a size")));
+    // A session keeps it.
+    inputs.memory_headroom = "1.5";
+    QCOMPARE(session_from_json(session_to_json(inputs), "test").value().memory_headroom, std::string("1.5"));
+  }
+
+  // The measured-run dashboard: step time and tokens/s measured against the prediction of
+  // the run's set-up (on the CPU it ran on), and its loss and gradient-norm curves.
+  void measuredRunDashboardSetsSpeedAgainstThePrediction() {
+    auto model = planner::load_model("tiny-gpt2");
+    QVERIFY(model.ok());
+    const planner::EstimateRequest request = test::cpu_training_request();
+    const auto predicted = planner::estimate_memory(model.value(), planner::host_cpu_profile(), request);
+    QVERIFY(predicted.ok());
+    nlohmann::json doc = nlohmann::json::parse(test::metrics_json(model.value(), request, predicted->ranks.front().bytes));
+    doc["loss"] = {5.5, 4.75, 4.25, 4.0};
+    doc["grad_norm"] = {2.0, nullptr, 1.5, 1.25};
+    doc["step_time_s"] = {0.04, 0.011, 0.010, 0.012};  // the first step warms up
+    doc["tokens_per_s"] = 21000.0;
+    QTemporaryDir dir;
+    QFile file(dir.filePath("metrics.json"));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QByteArray::fromStdString(doc.dump()));
+    file.close();
+    MainWindow window(StartState::defaults);
+    window.resize(1280, 720);
+    window.show();
+    window.openPath(dir.filePath("metrics.json"));
+    QVERIFY(window.session().measured().has_value());
+    window.showView(View::measured);
+    const planner::StepSimulation& prediction = window.session().shownPlan()->simulation;
+    QVERIFY(std::isfinite(prediction.step_time_s) && prediction.step_time_s > 0 && prediction.tokens_per_s > 0);  // the CPU profile simulates
+    MeasuredRunView* view = window.measuredRunView();
+    QVERIFY2(view->stepTimeText().startsWith(QStringLiteral("measured 11.0 ms · predicted ") + seconds_text(prediction.step_time_s)), qPrintable(view->stepTimeText()));
+    const double error = 100 * (prediction.tokens_per_s - 21000.0) / 21000.0;
+    QVERIFY2(view->tokensText().endsWith(QStringLiteral("off by %1%").arg(error, 0, 'f', 1)), qPrintable(view->tokensText()));
+    QCOMPARE(view->lossChart()->series(), (std::vector<double>{5.5, 4.75, 4.25, 4.0}));
+    QVERIFY(std::isnan(view->gradNormChart()->series()[1]));
+    QVERIFY(!view->grab().isNull());
+    // Closing the run empties the view.
+    window.session().closeMeasuredRun();
+    QVERIFY(view->stepTimeText().isEmpty());
+    QVERIFY(view->lossChart()->series().empty());
+  }
+
+  void medianStepLeavesOutTheFirst() {
+    QCOMPARE(median_step_time({0.04, 0.011, 0.010, 0.012}), std::optional(0.011));
+    QCOMPARE(median_step_time({0.04, 0.011, 0.013}), std::optional(0.012));
+    QCOMPARE(median_step_time({0.5}), std::optional(0.5));
+    QVERIFY(!median_step_time({}).has_value());
+  }
+
+  // A long search can be cancelled: the table keeps the plans of the last search that
+  // finished, says they are of earlier inputs, and plan.json is refused until a search finishes.
+  void cancellingASearchKeepsThePreviousTable() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    const auto [done, candidates] = window.session().searchProgress();
+    QVERIFY(candidates > 0);
+    QCOMPARE(done, candidates);
+    const auto previous = window.session().searchResult();
+    const int rows = window.planModel()->rowCount();
+    test::set_inputs(window, test::large_example());
+    QVERIFY(window.session().searching());
+    window.session().cancelSearch();
+    QVERIFY(!window.session().searching());
+    QTest::qWait(300);  // the cancelled search, finished or stopped, delivers nothing
+    QCOMPARE(window.session().searchResult(), previous);
+    QCOMPARE(window.planModel()->rowCount(), rows);
+    QVERIFY(window.session().rankingIsStale());
+    QVERIFY2(window.searchSummaryText().startsWith(QStringLiteral("Search cancelled at ")), qPrintable(window.searchSummaryText()));
+    QVERIFY(!window.cancelSearchButton()->isVisible());
+    QTemporaryDir dir;
+    const Status refused = window.exportTo(dir.filePath("plan.json"));
+    QVERIFY(!refused.ok());
+    QVERIFY(QString::fromStdString(refused.error().message).contains(QStringLiteral("earlier inputs")));
+    // The next change searches again and the ranking is current once more.
+    PlannerInputs inputs = test::large_example();
+    inputs.global_batch = 512;
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(!window.session().rankingIsStale());
+    QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
+  }
+
+  // Direct layout control: exactly one layout evaluated, fitting or not, as tessera estimate does.
+  void layoutEditorEvaluatesExactlyOneLayout() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    LayoutEditor* editor = window.layoutEditor();
+    const planner::EstimateRequest best = window.session().shownPlan()->request;
+    QCOMPARE(editor->layout(), layout_choice_of(best));  // the plan in view: hybrid 4 × 2 × 2, interleaved × 2, ZeRO 1
+    QCOMPARE(editor->tpBox()->value(), 2);
+    QCOMPARE(editor->modelChunksBox()->value(), 2);
+    // tp 4 without a pipeline, micro-batch 2: dp 4 and 32 / (4 × 2) = 4 micro-batches.
+    editor->ppBox()->setValue(1);
+    editor->tpBox()->setValue(4);
+    editor->microBatchBox()->setValue(2);
+    editor->evaluateButton()->click();
+    QVERIFY2(editor->errorText().isEmpty(), qPrintable(editor->errorText()));
+    const planner::EstimateRequest& shown = window.session().shownPlan()->request;
+    QCOMPARE(shown.layout.dp, 4);
+    QCOMPARE(shown.layout.tp, 4);
+    QCOMPARE(shown.layout.pp, 1);
+    QCOMPARE(shown.training.micro_batch_size, 2);
+    QCOMPARE(shown.training.num_micro_batches, 4);
+    QCOMPARE(shown.plugin.zero_stage, 1);
+    const auto estimate = planner::estimate_memory(window.session().model(), window.session().planRequest().cluster.gpu, shown);
+    QVERIFY(estimate.ok());
+    QCOMPARE(window.session().shownPlan()->memory.tightest().device_total, estimate->tightest().device_total);
+    // DDP of 13B does not fit an 80 GB GPU: it is shown anyway, in red.
+    set_combo_enum(editor->pluginBox(), std::optional(planner::PluginKind::torch_ddp));
+    editor->tpBox()->setValue(1);
+    editor->microBatchBox()->setValue(1);
+    editor->evaluateButton()->click();
+    QVERIFY(!window.session().shownPlan()->memory.fits());
+    QCOMPARE(window.session().shownPlan()->request.plugin.kind, planner::PluginKind::torch_ddp);
+    QVERIFY(window.verdictText().contains(QStringLiteral("DOES NOT FIT")));
+    // What cannot be evaluated says why, in the window's words, and the plan in view stays.
+    editor->tpBox()->setValue(3);
+    editor->evaluateButton()->click();
+    QCOMPARE(editor->errorText(), QStringLiteral("tp 3 × pp 1 does not divide the 16 GPUs"));
+    QCOMPARE(window.session().shownPlan()->request.plugin.kind, planner::PluginKind::torch_ddp);
+    set_combo_enum(editor->pluginBox(), std::optional(planner::PluginKind::hybrid_parallel));
+    editor->tpBox()->setValue(16);
+    editor->evaluateButton()->click();
+    QVERIFY2(editor->errorText().startsWith(QStringLiteral("tp 16 does not divide num_attention_heads 40")), qPrintable(editor->errorText()));
+  }
+
+  // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.
+  void svgNamesAFontBrowsersKnow() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    window.showView(View::memory);
+    QTemporaryDir dir;
+    QVERIFY(window.exportTo(dir.filePath("memory.svg")).ok());
+    QFile file(dir.filePath("memory.svg"));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QString svg = QString::fromUtf8(file.readAll());
+    const QRegularExpression family(QStringLiteral("font-family=\"([^\"]*)\""));
+    int fonts = 0;
+    for (auto match = family.globalMatch(svg); match.hasNext(); ++fonts) {
+      const QString name = match.next().captured(1);
+      QVERIFY2(name.endsWith(QStringLiteral(", sans-serif")) && !name.contains(QStringLiteral("Sans Serif")), qPrintable(name));
+    }
+    QVERIFY(fonts > 0);
+    const int pixels = QFontInfo(window.memoryView()->font()).pixelSize();
+    QVERIFY2(svg.contains(QStringLiteral("font-size=\"%1\"").arg(pixels)), qPrintable(QString::number(pixels)));
+  }
+
+  // The report's first page: what was asked, of what, and the verdict.
+  void reportContentsNameTheInputs() {
+    MainWindow window(StartState::defaults);
+    test::set_inputs(window, report_example());
+    QVERIFY(test::wait_for_search(window.session()));
+    const auto contents = report_contents(window.session());
+    QVERIFY(contents.ok());
+    QCOMPARE(contents->title, QStringLiteral("llama-2-70b on 64 × h100-80g"));
+    const auto input = [&](const QString& label) {
+      for (const auto& [name, value] : contents->inputs) {
+        if (name == label) return value;
+      }
+      return QString();
+    };
+    QCOMPARE(input("Model"), QStringLiteral("llama-2-70b · 69.0B parameters (llama-2-70b)"));
+    QVERIFY(input("Cluster").startsWith(QStringLiteral("custom: 64 GPUs × h100-80g")));
+    QCOMPARE(input("Global batch"), QStringLiteral("256 sequences · 1,048,576 tokens per step"));
+    QCOMPARE(input("Sequence"), QStringLiteral("4,096 tokens"));
+    QCOMPARE(input("Precision"), QStringLiteral("bf16"));
+    QCOMPARE(input("Activation profile"), QStringLiteral("flash"));
+    QVERIFY(contents->fits);
+    QVERIFY(contents->verdict.startsWith(QStringLiteral("FITS: ")));
+    // The planner's assumptions, without the command-line options the window does not have.
+    QVERIFY(!contents->assumptions.empty());
+    for (const auto& [line, source] : contents->assumptions) QVERIFY2(!source.contains(QStringLiteral("--")), qPrintable(source));
+    // Nothing to report while an input is invalid.
+    PlannerInputs invalid = report_example();
+    invalid.seq_len = 0;
+    test::set_inputs(window, invalid);
+    QVERIFY(!report_contents(window.session()).ok());
+  }
+
+  // The acceptance command: a saved session exported in every format without a
+  // window, exit 0; the PDF's text has the model, the GPU count, the global
+  // batch and every plan that fits.
+  void aSessionExportsFromTheCommandLine() {
+    QTemporaryDir dir;
+    const QString session = dir.filePath("session.json");
+    QVERIFY(save_session(session.toStdString(), report_example()).ok());
+    for (const char* name : {"report.pdf", "report.html", "report.svg", "report.png", "report.csv", "report.md", "plan.json"}) {
+      QCOMPARE(run_gui({session, "--export", dir.filePath(name)}), 0);
+      QVERIFY2(QFileInfo(dir.filePath(name)).size() > 0, name);
+    }
+    QCOMPARE(run_gui({"--export", dir.filePath("x.pdf")}), 2);                      // no session
+    QCOMPARE(run_gui({dir.filePath("absent.json"), "--export", dir.filePath("x.pdf")}), 1);  // a session that cannot be read
+    QVERIFY(!QFileInfo::exists(dir.filePath("x.pdf")));
+    const QString pdftotext = QStandardPaths::findExecutable("pdftotext");
+    if (pdftotext.isEmpty()) QSKIP("pdftotext (poppler-utils) is not installed: the PDF's text is not checked");
+    QProcess text;
+    text.start(pdftotext, {"-layout", dir.filePath("report.pdf"), "-"});
+    QVERIFY(text.waitForFinished(60000));
+    const QString pdf = QString::fromUtf8(text.readAllStandardOutput());
+    QVERIFY(pdf.contains(QStringLiteral("llama-2-70b")));
+    QVERIFY(pdf.contains(QStringLiteral("64 GPUs")));
+    QVERIFY(pdf.contains(QStringLiteral("256 sequences")));
+    const auto result = test::planner_search(report_example());
+    QVERIFY(result.plans.size() > 50);  // more than one page of them
+    // One line per plan, "#rank plugin dp×tp×pp ..." in ranked order.
+    const QRegularExpression plan_line(QStringLiteral("^(\\d+) +(torch_ddp|torch_fsdp|low_level_zero|gemini|hybrid_parallel) +(\\S+)"),
+                                       QRegularExpression::MultilineOption);
+    int listed = 0;
+    for (auto match = plan_line.globalMatch(pdf); match.hasNext();) {
+      const auto m = match.next();
+      const planner::EstimateRequest& plan = result.plans[static_cast<size_t>(listed)].request;
+      QCOMPARE(m.captured(1).toInt(), listed + 1);
+      QCOMPARE(m.captured(2), QString::fromLatin1(enum_name(plan.plugin.kind).data()));
+      QVERIFY(m.captured(3).startsWith(QStringLiteral("%1×%2×%3").arg(plan.layout.dp).arg(plan.layout.tp).arg(plan.layout.pp)));
+      ++listed;
+    }
+    QCOMPARE(listed, static_cast<int>(result.plans.size()));
+    // No mouse hints in print.
+    QVERIFY(!pdf.contains(QStringLiteral("drag")));
+  }
+};
+
+}  // namespace tessera::gui
+
+QTEST_MAIN(tessera::gui::ViewsTest)
+#include "gui_views_test.moc"

@@ -62,6 +62,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   models->add_option("--format", models_options.format, "table or json")->check(CLI::IsMember({"table", "json"}));
   CLI::App* gpus = app.add_subcommand("gpus", "List the shipped GPU profiles");
   gpus->add_option("--format", gpus_options.format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  gpus->add_option("--profile", gpus_options.profile,
+                   "Print one GPU's whole profile, a file for --gpu to start from (cpu: this host, as `tessera train` plans it)")
+      ->excludes("--format");
   EstimateOptions estimate_options;
   CLI::App* estimate = app.add_subcommand("estimate", "Memory per rank and category for one training set-up");
   add_estimate_options(*estimate, estimate_options);

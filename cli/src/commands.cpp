@@ -15,6 +15,7 @@
 #include "cli_app.h"
 #include "cli_util.h"
 #include "tessera/engine/file_io.h"
+#include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
@@ -77,6 +78,12 @@ int run_models(const ListOptions& options, std::ostream& out, std::ostream& err)
 }
 
 int run_gpus(const ListOptions& options, std::ostream& out, std::ostream& err) {
+  if (!options.profile.empty()) {
+    auto gpu = options.profile == "cpu" ? Result<GpuProfile>(host_cpu_profile()) : load_gpu(options.profile, "--profile");
+    if (!gpu) return fail(err, gpu.error().message);
+    out << nlohmann::json::parse(gpu_profile_to_json(gpu.value())).dump(2) << "\n";
+    return kExitOk;
+  }
   nlohmann::json list = nlohmann::json::array();
   if (options.format == "table") {
     out << std::left << std::setw(11) << "name" << std::setw(30) << "GPU" << std::right << std::setw(11) << "memory" << std::setw(8)

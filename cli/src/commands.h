@@ -9,6 +9,7 @@ namespace tessera::cli {
 
 struct ListOptions {
   std::string format = "table";  // table or json
+  std::string profile;           // gpus: print this GPU's whole profile ("cpu": this host's) as a --gpu file
 };
 
 int run_models(const ListOptions& options, std::ostream& out, std::ostream& err);

@@ -66,10 +66,12 @@ Result<ClusterSpec> parse_cluster(std::string_view json_text, const std::string&
   const json& root = parsed.value();
   if (!root.is_object()) return make_error(ErrorCode::parse_error, source + ": expected a JSON object (a cluster description)");
   auto gpu_field = root.find("gpu");
-  if (gpu_field == root.end() || !gpu_field->is_string()) {
-    return make_error(ErrorCode::parse_error, source + ": missing field 'gpu' (a GPU name such as \"h100-80g\")");
+  if (gpu_field == root.end() || !(gpu_field->is_string() || gpu_field->is_object())) {
+    return make_error(ErrorCode::parse_error, source + ": missing field 'gpu' (a GPU name such as \"h100-80g\", or a GPU profile object)");
   }
-  auto gpu = load_gpu(gpu_field->get<std::string>(), source + ": field 'gpu'");
+  // A name or path of a profile, or (in a plan made with a --gpu file) the profile itself.
+  auto gpu = gpu_field->is_string() ? load_gpu(gpu_field->get<std::string>(), source + ": field 'gpu'")
+                                    : parse_gpu_profile(gpu_field->dump(), source + ": field 'gpu'");
   if (!gpu) return gpu.error();
   double nodes = 0, per_node = 0, inter = 0, latency_us = 0, intra = 0, host_gib = 0, adam = 0;
   struct Field {

@@ -68,4 +68,18 @@ Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::stri
   return gpu;
 }
 
+std::string gpu_profile_to_json(const GpuProfile& gpu) {
+  const PeakTflops& peak = gpu.peak_tflops;
+  return json{{"name", gpu.name},
+              {"display_name", gpu.display_name},
+              {"memory_bytes", gpu.memory_bytes},
+              {"cuda_context_bytes", gpu.cuda_context_bytes},
+              {"usable_memory_bytes", gpu.usable_memory_bytes},
+              {"peak_tflops", json{{"fp32", peak.fp32}, {"tf32", peak.tf32}, {"bf16", peak.bf16}, {"fp16", peak.fp16}}},
+              {"hbm_gbps", gpu.hbm_gbps},
+              {"nvlink_gbps", gpu.nvlink_gbps},
+              {"pcie_gbps", gpu.pcie_gbps}}
+      .dump();
+}
+
 }  // namespace tessera::planner

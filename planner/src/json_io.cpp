@@ -1,5 +1,6 @@
 #include "tessera/planner/json_io.h"
 
+#include "tessera/planner/registry.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
@@ -82,6 +83,17 @@ class Reader {
   const json& object_;
   std::string where_;
 };
+
+// A shipped GPU is named; any other (a --gpu file) travels inside the plan, so
+// that train, compare and export read the plan without that file.
+json gpu_field(const GpuProfile& gpu) {
+  const json profile = json::parse(gpu_profile_to_json(gpu));
+  for (const std::string& shipped_name : shipped_gpu_names()) {
+    if (shipped_name != gpu.name) continue;
+    if (json::parse(gpu_profile_to_json(load_gpu(shipped_name).value())) == profile) return gpu.name;
+  }
+  return profile;
+}
 
 }  // namespace
 
@@ -209,7 +221,7 @@ json ranks_to_json(const MemoryEstimate& e) {
 
 json cluster_to_json(const ClusterSpec& c) {
   return json{{"name", c.name},
-              {"gpu", c.gpu.name},
+              {"gpu", gpu_field(c.gpu)},
               {"num_nodes", c.num_nodes},
               {"gpus_per_node", c.gpus_per_node},
               {"inter_node_gbps", c.inter_node_gbit_s},

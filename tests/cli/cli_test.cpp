@@ -47,6 +47,34 @@ TEST(Cli, ModelsListsEveryShippedModelWithItsCount) {
   EXPECT_GE(doc["models"].size(), 14u);
 }
 
+TEST(Cli, GpusProfilePrintsAFileThatPlansAsTheShippedGpu) {
+  const CliRun shown = run({"gpus", "--profile", "h100-80g"});
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  const auto profile = nlohmann::json::parse(shown.out);
+  EXPECT_EQ(profile["memory_bytes"], 85520809984LL);
+  EXPECT_EQ(profile["peak_tflops"]["bf16"], 989.4);
+
+  tessera::testing::ScratchDir dir;
+  const std::string file = dir.path() + "/edited.json";
+  std::ofstream(file) << shown.out;
+  const std::vector<const char*> estimate = {"estimate", "--model", "gpt2-medium", "--plugin", "torch_ddp", "--dp", "2",
+                                             "--micro-batch", "2", "--seq", "512", "--format", "json", "--gpu"};
+  auto with = [&](const char* gpu) {
+    std::vector<const char*> args = estimate;
+    args.push_back(gpu);
+    const CliRun r = run(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["ranks"][0]["total"];
+  };
+  EXPECT_EQ(with(file.c_str()), with("h100-80g"));
+
+  const CliRun unknown = run({"gpus", "--profile", "h101"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("--profile: 'h101' is not a known GPU"), std::string::npos) << unknown.err;
+  EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1);
+  EXPECT_EQ(run({"gpus", "--profile", "cpu"}).code, 0);
+}
+
 TEST(Cli, EstimateJsonIsOneObjectWithTheAcceptanceKeys) {
   const CliRun r = run({"estimate", "--model", "gpt2-medium", "--format", "json", "--dp", "8", "--plugin", "gemini"});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "tessera/planner/json_io.h"
 #include "tessera/planner/registry.h"
 
 namespace tessera::planner {
@@ -31,6 +34,31 @@ TEST(Hardware, UnknownNameListsTheKnownOnes) {
   auto gpu = load_gpu("tpu-v9");
   ASSERT_FALSE(gpu.ok());
   EXPECT_NE(gpu.error().message.find("h100-80g"), std::string::npos);
+}
+
+// A plan names a shipped GPU and carries any other (a --gpu file) whole, so
+// that train, compare and export read it back without the file.
+TEST(Hardware, AClusterCarriesAGpuThatIsNotShipped) {
+  ClusterSpec shipped = make_cluster(load_gpu("h100-80g").value(), 8, 8, 400).value();
+  EXPECT_EQ(cluster_to_json(shipped)["gpu"], "h100-80g");
+
+  ClusterSpec custom = shipped;
+  custom.gpu.name = "cpu-measured";
+  custom.gpu.peak_tflops.fp32 = 0.0421;
+  custom.gpu.nvlink_gbps = 3.5;
+  const nlohmann::json document = cluster_to_json(custom);
+  ASSERT_TRUE(document["gpu"].is_object());
+  auto read_back = parse_cluster(document.dump(), "plan.json");
+  ASSERT_TRUE(read_back.ok()) << read_back.error().message;
+  EXPECT_EQ(read_back->gpu.name, "cpu-measured");
+  EXPECT_EQ(read_back->gpu.peak_tflops.fp32, 0.0421);
+  EXPECT_EQ(read_back->gpu.nvlink_gbps, 3.5);
+  EXPECT_EQ(read_back->gpu.memory_bytes, shipped.gpu.memory_bytes);
+
+  // A shipped name with other numbers is not the shipped GPU: carried whole too.
+  ClusterSpec edited = shipped;
+  edited.gpu.hbm_gbps = 1000;
+  EXPECT_TRUE(cluster_to_json(edited)["gpu"].is_object());
 }
 
 }  // namespace

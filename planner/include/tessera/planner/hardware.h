@@ -31,4 +31,7 @@ struct GpuProfile {
 
 Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& source);
 
+// The profile as the JSON text parse_gpu_profile reads back (without its sources).
+std::string gpu_profile_to_json(const GpuProfile& gpu);
+
 }  // namespace tessera::planner

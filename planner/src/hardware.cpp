@@ -23,6 +23,25 @@ Result<double> positive_number(const json& object, const char* key, const std::s
   return value;
 }
 
+// The optional fields the simulator's kernel models read (absent: 0, none measured).
+Result<GpuProfile> parse_kernel_fields(const json& root, const std::string& source, GpuProfile gpu) {
+  if (auto it = root.find("sm_count"); it != root.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1'000'000) {
+      return make_error(ErrorCode::parse_error, source + ": field 'sm_count' must be a whole number from 0 to 1000000");
+    }
+    gpu.sm_count = it->get<int64_t>();
+  }
+  for (auto [key, target] : {std::pair{"matmul_efficiency", &gpu.matmul_efficiency},
+                             std::pair{"fused_attention_efficiency", &gpu.fused_attention_efficiency}}) {
+    if (root.find(key) == root.end()) continue;
+    auto value = positive_number(root, key, source, true);
+    if (!value) return value.error();
+    if (value.value() > 1) return make_error(ErrorCode::parse_error, source + ": field '" + key + "' is a fraction of the peak: at most 1, got " + format_number(value.value()));
+    *target = value.value();
+  }
+  return gpu;
+}
+
 }  // namespace
 
 Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& source) {
@@ -65,7 +84,7 @@ Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::stri
     if (!value) return value.error();
     *f.target = value.value();
   }
-  return gpu;
+  return parse_kernel_fields(root, source, gpu);
 }
 
 std::string gpu_profile_to_json(const GpuProfile& gpu) {
@@ -78,7 +97,10 @@ std::string gpu_profile_to_json(const GpuProfile& gpu) {
               {"peak_tflops", json{{"fp32", peak.fp32}, {"tf32", peak.tf32}, {"bf16", peak.bf16}, {"fp16", peak.fp16}}},
               {"hbm_gbps", gpu.hbm_gbps},
               {"nvlink_gbps", gpu.nvlink_gbps},
-              {"pcie_gbps", gpu.pcie_gbps}}
+              {"pcie_gbps", gpu.pcie_gbps},
+              {"sm_count", gpu.sm_count},
+              {"matmul_efficiency", gpu.matmul_efficiency},
+              {"fused_attention_efficiency", gpu.fused_attention_efficiency}}
       .dump();
 }
 

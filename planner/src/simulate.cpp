@@ -6,6 +6,7 @@
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/flops.h"
+#include "tessera/planner/gemm_model.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/tp_traffic.h"
@@ -23,12 +24,6 @@ struct Link {
 Link group_link(const ClusterSpec& c, int64_t size, int64_t stride) {
   const bool one_node = size <= 1 || (size - 1) * stride < c.gpus_per_node;
   return one_node ? Link{c.intra_node_bytes_per_s(), c.intra_node_latency_s} : Link{c.inter_node_bytes_per_s(), c.inter_node_latency_s};
-}
-
-double peak_flops(const GpuProfile& gpu, Precision p) {
-  // fp32 runs on the fp32 pipes: PyTorch leaves TF32 matmuls off by default.
-  const double tflops = p == Precision::bf16 ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
-  return tflops * 1e12;
 }
 
 // One micro-batch's passes on one stage, seconds.
@@ -49,8 +44,9 @@ struct Context {
   const EstimateRequest& request;
   const MemoryEstimate& estimate;
   const SimulationSettings& settings;
+  KernelRoofs roofs;
+  std::vector<PassSeconds> matmuls;  // one micro-batch's GEMMs per layer (gemm_model.h)
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.training.seq_len); }
-  double flops_per_s() const { return peak_flops(cluster.gpu, request.training.precision) * settings.compute_efficiency; }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
   // Bytes per gradient element on the wire: Megatron-Core reduces its fp32
   // main-gradient buffer under bf16, torchtitan's FSDP2 reduces in fp32
@@ -110,29 +106,37 @@ double tp_calls_s(const TpCalls& calls, int64_t tp, const Link& link) {
 StageCost stage_cost(const Context& c, const StageShape& s) {
   const auto& t = c.request.training;
   const auto& l = c.request.layout;
-  const double tokens = c.tokens_per_micro_batch();
-  double block_flops = 0;
-  for (const StageLayers& chunk : s.chunks) {
-    for (int i = 0; i < chunk.num_layers; ++i) block_flops += block_forward_flops_per_token(c.model, chunk.first_layer + i, t.seq_len);
-  }
-  const double head_flops = s.last ? outside_blocks_forward_flops_per_token(c.model) : 0.0;
-  const double tp = static_cast<double>(l.tp);
+  const PassSeconds attention = attention_core_seconds(c.model.config, fused_attention(t.activation_profile), t.micro_batch_size, t.seq_len, l.tp, c.roofs);
   StageCost cost;
-  cost.forward_compute = tokens * (block_flops + head_flops) / tp / c.flops_per_s();
-  cost.backward_compute = 2 * cost.forward_compute;  // GEMMs: gradients for inputs and for weights
-  const double attention = 4.0 * static_cast<double>(t.seq_len) * static_cast<double>(c.model.config.q_width()) * s.num_layers;
+  double block_forward = 0;  // the blocks' GEMMs, what full recompute runs again
+  for (const StageLayers& chunk : s.chunks) {
+    for (int i = 0; i < chunk.num_layers; ++i) {
+      const PassSeconds& block = c.matmuls[static_cast<size_t>(chunk.first_layer + i + 1)];
+      block_forward += block.forward;
+      cost.forward_compute += block.forward + attention.forward;
+      cost.backward_compute += block.backward + attention.backward;
+    }
+  }
+  if (s.last) {
+    // OPT's projections and the head run on the last stage.
+    for (const PassSeconds& outside : {c.matmuls.front(), c.matmuls.back()}) {
+      cost.forward_compute += outside.forward;
+      cost.backward_compute += outside.backward;
+    }
+  }
+  const double attention_forward = attention.forward * s.num_layers;
   // Element-wise work (norms, activations, softmax, dropout) is memory-bound: each
   // tensor a block keeps for backward is written once in forward and read once in
   // backward, where its gradient is written too (a roofline lower bound).
   const ActivationTable table = activation_table(c.model.config, t.activation_profile, t.precision);
   const ActivationShape shape{t.micro_batch_size, t.seq_len, l.tp, l.sequence_parallel};
-  const double hbm = c.cluster.gpu.hbm_gbps * 1e9 * c.settings.memory_efficiency;
+  const double hbm = c.roofs.hbm_bytes_per_s;
   const double kept = static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::none).stash) * s.num_layers;
   const double scores = kept - static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::selective).stash) * s.num_layers;
   cost.forward_compute += kept / hbm;
   cost.backward_compute += 2 * kept / hbm;
-  if (t.recompute == RecomputeMode::selective) cost.recompute = tokens * attention / tp / c.flops_per_s() + scores / hbm;
-  if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_flops / tp / c.flops_per_s() + kept / hbm;
+  if (t.recompute == RecomputeMode::selective) cost.recompute = attention_forward + scores / hbm;
+  if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + kept / hbm;
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
     const Link link = group_link(c.cluster, l.tp, 1);
@@ -287,7 +291,7 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
     const double cpu_rate = c.cluster.cpu_adam_params_per_s_per_node / static_cast<double>(c.cluster.gpus_per_node);
     out.offload = offloaded * (c.dtype_bytes() + 2) / pcie + offloaded / cpu_rate;
   }
-  out.optimizer = on_gpu * optimizer_bytes_per_param(c.request.training) / (c.cluster.gpu.hbm_gbps * 1e9 * c.settings.memory_efficiency);
+  out.optimizer = on_gpu * optimizer_bytes_per_param(c.request.training) / c.roofs.hbm_bytes_per_s;
   return out;
 }
 
@@ -313,7 +317,9 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
     return make_error(ErrorCode::invalid_argument, "--dp x --tp x --pp = " + std::to_string(l.world_size()) + " but the cluster has " +
                                                        std::to_string(cluster.world_size()) + " GPUs");
   }
-  const Context c{model, cluster, request, estimate, settings};
+  const KernelRoofs roofs = kernel_roofs(cluster.gpu, t.precision, settings.memory_efficiency);
+  const Context c{model, cluster, request, estimate, settings, roofs,
+                  matmul_seconds_by_layer(model, t.micro_batch_size * t.seq_len, l.tp, roofs)};
   const std::vector<StageShape> stages = stage_shapes(model, request);
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
@@ -363,7 +369,7 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
   sim.tokens_per_s = tokens / sim.step_time_s;
   sim.model_tflops_per_gpu = 3 * flops.forward * tokens / sim.step_time_s / gpus / 1e12;
   sim.hardware_tflops_per_gpu = flops.total() * tokens / sim.step_time_s / gpus / 1e12;
-  sim.mfu = sim.model_tflops_per_gpu * 1e12 / peak_flops(cluster.gpu, t.precision);
+  sim.mfu = sim.model_tflops_per_gpu * 1e12 / roofs.peak_flops;
   return sim;
 }
 

@@ -651,7 +651,7 @@ TEST(Cli, DryRunOfA70BTensorParallelPlanMatchesThePlanner) {
   const tessera::testing::ScratchDir scratch;
   const std::string plan = scratch.path("plan.json"), dir = scratch.path("dry");
   ASSERT_EQ(run({"plan", "--model", "llama-2-70b", "--gpus", "1024", "--gpus-per-node", "8", "--gpu", "h100-80g", "--global-batch", "1024", "--seq",
-                 "4096", "--plugin", "hybrid_parallel", "--tp", "8", "--pp", "1", "--output", plan.c_str()})
+                 "4096", "--plugin", "hybrid_parallel", "--tp", "8", "--pp", "1", "--zero-stage", "1", "--output", plan.c_str()})
                 .code,
             0);
   const CliRun dry = run({"train", "--plan", plan.c_str(), "--dry-run", "--rank", "517", "--out", dir.c_str()});

@@ -27,6 +27,11 @@ struct GpuProfile {
   double hbm_gbps = 0;
   double nvlink_gbps = 0;         // per GPU, 0 where there is none
   double pcie_gbps = 0;           // host link, per direction
+  // What the step-time simulator's kernel models read (gemm_model.h); each is
+  // optional in a profile file, 0 where none was measured for the GPU.
+  int64_t sm_count = 0;                   // streaming multiprocessors (wave quantization)
+  double matmul_efficiency = 0;           // fraction of the dense peak cuBLAS sustains on large GEMMs
+  double fused_attention_efficiency = 0;  // fraction of it a fused (flash) attention kernel sustains, forward + backward
 };
 
 Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& source);

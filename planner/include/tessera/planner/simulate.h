@@ -1,7 +1,8 @@
 // Step time of one training configuration on a cluster.
 //
-// Compute: forward FLOPs per token from the inventory (flops.h) at the GPU's
-// dense peak for the precision times an efficiency; backward = 2 × forward;
+// Compute: every GEMM of the inventory's matmul weights and attention's core,
+// forward and backward, timed by the roofline of gemm_model.h (the GPU's measured
+// matmul and fused-attention efficiencies, wave quantization, the HBM roof);
 // recompute adds a forward per its mode; element-wise work is memory-bound:
 // the tensors a block keeps (activations.h) cross HBM once per pass. Communication: the α–β model per
 // collective (Hockney 1994; ring algorithms after Thakur et al. 2005):
@@ -31,11 +32,7 @@
 namespace tessera::planner {
 
 struct SimulationSettings {
-  // Fraction of the dense peak that transformer GEMMs sustain. With 0.6 every
-  // result in data/measurements/published.json lands within 20% (tests/planner/
-  // published_test.cpp prints each); the engine's measurements replace it per GPU.
-  double compute_efficiency = 0.6;
-  // Fraction of HBM bandwidth an element-wise optimizer step reaches.
+  // Fraction of HBM bandwidth element-wise kernels (and the HBM roof of a GEMM) reach.
   double memory_efficiency = 0.8;
   // Communication hidden behind compute still costs this fraction of its time:
   // NCCL runs one thread block per channel on the SMs (16-32 channels on an

@@ -1,0 +1,85 @@
+// Time of the matrix multiplications a transformer runs, on one GPU.
+//
+// Each GEMM is a roofline (Williams et al. 2009, "Roofline: an insightful
+// visual performance model"): the slower of its FLOPs at the compute roof and
+// its operands' bytes at the HBM roof. The compute roof is the dtype's dense
+// peak × the fraction cuBLAS sustains on large shapes (measured per GPU:
+// GpuProfile::matmul_efficiency, for ordinary shapes), lowered by tile and wave quantization (NVIDIA
+// Matrix Multiplication Background User's Guide, §3): the output is cut into
+// 256×128 tiles, one tile per SM at a time, so a partial tile costs a whole one
+// and the last wave of a GEMM whose tiles do not fill every SM runs part-empty.
+// Efficiency therefore rises with the GEMM's size and saturates at the measured
+// value; a GEMM thin in k (attention's QK^T with k = head_dim) hits the HBM roof.
+//
+// Attention's core: a fused kernel (FlashAttention-2/3, PyTorch SDPA) skips the
+// masked half of a causal QK^T and PV and runs at the GPU's measured fused-
+// attention efficiency; its backward recomputes QK^T, 5 matmuls to the forward's
+// 2 (Dao 2023, FlashAttention-2, §3.1 and §4.1: backward = 2.5 × forward FLOPs).
+// An unfused core (Megatron-LM 2021, Hugging Face eager) computes every s×s
+// score, masked or not, as batched GEMMs timed by the roofline above.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tessera/planner/hardware.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+// The profiles' matmul efficiencies are the best shape a brute-force search
+// found (MAMF); a sweep over ordinary shapes (m varied, n = k = 4096) "should
+// give around 80-90% of the maximum achievable result" (stas00/ml-engineering,
+// compute/accelerator/benchmarks/README.md, mamf-finder usage): a transformer's
+// GEMMs are ordinary shapes, so the roof is the middle of that range.
+inline constexpr double kOrdinaryShapeFractionOfBest = 0.85;
+
+// Where a GPU profile has no measurement: the lowest of the NVIDIA parts'
+// measured matmul efficiencies (H100 SXM, 80.3%: data/hardware/gpus/h100-80g.json),
+// and FlashAttention-2's A100 figure (a100-80g.json).
+inline constexpr double kDefaultMatmulEfficiency = 0.80;
+inline constexpr double kDefaultFusedAttentionEfficiency = 0.50;
+
+struct GemmShape {
+  double m = 0, n = 0, k = 0;  // (m × k) · (k × n)
+  double count = 1;            // independent GEMMs of this shape (a batched GEMM's batch)
+  double flops() const { return 2 * m * n * k * count; }
+};
+
+// The roofs of one GPU for one compute dtype.
+struct KernelRoofs {
+  double peak_flops = 1;             // dense peak
+  double matmul_flops = 1;           // what cuBLAS sustains on large GEMMs
+  double fused_attention_flops = 1;  // what a fused attention kernel sustains
+  double hbm_bytes_per_s = 1;        // HBM bandwidth × the memory efficiency element-wise kernels reach
+  double element_bytes = 2;
+  int64_t sm_count = 0;              // 0: wave quantization unknown, not applied
+};
+
+KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency);
+
+double gemm_seconds(const GemmShape& gemm, const KernelRoofs& roofs);
+
+struct PassSeconds {
+  double forward = 0;
+  double backward = 0;  // input gradients and weight gradients
+};
+
+// One tensor-parallel rank's matmuls on `tokens` tokens, layer by layer: entry
+// layer + 1 for each block, entry 0 for the weights before the blocks
+// (kEmbeddingLayer) and the last entry for those after them (the head).
+std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs);
+
+// One rank's attention core (QK^T, softmax, PV) for one layer and micro-batch.
+PassSeconds attention_core_seconds(const ModelConfig& config, bool fused, int64_t micro_batch, int64_t seq_len, int64_t tp,
+                                   const KernelRoofs& roofs);
+
+// Whether the activation profile's runtime runs a fused attention kernel.
+bool fused_attention(ActivationProfile profile);
+
+// Key positions a causal query attends to, averaged over the sequence: (s + 1)/2,
+// or fewer under a sliding window.
+double causal_keys_per_query(int64_t seq_len, int64_t sliding_window);
+
+}  // namespace tessera::planner

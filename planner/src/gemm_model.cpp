@@ -1,0 +1,116 @@
+// GEMM and attention-kernel times; the model is described in gemm_model.h.
+#include "tessera/planner/gemm_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace tessera::planner {
+namespace {
+
+// cuBLAS's 256×128 thread-block tile, one per SM at a time (the user's guide's
+// wave-quantization example on the A100).
+constexpr double kTileM = 256;
+constexpr double kTileN = 128;
+
+double dense_peak_tflops(const GpuProfile& gpu, Precision p) {
+  // fp32 runs on the fp32 pipes: PyTorch leaves TF32 matmuls off by default.
+  return p == Precision::bf16 ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
+}
+
+// A matmul weight's (input features, output features) on one tp rank. Hugging
+// Face's nn.Linear stores (out, in), GPT-2's Conv1D (in, out) (tensor_inventory.cpp);
+// GPT-2's head is its tied embedding, (vocab, hidden) = (out, in).
+struct WeightDims {
+  double in = 0;
+  double out = 0;
+};
+
+WeightDims weight_dims(const ModelConfig& config, const TensorInfo& t, int64_t tp) {
+  std::vector<double> dims(t.shape.begin(), t.shape.end());
+  if (dims.size() != 2) return {};
+  const auto cut = static_cast<size_t>(t.tp_dim);
+  if (t.tp_split == TpSplit::split) dims[cut] /= static_cast<double>(tp);
+  if (t.tp_split == TpSplit::vocab) dims[cut] = std::ceil(dims[cut] / static_cast<double>(tp));  // padded to a multiple of tp
+  const bool stored_in_out = config.family == ModelFamily::gpt2 && t.tp_split != TpSplit::vocab;
+  return stored_in_out ? WeightDims{dims[0], dims[1]} : WeightDims{dims[1], dims[0]};
+}
+
+}  // namespace
+
+KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency) {
+  KernelRoofs r;
+  r.peak_flops = dense_peak_tflops(gpu, precision) * 1e12;
+  r.matmul_flops = r.peak_flops * (gpu.matmul_efficiency > 0 ? gpu.matmul_efficiency : kDefaultMatmulEfficiency) * kOrdinaryShapeFractionOfBest;
+  r.fused_attention_flops = r.peak_flops * (gpu.fused_attention_efficiency > 0 ? gpu.fused_attention_efficiency : kDefaultFusedAttentionEfficiency);
+  r.hbm_bytes_per_s = gpu.hbm_gbps * 1e9 * memory_efficiency;
+  r.element_bytes = static_cast<double>(compute_bytes(precision));
+  r.sm_count = gpu.sm_count;
+  return r;
+}
+
+double gemm_seconds(const GemmShape& g, const KernelRoofs& roofs) {
+  if (g.flops() <= 0) return 0;
+  double compute = g.flops() / roofs.matmul_flops;
+  if (roofs.sm_count > 0) {
+    // Whole waves of whole tiles: each wave takes as long as one tile's FLOPs on one SM.
+    const double tiles = std::ceil(g.m / kTileM) * std::ceil(g.n / kTileN) * g.count;
+    const double waves = std::ceil(tiles / static_cast<double>(roofs.sm_count));
+    compute = waves * 2 * kTileM * kTileN * g.k / (roofs.matmul_flops / static_cast<double>(roofs.sm_count));
+  }
+  const double bytes = (g.m * g.k + g.k * g.n + g.m * g.n) * g.count * roofs.element_bytes;
+  return std::max(compute, bytes / roofs.hbm_bytes_per_s);
+}
+
+std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs) {
+  const int64_t layers = model.config.num_layers;
+  std::vector<PassSeconds> by_layer(static_cast<size_t>(layers + 2));
+  const auto m = static_cast<double>(tokens);
+  for (const TensorInfo& t : model.inventory.tensors) {
+    if (!t.is_matmul_weight) continue;
+    PassSeconds& s = by_layer[static_cast<size_t>(std::clamp<int64_t>(t.layer + 1, 0, layers + 1))];
+    const WeightDims w = weight_dims(model.config, t, tp);
+    s.forward += gemm_seconds({m, w.out, w.in}, roofs);
+    // Backward: the input gradient (tokens × in) and the weight gradient (in × out, summed over tokens).
+    s.backward += gemm_seconds({m, w.in, w.out}, roofs) + gemm_seconds({w.in, w.out, m}, roofs);
+  }
+  return by_layer;
+}
+
+double causal_keys_per_query(int64_t seq_len, int64_t sliding_window) {
+  const auto s = static_cast<double>(seq_len);
+  if (sliding_window <= 0 || sliding_window >= seq_len) return (s + 1) / 2;
+  const auto w = static_cast<double>(sliding_window);
+  return (w * (w + 1) / 2 + (s - w) * w) / s;  // query i sees min(i + 1, w) keys
+}
+
+PassSeconds attention_core_seconds(const ModelConfig& c, bool fused, int64_t micro_batch, int64_t seq_len, int64_t tp, const KernelRoofs& roofs) {
+  const double heads = static_cast<double>(micro_batch) * static_cast<double>(c.num_heads) / static_cast<double>(tp);
+  const auto s = static_cast<double>(seq_len);
+  const auto d = static_cast<double>(c.head_dim);
+  if (fused) {
+    const double forward_flops = 4 * heads * s * causal_keys_per_query(seq_len, c.sliding_window) * d;
+    return {forward_flops / roofs.fused_attention_flops, 2.5 * forward_flops / roofs.fused_attention_flops};
+  }
+  const GemmShape scores{s, s, d, heads};  // QK^T, and in backward dP = dO·V^T
+  const GemmShape values{s, d, s, heads};  // P·V, and in backward dV, dQ and dK
+  // The softmax reads QK^T's output and the dropout (where the model has one)
+  // the softmax's: s×s reads on top of the writes the element-wise term counts
+  // (simulate.cpp charges each tensor kept for backward once in forward).
+  const double score_reads = (c.attention_dropout > 0 ? 2 : 1) * heads * s * s * roofs.element_bytes / roofs.hbm_bytes_per_s;
+  return {gemm_seconds(scores, roofs) + gemm_seconds(values, roofs) + score_reads, gemm_seconds(scores, roofs) + 3 * gemm_seconds(values, roofs)};
+}
+
+bool fused_attention(ActivationProfile profile) {
+  switch (profile) {
+    case ActivationProfile::flash:
+    case ActivationProfile::hf:
+    case ActivationProfile::hf_autocast: return true;  // SDPA / FlashAttention
+    case ActivationProfile::megatron:
+    case ActivationProfile::tessera:
+    case ActivationProfile::hf_eager: return false;
+  }
+  return false;
+}
+
+}  // namespace tessera::planner

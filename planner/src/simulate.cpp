@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tessera/planner/activations.h"
+#include "tessera/planner/collectives.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/gemm_model.h"
 #include "tessera/planner/pipeline_stages.h"
@@ -24,6 +25,14 @@ struct Link {
 Link group_link(const ClusterSpec& c, int64_t size, int64_t stride) {
   const bool one_node = size <= 1 || (size - 1) * stride < c.gpus_per_node;
   return one_node ? Link{c.intra_node_bytes_per_s(), c.intra_node_latency_s} : Link{c.inter_node_bytes_per_s(), c.inter_node_latency_s};
+}
+
+// The same group as NCCL sees it: the nodes it spans (as many of its ranks to a
+// node as `stride` apart fit in one) and the links inside and between them.
+CollectiveGroup collective_group(const ClusterSpec& c, int64_t size, int64_t stride) {
+  const int64_t per_node = std::clamp<int64_t>(c.gpus_per_node / std::max<int64_t>(stride, 1), 1, std::max<int64_t>(size, 1));
+  const int64_t nodes = (size + per_node - 1) / per_node;
+  return CollectiveGroup{size, nodes, c.intra_node_bytes_per_s(), c.inter_node_bytes_per_s(), c.gpu.nvlink_gbps > 0};
 }
 
 // One micro-batch's passes on one stage, seconds.
@@ -73,10 +82,10 @@ bool is_zero3(const PluginOptions& p) { return p.kind == PluginKind::torch_fsdp 
 void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
   const auto& l = c.request.layout;
   if (!is_zero3(c.request.plugin) || l.dp == 1) return;
-  const Link dp = group_link(c.cluster, l.dp, l.tp);
+  const CollectiveGroup dp = collective_group(c.cluster, l.dp, l.tp);
   const double params = static_cast<double>(s.params);
-  const double gather = all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
-  const double scatter = reduce_scatter_s(params * c.gradient_wire_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  const double gather = collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
+  const double scatter = collective_seconds(Collective::reduce_scatter, params * c.gradient_wire_bytes(), dp);
   const double first_unit = gather / static_cast<double>(std::max(1, s.num_layers));  // nothing to overlap with yet
   cost.forward_comm += overlapped(gather, cost.forward_compute, c.settings.overlap_cost) + first_unit;
   cost.backward_comm += overlapped(gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
@@ -90,17 +99,18 @@ void add_zero2_communication(const Context& c, const StageShape& s, StageCost& c
   const auto& p = c.request.plugin;
   const bool zero2 = (p.kind == PluginKind::low_level_zero || p.kind == PluginKind::hybrid_parallel) && p.effective_zero_stage() == 2;
   if (!zero2 || l.dp == 1) return;
-  const Link dp = group_link(c.cluster, l.dp, l.tp);
-  const double scatter = reduce_scatter_s(static_cast<double>(s.params) * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  const double scatter = collective_seconds(Collective::reduce_scatter, static_cast<double>(s.params) * c.dtype_bytes(), collective_group(c.cluster, l.dp, l.tp));
   cost.backward_comm += overlapped(scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
 }
 
-// The α–β time of a tensor-parallel group's calls, each of its share of the bytes.
-double tp_calls_s(const TpCalls& calls, int64_t tp, const Link& link) {
-  const auto each = [&](const CollectiveCalls& k, auto time) {
-    return k.calls == 0 ? 0.0 : static_cast<double>(k.calls) * time(static_cast<double>(k.bytes) / static_cast<double>(k.calls), tp, link.bytes_per_s, link.latency_s);
+// A tensor-parallel group's calls, each of its share of the bytes.
+double tp_calls_s(const TpCalls& calls, const CollectiveGroup& group) {
+  const auto each = [&](const CollectiveCalls& k, Collective collective) {
+    const auto n = static_cast<double>(k.calls);
+    return k.calls == 0 ? 0.0 : n * collective_seconds(collective, static_cast<double>(k.bytes) / n, group);
   };
-  return each(calls.all_reduce, all_reduce_s) + each(calls.reduce_scatter, reduce_scatter_s) + each(calls.all_gather, all_gather_s);
+  return each(calls.all_reduce, Collective::all_reduce) + each(calls.reduce_scatter, Collective::reduce_scatter) +
+         each(calls.all_gather, Collective::all_gather);
 }
 
 StageCost stage_cost(const Context& c, const StageShape& s) {
@@ -139,11 +149,11 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + kept / hbm;
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
-    const Link link = group_link(c.cluster, l.tp, 1);
+    const CollectiveGroup group = collective_group(c.cluster, l.tp, 1);
     const TpMicroBatchTraffic traffic = tp_micro_batch_traffic(c.model.config, TpStage{s.num_layers, s.first, s.last}, t.micro_batch_size, t.seq_len,
                                                                l.sequence_parallel, t.recompute, static_cast<int64_t>(c.dtype_bytes()));
-    cost.forward_comm = tp_calls_s(traffic.forward, l.tp, link);
-    cost.backward_comm = tp_calls_s(traffic.backward, l.tp, link);
+    cost.forward_comm = tp_calls_s(traffic.forward, group);
+    cost.backward_comm = tp_calls_s(traffic.backward, group);
   }
   add_zero3_communication(c, s, cost);
   add_zero2_communication(c, s, cost);
@@ -264,7 +274,7 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   const auto& p = c.request.plugin;
   const double params = static_cast<double>(s.params);
   const double shard = params / static_cast<double>(l.dp);
-  const Link dp = group_link(c.cluster, l.dp, l.tp);
+  const CollectiveGroup dp = collective_group(c.cluster, l.dp, l.tp);
   AfterPipeline out;
   const int stage = p.effective_zero_stage();
   const bool replicated = p.kind == PluginKind::torch_ddp || (p.kind == PluginKind::hybrid_parallel && stage == 0);
@@ -272,15 +282,14 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   double offloaded = 0;    // parameters the CPU optimizer updates
   if (l.dp > 1 && !is_zero3(p) && stage != 2) {
     const double grad_bytes = params * c.gradient_wire_bytes();
-    const double reduce = replicated ? all_reduce_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s)
-                                     : reduce_scatter_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s);
+    const double reduce = collective_seconds(replicated ? Collective::all_reduce : Collective::reduce_scatter, grad_bytes, dp);
     // Overlapped with the last backward, except the last bucket.
     const double bucket = replicated ? static_cast<double>(p.bucket_bytes) : static_cast<double>(p.reduce_bucket_numel) * c.dtype_bytes();
     const double last_bucket = reduce * std::min(1.0, bucket / grad_bytes);
     out.communication = last_bucket + overlapped(reduce - last_bucket, cost.backward_s(), c.settings.overlap_cost);
-    if (!replicated) out.communication += all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+    if (!replicated) out.communication += collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
   }
-  if (l.dp > 1 && stage == 2) out.communication = all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  if (l.dp > 1 && stage == 2) out.communication = collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
   if (!replicated) on_gpu = shard;
   if (p.cpu_offload) offloaded = shard;
   if (c.estimate.gemini) offloaded = shard * c.estimate.gemini->offload_optim_frac;
@@ -296,18 +305,6 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
 }
 
 }  // namespace
-
-double all_reduce_s(double bytes, int64_t n, double bytes_per_s, double latency_s) {
-  if (n <= 1) return 0;
-  const double ranks = static_cast<double>(n);
-  return 2 * (ranks - 1) / ranks * bytes / bytes_per_s + 2 * (ranks - 1) * latency_s;
-}
-
-double reduce_scatter_s(double bytes, int64_t n, double bytes_per_s, double latency_s) {
-  if (n <= 1) return 0;
-  const double ranks = static_cast<double>(n);
-  return (ranks - 1) / ranks * bytes / bytes_per_s + (ranks - 1) * latency_s;
-}
 
 Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request,
                                      const MemoryEstimate& estimate, const SimulationSettings& settings, bool with_events) {

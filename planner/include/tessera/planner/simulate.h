@@ -4,14 +4,11 @@
 // forward and backward, timed by the roofline of gemm_model.h (the GPU's measured
 // matmul and fused-attention efficiencies, wave quantization, the HBM roof);
 // recompute adds a forward per its mode; element-wise work is memory-bound:
-// the tensors a block keeps (activations.h) cross HBM once per pass. Communication: the α–β model per
-// collective (Hockney 1994; ring algorithms after Thakur et al. 2005):
-//   all-reduce          2(n−1)/n · M/β + 2(n−1)·α
-//   reduce-scatter,
-//   all-gather          (n−1)/n · M/β + (n−1)·α
-// with β the bandwidth of the link the group spans (tensor-parallel groups
-// innermost on NVLink; data and pipeline groups across nodes when they leave
-// one). Overlap: DDP and ZeRO-1/2 reduce gradients during the last
+// the tensors a block keeps (activations.h) cross HBM once per pass. Communication:
+// each collective costed as NCCL's tuning model costs it, ring or tree, LL or
+// Simple, whichever is fastest (collectives.h), on the links the group spans
+// (tensor-parallel groups innermost on NVLink; data and pipeline groups across
+// nodes when they leave one); pipeline sends latency + bytes / bandwidth. Overlap: DDP and ZeRO-1/2 reduce gradients during the last
 // micro-batch's backward; ZeRO-3 (FSDP, Gemini) prefetches the next unit during
 // compute; pipelines run the schedule of pipeline_stages.h event by event, so
 // the bubble is what the schedule leaves idle. Offload: PCIe traffic and the
@@ -76,12 +73,5 @@ struct StepSimulation {
 // chunking and placement). The request's num_micro_batches are per step.
 Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request,
                                      const MemoryEstimate& estimate, const SimulationSettings& settings, bool with_events);
-
-// Collective times under the α–β model (seconds), for a group of n ranks.
-double all_reduce_s(double bytes, int64_t n, double bytes_per_s, double latency_s);
-double reduce_scatter_s(double bytes, int64_t n, double bytes_per_s, double latency_s);
-inline double all_gather_s(double bytes, int64_t n, double bytes_per_s, double latency_s) {
-  return reduce_scatter_s(bytes, n, bytes_per_s, latency_s);
-}
 
 }  // namespace tessera::planner

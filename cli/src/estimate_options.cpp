@@ -67,6 +67,10 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--tp", r.layout.tp, "Tensor-parallel size (hybrid_parallel)")->capture_default_str();
   c.add_option("--pp", r.layout.pp, "Pipeline stages (hybrid_parallel)")->capture_default_str();
   c.add_flag("--sequence-parallel", r.layout.sequence_parallel, "Megatron sequence parallelism in the tp group");
+  c.add_flag("--tp-comm-overlap", r.plugin.tp_comm_overlap,
+             "Tensor-parallel all-gathers and reduce-scatters run under the GEMMs (Megatron-Core --tp-comm-overlap, torchtitan async TP; needs --sequence-parallel)");
+  c.add_flag("--overlap-param-gather", r.plugin.overlap_param_gather,
+             "The distributed optimizer's parameter all-gather runs under the next step's forward (Megatron-Core --overlap-param-gather; hybrid_parallel, --zero-stage 1 or 2)");
   c.add_option("--micro-batch", r.training.micro_batch_size, "Samples per micro-batch per data-parallel rank")->capture_default_str();
   c.add_option("--seq", r.training.seq_len, "Tokens per sample")->capture_default_str();
   c.add_option("--micro-batches", r.training.num_micro_batches, "Micro-batches per step")->capture_default_str();

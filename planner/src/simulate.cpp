@@ -154,6 +154,12 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
                                                                l.sequence_parallel, t.recompute, static_cast<int64_t>(c.dtype_bytes()));
     cost.forward_comm = tp_calls_s(traffic.forward, group);
     cost.backward_comm = tp_calls_s(traffic.backward, group);
+    if (c.request.plugin.tp_comm_overlap) {
+      // Megatron-Core's userbuffer overlap and async TP pipeline each call's chunks
+      // with the GEMM beside it: what the pass's compute covers hides.
+      cost.forward_comm = overlapped(cost.forward_comm, cost.forward_compute, c.settings.overlap_cost);
+      cost.backward_comm = overlapped(cost.backward_comm, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
+    }
   }
   add_zero3_communication(c, s, cost);
   add_zero2_communication(c, s, cost);
@@ -287,9 +293,18 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
     const double bucket = replicated ? static_cast<double>(p.bucket_bytes) : static_cast<double>(p.reduce_bucket_numel) * c.dtype_bytes();
     const double last_bucket = reduce * std::min(1.0, bucket / grad_bytes);
     out.communication = last_bucket + overlapped(reduce - last_bucket, cost.backward_s(), c.settings.overlap_cost);
-    if (!replicated) out.communication += collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
+    if (!replicated) {
+      // The updated parameters' all-gather; with --overlap-param-gather it runs under
+      // the next step's first forward, bucket by bucket (Megatron-Core's
+      // distributed optimizer), and only what that forward does not cover shows.
+      const double gather = collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
+      out.communication += p.overlap_param_gather ? overlapped(gather, cost.forward_compute, c.settings.overlap_cost) : gather;
+    }
   }
-  if (l.dp > 1 && stage == 2) out.communication = collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
+  if (l.dp > 1 && stage == 2) {
+    const double gather = collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
+    out.communication = p.overlap_param_gather ? overlapped(gather, cost.forward_compute, c.settings.overlap_cost) : gather;
+  }
   if (!replicated) on_gpu = shard;
   if (p.cpu_offload) offloaded = shard;
   if (c.estimate.gemini) offloaded = shard * c.estimate.gemini->offload_optim_frac;

@@ -107,6 +107,12 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
     return invalid("--zero-stage " + std::to_string(stage) + " cannot be combined with --pp " + str(l.pp) +
                    " (pipeline micro-batches accumulate whole gradients); use --zero-stage 1 or 0");
   }
+  if (p.tp_comm_overlap && !(p.kind == PluginKind::hybrid_parallel && l.tp > 1 && l.sequence_parallel)) {
+    return invalid("--tp-comm-overlap overlaps sequence-parallel tensor-parallel calls: it needs --plugin hybrid_parallel, --tp above 1 and --sequence-parallel");
+  }
+  if (p.overlap_param_gather && !(p.kind == PluginKind::hybrid_parallel && stage >= 1)) {
+    return invalid("--overlap-param-gather overlaps the distributed optimizer's all-gather: it needs --plugin hybrid_parallel with --zero-stage 1 or 2");
+  }
   if (p.cpu_offload && !(p.kind == PluginKind::low_level_zero || (p.kind == PluginKind::hybrid_parallel && stage >= 1))) {
     return invalid("--cpu-offload applies to low_level_zero and hybrid_parallel with --zero-stage 1 or 2; for gemini use --placement");
   }

@@ -52,6 +52,32 @@ TEST_F(Simulator, BreakdownAddsUpToTheStepAndTokensFollow) {
   EXPECT_NEAR(b.backward_s, 2 * b.forward_s, 0.05 * b.forward_s) << "element-wise traffic is 2x in backward too";
 }
 
+// Megatron-Core's --tp-comm-overlap hides the tensor-parallel calls under the
+// GEMMs, --overlap-param-gather the distributed optimizer's all-gather under the
+// next step's forward; both are refused where the runtime cannot do them.
+TEST_F(Simulator, CommunicationOverlapsHideTensorParallelCallsAndTheParameterGather) {
+  EstimateRequest r = pipeline(1, 2, PipelineSchedule::one_f_one_b);  // hybrid_parallel, 2 micro-batches
+  r.plugin.zero_stage = 1;
+  r.layout = ParallelLayout{4, 8, 1, true};
+  r.training.seq_len = 4096;
+  const StepSimulation plain = run(r);
+  r.plugin.tp_comm_overlap = true;
+  const StepSimulation tp_overlap = run(r);
+  EXPECT_LT(tp_overlap.breakdown.communication_s, 0.5 * plain.breakdown.communication_s);
+  EXPECT_LT(tp_overlap.step_time_s, plain.step_time_s);
+  r.plugin.overlap_param_gather = true;
+  const StepSimulation both = run(r);
+  EXPECT_LT(both.step_time_s, tp_overlap.step_time_s);
+  EXPECT_DOUBLE_EQ(both.breakdown.forward_s, plain.breakdown.forward_s) << "overlap moves communication, not compute";
+
+  const GpuProfile gpu = testing::shipped_gpu("h100-80g");
+  r.layout.sequence_parallel = false;
+  EXPECT_NE(validate_request(model, gpu, r).error().message.find("--tp-comm-overlap"), std::string::npos);
+  r.layout.sequence_parallel = true;
+  r.plugin.zero_stage = 0;
+  EXPECT_NE(validate_request(model, gpu, r).error().message.find("--overlap-param-gather"), std::string::npos);
+}
+
 TEST_F(Simulator, PipelineBubbleIsAboutPMinusOneOverMOfTheWork) {
   for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
     const StepSimulation s = run(pipeline(4, 16, schedule));

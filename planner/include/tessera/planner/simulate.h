@@ -8,8 +8,11 @@
 // each collective costed as NCCL's tuning model costs it, ring or tree, LL or
 // Simple, whichever is fastest (collectives.h), on the links the group spans
 // (tensor-parallel groups innermost on NVLink; data and pipeline groups across
-// nodes when they leave one); pipeline sends latency + bytes / bandwidth. Overlap: DDP and ZeRO-1/2 reduce gradients during the last
-// micro-batch's backward; ZeRO-3 (FSDP, Gemini) prefetches the next unit during
+// nodes when they leave one); pipeline sends latency + bytes / bandwidth.
+// Overlap: DDP and ZeRO-1/2 reduce gradients during the last micro-batch's
+// backward; with --tp-comm-overlap the tensor-parallel calls run under each
+// pass's GEMMs, with --overlap-param-gather the distributed optimizer's
+// all-gather under the next step's first forward; ZeRO-3 (FSDP, Gemini) prefetches the next unit during
 // compute; pipelines run the schedule of pipeline_stages.h event by event, so
 // the bubble is what the schedule leaves idle. Offload: PCIe traffic and the
 // CPU optimizer. MFU = model FLOPs / (step time × peak × GPUs) (Narayanan et

@@ -139,6 +139,13 @@ struct PluginOptions {
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
   // interleaved: model chunks per GPU (HybridParallelPlugin num_model_chunks), 1 otherwise.
   int64_t num_model_chunks = 1;
+  // hybrid_parallel with tp > 1 and sequence parallelism: Megatron-Core's --tp-comm-overlap
+  // (Transformer Engine's userbuffers) or torchtitan's async TP, which split the tensor-parallel
+  // all-gathers and reduce-scatters into chunks that run under the GEMMs they feed.
+  bool tp_comm_overlap = false;
+  // hybrid_parallel with a ZeRO stage (Megatron-Core's distributed optimizer): --overlap-param-gather,
+  // the all-gather of the updated parameters run under the next step's first forward.
+  bool overlap_param_gather = false;
 
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
   int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }

@@ -60,6 +60,22 @@ bool show_example(MainWindow& window) {
   return test::wait_for_search(window.session());
 }
 
+// The example's best hybrid plan with tp 2 and two pipeline stages of two
+// model chunks each, shown as a user picks it from the table: the tests below
+// are about that shape, whichever plan the simulator ranks first.
+bool show_tp2_pp2_plan(MainWindow& window) {
+  const auto& result = window.session().searchResult();
+  if (!result) return false;
+  for (const auto& plan : result->plans) {
+    const planner::EstimateRequest& r = plan.request;
+    if (r.layout.tp == 2 && r.layout.pp == 2 && r.plugin.model_chunks() == 2) {
+      window.session().selectPlan(r);
+      return window.session().shownPlan() && window.session().shownPlan()->request.layout.tp == 2;
+    }
+  }
+  return false;
+}
+
 int run_gui(const QStringList& arguments) {
   QProcess gui;
   gui.start(TESSERA_GUI_BINARY, arguments);
@@ -184,6 +200,7 @@ class ViewsTest : public QObject {
   void pipelineViewNamesBubblesAndDrawsTensorParallelCalls() {
     MainWindow window(StartState::defaults);
     QVERIFY(show_example(window));
+    QVERIFY(show_tp2_pp2_plan(window));
     window.showView(View::pipeline);
     PipelineView* view = window.pipelineView();
     const ShownPlan& shown = *window.session().shownPlan();
@@ -377,6 +394,7 @@ class ViewsTest : public QObject {
   void layoutEditorEvaluatesExactlyOneLayout() {
     MainWindow window(StartState::defaults);
     QVERIFY(show_example(window));
+    QVERIFY(show_tp2_pp2_plan(window));
     LayoutEditor* editor = window.layoutEditor();
     const planner::EstimateRequest best = window.session().shownPlan()->request;
     QCOMPARE(editor->layout(), layout_choice_of(best));  // the plan in view: hybrid 4 × 2 × 2, interleaved × 2, ZeRO 1

@@ -207,7 +207,16 @@ class WindowTest : public QObject {
     MainWindow window(StartState::defaults);
     window.show();
     QVERIFY(test::wait_for_search(window.session()));
+    // The plan a user picks from the table (the search's best has tp 1 under today's simulator).
+    for (const auto& plan : window.session().searchResult()->plans) {
+      if (plan.request.layout.tp == 2 && plan.request.layout.pp == 2 && plan.request.plugin.model_chunks() == 2) {
+        window.session().selectPlan(plan.request);
+        break;
+      }
+    }
     const planner::EstimateRequest picked = window.session().shownPlan()->request;  // hybrid dp 4 × tp 2 × pp 2, micro-batch 1 × 8
+    QCOMPARE(picked.layout.tp, int64_t{2});
+    QTRY_VERIFY(window.session().fitLimits().global_batch > 0);  // computed just after the views have the plan
     const planner::ParallelLayout layout = picked.layout;
     const auto planner_estimate = [&](const planner::EstimateRequest& plan) {
       return planner::estimate_memory(window.session().model(), window.session().planRequest().cluster.gpu, plan).value();

@@ -3,7 +3,8 @@
 step METRICS                   median step time (s) of a run, its first two steps left out (warm-up)
 calibrate PROFILE PLAN SECONDS the profile with its peak scaled so that PLAN's simulated step takes SECONDS
 row NAME PLAN SECONDS BASE     a table row: measured and predicted step time, error, ratio to BASE
-bubble MEASURED PREDICTED      the pipeline bubble of a measured and a predicted Perfetto trace
+bubble MEASURED PREDICTED [TOL] the pipeline bubble of a measured and a predicted Perfetto trace;
+                               with TOL, exit 1 when measured/predicted - 1 is beyond +-TOL
 """
 import json
 import re
@@ -86,6 +87,8 @@ def main(argv):
         measured, predicted = bubble_fraction(argv[2]), bubble_fraction(argv[3])
         print(f"1F1B bubble (last step): measured {100 * measured:.1f}%, predicted {100 * predicted:.1f}%, "
               f"measured/predicted {measured / predicted:.2f}")
+        if len(argv) > 4 and abs(measured / predicted - 1) > float(argv[4]):
+            sys.exit(f"the measured bubble is more than {100 * float(argv[4]):.0f}% from the predicted one")
     else:
         sys.exit(__doc__)
 

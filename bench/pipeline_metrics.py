@@ -3,8 +3,9 @@
 step METRICS                   median step time (s) of a run, its first two steps left out (warm-up)
 calibrate PROFILE PLAN SECONDS the profile with its peak scaled so that PLAN's simulated step takes SECONDS
 row NAME PLAN SECONDS BASE     a table row: measured and predicted step time, error, ratio to BASE
-bubble MEASURED PREDICTED [TOL] the pipeline bubble of a measured and a predicted Perfetto trace;
-                               with TOL, exit 1 when measured/predicted - 1 is beyond +-TOL
+bubble MEASURED PREDICTED [TOL] the pipeline bubble of measured Perfetto traces (comma-separated:
+                               their median) and of a predicted one; with TOL, exit 1 when
+                               measured/predicted - 1 is beyond +-TOL
 """
 import json
 import re
@@ -84,9 +85,11 @@ def main(argv):
         predicted = json.load(open(plan_path))["plans"][0]["step_time_s"]
         print(f"{name:<20} {measured * 1e3:11.1f} ms {predicted * 1e3:11.1f} ms {100 * (predicted / measured - 1):+9.1f}% {measured / base:7.2f}x")
     elif command == "bubble":
-        measured, predicted = bubble_fraction(argv[2]), bubble_fraction(argv[3])
-        print(f"1F1B bubble (last step): measured {100 * measured:.1f}%, predicted {100 * predicted:.1f}%, "
-              f"measured/predicted {measured / predicted:.2f}")
+        runs = [bubble_fraction(path) for path in argv[2].split(",")]
+        measured, predicted = statistics.median(runs), bubble_fraction(argv[3])
+        each = ", ".join(f"{100 * run:.1f}%" for run in runs)
+        print(f"1F1B bubble (last step, median of {len(runs)} runs: {each}): measured {100 * measured:.1f}%, "
+              f"predicted {100 * predicted:.1f}%, measured/predicted {measured / predicted:.2f}")
         if len(argv) > 4 and abs(measured / predicted - 1) > float(argv[4]):
             sys.exit(f"the measured bubble is more than {100 * float(argv[4]):.0f}% from the predicted one")
     else:

@@ -1,6 +1,7 @@
 // The memory model: per pipeline stage, the bytes of every category on the
 // device and the host. Sources are cited where each formula is applied.
 #include "tessera/planner/memory_model.h"
+
 #include "tessera/planner/sharding.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/chunks.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "model_states.h"
@@ -99,12 +101,11 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
   switch (g.placement_policy) {
     case GeminiPlacement::cuda: break;  // shard 1, offload 0, 0
     case GeminiPlacement::cpu: p.offload_optim_frac = p.offload_param_frac = 1; break;
-    case GeminiPlacement::static_placement:
+    case GeminiPlacement::static_placement:  // the optimizer's fraction, chunk by chunk, in plan_gemini
       p.shard_param_frac = g.shard_param_frac;
-      p.offload_optim_frac = g.offload_optim_frac;
-      p.offload_param_frac = g.offload_param_frac;
+      p.offload_param_frac = effective_offload_param_frac(g);
       break;
-    case GeminiPlacement::auto_placement: break;  // starts on the device; see estimate_memory
+    case GeminiPlacement::auto_placement: break;  // solved against the GPU in estimate_memory (solve_auto_placement)
   }
   return p;
 }
@@ -214,22 +215,34 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   const int layers = static_cast<int>(m.config.num_layers);
   summary.peak_gathered_chunks = peak_chunks_per_layer(layout, m.inventory, layers);
   summary.peak_gathered_elements = peak_gathered_elements(layout, m.inventory, layers);
+  if (g.placement_policy == GeminiPlacement::static_placement) {
+    // Whole chunks, as many as ColossalAI's walk sends (gemini_static_placement.h).
+    summary.optimizer_chunks_on_host = offloaded_optimizer_chunks(layout, g.offload_optim_frac);
+    summary.offload_optim_frac = static_cast<double>(leading_chunk_elements(layout, summary.optimizer_chunks_on_host)) /
+                                 static_cast<double>(layout.padded_elements());
+  }
   return summary;
 }
 
-// Gemini "auto" offloads the smallest fraction of the fp32 optimizer chunks that
-// brings the device under auto_placement_cuda_fraction of the GPU. Device bytes
-// fall linearly in the fraction, so two evaluations give it exactly.
+// Gemini "auto" (ColossalAI v0.5.0, colossalai/zero/gemini/placement_policy.py,
+// AutoPlacementPolicy): setup_grads_device puts every chunk's fp32 master
+// weights and optimizer states on the host (the CPU Adam updates them there),
+// and evict_tensors moves parameter chunks off the device only while the
+// model data would pass steady_cuda_cap_ratio (0.9) of it less the non-model
+// data it measured. In the steady state that is the smallest fraction of the
+// parameter chunks on the host that brings the device under that share;
+// device bytes fall linearly in the fraction, so two evaluations give it.
 void solve_auto_placement(const Model& m, const StageShape& s, const EstimateRequest& r, int64_t capacity,
                           int64_t cuda_context, GeminiSummary& g) {
   const double target = r.assumptions.auto_placement_cuda_fraction * static_cast<double>(capacity);
-  g.offload_optim_frac = 0;
+  g.offload_optim_frac = 1;
+  g.offload_param_frac = 0;
   const double all_on_device = static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total());
   if (all_on_device <= target) return;
-  g.offload_optim_frac = 1;
+  g.offload_param_frac = 1;
   const double all_offloaded = static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total());
   const double needed = (all_on_device - target) / std::max(1.0, all_on_device - all_offloaded);
-  g.offload_optim_frac = std::clamp(needed, 0.0, 1.0);
+  g.offload_param_frac = std::clamp(needed, 0.0, 1.0);
 }
 
 RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryBreakdown& bytes, int64_t capacity) {

@@ -193,8 +193,16 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
     char fractions[128];
     std::snprintf(fractions, sizeof fractions, "shard_param_frac %.2f, offload_optim_frac %.2f, offload_param_frac %.2f",
                   g.shard_param_frac, g.offload_optim_frac, g.offload_param_frac);
-    lines.push_back({"Gemini placement", std::string(enum_name(r.request.plugin.gemini.placement_policy)) + ": " + fractions,
-                     "ColossalAI GeminiPlugin placement_policy"});
+    std::string placement = std::string(enum_name(r.request.plugin.gemini.placement_policy)) + ": " + fractions;
+    std::string source = "ColossalAI GeminiPlugin placement_policy";
+    if (r.request.plugin.gemini.placement_policy == GeminiPlacement::static_placement) {
+      char asked[96];
+      std::snprintf(asked, sizeof asked, " (asked %.3g: the fp32 states of %lld of %lld chunks)", r.request.plugin.gemini.offload_optim_frac,
+                    static_cast<long long>(g.optimizer_chunks_on_host), static_cast<long long>(g.num_chunks));
+      placement += asked;
+      source = "ColossalAI v0.5.0 StaticPlacementPolicy: whole chunks, against a total that counts a chunk once per tensor";
+    }
+    lines.push_back({"Gemini placement", placement, source});
   }
   return lines;
 }

@@ -9,9 +9,11 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/report.h"
 #include "search_internal.h"
 
@@ -82,10 +84,20 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
         GeminiPlacement policy;
         double optim, param;
       };
-      for (const Placement& pl : {Placement{GeminiPlacement::cuda, 0, 0}, Placement{GeminiPlacement::cpu, 1, 1},
-                                  Placement{GeminiPlacement::auto_placement, 0, 0}, Placement{GeminiPlacement::static_placement, 0.25, 0},
-                                  Placement{GeminiPlacement::static_placement, 0.5, 0}, Placement{GeminiPlacement::static_placement, 0.75, 0},
-                                  Placement{GeminiPlacement::static_placement, 1, 0}, Placement{GeminiPlacement::static_placement, 1, 0.5}}) {
+      std::vector<Placement> placements = {{GeminiPlacement::cuda, 0, 0}, {GeminiPlacement::cpu, 1, 1}, {GeminiPlacement::auto_placement, 0, 0}};
+      // Static offloads of a quarter, a half and three quarters of the chunks'
+      // optimizer states, each as the fraction ColossalAI needs to be given for
+      // it (gemini_static_placement.h), then all of them, with half the parameters too.
+      const ChunkLayout layout = pack_chunks(m.inventory, g.chunk_size, n);
+      int64_t previous = 0;
+      for (const int64_t quarters : {1, 2, 3}) {
+        const int64_t chunks = (layout.num_chunks() * quarters + 2) / 4;
+        if (chunks > previous && chunks < layout.num_chunks()) placements.push_back({GeminiPlacement::static_placement, offload_optim_frac_for(layout, chunks), 0});
+        previous = std::max(previous, chunks);
+      }
+      placements.push_back({GeminiPlacement::static_placement, 1, 0});
+      placements.push_back({GeminiPlacement::static_placement, 1, 0.5});
+      for (const Placement& pl : placements) {
         if (!sharding_helps && pl.optim == 0 && pl.param == 0 && pl.policy != GeminiPlacement::auto_placement) continue;
         add(PluginKind::gemini, [&](EstimateRequest& r) {
           r.plugin.gemini = g;
@@ -326,7 +338,7 @@ std::string describe_plan(const EstimateRequest& r) {
       std::snprintf(g, sizeof g, " %s", std::string(enum_name(p.gemini.placement_policy)).c_str());
       text += g;
       if (p.gemini.placement_policy == GeminiPlacement::static_placement) {
-        std::snprintf(g, sizeof g, " (optim %.2f, param %.2f on host)", p.gemini.offload_optim_frac, p.gemini.offload_param_frac);
+        std::snprintf(g, sizeof g, " (offload_optim_frac %.3g, offload_param_frac %.3g)", p.gemini.offload_optim_frac, p.gemini.offload_param_frac);
         text += g;
       }
       break;

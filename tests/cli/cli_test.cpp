@@ -670,8 +670,10 @@ TEST(Cli, DryRunOfA70BTensorParallelPlanMatchesThePlanner) {
       << training.err;
 }
 
-// Gemini's auto placement runs the fractions the planner solved for this
-// machine (all on the device here), and a fractional static one is refused.
+// Gemini's auto placement runs what the planner solved for this machine (the
+// optimizer on the host, the parameters on the device, as ColossalAI's auto
+// policy), a static one offloads the optimizer chunk by chunk, and a fraction
+// of the parameters' chunks is refused.
 TEST(Cli, GeminiAutoPlacementRunsWhatThePlannerSolved) {
   const tessera::testing::ScratchDir scratch;
   const std::string dir = scratch.path("run");
@@ -679,10 +681,15 @@ TEST(Cli, GeminiAutoPlacementRunsWhatThePlannerSolved) {
   ASSERT_EQ(trained.code, 0) << trained.err;
   const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
   EXPECT_EQ(nlohmann::json::parse(compared.out)["max_abs_error_pct"].get<double>(), 0.0) << compared.out;
-  const CliRun refused = run({"train", "--plugin", "gemini", "--placement", "static", "--offload-param-frac", "0.5", "--precision", "bf16", "--out",
-                              scratch.path("static").c_str()});
+  std::ifstream metrics_file(dir + "/metrics.json");
+  const auto states = nlohmann::json::parse(metrics_file)["ranks"][0]["categories"]["optimizer_states"];
+  EXPECT_EQ(states["device_bytes"], 0);
+  EXPECT_GT(states["host_bytes"].get<int64_t>(), 0);
+  const CliRun refused = run({"train", "--plugin", "gemini", "--placement", "static", "--offload-optim-frac", "1", "--offload-param-frac", "0.5",
+                              "--precision", "bf16", "--out", scratch.path("static").c_str()});
   EXPECT_EQ(refused.code, 2);
-  EXPECT_NE(refused.err.find("not fractions of them; plan with --placement cuda or cpu"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("not fractions of them; plan with --shard-param-frac 1 and --offload-param-frac 0 or 1"), std::string::npos)
+      << refused.err;
 }
 
 TEST(Cli, DryRunRanksOutsideThePlanAreRefused) {

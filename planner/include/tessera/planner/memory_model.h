@@ -59,8 +59,9 @@ struct GeminiSummary {
   int64_t peak_gathered_elements = 0;  // their elements (capacities)
   int64_t padded_elements() const;     // all chunks' elements
   double shard_param_frac = 1;
-  double offload_optim_frac = 0;
+  double offload_optim_frac = 0;       // of the chunks' elements: under `static`, whole chunks as ColossalAI moves them
   double offload_param_frac = 0;
+  int64_t optimizer_chunks_on_host = 0;  // `static`: the chunks whose fp32 states ColossalAI offloads
 };
 
 struct MemoryEstimate {

@@ -22,6 +22,10 @@ Status mib_to_bytes(const char* option, double mib, int64_t& out, bool allow_neg
   return Status::success();
 }
 
+}  // namespace
+
+
+// What the file's extension names: md, csv, html (or .htm), json; table otherwise.
 ReportFormat format_from_extension(const std::string& path) {
   for (const auto& entry : kReportFormatNames) {
     if (entry.value != ReportFormat::table && path.ends_with("." + std::string(entry.name))) return entry.value;
@@ -29,9 +33,6 @@ ReportFormat format_from_extension(const std::string& path) {
   if (path.ends_with(".htm")) return ReportFormat::html;
   return ReportFormat::table;
 }
-
-}  // namespace
-
 
 Status EstimateOptions::finish() {
   TrainingOptions& t = request.training;

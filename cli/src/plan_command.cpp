@@ -136,6 +136,10 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
 }
 
 int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
+  if (const planner::ReportFormat named = format_from_extension(options.output); named != planner::ReportFormat::json && named != planner::ReportFormat::table) {
+    return fail(err, "--output " + options.output + ": tessera plan writes the plan document, JSON; name it .json (a report of one plan: tessera estimate "
+                     "--output FILE." + std::string(enum_name(named)) + ", or tessera-gui SESSION.json --export FILE." + std::string(enum_name(named)) + ")");
+  }
   auto model = load_model(options.model);
   if (!model) return fail(err, model.error().message);
   auto request = make_request(options);

@@ -220,6 +220,15 @@ TEST(Cli, PlanJsonRanksPlansBestFirstWithTheAcceptanceKeys) {
   std::remove(output.c_str());
 }
 
+// plan.json is JSON whatever the name; a report's extension is refused rather than filled with JSON.
+TEST(Cli, PlanRefusesToWriteJsonUnderAReportsName) {
+  const CliRun r = run({"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--output", "plan.html"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("tessera: error: --output plan.html: tessera plan writes the plan document, JSON; name it .json", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("tessera estimate --output FILE.html"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
 TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
   const std::string missing_field = std::string(TESSERA_CLI_TEST_DATA) + "/cluster-missing-gpus-per-node.json";
   struct Case {

@@ -1,0 +1,253 @@
+"""tools/ecosystem-check's matrix: plans made and exported by the real `tessera`
+binary, run against the installed ColossalAI, DeepSpeed and transformers on CPU
+ranks, each as far as a CPU allows, and compared with what the plan says.
+
+    check.py TESSERA WORK_DIR
+
+Prints one line per entry (PASS/FAIL, what was run, what was compared) and a
+summary; exit 0 when every entry passes, 1 otherwise.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+STEPS = 3  # optimizer steps per run: enough to cross accumulation boundaries and a second step
+
+
+@dataclass
+class Entry:
+    name: str
+    plan: list  # `tessera plan` arguments after --model
+    pick: dict = field(default_factory=dict)  # settings the chosen plan must have (the first such plan)
+    target: str = "colossalai"  # or "deepspeed"
+    mode: str = "steps"  # steps: train STEPS steps; construct: up to booster.boost
+
+
+def tiny(model, gpus, *extra):
+    return ["--model", model, "--gpus", str(gpus), "--global-batch", "8", "--seq", "64", "--top", "60", *extra]
+
+
+# What runs how far on a CPU (colossalai 0.5.0, deepspeed 0.19.8, torch 2.5.1):
+#  - TorchDDPPlugin trains (gloo); fp16 runs the booster's AMP path, which on a CPU casts nothing.
+#  - LowLevelZero asserts a CUDA/NPU accelerator (zero/low_level/low_level_optim.py _sanity_checks), Gemini
+#    needs accelerator streams (zero/gemini/gemini_ddp.py), FSDP torch.cuda.current_device()
+#    (booster/plugin/torch_fsdp_plugin.py configure), HybridParallel's ZeRO and shardformer the same: these
+#    run to booster.boost, where their process groups, layers per stage and chunks are compared.
+#  - DeepSpeed's ZeRO-1/2 trains on CPU ranks, offload included.
+MATRIX = [
+    Entry("ddp fp16 accumulation", tiny("tiny-gpt2", 2, "--plugin", "torch_ddp", "--precision", "fp16", "--micro-batch", "2"), {"recompute": "none"}),
+    Entry("ddp bf16 accumulation", tiny("tiny-llama", 2, "--plugin", "torch_ddp", "--micro-batch", "2"), {"recompute": "none"}),
+    Entry("ddp bf16 recompute full, 4 ranks", tiny("tiny-gpt2", 4, "--plugin", "torch_ddp", "--micro-batch", "1"), {"recompute": "full"}),
+    Entry("fsdp full_shard bf16", tiny("tiny-gpt2", 2, "--plugin", "torch_fsdp", "--micro-batch", "2"), {"sharding_strategy": "full_shard"}, mode="construct"),
+    Entry("low_level_zero stage 2 + offload", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 2, "cpu_offload": True}, mode="construct"),
+    Entry("gemini cuda (chunk_config_dict)", tiny("tiny-gpt2", 2, "--plugin", "gemini", "--micro-batch", "2"), {"placement_policy": "cuda"}, mode="construct"),
+    Entry("gemini static offload fp16", tiny("tiny-llama", 2, "--plugin", "gemini", "--precision", "fp16", "--micro-batch", "2"), {"placement_policy": "static"}, mode="construct"),
+    Entry("gemini gpt2-medium dp 8 (search)", ["--model", "gpt2-medium", "--gpus", "8", "--global-batch", "64", "--seq", "1024", "--plugin", "gemini", "--top", "1"], mode="construct"),
+    Entry("gemini llama-2-7b dp 8 (search)", ["--model", "llama-2-7b", "--gpus", "8", "--global-batch", "64", "--seq", "4096", "--plugin", "gemini", "--top", "1"], mode="construct"),
+    Entry("hybrid tp 2 x pp 2 x dp 2, 1f1b", tiny("tiny-gpt2", 8, "--plugin", "hybrid_parallel", "--tp", "2", "--pp", "2", "--micro-batch", "1"), {"pp_style": "1f1b"}, mode="construct"),
+    Entry("hybrid tp 2 x dp 4, zero 2", tiny("tiny-llama", 8, "--plugin", "hybrid_parallel", "--tp", "2", "--pp", "1", "--zero-stage", "2"), mode="construct"),
+    Entry("hybrid pp 4 x dp 2, 5 layers, 2 nodes", ["--model", "@five-layers", "--gpus", "8", "--gpus-per-node", "4", "--global-batch", "8", "--seq", "64", "--top", "60",
+                                                  "--plugin", "hybrid_parallel", "--tp", "1", "--pp", "4", "--micro-batch", "1"], {"pp_style": "1f1b"}, mode="construct"),
+    Entry("deepspeed zero 1 bf16", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 1, "cpu_offload": False, "recompute": "none"}, "deepspeed"),
+    Entry("deepspeed zero 2 bf16", tiny("tiny-llama", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 2, "cpu_offload": False, "recompute": "none"}, "deepspeed"),
+    Entry("deepspeed zero 2 fp16 + offload", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--precision", "fp16", "--micro-batch", "2"),
+          {"stage": 2, "cpu_offload": True, "recompute": "none"}, "deepspeed"),
+]
+
+
+def five_layer_config(work):
+    """tiny-gpt2 with 5 blocks: a split over 4 stages that is not even, where the plan's and ColossalAI's layers per stage can differ."""
+    with open(os.path.join(ROOT, "models", "tiny-gpt2.json")) as f:
+        config = json.load(f)
+    config["n_layer"] = 5
+    config["_comment"] = "tiny-gpt2 with 5 layers, for tools/ecosystem-check"
+    path = os.path.join(work, "five-layers.json")
+    with open(path, "w") as f:
+        json.dump(config, f, indent=2)
+    return path
+
+
+def run(cmd, log, env=None, timeout=900):
+    with open(log, "w") as out:
+        return subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout).returncode
+
+
+def tail(log, lines=6):
+    with open(log) as f:
+        text = [line.rstrip() for line in f if "Warning" not in line and "warn(" not in line]
+    return "\n      ".join(text[-lines:])
+
+
+def pick_plan(plan_file, pick):
+    with open(plan_file) as f:
+        document = json.load(f)
+    for index, plan in enumerate(document["plans"]):
+        values = {**plan["settings"], **plan["training"]}
+        if all(values.get(k) == v for k, v in pick.items()):
+            return index + 1, plan, document
+    raise RuntimeError(f"no plan in {plan_file} has {pick}")
+
+
+def planned_groups(layout, rank):
+    """The plan's groups of a rank: tp fastest, then dp, then pp (docs/plan-json.md, `layout`)."""
+    tp, dp, pp = layout["tp"], layout["dp"], layout["pp"]
+    t, d, p = rank % tp, rank // tp % dp, rank // (tp * dp)
+    return {
+        "tp_group": [i + tp * (d + dp * p) for i in range(tp)],
+        "dp_group": [t + tp * (i + dp * p) for i in range(dp)],
+        "pp_group": [t + tp * (d + dp * i) for i in range(pp)],
+        "stage": p,
+    }
+
+
+def planned_layers_per_stage(plan):
+    """Blocks per stage from memory.ranks (rows that merge stages hold as many blocks each)."""
+    counts = {}
+    for row in plan["memory"]["ranks"]:
+        first, last = row["pipeline_stages"]
+        layers = row["layers"]
+        span = 0 if layers is None else layers[1] - layers[0] + 1
+        for stage in range(first, last + 1):
+            counts[stage] = span // (last - first + 1)
+    return [counts[s] for s in sorted(counts)]
+
+
+def torchrun(venv, ranks, script, args, log, env):
+    cmd = [os.path.join(venv, "bin", "torchrun"), "--nproc_per_node", str(ranks), "--master_port", str(29400 + ranks), script, *args]
+    return run(cmd, log, env)
+
+
+def compare_colossalai(entry, plan, facts, ranks):
+    """Problems found comparing the ranks' facts with the plan (an empty list: they agree)."""
+    problems = []
+    settings, layout = plan["settings"], plan["layout"]
+    if len(facts) != ranks:
+        return [f"{len(facts)} of {ranks} ranks reported"]
+    if entry.mode == "steps":
+        return []
+    for rank, f in enumerate(facts):
+        if f["plugin"] == "HybridParallelPlugin":
+            expected = planned_groups(layout, rank)
+            for key in ("tp_group", "dp_group", "pp_group"):
+                if f[key] != expected[key]:
+                    problems.append(f"rank {rank} {key} {f[key]}, planned {expected[key]}")
+            if layout["pp"] > 1:
+                if f["stage"] != expected["stage"]:
+                    problems.append(f"rank {rank} stage {f['stage']}, planned {expected['stage']}")
+                if f["layers_per_stage"] != planned_layers_per_stage(plan):
+                    problems.append(f"layers per stage {f['layers_per_stage']}, planned {planned_layers_per_stage(plan)}")
+        if f["plugin"] == "GeminiPlugin":
+            chunk = f["chunks"].get(str(layout["dp"]), {})
+            if chunk.get("chunk_size") != settings["chunk_size"] or chunk.get("keep_gathered"):
+                problems.append(f"rank {rank} chunks {f['chunks']} ({f['chunk_source']}), planned {settings['chunk_size']} sharded over dp {layout['dp']}")
+        if f["plugin"] == "TorchFSDPPlugin" and f["wrapped_blocks"] != f["blocks"]:
+            problems.append(f"rank {rank}: the auto-wrap policy wraps {f['wrapped_blocks']} modules, the model has {f['blocks']} blocks")
+    return sorted(set(problems))
+
+
+def describe_facts(entry, plan, facts):
+    if entry.target == "deepspeed":
+        f = facts[0]
+        return f"ZeRO-{f['zero_stage']} {f['dtype'].replace('torch.', '')}, {f['optimizer_steps']} steps of {f['micro_steps'] // max(f['optimizer_steps'], 1)} micro-steps"
+    if entry.mode == "steps":
+        return f"{STEPS} steps of {plan['gradient_accumulation_steps']} micro-steps on {len(facts)} ranks"
+    f = facts[0]
+    if f["plugin"] == "HybridParallelPlugin":
+        text = f"groups of {len(facts)} ranks as planned"
+        return text + (f", layers per stage {f['layers_per_stage']}" if "layers_per_stage" in f else "")
+    if f["plugin"] == "GeminiPlugin":
+        return f"chunk {plan['settings']['chunk_size']:,} elements ({f['chunk_source']}) as planned"
+    if f["plugin"] == "TorchFSDPPlugin":
+        return f"{f['wrapped_blocks']} blocks wrapped"
+    return "plugin constructed"
+
+
+def check_entry(entry, tessera, venv, work, env):
+    slug = "".join(c if c.isalnum() else "-" for c in entry.name)
+    directory = os.path.join(work, slug)
+    os.makedirs(os.path.join(directory, "facts"))
+    plan_args = [five_layer_config(work) if a == "@five-layers" else a for a in entry.plan]
+    if run([tessera, "plan", *plan_args, "-o", os.path.join(directory, "plan.json")], os.path.join(directory, "plan.log")) != 0:
+        return False, "tessera plan failed: " + tail(os.path.join(directory, "plan.log"))
+    index, plan, document = pick_plan(os.path.join(directory, "plan.json"), entry.pick)
+    ranks = plan["layout"]["world_size"]
+    output = os.path.join(directory, "train.py" if entry.target == "colossalai" else "ds_config.json")
+    export = [tessera, "export", os.path.join(directory, "plan.json"), "--plan", str(index), "--to", entry.target, "-o", output]
+    if run(export, os.path.join(directory, "export.log")) != 0:
+        return False, "tessera export failed: " + tail(os.path.join(directory, "export.log"))
+    facts_dir = os.path.join(directory, "facts")
+    log = os.path.join(directory, "run.log")
+    if entry.target == "colossalai":
+        with open(output) as f:
+            script = f.read().replace("\nSTEPS = 20\n", f"\nSTEPS = {STEPS}\n")
+        with open(output, "w") as f:
+            f.write(script)
+        rc = torchrun(venv, ranks, os.path.join(HERE, "run_script.py"), [entry.mode, facts_dir, output], log, env)
+    else:
+        model_dir = os.path.join(directory, "model")
+        os.makedirs(model_dir)
+        source = document["model"]["source"]
+        with open(source if os.path.isfile(source) else os.path.join(ROOT, "models", source + ".json")) as f, open(os.path.join(model_dir, "config.json"), "w") as g:
+            g.write(f.read())
+        rc = torchrun(venv, ranks, os.path.join(HERE, "run_deepspeed.py"),
+                      [output, os.path.join(model_dir, "config.json"), str(STEPS), str(document["seq_len"]), facts_dir], log, env)
+    if rc != 0:
+        return False, f"exit {rc}: " + tail(log)
+    facts = []
+    for rank in range(ranks):
+        path = os.path.join(facts_dir, f"rank{rank}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                facts.append(json.load(f))
+    if entry.target == "deepspeed":
+        bad = [f for f in facts if f["optimizer_steps"] != STEPS or not f["losses_finite"]]
+        problems = [f"{len(facts)} of {ranks} ranks reported"] if len(facts) != ranks else [f"rank {f['rank']}: {f}" for f in bad]
+    else:
+        problems = compare_colossalai(entry, plan, facts, ranks)
+    if problems:
+        return False, "; ".join(problems)
+    return True, f"plan {index}, {ranks} ranks: " + describe_facts(entry, plan, facts)
+
+
+def check_checkpoints(venv, work, env):
+    """`tessera train` checkpoints in transformers: tools/reference-check with this venv (logits, loss and every gradient)."""
+    log = os.path.join(work, "reference-check.log")
+    rc = run([os.path.join(ROOT, "tools", "reference-check")], log, {**env, "TESSERA_REFERENCE_VENV": venv}, timeout=900)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    summaries = [line for line in lines if line.startswith(("GPT2LMHeadModel", "LlamaForCausalLM"))]
+    worst = max((float(line.split("relative error ")[1]) for line in lines if "relative error " in line), default=float("nan"))
+    detail = ", ".join(s.split(" (")[0] for s in summaries) + f"; largest relative error {worst:.1e}"
+    return rc == 0 and len(summaries) == 2, detail if rc == 0 else f"exit {rc}: " + tail(log)
+
+
+def main():
+    tessera, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    venv = os.path.dirname(os.path.dirname(sys.executable))
+    # One thread per rank: the ranks share the machine's cores.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "DS_BUILD_OPS": "0"}
+    results = []
+    for entry in MATRIX:
+        start = time.monotonic()
+        try:
+            ok, detail = check_entry(entry, tessera, venv, work, env)
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:
+            ok, detail = False, f"{type(e).__name__}: {e}"
+        results.append(ok)
+        target = "deepspeed" if entry.target == "deepspeed" else f"colossalai {entry.mode}"
+        print(f"{'PASS' if ok else 'FAIL'}  {target:21} {entry.name:40} {time.monotonic() - start:5.0f} s  {detail}", flush=True)
+    start = time.monotonic()
+    ok, detail = check_checkpoints(venv, work, env)
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train checkpoints':40} {time.monotonic() - start:5.0f} s  {detail}", flush=True)
+    print(f"ecosystem-check: {sum(results)} of {len(results)} entries pass")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

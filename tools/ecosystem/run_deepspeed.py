@@ -1,0 +1,57 @@
+"""Trains a few steps with a config written by `tessera export --to deepspeed`, on this CPU rank.
+
+    torchrun --nproc_per_node N run_deepspeed.py ds_config.json config.json STEPS SEQ_LEN FACTS_DIR
+
+The model is built from the plan's config.json (random weights) and handed to
+deepspeed.initialize with the exported config. On a CPU the one change is the
+optimizer's kernel: DeepSpeed builds FusedAdam, a CUDA op, for "Adam"/"AdamW"
+unless the params say torch_adam (deepspeed/runtime/engine.py,
+_configure_basic_optimizer), so torch_adam is set; with offload_optimizer it
+builds its own DeepSpeedCPUAdam, as on a GPU machine.
+"""
+import json
+import math
+import os
+import sys
+
+import deepspeed
+import torch
+import torch.distributed as dist
+from transformers import AutoConfig, AutoModelForCausalLM
+
+
+def main():
+    ds_path, config_path, steps, seq_len, facts_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    with open(ds_path) as f:
+        ds_config = json.load(f)
+    zero = ds_config.get("zero_optimization", {})
+    if "offload_optimizer" not in zero and ds_config["optimizer"]["type"] in ("Adam", "AdamW"):
+        ds_config["optimizer"]["params"]["torch_adam"] = True
+    if "offload_optimizer" in zero:
+        zero["offload_optimizer"]["pin_memory"] = False  # pinned host memory is a CUDA allocation
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(os.path.dirname(config_path)))
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=ds_config)
+    micro = ds_config["train_micro_batch_size_per_gpu"]
+    losses = []
+    generator = torch.Generator().manual_seed(dist.get_rank())
+    for _ in range(steps * engine.gradient_accumulation_steps()):
+        ids = torch.randint(0, model.config.vocab_size, (micro, seq_len), generator=generator)
+        loss = engine(input_ids=ids, labels=ids).loss
+        engine.backward(loss)
+        engine.step()
+        losses.append(loss.item())
+    facts = {
+        "rank": dist.get_rank(),
+        "zero_stage": engine.zero_optimization_stage(),
+        "optimizer_steps": engine.global_steps,
+        "micro_steps": engine.micro_steps,
+        "dtype": str(next(engine.module.parameters()).dtype),
+        "losses_finite": all(math.isfinite(x) for x in losses),
+    }
+    with open(os.path.join(facts_dir, f"rank{dist.get_rank()}.json"), "w") as f:
+        json.dump(facts, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Runs a script written by `tessera export --to colossalai` on this CPU rank (under torchrun).
+
+    torchrun --nproc_per_node N run_script.py steps|construct FACTS_DIR train.py
+
+steps:     the script runs as written; ColossalAI's CPU accelerator hands
+           TorchAMPModule a context-manager class instead of a context
+           (CpuAccelerator.autocast returns `nullcontext`, colossalai 0.5.0
+           accelerator/cpu_accelerator.py), which is mended here so that the
+           fp16 booster runs forward at all on a CPU.
+construct: for the plugins whose boost needs a GPU (ZeRO, Gemini, hybrid
+           parallel, FSDP: CUDA streams, kernels, torch.cuda.current_device()),
+           the script runs up to booster.boost and stops there. HybridAdam's
+           kernels are CUDA extensions even for its CPU part (extensions/pybind/
+           cpu_adam/cpu_adam_x86.py is a _CudaExtension), so a torch.optim.AdamW
+           stands in for it: the optimizer never steps here.
+Each rank writes FACTS_DIR/rank<R>.json: its process groups as the plugin made
+them, the pipeline's layers per stage, Gemini's chunk configuration.
+"""
+import json
+import os
+import runpy
+import sys
+from contextlib import nullcontext
+
+import torch
+import torch.distributed as dist
+from colossalai.accelerator.cpu_accelerator import CpuAccelerator
+
+CpuAccelerator.autocast = lambda self, *args, **kwargs: nullcontext()
+
+
+class Constructed(Exception):
+    """Raised from booster.boost once the plugin's facts are written."""
+
+
+def group_ranks(group):
+    return dist.get_process_group_ranks(group) if group is not None else [dist.get_rank()]
+
+
+def gemini_chunks(plugin, model):
+    """The chunk configuration GeminiDDP would give this model: the plugin's
+    chunk_config_dict, or ColossalAI's own search with the plugin's arguments
+    (GeminiDDP.__init__ -> init_chunk_manager -> search_chunk_configuration,
+    zero/gemini/gemini_ddp.py and chunk/utils.py), over the zero group."""
+    from colossalai.zero.gemini.chunk.search_utils import search_chunk_configuration
+
+    config = plugin.gemini_config
+    if config.get("chunk_config_dict"):
+        return {"source": "chunk_config_dict", "config": config["chunk_config_dict"]}
+    found, _, _ = search_chunk_configuration(
+        model,
+        search_range_m=config.get("search_range_m") or 32,
+        search_interval=config.get("hidden_dim") or 1024,
+        min_chunk_size_m=config.get("min_chunk_size_m", 32),
+        strict_ddp_flag=config.get("strict_ddp_mode", False),
+        process_group=plugin.zero_group,
+    )
+    return {"source": "search", "config": found}
+
+
+def plugin_facts(plugin, model):
+    name = type(plugin).__name__
+    facts = {"plugin": name, "rank": dist.get_rank(), "world_size": dist.get_world_size()}
+    if name == "HybridParallelPlugin":
+        facts["tp_group"] = group_ranks(plugin.tp_group)
+        facts["dp_group"] = group_ranks(plugin.dp_group)
+        facts["pp_group"] = group_ranks(plugin.pp_group)
+        if plugin.stage_manager is not None:
+            facts["stage"] = plugin.stage_manager.stage
+            facts["layers_per_stage"] = plugin.stage_manager.distribute_layers(model.config.num_hidden_layers)
+    if name == "GeminiPlugin":
+        facts["zero_group"] = group_ranks(plugin.zero_group)
+        facts["chunks"] = {str(k): v for k, v in gemini_chunks(plugin, model)["config"].items()}
+        facts["chunk_source"] = "chunk_config_dict" if plugin.gemini_config.get("chunk_config_dict") else "search"
+    if name == "TorchFSDPPlugin":
+        policy = plugin.fsdp_kwargs["auto_wrap_policy"]
+        facts["wrapped_blocks"] = sum(1 for m in model.modules() if policy(module=m, recurse=False, nonwrapped_numel=0))
+        facts["blocks"] = model.config.num_hidden_layers
+    return facts
+
+
+def main():
+    mode, facts_dir, script = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "construct":
+        import colossalai.nn.optimizer
+        from colossalai.booster import Booster
+
+        class StandInAdam(torch.optim.AdamW):
+            def __init__(self, params, lr=1e-3, weight_decay=0.0, adamw_mode=True, **_):
+                super().__init__(params, lr=lr, weight_decay=weight_decay)
+
+        colossalai.nn.optimizer.HybridAdam = StandInAdam
+
+        def boost(self, model, optimizer, *args, **kwargs):
+            facts = plugin_facts(self.plugin, model)
+            with open(os.path.join(facts_dir, f"rank{dist.get_rank()}.json"), "w") as f:
+                json.dump(facts, f, default=int)  # numpy integers from the stage manager
+            raise Constructed()
+
+        Booster.boost = boost
+    sys.argv = [script]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except Constructed:
+        pass
+    if mode == "steps":
+        with open(os.path.join(facts_dir, f"rank{dist.get_rank()}.json"), "w") as f:
+            json.dump({"rank": dist.get_rank(), "finished": True}, f)
+
+
+if __name__ == "__main__":
+    main()

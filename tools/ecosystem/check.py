@@ -42,17 +42,23 @@ def tiny(model, gpus, *extra):
 MATRIX = [
     Entry("ddp fp16 accumulation", tiny("tiny-gpt2", 2, "--plugin", "torch_ddp", "--precision", "fp16", "--micro-batch", "2"), {"recompute": "none"}),
     Entry("ddp bf16 accumulation", tiny("tiny-llama", 2, "--plugin", "torch_ddp", "--micro-batch", "2"), {"recompute": "none"}),
+    Entry("ddp fp32 sgd momentum", tiny("tiny-gpt2", 2, "--plugin", "torch_ddp", "--precision", "fp32", "--optimizer", "sgd_momentum", "--micro-batch", "4"),
+          {"recompute": "none"}),
     Entry("ddp bf16 recompute full, 4 ranks", tiny("tiny-gpt2", 4, "--plugin", "torch_ddp", "--micro-batch", "1"), {"recompute": "full"}),
     Entry("fsdp full_shard bf16", tiny("tiny-gpt2", 2, "--plugin", "torch_fsdp", "--micro-batch", "2"), {"sharding_strategy": "full_shard"}, mode="construct"),
     Entry("low_level_zero stage 2 + offload", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 2, "cpu_offload": True}, mode="construct"),
     Entry("gemini cuda (chunk_config_dict)", tiny("tiny-gpt2", 2, "--plugin", "gemini", "--micro-batch", "2"), {"placement_policy": "cuda"}, mode="construct"),
+    Entry("gemini auto bf16", tiny("tiny-gpt2", 2, "--plugin", "gemini", "--micro-batch", "2"), {"placement_policy": "auto"}, mode="construct"),
     Entry("gemini static offload fp16", tiny("tiny-llama", 2, "--plugin", "gemini", "--precision", "fp16", "--micro-batch", "2"), {"placement_policy": "static"}, mode="construct"),
     Entry("gemini gpt2-medium dp 8 (search)", ["--model", "gpt2-medium", "--gpus", "8", "--global-batch", "64", "--seq", "1024", "--plugin", "gemini", "--top", "1"], mode="construct"),
     Entry("gemini llama-2-7b dp 8 (search)", ["--model", "llama-2-7b", "--gpus", "8", "--global-batch", "64", "--seq", "4096", "--plugin", "gemini", "--top", "1"], mode="construct"),
     Entry("hybrid tp 2 x pp 2 x dp 2, 1f1b", tiny("tiny-gpt2", 8, "--plugin", "hybrid_parallel", "--tp", "2", "--pp", "2", "--micro-batch", "1"), {"pp_style": "1f1b"}, mode="construct"),
     Entry("hybrid tp 2 x dp 4, zero 2", tiny("tiny-llama", 8, "--plugin", "hybrid_parallel", "--tp", "2", "--pp", "1", "--zero-stage", "2"), mode="construct"),
-    Entry("hybrid pp 4 x dp 2, 5 layers, 2 nodes", ["--model", "@five-layers", "--gpus", "8", "--gpus-per-node", "4", "--global-batch", "8", "--seq", "64", "--top", "60",
+    Entry("hybrid pp 4 x dp 2, 5 layers, 2 nodes", ["--model", "@layers-5", "--gpus", "8", "--gpus-per-node", "4", "--global-batch", "8", "--seq", "64", "--top", "60",
                                                   "--plugin", "hybrid_parallel", "--tp", "1", "--pp", "4", "--micro-batch", "1"], {"pp_style": "1f1b"}, mode="construct"),
+    Entry("hybrid interleaved pp 2 x 2 chunks, 6 layers", ["--model", "@layers-6", "--gpus", "8", "--global-batch", "8", "--seq", "64", "--top", "60",
+                                                          "--plugin", "hybrid_parallel", "--tp", "2", "--pp", "2", "--micro-batch", "1"],
+          {"pp_style": "interleaved"}, mode="construct"),
     Entry("deepspeed zero 1 bf16", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 1, "cpu_offload": False, "recompute": "none"}, "deepspeed"),
     Entry("deepspeed zero 2 bf16", tiny("tiny-llama", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 2, "cpu_offload": False, "recompute": "none"}, "deepspeed"),
     Entry("deepspeed zero 2 fp16 + offload", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--precision", "fp16", "--micro-batch", "2"),
@@ -60,13 +66,14 @@ MATRIX = [
 ]
 
 
-def five_layer_config(work):
-    """tiny-gpt2 with 5 blocks: a split over 4 stages that is not even, where the plan's and ColossalAI's layers per stage can differ."""
+def layers_config(work, layers):
+    """tiny-gpt2 with more blocks (`--model @layers-N`): splits over stages that are not even, where the
+    plan's layers per stage and ColossalAI's (PipelineStageManager.distribute_layers) could differ."""
     with open(os.path.join(ROOT, "models", "tiny-gpt2.json")) as f:
         config = json.load(f)
-    config["n_layer"] = 5
-    config["_comment"] = "tiny-gpt2 with 5 layers, for tools/ecosystem-check"
-    path = os.path.join(work, "five-layers.json")
+    config["n_layer"] = layers
+    config["_comment"] = f"tiny-gpt2 with {layers} layers, for tools/ecosystem-check"
+    path = os.path.join(work, f"tiny-gpt2-{layers}-layers.json")
     with open(path, "w") as f:
         json.dump(config, f, indent=2)
     return path
@@ -90,7 +97,7 @@ def pick_plan(plan_file, pick):
         values = {**plan["settings"], **plan["training"]}
         if all(values.get(k) == v for k, v in pick.items()):
             return index + 1, plan, document
-    raise RuntimeError(f"no plan in {plan_file} has {pick}")
+    return None
 
 
 def planned_groups(layout, rank):
@@ -106,28 +113,23 @@ def planned_groups(layout, rank):
 
 
 def planned_layers_per_stage(plan):
-    """Blocks per stage from memory.ranks (rows that merge stages hold as many blocks each)."""
+    """Blocks per (virtual) stage from memory.ranks, in ColossalAI's order: model chunk c of stage s is
+    virtual stage c * pp + s (rows that merge stages hold as many blocks each)."""
+    pp = plan["layout"]["pp"]
     counts = {}
     for row in plan["memory"]["ranks"]:
         first, last = row["pipeline_stages"]
-        layers = row["layers"]
-        span = 0 if layers is None else layers[1] - layers[0] + 1
+        chunks = row.get("layer_chunks") or ([row["layers"]] if row["layers"] is not None else [])
         for stage in range(first, last + 1):
-            counts[stage] = span // (last - first + 1)
-    return [counts[s] for s in sorted(counts)]
+            for c, (low, high) in enumerate(chunks):
+                counts[c * pp + stage] = (high - low + 1) // (last - first + 1)
+    return [counts[v] for v in sorted(counts)]
 
 
-def torchrun(venv, ranks, script, args, log, env):
-    cmd = [os.path.join(venv, "bin", "torchrun"), "--nproc_per_node", str(ranks), "--master_port", str(29400 + ranks), script, *args]
-    return run(cmd, log, env)
-
-
-def compare_colossalai(entry, plan, facts, ranks):
+def compare_colossalai(entry, plan, facts):
     """Problems found comparing the ranks' facts with the plan (an empty list: they agree)."""
     problems = []
     settings, layout = plan["settings"], plan["layout"]
-    if len(facts) != ranks:
-        return [f"{len(facts)} of {ranks} ranks reported"]
     if entry.mode == "steps":
         return []
     for rank, f in enumerate(facts):
@@ -167,51 +169,92 @@ def describe_facts(entry, plan, facts):
     return "plugin constructed"
 
 
-def check_entry(entry, tessera, venv, work, env):
+@dataclass
+class Prepared:
+    entry: Entry
+    index: int = 0  # which plan of the file (1 = best)
+    plan: dict = field(default_factory=dict)
+    ranks: int = 0
+    facts_dir: str = ""
+    job: dict = field(default_factory=dict)  # what the runner is given
+    failure: str = ""  # why it could not be planned or exported
+
+
+def prepare(entry, tessera, work):
+    """Plans and exports an entry with the real binary; the job its runner takes."""
     slug = "".join(c if c.isalnum() else "-" for c in entry.name)
     directory = os.path.join(work, slug)
-    os.makedirs(os.path.join(directory, "facts"))
-    plan_args = [five_layer_config(work) if a == "@five-layers" else a for a in entry.plan]
+    facts_dir = os.path.join(directory, "facts")
+    os.makedirs(facts_dir)
+    plan_args = [layers_config(work, int(a.split("-")[1])) if a.startswith("@layers-") else a for a in entry.plan]
     if run([tessera, "plan", *plan_args, "-o", os.path.join(directory, "plan.json")], os.path.join(directory, "plan.log")) != 0:
-        return False, "tessera plan failed: " + tail(os.path.join(directory, "plan.log"))
-    index, plan, document = pick_plan(os.path.join(directory, "plan.json"), entry.pick)
-    ranks = plan["layout"]["world_size"]
+        return Prepared(entry, failure="tessera plan failed: " + tail(os.path.join(directory, "plan.log")))
+    picked = pick_plan(os.path.join(directory, "plan.json"), entry.pick)
+    if picked is None:
+        return Prepared(entry, failure=f"no plan in plan.json has {entry.pick}")
+    index, plan, document = picked
     output = os.path.join(directory, "train.py" if entry.target == "colossalai" else "ds_config.json")
     export = [tessera, "export", os.path.join(directory, "plan.json"), "--plan", str(index), "--to", entry.target, "-o", output]
     if run(export, os.path.join(directory, "export.log")) != 0:
-        return False, "tessera export failed: " + tail(os.path.join(directory, "export.log"))
-    facts_dir = os.path.join(directory, "facts")
-    log = os.path.join(directory, "run.log")
+        return Prepared(entry, failure="tessera export failed: " + tail(os.path.join(directory, "export.log")))
+    prepared = Prepared(entry, index, plan, plan["layout"]["world_size"], facts_dir)
     if entry.target == "colossalai":
         with open(output) as f:
             script = f.read().replace("\nSTEPS = 20\n", f"\nSTEPS = {STEPS}\n")
         with open(output, "w") as f:
             f.write(script)
-        rc = torchrun(venv, ranks, os.path.join(HERE, "run_script.py"), [entry.mode, facts_dir, output], log, env)
-    else:
-        model_dir = os.path.join(directory, "model")
-        os.makedirs(model_dir)
-        source = document["model"]["source"]
-        with open(source if os.path.isfile(source) else os.path.join(ROOT, "models", source + ".json")) as f, open(os.path.join(model_dir, "config.json"), "w") as g:
-            g.write(f.read())
-        rc = torchrun(venv, ranks, os.path.join(HERE, "run_deepspeed.py"),
-                      [output, os.path.join(model_dir, "config.json"), str(STEPS), str(document["seq_len"]), facts_dir], log, env)
-    if rc != 0:
-        return False, f"exit {rc}: " + tail(log)
+        prepared.job = {"script": output, "facts": facts_dir}
+        return prepared
+    model_config = os.path.join(directory, "model", "config.json")
+    os.makedirs(os.path.dirname(model_config))
+    source = document["model"]["source"]
+    with open(source if os.path.isfile(source) else os.path.join(ROOT, "models", source + ".json")) as f, open(model_config, "w") as g:
+        g.write(f.read())
+    prepared.job = {"ds_config": output, "model_config": model_config, "steps": STEPS, "seq_len": document["seq_len"], "facts": facts_dir}
+    return prepared
+
+
+def launch_group(group, venv, work, env):
+    """Runs a group's jobs in one torchrun launch; the log's tail when it failed as a whole."""
+    first = group[0].entry
+    runner = "run_script.py" if first.target == "colossalai" else "run_deepspeed.py"
+    name = f"{first.target}-{first.mode}-{group[0].ranks}"
+    jobs = os.path.join(work, name + ".json")
+    with open(jobs, "w") as f:
+        json.dump([p.job for p in group], f)
+    args = [first.mode, jobs] if first.target == "colossalai" else [jobs]
+    log = os.path.join(work, name + ".log")
+    cmd = [os.path.join(venv, "bin", "torchrun"), "--nproc_per_node", str(group[0].ranks), "--master_port", "29471", os.path.join(HERE, runner), *args]
+    try:
+        rc = run(cmd, log, env)
+    except subprocess.TimeoutExpired:
+        return "timed out: " + tail(log)
+    return "" if rc == 0 else f"exit {rc}: " + tail(log)
+
+
+def evaluate(p, launch_failure):
+    """PASS or FAIL and what was compared, from the ranks' facts."""
+    if p.failure:
+        return False, p.failure
     facts = []
-    for rank in range(ranks):
-        path = os.path.join(facts_dir, f"rank{rank}.json")
+    for rank in range(p.ranks):
+        path = os.path.join(p.facts_dir, f"rank{rank}.json")
         if os.path.exists(path):
             with open(path) as f:
                 facts.append(json.load(f))
-    if entry.target == "deepspeed":
+    errors = sorted({f["error"] for f in facts if "error" in f})
+    if errors:
+        return False, "; ".join(errors)
+    if len(facts) != p.ranks:
+        return False, f"{len(facts)} of {p.ranks} ranks reported; " + (launch_failure or "")
+    if p.entry.target == "deepspeed":
         bad = [f for f in facts if f["optimizer_steps"] != STEPS or not f["losses_finite"]]
-        problems = [f"{len(facts)} of {ranks} ranks reported"] if len(facts) != ranks else [f"rank {f['rank']}: {f}" for f in bad]
+        problems = [f"rank {f['rank']}: {f}" for f in bad]
     else:
-        problems = compare_colossalai(entry, plan, facts, ranks)
+        problems = compare_colossalai(p.entry, p.plan, facts)
     if problems:
         return False, "; ".join(problems)
-    return True, f"plan {index}, {ranks} ranks: " + describe_facts(entry, plan, facts)
+    return True, f"plan {p.index}, {p.ranks} ranks: " + describe_facts(p.entry, p.plan, facts)
 
 
 def check_checkpoints(venv, work, env):
@@ -231,20 +274,33 @@ def main():
     venv = os.path.dirname(os.path.dirname(sys.executable))
     # One thread per rank: the ranks share the machine's cores.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "DS_BUILD_OPS": "0"}
+    start = time.monotonic()
+    prepared = [prepare(entry, tessera, work) for entry in MATRIX]
+    print(f"ecosystem-check: {len(prepared)} plans made and exported in {time.monotonic() - start:.0f} s", flush=True)
+    # Entries that run the same way on as many ranks share one launch.
+    groups = {}
+    for p in prepared:
+        if not p.failure:
+            groups.setdefault((p.entry.target, p.entry.mode, p.ranks), []).append(p)
     results = []
-    for entry in MATRIX:
+    for (target, mode, ranks), group in groups.items():
         start = time.monotonic()
-        try:
-            ok, detail = check_entry(entry, tessera, venv, work, env)
-        except (RuntimeError, subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:
-            ok, detail = False, f"{type(e).__name__}: {e}"
-        results.append(ok)
-        target = "deepspeed" if entry.target == "deepspeed" else f"colossalai {entry.mode}"
-        print(f"{'PASS' if ok else 'FAIL'}  {target:21} {entry.name:40} {time.monotonic() - start:5.0f} s  {detail}", flush=True)
+        failure = launch_group(group, venv, work, env)
+        what = "deepspeed" if target == "deepspeed" else f"colossalai {mode}"
+        print(f"-- {what} on {ranks} ranks: {len(group)} entries in one launch, {time.monotonic() - start:.0f} s", flush=True)
+        for p in group:
+            ok, detail = evaluate(p, failure)
+            results.append(ok)
+            print(f"{'PASS' if ok else 'FAIL'}  {what:21} {p.entry.name:46} {detail}", flush=True)
+    for p in prepared:
+        if p.failure:
+            results.append(False)
+            print(f"FAIL  {p.entry.target:21} {p.entry.name:46} {p.failure}", flush=True)
     start = time.monotonic()
     ok, detail = check_checkpoints(venv, work, env)
     results.append(ok)
-    print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train checkpoints':40} {time.monotonic() - start:5.0f} s  {detail}", flush=True)
+    print(f"-- transformers: {time.monotonic() - start:.0f} s", flush=True)
+    print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train checkpoints':46} {detail}", flush=True)
     print(f"ecosystem-check: {sum(results)} of {len(results)} entries pass")
     return 0 if all(results) else 1
 

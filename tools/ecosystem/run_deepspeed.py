@@ -1,6 +1,11 @@
-"""Trains a few steps with a config written by `tessera export --to deepspeed`, on this CPU rank.
+"""Trains a few steps with configs written by `tessera export --to deepspeed`, on this CPU rank.
 
-    torchrun --nproc_per_node N run_deepspeed.py ds_config.json config.json STEPS SEQ_LEN FACTS_DIR
+    torchrun --nproc_per_node N run_deepspeed.py JOBS.json
+
+JOBS.json lists {"ds_config", "model_config" (a config.json), "steps", "seq_len",
+"facts" (a directory)}; they run one after the other in this process. Each
+rank writes FACTS_DIR/rank<R>.json: the engine's ZeRO stage, steps and dtype,
+or the error that stopped it.
 
 The model is built from the plan's config.json (random weights) and handed to
 deepspeed.initialize with the exported config. On a CPU the one change is the
@@ -20,9 +25,8 @@ import torch.distributed as dist
 from transformers import AutoConfig, AutoModelForCausalLM
 
 
-def main():
-    ds_path, config_path, steps, seq_len, facts_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    with open(ds_path) as f:
+def train(job):
+    with open(job["ds_config"]) as f:
         ds_config = json.load(f)
     zero = ds_config.get("zero_optimization", {})
     if "offload_optimizer" not in zero and ds_config["optimizer"]["type"] in ("Adam", "AdamW"):
@@ -30,18 +34,18 @@ def main():
     if "offload_optimizer" in zero:
         zero["offload_optimizer"]["pin_memory"] = False  # pinned host memory is a CUDA allocation
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(os.path.dirname(config_path)))
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(os.path.dirname(job["model_config"])))
     engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=ds_config)
     micro = ds_config["train_micro_batch_size_per_gpu"]
     losses = []
     generator = torch.Generator().manual_seed(dist.get_rank())
-    for _ in range(steps * engine.gradient_accumulation_steps()):
-        ids = torch.randint(0, model.config.vocab_size, (micro, seq_len), generator=generator)
+    for _ in range(job["steps"] * engine.gradient_accumulation_steps()):
+        ids = torch.randint(0, model.config.vocab_size, (micro, job["seq_len"]), generator=generator)
         loss = engine(input_ids=ids, labels=ids).loss
         engine.backward(loss)
         engine.step()
         losses.append(loss.item())
-    facts = {
+    return {
         "rank": dist.get_rank(),
         "zero_stage": engine.zero_optimization_stage(),
         "optimizer_steps": engine.global_steps,
@@ -49,8 +53,20 @@ def main():
         "dtype": str(next(engine.module.parameters()).dtype),
         "losses_finite": all(math.isfinite(x) for x in losses),
     }
-    with open(os.path.join(facts_dir, f"rank{dist.get_rank()}.json"), "w") as f:
-        json.dump(facts, f)
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        jobs = json.load(f)
+    for job in jobs:
+        try:
+            facts = train(job)
+        except Exception as e:  # recorded for this config; the next one runs
+            facts = {"rank": int(os.environ["RANK"]), "error": f"{type(e).__name__}: {e}"[:400]}
+        with open(os.path.join(job["facts"], f"rank{facts['rank']}.json"), "w") as f:
+            json.dump(facts, f)
+        if dist.is_initialized():
+            dist.barrier()
 
 
 if __name__ == "__main__":

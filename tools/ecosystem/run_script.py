@@ -1,6 +1,12 @@
-"""Runs a script written by `tessera export --to colossalai` on this CPU rank (under torchrun).
+"""Runs scripts written by `tessera export --to colossalai` on this CPU rank (under torchrun).
 
-    torchrun --nproc_per_node N run_script.py steps|construct FACTS_DIR train.py
+    torchrun --nproc_per_node N run_script.py steps|construct JOBS.json
+
+JOBS.json lists {"script": train.py, "facts": FACTS_DIR}; the scripts run one
+after the other in this process, so that the ranks start (import torch,
+ColossalAI and transformers) once: colossalai.launch_from_torch only seeds
+when the process group exists already. A script that raises is recorded
+(FACTS_DIR/rank<R>.json holds its error) and the next one runs.
 
 steps:     the script runs as written; ColossalAI's CPU accelerator hands
            TorchAMPModule a context-manager class instead of a context
@@ -79,8 +85,28 @@ def plugin_facts(plugin, model):
     return facts
 
 
+def write_facts(facts_dir, facts):
+    with open(os.path.join(facts_dir, f"rank{dist.get_rank()}.json"), "w") as f:
+        json.dump(facts, f, default=int)  # numpy integers from the stage manager
+
+
 def main():
-    mode, facts_dir, script = sys.argv[1], sys.argv[2], sys.argv[3]
+    mode, jobs_path = sys.argv[1], sys.argv[2]
+    with open(jobs_path) as f:
+        jobs = json.load(f)
+    import colossalai
+    from colossalai.utils import set_seed
+
+    launch_from_torch = colossalai.launch_from_torch
+
+    def launch_once(seed=1024, **kwargs):
+        if dist.is_initialized():
+            set_seed(seed)
+        else:
+            launch_from_torch(seed=seed, **kwargs)
+
+    colossalai.launch_from_torch = launch_once
+    current = {}
     if mode == "construct":
         import colossalai.nn.optimizer
         from colossalai.booster import Booster
@@ -92,20 +118,22 @@ def main():
         colossalai.nn.optimizer.HybridAdam = StandInAdam
 
         def boost(self, model, optimizer, *args, **kwargs):
-            facts = plugin_facts(self.plugin, model)
-            with open(os.path.join(facts_dir, f"rank{dist.get_rank()}.json"), "w") as f:
-                json.dump(facts, f, default=int)  # numpy integers from the stage manager
+            write_facts(current["facts"], plugin_facts(self.plugin, model))
             raise Constructed()
 
         Booster.boost = boost
-    sys.argv = [script]
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except Constructed:
-        pass
-    if mode == "steps":
-        with open(os.path.join(facts_dir, f"rank{dist.get_rank()}.json"), "w") as f:
-            json.dump({"rank": dist.get_rank(), "finished": True}, f)
+    for job in jobs:
+        current["facts"] = job["facts"]
+        sys.argv = [job["script"]]
+        try:
+            runpy.run_path(job["script"], run_name="__main__")
+            if mode == "steps":
+                write_facts(job["facts"], {"rank": dist.get_rank(), "finished": True})
+        except Constructed:
+            pass
+        except Exception as e:  # recorded for this script; the next one runs
+            write_facts(job["facts"], {"rank": dist.get_rank(), "error": f"{type(e).__name__}: {e}"[:400]})
+        dist.barrier()
 
 
 if __name__ == "__main__":

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+SAFETENSORS_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}  # safetensors' names, torch's
 STEPS = 3  # optimizer steps per run: enough to cross accumulation boundaries and a second step
 
 
 @dataclass
 class Entry:
     name: str
-    plan: list  # `tessera plan` arguments after --model
+    plan: list  # `tessera plan` arguments (--model @layers-N: tiny-gpt2 with N blocks)
     pick: dict = field(default_factory=dict)  # settings the chosen plan must have (the first such plan)
     target: str = "colossalai"  # or "deepspeed"
     mode: str = "steps"  # steps: train STEPS steps; construct: up to booster.boost
@@ -224,7 +225,7 @@ def launch_group(group, venv, work, env):
         json.dump([p.job for p in group], f)
     args = [first.mode, jobs] if first.target == "colossalai" else [jobs]
     log = os.path.join(work, name + ".log")
-    cmd = [os.path.join(venv, "bin", "torchrun"), "--nproc_per_node", str(group[0].ranks), "--master_port", "29471", os.path.join(HERE, runner), *args]
+    cmd = [os.path.join(venv, "bin", "torchrun"), "--standalone", "--nproc_per_node", str(group[0].ranks), os.path.join(HERE, runner), *args]
     try:
         rc = run(cmd, log, env)
     except subprocess.TimeoutExpired:
@@ -269,6 +270,31 @@ def check_checkpoints(venv, work, env):
     return rc == 0 and len(summaries) == 2, detail if rc == 0 else f"exit {rc}: " + tail(log)
 
 
+def check_bf16_checkpoint(tessera, venv, work, env):
+    """A bf16 run's checkpoint: transformers loads it with torch_dtype="auto" in the dtype its
+    config.json names, which is the dtype of the stored weights (fp32 master weights), and computes
+    what Tessera computes on it (tools/reference_dump and reference_check.py, as reference-check runs them)."""
+    out, dump, log = os.path.join(work, "bf16-run"), os.path.join(work, "bf16-dump.safetensors"), os.path.join(work, "bf16-run.log")
+    build = os.environ.get("TESSERA_BUILD_DIR", os.path.join(ROOT, "build"))
+    if run([tessera, "train", "--model", "tiny-llama", "--steps", "2", "--precision", "bf16", "--out", out], log) != 0:
+        return False, "tessera train failed: " + tail(log)
+    if run([os.path.join(build, "tools", "reference_dump"), out, dump, "2", "32"], log) != 0:
+        return False, "reference_dump failed: " + tail(log)
+    compared = run([os.path.join(venv, "bin", "python"), os.path.join(ROOT, "tools", "reference_check.py"), out, dump], log, env)
+    from safetensors import safe_open  # here, not at the top: only this check needs torch in the driver
+    from transformers import AutoModelForCausalLM
+
+    with open(os.path.join(out, "config.json")) as f:
+        named = json.load(f).get("torch_dtype")
+    with safe_open(os.path.join(out, "model.safetensors"), "pt") as f:
+        stored = {SAFETENSORS_DTYPES.get(f.get_slice(k).get_dtype(), "?") for k in f.keys()}
+    loaded = {str(p.dtype).replace("torch.", "") for p in AutoModelForCausalLM.from_pretrained(out, torch_dtype="auto").parameters()}
+    problems = [] if compared == 0 else ["reference_check: " + tail(log, 2)]
+    if named is None or loaded != {named} or stored != {named}:
+        problems.append(f"config.json torch_dtype {named}, stored {sorted(stored)}, loaded as {sorted(loaded)}")
+    return not problems, "; ".join(problems) or f"torch_dtype {named} as stored and loaded; logits, loss and gradients match"
+
+
 def main():
     tessera, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     venv = os.path.dirname(os.path.dirname(sys.executable))
@@ -301,6 +327,9 @@ def main():
     results.append(ok)
     print(f"-- transformers: {time.monotonic() - start:.0f} s", flush=True)
     print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train checkpoints':46} {detail}", flush=True)
+    ok, detail = check_bf16_checkpoint(tessera, venv, work, env)
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train --precision bf16 checkpoint':46} {detail}", flush=True)
     print(f"ecosystem-check: {sum(results)} of {len(results)} entries pass")
     return 0 if all(results) else 1
 

@@ -8,6 +8,7 @@ Prints one line per entry (PASS/FAIL, what was run, what was compared) and a
 summary; exit 0 when every entry passes, 1 otherwise.
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -132,6 +133,9 @@ def compare_colossalai(entry, plan, facts):
     problems = []
     settings, layout = plan["settings"], plan["layout"]
     if entry.mode == "steps":
+        losses = facts[-1]["losses"]  # the last rank prints them
+        if len(losses) != STEPS or not all(math.isfinite(x) for x in losses):
+            return [f"the script printed losses {losses} for {STEPS} steps"]
         return []
     for rank, f in enumerate(facts):
         if f["plugin"] == "HybridParallelPlugin":
@@ -158,7 +162,8 @@ def describe_facts(entry, plan, facts):
         f = facts[0]
         return f"ZeRO-{f['zero_stage']} {f['dtype'].replace('torch.', '')}, {f['optimizer_steps']} steps of {f['micro_steps'] // max(f['optimizer_steps'], 1)} micro-steps"
     if entry.mode == "steps":
-        return f"{STEPS} steps of {plan['gradient_accumulation_steps']} micro-steps on {len(facts)} ranks"
+        losses = ", ".join(f"{x:.3f}" for x in facts[-1]["losses"])
+        return f"{STEPS} steps of {plan['gradient_accumulation_steps']} micro-steps, losses {losses}"
     f = facts[0]
     if f["plugin"] == "HybridParallelPlugin":
         text = f"groups of {len(facts)} ranks as planned"

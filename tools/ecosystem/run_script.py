@@ -22,17 +22,19 @@ construct: for the plugins whose boost needs a GPU (ZeRO, Gemini, hybrid
 Each rank writes FACTS_DIR/rank<R>.json: its process groups as the plugin made
 them, the pipeline's layers per stage, Gemini's chunk configuration.
 """
+import contextlib
+import io
 import json
 import os
+import re
 import runpy
 import sys
-from contextlib import nullcontext
 
 import torch
 import torch.distributed as dist
 from colossalai.accelerator.cpu_accelerator import CpuAccelerator
 
-CpuAccelerator.autocast = lambda self, *args, **kwargs: nullcontext()
+CpuAccelerator.autocast = lambda self, *args, **kwargs: contextlib.nullcontext()
 
 
 class Constructed(Exception):
@@ -125,10 +127,14 @@ def main():
     for job in jobs:
         current["facts"] = job["facts"]
         sys.argv = [job["script"]]
+        printed = io.StringIO()
         try:
-            runpy.run_path(job["script"], run_name="__main__")
+            with contextlib.redirect_stdout(printed):
+                runpy.run_path(job["script"], run_name="__main__")
             if mode == "steps":
-                write_facts(job["facts"], {"rank": dist.get_rank(), "finished": True})
+                # The last rank prints "step N: loss L, ..." for every step.
+                losses = [float(m) for m in re.findall(r"^step \d+: loss (\S+),", printed.getvalue(), re.MULTILINE)]
+                write_facts(job["facts"], {"rank": dist.get_rank(), "finished": True, "losses": losses})
         except Constructed:
             pass
         except Exception as e:  # recorded for this script; the next one runs

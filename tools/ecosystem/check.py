@@ -40,7 +40,7 @@ def tiny(model, gpus, *extra):
 #    needs accelerator streams (zero/gemini/gemini_ddp.py), FSDP torch.cuda.current_device()
 #    (booster/plugin/torch_fsdp_plugin.py configure), HybridParallel's ZeRO and shardformer the same: these
 #    run to booster.boost, where their process groups, layers per stage and chunks are compared.
-#  - DeepSpeed's ZeRO-1/2 trains on CPU ranks, offload included.
+#  - DeepSpeed's ZeRO-1/2/3 trains on CPU ranks, offload included.
 MATRIX = [
     Entry("ddp fp16 accumulation", tiny("tiny-gpt2", 2, "--plugin", "torch_ddp", "--precision", "fp16", "--micro-batch", "2"), {"recompute": "none"}),
     Entry("ddp bf16 accumulation", tiny("tiny-llama", 2, "--plugin", "torch_ddp", "--micro-batch", "2"), {"recompute": "none"}),
@@ -65,6 +65,10 @@ MATRIX = [
     Entry("deepspeed zero 2 bf16", tiny("tiny-llama", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 2, "cpu_offload": False, "recompute": "none"}, "deepspeed"),
     Entry("deepspeed zero 2 fp16 + offload", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--precision", "fp16", "--micro-batch", "2"),
           {"stage": 2, "cpu_offload": True, "recompute": "none"}, "deepspeed"),
+    Entry("deepspeed zero 3 (fsdp full_shard) bf16", tiny("tiny-gpt2", 2, "--plugin", "torch_fsdp", "--micro-batch", "2"),
+          {"sharding_strategy": "full_shard", "recompute": "none"}, "deepspeed"),
+    Entry("deepspeed zero 3 + param/optim offload (gemini cpu)", tiny("tiny-llama", 2, "--plugin", "gemini", "--micro-batch", "2"),
+          {"placement_policy": "cpu", "recompute": "none"}, "deepspeed"),
 ]
 
 
@@ -322,19 +326,19 @@ def main():
         for p in group:
             ok, detail = evaluate(p, failure)
             results.append(ok)
-            print(f"{'PASS' if ok else 'FAIL'}  {what:21} {p.entry.name:46} {detail}", flush=True)
+            print(f"{'PASS' if ok else 'FAIL'}  {what:21} {p.entry.name:52} {detail}", flush=True)
     for p in prepared:
         if p.failure:
             results.append(False)
-            print(f"FAIL  {p.entry.target:21} {p.entry.name:46} {p.failure}", flush=True)
+            print(f"FAIL  {p.entry.target:21} {p.entry.name:52} {p.failure}", flush=True)
     start = time.monotonic()
     ok, detail = check_checkpoints(venv, work, env)
     results.append(ok)
     print(f"-- transformers: {time.monotonic() - start:.0f} s", flush=True)
-    print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train checkpoints':46} {detail}", flush=True)
+    print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train checkpoints':52} {detail}", flush=True)
     ok, detail = check_bf16_checkpoint(tessera, venv, work, env)
     results.append(ok)
-    print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train --precision bf16 checkpoint':46} {detail}", flush=True)
+    print(f"{'PASS' if ok else 'FAIL'}  {'transformers':21} {'tessera train --precision bf16 checkpoint':52} {detail}", flush=True)
     print(f"ecosystem-check: {sum(results)} of {len(results)} entries pass")
     return 0 if all(results) else 1
 

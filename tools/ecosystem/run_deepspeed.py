@@ -31,8 +31,6 @@ def train(job):
     zero = ds_config.get("zero_optimization", {})
     if "offload_optimizer" not in zero and ds_config["optimizer"]["type"] in ("Adam", "AdamW"):
         ds_config["optimizer"]["params"]["torch_adam"] = True
-    if "offload_optimizer" in zero:
-        zero["offload_optimizer"]["pin_memory"] = False  # pinned host memory is a CUDA allocation
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(os.path.dirname(job["model_config"])))
     engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=ds_config)

@@ -153,6 +153,8 @@ def compare_colossalai(entry, plan, facts):
                 if f["layers_per_stage"] != planned_layers_per_stage(plan):
                     problems.append(f"layers per stage {f['layers_per_stage']}, planned {planned_layers_per_stage(plan)}")
         if f["plugin"] == "GeminiPlugin":
+            if f["zero_group"] != planned_groups(layout, rank)["dp_group"]:
+                problems.append(f"rank {rank} zero group {f['zero_group']}, planned {planned_groups(layout, rank)['dp_group']}")
             chunk = f["chunks"].get(str(layout["dp"]), {})
             if chunk.get("chunk_size") != settings["chunk_size"] or chunk.get("keep_gathered"):
                 problems.append(f"rank {rank} chunks {f['chunks']} ({f['chunk_source']}), planned {settings['chunk_size']} sharded over dp {layout['dp']}")

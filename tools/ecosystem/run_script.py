@@ -19,8 +19,10 @@ construct: for the plugins whose boost needs a GPU (ZeRO, Gemini, hybrid
            kernels are CUDA extensions even for its CPU part (extensions/pybind/
            cpu_adam/cpu_adam_x86.py is a _CudaExtension), so a torch.optim.AdamW
            stands in for it: the optimizer never steps here.
-Each rank writes FACTS_DIR/rank<R>.json: its process groups as the plugin made
-them, the pipeline's layers per stage, Gemini's chunk configuration.
+Each rank writes FACTS_DIR/rank<R>.json: in construct mode its process groups
+as the plugin made them, the pipeline's layers per stage, Gemini's chunk
+configuration; in steps mode the losses the script printed (the last rank
+prints them).
 """
 import contextlib
 import io
@@ -78,8 +80,9 @@ def plugin_facts(plugin, model):
             facts["layers_per_stage"] = plugin.stage_manager.distribute_layers(model.config.num_hidden_layers)
     if name == "GeminiPlugin":
         facts["zero_group"] = group_ranks(plugin.zero_group)
-        facts["chunks"] = {str(k): v for k, v in gemini_chunks(plugin, model)["config"].items()}
-        facts["chunk_source"] = "chunk_config_dict" if plugin.gemini_config.get("chunk_config_dict") else "search"
+        chunks = gemini_chunks(plugin, model)
+        facts["chunks"] = {str(k): v for k, v in chunks["config"].items()}
+        facts["chunk_source"] = chunks["source"]
     if name == "TorchFSDPPlugin":
         policy = plugin.fsdp_kwargs["auto_wrap_policy"]
         facts["wrapped_blocks"] = sum(1 for m in model.modules() if policy(module=m, recurse=False, nonwrapped_numel=0))

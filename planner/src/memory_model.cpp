@@ -215,6 +215,10 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   const int layers = static_cast<int>(m.config.num_layers);
   summary.peak_gathered_chunks = peak_chunks_per_layer(layout, m.inventory, layers);
   summary.peak_gathered_elements = peak_gathered_elements(layout, m.inventory, layers);
+  summary.chunk_tensors.assign(static_cast<size_t>(layout.num_chunks()), 0);
+  for (const int chunk : layout.tensor_chunk) {
+    if (chunk >= 0) ++summary.chunk_tensors[static_cast<size_t>(chunk)];
+  }
   if (g.placement_policy == GeminiPlacement::static_placement) {
     // Whole chunks, as many as ColossalAI's walk sends (gemini_static_placement.h).
     summary.optimizer_chunks_on_host = offloaded_optimizer_chunks(layout, g.offload_optim_frac);

@@ -40,7 +40,9 @@ nlohmann::json estimate_to_json(const EstimateReport& r) {
                          {"peak_chunks_backward", 2 * g.peak_gathered_chunks},  // parameter + gradient chunk each
                          {"shard_param_frac", g.shard_param_frac},
                          {"offload_optim_frac", g.offload_optim_frac},
-                         {"offload_param_frac", g.offload_param_frac}};
+                         {"offload_param_frac", g.offload_param_frac},
+                         {"optimizer_chunks_on_host", g.optimizer_chunks_on_host},  // static: what ColossalAI's walk sends
+                         {"chunk_tensors", g.chunk_tensors}};
   }
   return out;
 }

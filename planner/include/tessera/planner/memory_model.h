@@ -62,6 +62,7 @@ struct GeminiSummary {
   double offload_optim_frac = 0;       // of the chunks' elements: under `static`, whole chunks as ColossalAI moves them
   double offload_param_frac = 0;
   int64_t optimizer_chunks_on_host = 0;  // `static`: the chunks whose fp32 states ColossalAI offloads
+  std::vector<int64_t> chunk_tensors;    // tensors packed in each chunk (ColossalAI's static placement counts them)
 };
 
 struct MemoryEstimate {

@@ -247,6 +247,9 @@ Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
   t.resume = o.resume;
   t.allow_changes = o.allow_changes;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
+  if (training.precision == Precision::fp8) {
+    return make_error(ErrorCode::unsupported, "--precision fp8: Tessera's engine runs on the CPU, which has no FP8 GEMMs; train with --precision bf16");
+  }
   if (o.out.empty()) return make_error(ErrorCode::invalid_argument, "--out must name a directory for the checkpoint and metrics, e.g. --out run");
   if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");
   if (o.save_every < 0) return make_error(ErrorCode::invalid_argument, "--save-every must be a positive number of steps (or 0: only at the end)");

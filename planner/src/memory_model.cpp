@@ -8,6 +8,7 @@
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/chunks.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "model_states.h"
@@ -188,6 +189,13 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
   }
 }
 
+// Transformer Engine's FP8 state for the stage's blocks (fp8.h): the FP8 copy
+// and transpose of every GEMM weight the rank holds, and each GEMM's scaling
+// factors and amax history. Counted as parameters: they are weights in another dtype.
+void add_fp8_state(const Model& m, const StageShape& s, const EstimateRequest& r, MemoryBreakdown& out) {
+  if (is_fp8(r.training.precision)) out.add(Cat::parameters, kDevice, fp8_state_bytes(m, s.chunks, r.layout.tp));
+}
+
 MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const EstimateRequest& r,
                              const GeminiSummary* gemini, int64_t cuda_context) {
   MemoryBreakdown out;
@@ -197,6 +205,7 @@ MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const Estimate
     case Runtime::deepspeed: add_deepspeed_zero3_states(m, r, out); break;
     case Runtime::colossalai: add_colossalai_states(m, s, r, gemini, out); break;
   }
+  add_fp8_state(m, s, r, out);
   add_activations(m, s, r, out);
   add_runtime(r, cuda_context, out);
   return out;

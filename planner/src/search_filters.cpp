@@ -234,9 +234,7 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
   if (model.config.learned_positions && p.seq_len > model.config.max_positions) {
     return invalid("--seq " + str(p.seq_len) + " exceeds the " + str(model.config.max_positions) + " learned positions of " + model.config.name);
   }
-  if (p.precision == Precision::bf16 && p.cluster.gpu.peak_tflops.bf16 <= 0) {
-    return invalid("--precision bf16 is not supported by " + p.cluster.gpu.name + " (no bf16 tensor cores); use --precision fp16");
-  }
+  if (Status s = check_precision(p.precision, p.activation_profile, p.cluster.gpu); !s) return s;
   if (p.tp > p.cluster.gpus_per_node) {
     return invalid("--tp " + str(p.tp) + " exceeds --gpus-per-node " + str(p.cluster.gpus_per_node) + " (tensor parallelism stays inside a node)");
   }

@@ -6,6 +6,7 @@
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/flops.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/tp_traffic.h"
@@ -25,10 +26,19 @@ Link group_link(const ClusterSpec& c, int64_t size, int64_t stride) {
   return one_node ? Link{c.intra_node_bytes_per_s(), c.intra_node_latency_s} : Link{c.inter_node_bytes_per_s(), c.inter_node_latency_s};
 }
 
+// The peak of the precision's 16-bit (or fp32) math: attention, the head, and
+// under fp8 the peak MFU is stated on, as published FP8 runs state it on bf16's
+// (Llama 3 paper §3.3.4; Megatron-LM's and torchtitan's FP8 MFU tables).
 double peak_flops(const GpuProfile& gpu, Precision p) {
   // fp32 runs on the fp32 pipes: PyTorch leaves TF32 matmuls off by default.
-  const double tflops = p == Precision::bf16 ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
+  const bool bf16 = p == Precision::bf16 || p == Precision::fp8;
+  const double tflops = bf16 ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
   return tflops * 1e12;
+}
+
+// The peak of the blocks' GEMMs: FP8 tensor cores under fp8 (fp8.h), else peak_flops.
+double block_gemm_peak_flops(const GpuProfile& gpu, Precision p) {
+  return is_fp8(p) ? gpu.peak_tflops.fp8 * 1e12 : peak_flops(gpu, p);
 }
 
 // One micro-batch's passes on one stage, seconds.
@@ -51,13 +61,15 @@ struct Context {
   const SimulationSettings& settings;
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.training.seq_len); }
   double flops_per_s() const { return peak_flops(cluster.gpu, request.training.precision) * settings.compute_efficiency; }
+  double block_gemm_flops_per_s() const { return block_gemm_peak_flops(cluster.gpu, request.training.precision) * settings.compute_efficiency; }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
   // Bytes per gradient element on the wire: Megatron-Core reduces its fp32
   // main-gradient buffer under bf16, torchtitan's FSDP2 reduces in fp32
   // (model_states_megatron.cpp, model_states_fsdp2.cpp); the others in the compute dtype.
   double gradient_wire_bytes() const {
     const Runtime runtime = request.plugin.runtime;
-    const bool fp32_reduce = runtime == Runtime::torchtitan || (runtime == Runtime::megatron && request.training.precision == Precision::bf16);
+    const bool fp32_reduce = runtime == Runtime::torchtitan || (runtime == Runtime::megatron && request.training.precision != Precision::fp16 &&
+                                                                request.training.precision != Precision::fp32);
     return fp32_reduce ? 4.0 : dtype_bytes();
   }
 };
@@ -111,14 +123,20 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   const auto& t = c.request.training;
   const auto& l = c.request.layout;
   const double tokens = c.tokens_per_micro_batch();
-  double block_flops = 0;
+  double block_gemm_flops = 0, block_attention_flops = 0;  // the blocks' GEMMs (FP8 under fp8) and attention cores
   for (const StageLayers& chunk : s.chunks) {
-    for (int i = 0; i < chunk.num_layers; ++i) block_flops += block_forward_flops_per_token(c.model, chunk.first_layer + i, t.seq_len);
+    for (int i = 0; i < chunk.num_layers; ++i) {
+      const int layer = chunk.first_layer + i;
+      const double gemm = 2.0 * static_cast<double>(c.model.blocks[static_cast<size_t>(layer)].matmul_weights);
+      block_gemm_flops += gemm;
+      block_attention_flops += block_forward_flops_per_token(c.model, layer, t.seq_len) - gemm;
+    }
   }
   const double head_flops = s.last ? outside_blocks_forward_flops_per_token(c.model) : 0.0;
   const double tp = static_cast<double>(l.tp);
+  const double block_s_per_token = (block_gemm_flops / c.block_gemm_flops_per_s() + block_attention_flops / c.flops_per_s()) / tp;
   StageCost cost;
-  cost.forward_compute = tokens * (block_flops + head_flops) / tp / c.flops_per_s();
+  cost.forward_compute = tokens * (block_s_per_token + head_flops / tp / c.flops_per_s());
   cost.backward_compute = 2 * cost.forward_compute;  // GEMMs: gradients for inputs and for weights
   const double attention = 4.0 * static_cast<double>(t.seq_len) * static_cast<double>(c.model.config.q_width()) * s.num_layers;
   // Element-wise work (norms, activations, softmax, dropout) is memory-bound: each
@@ -131,8 +149,15 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   const double scores = kept - static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::selective).stash) * s.num_layers;
   cost.forward_compute += kept / hbm;
   cost.backward_compute += 2 * kept / hbm;
+  if (is_fp8(t.precision)) {
+    // Transformer Engine's casts of GEMM operands to FP8 (fp8.h), memory-bound like the rest.
+    const Fp8Casts casts = fp8_cast_elements_per_token(c.model.config);
+    const double per_element = tokens * static_cast<double>(kFp8CastBytesPerElement * s.num_layers) / tp / hbm;
+    cost.forward_compute += static_cast<double>(casts.forward) * per_element;
+    cost.backward_compute += static_cast<double>(casts.backward) * per_element;
+  }
   if (t.recompute == RecomputeMode::selective) cost.recompute = tokens * attention / tp / c.flops_per_s() + scores / hbm;
-  if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_flops / tp / c.flops_per_s() + kept / hbm;
+  if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_s_per_token + kept / hbm;
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
     const Link link = group_link(c.cluster, l.tp, 1);

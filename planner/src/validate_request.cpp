@@ -255,8 +255,22 @@ Status validate_request(const Model& model, const GpuProfile& gpu, const Estimat
   if (Status s = check_plugin(model, request); !s) return s;
   if (Status s = check_activation_bytes(model, request); !s) return s;
   if (Status s = check_assumptions(request.assumptions); !s) return s;
-  if (request.training.precision == Precision::bf16 && gpu.peak_tflops.bf16 <= 0) {
+  return check_precision(request.training.precision, request.training.activation_profile, gpu);
+}
+
+Status check_precision(Precision precision, ActivationProfile profile, const GpuProfile& gpu) {
+  if (precision == Precision::bf16 && gpu.peak_tflops.bf16 <= 0) {
     return invalid("--precision bf16 is not supported by " + gpu.name + " (no bf16 tensor cores); use --precision fp16");
+  }
+  if (precision == Precision::fp8 && gpu.peak_tflops.fp8 <= 0) {
+    return invalid("--precision fp8 is not supported by " + gpu.name + " (no FP8 tensor cores: Ada or Hopper and later); use --precision " +
+                   (gpu.peak_tflops.bf16 > 0 ? "bf16" : "fp16"));
+  }
+  // FP8 runs Transformer Engine's layers (fp8.h), whose saved tensors are the
+  // flash profile's (or Korthikanti's), not those of Hugging Face's modules or Tessera's engine.
+  if (precision == Precision::fp8 && profile != ActivationProfile::flash && profile != ActivationProfile::megatron) {
+    return invalid("--precision fp8 runs Transformer Engine's layers; use --activation-profile flash or megatron, not " +
+                   std::string(enum_name(profile)));
   }
   return Status::success();
 }

@@ -109,6 +109,9 @@ bad seq-fraction "--seq" -- estimate --model gpt2 --seq 1.5
 bad dp-too-large "--dp" -- estimate --model gpt2 --dp 99999999999999999999
 bad dp-hexadecimal "--dp: '0x10' is not a whole number" -- estimate --model gpt2 --dp 0x10
 bad steps-beyond-int64 "--steps: '9223372036854775808' is not a whole number in range" -- train --out "$scratch/never" --steps 9223372036854775808
+bad train-fp8 "--precision fp8: Tessera's engine runs on the CPU, which has no FP8 GEMMs" -- train --out "$scratch/never" --precision fp8
+bad fp8-on-v100 "--precision fp8 is not supported by v100-32g" -- estimate --model gpt2 --gpu v100-32g --precision fp8
+bad fp8-plan-on-a100 "--precision fp8 is not supported by a100-80g" -- plan --model gpt2 --gpus 8 --global-batch 64 --gpu a100-80g --precision fp8
 bad seed-negative "--seed: '-1' is not a whole number in range 0 to" -- train --out "$scratch/never" --seed -1
 bad fraction-out-of-range "--shard-param-frac" -- estimate --model gpt2 --plugin gemini --shard-param-frac 1.5
 bad bucket-negative "--bucket-mb" -- estimate --model gpt2 --bucket-mb -1
@@ -130,7 +133,7 @@ bad interleaved-micro-batches "--micro-batches" -- estimate --model gpt2 --plugi
 # Names.
 bad unknown-gpu "--gpu" -- estimate --model gpt2 --gpu tpu-v5
 bad unknown-plugin "--plugin" -- estimate --model gpt2 --plugin deepspeed
-bad unknown-precision "--precision" -- estimate --model gpt2 --precision fp8
+bad unknown-precision "--precision" -- estimate --model gpt2 --precision fp4
 bad unknown-format "--format" -- estimate --model gpt2 --format xml
 bad unknown-option "--bogus" -- estimate --model gpt2 --bogus
 bad missing-model-option "--model" -- estimate --dp 2
@@ -181,6 +184,10 @@ if ! "$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 3 --output "$
   echo "FAIL [export-setup]: tessera plan did not write $plan_file" >&2
   failures=$((failures + 1))
 fi
+fp8_plan=$scratch/fp8-plan.json
+"$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --precision fp8 --output "$fp8_plan" >/dev/null 2>&1 </dev/null
+bad export-fp8-colossalai "the plan trains in FP8 with Transformer Engine's layers" -- export "$fp8_plan" --to colossalai
+bad export-fp8-deepspeed "plan again with --precision bf16" -- export "$fp8_plan" --to deepspeed
 bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
 bad export-malformed-plan-file "not valid JSON" -- export "$data/malformed.json" --to deepspeed
 bad export-not-a-plan-file "not a plan file" -- export "$data/unknown-model-type.json" --to perfetto

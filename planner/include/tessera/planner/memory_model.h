@@ -109,6 +109,10 @@ std::vector<StageShape> stage_shapes(const Model& model, const EstimateRequest& 
 // equal slice of the MLP (Megatron-LM's column and row splits).
 Status check_tensor_parallel(const ModelConfig& config, int64_t tp);
 
+// --precision against the GPU (bf16 and fp8 need their tensor cores) and the
+// activation profile (fp8 is Transformer Engine's, with the flash or megatron profile).
+Status check_precision(Precision precision, ActivationProfile profile, const GpuProfile& gpu);
+
 // Checks the request against the model and GPU; the error names the option to change.
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
 

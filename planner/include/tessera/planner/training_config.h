@@ -12,7 +12,10 @@
 
 namespace tessera::planner {
 
-enum class Precision { fp32, fp16, bf16 };  // fp16/bf16: mixed precision with fp32 master weights
+// fp16/bf16: mixed precision with fp32 master weights. fp8: Transformer
+// Engine's FP8 training (fp8.h): bf16 weights, fp32 master weights, the
+// blocks' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling).
+enum class Precision { fp32, fp16, bf16, fp8 };
 enum class OptimizerKind { adam, adamw, sgd, sgd_momentum };
 enum class RecomputeMode { none, selective, full };  // Korthikanti et al. 2022 §5
 // Which runtime's saved tensors the activation model counts (see activations.h):
@@ -32,7 +35,8 @@ enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
 // (torch_fsdp); deepspeed for DeepSpeed ZeRO-3 (low_level_zero at stage 3).
 enum class Runtime { colossalai, megatron, torchtitan, deepspeed };
 
-inline constexpr std::array<EnumName<Precision>, 3> kPrecisionNames{{{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}}};
+inline constexpr std::array<EnumName<Precision>, 4> kPrecisionNames{
+    {{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}, {Precision::fp8, "fp8"}}};
 inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};
 inline constexpr std::array<EnumName<RecomputeMode>, 3> kRecomputeNames{{{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
 inline constexpr std::array<EnumName<ActivationProfile>, 6> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"},
@@ -66,7 +70,9 @@ inline std::span<const EnumName<FsdpStrategy>> enum_names(FsdpStrategy) { return
 inline std::span<const EnumName<GeminiPlacement>> enum_names(GeminiPlacement) { return kGeminiPlacementNames; }
 inline std::span<const EnumName<Runtime>> enum_names(Runtime) { return kRuntimeNames; }
 
-// Bytes of one element of the weights, gradients and activations in compute precision.
+// Bytes of one element of the weights, gradients and activations in compute
+// precision: under fp8 the weights, gradients and most activations stay bf16
+// (Transformer Engine casts a GEMM's operands to FP8 inside the layer).
 constexpr int64_t compute_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 constexpr bool is_mixed_precision(Precision p) { return p != Precision::fp32; }
 // fp32 tensors per parameter the optimizer keeps: Adam's two moments (Kingma & Ba

@@ -67,6 +67,10 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--tp", r.layout.tp, "Tensor-parallel size (hybrid_parallel)")->capture_default_str();
   c.add_option("--pp", r.layout.pp, "Pipeline stages (hybrid_parallel)")->capture_default_str();
   c.add_flag("--sequence-parallel", r.layout.sequence_parallel, "Megatron sequence parallelism in the tp group");
+  c.add_option("--cp", r.layout.cp,
+               "Context-parallel size: each sequence split over this many ranks, attention as a ring passing keys and values "
+               "(hybrid_parallel, or torch_fsdp under --runtime torchtitan)")
+      ->capture_default_str();
   c.add_option("--micro-batch", r.training.micro_batch_size, "Samples per micro-batch per data-parallel rank")->capture_default_str();
   c.add_option("--seq", r.training.seq_len, "Tokens per sample")->capture_default_str();
   c.add_option("--micro-batches", r.training.num_micro_batches, "Micro-batches per step")->capture_default_str();

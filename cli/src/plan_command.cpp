@@ -33,6 +33,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.dp = o.dp;
   r.tp = o.tp;
   r.pp = o.pp;
+  r.cp = o.cp;
   r.micro_batch_size = o.micro_batch;
   r.zero_stage = o.zero_stage;
   r.chunk_size = o.chunk_size;
@@ -126,6 +127,9 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--dp", o.dp, "Only this data-parallel size");
   c.add_option("--tp", o.tp, "Only this tensor-parallel size");
   c.add_option("--pp", o.pp, "Only this number of pipeline stages");
+  c.add_option("--cp", o.cp,
+               "Only this context-parallel size (ring attention; hybrid_parallel plans); 0 tries 1 and, from " + std::to_string(kLongSequence) +
+                   " tokens, 2, 4 and 8");
   c.add_option("--micro-batch", o.micro_batch, "Only this micro-batch size");
   c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();

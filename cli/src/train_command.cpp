@@ -83,6 +83,10 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
                                              : device.description;
     return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": " + why + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
   }
+  if (r.layout.cp > 1) {
+    return make_error(ErrorCode::unsupported, "--cp " + std::to_string(r.layout.cp) +
+                                                  ": the engine has no context parallelism (ring attention); train with --cp 1");
+  }
   if (r.layout.world_size() != ranks) {
     const std::string layout = "dp " + std::to_string(r.layout.dp) + " × tp " + std::to_string(r.layout.tp) + " × pp " + std::to_string(r.layout.pp);
     return make_error(ErrorCode::invalid_argument, layout + " needs " + std::to_string(r.layout.world_size()) + " ranks but " +

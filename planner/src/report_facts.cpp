@@ -104,6 +104,7 @@ std::string summary_line(const EstimateReport& r) {
   }
   if (r.request.plugin.kind == PluginKind::torch_fsdp) line += " " + std::string(enum_name(r.request.plugin.fsdp_strategy));
   line += ", dp " + std::to_string(l.dp) + " × tp " + std::to_string(l.tp) + " × pp " + std::to_string(l.pp);
+  if (l.cp > 1) line += " × cp " + std::to_string(l.cp);
   if (l.sequence_parallel) line += " + sp";
   line += ", " + std::string(enum_name(t.precision)) + ", " + std::string(enum_name(t.optimizer)) + ", recompute " +
           std::string(enum_name(t.recompute)) + ", micro-batch " + std::to_string(t.micro_batch_size) + " × seq " +
@@ -181,6 +182,15 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
                                 "; GEMM inputs saved in FP8; FP8 weight copies, transposes and scaling state " + format_bytes(cache) +
                                 " on " + rank_range(tight) + " (in parameters)",
                      "Transformer Engine 0004dbd0 base.py set_fp8_weights, set_meta_tensor (amax history 1024), linear.py; GPU profile " + r.gpu.name});
+  }
+  if (const int64_t cp = r.request.layout.cp; cp > 1) {
+    const int64_t kv_bytes = 2 * t.micro_batch_size * r.request.local_seq_len() * r.model.config.kv_width() / r.request.layout.tp *
+                             compute_bytes(t.precision);
+    lines.push_back({"context parallelism", "cp " + std::to_string(cp) + ": each rank holds " + std::to_string(r.request.local_seq_len()) + " of the " +
+                                                std::to_string(t.seq_len) + " tokens of every sequence; ring attention passes " + format_bytes(kv_bytes) +
+                                                " of keys and values " + std::to_string(cp - 1) + " times per layer and micro-batch (twice that in backward), "
+                                                "overlapped with attention",
+                     "Megatron-Core context_parallel_size, Transformer Engine ring attention (AttnFuncWithCPAndKVP2P); ranks ordered tp-cp-dp-pp"});
   }
   lines.push_back({"CUDA context", format_bytes(r.estimate.cuda_context_bytes),
                    a.cuda_context_bytes >= 0 ? "--cuda-context-mib" : "GPU profile " + r.gpu.name + " (--cuda-context-mib to override)"});

@@ -113,6 +113,11 @@ Status check_tensor_parallel(const ModelConfig& config, int64_t tp);
 // activation profile (fp8 is Transformer Engine's, with the flash or megatron profile).
 Status check_precision(Precision precision, ActivationProfile profile, const GpuProfile& gpu);
 
+// Context parallelism against the sequence and the activation profile: ring
+// attention runs a fused attention kernel (the flash profile), and each rank
+// takes two balanced chunks of every sequence, so 2·cp must divide it.
+Status check_context_parallel_sequence(int64_t seq_len, int64_t cp, ActivationProfile profile);
+
 // Checks the request against the model and GPU; the error names the option to change.
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
 

@@ -96,14 +96,28 @@ struct TrainingOptions {
   int64_t num_micro_batches = 1;  // micro-batches per step (gradient accumulation / pipeline)
 };
 
-// Ranks are ordered tensor-parallel fastest, then data, then pipeline
-// (Megatron-LM's default "tp-dp-pp"): rank = tp_rank + tp * (dp_rank + dp * pp_rank).
+// Ranks are ordered tensor-parallel fastest, then context, then data, then
+// pipeline, as Megatron-Core orders them (megatron/core/parallel_state.py,
+// initialize_model_parallel's order "tp-cp-ep-dp-pp" and its RankGenerator,
+// NVIDIA/Megatron-LM@934c8260ada361db9b155d504c5b20600731d773):
+// rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank)).
 struct ParallelLayout {
   int64_t dp = 1;                  // data-parallel size; 1 = no replication
   int64_t tp = 1;                  // tensor-parallel size; 1 = no tensor parallelism
   int64_t pp = 1;                  // pipeline stages; 1 = no pipeline
   bool sequence_parallel = false;  // Megatron sequence parallelism in the tp group (needs tp > 1)
-  int64_t world_size() const { return dp * tp * pp; }
+  // Context parallelism (--cp): each sequence split over cp ranks, attention
+  // as a ring passing keys and values (Megatron-Core's context_parallel_size,
+  // Transformer Engine's ring attention; torchtitan's context_parallel).
+  int64_t cp = 1;
+  int64_t world_size() const { return dp * tp * pp * cp; }
+  // The ranks that hold the same parameters and reduce their gradients
+  // together: data and context parallel ranks (Megatron-Core reduces over its
+  // "dp-cp" group and its distributed optimizer shards over it; torchtitan
+  // shards FSDP over dp_shard × cp).
+  int64_t data_ranks() const { return dp * cp; }
+  // The ranks ZeRO, FSDP and Gemini shard the model states over.
+  int64_t shard_ranks() const { return data_ranks(); }
 };
 
 // ColossalAI's GeminiPlugin knobs (colossalai/booster/plugin/gemini_plugin.py).
@@ -183,6 +197,10 @@ struct EstimateRequest {
   ParallelLayout layout;
   PluginOptions plugin;
   Assumptions assumptions;
+  // Tokens of each sequence one rank holds: its 1/cp of the sequence (the
+  // load-balanced halves Megatron-Core and Transformer Engine give each rank
+  // under causal masking add up to the same count).
+  int64_t local_seq_len() const { return training.seq_len / layout.cp; }
 };
 
 }  // namespace tessera::planner

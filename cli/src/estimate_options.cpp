@@ -71,6 +71,10 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
                "Context-parallel size: each sequence split over this many ranks, attention as a ring passing keys and values "
                "(hybrid_parallel, or torch_fsdp under --runtime torchtitan)")
       ->capture_default_str();
+  c.add_option("--dp-replicate", r.layout.dp_replicate,
+               "Hybrid sharding: R replicas of dp/R ranks each, model states sharded within a replica (FSDP HYBRID_SHARD, "
+               "ZeRO; torch_fsdp, low_level_zero, hybrid_parallel with --zero-stage 1-2)")
+      ->capture_default_str();
   c.add_option("--micro-batch", r.training.micro_batch_size, "Samples per micro-batch per data-parallel rank")->capture_default_str();
   c.add_option("--seq", r.training.seq_len, "Tokens per sample")->capture_default_str();
   c.add_option("--micro-batches", r.training.num_micro_batches, "Micro-batches per step")->capture_default_str();

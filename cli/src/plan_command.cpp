@@ -34,6 +34,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.tp = o.tp;
   r.pp = o.pp;
   r.cp = o.cp;
+  r.dp_replicate = o.dp_replicate;
   r.micro_batch_size = o.micro_batch;
   r.zero_stage = o.zero_stage;
   r.chunk_size = o.chunk_size;
@@ -130,6 +131,9 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--cp", o.cp,
                "Only this context-parallel size (ring attention; hybrid_parallel plans); 0 tries 1 and, from " + std::to_string(kLongSequence) +
                    " tokens, 2, 4 and 8");
+  c.add_option("--dp-replicate", o.dp_replicate,
+               "Hybrid sharding: only plans whose model states shard (FSDP, ZeRO), as this many replicas of dp/R ranks")
+      ->capture_default_str();
   c.add_option("--micro-batch", o.micro_batch, "Only this micro-batch size");
   c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();

@@ -83,6 +83,10 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
                                              : device.description;
     return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": " + why + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
   }
+  if (r.layout.dp_replicate > 1) {
+    return make_error(ErrorCode::unsupported, "--dp-replicate " + std::to_string(r.layout.dp_replicate) +
+                                                  ": the engine shards over every data-parallel rank; train with --dp-replicate 1");
+  }
   if (r.layout.cp > 1) {
     return make_error(ErrorCode::unsupported, "--cp " + std::to_string(r.layout.cp) +
                                                   ": the engine has no context parallelism (ring attention); train with --cp 1");

@@ -162,7 +162,8 @@ void add_activations(const Model& m, const StageShape& s, const EstimateRequest&
 // context, and the caching allocator's fragmentation reserve on everything else.
 void add_runtime(const EstimateRequest& r, int64_t cuda_context, MemoryBreakdown& out) {
   const auto& l = r.layout;
-  const int64_t groups = (l.data_ranks() > 1 ? 1 : 0) + (l.tp > 1 ? 1 : 0) + (l.pp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0);
+  const int64_t groups = (l.data_ranks() > 1 ? 1 : 0) + (l.tp > 1 ? 1 : 0) + (l.pp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0) +
+                         (l.dp_replicate > 1 ? 1 : 0);  // a replica group besides the shard group
   out.add(Cat::workspace, kDevice, r.assumptions.cublas_workspace_bytes + groups * r.assumptions.nccl_bytes_per_group);
   const int64_t reserve = round_bytes(static_cast<double>(out.device_total()) * r.assumptions.allocator_reserve_fraction);
   out.add(Cat::runtime, kDevice, cuda_context + reserve);

@@ -105,6 +105,7 @@ std::string summary_line(const EstimateReport& r) {
   if (r.request.plugin.kind == PluginKind::torch_fsdp) line += " " + std::string(enum_name(r.request.plugin.fsdp_strategy));
   line += ", dp " + std::to_string(l.dp) + " × tp " + std::to_string(l.tp) + " × pp " + std::to_string(l.pp);
   if (l.cp > 1) line += " × cp " + std::to_string(l.cp);
+  if (l.dp_replicate > 1) line += " (" + std::to_string(l.dp_replicate) + " replicas, states sharded over " + std::to_string(l.shard_ranks()) + ")";
   if (l.sequence_parallel) line += " + sp";
   line += ", " + std::string(enum_name(t.precision)) + ", " + std::string(enum_name(t.optimizer)) + ", recompute " +
           std::string(enum_name(t.recompute)) + ", micro-batch " + std::to_string(t.micro_batch_size) + " × seq " +
@@ -182,6 +183,12 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
                                 "; GEMM inputs saved in FP8; FP8 weight copies, transposes and scaling state " + format_bytes(cache) +
                                 " on " + rank_range(tight) + " (in parameters)",
                      "Transformer Engine 0004dbd0 base.py set_fp8_weights, set_meta_tensor (amax history 1024), linear.py; GPU profile " + r.gpu.name});
+  }
+  if (const ParallelLayout& l = r.request.layout; l.dp_replicate > 1) {
+    lines.push_back({"hybrid sharding", std::to_string(l.dp_replicate) + " replicas of " + std::to_string(l.shard_ranks()) +
+                                            " ranks: model states sharded within a replica; gradients reduce-scattered there, each shard all-reduced across the replicas",
+                     "PyTorch FSDP HYBRID_SHARD, FSDP2 2-D mesh (torchtitan data_parallel_replicate_degree), DeepSpeed MiCS, Megatron-Core "
+                     "num_distributed_optimizer_instances"});
   }
   if (const int64_t cp = r.request.layout.cp; cp > 1) {
     const int64_t kv_bytes = 2 * t.micro_batch_size * r.request.local_seq_len() * r.model.config.kv_width() / r.request.layout.tp *

@@ -197,7 +197,7 @@ std::string rejection_reason(const MemoryEstimate& e) {
 auto plan_key(const EstimateRequest& r) {
   const auto& p = r.plugin;
   return std::make_tuple(p.kind, p.fsdp_strategy, p.zero_stage, p.cpu_offload, p.gemini.placement_policy, p.gemini.offload_optim_frac,
-                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp, r.layout.sequence_parallel, p.pp_schedule,
+                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp, r.layout.dp_replicate, r.layout.sequence_parallel, p.pp_schedule,
                          p.num_model_chunks, r.training.recompute);
 }
 
@@ -357,6 +357,7 @@ std::string describe_plan(const EstimateRequest& r) {
       break;
   }
   if (p.kind != PluginKind::hybrid_parallel) text += ", dp " + str(r.layout.dp);
+  if (r.layout.dp_replicate > 1) text += " (" + str(r.layout.dp_replicate) + " replicas × " + str(r.layout.shard_ranks()) + ")";
   text += ", recompute " + std::string(enum_name(r.training.recompute)) + ", micro-batch " + str(r.training.micro_batch_size) + " × " +
           str(r.training.num_micro_batches);
   return text;
@@ -366,7 +367,10 @@ std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanReque
   const std::vector<RecomputeMode> modes =
       p.recompute.empty() ? std::vector<RecomputeMode>{RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full} : p.recompute;
   std::vector<EstimateRequest> out;
-  for (const EstimateRequest& base : plugin_templates(model, p)) {
+  for (EstimateRequest base : plugin_templates(model, p)) {
+    // --dp-replicate: only the layouts that shard, each over replicas of dp/R ranks.
+    base.layout.dp_replicate = p.dp_replicate;
+    if (!check_hybrid_sharding(base)) continue;
     const int64_t dp = base.layout.dp;
     if (p.global_batch_size % dp != 0) continue;  // every data-parallel rank takes an equal share
     const int64_t per_rank = p.global_batch_size / dp;

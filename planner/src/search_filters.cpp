@@ -250,6 +250,9 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
     }
   }
   if (Status s = check_context_parallel_sequence(p.seq_len, cp, p.activation_profile); !s) return s;
+  if (p.dp_replicate < 1 || (p.dp_replicate > 1 && n % p.dp_replicate != 0)) {
+    return invalid("--dp-replicate " + str(p.dp_replicate) + " must be a positive divisor of the " + str(n) + " GPUs (replicas of equal size)");
+  }
   if (p.zero_stage < -1) return invalid("--zero-stage must be 0, 1 or 2 (leave it out to search every stage), got " + std::to_string(p.zero_stage));
   if (p.micro_batch_size < 0) return invalid("--micro-batch must be a positive integer, got " + str(p.micro_batch_size));
   if (p.micro_batch_size > 0 && p.dp > 0 && p.global_batch_size % (p.micro_batch_size * p.dp) != 0) {

@@ -85,15 +85,37 @@ double overlapped(double comm, double compute, double overlap_cost) {
 // DeepSpeed ZeRO-3 is low_level_zero at stage 3 (--runtime deepspeed).
 bool is_zero3(const PluginOptions& p) { return p.kind == PluginKind::torch_fsdp || p.kind == PluginKind::gemini || p.effective_zero_stage() == 3; }
 
+// The collectives of sharded model states. The shard group is one replica's
+// shard_ranks() data ranks, tp apart (consecutive in cp, then dp); under
+// hybrid sharding the R replicas of a shard are shard_ranks() · tp apart.
+// Gathers run in the shard group; a gradient is reduce-scattered there and its
+// shard then all-reduced across the replicas (FSDP HYBRID_SHARD's
+// post-backward, MiCS's and Megatron's instance-wide all-reduce).
+struct ShardGroups {
+  int64_t shard_ranks = 1, replicas = 1;
+  Link shard, replica;
+  double gather_s(double bytes) const { return all_gather_s(bytes, shard_ranks, shard.bytes_per_s, shard.latency_s); }
+  double reduce_s(double bytes) const {
+    return reduce_scatter_s(bytes, shard_ranks, shard.bytes_per_s, shard.latency_s) +
+           all_reduce_s(bytes / static_cast<double>(shard_ranks), replicas, replica.bytes_per_s, replica.latency_s);
+  }
+};
+
+ShardGroups shard_groups(const Context& c) {
+  const auto& l = c.request.layout;
+  const int64_t shard = l.shard_ranks();
+  return ShardGroups{shard, l.dp_replicate, group_link(c.cluster, shard, l.tp), group_link(c.cluster, l.dp_replicate, l.tp * shard)};
+}
+
 // ZeRO-3 gathers the parameters in forward and backward and reduce-scatters the
 // gradients in backward, every micro-batch; prefetching hides what compute covers.
 void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
   const auto& l = c.request.layout;
   if (!is_zero3(c.request.plugin) || l.data_ranks() == 1) return;
-  const Link dp = group_link(c.cluster, l.data_ranks(), l.tp);
+  const ShardGroups groups = shard_groups(c);
   const double params = static_cast<double>(s.params);
-  const double gather = all_gather_s(params * c.dtype_bytes(), l.data_ranks(), dp.bytes_per_s, dp.latency_s);
-  const double scatter = reduce_scatter_s(params * c.gradient_wire_bytes(), l.data_ranks(), dp.bytes_per_s, dp.latency_s);
+  const double gather = groups.gather_s(params * c.dtype_bytes());
+  const double scatter = groups.reduce_s(params * c.gradient_wire_bytes());
   const double first_unit = gather / static_cast<double>(std::max(1, s.num_layers));  // nothing to overlap with yet
   cost.forward_comm += overlapped(gather, cost.forward_compute, c.settings.overlap_cost) + first_unit;
   cost.backward_comm += overlapped(gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
@@ -107,8 +129,7 @@ void add_zero2_communication(const Context& c, const StageShape& s, StageCost& c
   const auto& p = c.request.plugin;
   const bool zero2 = (p.kind == PluginKind::low_level_zero || p.kind == PluginKind::hybrid_parallel) && p.effective_zero_stage() == 2;
   if (!zero2 || l.data_ranks() == 1) return;
-  const Link dp = group_link(c.cluster, l.data_ranks(), l.tp);
-  const double scatter = reduce_scatter_s(static_cast<double>(s.params) * c.dtype_bytes(), l.data_ranks(), dp.bytes_per_s, dp.latency_s);
+  const double scatter = shard_groups(c).reduce_s(static_cast<double>(s.params) * c.dtype_bytes());
   cost.backward_comm += overlapped(scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
 }
 
@@ -192,7 +213,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   add_zero2_communication(c, s, cost);
   if (c.estimate.gemini && c.estimate.gemini->offload_param_frac > 0) {
     const double host_params = static_cast<double>(c.estimate.gemini->num_chunks * c.estimate.gemini->chunk_size) *
-                               c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.data_ranks());
+                               c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.shard_ranks());
     cost.offload = 2 * host_params * c.dtype_bytes() / (c.cluster.gpu.pcie_gbps * 1e9);
   }
   return cost;
@@ -307,8 +328,9 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   const auto& l = c.request.layout;
   const auto& p = c.request.plugin;
   const double params = static_cast<double>(s.params);
-  const double shard = params / static_cast<double>(l.data_ranks());
+  const double shard = params / static_cast<double>(l.shard_ranks());
   const Link dp = group_link(c.cluster, l.data_ranks(), l.tp);
+  const ShardGroups groups = shard_groups(c);
   AfterPipeline out;
   const int stage = p.effective_zero_stage();
   const bool replicated = p.kind == PluginKind::torch_ddp || (p.kind == PluginKind::hybrid_parallel && stage == 0);
@@ -316,15 +338,14 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   double offloaded = 0;    // parameters the CPU optimizer updates
   if (l.data_ranks() > 1 && !is_zero3(p) && stage != 2) {
     const double grad_bytes = params * c.gradient_wire_bytes();
-    const double reduce = replicated ? all_reduce_s(grad_bytes, l.data_ranks(), dp.bytes_per_s, dp.latency_s)
-                                     : reduce_scatter_s(grad_bytes, l.data_ranks(), dp.bytes_per_s, dp.latency_s);
+    const double reduce = replicated ? all_reduce_s(grad_bytes, l.data_ranks(), dp.bytes_per_s, dp.latency_s) : groups.reduce_s(grad_bytes);
     // Overlapped with the last backward, except the last bucket.
     const double bucket = replicated ? static_cast<double>(p.bucket_bytes) : static_cast<double>(p.reduce_bucket_numel) * c.dtype_bytes();
     const double last_bucket = reduce * std::min(1.0, bucket / grad_bytes);
     out.communication = last_bucket + overlapped(reduce - last_bucket, cost.backward_s(), c.settings.overlap_cost);
-    if (!replicated) out.communication += all_gather_s(params * c.dtype_bytes(), l.data_ranks(), dp.bytes_per_s, dp.latency_s);
+    if (!replicated) out.communication += groups.gather_s(params * c.dtype_bytes());
   }
-  if (l.data_ranks() > 1 && stage == 2) out.communication = all_gather_s(params * c.dtype_bytes(), l.data_ranks(), dp.bytes_per_s, dp.latency_s);
+  if (l.data_ranks() > 1 && stage == 2) out.communication = groups.gather_s(params * c.dtype_bytes());
   if (!replicated) on_gpu = shard;
   if (p.cpu_offload) offloaded = shard;
   if (c.estimate.gemini) offloaded = shard * c.estimate.gemini->offload_optim_frac;

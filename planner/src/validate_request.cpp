@@ -50,7 +50,8 @@ Status check_sizes(const EstimateRequest& r) {
   const auto& l = r.layout;
   for (auto [option, value] : {std::pair{"--micro-batch", t.micro_batch_size}, std::pair{"--seq", t.seq_len},
                                std::pair{"--micro-batches", t.num_micro_batches}, std::pair{"--dp", l.dp},
-                               std::pair{"--tp", l.tp}, std::pair{"--pp", l.pp}, std::pair{"--cp", l.cp}}) {
+                               std::pair{"--tp", l.tp}, std::pair{"--pp", l.pp}, std::pair{"--cp", l.cp},
+                               std::pair{"--dp-replicate", l.dp_replicate}}) {
     if (Status s = check_positive(option, value); !s) return s;
   }
   // Bounds on the sizes themselves; check_activation_bytes bounds their products.
@@ -112,6 +113,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
     return invalid("--sequence-parallel needs --plugin hybrid_parallel with --tp above 1");
   }
   if (Status s = check_runtime(r); !s) return s;
+  if (Status s = check_hybrid_sharding(r); !s) return s;
   const int stage = p.effective_zero_stage();
   if (p.zero_stage >= 0 && p.kind != PluginKind::low_level_zero && p.kind != PluginKind::hybrid_parallel) {
     return invalid("--zero-stage applies to low_level_zero and hybrid_parallel, not " + plugin +
@@ -278,6 +280,24 @@ Status validate_request(const Model& model, const GpuProfile& gpu, const Estimat
   if (Status s = check_activation_bytes(model, request); !s) return s;
   if (Status s = check_assumptions(request.assumptions); !s) return s;
   return check_precision(request.training.precision, request.training.activation_profile, gpu);
+}
+
+Status check_hybrid_sharding(const EstimateRequest& r) {
+  const auto& l = r.layout;
+  const PluginOptions& p = r.plugin;
+  if (l.dp_replicate == 1) return Status::success();
+  const std::string option = "--dp-replicate " + str(l.dp_replicate);
+  if (l.dp % l.dp_replicate != 0) {
+    return invalid(option + " does not divide --dp " + str(l.dp) + " (each replica shards over dp/R ranks); choose one of " + divisors(l.dp));
+  }
+  const bool shards = p.kind == PluginKind::torch_fsdp || p.kind == PluginKind::low_level_zero ||
+                      (p.kind == PluginKind::hybrid_parallel && p.effective_zero_stage() >= 1);
+  if (!shards) {
+    return invalid(option + " needs sharded model states: torch_fsdp, low_level_zero, or hybrid_parallel with --zero-stage 1 or 2 (" +
+                   std::string(enum_name(p.kind)) +
+                   (p.kind == PluginKind::gemini ? " shards every chunk over all ranks)" : " keeps them whole on every rank)"));
+  }
+  return Status::success();
 }
 
 Status check_context_parallel_sequence(int64_t seq_len, int64_t cp, ActivationProfile profile) {

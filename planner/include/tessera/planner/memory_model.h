@@ -113,6 +113,10 @@ Status check_tensor_parallel(const ModelConfig& config, int64_t tp);
 // activation profile (fp8 is Transformer Engine's, with the flash or megatron profile).
 Status check_precision(Precision precision, ActivationProfile profile, const GpuProfile& gpu);
 
+// --dp-replicate against the layout and plugin: R divides dp, and the plugin
+// shards its model states (FSDP, ZeRO; not DDP, ZeRO-0 or Gemini's chunks).
+Status check_hybrid_sharding(const EstimateRequest& request);
+
 // Context parallelism against the sequence and the activation profile: ring
 // attention runs a fused attention kernel (the flash profile), and each rank
 // takes two balanced chunks of every sequence, so 2·cp must divide it.

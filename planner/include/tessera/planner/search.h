@@ -43,6 +43,10 @@ struct PlanRequest {
   // Context parallelism for hybrid_parallel layouts (--cp): 0 tries 1 and, for
   // sequences of kLongSequence tokens or more, 2, 4 and 8; a size tries only it.
   int64_t cp = 0;
+  // Hybrid sharding (--dp-replicate): 1 shards over every data-parallel rank;
+  // R > 1 searches only the layouts whose model states shard (FSDP, ZeRO), as
+  // R replicas of dp/R ranks.
+  int64_t dp_replicate = 1;
 };
 
 // The sequence length from which the search tries context parallelism by itself.

@@ -110,14 +110,22 @@ struct ParallelLayout {
   // as a ring passing keys and values (Megatron-Core's context_parallel_size,
   // Transformer Engine's ring attention; torchtitan's context_parallel).
   int64_t cp = 1;
+  // Hybrid sharding (--dp-replicate R): the data-parallel ranks form R
+  // replicas, each sharding the model states over its dp/R ranks (× cp); the
+  // gradients are reduce-scattered within a replica and each shard all-reduced
+  // across the R replicas. PyTorch FSDP's HYBRID_SHARD and FSDP2's 2-D mesh
+  // (torchtitan's data_parallel_replicate_degree), DeepSpeed's MiCS
+  // (mics_shard_size), Megatron-Core's num_distributed_optimizer_instances.
+  // 1 = shard over every data-parallel rank.
+  int64_t dp_replicate = 1;
   int64_t world_size() const { return dp * tp * pp * cp; }
   // The ranks that hold the same parameters and reduce their gradients
   // together: data and context parallel ranks (Megatron-Core reduces over its
   // "dp-cp" group and its distributed optimizer shards over it; torchtitan
   // shards FSDP over dp_shard × cp).
   int64_t data_ranks() const { return dp * cp; }
-  // The ranks ZeRO, FSDP and Gemini shard the model states over.
-  int64_t shard_ranks() const { return data_ranks(); }
+  // The ranks ZeRO, FSDP and Gemini shard the model states over: one replica's.
+  int64_t shard_ranks() const { return data_ranks() / dp_replicate; }
 };
 
 // ColossalAI's GeminiPlugin knobs (colossalai/booster/plugin/gemini_plugin.py).

@@ -36,7 +36,7 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   sequence_parallel_ = new QCheckBox(tr("sequence parallel"), this);
   cp_ = count_box(this, 1, 1024);
   cp_->setToolTip(tr("Context parallelism: each sequence split over this many ranks (ring attention; --cp)"));
-  dp_replicate_ = count_box(this, 1, 1 << 20);
+  dp_replicate_ = count_box(this, 1, 1024);
   dp_replicate_->setToolTip(tr("Hybrid sharding: the data-parallel ranks as this many replicas, states sharded within one (--dp-replicate)"));
   evaluate_ = new QPushButton(tr("Evaluate"), this);
   evaluate_->setToolTip(tr("Show exactly this layout in every view, fitting or not"));

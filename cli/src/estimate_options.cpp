@@ -68,10 +68,18 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--tp", r.layout.tp, "Tensor-parallel size (hybrid_parallel)")->capture_default_str();
   c.add_option("--pp", r.layout.pp, "Pipeline stages (hybrid_parallel)")->capture_default_str();
   c.add_flag("--sequence-parallel", r.layout.sequence_parallel, "Megatron sequence parallelism in the tp group");
+  c.add_option("--cp", r.layout.cp,
+               "Context-parallel size: each sequence split over this many ranks, attention as a ring passing keys and values "
+               "(hybrid_parallel, or torch_fsdp under --runtime torchtitan)")
+      ->capture_default_str();
+  c.add_option("--dp-replicate", r.layout.dp_replicate,
+               "Hybrid sharding: R replicas of dp/R ranks each, model states sharded within a replica (FSDP HYBRID_SHARD, "
+               "ZeRO; torch_fsdp, low_level_zero, hybrid_parallel with --zero-stage 1-2)")
+      ->capture_default_str();
   c.add_option("--micro-batch", r.training.micro_batch_size, "Samples per micro-batch per data-parallel rank")->capture_default_str();
   c.add_option("--seq", r.training.seq_len, "Tokens per sample")->capture_default_str();
   c.add_option("--micro-batches", r.training.num_micro_batches, "Micro-batches per step")->capture_default_str();
-  c.add_option("--precision", o.precision, "fp32, fp16 or bf16 (mixed, fp32 master weights)")->capture_default_str();
+  c.add_option("--precision", o.precision, "fp32, fp16, bf16 (mixed, fp32 master weights) or fp8 (Transformer Engine: the blocks' GEMMs in FP8, bf16 weights)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--recompute", o.recompute, "Activation recompute: none, selective or full")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();

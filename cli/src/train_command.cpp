@@ -83,6 +83,14 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
                                              : device.description;
     return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": " + why + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
   }
+  if (r.layout.dp_replicate > 1) {
+    return make_error(ErrorCode::unsupported, "--dp-replicate " + std::to_string(r.layout.dp_replicate) +
+                                                  ": the engine shards over every data-parallel rank; train with --dp-replicate 1");
+  }
+  if (r.layout.cp > 1) {
+    return make_error(ErrorCode::unsupported, "--cp " + std::to_string(r.layout.cp) +
+                                                  ": the engine has no context parallelism (ring attention); train with --cp 1");
+  }
   if (r.layout.world_size() != ranks) {
     const std::string layout = "dp " + std::to_string(r.layout.dp) + " × tp " + std::to_string(r.layout.tp) + " × pp " + std::to_string(r.layout.pp);
     return make_error(ErrorCode::invalid_argument, layout + " needs " + std::to_string(r.layout.world_size()) + " ranks but " +
@@ -247,6 +255,9 @@ Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
   t.resume = o.resume;
   t.allow_changes = o.allow_changes;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
+  if (training.precision == Precision::fp8) {
+    return make_error(ErrorCode::unsupported, "--precision fp8: Tessera's engine runs on the CPU, which has no FP8 GEMMs; train with --precision bf16");
+  }
   if (o.out.empty()) return make_error(ErrorCode::invalid_argument, "--out must name a directory for the checkpoint and metrics, e.g. --out run");
   if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");
   if (o.save_every < 0) return make_error(ErrorCode::invalid_argument, "--save-every must be a positive number of steps (or 0: only at the end)");

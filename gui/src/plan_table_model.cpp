@@ -88,7 +88,14 @@ QVariant PlanTableModel::display(const Row& row, int column) const {
   switch (column) {
     case kRank: return row.rank > 0 ? QVariant(row.rank) : QVariant(QStringLiteral("–"));
     case kPlugin: return text(enum_name(r.plugin.kind));
-    case kLayout: return QStringLiteral("%1×%2×%3%4").arg(r.layout.dp).arg(r.layout.tp).arg(r.layout.pp).arg(r.layout.sequence_parallel ? " +sp" : "");
+    case kLayout:
+      return QStringLiteral("%1×%2×%3%4%5%6")
+          .arg(r.layout.dp)
+          .arg(r.layout.tp)
+          .arg(r.layout.pp)
+          .arg(r.layout.cp > 1 ? QStringLiteral("×cp%1").arg(r.layout.cp) : QString())
+          .arg(r.layout.sequence_parallel ? " +sp" : "")
+          .arg(r.layout.dp_replicate > 1 ? QStringLiteral(" (%1 replicas)").arg(r.layout.dp_replicate) : QString());
     case kSchedule: return schedule_of(r);
     case kZeroStage: return zero_stage_of(r);
     case kOffload: return offload_of(r, row.optimizer_chunks_on_host, row.chunks);

@@ -2,6 +2,8 @@
 
 #include "activations_hf.h"
 
+#include "tessera/planner/fp8.h"
+
 #include <algorithm>
 
 namespace tessera::planner {
@@ -141,13 +143,22 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   return t;
 }
 
+// Transformer Engine keeps each GEMM's input as its FP8 cast (fp8.h).
+ActivationTable with_fp8_gemm_inputs(ActivationTable table, Precision precision) {
+  if (!is_fp8(precision)) return table;
+  for (ActivationTerm& term : table.block) {
+    if (saved_in_fp8(term.name)) term.bytes_per_element = 1;
+  }
+  return table;
+}
+
 }  // namespace
 
 ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision) {
   const int64_t dt = compute_bytes(precision);
   switch (profile) {
-    case ActivationProfile::megatron: return megatron_table(config, dt);
-    case ActivationProfile::flash: return flash_table(config, dt);
+    case ActivationProfile::megatron: return with_fp8_gemm_inputs(megatron_table(config, dt), precision);
+    case ActivationProfile::flash: return with_fp8_gemm_inputs(flash_table(config, dt), precision);
     case ActivationProfile::tessera: return tessera_table(config, dt);
     case ActivationProfile::hf: return hf_table(config, dt, HfRun::sdpa);
     case ActivationProfile::hf_eager: return hf_table(config, dt, HfRun::eager_attention);

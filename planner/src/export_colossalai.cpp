@@ -71,7 +71,8 @@ std::string torch_dtype(Precision p) {
   switch (p) {
     case Precision::fp32: return "torch.float32";
     case Precision::fp16: return "torch.float16";
-    case Precision::bf16: return "torch.bfloat16";
+    case Precision::bf16:
+    case Precision::fp8: return "torch.bfloat16";  // not exported (export.cpp refuses fp8); its weights are bf16
   }
   return "torch.float32";
 }

@@ -6,6 +6,7 @@
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/flops.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/tp_traffic.h"
@@ -25,10 +26,19 @@ Link group_link(const ClusterSpec& c, int64_t size, int64_t stride) {
   return one_node ? Link{c.intra_node_bytes_per_s(), c.intra_node_latency_s} : Link{c.inter_node_bytes_per_s(), c.inter_node_latency_s};
 }
 
+// The peak of the precision's 16-bit (or fp32) math: attention, the head, and
+// under fp8 the peak MFU is stated on, as published FP8 runs state it on bf16's
+// (Llama 3 paper §3.3.4; Megatron-LM's and torchtitan's FP8 MFU tables).
 double peak_flops(const GpuProfile& gpu, Precision p) {
   // fp32 runs on the fp32 pipes: PyTorch leaves TF32 matmuls off by default.
-  const double tflops = p == Precision::bf16 ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
+  const bool bf16 = p == Precision::bf16 || p == Precision::fp8;
+  const double tflops = bf16 ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
   return tflops * 1e12;
+}
+
+// The peak of the blocks' GEMMs: FP8 tensor cores under fp8 (fp8.h), else peak_flops.
+double block_gemm_peak_flops(const GpuProfile& gpu, Precision p) {
+  return is_fp8(p) ? gpu.peak_tflops.fp8 * 1e12 : peak_flops(gpu, p);
 }
 
 // One micro-batch's passes on one stage, seconds.
@@ -49,15 +59,18 @@ struct Context {
   const EstimateRequest& request;
   const MemoryEstimate& estimate;
   const SimulationSettings& settings;
-  double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.training.seq_len); }
+  // A rank's tokens of one micro-batch: its 1/cp of each sequence.
+  double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double flops_per_s() const { return peak_flops(cluster.gpu, request.training.precision) * settings.compute_efficiency; }
+  double block_gemm_flops_per_s() const { return block_gemm_peak_flops(cluster.gpu, request.training.precision) * settings.compute_efficiency; }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
   // Bytes per gradient element on the wire: Megatron-Core reduces its fp32
   // main-gradient buffer under bf16, torchtitan's FSDP2 reduces in fp32
   // (model_states_megatron.cpp, model_states_fsdp2.cpp); the others in the compute dtype.
   double gradient_wire_bytes() const {
     const Runtime runtime = request.plugin.runtime;
-    const bool fp32_reduce = runtime == Runtime::torchtitan || (runtime == Runtime::megatron && request.training.precision == Precision::bf16);
+    const bool fp32_reduce = runtime == Runtime::torchtitan || (runtime == Runtime::megatron && request.training.precision != Precision::fp16 &&
+                                                                request.training.precision != Precision::fp32);
     return fp32_reduce ? 4.0 : dtype_bytes();
   }
 };
@@ -72,15 +85,37 @@ double overlapped(double comm, double compute, double overlap_cost) {
 // DeepSpeed ZeRO-3 is low_level_zero at stage 3 (--runtime deepspeed).
 bool is_zero3(const PluginOptions& p) { return p.kind == PluginKind::torch_fsdp || p.kind == PluginKind::gemini || p.effective_zero_stage() == 3; }
 
+// The collectives of sharded model states. The shard group is one replica's
+// shard_ranks() data ranks, tp apart (consecutive in cp, then dp); under
+// hybrid sharding the R replicas of a shard are shard_ranks() · tp apart.
+// Gathers run in the shard group; a gradient is reduce-scattered there and its
+// shard then all-reduced across the replicas (FSDP HYBRID_SHARD's
+// post-backward, MiCS's and Megatron's instance-wide all-reduce).
+struct ShardGroups {
+  int64_t shard_ranks = 1, replicas = 1;
+  Link shard, replica;
+  double gather_s(double bytes) const { return all_gather_s(bytes, shard_ranks, shard.bytes_per_s, shard.latency_s); }
+  double reduce_s(double bytes) const {
+    return reduce_scatter_s(bytes, shard_ranks, shard.bytes_per_s, shard.latency_s) +
+           all_reduce_s(bytes / static_cast<double>(shard_ranks), replicas, replica.bytes_per_s, replica.latency_s);
+  }
+};
+
+ShardGroups shard_groups(const Context& c) {
+  const auto& l = c.request.layout;
+  const int64_t shard = l.shard_ranks();
+  return ShardGroups{shard, l.dp_replicate, group_link(c.cluster, shard, l.tp), group_link(c.cluster, l.dp_replicate, l.tp * shard)};
+}
+
 // ZeRO-3 gathers the parameters in forward and backward and reduce-scatters the
 // gradients in backward, every micro-batch; prefetching hides what compute covers.
 void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
   const auto& l = c.request.layout;
-  if (!is_zero3(c.request.plugin) || l.dp == 1) return;
-  const Link dp = group_link(c.cluster, l.dp, l.tp);
+  if (!is_zero3(c.request.plugin) || l.data_ranks() == 1) return;
+  const ShardGroups groups = shard_groups(c);
   const double params = static_cast<double>(s.params);
-  const double gather = all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
-  const double scatter = reduce_scatter_s(params * c.gradient_wire_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  const double gather = groups.gather_s(params * c.dtype_bytes());
+  const double scatter = groups.reduce_s(params * c.gradient_wire_bytes());
   const double first_unit = gather / static_cast<double>(std::max(1, s.num_layers));  // nothing to overlap with yet
   cost.forward_comm += overlapped(gather, cost.forward_compute, c.settings.overlap_cost) + first_unit;
   cost.backward_comm += overlapped(gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
@@ -93,10 +128,29 @@ void add_zero2_communication(const Context& c, const StageShape& s, StageCost& c
   const auto& l = c.request.layout;
   const auto& p = c.request.plugin;
   const bool zero2 = (p.kind == PluginKind::low_level_zero || p.kind == PluginKind::hybrid_parallel) && p.effective_zero_stage() == 2;
-  if (!zero2 || l.dp == 1) return;
-  const Link dp = group_link(c.cluster, l.dp, l.tp);
-  const double scatter = reduce_scatter_s(static_cast<double>(s.params) * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  if (!zero2 || l.data_ranks() == 1) return;
+  const double scatter = shard_groups(c).reduce_s(static_cast<double>(s.params) * c.dtype_bytes());
   cost.backward_comm += overlapped(scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
+}
+
+// Ring attention over the cp ranks (Transformer Engine's AttnFuncWithCPAndKVP2P,
+// which Megatron-Core's context parallelism runs; torchtitan's and ColossalAI's
+// ring attention likewise): per layer cp − 1 steps, each passing this rank's
+// keys and values (b · s/cp · kv_width/tp elements each) to the next rank
+// while the attention of the chunk at hand runs on another stream; backward
+// passes the keys, values and their gradients, twice the bytes. The ring hides
+// behind the attention compute (the 4·s·d FLOPs per token of flops.h).
+void add_context_parallel_communication(const Context& c, const StageShape& s, double attention_flops_per_token, StageCost& cost) {
+  const auto& l = c.request.layout;
+  if (l.cp == 1 || s.num_layers == 0) return;
+  const Link ring = group_link(c.cluster, l.cp, l.tp);
+  const double kv_bytes = 2 * c.tokens_per_micro_batch() * static_cast<double>(c.model.config.kv_width()) / static_cast<double>(l.tp) * c.dtype_bytes();
+  const double steps = static_cast<double>((l.cp - 1) * s.num_layers);
+  const double forward = steps * (kv_bytes / ring.bytes_per_s + ring.latency_s);
+  const double backward = steps * (2 * kv_bytes / ring.bytes_per_s + ring.latency_s);
+  const double attention = c.tokens_per_micro_batch() * attention_flops_per_token / static_cast<double>(l.tp) / c.flops_per_s();
+  cost.forward_comm += overlapped(forward, attention, c.settings.overlap_cost);
+  cost.backward_comm += overlapped(backward, 2 * attention, c.settings.overlap_cost);
 }
 
 // The α–β time of a tensor-parallel group's calls, each of its share of the bytes.
@@ -111,41 +165,55 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   const auto& t = c.request.training;
   const auto& l = c.request.layout;
   const double tokens = c.tokens_per_micro_batch();
-  double block_flops = 0;
+  double block_gemm_flops = 0, block_attention_flops = 0;  // the blocks' GEMMs (FP8 under fp8) and attention cores
   for (const StageLayers& chunk : s.chunks) {
-    for (int i = 0; i < chunk.num_layers; ++i) block_flops += block_forward_flops_per_token(c.model, chunk.first_layer + i, t.seq_len);
+    for (int i = 0; i < chunk.num_layers; ++i) {
+      const int layer = chunk.first_layer + i;
+      const double gemm = 2.0 * static_cast<double>(c.model.blocks[static_cast<size_t>(layer)].matmul_weights);
+      block_gemm_flops += gemm;
+      block_attention_flops += block_forward_flops_per_token(c.model, layer, t.seq_len) - gemm;
+    }
   }
   const double head_flops = s.last ? outside_blocks_forward_flops_per_token(c.model) : 0.0;
   const double tp = static_cast<double>(l.tp);
+  const double block_s_per_token = (block_gemm_flops / c.block_gemm_flops_per_s() + block_attention_flops / c.flops_per_s()) / tp;
   StageCost cost;
-  cost.forward_compute = tokens * (block_flops + head_flops) / tp / c.flops_per_s();
+  cost.forward_compute = tokens * (block_s_per_token + head_flops / tp / c.flops_per_s());
   cost.backward_compute = 2 * cost.forward_compute;  // GEMMs: gradients for inputs and for weights
   const double attention = 4.0 * static_cast<double>(t.seq_len) * static_cast<double>(c.model.config.q_width()) * s.num_layers;
   // Element-wise work (norms, activations, softmax, dropout) is memory-bound: each
   // tensor a block keeps for backward is written once in forward and read once in
   // backward, where its gradient is written too (a roofline lower bound).
   const ActivationTable table = activation_table(c.model.config, t.activation_profile, t.precision);
-  const ActivationShape shape{t.micro_batch_size, t.seq_len, l.tp, l.sequence_parallel};
+  const ActivationShape shape = activation_shape(c.request);
   const double hbm = c.cluster.gpu.hbm_gbps * 1e9 * c.settings.memory_efficiency;
   const double kept = static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::none).stash) * s.num_layers;
   const double scores = kept - static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::selective).stash) * s.num_layers;
   cost.forward_compute += kept / hbm;
   cost.backward_compute += 2 * kept / hbm;
+  if (is_fp8(t.precision)) {
+    // Transformer Engine's casts of GEMM operands to FP8 (fp8.h), memory-bound like the rest.
+    const Fp8Casts casts = fp8_cast_elements_per_token(c.model.config);
+    const double per_element = tokens * static_cast<double>(kFp8CastBytesPerElement * s.num_layers) / tp / hbm;
+    cost.forward_compute += static_cast<double>(casts.forward) * per_element;
+    cost.backward_compute += static_cast<double>(casts.backward) * per_element;
+  }
   if (t.recompute == RecomputeMode::selective) cost.recompute = tokens * attention / tp / c.flops_per_s() + scores / hbm;
-  if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_flops / tp / c.flops_per_s() + kept / hbm;
+  if (t.recompute == RecomputeMode::full) cost.recompute = tokens * block_s_per_token + kept / hbm;
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
     const Link link = group_link(c.cluster, l.tp, 1);
-    const TpMicroBatchTraffic traffic = tp_micro_batch_traffic(c.model.config, TpStage{s.num_layers, s.first, s.last}, t.micro_batch_size, t.seq_len,
+    const TpMicroBatchTraffic traffic = tp_micro_batch_traffic(c.model.config, TpStage{s.num_layers, s.first, s.last}, t.micro_batch_size, c.request.local_seq_len(),
                                                                l.sequence_parallel, t.recompute, static_cast<int64_t>(c.dtype_bytes()));
     cost.forward_comm = tp_calls_s(traffic.forward, l.tp, link);
     cost.backward_comm = tp_calls_s(traffic.backward, l.tp, link);
   }
+  add_context_parallel_communication(c, s, block_attention_flops, cost);
   add_zero3_communication(c, s, cost);
   add_zero2_communication(c, s, cost);
   if (c.estimate.gemini && c.estimate.gemini->offload_param_frac > 0) {
     const double host_params = static_cast<double>(c.estimate.gemini->num_chunks * c.estimate.gemini->chunk_size) *
-                               c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.dp);
+                               c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.shard_ranks());
     cost.offload = 2 * host_params * c.dtype_bytes() / (c.cluster.gpu.pcie_gbps * 1e9);
   }
   return cost;
@@ -223,7 +291,8 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes
           // communication lane at the pass's end: what the compute lane waited for.
           const double comm = (forward ? costs[ku].forward_comm : costs[ku].backward_comm) * shares[ku][static_cast<size_t>(op.chunk)];
           if (comm > 0) {
-            const std::string kind = c.request.layout.tp > 1 ? "tensor-parallel " : "ZeRO-3 ";
+            const auto& l = c.request.layout;
+            const std::string kind = l.tp > 1 ? "tensor-parallel " : l.cp > 1 ? "context-parallel " : "ZeRO-3 ";
             events->push_back({kind + (forward ? "F" : "B") + name, "communication", static_cast<int>(2 * k + 1), start + duration - comm, comm});
           }
         }
@@ -259,24 +328,24 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   const auto& l = c.request.layout;
   const auto& p = c.request.plugin;
   const double params = static_cast<double>(s.params);
-  const double shard = params / static_cast<double>(l.dp);
-  const Link dp = group_link(c.cluster, l.dp, l.tp);
+  const double shard = params / static_cast<double>(l.shard_ranks());
+  const Link dp = group_link(c.cluster, l.data_ranks(), l.tp);
+  const ShardGroups groups = shard_groups(c);
   AfterPipeline out;
   const int stage = p.effective_zero_stage();
   const bool replicated = p.kind == PluginKind::torch_ddp || (p.kind == PluginKind::hybrid_parallel && stage == 0);
   double on_gpu = params;  // parameters the GPU optimizer updates
   double offloaded = 0;    // parameters the CPU optimizer updates
-  if (l.dp > 1 && !is_zero3(p) && stage != 2) {
+  if (l.data_ranks() > 1 && !is_zero3(p) && stage != 2) {
     const double grad_bytes = params * c.gradient_wire_bytes();
-    const double reduce = replicated ? all_reduce_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s)
-                                     : reduce_scatter_s(grad_bytes, l.dp, dp.bytes_per_s, dp.latency_s);
+    const double reduce = replicated ? all_reduce_s(grad_bytes, l.data_ranks(), dp.bytes_per_s, dp.latency_s) : groups.reduce_s(grad_bytes);
     // Overlapped with the last backward, except the last bucket.
     const double bucket = replicated ? static_cast<double>(p.bucket_bytes) : static_cast<double>(p.reduce_bucket_numel) * c.dtype_bytes();
     const double last_bucket = reduce * std::min(1.0, bucket / grad_bytes);
     out.communication = last_bucket + overlapped(reduce - last_bucket, cost.backward_s(), c.settings.overlap_cost);
-    if (!replicated) out.communication += all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+    if (!replicated) out.communication += groups.gather_s(params * c.dtype_bytes());
   }
-  if (l.dp > 1 && stage == 2) out.communication = all_gather_s(params * c.dtype_bytes(), l.dp, dp.bytes_per_s, dp.latency_s);
+  if (l.data_ranks() > 1 && stage == 2) out.communication = groups.gather_s(params * c.dtype_bytes());
   if (!replicated) on_gpu = shard;
   if (p.cpu_offload) offloaded = shard;
   if (c.estimate.gemini) offloaded = shard * c.estimate.gemini->offload_optim_frac;
@@ -317,8 +386,8 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
   const std::vector<StageShape> stages = stage_shapes(model, request);
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
-  const Link pp_link = group_link(cluster, l.pp, l.tp * l.dp);
-  const auto boundary = static_cast<double>(stage_boundary_bytes(request.training.micro_batch_size, request.training.seq_len,
+  const Link pp_link = group_link(cluster, l.pp, l.tp * l.data_ranks());
+  const auto boundary = static_cast<double>(stage_boundary_bytes(request.training.micro_batch_size, request.local_seq_len(),
                                                                   model.config.hidden_size, request.training.precision, l));
   const double p2p = l.pp > 1 ? boundary / pp_link.bytes_per_s + pp_link.latency_s : 0.0;
   StepSimulation sim;
@@ -357,7 +426,7 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
       at += seconds;
     }
   }
-  const double tokens = m * c.tokens_per_micro_batch() * static_cast<double>(l.dp);
+  const double tokens = m * c.tokens_per_micro_batch() * static_cast<double>(l.data_ranks());
   const FlopsPerToken flops = flops_per_token(model, t.seq_len, t.recompute);
   const double gpus = static_cast<double>(l.world_size());
   sim.tokens_per_s = tokens / sim.step_time_s;

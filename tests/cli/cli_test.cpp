@@ -53,6 +53,7 @@ TEST(Cli, GpusProfilePrintsAFileThatPlansAsTheShippedGpu) {
   const auto profile = nlohmann::json::parse(shown.out);
   EXPECT_EQ(profile["memory_bytes"], 85520809984LL);
   EXPECT_EQ(profile["peak_tflops"]["bf16"], 989.4);
+  EXPECT_EQ(profile["peak_tflops"]["fp8"], 1978.9);
 
   tessera::testing::ScratchDir dir;
   const std::string file = dir.path() + "/edited.json";
@@ -162,7 +163,7 @@ TEST(Cli, BadInputIsOneLineAndExitCodeTwo) {
            {"estimate", "--model", "gpt2", "--gpu", "tpu-v9"},
            {"estimate", "--model", "no-such-model"},
            {"estimate", "--model", "gpt2", "--dp", "abc"},
-           {"estimate", "--model", "gpt2", "--precision", "fp8"},
+           {"estimate", "--model", "gpt2", "--precision", "fp4"},
            {"estimate"},
            {"frobnicate"}}) {
     const CliRun r = run(args);

@@ -79,6 +79,13 @@ struct ActivationShape {
   bool sequence_parallel = false;
 };
 
+// A request's shape: under context parallelism a rank keeps the terms of its
+// own tokens (EstimateRequest::local_seq_len); flash attention keeps no term
+// per key position, so the ring's remote keys leave nothing behind.
+inline ActivationShape activation_shape(const EstimateRequest& r) {
+  return ActivationShape{r.training.micro_batch_size, r.local_seq_len(), r.layout.tp, r.layout.sequence_parallel};
+}
+
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape);
 
 // Bytes of the given terms, for one micro-batch.

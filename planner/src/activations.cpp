@@ -90,8 +90,12 @@ ActivationTable flash_table(const ModelConfig& c, int64_t dt) {
   return t;
 }
 
-// What Tessera's engine keeps (engine/src/model): no dropout, unfused attention
-// keeping the probabilities, norm statistics in fp32.
+// What Tessera's engine keeps (engine/src/model): no dropout, FlashAttention-2's
+// attention (engine/include/tessera/engine/ops/attention.h) keeping its output
+// and an fp32 log-sum-exp per query row and head, norm statistics in fp32.
+// Selective recompute re-runs the attention core from the kept q, k and v, as
+// Megatron's checkpoint_core_attention does (see flash_table), dropping the
+// log-sum-exp.
 ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   const int64_t h = c.hidden_size;
   const int64_t I = c.intermediate_size;
@@ -104,7 +108,9 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   b.push_back(term("attn_norm_stats", stats, kFp32, Split::sequence));
   b.push_back(term("attn_norm_output", h, dt, Split::sequence));
   b.push_back(term("qkv", c.q_width() + 2 * c.kv_width(), dt, Split::tensor_parallel));
-  b.push_back(ActivationTerm{"attention_probs", c.num_heads, dt, true, Split::tensor_parallel, false, false});
+  ActivationTerm lse = term("attention_lse", c.num_heads, kFp32, Split::tensor_parallel);  // heads split over tp ranks
+  lse.kept_under_selective = false;
+  b.push_back(lse);
   b.push_back(term("attention_output", c.q_width(), dt, Split::tensor_parallel));
   if (!c.parallel_residual) b.push_back(term("mlp_norm_input", h, dt, Split::sequence));
   b.push_back(term("mlp_norm_stats", stats, kFp32, Split::sequence));

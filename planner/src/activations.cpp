@@ -15,6 +15,14 @@ ActivationTerm term(std::string_view name, int64_t elements, int64_t bytes, Spli
   return ActivationTerm{name, elements, bytes, false, split, true, false};
 }
 
+// A flash-attention kernel's fp32 log-sum-exp, one per query row and head (the
+// heads split over tp ranks). Selective recompute re-runs the kernel, so it goes.
+ActivationTerm log_sum_exp(std::string_view name, const ModelConfig& c) {
+  ActivationTerm lse = term(name, c.num_heads, kFp32, Split::tensor_parallel);
+  lse.kept_under_selective = false;
+  return lse;
+}
+
 // Korthikanti et al. 2022 §4.1, term by term, with the family's widths.
 ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
   const int64_t h = c.hidden_size;
@@ -84,9 +92,7 @@ ActivationTable flash_table(const ModelConfig& c, int64_t dt) {
   std::vector<ActivationTerm>& b = t.block;
   std::erase_if(b, [](const ActivationTerm& term) { return term.per_key_position; });
   const auto value = std::find_if(b.begin(), b.end(), [](const ActivationTerm& term) { return term.name == "value"; });
-  ActivationTerm lse = term("softmax_lse", c.num_heads, kFp32, Split::tensor_parallel);  // heads split over tp ranks
-  lse.kept_under_selective = false;
-  b.insert(value + 1, lse);
+  b.insert(value + 1, log_sum_exp("softmax_lse", c));
   return t;
 }
 
@@ -108,9 +114,7 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   b.push_back(term("attn_norm_stats", stats, kFp32, Split::sequence));
   b.push_back(term("attn_norm_output", h, dt, Split::sequence));
   b.push_back(term("qkv", c.q_width() + 2 * c.kv_width(), dt, Split::tensor_parallel));
-  ActivationTerm lse = term("attention_lse", c.num_heads, kFp32, Split::tensor_parallel);  // heads split over tp ranks
-  lse.kept_under_selective = false;
-  b.push_back(lse);
+  b.push_back(log_sum_exp("attention_lse", c));
   b.push_back(term("attention_output", c.q_width(), dt, Split::tensor_parallel));
   if (!c.parallel_residual) b.push_back(term("mlp_norm_input", h, dt, Split::sequence));
   b.push_back(term("mlp_norm_stats", stats, kFp32, Split::sequence));

@@ -136,7 +136,7 @@ std::string activation_profile_source(ActivationProfile profile) {
              "norms, 16-bit casts of each matmul's input and weights kept for backward, measured on an H100";
     case ActivationProfile::tessera: break;
   }
-  return "what Tessera's engine keeps: no dropout, softmax probabilities kept, fp32 norm statistics";
+  return "what Tessera's engine keeps: no dropout, FlashAttention-2 attention (an fp32 log-sum-exp per row and head, no s² scores), fp32 norm statistics";
 }
 
 }  // namespace

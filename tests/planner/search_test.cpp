@@ -73,7 +73,7 @@ TEST(PlanSearch, ThirteenBillionOnEight24GbGpusNeedsGeminiWithOffload) {
 
 TEST(PlanSearch, Llama70bOn64H100sNeedsShardingOrTensorAndPipeline) {
   PlanRequest request = on("h100-80g", 64, 256, 4096);
-  // With the engine's profile (the softmax probabilities kept) and a global
+  // With the engine's profile (FlashAttention-2: no s² term) and a global
   // batch of 256 the two best plans come within 0.5%, the case the
   // explanation below is about (at 512 the runner-up is 1.8% slower since
   // the simulator times every tensor-parallel call, tp_traffic.h).

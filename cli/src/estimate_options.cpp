@@ -22,6 +22,10 @@ Status mib_to_bytes(const char* option, double mib, int64_t& out, bool allow_neg
   return Status::success();
 }
 
+}  // namespace
+
+
+// What the file's extension names: md, csv, html (or .htm), json; table otherwise.
 ReportFormat format_from_extension(const std::string& path) {
   for (const auto& entry : kReportFormatNames) {
     if (entry.value != ReportFormat::table && path.ends_with("." + std::string(entry.name))) return entry.value;
@@ -29,9 +33,6 @@ ReportFormat format_from_extension(const std::string& path) {
   if (path.ends_with(".htm")) return ReportFormat::html;
   return ReportFormat::table;
 }
-
-}  // namespace
-
 
 Status EstimateOptions::finish() {
   TrainingOptions& t = request.training;
@@ -67,6 +68,14 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--tp", r.layout.tp, "Tensor-parallel size (hybrid_parallel)")->capture_default_str();
   c.add_option("--pp", r.layout.pp, "Pipeline stages (hybrid_parallel)")->capture_default_str();
   c.add_flag("--sequence-parallel", r.layout.sequence_parallel, "Megatron sequence parallelism in the tp group");
+  c.add_option("--cp", r.layout.cp,
+               "Context-parallel size: each sequence split over this many ranks, attention as a ring passing keys and values "
+               "(hybrid_parallel, or torch_fsdp under --runtime torchtitan)")
+      ->capture_default_str();
+  c.add_option("--dp-replicate", r.layout.dp_replicate,
+               "Hybrid sharding: R replicas of dp/R ranks each, model states sharded within a replica (FSDP HYBRID_SHARD, "
+               "ZeRO; torch_fsdp, low_level_zero, hybrid_parallel with --zero-stage 1-2)")
+      ->capture_default_str();
   c.add_flag("--tp-comm-overlap", r.plugin.tp_comm_overlap,
              "Tensor-parallel all-gathers and reduce-scatters run under the GEMMs (Megatron-Core --tp-comm-overlap, torchtitan async TP; needs --sequence-parallel)");
   c.add_flag("--overlap-param-gather", r.plugin.overlap_param_gather,
@@ -74,7 +83,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--micro-batch", r.training.micro_batch_size, "Samples per micro-batch per data-parallel rank")->capture_default_str();
   c.add_option("--seq", r.training.seq_len, "Tokens per sample")->capture_default_str();
   c.add_option("--micro-batches", r.training.num_micro_batches, "Micro-batches per step")->capture_default_str();
-  c.add_option("--precision", o.precision, "fp32, fp16 or bf16 (mixed, fp32 master weights)")->capture_default_str();
+  c.add_option("--precision", o.precision, "fp32, fp16, bf16 (mixed, fp32 master weights) or fp8 (Transformer Engine: the blocks' GEMMs in FP8, bf16 weights)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--recompute", o.recompute, "Activation recompute: none, selective or full")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
@@ -93,7 +102,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--chunk-size", r.plugin.gemini.chunk_size, "gemini: elements per chunk (0 = search)")->capture_default_str();
   c.add_option("--placement", o.placement, "gemini placement_policy: cuda, cpu, static or auto")->capture_default_str();
   c.add_option("--shard-param-frac", r.plugin.gemini.shard_param_frac, "gemini static: fraction of chunks sharded")->capture_default_str();
-  c.add_option("--offload-optim-frac", r.plugin.gemini.offload_optim_frac, "gemini static: fraction of optimizer chunks on the host")->capture_default_str();
+  c.add_option("--offload-optim-frac", r.plugin.gemini.offload_optim_frac, "gemini static: ColossalAI's offload_optim_frac (whole chunks, against a total counting each chunk once per tensor)")->capture_default_str();
   c.add_option("--offload-param-frac", r.plugin.gemini.offload_param_frac, "gemini static: fraction of parameter chunks on the host")->capture_default_str();
   c.add_option("--search-range-m", r.plugin.gemini.search_range_m, "gemini chunk search range (Mi elements)")->capture_default_str();
   c.add_option("--min-chunk-size-m", r.plugin.gemini.min_chunk_size_m, "gemini smallest chunk (Mi elements)")->capture_default_str();

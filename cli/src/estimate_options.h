@@ -16,6 +16,9 @@
 namespace tessera::cli {
 
 // Raw option values as typed; `finish()` turns them into the planner's structs.
+// The report format a file's extension names (.md .csv .html .htm .json); table for any other.
+planner::ReportFormat format_from_extension(const std::string& path);
+
 struct EstimateOptions {
   std::string model;
   std::string gpu = "h100-80g";

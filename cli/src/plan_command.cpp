@@ -33,6 +33,8 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.dp = o.dp;
   r.tp = o.tp;
   r.pp = o.pp;
+  r.cp = o.cp;
+  r.dp_replicate = o.dp_replicate;
   r.micro_batch_size = o.micro_batch;
   r.zero_stage = o.zero_stage;
   r.chunk_size = o.chunk_size;
@@ -116,7 +118,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--inter-node-gbps", o.inter_node_gbps, "Network bandwidth per GPU between nodes, Gbit/s")->capture_default_str()->excludes(cluster);
   c.add_option("--global-batch", o.global_batch, "Sequences per optimizer step (fixed; gradient accumulation follows)")->required();
   c.add_option("--seq", o.seq, "Tokens per sequence")->capture_default_str();
-  c.add_option("--precision", o.precision, "fp32, fp16 or bf16")->capture_default_str();
+  c.add_option("--precision", o.precision, "fp32, fp16, bf16 or fp8 (Transformer Engine; GPUs with FP8 tensor cores)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), hf / hf_eager / hf_autocast (Hugging Face models run eagerly, measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
   c.add_option("--memory-headroom", o.memory_headroom, "Memory every GPU must leave free: GiB (e.g. 2) or a percentage (e.g. 10%)")
@@ -126,6 +128,12 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--dp", o.dp, "Only this data-parallel size");
   c.add_option("--tp", o.tp, "Only this tensor-parallel size");
   c.add_option("--pp", o.pp, "Only this number of pipeline stages");
+  c.add_option("--cp", o.cp,
+               "Only this context-parallel size (ring attention; hybrid_parallel plans); 0 tries 1 and, from " + std::to_string(kLongSequence) +
+                   " tokens, 2, 4 and 8");
+  c.add_option("--dp-replicate", o.dp_replicate,
+               "Hybrid sharding: only plans whose model states shard (FSDP, ZeRO), as this many replicas of dp/R ranks")
+      ->capture_default_str();
   c.add_option("--micro-batch", o.micro_batch, "Only this micro-batch size");
   c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();
@@ -136,6 +144,10 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
 }
 
 int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
+  if (const planner::ReportFormat named = format_from_extension(options.output); named != planner::ReportFormat::json && named != planner::ReportFormat::table) {
+    return fail(err, "--output " + options.output + ": tessera plan writes the plan document, JSON; name it .json (a report of one plan: tessera estimate "
+                     "--output FILE." + std::string(enum_name(named)) + ", or tessera-gui SESSION.json --export FILE." + std::string(enum_name(named)) + ")");
+  }
   auto model = load_model(options.model);
   if (!model) return fail(err, model.error().message);
   auto request = make_request(options);

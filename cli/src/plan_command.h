@@ -25,7 +25,7 @@ struct PlanOptions {
   std::string memory_headroom = "0";  // GiB, or a percentage with %
   std::string plugin;     // restrict to one plugin
   std::string recompute;  // restrict to one mode
-  int64_t dp = 0, tp = 0, pp = 0, micro_batch = 0;
+  int64_t dp = 0, tp = 0, pp = 0, cp = 0, dp_replicate = 1, micro_batch = 0;
   int64_t chunk_size = 0;  // gemini: elements per chunk, 0 = ColossalAI's search
   std::string sequence_parallel = "on";
   int zero_stage = -1;

@@ -44,11 +44,11 @@ using namespace tessera::planner;
 
 // The request the engine's run corresponds to: the options as given, on one
 // rank with no GPU runtime; its workspace is the CPU backend's (planner/cpu_backend.h).
-EstimateRequest cpu_request(EstimateRequest r) {
+EstimateRequest cpu_request(EstimateRequest r, const ModelConfig& config) {
   r.plugin.gradient_as_bucket_view = true;
   r.assumptions.cuda_context_bytes = 0;
   r.assumptions.allocator_reserve_fraction = 0;
-  r.assumptions.cublas_workspace_bytes = cpu_workspace_bytes(engine::cpu::backend_threads(), r.training.seq_len, r.training.precision);
+  r.assumptions.cublas_workspace_bytes = cpu_workspace_bytes(engine::cpu::backend_threads(), r.training.seq_len, config.head_dim, r.training.precision);
   r.assumptions.nccl_bytes_per_group = 0;
   return r;
 }
@@ -82,6 +82,14 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
                                                    ") but the engine's GPU training path is not built yet (its kernels and GEMMs are: tools/gpu-check)"
                                              : device.description;
     return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": " + why + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
+  }
+  if (r.layout.dp_replicate > 1) {
+    return make_error(ErrorCode::unsupported, "--dp-replicate " + std::to_string(r.layout.dp_replicate) +
+                                                  ": the engine shards over every data-parallel rank; train with --dp-replicate 1");
+  }
+  if (r.layout.cp > 1) {
+    return make_error(ErrorCode::unsupported, "--cp " + std::to_string(r.layout.cp) +
+                                                  ": the engine has no context parallelism (ring attention); train with --cp 1");
   }
   if (r.layout.world_size() != ranks) {
     const std::string layout = "dp " + std::to_string(r.layout.dp) + " × tp " + std::to_string(r.layout.tp) + " × pp " + std::to_string(r.layout.pp);
@@ -247,6 +255,9 @@ Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
   t.resume = o.resume;
   t.allow_changes = o.allow_changes;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
+  if (training.precision == Precision::fp8) {
+    return make_error(ErrorCode::unsupported, "--precision fp8: Tessera's engine runs on the CPU, which has no FP8 GEMMs; train with --precision bf16");
+  }
   if (o.out.empty()) return make_error(ErrorCode::invalid_argument, "--out must name a directory for the checkpoint and metrics, e.g. --out run");
   if (o.steps <= 0) return make_error(ErrorCode::invalid_argument, "--steps must be a positive integer");
   if (o.save_every < 0) return make_error(ErrorCode::invalid_argument, "--save-every must be a positive number of steps (or 0: only at the end)");
@@ -312,7 +323,7 @@ Status write_predicted_trace(const std::string& plan_path, const std::string& pa
 // `tessera train --dry-run`: rank --rank of the plan's world, replayed alone
 // (engine::dry_run); DIR gets config.json, plan.json and metrics.json, no checkpoint.
 int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& options, std::ostream& out, std::ostream& err) {
-  const EstimateRequest request = cpu_request(o.estimate.request);
+  const EstimateRequest request = cpu_request(o.estimate.request, model.config);
   const int64_t ranks = request.layout.world_size();
   if (o.rank < 0 || o.rank >= ranks) {
     return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
@@ -393,7 +404,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
-  const EstimateRequest request = cpu_request(o.estimate.request);
+  const EstimateRequest request = cpu_request(o.estimate.request, model->config);
   const GpuProfile cpu = host_cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);

@@ -643,6 +643,7 @@ Result<TrainMetrics> train_in_precision(const planner::Model& model, const Train
     case planner::Precision::fp32: return train_as<float>(model, o, data, progress, terminal);
     case planner::Precision::bf16: return train_as<bf16>(model, o, data, progress, terminal);
     case planner::Precision::fp16: return train_as<fp16>(model, o, data, progress, terminal);
+    case planner::Precision::fp8: break;  // no FP8 GEMMs on the CPU: tessera train refuses it
   }
   return make_error(ErrorCode::invalid_argument, "unknown precision");
 }
@@ -667,6 +668,7 @@ Result<TrainMetrics> dry_run(const planner::Model& model, TrainOptions o) {
     case planner::Precision::fp32: return dry_run_as<float>(model, o);
     case planner::Precision::bf16: return dry_run_as<bf16>(model, o);
     case planner::Precision::fp16: return dry_run_as<fp16>(model, o);
+    case planner::Precision::fp8: break;  // no FP8 GEMMs on the CPU
   }
   return make_error(ErrorCode::invalid_argument, "unknown precision");
 }

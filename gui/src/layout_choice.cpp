@@ -18,17 +18,22 @@ LayoutChoice layout_choice_of(const planner::EstimateRequest& plan) {
   c.cpu_offload = plan.plugin.cpu_offload;
   c.recompute = plan.training.recompute;
   c.sequence_parallel = plan.layout.sequence_parallel;
+  c.cp = plan.layout.cp;
+  c.dp_replicate = plan.layout.dp_replicate;
   return c;
 }
 
 Result<planner::EstimateRequest> layout_request(const LayoutChoice& c, const planner::EstimateRequest& plan, const planner::PlanRequest& inputs) {
   const auto refuse = [](const std::string& why) { return make_error(ErrorCode::invalid_argument, why); };
   const int64_t gpus = inputs.cluster.world_size();
-  if (c.tp < 1 || c.pp < 1 || c.micro_batch < 1) return refuse("tp, pp and the micro-batch must be at least 1");
-  if (gpus % (c.tp * c.pp) != 0) {
-    return refuse("--tp " + std::to_string(c.tp) + " × --pp " + std::to_string(c.pp) + " does not divide the " + std::to_string(gpus) + " GPUs");
+  if (c.tp < 1 || c.pp < 1 || c.cp < 1 || c.dp_replicate < 1 || c.micro_batch < 1) {
+    return refuse("tp, pp, cp, the replicas and the micro-batch must be at least 1");
   }
-  const int64_t dp = gpus / (c.tp * c.pp);
+  if (gpus % (c.tp * c.pp * c.cp) != 0) {
+    return refuse("--tp " + std::to_string(c.tp) + " × --pp " + std::to_string(c.pp) + (c.cp > 1 ? " × --cp " + std::to_string(c.cp) : "") +
+                  " does not divide the " + std::to_string(gpus) + " GPUs");
+  }
+  const int64_t dp = gpus / (c.tp * c.pp * c.cp);
   if (inputs.global_batch_size % (dp * c.micro_batch) != 0) {
     return refuse("--global-batch " + std::to_string(inputs.global_batch_size) + " is not a whole number of micro-batches of " +
                   std::to_string(c.micro_batch) + " on each of the " + std::to_string(dp) + " data-parallel ranks");
@@ -42,7 +47,8 @@ Result<planner::EstimateRequest> layout_request(const LayoutChoice& c, const pla
   r.training.micro_batch_size = c.micro_batch;
   r.training.num_micro_batches = inputs.global_batch_size / (dp * c.micro_batch);
   r.assumptions = inputs.assumptions;
-  r.layout = planner::ParallelLayout{dp, c.tp, c.pp, c.tp > 1 && c.sequence_parallel};
+  r.layout = planner::ParallelLayout{dp, c.tp, c.pp, c.tp > 1 && c.sequence_parallel, c.cp};
+  r.layout.dp_replicate = c.dp_replicate;
   if (r.plugin.kind != c.plugin) r.plugin = planner::PluginOptions{};  // another plugin starts from its defaults
   r.plugin.kind = c.plugin;
   const bool staged = c.plugin == PluginKind::low_level_zero || c.plugin == PluginKind::hybrid_parallel;

@@ -34,6 +34,10 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   cpu_offload_ = new QCheckBox(tr("CPU offload"), this);
   recompute_ = enum_combo<planner::RecomputeMode>(this, false);
   sequence_parallel_ = new QCheckBox(tr("sequence parallel"), this);
+  cp_ = count_box(this, 1, 1024);
+  cp_->setToolTip(tr("Context parallelism: each sequence split over this many ranks (ring attention; --cp)"));
+  dp_replicate_ = count_box(this, 1, 1024);
+  dp_replicate_->setToolTip(tr("Hybrid sharding: the data-parallel ranks as this many replicas, states sharded within one (--dp-replicate)"));
   evaluate_ = new QPushButton(tr("Evaluate"), this);
   evaluate_->setToolTip(tr("Show exactly this layout in every view, fitting or not"));
   error_ = new QLabel(this);
@@ -54,10 +58,12 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   add(2, 0, tr("schedule"), schedule_);
   add(2, 1, tr("model chunks"), model_chunks_);
   add(2, 2, tr("recompute"), recompute_);
-  grid->addWidget(cpu_offload_, 3, 0, 1, 2);
-  grid->addWidget(sequence_parallel_, 3, 2, 1, 2);
-  grid->addWidget(evaluate_, 3, 5);
-  grid->addWidget(error_, 4, 0, 1, 6);
+  add(3, 0, tr("cp"), cp_);
+  add(3, 1, tr("dp replicas"), dp_replicate_);
+  grid->addWidget(cpu_offload_, 4, 0, 1, 2);
+  grid->addWidget(sequence_parallel_, 4, 2, 1, 2);
+  grid->addWidget(evaluate_, 4, 5);
+  grid->addWidget(error_, 5, 0, 1, 6);
   connect(evaluate_, &QPushButton::clicked, this, [this] { emit evaluateRequested(layout()); });
 }
 
@@ -73,6 +79,8 @@ void LayoutEditor::showLayout(const LayoutChoice& c, int64_t dp) {
   cpu_offload_->setChecked(c.cpu_offload);
   set_combo_enum(recompute_, std::optional(c.recompute));
   sequence_parallel_->setChecked(c.sequence_parallel);
+  cp_->setValue(static_cast<int>(c.cp));
+  dp_replicate_->setValue(static_cast<int>(c.dp_replicate));
 }
 
 LayoutChoice LayoutEditor::layout() const {
@@ -87,6 +95,8 @@ LayoutChoice LayoutEditor::layout() const {
   c.cpu_offload = cpu_offload_->isChecked();
   c.recompute = combo_enum<planner::RecomputeMode>(recompute_).value_or(planner::RecomputeMode::none);
   c.sequence_parallel = sequence_parallel_->isChecked();
+  c.cp = cp_->value();
+  c.dp_replicate = dp_replicate_->value();
   return c;
 }
 

@@ -36,6 +36,8 @@ class LayoutEditor : public QGroupBox {
   QComboBox* scheduleBox() const { return schedule_; }
   QSpinBox* modelChunksBox() const { return model_chunks_; }
   QSpinBox* zeroStageBox() const { return zero_stage_; }
+  QSpinBox* cpBox() const { return cp_; }
+  QSpinBox* dpReplicateBox() const { return dp_replicate_; }
 
  signals:
   void evaluateRequested(const tessera::gui::LayoutChoice& choice);
@@ -52,6 +54,8 @@ class LayoutEditor : public QGroupBox {
   QCheckBox* cpu_offload_ = nullptr;
   QComboBox* recompute_ = nullptr;
   QCheckBox* sequence_parallel_ = nullptr;
+  QSpinBox* cp_ = nullptr;
+  QSpinBox* dp_replicate_ = nullptr;
   QPushButton* evaluate_ = nullptr;
   QLabel* error_ = nullptr;
 };

@@ -36,6 +36,7 @@ Qt::PenStyle outline_of(MeshAxis axis) {
     case MeshAxis::tensor: return Qt::SolidLine;
     case MeshAxis::data: return Qt::DashLine;
     case MeshAxis::pipeline: return Qt::DotLine;
+    case MeshAxis::context: return Qt::DashDotLine;
   }
   return Qt::SolidLine;
 }

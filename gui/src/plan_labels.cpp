@@ -15,7 +15,7 @@ int zero_stage_of(const planner::EstimateRequest& r) {
   return 0;
 }
 
-QString offload_of(const planner::EstimateRequest& r) {
+QString offload_of(const planner::EstimateRequest& r, int64_t optimizer_chunks_on_host, int64_t chunks) {
   if (r.plugin.cpu_offload) return QStringLiteral("optimizer → host");
   if (r.plugin.kind != PluginKind::gemini) return QStringLiteral("none");
   const auto& g = r.plugin.gemini;
@@ -26,6 +26,10 @@ QString offload_of(const planner::EstimateRequest& r) {
     case planner::GeminiPlacement::static_placement: break;
   }
   if (g.offload_optim_frac == 0 && g.offload_param_frac == 0) return QStringLiteral("none");
+  if (optimizer_chunks_on_host >= 0 && g.offload_optim_frac < 1) {
+    // ColossalAI's fraction is not a share of the states (planner/gemini_static_placement.h): say what it sends.
+    return QStringLiteral("optim %1 of %2 chunks").arg(optimizer_chunks_on_host).arg(chunks);
+  }
   if (g.offload_param_frac == 0) return QStringLiteral("optim %1%").arg(100 * g.offload_optim_frac);
   return QStringLiteral("optim %1% + param %2%").arg(100 * g.offload_optim_frac).arg(100 * g.offload_param_frac);
 }

@@ -27,6 +27,10 @@ void PlanTableModel::setResult(std::shared_ptr<const planner::PlanSearchResult> 
     for (const planner::Candidate& c : result->plans) {
       rows_.push_back(Row{c.request, planner::describe_plan(c.request), true, ++rank, c.peak_device_bytes(), c.simulation.step_time_s,
                           c.simulation.tokens_per_s, c.simulation.mfu, {}});
+      if (c.memory.gemini) {
+        rows_.back().optimizer_chunks_on_host = c.memory.gemini->optimizer_chunks_on_host;
+        rows_.back().chunks = c.memory.gemini->num_chunks;
+      }
     }
     for (const auto& [reason, rejection] : result->rejected) {
       Row row;
@@ -84,10 +88,17 @@ QVariant PlanTableModel::display(const Row& row, int column) const {
   switch (column) {
     case kRank: return row.rank > 0 ? QVariant(row.rank) : QVariant(QStringLiteral("–"));
     case kPlugin: return text(enum_name(r.plugin.kind));
-    case kLayout: return QStringLiteral("%1×%2×%3%4").arg(r.layout.dp).arg(r.layout.tp).arg(r.layout.pp).arg(r.layout.sequence_parallel ? " +sp" : "");
+    case kLayout:
+      return QStringLiteral("%1×%2×%3%4%5%6")
+          .arg(r.layout.dp)
+          .arg(r.layout.tp)
+          .arg(r.layout.pp)
+          .arg(r.layout.cp > 1 ? QStringLiteral("×cp%1").arg(r.layout.cp) : QString())
+          .arg(r.layout.sequence_parallel ? " +sp" : "")
+          .arg(r.layout.dp_replicate > 1 ? QStringLiteral(" (%1 replicas)").arg(r.layout.dp_replicate) : QString());
     case kSchedule: return schedule_of(r);
     case kZeroStage: return zero_stage_of(r);
-    case kOffload: return offload_of(r);
+    case kOffload: return offload_of(r, row.optimizer_chunks_on_host, row.chunks);
     case kRecompute: return text(enum_name(r.training.recompute));
     case kMicroBatch: return QStringLiteral("%1 × %2").arg(r.training.micro_batch_size).arg(r.training.num_micro_batches);
     case kStepTime: return row.fits ? seconds_text(row.step_time_s) : QString();

@@ -47,6 +47,7 @@ class PlanTableModel : public QAbstractTableModel {
     int64_t memory_bytes = -1;    // peak device bytes per GPU; -1 unknown
     double step_time_s = 0, tokens_per_s = 0, mfu = 0;
     std::string reason;           // why the row's candidates were rejected
+    int64_t optimizer_chunks_on_host = -1, chunks = 0;  // Gemini static: what its fraction sends (-1 unknown)
   };
   QVariant display(const Row& row, int column) const;
   QVariant sort_key(const Row& row, int column) const;

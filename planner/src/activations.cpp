@@ -2,6 +2,8 @@
 
 #include "activations_hf.h"
 
+#include "tessera/planner/fp8.h"
+
 #include <algorithm>
 
 namespace tessera::planner {
@@ -13,6 +15,14 @@ constexpr int64_t kFp32 = 4;
 
 ActivationTerm term(std::string_view name, int64_t elements, int64_t bytes, Split split) {
   return ActivationTerm{name, elements, bytes, false, split, true, false};
+}
+
+// A flash-attention kernel's fp32 log-sum-exp, one per query row and head (the
+// heads split over tp ranks). Selective recompute re-runs the kernel, so it goes.
+ActivationTerm log_sum_exp(std::string_view name, const ModelConfig& c) {
+  ActivationTerm lse = term(name, c.num_heads, kFp32, Split::tensor_parallel);
+  lse.kept_under_selective = false;
+  return lse;
 }
 
 // Korthikanti et al. 2022 §4.1, term by term, with the family's widths.
@@ -84,14 +94,16 @@ ActivationTable flash_table(const ModelConfig& c, int64_t dt) {
   std::vector<ActivationTerm>& b = t.block;
   std::erase_if(b, [](const ActivationTerm& term) { return term.per_key_position; });
   const auto value = std::find_if(b.begin(), b.end(), [](const ActivationTerm& term) { return term.name == "value"; });
-  ActivationTerm lse = term("softmax_lse", c.num_heads, kFp32, Split::tensor_parallel);  // heads split over tp ranks
-  lse.kept_under_selective = false;
-  b.insert(value + 1, lse);
+  b.insert(value + 1, log_sum_exp("softmax_lse", c));
   return t;
 }
 
-// What Tessera's engine keeps (engine/src/model): no dropout, unfused attention
-// keeping the probabilities, norm statistics in fp32.
+// What Tessera's engine keeps (engine/src/model): no dropout, FlashAttention-2's
+// attention (engine/include/tessera/engine/ops/attention.h) keeping its output
+// and an fp32 log-sum-exp per query row and head, norm statistics in fp32.
+// Selective recompute re-runs the attention core from the kept q, k and v, as
+// Megatron's checkpoint_core_attention does (see flash_table), dropping the
+// log-sum-exp.
 ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   const int64_t h = c.hidden_size;
   const int64_t I = c.intermediate_size;
@@ -104,7 +116,7 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   b.push_back(term("attn_norm_stats", stats, kFp32, Split::sequence));
   b.push_back(term("attn_norm_output", h, dt, Split::sequence));
   b.push_back(term("qkv", c.q_width() + 2 * c.kv_width(), dt, Split::tensor_parallel));
-  b.push_back(ActivationTerm{"attention_probs", c.num_heads, dt, true, Split::tensor_parallel, false, false});
+  b.push_back(log_sum_exp("attention_lse", c));
   b.push_back(term("attention_output", c.q_width(), dt, Split::tensor_parallel));
   if (!c.parallel_residual) b.push_back(term("mlp_norm_input", h, dt, Split::sequence));
   b.push_back(term("mlp_norm_stats", stats, kFp32, Split::sequence));
@@ -141,13 +153,22 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   return t;
 }
 
+// Transformer Engine keeps each GEMM's input as its FP8 cast (fp8.h).
+ActivationTable with_fp8_gemm_inputs(ActivationTable table, Precision precision) {
+  if (!is_fp8(precision)) return table;
+  for (ActivationTerm& term : table.block) {
+    if (saved_in_fp8(term.name)) term.bytes_per_element = 1;
+  }
+  return table;
+}
+
 }  // namespace
 
 ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision) {
   const int64_t dt = compute_bytes(precision);
   switch (profile) {
-    case ActivationProfile::megatron: return megatron_table(config, dt);
-    case ActivationProfile::flash: return flash_table(config, dt);
+    case ActivationProfile::megatron: return with_fp8_gemm_inputs(megatron_table(config, dt), precision);
+    case ActivationProfile::flash: return with_fp8_gemm_inputs(flash_table(config, dt), precision);
     case ActivationProfile::tessera: return tessera_table(config, dt);
     case ActivationProfile::hf: return hf_table(config, dt, HfRun::sdpa);
     case ActivationProfile::hf_eager: return hf_table(config, dt, HfRun::eager_attention);

@@ -71,7 +71,8 @@ std::string torch_dtype(Precision p) {
   switch (p) {
     case Precision::fp32: return "torch.float32";
     case Precision::fp16: return "torch.float16";
-    case Precision::bf16: return "torch.bfloat16";
+    case Precision::bf16:
+    case Precision::fp8: return "torch.bfloat16";  // not exported (export.cpp refuses fp8); its weights are bf16
   }
   return "torch.float32";
 }
@@ -427,7 +428,13 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
        << "\n"
        << "\n";
   }
-  py << "def batches(dataloader, device):\n"
+  py << "def synchronize(device):\n"
+     << "    \"\"\"Waits for the GPU's queued kernels, so that a step's time is the GPU's (a CPU rank has none to wait for).\"\"\"\n"
+     << "    if device.type == \"cuda\":\n"
+     << "        torch.cuda.synchronize(device)\n"
+     << "\n"
+     << "\n"
+     << "def batches(dataloader, device):\n"
      << "    \"\"\"The loader's batches on the GPU, round after round.\"\"\"\n"
      << "    while True:\n"
      << "        for batch in dataloader:\n"
@@ -476,7 +483,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
      << "    model.train()\n"
      << "    report = dist.get_rank() == dist.get_world_size() - 1  # the last rank holds the loss, pipeline or not\n"
      << "    for step in range(STEPS):\n"
-     << "        torch.cuda.synchronize()\n"
+     << "        synchronize(device)\n"
      << "        start = time.perf_counter()\n";
   if (s.pipeline) {
     py << "        # One call runs the step's NUM_MICROBATCHES micro-batches through the " << enum_name(r.plugin.pp_schedule)
@@ -499,7 +506,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
       py << "            # The plugin has no no_sync: gradients are reduced after every micro-batch.\n";
     }
     if (s.autocast_bf16) {
-      py << body << "with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
+      py << body << "with torch.autocast(device.type, dtype=torch.bfloat16):\n"
          << body << "    micro_loss = model(**batch).loss / GRADIENT_ACCUMULATION_STEPS\n";
     } else {
       py << body << "micro_loss = model(**batch).loss / GRADIENT_ACCUMULATION_STEPS\n";
@@ -510,7 +517,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
   if (!s.clip.empty()) py << "        " << s.clip << "\n";
   py << "        optimizer.step()\n"
      << "        optimizer.zero_grad()\n"
-     << "        torch.cuda.synchronize()\n"
+     << "        synchronize(device)\n"
      << "        seconds = time.perf_counter() - start\n"
      << "        if report:\n"
      << "            shown = f\"{loss.item():.4f}\" if loss is not None else \"-\"\n"

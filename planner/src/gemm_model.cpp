@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "tessera/planner/fp8.h"
+
 namespace tessera::planner {
 namespace {
 
@@ -13,9 +15,10 @@ namespace {
 constexpr double kTileM = 256;
 constexpr double kTileN = 128;
 
+// Under fp8 everything but the blocks' GEMMs runs in bf16 (fp8.h).
 double dense_peak_tflops(const GpuProfile& gpu, Precision p) {
   // fp32 runs on the fp32 pipes: PyTorch leaves TF32 matmuls off by default.
-  return p == Precision::bf16 ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
+  return p == Precision::bf16 || is_fp8(p) ? gpu.peak_tflops.bf16 : p == Precision::fp16 ? gpu.peak_tflops.fp16 : gpu.peak_tflops.fp32;
 }
 
 // A matmul weight's (input features, output features) on one tp rank. Hugging
@@ -49,6 +52,14 @@ KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memo
   return r;
 }
 
+KernelRoofs block_gemm_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency) {
+  KernelRoofs r = kernel_roofs(gpu, precision, memory_efficiency);
+  if (!is_fp8(precision)) return r;
+  r.matmul_flops *= gpu.peak_tflops.fp8 / gpu.peak_tflops.bf16;
+  r.peak_flops = gpu.peak_tflops.fp8 * 1e12;
+  return r;
+}
+
 double gemm_seconds(const GemmShape& g, const KernelRoofs& roofs) {
   if (g.flops() <= 0) return 0;
   double compute = g.flops() / roofs.matmul_flops;
@@ -62,17 +73,20 @@ double gemm_seconds(const GemmShape& g, const KernelRoofs& roofs) {
   return std::max(compute, bytes / roofs.hbm_bytes_per_s);
 }
 
-std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs) {
+std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs,
+                                                 const KernelRoofs& block_roofs) {
   const int64_t layers = model.config.num_layers;
   std::vector<PassSeconds> by_layer(static_cast<size_t>(layers + 2));
   const auto m = static_cast<double>(tokens);
   for (const TensorInfo& t : model.inventory.tensors) {
     if (!t.is_matmul_weight) continue;
-    PassSeconds& s = by_layer[static_cast<size_t>(std::clamp<int64_t>(t.layer + 1, 0, layers + 1))];
+    const auto entry = static_cast<size_t>(std::clamp<int64_t>(t.layer + 1, 0, layers + 1));
+    const KernelRoofs& r = entry == 0 || entry == by_layer.size() - 1 ? roofs : block_roofs;
+    PassSeconds& s = by_layer[entry];
     const WeightDims w = weight_dims(model.config, t, tp);
-    s.forward += gemm_seconds({m, w.out, w.in}, roofs);
+    s.forward += gemm_seconds({m, w.out, w.in}, r);
     // Backward: the input gradient (tokens × in) and the weight gradient (in × out, summed over tokens).
-    s.backward += gemm_seconds({m, w.in, w.out}, roofs) + gemm_seconds({w.in, w.out, m}, roofs);
+    s.backward += gemm_seconds({m, w.in, w.out}, r) + gemm_seconds({w.in, w.out, m}, r);
   }
   return by_layer;
 }
@@ -105,9 +119,9 @@ bool fused_attention(ActivationProfile profile) {
   switch (profile) {
     case ActivationProfile::flash:
     case ActivationProfile::hf:
-    case ActivationProfile::hf_autocast: return true;  // SDPA / FlashAttention
+    case ActivationProfile::hf_autocast:
+    case ActivationProfile::tessera: return true;  // SDPA / FlashAttention; the engine's FlashAttention-2 (engine/include/tessera/engine/ops/attention.h)
     case ActivationProfile::megatron:
-    case ActivationProfile::tessera:
     case ActivationProfile::hf_eager: return false;
   }
   return false;

@@ -84,6 +84,12 @@ Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::stri
     if (!value) return value.error();
     *f.target = value.value();
   }
+  // Optional: GPUs without FP8 tensor cores (before Ada and Hopper) leave it out or give 0.
+  if (peaks->contains("fp8")) {
+    auto value = positive_number(*peaks, "fp8", source + " peak_tflops", true);
+    if (!value) return value.error();
+    gpu.peak_tflops.fp8 = value.value();
+  }
   return parse_kernel_fields(root, source, gpu);
 }
 
@@ -94,7 +100,7 @@ std::string gpu_profile_to_json(const GpuProfile& gpu) {
               {"memory_bytes", gpu.memory_bytes},
               {"cuda_context_bytes", gpu.cuda_context_bytes},
               {"usable_memory_bytes", gpu.usable_memory_bytes},
-              {"peak_tflops", json{{"fp32", peak.fp32}, {"tf32", peak.tf32}, {"bf16", peak.bf16}, {"fp16", peak.fp16}}},
+              {"peak_tflops", json{{"fp32", peak.fp32}, {"tf32", peak.tf32}, {"bf16", peak.bf16}, {"fp16", peak.fp16}, {"fp8", peak.fp8}}},
               {"hbm_gbps", gpu.hbm_gbps},
               {"nvlink_gbps", gpu.nvlink_gbps},
               {"pcie_gbps", gpu.pcie_gbps},

@@ -1,6 +1,7 @@
 // The memory model: per pipeline stage, the bytes of every category on the
 // device and the host. Sources are cited where each formula is applied.
 #include "tessera/planner/memory_model.h"
+
 #include "tessera/planner/sharding.h"
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/chunks.h"
+#include "tessera/planner/fp8.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "model_states.h"
@@ -57,7 +60,7 @@ void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateW
                      MemoryBreakdown& out) {
   // The flat buffers are padded to dp equal shards (sharding.h), which the
   // parameters and full gradients keep so that the collectives run in place.
-  const int64_t dp = r.layout.dp;
+  const int64_t dp = r.layout.shard_ranks();
   const int64_t shard = shard_numel(s.params, dp), padded = padded_flat_numel(s.params, dp);
   const MemorySpace optimizer_space = r.plugin.cpu_offload ? kHost : kDevice;
   out.add(Cat::parameters, kDevice, padded * w.param);
@@ -79,11 +82,11 @@ void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateW
 // gradient lives from the head's backward (the first) to the embedding's (the
 // last), beside the gradient of the block being reduce-scattered.
 void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths& w, MemoryBreakdown& out) {
-  const FsdpLayout layout = fsdp_layout(m.inventory, flat_parameter_order(m.inventory), r.layout.dp);
+  const FsdpLayout layout = fsdp_layout(m.inventory, flat_parameter_order(m.inventory), r.layout.shard_ranks());
   out.add(Cat::parameters, kDevice, layout.shard_numel * 4);
   out.add(Cat::gradients, kDevice, layout.shard_numel * 4);
   out.add(Cat::optimizer_states, kDevice, layout.shard_numel * w.optim);
-  const bool gathers = r.layout.dp > 1 || w.param != 4;  // one fp32 rank unshards in place
+  const bool gathers = r.layout.shard_ranks() > 1 || w.param != 4;  // one fp32 rank unshards in place
   if (gathers) {
     const int64_t gathered = r.plugin.fsdp_strategy == FsdpStrategy::full_shard
                                  ? layout.root_padded + 2 * layout.largest_block_padded
@@ -99,12 +102,11 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
   switch (g.placement_policy) {
     case GeminiPlacement::cuda: break;  // shard 1, offload 0, 0
     case GeminiPlacement::cpu: p.offload_optim_frac = p.offload_param_frac = 1; break;
-    case GeminiPlacement::static_placement:
+    case GeminiPlacement::static_placement:  // the optimizer's fraction, chunk by chunk, in plan_gemini
       p.shard_param_frac = g.shard_param_frac;
-      p.offload_optim_frac = g.offload_optim_frac;
-      p.offload_param_frac = g.offload_param_frac;
+      p.offload_param_frac = effective_offload_param_frac(g);
       break;
-    case GeminiPlacement::auto_placement: break;  // starts on the device; see estimate_memory
+    case GeminiPlacement::auto_placement: break;  // solved against the GPU in estimate_memory (solve_auto_placement)
   }
   return p;
 }
@@ -117,7 +119,7 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
 // backward, a full gradient chunk until its reduce-scatter.
 void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
                        const GeminiSummary& g, MemoryBreakdown& out) {
-  const double dp = static_cast<double>(r.layout.dp);
+  const double dp = static_cast<double>(r.layout.shard_ranks());
   const double padded = static_cast<double>(g.padded_elements());
   const double sharded = padded * g.shard_param_frac / dp;   // elements of sharded chunks on one rank
   const double kept = padded * (1 - g.shard_param_frac);     // chunks kept gathered on every rank
@@ -153,7 +155,7 @@ void add_activations(const Model& m, const StageShape& s, const EstimateRequest&
   // stage, each (s/t if sequence parallel, b, h) in the compute dtype (Megatron p2p).
   // Interleaved, every stage also exchanges with the wrap-around neighbour (chunk j of the last stage feeds chunk j + 1 of the first).
   const int64_t neighbours = s.chunks.size() > 1 ? 2 : (s.first ? 0 : 1) + (s.last ? 0 : 1);
-  const int64_t boundary = stage_boundary_bytes(t.micro_batch_size, t.seq_len, m.config.hidden_size, t.precision, r.layout);
+  const int64_t boundary = stage_boundary_bytes(t.micro_batch_size, r.local_seq_len(), m.config.hidden_size, t.precision, r.layout);
   out.add(Cat::comm_buffers, kDevice, neighbours * 2 * boundary);
 }
 
@@ -161,7 +163,8 @@ void add_activations(const Model& m, const StageShape& s, const EstimateRequest&
 // context, and the caching allocator's fragmentation reserve on everything else.
 void add_runtime(const EstimateRequest& r, int64_t cuda_context, MemoryBreakdown& out) {
   const auto& l = r.layout;
-  const int64_t groups = (l.dp > 1 ? 1 : 0) + (l.tp > 1 ? 1 : 0) + (l.pp > 1 ? 1 : 0);
+  const int64_t groups = (l.data_ranks() > 1 ? 1 : 0) + (l.tp > 1 ? 1 : 0) + (l.pp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0) +
+                         (l.dp_replicate > 1 ? 1 : 0);  // a replica group besides the shard group
   out.add(Cat::workspace, kDevice, r.assumptions.cublas_workspace_bytes + groups * r.assumptions.nccl_bytes_per_group);
   const int64_t reserve = round_bytes(static_cast<double>(out.device_total()) * r.assumptions.allocator_reserve_fraction);
   out.add(Cat::runtime, kDevice, cuda_context + reserve);
@@ -179,13 +182,20 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
     case PluginKind::hybrid_parallel: {
       const int stage = r.plugin.effective_zero_stage();
       if (stage == 0) {
-        add_replicated_states(s, r, w, r.layout.dp > 1, out);
+        add_replicated_states(s, r, w, r.layout.data_ranks() > 1, out);
       } else {
         add_zero_states(s, r, w, stage, out);
       }
       break;
     }
   }
+}
+
+// Transformer Engine's FP8 state for the stage's blocks (fp8.h): the FP8 copy
+// and transpose of every GEMM weight the rank holds, and each GEMM's scaling
+// factors and amax history. Counted as parameters: they are weights in another dtype.
+void add_fp8_state(const Model& m, const StageShape& s, const EstimateRequest& r, MemoryBreakdown& out) {
+  if (is_fp8(r.training.precision)) out.add(Cat::parameters, kDevice, fp8_state_bytes(m, s.chunks, r.layout.tp));
 }
 
 MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const EstimateRequest& r,
@@ -197,6 +207,7 @@ MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const Estimate
     case Runtime::deepspeed: add_deepspeed_zero3_states(m, r, out); break;
     case Runtime::colossalai: add_colossalai_states(m, s, r, gemini, out); break;
   }
+  add_fp8_state(m, s, r, out);
   add_activations(m, s, r, out);
   add_runtime(r, cuda_context, out);
   return out;
@@ -205,8 +216,8 @@ MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const Estimate
 GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   const GeminiOptions& g = r.plugin.gemini;
   GeminiSummary summary = gemini_placement(g);
-  summary.chunk_size = gemini_chunk_size(m.inventory, g, r.layout.dp);
-  const ChunkLayout layout = pack_chunks(m.inventory, summary.chunk_size, r.layout.dp);
+  summary.chunk_size = gemini_chunk_size(m.inventory, g, r.layout.shard_ranks());
+  const ChunkLayout layout = pack_chunks(m.inventory, summary.chunk_size, r.layout.shard_ranks());
   summary.num_chunks = layout.num_chunks();
   summary.chunk_used = layout.chunk_used;
   summary.chunk_capacity = layout.chunk_capacity;
@@ -214,26 +225,42 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   const int layers = static_cast<int>(m.config.num_layers);
   summary.peak_gathered_chunks = peak_chunks_per_layer(layout, m.inventory, layers);
   summary.peak_gathered_elements = peak_gathered_elements(layout, m.inventory, layers);
+  summary.chunk_tensors.assign(static_cast<size_t>(layout.num_chunks()), 0);
+  for (const int chunk : layout.tensor_chunk) {
+    if (chunk >= 0) ++summary.chunk_tensors[static_cast<size_t>(chunk)];
+  }
+  if (g.placement_policy == GeminiPlacement::static_placement) {
+    // Whole chunks, as many as ColossalAI's walk sends (gemini_static_placement.h).
+    summary.optimizer_chunks_on_host = offloaded_optimizer_chunks(layout, g.offload_optim_frac);
+    summary.offload_optim_frac = static_cast<double>(leading_chunk_elements(layout, summary.optimizer_chunks_on_host)) /
+                                 static_cast<double>(layout.padded_elements());
+  }
   return summary;
 }
 
-// Gemini "auto" offloads the smallest fraction of the fp32 optimizer chunks that
-// brings the device under auto_placement_cuda_fraction of the GPU. Device bytes
-// fall linearly in the fraction, so two evaluations give it exactly.
+// Gemini "auto" (ColossalAI v0.5.0, colossalai/zero/gemini/placement_policy.py,
+// AutoPlacementPolicy): setup_grads_device puts every chunk's fp32 master
+// weights and optimizer states on the host (the CPU Adam updates them there),
+// and evict_tensors moves parameter chunks off the device only while the
+// model data would pass steady_cuda_cap_ratio (0.9) of it less the non-model
+// data it measured. In the steady state that is the smallest fraction of the
+// parameter chunks on the host that brings the device under that share;
+// device bytes fall linearly in the fraction, so two evaluations give it.
 void solve_auto_placement(const Model& m, const StageShape& s, const EstimateRequest& r, int64_t capacity,
                           int64_t cuda_context, GeminiSummary& g) {
   const double target = r.assumptions.auto_placement_cuda_fraction * static_cast<double>(capacity);
-  g.offload_optim_frac = 0;
+  g.offload_optim_frac = 1;
+  g.offload_param_frac = 0;
   const double all_on_device = static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total());
   if (all_on_device <= target) return;
-  g.offload_optim_frac = 1;
+  g.offload_param_frac = 1;
   const double all_offloaded = static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total());
   const double needed = (all_on_device - target) / std::max(1.0, all_on_device - all_offloaded);
-  g.offload_optim_frac = std::clamp(needed, 0.0, 1.0);
+  g.offload_param_frac = std::clamp(needed, 0.0, 1.0);
 }
 
 RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryBreakdown& bytes, int64_t capacity) {
-  const int64_t ranks_per_stage = r.layout.dp * r.layout.tp;
+  const int64_t ranks_per_stage = r.layout.data_ranks() * r.layout.tp;
   RankMemory row;
   row.first_stage = row.last_stage = s.stage;
   row.first_rank = s.stage * ranks_per_stage;
@@ -266,7 +293,7 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
 StageActivations stage_activations(const Model& m, const EstimateRequest& r, const StageShape& s) {
   const TrainingOptions& t = r.training;
   const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
-  const ActivationShape shape{t.micro_batch_size, t.seq_len, r.layout.tp, r.layout.sequence_parallel};
+  const ActivationShape shape = activation_shape(r);
   const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
   StageActivations parts;
   for (const StageLayers& chunk : s.chunks) parts.pass_bytes.push_back(chunk.num_layers * block.stash);

@@ -60,7 +60,7 @@ int64_t gathered_at_turn(const TensorInventory& inventory, const DeepSpeedZero3O
 
 void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, MemoryBreakdown& out) {
   const DeepSpeedZero3Options& z = r.plugin.deepspeed;
-  const int64_t dp = r.layout.dp;
+  const int64_t dp = r.layout.shard_ranks();
   const int64_t width = compute_bytes(r.training.precision);
   int64_t partitions = 0, persistent = 0;
   for (const FlatParameter& p : flat_parameter_order(model.inventory)) {

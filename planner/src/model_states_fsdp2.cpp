@@ -77,7 +77,7 @@ int64_t largest_pair(const std::vector<Unit>& units, size_t first, size_t last) 
 }  // namespace
 
 void add_fsdp2_states(const Model& model, const EstimateRequest& r, MemoryBreakdown& out) {
-  const int64_t dp = r.layout.dp;
+  const int64_t dp = r.layout.shard_ranks();
   const int64_t gathered_bytes = compute_bytes(r.training.precision);  // param_dtype bf16, or fp32 unmixed
   const bool tied = model.config.tie_word_embeddings;
   const std::vector<Unit> units = fsdp2_units(model, dp, tied);

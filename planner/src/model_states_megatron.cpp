@@ -66,8 +66,8 @@ void add_megatron_states(const Model& model, const StageShape& stage, const Esti
   const int64_t master_bytes = is_mixed_precision(precision) ? 4 : 0;
   const int64_t optimizer_bytes = 4 * optimizer_state_count(r.training.optimizer);
   const bool distributed = r.plugin.effective_zero_stage() == 1;
-  const int64_t buffer = distributed ? distributed_buffer_numel(model, stage, r.layout.tp, r.layout.pp, r.layout.dp) : stage.params;
-  const int64_t sharded = distributed ? buffer / r.layout.dp : stage.params;
+  const int64_t buffer = distributed ? distributed_buffer_numel(model, stage, r.layout.tp, r.layout.pp, r.layout.shard_ranks()) : stage.params;
+  const int64_t sharded = distributed ? buffer / r.layout.shard_ranks() : stage.params;
   out.add(Cat::parameters, kDevice, buffer * param_bytes);
   out.add(Cat::gradients, kDevice, buffer * grad_bytes + sharded * main_grad_copy_bytes);
   out.add(Cat::master_weights, kDevice, sharded * master_bytes);

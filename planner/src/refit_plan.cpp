@@ -30,9 +30,10 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
 Result<EstimateRequest> carry_plan(const EstimateRequest& plan, const PlanRequest& request) {
   const auto refuse = [](const std::string& why) { return make_error(ErrorCode::invalid_argument, why); };
   const int64_t gpus = request.cluster.world_size();
-  const int64_t model_parallel = plan.layout.tp * plan.layout.pp;
+  const int64_t model_parallel = plan.layout.tp * plan.layout.pp * plan.layout.cp;
   if (gpus % model_parallel != 0) {
-    return refuse("its tp " + std::to_string(plan.layout.tp) + " × pp " + std::to_string(plan.layout.pp) + " does not divide " + std::to_string(gpus) + " GPUs");
+    return refuse("its tp " + std::to_string(plan.layout.tp) + " × pp " + std::to_string(plan.layout.pp) +
+                  (plan.layout.cp > 1 ? " × cp " + std::to_string(plan.layout.cp) : "") + " does not divide " + std::to_string(gpus) + " GPUs");
   }
   EstimateRequest carried = plan;
   carried.layout.dp = gpus / model_parallel;

@@ -1,5 +1,8 @@
 #include "report_facts.h"
 
+#include "tessera/planner/fp8.h"
+#include "tessera/planner/text_util.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -101,6 +104,8 @@ std::string summary_line(const EstimateReport& r) {
   }
   if (r.request.plugin.kind == PluginKind::torch_fsdp) line += " " + std::string(enum_name(r.request.plugin.fsdp_strategy));
   line += ", dp " + std::to_string(l.dp) + " × tp " + std::to_string(l.tp) + " × pp " + std::to_string(l.pp);
+  if (l.cp > 1) line += " × cp " + std::to_string(l.cp);
+  if (l.dp_replicate > 1) line += " (" + std::to_string(l.dp_replicate) + " replicas, states sharded over " + std::to_string(l.shard_ranks()) + ")";
   if (l.sequence_parallel) line += " + sp";
   line += ", " + std::string(enum_name(t.precision)) + ", " + std::string(enum_name(t.optimizer)) + ", recompute " +
           std::string(enum_name(t.recompute)) + ", micro-batch " + std::to_string(t.micro_batch_size) + " × seq " +
@@ -131,7 +136,7 @@ std::string activation_profile_source(ActivationProfile profile) {
              "norms, 16-bit casts of each matmul's input and weights kept for backward, measured on an H100";
     case ActivationProfile::tessera: break;
   }
-  return "what Tessera's engine keeps: no dropout, softmax probabilities kept, fp32 norm statistics";
+  return "what Tessera's engine keeps: no dropout, FlashAttention-2 attention (an fp32 log-sum-exp per row and head, no s² scores), fp32 norm statistics";
 }
 
 }  // namespace
@@ -141,7 +146,7 @@ std::string model_states_source(const PluginOptions& p, Precision precision) {
     case Runtime::megatron: {
       const bool distributed = p.effective_zero_stage() == 1;
       const char* per_param = precision == Precision::fp16 ? (distributed ? "4 + 16/d" : "20")
-                              : precision == Precision::bf16 ? (distributed ? "6 + 12/d" : "18")
+                              : is_mixed_precision(precision) ? (distributed ? "6 + 12/d" : "18")  // bf16, fp8
                                                              : (distributed ? "8 + 8/d" : "16");
       return std::string("Megatron-Core ") + (distributed ? "distributed optimizer" : "optimizer") +
              ": contiguous main-gradient buffer (fp32 under bf16), fp32 main parameters; " + per_param +
@@ -168,6 +173,32 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)), activation_profile_source(t.activation_profile)});
   lines.push_back({"model states", "runtime " + std::string(enum_name(r.request.plugin.runtime)),
                    model_states_source(r.request.plugin, t.precision)});
+  if (is_fp8(t.precision)) {
+    const RankMemory& tight = r.estimate.tightest();
+    const std::vector<StageLayers> chunks =
+        tight.layer_chunks.empty() ? std::vector<StageLayers>{{tight.first_layer, tight.last_layer - tight.first_layer + 1}} : tight.layer_chunks;
+    const int64_t cache = fp8_state_bytes(r.model, chunks, r.request.layout.tp);
+    const double fp8_peak = r.gpu.peak_tflops.fp8, bf16_peak = r.gpu.peak_tflops.bf16;
+    lines.push_back({"fp8", "blocks' GEMMs at " + format_number(fp8_peak) + " TFLOP/s, MFU on bf16's " + format_number(bf16_peak) +
+                                "; GEMM inputs saved in FP8; FP8 weight copies, transposes and scaling state " + format_bytes(cache) +
+                                " on " + rank_range(tight) + " (in parameters)",
+                     "Transformer Engine 0004dbd0 base.py set_fp8_weights, set_meta_tensor (amax history 1024), linear.py; GPU profile " + r.gpu.name});
+  }
+  if (const ParallelLayout& l = r.request.layout; l.dp_replicate > 1) {
+    lines.push_back({"hybrid sharding", std::to_string(l.dp_replicate) + " replicas of " + std::to_string(l.shard_ranks()) +
+                                            " ranks: model states sharded within a replica; gradients reduce-scattered there, each shard all-reduced across the replicas",
+                     "PyTorch FSDP HYBRID_SHARD, FSDP2 2-D mesh (torchtitan data_parallel_replicate_degree), DeepSpeed MiCS, Megatron-Core "
+                     "num_distributed_optimizer_instances"});
+  }
+  if (const int64_t cp = r.request.layout.cp; cp > 1) {
+    const int64_t kv_bytes = 2 * t.micro_batch_size * r.request.local_seq_len() * r.model.config.kv_width() / r.request.layout.tp *
+                             compute_bytes(t.precision);
+    lines.push_back({"context parallelism", "cp " + std::to_string(cp) + ": each rank holds " + std::to_string(r.request.local_seq_len()) + " of the " +
+                                                std::to_string(t.seq_len) + " tokens of every sequence; ring attention passes " + format_bytes(kv_bytes) +
+                                                " of keys and values " + std::to_string(cp - 1) + " times per layer and micro-batch (twice that in backward), "
+                                                "overlapped with attention",
+                     "Megatron-Core context_parallel_size, Transformer Engine ring attention (AttnFuncWithCPAndKVP2P); ranks ordered tp-cp-dp-pp"});
+  }
   lines.push_back({"CUDA context", format_bytes(r.estimate.cuda_context_bytes),
                    a.cuda_context_bytes >= 0 ? "--cuda-context-mib" : "GPU profile " + r.gpu.name + " (--cuda-context-mib to override)"});
   lines.push_back({"allocator reserve", std::to_string(static_cast<int>(a.allocator_reserve_fraction * 100 + 0.5)) + "% of the other device bytes",
@@ -193,8 +224,16 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
     char fractions[128];
     std::snprintf(fractions, sizeof fractions, "shard_param_frac %.2f, offload_optim_frac %.2f, offload_param_frac %.2f",
                   g.shard_param_frac, g.offload_optim_frac, g.offload_param_frac);
-    lines.push_back({"Gemini placement", std::string(enum_name(r.request.plugin.gemini.placement_policy)) + ": " + fractions,
-                     "ColossalAI GeminiPlugin placement_policy"});
+    std::string placement = std::string(enum_name(r.request.plugin.gemini.placement_policy)) + ": " + fractions;
+    std::string source = "ColossalAI GeminiPlugin placement_policy";
+    if (r.request.plugin.gemini.placement_policy == GeminiPlacement::static_placement) {
+      char asked[96];
+      std::snprintf(asked, sizeof asked, " (asked %.3g: the fp32 states of %lld of %lld chunks)", r.request.plugin.gemini.offload_optim_frac,
+                    static_cast<long long>(g.optimizer_chunks_on_host), static_cast<long long>(g.num_chunks));
+      placement += asked;
+      source = "ColossalAI v0.5.0 StaticPlacementPolicy: whole chunks, against a total that counts a chunk once per tensor";
+    }
+    lines.push_back({"Gemini placement", placement, source});
   }
   return lines;
 }

@@ -182,7 +182,7 @@ std::string render_html_report(const EstimateReport& r) {
        << escape(r.model.config.name) << "</title>\n<style>\n"
        << "body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}"
        << "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}"
-       << "td:first-child,th:first-child{text-align:left}.total td{font-weight:bold}.ok{color:#0a6b2c}.bad{color:#b00020;font-weight:bold}"
+       << "td:first-child,th:first-child{text-align:left}td:first-child{white-space:nowrap}.total td{font-weight:bold}.ok{color:#0a6b2c}.bad{color:#b00020;font-weight:bold}"
        << ".host{color:#666}.swatch{display:inline-block;width:10px;height:10px;margin-right:6px}"
        << ".verdict{font-size:1.2em;padding:.5em;border-left:6px solid}.fits{border-color:#0a6b2c}.oom{border-color:#b00020}\n"
        << "</style>\n</head>\n<body>\n<h1>Tessera memory estimate</h1>\n<p>" << escape(summary_line(r)) << "</p>\n"

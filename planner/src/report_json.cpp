@@ -34,13 +34,15 @@ nlohmann::json estimate_to_json(const EstimateReport& r) {
                          {"chunk_occupancy", occupancy},
                          {"waste_elements", g.waste_elements},
                          {"waste_percent", 100.0 * static_cast<double>(g.waste_elements) / padded},
-                         {"shard_elements_per_rank", g.padded_elements() / r.request.layout.dp},
-                         {"shard_param_bytes_per_rank", g.padded_elements() / r.request.layout.dp * param_bytes},
+                         {"shard_elements_per_rank", g.padded_elements() / r.request.layout.shard_ranks()},
+                         {"shard_param_bytes_per_rank", g.padded_elements() / r.request.layout.shard_ranks() * param_bytes},
                          {"peak_gathered_chunks_forward", g.peak_gathered_chunks},
                          {"peak_chunks_backward", 2 * g.peak_gathered_chunks},  // parameter + gradient chunk each
                          {"shard_param_frac", g.shard_param_frac},
                          {"offload_optim_frac", g.offload_optim_frac},
-                         {"offload_param_frac", g.offload_param_frac}};
+                         {"offload_param_frac", g.offload_param_frac},
+                         {"optimizer_chunks_on_host", g.optimizer_chunks_on_host},  // static: what ColossalAI's walk sends
+                         {"chunk_tensors", g.chunk_tensors}};
   }
   return out;
 }

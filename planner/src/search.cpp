@@ -9,9 +9,11 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/report.h"
 #include "search_internal.h"
 
@@ -30,6 +32,21 @@ std::vector<int64_t> divisors(int64_t n) {
     if (n % d == 0) out.push_back(d);
   }
   return out;
+}
+
+// Context-parallel sizes to try: --cp when given; else 1, and for sequences of
+// kLongSequence tokens or more the powers of two up to 8 that divide the ranks
+// left and split the sequence into 2·cp chunks. The bound keeps the search's
+// size: below it a ring has little to hide behind (the attention is a small
+// part of each block) and tensor parallelism already splits the activations.
+std::vector<int64_t> context_parallel_sizes(const PlanRequest& p, int64_t ranks) {
+  if (p.cp > 0) return ranks % p.cp == 0 ? std::vector<int64_t>{p.cp} : std::vector<int64_t>{};
+  std::vector<int64_t> sizes{1};
+  if (p.seq_len < kLongSequence) return sizes;
+  for (int64_t cp = 2; cp <= 8; cp *= 2) {
+    if (ranks % cp == 0 && p.seq_len % (2 * cp) == 0) sizes.push_back(cp);
+  }
+  return sizes;
 }
 
 bool allowed(const std::vector<PluginKind>& plugins, PluginKind kind) {
@@ -58,7 +75,7 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
     configure(r);
     out.push_back(r);
   };
-  const bool pure_dp = (p.tp <= 1 && p.pp <= 1) && (p.dp == 0 || p.dp == n);
+  const bool pure_dp = (p.tp <= 1 && p.pp <= 1 && p.cp <= 1) && (p.dp == 0 || p.dp == n);
   // On one GPU, sharding shards nothing: only the offloading variants differ from DDP.
   const bool sharding_helps = n > 1;
   if (pure_dp) {
@@ -82,10 +99,20 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
         GeminiPlacement policy;
         double optim, param;
       };
-      for (const Placement& pl : {Placement{GeminiPlacement::cuda, 0, 0}, Placement{GeminiPlacement::cpu, 1, 1},
-                                  Placement{GeminiPlacement::auto_placement, 0, 0}, Placement{GeminiPlacement::static_placement, 0.25, 0},
-                                  Placement{GeminiPlacement::static_placement, 0.5, 0}, Placement{GeminiPlacement::static_placement, 0.75, 0},
-                                  Placement{GeminiPlacement::static_placement, 1, 0}, Placement{GeminiPlacement::static_placement, 1, 0.5}}) {
+      std::vector<Placement> placements = {{GeminiPlacement::cuda, 0, 0}, {GeminiPlacement::cpu, 1, 1}, {GeminiPlacement::auto_placement, 0, 0}};
+      // Static offloads of a quarter, a half and three quarters of the chunks'
+      // optimizer states, each as the fraction ColossalAI needs to be given for
+      // it (gemini_static_placement.h), then all of them, with half the parameters too.
+      const ChunkLayout layout = pack_chunks(m.inventory, g.chunk_size, n);
+      int64_t previous = 0;
+      for (const int64_t quarters : {1, 2, 3}) {
+        const int64_t chunks = (layout.num_chunks() * quarters + 2) / 4;
+        if (chunks > previous && chunks < layout.num_chunks()) placements.push_back({GeminiPlacement::static_placement, offload_optim_frac_for(layout, chunks), 0});
+        previous = std::max(previous, chunks);
+      }
+      placements.push_back({GeminiPlacement::static_placement, 1, 0});
+      placements.push_back({GeminiPlacement::static_placement, 1, 0.5});
+      for (const Placement& pl : placements) {
         if (!sharding_helps && pl.optim == 0 && pl.param == 0 && pl.policy != GeminiPlacement::auto_placement) continue;
         add(PluginKind::gemini, [&](EstimateRequest& r) {
           r.plugin.gemini = g;
@@ -103,31 +130,34 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
     // Any number of stages up to the layer count: where it does not divide the
     // layers, split_layers gives the first and last stages the fewer blocks.
     for (int64_t pp : divisors(n / tp)) {
-      if (pp > c.num_layers || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1)) continue;
-      const int64_t dp = n / (tp * pp);
-      if (p.dp > 0 && dp != p.dp) continue;
-      // Pipelines run 1F1B, and interleaved with 2 chunks per stage where the
-      // layers allow (half the bubble, twice the point-to-point traffic).
-      std::vector<int64_t> chunk_counts{1};
-      if (pp > 1 && 2 * pp <= c.num_layers) chunk_counts.push_back(2);
-      // Sequence parallelism is a choice (PlanRequest::sequence_parallel): it
-      // divides the norms' and residuals' activations by tp but moves more
-      // bytes (backward gathers the norm outputs again, tp_traffic.h). With it
-      // first, so that the search can skip a layout without it where the
-      // layout with it is over memory already (search_plans_impl).
-      std::vector<bool> sequence_parallel;
-      if (tp > 1 && p.seq_len % tp == 0 && p.sequence_parallel != SequenceParallelChoice::off) sequence_parallel.push_back(true);
-      if (tp == 1 || p.sequence_parallel != SequenceParallelChoice::on || p.seq_len % tp != 0) sequence_parallel.push_back(false);
-      for (int stage : {0, 1, 2}) {
-        if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || (stage > 0 && dp == 1)) continue;
-        for (int64_t chunks : chunk_counts) {
-          for (bool sp : sequence_parallel) {
-            add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
-              r.layout = ParallelLayout{dp, tp, pp, sp};
-              r.plugin.zero_stage = stage;
-              r.plugin.pp_schedule = chunks > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
-              r.plugin.num_model_chunks = chunks;
-            });
+      for (int64_t cp : context_parallel_sizes(p, n / (tp * pp))) {
+        if (pp > c.num_layers || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1 && cp == 1)) continue;
+        const int64_t dp = n / (tp * pp * cp);
+        if (p.dp > 0 && dp != p.dp) continue;
+        // Pipelines run 1F1B, and interleaved with 2 chunks per stage where the
+        // layers allow (half the bubble, twice the point-to-point traffic).
+        std::vector<int64_t> chunk_counts{1};
+        if (pp > 1 && 2 * pp <= c.num_layers) chunk_counts.push_back(2);
+        // Sequence parallelism is a choice (PlanRequest::sequence_parallel): it
+        // divides the norms' and residuals' activations by tp but moves more
+        // bytes (backward gathers the norm outputs again, tp_traffic.h). With it
+        // first, so that the search can skip a layout without it where the
+        // layout with it is over memory already (search_plans_impl).
+        std::vector<bool> sequence_parallel;
+        const bool sp_divides = (p.seq_len / cp) % tp == 0;
+        if (tp > 1 && sp_divides && p.sequence_parallel != SequenceParallelChoice::off) sequence_parallel.push_back(true);
+        if (tp == 1 || p.sequence_parallel != SequenceParallelChoice::on || !sp_divides) sequence_parallel.push_back(false);
+        for (int stage : {0, 1, 2}) {
+          if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || (stage > 0 && dp * cp == 1)) continue;
+          for (int64_t chunks : chunk_counts) {
+            for (bool sp : sequence_parallel) {
+              add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
+                r.layout = ParallelLayout{dp, tp, pp, sp, cp};
+                r.plugin.zero_stage = stage;
+                r.plugin.pp_schedule = chunks > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+                r.plugin.num_model_chunks = chunks;
+              });
+            }
           }
         }
       }
@@ -179,7 +209,7 @@ std::string rejection_reason(const MemoryEstimate& e) {
 auto plan_key(const EstimateRequest& r) {
   const auto& p = r.plugin;
   return std::make_tuple(p.kind, p.fsdp_strategy, p.zero_stage, p.cpu_offload, p.gemini.placement_policy, p.gemini.offload_optim_frac,
-                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.sequence_parallel, p.pp_schedule,
+                         p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp, r.layout.dp_replicate, r.layout.sequence_parallel, p.pp_schedule,
                          p.num_model_chunks, r.training.recompute);
 }
 
@@ -326,18 +356,20 @@ std::string describe_plan(const EstimateRequest& r) {
       std::snprintf(g, sizeof g, " %s", std::string(enum_name(p.gemini.placement_policy)).c_str());
       text += g;
       if (p.gemini.placement_policy == GeminiPlacement::static_placement) {
-        std::snprintf(g, sizeof g, " (optim %.2f, param %.2f on host)", p.gemini.offload_optim_frac, p.gemini.offload_param_frac);
+        std::snprintf(g, sizeof g, " (offload_optim_frac %.3g, offload_param_frac %.3g)", p.gemini.offload_optim_frac, p.gemini.offload_param_frac);
         text += g;
       }
       break;
     }
     case PluginKind::hybrid_parallel:
-      text += " dp " + str(r.layout.dp) + " × tp " + str(r.layout.tp) + " × pp " + str(r.layout.pp) + (r.layout.sequence_parallel ? " + sp" : "") +
+      text += " dp " + str(r.layout.dp) + " × tp " + str(r.layout.tp) + " × pp " + str(r.layout.pp) + (r.layout.cp > 1 ? " × cp " + str(r.layout.cp) : "") +
+              (r.layout.sequence_parallel ? " + sp" : "") +
               ", zero " + std::to_string(p.effective_zero_stage());
       if (p.pp_schedule == PipelineSchedule::interleaved) text += ", interleaved × " + str(p.num_model_chunks);
       break;
   }
   if (p.kind != PluginKind::hybrid_parallel) text += ", dp " + str(r.layout.dp);
+  if (r.layout.dp_replicate > 1) text += " (" + str(r.layout.dp_replicate) + " replicas × " + str(r.layout.shard_ranks()) + ")";
   text += ", recompute " + std::string(enum_name(r.training.recompute)) + ", micro-batch " + str(r.training.micro_batch_size) + " × " +
           str(r.training.num_micro_batches);
   return text;
@@ -347,7 +379,10 @@ std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanReque
   const std::vector<RecomputeMode> modes =
       p.recompute.empty() ? std::vector<RecomputeMode>{RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full} : p.recompute;
   std::vector<EstimateRequest> out;
-  for (const EstimateRequest& base : plugin_templates(model, p)) {
+  for (EstimateRequest base : plugin_templates(model, p)) {
+    // --dp-replicate: only the layouts that shard, each over replicas of dp/R ranks.
+    base.layout.dp_replicate = p.dp_replicate;
+    if (!check_hybrid_sharding(base)) continue;
     const int64_t dp = base.layout.dp;
     if (p.global_batch_size % dp != 0) continue;  // every data-parallel rank takes an equal share
     const int64_t per_rank = p.global_batch_size / dp;

@@ -234,21 +234,24 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
   if (model.config.learned_positions && p.seq_len > model.config.max_positions) {
     return invalid("--seq " + str(p.seq_len) + " exceeds the " + str(model.config.max_positions) + " learned positions of " + model.config.name);
   }
-  if (p.precision == Precision::bf16 && p.cluster.gpu.peak_tflops.bf16 <= 0) {
-    return invalid("--precision bf16 is not supported by " + p.cluster.gpu.name + " (no bf16 tensor cores); use --precision fp16");
-  }
+  if (Status s = check_precision(p.precision, p.activation_profile, p.cluster.gpu); !s) return s;
   if (p.tp > p.cluster.gpus_per_node) {
     return invalid("--tp " + str(p.tp) + " exceeds --gpus-per-node " + str(p.cluster.gpus_per_node) + " (tensor parallelism stays inside a node)");
   }
-  if (p.dp > 0 && p.tp > 0 && p.pp > 0 && p.dp * p.tp * p.pp != n) {
-    return invalid("--dp " + str(p.dp) + " × --tp " + str(p.tp) + " × --pp " + str(p.pp) + " = " + str(p.dp * p.tp * p.pp) +
-                   " but the cluster has " + str(n) + " GPUs");
+  const int64_t cp = std::max<int64_t>(p.cp, 1);
+  if (p.dp > 0 && p.tp > 0 && p.pp > 0 && p.dp * p.tp * p.pp * cp != n) {
+    return invalid("--dp " + str(p.dp) + " × --tp " + str(p.tp) + " × --pp " + str(p.pp) + (cp > 1 ? " × --cp " + str(cp) : "") + " = " +
+                   str(p.dp * p.tp * p.pp * cp) + " but the cluster has " + str(n) + " GPUs");
   }
-  for (auto [option, value] : {std::pair{"--dp", p.dp}, std::pair{"--tp", p.tp}, std::pair{"--pp", p.pp}}) {
+  for (auto [option, value] : {std::pair{"--dp", p.dp}, std::pair{"--tp", p.tp}, std::pair{"--pp", p.pp}, std::pair{"--cp", p.cp}}) {
     if (value < 0 || (value > 0 && n % value != 0)) {
       const std::string fix = std::string(option) == "--tp" ? "use --tp " + usable_tensor_parallel(model.config, p) : "use a divisor of " + str(n);
       return invalid(std::string(option) + " " + str(value) + " does not divide the " + str(n) + " GPUs; " + fix);
     }
+  }
+  if (Status s = check_context_parallel_sequence(p.seq_len, cp, p.activation_profile); !s) return s;
+  if (p.dp_replicate < 1 || (p.dp_replicate > 1 && n % p.dp_replicate != 0)) {
+    return invalid("--dp-replicate " + str(p.dp_replicate) + " must be a positive divisor of the " + str(n) + " GPUs (replicas of equal size)");
   }
   if (p.zero_stage < -1) return invalid("--zero-stage must be 0, 1 or 2 (leave it out to search every stage), got " + std::to_string(p.zero_stage));
   if (p.micro_batch_size < 0) return invalid("--micro-batch must be a positive integer, got " + str(p.micro_batch_size));

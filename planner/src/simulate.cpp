@@ -7,6 +7,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/collectives.h"
 #include "tessera/planner/flops.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/gemm_model.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
@@ -53,16 +54,18 @@ struct Context {
   const EstimateRequest& request;
   const MemoryEstimate& estimate;
   const SimulationSettings& settings;
-  KernelRoofs roofs;
-  std::vector<PassSeconds> matmuls;  // one micro-batch's GEMMs per layer (gemm_model.h)
-  double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.training.seq_len); }
+  KernelRoofs roofs;                 // bf16's under fp8: attention, the head, element-wise work, MFU
+  std::vector<PassSeconds> matmuls;  // one micro-batch's GEMMs per layer (gemm_model.h), FP8 blocks under fp8
+  // A rank's tokens of one micro-batch: its 1/cp of each sequence.
+  double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
   // Bytes per gradient element on the wire: Megatron-Core reduces its fp32
   // main-gradient buffer under bf16, torchtitan's FSDP2 reduces in fp32
   // (model_states_megatron.cpp, model_states_fsdp2.cpp); the others in the compute dtype.
   double gradient_wire_bytes() const {
     const Runtime runtime = request.plugin.runtime;
-    const bool fp32_reduce = runtime == Runtime::torchtitan || (runtime == Runtime::megatron && request.training.precision == Precision::bf16);
+    const bool fp32_reduce = runtime == Runtime::torchtitan || (runtime == Runtime::megatron && request.training.precision != Precision::fp16 &&
+                                                                request.training.precision != Precision::fp32);
     return fp32_reduce ? 4.0 : dtype_bytes();
   }
 };
@@ -77,15 +80,36 @@ double overlapped(double comm, double compute, double overlap_cost) {
 // DeepSpeed ZeRO-3 is low_level_zero at stage 3 (--runtime deepspeed).
 bool is_zero3(const PluginOptions& p) { return p.kind == PluginKind::torch_fsdp || p.kind == PluginKind::gemini || p.effective_zero_stage() == 3; }
 
+// The collectives of sharded model states. The shard group is one replica's
+// shard_ranks() data ranks, tp apart (consecutive in cp, then dp); under
+// hybrid sharding the R replicas of a shard are shard_ranks() · tp apart.
+// Gathers run in the shard group; a gradient is reduce-scattered there and its
+// shard then all-reduced across the replicas (FSDP HYBRID_SHARD's
+// post-backward, MiCS's and Megatron's instance-wide all-reduce).
+struct ShardGroups {
+  CollectiveGroup shard, replica;
+  double gather_s(double bytes) const { return collective_seconds(Collective::all_gather, bytes, shard); }
+  double reduce_s(double bytes) const {
+    return collective_seconds(Collective::reduce_scatter, bytes, shard) +
+           collective_seconds(Collective::all_reduce, bytes / static_cast<double>(shard.ranks), replica);
+  }
+};
+
+ShardGroups shard_groups(const Context& c) {
+  const auto& l = c.request.layout;
+  const int64_t shard = l.shard_ranks();
+  return ShardGroups{collective_group(c.cluster, shard, l.tp), collective_group(c.cluster, l.dp_replicate, l.tp * shard)};
+}
+
 // ZeRO-3 gathers the parameters in forward and backward and reduce-scatters the
 // gradients in backward, every micro-batch; prefetching hides what compute covers.
 void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
   const auto& l = c.request.layout;
-  if (!is_zero3(c.request.plugin) || l.dp == 1) return;
-  const CollectiveGroup dp = collective_group(c.cluster, l.dp, l.tp);
+  if (!is_zero3(c.request.plugin) || l.data_ranks() == 1) return;
+  const ShardGroups groups = shard_groups(c);
   const double params = static_cast<double>(s.params);
-  const double gather = collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
-  const double scatter = collective_seconds(Collective::reduce_scatter, params * c.gradient_wire_bytes(), dp);
+  const double gather = groups.gather_s(params * c.dtype_bytes());
+  const double scatter = groups.reduce_s(params * c.gradient_wire_bytes());
   const double first_unit = gather / static_cast<double>(std::max(1, s.num_layers));  // nothing to overlap with yet
   cost.forward_comm += overlapped(gather, cost.forward_compute, c.settings.overlap_cost) + first_unit;
   cost.backward_comm += overlapped(gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
@@ -98,9 +122,31 @@ void add_zero2_communication(const Context& c, const StageShape& s, StageCost& c
   const auto& l = c.request.layout;
   const auto& p = c.request.plugin;
   const bool zero2 = (p.kind == PluginKind::low_level_zero || p.kind == PluginKind::hybrid_parallel) && p.effective_zero_stage() == 2;
-  if (!zero2 || l.dp == 1) return;
-  const double scatter = collective_seconds(Collective::reduce_scatter, static_cast<double>(s.params) * c.dtype_bytes(), collective_group(c.cluster, l.dp, l.tp));
+  if (!zero2 || l.data_ranks() == 1) return;
+  const double scatter = shard_groups(c).reduce_s(static_cast<double>(s.params) * c.dtype_bytes());
   cost.backward_comm += overlapped(scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
+}
+
+// Ring attention over the cp ranks (Transformer Engine's AttnFuncWithCPAndKVP2P,
+// which Megatron-Core's context parallelism runs; torchtitan's and ColossalAI's
+// ring attention likewise): per layer cp − 1 steps, each passing this rank's
+// keys and values (b · s/cp · kv_width/tp elements each) to the next rank
+// while the attention of the chunk at hand runs on another stream. Forward the
+// keys and values go round as an all-gather's ring does; backward they go round
+// again and their gradients accumulate round the ring as a reduce-scatter's do.
+// The ring hides behind the attention core (`attention`, per layer).
+void add_context_parallel_communication(const Context& c, const StageShape& s, const PassSeconds& attention, StageCost& cost) {
+  const auto& l = c.request.layout;
+  if (l.cp == 1 || s.num_layers == 0) return;
+  const CollectiveGroup ring = collective_group(c.cluster, l.cp, l.tp);
+  const double kv_bytes = 2 * c.tokens_per_micro_batch() * static_cast<double>(c.model.config.kv_width()) / static_cast<double>(l.tp) * c.dtype_bytes();
+  const double ring_bytes = kv_bytes * static_cast<double>(l.cp);  // the gathered buffer: every rank's chunk
+  const double layers = static_cast<double>(s.num_layers);
+  const double forward = layers * collective_seconds(Collective::all_gather, ring_bytes, ring);
+  const double backward =
+      layers * (collective_seconds(Collective::all_gather, ring_bytes, ring) + collective_seconds(Collective::reduce_scatter, ring_bytes, ring));
+  cost.forward_comm += overlapped(forward, layers * attention.forward, c.settings.overlap_cost);
+  cost.backward_comm += overlapped(backward, layers * attention.backward, c.settings.overlap_cost);
 }
 
 // A tensor-parallel group's calls, each of its share of the bytes.
@@ -116,7 +162,12 @@ double tp_calls_s(const TpCalls& calls, const CollectiveGroup& group) {
 StageCost stage_cost(const Context& c, const StageShape& s) {
   const auto& t = c.request.training;
   const auto& l = c.request.layout;
-  const PassSeconds attention = attention_core_seconds(c.model.config, fused_attention(t.activation_profile), t.micro_batch_size, t.seq_len, l.tp, c.roofs);
+  const double tokens = c.tokens_per_micro_batch();
+  // Each cp rank runs 1/cp of every sequence's causal attention (the load-balanced
+  // chunks of Transformer Engine's context parallelism), queries against all keys.
+  const double cp = static_cast<double>(l.cp);
+  const PassSeconds full = attention_core_seconds(c.model.config, fused_attention(t.activation_profile), t.micro_batch_size, t.seq_len, l.tp, c.roofs);
+  const PassSeconds attention{full.forward / cp, full.backward / cp};
   StageCost cost;
   double block_forward = 0;  // the blocks' GEMMs, what full recompute runs again
   for (const StageLayers& chunk : s.chunks) {
@@ -139,18 +190,25 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   // tensor a block keeps for backward is written once in forward and read once in
   // backward, where its gradient is written too (a roofline lower bound).
   const ActivationTable table = activation_table(c.model.config, t.activation_profile, t.precision);
-  const ActivationShape shape{t.micro_batch_size, t.seq_len, l.tp, l.sequence_parallel};
+  const ActivationShape shape = activation_shape(c.request);
   const double hbm = c.roofs.hbm_bytes_per_s;
   const double kept = static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::none).stash) * s.num_layers;
   const double scores = kept - static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::selective).stash) * s.num_layers;
   cost.forward_compute += kept / hbm;
   cost.backward_compute += 2 * kept / hbm;
+  if (is_fp8(t.precision)) {
+    // Transformer Engine's casts of GEMM operands to FP8 (fp8.h), memory-bound like the rest.
+    const Fp8Casts casts = fp8_cast_elements_per_token(c.model.config);
+    const double per_element = tokens * static_cast<double>(kFp8CastBytesPerElement * s.num_layers) / static_cast<double>(l.tp) / hbm;
+    cost.forward_compute += static_cast<double>(casts.forward) * per_element;
+    cost.backward_compute += static_cast<double>(casts.backward) * per_element;
+  }
   if (t.recompute == RecomputeMode::selective) cost.recompute = attention_forward + scores / hbm;
   if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + kept / hbm;
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
     const CollectiveGroup group = collective_group(c.cluster, l.tp, 1);
-    const TpMicroBatchTraffic traffic = tp_micro_batch_traffic(c.model.config, TpStage{s.num_layers, s.first, s.last}, t.micro_batch_size, t.seq_len,
+    const TpMicroBatchTraffic traffic = tp_micro_batch_traffic(c.model.config, TpStage{s.num_layers, s.first, s.last}, t.micro_batch_size, c.request.local_seq_len(),
                                                                l.sequence_parallel, t.recompute, static_cast<int64_t>(c.dtype_bytes()));
     cost.forward_comm = tp_calls_s(traffic.forward, group);
     cost.backward_comm = tp_calls_s(traffic.backward, group);
@@ -161,11 +219,12 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
       cost.backward_comm = overlapped(cost.backward_comm, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
     }
   }
+  add_context_parallel_communication(c, s, attention, cost);
   add_zero3_communication(c, s, cost);
   add_zero2_communication(c, s, cost);
   if (c.estimate.gemini && c.estimate.gemini->offload_param_frac > 0) {
     const double host_params = static_cast<double>(c.estimate.gemini->num_chunks * c.estimate.gemini->chunk_size) *
-                               c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.dp);
+                               c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.shard_ranks());
     cost.offload = 2 * host_params * c.dtype_bytes() / (c.cluster.gpu.pcie_gbps * 1e9);
   }
   return cost;
@@ -243,7 +302,8 @@ PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes
           // communication lane at the pass's end: what the compute lane waited for.
           const double comm = (forward ? costs[ku].forward_comm : costs[ku].backward_comm) * shares[ku][static_cast<size_t>(op.chunk)];
           if (comm > 0) {
-            const std::string kind = c.request.layout.tp > 1 ? "tensor-parallel " : "ZeRO-3 ";
+            const auto& l = c.request.layout;
+            const std::string kind = l.tp > 1 ? "tensor-parallel " : l.cp > 1 ? "context-parallel " : "ZeRO-3 ";
             events->push_back({kind + (forward ? "F" : "B") + name, "communication", static_cast<int>(2 * k + 1), start + duration - comm, comm});
           }
         }
@@ -279,16 +339,17 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   const auto& l = c.request.layout;
   const auto& p = c.request.plugin;
   const double params = static_cast<double>(s.params);
-  const double shard = params / static_cast<double>(l.dp);
-  const CollectiveGroup dp = collective_group(c.cluster, l.dp, l.tp);
+  const double shard = params / static_cast<double>(l.shard_ranks());
+  const CollectiveGroup dp = collective_group(c.cluster, l.data_ranks(), l.tp);
+  const ShardGroups groups = shard_groups(c);
   AfterPipeline out;
   const int stage = p.effective_zero_stage();
   const bool replicated = p.kind == PluginKind::torch_ddp || (p.kind == PluginKind::hybrid_parallel && stage == 0);
   double on_gpu = params;  // parameters the GPU optimizer updates
   double offloaded = 0;    // parameters the CPU optimizer updates
-  if (l.dp > 1 && !is_zero3(p) && stage != 2) {
+  if (l.data_ranks() > 1 && !is_zero3(p) && stage != 2) {
     const double grad_bytes = params * c.gradient_wire_bytes();
-    const double reduce = collective_seconds(replicated ? Collective::all_reduce : Collective::reduce_scatter, grad_bytes, dp);
+    const double reduce = replicated ? collective_seconds(Collective::all_reduce, grad_bytes, dp) : groups.reduce_s(grad_bytes);
     // Overlapped with the last backward, except the last bucket.
     const double bucket = replicated ? static_cast<double>(p.bucket_bytes) : static_cast<double>(p.reduce_bucket_numel) * c.dtype_bytes();
     const double last_bucket = reduce * std::min(1.0, bucket / grad_bytes);
@@ -297,12 +358,12 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
       // The updated parameters' all-gather; with --overlap-param-gather it runs under
       // the next step's first forward, bucket by bucket (Megatron-Core's
       // distributed optimizer), and only what that forward does not cover shows.
-      const double gather = collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
+      const double gather = groups.gather_s(params * c.dtype_bytes());
       out.communication += p.overlap_param_gather ? overlapped(gather, cost.forward_compute, c.settings.overlap_cost) : gather;
     }
   }
-  if (l.dp > 1 && stage == 2) {
-    const double gather = collective_seconds(Collective::all_gather, params * c.dtype_bytes(), dp);
+  if (l.data_ranks() > 1 && stage == 2) {
+    const double gather = groups.gather_s(params * c.dtype_bytes());
     out.communication = p.overlap_param_gather ? overlapped(gather, cost.forward_compute, c.settings.overlap_cost) : gather;
   }
   if (!replicated) on_gpu = shard;
@@ -331,12 +392,13 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
   }
   const KernelRoofs roofs = kernel_roofs(cluster.gpu, t.precision, settings.memory_efficiency);
   const Context c{model, cluster, request, estimate, settings, roofs,
-                  matmul_seconds_by_layer(model, t.micro_batch_size * t.seq_len, l.tp, roofs)};
+                  matmul_seconds_by_layer(model, t.micro_batch_size * request.local_seq_len(), l.tp, roofs,
+                                          block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency))};
   const std::vector<StageShape> stages = stage_shapes(model, request);
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
-  const Link pp_link = group_link(cluster, l.pp, l.tp * l.dp);
-  const auto boundary = static_cast<double>(stage_boundary_bytes(request.training.micro_batch_size, request.training.seq_len,
+  const Link pp_link = group_link(cluster, l.pp, l.tp * l.data_ranks());
+  const auto boundary = static_cast<double>(stage_boundary_bytes(request.training.micro_batch_size, request.local_seq_len(),
                                                                   model.config.hidden_size, request.training.precision, l));
   const double p2p = l.pp > 1 ? boundary / pp_link.bytes_per_s + pp_link.latency_s : 0.0;
   StepSimulation sim;
@@ -375,7 +437,7 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
       at += seconds;
     }
   }
-  const double tokens = m * c.tokens_per_micro_batch() * static_cast<double>(l.dp);
+  const double tokens = m * c.tokens_per_micro_batch() * static_cast<double>(l.data_ranks());
   const FlopsPerToken flops = flops_per_token(model, t.seq_len, t.recompute);
   const double gpus = static_cast<double>(l.world_size());
   sim.tokens_per_s = tokens / sim.step_time_s;

@@ -50,15 +50,36 @@ Status check_sizes(const EstimateRequest& r) {
   const auto& l = r.layout;
   for (auto [option, value] : {std::pair{"--micro-batch", t.micro_batch_size}, std::pair{"--seq", t.seq_len},
                                std::pair{"--micro-batches", t.num_micro_batches}, std::pair{"--dp", l.dp},
-                               std::pair{"--tp", l.tp}, std::pair{"--pp", l.pp}}) {
+                               std::pair{"--tp", l.tp}, std::pair{"--pp", l.pp}, std::pair{"--cp", l.cp},
+                               std::pair{"--dp-replicate", l.dp_replicate}}) {
     if (Status s = check_positive(option, value); !s) return s;
   }
   // Bounds on the sizes themselves; check_activation_bytes bounds their products.
   if (t.seq_len > (int64_t{1} << 20)) return invalid("--seq must be at most 1048576, got " + str(t.seq_len));
   if (t.micro_batch_size > (int64_t{1} << 16)) return invalid("--micro-batch must be at most 65536, got " + str(t.micro_batch_size));
   if (t.num_micro_batches > (int64_t{1} << 20)) return invalid("--micro-batches must be at most 1048576, got " + str(t.num_micro_batches));
-  if (l.world_size() > (int64_t{1} << 20)) return invalid("--dp x --tp x --pp must be at most 1048576 GPUs, got " + str(l.world_size()));
+  if (l.world_size() > (int64_t{1} << 20)) return invalid("--dp x --tp x --pp x --cp must be at most 1048576 GPUs, got " + str(l.world_size()));
   return Status::success();
+}
+
+// Context parallelism as the runtimes that have it run it: ColossalAI's
+// HybridParallelPlugin (sequence_parallelism_mode "ring_attn"), Megatron-Core
+// (context_parallel_size) and torchtitan (FSDP2 with context_parallel), each a
+// ring over fused attention kernels. The sequence splits into 2·cp chunks,
+// each rank taking chunk i and 2·cp − 1 − i so that causal attention's work
+// balances (Megatron-LM's get_batch_on_this_cp_rank, Transformer Engine's
+// ring attention), so the sequence must divide by 2·cp.
+Status check_context_parallel(const EstimateRequest& r) {
+  const int64_t cp = r.layout.cp;
+  if (cp == 1) return Status::success();
+  const PluginOptions& p = r.plugin;
+  const bool supported = p.kind == PluginKind::hybrid_parallel || (p.kind == PluginKind::torch_fsdp && p.runtime == Runtime::torchtitan);
+  if (!supported) {
+    return invalid("--cp " + str(cp) + " needs --plugin hybrid_parallel, or torch_fsdp with --runtime torchtitan; " +
+                   std::string(enum_name(p.kind)) + (p.runtime == Runtime::colossalai ? "" : " under " + std::string(enum_name(p.runtime))) +
+                   " has no context parallelism");
+  }
+  return check_context_parallel_sequence(r.training.seq_len, cp, r.training.activation_profile);
 }
 
 Status check_model_fit(const Model& m, const EstimateRequest& r) {
@@ -69,8 +90,10 @@ Status check_model_fit(const Model& m, const EstimateRequest& r) {
     return invalid("--pp " + str(l.pp) + " exceeds the " + str(c.num_layers) + " layers of " + c.name +
                    "; use at most --pp " + str(c.num_layers));
   }
-  if (l.sequence_parallel && r.training.seq_len % l.tp != 0) {
-    return invalid("--seq " + str(r.training.seq_len) + " must be a multiple of --tp " + str(l.tp) + " under --sequence-parallel");
+  if (Status s = check_context_parallel(r); !s) return s;
+  if (l.sequence_parallel && r.local_seq_len() % l.tp != 0) {
+    return invalid("--seq " + str(r.training.seq_len) + " must be a multiple of --tp " + str(l.tp) + (l.cp > 1 ? " × --cp " + str(l.cp) : "") +
+                   " under --sequence-parallel");
   }
   if (c.learned_positions && r.training.seq_len > c.max_positions) {
     return invalid("--seq " + str(r.training.seq_len) + " exceeds the " + str(c.max_positions) + " learned positions of " +
@@ -90,6 +113,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
     return invalid("--sequence-parallel needs --plugin hybrid_parallel with --tp above 1");
   }
   if (Status s = check_runtime(r); !s) return s;
+  if (Status s = check_hybrid_sharding(r); !s) return s;
   const int stage = p.effective_zero_stage();
   if (p.zero_stage >= 0 && p.kind != PluginKind::low_level_zero && p.kind != PluginKind::hybrid_parallel) {
     return invalid("--zero-stage applies to low_level_zero and hybrid_parallel, not " + plugin +
@@ -261,8 +285,51 @@ Status validate_request(const Model& model, const GpuProfile& gpu, const Estimat
   if (Status s = check_plugin(model, request); !s) return s;
   if (Status s = check_activation_bytes(model, request); !s) return s;
   if (Status s = check_assumptions(request.assumptions); !s) return s;
-  if (request.training.precision == Precision::bf16 && gpu.peak_tflops.bf16 <= 0) {
+  return check_precision(request.training.precision, request.training.activation_profile, gpu);
+}
+
+Status check_hybrid_sharding(const EstimateRequest& r) {
+  const auto& l = r.layout;
+  const PluginOptions& p = r.plugin;
+  if (l.dp_replicate == 1) return Status::success();
+  const std::string option = "--dp-replicate " + str(l.dp_replicate);
+  if (l.dp % l.dp_replicate != 0) {
+    return invalid(option + " does not divide --dp " + str(l.dp) + " (each replica shards over dp/R ranks); choose one of " + divisors(l.dp));
+  }
+  const bool shards = p.kind == PluginKind::torch_fsdp || p.kind == PluginKind::low_level_zero ||
+                      (p.kind == PluginKind::hybrid_parallel && p.effective_zero_stage() >= 1);
+  if (!shards) {
+    return invalid(option + " needs sharded model states: torch_fsdp, low_level_zero, or hybrid_parallel with --zero-stage 1 or 2 (" +
+                   std::string(enum_name(p.kind)) +
+                   (p.kind == PluginKind::gemini ? " shards every chunk over all ranks)" : " keeps them whole on every rank)"));
+  }
+  return Status::success();
+}
+
+Status check_context_parallel_sequence(int64_t seq_len, int64_t cp, ActivationProfile profile) {
+  if (cp <= 1) return Status::success();
+  if (profile != ActivationProfile::flash) {
+    return invalid("--cp " + str(cp) + " runs ring attention over a fused attention kernel; use --activation-profile flash");
+  }
+  if (seq_len % (2 * cp) != 0) {
+    return invalid("--seq " + str(seq_len) + " must be a multiple of 2 × --cp = " + str(2 * cp) + " (each rank takes two balanced chunks of every sequence)");
+  }
+  return Status::success();
+}
+
+Status check_precision(Precision precision, ActivationProfile profile, const GpuProfile& gpu) {
+  if (precision == Precision::bf16 && gpu.peak_tflops.bf16 <= 0) {
     return invalid("--precision bf16 is not supported by " + gpu.name + " (no bf16 tensor cores); use --precision fp16");
+  }
+  if (precision == Precision::fp8 && gpu.peak_tflops.fp8 <= 0) {
+    return invalid("--precision fp8 is not supported by " + gpu.name + " (no FP8 tensor cores: Ada or Hopper and later); use --precision " +
+                   (gpu.peak_tflops.bf16 > 0 ? "bf16" : "fp16"));
+  }
+  // FP8 runs Transformer Engine's layers (fp8.h), whose saved tensors are the
+  // flash profile's (or Korthikanti's), not those of Hugging Face's modules or Tessera's engine.
+  if (precision == Precision::fp8 && profile != ActivationProfile::flash && profile != ActivationProfile::megatron) {
+    return invalid("--precision fp8 runs Transformer Engine's layers; use --activation-profile flash or megatron, not " +
+                   std::string(enum_name(profile)));
   }
   return Status::success();
 }

@@ -109,6 +109,19 @@ bad seq-fraction "--seq" -- estimate --model gpt2 --seq 1.5
 bad dp-too-large "--dp" -- estimate --model gpt2 --dp 99999999999999999999
 bad dp-hexadecimal "--dp: '0x10' is not a whole number" -- estimate --model gpt2 --dp 0x10
 bad steps-beyond-int64 "--steps: '9223372036854775808' is not a whole number in range" -- train --out "$scratch/never" --steps 9223372036854775808
+bad train-fp8 "--precision fp8: Tessera's engine runs on the CPU, which has no FP8 GEMMs" -- train --out "$scratch/never" --precision fp8
+bad fp8-on-v100 "--precision fp8 is not supported by v100-32g" -- estimate --model gpt2 --gpu v100-32g --precision fp8
+bad fp8-plan-on-a100 "--precision fp8 is not supported by a100-80g" -- plan --model gpt2 --gpus 8 --global-batch 64 --gpu a100-80g --precision fp8
+bad cp-zero "--cp must be a positive integer" -- estimate --model gpt2 --plugin hybrid_parallel --cp 0
+bad cp-odd-sequence "must be a multiple of 2 × --cp = 6" -- estimate --model llama-2-7b --plugin hybrid_parallel --cp 3 --seq 4000
+bad cp-without-ring "--cp 2 needs --plugin hybrid_parallel, or torch_fsdp with --runtime torchtitan" -- estimate --model gpt2 --cp 2
+bad cp-plan-not-dividing "--cp 3 does not divide the 8 GPUs" -- plan --model gpt2 --gpus 8 --global-batch 64 --cp 3
+bad train-cp "--cp 2: the engine has no context parallelism" -- train --out "$scratch/never" --plugin hybrid_parallel --cp 2
+bad replicate-not-dividing "--dp-replicate 3 does not divide --dp 8" -- estimate --model gpt2 --plugin torch_fsdp --dp 8 --dp-replicate 3
+bad replicate-ddp "--dp-replicate 2 needs sharded model states" -- estimate --model gpt2 --dp 8 --dp-replicate 2
+bad replicate-zero "--dp-replicate must be a positive integer" -- estimate --model gpt2 --plugin torch_fsdp --dp 8 --dp-replicate 0
+bad replicate-plan "--dp-replicate 3 must be a positive divisor of the 8 GPUs" -- plan --model gpt2 --gpus 8 --global-batch 64 --dp-replicate 3
+bad train-replicate "--dp-replicate 2: the engine shards over every data-parallel rank" -- train --out "$scratch/never" --plugin low_level_zero --dp 2 --dp-replicate 2
 bad seed-negative "--seed: '-1' is not a whole number in range 0 to" -- train --out "$scratch/never" --seed -1
 bad fraction-out-of-range "--shard-param-frac" -- estimate --model gpt2 --plugin gemini --shard-param-frac 1.5
 bad bucket-negative "--bucket-mb" -- estimate --model gpt2 --bucket-mb -1
@@ -130,7 +143,7 @@ bad interleaved-micro-batches "--micro-batches" -- estimate --model gpt2 --plugi
 # Names.
 bad unknown-gpu "--gpu" -- estimate --model gpt2 --gpu tpu-v5
 bad unknown-plugin "--plugin" -- estimate --model gpt2 --plugin deepspeed
-bad unknown-precision "--precision" -- estimate --model gpt2 --precision fp8
+bad unknown-precision "--precision" -- estimate --model gpt2 --precision fp4
 bad unknown-format "--format" -- estimate --model gpt2 --format xml
 bad unknown-option "--bogus" -- estimate --model gpt2 --bogus
 bad missing-model-option "--model" -- estimate --dp 2
@@ -181,6 +194,16 @@ if ! "$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 3 --output "$
   echo "FAIL [export-setup]: tessera plan did not write $plan_file" >&2
   failures=$((failures + 1))
 fi
+fp8_plan=$scratch/fp8-plan.json
+"$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --precision fp8 --output "$fp8_plan" >/dev/null 2>&1 </dev/null
+bad export-fp8-colossalai "the plan trains in FP8 with Transformer Engine's layers" -- export "$fp8_plan" --to colossalai
+bad export-fp8-deepspeed "plan again with --precision bf16" -- export "$fp8_plan" --to deepspeed
+cp_plan=$scratch/cp-plan.json
+"$tessera" plan --model llama-2-7b --gpus 8 --global-batch 8 --seq 16384 --cp 2 --top 1 --output "$cp_plan" >/dev/null 2>&1 </dev/null
+bad export-cp-colossalai "(context parallelism), which a colossalai export does not set up; plan again with --cp 1" -- export "$cp_plan" --to colossalai
+hybrid_plan=$scratch/hybrid-plan.json
+"$tessera" plan --model gpt2 --gpus 16 --global-batch 64 --dp-replicate 2 --top 1 --output "$hybrid_plan" >/dev/null 2>&1 </dev/null
+bad export-replicate-deepspeed "(--dp-replicate 2), which a deepspeed export does not set up" -- export "$hybrid_plan" --to deepspeed
 bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
 bad export-malformed-plan-file "not valid JSON" -- export "$data/malformed.json" --to deepspeed
 bad export-not-a-plan-file "not a plan file" -- export "$data/unknown-model-type.json" --to perfetto

@@ -53,6 +53,7 @@ TEST(Cli, GpusProfilePrintsAFileThatPlansAsTheShippedGpu) {
   const auto profile = nlohmann::json::parse(shown.out);
   EXPECT_EQ(profile["memory_bytes"], 85520809984LL);
   EXPECT_EQ(profile["peak_tflops"]["bf16"], 989.4);
+  EXPECT_EQ(profile["peak_tflops"]["fp8"], 1978.9);
 
   tessera::testing::ScratchDir dir;
   const std::string file = dir.path() + "/edited.json";
@@ -162,7 +163,7 @@ TEST(Cli, BadInputIsOneLineAndExitCodeTwo) {
            {"estimate", "--model", "gpt2", "--gpu", "tpu-v9"},
            {"estimate", "--model", "no-such-model"},
            {"estimate", "--model", "gpt2", "--dp", "abc"},
-           {"estimate", "--model", "gpt2", "--precision", "fp8"},
+           {"estimate", "--model", "gpt2", "--precision", "fp4"},
            {"estimate"},
            {"frobnicate"}}) {
     const CliRun r = run(args);
@@ -218,6 +219,15 @@ TEST(Cli, PlanJsonRanksPlansBestFirstWithTheAcceptanceKeys) {
   std::ifstream written(output);
   EXPECT_EQ(nlohmann::json::parse(written), doc) << "plan.json holds what was printed";
   std::remove(output.c_str());
+}
+
+// plan.json is JSON whatever the name; a report's extension is refused rather than filled with JSON.
+TEST(Cli, PlanRefusesToWriteJsonUnderAReportsName) {
+  const CliRun r = run({"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--output", "plan.html"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("tessera: error: --output plan.html: tessera plan writes the plan document, JSON; name it .json", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("tessera estimate --output FILE.html"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
 TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
@@ -670,8 +680,10 @@ TEST(Cli, DryRunOfA70BTensorParallelPlanMatchesThePlanner) {
       << training.err;
 }
 
-// Gemini's auto placement runs the fractions the planner solved for this
-// machine (all on the device here), and a fractional static one is refused.
+// Gemini's auto placement runs what the planner solved for this machine (the
+// optimizer on the host, the parameters on the device, as ColossalAI's auto
+// policy), a static one offloads the optimizer chunk by chunk, and a fraction
+// of the parameters' chunks is refused.
 TEST(Cli, GeminiAutoPlacementRunsWhatThePlannerSolved) {
   const tessera::testing::ScratchDir scratch;
   const std::string dir = scratch.path("run");
@@ -679,10 +691,15 @@ TEST(Cli, GeminiAutoPlacementRunsWhatThePlannerSolved) {
   ASSERT_EQ(trained.code, 0) << trained.err;
   const CliRun compared = run({"compare", (dir + "/plan.json").c_str(), (dir + "/metrics.json").c_str(), "--format", "json"});
   EXPECT_EQ(nlohmann::json::parse(compared.out)["max_abs_error_pct"].get<double>(), 0.0) << compared.out;
-  const CliRun refused = run({"train", "--plugin", "gemini", "--placement", "static", "--offload-param-frac", "0.5", "--precision", "bf16", "--out",
-                              scratch.path("static").c_str()});
+  std::ifstream metrics_file(dir + "/metrics.json");
+  const auto states = nlohmann::json::parse(metrics_file)["ranks"][0]["categories"]["optimizer_states"];
+  EXPECT_EQ(states["device_bytes"], 0);
+  EXPECT_GT(states["host_bytes"].get<int64_t>(), 0);
+  const CliRun refused = run({"train", "--plugin", "gemini", "--placement", "static", "--offload-optim-frac", "1", "--offload-param-frac", "0.5",
+                              "--precision", "bf16", "--out", scratch.path("static").c_str()});
   EXPECT_EQ(refused.code, 2);
-  EXPECT_NE(refused.err.find("not fractions of them; plan with --placement cuda or cpu"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("not fractions of them; plan with --shard-param-frac 1 and --offload-param-frac 0 or 1"), std::string::npos)
+      << refused.err;
 }
 
 TEST(Cli, DryRunRanksOutsideThePlanAreRefused) {

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
 
 #include "gradcheck.h"
 #include "tessera/engine/ops/activation.h"
@@ -22,7 +25,7 @@ using Vec = std::vector<double>;
 TEST(OpsGradcheck, LinearBothLayouts) {
   const int64_t N = 5, C = 4, OC = 3;
   MemoryLedger ledger;
-  Workspace<double> workspace(ledger, N, planner::Precision::fp32);
+  Workspace<double> workspace(ledger, N, 1, planner::Precision::fp32);
   for (WeightLayout layout : {WeightLayout::out_in, WeightLayout::in_out}) {
     Vec inp = random_vector(N * C, 1), w = random_vector(C * OC, 2), b = random_vector(OC, 3), r = random_vector(N * OC, 4);
     Vec out(N * OC), dinp(N * C), dw(C * OC, 0.0), db(OC, 0.0);
@@ -82,22 +85,85 @@ TEST(OpsGradcheck, GeluAndSwiglu) {
   expect_gradient("swiglu dup", up, dup, swiglu);
 }
 
-TEST(OpsGradcheck, CausalAttentionWithGroupedQueries) {
-  // 4 query heads sharing 2 K/V heads; q, k, v interleaved in one row as in a fused QKV.
-  const AttentionShape s{2, 5, 4, 2, 3, 4 * 3 + 2 * 2 * 3, 4 * 3 + 2 * 2 * 3};
-  const int64_t rows = s.B * s.T, width = s.q_stride;
-  Vec qkv = random_vector(rows * width, 12), r = random_vector(rows * s.NH * s.HS, 13);
-  Vec out(rows * s.NH * s.HS), probs(s.B * s.NH * s.T * s.T), dqkv(rows * width);
+// Attention over q, k, v interleaved in one row as in a fused QKV, loss = Σ out ⊙ R.
+struct AttentionCase {
+  AttentionShape s;
+  Vec qkv, r, out, lse, dqkv;
   MemoryLedger ledger;
-  Workspace<double> workspace(ledger, s.T, planner::Precision::fp32);
-  auto loss = [&] {
-    attention_forward(out.data(), probs.data(), qkv.data(), qkv.data() + s.NH * s.HS, qkv.data() + (s.NH + s.KVH) * s.HS, s, workspace);
+  Workspace<double> workspace;
+
+  explicit AttentionCase(int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS)
+      : s{B, T, NH, KVH, HS, (NH + 2 * KVH) * HS, (NH + 2 * KVH) * HS},
+        qkv(random_vector(B * T * s.q_stride, 12)),
+        r(random_vector(B * T * NH * HS, 13)),
+        out(B * T * NH * HS),
+        lse(B * NH * T),
+        dqkv(B * T * s.q_stride),
+        workspace(ledger, T, HS, planner::Precision::fp32) {}
+  const double* k() const { return qkv.data() + s.NH * s.HS; }
+  const double* v() const { return k() + s.KVH * s.HS; }
+  double loss() {
+    attention_forward(out.data(), lse.data(), qkv.data(), k(), v(), s, workspace);
     return dot(out, r);
+  }
+  void backward() {
+    loss();
+    attention_backward(dqkv.data(), dqkv.data() + s.NH * s.HS, dqkv.data() + (s.NH + s.KVH) * s.HS, r.data(), qkv.data(), k(), v(),
+                       out.data(), lse.data(), s, workspace);
+  }
+};
+
+// Awkward sizes for a blockwise kernel: one token, fewer tokens than a block,
+// exactly one block, one block and a ragged one, three blocks ending in a
+// single row; multi-head, grouped-query (2 and 4 heads per K/V head).
+TEST(OpsGradcheck, CausalAttentionAtBlockEdgesAndGroupedQueries) {
+  constexpr int64_t kBlock = planner::kAttentionBlock;
+  struct Size {
+    int64_t B, T, NH, KVH, HS;
   };
-  loss();
-  attention_backward(dqkv.data(), dqkv.data() + s.NH * s.HS, dqkv.data() + (s.NH + s.KVH) * s.HS, r.data(), qkv.data(),
-                     qkv.data() + s.NH * s.HS, qkv.data() + (s.NH + s.KVH) * s.HS, probs.data(), s, workspace);
-  expect_gradient("attention dqkv", qkv, dqkv, loss);
+  for (Size z : {Size{2, 1, 4, 2, 3}, Size{2, 5, 4, 2, 3}, Size{1, kBlock, 2, 2, 2}, Size{1, kBlock + 3, 4, 1, 2}, Size{1, 2 * kBlock + 1, 2, 1, 2}}) {
+    AttentionCase c(z.B, z.T, z.NH, z.KVH, z.HS);
+    c.backward();
+    expect_gradient("attention dqkv at T = " + std::to_string(z.T) + ", " + std::to_string(z.NH) + " heads over " + std::to_string(z.KVH), c.qkv,
+                    c.dqkv, [&] { return c.loss(); }, 1e-6, 300);
+  }
+}
+
+// The blockwise forward equals softmax(mask(scale · q kᵀ)) v written out
+// directly, and its log-sum-exp is log Σ exp of the same scores.
+TEST(OpsGradcheck, FlashAttentionMatchesTheDirectSoftmax) {
+  constexpr int64_t kBlock = planner::kAttentionBlock;
+  for (int64_t T : {int64_t{1}, int64_t{7}, kBlock + 3, 2 * kBlock + 1}) {
+    AttentionCase c(2, T, 4, 2, 5);
+    c.loss();
+    const AttentionShape& s = c.s;
+    double worst_out = 0, worst_lse = 0;
+    for (int64_t b = 0; b < s.B; ++b) {
+      for (int64_t h = 0; h < s.NH; ++h) {
+        const int64_t kvh = h / (s.NH / s.KVH);
+        for (int64_t t = 0; t < T; ++t) {
+          const double* q = c.qkv.data() + (b * T + t) * s.q_stride + h * s.HS;
+          std::vector<double> scores(static_cast<size_t>(t + 1));
+          for (int64_t u = 0; u <= t; ++u) {
+            const double* key = c.k() + (b * T + u) * s.kv_stride + kvh * s.HS;
+            double dot_product = 0;
+            for (int64_t d = 0; d < s.HS; ++d) dot_product += q[d] * key[d];
+            scores[static_cast<size_t>(u)] = dot_product / std::sqrt(static_cast<double>(s.HS));
+          }
+          double sum = 0;
+          for (double x : scores) sum += std::exp(x);
+          worst_lse = std::max(worst_lse, std::abs(std::log(sum) - c.lse[static_cast<size_t>((b * s.NH + h) * T + t)]));
+          for (int64_t d = 0; d < s.HS; ++d) {
+            double expected = 0;
+            for (int64_t u = 0; u <= t; ++u) expected += std::exp(scores[static_cast<size_t>(u)]) / sum * c.v()[(b * T + u) * s.kv_stride + kvh * s.HS + d];
+            worst_out = std::max(worst_out, std::abs(expected - c.out[static_cast<size_t>((b * T + t) * s.NH * s.HS + h * s.HS + d)]));
+          }
+        }
+      }
+    }
+    EXPECT_LT(worst_out, 1e-12) << "T = " << T;
+    EXPECT_LT(worst_lse, 1e-12) << "T = " << T;
+  }
 }
 
 TEST(OpsGradcheck, EmbeddingWithPositions) {

@@ -103,7 +103,7 @@ void expect_ledger_matches_planner(planner::Precision precision) {
     request.training.optimizer = planner::OptimizerKind::adamw;
     request.training.micro_batch_size = B;
     request.training.seq_len = T_len;
-    request.assumptions.cublas_workspace_bytes = planner::cpu_workspace_bytes(cpu::backend_threads(), T_len, precision);
+    request.assumptions.cublas_workspace_bytes = planner::cpu_workspace_bytes(cpu::backend_threads(), T_len, model.config.head_dim, precision);
     request.assumptions.nccl_bytes_per_group = 0;
     const planner::GpuProfile gpu = planner::load_gpu("h100-80g").value();
     const planner::MemoryEstimate estimate = planner::estimate_memory(model, gpu, request).value();

@@ -66,6 +66,24 @@ class ModelsTest : public QObject {
     QVERIFY(one_f_one_b_rows.contains(QStringLiteral("hybrid_parallel|4×2×2 +sp|1F1B|1|none|none|1 × 8")));
   }
 
+  // Gemini's static fractions are ColossalAI's, not shares of the states: the table says how many chunks each sends.
+  void planTableSaysHowManyChunksAStaticGeminiPlanOffloads() {
+    PlannerInputs inputs;
+    inputs.model = "gpt2-medium";
+    inputs.gpus = 8;
+    inputs.seq_len = 1024;
+    inputs.plugin = PluginKind::gemini;
+    const auto result = std::make_shared<const planner::PlanSearchResult>(test::planner_search(inputs));
+    PlanTableModel model;
+    model.setResult(result, 80LL << 30);
+    QSet<QString> offloads;
+    for (int row = 0; row < static_cast<int>(result->plans.size()); ++row) offloads << model.index(row, PlanTableModel::kOffload).data().toString();
+    // 7 chunks: a quarter, a half and three quarters of them rounded, then all.
+    for (const char* expected : {"optim 2 of 7 chunks", "optim 4 of 7 chunks", "optim 5 of 7 chunks", "optim 100%", "none", "auto"}) {
+      QVERIFY2(offloads.contains(QString::fromLatin1(expected)), expected);
+    }
+  }
+
   void planTableSortsNumerically() {
     const auto result = std::make_shared<const planner::PlanSearchResult>(test::planner_search(PlannerInputs{}));
     PlanTableModel model;

@@ -433,6 +433,22 @@ class ViewsTest : public QObject {
     editor->tpBox()->setValue(16);
     editor->evaluateButton()->click();
     QVERIFY2(editor->errorText().startsWith(QStringLiteral("tp 16 does not divide num_attention_heads 40")), qPrintable(editor->errorText()));
+    // Context parallelism: cp 2 of the 16 GPUs leaves dp 8.
+    editor->tpBox()->setValue(1);
+    editor->cpBox()->setValue(2);
+    editor->evaluateButton()->click();
+    QVERIFY2(editor->errorText().isEmpty(), qPrintable(editor->errorText()));
+    QCOMPARE(window.session().shownPlan()->request.layout.cp, 2);
+    QCOMPARE(window.session().shownPlan()->request.layout.dp, 8);
+    // Hybrid sharding: FSDP as 2 replicas of 8 ranks.
+    set_combo_enum(editor->pluginBox(), std::optional(planner::PluginKind::torch_fsdp));
+    editor->cpBox()->setValue(1);
+    editor->dpReplicateBox()->setValue(2);
+    editor->evaluateButton()->click();
+    QVERIFY2(editor->errorText().isEmpty(), qPrintable(editor->errorText()));
+    QCOMPARE(window.session().shownPlan()->request.layout.dp_replicate, 2);
+    QCOMPARE(window.session().shownPlan()->request.layout.shard_ranks(), 8);
+    QCOMPARE(layout_choice_of(window.session().shownPlan()->request), editor->layout());
   }
 
   // D13: an exported SVG names a font family browsers know, at the size the widget laid its text out in.

@@ -692,7 +692,7 @@ class WindowTest : public QObject {
     auto loaded = load_session(path);
     QVERIFY(loaded.ok());
     QVERIFY(loaded.value() == inputs);
-    QVERIFY(!session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "precision": "fp8"})", "s").ok());
+    QVERIFY(!session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "precision": "fp4"})", "s").ok());
   }
 
   void meshAndPipelineShowThePlan() {

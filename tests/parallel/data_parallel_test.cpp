@@ -97,6 +97,7 @@ int main() {
     bool cpu_offload = false;
     planner::GeminiPlacement placement = planner::GeminiPlacement::cuda;
     int64_t chunk_size = 1 << 17;  // gemini: several chunks, some spanning two layers; a multiple of 2 and 4
+    double offload_optim_frac = 0;  // gemini static
   };
   const planner::Precision bf16 = planner::Precision::bf16;
   for (const Case& c : {Case{"torch_ddp", planner::PluginKind::torch_ddp, 0, {}}, Case{"zero1", planner::PluginKind::low_level_zero, 1, {}},
@@ -113,7 +114,9 @@ int main() {
                         Case{"gemini_cpu_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cpu},
                         Case{"gemini_one_chunk_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cuda, 0},
                         // c_fc and the MLP's c_proj (65,536 elements) get chunks of their own, as ColossalAI's ChunkManager gives them.
-                        Case{"gemini_own_chunks_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cuda, 40000}}) {
+                        Case{"gemini_own_chunks_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cuda, 40000},
+                        // The optimizer states of the first 2 of 5 chunks on the host, as ColossalAI's static placement sends them.
+                        Case{"gemini_static_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::static_placement, 1 << 17, 0.05}}) {
     const bool gemini = c.kind == planner::PluginKind::gemini;
     const bool fsdp = c.kind == planner::PluginKind::torch_fsdp;
     planner::PluginOptions plugin;
@@ -122,6 +125,7 @@ int main() {
     plugin.cpu_offload = c.cpu_offload;
     plugin.gemini.placement_policy = c.placement;
     plugin.gemini.chunk_size = c.chunk_size;  // 0: ColossalAI's search (one 32 Mi-element chunk holds all of tiny-gpt2)
+    plugin.gemini.offload_optim_frac = c.offload_optim_frac;
     plugin.zero_stage = c.kind == planner::PluginKind::low_level_zero ? c.zero_stage : -1;
     plugin.bucket_bytes = 256 << 10;             // DDP: several buckets
     plugin.reduce_bucket_numel = c.zero_stage == 1 ? 40000 : params;  // ZeRO-1: several buckets; ZeRO-2: one

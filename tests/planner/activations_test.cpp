@@ -107,10 +107,10 @@ TEST(ActivationProfiles, TesseraRecomputeWorkingSetIsOneLayer) {
   const auto none = block_activation_bytes(table, shape, RecomputeMode::none);
   const auto selective = block_activation_bytes(table, shape, RecomputeMode::selective);
   const auto full = block_activation_bytes(table, shape, RecomputeMode::full);
-  const int64_t probs = 4 * 12 * 1024 * 1024 * 4;  // b·a·s²·4 bytes
+  const int64_t lse = 4 * 12 * 1024 * 4;  // b·a·s fp32 log-sum-exps: the engine keeps no s² term
   EXPECT_EQ(none.working, 0);
   EXPECT_EQ(selective.stash + selective.working, none.stash);
-  EXPECT_EQ(selective.working, probs);
+  EXPECT_EQ(selective.working, lse);
   EXPECT_EQ(full.stash, 4 * 1024 * 768 * 4);  // the block input
   EXPECT_EQ(full.stash + full.working, none.stash);
 }

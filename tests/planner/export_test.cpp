@@ -171,7 +171,7 @@ TEST(Export, DdpPlan) {
   const std::string script = colossalai_script(planned, 0);
   EXPECT_TRUE(contains(script, "    plugin = TorchDDPPlugin(bucket_cap_mb=25, gradient_as_bucket_view=False)\n")) << script;
   EXPECT_TRUE(contains(script, "booster.no_sync(model, optimizer)"));
-  EXPECT_TRUE(contains(script, "torch.autocast(\"cuda\", dtype=torch.bfloat16)"));
+  EXPECT_TRUE(contains(script, "torch.autocast(device.type, dtype=torch.bfloat16)"));
   // Clipped as the DeepSpeed export and the engine clip: at the global norm 1.0.
   EXPECT_TRUE(contains(script, "MAX_GRAD_NORM = 1.0  #")) << script;
   EXPECT_TRUE(contains(script, "        optimizer.clip_grad_by_norm(MAX_GRAD_NORM)\n        optimizer.step()\n")) << script;
@@ -195,6 +195,19 @@ TEST(Export, Fp16DdpWithAccumulationGivesNoSyncTheDdpModel) {
   EXPECT_TRUE(contains(script, "booster = Booster(plugin=plugin, mixed_precision=\"fp16\")")) << script;
   EXPECT_TRUE(contains(script, "with nullcontext() if last else booster.no_sync(model.module, optimizer):")) << script;
   expect_python_compiles(script, "ddp_fp16");
+}
+
+// The script runs on the accelerator ColossalAI picked, a CPU rank included: torch.cuda.synchronize()
+// initialises CUDA and fails without a GPU, and ColossalAI's CpuAccelerator.synchronize raises
+// (accelerator/cpu_accelerator.py, v0.5.0), so only a CUDA device is synchronised.
+TEST(Export, ScriptTimesStepsOnTheDeviceItRunsOn) {
+  const Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::torch_ddp}; });
+  ASSERT_FALSE(planned.file.plans.empty());
+  const std::string script = colossalai_script(planned, 0);
+  EXPECT_FALSE(contains(script, "torch.cuda.synchronize()")) << script;
+  EXPECT_TRUE(contains(script, "    if device.type == \"cuda\":\n        torch.cuda.synchronize(device)\n")) << script;
+  EXPECT_TRUE(contains(script, "        synchronize(device)\n        start = time.perf_counter()\n")) << script;
+  EXPECT_TRUE(contains(script, "        synchronize(device)\n        seconds = time.perf_counter() - start\n")) << script;
 }
 
 TEST(Export, ZeroStage2WithCpuOffload) {

@@ -46,6 +46,7 @@ TEST(Hardware, AClusterCarriesAGpuThatIsNotShipped) {
   custom.gpu.name = "cpu-measured";
   custom.gpu.peak_tflops.fp32 = 0.0421;
   custom.gpu.nvlink_gbps = 3.5;
+  custom.gpu.peak_tflops.fp8 = 1234.5;
   const nlohmann::json document = cluster_to_json(custom);
   ASSERT_TRUE(document["gpu"].is_object());
   auto read_back = parse_cluster(document.dump(), "plan.json");
@@ -53,6 +54,7 @@ TEST(Hardware, AClusterCarriesAGpuThatIsNotShipped) {
   EXPECT_EQ(read_back->gpu.name, "cpu-measured");
   EXPECT_EQ(read_back->gpu.peak_tflops.fp32, 0.0421);
   EXPECT_EQ(read_back->gpu.nvlink_gbps, 3.5);
+  EXPECT_EQ(read_back->gpu.peak_tflops.fp8, 1234.5);
   EXPECT_EQ(read_back->gpu.memory_bytes, shipped.gpu.memory_bytes);
 
   // A shipped name with other numbers is not the shipped GPU: carried whole too.

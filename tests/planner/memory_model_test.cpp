@@ -6,6 +6,8 @@
 #include <functional>
 
 #include "tessera/planner/activations.h"
+#include "tessera/planner/chunks.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/report.h"
 #include "test_models.h"
@@ -97,15 +99,62 @@ TEST_F(MemoryModel, GeminiCpuPlacementKeepsOnlyGatheredChunksOnTheDevice) {
   EXPECT_EQ(row.bytes[Cat::chunk_buffers].device, e.gemini->peak_gathered_elements * 4);
 }
 
-TEST_F(MemoryModel, GeminiAutoOffloadsJustEnough) {
+// ColossalAI's auto placement keeps every optimizer state on the host and
+// evicts just enough parameter chunks to stay under 0.9 of the device: 13B on
+// one H100 (26 GB of 16-bit parameters and as many gradients) must offload some.
+TEST_F(MemoryModel, GeminiAutoOffloadsTheOptimizerAndJustEnoughParameters) {
   EstimateRequest r;
   r.plugin.kind = PluginKind::gemini;
   r.plugin.gemini.placement_policy = GeminiPlacement::auto_placement;
-  const MemoryEstimate e = estimate_or_fail(llama7b, h100, r);  // 7B on one GPU: 108 GB of states
-  ASSERT_TRUE(e.gemini.has_value());
-  EXPECT_GT(e.gemini->offload_optim_frac, 0.0);
-  EXPECT_LT(e.gemini->offload_optim_frac, 1.0);
+  const MemoryEstimate small = estimate_or_fail(llama7b, h100, r);
+  ASSERT_TRUE(small.gemini.has_value());
+  EXPECT_EQ(small.gemini->offload_optim_frac, 1.0);
+  EXPECT_EQ(small.gemini->offload_param_frac, 0.0);  // 7B's 16-bit chunks fit
+  EXPECT_EQ(small.ranks[0].bytes[Cat::optimizer_states].device, 0);
+  r.training.seq_len = 4096;
+  const MemoryEstimate e = estimate_or_fail(shipped_model("llama-2-13b"), h100, r);
+  EXPECT_GT(e.gemini->offload_param_frac, 0.0);
+  EXPECT_LT(e.gemini->offload_param_frac, 1.0);
   EXPECT_NEAR(static_cast<double>(e.ranks[0].device_total), 0.9 * static_cast<double>(h100.memory_bytes), 1e6);
+}
+
+// ColossalAI's static placement sends whole chunks, against a total that
+// counts each chunk once per tensor in it. GPT-2 medium on 8 ranks: 292
+// tensors in 7 chunks, the first wte's own (51,463,168 elements), then six
+// of 51,432,448. offload_optim_frac 0.01 aims at 0.01 × (51,463,168 + 291 ×
+// 51,432,448) = 150,183,055 elements: three chunks (154,328,064) pass it.
+// 0.25 sends all seven.
+TEST_F(MemoryModel, GeminiStaticOffloadsWholeChunksAsColossalAiCountsThem) {
+  const Model medium = shipped_model("gpt2-medium");
+  EstimateRequest r;
+  r.layout.dp = 8;
+  r.plugin.kind = PluginKind::gemini;
+  r.plugin.gemini.offload_optim_frac = 0.01;
+  const MemoryEstimate e = estimate_or_fail(medium, h100, r);
+  ASSERT_EQ(e.gemini->num_chunks, 7);
+  EXPECT_EQ(e.gemini->optimizer_chunks_on_host, 3);
+  const int64_t host_shard = (51463168 + 2 * 51432448) / 8;
+  EXPECT_EQ(e.ranks[0].bytes[Cat::master_weights].host, 4 * host_shard);
+  EXPECT_EQ(e.ranks[0].bytes[Cat::optimizer_states].host, 8 * host_shard);
+  r.plugin.gemini.offload_optim_frac = 0.25;
+  EXPECT_EQ(estimate_or_fail(medium, h100, r).gemini->optimizer_chunks_on_host, 7);
+
+  const ChunkLayout layout = pack_chunks(medium.inventory, e.gemini->chunk_size, 8);
+  for (int64_t chunks = 0; chunks <= layout.num_chunks(); ++chunks) {
+    EXPECT_EQ(offloaded_optimizer_chunks(layout, offload_optim_frac_for(layout, chunks)), chunks) << chunks;
+  }
+  EXPECT_EQ(offloaded_optimizer_chunks(layout, 0.0), 0);
+}
+
+// offload_param_frac counts only with shard_param_frac 1 and offload_optim_frac 1 (ColossalAI warns and drops it otherwise).
+TEST(GeminiStaticPlacement, ParameterOffloadNeedsEverythingShardedAndTheOptimizerOffloaded) {
+  GeminiOptions g;
+  g.offload_param_frac = 0.5;
+  EXPECT_EQ(effective_offload_param_frac(g), 0.0);
+  g.offload_optim_frac = 1;
+  EXPECT_EQ(effective_offload_param_frac(g), 0.5);
+  g.shard_param_frac = 0.5;
+  EXPECT_EQ(effective_offload_param_frac(g), 0.0);
 }
 
 TEST(PipelineStages, RemainderGoesToTheMiddleStages) {

@@ -155,7 +155,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   if (stage_.pp == 1) own_pass_ = allocate_pass(0);
   working_ = allocate(table_.block, MemoryCategory::activations, [&](const planner::ActivationTerm& term) { return !planner::term_kept(term, recompute_); });
   scratch_ = allocate(table_.backward_scratch, MemoryCategory::activations, [](const planner::ActivationTerm&) { return true; });
-  workspace_ = cpu::Workspace<W>(ledger, T_, precision);
+  workspace_ = cpu::Workspace<W>(ledger, T_, c.head_dim, precision);
 }
 
 template <typename T>
@@ -253,7 +253,7 @@ void Transformer<T>::recompute_block(int l) {
     block_forward(l, act(l, "block_input"), find(scratch_.narrow, "grad_narrow"));
   } else if (recompute_ == planner::RecomputeMode::selective) {
     const QkvViews qkv = qkv_views(act(l, "qkv"));
-    attention_forward(act(l, "attention_output"), act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
+    attention_forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
   }
 }
 
@@ -437,7 +437,7 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
   T* attention_out = sp ? sequence_buffer() : mid;  // the row-parallel output before its sum (ln1_whole is used up)
   if (gpt2) {
     linear_forward(qkv.q, ln1_whole, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
-    attention_forward(att, act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
+    attention_forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
     linear_forward(attention_out, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::in_out, workspace_);
   } else {
     linear_forward(qkv.q, ln1_whole, param(w.q_w), bias(w.q_b), N, C, local.q, WeightLayout::out_in, workspace_);
@@ -446,7 +446,7 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
     rope_rotate(qkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, false);
     rope_rotate(qkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, false);
-    attention_forward(att, act(l, "attention_probs"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
+    attention_forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
     linear_forward(attention_out, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::out_in, workspace_);
   }
   reduce_rows(attention_out, mid);
@@ -585,7 +585,7 @@ void Transformer<T>::block_backward(int l) {
   const QkvViews dqkv = qkv_views(dwide);
   const WeightLayout layout = gpt2 ? WeightLayout::in_out : WeightLayout::out_in;
   linear_backward(datt, grad(w.o_w), gbias(w.o_b), dmid, att, param(w.o_w), N, local.q, C, layout, workspace_);
-  attention_backward(dqkv.q, dqkv.k, dqkv.v, datt, qkv.q, qkv.k, qkv.v, act(l, "attention_probs"), qkv.shape, workspace_);
+  attention_backward(dqkv.q, dqkv.k, dqkv.v, datt, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, workspace_);
   const T* ln1 = whole_rows(act(l, "attn_norm_output"), sequence_buffer());
   if (gpt2) {
     linear_backward(dnorm_whole, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * local.q, WeightLayout::in_out, workspace_);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "tessera/engine/model/initialization.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/optimizer_layout.h"
 
 namespace tessera::engine {
@@ -99,7 +100,12 @@ Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugi
       order_(planner::flat_parameter_order(model.inventory)),
       chunks_of_layer_(static_cast<size_t>(model.config.num_layers) + 2),
       placement_host_(plugin.gemini.placement_policy == planner::GeminiPlacement::cpu ||
-                      (plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement && plugin.gemini.offload_param_frac == 1)) {
+                      (plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement &&
+                       planner::effective_offload_param_frac(plugin.gemini) == 1)),
+      optimizer_chunks_on_host_(plugin.gemini.placement_policy == planner::GeminiPlacement::cpu ? layout_.num_chunks()
+                                : plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement
+                                    ? planner::offloaded_optimizer_chunks(layout_, plugin.gemini.offload_optim_frac)
+                                    : 0) {
   for (planner::ChunkContents& contents : planner::chunk_contents(model, layout_.chunk_size, group.size())) {
     chunks_.emplace_back();
     chunks_.back().parameters = std::move(contents.parameters);
@@ -127,8 +133,13 @@ Status Gemini<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vecto
   }
   // The parameters live in the chunks: the optimizer updates its fp32 master
   // weights and step() rounds them into the chunk shards.
+  // Its fp32 states of the first optimizer_chunks_on_host_ chunks (their
+  // slots lead the shard) live on the host.
   planner::OptimizerLayout layout = planner::optimizer_layout(model_description_, plugin_, this->group_.size(), this->group_.rank());
-  optimizer_.emplace(ledger, nullptr, layout.shard_numel, std::move(layout.pieces), std::move(decay), options, space);
+  const int64_t host_elements = optimizer_chunks_on_host_ < static_cast<int64_t>(chunks_.size())
+                                    ? chunks_[static_cast<size_t>(optimizer_chunks_on_host_)].shard_offset
+                                    : layout.shard_numel;
+  optimizer_.emplace(ledger, nullptr, layout.shard_numel, std::move(layout.pieces), std::move(decay), options, HostPrefix{host_elements});
   model.set_unit_hooks(this);
   return Status::success();
 }

@@ -70,14 +70,19 @@ class Optimizer final : public OptimizerShard {
 
   // `params`: the shard of the flat parameters it updates (shard_numel
   // elements), whose values the master weights start from. `decay[p]`:
-  // whether parameter p (flat order) takes weight decay. States are booked in `space`.
+  // whether parameter p (flat order) takes weight decay. States are booked in
+  // `space`, or their first `host.elements` on the host and the rest on the device.
   Optimizer(MemoryLedger& ledger, T* params, int64_t shard_numel, std::vector<planner::ShardPiece> pieces, std::vector<bool> decay,
             OptimizerOptions options, MemorySpace space = MemorySpace::device)
+      : Optimizer(ledger, params, shard_numel, std::move(pieces), std::move(decay), options,
+                  HostPrefix{space == MemorySpace::host ? shard_numel : 0}) {}
+  Optimizer(MemoryLedger& ledger, T* params, int64_t shard_numel, std::vector<planner::ShardPiece> pieces, std::vector<bool> decay,
+            OptimizerOptions options, HostPrefix host)
       : options_(options), pieces_(std::move(pieces)), decay_(std::move(decay)), numel_(shard_numel), params_(params) {
     const int states = planner::optimizer_state_count(options.kind);
-    for (int s = 0; s < states; ++s) states_.emplace_back(ledger, MemoryCategory::optimizer_states, numel_, space);
+    for (int s = 0; s < states; ++s) states_.emplace_back(ledger, MemoryCategory::optimizer_states, numel_, host);
     if constexpr (kKeepsMaster) {
-      master_ = Tensor<W>(ledger, MemoryCategory::master_weights, numel_, space);
+      master_ = Tensor<W>(ledger, MemoryCategory::master_weights, numel_, host);
       if (params != nullptr) {  // null in a dry run
         for (int64_t i = 0; i < numel_; ++i) master_.data()[i] = widen(params[i]);
       }

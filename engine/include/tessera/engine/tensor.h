@@ -26,14 +26,26 @@ class AllocationFailure : public std::bad_alloc {
   std::string message_;
 };
 
+// A tensor whose first `elements` live in the host space and the rest on the
+// device (Gemini's static placement offloads the states of its first chunks).
+// On the CPU both spaces are RAM and one buffer serves; a device backend
+// allocates the two parts apart.
+struct HostPrefix {
+  int64_t elements = 0;
+};
+
 template <typename T>
 class Tensor {
  public:
   Tensor() = default;
   // In a dry run's ledger the bytes are booked but nothing is allocated: data() is null.
   Tensor(MemoryLedger& ledger, MemoryCategory category, int64_t numel, MemorySpace space = MemorySpace::device)
-      : ledger_(&ledger), category_(category), space_(space), numel_(numel), data_(ledger.is_dry_run() ? nullptr : allocate(category, numel)) {
-    ledger_->allocated(category_, space_, bytes());
+      : Tensor(ledger, category, numel, HostPrefix{space == MemorySpace::host ? numel : 0}) {}
+  Tensor(MemoryLedger& ledger, MemoryCategory category, int64_t numel, HostPrefix host)
+      : ledger_(&ledger), category_(category), host_elements_(std::clamp<int64_t>(host.elements, 0, numel)), numel_(numel),
+        data_(ledger.is_dry_run() ? nullptr : allocate(category, numel)) {
+    ledger_->allocated(category_, MemorySpace::host, host_bytes());
+    ledger_->allocated(category_, MemorySpace::device, bytes() - host_bytes());
   }
   ~Tensor() { release(); }
   Tensor(Tensor&& other) noexcept { *this = std::move(other); }
@@ -42,7 +54,7 @@ class Tensor {
       release();
       ledger_ = std::exchange(other.ledger_, nullptr);
       category_ = other.category_;
-      space_ = other.space_;
+      host_elements_ = other.host_elements_;
       numel_ = std::exchange(other.numel_, 0);
       data_ = std::move(other.data_);
     }
@@ -55,6 +67,7 @@ class Tensor {
   const T* data() const { return data_.get(); }
   int64_t numel() const { return numel_; }
   int64_t bytes() const { return numel_ * static_cast<int64_t>(sizeof(T)); }
+  int64_t host_bytes() const { return host_elements_ * static_cast<int64_t>(sizeof(T)); }
   MemoryCategory category() const { return category_; }
   void zero() {
     if (data_) std::fill(data_.get(), data_.get() + numel_, T{});
@@ -69,14 +82,17 @@ class Tensor {
     }
   }
   void release() {
-    if (ledger_ != nullptr) ledger_->freed(category_, space_, bytes());
+    if (ledger_ != nullptr) {
+      ledger_->freed(category_, MemorySpace::host, host_bytes());
+      ledger_->freed(category_, MemorySpace::device, bytes() - host_bytes());
+    }
     data_.reset();
     ledger_ = nullptr;
   }
 
   MemoryLedger* ledger_ = nullptr;
   MemoryCategory category_ = MemoryCategory::activations;
-  MemorySpace space_ = MemorySpace::device;
+  int64_t host_elements_ = 0;
   int64_t numel_ = 0;
   std::unique_ptr<T[]> data_;
 };

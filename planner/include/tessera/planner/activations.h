@@ -24,9 +24,9 @@
 //    (bf16), as the Hugging Face Trainer runs them: fp32 residual stream and
 //    norms, a 16-bit cast of each matmul's input, and the cast weights kept
 //    for backward (SDPA attention).
-//  - `tessera`: exactly what Tessera's engine keeps: no dropout; an unfused
-//    attention that keeps the softmax probabilities (a·s² per sample); norm
-//    statistics in fp32; plus the working set of recomputing one layer and the
+//  - `tessera`: exactly what Tessera's engine keeps: no dropout; a
+//    FlashAttention-2 attention that keeps its output and one fp32
+//    log-sum-exp per query row and head (no s² term); norm statistics in fp32; plus the working set of recomputing one layer and the
 //    activation-gradient scratch of the backward pass. The engine's memory
 //    ledger tests hold the two equal.
 #pragma once
@@ -78,6 +78,13 @@ struct ActivationShape {
   int64_t tp = 1;
   bool sequence_parallel = false;
 };
+
+// A request's shape: under context parallelism a rank keeps the terms of its
+// own tokens (EstimateRequest::local_seq_len); flash attention keeps no term
+// per key position, so the ring's remote keys leave nothing behind.
+inline ActivationShape activation_shape(const EstimateRequest& r) {
+  return ActivationShape{r.training.micro_batch_size, r.local_seq_len(), r.layout.tp, r.layout.sequence_parallel};
+}
 
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape);
 

@@ -57,7 +57,13 @@ struct KernelRoofs {
   int64_t sm_count = 0;              // 0: wave quantization unknown, not applied
 };
 
+// Under fp8 the roofs of everything but the blocks' GEMMs are bf16's.
 KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency);
+
+// The roofs of the blocks' GEMMs: under fp8 Transformer Engine runs them on the
+// FP8 tensor cores (fp8.h), taken to sustain the same fraction of that peak as
+// cuBLAS does of bf16's (no FP8 measurement in the profiles); else kernel_roofs.
+KernelRoofs block_gemm_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency);
 
 double gemm_seconds(const GemmShape& gemm, const KernelRoofs& roofs);
 
@@ -68,8 +74,10 @@ struct PassSeconds {
 
 // One tensor-parallel rank's matmuls on `tokens` tokens, layer by layer: entry
 // layer + 1 for each block, entry 0 for the weights before the blocks
-// (kEmbeddingLayer) and the last entry for those after them (the head).
-std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs);
+// (kEmbeddingLayer) and the last entry for those after them (the head). The
+// blocks' GEMMs run on `block_roofs`, the others on `roofs`.
+std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs,
+                                                 const KernelRoofs& block_roofs);
 
 // One rank's attention core (QK^T, softmax, PV) for one layer and micro-batch.
 PassSeconds attention_core_seconds(const ModelConfig& config, bool fused, int64_t micro_batch, int64_t seq_len, int64_t tp,

@@ -15,6 +15,7 @@ struct PeakTflops {
   double tf32 = 0;
   double bf16 = 0;
   double fp16 = 0;
+  double fp8 = 0;  // FP8 tensor cores (E4M3/E5M2, fp32 accumulate); 0 where the GPU has none
 };
 
 struct GpuProfile {

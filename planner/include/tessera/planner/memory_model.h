@@ -59,8 +59,10 @@ struct GeminiSummary {
   int64_t peak_gathered_elements = 0;  // their elements (capacities)
   int64_t padded_elements() const;     // all chunks' elements
   double shard_param_frac = 1;
-  double offload_optim_frac = 0;
+  double offload_optim_frac = 0;       // of the chunks' elements: under `static`, whole chunks as ColossalAI moves them
   double offload_param_frac = 0;
+  int64_t optimizer_chunks_on_host = 0;  // `static`: the chunks whose fp32 states ColossalAI offloads
+  std::vector<int64_t> chunk_tensors;    // tensors packed in each chunk (ColossalAI's static placement counts them)
 };
 
 struct MemoryEstimate {
@@ -108,6 +110,19 @@ std::vector<StageShape> stage_shapes(const Model& model, const EstimateRequest& 
 // key-value heads and the MLP width, so that every GPU holds whole heads and an
 // equal slice of the MLP (Megatron-LM's column and row splits).
 Status check_tensor_parallel(const ModelConfig& config, int64_t tp);
+
+// --precision against the GPU (bf16 and fp8 need their tensor cores) and the
+// activation profile (fp8 is Transformer Engine's, with the flash or megatron profile).
+Status check_precision(Precision precision, ActivationProfile profile, const GpuProfile& gpu);
+
+// --dp-replicate against the layout and plugin: R divides dp, and the plugin
+// shards its model states (FSDP, ZeRO; not DDP, ZeRO-0 or Gemini's chunks).
+Status check_hybrid_sharding(const EstimateRequest& request);
+
+// Context parallelism against the sequence and the activation profile: ring
+// attention runs a fused attention kernel (the flash profile), and each rank
+// takes two balanced chunks of every sequence, so 2·cp must divide it.
+Status check_context_parallel_sequence(int64_t seq_len, int64_t cp, ActivationProfile profile);
 
 // Checks the request against the model and GPU; the error names the option to change.
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);

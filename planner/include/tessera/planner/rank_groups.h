@@ -1,6 +1,7 @@
-// Which data-, tensor- and pipeline-parallel group each rank belongs to, for a
-// layout's rank order (training_config.h: tensor-parallel fastest, then data,
-// then pipeline: rank = tp_rank + tp · (dp_rank + dp · pp_rank)).
+// Which data-, tensor-, context- and pipeline-parallel group each rank belongs
+// to, for a layout's rank order (training_config.h: tensor-parallel fastest,
+// then context, data and pipeline: rank = tp_rank + tp · (cp_rank + cp ·
+// (dp_rank + dp · pp_rank))). With cp 1 the context coordinate vanishes.
 //
 // Worked example, dp 2 × tp 4 × pp 2 = 16 ranks:
 //   tensor groups   (same dp and pp rank):  {0,1,2,3} {4,5,6,7} {8,9,10,11} {12,13,14,15}
@@ -20,14 +21,16 @@
 
 namespace tessera::planner {
 
-enum class MeshAxis { data, tensor, pipeline };
-inline constexpr std::array<EnumName<MeshAxis>, 3> kMeshAxisNames{{{MeshAxis::data, "data"}, {MeshAxis::tensor, "tensor"}, {MeshAxis::pipeline, "pipeline"}}};
+enum class MeshAxis { data, tensor, pipeline, context };
+inline constexpr std::array<EnumName<MeshAxis>, 4> kMeshAxisNames{
+    {{MeshAxis::data, "data"}, {MeshAxis::tensor, "tensor"}, {MeshAxis::pipeline, "pipeline"}, {MeshAxis::context, "context"}}};
 inline std::span<const EnumName<MeshAxis>> enum_names(MeshAxis) { return kMeshAxisNames; }
 
 struct RankCoordinates {
   int64_t tp_rank = 0;
   int64_t dp_rank = 0;
   int64_t pp_rank = 0;  // the pipeline stage
+  int64_t cp_rank = 0;  // which part of each sequence (context parallelism)
 };
 
 // Needs 0 <= rank < layout.world_size().

@@ -40,7 +40,17 @@ struct PlanRequest {
   // (it divides the activations; the default), off, or both tried (twice the
   // tensor-parallel candidates: it also moves more bytes, tp_traffic.h).
   SequenceParallelChoice sequence_parallel = SequenceParallelChoice::on;
+  // Context parallelism for hybrid_parallel layouts (--cp): 0 tries 1 and, for
+  // sequences of kLongSequence tokens or more, 2, 4 and 8; a size tries only it.
+  int64_t cp = 0;
+  // Hybrid sharding (--dp-replicate): 1 shards over every data-parallel rank;
+  // R > 1 searches only the layouts whose model states shard (FSDP, ZeRO), as
+  // R replicas of dp/R ranks.
+  int64_t dp_replicate = 1;
 };
+
+// The sequence length from which the search tries context parallelism by itself.
+inline constexpr int64_t kLongSequence = 16384;
 
 struct Candidate {
   EstimateRequest request;

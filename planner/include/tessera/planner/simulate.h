@@ -17,6 +17,8 @@
 // the bubble is what the schedule leaves idle. Offload: PCIe traffic and the
 // CPU optimizer. MFU = model FLOPs / (step time × peak × GPUs) (Narayanan et
 // al. 2021 §5.1, without the recompute FLOPs; Chowdhery et al. 2022, App. B).
+// Under fp8 the blocks' GEMMs run at the FP8 peak (fp8.h), attention and the
+// head at bf16's, and MFU is stated on the bf16 peak, as published FP8 runs are.
 #pragma once
 
 #include <cstdint>

@@ -12,7 +12,10 @@
 
 namespace tessera::planner {
 
-enum class Precision { fp32, fp16, bf16 };  // fp16/bf16: mixed precision with fp32 master weights
+// fp16/bf16: mixed precision with fp32 master weights. fp8: Transformer
+// Engine's FP8 training (fp8.h): bf16 weights, fp32 master weights, the
+// blocks' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling).
+enum class Precision { fp32, fp16, bf16, fp8 };
 enum class OptimizerKind { adam, adamw, sgd, sgd_momentum };
 enum class RecomputeMode { none, selective, full };  // Korthikanti et al. 2022 §5
 // Which runtime's saved tensors the activation model counts (see activations.h):
@@ -32,7 +35,8 @@ enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
 // (torch_fsdp); deepspeed for DeepSpeed ZeRO-3 (low_level_zero at stage 3).
 enum class Runtime { colossalai, megatron, torchtitan, deepspeed };
 
-inline constexpr std::array<EnumName<Precision>, 3> kPrecisionNames{{{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}}};
+inline constexpr std::array<EnumName<Precision>, 4> kPrecisionNames{
+    {{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}, {Precision::fp8, "fp8"}}};
 inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};
 inline constexpr std::array<EnumName<RecomputeMode>, 3> kRecomputeNames{{{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
 inline constexpr std::array<EnumName<ActivationProfile>, 6> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"},
@@ -66,7 +70,9 @@ inline std::span<const EnumName<FsdpStrategy>> enum_names(FsdpStrategy) { return
 inline std::span<const EnumName<GeminiPlacement>> enum_names(GeminiPlacement) { return kGeminiPlacementNames; }
 inline std::span<const EnumName<Runtime>> enum_names(Runtime) { return kRuntimeNames; }
 
-// Bytes of one element of the weights, gradients and activations in compute precision.
+// Bytes of one element of the weights, gradients and activations in compute
+// precision: under fp8 the weights, gradients and most activations stay bf16
+// (Transformer Engine casts a GEMM's operands to FP8 inside the layer).
 constexpr int64_t compute_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 constexpr bool is_mixed_precision(Precision p) { return p != Precision::fp32; }
 // fp32 tensors per parameter the optimizer keeps: Adam's two moments (Kingma & Ba
@@ -90,14 +96,36 @@ struct TrainingOptions {
   int64_t num_micro_batches = 1;  // micro-batches per step (gradient accumulation / pipeline)
 };
 
-// Ranks are ordered tensor-parallel fastest, then data, then pipeline
-// (Megatron-LM's default "tp-dp-pp"): rank = tp_rank + tp * (dp_rank + dp * pp_rank).
+// Ranks are ordered tensor-parallel fastest, then context, then data, then
+// pipeline, as Megatron-Core orders them (megatron/core/parallel_state.py,
+// initialize_model_parallel's order "tp-cp-ep-dp-pp" and its RankGenerator,
+// NVIDIA/Megatron-LM@934c8260ada361db9b155d504c5b20600731d773):
+// rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank)).
 struct ParallelLayout {
   int64_t dp = 1;                  // data-parallel size; 1 = no replication
   int64_t tp = 1;                  // tensor-parallel size; 1 = no tensor parallelism
   int64_t pp = 1;                  // pipeline stages; 1 = no pipeline
   bool sequence_parallel = false;  // Megatron sequence parallelism in the tp group (needs tp > 1)
-  int64_t world_size() const { return dp * tp * pp; }
+  // Context parallelism (--cp): each sequence split over cp ranks, attention
+  // as a ring passing keys and values (Megatron-Core's context_parallel_size,
+  // Transformer Engine's ring attention; torchtitan's context_parallel).
+  int64_t cp = 1;
+  // Hybrid sharding (--dp-replicate R): the data-parallel ranks form R
+  // replicas, each sharding the model states over its dp/R ranks (× cp); the
+  // gradients are reduce-scattered within a replica and each shard all-reduced
+  // across the R replicas. PyTorch FSDP's HYBRID_SHARD and FSDP2's 2-D mesh
+  // (torchtitan's data_parallel_replicate_degree), DeepSpeed's MiCS
+  // (mics_shard_size), Megatron-Core's num_distributed_optimizer_instances.
+  // 1 = shard over every data-parallel rank.
+  int64_t dp_replicate = 1;
+  int64_t world_size() const { return dp * tp * pp * cp; }
+  // The ranks that hold the same parameters and reduce their gradients
+  // together: data and context parallel ranks (Megatron-Core reduces over its
+  // "dp-cp" group and its distributed optimizer shards over it; torchtitan
+  // shards FSDP over dp_shard × cp).
+  int64_t data_ranks() const { return dp * cp; }
+  // The ranks ZeRO, FSDP and Gemini shard the model states over: one replica's.
+  int64_t shard_ranks() const { return data_ranks() / dp_replicate; }
 };
 
 // ColossalAI's GeminiPlugin knobs (colossalai/booster/plugin/gemini_plugin.py).
@@ -184,6 +212,10 @@ struct EstimateRequest {
   ParallelLayout layout;
   PluginOptions plugin;
   Assumptions assumptions;
+  // Tokens of each sequence one rank holds: its 1/cp of the sequence (the
+  // load-balanced halves Megatron-Core and Transformer Engine give each rank
+  // under causal masking add up to the same count).
+  int64_t local_seq_len() const { return training.seq_len / layout.cp; }
 };
 
 }  // namespace tessera::planner

@@ -68,7 +68,7 @@ class Transformer {
 
   // Fails for families the engine does not train yet.
   // `recompute`: what backward recomputes instead of keeping (Korthikanti et al.
-  // 2022 §5): selective drops the attention probabilities, full keeps only
+  // 2022 §5): selective re-runs the attention core (dropping its log-sum-exp), full keeps only
   // each block's input; one block's worth of recomputed tensors is shared.
   // `tensor_group`: the ranks that split every layer (model/tensor_parallel.h);
   // null or one rank: the whole model here. `sequence_parallel`: they also

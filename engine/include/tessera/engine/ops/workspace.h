@@ -1,7 +1,7 @@
 // The CPU backend's per-thread scratch, one ledger-booked buffer under
 // `workspace`, sized by the planner's formula (planner/cpu_backend.h) so that
-// the estimate and the ledger agree. Thread t owns slot t: the rows of the
-// attention gradient, then (in mixed precision) three fp32 GEMM tiles.
+// the estimate and the ledger agree. Thread t owns slot t: attention's scratch
+// (planner::AttentionScratch), then (in mixed precision) three fp32 GEMM tiles.
 #pragma once
 
 #include <omp.h>
@@ -23,18 +23,20 @@ template <typename W>
 class Workspace {
  public:
   Workspace() = default;
-  Workspace(MemoryLedger& ledger, int64_t seq_len, planner::Precision precision)
+  // Attention of sequences of seq_len tokens, head_dim values per head.
+  Workspace(MemoryLedger& ledger, int64_t seq_len, int64_t head_dim, planner::Precision precision)
       : threads_(backend_threads()),
-        per_thread_(planner::cpu_workspace_elements_per_thread(seq_len, precision)),
-        rows_(planner::kAttentionRows * seq_len),
+        per_thread_(planner::cpu_workspace_elements_per_thread(seq_len, head_dim, precision)),
+        attention_(planner::AttentionScratch{seq_len, head_dim}),
         buffer_(ledger, MemoryCategory::workspace, threads_ * per_thread_) {}
 
-  // kAttentionRows × seq_len values for the calling thread.
-  W* attention_rows() { return slot(); }
+  // The calling thread's attention scratch, laid out as attention_layout() says.
+  W* attention_scratch() { return slot(); }
+  const planner::AttentionScratch& attention_layout() const { return attention_; }
   // Three kGemmTile² fp32 tiles for the calling thread (mixed precision only).
   float* gemm_tiles() {
     static_assert(std::is_same_v<W, float>, "only 16-bit GEMMs use tiles, and they compute in fp32");
-    return slot() + rows_;
+    return slot() + attention_.elements();
   }
 
  private:
@@ -48,7 +50,7 @@ class Workspace {
 
   int64_t threads_ = 0;
   int64_t per_thread_ = 0;
-  int64_t rows_ = 0;
+  planner::AttentionScratch attention_;
   Tensor<W> buffer_;
 };
 

@@ -22,8 +22,12 @@
 // whole chunk while gathered and shrinks back after, so the device holds the
 // shard plus the other ranks' part; `cpu`: shards, master weights and states
 // live in the host space, and a gathered chunk is a device buffer of its own.
-// `static` and `auto` with fractions other than all-device or all-host are
-// not run yet. Chunk moves between the host and the device are counted.
+// `static`: the fp32 master weights and optimizer states of as many chunks as
+// ColossalAI's StaticPlacementPolicy sends (gemini_static_placement.h) live on
+// the host, the rest on the device, and the 16-bit shards as under `cuda`, or
+// as under `cpu` with offload_param_frac 1; `auto` runs as the static
+// placement the planner solved. Fractions of the parameters' chunks (sharded
+// or offloaded) are not run. Chunk moves between the host and the device are counted.
 #pragma once
 
 #include <optional>
@@ -115,7 +119,8 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   planner::ChunkLayout layout_;
   std::vector<planner::FlatParameter> order_;
   std::vector<std::vector<int>> chunks_of_layer_;  // index layer + 1
-  bool placement_host_ = false;
+  bool placement_host_ = false;              // the 16-bit chunk shards live on the host (cpu, static with offload_param_frac 1)
+  int64_t optimizer_chunks_on_host_ = 0;     // the leading chunks whose fp32 states live on the host
   MemoryLedger* ledger_ = nullptr;
   Transformer<T>* model_ = nullptr;
   std::vector<Chunk> chunks_;

@@ -1,0 +1,66 @@
+// FP8 training as Transformer Engine runs it (--precision fp8): what it keeps
+// besides a bf16 run's model states, and which activations it saves in FP8.
+// Read from NVIDIA/TransformerEngine at 0004dbd0231cb02d7b47d45344900a494fa13f46
+// (transformer_engine/pytorch/module/base.py and linear.py) and its recipe at
+// 18353ec1e277c4bb75a1f619fec1eafac29d942a (transformer_engine/common/recipe.py):
+//  - weight caches: with micro-batches (is_first_microbatch given, as Megatron-Core
+//    passes it), base.py set_fp8_weights keeps, per GEMM weight, an FP8 copy
+//    (weight1_fp8) and its transpose (weight1_t_fp8), one byte per element each,
+//    persistent between steps, at the module's local shape (after tensor
+//    parallelism, never sharded by ZeRO or FSDP);
+//  - scaling state: base.py set_meta_tensor gives each module, per GEMM, 3
+//    forward tensors (input, weight, output) and 2 backward ones (grad_output,
+//    grad_input), each with an fp32 scale, scale_inv and amax_history of
+//    DelayedScaling.amax_history_len (1024 by default) rows;
+//  - saved activations: a GEMM's input is saved for the weight gradient as its
+//    FP8 cast (linear.py _Linear.forward: saved_inputmat_t / inputmat under fp8),
+//    the same in LayerNormLinear (ln_out) and LayerNormMLP (ln_out and the
+//    activation's output gelu_out; fc1_out stays in the activation dtype).
+// A transformer block runs 4 GEMMs in Megatron-Core's Transformer Engine layer
+// spec: LayerNormLinear (q, k, v fused), the output projection's Linear, and
+// LayerNormMLP's fc1 and fc2. The embedding and the output layer stay bf16.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "tessera/planner/model.h"
+#include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+constexpr bool is_fp8(Precision p) { return p == Precision::fp8; }
+
+inline constexpr int64_t kTeGemmsPerBlock = 4;
+inline constexpr int64_t kTeAmaxHistoryLen = 1024;  // DelayedScaling.amax_history_len default
+inline constexpr int64_t kTeScaledTensorsPerGemm = 3 + 2;  // forward input, weight, output; backward grad_output, grad_input
+
+// FP8 copy and transpose of the block's GEMM weights that one tensor-parallel rank keeps.
+int64_t fp8_weight_cache_bytes(const ParamTotals& block, int64_t tp);
+
+// Scale, scale_inv and amax history of one block's GEMMs: 4 × 5 × (1024 + 2) × 4 bytes.
+constexpr int64_t fp8_scaling_bytes_per_block() { return kTeGemmsPerBlock * kTeScaledTensorsPerGemm * (kTeAmaxHistoryLen + 2) * 4; }
+
+// Both, for the blocks a rank of a pipeline stage holds (its model chunks).
+int64_t fp8_state_bytes(const Model& model, std::span<const StageLayers> chunks, int64_t tp);
+
+// Elements per token one block casts to FP8 (before tensor parallelism). Each
+// cast is TE's fused cast-transpose (tex.fp8_cast_transpose_fused in linear.py's
+// forward, fp8_cast_transpose_bgrad_fused for grad_output in backward): it reads
+// the bf16 tensor and writes the FP8 tensor and its transpose, 4 bytes per
+// element of HBM traffic. Forward: the 4 GEMM inputs; backward: the gradients
+// of the 4 GEMM outputs.
+struct Fp8Casts {
+  int64_t forward = 0;
+  int64_t backward = 0;
+};
+Fp8Casts fp8_cast_elements_per_token(const ModelConfig& config);
+inline constexpr int64_t kFp8CastBytesPerElement = 2 + 1 + 1;
+
+// Whether Transformer Engine saves this activation term (activations.h, the
+// megatron and flash tables) as its FP8 cast: the input of a GEMM.
+bool saved_in_fp8(std::string_view term_name);
+
+}  // namespace tessera::planner

@@ -1,0 +1,43 @@
+// What ColossalAI's static placement really moves to the host, chunk by chunk.
+//
+// Source: hpcaitech/ColossalAI v0.5.0 (d322ff8c), colossalai/zero/gemini/
+// placement_policy.py, StaticPlacementPolicy:
+//  - __init__: offload_param_frac is ignored (set to 0, with a warning) unless
+//    shard_param_frac is 1 and offload_optim_frac is 1.
+//  - setup_grads_device: the target is offload_optim_frac × total_chunk_mem,
+//    where total_chunk_mem sums, over every parameter, the memory of the chunk
+//    holding it, so a chunk of ten tensors counts ten times. It then walks the
+//    chunks and sends a chunk's fp32 master weights and optimizer states to the
+//    host while the memory already sent is below the target. The fractions are
+//    therefore not fractions of the states: with many tensors per chunk a small
+//    offload_optim_frac already sends every chunk (gpt2-medium's 0.25 sends all
+//    of them). The walk is over a Python set of chunks, in an order no one can
+//    know before the run; Tessera walks them in packing order (chunks.h), which
+//    gives the same count wherever the chunks have one capacity.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/planner/chunks.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+// How many chunks (the first ones in packing order) keep their fp32 master
+// weights and optimizer states on the host under offload_optim_frac.
+int64_t offloaded_optimizer_chunks(const ChunkLayout& layout, double offload_optim_frac);
+
+// An offload_optim_frac under which ColossalAI offloads exactly `chunks`
+// chunks: halfway between the targets of chunks - 1 and chunks, so that
+// rounding of the fraction cannot change the count.
+double offload_optim_frac_for(const ChunkLayout& layout, int64_t chunks);
+
+// The elements of the first `chunks` chunks: what their offload moves, per
+// rank after sharding divided by dp.
+int64_t leading_chunk_elements(const ChunkLayout& layout, int64_t chunks);
+
+// offload_param_frac as ColossalAI applies it: 0 unless shard_param_frac and
+// offload_optim_frac are both 1.
+double effective_offload_param_frac(const GeminiOptions& gemini);
+
+}  // namespace tessera::planner

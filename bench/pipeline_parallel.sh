@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Pipeline and tensor against data parallelism on 2 ranks, side by side in one
-# run: a small GPT-2 written here (4 blocks of 256 hidden, 4 heads, byte
-# vocabulary, 3.3M parameters: big enough that a micro-batch's compute, not
-# MPI's latency, dominates; pp 2 puts two blocks on each stage), 8 sequences
-# of 128 tokens per step, fp32, micro-batch 1 (8 micro-batches).
+# run: a small GPT-2 written here (2 blocks of 384 hidden, 4 heads, byte
+# vocabulary, 3.7M parameters: big enough that a micro-batch's compute, not
+# MPI's latency, dominates; pp 2 puts one block on each stage, so the plan is
+# plain 1F1B: with two blocks a stage the planner picks interleaving), 8
+# sequences of 128 tokens per step, fp32, micro-batch 1 (8 micro-batches).
 # For each layout the median measured step time next to the simulator's
 # prediction for the same plan, and then the 1F1B bubble: the share of the
 # stages' time spent idle, measured in the run's trace.json and in the
@@ -27,7 +28,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 model=$work/bench-gpt2.json
-sed -e 's/"n_embd": 128/"n_embd": 256/' -e 's/"n_layer": 2/"n_layer": 4/' -e 's/"n_ctx": 64/"n_ctx": 128/' \
+sed -e 's/"n_embd": 128/"n_embd": 384/' -e 's/"n_ctx": 64/"n_ctx": 128/' \
   -e 's/"n_positions": 64/"n_positions": 128/' -e '/_comment/d' "$here/../models/tiny-gpt2.json" > "$model"
 shape=(--model "$model" --global-batch 8 --seq 128 --precision fp32 --micro-batch 1 --recompute none)
 metrics=$here/pipeline_metrics.py

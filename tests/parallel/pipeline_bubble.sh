@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 13: on a balanced model (4 GPT-2 blocks, 2 on each of 2 stages, 8
-# micro-batches under 1F1B) the bubble measured in the run's trace.json is
+# Issue 13: on a balanced model (2 GPT-2 blocks of 384 hidden, one on each of
+# 2 stages, 8 micro-batches under 1F1B) the bubble measured in the run's trace.json is
 # within 20% of the simulator's in predicted_trace.json. The run and the
 # metric are bench/pipeline_parallel.sh's own (LAYOUTS=pp2): the profile's peak
 # is calibrated on a one-rank step of the same model, then pp 2 runs on 2 ranks.

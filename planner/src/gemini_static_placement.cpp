@@ -30,6 +30,16 @@ int64_t offloaded_optimizer_chunks(const ChunkLayout& layout, double offload_opt
   return chunks;
 }
 
+int64_t optimizer_chunks_on_host(const ChunkLayout& layout, const GeminiOptions& gemini) {
+  switch (gemini.placement_policy) {
+    case GeminiPlacement::cpu: return layout.num_chunks();
+    case GeminiPlacement::static_placement: return offloaded_optimizer_chunks(layout, gemini.offload_optim_frac);
+    case GeminiPlacement::cuda:
+    case GeminiPlacement::auto_placement: return 0;
+  }
+  return 0;
+}
+
 int64_t leading_chunk_elements(const ChunkLayout& layout, int64_t chunks) {
   const auto end = layout.chunk_capacity.begin() + std::clamp<int64_t>(chunks, 0, layout.num_chunks());
   int64_t elements = 0;

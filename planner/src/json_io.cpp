@@ -1,5 +1,7 @@
 #include "tessera/planner/json_io.h"
 
+#include <algorithm>
+
 #include "tessera/planner/registry.h"
 #include "tessera/planner/text_util.h"
 
@@ -88,12 +90,12 @@ class Reader {
 // A shipped GPU is named; any other (a --gpu file) travels inside the plan, so
 // that train, compare and export read the plan without that file.
 json gpu_field(const GpuProfile& gpu) {
-  const json profile = json::parse(gpu_profile_to_json(gpu));
-  for (const std::string& shipped_name : shipped_gpu_names()) {
-    if (shipped_name != gpu.name) continue;
-    if (json::parse(gpu_profile_to_json(load_gpu(shipped_name).value())) == profile) return gpu.name;
+  const std::vector<std::string> shipped = shipped_gpu_names();
+  if (std::find(shipped.begin(), shipped.end(), gpu.name) != shipped.end()) {
+    const auto unedited = load_gpu(gpu.name);
+    if (unedited && unedited.value() == gpu) return gpu.name;
   }
-  return profile;
+  return json::parse(gpu_profile_to_json(gpu));
 }
 
 }  // namespace

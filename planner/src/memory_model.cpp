@@ -231,7 +231,7 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   }
   if (g.placement_policy == GeminiPlacement::static_placement) {
     // Whole chunks, as many as ColossalAI's walk sends (gemini_static_placement.h).
-    summary.optimizer_chunks_on_host = offloaded_optimizer_chunks(layout, g.offload_optim_frac);
+    summary.optimizer_chunks_on_host = optimizer_chunks_on_host(layout, g);
     summary.offload_optim_frac = static_cast<double>(leading_chunk_elements(layout, summary.optimizer_chunks_on_host)) /
                                  static_cast<double>(layout.padded_elements());
   }

@@ -15,8 +15,7 @@ source "$(dirname "$0")/setup.sh"
 hold_to_plan() {
   local name=$1 ranks=$2 dry_rank=$3 run="$work/run-$1"
   rows=$(( $(grep -c '"ranks": \[' "$run/metrics.json") - 1 ))
-  worst=$("$tessera" compare "$run/plan.json" "$run/metrics.json" --format json |
-          grep -o '"error_pct": [-0-9.e+]*' | awk '{e = $2 < 0 ? -$2 : $2; if (e > m) m = e} END {print m + 0}')
+  worst=$(largest_error_pct "$run")
   echo "$name: $rows rank rows in metrics.json, largest error ${worst}%"
   [[ $rows -eq $ranks ]] || { echo "$name: expected $ranks rank rows"; exit 1; }
   awk -v w="$worst" 'BEGIN {exit !(w <= 3)}' || { echo "$name: an error above 3%"; exit 1; }

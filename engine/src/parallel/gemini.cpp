@@ -102,10 +102,7 @@ Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugi
       placement_host_(plugin.gemini.placement_policy == planner::GeminiPlacement::cpu ||
                       (plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement &&
                        planner::effective_offload_param_frac(plugin.gemini) == 1)),
-      optimizer_chunks_on_host_(plugin.gemini.placement_policy == planner::GeminiPlacement::cpu ? layout_.num_chunks()
-                                : plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement
-                                    ? planner::offloaded_optimizer_chunks(layout_, plugin.gemini.offload_optim_frac)
-                                    : 0) {
+      optimizer_chunks_on_host_(planner::optimizer_chunks_on_host(layout_, plugin.gemini)) {
   for (planner::ChunkContents& contents : planner::chunk_contents(model, layout_.chunk_size, group.size())) {
     chunks_.emplace_back();
     chunks_.back().parameters = std::move(contents.parameters);

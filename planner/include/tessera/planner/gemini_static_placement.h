@@ -27,6 +27,12 @@ namespace tessera::planner {
 // weights and optimizer states on the host under offload_optim_frac.
 int64_t offloaded_optimizer_chunks(const ChunkLayout& layout, double offload_optim_frac);
 
+// The leading chunks whose fp32 states live on the host under a placement:
+// all of them under `cpu`, the walk above under `static`, none under `cuda`
+// (and `auto`, which the planner solves against the GPU and the engine runs
+// as the static placement solved).
+int64_t optimizer_chunks_on_host(const ChunkLayout& layout, const GeminiOptions& gemini);
+
 // An offload_optim_frac under which ColossalAI offloads exactly `chunks`
 // chunks: halfway between the targets of chunks - 1 and chunks, so that
 // rounding of the fraction cannot change the count.

@@ -16,6 +16,7 @@ struct PeakTflops {
   double bf16 = 0;
   double fp16 = 0;
   double fp8 = 0;  // FP8 tensor cores (E4M3/E5M2, fp32 accumulate); 0 where the GPU has none
+  bool operator==(const PeakTflops&) const = default;
 };
 
 struct GpuProfile {
@@ -33,6 +34,7 @@ struct GpuProfile {
   int64_t sm_count = 0;                   // streaming multiprocessors (wave quantization)
   double matmul_efficiency = 0;           // fraction of the dense peak cuBLAS sustains on large GEMMs
   double fused_attention_efficiency = 0;  // fraction of it a fused (flash) attention kernel sustains, forward + backward
+  bool operator==(const GpuProfile&) const = default;
 };
 
 Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& source);

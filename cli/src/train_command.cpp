@@ -300,14 +300,24 @@ std::string stopped_line(int signal_number, const engine::TrainMetrics& m, const
 }
 
 // Gemini's `auto` placement is what the planner solved for this run's device
-// (estimate_memory: the smallest offload that keeps the device under its
-// share); the engine runs those fractions as a static placement.
-void resolve_auto_placement(const MemoryEstimate& estimate, PluginOptions& plugin) {
-  if (plugin.kind != PluginKind::gemini || plugin.gemini.placement_policy != GeminiPlacement::auto_placement || !estimate.gemini) return;
+// (estimate_memory: the fewest leading parameter chunks on the host that keep
+// the device under its share, every optimizer state on the host); the engine
+// runs it as the static placement that puts the same chunks there, which
+// exists when that is all of them or none.
+Status resolve_auto_placement(const MemoryEstimate& estimate, PluginOptions& plugin) {
+  if (plugin.kind != PluginKind::gemini || plugin.gemini.placement_policy != GeminiPlacement::auto_placement || !estimate.gemini) return Status::success();
+  const GeminiSummary& solved = *estimate.gemini;
+  const auto host_chunks = std::count(solved.parameters_on_host.begin(), solved.parameters_on_host.end(), true);
+  if (host_chunks != 0 && host_chunks != solved.num_chunks) {
+    return make_error(ErrorCode::unsupported, "--placement auto: the planner puts the first " + std::to_string(host_chunks) + " of " +
+                                                  std::to_string(solved.num_chunks) + " parameter chunks on the host, which only ColossalAI's "
+                                                  "dynamic eviction does; plan with --placement static (or cpu) to train it here");
+  }
   plugin.gemini.placement_policy = GeminiPlacement::static_placement;
-  plugin.gemini.shard_param_frac = estimate.gemini->shard_param_frac;
-  plugin.gemini.offload_param_frac = estimate.gemini->offload_param_frac;
-  plugin.gemini.offload_optim_frac = estimate.gemini->offload_optim_frac;
+  plugin.gemini.shard_param_frac = 1;
+  plugin.gemini.offload_optim_frac = 1;
+  plugin.gemini.offload_param_frac = host_chunks == 0 ? 0 : 1;
+  return Status::success();
 }
 
 // The simulator's trace of the plan's first (the trained) plan, as `tessera
@@ -332,7 +342,7 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   auto estimate = estimate_memory(model, cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
   engine::TrainOptions t = options;
-  resolve_auto_placement(estimate.value(), t.plugin);
+  if (Status s = resolve_auto_placement(estimate.value(), t.plugin); !s) return fail(err, s.error().message);
   if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model, request.layout.dp); !s) return fail(err, s.error().message);
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return fail(err, config_text.error().message);
@@ -408,7 +418,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   const GpuProfile cpu = host_cpu_profile();
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);
-  resolve_auto_placement(estimate.value(), t.plugin);
+  if (Status s = resolve_auto_placement(estimate.value(), t.plugin); !s) return failed(s.error().message);
   if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), request.layout.dp); !s) return failed(s.error().message);
   auto data_bytes = engine::token_memory_bytes(t.data_path);
   if (!data_bytes) return failed(data_bytes.error().message);

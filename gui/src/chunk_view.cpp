@@ -77,7 +77,7 @@ void ChunkView::paintEvent(QPaintEvent*) {
       {category_qcolor(MemoryCategory::optimizer_states), tr("optimizer states on GPU")},
       {category_qcolor(MemoryCategory::optimizer_states), tr("optimizer states on host"), Qt::Dense4Pattern},
       {kPadding, tr("padding"), Qt::BDiagPattern},
-      {QColor(0x20, 0x20, 0x20), tr("kept gathered (frame)")},
+      {QColor(0x20, 0x20, 0x20), tr("kept gathered into backward (frame)")},
       {QColor(Qt::white), tr("white ticks: shard boundaries")}};
   const double legend_h = legend_height(metrics, width() - 2 * kMargin, legend);
   const QRectF area(kMargin, y + 8, width() - 2 * kMargin, height() - y - 8 - 2 * kMargin - legend_h);
@@ -102,14 +102,14 @@ void ChunkView::paintEvent(QPaintEvent*) {
     p.fillRect(QRectF(tile.left(), tile.top(), used_w, param_h), placed(MemoryCategory::parameters, c.parameters));
     p.fillRect(QRectF(tile.left() + used_w, tile.top(), tile.width() - used_w, param_h), QBrush(kPadding, Qt::BDiagPattern));
     p.fillRect(QRectF(tile.left(), tile.top() + param_h, tile.width(), tile.height() - param_h), placed(MemoryCategory::optimizer_states, c.optimizer_states));
-    if (c.sharded && m.dp > 1 && tile.width() / static_cast<double>(m.dp) >= 3) {
+    if (m.dp > 1 && tile.width() / static_cast<double>(m.dp) >= 3) {
       p.setPen(QPen(Qt::white, 1));
       for (int64_t s = 1; s < m.dp; ++s) {
         const double x = tile.left() + tile.width() * static_cast<double>(s) / static_cast<double>(m.dp);
         p.drawLine(QPointF(x, tile.top()), QPointF(x, tile.bottom()));
       }
     }
-    p.setPen(c.sharded ? QPen(QColor(0, 0, 0, 70), 1) : QPen(QColor(0x20, 0x20, 0x20), 3));
+    p.setPen(c.kept_gathered ? QPen(QColor(0x20, 0x20, 0x20), 3) : QPen(QColor(0, 0, 0, 70), 1));
     p.drawRect(tile);
     if (tile.width() > metrics.horizontalAdvance(QStringLiteral("0000")) + 6 && param_h > metrics.height()) {
       p.setPen(Qt::white);
@@ -139,7 +139,7 @@ QStringList ChunkView::headerLines() const {
                 .arg(elements_text(m.waste_elements))
                 .arg(bytes_text(m.waste_elements * m.bytes_per_element))
                 .arg(100 * static_cast<double>(m.waste_elements) / padded, 0, 'f', 2);
-  header << tr("each of the %1 data-parallel ranks owns 1/%1 of every sharded chunk (%2) · placement: %3")
+  header << tr("each of the %1 data-parallel ranks owns 1/%1 of every chunk (%2) · placement: %3")
                 .arg(m.dp)
                 .arg(bytes_text(m.chunk_size / m.dp * m.bytes_per_element))
                 .arg(QString::fromStdString(m.placement));
@@ -154,15 +154,16 @@ QString ChunkView::tooltip(size_t index) const {
   for (size_t i = 0; i < names.size() && i < 6; ++i) tensors << QString::fromStdString(names[i]).toHtmlEscaped();
   if (names.size() > 6) tensors << tr("… %1 more").arg(names.size() - 6);
   QStringList owners;
-  for (int64_t rank = 0; rank < m.dp && rank < 8 && c.sharded; ++rank) {
+  for (int64_t rank = 0; rank < m.dp && rank < 8; ++rank) {
     owners << tr("rank %1: elements %2–%3").arg(rank).arg(elements_text(rank * c.shard_elements)).arg(elements_text((rank + 1) * c.shard_elements));
   }
-  if (c.sharded && m.dp > 8) owners << tr("… one shard for each of the %1 ranks").arg(m.dp);
+  if (m.dp > 8) owners << tr("… one shard for each of the %1 ranks").arg(m.dp);
   const auto where = [](MemorySpace s) { return s == MemorySpace::device ? tr("GPU") : tr("host"); };
   return tr("<b>chunk %1</b>: %2 of %3 elements used, padding %4<br>parameters on %5, optimizer states on %6<br>%7<br><i>tensors</i><br>%8")
       .arg(index)
       .arg(elements_text(c.used_elements), elements_text(c.used_elements + c.padding_elements), elements_text(c.padding_elements), where(c.parameters), where(c.optimizer_states),
-           c.sharded ? owners.join(QStringLiteral("<br>")) : tr("kept gathered on every rank"), tensors.join(QStringLiteral("<br>")));
+           owners.join(QStringLiteral("<br>")) + (c.kept_gathered ? tr("<br>stays gathered from forward to backward (shard_param_frac)") : QString()),
+           tensors.join(QStringLiteral("<br>")));
 }
 
 bool ChunkView::event(QEvent* event) {

@@ -40,10 +40,7 @@ int64_t gemini_chunk_size(const TensorInventory& inventory, const GeminiOptions&
   return options.chunk_size > 0 ? options.chunk_size : search_chunk_size(inventory, options, dp);
 }
 
-namespace {
-
-// Per layer slot (layer + 1: kEmbeddingLayer .. num_layers), the chunks its tensors sit in.
-std::vector<std::set<int>> chunks_by_layer(const ChunkLayout& layout, const TensorInventory& inventory, int num_layers) {
+std::vector<std::vector<int>> chunks_by_layer(const ChunkLayout& layout, const TensorInventory& inventory, int num_layers) {
   // Packing is contiguous, so a chunk held across layers holds tensors of each
   // of them and is counted at each; a tied head re-gathers the embedding's
   // chunk only at the head.
@@ -53,25 +50,16 @@ std::vector<std::set<int>> chunks_by_layer(const ChunkLayout& layout, const Tens
     const int chunk = layout.tensor_chunk[t.tied_to >= 0 ? static_cast<size_t>(t.tied_to) : i];
     touched[static_cast<size_t>(t.layer + 1)].insert(chunk);
   }
-  return touched;
+  std::vector<std::vector<int>> out;
+  out.reserve(touched.size());
+  for (const std::set<int>& chunks : touched) out.emplace_back(chunks.begin(), chunks.end());
+  return out;
 }
-
-}  // namespace
 
 int64_t peak_chunks_per_layer(const ChunkLayout& layout, const TensorInventory& inventory, int num_layers) {
   size_t peak = 0;
   for (const auto& chunks : chunks_by_layer(layout, inventory, num_layers)) peak = std::max(peak, chunks.size());
   return static_cast<int64_t>(peak);
-}
-
-int64_t peak_gathered_elements(const ChunkLayout& layout, const TensorInventory& inventory, int num_layers) {
-  int64_t peak = 0;
-  for (const auto& chunks : chunks_by_layer(layout, inventory, num_layers)) {
-    int64_t elements = 0;
-    for (const int c : chunks) elements += layout.chunk_capacity[static_cast<size_t>(c)];
-    peak = std::max(peak, elements);
-  }
-  return peak;
 }
 
 }  // namespace tessera::planner

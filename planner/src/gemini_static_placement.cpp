@@ -54,6 +54,25 @@ double offload_optim_frac_for(const ChunkLayout& layout, int64_t chunks) {
   return between / counted_chunk_elements(layout);
 }
 
+double kept_gathered_elements(const ChunkLayout& layout, const GeminiOptions& gemini) {
+  if (gemini.placement_policy != GeminiPlacement::static_placement) return 0;
+  return (1 - gemini.shard_param_frac) * counted_chunk_elements(layout);
+}
+
+std::vector<bool> parameter_chunks_on_host(const ChunkLayout& layout, const GeminiOptions& gemini) {
+  const size_t n = static_cast<size_t>(layout.num_chunks());
+  switch (gemini.placement_policy) {
+    case GeminiPlacement::cpu: return std::vector<bool>(n, true);
+    case GeminiPlacement::cuda:
+    case GeminiPlacement::auto_placement: return std::vector<bool>(n, false);
+    case GeminiPlacement::static_placement: break;
+  }
+  const double keep_on_device = (1 - effective_offload_param_frac(gemini)) * counted_chunk_elements(layout);
+  std::vector<bool> on_host(n);
+  for (size_t c = 0; c < n; ++c) on_host[c] = static_cast<double>(layout.chunk_capacity[c]) > keep_on_device;
+  return on_host;
+}
+
 double effective_offload_param_frac(const GeminiOptions& gemini) {
   return gemini.shard_param_frac == 1 && gemini.offload_optim_frac == 1 ? gemini.offload_param_frac : 0;
 }

@@ -10,6 +10,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/gemini_gathering.h"
 #include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
@@ -101,46 +102,39 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
   GeminiSummary p;
   switch (g.placement_policy) {
     case GeminiPlacement::cuda: break;  // shard 1, offload 0, 0
-    case GeminiPlacement::cpu: p.offload_optim_frac = p.offload_param_frac = 1; break;
-    case GeminiPlacement::static_placement:  // the optimizer's fraction, chunk by chunk, in plan_gemini
+    case GeminiPlacement::cpu: p.offload_optim_frac = 1; break;
+    case GeminiPlacement::static_placement:  // the chunks each fraction moves, in plan_gemini
       p.shard_param_frac = g.shard_param_frac;
-      p.offload_param_frac = effective_offload_param_frac(g);
       break;
     case GeminiPlacement::auto_placement: break;  // solved against the GPU in estimate_memory (solve_auto_placement)
   }
   return p;
 }
 
-// Gemini (ColossalAI GeminiDDP, chunk-based ZeRO-3): the padded chunks are
-// sharded over dp (the fraction shard_param_frac; the rest stays gathered on
-// every rank); 16-bit parameters and gradients follow the parameter placement,
-// fp32 master weights and optimizer states follow offload_optim_frac. While a
-// layer runs, its chunks are gathered whole: the parameter chunk and, in
-// backward, a full gradient chunk until its reduce-scatter.
+// Gemini (ColossalAI GeminiDDP, chunk-based ZeRO-3): every chunk is sharded
+// over dp; a chunk's 16-bit parameter and gradient shards live on the device
+// or on the host (GeminiSummary::parameters_on_host), its fp32 master weights
+// and optimizer states follow offload_optim_frac. While layers run, their
+// chunks are gathered whole (and, in backward, a gradient chunk beside each)
+// and others may stay gathered under shard_param_frac: the peak of these
+// buffers is the engine's own gathering replayed (gemini_gathering.h).
 void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
                        const GeminiSummary& g, MemoryBreakdown& out) {
-  const double dp = static_cast<double>(r.layout.shard_ranks());
-  const double padded = static_cast<double>(g.padded_elements());
-  const double sharded = padded * g.shard_param_frac / dp;   // elements of sharded chunks on one rank
-  const double kept = padded * (1 - g.shard_param_frac);     // chunks kept gathered on every rank
-  const double on_device = sharded * (1 - g.offload_param_frac) + kept;
-  const double on_host = sharded * g.offload_param_frac;
-  out.add(Cat::parameters, kDevice, round_bytes(on_device * static_cast<double>(w.param)));
-  out.add(Cat::parameters, kHost, round_bytes(on_host * static_cast<double>(w.param)));
-  out.add(Cat::gradients, kDevice, round_bytes(on_device * static_cast<double>(w.grad)));
-  out.add(Cat::gradients, kHost, round_bytes(on_host * static_cast<double>(w.grad)));
-  const double optimizer_elements = sharded + kept;
+  const int64_t dp = r.layout.shard_ranks();
+  int64_t on_device = 0, on_host = 0;  // shard elements of the parameter chunks
+  for (size_t c = 0; c < g.chunk_capacity.size(); ++c) (g.parameter_chunk_on_host(c) ? on_host : on_device) += g.chunk_capacity[c] / dp;
+  out.add(Cat::parameters, kDevice, on_device * w.param);
+  out.add(Cat::parameters, kHost, on_host * w.param);
+  out.add(Cat::gradients, kDevice, on_device * w.grad);
+  out.add(Cat::gradients, kHost, on_host * w.grad);
+  const double optimizer_elements = static_cast<double>(g.padded_elements() / dp);
   for (auto [category, width] : {std::pair{Cat::master_weights, w.master}, std::pair{Cat::optimizer_states, w.optim}}) {
     const double bytes = optimizer_elements * static_cast<double>(width);
     out.add(category, kDevice, round_bytes(bytes * (1 - g.offload_optim_frac)));
     out.add(category, kHost, round_bytes(bytes * g.offload_optim_frac));
   }
-  if (g.shard_param_frac > 0) {
-    // A gathered chunk replaces the part of its shard already on the device.
-    const double resident = (1 - g.offload_param_frac) / dp;
-    const double gathered = static_cast<double>(g.peak_gathered_elements * (w.param + w.grad)) * (1 - resident);
-    out.add(Cat::chunk_buffers, kDevice, round_bytes(gathered));
-  }
+  const GeminiStepReplay step = replay_gemini_step(g.chunk_set(), dp, w.param, w.grad, r.training.num_micro_batches);
+  out.add(Cat::chunk_buffers, kDevice, step.peak_buffer_bytes);
 }
 
 void add_activations(const Model& m, const StageShape& s, const EstimateRequest& r, MemoryBreakdown& out) {
@@ -224,7 +218,9 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
   summary.waste_elements = layout.waste_elements();
   const int layers = static_cast<int>(m.config.num_layers);
   summary.peak_gathered_chunks = peak_chunks_per_layer(layout, m.inventory, layers);
-  summary.peak_gathered_elements = peak_gathered_elements(layout, m.inventory, layers);
+  summary.chunks_of_layer = chunks_by_layer(layout, m.inventory, layers);
+  summary.kept_gathered_elements = kept_gathered_elements(layout, g);
+  summary.set_parameters_on_host(parameter_chunks_on_host(layout, g));
   summary.chunk_tensors.assign(static_cast<size_t>(layout.num_chunks()), 0);
   for (const int chunk : layout.tensor_chunk) {
     if (chunk >= 0) ++summary.chunk_tensors[static_cast<size_t>(chunk)];
@@ -243,20 +239,31 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
 // weights and optimizer states on the host (the CPU Adam updates them there),
 // and evict_tensors moves parameter chunks off the device only while the
 // model data would pass steady_cuda_cap_ratio (0.9) of it less the non-model
-// data it measured. In the steady state that is the smallest fraction of the
-// parameter chunks on the host that brings the device under that share;
-// device bytes fall linearly in the fraction, so two evaluations give it.
+// data it measured. It evicts the chunks whose next use is farthest
+// (_sort_can_evict_chunks): in forward those are the earliest chunks, which
+// backward uses last. In the steady state that is the fewest leading chunks
+// on the host that bring the device under that share; the device's bytes
+// fall as chunks leave, so a bisection finds it.
 void solve_auto_placement(const Model& m, const StageShape& s, const EstimateRequest& r, int64_t capacity,
                           int64_t cuda_context, GeminiSummary& g) {
   const double target = r.assumptions.auto_placement_cuda_fraction * static_cast<double>(capacity);
   g.offload_optim_frac = 1;
-  g.offload_param_frac = 0;
-  const double all_on_device = static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total());
-  if (all_on_device <= target) return;
-  g.offload_param_frac = 1;
-  const double all_offloaded = static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total());
-  const double needed = (all_on_device - target) / std::max(1.0, all_on_device - all_offloaded);
-  g.offload_param_frac = std::clamp(needed, 0.0, 1.0);
+  const auto fits_with = [&](int64_t leading_on_host) {
+    std::vector<bool> on_host(static_cast<size_t>(g.num_chunks), false);
+    std::fill_n(on_host.begin(), leading_on_host, true);
+    g.set_parameters_on_host(std::move(on_host));
+    return static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total()) <= target;
+  };
+  int64_t low = 0, high = g.num_chunks;  // the answer lies in [low, high]; all of them when nothing fits
+  while (low < high) {
+    const int64_t middle = (low + high) / 2;
+    if (fits_with(middle)) {
+      high = middle;
+    } else {
+      low = middle + 1;
+    }
+  }
+  fits_with(low);
 }
 
 RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryBreakdown& bytes, int64_t capacity) {
@@ -380,6 +387,19 @@ Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu
   }
   if (request.plugin.kind == PluginKind::gemini) estimate.gemini = gemini;
   return estimate;
+}
+
+void GeminiSummary::set_parameters_on_host(std::vector<bool> on_host) {
+  parameters_on_host = std::move(on_host);
+  int64_t host = 0;
+  for (size_t c = 0; c < parameters_on_host.size(); ++c) host += parameters_on_host[c] ? chunk_capacity[c] : 0;
+  offload_param_frac = static_cast<double>(host) / static_cast<double>(std::max<int64_t>(1, padded_elements()));
+}
+
+GeminiChunkSet GeminiSummary::chunk_set() const {
+  std::vector<bool> on_host(chunk_capacity.size());
+  for (size_t c = 0; c < on_host.size(); ++c) on_host[c] = parameter_chunk_on_host(c);
+  return GeminiChunkSet{chunk_capacity, chunks_of_layer, kept_gathered_elements, std::move(on_host)};
 }
 
 int64_t GeminiSummary::padded_elements() const {

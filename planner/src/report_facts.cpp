@@ -231,6 +231,13 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
       std::snprintf(asked, sizeof asked, " (asked %.3g: the fp32 states of %lld of %lld chunks)", r.request.plugin.gemini.offload_optim_frac,
                     static_cast<long long>(g.optimizer_chunks_on_host), static_cast<long long>(g.num_chunks));
       placement += asked;
+      const std::vector<bool> kept = gathered_after_forward(g.chunk_set());
+      char parameters[224];
+      std::snprintf(parameters, sizeof parameters, "; the 16-bit shards of %lld chunks on the host (asked %.3g); %lld chunks gathered from forward into backward (asked %.3g)",
+                    static_cast<long long>(std::count(g.parameters_on_host.begin(), g.parameters_on_host.end(), true)),
+                    r.request.plugin.gemini.offload_param_frac, static_cast<long long>(std::count(kept.begin(), kept.end(), true)),
+                    r.request.plugin.gemini.shard_param_frac);
+      placement += parameters;
       source = "ColossalAI v0.5.0 StaticPlacementPolicy: whole chunks, against a total that counts a chunk once per tensor";
     }
     lines.push_back({"Gemini placement", placement, source});

@@ -1,6 +1,9 @@
 // The estimate as JSON, schema 1. Byte counts are integers; names match the
 // memory categories and the option spellings of the command line.
 #include "report_facts.h"
+
+#include <algorithm>
+
 #include "tessera/planner/flops.h"
 #include "tessera/planner/json_io.h"
 
@@ -38,6 +41,9 @@ nlohmann::json estimate_to_json(const EstimateReport& r) {
                          {"shard_param_bytes_per_rank", g.padded_elements() / r.request.layout.shard_ranks() * param_bytes},
                          {"peak_gathered_chunks_forward", g.peak_gathered_chunks},
                          {"peak_chunks_backward", 2 * g.peak_gathered_chunks},  // parameter + gradient chunk each
+                         {"parameter_chunks_on_host", std::count(g.parameters_on_host.begin(), g.parameters_on_host.end(), true)},
+                         {"chunks_gathered_into_backward", std::ranges::count(gathered_after_forward(g.chunk_set()), true)},
+                         {"kept_gathered_elements", g.kept_gathered_elements},
                          {"shard_param_frac", g.shard_param_frac},
                          {"offload_optim_frac", g.offload_optim_frac},
                          {"offload_param_frac", g.offload_param_frac},

@@ -102,7 +102,9 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
       std::vector<Placement> placements = {{GeminiPlacement::cuda, 0, 0}, {GeminiPlacement::cpu, 1, 1}, {GeminiPlacement::auto_placement, 0, 0}};
       // Static offloads of a quarter, a half and three quarters of the chunks'
       // optimizer states, each as the fraction ColossalAI needs to be given for
-      // it (gemini_static_placement.h), then all of them, with half the parameters too.
+      // it (gemini_static_placement.h), then all of them. No fraction of the
+      // parameters: ColossalAI moves all of their chunks or none but a large
+      // tensor's own (parameter_chunks_on_host), and all is the cpu placement.
       const ChunkLayout layout = pack_chunks(m.inventory, g.chunk_size, n);
       int64_t previous = 0;
       for (const int64_t quarters : {1, 2, 3}) {
@@ -111,7 +113,6 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
         previous = std::max(previous, chunks);
       }
       placements.push_back({GeminiPlacement::static_placement, 1, 0});
-      placements.push_back({GeminiPlacement::static_placement, 1, 0.5});
       for (const Placement& pl : placements) {
         if (!sharding_helps && pl.optim == 0 && pl.param == 0 && pl.policy != GeminiPlacement::auto_placement) continue;
         add(PluginKind::gemini, [&](EstimateRequest& r) {

@@ -102,17 +102,27 @@ ShardGroups shard_groups(const Context& c) {
 }
 
 // ZeRO-3 gathers the parameters in forward and backward and reduce-scatters the
-// gradients in backward, every micro-batch; prefetching hides what compute covers.
+// gradients in backward, every micro-batch; prefetching hides what compute
+// covers. Gemini moves whole chunks, and backward finds those that
+// shard_param_frac kept gathered (the engine's gathering replayed, gemini_gathering.h).
 void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
   const auto& l = c.request.layout;
   if (!is_zero3(c.request.plugin) || l.data_ranks() == 1) return;
   const ShardGroups groups = shard_groups(c);
-  const double params = static_cast<double>(s.params);
-  const double gather = groups.gather_s(params * c.dtype_bytes());
-  const double scatter = groups.reduce_s(params * c.gradient_wire_bytes());
+  double forward_elements = static_cast<double>(s.params), backward_elements = forward_elements, reduced_elements = forward_elements;
+  if (c.estimate.gemini) {
+    const int64_t k = c.request.training.num_micro_batches;
+    const GeminiStepReplay step = replay_gemini_step(c.estimate.gemini->chunk_set(), l.shard_ranks(), 0, 0, k);
+    forward_elements = static_cast<double>(step.forward_gathered_elements);
+    backward_elements = static_cast<double>(step.backward_gathered_elements);
+    reduced_elements = static_cast<double>(step.reduced_elements) / static_cast<double>(k);
+  }
+  const double gather = groups.gather_s(forward_elements * c.dtype_bytes());
+  const double backward_gather = groups.gather_s(backward_elements * c.dtype_bytes());
+  const double scatter = groups.reduce_s(reduced_elements * c.gradient_wire_bytes());
   const double first_unit = gather / static_cast<double>(std::max(1, s.num_layers));  // nothing to overlap with yet
   cost.forward_comm += overlapped(gather, cost.forward_compute, c.settings.overlap_cost) + first_unit;
-  cost.backward_comm += overlapped(gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
+  cost.backward_comm += overlapped(backward_gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
 }
 
 // ZeRO-2 keeps only its gradient shard, so every micro-batch's backward
@@ -223,8 +233,8 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   add_zero3_communication(c, s, cost);
   add_zero2_communication(c, s, cost);
   if (c.estimate.gemini && c.estimate.gemini->offload_param_frac > 0) {
-    const double host_params = static_cast<double>(c.estimate.gemini->num_chunks * c.estimate.gemini->chunk_size) *
-                               c.estimate.gemini->shard_param_frac * c.estimate.gemini->offload_param_frac / static_cast<double>(l.shard_ranks());
+    const double host_params = static_cast<double>(c.estimate.gemini->padded_elements()) * c.estimate.gemini->offload_param_frac /
+                               static_cast<double>(l.shard_ranks());
     cost.offload = 2 * host_params * c.dtype_bytes() / (c.cluster.gpu.pcie_gbps * 1e9);
   }
   return cost;

@@ -20,6 +20,8 @@
 #include "tessera/engine/trainer.h"
 #include "training_check.h"
 #include "tessera/planner/chunks.h"
+#include "tessera/planner/gemini_gathering.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/sharding.h"
 
@@ -98,6 +100,8 @@ int main() {
     planner::GeminiPlacement placement = planner::GeminiPlacement::cuda;
     int64_t chunk_size = 1 << 17;  // gemini: several chunks, some spanning two layers; a multiple of 2 and 4
     double offload_optim_frac = 0;  // gemini static
+    double shard_param_frac = 1;    // gemini static
+    double offload_param_frac = 0;  // gemini static
   };
   const planner::Precision bf16 = planner::Precision::bf16;
   for (const Case& c : {Case{"torch_ddp", planner::PluginKind::torch_ddp, 0, {}}, Case{"zero1", planner::PluginKind::low_level_zero, 1, {}},
@@ -116,7 +120,13 @@ int main() {
                         // c_fc and the MLP's c_proj (65,536 elements) get chunks of their own, as ColossalAI's ChunkManager gives them.
                         Case{"gemini_own_chunks_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::cuda, 40000},
                         // The optimizer states of the first 2 of 5 chunks on the host, as ColossalAI's static placement sends them.
-                        Case{"gemini_static_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::static_placement, 1 << 17, 0.05}}) {
+                        Case{"gemini_static_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::static_placement, 1 << 17, 0.05},
+                        // shard_param_frac 0.9: ColossalAI's budget keeps the last chunks of forward gathered into backward.
+                        Case{"gemini_kept_gathered_bf16", planner::PluginKind::gemini, 0, {}, bf16, false, planner::GeminiPlacement::static_placement, 1 << 17,
+                             0, 0.9},
+                        // offload_param_frac 0.95: only the MLP matrices' own chunks are above ColossalAI's budget and go to the host.
+                        Case{"gemini_some_parameters_on_host_bf16", planner::PluginKind::gemini, 0, {}, bf16, false,
+                             planner::GeminiPlacement::static_placement, 40000, 1, 1, 0.95}}) {
     const bool gemini = c.kind == planner::PluginKind::gemini;
     const bool fsdp = c.kind == planner::PluginKind::torch_fsdp;
     planner::PluginOptions plugin;
@@ -126,6 +136,8 @@ int main() {
     plugin.gemini.placement_policy = c.placement;
     plugin.gemini.chunk_size = c.chunk_size;  // 0: ColossalAI's search (one 32 Mi-element chunk holds all of tiny-gpt2)
     plugin.gemini.offload_optim_frac = c.offload_optim_frac;
+    plugin.gemini.shard_param_frac = c.shard_param_frac;
+    plugin.gemini.offload_param_frac = c.offload_param_frac;
     plugin.zero_stage = c.kind == planner::PluginKind::low_level_zero ? c.zero_stage : -1;
     plugin.bucket_bytes = 256 << 10;             // DDP: several buckets
     plugin.reduce_bucket_numel = c.zero_stage == 1 ? 40000 : params;  // ZeRO-1: several buckets; ZeRO-2: one
@@ -147,19 +159,26 @@ int main() {
     const int64_t all_reduce_bytes = c.kind == planner::PluginKind::torch_ddp ? steps * width * params : steps * 8;
     const int64_t reduce_scatter_bytes = fsdp ? steps * k * width * units.padded_total : c.zero_stage > 0 ? steps * width * padded : 0;
     const int64_t all_gather_bytes = fsdp ? steps * k * width * (units.padded_total + blocks_again) : c.zero_stage > 0 ? steps * width * padded : 0;
-    // Gemini with one chunk that every layer uses: it is gathered once per
-    // step (it stays gathered from micro-batch to micro-batch) and its
-    // gradient reduce-scattered once, at the step's end: chunk · 2 bytes each,
-    // plus the norm. With several chunks the traffic follows the chunks'
-    // comings and goings; train_plan.sh holds their memory to the planner.
-    const bool one_chunk = gemini && c.chunk_size == 0;
-    const int64_t chunk_bytes = one_chunk ? planner::gemini_chunk_size(model.inventory, plugin.gemini, ranks) * width : 0;
-    expect(!one_chunk || (moved.bytes_of(comm::Collective::all_gather) == steps * chunk_bytes &&
-                          moved.bytes_of(comm::Collective::reduce_scatter) == steps * chunk_bytes &&
-                          moved.bytes_of(comm::Collective::all_reduce) == steps * 8),
-           std::string(c.name) + ": all_gather " + std::to_string(moved.bytes_of(comm::Collective::all_gather)) + ", reduce_scatter " +
-               std::to_string(moved.bytes_of(comm::Collective::reduce_scatter)),
-           rank);
+    // Gemini moves whole chunks as planner::GeminiGathering decides, and the
+    // planner's replay of a step counts them: with one chunk that every layer
+    // uses, it is gathered once per step (it stays gathered from micro-batch
+    // to micro-batch) and its gradient reduce-scattered once, at the step's end.
+    if (gemini) {
+      const planner::ChunkLayout layout = planner::pack_chunks(model.inventory, planner::gemini_chunk_size(model.inventory, plugin.gemini, ranks), ranks);
+      const planner::GeminiChunkSet set{layout.chunk_capacity, planner::chunks_by_layer(layout, model.inventory, static_cast<int>(model.config.num_layers)),
+                                        planner::kept_gathered_elements(layout, plugin.gemini), planner::parameter_chunks_on_host(layout, plugin.gemini)};
+      const planner::GeminiStepReplay step = planner::replay_gemini_step(set, ranks, width, width, k);
+      const bool one_chunk = layout.num_chunks() == 1;
+      expect(!one_chunk || (step.gathered_elements == layout.chunk_capacity[0] && step.reduced_elements == layout.chunk_capacity[0]),
+             std::string(c.name) + ": one chunk is not gathered and reduced once a step", rank);
+      expect(moved.bytes_of(comm::Collective::all_gather) == steps * width * step.gathered_elements &&
+                 moved.bytes_of(comm::Collective::reduce_scatter) == steps * width * step.reduced_elements &&
+                 moved.bytes_of(comm::Collective::all_reduce) == steps * 8,
+             std::string(c.name) + ": all_gather " + std::to_string(moved.bytes_of(comm::Collective::all_gather)) + " (replay " +
+                 std::to_string(steps * width * step.gathered_elements) + "), reduce_scatter " +
+                 std::to_string(moved.bytes_of(comm::Collective::reduce_scatter)) + " (replay " + std::to_string(steps * width * step.reduced_elements) + ")",
+             rank);
+    }
     expect(gemini || moved.bytes_of(comm::Collective::all_reduce) == all_reduce_bytes,
            std::string(c.name) + ": all_reduce bytes " + std::to_string(moved.bytes_of(comm::Collective::all_reduce)), rank);
     expect(gemini || moved.bytes_of(comm::Collective::reduce_scatter) == reduce_scatter_bytes,

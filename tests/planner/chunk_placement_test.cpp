@@ -5,23 +5,26 @@
 
 namespace tessera::planner {
 
-TEST(ChunkPlacement, FractionsBecomeWholeChunksInExecutionOrder) {
+TEST(ChunkPlacement, ChunksFollowTheSummarysPlacementAndGathering) {
   GeminiSummary g;
   g.chunk_size = 1000;
   g.chunk_used = {1000, 900, 800, 1000, 700, 1000, 1000, 600};
   g.chunk_capacity.assign(8, 1000);
-  g.shard_param_frac = 0.75;    // the first 2 of 8 chunks stay gathered
-  g.offload_param_frac = 0.5;   // the last 3 of the 6 sharded chunks go to the host
-  g.offload_optim_frac = 0.25;  // the first 2 chunks' optimizer states go to the host
+  g.num_chunks = 8;
+  g.chunks_of_layer = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};  // one chunk per layer slot
+  g.kept_gathered_elements = 2000;                                  // two chunks besides the head's stay gathered
+  g.set_parameters_on_host({false, false, false, false, false, true, true, true});
+  g.optimizer_chunks_on_host = 2;
   const std::vector<ChunkPlacement> chunks = gemini_chunk_placement(g, 4);
   ASSERT_EQ(chunks.size(), 8u);
   for (size_t i = 0; i < chunks.size(); ++i) {
-    EXPECT_EQ(chunks[i].sharded, i >= 2) << i;
+    EXPECT_EQ(chunks[i].kept_gathered, i >= 5) << i;
     EXPECT_EQ(chunks[i].parameters == MemorySpace::host, i >= 5) << i;
     EXPECT_EQ(chunks[i].optimizer_states == MemorySpace::host, i < 2) << i;
     EXPECT_EQ(chunks[i].used_elements + chunks[i].padding_elements, 1000);
-    EXPECT_EQ(chunks[i].shard_elements, i >= 2 ? 250 : 1000);
+    EXPECT_EQ(chunks[i].shard_elements, 250);
   }
+  EXPECT_DOUBLE_EQ(g.offload_param_frac, 3.0 / 8);
 }
 
 TEST(ChunkPlacement, ALargerTensorsOwnChunkShardsByItsCapacity) {
@@ -43,7 +46,7 @@ TEST(ChunkPlacement, CudaPolicyKeepsEverythingOnTheDevice) {
   for (const ChunkPlacement& c : gemini_chunk_placement(g, 2)) {
     EXPECT_EQ(c.parameters, MemorySpace::device);
     EXPECT_EQ(c.optimizer_states, MemorySpace::device);
-    EXPECT_TRUE(c.sharded);
+    EXPECT_FALSE(c.kept_gathered);
   }
 }
 

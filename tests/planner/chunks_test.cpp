@@ -139,7 +139,12 @@ TEST(Chunks, PeakCountsChunksHeldAcrossALayer) {
                        TensorInfo{"c", {2}, 1, TpSplit::replicated, false, -1}, TensorInfo{"d", {12}, 2, TpSplit::replicated, false, -1}};
   const ChunkLayout layout = pack_chunks(inventory, 8, 1);  // [a] [b c] [d], d in a chunk of 12
   EXPECT_EQ(peak_chunks_per_layer(layout, inventory, 3), 2);  // layer 0 holds [a] and [b c]
-  EXPECT_EQ(peak_gathered_elements(layout, inventory, 3), 16);
+  const std::vector<std::vector<int>> by_layer = chunks_by_layer(layout, inventory, 3);
+  ASSERT_EQ(by_layer.size(), 5u);  // the embedding slot, layers 0..2, the head slot
+  EXPECT_EQ(by_layer[1], (std::vector<int>{0, 1}));
+  EXPECT_EQ(by_layer[2], (std::vector<int>{1}));
+  EXPECT_EQ(by_layer[3], (std::vector<int>{2}));
+  EXPECT_TRUE(by_layer[0].empty());
 }
 
 }  // namespace

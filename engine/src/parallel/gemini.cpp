@@ -98,24 +98,17 @@ Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugi
       plugin_(plugin),
       layout_(planner::pack_chunks(model.inventory, planner::gemini_chunk_size(model.inventory, plugin.gemini, group.size()), group.size())),
       order_(planner::flat_parameter_order(model.inventory)),
-      chunks_of_layer_(static_cast<size_t>(model.config.num_layers) + 2),
-      placement_host_(plugin.gemini.placement_policy == planner::GeminiPlacement::cpu ||
-                      (plugin.gemini.placement_policy == planner::GeminiPlacement::static_placement &&
-                       planner::effective_offload_param_frac(plugin.gemini) == 1)),
+      gathering_(layout_.chunk_capacity, planner::chunks_by_layer(layout_, model.inventory, static_cast<int>(model.config.num_layers)),
+                 planner::kept_gathered_elements(layout_, plugin.gemini)),
       optimizer_chunks_on_host_(planner::optimizer_chunks_on_host(layout_, plugin.gemini)) {
+  const std::vector<bool> on_host = planner::parameter_chunks_on_host(layout_, plugin.gemini);
   for (planner::ChunkContents& contents : planner::chunk_contents(model, layout_.chunk_size, group.size())) {
     chunks_.emplace_back();
     chunks_.back().parameters = std::move(contents.parameters);
     chunks_.back().offsets = std::move(contents.offsets);
     chunks_.back().shard = contents.capacity / group.size();
     chunks_.back().shard_offset = contents.shard_offset;
-  }
-  for (size_t i = 0; i < model.inventory.tensors.size(); ++i) {
-    const planner::TensorInfo& tensor = model.inventory.tensors[i];
-    // A tied alias uses the chunk of the tensor it shares storage with.
-    const int chunk = layout_.tensor_chunk[tensor.tied_to >= 0 ? static_cast<size_t>(tensor.tied_to) : i];
-    std::vector<int>& layer_chunks = chunks_of_layer_[static_cast<size_t>(tensor.layer + 1)];
-    if (std::find(layer_chunks.begin(), layer_chunks.end(), chunk) == layer_chunks.end()) layer_chunks.push_back(chunk);
+    chunks_.back().on_host = on_host[chunks_.size() - 1];
   }
 }
 
@@ -123,8 +116,8 @@ template <typename T>
 Status Gemini<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) {
   ledger_ = &ledger;
   model_ = &model;
-  const MemorySpace space = placement_host_ ? MemorySpace::host : MemorySpace::device;
   for (Chunk& chunk : chunks_) {
+    const MemorySpace space = chunk.on_host ? MemorySpace::host : MemorySpace::device;
     chunk.weights = ChunkShard<T>(ledger, MemoryCategory::parameters, space, chunk.shard);
     chunk.gradients = ChunkShard<T>(ledger, MemoryCategory::gradients, space, chunk.shard);
   }
@@ -173,56 +166,68 @@ void Gemini<T>::zero_gradients() {
 template <typename T>
 T* Gemini<T>::weights_of(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
-  return placement_host_ ? c.gathered_weights.data() : c.weights.data();
+  return c.on_host ? c.gathered_weights.data() : c.weights.data();
 }
 
 template <typename T>
 T* Gemini<T>::gradients_of(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
-  return placement_host_ ? c.gathered_gradients.data() : c.gradients.data();
+  return c.on_host ? c.gathered_gradients.data() : c.gradients.data();
 }
 
 template <typename T>
 void Gemini<T>::use_layer(int layer, bool backward) {
-  const std::vector<int>& needed = chunks_of_layer_[static_cast<size_t>(layer + 1)];
-  for (const int chunk : std::vector<int>(gathered_)) {
-    if (std::find(needed.begin(), needed.end(), chunk) == needed.end()) release(chunk);
-  }
-  for (const int chunk : needed) gather(chunk, backward);
+  apply(gathering_.use_layer(layer, backward));
+  // The layer's chunks, newly gathered or not, point its parameters at themselves.
+  for (const int chunk : gathering_.chunks_of_layer(layer)) bind(chunk);
 }
 
 template <typename T>
-void Gemini<T>::gather(int chunk, bool with_gradients) {
-  if (failed()) return;
+void Gemini<T>::apply(const planner::GeminiGathering::Moves& moves) {
+  for (const int chunk : moves.reduced) {
+    reduce(chunk);
+    release(chunk);
+  }
+  for (const int chunk : moves.released) release(chunk);
+  for (const int chunk : moves.gathered) gather(chunk);
+  for (const int chunk : moves.gradients_opened) open_gradients(chunk);
+}
+
+template <typename T>
+void Gemini<T>::gather(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
   const int rank = this->group_.rank(), ranks = this->group_.size();
   const int64_t shard = c.shard, whole = shard * ranks;
   const bool dry = ledger_->is_dry_run();
-  const bool gathered = std::find(gathered_.begin(), gathered_.end(), chunk) != gathered_.end();
-  if (!gathered) {
-    if (placement_host_) {
-      c.gathered_weights = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, whole);
-      if (!dry) std::copy_n(c.weights.data(), shard, c.gathered_weights.data() + rank * shard);
-      ++moves_;
-    } else {
-      c.weights.grow(rank, ranks);
-    }
-    T* data = weights_of(chunk);
-    if (!dry) error_ = this->group_.all_gather(data + rank * shard, data, static_cast<size_t>(shard), comm::data_type_of<T>());
-    gathered_.push_back(chunk);
+  if (c.on_host) {
+    c.gathered_weights = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, whole);
+    if (!dry) std::copy_n(c.weights.data(), shard, c.gathered_weights.data() + rank * shard);
+    ++moves_;
+  } else {
+    c.weights.grow(rank, ranks);
   }
-  if (with_gradients && !c.holds_gradients) {
-    if (placement_host_) {
-      c.gathered_gradients = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, whole);
-      if (!dry) std::copy_n(c.gradients.data(), shard, c.gathered_gradients.data() + rank * shard);
-      ++moves_;
-    } else {
-      c.gradients.grow(rank, ranks);
-    }
-    c.holds_gradients = true;
+  T* data = weights_of(chunk);
+  if (!dry && !failed()) error_ = this->group_.all_gather(data + rank * shard, data, static_cast<size_t>(shard), comm::data_type_of<T>());
+}
+
+template <typename T>
+void Gemini<T>::open_gradients(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const int rank = this->group_.rank(), ranks = this->group_.size();
+  if (c.on_host) {
+    c.gathered_gradients = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, c.shard * ranks);
+    if (!ledger_->is_dry_run()) std::copy_n(c.gradients.data(), c.shard, c.gathered_gradients.data() + rank * c.shard);
+    ++moves_;
+  } else {
+    c.gradients.grow(rank, ranks);
   }
+}
+
+template <typename T>
+void Gemini<T>::bind(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
   T* weights = weights_of(chunk);
-  T* gradients = c.holds_gradients ? gradients_of(chunk) : nullptr;
+  T* gradients = gathering_.holds_gradients(chunk) ? gradients_of(chunk) : nullptr;
   for (size_t j = 0; j < c.parameters.size(); ++j) {
     model_->bind_parameter(c.parameters[j], weights != nullptr ? weights + c.offsets[j] : nullptr,
                            gradients != nullptr ? gradients + c.offsets[j] : nullptr);
@@ -239,31 +244,28 @@ void Gemini<T>::reduce(int chunk) {
   if (!ledger_->is_dry_run() && !failed()) {
     error_ = this->group_.reduce_scatter(gradient, gradient + rank * c.shard, static_cast<size_t>(c.shard), comm::data_type_of<T>(), comm::ReduceOp::sum);
   }
-  if (placement_host_) {
+  if (c.on_host) {
     if (gradient != nullptr) std::copy_n(gradient + rank * c.shard, c.shard, c.gradients.data());
     c.gathered_gradients = Tensor<T>();
     ++moves_;
   } else {
     c.gradients.shrink(rank);
   }
-  c.holds_gradients = false;
 }
 
 template <typename T>
 void Gemini<T>::release(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
-  if (c.holds_gradients) reduce(chunk);
-  if (placement_host_) {
+  if (c.on_host) {
     c.gathered_weights = Tensor<T>();  // forward and backward do not change the weights: nothing to copy back
   } else {
     c.weights.shrink(this->group_.rank());
   }
-  gathered_.erase(std::find(gathered_.begin(), gathered_.end(), chunk));
 }
 
 template <typename T>
 Status Gemini<T>::reduce_gradients() {
-  for (const int chunk : std::vector<int>(gathered_)) release(chunk);
+  apply(gathering_.release_all());
   return error_;
 }
 

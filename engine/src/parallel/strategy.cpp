@@ -17,18 +17,6 @@ using planner::PluginKind;
 Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision precision, const planner::Model& model, int64_t dp) {
   if (plugin.kind == PluginKind::gemini) {
     const planner::GeminiOptions& g = plugin.gemini;
-    // Whole chunks on one side or the other: cuda, cpu, and static with every
-    // chunk sharded and all or none of the parameters on the host; the
-    // optimizer's states go to the host chunk by chunk as ColossalAI sends them
-    // (gemini_static_placement.h). The command line turns auto into the static
-    // placement the planner solved.
-    const double param_frac = planner::effective_offload_param_frac(g);
-    const bool runs = g.placement_policy == planner::GeminiPlacement::cuda || g.placement_policy == planner::GeminiPlacement::cpu ||
-                      (g.placement_policy == planner::GeminiPlacement::static_placement && g.shard_param_frac == 1 && (param_frac == 0 || param_frac == 1));
-    if (!runs) {
-      return make_error(ErrorCode::unsupported, "--placement: the engine's gemini keeps all of the parameters' chunks sharded, on the device or on the "
-                                                "host, not fractions of them; plan with --shard-param-frac 1 and --offload-param-frac 0 or 1");
-    }
     if (precision == planner::Precision::fp32) {
       return make_error(ErrorCode::unsupported, "--precision fp32: gemini trains in bf16 or fp16 (as ColossalAI's GeminiPlugin), keeping fp32 master weights; "
                                                 "plan it with --precision bf16");

@@ -63,9 +63,11 @@ int64_t gemini_chunk_size(const TensorInventory& inventory, const GeminiOptions&
 
 // Most chunks one layer touches at once (a chunk spanning two layers is held by
 // both): Gemini gathers a chunk before its first tensor runs and releases it
-// after its last, so this is the peak number gathered in forward and backward.
+// after its last, so this is the peak number gathered in forward and backward
+// when none is kept gathered (gemini_gathering.h).
 int64_t peak_chunks_per_layer(const ChunkLayout& layout, const TensorInventory& inventory, int num_layers);
-// The same peak in elements: the largest sum of the capacities of one layer's chunks.
-int64_t peak_gathered_elements(const ChunkLayout& layout, const TensorInventory& inventory, int num_layers);
+// Per layer slot (layer + 1: kEmbeddingLayer .. num_layers, the head), the
+// chunks its tensors sit in, ascending.
+std::vector<std::vector<int>> chunks_by_layer(const ChunkLayout& layout, const TensorInventory& inventory, int num_layers);
 
 }  // namespace tessera::planner

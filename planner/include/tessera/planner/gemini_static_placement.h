@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/training_config.h"
@@ -41,6 +42,24 @@ double offload_optim_frac_for(const ChunkLayout& layout, int64_t chunks);
 // The elements of the first `chunks` chunks: what their offload moves, per
 // rank after sharding divided by dp.
 int64_t leading_chunk_elements(const ChunkLayout& layout, int64_t chunks);
+
+// keep_gathered_chunk_mem of StaticPlacementPolicy in elements (chunk_mem and
+// the budget scale by the same element size): (1 - shard_param_frac) × the
+// counted total. 0 outside `static`. gemini_gathering.h spends it.
+double kept_gathered_elements(const ChunkLayout& layout, const GeminiOptions& gemini);
+
+// Per chunk, whether its 16-bit parameter and gradient shards live on the
+// host. `cpu`: all; `cuda` and `auto` (solved as a share in the memory
+// model, and not run by the engine unless all or none): none. `static`:
+// evict_tensors moves a released chunk to the host while the memory of the
+// released chunks not yet moved is above keep_cuda_chunk_mem = (1 -
+// offload_param_frac) × the counted total (setup_grads_device). Forward
+// releases one chunk at a time (the one the next layer no longer uses), so a
+// chunk goes to the host when its own memory is above that budget: all of
+// them at an effective fraction of 1, none at 0, and in between only chunks
+// larger than the budget (a large tensor's own chunk), since the counted
+// total is many times the chunks' memory.
+std::vector<bool> parameter_chunks_on_host(const ChunkLayout& layout, const GeminiOptions& gemini);
 
 // offload_param_frac as ColossalAI applies it: 0 unless shard_param_frac and
 // offload_optim_frac are both 1.

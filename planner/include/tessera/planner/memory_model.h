@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "tessera/planner/gemini_gathering.h"
 #include "tessera/planner/hardware.h"
 #include "tessera/planner/memory_categories.h"
 #include "tessera/planner/model.h"
@@ -55,14 +56,20 @@ struct GeminiSummary {
   std::vector<int64_t> chunk_used;      // elements used in each chunk, in packing order
   std::vector<int64_t> chunk_capacity;  // elements of each chunk: chunk_size, or a larger tensor's own (chunks.h)
   int64_t waste_elements = 0;
-  int64_t peak_gathered_chunks = 0;    // parameter chunks gathered at once (forward and backward)
-  int64_t peak_gathered_elements = 0;  // their elements (capacities)
+  int64_t peak_gathered_chunks = 0;    // parameter chunks one layer gathers at most (forward and backward)
+  std::vector<std::vector<int>> chunks_of_layer;  // per layer slot, its chunks (chunks_by_layer)
+  double kept_gathered_elements = 0;   // shard_param_frac's budget of chunks left gathered (gemini_static_placement.h)
+  std::vector<bool> parameters_on_host;  // per chunk: its 16-bit parameter and gradient shards on the host
   int64_t padded_elements() const;     // all chunks' elements
   double shard_param_frac = 1;
   double offload_optim_frac = 0;       // of the chunks' elements: under `static`, whole chunks as ColossalAI moves them
-  double offload_param_frac = 0;
+  double offload_param_frac = 0;       // of the chunks' elements on the host (parameters_on_host)
   int64_t optimizer_chunks_on_host = 0;  // `static`: the chunks whose fp32 states ColossalAI offloads
   std::vector<int64_t> chunk_tensors;    // tensors packed in each chunk (ColossalAI's static placement counts them)
+  // Sets parameters_on_host and the share offload_param_frac it makes.
+  void set_parameters_on_host(std::vector<bool> on_host);
+  bool parameter_chunk_on_host(size_t chunk) const { return chunk < parameters_on_host.size() && parameters_on_host[chunk]; }
+  GeminiChunkSet chunk_set() const;  // what the gathering replay needs (gemini_gathering.h)
 };
 
 struct MemoryEstimate {

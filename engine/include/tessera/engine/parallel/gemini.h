@@ -8,9 +8,10 @@
 //
 // A chunk is gathered just before the first layer that uses it and released
 // when a layer that does not use it comes next, in forward and in backward
-// (recompute runs inside a block's backward and uses the same chunks), so at
-// most the chunks of one layer are gathered at a time (the planner's
-// peak_chunks_per_layer). In backward a gathered chunk also holds a full
+// (recompute runs inside a block's backward and uses the same chunks); under
+// a shard_param_frac below 1 the latest of them stay gathered within
+// ColossalAI's budget. planner::GeminiGathering decides, and the planner
+// replays the same decisions for its peak and traffic. In backward a gathered chunk also holds a full
 // gradient chunk: this rank's slot starts from its accumulated gradient shard,
 // the others' from zero; backward adds into it, and on release it is
 // reduce-scattered in place, so this rank's slot becomes its shard plus every
@@ -24,10 +25,11 @@
 // live in the host space, and a gathered chunk is a device buffer of its own.
 // `static`: the fp32 master weights and optimizer states of as many chunks as
 // ColossalAI's StaticPlacementPolicy sends (gemini_static_placement.h) live on
-// the host, the rest on the device, and the 16-bit shards as under `cuda`, or
-// as under `cpu` with offload_param_frac 1; `auto` runs as the static
-// placement the planner solved. Fractions of the parameters' chunks (sharded
-// or offloaded) are not run. Chunk moves between the host and the device are counted.
+// the host, the rest on the device, and each chunk's 16-bit shards as under
+// `cuda`, or as under `cpu` for the chunks offload_param_frac sends
+// (parameter_chunks_on_host); `auto` runs as the static placement the planner
+// solved when that puts all or none of the parameter chunks on the host.
+// Chunk moves between the host and the device are counted.
 #pragma once
 
 #include <optional>
@@ -36,6 +38,7 @@
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/tensor.h"
 #include "tessera/planner/chunks.h"
+#include "tessera/planner/gemini_gathering.h"
 
 namespace tessera::engine {
 
@@ -94,18 +97,21 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
     std::vector<int64_t> offsets;     // of each, in the chunk
     int64_t shard = 0;                // elements of the chunk per rank (its capacity / ranks)
     int64_t shard_offset = 0;         // where its slot starts in the optimizer's states
-    ChunkShard<T> weights, gradients; // this rank's shards (grown while gathered, under `cuda`)
-    Tensor<T> gathered_weights, gathered_gradients;  // `cpu`: the device copies while gathered
-    bool holds_gradients = false;     // a gradient chunk is open (backward)
+    ChunkShard<T> weights, gradients; // this rank's shards (grown while gathered, on the device)
+    Tensor<T> gathered_weights, gathered_gradients;  // shards on the host: the device copies while gathered
+    bool on_host = false;             // the 16-bit shards live on the host (parameter_chunks_on_host)
   };
 
   void before_forward(int layer) override { use_layer(layer, false); }
   void after_forward(int) override {}
   void before_backward(int layer) override { use_layer(layer, true); }
   void after_backward(int) override {}
-  // Releases the gathered chunks `layer` does not use, then gathers its own.
+  // Carries out the gathering's moves for `layer`, then binds its parameters.
   void use_layer(int layer, bool backward);
-  void gather(int chunk, bool with_gradients);
+  void apply(const planner::GeminiGathering::Moves& moves);
+  void gather(int chunk);
+  void open_gradients(int chunk);  // a gradient chunk beside the gathered one (backward)
+  void bind(int chunk);            // the model's parameters (and open gradients) point into the chunk
   void release(int chunk);
   void reduce(int chunk);
   T* weights_of(int chunk);
@@ -118,13 +124,11 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   planner::PluginOptions plugin_;
   planner::ChunkLayout layout_;
   std::vector<planner::FlatParameter> order_;
-  std::vector<std::vector<int>> chunks_of_layer_;  // index layer + 1
-  bool placement_host_ = false;              // the 16-bit chunk shards live on the host (cpu, static with offload_param_frac 1)
+  planner::GeminiGathering gathering_;       // which chunks are gathered, and holding gradients
   int64_t optimizer_chunks_on_host_ = 0;     // the leading chunks whose fp32 states live on the host
   MemoryLedger* ledger_ = nullptr;
   Transformer<T>* model_ = nullptr;
   std::vector<Chunk> chunks_;
-  std::vector<int> gathered_;                      // chunk indices, in gathering order
   std::optional<Optimizer<T>> optimizer_;
   int64_t moves_ = 0;
   Status error_ = Status::success();

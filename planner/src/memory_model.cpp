@@ -57,7 +57,7 @@ void add_replicated_states(const StageShape& s, const EstimateRequest& r, const 
 // the gradients too; gradients are reduced through a bucket of reduce_bucket_size.
 // With CPU offload the master weights, optimizer states and an fp32 gradient
 // shard live on the host, where the CPU optimizer steps (ZeRO-Offload, Ren et al. 2021).
-void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateWidths& w, int stage,
+void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateWidths& w, int stage, int64_t bucket_numel,
                      MemoryBreakdown& out) {
   // The flat buffers are padded to dp equal shards (sharding.h), which the
   // parameters and full gradients keep so that the collectives run in place.
@@ -69,7 +69,7 @@ void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateW
   out.add(Cat::master_weights, optimizer_space, shard * w.master);
   out.add(Cat::optimizer_states, optimizer_space, shard * w.optim);
   if (r.plugin.cpu_offload) out.add(Cat::gradients, kHost, shard * 4);
-  if (dp > 1) out.add(Cat::comm_buffers, kDevice, zero_bucket_numel(r.plugin.reduce_bucket_numel, s.params, dp) * w.grad);
+  if (dp > 1) out.add(Cat::comm_buffers, kDevice, bucket_numel * w.grad);
 }
 
 // PyTorch FSDP (Zhao et al. 2023, "PyTorch FSDP"): each block is a unit whose
@@ -171,14 +171,22 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
   switch (r.plugin.kind) {
     case PluginKind::torch_ddp: add_replicated_states(s, r, w, true, out); break;
     case PluginKind::torch_fsdp: add_fsdp_states(m, r, w, out); break;
-    case PluginKind::low_level_zero: add_zero_states(s, r, w, r.plugin.effective_zero_stage(), out); break;
+    case PluginKind::low_level_zero: {
+      const int stage = r.plugin.effective_zero_stage();
+      const int64_t dp = r.layout.shard_ranks();
+      add_zero_states(s, r, w, stage,
+                      stage == 2 ? zero2_bucket_numel(m.inventory, r.plugin.reduce_bucket_numel, dp)
+                                 : zero_bucket_numel(r.plugin.reduce_bucket_numel, s.params, dp),
+                      out);
+      break;
+    }
     case PluginKind::gemini: add_gemini_states(r, w, *gemini, out); break;
     case PluginKind::hybrid_parallel: {
       const int stage = r.plugin.effective_zero_stage();
       if (stage == 0) {
         add_replicated_states(s, r, w, r.layout.data_ranks() > 1, out);
       } else {
-        add_zero_states(s, r, w, stage, out);
+        add_zero_states(s, r, w, stage, zero_bucket_numel(r.plugin.reduce_bucket_numel, s.params, r.layout.shard_ranks()), out);
       }
       break;
     }

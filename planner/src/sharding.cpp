@@ -73,4 +73,20 @@ std::vector<ShardPiece> fsdp_pieces(const FsdpLayout& layout, const std::vector<
   return pieces;
 }
 
+std::vector<int64_t> gradient_numel_by_layer(const TensorInventory& inventory) {
+  int max_layer = 0;
+  for (const TensorInfo& t : inventory.tensors) max_layer = std::max(max_layer, t.layer);
+  std::vector<int64_t> numel(static_cast<size_t>(max_layer) + 2, 0);
+  for (const TensorInfo& t : inventory.tensors) numel[static_cast<size_t>(t.layer + 1)] += t.numel();
+  return numel;
+}
+
+int64_t zero2_bucket_numel(const TensorInventory& inventory, int64_t bucket_numel, int64_t dp) {
+  const int64_t params = inventory.parameter_count();
+  const int64_t bucket = zero_bucket_numel(bucket_numel, params, dp);
+  if (bucket >= padded_flat_numel(params, dp)) return bucket;
+  const std::vector<int64_t> layers = gradient_numel_by_layer(inventory);
+  return std::max(bucket, *std::max_element(layers.begin(), layers.end()));
+}
+
 }  // namespace tessera::planner

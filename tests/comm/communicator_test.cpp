@@ -43,6 +43,10 @@ TEST(LocalCommunicator, EveryCollectiveCopiesOrLeavesInPlace) {
   ASSERT_TRUE(succeeded(world->reduce_scatter(input.data(), out.data(), 3, ReduceOp::sum)));
   EXPECT_EQ(out, input);
   std::fill(out.begin(), out.end(), 0.0f);
+  ASSERT_TRUE(succeeded(world->reduce_scatter_v(input.data(), out.data(), std::vector<size_t>{3}, DataType::f32, ReduceOp::sum)));
+  EXPECT_EQ(out, input);
+  EXPECT_EQ(world->counters().bytes_of(Collective::reduce_scatter), 2 * 3 * 4);  // counted as reduce_scatters
+  std::fill(out.begin(), out.end(), 0.0f);
   ASSERT_TRUE(succeeded(world->all_gather(input.data(), out.data(), 3)));
   EXPECT_EQ(out, input);
   std::fill(out.begin(), out.end(), 0.0f);

@@ -155,6 +155,32 @@ void check_reduce_scatter(Communicator& world, Checker& check) {
   check.expect(same_bits(own_chunk, mine.data(), per_rank * sizeof(float)), "in-place reduce_scatter equals out of place");
 }
 
+// Uneven counts, rank 0's 0: rank r > 0 gets r + 1 elements of the
+// rank-order sum, after those of the ranks before it; in place it lands where
+// its part of the input starts.
+void check_reduce_scatter_v(Communicator& world, Checker& check) {
+  const int n = world.size(), r = world.rank();
+  std::vector<size_t> counts(static_cast<size_t>(n));
+  size_t total = 0, before = 0;
+  for (int q = 0; q < n; ++q) {
+    counts[static_cast<size_t>(q)] = static_cast<size_t>(q == 0 ? 0 : q + 1);
+    if (q == r) before = total;
+    total += counts[static_cast<size_t>(q)];
+  }
+  const std::vector<float> expected = rank_order_sum(n, total);
+  const size_t mine = counts[static_cast<size_t>(r)];
+  std::vector<float> out(std::max<size_t>(mine, 1), -1.0f);
+  const std::vector<float> x = contributions(r, total);
+  check.expect_ok(world.reduce_scatter_v(x.data(), out.data(), counts, comm::DataType::f32, ReduceOp::sum), "reduce_scatter_v");
+  check.expect(same_bits(out.data(), expected.data() + before, mine * sizeof(float)), "reduce_scatter_v gives rank r its counts[r] elements of the sum");
+  std::vector<float> buffer = contributions(r, total);
+  check.expect_ok(world.reduce_scatter_v(buffer.data(), buffer.data() + before, counts, comm::DataType::f32, ReduceOp::sum), "in-place reduce_scatter_v");
+  check.expect(same_bits(buffer.data() + before, expected.data() + before, mine * sizeof(float)), "in-place reduce_scatter_v equals out of place");
+  const std::vector<size_t> short_counts(static_cast<size_t>(n) + 1, 1);
+  check.expect(!world.reduce_scatter_v(x.data(), out.data(), short_counts, comm::DataType::f32, ReduceOp::sum).ok(),
+               "reduce_scatter_v refuses a count list that is not one per rank");
+}
+
 void check_all_gather(Communicator& world, Checker& check) {
   const int n = world.size(), r = world.rank();
   const size_t per_rank = 3;
@@ -391,6 +417,7 @@ int run(MpiRuntime& runtime) {
   check_all_reduce(world, check);
   check_started_all_reduces(world, check);
   check_reduce_scatter(world, check);
+  check_reduce_scatter_v(world, check);
   check_all_gather(world, check);
   check_broadcast(world, check);
   check_ring(world, check, 200000);  // 800 KB: past the eager limit of shared-memory transports

@@ -11,6 +11,7 @@
 // gradient of zero up to rounding (softmax is invariant to it), and Adam
 // normalises that noise into updates of about lr.
 #include <cmath>
+#include <numeric>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -102,6 +103,7 @@ int main() {
     double offload_optim_frac = 0;  // gemini static
     double shard_param_frac = 1;    // gemini static
     double offload_param_frac = 0;  // gemini static
+    int64_t zero2_bucket = 0;       // ZeRO-2's reduce bucket when smaller than the model (0: the whole model)
   };
   const planner::Precision bf16 = planner::Precision::bf16;
   for (const Case& c : {Case{"torch_ddp", planner::PluginKind::torch_ddp, 0, {}}, Case{"zero1", planner::PluginKind::low_level_zero, 1, {}},
@@ -111,6 +113,9 @@ int main() {
                         Case{"torch_ddp_bf16", planner::PluginKind::torch_ddp, 0, {}, bf16},
                         Case{"zero1_bf16", planner::PluginKind::low_level_zero, 1, {}, bf16},
                         Case{"zero2_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16},
+                        // ZeRO-2 with a bucket of 40,000 elements: filled and reduce-scattered during every backward.
+                        Case{"zero2_bucketed", planner::PluginKind::low_level_zero, 2, {}, planner::Precision::fp32, false, {}, 0, 0, 1, 0, 40000},
+                        Case{"zero2_bucketed_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16, false, {}, 0, 0, 1, 0, 40000},
                         Case{"fsdp_full_shard_bf16", planner::PluginKind::torch_fsdp, 0, planner::FsdpStrategy::full_shard, bf16},
                         Case{"zero1_offload", planner::PluginKind::low_level_zero, 1, {}, planner::Precision::fp32, true},
                         Case{"zero2_offload_bf16", planner::PluginKind::low_level_zero, 2, {}, bf16, true},
@@ -140,7 +145,9 @@ int main() {
     plugin.gemini.offload_param_frac = c.offload_param_frac;
     plugin.zero_stage = c.kind == planner::PluginKind::low_level_zero ? c.zero_stage : -1;
     plugin.bucket_bytes = 256 << 10;             // DDP: several buckets
-    plugin.reduce_bucket_numel = c.zero_stage == 1 ? 40000 : params;  // ZeRO-1: several buckets; ZeRO-2: one
+    plugin.reduce_bucket_numel = c.zero_stage == 1 ? 40000 : c.zero2_bucket > 0 ? c.zero2_bucket : params;  // ZeRO-1: several buckets; ZeRO-2: one unless given
+    expect(c.zero2_bucket == 0 || planner::zero2_bucket_numel(model.inventory, c.zero2_bucket, ranks) < planner::padded_flat_numel(params, ranks),
+           std::string(c.name) + ": the bucket is not smaller than the model", rank);
     const std::string parallel_dir = root + "/" + c.name, single_dir = root + "/" + c.name + "-one-rank";
     auto parallel = train_into(parallel_dir, options(plugin, k, c.precision), world.get(), model);
     expect(parallel.ok(), std::string(c.name) + ": " + (parallel.ok() ? "" : parallel.error().message), rank);
@@ -157,7 +164,13 @@ int main() {
     const int64_t blocks_again = c.fsdp == planner::FsdpStrategy::full_shard ? units.padded_total - units.root_padded : 0;
     const int64_t width = c.precision == bf16 ? 2 : 4;  // gradients and parameters travel in their own type
     const int64_t all_reduce_bytes = c.kind == planner::PluginKind::torch_ddp ? steps * width * params : steps * 8;
-    const int64_t reduce_scatter_bytes = fsdp ? steps * k * width * units.padded_total : c.zero_stage > 0 ? steps * width * padded : 0;
+    // Bucketed ZeRO-2 reduces every layer's gradients in every backward, a tied weight at the head and at the embeddings.
+    const std::vector<int64_t> layer_gradients = planner::gradient_numel_by_layer(model.inventory);
+    const int64_t backward_gradients = std::accumulate(layer_gradients.begin(), layer_gradients.end(), int64_t{0});
+    const int64_t reduce_scatter_bytes = fsdp                ? steps * k * width * units.padded_total
+                                         : c.zero2_bucket > 0 ? steps * k * width * backward_gradients
+                                         : c.zero_stage > 0   ? steps * width * padded
+                                                              : 0;
     const int64_t all_gather_bytes = fsdp ? steps * k * width * (units.padded_total + blocks_again) : c.zero_stage > 0 ? steps * width * padded : 0;
     // Gemini moves whole chunks as planner::GeminiGathering decides, and the
     // planner's replay of a step counts them: with one chunk that every layer

@@ -178,6 +178,29 @@ Status Communicator::reduce_scatter(const void* send, void* recv, size_t recv_co
              [&] { return do_reduce_scatter(send, recv, recv_count, type, op); });
 }
 
+Status Communicator::reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op) {
+  if (recv_counts.size() != static_cast<size_t>(size_)) {
+    return failure("reduce_scatter", invalid(std::to_string(recv_counts.size()) + " counts for a group of " + std::to_string(size_) + " ranks"));
+  }
+  size_t total = 0, before = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) before = total;
+    total += recv_counts[static_cast<size_t>(r)];
+  }
+  // The whole input against this rank's part of it, as checked_payload does for one part.
+  Result<size_t> payload = checked_payload(total, type, {send, send, 1, 0});
+  const size_t mine = recv_counts[static_cast<size_t>(rank_)];
+  const auto* in_place = static_cast<const std::byte*>(send) + before * element_bytes(type);
+  if (payload.ok() && mine > 0 && (recv == nullptr || (recv != in_place && overlap(recv, mine * element_bytes(type), send, total * element_bytes(type))))) {
+    payload = invalid("recv is null or overlaps send other than in place (send + this rank's offset); make them disjoint");
+  }
+  return run(Collective::reduce_scatter, payload, total, [&] { return do_reduce_scatter_v(send, recv, recv_counts, type, op); });
+}
+
+Status Communicator::do_reduce_scatter_v(const void*, void*, const std::vector<size_t>&, DataType, ReduceOp) {
+  return make_error(ErrorCode::unsupported, "this backend has no reduce_scatter with a count per rank");
+}
+
 Status Communicator::all_gather(const void* send, void* recv, size_t send_count, DataType type) {
   return run(Collective::all_gather, checked_payload(send_count, type, {send, recv, size_, rank_}), send_count,
              [&] { return do_all_gather(send, recv, send_count, type); });

@@ -25,6 +25,10 @@ class LocalCommunicator final : public Communicator {
     copy_unless_in_place(send, recv, recv_count, type);
     return Status::success();
   }
+  Status do_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp) override {
+    copy_unless_in_place(send, recv, recv_counts[0], type);
+    return Status::success();
+  }
   Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) override {
     copy_unless_in_place(send, recv, send_count, type);
     return Status::success();

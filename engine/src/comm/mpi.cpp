@@ -273,6 +273,21 @@ class MpiCommunicator final : public Communicator {
     return reduce_my_chunk(send, recv, exchange, type, op, Deadline(waiting_.timeout), recv_count * static_cast<size_t>(size()) * element_bytes(type));
   }
 
+  Status do_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op) override {
+    size_t total = 0;
+    for (const size_t count : recv_counts) total += count;
+    if (auto s = fits_mpi_int(total); !s) return s;
+    auto exchange = std::make_shared<ChunkExchange>();
+    exchange->mine = Chunks{std::vector<int>(recv_counts.size()), std::vector<int>(recv_counts.size())};
+    int offset = 0;
+    for (size_t r = 0; r < recv_counts.size(); ++r) {
+      exchange->mine.counts[r] = static_cast<int>(recv_counts[r]);
+      exchange->mine.offsets[r] = offset;
+      offset += static_cast<int>(recv_counts[r]);
+    }
+    return reduce_my_chunk(send, recv, exchange, type, op, Deadline(waiting_.timeout), total * element_bytes(type));
+  }
+
   Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) override {
     if (auto s = fits_mpi_int(send_count * static_cast<size_t>(size())); !s) return s;
     const MPI_Datatype t = mpi_type(type);

@@ -101,7 +101,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   if (storage.flat_buffers) {
     const int64_t flat_numel = std::max(inventory.parameter_count(), storage.padded_numel);
     flat_params_ = Tensor<T>(ledger, MemoryCategory::parameters, flat_numel);
-    flat_grads_ = Tensor<T>(ledger, storage.gradient_category, flat_numel);
+    if (storage.flat_gradients) flat_grads_ = Tensor<T>(ledger, storage.gradient_category, flat_numel);
     T* p = flat_params_.data();
     if (p != nullptr) {
       for_each_initial_value_of_part(model, seed, tp_.size(), tp_.rank(), stage_,
@@ -118,7 +118,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
       const planner::FlatParameter& flat = flat_order_[params_.size()];
       tensor_to_param_[i] = static_cast<int>(params_.size());
       params_.emplace_back(storage.flat_buffers ? flat_params_.data() + flat.offset : nullptr, info.numel());
-      grads_.emplace_back(storage.flat_buffers ? flat_grads_.data() + flat.offset : nullptr, info.numel());
+      grads_.emplace_back(storage.flat_buffers && storage.flat_gradients ? flat_grads_.data() + flat.offset : nullptr, info.numel());
       names_.push_back(info.name);
       shapes_.push_back(info.shape);
     }

@@ -33,13 +33,16 @@ DataParallel<T>::DataParallel(comm::Communicator& group, const planner::PluginOp
       plugin_(plugin),
       zero_stage_(zero_stage_of(plugin)),
       params_(model.parameter_count),
-      shard_(planner::shard_numel(params_, group.size())) {}
+      shard_(planner::shard_numel(params_, group.size())),
+      bucketed_(plugin.kind == PluginKind::low_level_zero && zero_stage_ == 2 && group.size() > 1 &&
+                planner::zero2_bucket_numel(model.inventory, plugin.reduce_bucket_numel, group.size()) <
+                    planner::padded_flat_numel(params_, group.size())) {}
 
 template <typename T>
 FlatStorage DataParallel<T>::storage() const {
   if (zero_stage_ == 0 || this->group_.size() == 1) return FlatStorage{};
   return FlatStorage{planner::padded_flat_numel(params_, this->group_.size()),
-                     zero_stage_ == 2 ? MemoryCategory::comm_buffers : MemoryCategory::gradients};
+                     zero_stage_ == 2 ? MemoryCategory::comm_buffers : MemoryCategory::gradients, true, !bucketed_};
 }
 
 template <typename T>
@@ -72,6 +75,22 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
     bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero_bucket_numel(plugin_.reduce_bucket_numel, params_, dp));
   } else {
     gradient_shard_ = Tensor<T>(ledger, MemoryCategory::gradients, shard_);
+  }
+  if (bucketed_) {
+    const planner::TensorInventory& inventory = model_description_.inventory;
+    bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero2_bucket_numel(inventory, plugin_.reduce_bucket_numel, dp));
+    bucket_free_ = bucket_.numel();
+    std::vector<int> parameter_of(inventory.tensors.size(), -1);  // inventory tensor -> flat-order index
+    const std::vector<planner::FlatParameter>& order = model.flat_order();
+    for (size_t p = 0; p < order.size(); ++p) parameter_of[static_cast<size_t>(order[p].tensor_index)] = static_cast<int>(p);
+    layer_parameters_.assign(planner::gradient_numel_by_layer(inventory).size(), {});
+    for (size_t i = 0; i < inventory.tensors.size(); ++i) {
+      const planner::TensorInfo& t = inventory.tensors[i];
+      const int p = parameter_of[t.tied_to >= 0 ? static_cast<size_t>(t.tied_to) : i];
+      layer_parameters_[static_cast<size_t>(t.layer + 1)].push_back(p);
+    }
+    for (std::vector<int>& parameters : layer_parameters_) std::sort(parameters.begin(), parameters.end());
+    if (!ledger.is_dry_run()) model.set_unit_hooks(this);
   }
   return Status::success();
 }
@@ -131,15 +150,65 @@ void DataParallel<T>::start_ready_buckets(int layer) {
 
 // Between layers, MPI gets the chance to move the started buckets along.
 template <typename T>
-void DataParallel<T>::before_backward(int) {
+void DataParallel<T>::before_backward(int layer) {
+  if (bucketed_) return place_in_bucket(layer);
   if (overlap_this_backward_ && error_.ok()) error_ = this->group_.progress();
 }
 
 template <typename T>
 void DataParallel<T>::after_backward(int layer) {
+  if (bucketed_) {
+    if (layer == planner::kEmbeddingLayer) flush_bucket();  // the last layer of backward
+    return;
+  }
   if (!overlap_this_backward_ || !error_.ok()) return;
   start_ready_buckets(layer);
   if (error_.ok()) error_ = this->group_.progress();
+}
+
+// The layer's gradients go just below what the bucket holds (backward runs
+// the layers from the head down, so the bucket holds one range of the flat
+// order, but for a tied weight's alias at the head), zeroed, bound to the model.
+template <typename T>
+void DataParallel<T>::place_in_bucket(int layer) {
+  const std::vector<planner::FlatParameter>& order = model_->flat_order();
+  const std::vector<int>& parameters = layer_parameters_[static_cast<size_t>(layer + 1)];
+  int64_t numel = 0;
+  for (const int p : parameters) numel += order[static_cast<size_t>(p)].numel;
+  if (numel > bucket_free_) flush_bucket();
+  bucket_free_ -= numel;
+  int64_t at = bucket_free_;
+  for (const int p : parameters) {
+    const planner::FlatParameter& f = order[static_cast<size_t>(p)];
+    T* gradient = bucket_.data() + at;
+    std::fill(gradient, gradient + f.numel, T{});
+    model_->bind_parameter(p, model_->flat_parameters().data() + f.offset, gradient);
+    segments_.push_back(Segment{f.offset, at, f.numel});
+    at += f.numel;
+  }
+}
+
+// Each run of the bucket that is one range of the flat order goes to the
+// ranks owning its parts, each adding its part into its gradient shard.
+template <typename T>
+void DataParallel<T>::flush_bucket() {
+  std::sort(segments_.begin(), segments_.end(), [](const Segment& a, const Segment& b) { return a.bucket < b.bucket; });
+  const int64_t dp = this->group_.size(), rank = this->group_.rank();
+  T* shard = gradient_shard_.data();
+  for (size_t i = 0; i < segments_.size() && error_.ok();) {
+    Segment run = segments_[i++];
+    while (i < segments_.size() && segments_[i].flat == run.flat + run.numel && segments_[i].bucket == run.bucket + run.numel) run.numel += segments_[i++].numel;
+    std::vector<size_t> counts(static_cast<size_t>(dp));
+    const auto owned_from = [&](int64_t r) { return std::clamp(r * shard_, run.flat, run.flat + run.numel); };
+    for (int64_t r = 0; r < dp; ++r) counts[static_cast<size_t>(r)] = static_cast<size_t>(owned_from(r + 1) - owned_from(r));
+    T* mine = bucket_.data() + run.bucket + (owned_from(rank) - run.flat);
+    error_ = this->group_.reduce_scatter_v(bucket_.data() + run.bucket, mine, counts, kType<T>, comm::ReduceOp::sum);
+    const int64_t count = static_cast<int64_t>(counts[static_cast<size_t>(rank)]);
+    T* into = shard + (owned_from(rank) - rank * shard_);
+    for (int64_t j = 0; j < count && error_.ok(); ++j) into[j] = narrow<T>(widen(into[j]) + widen(mine[j]));
+  }
+  segments_.clear();
+  bucket_free_ = bucket_.numel();
 }
 
 template <typename T>
@@ -147,6 +216,7 @@ Status DataParallel<T>::reduce_gradients() {
   if (this->group_.size() == 1) return Status::success();
   T* flat = model_->flat_gradients().data();
   if (zero_stage_ == 1) return reduce_stage1();
+  if (bucketed_) return std::exchange(error_, Status::success());  // every backward reduced its gradients
   if (zero_stage_ == 2) return this->group_.reduce_scatter(flat, gradient_shard_.data(), static_cast<size_t>(shard_), kType<T>, comm::ReduceOp::sum);
   // DDP: backward started the buckets; start any it did not reach, and wait for all.
   start_ready_buckets(planner::kEmbeddingLayer);

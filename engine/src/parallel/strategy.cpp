@@ -32,10 +32,11 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
   }
   const int64_t params = model.parameter_count;
   const int64_t padded = planner::padded_flat_numel(params, dp);
-  const bool zero = plugin.kind == PluginKind::low_level_zero || plugin.kind == PluginKind::hybrid_parallel;
-  if (zero && plugin.effective_zero_stage() == 2 && dp > 1 &&
+  // hybrid_parallel's ZeRO-2 reduces after the step's last backward (sequence
+  // parallelism's norm gradients are complete only then), so in one bucket.
+  if (plugin.kind == PluginKind::hybrid_parallel && plugin.effective_zero_stage() == 2 && dp > 1 &&
       planner::zero_bucket_numel(plugin.reduce_bucket_numel, params, dp) < padded) {
-    return make_error(ErrorCode::unsupported, "--reduce-bucket-m: the engine's ZeRO-2 reduces all gradients in one bucket so far; plan with "
+    return make_error(ErrorCode::unsupported, "--reduce-bucket-m: the engine's hybrid_parallel ZeRO-2 reduces all gradients in one bucket so far; plan with "
                                               "--reduce-bucket-m " + std::to_string((padded + (1 << 20) - 1) >> 20) + " or more, or ZeRO stage 1");
   }
   return Status::success();

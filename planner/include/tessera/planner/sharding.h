@@ -55,6 +55,20 @@ constexpr int64_t zero_bucket_numel(int64_t bucket_numel, int64_t params, int64_
   return rounded <= 0 ? dp : (rounded < padded ? rounded : padded);
 }
 
+// Every layer's gradient elements (index layer + 1, kEmbeddingLayer to the
+// head), a tied weight counted again where its alias is (the head writes
+// that gradient too).
+std::vector<int64_t> gradient_numel_by_layer(const TensorInventory& inventory);
+
+// ZeRO-2's bucket on one stage (low_level_zero). When the plan's bucket
+// covers the padded flat buffer, that buffer is the bucket and is reduced
+// once a step. A smaller one is filled during backward a layer at a time and
+// reduce-scattered when the next layer's gradients would not fit (ColossalAI
+// LowLevelZeroOptimizer flushes its bucket the same way, parameter by
+// parameter); working a layer at a time, it holds at least the largest
+// layer's gradients.
+int64_t zero2_bucket_numel(const TensorInventory& inventory, int64_t bucket_numel, int64_t dp);
+
 // PyTorch FSDP's units as Tessera wraps a model (each transformer block, and
 // the root: the embeddings, the final norm and the head): every unit is a
 // FlatParameter of its own, padded to a multiple of dp and sharded over the

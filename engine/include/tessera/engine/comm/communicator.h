@@ -54,6 +54,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/engine/comm/comm_types.h"
 #include "tessera/engine/timeline.h"
@@ -87,6 +88,12 @@ class Communicator {
   // elements [r · recv_count, (r+1) · recv_count) of the reduction.
   // In place: recv == send + rank · recv_count.
   Status reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op);
+  // reduce_scatter with a count per rank (MPI_Reduce_scatter's recvcounts):
+  // send holds the sum of recv_counts elements on every rank, and rank r's
+  // recv gets the reduction of the recv_counts[r] elements that follow those
+  // of ranks 0..r-1. In place: recv == send + that offset. Counted as a
+  // reduce_scatter of the whole input. A backend without it says so.
+  Status reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op);
   // recv (size · send_count elements) gets rank r's send_count elements at
   // offset r · send_count, on every rank. In place: send == recv + rank · send_count.
   Status all_gather(const void* send, void* recv, size_t send_count, DataType type);
@@ -188,6 +195,8 @@ class Communicator {
   virtual Status do_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) = 0;
   virtual Status do_reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op) = 0;
   virtual Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) = 0;
+  // recv_counts has size() entries, their sum > 0; recv is in place or disjoint.
+  virtual Status do_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op);
   virtual Status do_broadcast(const void* send, void* recv, size_t count, DataType type, int root) = 0;
   virtual Status do_send(const void* send, size_t count, DataType type, int peer, int tag) = 0;
   virtual Status do_recv(void* recv, size_t count, DataType type, int peer, int tag) = 0;

@@ -44,6 +44,9 @@ struct FlatStorage {
   int64_t padded_numel = 0;
   MemoryCategory gradient_category = MemoryCategory::gradients;
   bool flat_buffers = true;
+  // false: flat parameters, but gradients with no storage of the model's own
+  // (ZeRO-2 with a bucket smaller than the model binds them into its bucket).
+  bool flat_gradients = true;
 };
 
 // Called around each layer's forward and backward, so that a sharded plugin

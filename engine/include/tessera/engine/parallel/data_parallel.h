@@ -18,13 +18,21 @@
 //    reduce-scattered through a bucket of reduce_bucket_size elements; the
 //    optimizer (fp32 master weights and states) holds the rank's shard only,
 //    and the updated shards are all-gathered into every rank's parameters.
-//  - low_level_zero stage 2 (§5.2): as stage 1, but the full gradient buffer is
-//    the reduce bucket itself (comm_buffers) and the reduced shard is the only
-//    gradient kept (gradients).
+//  - low_level_zero stage 2 (§5.2): the reduced shard is the only gradient
+//    kept (gradients). With a reduce bucket as large as the padded model, the
+//    full gradient buffer is the bucket (comm_buffers), reduce-scattered once
+//    a step. With a smaller one (planner::zero2_bucket_numel) the model has no
+//    gradient buffer: before each layer's backward its gradients are bound
+//    into the bucket, filled from its end down so that it holds one range of
+//    the flat order, and when the next layer would not fit, and after each
+//    backward, the bucket is reduce-scattered to the ranks owning each part
+//    (Communicator::reduce_scatter_v) and added into their shards
+//    (ColossalAI's LowLevelZeroOptimizer flushes its bucket the same way).
 //
-// Gradients are reduced once per optimizer step, in or after the last micro-batch:
-// backward accumulates k micro-batches into the full buffer first (PyTorch's
-// no_sync), so k micro-steps then one step equal one batch k times larger.
+// Gradients are reduced once per optimizer step, in or after the last micro-batch
+// (except bucketed ZeRO-2, every backward): backward accumulates k
+// micro-batches into the full buffer first (PyTorch's no_sync), so k
+// micro-steps then one step equal one batch k times larger.
 // Backward scales by 1 / (k · dp), so the reduced sum is the mean gradient of
 // the global batch. The gradient norm is global: under ZeRO each rank's sum of
 // squares over its shard is all-reduced before clipping and the overflow check.
@@ -47,7 +55,10 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
 
   FlatStorage storage() const override;
   Status attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) override;
-  void zero_gradients() override { model_->zero_gradients(); }
+  void zero_gradients() override {
+    model_->zero_gradients();
+    if (bucketed_) gradient_shard_.zero();  // the shard accumulates every backward's reduced gradients
+  }
   void prepare_backward(bool last_micro_batch) override { overlap_this_backward_ = last_micro_batch; }
   Status reduce_gradients() override;
   Result<std::optional<double>> step(double loss_scale) override;
@@ -70,8 +81,13 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
 
   void before_forward(int) override {}
   void after_forward(int) override {}
-  void before_backward(int) override;
+  void before_backward(int layer) override;
   void after_backward(int layer) override;
+
+  // Bucketed ZeRO-2: the layer's gradients bound into the bucket, and the
+  // bucket reduced into the shards.
+  void place_in_bucket(int layer);
+  void flush_bucket();
 
   const planner::Model& model_description_;
   planner::PluginOptions plugin_;
@@ -79,8 +95,15 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
   int64_t params_ = 0, shard_ = 0;
   Transformer<T>* model_ = nullptr;
   std::optional<Optimizer<T>> optimizer_;
-  Tensor<T> bucket_;           // stage 1: the reduce bucket
+  Tensor<T> bucket_;           // stage 1, and stage 2 when bucketed: the reduce bucket
   Tensor<T> gradient_shard_;   // stage 2: the reduced gradients of this rank's shard
+  bool bucketed_ = false;      // stage 2 with a bucket smaller than the padded model
+  std::vector<std::vector<int>> layer_parameters_;  // bucketed: each layer's flat-order parameters (index layer + 1), a tied alias's too
+  struct Segment {
+    int64_t flat = 0, bucket = 0, numel = 0;  // a parameter's gradient at `bucket` in the bucket, from `flat` in the flat order
+  };
+  std::vector<Segment> segments_;  // bucketed: what the bucket holds now
+  int64_t bucket_free_ = 0;        // bucketed: [0, bucket_free_) is free
   Tensor<float> host_gradients_;  // cpu_offload: the shard's gradients in fp32 on the host, where the optimizer steps
   // DDP's overlap: where each layer's parameters start in the flat order
   // (index layer + 1), the buckets, how many have been started this step.

@@ -203,6 +203,10 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer)");
   c.add_flag("--dry-run", o.dry_run, "Replay one rank's allocations of one step at the plan's full size (no data, no arithmetic) into metrics.json");
   c.add_option("--rank", o.rank, "With --dry-run: the rank to replay")->capture_default_str();
+  c.add_option("--device-memory", o.device_memory_mib,
+               "MiB: give the device memory space a capacity, as a GPU of that size (Gemini's auto placement solves against it, and "
+               "an allocation past it fails); 0: none")
+      ->capture_default_str();
   c.add_option("--comm-timeout", o.comm_timeout_s,
                "Seconds a rank waits for the others in one collective before it stops with an error naming the call (a dead or stuck rank)")
       ->capture_default_str();
@@ -255,6 +259,8 @@ Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
   t.resume = o.resume;
   t.allow_changes = o.allow_changes;
   t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
+  if (!(o.device_memory_mib >= 0)) return make_error(ErrorCode::invalid_argument, "--device-memory must be 0 (no capacity) or a number of MiB, e.g. 64");
+  t.device_capacity_bytes = std::llround(o.device_memory_mib * 1024 * 1024);
   if (training.precision == Precision::fp8) {
     return make_error(ErrorCode::unsupported, "--precision fp8: Tessera's engine runs on the CPU, which has no FP8 GEMMs; train with --precision bf16");
   }
@@ -299,25 +305,39 @@ std::string stopped_line(int signal_number, const engine::TrainMetrics& m, const
   return line + "the checkpoint in " + out_dir + " is at step " + std::to_string(m.checkpoint_step) + " (metrics.json written); continue with --resume";
 }
 
+// This machine as the planner sees it, with the device space's capacity
+// where --device-memory gives one.
+GpuProfile run_profile(const TrainCliOptions& o) {
+  GpuProfile cpu = host_cpu_profile();
+  if (o.device_memory_mib > 0) cpu.memory_bytes = std::llround(o.device_memory_mib * 1024 * 1024);
+  return cpu;
+}
+
+// With --device-memory, a plan that needs more of the device than it has is
+// refused before the first step, naming both (the ledger would fail mid-step).
+Status check_device_memory(const TrainCliOptions& o, const MemoryEstimate& estimate) {
+  if (o.device_memory_mib <= 0) return Status::success();
+  const int64_t capacity = std::llround(o.device_memory_mib * 1024 * 1024), needed = estimate.tightest().device_total;
+  if (needed <= capacity) return Status::success();
+  return make_error(ErrorCode::invalid_argument, "--device-memory " + format_bytes(capacity) + ": the plan needs " + format_bytes(needed) +
+                                                     " of device memory (tessera estimate shows where); give more, or offload (--plugin gemini "
+                                                     "--placement auto or cpu, --cpu-offload)");
+}
+
 // Gemini's `auto` placement is what the planner solved for this run's device
 // (estimate_memory: the fewest leading parameter chunks on the host that keep
 // the device under its share, every optimizer state on the host); the engine
-// runs it as the static placement that puts the same chunks there, which
-// exists when that is all of them or none.
-Status resolve_auto_placement(const MemoryEstimate& estimate, PluginOptions& plugin) {
-  if (plugin.kind != PluginKind::gemini || plugin.gemini.placement_policy != GeminiPlacement::auto_placement || !estimate.gemini) return Status::success();
-  const GeminiSummary& solved = *estimate.gemini;
-  const auto host_chunks = std::count(solved.parameters_on_host.begin(), solved.parameters_on_host.end(), true);
-  if (host_chunks != 0 && host_chunks != solved.num_chunks) {
-    return make_error(ErrorCode::unsupported, "--placement auto: the planner puts the first " + std::to_string(host_chunks) + " of " +
-                                                  std::to_string(solved.num_chunks) + " parameter chunks on the host, which only ColossalAI's "
-                                                  "dynamic eviction does; plan with --placement static (or cpu) to train it here");
-  }
+// runs it as a static placement with every optimizer state on the host and
+// those parameter chunks there.
+void resolve_auto_placement(const MemoryEstimate& estimate, engine::TrainOptions& t) {
+  PluginOptions& plugin = t.plugin;
+  if (plugin.kind != PluginKind::gemini || plugin.gemini.placement_policy != GeminiPlacement::auto_placement || !estimate.gemini) return;
+  const std::vector<bool>& on_host = estimate.gemini->parameters_on_host;
   plugin.gemini.placement_policy = GeminiPlacement::static_placement;
   plugin.gemini.shard_param_frac = 1;
   plugin.gemini.offload_optim_frac = 1;
-  plugin.gemini.offload_param_frac = host_chunks == 0 ? 0 : 1;
-  return Status::success();
+  plugin.gemini.offload_param_frac = 0;
+  t.gemini_parameter_chunks_on_host = std::count(on_host.begin(), on_host.end(), true);
 }
 
 // The simulator's trace of the plan's first (the trained) plan, as `tessera
@@ -338,11 +358,11 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (o.rank < 0 || o.rank >= ranks) {
     return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
   }
-  const GpuProfile cpu = host_cpu_profile();
+  const GpuProfile cpu = run_profile(o);
   auto estimate = estimate_memory(model, cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
   engine::TrainOptions t = options;
-  if (Status s = resolve_auto_placement(estimate.value(), t.plugin); !s) return fail(err, s.error().message);
+  resolve_auto_placement(estimate.value(), t);
   if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model, request.layout.dp); !s) return fail(err, s.error().message);
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return fail(err, config_text.error().message);
@@ -415,10 +435,11 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request, model->config);
-  const GpuProfile cpu = host_cpu_profile();
+  const GpuProfile cpu = run_profile(o);
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);
-  if (Status s = resolve_auto_placement(estimate.value(), t.plugin); !s) return failed(s.error().message);
+  if (Status s = check_device_memory(o, estimate.value()); !s) return failed(s.error().message);
+  resolve_auto_placement(estimate.value(), t);
   if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), request.layout.dp); !s) return failed(s.error().message);
   auto data_bytes = engine::token_memory_bytes(t.data_path);
   if (!data_bytes) return failed(data_bytes.error().message);

@@ -11,8 +11,15 @@ namespace tessera::engine {
 AllocationFailure::AllocationFailure(MemoryCategory category, int64_t bytes)
     : message_("out of memory allocating " + planner::format_bytes(bytes) + " for " + std::string(to_string(category))) {}
 
+AllocationFailure::AllocationFailure(std::string message) : message_(std::move(message)) {}
+
 void MemoryLedger::allocated(MemoryCategory category, MemorySpace space, int64_t bytes) {
   const size_t d = index(space), c = slot(category);
+  if (capacity_[d] > 0 && current_total_[d] + bytes > capacity_[d]) {
+    throw AllocationFailure(std::string("out of ") + (space == MemorySpace::device ? "device" : "host") + " memory allocating " + planner::format_bytes(bytes) + " for " +
+                            std::string(to_string(category)) + " with " + planner::format_bytes(current_total_[d]) + " of " +
+                            planner::format_bytes(capacity_[d]) + " in use (--device-memory)");
+  }
   current_[d][c] += bytes;
   peak_[d][c] = std::max(peak_[d][c], current_[d][c]);
   current_total_[d] += bytes;

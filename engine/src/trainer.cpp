@@ -128,6 +128,7 @@ class TrainingRun {
         tensor_group_(group_size(o.tensor_parallel_group) > 1 ? o.tensor_parallel_group : nullptr),
         pipeline_group_(group_size(o.pipeline_parallel_group) > 1 ? o.pipeline_parallel_group : nullptr) {
     if (o.dry_run) metrics_.ledger = MemoryLedger::dry_run();
+    metrics_.ledger.set_capacity(MemorySpace::device, o.dry_run ? 0 : o.device_capacity_bytes);
   }
   ~TrainingRun() {  // the communicators outlive the run and its timeline
     group_.record_into(nullptr, TimelineLane::data_parallel);
@@ -254,7 +255,7 @@ Status TrainingRun<T>::prepare() {
     if (tensor_group_ != nullptr) tensor_group_->record_into(&timeline_, TimelineLane::tensor_parallel);
     if (pipeline_group_ != nullptr) pipeline_group_->record_into(&timeline_, TimelineLane::pipeline_parallel);
   }
-  parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_);
+  parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_, o_.gemini_parameter_chunks_on_host);
   parallel_->set_model_parallel(tensor_group_, pipeline_group_, parameters_counted_in_norm(local_model_, tensor_group_ != nullptr ? tensor_group_->rank() : 0));
   auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage(),
                                         o_.tensor_parallel_group, o_.sequence_parallel, placement_);

@@ -707,6 +707,26 @@ TEST(Cli, GeminiAutoPlacementRunsWhatThePlannerSolved) {
   EXPECT_EQ(nlohmann::json::parse(fractional_compared.out)["max_abs_error_pct"].get<double>(), 0.0) << fractional_compared.out;
   std::ifstream fractional_metrics(fractional_dir + "/metrics.json");
   EXPECT_EQ(nlohmann::json::parse(fractional_metrics)["ranks"][0]["categories"]["parameters"]["host_bytes"], 0);
+  // A device of 6 MiB: auto sends the leading parameter chunks to the host,
+  // as many as the planner solved; the ledger books them there. 3 MiB is too
+  // little for any placement and is refused before training; -1 is no size.
+  const std::string small_dir = scratch.path("small");
+  const CliRun small = run({"train", "--plugin", "gemini", "--placement", "auto", "--precision", "bf16", "--chunk-size", "40000", "--micro-batch", "4",
+                            "--seq", "64", "--device-memory", "6", "--steps", "1", "--out", small_dir.c_str()});
+  ASSERT_EQ(small.code, 0) << small.err;
+  const CliRun small_compared = run({"compare", (small_dir + "/plan.json").c_str(), (small_dir + "/metrics.json").c_str(), "--format", "json"});
+  EXPECT_EQ(nlohmann::json::parse(small_compared.out)["max_abs_error_pct"].get<double>(), 0.0) << small_compared.out;
+  std::ifstream small_metrics(small_dir + "/metrics.json");
+  const auto parameters = nlohmann::json::parse(small_metrics)["ranks"][0]["categories"]["parameters"];
+  EXPECT_GT(parameters["host_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(parameters["device_bytes"].get<int64_t>(), 0);
+  const CliRun too_small = run({"train", "--plugin", "gemini", "--placement", "auto", "--precision", "bf16", "--chunk-size", "40000", "--micro-batch",
+                                "4", "--seq", "64", "--device-memory", "3", "--out", scratch.path("too-small").c_str()});
+  EXPECT_EQ(too_small.code, 2);
+  EXPECT_NE(too_small.err.find("--device-memory 3.00 MiB: the plan needs"), std::string::npos) << too_small.err;
+  const CliRun negative = run({"train", "--device-memory", "-1", "--out", scratch.path("negative").c_str()});
+  EXPECT_EQ(negative.code, 2);
+  EXPECT_NE(negative.err.find("--device-memory must be 0"), std::string::npos) << negative.err;
 }
 
 TEST(Cli, DryRunRanksOutsideThePlanAreRefused) {

@@ -42,6 +42,27 @@ TEST(Tensor, AnAllocationFailureNamesWhatAndHowMuch) {
   EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
 }
 
+// --device-memory: the device space has a capacity, as a GPU has; an
+// allocation past it fails naming what and how much, and books nothing (a
+// tensor with a host part unbooks that too). The host space stays unbounded.
+TEST(MemoryLedger, ADeviceCapacityRefusesWhatWouldPassIt) {
+  MemoryLedger ledger;
+  ledger.set_capacity(MemorySpace::device, 1000);
+  Tensor<float> kept(ledger, MemoryCategory::parameters, 200);  // 800 bytes
+  try {
+    Tensor<float> split(ledger, MemoryCategory::optimizer_states, 100, HostPrefix{40});  // 160 on the host, 240 on the device
+    FAIL() << "booked past the capacity";
+  } catch (const AllocationFailure& e) {
+    EXPECT_EQ(std::string(e.what()), "out of device memory allocating 240 B for optimizer_states with 800 B of 1000 B in use (--device-memory)");
+  }
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 800);
+  EXPECT_EQ(ledger.current_total(MemorySpace::host), 0);
+  Tensor<float> fits(ledger, MemoryCategory::gradients, 50);  // exactly to the capacity
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 1000);
+  Tensor<float> on_host(ledger, MemoryCategory::master_weights, 1000, MemorySpace::host);
+  EXPECT_EQ(ledger.current_total(MemorySpace::host), 4000);
+}
+
 TEST(HostMemory, ReadsMeminfoCgroupFilesAndStatesItsReserve) {
   EXPECT_EQ(kib_field_bytes("MemTotal:       24576000 kB\nMemAvailable:   23860012 kB\n", "MemAvailable"), int64_t{23860012} * 1024);
   EXPECT_EQ(kib_field_bytes("VmSize:\t  1024 kB\n", "VmSize"), 1 << 20);

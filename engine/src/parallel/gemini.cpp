@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 
 #include "tessera/engine/model/initialization.h"
 #include "tessera/planner/gemini_static_placement.h"
@@ -17,11 +16,14 @@ template <typename T>
 ChunkShard<T>::ChunkShard(MemoryLedger& ledger, MemoryCategory category, MemorySpace space, int64_t shard)
     : ledger_(&ledger), category_(category), space_(space), shard_(shard) {
   const auto bytes = static_cast<size_t>(shard) * sizeof(T);
+  ledger.allocated(category, space, static_cast<int64_t>(bytes));  // first: it throws past the space's capacity
   if (!ledger.is_dry_run() && shard > 0) {
     data_ = static_cast<T*>(std::calloc(static_cast<size_t>(shard), sizeof(T)));
-    if (data_ == nullptr) throw AllocationFailure(category, static_cast<int64_t>(bytes));
+    if (data_ == nullptr) {
+      ledger.freed(category, space, static_cast<int64_t>(bytes));
+      throw AllocationFailure(category, static_cast<int64_t>(bytes));
+    }
   }
-  ledger.allocated(category, space, static_cast<int64_t>(bytes));
 }
 
 template <typename T>
@@ -62,9 +64,13 @@ void ChunkShard<T>::release() {
 template <typename T>
 void ChunkShard<T>::grow(int rank, int ranks) {
   const int64_t chunk = shard_ * ranks;
+  ledger_->allocated(MemoryCategory::chunk_buffers, space_, (chunk - shard_) * static_cast<int64_t>(sizeof(T)));  // first: it may throw
   if (data_ != nullptr) {
     auto* grown = static_cast<T*>(std::realloc(data_, static_cast<size_t>(chunk) * sizeof(T)));
-    if (grown == nullptr) throw AllocationFailure(MemoryCategory::chunk_buffers, (chunk - shard_) * static_cast<int64_t>(sizeof(T)));
+    if (grown == nullptr) {
+      ledger_->freed(MemoryCategory::chunk_buffers, space_, (chunk - shard_) * static_cast<int64_t>(sizeof(T)));
+      throw AllocationFailure(MemoryCategory::chunk_buffers, (chunk - shard_) * static_cast<int64_t>(sizeof(T)));
+    }
     data_ = grown;
     T* slot = data_ + static_cast<int64_t>(rank) * shard_;
     std::memmove(slot, data_, static_cast<size_t>(shard_) * sizeof(T));
@@ -73,7 +79,6 @@ void ChunkShard<T>::grow(int rank, int ranks) {
   }
   grown_by_ = chunk - shard_;
   grown_ = true;
-  ledger_->allocated(MemoryCategory::chunk_buffers, space_, grown_by_ * static_cast<int64_t>(sizeof(T)));
 }
 
 template <typename T>
@@ -92,7 +97,7 @@ void ChunkShard<T>::shrink(int rank) {
 // ---- Gemini ----------------------------------------------------------------
 
 template <typename T>
-Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model)
+Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model, std::optional<int64_t> host_chunks)
     : ParallelStrategy<T>(group),
       model_description_(model),
       plugin_(plugin),
@@ -101,7 +106,11 @@ Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugi
       gathering_(layout_.chunk_capacity, planner::chunks_by_layer(layout_, model.inventory, static_cast<int>(model.config.num_layers)),
                  planner::kept_gathered_elements(layout_, plugin.gemini)),
       optimizer_chunks_on_host_(planner::optimizer_chunks_on_host(layout_, plugin.gemini)) {
-  const std::vector<bool> on_host = planner::parameter_chunks_on_host(layout_, plugin.gemini);
+  std::vector<bool> on_host = planner::parameter_chunks_on_host(layout_, plugin.gemini);
+  if (host_chunks) {
+    std::fill(on_host.begin(), on_host.end(), false);
+    std::fill_n(on_host.begin(), std::min<int64_t>(*host_chunks, layout_.num_chunks()), true);
+  }
   for (planner::ChunkContents& contents : planner::chunk_contents(model, layout_.chunk_size, group.size())) {
     chunks_.emplace_back();
     chunks_.back().parameters = std::move(contents.parameters);

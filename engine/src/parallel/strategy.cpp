@@ -43,14 +43,18 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
 }
 
 template <typename T>
-std::unique_ptr<ParallelStrategy<T>> make_parallel_strategy(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model) {
+std::unique_ptr<ParallelStrategy<T>> make_parallel_strategy(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model,
+                                                            std::optional<int64_t> gemini_host_chunks) {
   if (plugin.kind == PluginKind::torch_fsdp) return std::make_unique<FullyShardedDataParallel<T>>(group, plugin, model);
-  if (plugin.kind == PluginKind::gemini) return std::make_unique<Gemini<T>>(group, plugin, model);
+  if (plugin.kind == PluginKind::gemini) return std::make_unique<Gemini<T>>(group, plugin, model, gemini_host_chunks);
   return std::make_unique<DataParallel<T>>(group, plugin, model);
 }
 
-template std::unique_ptr<ParallelStrategy<float>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&);
-template std::unique_ptr<ParallelStrategy<bf16>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&);
-template std::unique_ptr<ParallelStrategy<fp16>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&);
+template std::unique_ptr<ParallelStrategy<float>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&,
+                                                                         std::optional<int64_t>);
+template std::unique_ptr<ParallelStrategy<bf16>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&,
+                                                                         std::optional<int64_t>);
+template std::unique_ptr<ParallelStrategy<fp16>> make_parallel_strategy(comm::Communicator&, const planner::PluginOptions&, const planner::Model&,
+                                                                         std::optional<int64_t>);
 
 }  // namespace tessera::engine

@@ -28,6 +28,12 @@ class MemoryLedger {
   }
   bool is_dry_run() const { return dry_run_; }
 
+  // A space's capacity (0: none): an allocation that would take the space
+  // past it throws AllocationFailure instead of being booked, as a GPU's
+  // allocator fails (`tessera train --device-memory`).
+  void set_capacity(MemorySpace space, int64_t bytes) { capacity_[index(space)] = bytes; }
+  int64_t capacity(MemorySpace space) const { return capacity_[index(space)]; }
+
   void allocated(MemoryCategory category, MemorySpace space, int64_t bytes);
   void freed(MemoryCategory category, MemorySpace space, int64_t bytes);
 
@@ -47,6 +53,7 @@ class MemoryLedger {
   std::array<Breakdown, kNumMemorySpaces> at_peak_{};
   std::array<int64_t, kNumMemorySpaces> current_total_{};
   std::array<int64_t, kNumMemorySpaces> peak_total_{};
+  std::array<int64_t, kNumMemorySpaces> capacity_{};
   bool dry_run_ = false;
 };
 

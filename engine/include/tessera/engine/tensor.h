@@ -20,6 +20,7 @@ namespace tessera::engine {
 class AllocationFailure : public std::bad_alloc {
  public:
   AllocationFailure(MemoryCategory category, int64_t bytes);
+  explicit AllocationFailure(std::string message);
   const char* what() const noexcept override { return message_.c_str(); }
 
  private:
@@ -45,7 +46,12 @@ class Tensor {
       : ledger_(&ledger), category_(category), host_elements_(std::clamp<int64_t>(host.elements, 0, numel)), numel_(numel),
         data_(ledger.is_dry_run() ? nullptr : allocate(category, numel)) {
     ledger_->allocated(category_, MemorySpace::host, host_bytes());
-    ledger_->allocated(category_, MemorySpace::device, bytes() - host_bytes());
+    try {
+      ledger_->allocated(category_, MemorySpace::device, bytes() - host_bytes());  // throws past the device's capacity
+    } catch (...) {
+      ledger_->freed(category_, MemorySpace::host, host_bytes());
+      throw;
+    }
   }
   ~Tensor() { release(); }
   Tensor(Tensor&& other) noexcept { *this = std::move(other); }

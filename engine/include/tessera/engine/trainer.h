@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -71,11 +72,18 @@ struct TrainOptions {
   // agree on stops and saves, average the loss and gather their peaks.
   comm::Communicator* world_group = nullptr;
   planner::PluginOptions plugin;
+  // Gemini `auto`: the leading chunks whose 16-bit shards the planner's solve
+  // puts on the host for this run's device (GeminiSummary::parameters_on_host);
+  // unset: as the plugin's placement says.
+  std::optional<int64_t> gemini_parameter_chunks_on_host;
   // Ranks other than 0: the run directory rank 0 holds (run_directory is null
   // there), into whose staging directory they write their checkpoint shards.
   std::string run_directory_path;
   // A dry run (dry_run()): the ledger books and allocates nothing.
   bool dry_run = false;
+  // The device space's capacity in bytes (0: none), as a GPU's memory:
+  // an allocation past it fails with AllocationFailure.
+  int64_t device_capacity_bytes = 0;
 };
 
 struct TrainMetrics {

@@ -74,7 +74,9 @@ class ChunkShard {
 template <typename T>
 class Gemini final : public ParallelStrategy<T>, private UnitHooks {
  public:
-  Gemini(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model);
+  // host_chunks: the leading chunks whose 16-bit shards live on the host, where
+  // the plan solved it (`auto`); unset: planner::parameter_chunks_on_host.
+  Gemini(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model, std::optional<int64_t> host_chunks);
 
   FlatStorage storage() const override { return FlatStorage{0, MemoryCategory::gradients, false}; }
   Status attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) override;

@@ -106,7 +106,10 @@ class ParallelStrategy {
 // ranks; an error names the option to change.
 Status check_data_parallel_supported(const planner::PluginOptions& plugin, planner::Precision precision, const planner::Model& model, int64_t dp);
 
+// gemini_host_chunks: Gemini's leading chunks with their 16-bit shards on the
+// host, where the plan solved it (`auto`); unset: as the placement says.
 template <typename T>
-std::unique_ptr<ParallelStrategy<T>> make_parallel_strategy(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model);
+std::unique_ptr<ParallelStrategy<T>> make_parallel_strategy(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model,
+                                                            std::optional<int64_t> gemini_host_chunks = std::nullopt);
 
 }  // namespace tessera::engine

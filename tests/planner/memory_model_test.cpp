@@ -55,7 +55,10 @@ TEST_F(MemoryModel, ZeroStage2ShardsGradientsAndOptimizer) {
   EXPECT_EQ(row.bytes[Cat::gradients].device, 2 * shard);
   EXPECT_EQ(row.bytes[Cat::master_weights].device, 4 * shard);
   EXPECT_EQ(row.bytes[Cat::optimizer_states].device, 8 * shard);
-  EXPECT_EQ(row.bytes[Cat::comm_buffers].device, 2 * (int64_t{12} << 20));  // one reduce bucket
+  // The 12 Mi-element reduce bucket is smaller than the model, so backward
+  // fills it a layer at a time and it holds at least the largest layer's
+  // gradients: the embeddings' (50257 + 1024) × 768 (sharding.h, zero2_bucket_numel).
+  EXPECT_EQ(row.bytes[Cat::comm_buffers].device, 2 * (int64_t{50257} + 1024) * 768);
 }
 
 TEST_F(MemoryModel, CpuOffloadMovesOptimizerToTheHost) {

@@ -80,16 +80,27 @@ EstimateRequest request_of(const json& result) {
 
 // The rank the source measured: Megatron logs its last rank, which holds the
 // last pipeline stage; a run without a pipeline has one row.
-int64_t predicted_bytes(const MemoryEstimate& estimate) {
-  const auto last = std::find_if(estimate.ranks.rbegin(), estimate.ranks.rend(), [](const RankMemory& r) { return r.has_head; });
-  return last->device_total;
+const RankMemory& measured_rank(const MemoryEstimate& estimate) {
+  return *std::find_if(estimate.ranks.rbegin(), estimate.ranks.rend(), [](const RankMemory& r) { return r.has_head; });
+}
+
+// What stays allocated between steps: the model states.
+int64_t model_state_bytes(const RankMemory& rank) {
+  int64_t bytes = 0;
+  for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients, MemoryCategory::optimizer_states}) {
+    bytes += rank.bytes[c].device;
+  }
+  return bytes;
 }
 
 struct Row {
   std::string id;
   double measured_gib = 0;
   double predicted_gib = 0;
+  double states_measured_gib = 0;  // 0 where the source gives no between-steps figure
+  double states_predicted_gib = 0;
   double error() const { return predicted_gib / measured_gib - 1; }
+  double states_error() const { return states_predicted_gib / states_measured_gib - 1; }
 };
 
 std::vector<Row> estimate_every_row() {
@@ -102,7 +113,10 @@ std::vector<Row> estimate_every_row() {
     EXPECT_TRUE(estimate.ok()) << result["id"] << ": " << (estimate.ok() ? "" : estimate.error().message);
     if (!estimate.ok()) continue;
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-    rows.push_back({result["id"], result["reported"]["bytes"].get<double>() / kGiB, static_cast<double>(predicted_bytes(*estimate)) / kGiB});
+    const json& reported = result["reported"];
+    const RankMemory& rank = measured_rank(*estimate);
+    rows.push_back({result["id"], reported["bytes"].get<double>() / kGiB, static_cast<double>(rank.device_total) / kGiB,
+                    reported.value("between_steps_allocated_bytes", 0.0) / kGiB, static_cast<double>(model_state_bytes(rank)) / kGiB});
   }
   return rows;
 }
@@ -118,6 +132,21 @@ TEST(PublishedMemory, EstimateAgainstEveryMeasuredPeak) {
   }
   std::sort(errors.begin(), errors.end());
   std::printf("median |error| %.1f%% over %zu rows\n", 100 * errors[errors.size() / 2], errors.size());
+}
+
+// Megatron logs what stays allocated between steps too: the model states. The
+// interleaved pipeline's last rank keeps 1.1-1.4 GB more than the planner
+// counts (README says so); the bound is that row's current error.
+TEST(PublishedMemory, ModelStatesAgainstWhatStaysBetweenSteps) {
+  int compared = 0;
+  for (const Row& row : estimate_every_row()) {
+    if (row.states_measured_gib == 0) continue;
+    std::printf("%-44s between steps measured %6.2f GiB, model states predicted %6.2f GiB (%+.1f%%)\n", row.id.c_str(), row.states_measured_gib,
+                row.states_predicted_gib, 100 * row.states_error());
+    EXPECT_LT(std::abs(row.states_error()), 0.06) << row.id;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 4);
 }
 
 }  // namespace

@@ -46,6 +46,13 @@ void set_up_runtime(const json& result, EstimateRequest& r) {
   r.training.activation_profile = parse_enum<ActivationProfile>(setup.value("activation_profile", "megatron")).value();
   r.training.optimizer = parse_enum<OptimizerKind>(setup.value("optimizer", "adam")).value();
   r.plugin.zero_stage = result["training"].value("zero_stage", r.plugin.kind == PluginKind::hybrid_parallel ? 0 : -1);
+  // Megatron-LM's LocalDDP all-reduces its gradient buffer after forward_backward_func
+  // returns (NVIDIA/Megatron-LM@79a3bb6b, megatron/training.py train_step), and
+  // DeepSpeed's pipeline engine reduces after the schedule's last backward
+  // (deepspeed/runtime/pipe/schedule.py, TrainSchedule: ReduceGrads after the
+  // micro-batches); torch DDP reduces bucket by bucket under the backward.
+  const std::string ddp = result["layout"].value("ddp_impl", "torch");
+  r.plugin.grad_reduce_after_backward = ddp == "local" || ddp == "deepspeed";
 }
 
 struct Outcome {

@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "published_rows.h"
+#include "test_models.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 
@@ -20,32 +21,6 @@ namespace tessera::planner {
 namespace {
 
 using nlohmann::json;
-
-json published_memory() {
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/data/measurements/published_memory.json");
-  return json::parse(in);
-}
-
-// A shipped model, or the row's shape read as a Hugging Face config of its
-// model_type. Megatron's GPT with --group-query-attention has no Hugging Face
-// family (GPT-2 configs have no key-value heads), so num_key_value_heads is set
-// on the parsed GPT-2 shape.
-Model model_of(const json& m) {
-  if (m.contains("shipped")) return load_model(m["shipped"].get<std::string>()).value();
-  json config{{"model_type", m["model_type"]},
-              {"hidden_size", m["hidden_size"]},
-              {"num_hidden_layers", m["num_layers"]},
-              {"num_attention_heads", m["num_attention_heads"]},
-              {"vocab_size", m["vocab_size"]},
-              {"n_inner", m["intermediate_size"]},
-              {"n_positions", m["seq_len"]},
-              {"tie_word_embeddings", m.value("tie_word_embeddings", true)}};
-  auto parsed = parse_model_config(config.dump(), "published_memory");
-  EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().message);
-  ModelConfig c = parsed.value();
-  c.num_kv_heads = m.value("num_key_value_heads", c.num_heads);
-  return make_model(c);
-}
 
 EstimateRequest request_of(const json& result) {
   const json& l = result["layout"];
@@ -84,15 +59,6 @@ const RankMemory& measured_rank(const MemoryEstimate& estimate) {
   return *std::find_if(estimate.ranks.rbegin(), estimate.ranks.rend(), [](const RankMemory& r) { return r.has_head; });
 }
 
-// What stays allocated between steps: the model states.
-int64_t model_state_bytes(const RankMemory& rank) {
-  int64_t bytes = 0;
-  for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients, MemoryCategory::optimizer_states}) {
-    bytes += rank.bytes[c].device;
-  }
-  return bytes;
-}
-
 struct Row {
   std::string id;
   double measured_gib = 0;
@@ -105,9 +71,9 @@ struct Row {
 
 std::vector<Row> estimate_every_row() {
   std::vector<Row> rows;
-  const json doc = published_memory();
+  const json doc = testing::published_file("published_memory.json");
   for (const json& result : doc["results"]) {
-    const Model model = model_of(result["model"]);
+    const Model model = testing::published_model(result["model"]);
     const GpuProfile gpu = load_gpu(result["cluster"]["gpu"].get<std::string>()).value();
     auto estimate = estimate_memory(model, gpu, request_of(result));
     EXPECT_TRUE(estimate.ok()) << result["id"] << ": " << (estimate.ok() ? "" : estimate.error().message);
@@ -116,7 +82,7 @@ std::vector<Row> estimate_every_row() {
     const json& reported = result["reported"];
     const RankMemory& rank = measured_rank(*estimate);
     rows.push_back({result["id"], reported["bytes"].get<double>() / kGiB, static_cast<double>(rank.device_total) / kGiB,
-                    reported.value("between_steps_allocated_bytes", 0.0) / kGiB, static_cast<double>(model_state_bytes(rank)) / kGiB});
+                    reported.value("between_steps_allocated_bytes", 0.0) / kGiB, static_cast<double>(testing::model_state_bytes(rank)) / kGiB});
   }
   return rows;
 }

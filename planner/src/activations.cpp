@@ -164,6 +164,21 @@ ActivationTable with_fp8_gemm_inputs(ActivationTable table, Precision precision)
 
 }  // namespace
 
+// Megatron-Core's loss (NVIDIA/Megatron-LM@6e091e1b68c6856c9eeea3069cc167061c0acb64,
+// megatron/core/tensor_parallel/cross_entropy.py): _VocabParallelCrossEntropy.forward
+// casts the output layer's logits to fp32 (calculate_logits_max) and turns that copy
+// into the softmax in place, which backward overwrites with the gradient; the 16-bit
+// logits stay referenced by GPTModel._postprocess (megatron/core/models/gpt/gpt_model.py)
+// until the loss returns, and backward casts the fp32 gradient back to their dtype, so
+// at either end of the loss both are live: the fp32 term plus this one (under fp32,
+// .float() returns the logits themselves).
+ActivationTable with_megatron_core_loss(ActivationTable table, Precision precision) {
+  if (precision == Precision::fp32) return table;
+  table.logits.push_back(
+      term("logits_16bit", table.logits.front().elements_per_token, compute_bytes(precision), Split::tensor_parallel));
+  return table;
+}
+
 ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision) {
   const int64_t dt = compute_bytes(precision);
   switch (profile) {

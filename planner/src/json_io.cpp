@@ -32,7 +32,8 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
       return {{"tp_size", l.tp}, {"pp_size", l.pp}, {"zero_stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
               {"enable_sequence_parallelism", l.sequence_parallel}, {"num_microbatches", t.num_micro_batches},
               {"microbatch_size", t.micro_batch_size}, {"pp_style", enum_name(p.pp_schedule)}, {"num_model_chunks", p.num_model_chunks},
-              {"tp_comm_overlap", p.tp_comm_overlap}, {"overlap_param_gather", p.overlap_param_gather}};
+              {"tp_comm_overlap", p.tp_comm_overlap}, {"overlap_param_gather", p.overlap_param_gather},
+              {"grad_reduce_after_backward", p.grad_reduce_after_backward}};
   }
   return json::object();
 }
@@ -180,7 +181,8 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("min_chunk_size_m", r.plugin.gemini.min_chunk_size_m),
                    settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read_enum("pp_style", r.plugin.pp_schedule),
                    settings.read("num_model_chunks", r.plugin.num_model_chunks), settings.read("tp_comm_overlap", r.plugin.tp_comm_overlap),
-                   settings.read("overlap_param_gather", r.plugin.overlap_param_gather)}) {
+                   settings.read("overlap_param_gather", r.plugin.overlap_param_gather),
+                   settings.read("grad_reduce_after_backward", r.plugin.grad_reduce_after_backward)}) {
     if (!s) return s.error();
   }
   int stage = -1;

@@ -307,7 +307,11 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
 
 StageActivations stage_activations(const Model& m, const EstimateRequest& r, const StageShape& s) {
   const TrainingOptions& t = r.training;
-  const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
+  ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
+  // The megatron profile is Korthikanti's accounting as published; flash is what the runtime keeps.
+  if (r.plugin.runtime == Runtime::megatron && t.activation_profile == ActivationProfile::flash) {
+    table = with_megatron_core_loss(std::move(table), t.precision);
+  }
   const ActivationShape shape = activation_shape(r);
   const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
   StageActivations parts;

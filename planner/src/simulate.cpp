@@ -360,10 +360,12 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   if (l.data_ranks() > 1 && !is_zero3(p) && stage != 2) {
     const double grad_bytes = params * c.gradient_wire_bytes();
     const double reduce = replicated ? collective_seconds(Collective::all_reduce, grad_bytes, dp) : groups.reduce_s(grad_bytes);
-    // Overlapped with the last backward, except the last bucket.
+    // Overlapped with the last backward, except the last bucket; all of it after
+    // the backward where the runtime reduces then (grad_reduce_after_backward).
     const double bucket = replicated ? static_cast<double>(p.bucket_bytes) : static_cast<double>(p.reduce_bucket_numel) * c.dtype_bytes();
     const double last_bucket = reduce * std::min(1.0, bucket / grad_bytes);
-    out.communication = last_bucket + overlapped(reduce - last_bucket, cost.backward_s(), c.settings.overlap_cost);
+    out.communication =
+        p.grad_reduce_after_backward ? reduce : last_bucket + overlapped(reduce - last_bucket, cost.backward_s(), c.settings.overlap_cost);
     if (!replicated) {
       // The updated parameters' all-gather; with --overlap-param-gather it runs under
       // the next step's first forward, bucket by bucket (Megatron-Core's

@@ -33,7 +33,9 @@ class InventoryBuilder {
   }
 
   // GPT-2's Conv1D stores the weight transposed: (in, out). `parts`: its
-  // c_attn holds all queries, then all keys, then all values.
+  // c_attn holds all queries, then all keys, then all values (as wide as the
+  // queries in GPT-2; narrower under grouped-query attention, as in
+  // Megatron-Core's GPT with --num-query-groups).
   void conv1d(const std::string& prefix, int64_t in, int64_t out, int layer, bool column_parallel, int parts = 1) {
     add(prefix + ".weight", {in, out}, layer, TpSplit::split, true, column_parallel ? 1 : 0, parts);
     add(prefix + ".bias", {out}, layer, column_parallel ? TpSplit::split : TpSplit::replicated, false, 0, parts);
@@ -64,7 +66,7 @@ void build_gpt2(const ModelConfig& c, InventoryBuilder& b) {
   for (int i = 0; i < L; ++i) {
     const std::string p = block("transformer.h", i);
     b.norm(p + ".ln_1", h, i, true);
-    b.conv1d(p + ".attn.c_attn", h, 3 * h, i, true, 3);
+    b.conv1d(p + ".attn.c_attn", h, c.q_width() + 2 * c.kv_width(), i, true, 3);
     b.conv1d(p + ".attn.c_proj", h, h, i, false);
     b.norm(p + ".ln_2", h, i, true);
     b.conv1d(p + ".mlp.c_fc", h, c.intermediate_size, i, true);

@@ -1,18 +1,19 @@
 // The simulator against published training runs (data/measurements/published.json):
 // prints every row's measured and predicted throughput and the error, and the
 // median. The issue's targets are 10% on every row and 5% at the median; the
-// test holds each row to 25% and the median to 15% (README, "Validation against
+// test holds each row to 22% and the median to 12%, the current errors (worst
+// -20.5%, median 10.7%) with a little room (README, "Validation against
 // published runs", says which rows are off and why).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "published_rows.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/simulate.h"
 
@@ -20,21 +21,6 @@ namespace tessera::planner {
 namespace {
 
 using nlohmann::json;
-
-json published() {
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/data/measurements/published.json");
-  return json::parse(in);
-}
-
-// A shipped model by name, or a Hugging Face config of the result's shape, read like any other.
-Model model_of(const json& m) {
-  if (m.contains("shipped")) return load_model(m["shipped"].get<std::string>()).value();
-  json config{{"model_type", m["model_type"]},     {"hidden_size", m["hidden_size"]},   {"num_hidden_layers", m["num_layers"]},
-              {"num_attention_heads", m["num_attention_heads"]}, {"vocab_size", m["vocab_size"]}, {"n_positions", m["seq_len"]}};
-  auto parsed = parse_model_config(config.dump(), "published");
-  EXPECT_TRUE(parsed.ok());
-  return make_model(parsed.value());
-}
 
 // How the row's runtime is set up: its "simulate" block, or Megatron-LM's
 // hybrid parallelism with Korthikanti's accounting (Megatron-LM 2019-2021 and
@@ -46,6 +32,13 @@ void set_up_runtime(const json& result, EstimateRequest& r) {
   r.training.activation_profile = parse_enum<ActivationProfile>(setup.value("activation_profile", "megatron")).value();
   r.training.optimizer = parse_enum<OptimizerKind>(setup.value("optimizer", "adam")).value();
   r.plugin.zero_stage = result["training"].value("zero_stage", r.plugin.kind == PluginKind::hybrid_parallel ? 0 : -1);
+  // Megatron-LM's LocalDDP all-reduces its gradient buffer after forward_backward_func
+  // returns (NVIDIA/Megatron-LM@79a3bb6b, megatron/training.py train_step), and
+  // DeepSpeed's pipeline engine reduces after the schedule's last backward
+  // (deepspeed/runtime/pipe/schedule.py, TrainSchedule: ReduceGrads after the
+  // micro-batches); torch DDP reduces bucket by bucket under the backward.
+  const std::string ddp = result["layout"].value("ddp_impl", "torch");
+  r.plugin.grad_reduce_after_backward = ddp == "local" || ddp == "deepspeed";
 }
 
 struct Outcome {
@@ -56,7 +49,7 @@ struct Outcome {
 };
 
 Outcome simulate(const json& result) {
-  const Model model = model_of(result["model"]);
+  const Model model = testing::published_model(result["model"]);
   const json& c = result["cluster"];
   const json& l = result["layout"];
   const json& t = result["training"];
@@ -92,20 +85,20 @@ Outcome simulate(const json& result) {
 }
 
 TEST(Published, SimulatorAgainstEveryPublishedRun) {
-  const json doc = published();
+  const json doc = testing::published_file("published.json");
   ASSERT_GE(doc["results"].size(), 3u);
   std::vector<double> errors;
   for (const json& result : doc["results"]) {
     const Outcome o = simulate(result);
     std::printf("%-36s %-12s measured %10.4g, predicted %10.4g (%+.1f%%)\n", result["id"].get<std::string>().c_str(), o.metric.c_str(), o.measured,
                 o.predicted, 100 * o.error());
-    EXPECT_LT(std::abs(o.error()), 0.25) << result["id"];
+    EXPECT_LT(std::abs(o.error()), 0.22) << result["id"];
     errors.push_back(std::abs(o.error()));
   }
   std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2), errors.end());
   const double median = errors[errors.size() / 2];
   std::printf("median |error| %.1f%% over %zu runs\n", 100 * median, errors.size());
-  EXPECT_LT(median, 0.15);
+  EXPECT_LT(median, 0.12);
 }
 
 }  // namespace

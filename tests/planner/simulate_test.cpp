@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "tessera/planner/collectives.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/simulate.h"
 #include "test_models.h"
@@ -76,6 +77,29 @@ TEST_F(Simulator, CommunicationOverlapsHideTensorParallelCallsAndTheParameterGat
   r.layout.sequence_parallel = true;
   r.plugin.zero_stage = 0;
   EXPECT_NE(validate_request(model, gpu, r).error().message.find("--overlap-param-gather"), std::string::npos);
+}
+
+// Megatron-LM's LocalDDP and DeepSpeed's pipeline engine reduce the gradients
+// after the whole backward: the all-reduce is charged in full, where torch DDP's
+// buckets hide it under the backward.
+TEST_F(Simulator, GradientReduceAfterTheBackwardIsChargedInFull) {
+  EstimateRequest r = pipeline(1, 1, PipelineSchedule::one_f_one_b);
+  r.layout = ParallelLayout{16, 1, 1, false};
+  const StepSimulation overlapped = run(r, 100);
+  r.plugin.grad_reduce_after_backward = true;
+  const StepSimulation after = run(r, 100);
+  const ClusterSpec cluster = make_cluster(testing::shipped_gpu("h100-80g"), 16, 8, 100).value();
+  const double grads = static_cast<double>(model.parameter_count) * 2;  // bf16 gradients
+  const CollectiveGroup two_nodes{16, 2, cluster.intra_node_bytes_per_s(), cluster.inter_node_bytes_per_s(), true};
+  const double all_reduce = collective_seconds(Collective::all_reduce, grads, two_nodes);
+  EXPECT_NEAR(after.breakdown.communication_s, all_reduce, 1e-9 * all_reduce);
+  // Bucketed, the backward (one micro-batch) hides its length of the reduction
+  // but for the overlap's cost (SimulationSettings::overlap_cost).
+  const double hidden = overlapped.breakdown.backward_s;
+  EXPECT_NEAR(overlapped.breakdown.communication_s, all_reduce - (1 - SimulationSettings{}.overlap_cost) * hidden, 1e-6 * all_reduce);
+  EXPECT_DOUBLE_EQ(after.breakdown.backward_s, overlapped.breakdown.backward_s);
+  r.plugin.kind = PluginKind::torch_ddp;
+  EXPECT_NE(validate_request(model, cluster.gpu, r).error().message.find("--grad-reduce-after-backward"), std::string::npos);
 }
 
 TEST_F(Simulator, PipelineBubbleIsAboutPMinusOneOverMOfTheWork) {

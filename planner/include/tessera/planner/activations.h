@@ -72,6 +72,10 @@ struct ActivationTable {
 
 ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision);
 
+// The flash profile as Megatron-Core runs it (--runtime megatron): its loss
+// holds the output layer's 16-bit logits besides Korthikanti's fp32 copy.
+ActivationTable with_megatron_core_loss(ActivationTable table, Precision precision);
+
 struct ActivationShape {
   int64_t micro_batch_size = 1;
   int64_t seq_len = 1;

@@ -174,6 +174,11 @@ struct PluginOptions {
   // hybrid_parallel with a ZeRO stage (Megatron-Core's distributed optimizer): --overlap-param-gather,
   // the all-gather of the updated parameters run under the next step's first forward.
   bool overlap_param_gather = false;
+  // hybrid_parallel: the data-parallel gradient reduction runs after the whole backward pass
+  // instead of bucket by bucket under it: Megatron-LM's LocalDDP (--DDP-impl local, which
+  // all-reduces its contiguous gradient buffer after forward_backward_func returns), Megatron-Core
+  // without --overlap-grad-reduce, and DeepSpeed's pipeline engine (its ReduceGrads step ends the schedule).
+  bool grad_reduce_after_backward = false;
 
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
   int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }

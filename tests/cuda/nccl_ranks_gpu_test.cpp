@@ -105,8 +105,8 @@ void check_group(Communicator& nccl, Communicator& mpi, Checker& check) {
 }
 
 int run(MpiRuntime& runtime) {
-  auto bootstrap = runtime.world();
-  auto mpi = runtime.world();
+  auto bootstrap = runtime.world();  // the GPU check and the unique id's broadcast
+  auto mpi = runtime.world();        // the reference, whose counters count only the calls compared
   if (!bootstrap.ok() || !mpi.ok()) {
     std::fprintf(stderr, "nccl_ranks_gpu_test: %s\n", (!bootstrap.ok() ? bootstrap.error() : mpi.error()).message.c_str());
     return 1;
@@ -118,7 +118,7 @@ int run(MpiRuntime& runtime) {
   int devices = 0;
   const bool usable = cudaGetDeviceCount(&devices) == cudaSuccess && device < devices;
   double missing = usable ? 0.0 : 1.0;
-  if (Status s = world.all_reduce(&missing, &missing, 1, ReduceOp::max); !s || missing > 0) {
+  if (Status s = (*bootstrap)->all_reduce(&missing, &missing, 1, ReduceOp::max); !s || missing > 0) {
     if (world.rank() == 0) std::printf("nccl_ranks_gpu_test: %d ranks need a GPU each; this machine has %d\n", world.size(), devices);
     return 77;
   }

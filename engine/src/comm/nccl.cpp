@@ -60,8 +60,7 @@ cudaError_t launch_ordered_reduce(void* out, const void* slices, int n, size_t c
 
 // NCCL's nonblocking communicators (ncclConfig_t.blocking = 0): no call
 // blocks the host; each may return ncclInProgress, polled with
-// ncclCommGetAsyncError (NCCL user guide, "Communicator creation and
-// management", nonblocking communicators).
+// ncclCommGetAsyncError (nccl.h says where NCCL documents it).
 ncclConfig_t nonblocking_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
@@ -84,9 +83,10 @@ class NcclState {
     return Status::success();
   }
 
-  // Finalises the communicator (NCCL's normal termination: ncclCommFinalize
-  // flushes its calls, then ncclCommDestroy), by the timeout; one that fails
-  // or does not finalise in time is aborted (settle).
+  // Finalises the communicator (NCCL's normal termination, as nccl.h 2.28
+  // describes it: ncclCommFinalize flushes its calls, then ncclCommDestroy
+  // frees it), by the timeout; one that fails or does not finalise in time is
+  // aborted (settle).
   ~NcclState() {
     if (comm_ != nullptr) {
       const ncclResult_t finalized = ncclCommFinalize(comm_);
@@ -140,8 +140,8 @@ class NcclState {
     return finish(poll_until_done([&] { return test(done, operation); }, deadline, operation, payload_bytes));
   }
 
-  // Aborts the communicator after `error` (NCCL user guide, "Fault
-  // Tolerance": ncclCommAbort after an error or a hang) and returns it.
+  // Aborts the communicator after `error` (ncclCommAbort after an error or a
+  // hang, nccl.h) and returns it.
   Status fail(const Error& error) {
     if (comm_ != nullptr) {
       ncclCommAbort(comm_);

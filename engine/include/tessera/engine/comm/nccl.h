@@ -25,24 +25,26 @@
 // scratch buffer of one payload from CUDA's stream-ordered allocator
 // (cudaMallocAsync) while the call runs. all_gather and broadcast are
 // ncclAllGather and ncclBroadcast; barrier is a one-element ncclAllReduce, as
-// PyTorch's ProcessGroupNCCL::barrier does (NCCL has no barrier).
+// PyTorch's ProcessGroupNCCL::barrier does (NCCL has no barrier;
+// torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, commit cf1380df).
 //
 // Streams: the calls run on the communicator's own stream, after the work
 // already queued on `compute_stream` (an event recorded there, waited for on
 // the communicator's stream), so that buffers the compute stream has written
-// are complete. A blocking call returns when its work on the GPU has
+// are complete: PyTorch's "[Sync Streams]" (syncStreams, same file). A blocking call returns when its work on the GPU has
 // completed; start_all_reduce queues the work and returns, and the gradient
 // all-reduce runs while the compute stream goes on (finish_started waits).
 //
 // Timeout (--comm-timeout): the communicator is NCCL's nonblocking kind
-// (ncclConfig_t.blocking = 0), so no NCCL call blocks the host: a call that
-// returns ncclInProgress is polled with ncclCommGetAsyncError, and the GPU
-// work with cudaEventQuery, until it completes, fails, or `timeout` passes
-// (deadline.h, the MPI backend's loop). Then the communicator is aborted
-// (ncclCommAbort, which NCCL's user guide prescribes after an error or a hang,
-// "Fault Tolerance"; PyTorch's NCCL watchdog does the same), the call fails
-// with the MPI backend's one line, and every later call fails at once.
-// Making the communicator and split() time out the same way.
+// (ncclConfig_t.blocking = 0; NCCL user guide, "Creating a Communicator",
+// "Creating a communication with options"), so no NCCL call blocks the host:
+// a call that returns ncclInProgress is polled with ncclCommGetAsyncError, and
+// the GPU work with cudaEventQuery, until it completes, fails, or `timeout`
+// passes (deadline.h, the MPI backend's loop). Then the communicator is
+// aborted (ncclCommAbort: the same guide's "Error handling and communicator
+// destruction"; PyTorch's NCCL watchdog does the same), the call fails with
+// the MPI backend's one line, and every later call fails at once. Making the
+// communicator and split() time out the same way.
 //
 // Limits: one GPU per process (options.device, made current here). NCCL
 // matches sends and receives between two ranks by order only, so send and

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "chunk_layout.h"
+#include "tessera/engine/comm/chunk_layout.h"
 #include "mpi_comm_handle.h"
 #include "mpi_status.h"
 #include "mpi_wait.h"

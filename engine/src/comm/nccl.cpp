@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "chunk_layout.h"
+#include "tessera/engine/comm/chunk_layout.h"
 #include "deadline.h"
 #include "tessera/engine/cuda/ordered_reduce.h"
 
@@ -291,33 +291,41 @@ class NcclCommunicator final : public Communicator {
     return state_->settle(deadline, operation);
   }
 
-  // Every rank's copy of chunk rank() of `send` (laid out as `chunks`) into
-  // `scratch`, one after another in rank order (size() slices of `mine`).
-  Status exchange_chunks(const void* send, const ChunkLayout<size_t>& chunks, void* scratch, DataType type, const Deadline& deadline) {
-    const auto me = static_cast<size_t>(rank());
-    const size_t mine = chunks.counts[me];
-    const cudaStream_t stream = state_->stream();
-    if (auto s = cuda_status(cudaMemcpyAsync(at(scratch, me * mine, type), at(send, chunks.offsets[me], type), mine * element_bytes(type),
-                                             cudaMemcpyDeviceToDevice, stream),
-                             "cudaMemcpyAsync");
-        !s) {
-      return s;
-    }
-    return grouped(deadline, "ncclSend/ncclRecv (chunk exchange)", [&](ncclComm_t comm) {
-      for (int peer = 0; peer < size(); ++peer) {
-        const auto p = static_cast<size_t>(peer);
-        if (peer == rank()) continue;
-        if (chunks.counts[p] > 0) {
-          if (auto s = nccl_status(ncclSend(at(send, chunks.offsets[p], type), chunks.counts[p], nccl_type(type), peer, comm, stream), "ncclSend", comm); !s) {
+  // `transfers` (chunk_layout.h) as one group of ncclSend/ncclRecv from
+  // `send` into `recv`; a count of 0 is no call, on both sides.
+  Status transfer(const std::vector<PeerTransfer>& transfers, const void* send, void* recv, DataType type, const Deadline& deadline,
+                  const char* operation) {
+    return grouped(deadline, operation, [&](ncclComm_t comm) {
+      const cudaStream_t stream = state_->stream();
+      for (const PeerTransfer& t : transfers) {
+        if (t.send_count > 0) {
+          if (auto s = nccl_status(ncclSend(at(send, t.send_offset, type), t.send_count, nccl_type(type), t.peer, comm, stream), "ncclSend", comm); !s) {
             return s;
           }
         }
-        if (mine > 0) {
-          if (auto s = nccl_status(ncclRecv(at(scratch, p * mine, type), mine, nccl_type(type), peer, comm, stream), "ncclRecv", comm); !s) return s;
+        if (t.recv_count > 0) {
+          if (auto s = nccl_status(ncclRecv(at(recv, t.recv_offset, type), t.recv_count, nccl_type(type), t.peer, comm, stream), "ncclRecv", comm); !s) {
+            return s;
+          }
         }
       }
       return Status::success();
     });
+  }
+
+  // Every rank's copy of chunk rank() of `send` (laid out as `chunks`) into
+  // `scratch`, one after another in rank order (size() slices of `mine`):
+  // this rank's own by a copy, the others' by chunk_exchange.
+  Status exchange_chunks(const void* send, const ChunkLayout<size_t>& chunks, void* scratch, DataType type, const Deadline& deadline) {
+    const auto me = static_cast<size_t>(rank());
+    const size_t mine = chunks.counts[me];
+    if (auto s = cuda_status(cudaMemcpyAsync(at(scratch, me * mine, type), at(send, chunks.offsets[me], type), mine * element_bytes(type),
+                                             cudaMemcpyDeviceToDevice, state_->stream()),
+                             "cudaMemcpyAsync");
+        !s) {
+      return s;
+    }
+    return transfer(chunk_exchange(chunks, rank()), send, scratch, type, deadline, "ncclSend/ncclRecv (chunk exchange)");
   }
 
   // Exchanges chunk rank() and reduces it in rank order into `out`.
@@ -334,26 +342,10 @@ class NcclCommunicator final : public Communicator {
   Status enqueue_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, const Deadline& deadline) {
     const auto chunks = balanced_chunks<size_t>(count, size());
     const auto me = static_cast<size_t>(rank());
-    const size_t mine = chunks.counts[me];
     // In place is safe: the exchange has read all of `send` (stream order) before the reduced chunk is written over it.
     if (auto s = reduce_my_chunk(send, at(recv, chunks.offsets[me], type), chunks, type, op, deadline); !s) return s;
     if (size() == 1) return Status::success();
-    return grouped(deadline, "ncclSend/ncclRecv (reduced chunks)", [&](ncclComm_t comm) {
-      const cudaStream_t stream = state_->stream();
-      for (int peer = 0; peer < size(); ++peer) {
-        const auto p = static_cast<size_t>(peer);
-        if (peer == rank()) continue;
-        if (mine > 0) {
-          if (auto s = nccl_status(ncclSend(at(recv, chunks.offsets[me], type), mine, nccl_type(type), peer, comm, stream), "ncclSend", comm); !s) return s;
-        }
-        if (chunks.counts[p] > 0) {
-          if (auto s = nccl_status(ncclRecv(at(recv, chunks.offsets[p], type), chunks.counts[p], nccl_type(type), peer, comm, stream), "ncclRecv", comm); !s) {
-            return s;
-          }
-        }
-      }
-      return Status::success();
-    });
+    return transfer(chunk_gather(chunks, rank()), recv, recv, type, deadline, "ncclSend/ncclRecv (reduced chunks)");
   }
 
   Status do_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {

@@ -21,7 +21,9 @@
 // chunk r to rank r (the all-to-all of NCCL's user guide, "Point-to-point
 // communication"), a kernel reduces it in rank order (kernels/ordered_reduce.h,
 // the CPU reduction's arithmetic), and all_reduce sends the reduced chunks to
-// every rank the same way. The traffic is a ring all-reduce's; the cost is a
+// every rank the same way (chunk_layout.h's chunk_exchange and chunk_gather,
+// simulated for every rank on the CPU by tests/comm/chunk_exchange_test.cpp).
+// The traffic is a ring all-reduce's; the cost is a
 // scratch buffer of one payload from CUDA's stream-ordered allocator
 // (cudaMallocAsync) while the call runs. all_gather and broadcast are
 // ncclAllGather and ncclBroadcast; barrier is a one-element ncclAllReduce, as

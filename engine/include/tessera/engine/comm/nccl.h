@@ -23,9 +23,9 @@
 // the CPU reduction's arithmetic), and all_reduce sends the reduced chunks to
 // every rank the same way (chunk_layout.h's chunk_exchange and chunk_gather,
 // simulated for every rank on the CPU by tests/comm/chunk_exchange_test.cpp).
-// The traffic is a ring all-reduce's; the cost is a
-// scratch buffer of one payload from CUDA's stream-ordered allocator
-// (cudaMallocAsync) while the call runs. all_gather and broadcast are
+// The traffic is a ring all-reduce's; the cost is a scratch buffer of one
+// payload from CUDA's stream-ordered allocator (cudaMallocAsync) while the
+// call runs. all_gather and broadcast are
 // ncclAllGather and ncclBroadcast; barrier is a one-element ncclAllReduce, as
 // PyTorch's ProcessGroupNCCL::barrier does (NCCL has no barrier;
 // torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, commit cf1380df).

@@ -3,11 +3,13 @@
 // where there are 2 or more). Every call is made twice, on the NCCL group with
 // device buffers and on an MPI group with host buffers: the results must be
 // the same bits (both reduce in rank order, nccl.h) and the counters equal.
+// Then a barrier only rank 0 makes must time out there in one line.
 // A plain program, as mpi_communicator_test.cpp: every rank makes every call
 // whatever fails, and the ranks agree on the verdict. Exit 77 on every rank
 // (one line) where a rank has no GPU of its own.
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -137,6 +139,20 @@ int run(MpiRuntime& runtime) {
     check.expect((*nccl_half)->size() == (*mpi_half)->size() && (*nccl_half)->rank() == (*mpi_half)->rank(), "the same groups as MPI_Comm_split");
     if ((*nccl_half)->size() > 1) check_group(**nccl_half, **mpi_half, check);
   }
+  // --comm-timeout: rank 0 waits in a barrier the others never make, gives up
+  // after 2 s in one line, and its communicator is aborted.
+  auto short_lived = make_nccl_communicator(**bootstrap, NcclOptions{device, nullptr, std::chrono::duration<double>(2.0)});
+  check.expect(short_lived.ok(), "an NCCL communicator with a 2 s timeout");
+  if (short_lived.ok() && world.rank() == 0) {
+    const Status waited = (*short_lived)->barrier();
+    const std::string message = waited.ok() ? "" : waited.error().message;
+    check.expect(message.find("barrier on 'world' (rank 0 of ") == 0 && message.find("did not complete within 2 s (--comm-timeout)") != std::string::npos &&
+                     message.find("ncclCommAbort") != std::string::npos,
+                 "the lone barrier times out in one line: " + message);
+    const Status after = (*short_lived)->barrier();
+    check.expect(!after.ok() && after.error().message.find("aborted") != std::string::npos, "an aborted communicator refuses every later call");
+  }
+  check.expect_ok((*bootstrap)->barrier(), "the ranks meet again over MPI");
   double worst = check.failures();
   if (Status s = world.all_reduce(&worst, &worst, 1, ReduceOp::max); !s) return 1;
   if (world.rank() == 0) std::printf("nccl_ranks_gpu_test: %d ranks, %s\n", world.size(), worst == 0.0 ? "all checks passed" : "checks failed (see above)");

@@ -24,6 +24,14 @@ inline std::string seconds_text(std::chrono::duration<double> seconds) {
   return text;
 }
 
+// A timeout a backend is given: above 0 (NaN is not; an infinite one never
+// expires), else invalid_argument naming --comm-timeout.
+inline Status positive_timeout(std::chrono::duration<double> timeout) {
+  if (timeout.count() > 0) return Status::success();
+  return make_error(ErrorCode::invalid_argument,
+                    "a communication timeout of " + seconds_text(timeout) + " is not positive; give --comm-timeout a number of seconds above 0");
+}
+
 // When a call started and how long it may wait in all: all_reduce's two
 // exchanges share one deadline. An infinite timeout never passes.
 class Deadline {

@@ -374,10 +374,7 @@ MpiRuntime::~MpiRuntime() {
 }
 
 Result<std::unique_ptr<Communicator>> MpiRuntime::world(std::chrono::duration<double> timeout) {
-  if (!(timeout.count() > 0)) {
-    return make_error(ErrorCode::invalid_argument,
-                      "a communication timeout of " + seconds_text(timeout) + " is not positive; give --comm-timeout a number of seconds above 0");
-  }
+  if (auto s = positive_timeout(timeout); !s) return s.error();
   auto copy = duplicate(MPI_COMM_WORLD, Deadline(timeout), *abandoned_);
   if (!copy) {
     return make_error(ErrorCode::comm_error, "making 'world' (world rank " + std::to_string(world_rank_) + " of " + std::to_string(world_size_) +

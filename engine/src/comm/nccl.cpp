@@ -442,10 +442,7 @@ class NcclCommunicator final : public Communicator {
 Result<std::unique_ptr<Communicator>> make_nccl_communicator(Communicator& bootstrap, const NcclOptions& options) {
   const std::string where = "making NCCL communicator '" + bootstrap.name() + "' (rank " + std::to_string(bootstrap.rank()) + " of " +
                             std::to_string(bootstrap.size()) + "): ";
-  if (!(options.timeout.count() > 0)) {
-    return make_error(ErrorCode::invalid_argument,
-                      "a communication timeout of " + seconds_text(options.timeout) + " is not positive; give --comm-timeout a number of seconds above 0");
-  }
+  if (auto s = positive_timeout(options.timeout); !s) return s.error();
   if (auto s = cuda_status(cudaSetDevice(options.device), "cudaSetDevice"); !s) {
     return comm_failure(where + "CUDA device " + std::to_string(options.device) + " cannot be used (no CUDA device?): " + s.error().message);
   }

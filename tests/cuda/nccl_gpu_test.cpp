@@ -116,6 +116,26 @@ TEST_F(NcclOneRank, EveryCallMatchesTheLocalBackendAndCountsTheSamePayloads) {
   EXPECT_EQ(got.refused_send, want.refused_send) << "a one-rank group has no peer, on either backend";
 }
 
+// "[Sync Streams]" (nccl.h): a started all-reduce waits for the work queued on
+// the compute stream before it, and runs while the compute stream is held.
+TEST_F(NcclOneRank, AStartedAllReduceWaitsForTheComputeStreamsWritesThenCompletes) {
+  HeldStream compute;
+  auto launcher = comm::make_local_communicator();
+  auto nccl = comm::make_nccl_communicator(*launcher, comm::NcclOptions{0, compute.get(), comm::kDefaultCommTimeout});
+  ASSERT_TRUE(nccl.ok()) << nccl.error().message;
+  DeviceBuffer<float> gradients(std::vector<float>(4096, 1.0f)), reduced(4096);
+  compute.hold();
+  ASSERT_EQ(cudaMemsetAsync(gradients.get(), 0, 4096 * sizeof(float), compute.get()), cudaSuccess);  // backward's last write, held
+  expect_ok((*nccl)->start_all_reduce(gradients.get(), reduced.get(), 4096, ReduceOp::sum));
+  expect_ok((*nccl)->progress());
+  EXPECT_EQ((*nccl)->started_calls(), 1u) << "the all-reduce waits for the held compute stream";
+  compute.release();
+  expect_ok((*nccl)->finish_started());
+  EXPECT_EQ((*nccl)->started_calls(), 0u);
+  EXPECT_EQ(reduced.host(), std::vector<float>(4096, 0.0f)) << "it read the gradients after the compute stream wrote them";
+  EXPECT_EQ((*nccl)->counters().bytes_of(Collective::all_reduce), 4096 * 4);
+}
+
 // Without a device (CI), making one fails in one line; with one, this is the test above's business.
 TEST(NcclWithoutDevice, MakingOneSaysSoInOneLine) {
   if (no_device_reason().empty()) GTEST_SKIP() << "a CUDA device is present: NcclOneRank covers it";

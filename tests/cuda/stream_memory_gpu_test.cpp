@@ -6,9 +6,7 @@
 // yet" is certain, not a race. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "device_buffer.h"
@@ -21,29 +19,6 @@ namespace tessera::engine::cuda::testing {
 namespace {
 
 constexpr int64_t MiB = int64_t{1} << 20;
-
-// A stream of its own, and a way to hold it: work queued after hold() runs
-// only once release() has been called.
-class HeldStream {
- public:
-  HeldStream() { EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess); }
-  ~HeldStream() {
-    release();
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
-  void hold() {
-    released_ = false;
-    EXPECT_EQ(cudaLaunchHostFunc(stream_, [](void* flag) { while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::yield(); }, &released_),
-              cudaSuccess);
-  }
-  void release() { released_ = true; }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-  std::atomic<bool> released_{true};
-};
 
 using StreamsOnGpu = GpuTest;
 

@@ -121,7 +121,7 @@ int run(MpiRuntime& runtime) {
   const bool usable = cudaGetDeviceCount(&devices) == cudaSuccess && device < devices;
   double missing = usable ? 0.0 : 1.0;
   if (Status s = (*bootstrap)->all_reduce(&missing, &missing, 1, ReduceOp::max); !s || missing > 0) {
-    if (world.rank() == 0) std::printf("nccl_ranks_gpu_test: %d ranks need a GPU each; this machine has %d\n", world.size(), devices);
+    if (world.rank() == 0) std::printf("nccl_ranks_gpu_test: skipped: %d ranks need a GPU each; this machine has %d\n", world.size(), devices);
     return 77;
   }
   Checker check(world.rank());

@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "tessera/engine/comm/chunk_layout.h"
 #include "mpi_comm_handle.h"
 #include "mpi_status.h"
 #include "mpi_wait.h"
+#include "tessera/engine/comm/chunk_layout.h"
 #include "tessera/engine/comm/ordered_reduce.h"
 
 namespace tessera::engine::comm {

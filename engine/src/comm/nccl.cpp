@@ -8,9 +8,10 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "tessera/engine/comm/chunk_layout.h"
 #include "deadline.h"
+#include "tessera/engine/comm/chunk_layout.h"
 #include "tessera/engine/cuda/ordered_reduce.h"
 
 namespace tessera::engine::comm {

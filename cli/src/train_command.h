@@ -31,7 +31,7 @@ struct TrainCliOptions {
   std::string plan;  // train the best plan of a plan.json instead of the options above
   bool dry_run = false;  // replay one rank's allocations at the plan's full size, train nothing
   int64_t rank = 0;      // --dry-run: which rank
-  double comm_timeout_s = 300;  // mpi.h's kDefaultCommTimeout: a rank waiting longer gives up
+  double comm_timeout_s = 300;  // communicator.h's kDefaultCommTimeout: a rank waiting longer gives up
   double device_memory_mib = 0;  // a capacity for the device memory space (0: none)
   std::set<std::string> given;  // the options on the command line, e.g. "--bucket-mb"
 };

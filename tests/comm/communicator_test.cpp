@@ -164,6 +164,20 @@ TEST(LocalCommunicator, SplitMakesANamedGroupWithCountersOfItsOwn) {
   EXPECT_EQ(negative.error().message, "split on 'world' (rank 0 of 1, world rank 0): color -1 is negative; every rank needs a group");
 }
 
+// What NCCL's unique id travels as (nccl.h): 128 opaque bytes, or any odd length.
+TEST(LocalCommunicator, BroadcastBytesDeliversThemUnchangedAsOneBroadcast) {
+  auto world = make_local_communicator();
+  for (size_t n : {size_t{128}, size_t{7}}) {
+    std::vector<unsigned char> bytes(n);
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<unsigned char>(255 - 3 * i);  // NaN patterns included, as 16-bit floats
+    const std::vector<unsigned char> sent = bytes;
+    ASSERT_TRUE(succeeded(broadcast_bytes(*world, bytes.data(), n, 0)));
+    EXPECT_EQ(bytes, sent);
+  }
+  EXPECT_EQ(world->counters().calls_of(Collective::broadcast), 2);
+  EXPECT_EQ(world->counters().bytes_of(Collective::broadcast), 128 + 8) << "odd lengths pad to whole 16-bit elements";
+}
+
 TEST(ReduceInRankOrder, SumsLeftToRightInRankOrder) {
   // Four ranks' copies of one element. In float, 1e8 + 1 rounds back to 1e8
   // (the spacing of floats near 1e8 is 8), so the order decides the result:

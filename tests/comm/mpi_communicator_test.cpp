@@ -211,6 +211,14 @@ void check_broadcast(Communicator& world, Checker& check) {
 
   check.expect_ok(world.broadcast(source.data(), source.data(), 6, root), "in-place broadcast");
   check.expect(source == received, "in-place broadcast equals out of place");
+
+  // How NCCL's unique id reaches every rank (nccl.h): 128 opaque bytes, unchanged.
+  std::vector<unsigned char> id(128);
+  for (size_t i = 0; i < id.size(); ++i) id[i] = r == root ? static_cast<unsigned char>(255 - 3 * i) : 0;
+  check.expect_ok(broadcast_bytes(world, id.data(), id.size(), root), "broadcast_bytes");
+  bool same = true;
+  for (size_t i = 0; i < id.size(); ++i) same &= id[i] == static_cast<unsigned char>(255 - 3 * i);
+  check.expect(same, "broadcast_bytes delivers the root's bytes unchanged (NaN patterns as 16-bit elements included)");
 }
 
 // Each rank sends to the next and receives from the previous. Even ranks send

@@ -1,11 +1,14 @@
-// Device memory for the GPU kernel tests: a buffer that copies a host vector
-// in and back out, and the check that a CUDA device is there at all.
+// Device memory for the GPU tests: a buffer that copies a host vector in and
+// back out, the check that a CUDA device is there at all, and a stream the
+// test can hold back.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tessera::engine::cuda::testing {
@@ -63,6 +66,31 @@ class DeviceBuffer {
  private:
   size_t n_;
   T* data_ = nullptr;
+};
+
+// A stream of its own, and a way to hold it: work queued after hold() runs
+// only once release() has been called (a host function queued by hold()
+// waits for it, cudaLaunchHostFunc), so "that stream has not run yet" is
+// certain, not a race.
+class HeldStream {
+ public:
+  HeldStream() { EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess); }
+  ~HeldStream() {
+    release();
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+  void hold() {
+    released_ = false;
+    EXPECT_EQ(cudaLaunchHostFunc(stream_, [](void* flag) { while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::yield(); }, &released_),
+              cudaSuccess);
+  }
+  void release() { released_ = true; }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  std::atomic<bool> released_{true};
 };
 
 }  // namespace tessera::engine::cuda::testing

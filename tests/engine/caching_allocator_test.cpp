@@ -1,13 +1,15 @@
 // The caching allocator's bookkeeping (device/caching_allocator.h) with a
-// fake device: size classes, best-fit reuse, splitting and merging, giving
-// segments back, the retry after the device refuses, and the ledger, whose
-// device total must equal the bytes held from the device at every moment.
+// fake device and fake events: size classes, best-fit reuse, splitting and
+// merging, giving segments back, the retry after the device refuses, streams
+// (pools per stream, record_stream, frees deferred until the other streams'
+// events complete), and the ledger, whose device total must equal the bytes
+// held from the device at every moment.
 #include "tessera/engine/device/caching_allocator.h"
 
 #include <gtest/gtest.h>
 
-#include <map>
 
+#include "fake_streams.h"
 #include "tessera/engine/tensor.h"
 
 namespace tessera::engine {
@@ -15,31 +17,8 @@ namespace {
 
 constexpr int64_t MiB = int64_t{1} << 20;
 
-// Hands out addresses (never dereferenced) up to a capacity, 4 GiB apart.
-class FakeDevice final : public DeviceMemorySource {
- public:
-  explicit FakeDevice(int64_t capacity) : capacity_(capacity) {}
-  void* allocate(int64_t bytes) override {
-    if (used_ + bytes > capacity_) return nullptr;
-    next_ += uintptr_t{1} << 32;
-    live_[next_] = bytes;
-    used_ += bytes;
-    return reinterpret_cast<void*>(next_);
-  }
-  void release(void* segment) override {
-    const auto it = live_.find(reinterpret_cast<uintptr_t>(segment));
-    ASSERT_NE(it, live_.end()) << "released a segment it never had";
-    used_ -= it->second;
-    live_.erase(it);
-  }
-  int64_t used() const { return used_; }
-  size_t live() const { return live_.size(); }
-
- private:
-  int64_t capacity_, used_ = 0;
-  uintptr_t next_ = 0;
-  std::map<uintptr_t, int64_t> live_;
-};
+using testing::FakeEvents;
+using FakeDevice = testing::FakeMemory;
 
 void expect_ledger_matches(const MemoryLedger& ledger, const CachingAllocator& allocator, const FakeDevice& device) {
   EXPECT_EQ(ledger.current_total(MemorySpace::device), allocator.reserved_bytes());
@@ -49,8 +28,9 @@ void expect_ledger_matches(const MemoryLedger& ledger, const CachingAllocator& a
 
 TEST(CachingAllocator, SmallRequestsShareOneSegmentAndBookTheirCategory) {
   FakeDevice device(64 * MiB);
+  FakeEvents events;
   MemoryLedger ledger;
-  CachingAllocator allocator(device, ledger);
+  CachingAllocator allocator(device, events, ledger);
   char* a = static_cast<char*>(allocator.allocate(1, MemoryCategory::parameters));      // 512
   char* b = static_cast<char*>(allocator.allocate(1000, MemoryCategory::gradients));    // 1024
   char* c = static_cast<char*>(allocator.allocate(700 << 10, MemoryCategory::activations));  // 700 KiB, already a multiple of 512
@@ -70,8 +50,9 @@ TEST(CachingAllocator, SmallRequestsShareOneSegmentAndBookTheirCategory) {
 
 TEST(CachingAllocator, FreedBlocksAreReusedBestFitWithoutTheDevice) {
   FakeDevice device(64 * MiB);
+  FakeEvents events;
   MemoryLedger ledger;
-  CachingAllocator allocator(device, ledger);
+  CachingAllocator allocator(device, events, ledger);
   void* small = allocator.allocate(4096, MemoryCategory::activations);
   allocator.allocate(512, MemoryCategory::activations);  // keeps small's neighbour in use: no merge
   void* medium = allocator.allocate(8192, MemoryCategory::activations);
@@ -87,8 +68,9 @@ TEST(CachingAllocator, FreedBlocksAreReusedBestFitWithoutTheDevice) {
 
 TEST(CachingAllocator, BlocksMergeBackIntoTheirSegmentWhichCanBeGivenBack) {
   FakeDevice device(64 * MiB);
+  FakeEvents events;
   MemoryLedger ledger;
-  CachingAllocator allocator(device, ledger);
+  CachingAllocator allocator(device, events, ledger);
   void* a = allocator.allocate(100 << 10, MemoryCategory::activations);
   void* b = allocator.allocate(200 << 10, MemoryCategory::activations);
   void* c = allocator.allocate(300 << 10, MemoryCategory::activations);
@@ -110,8 +92,9 @@ TEST(CachingAllocator, BlocksMergeBackIntoTheirSegmentWhichCanBeGivenBack) {
 
 TEST(CachingAllocator, LargeRequestsRoundTheirSegmentAndSplitOnlyLargeRemainders) {
   FakeDevice device(64 * MiB);
+  FakeEvents events;
   MemoryLedger ledger;
-  CachingAllocator allocator(device, ledger);
+  CachingAllocator allocator(device, events, ledger);
   void* big = allocator.allocate(5 * MiB + 1, MemoryCategory::parameters);
   EXPECT_EQ(allocator.reserved_bytes(), 6 * MiB);
   EXPECT_EQ(allocator.in_use_bytes(), 6 * MiB) << "a remainder under 1 MiB stays with the block";
@@ -131,8 +114,9 @@ TEST(CachingAllocator, LargeRequestsRoundTheirSegmentAndSplitOnlyLargeRemainders
 
 TEST(CachingAllocator, RefusedSegmentEmptiesTheCacheThenFailsNamingTheCategory) {
   FakeDevice device(6 * MiB);
+  FakeEvents events;
   MemoryLedger ledger;
-  CachingAllocator allocator(device, ledger);
+  CachingAllocator allocator(device, events, ledger);
   allocator.free(allocator.allocate(4096, MemoryCategory::activations));  // a cached 2 MiB segment
   void* big = allocator.allocate(5 * MiB, MemoryCategory::parameters);    // 6 MiB: fits only once the cache is given back
   EXPECT_NE(big, nullptr);
@@ -147,12 +131,94 @@ TEST(CachingAllocator, RefusedSegmentEmptiesTheCacheThenFailsNamingTheCategory) 
   expect_ledger_matches(ledger, allocator, device);
 }
 
+constexpr StreamId kCompute = 0x10, kComm = 0x20;
+
+TEST(CachingAllocatorStreams, BlocksServeOnlyTheStreamTheirSegmentWasMadeFor) {
+  FakeDevice device(64 * MiB);
+  FakeEvents events;
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, events, ledger);
+  void* a = allocator.allocate(4096, MemoryCategory::activations, kCompute);
+  allocator.free(a);  // no other stream used it: cached at once, for kCompute
+  EXPECT_EQ(allocator.pending_frees(), 0u);
+  void* b = allocator.allocate(4096, MemoryCategory::gradients, kComm);
+  EXPECT_NE(b, a) << "a cached block of another stream is not handed out";
+  EXPECT_EQ(allocator.segments(), 2) << "kComm got a segment of its own";
+  EXPECT_EQ(allocator.allocate(4096, MemoryCategory::activations, kCompute), a) << "kCompute reuses its block at once (stream order)";
+  EXPECT_EQ(events.live_events(), 0u) << "no event for memory used on its own stream only";
+  expect_ledger_matches(ledger, allocator, device);
+}
+
+TEST(CachingAllocatorStreams, ABlockRecordedOnAnotherStreamWaitsForThatStreamsEvent) {
+  FakeDevice device(64 * MiB);
+  FakeEvents events;
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, events, ledger);
+  // A gradient bucket written on the compute stream, all-reduced on the communication stream.
+  void* bucket = allocator.allocate(MiB, MemoryCategory::gradients, kCompute);
+  allocator.record_stream(bucket, kComm);
+  allocator.record_stream(bucket, kCompute);  // its own stream: nothing to record
+  allocator.free(bucket);
+  EXPECT_EQ(allocator.pending_frees(), 1u);
+  EXPECT_EQ(events.live_events(), 1u) << "one event, on the communication stream";
+  EXPECT_EQ(allocator.in_use_bytes(), 0);
+  EXPECT_EQ(ledger.current(MemoryCategory::gradients, MemorySpace::device), 0) << "freed for the caller at once";
+  expect_ledger_matches(ledger, allocator, device);
+
+  void* other = allocator.allocate(MiB, MemoryCategory::gradients, kCompute);
+  EXPECT_NE(other, bucket) << "the all-reduce may still read the bucket";
+  allocator.free(other);
+  events.run(kComm);  // the all-reduce has run
+  EXPECT_EQ(allocator.allocate(MiB, MemoryCategory::gradients, kCompute), bucket) << "best fit again once its event completed";
+  EXPECT_EQ(allocator.pending_frees(), 0u);
+  EXPECT_EQ(events.live_events(), 0u) << "completed events are destroyed";
+  expect_ledger_matches(ledger, allocator, device);
+}
+
+TEST(CachingAllocatorStreams, AWaitingBlockMergesWithItsNeighboursOnlyOnceReturned) {
+  FakeDevice device(64 * MiB);
+  FakeEvents events;
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, events, ledger);
+  void* a = allocator.allocate(512 << 10, MemoryCategory::activations, kCompute);
+  void* b = allocator.allocate(512 << 10, MemoryCategory::activations, kCompute);
+  allocator.record_stream(a, kComm);
+  allocator.free(a);
+  allocator.free(b);  // b merges with the segment's 1 MiB tail, not with the waiting a
+  EXPECT_EQ(allocator.allocate(MiB, MemoryCategory::workspace, kCompute), b) << "best fit: b and the tail (1.5 MiB), not the whole segment";
+  events.run(kComm);
+  EXPECT_EQ(allocator.allocate(512 << 10, MemoryCategory::activations, kCompute), a) << "a is back, the lowest of two 512 KiB holes";
+  expect_ledger_matches(ledger, allocator, device);
+}
+
+TEST(CachingAllocatorStreams, EmptyingTheCacheWaitsForPendingFreesThenGivesTheirSegmentsBack) {
+  FakeDevice device(4 * MiB);
+  FakeEvents events;
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, events, ledger);
+  void* a = allocator.allocate(2 * MiB, MemoryCategory::parameters, kCompute);
+  allocator.record_stream(a, kComm);
+  allocator.free(a);
+  // The device is full only counting a's segment: the retry waits for kComm's event, then gives it back.
+  void* big = allocator.allocate(3 * MiB, MemoryCategory::parameters, kComm);
+  EXPECT_NE(big, nullptr);
+  EXPECT_EQ(events.synchronized(), 1);
+  EXPECT_EQ(allocator.pending_frees(), 0u);
+  EXPECT_EQ(allocator.segments(), 1);
+  expect_ledger_matches(ledger, allocator, device);
+}
+
 TEST(CachingAllocatorDeathTest, FreeingAForeignPointerIsAnInternalError) {
   FakeDevice device(64 * MiB);
+  FakeEvents events;
   MemoryLedger ledger;
-  CachingAllocator allocator(device, ledger);
+  CachingAllocator allocator(device, events, ledger);
   int on_the_stack = 0;
   EXPECT_DEATH(allocator.free(&on_the_stack), "did not hand out");
+  void* waiting = allocator.allocate(512, MemoryCategory::activations, kCompute);
+  allocator.record_stream(waiting, kComm);
+  allocator.free(waiting);
+  EXPECT_DEATH(allocator.free(waiting), "or twice");
 }
 
 }  // namespace

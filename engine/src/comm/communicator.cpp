@@ -6,9 +6,11 @@
 #include <chrono>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace tessera::engine::comm {
 namespace {
@@ -293,6 +295,14 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, st
   auto group = do_split(color, key, std::move(name));
   if (!group.ok()) return failure("split", group.error());
   return group;
+}
+
+Status broadcast_bytes(Communicator& group, void* bytes, size_t n, int root) {
+  std::vector<fp16> elements((n + 1) / 2);
+  if (group.rank() == root && n > 0) std::memcpy(elements.data(), bytes, n);
+  if (Status s = group.broadcast(elements.data(), elements.data(), elements.size(), root); !s) return s;
+  if (n > 0) std::memcpy(bytes, elements.data(), n);
+  return Status::success();
 }
 
 }  // namespace tessera::engine::comm

@@ -15,6 +15,7 @@
 #include "mpi_comm_handle.h"
 #include "mpi_status.h"
 #include "mpi_wait.h"
+#include "tessera/engine/comm/chunk_layout.h"
 #include "tessera/engine/comm/ordered_reduce.h"
 
 namespace tessera::engine::comm {
@@ -37,28 +38,8 @@ Status fits_mpi_int(size_t elements) {
   return make_error(ErrorCode::invalid_argument, std::to_string(elements) + " elements exceed MPI's limit of 2^31 - 1 per call; split the buffer");
 }
 
-// Where each rank's chunk of an n-way split lies, in elements.
-struct Chunks {
-  std::vector<int> counts, offsets;
-};
-
-// Chunk r is [count · r / n, count · (r+1) / n): sizes differ by at most one.
-Chunks balanced_chunks(size_t count, int n) {
-  Chunks chunks{std::vector<int>(static_cast<size_t>(n)), std::vector<int>(static_cast<size_t>(n))};
-  for (int r = 0; r < n; ++r) {
-    const size_t begin = count * static_cast<size_t>(r) / static_cast<size_t>(n);
-    const size_t end = count * static_cast<size_t>(r + 1) / static_cast<size_t>(n);
-    chunks.offsets[static_cast<size_t>(r)] = static_cast<int>(begin);
-    chunks.counts[static_cast<size_t>(r)] = static_cast<int>(end - begin);
-  }
-  return chunks;
-}
-
-Chunks equal_chunks(size_t chunk, int n) {
-  Chunks chunks{std::vector<int>(static_cast<size_t>(n), static_cast<int>(chunk)), std::vector<int>(static_cast<size_t>(n))};
-  for (int r = 0; r < n; ++r) chunks.offsets[static_cast<size_t>(r)] = static_cast<int>(chunk * static_cast<size_t>(r));
-  return chunks;
-}
+// MPI counts chunks in ints (fits_mpi_int checks the total first).
+using Chunks = ChunkLayout<int>;
 
 // How long a communicator's calls may wait, and where the calls that waited too
 // long go (shared by all communicators of a runtime).
@@ -97,7 +78,7 @@ Status start_chunk_exchange(const void* send, ChunkExchange& exchange, DataType 
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::invalid_argument, "out of memory allocating " + std::to_string(scratch_bytes) + " bytes of reduction scratch (comm_buffers)");
   }
-  exchange.gathered = equal_chunks(mine, size);
+  exchange.gathered = equal_chunks<int>(mine, size);
   const MPI_Datatype t = mpi_type(type);
   return mpi_status(MPI_Ialltoallv(send, exchange.mine.counts.data(), exchange.mine.offsets.data(), t, exchange.scratch.get(),
                                    exchange.gathered.counts.data(), exchange.gathered.offsets.data(), t, comm, &request),
@@ -124,7 +105,7 @@ class PendingAllReduce final : public Communicator::PendingCall {
   static Result<std::unique_ptr<PendingAllReduce>> start(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                                                          AllReduceContext context, std::chrono::duration<double> timeout) {
     std::unique_ptr<PendingAllReduce> call(new PendingAllReduce(recv, count, type, op, std::move(context), timeout));
-    call->exchange_->mine = balanced_chunks(count, call->context_.size);
+    call->exchange_->mine = balanced_chunks<int>(count, call->context_.size);
     // In place is safe: MPI_Ialltoallv has read all of `send` before the
     // reduced chunk is written over it.
     if (Status s = start_chunk_exchange(send, *call->exchange_, type, call->context_.rank, call->context_.size, call->context_.comm->get(),
@@ -269,7 +250,7 @@ class MpiCommunicator final : public Communicator {
   Status do_reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op) override {
     if (auto s = fits_mpi_int(recv_count * static_cast<size_t>(size())); !s) return s;
     auto exchange = std::make_shared<ChunkExchange>();
-    exchange->mine = equal_chunks(recv_count, size());
+    exchange->mine = equal_chunks<int>(recv_count, size());
     return reduce_my_chunk(send, recv, exchange, type, op, Deadline(waiting_.timeout), recv_count * static_cast<size_t>(size()) * element_bytes(type));
   }
 
@@ -278,13 +259,7 @@ class MpiCommunicator final : public Communicator {
     for (const size_t count : recv_counts) total += count;
     if (auto s = fits_mpi_int(total); !s) return s;
     auto exchange = std::make_shared<ChunkExchange>();
-    exchange->mine = Chunks{std::vector<int>(recv_counts.size()), std::vector<int>(recv_counts.size())};
-    int offset = 0;
-    for (size_t r = 0; r < recv_counts.size(); ++r) {
-      exchange->mine.counts[r] = static_cast<int>(recv_counts[r]);
-      exchange->mine.offsets[r] = offset;
-      offset += static_cast<int>(recv_counts[r]);
-    }
+    exchange->mine = given_chunks<int>(recv_counts);
     return reduce_my_chunk(send, recv, exchange, type, op, Deadline(waiting_.timeout), total * element_bytes(type));
   }
 
@@ -408,10 +383,7 @@ MpiRuntime::~MpiRuntime() {
 }
 
 Result<std::unique_ptr<Communicator>> MpiRuntime::world(std::chrono::duration<double> timeout) {
-  if (!(timeout.count() > 0)) {
-    return make_error(ErrorCode::invalid_argument,
-                      "a communication timeout of " + seconds_text(timeout) + " is not positive; give --comm-timeout a number of seconds above 0");
-  }
+  if (auto s = positive_timeout(timeout); !s) return s.error();
   auto copy = duplicate(MPI_COMM_WORLD, Deadline(timeout), *abandoned_);
   if (!copy) {
     return make_error(ErrorCode::comm_error, "making 'world' (world rank " + std::to_string(world_rank_) + " of " + std::to_string(world_size_) +

@@ -2,35 +2,32 @@
 
 #include <cstring>
 
+#include "tessera/engine/kernels/ordered_reduce.h"
+
 namespace tessera::engine::comm {
 namespace {
+
+using kernels::combine_in_rank_order;
 
 template <typename T>
 void reduce_typed(T* out, const T* slices, int n, size_t count, ReduceOp op) {
   std::memcpy(out, slices, count * sizeof(T));
   // Slice by slice, so each element sees the operands in rank order and the
   // inner loop streams through memory.
+  const bool take_max = op == ReduceOp::max;
   for (int i = 1; i < n; ++i) {
     const T* slice = slices + static_cast<size_t>(i) * count;
-    if (op == ReduceOp::sum) {
-      for (size_t k = 0; k < count; ++k) out[k] += slice[k];
-    } else {
-      // out != out: the running value is already NaN and stays so; a NaN
-      // operand fails `out >= v` and is taken.
-      for (size_t k = 0; k < count; ++k) out[k] = (out[k] != out[k] || out[k] >= slice[k]) ? out[k] : slice[k];
-    }
+    for (size_t k = 0; k < count; ++k) out[k] = combine_in_rank_order(out[k], slice[k], take_max);
   }
 }
 
 // 16-bit elements: widened, reduced in fp32 in rank order, rounded once.
 template <typename Half>
 void reduce_narrow(Half* out, const Half* slices, int n, size_t count, ReduceOp op) {
+  const bool take_max = op == ReduceOp::max;
   for (size_t k = 0; k < count; ++k) {
     float value = widen(slices[k]);
-    for (int i = 1; i < n; ++i) {
-      const float x = widen(slices[static_cast<size_t>(i) * count + k]);
-      value = op == ReduceOp::sum ? value + x : ((value != value || value >= x) ? value : x);
-    }
+    for (int i = 1; i < n; ++i) value = combine_in_rank_order(value, widen(slices[static_cast<size_t>(i) * count + k]), take_max);
     out[k] = narrow<Half>(value);
   }
 }

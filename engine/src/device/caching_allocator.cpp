@@ -11,52 +11,77 @@ int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 }  // namespace
 
 CachingAllocator::~CachingAllocator() {
+  pending_.take_all();  // the segments go back only when no stream uses them
   for (const auto& [address, segment] : segments_) source_.release(reinterpret_cast<void*>(address));
 }
 
-void* CachingAllocator::allocate(int64_t bytes, MemoryCategory category) {
+CachingAllocator::FreeSet::iterator CachingAllocator::best_fit(int64_t size, StreamId stream) {
+  FreeSet& free_blocks = pool(size <= kSmallRequest);
+  auto fit = free_blocks.lower_bound({stream, size, 0});
+  return fit != free_blocks.end() && std::get<0>(*fit) == stream ? fit : free_blocks.end();
+}
+
+void* CachingAllocator::allocate(int64_t bytes, MemoryCategory category, StreamId stream) {
+  return_to_cache(pending_.take_completed());
   const int64_t size = round_up(bytes < 1 ? 1 : bytes, kBlockAlign);
   FreeSet& free_blocks = pool(size <= kSmallRequest);
-  auto fit = free_blocks.lower_bound({size, 0});
+  auto fit = best_fit(size, stream);
   if (fit == free_blocks.end()) {
-    if (!new_segment(size)) {
+    if (!new_segment(size, stream)) {
       release_cached();  // the cache may hold what the device is missing
-      if (!new_segment(size)) throw AllocationFailure(category, bytes);
+      if (!new_segment(size, stream)) throw AllocationFailure(category, bytes);
     }
-    fit = free_blocks.lower_bound({size, 0});
+    fit = best_fit(size, stream);
   }
   TESSERA_CHECK(fit != free_blocks.end(), "caching allocator: a new segment does not fit its own request");
-  const uintptr_t address = fit->second;
+  const uintptr_t address = std::get<2>(*fit);
   Block block = blocks_.at(address);
   erase_free(address, block);
   const int64_t rest = block.size - size;
   const bool split = size <= kSmallRequest ? rest >= kBlockAlign : rest > kSmallRequest;
   if (split) {
-    insert_free(address + static_cast<uintptr_t>(size), Block{rest, block.segment, false, MemoryCategory::runtime});
+    insert_free(address + static_cast<uintptr_t>(size), Block{rest, block.segment, false, false, MemoryCategory::runtime, {}});
     block.size = size;
   }
   block.in_use = true;
   block.category = category;
   blocks_[address] = block;
   in_use_ += block.size;
-  ledger_.freed(MemoryCategory::runtime, MemorySpace::device, block.size);
-  ledger_.allocated(category, MemorySpace::device, block.size);
+  ledger_.moved(MemoryCategory::runtime, category, MemorySpace::device, block.size);
   return reinterpret_cast<void*>(address);
+}
+
+void CachingAllocator::record_stream(void* pointer, StreamId stream) {
+  auto it = blocks_.find(reinterpret_cast<uintptr_t>(pointer));
+  TESSERA_CHECK(it != blocks_.end() && it->second.in_use && !it->second.waiting, "caching allocator: record_stream on a pointer it did not hand out");
+  // Uses on the block's own stream are ordered with its next request there.
+  if (stream != segments_.at(it->second.segment).stream) it->second.stream_uses.insert(stream);
 }
 
 void CachingAllocator::free(void* pointer) {
   auto it = blocks_.find(reinterpret_cast<uintptr_t>(pointer));
-  TESSERA_CHECK(it != blocks_.end() && it->second.in_use, "caching allocator: freeing a pointer it did not hand out, or twice");
+  TESSERA_CHECK(it != blocks_.end() && it->second.in_use && !it->second.waiting, "caching allocator: freeing a pointer it did not hand out, or twice");
   Block& block = it->second;
   in_use_ -= block.size;
-  ledger_.freed(block.category, MemorySpace::device, block.size);
-  ledger_.allocated(MemoryCategory::runtime, MemorySpace::device, block.size);
+  ledger_.moved(block.category, MemoryCategory::runtime, MemorySpace::device, block.size);
+  block.category = MemoryCategory::runtime;  // no longer the caller's: cached, or waiting for its streams
+  block.waiting = pending_.defer(it->first, block.stream_uses);
+  if (block.waiting) return;
   block.in_use = false;
-  block.category = MemoryCategory::runtime;
   merge_into(it);
 }
 
+void CachingAllocator::return_to_cache(const std::vector<uintptr_t>& addresses) {
+  for (uintptr_t address : addresses) {
+    auto it = blocks_.find(address);
+    it->second.in_use = false;
+    it->second.waiting = false;
+    merge_into(it);
+  }
+}
+
 void CachingAllocator::release_cached() {
+  return_to_cache(pending_.take_all());
   for (auto segment = segments_.begin(); segment != segments_.end();) {
     const uintptr_t address = segment->first;
     const int64_t size = segment->second.size;
@@ -74,28 +99,30 @@ void CachingAllocator::release_cached() {
   }
 }
 
-// A segment for a request of `size`: 2 MiB for the small pool, else the size rounded up to 2 MiB.
-bool CachingAllocator::new_segment(int64_t size) {
+// A segment for a request of `size` on `stream`: 2 MiB for the small pool, else the size rounded up to 2 MiB.
+bool CachingAllocator::new_segment(int64_t size, StreamId stream) {
   const bool small = size <= kSmallRequest;
   const int64_t bytes = small ? kSmallSegment : round_up(size, kLargeSegmentRound);
   void* memory = source_.allocate(bytes);
   if (memory == nullptr) return false;
   const auto address = reinterpret_cast<uintptr_t>(memory);
-  segments_[address] = Segment{bytes, small};
+  segments_[address] = Segment{bytes, small, stream};
   reserved_ += bytes;
   ledger_.allocated(MemoryCategory::runtime, MemorySpace::device, bytes);
-  insert_free(address, Block{bytes, address, false, MemoryCategory::runtime});
+  insert_free(address, Block{bytes, address, false, false, MemoryCategory::runtime, {}});
   return true;
 }
 
 void CachingAllocator::insert_free(uintptr_t address, Block block) {
+  const Segment& segment = segments_.at(block.segment);
   blocks_[address] = block;
-  pool(segments_.at(block.segment).small).insert({block.size, address});
+  pool(segment.small).insert({segment.stream, block.size, address});
 }
 
 void CachingAllocator::erase_free(uintptr_t address, const Block& block) {
-  small_free_.erase({block.size, address});
-  large_free_.erase({block.size, address});
+  const StreamId stream = segments_.at(block.segment).stream;
+  small_free_.erase({stream, block.size, address});
+  large_free_.erase({stream, block.size, address});
 }
 
 // Merges a block just freed with its free neighbours in the same segment.

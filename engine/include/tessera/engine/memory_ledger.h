@@ -36,6 +36,12 @@ class MemoryLedger {
 
   void allocated(MemoryCategory category, MemorySpace space, int64_t bytes);
   void freed(MemoryCategory category, MemorySpace space, int64_t bytes);
+  // Bytes held all along that change hands, e.g. a cached block handed out
+  // (runtime -> its category) or handed back (-> runtime) by a caching allocator.
+  void moved(MemoryCategory from, MemoryCategory to, MemorySpace space, int64_t bytes) {
+    freed(from, space, bytes);
+    allocated(to, space, bytes);
+  }
 
   int64_t current(MemoryCategory category, MemorySpace space) const { return current_[index(space)][slot(category)]; }
   int64_t peak(MemoryCategory category, MemorySpace space) const { return peak_[index(space)][slot(category)]; }

@@ -1,6 +1,6 @@
 // The engine's only way to talk to other ranks: one group of ranks and the
 // collectives and point-to-point calls over it. Backends: local (one rank,
-// local.h), mpi (mpi.h); NCCL comes with the CUDA backend.
+// local.h), mpi (mpi.h), nccl (nccl.h, with the CUDA backend).
 //
 // Conventions (NCCL's, so that the CUDA backend can keep them):
 //  - Argument order: send buffer, receive buffer, count, type, then op / root / peer.
@@ -61,6 +61,15 @@
 #include "tessera/planner/status.h"
 
 namespace tessera::engine::comm {
+
+// The default communication timeout of the backends that wait for other
+// ranks (MPI, NCCL). It must exceed the longest legitimate
+// wait: the other ranks wait at the next collective while one writes a
+// checkpoint or loads a data shard. A GPT-2 checkpoint with Adam's moments is
+// about 1.5 GB, some 15 s to a 100 MB/s disk; 300 s leaves a wide margin and
+// still ends a dead job within five minutes. Raise it for larger models or
+// slow shared file systems.
+inline constexpr std::chrono::duration<double> kDefaultCommTimeout{300.0};
 
 class Communicator {
  public:
@@ -250,5 +259,13 @@ class Communicator {
   };
   std::deque<StartedSend> sends_;
 };
+
+// `bytes` (n of them) from `root` to every rank of `group`, as a broadcast of
+// 16-bit elements (odd lengths padded by one byte): for what is not a number,
+// such as the ncclUniqueId that NCCL asks to be sent "using any CPU
+// communication system" (NCCL user guide, "Creating a Communicator"). The
+// 16-bit elements only travel (no backend reduces a broadcast), so the bytes
+// arrive unchanged. Counted as a broadcast.
+Status broadcast_bytes(Communicator& group, void* bytes, size_t n, int root);
 
 }  // namespace tessera::engine::comm

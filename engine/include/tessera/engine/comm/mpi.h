@@ -81,14 +81,6 @@
 
 namespace tessera::engine::comm {
 
-// The default communication timeout. It must exceed the longest legitimate
-// wait: the other ranks wait at the next collective while one writes a
-// checkpoint or loads a data shard. A GPT-2 checkpoint with Adam's moments is
-// about 1.5 GB, some 15 s to a 100 MB/s disk; 300 s leaves a wide margin and
-// still ends a dead job within five minutes. Raise it for larger models or
-// slow shared file systems.
-inline constexpr std::chrono::duration<double> kDefaultCommTimeout{300.0};
-
 class AbandonedCalls;  // calls that timed out (private to the MPI backend)
 
 class MpiRuntime : public std::enable_shared_from_this<MpiRuntime> {

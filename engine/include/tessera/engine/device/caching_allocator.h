@@ -21,28 +21,34 @@
 // in the device space: a block in use under the category it was asked for,
 // the rest of the segments (cached, free) under `runtime`, the allocator's
 // reserve, so that the ledger's device total is always reserved_bytes().
-// One stream only: a block freed is reused at once, which is safe when all
-// work runs on one stream in order (several streams need events per block).
+//
+// Streams, as PyTorch's (stream_events.h; CUDACachingAllocator.cpp at commit
+// eb42ad6e: BlockComparatorSize, recordStream, free, insert_events,
+// process_events, release_cached_blocks):
+//   - A segment belongs to the stream of the request that made it, and its
+//     blocks are handed out for requests on that stream only: work queued on
+//     one stream runs in order, so a block freed there can be reused there at
+//     once.
+//   - record_stream(block, s) says that stream s (another one) uses the block
+//     too. When such a block is freed, an event is recorded on each of those
+//     streams; the block is reused (and merged with its neighbours) only
+//     after all of them have completed, which allocate() checks first.
+//   - release_cached() (and the retry after the device refuses) first waits
+//     for those events, then gives back the segments wholly free.
+// A block waiting for its events is booked under `runtime`, like the cache.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
+#include "tessera/engine/device/memory_source.h"
+#include "tessera/engine/device/stream_events.h"
 #include "tessera/engine/memory_ledger.h"
 
 namespace tessera::engine {
-
-// Where segments come from: cudaMalloc and cudaFree on a GPU
-// (cuda/device_memory.h), a fake in the tests.
-class DeviceMemorySource {
- public:
-  virtual ~DeviceMemorySource() = default;
-  // `bytes` of device memory, or null when the device has no more.
-  virtual void* allocate(int64_t bytes) = 0;
-  virtual void release(void* segment) = 0;
-};
 
 class CachingAllocator {
  public:
@@ -51,44 +57,57 @@ class CachingAllocator {
   static constexpr int64_t kSmallSegment = int64_t{2} << 20;
   static constexpr int64_t kLargeSegmentRound = int64_t{2} << 20;
 
-  CachingAllocator(DeviceMemorySource& source, MemoryLedger& ledger) : source_(source), ledger_(ledger) {}
-  // Gives every segment back; blocks still in use are a bug of the caller's.
+  CachingAllocator(MemorySource& source, EventSource& events, MemoryLedger& ledger) : source_(source), ledger_(ledger), pending_(events) {}
+  // Waits for the pending frees' events, then gives every segment back;
+  // blocks still in use are a bug of the caller's.
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // A block of at least `bytes` (aligned to 512), booked under `category`.
-  void* allocate(int64_t bytes, MemoryCategory category);
-  // Returns a block from allocate() to the cache.
+  // A block of at least `bytes` (aligned to 512) for work on `stream`, booked under `category`.
+  void* allocate(int64_t bytes, MemoryCategory category, StreamId stream = 0);
+  // Work on `stream` uses `block` too (PyTorch's record_stream); its own stream needs no record.
+  void record_stream(void* block, StreamId stream);
+  // Returns a block from allocate() to the cache: at once, or once the
+  // streams recorded on it are done with it.
   void free(void* block);
-  // Gives every wholly free segment back to the device (empty_cache).
+  // Waits for the pending frees, then gives every wholly free segment back to the device (empty_cache).
   void release_cached();
 
   int64_t reserved_bytes() const { return reserved_; }  // segments held from the device
   int64_t in_use_bytes() const { return in_use_; }      // blocks handed out (rounded sizes)
   int64_t segments() const { return static_cast<int64_t>(segments_.size()); }
+  size_t pending_frees() const { return pending_.size(); }  // freed blocks waiting for other streams
 
  private:
   struct Block {
     int64_t size = 0;
     uintptr_t segment = 0;  // the address of the segment the block was carved from
-    bool in_use = false;
+    bool in_use = false;    // handed out, or freed and waiting for other streams
+    bool waiting = false;   // freed and waiting for other streams (pending_)
     MemoryCategory category = MemoryCategory::runtime;
+    std::set<StreamId> stream_uses;  // other streams that use it (record_stream)
   };
   struct Segment {
     int64_t size = 0;
     bool small = false;  // of the small pool
+    StreamId stream = 0; // its blocks serve requests on this stream
   };
-  using FreeSet = std::set<std::pair<int64_t, uintptr_t>>;  // (size, address): best fit is lower_bound
+  // (stream, size, address): best fit on a stream is lower_bound({stream, size, 0}).
+  using FreeSet = std::set<std::tuple<StreamId, int64_t, uintptr_t>>;
 
   FreeSet& pool(bool small) { return small ? small_free_ : large_free_; }
-  bool new_segment(int64_t size);
+  FreeSet::iterator best_fit(int64_t size, StreamId stream);
+  bool new_segment(int64_t size, StreamId stream);
+  // Returns the blocks whose streams are done with them to the cache.
+  void return_to_cache(const std::vector<uintptr_t>& blocks);
   void insert_free(uintptr_t address, Block block);
   void erase_free(uintptr_t address, const Block& block);
   void merge_into(std::map<uintptr_t, Block>::iterator block);
 
-  DeviceMemorySource& source_;
+  MemorySource& source_;
   MemoryLedger& ledger_;
+  PendingFrees pending_;
   std::map<uintptr_t, Block> blocks_;           // every block, by address
   std::map<uintptr_t, Segment> segments_;       // every segment, by address
   FreeSet small_free_, large_free_;

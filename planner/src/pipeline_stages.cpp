@@ -78,28 +78,33 @@ std::vector<int64_t> in_flight_at_peak(PipelineSchedule schedule, int64_t pp, in
   if (pp == 1) return {1};  // gradient accumulation: each micro-batch's backward frees its activations
   if (schedule == PipelineSchedule::gpipe) return {num_micro_batches};
   if (schedule == PipelineSchedule::one_f_one_b) return {std::min(pp - stage, num_micro_batches)};
-  std::vector<int64_t> held(static_cast<size_t>(chunks), 0), peak = held;
-  int64_t bytes = 0, peak_bytes = -1;
   // Stage `stage`'s table without the repeats that cannot raise the peak: the
   // warm-up forwards, then the steady state's forward-backward pairs for one
   // period only. Every pp · chunks consecutive passes run each chunk pp times,
   // so over a period of pairs the held passes come back to where they were and
   // later periods repeat its values (the peak is the first strictly larger
   // value); the cool-down's backwards only free.
-  StageScheduleCursor cursor(schedule, pp, stage, num_micro_batches, chunks);
-  const int64_t steady_pairs = std::min(num_micro_batches * chunks - cursor.warmup(), pp * chunks);
-  for (int64_t passes = cursor.warmup() + 2 * steady_pairs; passes > 0; --passes, cursor.advance()) {
-    const PipelineOp op = cursor.op();
-    const auto j = static_cast<size_t>(op.chunk);
-    const int64_t change = op.pass == PipelinePass::forward ? 1 : -1;
-    held[j] += change;
-    bytes += change * bytes_per_pass[j];
+  const auto replay = [&](int64_t passes, auto&& after_each) {
+    std::vector<int64_t> held(static_cast<size_t>(chunks), 0);
+    StageScheduleCursor cursor(schedule, pp, stage, num_micro_batches, chunks);
+    for (int64_t n = 1; n <= passes; ++n, cursor.advance()) {
+      const PipelineOp op = cursor.op();
+      held[static_cast<size_t>(op.chunk)] += op.pass == PipelinePass::forward ? 1 : -1;
+      after_each(n, op);
+    }
+    return held;
+  };
+  const StageScheduleCursor start(schedule, pp, stage, num_micro_batches, chunks);
+  const int64_t steady_pairs = std::min(num_micro_batches * chunks - start.warmup(), pp * chunks);
+  int64_t bytes = 0, peak_bytes = -1, passes_at_peak = 0;
+  replay(start.warmup() + 2 * steady_pairs, [&](int64_t n, const PipelineOp& op) {
+    bytes += (op.pass == PipelinePass::forward ? 1 : -1) * bytes_per_pass[static_cast<size_t>(op.chunk)];
     if (bytes > peak_bytes) {
       peak_bytes = bytes;
-      peak = held;
+      passes_at_peak = n;
     }
-  }
-  return peak;
+  });
+  return replay(passes_at_peak, [](int64_t, const PipelineOp&) {});  // the held passes then
 }
 
 }  // namespace tessera::planner

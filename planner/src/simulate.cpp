@@ -57,6 +57,8 @@ struct Context {
   const SimulationSettings& settings;
   KernelRoofs roofs;                 // bf16's under fp8: attention, the head, element-wise work, MFU
   const std::vector<PassSeconds>& matmuls;  // one micro-batch's GEMMs per layer (gemm_model.h), FP8 blocks under fp8
+  // What one block keeps for backward of a micro-batch (activations.h): without recompute and under selective recompute.
+  int64_t block_stash_bytes, selective_block_stash_bytes;
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -190,11 +192,9 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   // Element-wise work (norms, activations, softmax, dropout) is memory-bound: each
   // tensor a block keeps for backward is written once in forward and read once in
   // backward, where its gradient is written too (a roofline lower bound).
-  const ActivationTable table = activation_table(c.model.config, t.activation_profile, t.precision);
-  const ActivationShape shape = activation_shape(c.request);
   const double hbm = c.roofs.hbm_bytes_per_s;
-  const double kept = static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::none).stash) * s.num_layers;
-  const double scores = kept - static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::selective).stash) * s.num_layers;
+  const double kept = static_cast<double>(c.block_stash_bytes) * s.num_layers;
+  const double scores = kept - static_cast<double>(c.selective_block_stash_bytes) * s.num_layers;
   cost.forward_compute += kept / hbm;
   cost.backward_compute += 2 * kept / hbm;
   if (is_fp8(t.precision)) {
@@ -429,8 +429,11 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
     return matmul_seconds_by_layer(model, tokens_per_micro_batch, l.tp, roofs, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency));
   };
   std::vector<PassSeconds> own_matmuls;
+  const ActivationTable table = activation_table(model.config, t.activation_profile, t.precision);
+  const ActivationShape shape = activation_shape(request);
   const Context c{model, cluster, request, estimate, settings, roofs,
-                  memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls())};
+                  memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),
+                  block_activation_bytes(table, shape, RecomputeMode::none).stash, block_activation_bytes(table, shape, RecomputeMode::selective).stash};
   const std::vector<StageShape> stages = stage_shapes(model, request);
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));

@@ -316,14 +316,9 @@ int64_t StageShape::in_flight_blocks() const {
   return blocks;
 }
 
-std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
+std::vector<StageShape> stage_layouts(const Model& m, const EstimateRequest& r) {
   const auto& l = r.layout;
-  const auto& p = r.plugin;
-  const int64_t chunks = p.model_chunks();
-  const auto layers = stage_chunks(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), static_cast<int>(chunks));
-  const ActivationTable table = activation_table(m.config, r.training.activation_profile, r.training.precision);
-  const ActivationShape shape = activation_shape(r);
-  const BlockActivationBytes block = block_activation_bytes(table, shape, r.training.recompute);
+  const auto layers = stage_chunks(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), static_cast<int>(r.plugin.model_chunks()));
   std::vector<StageShape> stages;
   stages.reserve(layers.size());
   for (int stage = 0; stage < static_cast<int>(layers.size()); ++stage) {
@@ -344,9 +339,20 @@ std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
     // (Megatron-LM: word embeddings duplicated on the first and last stage).
     if (s.last && l.pp > 1) totals += m.tied_head;
     s.params = totals.per_tp_rank(l.tp);
-    s.activations = stage_activations(table, shape, block, s);
-    s.in_flight_per_chunk = in_flight_at_peak(p.pp_schedule, l.pp, stage, r.training.num_micro_batches, chunks, s.activations.pass_bytes);
     stages.push_back(s);
+  }
+  return stages;
+}
+
+std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
+  const ActivationTable table = activation_table(m.config, r.training.activation_profile, r.training.precision);
+  const ActivationShape shape = activation_shape(r);
+  const BlockActivationBytes block = block_activation_bytes(table, shape, r.training.recompute);
+  std::vector<StageShape> stages = stage_layouts(m, r);
+  for (StageShape& s : stages) {
+    s.activations = stage_activations(table, shape, block, s);
+    s.in_flight_per_chunk = in_flight_at_peak(r.plugin.pp_schedule, r.layout.pp, s.stage, r.training.num_micro_batches, r.plugin.model_chunks(),
+                                              s.activations.pass_bytes);
   }
   return stages;
 }

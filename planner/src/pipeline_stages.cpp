@@ -84,27 +84,24 @@ std::vector<int64_t> in_flight_at_peak(PipelineSchedule schedule, int64_t pp, in
   // so over a period of pairs the held passes come back to where they were and
   // later periods repeat its values (the peak is the first strictly larger
   // value); the cool-down's backwards only free.
-  const auto replay = [&](int64_t passes, auto&& after_each) {
-    std::vector<int64_t> held(static_cast<size_t>(chunks), 0);
-    StageScheduleCursor cursor(schedule, pp, stage, num_micro_batches, chunks);
-    for (int64_t n = 1; n <= passes; ++n, cursor.advance()) {
-      const PipelineOp op = cursor.op();
-      held[static_cast<size_t>(op.chunk)] += op.pass == PipelinePass::forward ? 1 : -1;
-      after_each(n, op);
-    }
-    return held;
-  };
-  const StageScheduleCursor start(schedule, pp, stage, num_micro_batches, chunks);
-  const int64_t steady_pairs = std::min(num_micro_batches * chunks - start.warmup(), pp * chunks);
+  StageScheduleCursor cursor(schedule, pp, stage, num_micro_batches, chunks);
+  const int64_t passes = cursor.warmup() + 2 * std::min(num_micro_batches * chunks - cursor.warmup(), pp * chunks);
   int64_t bytes = 0, peak_bytes = -1, passes_at_peak = 0;
-  replay(start.warmup() + 2 * steady_pairs, [&](int64_t n, const PipelineOp& op) {
+  for (int64_t n = 1; n <= passes; ++n, cursor.advance()) {
+    const PipelineOp op = cursor.op();
     bytes += (op.pass == PipelinePass::forward ? 1 : -1) * bytes_per_pass[static_cast<size_t>(op.chunk)];
     if (bytes > peak_bytes) {
       peak_bytes = bytes;
       passes_at_peak = n;
     }
-  });
-  return replay(passes_at_peak, [](int64_t, const PipelineOp&) {});  // the held passes then
+  }
+  std::vector<int64_t> held(static_cast<size_t>(chunks), 0);  // the passes held then
+  StageScheduleCursor replay(schedule, pp, stage, num_micro_batches, chunks);
+  for (int64_t n = 0; n < passes_at_peak; ++n, replay.advance()) {
+    const PipelineOp op = replay.op();
+    held[static_cast<size_t>(op.chunk)] += op.pass == PipelinePass::forward ? 1 : -1;
+  }
+  return held;
 }
 
 }  // namespace tessera::planner

@@ -434,7 +434,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
   const Context c{model, cluster, request, estimate, settings, roofs,
                   memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),
                   block_activation_bytes(table, shape, RecomputeMode::none).stash, block_activation_bytes(table, shape, RecomputeMode::selective).stash};
-  const std::vector<StageShape> stages = stage_shapes(model, request);
+  const std::vector<StageShape> stages = stage_layouts(model, request);
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
   const Link pp_link = group_link(cluster, l.pp, l.tp * l.data_ranks());

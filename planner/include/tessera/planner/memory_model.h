@@ -106,6 +106,9 @@ struct StageShape {
 // The stages of a request, first to last (one stage without a pipeline), each
 // with its activations (one activation table for all of them).
 std::vector<StageShape> stage_shapes(const Model& model, const EstimateRequest& request);
+// The same stages' blocks and parameters only, without what they keep for
+// backward (activations, in_flight_per_chunk): what the simulator times.
+std::vector<StageShape> stage_layouts(const Model& model, const EstimateRequest& request);
 
 // --tp against the model: a positive tp must divide the attention heads, the
 // key-value heads and the MLP width, so that every GPU holds whole heads and an

@@ -265,8 +265,9 @@ struct PassTiming {
 // scatter) time on the communication lane at the pass's end: what the compute
 // lane waited for.
 void add_pass_events(std::vector<TraceEvent>& events, const ParallelLayout& l, const PipelineOp& op, int64_t k, int64_t chunks, const PassTiming& t) {
-  const std::string pass = op.pass == PipelinePass::forward ? "F" : "B";
-  const std::string name = pass + std::to_string(op.micro_batch) + (chunks > 1 ? "." + std::to_string(op.chunk) : "");
+  std::string name = op.pass == PipelinePass::forward ? "F" : "B";
+  name += std::to_string(op.micro_batch);
+  if (chunks > 1) name += "." + std::to_string(op.chunk);
   const int compute_lane = static_cast<int>(2 * k), comm_lane = compute_lane + 1;
   if (t.received >= 0) events.push_back({"recv " + name, "communication", comm_lane, t.received, t.p2p_s});
   events.push_back({name, op.pass == PipelinePass::forward ? "forward" : "backward", compute_lane, t.start, t.duration, op.micro_batch, op.chunk});
@@ -316,6 +317,7 @@ PipelineRun run_pipeline(const Context& c, const std::vector<ChunkPassSeconds>& 
   std::vector<double> free_at(static_cast<size_t>(pp), 0);
   PipelineRun run;
   size_t remaining = static_cast<size_t>(pp * 2 * m * chunks);
+  if (events) events->reserve(events->size() + 3 * remaining);  // at most three events a pass (add_pass_events)
   while (remaining > 0) {
     const size_t before = remaining;
     for (int64_t k = 0; k < pp; ++k) {

@@ -322,7 +322,7 @@ PipelineRun run_pipeline(const Context& c, const std::vector<ChunkPassSeconds>& 
     const size_t before = remaining;
     for (int64_t k = 0; k < pp; ++k) {
       const auto ku = static_cast<size_t>(k);
-      double free = free_at[ku];  // when the stage's last pass ended (a local: the loop's chain of maxima and sums)
+      double free = free_at[ku];  // when the stage's last pass ended, kept in a local across its passes
       for (StageScheduleCursor& cursor = cursors[ku]; !cursor.done(); cursor.advance()) {
         const PipelineOp op = cursor.op();
         const int64_t vs = op.chunk * pp + k;

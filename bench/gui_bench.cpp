@@ -42,8 +42,10 @@ int main(int argc, char** argv) {
   inputs.global_batch = 1024;
   window.inputPanel()->setInputs(inputs);
   window.session().setInputs(inputs);
+  // Sleeps until the next event, as the application's event loop does: a loop
+  // that polled would take a core from the search on a small machine.
   auto wait_for_search = [&] {
-    while (window.session().searching()) QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 5);
+    while (window.session().searching()) QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
   };
   wait_for_search();
   constexpr int kChanges = 40;

@@ -13,6 +13,7 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QScrollArea>
+#include <QSet>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -62,14 +63,23 @@ QWidget* scrolled(QWidget* view) {
 // Column widths from the text they hold (QHeaderView's own sizing reserves a
 // sort arrow in every header, which pushes tokens/s and MFU out of a 1280-pixel window).
 void fit_columns(QTableView& table, int last_column) {
+  constexpr int kWidest = 120;  // longer cells elide; the tooltip has the plan
   const QFontMetrics cell(table.font()), header(table.horizontalHeader()->font());
   const QAbstractItemModel& model = *table.model();
   for (int column = 0; column < model.columnCount(); ++column) {
     int width = header.horizontalAdvance(model.headerData(column, Qt::Horizontal).toString()) + 18;
-    for (int row = 0; row < model.rowCount() && column != last_column; ++row) {
-      width = std::max(width, cell.horizontalAdvance(model.index(row, column).data().toString()) + 12);
+    // Each distinct text measured once (a column repeats its plugins, stages and
+    // schedules), and none once the column is as wide as it gets: measuring
+    // text is most of what refilling the table costs.
+    QSet<QString> measured;
+    for (int row = 0; row < model.rowCount() && column != last_column && width < kWidest; ++row) {
+      const QString text = model.index(row, column).data().toString();
+      if (!measured.contains(text)) {
+        measured.insert(text);
+        width = std::max(width, cell.horizontalAdvance(text) + 12);
+      }
     }
-    table.setColumnWidth(column, column == last_column ? 900 : std::min(width, 120));  // longer cells elide; the tooltip has the plan
+    table.setColumnWidth(column, column == last_column ? 900 : std::min(width, kWidest));
   }
 }
 

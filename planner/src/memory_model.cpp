@@ -139,7 +139,7 @@ void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
 
 void add_activations(const Model& m, const StageShape& s, const EstimateRequest& r, MemoryBreakdown& out) {
   const TrainingOptions& t = r.training;
-  const StageActivations parts = stage_activations(m, r, s);
+  const StageActivations& parts = s.activations;
   int64_t kept = 0;  // the passes held at the peak, logits included
   for (size_t j = 0; j < parts.pass_bytes.size(); ++j) kept += s.in_flight_per_chunk[j] * parts.pass_bytes[j];
   const int64_t logits = s.in_flight_per_chunk.back() * parts.logits_per_pass;
@@ -303,17 +303,20 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
 }
 
-}  // namespace
-
-StageActivations stage_activations(const Model& m, const EstimateRequest& r, const StageShape& s) {
+// The activation table of a request: its profile's, and under --runtime
+// megatron with the flash profile, Megatron-Core's loss (the megatron profile
+// is Korthikanti's accounting as published; flash is what the runtime keeps).
+ActivationTable request_activation_table(const Model& m, const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
   ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
-  // The megatron profile is Korthikanti's accounting as published; flash is what the runtime keeps.
   if (r.plugin.runtime == Runtime::megatron && t.activation_profile == ActivationProfile::flash) {
     table = with_megatron_core_loss(std::move(table), t.precision);
   }
-  const ActivationShape shape = activation_shape(r);
-  const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
+  return table;
+}
+
+// A stage's activations, from its request's table and shape and what one block keeps.
+StageActivations stage_activations(const ActivationTable& table, const ActivationShape& shape, const BlockActivationBytes& block, const StageShape& s) {
   StageActivations parts;
   for (const StageLayers& chunk : s.chunks) parts.pass_bytes.push_back(chunk.num_layers * block.stash);
   if (s.first) parts.pass_bytes.front() += terms_bytes(table.first_stage, shape);
@@ -325,6 +328,8 @@ StageActivations stage_activations(const Model& m, const EstimateRequest& r, con
   parts.backward_scratch = terms_bytes(table.backward_scratch, shape);
   return parts;
 }
+
+}  // namespace
 
 int64_t StageShape::in_flight() const {
   int64_t passes = 0;
@@ -338,11 +343,9 @@ int64_t StageShape::in_flight_blocks() const {
   return blocks;
 }
 
-std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
+std::vector<StageShape> stage_layouts(const Model& m, const EstimateRequest& r) {
   const auto& l = r.layout;
-  const auto& p = r.plugin;
-  const int64_t chunks = p.model_chunks();
-  const auto layers = stage_chunks(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), static_cast<int>(chunks));
+  const auto layers = stage_chunks(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), static_cast<int>(r.plugin.model_chunks()));
   std::vector<StageShape> stages;
   stages.reserve(layers.size());
   for (int stage = 0; stage < static_cast<int>(layers.size()); ++stage) {
@@ -363,8 +366,20 @@ std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
     // (Megatron-LM: word embeddings duplicated on the first and last stage).
     if (s.last && l.pp > 1) totals += m.tied_head;
     s.params = totals.per_tp_rank(l.tp);
-    s.in_flight_per_chunk = in_flight_at_peak(p.pp_schedule, l.pp, stage, r.training.num_micro_batches, chunks, stage_activations(m, r, s).pass_bytes);
     stages.push_back(s);
+  }
+  return stages;
+}
+
+std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
+  const ActivationTable table = request_activation_table(m, r);
+  const ActivationShape shape = activation_shape(r);
+  const BlockActivationBytes block = block_activation_bytes(table, shape, r.training.recompute);
+  std::vector<StageShape> stages = stage_layouts(m, r);
+  for (StageShape& s : stages) {
+    s.activations = stage_activations(table, shape, block, s);
+    s.in_flight_per_chunk = in_flight_at_peak(r.plugin.pp_schedule, r.layout.pp, s.stage, r.training.num_micro_batches, r.plugin.model_chunks(),
+                                              s.activations.pass_bytes);
   }
   return stages;
 }

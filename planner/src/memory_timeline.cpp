@@ -91,7 +91,7 @@ std::vector<RankMemoryTimeline> memory_timeline(const Model& model, const Estima
   std::vector<RankMemoryTimeline> timelines;
   for (const RankMemory& row : estimate.ranks) {
     const StageShape& stage = stages[static_cast<size_t>(row.first_stage)];
-    timelines.push_back(row_timeline(stage_activations(model, request, stage), stage, row, simulation));
+    timelines.push_back(row_timeline(stage.activations, stage, row, simulation));
   }
   return timelines;
 }

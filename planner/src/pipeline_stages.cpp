@@ -5,15 +5,6 @@
 namespace tessera::planner {
 namespace {
 
-// Megatron-LM's interleaved schedule numbers a stage's chunk passes 0 .. m·v - 1:
-// pass k runs chunk (k mod pp·v) / pp (backwards: the chunks in reverse) on
-// micro-batch (k / (pp·v)) · pp + k mod pp.
-PipelineOp interleaved_op(int64_t k, int64_t pp, int64_t chunks, PipelinePass pass) {
-  const int64_t group = pp * chunks;
-  const int64_t chunk = (k % group) / pp;
-  return PipelineOp{(k / group) * pp + k % pp, pass, pass == PipelinePass::forward ? chunk : chunks - 1 - chunk};
-}
-
 int64_t interleaved_warmup(int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks) {
   return std::min((pp - stage - 1) * 2 + (chunks - 1) * pp, num_micro_batches * chunks);
 }
@@ -58,33 +49,20 @@ std::string describe_layer_split(int num_layers, int pp, int chunks) {
   return text;
 }
 
+StageScheduleCursor::StageScheduleCursor(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks)
+    // Only the interleaved schedule has more than one chunk a stage.
+    : schedule_(schedule), pp_(pp), chunks_(schedule == PipelineSchedule::interleaved ? chunks : 1), length_(2 * num_micro_batches * chunks_) {
+  switch (schedule) {
+    case PipelineSchedule::gpipe: warmup_ = num_micro_batches; break;  // every forward first
+    case PipelineSchedule::one_f_one_b: warmup_ = std::min(pp - stage - 1, num_micro_batches); break;
+    case PipelineSchedule::interleaved: warmup_ = interleaved_warmup(pp, stage, num_micro_batches, chunks); break;
+  }
+}
+
 std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int64_t pp, int64_t k, int64_t num_micro_batches, int64_t chunks) {
-  const int64_t m = num_micro_batches;
   std::vector<PipelineOp> ops;
-  ops.reserve(static_cast<size_t>(2 * m * chunks));
-  if (schedule == PipelineSchedule::gpipe) {
-    for (int64_t i = 0; i < m; ++i) ops.push_back({i, PipelinePass::forward});
-    for (int64_t i = m - 1; i >= 0; --i) ops.push_back({i, PipelinePass::backward});
-    return ops;
-  }
-  if (schedule == PipelineSchedule::interleaved) {
-    const int64_t total = m * chunks;
-    const int64_t warmup = interleaved_warmup(pp, k, m, chunks);
-    for (int64_t i = 0; i < warmup; ++i) ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::forward));
-    for (int64_t i = 0; i < total - warmup; ++i) {
-      ops.push_back(interleaved_op(warmup + i, pp, chunks, PipelinePass::forward));
-      ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::backward));
-    }
-    for (int64_t i = total - warmup; i < total; ++i) ops.push_back(interleaved_op(i, pp, chunks, PipelinePass::backward));
-    return ops;
-  }
-  const int64_t warmup = std::min(pp - k - 1, m);
-  for (int64_t i = 0; i < warmup; ++i) ops.push_back({i, PipelinePass::forward});
-  for (int64_t i = 0; i < m - warmup; ++i) {
-    ops.push_back({warmup + i, PipelinePass::forward});
-    ops.push_back({i, PipelinePass::backward});
-  }
-  for (int64_t i = m - warmup; i < m; ++i) ops.push_back({i, PipelinePass::backward});
+  ops.reserve(static_cast<size_t>(2 * num_micro_batches * chunks));
+  for (StageScheduleCursor cursor(schedule, pp, k, num_micro_batches, chunks); !cursor.done(); cursor.advance()) ops.push_back(cursor.op());
   return ops;
 }
 
@@ -100,19 +78,30 @@ std::vector<int64_t> in_flight_at_peak(PipelineSchedule schedule, int64_t pp, in
   if (pp == 1) return {1};  // gradient accumulation: each micro-batch's backward frees its activations
   if (schedule == PipelineSchedule::gpipe) return {num_micro_batches};
   if (schedule == PipelineSchedule::one_f_one_b) return {std::min(pp - stage, num_micro_batches)};
-  std::vector<int64_t> held(static_cast<size_t>(chunks), 0), peak = held;
-  int64_t bytes = 0, peak_bytes = -1;
-  for (const PipelineOp& op : stage_schedule(schedule, pp, stage, num_micro_batches, chunks)) {
-    const auto j = static_cast<size_t>(op.chunk);
-    const int64_t change = op.pass == PipelinePass::forward ? 1 : -1;
-    held[j] += change;
-    bytes += change * bytes_per_pass[j];
+  // Stage `stage`'s table without the repeats that cannot raise the peak: the
+  // warm-up forwards, then the steady state's forward-backward pairs for one
+  // period only. Every pp · chunks consecutive passes run each chunk pp times,
+  // so over a period of pairs the held passes come back to where they were and
+  // later periods repeat its values (the peak is the first strictly larger
+  // value); the cool-down's backwards only free.
+  StageScheduleCursor cursor(schedule, pp, stage, num_micro_batches, chunks);
+  const int64_t passes = cursor.warmup() + 2 * std::min(num_micro_batches * chunks - cursor.warmup(), pp * chunks);
+  int64_t bytes = 0, peak_bytes = -1, passes_at_peak = 0;
+  for (int64_t n = 1; n <= passes; ++n, cursor.advance()) {
+    const PipelineOp op = cursor.op();
+    bytes += (op.pass == PipelinePass::forward ? 1 : -1) * bytes_per_pass[static_cast<size_t>(op.chunk)];
     if (bytes > peak_bytes) {
       peak_bytes = bytes;
-      peak = held;
+      passes_at_peak = n;
     }
   }
-  return peak;
+  std::vector<int64_t> held(static_cast<size_t>(chunks), 0);  // the passes held then
+  StageScheduleCursor replay(schedule, pp, stage, num_micro_batches, chunks);
+  for (int64_t n = 0; n < passes_at_peak; ++n, replay.advance()) {
+    const PipelineOp op = replay.op();
+    held[static_cast<size_t>(op.chunk)] += op.pass == PipelinePass::forward ? 1 : -1;
+  }
+  return held;
 }
 
 }  // namespace tessera::planner

@@ -16,6 +16,7 @@
 #include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/report.h"
 #include "search_internal.h"
+#include "simulation_memo.h"
 
 namespace tessera::planner {
 namespace {
@@ -417,6 +418,7 @@ TwinKey twin_key(EstimateRequest r) {
 
 Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p, SearchProgress* progress) {
   PlanSearchResult result;
+  SimulationMemo memo;
   std::set<TwinKey> over_memory_with_sp;
   const bool sp_only_divides = p.activation_profile != ActivationProfile::tessera;
   const std::vector<EstimateRequest> candidates = plan_candidates(model, p);
@@ -453,7 +455,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
       });
       continue;
     }
-    auto simulation = simulate_step(model, p.cluster, r, memory.value(), p.simulation, false);
+    auto simulation = simulate_step(model, p.cluster, r, memory.value(), p.simulation, memo);
     if (!simulation) return simulation.error();
     result.plans.push_back(Candidate{r, std::move(memory).value(), std::move(simulation).value(), 0});
   }

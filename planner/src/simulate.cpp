@@ -12,6 +12,7 @@
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/tp_traffic.h"
+#include "simulation_memo.h"
 
 namespace tessera::planner {
 namespace {
@@ -55,7 +56,9 @@ struct Context {
   const MemoryEstimate& estimate;
   const SimulationSettings& settings;
   KernelRoofs roofs;                 // bf16's under fp8: attention, the head, element-wise work, MFU
-  std::vector<PassSeconds> matmuls;  // one micro-batch's GEMMs per layer (gemm_model.h), FP8 blocks under fp8
+  const std::vector<PassSeconds>& matmuls;  // one micro-batch's GEMMs per layer (gemm_model.h), FP8 blocks under fp8
+  // What one block keeps for backward of a micro-batch (activations.h): without recompute and under selective recompute.
+  int64_t block_stash_bytes, selective_block_stash_bytes;
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -199,11 +202,9 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   // Element-wise work (norms, activations, softmax, dropout) is memory-bound: each
   // tensor a block keeps for backward is written once in forward and read once in
   // backward, where its gradient is written too (a roofline lower bound).
-  const ActivationTable table = activation_table(c.model.config, t.activation_profile, t.precision);
-  const ActivationShape shape = activation_shape(c.request);
   const double hbm = c.roofs.hbm_bytes_per_s;
-  const double kept = static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::none).stash) * s.num_layers;
-  const double scores = kept - static_cast<double>(block_activation_bytes(table, shape, RecomputeMode::selective).stash) * s.num_layers;
+  const double kept = static_cast<double>(c.block_stash_bytes) * s.num_layers;
+  const double scores = kept - static_cast<double>(c.selective_block_stash_bytes) * s.num_layers;
   cost.forward_compute += kept / hbm;
   cost.backward_compute += 2 * kept / hbm;
   if (is_fp8(t.precision)) {
@@ -261,67 +262,102 @@ struct PipelineRun {
   double makespan = 0;
 };
 
+// When one pass ran, for its trace events.
+struct PassTiming {
+  double received = -1;  // when its input left the neighbouring stage; -1 where nothing was sent
+  double p2p_s = 0;
+  double start = 0, duration = 0;
+  double exposed_comm = 0;  // the exposed communication in its duration
+};
+
+// A pass's trace events on stage k's lanes: the receive of its input, the pass,
+// and its exposed tensor-parallel (or context-parallel, ZeRO-3 gather and
+// scatter) time on the communication lane at the pass's end: what the compute
+// lane waited for.
+void add_pass_events(std::vector<TraceEvent>& events, const ParallelLayout& l, const PipelineOp& op, int64_t k, int64_t chunks, const PassTiming& t) {
+  std::string name = op.pass == PipelinePass::forward ? "F" : "B";
+  name += std::to_string(op.micro_batch);
+  if (chunks > 1) name += "." + std::to_string(op.chunk);
+  const int compute_lane = static_cast<int>(2 * k), comm_lane = compute_lane + 1;
+  if (t.received >= 0) events.push_back({"recv " + name, "communication", comm_lane, t.received, t.p2p_s});
+  events.push_back({name, op.pass == PipelinePass::forward ? "forward" : "backward", compute_lane, t.start, t.duration, op.micro_batch, op.chunk});
+  if (t.exposed_comm > 0) {
+    const std::string kind = l.tp > 1 ? "tensor-parallel " : l.cp > 1 ? "context-parallel " : "ZeRO-3 ";
+    events.push_back({kind + name, "communication", comm_lane, t.start + t.duration - t.exposed_comm, t.exposed_comm});
+  }
+}
+
+// Per virtual stage (chunk j of stage k is virtual stage j·pp + k), a pass's
+// seconds and the exposed communication in them: its stage's pass time by its
+// chunk's share.
+struct ChunkPassSeconds {
+  double forward, backward, forward_comm, backward_comm;
+};
+
+std::vector<ChunkPassSeconds> chunk_pass_seconds(const Context& c, const std::vector<StageShape>& shapes, const std::vector<StageCost>& costs) {
+  const int64_t pp = static_cast<int64_t>(costs.size());
+  const int64_t chunks = c.request.plugin.model_chunks();
+  std::vector<ChunkPassSeconds> seconds(static_cast<size_t>(pp * chunks));
+  for (int64_t k = 0; k < pp; ++k) {
+    const StageCost& cost = costs[static_cast<size_t>(k)];
+    const std::vector<double> shares = chunk_shares(c, shapes[static_cast<size_t>(k)]);
+    for (int64_t j = 0; j < chunks; ++j) {
+      const double share = shares[static_cast<size_t>(j)];
+      seconds[static_cast<size_t>(j * pp + k)] = {cost.forward_s() * share, cost.backward_s() * share, cost.forward_comm * share, cost.backward_comm * share};
+    }
+  }
+  return seconds;
+}
+
 // Runs the schedule event by event: a pass starts when its stage is free and its
 // input has arrived from the neighbouring stage (plus the send time). Under the
-// interleaved schedule the neighbours are virtual stages (chunk j of stage k is
-// virtual stage j·pp + k), and a chunk's pass takes its share of the stage's
-// time by blocks.
-PipelineRun run_pipeline(const Context& c, const std::vector<StageShape>& shapes, const std::vector<StageCost>& costs, double p2p_s,
-                         std::vector<TraceEvent>* events) {
-  const int64_t pp = static_cast<int64_t>(costs.size());
-  const int64_t m = c.request.training.num_micro_batches;
+// interleaved schedule the neighbours are virtual stages, and a chunk's pass
+// takes its share of the stage's time by blocks (`seconds`).
+PipelineRun run_pipeline(const Context& c, const std::vector<ChunkPassSeconds>& seconds, double p2p_s, std::vector<TraceEvent>* events) {
   const auto& plugin = c.request.plugin;
   const int64_t chunks = plugin.model_chunks();
-  const int64_t virtual_stages = pp * chunks;
-  const auto schedule = pipeline_schedule(plugin.pp_schedule, pp, m, chunks);
-  std::vector<std::vector<double>> forward_end(static_cast<size_t>(virtual_stages), std::vector<double>(static_cast<size_t>(m), -1));
-  std::vector<std::vector<double>> backward_end = forward_end;
-  std::vector<size_t> next(static_cast<size_t>(pp), 0);
+  const int64_t virtual_stages = static_cast<int64_t>(seconds.size());
+  const int64_t pp = virtual_stages / chunks;
+  const int64_t m = c.request.training.num_micro_batches;
+  // When each virtual stage's pass of each micro-batch ends (index vs · m + i); -1 until it has run.
+  std::vector<double> forward_end(static_cast<size_t>(virtual_stages * m), -1), backward_end = forward_end;
+  std::vector<StageScheduleCursor> cursors;
+  cursors.reserve(static_cast<size_t>(pp));
+  for (int64_t k = 0; k < pp; ++k) cursors.emplace_back(plugin.pp_schedule, pp, k, m, chunks);
   std::vector<double> free_at(static_cast<size_t>(pp), 0);
-  std::vector<std::vector<double>> shares;
-  for (const StageShape& s : shapes) shares.push_back(chunk_shares(c, s));
   PipelineRun run;
   size_t remaining = static_cast<size_t>(pp * 2 * m * chunks);
+  if (events) events->reserve(events->size() + 3 * remaining);  // at most three events a pass (add_pass_events)
   while (remaining > 0) {
     const size_t before = remaining;
     for (int64_t k = 0; k < pp; ++k) {
       const auto ku = static_cast<size_t>(k);
-      while (next[ku] < schedule[ku].size()) {
-        const PipelineOp op = schedule[ku][next[ku]];
-        const auto i = static_cast<size_t>(op.micro_batch);
+      double free = free_at[ku];  // when the stage's last pass ended, kept in a local across its passes
+      for (StageScheduleCursor& cursor = cursors[ku]; !cursor.done(); cursor.advance()) {
+        const PipelineOp op = cursor.op();
         const int64_t vs = op.chunk * pp + k;
         const bool forward = op.pass == PipelinePass::forward;
         const bool has_input = forward ? vs > 0 : vs + 1 < virtual_stages;
-        double ready = 0;
-        if (has_input) ready = forward ? forward_end[static_cast<size_t>(vs - 1)][i] : backward_end[static_cast<size_t>(vs + 1)][i];
-        if (ready < 0) break;  // the neighbour has not produced this input yet
-        const std::string name = std::to_string(op.micro_batch) + (chunks > 1 ? "." + std::to_string(op.chunk) : "");
-        if (has_input) {
-          // The activation (forward) or its gradient (backward) arrives from the neighbouring stage.
-          if (events && p2p_s > 0) events->push_back({"recv " + std::string(forward ? "F" : "B") + name, "communication", static_cast<int>(2 * k + 1), ready, p2p_s});
-          ready += p2p_s;
-        }
-        const double start = std::max(free_at[ku], ready);
-        const double duration = (forward ? costs[ku].forward_s() : costs[ku].backward_s()) * shares[ku][static_cast<size_t>(op.chunk)];
-        (forward ? forward_end : backward_end)[static_cast<size_t>(vs)][i] = start + duration;
-        free_at[ku] = start + duration;
-        run.makespan = std::max(run.makespan, free_at[ku]);
+        double sent = 0;  // when the input left the neighbouring stage
+        if (has_input) sent = forward ? forward_end[static_cast<size_t>((vs - 1) * m + op.micro_batch)] : backward_end[static_cast<size_t>((vs + 1) * m + op.micro_batch)];
+        if (sent < 0) break;  // the neighbour has not produced this input yet
+        // The activation (forward) or its gradient (backward) arrives from the neighbouring stage.
+        const double ready = has_input ? sent + p2p_s : 0;
+        const ChunkPassSeconds& pass = seconds[static_cast<size_t>(vs)];
+        const double start = std::max(free, ready);
+        const double duration = forward ? pass.forward : pass.backward;
+        free = start + duration;
+        (forward ? forward_end : backward_end)[static_cast<size_t>(vs * m + op.micro_batch)] = free;
         if (events) {
-          events->push_back({(forward ? "F" : "B") + name, forward ? "forward" : "backward", static_cast<int>(2 * k), start, duration, op.micro_batch, op.chunk});
-          // The pass's exposed tensor-parallel (or ZeRO-3 gather and scatter) time, on the
-          // communication lane at the pass's end: what the compute lane waited for.
-          const double comm = (forward ? costs[ku].forward_comm : costs[ku].backward_comm) * shares[ku][static_cast<size_t>(op.chunk)];
-          if (comm > 0) {
-            const auto& l = c.request.layout;
-            const std::string kind = l.tp > 1 ? "tensor-parallel " : l.cp > 1 ? "context-parallel " : "ZeRO-3 ";
-            events->push_back({kind + (forward ? "F" : "B") + name, "communication", static_cast<int>(2 * k + 1), start + duration - comm, comm});
-          }
+          const PassTiming timing{has_input && p2p_s > 0 ? sent : -1, p2p_s, start, duration, forward ? pass.forward_comm : pass.backward_comm};
+          add_pass_events(*events, c.request.layout, op, k, chunks, timing);
         }
-        ++next[ku];
         --remaining;
       }
+      free_at[ku] = free;
+      run.makespan = std::max(run.makespan, free);  // a stage's passes end in order: its last is its latest
     }
-    // Every schedule of pipeline_schedule() makes progress each sweep; a table
+    // Every schedule of stage_schedule() makes progress each sweep; a table
     // that cannot would otherwise spin forever.
     TESSERA_CHECK(remaining < before, "pipeline schedule deadlocks");
   }
@@ -392,10 +428,9 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   return out;
 }
 
-}  // namespace
-
-Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request,
-                                     const MemoryEstimate& estimate, const SimulationSettings& settings, bool with_events) {
+// The step of `request`; with a memo, without events (they would need the pipeline run).
+Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request, const MemoryEstimate& estimate,
+                                const SimulationSettings& settings, bool with_events, SimulationMemo* memo) {
   const auto& l = request.layout;
   const auto& t = request.training;
   if (l.world_size() != cluster.world_size()) {
@@ -403,10 +438,17 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
                                                        std::to_string(cluster.world_size()) + " GPUs");
   }
   const KernelRoofs roofs = kernel_roofs(cluster.gpu, t.precision, settings.memory_efficiency);
+  const int64_t tokens_per_micro_batch = t.micro_batch_size * request.local_seq_len();
+  const auto time_matmuls = [&] {
+    return matmul_seconds_by_layer(model, tokens_per_micro_batch, l.tp, roofs, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency));
+  };
+  std::vector<PassSeconds> own_matmuls;
+  const ActivationTable table = activation_table(model.config, t.activation_profile, t.precision);
+  const ActivationShape shape = activation_shape(request);
   const Context c{model, cluster, request, estimate, settings, roofs,
-                  matmul_seconds_by_layer(model, t.micro_batch_size * request.local_seq_len(), l.tp, roofs,
-                                          block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency))};
-  const std::vector<StageShape> stages = stage_shapes(model, request);
+                  memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),
+                  block_activation_bytes(table, shape, RecomputeMode::none).stash, block_activation_bytes(table, shape, RecomputeMode::selective).stash};
+  const std::vector<StageShape> stages = stage_layouts(model, request);
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
   const Link pp_link = group_link(cluster, l.pp, l.tp * l.data_ranks());
@@ -414,7 +456,20 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
                                                                   model.config.hidden_size, request.training.precision, l));
   const double p2p = l.pp > 1 ? boundary / pp_link.bytes_per_s + pp_link.latency_s : 0.0;
   StepSimulation sim;
-  const PipelineRun pipeline = run_pipeline(c, stages, costs, p2p, with_events ? &sim.events : nullptr);
+  const std::vector<ChunkPassSeconds> passes = chunk_pass_seconds(c, stages, costs);
+  PipelineRun pipeline;
+  if (memo) {
+    // The run's inputs: the schedule's shape, the send time and every pass's seconds.
+    std::vector<uint64_t> key{static_cast<uint64_t>(request.plugin.pp_schedule), static_cast<uint64_t>(t.num_micro_batches),
+                              static_cast<uint64_t>(request.plugin.model_chunks()), SimulationMemo::bits(p2p)};
+    for (const ChunkPassSeconds& pass : passes) {
+      key.push_back(SimulationMemo::bits(pass.forward));
+      key.push_back(SimulationMemo::bits(pass.backward));
+    }
+    pipeline.makespan = memo->makespan(key, [&] { return run_pipeline(c, passes, p2p, nullptr).makespan; });
+  } else {
+    pipeline = run_pipeline(c, passes, p2p, with_events ? &sim.events : nullptr);
+  }
 
   // The busiest stage sets the step's critical path.
   size_t slowest = 0;
@@ -457,6 +512,18 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
   sim.hardware_tflops_per_gpu = flops.total() * tokens / sim.step_time_s / gpus / 1e12;
   sim.mfu = sim.model_tflops_per_gpu * 1e12 / roofs.peak_flops;
   return sim;
+}
+
+}  // namespace
+
+Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request,
+                                     const MemoryEstimate& estimate, const SimulationSettings& settings, bool with_events) {
+  return simulate(model, cluster, request, estimate, settings, with_events, nullptr);
+}
+
+Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request, const MemoryEstimate& estimate,
+                                     const SimulationSettings& settings, SimulationMemo& memo) {
+  return simulate(model, cluster, request, estimate, settings, false, &memo);
 }
 
 }  // namespace tessera::planner

@@ -251,6 +251,39 @@ TEST(PipelineStages, InterleavedChunksAndWarmUp) {
   }
 }
 
+// in_flight_at_peak replays the warm-up and one period of the steady state; the
+// whole table, replayed pass by pass, peaks at the same passes.
+TEST(PipelineStages, InterleavedPeakMatchesTheWholeTable) {
+  const auto replay = [](int64_t pp, int64_t stage, int64_t m, int64_t chunks, const std::vector<int64_t>& bytes_per_pass) {
+    std::vector<int64_t> held(static_cast<size_t>(chunks), 0), peak = held;
+    int64_t bytes = 0, peak_bytes = -1;
+    for (const PipelineOp& op : stage_schedule(PipelineSchedule::interleaved, pp, stage, m, chunks)) {
+      const int64_t change = op.pass == PipelinePass::forward ? 1 : -1;
+      held[static_cast<size_t>(op.chunk)] += change;
+      bytes += change * bytes_per_pass[static_cast<size_t>(op.chunk)];
+      if (bytes > peak_bytes) {
+        peak_bytes = bytes;
+        peak = held;
+      }
+    }
+    return peak;
+  };
+  for (int64_t pp : {2, 3, 4, 8}) {
+    for (int64_t chunks : {2, 3, 5}) {
+      std::vector<int64_t> weights;
+      for (int64_t j = 0; j < chunks; ++j) weights.push_back((j * 7 + pp) % 4);  // uneven, some chunks weightless
+      for (int64_t m = pp; m <= 6 * pp; m += pp) {
+        for (int64_t stage = 0; stage < pp; ++stage) {
+          for (const auto& bytes_per_pass : {std::vector<int64_t>(static_cast<size_t>(chunks), 1), weights}) {
+            EXPECT_EQ(in_flight_at_peak(PipelineSchedule::interleaved, pp, stage, m, chunks, bytes_per_pass), replay(pp, stage, m, chunks, bytes_per_pass))
+                << "pp " << pp << " stage " << stage << " m " << m << " chunks " << chunks;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Korthikanti et al. 2022, §4.2.3: under interleaving the first stage holds
 // pp · (1 + (pp - 1) / (pp · v)) micro-batches of its layers' activations.
 TEST_F(MemoryModel, InterleavedFirstStageHoldsTheFormulasActivations) {

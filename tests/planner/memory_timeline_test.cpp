@@ -72,7 +72,7 @@ TEST_F(MemoryTimeline, OneStageHoldsOnePassAtATime) {
   r.training.recompute = RecomputeMode::full;  // a working set and a gradient scratch besides the kept pass
   const Run out = run(r);
   const auto& sim = out.simulation;
-  const StageActivations parts = stage_activations(model, r, stage_shapes(model, r).front());
+  const StageActivations parts = stage_shapes(model, r).front().activations;
   const MemoryBreakdown& peak = out.timelines.front().points[out.timelines.front().peak].bytes;
   EXPECT_EQ(peak[Cat::activations].device + peak[Cat::logits].device, parts.pass_bytes[0] + parts.working + parts.backward_scratch);
   EXPECT_EQ(peak[Cat::logits].device, parts.logits_per_pass);
@@ -90,7 +90,7 @@ TEST_F(MemoryTimeline, FirstPipelineStageHoldsAPassPerStage) {
   const EstimateRequest r = hybrid(2, 4, 8, PipelineSchedule::one_f_one_b);
   const Run out = run(r);
   const auto shapes = stage_shapes(model, r);
-  const StageActivations first = stage_activations(model, r, shapes.front());
+  const StageActivations& first = shapes.front().activations;
   const RankMemoryTimeline& t = out.timelines.front();
   EXPECT_EQ(t.stage, 0);
   EXPECT_EQ(t.points[t.peak].bytes[Cat::activations].device, 4 * first.pass_bytes[0] + first.working + first.backward_scratch);

@@ -81,22 +81,6 @@ struct MemoryEstimate {
   const RankMemory& tightest() const;
 };
 
-// One pipeline stage as the memory model and the simulator see it.
-struct StageShape {
-  int stage = 0;
-  int first_layer = 0;
-  int num_layers = 0;
-  bool first = false;        // holds the embedding
-  bool last = false;         // holds the final norm, the head and the loss
-  int64_t params = 0;        // parameters on one rank of this stage before data-parallel sharding
-  std::vector<StageLayers> chunks;               // the stage's blocks, one range per model chunk
-  std::vector<int64_t> in_flight_per_chunk{1};   // micro-batches of each chunk's activations held at the peak
-  // Micro-batches of activations held at the peak (chunk passes when interleaved).
-  int64_t in_flight() const;
-  // Block activations held at the peak, in micro-batch · block units.
-  int64_t in_flight_blocks() const;
-};
-
 // What a stage's activations are made of: each forward pass of model chunk j
 // keeps pass_bytes[j] until its backward (the embedding's output with the
 // first chunk; the head's and the logits with the last, logits_per_pass of
@@ -108,10 +92,30 @@ struct StageActivations {
   int64_t working = 0;
   int64_t backward_scratch = 0;
 };
-StageActivations stage_activations(const Model& model, const EstimateRequest& request, const StageShape& stage);
 
-// The stages of a request, first to last (one stage without a pipeline).
+// One pipeline stage as the memory model and the simulator see it.
+struct StageShape {
+  int stage = 0;
+  int first_layer = 0;
+  int num_layers = 0;
+  bool first = false;        // holds the embedding
+  bool last = false;         // holds the final norm, the head and the loss
+  int64_t params = 0;        // parameters on one rank of this stage before data-parallel sharding
+  std::vector<StageLayers> chunks;               // the stage's blocks, one range per model chunk
+  std::vector<int64_t> in_flight_per_chunk{1};   // micro-batches of each chunk's activations held at the peak
+  StageActivations activations;                  // what its passes keep
+  // Micro-batches of activations held at the peak (chunk passes when interleaved).
+  int64_t in_flight() const;
+  // Block activations held at the peak, in micro-batch · block units.
+  int64_t in_flight_blocks() const;
+};
+
+// The stages of a request, first to last (one stage without a pipeline), each
+// with its activations (one activation table for all of them).
 std::vector<StageShape> stage_shapes(const Model& model, const EstimateRequest& request);
+// The same stages' blocks and parameters only, without what they keep for
+// backward (activations, in_flight_per_chunk): what the simulator times.
+std::vector<StageShape> stage_layouts(const Model& model, const EstimateRequest& request);
 
 // --tp against the model: a positive tp must divide the attention heads, the
 // key-value heads and the MLP width, so that every GPU holds whole heads and an

@@ -58,14 +58,60 @@ struct PipelineOp {
 std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks = 1);
 std::vector<std::vector<PipelineOp>> pipeline_schedule(PipelineSchedule schedule, int64_t pp, int64_t num_micro_batches, int64_t chunks = 1);
 
+// Walks one stage's list of stage_schedule() pass by pass without building it
+// (stage_schedule collects what it yields): the simulator runs every table of
+// every candidate the search weighs, thousands of passes each.
+class StageScheduleCursor {
+ public:
+  StageScheduleCursor(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks = 1);
+  bool done() const { return position_ == length_; }
+  // The pass at the cursor (done() must be false), and on to the next; inline,
+  // as the simulator calls them for every pass.
+  PipelineOp op() const {
+    if (forward_at(position_)) return {forwards_.group_start + forwards_.lane, PipelinePass::forward, forwards_.chunk};
+    // GPipe's backwards run in reverse; the others' take the chunks backwards.
+    if (schedule_ == PipelineSchedule::gpipe) return {length_ - 1 - position_, PipelinePass::backward, 0};
+    return {backwards_.group_start + backwards_.lane, PipelinePass::backward, chunks_ - 1 - backwards_.chunk};
+  }
+  void advance() {
+    (forward_at(position_) ? forwards_ : backwards_).advance(pp_, chunks_);
+    ++position_;
+  }
+  // Forwards before the first backward.
+  int64_t warmup() const { return warmup_; }
+
+ private:
+  // Forwards (and, but under GPipe, backwards) go through the chunk passes in
+  // Megatron-LM's interleaved order, which numbers a stage's chunk passes
+  // 0 .. m·v - 1 and runs chunk (k mod pp·v) / pp of micro-batch
+  // (k / (pp·v)) · pp + k mod pp as pass k: micro-batches in groups of pp, each
+  // group through every chunk in turn; with one chunk, micro-batch after micro-batch.
+  struct ChunkPassOrder {
+    int64_t group_start = 0, lane = 0, chunk = 0;
+    void advance(int64_t pp, int64_t chunks) {
+      if (++lane < pp) return;
+      lane = 0;
+      if (++chunk < chunks) return;
+      chunk = 0;
+      group_start += pp;
+    }
+  };
+  bool forward_at(int64_t position) const { return position < warmup_ || (position < length_ - warmup_ && (position - warmup_) % 2 == 0); }
+
+  PipelineSchedule schedule_;
+  int64_t pp_, chunks_, warmup_ = 0, length_, position_ = 0;
+  ChunkPassOrder forwards_, backwards_;
+};
+
 // Per model chunk of `stage`, the micro-batches whose activations it holds when
-// its memory peaks, `bytes_per_pass[j]` being what one pass of chunk j keeps.
+// its memory peaks, `bytes_per_pass[j]` (not negative) being what one pass of chunk j keeps.
 // GPipe: all m; 1F1B: min(pp - stage, m) (Narayanan et al. 2021, §2.2.1: the
 // count reached before the first backward stays through the steady state).
 // Interleaved: the stage's table is replayed, a forward adding a pass of its
 // chunk and a backward freeing one; the mix of chunks shifts in the steady
-// state, so the peak of the weighted sum is taken. Without a pipeline, one
-// micro-batch: gradient accumulation frees each one's activations in its backward.
+// state, so the peak of the weighted sum is taken (in time independent of m).
+// Without a pipeline, one micro-batch: gradient accumulation frees each one's
+// activations in its backward.
 std::vector<int64_t> in_flight_at_peak(PipelineSchedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t chunks,
                                        const std::vector<int64_t>& bytes_per_pass);
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <set>
 
 namespace tessera::planner {
 
@@ -44,15 +43,15 @@ std::vector<std::vector<int>> chunks_by_layer(const ChunkLayout& layout, const T
   // Packing is contiguous, so a chunk held across layers holds tensors of each
   // of them and is counted at each; a tied head re-gathers the embedding's
   // chunk only at the head.
-  std::vector<std::set<int>> touched(static_cast<size_t>(num_layers) + 2);
+  std::vector<std::vector<int>> out(static_cast<size_t>(num_layers) + 2);
   for (size_t i = 0; i < inventory.tensors.size(); ++i) {
     const TensorInfo& t = inventory.tensors[i];
-    const int chunk = layout.tensor_chunk[t.tied_to >= 0 ? static_cast<size_t>(t.tied_to) : i];
-    touched[static_cast<size_t>(t.layer + 1)].insert(chunk);
+    out[static_cast<size_t>(t.layer + 1)].push_back(layout.tensor_chunk[t.tied_to >= 0 ? static_cast<size_t>(t.tied_to) : i]);
   }
-  std::vector<std::vector<int>> out;
-  out.reserve(touched.size());
-  for (const std::set<int>& chunks : touched) out.emplace_back(chunks.begin(), chunks.end());
+  for (std::vector<int>& chunks : out) {
+    std::sort(chunks.begin(), chunks.end());
+    chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+  }
   return out;
 }
 

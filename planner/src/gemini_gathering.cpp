@@ -5,58 +5,69 @@
 
 namespace tessera::planner {
 
-GeminiGathering::GeminiGathering(std::vector<int64_t> chunk_capacity, std::vector<std::vector<int>> chunks_of_layer, double kept_gathered_elements)
-    : chunk_capacity_(std::move(chunk_capacity)),
-      chunks_of_layer_(std::move(chunks_of_layer)),
+GeminiGathering::GeminiGathering(const std::vector<int64_t>& chunk_capacity, const std::vector<std::vector<int>>& chunks_of_layer,
+                                 double kept_gathered_elements)
+    : chunk_capacity_(&chunk_capacity),
+      chunks_of_layer_(&chunks_of_layer),
       kept_gathered_elements_(kept_gathered_elements),
-      holds_gradients_(chunk_capacity_.size(), false) {}
+      holds_gradients_(chunk_capacity.size(), false) {}
 
-void GeminiGathering::release(int chunk, Moves& moves) {
-  (holds_gradients_[static_cast<size_t>(chunk)] ? moves.reduced : moves.released).push_back(chunk);
+void GeminiGathering::release(int chunk) {
+  (holds_gradients_[static_cast<size_t>(chunk)] ? moves_.reduced : moves_.released).push_back(chunk);
   holds_gradients_[static_cast<size_t>(chunk)] = false;
   gathered_.erase(std::find(gathered_.begin(), gathered_.end(), chunk));
 }
 
-GeminiGathering::Moves GeminiGathering::use_layer(int layer, bool backward) {
-  const std::vector<int>& needed = chunks_of_layer_[static_cast<size_t>(layer + 1)];
+void GeminiGathering::clear_moves() {
+  moves_.reduced.clear();
+  moves_.released.clear();
+  moves_.gathered.clear();
+  moves_.gradients_opened.clear();
+}
+
+const GeminiGathering::Moves& GeminiGathering::use_layer(int layer, bool backward) {
+  const std::vector<int>& needed = (*chunks_of_layer_)[static_cast<size_t>(layer + 1)];
   const auto is_needed = [&](int chunk) { return std::find(needed.begin(), needed.end(), chunk) != needed.end(); };
-  Moves moves;
+  const auto capacity = [&](int chunk) { return static_cast<double>((*chunk_capacity_)[static_cast<size_t>(chunk)]); };
+  clear_moves();
   // Chunks whose gradients are complete: reduced and released.
-  std::vector<int> movable;
-  for (const int chunk : std::vector<int>(gathered_)) {
+  before_.assign(gathered_.begin(), gathered_.end());
+  movable_.clear();
+  for (const int chunk : before_) {
     if (is_needed(chunk)) continue;
     if (holds_gradients_[static_cast<size_t>(chunk)]) {
-      release(chunk, moves);
+      release(chunk);
     } else {
-      movable.push_back(chunk);
+      movable_.push_back(chunk);
     }
   }
   // The others: released from the front (packing order) while those left are above the budget.
-  std::sort(movable.begin(), movable.end());
+  std::sort(movable_.begin(), movable_.end());
   double left = 0;
-  for (const int chunk : movable) left += static_cast<double>(chunk_capacity_[static_cast<size_t>(chunk)]);
-  for (const int chunk : movable) {
+  for (const int chunk : movable_) left += capacity(chunk);
+  for (const int chunk : movable_) {
     if (left <= kept_gathered_elements_) break;
-    release(chunk, moves);
-    left -= static_cast<double>(chunk_capacity_[static_cast<size_t>(chunk)]);
+    release(chunk);
+    left -= capacity(chunk);
   }
   for (const int chunk : needed) {
     if (std::find(gathered_.begin(), gathered_.end(), chunk) == gathered_.end()) {
       gathered_.push_back(chunk);
-      moves.gathered.push_back(chunk);
+      moves_.gathered.push_back(chunk);
     }
     if (backward && !holds_gradients_[static_cast<size_t>(chunk)]) {
       holds_gradients_[static_cast<size_t>(chunk)] = true;
-      moves.gradients_opened.push_back(chunk);
+      moves_.gradients_opened.push_back(chunk);
     }
   }
-  return moves;
+  return moves_;
 }
 
-GeminiGathering::Moves GeminiGathering::release_all() {
-  Moves moves;
-  for (const int chunk : std::vector<int>(gathered_)) release(chunk, moves);
-  return moves;
+const GeminiGathering::Moves& GeminiGathering::release_all() {
+  clear_moves();
+  before_.assign(gathered_.begin(), gathered_.end());
+  for (const int chunk : before_) release(chunk);
+  return moves_;
 }
 
 namespace {

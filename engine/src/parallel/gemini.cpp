@@ -103,8 +103,8 @@ Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugi
       plugin_(plugin),
       layout_(planner::pack_chunks(model.inventory, planner::gemini_chunk_size(model.inventory, plugin.gemini, group.size()), group.size())),
       order_(planner::flat_parameter_order(model.inventory)),
-      gathering_(layout_.chunk_capacity, planner::chunks_by_layer(layout_, model.inventory, static_cast<int>(model.config.num_layers)),
-                 planner::kept_gathered_elements(layout_, plugin.gemini)),
+      chunks_of_layer_(planner::chunks_by_layer(layout_, model.inventory, static_cast<int>(model.config.num_layers))),
+      gathering_(layout_.chunk_capacity, chunks_of_layer_, planner::kept_gathered_elements(layout_, plugin.gemini)),
       optimizer_chunks_on_host_(planner::optimizer_chunks_on_host(layout_, plugin.gemini)) {
   std::vector<bool> on_host = planner::parameter_chunks_on_host(layout_, plugin.gemini);
   if (host_chunks) {

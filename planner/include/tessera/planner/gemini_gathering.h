@@ -29,8 +29,10 @@ namespace tessera::planner {
 class GeminiGathering {
  public:
   // chunks_of_layer: per layer slot (layer + 1), the chunks its tensors sit in.
-  // chunk_capacity: each chunk's elements (ChunkLayout::chunk_capacity).
-  GeminiGathering(std::vector<int64_t> chunk_capacity, std::vector<std::vector<int>> chunks_of_layer, double kept_gathered_elements);
+  // chunk_capacity: each chunk's elements (ChunkLayout::chunk_capacity);
+  // chunks_of_layer: per layer slot, its chunks. Both are the caller's and
+  // must outlive this object.
+  GeminiGathering(const std::vector<int64_t>& chunk_capacity, const std::vector<std::vector<int>>& chunks_of_layer, double kept_gathered_elements);
 
   struct Moves {
     std::vector<int> reduced;   // gradients complete: reduce-scattered, then released
@@ -38,22 +40,26 @@ class GeminiGathering {
     std::vector<int> gathered;  // newly gathered for the layer
     std::vector<int> gradients_opened;  // chunks that start holding a gradient chunk (backward)
   };
-  // Before `layer` runs forward (backward = false) or backward.
-  Moves use_layer(int layer, bool backward);
+  // Before `layer` runs forward (backward = false) or backward. The moves
+  // are valid until the next call.
+  const Moves& use_layer(int layer, bool backward);
   // The end of a step's backward: every gathered chunk, in gathering order.
-  Moves release_all();
+  const Moves& release_all();
 
   const std::vector<int>& gathered() const { return gathered_; }  // in gathering order
-  const std::vector<int>& chunks_of_layer(int layer) const { return chunks_of_layer_[static_cast<size_t>(layer + 1)]; }
+  const std::vector<int>& chunks_of_layer(int layer) const { return (*chunks_of_layer_)[static_cast<size_t>(layer + 1)]; }
   bool holds_gradients(int chunk) const { return holds_gradients_[static_cast<size_t>(chunk)]; }
 
  private:
-  void release(int chunk, Moves& moves);
-  std::vector<int64_t> chunk_capacity_;
-  std::vector<std::vector<int>> chunks_of_layer_;
+  void release(int chunk);
+  void clear_moves();
+  const std::vector<int64_t>* chunk_capacity_;
+  const std::vector<std::vector<int>>* chunks_of_layer_;
   double kept_gathered_elements_;
   std::vector<int> gathered_;
   std::vector<bool> holds_gradients_;
+  Moves moves_;                         // the last call's
+  std::vector<int> before_, movable_;   // scratch, kept to spare allocations
 };
 
 // What one rank's chunks cost over a step of `micro_batches` forward and

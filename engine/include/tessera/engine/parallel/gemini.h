@@ -126,6 +126,7 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   planner::PluginOptions plugin_;
   planner::ChunkLayout layout_;
   std::vector<planner::FlatParameter> order_;
+  std::vector<std::vector<int>> chunks_of_layer_;  // per layer slot, its chunks (planner::chunks_by_layer)
   planner::GeminiGathering gathering_;       // which chunks are gathered, and holding gradients
   int64_t optimizer_chunks_on_host_ = 0;     // the leading chunks whose fp32 states live on the host
   MemoryLedger* ledger_ = nullptr;

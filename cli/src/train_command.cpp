@@ -306,18 +306,18 @@ std::string stopped_line(int signal_number, const engine::TrainMetrics& m, const
 }
 
 // This machine as the planner sees it, with the device space's capacity
-// where --device-memory gives one.
-GpuProfile run_profile(const TrainCliOptions& o) {
+// where --device-memory gives one (TrainOptions::device_capacity_bytes).
+GpuProfile run_profile(const engine::TrainOptions& t) {
   GpuProfile cpu = host_cpu_profile();
-  if (o.device_memory_mib > 0) cpu.memory_bytes = std::llround(o.device_memory_mib * 1024 * 1024);
+  if (t.device_capacity_bytes > 0) cpu.memory_bytes = t.device_capacity_bytes;
   return cpu;
 }
 
 // With --device-memory, a plan that needs more of the device than it has is
 // refused before the first step, naming both (the ledger would fail mid-step).
-Status check_device_memory(const TrainCliOptions& o, const MemoryEstimate& estimate) {
-  if (o.device_memory_mib <= 0) return Status::success();
-  const int64_t capacity = std::llround(o.device_memory_mib * 1024 * 1024), needed = estimate.tightest().device_total;
+Status check_device_memory(const engine::TrainOptions& t, const MemoryEstimate& estimate) {
+  const int64_t capacity = t.device_capacity_bytes, needed = estimate.tightest().device_total;
+  if (capacity <= 0) return Status::success();
   if (needed <= capacity) return Status::success();
   return make_error(ErrorCode::invalid_argument, "--device-memory " + format_bytes(capacity) + ": the plan needs " + format_bytes(needed) +
                                                      " of device memory (tessera estimate shows where); give more, or offload (--plugin gemini "
@@ -358,7 +358,7 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (o.rank < 0 || o.rank >= ranks) {
     return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
   }
-  const GpuProfile cpu = run_profile(o);
+  const GpuProfile cpu = run_profile(options);
   auto estimate = estimate_memory(model, cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
   engine::TrainOptions t = options;
@@ -435,10 +435,10 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request, model->config);
-  const GpuProfile cpu = run_profile(o);
+  const GpuProfile cpu = run_profile(t);
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);
-  if (Status s = check_device_memory(o, estimate.value()); !s) return failed(s.error().message);
+  if (Status s = check_device_memory(t, estimate.value()); !s) return failed(s.error().message);
   resolve_auto_placement(estimate.value(), t);
   if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), request.layout.dp); !s) return failed(s.error().message);
   auto data_bytes = engine::token_memory_bytes(t.data_path);

@@ -97,6 +97,13 @@ void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths
   }
 }
 
+// The step under the summary's placement, replayed once for the memory
+// model (the chunk buffers' peak) and the simulator (the traffic).
+void replay_step(const EstimateRequest& r, GeminiSummary& g) {
+  const StateWidths w = state_widths(r.training);
+  g.step = replay_gemini_step(g.chunk_set(), r.layout.shard_ranks(), w.param, w.grad, r.training.num_micro_batches);
+}
+
 // The placement Gemini ends up with; "auto" is solved later against the GPU.
 GeminiSummary gemini_placement(const GeminiOptions& g) {
   GeminiSummary p;
@@ -133,8 +140,7 @@ void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
     out.add(category, kDevice, round_bytes(bytes * (1 - g.offload_optim_frac)));
     out.add(category, kHost, round_bytes(bytes * g.offload_optim_frac));
   }
-  const GeminiStepReplay step = replay_gemini_step(g.chunk_set(), dp, w.param, w.grad, r.training.num_micro_batches);
-  out.add(Cat::chunk_buffers, kDevice, step.peak_buffer_bytes);
+  out.add(Cat::chunk_buffers, kDevice, g.step.peak_buffer_bytes);
 }
 
 void add_activations(const Model& m, const StageShape& s, const EstimateRequest& r, MemoryBreakdown& out) {
@@ -239,6 +245,7 @@ GeminiSummary plan_gemini(const Model& m, const EstimateRequest& r) {
     summary.offload_optim_frac = static_cast<double>(leading_chunk_elements(layout, summary.optimizer_chunks_on_host)) /
                                  static_cast<double>(layout.padded_elements());
   }
+  replay_step(r, summary);
   return summary;
 }
 
@@ -260,6 +267,7 @@ void solve_auto_placement(const Model& m, const StageShape& s, const EstimateReq
     std::vector<bool> on_host(static_cast<size_t>(g.num_chunks), false);
     std::fill_n(on_host.begin(), leading_on_host, true);
     g.set_parameters_on_host(std::move(on_host));
+    replay_step(r, g);
     return static_cast<double>(stage_memory(m, s, r, &g, cuda_context).device_total()) <= target;
   };
   int64_t low = 0, high = g.num_chunks;  // the answer lies in [low, high]; all of them when nothing fits

@@ -73,11 +73,28 @@ std::vector<ShardPiece> fsdp_pieces(const FsdpLayout& layout, const std::vector<
   return pieces;
 }
 
-std::vector<int64_t> gradient_numel_by_layer(const TensorInventory& inventory) {
+std::vector<std::vector<int>> parameters_by_layer(const TensorInventory& inventory) {
+  const std::vector<FlatParameter> order = flat_parameter_order(inventory);
+  std::vector<int> parameter_of(inventory.tensors.size(), -1);  // inventory tensor -> flat-order index
+  for (size_t p = 0; p < order.size(); ++p) parameter_of[static_cast<size_t>(order[p].tensor_index)] = static_cast<int>(p);
   int max_layer = 0;
   for (const TensorInfo& t : inventory.tensors) max_layer = std::max(max_layer, t.layer);
-  std::vector<int64_t> numel(static_cast<size_t>(max_layer) + 2, 0);
-  for (const TensorInfo& t : inventory.tensors) numel[static_cast<size_t>(t.layer + 1)] += t.numel();
+  std::vector<std::vector<int>> out(static_cast<size_t>(max_layer) + 2);
+  for (size_t i = 0; i < inventory.tensors.size(); ++i) {
+    const TensorInfo& t = inventory.tensors[i];
+    out[static_cast<size_t>(t.layer + 1)].push_back(parameter_of[t.tied_to >= 0 ? static_cast<size_t>(t.tied_to) : i]);
+  }
+  for (std::vector<int>& parameters : out) std::sort(parameters.begin(), parameters.end());
+  return out;
+}
+
+std::vector<int64_t> gradient_numel_by_layer(const TensorInventory& inventory) {
+  const std::vector<FlatParameter> order = flat_parameter_order(inventory);
+  std::vector<int64_t> numel;
+  for (const std::vector<int>& parameters : parameters_by_layer(inventory)) {
+    numel.push_back(0);
+    for (const int p : parameters) numel.back() += order[static_cast<size_t>(p)].numel;
+  }
   return numel;
 }
 

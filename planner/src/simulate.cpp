@@ -115,7 +115,7 @@ void add_zero3_communication(const Context& c, const StageShape& s, StageCost& c
   double forward_elements = static_cast<double>(s.params), backward_elements = forward_elements, reduced_elements = forward_elements;
   if (c.estimate.gemini) {
     const int64_t k = c.request.training.num_micro_batches;
-    const GeminiStepReplay step = replay_gemini_step(c.estimate.gemini->chunk_set(), l.shard_ranks(), 0, 0, k);
+    const GeminiStepReplay& step = c.estimate.gemini->step;
     forward_elements = static_cast<double>(step.forward_gathered_elements);
     backward_elements = static_cast<double>(step.backward_gathered_elements);
     reduced_elements = static_cast<double>(step.reduced_elements) / static_cast<double>(k);

@@ -11,33 +11,17 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <source_location>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../support/rank_checker.h"
 #include "tessera/engine/comm/mpi.h"
 
 namespace tessera::engine::comm {
 namespace {
 
-class Checker {
- public:
-  explicit Checker(int rank) : rank_(rank) {}
-  void expect(bool condition, const std::string& what, std::source_location where = std::source_location::current()) {
-    if (condition) return;
-    ++failures_;
-    std::fprintf(stderr, "rank %d: FAILED %s (line %u)\n", rank_, what.c_str(), static_cast<unsigned>(where.line()));
-  }
-  void expect_ok(const Status& status, const std::string& what, std::source_location where = std::source_location::current()) {
-    expect(status.ok(), what + (status.ok() ? "" : ": " + status.error().message), where);
-  }
-  int failures() const { return failures_; }
-
- private:
-  int rank_ = 0;
-  int failures_ = 0;
-};
+using Checker = tessera::testing::RankChecker;
 
 bool same_bits(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
 

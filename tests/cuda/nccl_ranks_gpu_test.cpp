@@ -13,34 +13,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <source_location>
 #include <string>
 #include <vector>
 
 #include "device_buffer.h"
+#include "../support/rank_checker.h"
 #include "tessera/engine/comm/mpi.h"
 #include "tessera/engine/comm/nccl.h"
 
 namespace tessera::engine::comm {
 namespace {
 
-class Checker {
- public:
-  explicit Checker(int rank) : rank_(rank) {}
-  void expect(bool condition, const std::string& what, std::source_location where = std::source_location::current()) {
-    if (condition) return;
-    ++failures_;
-    std::fprintf(stderr, "rank %d: FAILED %s (line %u)\n", rank_, what.c_str(), static_cast<unsigned>(where.line()));
-  }
-  void expect_ok(const Status& status, const std::string& what, std::source_location where = std::source_location::current()) {
-    expect(status.ok(), what + (status.ok() ? "" : ": " + status.error().message), where);
-  }
-  int failures() const { return failures_; }
-
- private:
-  int rank_;
-  int failures_ = 0;
-};
+using Checker = tessera::testing::RankChecker;
 
 // Rank-dependent values whose float sum depends on the order of the ranks.
 template <typename T>

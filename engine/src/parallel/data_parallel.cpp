@@ -80,16 +80,7 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
     const planner::TensorInventory& inventory = model_description_.inventory;
     bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero2_bucket_numel(inventory, plugin_.reduce_bucket_numel, dp));
     bucket_free_ = bucket_.numel();
-    std::vector<int> parameter_of(inventory.tensors.size(), -1);  // inventory tensor -> flat-order index
-    const std::vector<planner::FlatParameter>& order = model.flat_order();
-    for (size_t p = 0; p < order.size(); ++p) parameter_of[static_cast<size_t>(order[p].tensor_index)] = static_cast<int>(p);
-    layer_parameters_.assign(planner::gradient_numel_by_layer(inventory).size(), {});
-    for (size_t i = 0; i < inventory.tensors.size(); ++i) {
-      const planner::TensorInfo& t = inventory.tensors[i];
-      const int p = parameter_of[t.tied_to >= 0 ? static_cast<size_t>(t.tied_to) : i];
-      layer_parameters_[static_cast<size_t>(t.layer + 1)].push_back(p);
-    }
-    for (std::vector<int>& parameters : layer_parameters_) std::sort(parameters.begin(), parameters.end());
+    layer_parameters_ = planner::parameters_by_layer(inventory);
     if (!ledger.is_dry_run()) model.set_unit_hooks(this);
   }
   return Status::success();

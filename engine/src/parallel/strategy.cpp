@@ -7,7 +7,6 @@
 #include "tessera/engine/parallel/gemini.h"
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/enum_names.h"
-#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/sharding.h"
 
 namespace tessera::engine {

@@ -60,6 +60,7 @@ struct GeminiSummary {
   std::vector<std::vector<int>> chunks_of_layer;  // per layer slot, its chunks (chunks_by_layer)
   double kept_gathered_elements = 0;   // shard_param_frac's budget of chunks left gathered (gemini_static_placement.h)
   std::vector<bool> parameters_on_host;  // per chunk: its 16-bit parameter and gradient shards on the host
+  GeminiStepReplay step;                 // a step of the request under this placement (gemini_gathering.h)
   int64_t padded_elements() const;     // all chunks' elements
   double shard_param_frac = 1;
   double offload_optim_frac = 0;       // of the chunks' elements: under `static`, whole chunks as ColossalAI moves them

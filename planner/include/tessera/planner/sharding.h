@@ -55,9 +55,11 @@ constexpr int64_t zero_bucket_numel(int64_t bucket_numel, int64_t params, int64_
   return rounded <= 0 ? dp : (rounded < padded ? rounded : padded);
 }
 
-// Every layer's gradient elements (index layer + 1, kEmbeddingLayer to the
-// head), a tied weight counted again where its alias is (the head writes
-// that gradient too).
+// Every layer's parameters (index layer + 1, kEmbeddingLayer to the head) as
+// indices into the flat order, ascending; a tied weight also where its alias
+// is (the head writes that gradient too).
+std::vector<std::vector<int>> parameters_by_layer(const TensorInventory& inventory);
+// Their gradients' elements, layer by layer.
 std::vector<int64_t> gradient_numel_by_layer(const TensorInventory& inventory);
 
 // ZeRO-2's bucket on one stage (low_level_zero). When the plan's bucket

@@ -88,7 +88,9 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--micro-batches", r.training.num_micro_batches, "Micro-batches per step")->capture_default_str();
   c.add_option("--precision", o.precision, "fp32, fp16, bf16 (mixed, fp32 master weights) or fp8 (Transformer Engine: the blocks' GEMMs in FP8, bf16 weights)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
-  c.add_option("--recompute", o.recompute, "Activation recompute: none, selective or full")->capture_default_str();
+  c.add_option("--recompute", o.recompute,
+               "Activation recompute: none, selective or full (Korthikanti et al. 2022), or op_selective (torchtitan's op-level policy: "
+               "--runtime torchtitan, Llama-shaped models)")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
   c.add_option("--plugin", o.plugin, "torch_ddp, torch_fsdp, low_level_zero, gemini or hybrid_parallel")->capture_default_str();
   c.add_option("--runtime", o.runtime,

@@ -87,6 +87,10 @@ Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, i
     return make_error(ErrorCode::unsupported, "--dp-replicate " + std::to_string(r.layout.dp_replicate) +
                                                   ": the engine shards over every data-parallel rank; train with --dp-replicate 1");
   }
+  if (r.training.recompute == RecomputeMode::op_selective) {
+    return make_error(ErrorCode::unsupported, "--recompute op_selective is torchtitan's policy, for estimates of its runs; "
+                                              "the engine recomputes none, selective or full");
+  }
   if (r.layout.cp > 1) {
     return make_error(ErrorCode::unsupported, "--cp " + std::to_string(r.layout.cp) +
                                                   ": the engine has no context parallelism (ring attention); train with --cp 1");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include <QComboBox>
@@ -23,6 +24,15 @@ inline QComboBox* enum_combo(QWidget* parent, bool with_any) {
   auto* combo = new QComboBox(parent);
   if (with_any) combo->addItem(QObject::tr("any (search all)"), QString());
   for (const auto& entry : enum_names(E{})) combo->addItem(enum_text(entry.name), enum_text(entry.name));
+  return combo;
+}
+
+// The same over some of the enum's values, in the given order.
+template <typename E>
+inline QComboBox* enum_combo(QWidget* parent, bool with_any, std::span<const E> values) {
+  auto* combo = new QComboBox(parent);
+  if (with_any) combo->addItem(QObject::tr("any (search all)"), QString());
+  for (E value : values) combo->addItem(enum_text(enum_name(value)), enum_text(enum_name(value)));
   return combo;
 }
 

@@ -131,7 +131,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(tr("Precision"), precision_, InputField::precision);
   optimizer_ = enum_combo<OptimizerKind>(this, false);
   add_row(tr("Optimizer"), optimizer_, InputField::optimizer);
-  recompute_ = enum_combo<RecomputeMode>(this, true);
+  recompute_ = enum_combo<RecomputeMode>(this, true, planner::kSearchedRecomputeModes);  // the modes the search runs
   add_row(tr("Recompute"), recompute_, InputField::recompute);
   plugin_ = enum_combo<PluginKind>(this, true);
   add_row(tr("Plugin"), plugin_, InputField::plugin);

@@ -32,7 +32,7 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   model_chunks_ = count_box(this, 1, 64);
   zero_stage_ = count_box(this, 0, 2);
   cpu_offload_ = new QCheckBox(tr("CPU offload"), this);
-  recompute_ = enum_combo<planner::RecomputeMode>(this, false);
+  recompute_ = enum_combo<planner::RecomputeMode>(this, false, planner::kSearchedRecomputeModes);  // ColossalAI's and Megatron's
   sequence_parallel_ = new QCheckBox(tr("sequence parallel"), this);
   cp_ = count_box(this, 1, 1024);
   cp_->setToolTip(tr("Context parallelism: each sequence split over this many ranks (ring attention; --cp)"));

@@ -3,6 +3,7 @@
 #include "activations_hf.h"
 
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/op_checkpoint_policy.h"
 
 #include <algorithm>
 
@@ -38,8 +39,9 @@ ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
   input.is_block_input = true;
   b.push_back(input);
   b.push_back(term("qkv_input", h, dt, Split::sequence));                                // 2sbh
-  b.push_back(term("query_key", c.q_width() + c.kv_width(), dt, Split::tensor_parallel));  // 4sbh for MHA
-  b.push_back(term("value", c.kv_width(), dt, Split::tensor_parallel));                  // 2sbh for MHA
+  b.push_back(term("query", c.q_width(), dt, Split::tensor_parallel));  // with key, 4sbh for MHA
+  b.push_back(term("key", c.kv_width(), dt, Split::tensor_parallel));
+  b.push_back(term("value", c.kv_width(), dt, Split::tensor_parallel));  // 2sbh for MHA
   ActivationTerm softmax{"softmax_output", c.num_heads, dt, true, Split::tensor_parallel, false, false};  // 2as²b
   b.push_back(softmax);
   if (attn_dropout) {
@@ -52,7 +54,8 @@ ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
   if (!c.parallel_residual) b.push_back(term("mlp_norm_input", h, dt, Split::sequence));  // 2sbh; a parallel residual reuses attn_norm_input
   b.push_back(term("mlp_input", h, dt, Split::sequence));  // 2sbh
   if (c.mlp == MlpKind::swiglu) {
-    b.push_back(term("swiglu_input", 2 * I, dt, Split::tensor_parallel));  // gate and up outputs
+    b.push_back(term("mlp_gate", I, dt, Split::tensor_parallel));  // SwiGLU's inputs: the gate's and the up projection's outputs
+    b.push_back(term("mlp_up", I, dt, Split::tensor_parallel));
   } else {
     b.push_back(term("activation_input", I, dt, Split::tensor_parallel));  // 8sbh for I = 4h
   }
@@ -65,6 +68,29 @@ ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
   t.last_stage.push_back(term("head_input", c.word_embed_proj_dim, dt, Split::sequence));
   t.logits.push_back(term("logits_fp32", c.vocab_size, kFp32, Split::tensor_parallel));
   return t;
+}
+
+// What torchtitan's op-level policy keeps of a block (op_checkpoint_policy.h):
+// the block's input, SDPA's output and log-sum-exp, and the outputs of the
+// linears it saves. A saved linear whose output backward does not need (the
+// output projection, fc2) is a term of its own that no other mode keeps.
+void mark_op_policy(std::vector<ActivationTerm>& block, const ModelConfig& c) {
+  for (ActivationTerm& term : block) {
+    term.kept_under_op_selective = term.is_block_input || term.name == "softmax_lse" || term.name == "attn_proj_input";
+  }
+  for (const OpPolicyLinear& linear : op_policy_linears(c)) {
+    if (!linear.saved) continue;
+    const auto found = std::find_if(block.begin(), block.end(), [&](const ActivationTerm& t) { return t.name == linear.output_term; });
+    if (found != block.end()) {
+      found->kept_under_op_selective = true;
+      continue;
+    }
+    // The row-parallel output: whole on every tp rank, or its tokens' share under sequence parallelism.
+    ActivationTerm output = term(linear.output_term, linear.out_features, block.front().bytes_per_element, Split::sequence);
+    output.kept_under_op_selective = true;
+    output.saved_only_by_op_policy = true;
+    block.push_back(output);
+  }
 }
 
 // A fused attention kernel's saved tensors in place of Korthikanti's attention
@@ -84,7 +110,7 @@ ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
 //    written (b, s, heads, d) and handed back transposed, so the model's
 //    transpose back and reshape are views and the output projection saves that
 //    same tensor (Korthikanti's attn_proj_input, counted once).
-// q, k and v are Korthikanti's query_key and value terms. Under selective
+// q, k and v are Korthikanti's query, key and value terms. Under selective
 // recompute the attention core is checkpointed and re-run, so only its inputs
 // stay and the log-sum-exp goes (NVIDIA/Megatron-LM@00c2c0adeec16015f386548793c88ef08ff6acec,
 // megatron/core/transformer/attention.py: checkpoint_core_attention when
@@ -95,6 +121,7 @@ ActivationTable flash_table(const ModelConfig& c, int64_t dt) {
   std::erase_if(b, [](const ActivationTerm& term) { return term.per_key_position; });
   const auto value = std::find_if(b.begin(), b.end(), [](const ActivationTerm& term) { return term.name == "value"; });
   b.insert(value + 1, log_sum_exp("softmax_lse", c));
+  if (runs_op_checkpoint_policy(c)) mark_op_policy(b, c);
   return t;
 }
 
@@ -217,11 +244,20 @@ int64_t terms_bytes(std::span<const ActivationTerm> terms, const ActivationShape
 
 bool term_kept(const ActivationTerm& term, RecomputeMode recompute) {
   switch (recompute) {
-    case RecomputeMode::none: return true;
-    case RecomputeMode::selective: return term.kept_under_selective;
+    case RecomputeMode::none: return !term.saved_only_by_op_policy;
+    case RecomputeMode::selective: return term.kept_under_selective && !term.saved_only_by_op_policy;
     case RecomputeMode::full: return term.is_block_input;
+    case RecomputeMode::op_selective: return term.kept_under_op_selective;
   }
   return true;
+}
+
+int64_t recomputed_block_bytes(const ActivationTable& table, const ActivationShape& shape, RecomputeMode recompute) {
+  int64_t bytes = 0;
+  for (const ActivationTerm& t : table.block) {
+    if (term_kept(t, RecomputeMode::none) && !term_kept(t, recompute)) bytes += term_bytes(t, shape);
+  }
+  return bytes;
 }
 
 BlockActivationBytes block_activation_bytes(const ActivationTable& table, const ActivationShape& shape,

@@ -31,6 +31,21 @@ double hop_latency_us(Hop hop, Algorithm a, Protocol p) {
 // of a multi-node ring, three times over with the Simple protocol.
 constexpr double kNetOverheadUs = 1.0;
 
+// The bus bandwidth the links allow. Across nodes NCCL runs one ring (channel)
+// per NIC and each ring leaves a node once, so the network carries a node's
+// share of the traffic over all its GPUs' NICs together: the bus bandwidth is
+// the group's ranks on a node × the network bandwidth per GPU, up to the
+// intra-node links' (NVIDIA/nccl issue #412, S. Jeaugey: one 200G NIC per
+// node gives ~24 GB/s inter-node, "add more NICs and you should get more
+// bandwidth, up to 160GB/s which is the NVLink intra-node bandwidth"; issue
+// #495: two A100 nodes with 8 × 100 Gb/s NICs measuring 75 GB/s bus bandwidth,
+// "roughly matching our expectation (though lower by a little bit)").
+double link_bus_bandwidth(const CollectiveGroup& g) {
+  if (g.nodes == 1) return g.intra_bytes_per_s;
+  const double ranks_per_node = static_cast<double>(g.ranks) / static_cast<double>(g.nodes);
+  return std::min(g.intra_bytes_per_s, g.inter_bytes_per_s * ranks_per_node);
+}
+
 double ring_seconds(Collective collective, double bytes, const CollectiveGroup& g, Protocol p) {
   const auto n = static_cast<double>(g.ranks);
   const bool all_reduce = collective == Collective::all_reduce;
@@ -42,7 +57,7 @@ double ring_seconds(Collective collective, double bytes, const CollectiveGroup& 
   // With one rank per node every hop is a network hop, at the tree's network latency.
   const double inter = hop_latency_us(Hop::network, n == nodes ? Algorithm::tree : Algorithm::ring, p);
   const double latency_us = base_latency_us(Algorithm::ring, p) + (steps - inter_steps) * intra + inter_steps * inter;
-  double bus = g.nodes == 1 ? g.intra_bytes_per_s : std::min(g.intra_bytes_per_s, g.inter_bytes_per_s);
+  double bus = link_bus_bandwidth(g);
   if (p == Protocol::ll) bus *= 0.5;
   const double algorithm_bandwidth = bus * n / steps;
   return latency_us * 1e-6 + bytes / algorithm_bandwidth;
@@ -54,7 +69,7 @@ double tree_all_reduce_seconds(double bytes, const CollectiveGroup& g, Protocol 
   const double inter = hop_latency_us(Hop::network, Algorithm::tree, p);
   const double levels = std::floor(std::log2(static_cast<double>(g.nodes)));
   const double latency_us = base_latency_us(Algorithm::tree, p) + 2 * ((per_node - 1) * intra + levels * inter);
-  double bus = 0.92 * (g.nodes == 1 ? g.intra_bytes_per_s : std::min(g.intra_bytes_per_s, g.inter_bytes_per_s));
+  double bus = 0.92 * link_bus_bandwidth(g);
   if (p == Protocol::ll) bus /= 3.8;
   return latency_us * 1e-6 + bytes / (0.5 * bus);  // reduce up the tree, broadcast down
 }

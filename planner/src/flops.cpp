@@ -1,5 +1,7 @@
 #include "tessera/planner/flops.h"
 
+#include "tessera/planner/op_checkpoint_policy.h"
+
 namespace tessera::planner {
 namespace {
 
@@ -31,6 +33,9 @@ FlopsPerToken flops_per_token(const Model& model, int64_t seq_len, RecomputeMode
     case RecomputeMode::none: break;
     case RecomputeMode::selective: f.recompute = attention; break;  // only QK^T, softmax, AV (Korthikanti §5)
     case RecomputeMode::full: f.recompute = blocks + attention; break;  // every block's forward again
+    case RecomputeMode::op_selective:  // the linears torchtitan's policy does not save; the attention output is kept
+      f.recompute = static_cast<double>(model.config.num_layers) * op_policy_recompute_flops_per_token(model.config);
+      break;
   }
   return f;
 }

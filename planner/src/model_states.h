@@ -14,6 +14,10 @@ namespace tessera::planner {
 // What --runtime accepts with the request's plugin and settings (validate_runtime.cpp).
 Status check_runtime(const EstimateRequest& request);
 
+// --recompute op_selective is torchtitan's policy on its Llama block with SDPA
+// (op_checkpoint_policy.h): --runtime torchtitan, the flash profile, a Llama-shaped model.
+Status check_op_selective(const ModelConfig& config, const EstimateRequest& request);
+
 // Megatron-Core's DistributedDataParallel and optimizer (model_states_megatron.cpp):
 // one pipeline stage of one tensor-parallel rank.
 void add_megatron_states(const Model& model, const StageShape& stage, const EstimateRequest& request, MemoryBreakdown& out);

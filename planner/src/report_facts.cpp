@@ -1,6 +1,7 @@
 #include "report_facts.h"
 
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/text_util.h"
 
 #include <algorithm>
@@ -173,6 +174,11 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)), activation_profile_source(t.activation_profile)});
   lines.push_back({"model states", "runtime " + std::string(enum_name(r.request.plugin.runtime)),
                    model_states_source(r.request.plugin, t.precision)});
+  if (t.recompute == RecomputeMode::op_selective) {
+    lines.push_back({"recompute", "op_selective: " + op_policy_summary(r.model.config),
+                     "torchtitan 01c79fd models/llama3/parallelize_llama.py (_save_list: every mm but the 2nd, 4th, ... of a block, SDPA); "
+                     "PyTorch 006b3e6 Linear.cpp (a linear with a bias is addmm, neither saved nor counted)"});
+  }
   if (is_fp8(t.precision)) {
     const RankMemory& tight = r.estimate.tightest();
     const std::vector<StageLayers> chunks =

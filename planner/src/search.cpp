@@ -379,7 +379,7 @@ std::string describe_plan(const EstimateRequest& r) {
 
 std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanRequest& p) {
   const std::vector<RecomputeMode> modes =
-      p.recompute.empty() ? std::vector<RecomputeMode>{RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full} : p.recompute;
+      p.recompute.empty() ? std::vector<RecomputeMode>(kSearchedRecomputeModes.begin(), kSearchedRecomputeModes.end()) : p.recompute;
   std::vector<EstimateRequest> out;
   for (EstimateRequest base : plugin_templates(model, p)) {
     // --dp-replicate: only the layouts that shard, each over replicas of dp/R ranks.

@@ -9,6 +9,7 @@
 #include "tessera/planner/flops.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/gemm_model.h"
+#include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/tp_traffic.h"
@@ -37,6 +38,19 @@ CollectiveGroup collective_group(const ClusterSpec& c, int64_t size, int64_t str
   return CollectiveGroup{size, nodes, c.intra_node_bytes_per_s(), c.inter_node_bytes_per_s(), c.gpu.nvlink_gbps > 0};
 }
 
+// The forward GEMMs of one block that torchtitan's op-level policy runs again
+// in backward, on one tp rank's share of their weights.
+double op_policy_gemm_seconds(const ModelConfig& config, int64_t tokens, int64_t tp, const KernelRoofs& roofs) {
+  double seconds = 0;
+  for (const OpPolicyLinear& linear : op_policy_linears(config)) {
+    if (!linear.recomputed) continue;
+    const auto out = static_cast<double>(linear.out_features) / static_cast<double>(linear.row_parallel ? 1 : tp);
+    const auto in = static_cast<double>(linear.in_features) / static_cast<double>(linear.row_parallel ? tp : 1);
+    seconds += gemm_seconds({static_cast<double>(tokens), out, in}, roofs);
+  }
+  return seconds;
+}
+
 // One micro-batch's passes on one stage, seconds.
 struct StageCost {
   double forward_compute = 0;
@@ -57,8 +71,9 @@ struct Context {
   const SimulationSettings& settings;
   KernelRoofs roofs;                 // bf16's under fp8: attention, the head, element-wise work, MFU
   const std::vector<PassSeconds>& matmuls;  // one micro-batch's GEMMs per layer (gemm_model.h), FP8 blocks under fp8
-  // What one block keeps for backward of a micro-batch (activations.h): without recompute and under selective recompute.
-  int64_t block_stash_bytes, selective_block_stash_bytes;
+  // What one block keeps for backward of a micro-batch without recompute, and of that what the request's recompute writes again (activations.h).
+  int64_t block_stash_bytes, recomputed_block_bytes;
+  double op_policy_gemm_seconds;  // one block's linears that torchtitan's op-level policy runs again, one micro-batch
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -204,7 +219,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   // backward, where its gradient is written too (a roofline lower bound).
   const double hbm = c.roofs.hbm_bytes_per_s;
   const double kept = static_cast<double>(c.block_stash_bytes) * s.num_layers;
-  const double scores = kept - static_cast<double>(c.selective_block_stash_bytes) * s.num_layers;
+  const double recomputed = static_cast<double>(c.recomputed_block_bytes) * s.num_layers;
   cost.forward_compute += kept / hbm;
   cost.backward_compute += 2 * kept / hbm;
   if (is_fp8(t.precision)) {
@@ -214,8 +229,9 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.forward_compute += static_cast<double>(casts.forward) * per_element;
     cost.backward_compute += static_cast<double>(casts.backward) * per_element;
   }
-  if (t.recompute == RecomputeMode::selective) cost.recompute = attention_forward + scores / hbm;
+  if (t.recompute == RecomputeMode::selective) cost.recompute = attention_forward + recomputed / hbm;
   if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + kept / hbm;
+  if (t.recompute == RecomputeMode::op_selective) cost.recompute = c.op_policy_gemm_seconds * s.num_layers + recomputed / hbm;
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
     const CollectiveGroup group = collective_group(c.cluster, l.tp, 1);
@@ -447,7 +463,10 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
   const ActivationShape shape = activation_shape(request);
   const Context c{model, cluster, request, estimate, settings, roofs,
                   memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),
-                  block_activation_bytes(table, shape, RecomputeMode::none).stash, block_activation_bytes(table, shape, RecomputeMode::selective).stash};
+                  block_activation_bytes(table, shape, RecomputeMode::none).stash, recomputed_block_bytes(table, shape, t.recompute),
+                  t.recompute == RecomputeMode::op_selective
+                      ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency))
+                      : 0.0};
   const std::vector<StageShape> stages = stage_layouts(model, request);
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));

@@ -91,6 +91,7 @@ Status check_model_fit(const Model& m, const EstimateRequest& r) {
                    "; use at most --pp " + str(c.num_layers));
   }
   if (Status s = check_context_parallel(r); !s) return s;
+  if (Status s = check_op_selective(c, r); !s) return s;
   if (l.sequence_parallel && r.local_seq_len() % l.tp != 0) {
     return invalid("--seq " + str(r.training.seq_len) + " must be a multiple of --tp " + str(l.tp) + (l.cp > 1 ? " × --cp " + str(l.cp) : "") +
                    " under --sequence-parallel");

@@ -4,6 +4,8 @@
 
 #include "model_states.h"
 
+#include "tessera/planner/op_checkpoint_policy.h"
+
 namespace tessera::planner {
 namespace {
 
@@ -34,6 +36,23 @@ Status check_deepspeed(const PluginOptions& p) {
 }
 
 }  // namespace
+
+Status check_op_selective(const ModelConfig& c, const EstimateRequest& r) {
+  if (r.training.recompute != RecomputeMode::op_selective) return Status::success();
+  if (r.plugin.runtime != Runtime::torchtitan) {
+    return invalid("--recompute op_selective is torchtitan's op-level checkpointing: use it with --runtime torchtitan --plugin torch_fsdp, "
+                   "or --recompute selective or full");
+  }
+  if (r.training.activation_profile != ActivationProfile::flash) {
+    return invalid("--recompute op_selective keeps what torchtitan keeps with SDPA's flash kernel: use --activation-profile flash (got " +
+                   std::string(enum_name(r.training.activation_profile)) + ")");
+  }
+  if (!runs_op_checkpoint_policy(c)) {
+    return invalid("--recompute op_selective follows torchtitan's Llama block (separate q, k, v projections, SwiGLU, no dropout), which " +
+                   c.name + " is not; use --recompute selective or full");
+  }
+  return Status::success();
+}
 
 Status check_runtime(const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;

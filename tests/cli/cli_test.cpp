@@ -248,6 +248,9 @@ TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
       {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--micro-batch", "7"}, "--micro-batch 7 does not divide --global-batch 64"},
       {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--plugin", "gemini", "--tp", "2"}, "need --plugin hybrid_parallel"},
       {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--dp", "4", "--tp", "4"}, "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs"},
+      // torchtitan's op-level policy is estimated, not searched.
+      {{"plan", "--model", "llama-3-8b", "--gpus", "8", "--global-batch", "64", "--recompute", "op_selective"},
+       "estimate it with `tessera estimate --runtime torchtitan --plugin torch_fsdp --recompute op_selective`"},
   };
   for (const Case& c : cases) {
     const CliRun r = run(c.args);
@@ -290,6 +293,14 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
 // A config.json field the engine would not compute stops `tessera train` with one
 // line naming the field and the fix; a window no shorter than --seq trains; the
 // run's config.json says its weights are fp32 under both of transformers' names.
+TEST(Cli, TrainRefusesTorchtitansOpLevelPolicy) {
+  const CliRun r = run({"train", "--model", "tiny-llama", "--steps", "1", "--recompute", "op_selective", "--out", "unused-run"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("the engine recomputes none, selective or full"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("unused-run"));
+}
+
 TEST(Cli, TrainRefusesConfigFieldsItWouldNotComputeAndSaysTheWeightsAreFp32) {
   const tessera::testing::ScratchDir scratch;
   const auto config_with = [&](const char* model, const std::string& fields, const char* name) {

@@ -95,6 +95,7 @@ class ViewsTest : public QObject {
   void memoryOverAStepShowsEachRankRowOfThePlan() {
     MainWindow window(StartState::defaults);
     QVERIFY(show_example(window));
+    QVERIFY(show_tp2_pp2_plan(window));  // pipeline stages: rows that differ
     window.showView(View::memory_timeline);
     const ShownPlan& shown = *window.session().shownPlan();
     MemoryTimelineView* view = window.memoryTimelineView();
@@ -254,10 +255,19 @@ class ViewsTest : public QObject {
       QFile exported(dir.filePath(name));
       return exported.open(QIODevice::ReadOnly) ? exported.readAll().toStdString() : std::string();
     };
+    // A tp × pp plan, picked from the table as a user would.
+    int hybrid_row = -1;
+    for (int row = 0; row < window.planModel()->rowCount() && hybrid_row < 0; ++row) {
+      const auto plan = window.planModel()->planAt(row);
+      if (plan && plan->layout.tp > 1 && plan->layout.pp > 1) hybrid_row = row;
+    }
+    QVERIFY2(hybrid_row >= 0, "the example ranks no tp × pp plan");
+    window.session().selectPlan(*window.planModel()->planAt(hybrid_row));
+    const auto in_file = static_cast<size_t>(hybrid_row);
     QVERIFY(window.exportTo(dir.filePath("train.py")).ok());
-    QCOMPARE(read("train.py"), planner::export_plan(file.value(), 0, planner::ExportTarget::colossalai).value());
+    QCOMPARE(read("train.py"), planner::export_plan(file.value(), in_file, planner::ExportTarget::colossalai).value());
     QVERIFY(window.exportTo(dir.filePath("step.trace.json")).ok());
-    QCOMPARE(read("step.trace.json"), planner::export_plan(file.value(), 0, planner::ExportTarget::perfetto).value());
+    QCOMPARE(read("step.trace.json"), planner::export_plan(file.value(), in_file, planner::ExportTarget::perfetto).value());
     // DeepSpeed cannot run the tp × pp plan in view, and says why; it can a plan without them.
     const Status refused = window.exportTo(dir.filePath("ds_config.json"));
     QVERIFY(!refused.ok());

@@ -2,6 +2,7 @@
 // the planner's numbers, invalid inputs are shown next to their control, the
 // measured-run overlay shows the right errors, every export writes a valid
 // file, sessions round-trip, and the latency of a change stays bounded.
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -699,6 +700,13 @@ class WindowTest : public QObject {
     MainWindow window(StartState::defaults);
     window.show();
     QVERIFY(test::wait_for_search(window.session()));
+    // A plan with every axis: tensor, data and pipeline groups of more than one rank.
+    const auto& plans = window.session().searchResult()->plans;
+    const auto three_d = std::find_if(plans.begin(), plans.end(), [](const planner::Candidate& c) {
+      return c.request.layout.tp > 1 && c.request.layout.dp > 1 && c.request.layout.pp > 1;
+    });
+    QVERIFY2(three_d != plans.end(), "the example ranks no tp × dp × pp plan");
+    window.session().selectPlan(three_d->request);
     const auto& layout = window.session().shownPlan()->request.layout;
     window.meshView()->selectRank(5);
     for (planner::MeshAxis axis : {planner::MeshAxis::tensor, planner::MeshAxis::data, planner::MeshAxis::pipeline}) {

@@ -25,15 +25,29 @@ TEST(Collectives, ASmallMessageTakesTheLowLatencyProtocol) {
 
 TEST(Collectives, ThousandsOfRanksUseTheTreeForMidSizedAllReduces) {
   // 1024 nodes of 8: a ring pays 2·8191 hops (2·1023 of them across the network, 14 µs
-  // each), a tree 2·(7 in-node hops + log2(1024) = 10 network hops).
+  // each), a tree 2·(7 in-node hops + log2(1024) = 10 network hops); both move the
+  // bytes over a node's 8 NICs together, 8 × 25 GB/s.
   const CollectiveGroup big = group(8192, 1024);
   const double bytes = 64e6;
-  const double tree = (8.4 + 2 * (7 * 4.0 + 10 * 14.0)) * 1e-6 + bytes / (0.5 * 0.92 * 25e9);
+  const double tree = (8.4 + 2 * (7 * 4.0 + 10 * 14.0)) * 1e-6 + bytes / (0.5 * 0.92 * 200e9);
   EXPECT_NEAR(collective_seconds(Collective::all_reduce, bytes, big), tree, 1e-9);
   // The ring alone would take 2·1023 network hops of 14 µs: about 29 ms more.
   const double ring_latency = (8.4 + (2 * 8191 - 2 * 1023) * 3.4 + 2 * 1023 * 14.0) * 1e-6;
   EXPECT_GT(ring_latency, 0.05);
   EXPECT_LT(collective_seconds(Collective::all_reduce, bytes, big), 0.5 * (ring_latency + 2 * bytes / 25e9));
+}
+
+TEST(Collectives, AcrossNodesEachRankOnANodeAddsItsNic) {
+  // A 1 GB reduce-scatter over 4 nodes, Simple protocol: n − 1 steps, (n−1)/n of the bytes
+  // at the bus bandwidth. One rank per node: its own NIC, 25 GB/s, every hop a network hop.
+  const double bytes = 1e9;
+  EXPECT_NEAR(collective_seconds(Collective::reduce_scatter, bytes, group(4, 4)), (8.4 + 3 * 14.0) * 1e-6 + 3.0 / 4 * bytes / 25e9, 1e-9);
+  // Eight ranks per node: one ring channel per NIC, a node's 8 × 25 GB/s together.
+  EXPECT_NEAR(collective_seconds(Collective::reduce_scatter, bytes, group(32, 4)),
+              (8.4 + 28 * 3.4 + 3 * 14.0) * 1e-6 + 31.0 / 32 * bytes / 200e9, 1e-9);
+  // Never faster than the NVLink the ring also runs through: 16 NICs of 25 GB/s, 300 GB/s.
+  EXPECT_NEAR(collective_seconds(Collective::reduce_scatter, bytes, group(64, 4)),
+              (8.4 + 60 * 3.4 + 3 * 14.0) * 1e-6 + 63.0 / 64 * bytes / 300e9, 1e-9);
 }
 
 TEST(Collectives, BusBandwidthRisesWithTheMessageAndSaturatesAtTheLink) {

@@ -59,6 +59,8 @@ struct ActivationTerm {
   bool is_block_input = false;     // the one term full recompute keeps
   bool per_position = false;       // shared by a micro-batch's sequences (RoPE's tables): seq_len rows, not b·s
   bool per_micro_batch = false;    // independent of the tokens (autocast's 16-bit copies of the weights): once per micro-batch
+  bool kept_under_op_selective = false;  // saved by torchtitan's op-level policy (op_checkpoint_policy.h)
+  bool saved_only_by_op_policy = false;  // a linear's output no backward op needs, which that policy saves all the same
 };
 
 struct ActivationTable {
@@ -98,6 +100,10 @@ int64_t terms_bytes(std::span<const ActivationTerm> terms, const ActivationShape
 // Whether a block keeps `term` from forward to backward under `recompute`
 // (otherwise backward recomputes it); the engine allocates by the same rule.
 bool term_kept(const ActivationTerm& term, RecomputeMode recompute);
+
+// Bytes of the terms a block keeps without recompute that backward
+// recomputes under `recompute`: what the recompute writes again.
+int64_t recomputed_block_bytes(const ActivationTable& table, const ActivationShape& shape, RecomputeMode recompute);
 
 // One block's bytes for one micro-batch under a recompute mode.
 struct BlockActivationBytes {

@@ -17,7 +17,9 @@ namespace tessera::planner {
 // blocks' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling).
 enum class Precision { fp32, fp16, bf16, fp8 };
 enum class OptimizerKind { adam, adamw, sgd, sgd_momentum };
-enum class RecomputeMode { none, selective, full };  // Korthikanti et al. 2022 §5
+// none, selective and full: Korthikanti et al. 2022 §5; op_selective: torchtitan's
+// op-level policy (op_checkpoint_policy.h), which only --runtime torchtitan runs.
+enum class RecomputeMode { none, selective, full, op_selective };
 // Which runtime's saved tensors the activation model counts (see activations.h):
 // flash for GPU runtimes (PyTorch SDPA, FlashAttention-2), hf* for Hugging
 // Face models run eagerly (measured), megatron for Korthikanti et al.'s
@@ -38,7 +40,10 @@ enum class Runtime { colossalai, megatron, torchtitan, deepspeed };
 inline constexpr std::array<EnumName<Precision>, 4> kPrecisionNames{
     {{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}, {Precision::fp8, "fp8"}}};
 inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};
-inline constexpr std::array<EnumName<RecomputeMode>, 3> kRecomputeNames{{{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
+inline constexpr std::array<EnumName<RecomputeMode>, 4> kRecomputeNames{
+    {{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}, {RecomputeMode::op_selective, "op_selective"}}};
+// The modes `tessera plan` and the GUI's search try: those of ColossalAI's and Megatron's runtimes.
+inline constexpr std::array<RecomputeMode, 3> kSearchedRecomputeModes{RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full};
 inline constexpr std::array<EnumName<ActivationProfile>, 6> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"},
                                                                                      {ActivationProfile::tessera, "tessera"},
                                                                                      {ActivationProfile::flash, "flash"},

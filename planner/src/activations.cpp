@@ -121,7 +121,7 @@ ActivationTable flash_table(const ModelConfig& c, int64_t dt) {
   std::erase_if(b, [](const ActivationTerm& term) { return term.per_key_position; });
   const auto value = std::find_if(b.begin(), b.end(), [](const ActivationTerm& term) { return term.name == "value"; });
   b.insert(value + 1, log_sum_exp("softmax_lse", c));
-  if (runs_op_checkpoint_policy(c)) mark_op_policy(b, c);
+  if (is_torchtitan_llama_block(c)) mark_op_policy(b, c);
   return t;
 }
 

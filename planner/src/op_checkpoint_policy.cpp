@@ -2,7 +2,7 @@
 
 namespace tessera::planner {
 
-bool runs_op_checkpoint_policy(const ModelConfig& c) {
+bool is_torchtitan_llama_block(const ModelConfig& c) {
   const bool llama_family = c.family == ModelFamily::llama || c.family == ModelFamily::mistral || c.family == ModelFamily::qwen2;
   return llama_family && c.mlp == MlpKind::swiglu && !c.parallel_residual && c.attention_dropout == 0 && c.hidden_dropout == 0;
 }

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/collectives.h"
+#include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/gemm_model.h"
@@ -51,6 +53,13 @@ double op_policy_gemm_seconds(const ModelConfig& config, int64_t tokens, int64_t
   return seconds;
 }
 
+// torchtitan runs its Llama block eagerly (eager_elementwise.h); the others fuse.
+std::optional<ElementwiseBytes> eager_block_bytes(const ModelConfig& config, const EstimateRequest& r, double tokens) {
+  if (r.plugin.runtime != Runtime::torchtitan || !is_torchtitan_llama_block(config)) return std::nullopt;
+  const ElementwiseBytes per_token = torchtitan_eager_block_bytes(config, compute_bytes(r.training.precision));
+  return ElementwiseBytes{per_token.forward * tokens, per_token.backward * tokens};
+}
+
 // One micro-batch's passes on one stage, seconds.
 struct StageCost {
   double forward_compute = 0;
@@ -74,6 +83,9 @@ struct Context {
   // What one block keeps for backward of a micro-batch without recompute, and of that what the request's recompute writes again (activations.h).
   int64_t block_stash_bytes, recomputed_block_bytes;
   double op_policy_gemm_seconds;  // one block's linears that torchtitan's op-level policy runs again, one micro-batch
+  // One block's element-wise bytes for one micro-batch where the runtime runs them
+  // eagerly (torchtitan's Llama block, eager_elementwise.h); none where it fuses them.
+  std::optional<ElementwiseBytes> eager_block_bytes;
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -214,14 +226,18 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     }
   }
   const double attention_forward = attention.forward * s.num_layers;
-  // Element-wise work (norms, activations, softmax, dropout) is memory-bound: each
-  // tensor a block keeps for backward is written once in forward and read once in
-  // backward, where its gradient is written too (a roofline lower bound).
+  // Element-wise work (norms, activations, softmax, dropout) is memory-bound. Where
+  // the runtime fuses it, each tensor a block keeps for backward is written once in
+  // forward and read once in backward, where its gradient is written too (a roofline
+  // lower bound); where it runs op by op, every op's reads and writes.
   const double hbm = c.roofs.hbm_bytes_per_s;
-  const double kept = static_cast<double>(c.block_stash_bytes) * s.num_layers;
-  const double recomputed = static_cast<double>(c.recomputed_block_bytes) * s.num_layers;
-  cost.forward_compute += kept / hbm;
-  cost.backward_compute += 2 * kept / hbm;
+  const double layers = static_cast<double>(s.num_layers);
+  const double kept = static_cast<double>(c.block_stash_bytes) * layers;
+  const double recomputed = static_cast<double>(c.recomputed_block_bytes) * layers;
+  const double forward_elementwise = c.eager_block_bytes ? c.eager_block_bytes->forward * layers : kept;
+  const double backward_elementwise = c.eager_block_bytes ? c.eager_block_bytes->backward * layers : 2 * kept;
+  cost.forward_compute += forward_elementwise / hbm;
+  cost.backward_compute += backward_elementwise / hbm;
   if (is_fp8(t.precision)) {
     // Transformer Engine's casts of GEMM operands to FP8 (fp8.h), memory-bound like the rest.
     const Fp8Casts casts = fp8_cast_elements_per_token(c.model.config);
@@ -230,8 +246,11 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.backward_compute += static_cast<double>(casts.backward) * per_element;
   }
   if (t.recompute == RecomputeMode::selective) cost.recompute = attention_forward + recomputed / hbm;
-  if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + kept / hbm;
-  if (t.recompute == RecomputeMode::op_selective) cost.recompute = c.op_policy_gemm_seconds * s.num_layers + recomputed / hbm;
+  if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + forward_elementwise / hbm;
+  if (t.recompute == RecomputeMode::op_selective) {
+    // Every element-wise op runs again; fused, that writes the tensors the policy did not keep.
+    cost.recompute = c.op_policy_gemm_seconds * layers + (c.eager_block_bytes ? forward_elementwise : recomputed) / hbm;
+  }
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
     const CollectiveGroup group = collective_group(c.cluster, l.tp, 1);
@@ -466,7 +485,8 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
                   block_activation_bytes(table, shape, RecomputeMode::none).stash, recomputed_block_bytes(table, shape, t.recompute),
                   t.recompute == RecomputeMode::op_selective
                       ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency))
-                      : 0.0};
+                      : 0.0,
+                  eager_block_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch))};
   const std::vector<StageShape> stages = stage_layouts(model, request);
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));

@@ -47,7 +47,7 @@ Status check_op_selective(const ModelConfig& c, const EstimateRequest& r) {
     return invalid("--recompute op_selective keeps what torchtitan keeps with SDPA's flash kernel: use --activation-profile flash (got " +
                    std::string(enum_name(r.training.activation_profile)) + ")");
   }
-  if (!runs_op_checkpoint_policy(c)) {
+  if (!is_torchtitan_llama_block(c)) {
     return invalid("--recompute op_selective follows torchtitan's Llama block (separate q, k, v projections, SwiGLU, no dropout), which " +
                    c.name + " is not; use --recompute selective or full");
   }

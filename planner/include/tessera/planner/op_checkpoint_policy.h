@@ -48,7 +48,7 @@ struct OpPolicyLinear {
 
 // Whether the model's blocks are torchtitan's Llama block (separate q, k and v
 // projections, a SwiGLU MLP, no dropout, a sequential residual).
-bool runs_op_checkpoint_policy(const ModelConfig& config);
+bool is_torchtitan_llama_block(const ModelConfig& config);
 
 // The block's linears in forward order, with what the policy does to each.
 std::vector<OpPolicyLinear> op_policy_linears(const ModelConfig& config);

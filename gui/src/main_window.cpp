@@ -252,6 +252,7 @@ void MainWindow::connectSignals() {
   });
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
     if (static_cast<View>(index) == View::memory_timeline) updateTimelineView();
+    if (static_cast<View>(index) == View::plans) fitPlanColumns();
   });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
   connect(&session_, &PlannerSession::searchCancelled, this, &MainWindow::onSearchCancelled);
@@ -359,6 +360,12 @@ void MainWindow::updateTimelineView() {
   timeline_view_stale_ = false;
 }
 
+void MainWindow::fitPlanColumns() {
+  if (!plan_columns_stale_ || currentView() != View::plans) return;
+  fit_columns(*plan_table_, PlanTableModel::kReason);
+  plan_columns_stale_ = false;
+}
+
 void MainWindow::onSearchStarted() {
   search_summary_->setText(tr("Searching plans…"));
   if (!session_.shownPlan()) updateVerdict();
@@ -402,7 +409,8 @@ void MainWindow::onSearchFinished() {
   hideSearchProgress();
   const auto& result = session_.searchResult();
   plan_model_->setResult(result, session_.planRequest().cluster.gpu.memory_bytes);
-  fit_columns(*plan_table_, PlanTableModel::kReason);
+  plan_columns_stale_ = true;
+  fitPlanColumns();
   plan_comparison_view_->setPlans(session_.shownPlan(), result);
   QString text = QString::fromStdString(result->explanation);
   for (const std::string& s : result->suggestions) text += QStringLiteral("\n• ") + QString::fromStdString(s);

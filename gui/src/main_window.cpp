@@ -312,14 +312,14 @@ void MainWindow::onShownPlanChanged() {
     chunk_view_->clearChunkMap();
     timeline_view_->clearPlan();
     timeline_view_stale_ = false;
-    plan_comparison_view_->setPlans(std::nullopt, session_.searchResult());
+    plan_comparison_view_->setPlans(nullptr, session_.searchResult());
     plan_table_->selectionModel()->clearSelection();
     updateVerdict();
     return;
   }
-  memory_view_->setPlan(session_.sharedModel(), *shown);
-  mesh_view_->setPlan(session_.planRequest().cluster, *shown);
-  pipeline_view_->setPlan(*shown);
+  memory_view_->setPlan(session_.sharedModel(), shown);
+  mesh_view_->setPlan(session_.planRequest().cluster, shown);
+  pipeline_view_->setPlan(shown);
   chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
   timeline_view_stale_ = true;
   if (currentView() == View::memory_timeline) updateTimelineView();
@@ -356,7 +356,7 @@ QString MainWindow::verdictText() const { return verdict_->text(); }
 
 void MainWindow::updateTimelineView() {
   if (!timeline_view_stale_ || !session_.shownPlan()) return;
-  timeline_view_->setPlan(*session_.shownPlan(), session_.memoryTimeline());
+  timeline_view_->setPlan(session_.shownPlan(), session_.memoryTimeline());
   timeline_view_stale_ = false;
 }
 
@@ -539,7 +539,7 @@ Status MainWindow::exportPdfReport(const QString& path) {
   updateTimelineView();
   // The memory view's scroll area holds it to the tab's width whatever it is given: a copy is printed.
   MemoryView memory;
-  memory.setPlan(session_.sharedModel(), *session_.shownPlan());
+  memory.setPlan(session_.sharedModel(), session_.shownPlan());
   memory.setMeasured(memory_view_->measured());
   std::vector<std::pair<QWidget*, QSize>> resized;
   for (View v : {View::memory, View::memory_timeline, View::pipeline, View::mesh, View::chunks}) {

@@ -29,10 +29,11 @@ MemoryTimelineView::MemoryTimelineView(QWidget* parent) : QWidget(parent) {
   connect(row_choice_, &QComboBox::currentIndexChanged, this, &MemoryTimelineView::showRow);
 }
 
-void MemoryTimelineView::setPlan(const ShownPlan& plan, std::vector<planner::RankMemoryTimeline> timeline) {
-  const bool same_rows = plan_ && plan_->memory.ranks.size() == plan.memory.ranks.size();
+void MemoryTimelineView::setPlan(std::shared_ptr<const ShownPlan> shown, std::vector<planner::RankMemoryTimeline> timeline) {
+  const bool same_rows = plan_ && plan_->memory.ranks.size() == shown->memory.ranks.size();
   const int kept = row_choice_->currentIndex();
-  plan_ = plan;
+  plan_ = std::move(shown);
+  const ShownPlan& plan = *plan_;
   timeline_ = std::move(timeline);
   const QSignalBlocker blocker(row_choice_);
   row_choice_->clear();

@@ -43,7 +43,7 @@ class PipelineCanvas : public QWidget {
     setAutoFillBackground(true);
   }
 
-  std::optional<ShownPlan> plan;
+  std::shared_ptr<const ShownPlan> plan;
   double view_start_s = 0, view_span_s = 1;
 
   double fitted_span() const { return plan && plan->simulation.step_time_s > 0 ? plan->simulation.step_time_s * 1.02 : 1; }
@@ -277,10 +277,10 @@ PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
   column->addWidget(scroll, 1);
 }
 
-void PipelineView::setPlan(const ShownPlan& plan) {
-  const bool same_step = canvas_->plan && canvas_->plan->simulation.step_time_s == plan.simulation.step_time_s;
-  const bool same_stages = canvas_->plan && canvas_->plan->request.layout.pp == plan.request.layout.pp;
-  canvas_->plan = plan;
+void PipelineView::setPlan(std::shared_ptr<const ShownPlan> plan) {
+  const bool same_step = canvas_->plan && canvas_->plan->simulation.step_time_s == plan->simulation.step_time_s;
+  const bool same_stages = canvas_->plan && canvas_->plan->request.layout.pp == plan->request.layout.pp;
+  canvas_->plan = std::move(plan);
   if (!same_stages) canvas_->updateGeometry();  // another height for another stage count
   if (!same_step) canvas_->fit();  // keep the user's zoom while the step stays the same
   canvas_->update();

@@ -209,7 +209,7 @@ bool PlannerSession::measuredRunMatchesShownPlan() const {
 }
 
 void PlannerSession::show(std::optional<ShownPlan> plan) {
-  shown_ = std::move(plan);
+  shown_ = plan ? std::make_shared<const ShownPlan>(std::move(*plan)) : nullptr;
   memory_timeline_.reset();
   fit_limits_ = FitLimits{};
   if (shown_) fit_timer_->start();  // restarted: a burst of changes computes once

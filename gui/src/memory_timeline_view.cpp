@@ -56,7 +56,7 @@ void MemoryTimelineView::showRow(int row) {
   if (!plan_ || row < 0 || row >= static_cast<int>(timeline_.size())) return;
   const planner::RankMemoryTimeline& timeline = timeline_[static_cast<size_t>(row)];
   std::vector<planner::TraceEvent> passes;
-  for (const planner::TraceEvent& e : plan_->simulation.events) {
+  for (const planner::TraceEvent& e : plan_->events()) {
     if (e.lane == 2 * timeline.stage && e.micro_batch >= 0) passes.push_back(e);
   }
   const planner::RankMemory& rank = plan_->memory.ranks[static_cast<size_t>(row)];

@@ -38,10 +38,23 @@ class QTimer;
 
 namespace tessera::gui {
 
-struct ShownPlan {
+class ShownPlan {
+ public:
+  ShownPlan(std::shared_ptr<const planner::Model> model, const planner::PlanRequest& search, planner::EstimateRequest plan,
+            planner::MemoryEstimate estimate, planner::StepSimulation step);
+
   planner::EstimateRequest request;
   planner::MemoryEstimate memory;
-  planner::StepSimulation simulation;  // with its events, for the pipeline view
+  planner::StepSimulation simulation;  // without its events: events() has them
+  // The step's trace events (the pipeline view, the memory over a step), simulated
+  // when first asked for: thousands of them would cost every control change.
+  const std::vector<planner::TraceEvent>& events() const;
+
+ private:
+  std::shared_ptr<const planner::Model> model_;
+  planner::ClusterSpec cluster_;
+  planner::SimulationSettings settings_;
+  mutable std::optional<std::vector<planner::TraceEvent>> events_;  // a shown plan never changes, so neither do they
 };
 
 struct MeasuredComparison {

@@ -57,6 +57,7 @@ StageScheduleCursor::StageScheduleCursor(PipelineSchedule schedule, int64_t pp, 
     case PipelineSchedule::one_f_one_b: warmup_ = std::min(pp - stage - 1, num_micro_batches); break;
     case PipelineSchedule::interleaved: warmup_ = interleaved_warmup(pp, stage, num_micro_batches, chunks); break;
   }
+  forward_ = forward_at(0);
 }
 
 std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int64_t pp, int64_t k, int64_t num_micro_batches, int64_t chunks) {

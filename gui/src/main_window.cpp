@@ -252,6 +252,7 @@ void MainWindow::connectSignals() {
   });
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
     if (static_cast<View>(index) == View::memory_timeline) updateTimelineView();
+    if (static_cast<View>(index) == View::plans) fitPlanColumns();
   });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
   connect(&session_, &PlannerSession::searchCancelled, this, &MainWindow::onSearchCancelled);
@@ -311,14 +312,14 @@ void MainWindow::onShownPlanChanged() {
     chunk_view_->clearChunkMap();
     timeline_view_->clearPlan();
     timeline_view_stale_ = false;
-    plan_comparison_view_->setPlans(std::nullopt, session_.searchResult());
+    plan_comparison_view_->setPlans(nullptr, session_.searchResult());
     plan_table_->selectionModel()->clearSelection();
     updateVerdict();
     return;
   }
-  memory_view_->setPlan(session_.sharedModel(), *shown);
-  mesh_view_->setPlan(session_.planRequest().cluster, *shown);
-  pipeline_view_->setPlan(*shown);
+  memory_view_->setPlan(session_.sharedModel(), shown);
+  mesh_view_->setPlan(session_.planRequest().cluster, shown);
+  pipeline_view_->setPlan(shown);
   chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
   timeline_view_stale_ = true;
   if (currentView() == View::memory_timeline) updateTimelineView();
@@ -355,8 +356,14 @@ QString MainWindow::verdictText() const { return verdict_->text(); }
 
 void MainWindow::updateTimelineView() {
   if (!timeline_view_stale_ || !session_.shownPlan()) return;
-  timeline_view_->setPlan(*session_.shownPlan(), session_.memoryTimeline());
+  timeline_view_->setPlan(session_.shownPlan(), session_.memoryTimeline());
   timeline_view_stale_ = false;
+}
+
+void MainWindow::fitPlanColumns() {
+  if (!plan_columns_stale_ || currentView() != View::plans) return;
+  fit_columns(*plan_table_, PlanTableModel::kReason);
+  plan_columns_stale_ = false;
 }
 
 void MainWindow::onSearchStarted() {
@@ -402,7 +409,8 @@ void MainWindow::onSearchFinished() {
   hideSearchProgress();
   const auto& result = session_.searchResult();
   plan_model_->setResult(result, session_.planRequest().cluster.gpu.memory_bytes);
-  fit_columns(*plan_table_, PlanTableModel::kReason);
+  plan_columns_stale_ = true;
+  fitPlanColumns();
   plan_comparison_view_->setPlans(session_.shownPlan(), result);
   QString text = QString::fromStdString(result->explanation);
   for (const std::string& s : result->suggestions) text += QStringLiteral("\n• ") + QString::fromStdString(s);
@@ -531,7 +539,7 @@ Status MainWindow::exportPdfReport(const QString& path) {
   updateTimelineView();
   // The memory view's scroll area holds it to the tab's width whatever it is given: a copy is printed.
   MemoryView memory;
-  memory.setPlan(session_.sharedModel(), *session_.shownPlan());
+  memory.setPlan(session_.sharedModel(), session_.shownPlan());
   memory.setMeasured(memory_view_->measured());
   std::vector<std::pair<QWidget*, QSize>> resized;
   for (View v : {View::memory, View::memory_timeline, View::pipeline, View::mesh, View::chunks}) {

@@ -110,6 +110,9 @@ class MainWindow : public QMainWindow {
   // The memory-over-a-step view gets the shown plan's timeline when it is current
   // (or printed): computing it on every control change would cost a fraction of a millisecond each.
   void updateTimelineView();
+  // The plan table's columns are fitted to a new ranking when the Plans tab is current
+  // (or once it becomes so): measuring its texts costs milliseconds on every search.
+  void fitPlanColumns();
   void showSearchProgress();
   void onSearchCancelled();
   void hideSearchProgress();
@@ -153,6 +156,7 @@ class MainWindow : public QMainWindow {
   PlanComparisonView* plan_comparison_view_ = nullptr;
   MeasuredRunView* measured_view_ = nullptr;
   bool timeline_view_stale_ = false;
+  bool plan_columns_stale_ = false;
   StartState start_;
 };
 

@@ -54,10 +54,10 @@ MeasuredRunView::MeasuredRunView(QWidget* parent) : QWidget(parent) {
   layout->addLayout(figures);
   layout->addWidget(note_);
   layout->addLayout(curves, 1);
-  setRun(std::nullopt, std::nullopt);
+  setRun(std::nullopt, nullptr);
 }
 
-void MeasuredRunView::setRun(const std::optional<MeasuredComparison>& run, const std::optional<ShownPlan>& predicted) {
+void MeasuredRunView::setRun(const std::optional<MeasuredComparison>& run, const std::shared_ptr<const ShownPlan>& predicted) {
   const bool shown = run && predicted;
   for (QWidget* part : std::initializer_list<QWidget*>{step_time_, tokens_, note_, loss_, grad_norm_}) part->setEnabled(shown);
   if (!shown) {

@@ -23,7 +23,7 @@ class MeasuredRunView : public QWidget {
   explicit MeasuredRunView(QWidget* parent = nullptr);
 
   // The run and the simulated step of its set-up; none: the view says how to open one.
-  void setRun(const std::optional<MeasuredComparison>& run, const std::optional<ShownPlan>& predicted);
+  void setRun(const std::optional<MeasuredComparison>& run, const std::shared_ptr<const ShownPlan>& predicted);
 
   // The figures as shown ("measured 10.8 ms · predicted 2.3 ms · −78.6%"), for tests.
   QString stepTimeText() const;

@@ -29,10 +29,11 @@ MemoryTimelineView::MemoryTimelineView(QWidget* parent) : QWidget(parent) {
   connect(row_choice_, &QComboBox::currentIndexChanged, this, &MemoryTimelineView::showRow);
 }
 
-void MemoryTimelineView::setPlan(const ShownPlan& plan, std::vector<planner::RankMemoryTimeline> timeline) {
-  const bool same_rows = plan_ && plan_->memory.ranks.size() == plan.memory.ranks.size();
+void MemoryTimelineView::setPlan(std::shared_ptr<const ShownPlan> shown, std::vector<planner::RankMemoryTimeline> timeline) {
+  const bool same_rows = plan_ && plan_->memory.ranks.size() == shown->memory.ranks.size();
   const int kept = row_choice_->currentIndex();
-  plan_ = plan;
+  plan_ = std::move(shown);
+  const ShownPlan& plan = *plan_;
   timeline_ = std::move(timeline);
   const QSignalBlocker blocker(row_choice_);
   row_choice_->clear();
@@ -55,7 +56,7 @@ void MemoryTimelineView::showRow(int row) {
   if (!plan_ || row < 0 || row >= static_cast<int>(timeline_.size())) return;
   const planner::RankMemoryTimeline& timeline = timeline_[static_cast<size_t>(row)];
   std::vector<planner::TraceEvent> passes;
-  for (const planner::TraceEvent& e : plan_->simulation.events) {
+  for (const planner::TraceEvent& e : plan_->events()) {
     if (e.lane == 2 * timeline.stage && e.micro_batch >= 0) passes.push_back(e);
   }
   const planner::RankMemory& rank = plan_->memory.ranks[static_cast<size_t>(row)];

@@ -24,7 +24,7 @@ class MemoryTimelineView : public QWidget {
   explicit MemoryTimelineView(QWidget* parent = nullptr);
 
   // `timeline`: the plan's, one per rank row (PlannerSession::memoryTimeline).
-  void setPlan(const ShownPlan& plan, std::vector<planner::RankMemoryTimeline> timeline);
+  void setPlan(std::shared_ptr<const ShownPlan> shown, std::vector<planner::RankMemoryTimeline> timeline);
   void clearPlan();
   // The measured run's first rank row: its peak total as a line; metrics.json holds no timeline, the note says so.
   void setMeasured(std::optional<MemoryBreakdown> measured);
@@ -39,7 +39,7 @@ class MemoryTimelineView : public QWidget {
   QComboBox* row_choice_ = nullptr;
   MemoryTimelineChart* chart_ = nullptr;
   QLabel* measured_note_ = nullptr;
-  std::optional<ShownPlan> plan_;
+  std::shared_ptr<const ShownPlan> plan_;
   std::vector<planner::RankMemoryTimeline> timeline_;
 };
 

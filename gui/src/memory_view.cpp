@@ -37,10 +37,10 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
   setAutoFillBackground(true);
 }
 
-void MemoryView::setPlan(std::shared_ptr<const planner::Model> model, const ShownPlan& plan) {
+void MemoryView::setPlan(std::shared_ptr<const planner::Model> model, std::shared_ptr<const ShownPlan> plan) {
   model_ = std::move(model);
-  plan_ = plan;
-  rows_ = plan.memory.ranks;
+  plan_ = std::move(plan);
+  rows_ = plan_->memory.ranks;
   updateGeometry();
   update();
 }

@@ -21,7 +21,7 @@ class MemoryView : public QWidget {
  public:
   explicit MemoryView(QWidget* parent = nullptr);
 
-  void setPlan(std::shared_ptr<const planner::Model> model, const ShownPlan& plan);
+  void setPlan(std::shared_ptr<const planner::Model> model, std::shared_ptr<const ShownPlan> plan);
   void clearPlan();
   // The measured run's first rank row, drawn under the first predicted row; none: hidden.
   void setMeasured(std::optional<MemoryBreakdown> measured);
@@ -52,7 +52,7 @@ class MemoryView : public QWidget {
   static std::vector<LegendEntry> legend();
 
   std::shared_ptr<const planner::Model> model_;
-  std::optional<ShownPlan> plan_;
+  std::shared_ptr<const ShownPlan> plan_;
   std::vector<planner::RankMemory> rows_;
   std::optional<MemoryBreakdown> measured_;
   std::vector<Segment> segments_;  // as last painted, for hover

@@ -202,10 +202,10 @@ MeshView::MeshView(QWidget* parent) : QWidget(parent) {
   });
 }
 
-void MeshView::setPlan(const planner::ClusterSpec& cluster, const ShownPlan& plan) {
+void MeshView::setPlan(const planner::ClusterSpec& cluster, std::shared_ptr<const ShownPlan> plan) {
   cluster_ = cluster;
-  plan_ = plan;
-  if (selected_rank_ >= plan.request.layout.world_size()) selected_rank_ = 0;
+  plan_ = std::move(plan);
+  if (selected_rank_ >= plan_->request.layout.world_size()) selected_rank_ = 0;
   refresh();
 }
 

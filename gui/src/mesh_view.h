@@ -31,7 +31,7 @@ class MeshView : public QWidget {
  public:
   explicit MeshView(QWidget* parent = nullptr);
 
-  void setPlan(const planner::ClusterSpec& cluster, const ShownPlan& plan);
+  void setPlan(const planner::ClusterSpec& cluster, std::shared_ptr<const ShownPlan> plan);
   void clearPlan();
   // Selects `rank` of the shown plan; false (and nothing changes) when there is no plan or no such rank.
   bool selectRank(int64_t rank);
@@ -52,7 +52,7 @@ class MeshView : public QWidget {
   MeshCanvas* canvas_ = nullptr;
   QLabel* details_ = nullptr;
   planner::ClusterSpec cluster_;
-  std::optional<ShownPlan> plan_;
+  std::shared_ptr<const ShownPlan> plan_;
   int64_t selected_rank_ = 0;
 };
 

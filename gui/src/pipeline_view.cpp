@@ -43,7 +43,7 @@ class PipelineCanvas : public QWidget {
     setAutoFillBackground(true);
   }
 
-  std::optional<ShownPlan> plan;
+  std::shared_ptr<const ShownPlan> plan;
   double view_start_s = 0, view_span_s = 1;
 
   double fitted_span() const { return plan && plan->simulation.step_time_s > 0 ? plan->simulation.step_time_s * 1.02 : 1; }
@@ -143,7 +143,7 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter, tr("No plan to show."));
     return;
   }
-  const planner::StepSimulation& sim = plan->simulation;
+  const std::vector<planner::TraceEvent>& events = plan->events();
   const int64_t stages = plan->request.layout.pp;
   label_width_ = metrics.horizontalAdvance(tr("stage %1 comm").arg(stages - 1)) + 14;
   const QString summary = this->summary();
@@ -168,7 +168,7 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   // passes cover what is busy, so the bubbles show. Communication lanes are never idle
   // time of the pipeline: what they leave empty is only time without messages.
   double passes_end_s = 0;
-  for (const planner::TraceEvent& e : sim.events) {
+  for (const planner::TraceEvent& e : events) {
     if (e.lane % 2 == 0) passes_end_s = std::max(passes_end_s, e.start_s + e.duration_s);
   }
   for (int lane = 0; lane < 2 * stages; ++lane) {
@@ -202,8 +202,8 @@ void PipelineCanvas::paintEvent(QPaintEvent*) {
   }
   // Events, clipped to the plot.
   p.setClipRect(QRectF(plot_left(), 0, plot_width(), height()));
-  for (size_t i = 0; i < sim.events.size(); ++i) {
-    const planner::TraceEvent& e = sim.events[i];
+  for (size_t i = 0; i < events.size(); ++i) {
+    const planner::TraceEvent& e = events[i];
     const double x0 = x_at(e.start_s), x1 = x_at(e.start_s + e.duration_s);
     if (x1 < plot_left() || x0 > plot_left() + plot_width()) continue;
     const double h = e.lane % 2 ? comm_lane_height_ : lane_height_;
@@ -236,7 +236,7 @@ bool PipelineCanvas::event(QEvent* event) {
     const auto* help = static_cast<QHelpEvent*>(event);
     for (const auto& [box, index] : boxes_) {
       if (!box.contains(help->pos())) continue;
-      const planner::TraceEvent& e = plan->simulation.events[index];
+      const planner::TraceEvent& e = plan->events()[index];
       QToolTip::showText(help->globalPos(),
                          tr("<b>%1</b> (%2)<br>stage %3 · starts %4 · lasts %5")
                              .arg(QString::fromStdString(e.name).toHtmlEscaped(), QString::fromStdString(e.category))
@@ -277,10 +277,10 @@ PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
   column->addWidget(scroll, 1);
 }
 
-void PipelineView::setPlan(const ShownPlan& plan) {
-  const bool same_step = canvas_->plan && canvas_->plan->simulation.step_time_s == plan.simulation.step_time_s;
-  const bool same_stages = canvas_->plan && canvas_->plan->request.layout.pp == plan.request.layout.pp;
-  canvas_->plan = plan;
+void PipelineView::setPlan(std::shared_ptr<const ShownPlan> plan) {
+  const bool same_step = canvas_->plan && canvas_->plan->simulation.step_time_s == plan->simulation.step_time_s;
+  const bool same_stages = canvas_->plan && canvas_->plan->request.layout.pp == plan->request.layout.pp;
+  canvas_->plan = std::move(plan);
   if (!same_stages) canvas_->updateGeometry();  // another height for another stage count
   if (!same_step) canvas_->fit();  // keep the user's zoom while the step stays the same
   canvas_->update();

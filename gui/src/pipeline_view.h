@@ -24,7 +24,7 @@ class PipelineView : public QWidget {
  public:
   explicit PipelineView(QWidget* parent = nullptr);
 
-  void setPlan(const ShownPlan& plan);
+  void setPlan(std::shared_ptr<const ShownPlan> plan);
   void clearPlan();
   void zoomIn();
   void zoomOut();

@@ -44,7 +44,7 @@ PlanComparisonView::PlanComparisonView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(table_, 1);
 }
 
-void PlanComparisonView::setPlans(const std::optional<ShownPlan>& shown, std::shared_ptr<const planner::PlanSearchResult> result) {
+void PlanComparisonView::setPlans(const std::shared_ptr<const ShownPlan>& shown, std::shared_ptr<const planner::PlanSearchResult> result) {
   shown_ = shown ? std::optional<PlanFigures>(plan_figures(QString(), shown->memory, shown->simulation)) : std::nullopt;
   shown_description_ = shown ? plan_text(shown->request) : QString();
   result_ = std::move(result);

@@ -24,7 +24,7 @@ class PlanComparisonView : public QWidget {
   explicit PlanComparisonView(QWidget* parent = nullptr);
 
   // The plans to choose from; a choice whose plan is still offered stays.
-  void setPlans(const std::optional<ShownPlan>& shown, std::shared_ptr<const planner::PlanSearchResult> result);
+  void setPlans(const std::shared_ptr<const ShownPlan>& shown, std::shared_ptr<const planner::PlanSearchResult> result);
 
   // Fills the choices with the plans last given, where they changed since. A hidden view
   // waits until it is shown or printed: thousands of ranked plans would slow every control change.

@@ -83,7 +83,11 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
 const std::vector<planner::RankMemoryTimeline>& PlannerSession::memoryTimeline() const {
   static const std::vector<planner::RankMemoryTimeline> kNone;
   if (!shown_) return kNone;
-  if (!memory_timeline_) memory_timeline_ = planner::memory_timeline(*model_, shown_->request, shown_->memory, shown_->simulation);
+  if (!memory_timeline_) {
+    planner::StepSimulation step = shown_->simulation;
+    step.events = shown_->events();
+    memory_timeline_ = planner::memory_timeline(*model_, shown_->request, shown_->memory, step);
+  }
   return *memory_timeline_;
 }
 
@@ -194,9 +198,27 @@ void PlannerSession::onSearchFinished(std::shared_ptr<const planner::PlanSearchR
 Result<ShownPlan> PlannerSession::evaluate(const EstimateRequest& plan) const {
   auto memory = planner::estimate_memory(*model_, request_.cluster.gpu, plan);
   if (!memory) return memory.error();
-  auto simulation = planner::simulate_step(*model_, request_.cluster, plan, memory.value(), request_.simulation, true);
+  auto simulation = planner::simulate_step(*model_, request_.cluster, plan, memory.value(), request_.simulation, false);
   if (!simulation) return simulation.error();
-  return ShownPlan{plan, std::move(memory).value(), std::move(simulation).value()};
+  return ShownPlan(model_, request_, plan, std::move(memory).value(), std::move(simulation).value());
+}
+
+ShownPlan::ShownPlan(std::shared_ptr<const planner::Model> model, const PlanRequest& search, EstimateRequest plan, planner::MemoryEstimate estimate,
+                     planner::StepSimulation step)
+    : request(std::move(plan)),
+      memory(std::move(estimate)),
+      simulation(std::move(step)),
+      model_(std::move(model)),
+      cluster_(search.cluster),
+      settings_(search.simulation) {}
+
+const std::vector<planner::TraceEvent>& ShownPlan::events() const {
+  if (!events_) {
+    // The same simulation as `simulation`, which succeeded, now with its events.
+    auto step = planner::simulate_step(*model_, cluster_, request, memory, settings_, true);
+    events_ = step ? std::move(step.value().events) : std::vector<planner::TraceEvent>{};
+  }
+  return *events_;
 }
 
 bool PlannerSession::measuredRunMatchesShownPlan() const {
@@ -209,7 +231,7 @@ bool PlannerSession::measuredRunMatchesShownPlan() const {
 }
 
 void PlannerSession::show(std::optional<ShownPlan> plan) {
-  shown_ = std::move(plan);
+  shown_ = plan ? std::make_shared<const ShownPlan>(std::move(*plan)) : nullptr;
   memory_timeline_.reset();
   fit_limits_ = FitLimits{};
   if (shown_) fit_timer_->start();  // restarted: a burst of changes computes once

@@ -38,10 +38,23 @@ class QTimer;
 
 namespace tessera::gui {
 
-struct ShownPlan {
+class ShownPlan {
+ public:
+  ShownPlan(std::shared_ptr<const planner::Model> model, const planner::PlanRequest& search, planner::EstimateRequest plan,
+            planner::MemoryEstimate estimate, planner::StepSimulation step);
+
   planner::EstimateRequest request;
   planner::MemoryEstimate memory;
-  planner::StepSimulation simulation;  // with its events, for the pipeline view
+  planner::StepSimulation simulation;  // without its events: events() has them
+  // The step's trace events (the pipeline view, the memory over a step), simulated
+  // when first asked for: thousands of them would cost every control change.
+  const std::vector<planner::TraceEvent>& events() const;
+
+ private:
+  std::shared_ptr<const planner::Model> model_;
+  planner::ClusterSpec cluster_;
+  planner::SimulationSettings settings_;
+  mutable std::optional<std::vector<planner::TraceEvent>> events_;  // a shown plan never changes, so neither do they
 };
 
 struct MeasuredComparison {
@@ -75,7 +88,8 @@ class PlannerSession : public QObject {
   const planner::Model& model() const { return *model_; }
   const std::shared_ptr<const planner::Model>& sharedModel() const { return model_; }
   const planner::PlanRequest& planRequest() const { return request_; }
-  const std::optional<ShownPlan>& shownPlan() const { return shown_; }
+  // Shared, never changed once shown: the views keep it instead of copying its thousands of trace events.
+  const std::shared_ptr<const ShownPlan>& shownPlan() const { return shown_; }
   // The shown plan's device memory over its step, one timeline per rank row; computed
   // when first asked for (a fraction of a millisecond kept off every control change).
   const std::vector<planner::RankMemoryTimeline>& memoryTimeline() const;
@@ -125,7 +139,7 @@ class PlannerSession : public QObject {
   std::string searched_model_source_;  // the model of the search in flight
   std::shared_ptr<const planner::PlanSearchResult> result_;
   std::string result_model_source_;
-  std::optional<ShownPlan> shown_;
+  std::shared_ptr<const ShownPlan> shown_;
   mutable std::optional<std::vector<planner::RankMemoryTimeline>> memory_timeline_;  // of shown_, once asked for
   bool take_best_plan_ = true;  // the next search's winner replaces the shown plan
   FitLimits fit_limits_;

@@ -353,13 +353,13 @@ int64_t StageShape::in_flight_blocks() const {
 
 std::vector<StageShape> stage_layouts(const Model& m, const EstimateRequest& r) {
   const auto& l = r.layout;
-  const auto layers = stage_chunks(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), static_cast<int>(r.plugin.model_chunks()));
+  auto layers = stage_chunks(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), static_cast<int>(r.plugin.model_chunks()));
   std::vector<StageShape> stages;
   stages.reserve(layers.size());
   for (int stage = 0; stage < static_cast<int>(layers.size()); ++stage) {
     StageShape s;
     s.stage = stage;
-    s.chunks = layers[static_cast<size_t>(stage)];
+    s.chunks = std::move(layers[static_cast<size_t>(stage)]);
     s.first_layer = s.chunks.front().first_layer;
     s.first = stage == 0;
     s.last = stage == l.pp - 1;
@@ -374,7 +374,7 @@ std::vector<StageShape> stage_layouts(const Model& m, const EstimateRequest& r) 
     // (Megatron-LM: word embeddings duplicated on the first and last stage).
     if (s.last && l.pp > 1) totals += m.tied_head;
     s.params = totals.per_tp_rank(l.tp);
-    stages.push_back(s);
+    stages.push_back(std::move(s));
   }
   return stages;
 }

@@ -57,6 +57,7 @@ StageScheduleCursor::StageScheduleCursor(PipelineSchedule schedule, int64_t pp, 
     case PipelineSchedule::one_f_one_b: warmup_ = std::min(pp - stage - 1, num_micro_batches); break;
     case PipelineSchedule::interleaved: warmup_ = interleaved_warmup(pp, stage, num_micro_batches, chunks); break;
   }
+  forward_ = forward_at(0);
 }
 
 std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int64_t pp, int64_t k, int64_t num_micro_batches, int64_t chunks) {
@@ -86,20 +87,18 @@ std::vector<int64_t> in_flight_at_peak(PipelineSchedule schedule, int64_t pp, in
   // value); the cool-down's backwards only free.
   StageScheduleCursor cursor(schedule, pp, stage, num_micro_batches, chunks);
   const int64_t passes = cursor.warmup() + 2 * std::min(num_micro_batches * chunks - cursor.warmup(), pp * chunks);
-  int64_t bytes = 0, peak_bytes = -1, passes_at_peak = 0;
-  for (int64_t n = 1; n <= passes; ++n, cursor.advance()) {
+  int64_t bytes = 0, peak_bytes = -1;
+  std::vector<int64_t> holding(static_cast<size_t>(chunks), 0);  // per chunk, the passes held now
+  std::vector<int64_t> held = holding;                            // and when the bytes peaked
+  for (int64_t n = 0; n < passes; ++n, cursor.advance()) {
     const PipelineOp op = cursor.op();
-    bytes += (op.pass == PipelinePass::forward ? 1 : -1) * bytes_per_pass[static_cast<size_t>(op.chunk)];
+    const int64_t sign = op.pass == PipelinePass::forward ? 1 : -1;
+    bytes += sign * bytes_per_pass[static_cast<size_t>(op.chunk)];
+    holding[static_cast<size_t>(op.chunk)] += sign;
     if (bytes > peak_bytes) {
       peak_bytes = bytes;
-      passes_at_peak = n;
+      held = holding;
     }
-  }
-  std::vector<int64_t> held(static_cast<size_t>(chunks), 0);  // the passes held then
-  StageScheduleCursor replay(schedule, pp, stage, num_micro_batches, chunks);
-  for (int64_t n = 0; n < passes_at_peak; ++n, replay.advance()) {
-    const PipelineOp op = replay.op();
-    held[static_cast<size_t>(op.chunk)] += op.pass == PipelinePass::forward ? 1 : -1;
   }
   return held;
 }

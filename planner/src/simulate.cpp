@@ -478,7 +478,9 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
     return matmul_seconds_by_layer(model, tokens_per_micro_batch, l.tp, roofs, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency));
   };
   std::vector<PassSeconds> own_matmuls;
-  const ActivationTable table = activation_table(model.config, t.activation_profile, t.precision);
+  ActivationTable own_table;
+  const ActivationTable& table =
+      memo ? memo->activation_table(model, t.activation_profile, t.precision) : (own_table = activation_table(model.config, t.activation_profile, t.precision));
   const ActivationShape shape = activation_shape(request);
   const Context c{model, cluster, request, estimate, settings, roofs,
                   memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),
@@ -487,7 +489,8 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
                       ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency))
                       : 0.0,
                   eager_block_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch))};
-  const std::vector<StageShape> stages = stage_layouts(model, request);
+  std::vector<StageShape> own_stages;
+  const std::vector<StageShape>& stages = memo ? memo->stage_layouts(model, request) : (own_stages = stage_layouts(model, request));
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
   const Link pp_link = group_link(cluster, l.pp, l.tp * l.data_ranks());

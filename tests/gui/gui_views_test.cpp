@@ -209,7 +209,7 @@ class ViewsTest : public QObject {
     QVERIFY(view->summaryText().contains(QStringLiteral("bubble")));
     QVERIFY(view->legendLabels().contains(QStringLiteral("idle compute between passes (pipeline bubble)")));
     // One tensor-parallel event per pass, on the stage's communication lane, inside its pass.
-    const auto& events = shown.simulation.events;
+    const auto& events = shown.events();
     int passes = 0, tensor_parallel = 0;
     for (const planner::TraceEvent& e : events) {
       passes += e.micro_batch >= 0;

@@ -77,7 +77,7 @@ class WindowTest : public QObject {
     window.inputPanel()->seqBox()->setValue(2048);
     // The memory view follows at once, before the new search ends: the planner's estimate of the shown plan.
     const auto& shown = window.session().shownPlan();
-    QVERIFY(shown.has_value());
+    QVERIFY(shown != nullptr);
     QCOMPARE(shown->request.training.seq_len, int64_t{2048});
     const auto expected = planner::estimate_memory(window.session().model(), window.session().planRequest().cluster.gpu, shown->request);
     QVERIFY(expected.ok());
@@ -143,7 +143,7 @@ class WindowTest : public QObject {
     QVERIFY(!window.session().searching());
     QVERIFY(!window.session().searchResult());
     QCOMPARE(window.planModel()->rowCount(), 0);
-    QVERIFY(!window.session().shownPlan().has_value());
+    QVERIFY(window.session().shownPlan() == nullptr);
     QVERIFY(window.memoryView()->rows().empty());
     QVERIFY(window.verdictText().contains("invalid"));
     QVERIFY(!window.inputPanel()->errorText(InputField::model).isEmpty());
@@ -159,7 +159,7 @@ class WindowTest : public QObject {
     window.session().setInputs(valid);
     QVERIFY(test::wait_for_search(window.session()));
     QVERIFY(window.planModel()->rowCount() > 0);
-    QVERIFY(window.session().shownPlan().has_value());
+    QVERIFY(window.session().shownPlan() != nullptr);
     QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
     auto plan_file = planner::read_plan_file(dir.filePath("plan.json").toStdString());
     QVERIFY(plan_file.ok());
@@ -177,7 +177,7 @@ class WindowTest : public QObject {
     test::set_inputs(window, inputs);
     QVERIFY(test::wait_for_search(window.session()));
     const planner::PlanSearchResult gemini = test::planner_search(inputs);
-    QVERIFY(window.session().shownPlan().has_value());
+    QVERIFY(window.session().shownPlan() != nullptr);
     QCOMPARE(window.session().shownPlan()->request.plugin.kind, planner::PluginKind::gemini);
     QCOMPARE(planner::describe_plan(window.session().shownPlan()->request), planner::describe_plan(gemini.plans.front().request));
 

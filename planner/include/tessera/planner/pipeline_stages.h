@@ -68,14 +68,14 @@ class StageScheduleCursor {
   // The pass at the cursor (done() must be false), and on to the next; inline,
   // as the simulator calls them for every pass.
   PipelineOp op() const {
-    if (forward_at(position_)) return {forwards_.group_start + forwards_.lane, PipelinePass::forward, forwards_.chunk};
+    if (forward_) return {forwards_.group_start + forwards_.lane, PipelinePass::forward, forwards_.chunk};
     // GPipe's backwards run in reverse; the others' take the chunks backwards.
     if (schedule_ == PipelineSchedule::gpipe) return {length_ - 1 - position_, PipelinePass::backward, 0};
     return {backwards_.group_start + backwards_.lane, PipelinePass::backward, chunks_ - 1 - backwards_.chunk};
   }
   void advance() {
-    (forward_at(position_) ? forwards_ : backwards_).advance(pp_, chunks_);
-    ++position_;
+    (forward_ ? forwards_ : backwards_).advance(pp_, chunks_);
+    forward_ = forward_at(++position_);
   }
   // Forwards before the first backward.
   int64_t warmup() const { return warmup_; }
@@ -100,6 +100,7 @@ class StageScheduleCursor {
 
   PipelineSchedule schedule_;
   int64_t pp_, chunks_, warmup_ = 0, length_, position_ = 0;
+  bool forward_ = false;  // forward_at(position_), kept: op() and advance() ask for every pass
   ChunkPassOrder forwards_, backwards_;
 };
 

@@ -27,14 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Weight decay on matrices and embeddings (2-D) only, not on norms and biases
-// (1-D), as in GPT-2/3 training practice.
-std::vector<bool> decay_mask(const std::vector<std::vector<int64_t>>& shapes) {
-  std::vector<bool> mask;
-  for (const auto& shape : shapes) mask.push_back(shape.size() >= 2);
-  return mask;
-}
-
 // Which of a rank's parameters its gradient norm counts (ParallelStrategy::
 // set_model_parallel): not those whole on every tensor-parallel rank, on
 // ranks other than 0 of the group, and not a last stage's copy of a tied embedding.

@@ -13,9 +13,11 @@
 // (planner/activations.h, the `tessera` profile), the weight-decay mask and
 // AdamW's scalars (optimizer.h, adamw_step.h). Every device byte comes from
 // the caching allocator (device/caching_allocator.h) and is booked in the
-// ledger under its category; cuBLASLt's and cuDNN's own workspaces are
-// booked under `workspace` as they are taken. The logits are kept in bf16
-// (the fused cross-entropy never holds fp32 ones), where the CPU keeps fp32.
+// ledger under its category, and cuBLASLt's 32 MiB workspace under
+// `workspace`; cuDNN's attention workspace (its plans', and the backward's
+// fp32 dQ accumulator) is taken by cuda::Attention itself and not booked yet.
+// The logits are kept in bf16 (the fused cross-entropy never holds fp32
+// ones), where the CPU model keeps fp32.
 //
 // Never run on a GPU: compiled for sm_90 and checked on the day one is lent
 // (tests/cuda/gpt_training_gpu_test.cpp, tools/gpu-check).
@@ -58,9 +60,8 @@ class GptTraining {
   std::vector<bf16> parameters() const;
   std::vector<bf16> gradients() const;
 
-  struct State;
-
  private:
+  struct State;
   explicit GptTraining(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };

@@ -29,6 +29,8 @@
 #include "../kernels/kernel_check.h"
 #include "device_buffer.h"
 #include "tessera/engine/cuda/attention.h"
+#include "tessera/engine/cuda/device_memory.h"
+#include "tessera/engine/cuda/stream_events.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/ops/attention.h"
 
@@ -185,12 +187,17 @@ const Case kCases[] = {{2, 77, 4, 4, 64, true}, {1, 1, 2, 1, 128, false}, {3, 13
                        {1, 257, 12, 12, 64, true}};
 
 TEST_F(AttentionOnGpu, MatchesTheCpuOpForwardAndBackward) {
-  Attention attention;
+  CudaDeviceMemory memory;
+  CudaEvents events;
+  MemoryLedger ledger;
+  CachingAllocator allocator(memory, events, ledger);
+  Attention attention(allocator);
   ASSERT_EQ(attention.error(), "");
   for (const Case& c : kCases) {
     check<bf16>(attention, c);
     check<fp16>(attention, c);
   }
+  EXPECT_GT(ledger.peak(MemoryCategory::workspace, MemorySpace::device), 0) << "the workspace is booked";
 }
 
 // Without a device: cuDNN accepts every operation of both graphs (types,

@@ -24,7 +24,7 @@ cudnnDataType_t io_type() {
   return std::is_same_v<T, bf16> ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
 }
 
-// Byte offsets inside the workspace are kept 256-byte aligned (cudaMalloc's own alignment).
+// Byte offsets inside the workspace are kept 256-byte aligned (the allocator's blocks are 512-byte aligned).
 size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 bool misaligned(std::initializer_list<const void*> pointers) {
@@ -39,15 +39,17 @@ bool misaligned(std::initializer_list<const void*> pointers) {
 struct Attention::State {
   using Key = std::tuple<bool, cudnnDataType_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 
+  explicit State(CachingAllocator& memory) : allocator(memory) {}
+  ~State() {
+    if (workspace != nullptr) allocator.free(workspace);
+    if (handle != nullptr) cudnnDestroy(handle);
+  }
+
+  CachingAllocator& allocator;
   cudnnHandle_t handle = nullptr;
   std::map<Key, cudnn::Plan> plans;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
-
-  ~State() {
-    if (workspace != nullptr) cudaFree(workspace);
-    if (handle != nullptr) cudnnDestroy(handle);
-  }
 
   const cudnn::Plan& plan(bool backward, cudnnDataType_t type, const cpu::AttentionShape& s) {
     const Key key{backward, type, s.B, s.T, s.NH, s.KVH, s.HS, s.q_stride, s.kv_stride};
@@ -58,23 +60,22 @@ struct Attention::State {
     return found->second;
   }
 
-  // At least `bytes` of device memory; the old buffer is freed (cudaFree
-  // waits for the device, so no queued launch still reads it).
+  // At least `bytes` of workspace, a block of the caching allocator booked
+  // under `workspace`; a smaller one is given back first (work queued on the
+  // allocator's stream runs in order, so it is reused only after the launches
+  // that read it).
   void* reserve(size_t bytes) {
     if (bytes <= workspace_bytes) return workspace;
-    if (workspace != nullptr) cudaFree(workspace);
+    if (workspace != nullptr) allocator.free(workspace);
     workspace = nullptr;
     workspace_bytes = 0;
-    if (cudaError_t e = cudaMalloc(&workspace, bytes); e != cudaSuccess) {
-      workspace = nullptr;
-      throw cudnn::GraphError("cudaMalloc of " + std::to_string(bytes) + " bytes of attention workspace failed: " + cudaGetErrorString(e));
-    }
+    workspace = allocator.allocate(static_cast<int64_t>(bytes), MemoryCategory::workspace);
     workspace_bytes = bytes;
     return workspace;
   }
 };
 
-Attention::Attention() : state_(std::make_unique<State>()) {
+Attention::Attention(CachingAllocator& workspace) : state_(std::make_unique<State>(workspace)) {
   if (cudnnStatus_t s = cudnnCreate(&state_->handle); s != CUDNN_STATUS_SUCCESS) {
     state_->handle = nullptr;
     error_ = std::string("cudnnCreate failed: ") + cudnnGetErrorString(s);
@@ -122,7 +123,7 @@ std::string Attention::forward(T* out, float* lse, const T* q, const T* k, const
     cudnn::check(cudnnSetStream(state_->handle, stream), "cudnnSetStream");
     cudnn::execute(state_->handle, plan, {uid::q, uid::k, uid::v, uid::out, uid::lse, uid::scale, uid::negative_infinity},
                    {const_cast<T*>(q), const_cast<T*>(k), const_cast<T*>(v), out, lse, &scale, &minus_inf}, workspace);
-  } catch (const cudnn::GraphError& e) {
+  } catch (const std::exception& e) {  // cuDNN's refusal, or no memory for the workspace
     return std::string("cuDNN attention forward: ") + e.what();
   }
   return {};
@@ -153,7 +154,7 @@ std::string Attention::backward(T* dq, T* dk, T* dv, const T* dout, const T* q, 
                     const_cast<float*>(lse), dq, dk, dv, &scale, &minus_inf, &one, workspace + plan_bytes,
                     workspace + plan_bytes + sum_bytes},
                    workspace);
-  } catch (const cudnn::GraphError& e) {
+  } catch (const std::exception& e) {
     return std::string("cuDNN attention backward: ") + e.what();
   }
   return {};

@@ -96,7 +96,7 @@ struct GptTraining::State {
   CudaEvents events;
   std::unique_ptr<CachingAllocator> allocator;  // declared after its sources, destroyed before them
   Gemm gemm;
-  Attention attention;
+  std::unique_ptr<Attention> attention;  // its workspace from the allocator: made after it, destroyed before it
   int64_t library_workspace_bytes = 0;  // booked for cuBLASLt's workspace
 
   DeviceBlock params, grads, master, m, v;
@@ -151,7 +151,7 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
   T* qkv = act(l, "qkv");
   linear_forward(qkv, ln1, param(w.qkv_w), param(w.qkv_b), N, C, 3 * C);
   T* att = act(l, "attention_output");
-  check(attention.forward(att, stats(l, "attention_lse"), qkv, qkv + C, qkv + 2 * C, attention_shape(), nullptr), "attention forward");
+  check(attention->forward(att, stats(l, "attention_lse"), qkv, qkv + C, qkv + 2 * C, attention_shape(), nullptr), "attention forward");
   T* mid = act(l, "mlp_norm_input");
   linear_forward(mid, att, param(w.o_w), param(w.o_b), N, C, C);
   check(residual_add(mid, x, N * C, nullptr), "residual");
@@ -213,7 +213,7 @@ void GptTraining::State::block_backward(int l) {
   T* att = act(l, "attention_output");
   T* qkv = act(l, "qkv");
   linear_backward(dnarrow, grad(w.o_w), grad(w.o_b), dres, att, param(w.o_w), N, C, C);
-  check(attention.backward(dwide, dwide + C, dwide + 2 * C, dnarrow, qkv, qkv + C, qkv + 2 * C, att, stats(l, "attention_lse"), attention_shape(),
+  check(attention->backward(dwide, dwide + C, dwide + 2 * C, dnarrow, qkv, qkv + C, qkv + 2 * C, att, stats(l, "attention_lse"), attention_shape(),
                            nullptr),
         "attention backward");
   linear_backward(dnarrow, grad(w.qkv_w), grad(w.qkv_b), dwide, act(l, "attn_norm_output"), param(w.qkv_w), N, C, 3 * C);
@@ -292,7 +292,6 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
 
   auto s = std::make_unique<State>();
   if (!s->gemm.error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->gemm.error());
-  if (!s->attention.error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->attention.error());
   s->config = c;
   s->B = micro_batch, s->Tn = seq_len, s->N = micro_batch * seq_len, s->C = c.hidden_size, s->I = c.intermediate_size, s->V = c.vocab_size;
   s->options = options;
@@ -304,6 +303,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   s->decay = decay_mask(shapes);
   s->numel = model.inventory.parameter_count();
   s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger);
+  s->attention = std::make_unique<Attention>(*s->allocator);
+  if (!s->attention->error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->attention->error());
   s->library_workspace_bytes = Gemm::kWorkspaceBytes;
   ledger.allocated(MemoryCategory::workspace, MemorySpace::device, s->library_workspace_bytes);
 

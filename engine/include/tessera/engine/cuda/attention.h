@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "tessera/engine/device/caching_allocator.h"
 #include "tessera/engine/half.h"
 #include "tessera/engine/ops/attention.h"
 
@@ -26,8 +27,11 @@ namespace tessera::engine::cuda {
 
 class Attention {
  public:
-  // A cuDNN handle; an empty error() means ready.
-  Attention();
+  // A cuDNN handle; an empty error() means ready. The workspace (the plans',
+  // and the backward's fp32 dQ accumulator and row sums) comes from
+  // `workspace`, booked under MemoryCategory::workspace, for work on its
+  // default stream; the allocator must outlive this object.
+  explicit Attention(CachingAllocator& workspace);
   ~Attention();
   Attention(const Attention&) = delete;
   Attention& operator=(const Attention&) = delete;

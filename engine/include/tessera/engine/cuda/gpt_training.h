@@ -13,10 +13,8 @@
 // (planner/activations.h, the `tessera` profile), the weight-decay mask and
 // AdamW's scalars (optimizer.h, adamw_step.h). Every device byte comes from
 // the caching allocator (device/caching_allocator.h) and is booked in the
-// ledger under its category, and cuBLASLt's 32 MiB workspace under
-// `workspace`; cuDNN's attention workspace (its plans', and the backward's
-// fp32 dQ accumulator) is taken by cuda::Attention itself and not booked yet.
-// The logits are kept in bf16 (the fused cross-entropy never holds fp32
+// ledger under its category (cuDNN's attention workspace under `workspace`),
+// and cuBLASLt's own 32 MiB workspace under `workspace` too. The logits are kept in bf16 (the fused cross-entropy never holds fp32
 // ones), where the CPU model keeps fp32.
 //
 // Never run on a GPU: compiled for sm_90 and checked on the day one is lent

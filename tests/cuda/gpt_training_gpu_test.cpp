@@ -1,9 +1,9 @@
-// One full training step of a small GPT-2 on the GPU (cuda/gpt_training.h)
+// One full training step of a small GPT-2 and a small Qwen2 on the GPU (cuda/gpt_training.h)
 // against the CPU model (model/transformer.h) in the same precision, bf16
 // with fp32 master weights, from the same initial weights and tokens: the
 // loss, the gradient norm and each parameter's gradient, then the updated
 // weights against the CPU optimizer applied to the GPU's gradients. Awkward
-// sizes: a 97-token vocabulary, 37 tokens per sequence. Skipped without a
+// sizes: a 97-token vocabulary, 37 tokens per sequence, an MLP of 200. Skipped without a
 // CUDA device; run by tools/gpu-check.
 //
 // Tolerances. Both paths store every activation and gradient in bf16 and
@@ -42,13 +42,21 @@ namespace {
 
 using GptTrainingOnGpu = GpuTest;
 
-planner::Model small_gpt2() {
-  auto config = planner::parse_model_config(R"({"model_type":"gpt2","vocab_size":97,"n_embd":128,"n_layer":2,"n_head":2,"n_positions":64})", "small");
+planner::Model small_model(const char* json) {
+  auto config = planner::parse_model_config(json, "small");
   EXPECT_TRUE(config.ok());
   planner::ModelConfig c = config.value();
-  c.name = "small-gpt2";
+  c.name = "small";
   return planner::make_model(c);
 }
+
+// GPT-2 (LayerNorm, GELU, learned positions, tied head, q | k | v per token)
+// and Qwen2 (RMSNorm, SwiGLU of an awkward 200, RoPE, grouped-query heads 4:2
+// of 32, q/k/v biases, untied head, q, k, v in three blocks).
+const char* kSmallGpt2 = R"({"model_type":"gpt2","vocab_size":97,"n_embd":128,"n_layer":2,"n_head":2,"n_positions":64})";
+const char* kSmallQwen2 = R"({"model_type":"qwen2","vocab_size":97,"hidden_size":128,"num_hidden_layers":2,"num_attention_heads":4,
+                             "num_key_value_heads":2,"intermediate_size":200})";
+planner::Model small_gpt2() { return small_model(kSmallGpt2); }
 
 std::vector<int32_t> random_tokens(size_t n, int32_t vocab, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -70,8 +78,7 @@ void expect_relative(const std::string& what, double got, double want, double to
   EXPECT_LE(error, tolerance) << what << ": " << got << " against " << want;
 }
 
-TEST_F(GptTrainingOnGpu, OneStepMatchesTheCpuModel) {
-  const planner::Model model = small_gpt2();
+void check_one_step(const planner::Model& model) {
   const int64_t B = 2, T = 37;
   const uint64_t seed = 5;
   const auto tokens = random_tokens(B * T, 97, 1), targets = random_tokens(B * T, 97, 2);
@@ -144,15 +151,17 @@ TEST_F(GptTrainingOnGpu, OneStepMatchesTheCpuModel) {
   EXPECT_GT(moved, numel / 2) << "the step moves most weights";
 }
 
+TEST_F(GptTrainingOnGpu, OneStepMatchesTheCpuModel) {
+  check_one_step(small_model(kSmallGpt2));
+  check_one_step(small_model(kSmallQwen2));
+}
+
 TEST(GptTrainingRefusals, OneLineForWhatItDoesNotTrain) {
   MemoryLedger ledger;
-  planner::ModelConfig llama = small_gpt2().config;
-  llama.family = planner::ModelFamily::llama;
-  planner::Model model = small_gpt2();
-  model.config = llama;
-  auto refused = GptTraining::create(model, ledger, 1, 8, 1, OptimizerOptions{});
+  auto refused = GptTraining::create(small_model(R"({"model_type":"gpt2","vocab_size":97,"n_embd":120,"n_layer":2,"n_head":2,"n_positions":64})"),
+                                     ledger, 1, 8, 1, OptimizerOptions{});
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().message, "--gpu: the GPU training step runs GPT-2-family models only; train llama on the CPU (leave out --gpu)");
+  EXPECT_EQ(refused.error().message, "--gpu: attention head size 60: cuDNN's fused attention needs a multiple of 8 up to 256");
   OptimizerOptions sgd;
   sgd.kind = planner::OptimizerKind::sgd;
   auto refused_sgd = GptTraining::create(small_gpt2(), ledger, 1, 8, 1, sgd);

@@ -1,4 +1,4 @@
-// One GPU's GPT-2 training step; see cuda/gpt_training.h. The order of the
+// One GPU's training step; see cuda/gpt_training.h. The order of the
 // operations and the buffers they use follow the CPU model's block_forward,
 // head_forward, head_backward and block_backward (model/transformer.cpp), with
 // every op replaced by its GPU launcher.
@@ -19,12 +19,14 @@
 #include "tessera/engine/cuda/gemm.h"
 #include "tessera/engine/cuda/norms.h"
 #include "tessera/engine/cuda/residual.h"
+#include "tessera/engine/cuda/rope.h"
 #include "tessera/engine/cuda/stream_events.h"
 #include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/engine/device/caching_allocator.h"
 #include "tessera/engine/model/engine_computes.h"
 #include "tessera/engine/model/initialization.h"
 #include "tessera/engine/model/parameter_slots.h"
+#include "tessera/engine/ops/linear.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/sharding.h"
 
@@ -114,25 +116,76 @@ struct GptTraining::State {
   T* act(int layer, const char* name) { return static_cast<T*>(blocks[static_cast<size_t>(layer)].find(name)); }
   float* stats(int layer, const char* name) { return static_cast<float*>(blocks[static_cast<size_t>(layer)].find(name)); }
 
-  // out (N, OC) = inp (N, IC) · weight + bias: GPT-2's Conv1D, weight (IC, OC) row-major.
-  void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int64_t rows, int64_t IC, int64_t OC) {
-    const GemmCall call{false, false, rows, OC, IC, IC, OC, OC, 1.0f, 0.0f, bias != nullptr ? GemmEpilogue::bias : GemmEpilogue::none};
+  // out (N, OC) = inp (N, IC) · W + bias, W stored (IC, OC) (in_out: GPT-2's
+  // Conv1D) or (OC, IC) (out_in: nn.Linear), as ops/linear.h.
+  void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int64_t rows, int64_t IC, int64_t OC, cpu::WeightLayout layout) {
+    const bool out_in = layout == cpu::WeightLayout::out_in;
+    const GemmCall call{false, out_in, rows, OC, IC, IC, out_in ? IC : OC, OC, 1.0f, 0.0f, bias != nullptr ? GemmEpilogue::bias : GemmEpilogue::none};
     check(gemm.run<T>(call, inp, weight, out, bias, nullptr), "linear forward");
   }
-  // dinp = dout · weightᵀ (overwritten); dweight += inpᵀ · dout; dbias += the column sums of dout.
-  void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t rows, int64_t IC, int64_t OC) {
-    check(gemm.run<T>(GemmCall{false, true, rows, IC, OC, OC, OC, IC, 1.0f, 0.0f, GemmEpilogue::none}, dout, weight, dinp, nullptr, nullptr),
+  // dinp = dout · Wᵀ (overwritten, or added with `accumulate`); dweight +=
+  // the product of inp and dout in W's layout; dbias += the column sums of dout (1 · dout).
+  void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t rows, int64_t IC, int64_t OC,
+                       cpu::WeightLayout layout, bool accumulate = false) {
+    const bool out_in = layout == cpu::WeightLayout::out_in;
+    const float beta = accumulate ? 1.0f : 0.0f;
+    check(gemm.run<T>(GemmCall{false, !out_in, rows, IC, OC, OC, out_in ? IC : OC, IC, 1.0f, beta, GemmEpilogue::none}, dout, weight, dinp, nullptr,
+                      nullptr),
           "linear backward (input)");
-    check(gemm.run<T>(GemmCall{true, false, IC, OC, rows, IC, OC, OC, 1.0f, 1.0f, GemmEpilogue::none}, inp, dout, dweight, nullptr, nullptr),
-          "linear backward (weight)");
+    if (out_in) {  // dW (OC, IC) += doutᵀ · inp
+      check(gemm.run<T>(GemmCall{true, false, OC, IC, rows, OC, IC, IC, 1.0f, 1.0f, GemmEpilogue::none}, dout, inp, dweight, nullptr, nullptr),
+            "linear backward (weight)");
+    } else {  // dW (IC, OC) += inpᵀ · dout
+      check(gemm.run<T>(GemmCall{true, false, IC, OC, rows, IC, OC, OC, 1.0f, 1.0f, GemmEpilogue::none}, inp, dout, dweight, nullptr, nullptr),
+            "linear backward (weight)");
+    }
     if (dbias != nullptr) {
       check(gemm.run<T>(GemmCall{false, false, 1, OC, rows, rows, OC, OC, 1.0f, 1.0f, GemmEpilogue::none}, ones.as<T>(), dout, dbias, nullptr, nullptr),
             "linear backward (bias)");
     }
   }
-  cpu::AttentionShape attention_shape() const {
-    const int64_t row = 3 * C;  // GPT-2's c_attn writes q | k | v side by side in each token's row
-    return {B, Tn, config.num_heads, config.num_kv_heads, config.head_dim, row, row};
+  const T* param_or_null(int index) { return index >= 0 ? param(index) : nullptr; }
+  T* grad_or_null(int index) { return index >= 0 ? grad(index) : nullptr; }
+  // LayerNorm (statistics: mean, then rstd) or RMSNorm (rstd), as the family has.
+  void norm_forward(T* out, float* statistics, const T* in, int weight, int bias) {
+    const auto eps = static_cast<float>(config.norm_eps);
+    if (config.norm == planner::NormKind::layer_norm) {
+      check(layernorm_forward(out, statistics, statistics + N, in, param(weight), param_or_null(bias), N, C, eps, nullptr), "layernorm");
+    } else {
+      check(rmsnorm_forward(out, statistics, in, param(weight), N, C, eps, nullptr), "rmsnorm");
+    }
+  }
+  // Adds the norm's input gradient into dinp, its parameters' into their gradients.
+  void norm_backward(T* dinp, const T* dout, const T* in, const float* statistics, int weight, int bias) {
+    void* workspace = norm_workspace.as<void>();
+    if (config.norm == planner::NormKind::layer_norm) {
+      check(layernorm_backward(dinp, grad(weight), grad_or_null(bias), dout, in, param(weight), statistics, statistics + N, N, C, workspace, nullptr),
+            "layernorm backward");
+    } else {
+      check(rmsnorm_backward(dinp, grad(weight), dout, in, param(weight), statistics, N, C, workspace, nullptr), "rmsnorm backward");
+    }
+  }
+  bool gpt2() const { return config.family == planner::ModelFamily::gpt2; }
+  // Where q, k and v lie in a block's "qkv" buffer (the CPU model's
+  // qkv_views): GPT-2's fused projection writes them side by side in each
+  // token's row, Llama's three projections one after another.
+  struct QkvViews {
+    T *q, *k, *v;
+    cpu::AttentionShape shape;
+  };
+  static cpu::AttentionShape attention_shape(const planner::ModelConfig& c, int64_t B, int64_t Tn) {
+    const int64_t q = c.q_width(), kv = c.kv_width();
+    const bool rows = c.family == planner::ModelFamily::gpt2;
+    return {B, Tn, c.num_heads, c.num_kv_heads, c.head_dim, rows ? 3 * q : q, rows ? 3 * q : kv};
+  }
+  QkvViews qkv_views(T* qkv) const {
+    const int64_t q = config.q_width(), kv = config.kv_width();
+    if (gpt2()) return {qkv, qkv + q, qkv + 2 * q, attention_shape(config, B, Tn)};
+    return {qkv, qkv + N * q, qkv + N * (q + kv), attention_shape(config, B, Tn)};
+  }
+  int64_t rotary_dim() const { return static_cast<int64_t>(static_cast<double>(config.head_dim) * config.rotary_pct); }
+  void rope(T* x, int64_t heads, int64_t stride, bool inverse) {
+    check(rope_rotate(x, B, Tn, heads, config.head_dim, stride, rotary_dim(), config.rope_theta, inverse, nullptr), "rope");
   }
 
   void block_forward(int l, const T* x, T* out);
@@ -144,25 +197,41 @@ struct GptTraining::State {
 
 void GptTraining::State::block_forward(int l, const T* x, T* out) {
   const BlockParameters& w = slots.blocks[static_cast<size_t>(l)];
-  const auto eps = static_cast<float>(config.norm_eps);
+  const int64_t q = config.q_width(), kv = config.kv_width();
   T* ln1 = act(l, "attn_norm_output");
-  float* ln1_stats = stats(l, "attn_norm_stats");
-  check(layernorm_forward(ln1, ln1_stats, ln1_stats + N, x, param(w.attn_norm_w), param(w.attn_norm_b), N, C, eps, nullptr), "layernorm");
-  T* qkv = act(l, "qkv");
-  linear_forward(qkv, ln1, param(w.qkv_w), param(w.qkv_b), N, C, 3 * C);
+  norm_forward(ln1, stats(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
+  const QkvViews qkv = qkv_views(act(l, "qkv"));
   T* att = act(l, "attention_output");
-  check(attention->forward(att, stats(l, "attention_lse"), qkv, qkv + C, qkv + 2 * C, attention_shape(), nullptr), "attention forward");
-  T* mid = act(l, "mlp_norm_input");
-  linear_forward(mid, att, param(w.o_w), param(w.o_b), N, C, C);
+  T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
+  const cpu::WeightLayout layout = gpt2() ? cpu::WeightLayout::in_out : cpu::WeightLayout::out_in;
+  if (gpt2()) {
+    linear_forward(qkv.q, ln1, param(w.qkv_w), param_or_null(w.qkv_b), N, C, 3 * q, layout);
+  } else {
+    linear_forward(qkv.q, ln1, param(w.q_w), param_or_null(w.q_b), N, C, q, layout);
+    linear_forward(qkv.k, ln1, param(w.k_w), param_or_null(w.k_b), N, C, kv, layout);
+    linear_forward(qkv.v, ln1, param(w.v_w), param_or_null(w.v_b), N, C, kv, layout);
+    rope(qkv.q, config.num_heads, q, false);
+    rope(qkv.k, config.num_kv_heads, kv, false);
+  }
+  check(attention->forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, nullptr), "attention forward");
+  linear_forward(mid, att, param(w.o_w), param_or_null(w.o_b), N, q, C, layout);
   check(residual_add(mid, x, N * C, nullptr), "residual");
   T* ln2 = act(l, "mlp_norm_output");
-  float* ln2_stats = stats(l, "mlp_norm_stats");
-  check(layernorm_forward(ln2, ln2_stats, ln2_stats + N, mid, param(w.mlp_norm_w), param(w.mlp_norm_b), N, C, eps, nullptr), "layernorm");
-  T* pre = act(l, "mlp_pre_activation");
+  norm_forward(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
   T* hidden = act(l, "mlp_activation");
-  linear_forward(pre, ln2, param(w.fc_w), param(w.fc_b), N, C, I);
-  check(gelu_forward(hidden, pre, N * I, nullptr), "gelu");
-  linear_forward(out, hidden, param(w.proj_w), param(w.proj_b), N, I, C);
+  if (gpt2()) {
+    T* pre = act(l, "mlp_pre_activation");
+    linear_forward(pre, ln2, param(w.fc_w), param_or_null(w.fc_b), N, C, I, layout);
+    check(gelu_forward(hidden, pre, N * I, nullptr), "gelu");
+    linear_forward(out, hidden, param(w.proj_w), param_or_null(w.proj_b), N, I, C, layout);
+  } else {
+    T* gate = act(l, "mlp_gate");
+    T* up = act(l, "mlp_up");
+    linear_forward(gate, ln2, param(w.gate_w), nullptr, N, C, I, layout);
+    linear_forward(up, ln2, param(w.up_w), nullptr, N, C, I, layout);
+    check(swiglu_forward(hidden, gate, up, N * I, nullptr), "swiglu");
+    linear_forward(out, hidden, param(w.down_w), nullptr, N, I, C, layout);
+  }
   check(residual_add(out, mid, N * C, nullptr), "residual");
 }
 
@@ -173,18 +242,14 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   T* embedded = act(0, "block_input");
   const cpu::VocabSlice vocab{0, V};
   check(embedding_forward(embedded, tokens.as<int32_t>(), param(slots.wte), N, C, vocab, nullptr), "embedding");
-  check(position_embedding_forward(embedded, param(slots.wpe), N, Tn, C, 0, nullptr), "position embedding");
+  if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), N, Tn, C, 0, nullptr), "position embedding");
   T* final_input = static_cast<T*>(last_stage.find("final_norm_input"));
   for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
-  // The head: final norm, logits = h · wteᵀ (tied), and the fused loss,
-  // which leaves dlogits = (p − onehot) / N in the logits.
-  float* final_stats = static_cast<float*>(last_stage.find("final_norm_stats"));
+  // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
+  // tied), and the fused loss, which leaves dlogits = (p − onehot) / N in the logits.
   T* h = static_cast<T*>(last_stage.find("head_input"));
-  check(layernorm_forward(h, final_stats, final_stats + N, final_input, param(slots.final_norm_w), param(slots.final_norm_b), N, C,
-                          static_cast<float>(config.norm_eps), nullptr),
-        "final layernorm");
-  check(gemm.run<T>(GemmCall{false, true, N, V, C, C, C, V, 1.0f, 0.0f, GemmEpilogue::none}, h, param(slots.head), logits.as<T>(), nullptr, nullptr),
-        "head");
+  norm_forward(h, static_cast<float*>(last_stage.find("final_norm_stats")), final_input, slots.final_norm_w, slots.final_norm_b);
+  linear_forward(logits.as<T>(), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
   check(fused_cross_entropy(losses.as<float>(), logits.as<T>(), targets.as<int32_t>(), N, V, V, 1.0f / static_cast<float>(N), true, nullptr),
         "cross-entropy");
   std::vector<float> host(static_cast<size_t>(N));
@@ -197,30 +262,45 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
 // grad_residual holds the gradient of the block's output; it leaves holding the gradient of its input.
 void GptTraining::State::block_backward(int l) {
   const BlockParameters& w = slots.blocks[static_cast<size_t>(l)];
+  const int64_t q = config.q_width(), kv = config.kv_width();
+  const cpu::WeightLayout layout = gpt2() ? cpu::WeightLayout::in_out : cpu::WeightLayout::out_in;
   T* dres = static_cast<T*>(scratch.find("grad_residual"));
   T* dnarrow = static_cast<T*>(scratch.find("grad_narrow"));
   T* dwide = static_cast<T*>(scratch.find("grad_widest"));
-  void* workspace = norm_workspace.as<void>();
-  // MLP: out = mid + proj(gelu(fc(ln2(mid)))).
-  linear_backward(dwide, grad(w.proj_w), grad(w.proj_b), dres, act(l, "mlp_activation"), param(w.proj_w), N, I, C);
-  check(gelu_backward(dwide, act(l, "mlp_pre_activation"), dwide, N * I, nullptr), "gelu backward");
-  linear_backward(dnarrow, grad(w.fc_w), grad(w.fc_b), dwide, act(l, "mlp_norm_output"), param(w.fc_w), N, C, I);
-  float* ln2_stats = stats(l, "mlp_norm_stats");
-  check(layernorm_backward(dres, grad(w.mlp_norm_w), grad(w.mlp_norm_b), dnarrow, act(l, "mlp_norm_input"), param(w.mlp_norm_w), ln2_stats,
-                           ln2_stats + N, N, C, workspace, nullptr),
-        "layernorm backward");
+  // MLP: out = mid + down(act(ln2(mid))).
+  T* hidden = act(l, "mlp_activation");
+  T* ln2 = act(l, "mlp_norm_output");
+  if (gpt2()) {
+    linear_backward(dwide, grad(w.proj_w), grad_or_null(w.proj_b), dres, hidden, param(w.proj_w), N, I, C, layout);
+    check(gelu_backward(dwide, act(l, "mlp_pre_activation"), dwide, N * I, nullptr), "gelu backward");
+    linear_backward(dnarrow, grad(w.fc_w), grad_or_null(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, layout);
+  } else {
+    T* dgate = dwide;
+    T* dup = dwide + N * I;
+    linear_backward(dup, grad(w.down_w), nullptr, dres, hidden, param(w.down_w), N, I, C, layout);
+    check(swiglu_backward(dgate, dup, act(l, "mlp_gate"), act(l, "mlp_up"), dup, N * I, nullptr), "swiglu backward");
+    linear_backward(dnarrow, grad(w.gate_w), nullptr, dgate, ln2, param(w.gate_w), N, C, I, layout);
+    linear_backward(dnarrow, grad(w.up_w), nullptr, dup, ln2, param(w.up_w), N, C, I, layout, true);
+  }
+  norm_backward(dres, dnarrow, act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
   // Attention: mid = x + o(attention(qkv(ln1(x)))).
   T* att = act(l, "attention_output");
-  T* qkv = act(l, "qkv");
-  linear_backward(dnarrow, grad(w.o_w), grad(w.o_b), dres, att, param(w.o_w), N, C, C);
-  check(attention->backward(dwide, dwide + C, dwide + 2 * C, dnarrow, qkv, qkv + C, qkv + 2 * C, att, stats(l, "attention_lse"), attention_shape(),
-                           nullptr),
+  const QkvViews qkv = qkv_views(act(l, "qkv"));
+  const QkvViews dqkv = qkv_views(dwide);
+  linear_backward(dnarrow, grad(w.o_w), grad_or_null(w.o_b), dres, att, param(w.o_w), N, q, C, layout);
+  check(attention->backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, nullptr),
         "attention backward");
-  linear_backward(dnarrow, grad(w.qkv_w), grad(w.qkv_b), dwide, act(l, "attn_norm_output"), param(w.qkv_w), N, C, 3 * C);
-  float* ln1_stats = stats(l, "attn_norm_stats");
-  check(layernorm_backward(dres, grad(w.attn_norm_w), grad(w.attn_norm_b), dnarrow, act(l, "block_input"), param(w.attn_norm_w), ln1_stats,
-                           ln1_stats + N, N, C, workspace, nullptr),
-        "layernorm backward");
+  T* ln1 = act(l, "attn_norm_output");
+  if (gpt2()) {
+    linear_backward(dnarrow, grad(w.qkv_w), grad_or_null(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * q, layout);
+  } else {
+    rope(dqkv.q, config.num_heads, q, true);
+    rope(dqkv.k, config.num_kv_heads, kv, true);
+    linear_backward(dnarrow, grad(w.q_w), grad_or_null(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, q, layout);
+    linear_backward(dnarrow, grad(w.k_w), grad_or_null(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, kv, layout, true);
+    linear_backward(dnarrow, grad(w.v_w), grad_or_null(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, kv, layout, true);
+  }
+  norm_backward(dres, dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
 }
 
 void GptTraining::State::backward() {
@@ -228,20 +308,15 @@ void GptTraining::State::backward() {
   T* dres = static_cast<T*>(scratch.find("grad_residual"));
   T* dnarrow = static_cast<T*>(scratch.find("grad_narrow"));
   check(cudaMemsetAsync(dres, 0, static_cast<size_t>(N * C) * sizeof(T), nullptr), "zeroing grad_residual");
-  // The head: dh = dlogits · wte, dwte += dlogitsᵀ · h, then the final norm.
-  const T* h = static_cast<const T*>(last_stage.find("head_input"));
-  check(gemm.run<T>(GemmCall{false, false, N, C, V, V, C, C, 1.0f, 0.0f, GemmEpilogue::none}, logits.as<T>(), param(slots.head), dnarrow, nullptr, nullptr),
-        "head backward (input)");
-  check(gemm.run<T>(GemmCall{true, false, V, C, N, V, C, C, 1.0f, 1.0f, GemmEpilogue::none}, logits.as<T>(), h, grad(slots.head), nullptr, nullptr),
-        "head backward (weight)");
-  float* final_stats = static_cast<float*>(last_stage.find("final_norm_stats"));
-  check(layernorm_backward(dres, grad(slots.final_norm_w), grad(slots.final_norm_b), dnarrow, static_cast<T*>(last_stage.find("final_norm_input")),
-                           param(slots.final_norm_w), final_stats, final_stats + N, N, C, norm_workspace.as<void>(), nullptr),
-        "final layernorm backward");
+  // The head: dh = dlogits · W, dW += dlogitsᵀ · h, then the final norm.
+  linear_backward(dnarrow, grad(slots.head), nullptr, logits.as<T>(), static_cast<const T*>(last_stage.find("head_input")), param(slots.head), N, C, V,
+                  cpu::WeightLayout::out_in);
+  norm_backward(dres, dnarrow, static_cast<T*>(last_stage.find("final_norm_input")), static_cast<float*>(last_stage.find("final_norm_stats")),
+                slots.final_norm_w, slots.final_norm_b);
   for (int l = L - 1; l >= 0; --l) block_backward(l);
   const cpu::VocabSlice vocab{0, V};
   check(embedding_backward(grad(slots.wte), dres, tokens.as<int32_t>(), N, C, vocab, nullptr), "embedding backward");
-  check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
+  if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
 }
 
 // The CPU optimizer's step (Optimizer::apply): the global norm, clipping to
@@ -273,17 +348,13 @@ GptTraining::~GptTraining() = default;
 Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                          uint64_t seed, const OptimizerOptions& options) {
   const planner::ModelConfig& c = model.config;
-  if (c.family != planner::ModelFamily::gpt2) {
-    return make_error(ErrorCode::unsupported, "--gpu: the GPU training step runs GPT-2-family models only; train " +
-                                                  std::string(planner::to_string(c.family)) + " on the CPU (leave out --gpu)");
-  }
   if (options.kind != planner::OptimizerKind::adamw) return make_error(ErrorCode::unsupported, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
   if (seq_len > c.max_positions) {
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
   }
-  const cpu::AttentionShape shape{micro_batch, seq_len, c.num_heads, c.num_kv_heads, c.head_dim, 3 * c.hidden_size, 3 * c.hidden_size};
+  const cpu::AttentionShape shape = State::attention_shape(c, micro_batch, seq_len);
   if (std::string why = Attention::unsupported(shape); !why.empty()) return make_error(ErrorCode::unsupported, "--gpu: " + why);
   int devices = 0;
   if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {

@@ -1,10 +1,11 @@
-// One GPU's training step of a GPT-2-family model in bf16 mixed precision
-// (fp32 master weights and AdamW states, Micikevicius et al. 2018), no
-// parallelism: forward, backward and AdamW on the device with the engine's
-// CUDA launchers (embeddings, LayerNorm, GELU, residual, the fused
-// cross-entropy that turns bf16 logits into their gradient, the gradients'
-// sum of squares, AdamW), cuBLASLt GEMMs (cuda/gemm.h) and cuDNN's fused
-// attention (cuda/attention.h).
+// One GPU's training step of the engine's transformer in bf16 mixed
+// precision (fp32 master weights and AdamW states, Micikevicius et al. 2018),
+// no parallelism, for both families the CPU model trains (GPT-2; the Llama
+// layout: Llama, Mistral, Qwen2): forward, backward and AdamW on the device
+// with the engine's CUDA launchers (embeddings, LayerNorm and RMSNorm, GELU
+// and SwiGLU, RoPE, residual, the fused cross-entropy that turns bf16 logits
+// into their gradient, the gradients' sum of squares, AdamW), cuBLASLt GEMMs
+// (cuda/gemm.h) and cuDNN's fused attention (cuda/attention.h).
 //
 // It shares the CPU model's sources rather than copying them: the planner's
 // tensor inventory and flat order (planner/sharding.h), the parameter roles
@@ -42,8 +43,9 @@ struct GpuStepResult {
 
 class GptTraining {
  public:
-  // One line, and nothing allocated, for what it does not train: families
-  // other than GPT-2, a head size cuDNN's attention refuses, no device.
+  // One line, and nothing allocated, for what it does not train: what the
+  // CPU model refuses (check_engine_computes), optimizers other than AdamW, a
+  // head size cuDNN's attention refuses, no device.
   static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                      uint64_t seed, const OptimizerOptions& options);
   ~GptTraining();

@@ -19,6 +19,9 @@
 #include "stop_signals.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/device/gpu_presence.h"
+#if defined(TESSERA_HAVE_CUDNN)
+#include "tessera/engine/cuda/gpu_train.h"
+#endif
 #include "tessera/engine/comm/dry_run.h"
 #include "tessera/engine/comm/local.h"
 #include "tessera/engine/host_memory.h"
@@ -73,16 +76,54 @@ Status check_given_options(const TrainCliOptions& o) {
   return Status::success();
 }
 
+// Whether this build has the one-GPU training step (engine/cuda/gpu_train.h:
+// CUDA and cuDNN were found).
+#if defined(TESSERA_HAVE_CUDNN)
+constexpr bool kGpuTrainingBuilt = true;
+#else
+constexpr bool kGpuTrainingBuilt = false;
+#endif
+
+// `--gpu NAME`: only what the GPU step runs (one GPU, one rank, bf16, one
+// micro-batch per step, no recompute, no checkpoint), then a device and a
+// build with the step; each refusal one line naming the option.
+Status check_gpu_run(const TrainCliOptions& o, int ranks) {
+  const std::string gpu = "--gpu " + o.estimate.gpu + ": ";
+  const planner::EstimateRequest& r = o.estimate.request;
+  if (ranks > 1 || r.layout.world_size() > 1) {
+    return make_error(ErrorCode::unsupported, gpu + "the GPU training step runs on one GPU and one rank (no parallelism yet); launch without mpirun, "
+                                                  "with --dp, --tp and --pp 1");
+  }
+  if (r.plugin.kind != PluginKind::torch_ddp) {
+    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(r.plugin.kind)) + ": on one GPU the engine runs no sharding plugin; use --plugin torch_ddp");
+  }
+  if (r.training.precision != Precision::bf16) {
+    return make_error(ErrorCode::unsupported, "--precision " + o.estimate.precision + ": the GPU training step runs bf16 mixed precision; use --precision bf16");
+  }
+  if (r.training.recompute != RecomputeMode::none) {
+    return make_error(ErrorCode::unsupported, "--recompute " + std::string(enum_name(r.training.recompute)) + ": the GPU training step keeps every activation; use --recompute none");
+  }
+  if (r.training.num_micro_batches != 1) {
+    return make_error(ErrorCode::unsupported, "--micro-batches " + std::to_string(r.training.num_micro_batches) +
+                                                  ": the GPU training step takes one micro-batch per step; use --micro-batches 1");
+  }
+  for (const char* name : {"--resume", "--save-every", "--plan", "--dry-run", "--device-memory"}) {
+    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + ": the GPU training step writes no checkpoint and replays no plan yet; leave it out");
+  }
+  const engine::GpuPresence device = engine::cuda_device_presence();
+  if (!device.available) {
+    return make_error(ErrorCode::unsupported, gpu + device.description + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
+  }
+  if (!kGpuTrainingBuilt) {
+    return make_error(ErrorCode::unsupported, gpu + "a CUDA device is here (" + device.description +
+                                                  ") but this build has no GPU training step (CMake found no cuDNN); train on the CPU with --gpu cpu");
+  }
+  return Status::success();
+}
+
 // What the engine cannot run yet, named by the option that asks for it; the
 // plugin itself is checked against the model (check_data_parallel_supported).
-Status check_engine_supports(const EstimateRequest& r, const std::string& gpu, int ranks) {
-  if (gpu != "cpu") {
-    const engine::GpuPresence device = engine::cuda_device_presence();
-    const std::string why = device.available ? "a CUDA device is here (" + device.description +
-                                                   ") but the engine's GPU training path is not built yet (its kernels and GEMMs are: tools/gpu-check)"
-                                             : device.description;
-    return make_error(ErrorCode::unsupported, "--gpu " + gpu + ": " + why + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
-  }
+Status check_engine_supports(const EstimateRequest& r, int ranks) {
   if (r.layout.dp_replicate > 1) {
     return make_error(ErrorCode::unsupported, "--dp-replicate " + std::to_string(r.layout.dp_replicate) +
                                                   ": the engine shards over every data-parallel rank; train with --dp-replicate 1");
@@ -129,8 +170,9 @@ std::string checkpoint_config_text(const std::string& config_text) {
 json space_bytes(const SpaceBytes& bytes) { return json{{"device_bytes", bytes.device}, {"host_bytes", bytes.host}}; }
 
 // `first_rank`: the rank of m.ranks' first row (a dry run holds one rank's).
-json metrics_json(const Model& model, const EstimateRequest& request, const engine::TrainMetrics& m, int64_t first_rank = 0) {
-  json out{{"schema", 1}, {"kind", "metrics"}, {"device", "cpu"}, {"model", model_to_json(model)}};
+json metrics_json(const Model& model, const EstimateRequest& request, const engine::TrainMetrics& m, int64_t first_rank = 0,
+                  const std::string& device = "cpu") {
+  json out{{"schema", 1}, {"kind", "metrics"}, {"device", device}, {"model", model_to_json(model)}};
   out.update(request_to_json(request));
   // One row per rank, in rank order: each category's own peak, per memory space.
   const std::vector<engine::RankPeaks> ranks = m.ranks.empty() ? std::vector<engine::RankPeaks>{engine::rank_peaks(m.ledger)} : m.ranks;
@@ -192,7 +234,7 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
     c.remove_option(c.get_option(name));
   }
   c.get_option("--model")->required(false)->description("Shipped model name or config.json (gpt2 and llama-style families)");
-  c.get_option("--gpu")->description("cpu: the engine trains on the CPU so far");
+  c.get_option("--gpu")->description("cpu: train on the CPU; a GPU's name: one GPU, bf16 (where CUDA and cuDNN were built in)");
   c.add_option("--out", o.out, "Directory for plan.json, metrics.json and the checkpoint")->required();
   c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text)");
   c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();
@@ -398,6 +440,31 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   return kExitOk;
 }
 
+// `tessera train --gpu NAME` (checked by check_gpu_run): the one-GPU
+// training step's steps; DIR gets metrics.json (device: the GPU), no checkpoint.
+int run_on_gpu(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& t, std::ostream& out, std::ostream& err) {
+#if defined(TESSERA_HAVE_CUDNN)
+  auto run_directory = engine::RunDirectory::open(o.out);
+  if (!run_directory) return fail(err, run_directory.error().message);
+  auto metrics = engine::cuda::train_on_gpu(model, t, out);
+  if (!metrics) return fail(err, metrics.error().message);
+  const std::string device = engine::cuda_device_presence().description;
+  if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, o.estimate.request, metrics.value(), 0, device).dump(2) + "\n", "--out");
+      !s) {
+    return fail(err, s.error().message);
+  }
+  char line[240];
+  std::snprintf(line, sizeof line, "trained steps 1-%lld in bf16 on one GPU (%s): loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
+                static_cast<long long>(o.steps), device.c_str(), metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s,
+                metrics->achieved_flops_per_s / 1e9);
+  out << line << "wrote " << o.out << "/metrics.json (no checkpoint: the GPU training step saves none yet)\n";
+  return kExitOk;
+#else
+  (void)model, (void)t, (void)out;
+  return fail(err, "--gpu " + o.estimate.gpu + ": this build has no GPU training step");  // check_gpu_run refused it already
+#endif
+}
+
 int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
   if (given.dry_run && started_by_launcher()) return fail(err, "--dry-run replays one rank alone (choose it with --rank); run it without mpirun");
   if (given.given.contains("--rank") && !given.dry_run) return fail(err, "--rank applies to --dry-run only; under mpirun each rank knows its own");
@@ -429,7 +496,11 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
     o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
   }
   const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.world_size()) : world.size();
-  if (Status s = check_engine_supports(o.estimate.request, o.estimate.gpu, ranks); !s) return failed(s.error().message);
+  const bool on_gpu = o.estimate.gpu != "cpu";
+  if (on_gpu) {
+    if (Status s = check_gpu_run(o, ranks); !s) return failed(s.error().message);
+  }
+  if (Status s = check_engine_supports(o.estimate.request, ranks); !s) return failed(s.error().message);
   auto options = engine_options(o);
   if (!options) return failed(options.error().message);
   engine::TrainOptions t = std::move(options).value();
@@ -437,6 +508,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
+  if (on_gpu) return run_on_gpu(o, model.value(), t, out, err);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request, model->config);
   const GpuProfile cpu = run_profile(t);

@@ -67,6 +67,19 @@ Result<TokenDataset> read_tokens(const ReadBytes& read, int64_t size, bool shard
 
 }  // namespace
 
+Result<TokenDataset> load_training_data(const std::string& path, const planner::ModelConfig& config, int64_t micro_batch, int64_t seq_len) {
+  auto data = load_token_file(path);
+  if (!data) return data.error();
+  if (data->vocab_size > config.vocab_size) {
+    return make_error(ErrorCode::invalid_argument, "--data holds token ids up to " + std::to_string(data->vocab_size - 1) + " but " + config.name +
+                                                       " has a vocabulary of " + std::to_string(config.vocab_size));
+  }
+  if (static_cast<int64_t>(data->tokens.size()) <= micro_batch * seq_len) {
+    return make_error(ErrorCode::invalid_argument, "--data has fewer tokens than one micro-batch (" + std::to_string(micro_batch * seq_len + 1) + ")");
+  }
+  return data;
+}
+
 Result<TokenDataset> load_token_file(const std::string& path) {
   auto file = ReadOnlyFile::open(path, "--data");
   if (!file) return file.error();

@@ -27,14 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Weight decay on matrices and embeddings (2-D) only, not on norms and biases
-// (1-D), as in GPT-2/3 training practice.
-std::vector<bool> decay_mask(const std::vector<std::vector<int64_t>>& shapes) {
-  std::vector<bool> mask;
-  for (const auto& shape : shapes) mask.push_back(shape.size() >= 2);
-  return mask;
-}
-
 // Which of a rank's parameters its gradient norm counts (ParallelStrategy::
 // set_model_parallel): not those whole on every tensor-parallel rank, on
 // ranks other than 0 of the group, and not a last stage's copy of a tied embedding.
@@ -679,16 +671,8 @@ Result<TrainMetrics> train(const planner::Model& model, const TrainOptions& o, s
   if (o.num_micro_batches <= 0) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
   if (o.log_every <= 0) return make_error(ErrorCode::invalid_argument, "the log interval must be a positive number of steps");
   try {
-    auto data = load_token_file(o.data_path);
+    auto data = load_training_data(o.data_path, model.config, o.micro_batch_size, o.seq_len);
     if (!data) return data.error();
-    if (data->vocab_size > model.config.vocab_size) {
-      return make_error(ErrorCode::invalid_argument, "--data holds token ids up to " + std::to_string(data->vocab_size - 1) + " but " +
-                                                         model.config.name + " has a vocabulary of " + std::to_string(model.config.vocab_size));
-    }
-    if (static_cast<int64_t>(data->tokens.size()) <= o.micro_batch_size * o.seq_len) {
-      return make_error(ErrorCode::invalid_argument,
-                        "--data has fewer tokens than one micro-batch (" + std::to_string(o.micro_batch_size * o.seq_len + 1) + ")");
-    }
     return train_in_precision(model, o, data.value(), progress, terminal);
   } catch (const std::bad_alloc& e) {
     // AllocationFailure names the tensor's category and size; other allocations say only that memory ran out.

@@ -20,6 +20,7 @@
 #include "cli_app.h"
 #include "commands.h"
 #include "estimate_options.h"
+#include "tessera/engine/device/gpu_presence.h"
 
 namespace tessera::cli {
 namespace {
@@ -523,16 +524,42 @@ TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
   }
 }
 
-// Issue 15: on a machine without a GPU, --gpu says there is none (or that
-// the build has no CUDA); with one, that the engine's GPU path is not there yet.
+// Issue 15: `--gpu NAME` refuses, in one line naming the option, what the
+// one-GPU training step does not run; then, on a machine without a GPU, says
+// there is none (or that the build has no CUDA).
 TEST(Cli, TrainOnAGpuSaysWhyItCannot) {
-  const CliRun r = run({"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g"});
+  const CliRun r = run({"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g", "--precision", "bf16"});
   EXPECT_EQ(r.code, 2);
-  const bool explained = r.err.find("no CUDA device is available") != std::string::npos ||
-                         r.err.find("built without CUDA (TESSERA_CUDA=OFF)") != std::string::npos ||
-                         r.err.find("the engine's GPU training path is not built yet") != std::string::npos;
-  EXPECT_TRUE(explained) << r.err;
-  EXPECT_NE(r.err.find("train on the CPU with --gpu cpu"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  if (!tessera::engine::cuda_device_presence().available) {
+    const bool explained = r.err.find("no CUDA device is available") != std::string::npos ||
+                           r.err.find("built without CUDA (TESSERA_CUDA=OFF)") != std::string::npos;
+    EXPECT_TRUE(explained) << r.err;
+    EXPECT_NE(r.err.find("train on the CPU with --gpu cpu"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
+  struct Refusal {
+    std::vector<std::string> options;
+    std::string message;
+  };
+  const std::string gpu = "tessera: error: --gpu h100-80g: ";
+  for (const Refusal& refusal : std::vector<Refusal>{
+           {{"--precision", "fp32"}, "tessera: error: --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16\n"},
+           {{"--precision", "bf16", "--recompute", "full"}, "tessera: error: --recompute full: the GPU training step keeps every activation; use --recompute none\n"},
+           {{"--precision", "bf16", "--micro-batches", "2"},
+            "tessera: error: --micro-batches 2: the GPU training step takes one micro-batch per step; use --micro-batches 1\n"},
+           {{"--precision", "bf16", "--plugin", "gemini"}, "tessera: error: --plugin gemini: on one GPU the engine runs no sharding plugin; use --plugin torch_ddp\n"},
+           {{"--precision", "bf16", "--dp", "2"},
+            gpu + "the GPU training step runs on one GPU and one rank (no parallelism yet); launch without mpirun, with --dp, --tp and --pp 1\n"},
+           {{"--precision", "bf16", "--resume"}, "tessera: error: --resume: the GPU training step writes no checkpoint and replays no plan yet; leave it out\n"}}) {
+    std::vector<const char*> args{"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g"};
+    for (const std::string& option : refusal.options) args.push_back(option.c_str());
+    const CliRun r = run(args);
+    EXPECT_EQ(r.code, 2) << refusal.message;
+    EXPECT_EQ(r.err, refusal.message);
+  }
 }
 
 TEST(Cli, OutputReplacesOnlyRegularFiles) {

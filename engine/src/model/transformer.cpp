@@ -15,6 +15,7 @@
 #include "tessera/engine/ops/residual.h"
 #include "tessera/engine/ops/rope.h"
 #include "tessera/engine/model/initialization.h"
+#include "tessera/engine/model/parameter_slots.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/tensor_parallel.h"
@@ -34,13 +35,6 @@ planner::Precision storage_precision() {
   if constexpr (std::is_same_v<T, bf16>) return planner::Precision::bf16;
   if constexpr (std::is_same_v<T, fp16>) return planner::Precision::fp16;
   return planner::Precision::fp32;
-}
-
-// The part of a tensor's name after "<blocks>.<layer>.", e.g. "attn.c_attn.weight".
-std::string block_suffix(const std::string& name, int layer) {
-  const std::string marker = "." + std::to_string(layer) + ".";
-  const auto at = name.find(marker);
-  return at == std::string::npos ? name : name.substr(at + marker.size());
 }
 
 }  // namespace
@@ -93,7 +87,6 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   T_ = seq_len;
   const auto& c = config_;
   const int L = static_cast<int>(c.num_layers);
-  layers_.resize(static_cast<size_t>(L));
   // This rank's part of each tensor (all of it on one rank) of its stage's tensors.
   const planner::TensorInventory inventory = planner::tp_rank_inventory(planner::stage_inventory(model.inventory, L, stage_), tp_.size());
   const auto& tensors = inventory.tensors;
@@ -109,44 +102,17 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
     }
   }
   ties_embedding_ = std::any_of(model.inventory.tensors.begin(), model.inventory.tensors.end(), [](const planner::TensorInfo& t) { return t.tied_to >= 0; });
-  tensor_to_param_.assign(tensors.size(), -1);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const auto& info = tensors[i];
-    if (info.tied_to >= 0) {
-      tensor_to_param_[i] = tensor_to_param_[static_cast<size_t>(info.tied_to)];
-    } else {
-      const planner::FlatParameter& flat = flat_order_[params_.size()];
-      tensor_to_param_[i] = static_cast<int>(params_.size());
-      params_.emplace_back(storage.flat_buffers ? flat_params_.data() + flat.offset : nullptr, info.numel());
-      grads_.emplace_back(storage.flat_buffers && storage.flat_gradients ? flat_grads_.data() + flat.offset : nullptr, info.numel());
-      names_.push_back(info.name);
-      shapes_.push_back(info.shape);
-    }
-    const int index = tensor_to_param_[i];
-    if (info.layer == planner::kEmbeddingLayer) {
-      (info.name.find("wpe") != std::string::npos ? wpe_ : wte_) = index;
-    } else if (info.layer >= L) {
-      if (info.is_matmul_weight) head_ = index;
-      else (info.name.ends_with(".bias") ? final_norm_b_ : final_norm_w_) = index;
-    } else {
-      Layer& layer = layers_[static_cast<size_t>(info.layer)];
-      const std::string s = block_suffix(info.name, info.layer);
-      struct Slot { const char* suffix; int* target; };
-      for (const Slot& slot : {Slot{"ln_1.weight", &layer.attn_norm_w}, Slot{"ln_1.bias", &layer.attn_norm_b}, Slot{"ln_2.weight", &layer.mlp_norm_w},
-                               Slot{"ln_2.bias", &layer.mlp_norm_b}, Slot{"attn.c_attn.weight", &layer.qkv_w}, Slot{"attn.c_attn.bias", &layer.qkv_b},
-                               Slot{"attn.c_proj.weight", &layer.o_w}, Slot{"attn.c_proj.bias", &layer.o_b}, Slot{"mlp.c_fc.weight", &layer.fc_w},
-                               Slot{"mlp.c_fc.bias", &layer.fc_b}, Slot{"mlp.c_proj.weight", &layer.proj_w}, Slot{"mlp.c_proj.bias", &layer.proj_b},
-                               Slot{"input_layernorm.weight", &layer.attn_norm_w}, Slot{"post_attention_layernorm.weight", &layer.mlp_norm_w},
-                               Slot{"self_attn.q_proj.weight", &layer.q_w}, Slot{"self_attn.q_proj.bias", &layer.q_b},
-                               Slot{"self_attn.k_proj.weight", &layer.k_w}, Slot{"self_attn.k_proj.bias", &layer.k_b},
-                               Slot{"self_attn.v_proj.weight", &layer.v_w}, Slot{"self_attn.v_proj.bias", &layer.v_b},
-                               Slot{"self_attn.o_proj.weight", &layer.o_w}, Slot{"self_attn.o_proj.bias", &layer.o_b},
-                               Slot{"mlp.gate_proj.weight", &layer.gate_w}, Slot{"mlp.up_proj.weight", &layer.up_w},
-                               Slot{"mlp.down_proj.weight", &layer.down_w}}) {
-        if (s == slot.suffix) *slot.target = index;
-      }
-    }
+  const ParameterSlots slots = parameter_slots(inventory, L);
+  for (const auto& info : tensors) {
+    if (info.tied_to >= 0) continue;
+    const planner::FlatParameter& flat = flat_order_[params_.size()];
+    params_.emplace_back(storage.flat_buffers ? flat_params_.data() + flat.offset : nullptr, info.numel());
+    grads_.emplace_back(storage.flat_buffers && storage.flat_gradients ? flat_grads_.data() + flat.offset : nullptr, info.numel());
+    names_.push_back(info.name);
+    shapes_.push_back(info.shape);
   }
+  layers_ = slots.blocks;
+  wte_ = slots.wte, wpe_ = slots.wpe, final_norm_w_ = slots.final_norm_w, final_norm_b_ = slots.final_norm_b, head_ = slots.head;
   // What the forward keeps, sized by the planner's table: one source for both.
   const planner::Precision precision = storage_precision<T>();
   ledger_ = &ledger;

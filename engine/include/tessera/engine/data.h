@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/planner/model_config.h"
 #include "tessera/planner/status.h"
 
 namespace tessera::engine {
@@ -24,6 +25,11 @@ struct TokenDataset {
 // By extension: ".bin" is an llm.c shard, anything else is text read as bytes.
 // Regular files only; the file is read in pieces straight into the tokens.
 Result<TokenDataset> load_token_file(const std::string& path);
+
+// load_token_file for training `config` on micro-batches of (B, T): refused in
+// one line where a token id is past the model's vocabulary or the data is
+// shorter than one micro-batch (and its next-token targets).
+Result<TokenDataset> load_training_data(const std::string& path, const planner::ModelConfig& config, int64_t micro_batch, int64_t seq_len);
 
 // The same, from a whole file's bytes in memory (the fuzz target's entry).
 Result<TokenDataset> parse_token_data(std::string_view bytes, bool shard, const std::string& path);

@@ -39,6 +39,14 @@ struct OptimizerOptions {
   double max_grad_norm = planner::kMaxGradNorm;  // 0 = no clipping
 };
 
+// Weight decay on matrices and embeddings (2-D) only, not on norms and biases
+// (1-D), as in GPT-2/3 training practice: one flag per parameter shape.
+inline std::vector<bool> decay_mask(const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<bool> mask;
+  for (const auto& shape : shapes) mask.push_back(shape.size() >= 2);
+  return mask;
+}
+
 // What checkpoints and checks read and restore of an optimizer, whatever the
 // type of the parameters it updates: the pieces of its shard, its fp32
 // weights (the master copy, or fp32 parameters themselves) and states.

@@ -38,6 +38,7 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
   const std::string& error() const { return error_; }
+  static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
   // Device pointers; `bias` (N elements of T) where the epilogue has one.
   // Returns an empty string, or what cuBLASLt refused.
@@ -47,7 +48,7 @@ class Gemm {
  private:
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
-  size_t workspace_bytes_ = size_t{32} << 20;
+  size_t workspace_bytes_ = kWorkspaceBytes;
   std::string error_;
 };
 

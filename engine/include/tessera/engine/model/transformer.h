@@ -19,6 +19,7 @@
 #include "tessera/engine/half.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/model/engine_computes.h"
+#include "tessera/engine/model/parameter_slots.h"
 #include "tessera/engine/model/tensor_parallel.h"
 #include "tessera/engine/ops/attention.h"
 #include "tessera/engine/ops/workspace.h"
@@ -146,15 +147,7 @@ class Transformer {
   const W* probabilities() { return find_logits(); }
 
  private:
-  // Parameter indices of one block (-1 where the family has none).
-  struct Layer {
-    int attn_norm_w = -1, attn_norm_b = -1, mlp_norm_w = -1, mlp_norm_b = -1;
-    int qkv_w = -1, qkv_b = -1;                                      // GPT-2's fused c_attn
-    int q_w = -1, q_b = -1, k_w = -1, k_b = -1, v_w = -1, v_b = -1;  // Llama's separate projections
-    int o_w = -1, o_b = -1;
-    int fc_w = -1, fc_b = -1, proj_w = -1, proj_b = -1;              // GPT-2's MLP
-    int gate_w = -1, up_w = -1, down_w = -1;                         // SwiGLU
-  };
+  using Layer = BlockParameters;
   // This rank's share of the heads and widths (all of them on one rank).
   struct LocalWidths {
     int64_t heads, kv_heads, q, kv, mlp;
@@ -218,7 +211,6 @@ class Transformer {
   std::vector<planner::FlatParameter> flat_order_;
   std::vector<std::string> names_;
   std::vector<std::vector<int64_t>> shapes_;
-  std::vector<int> tensor_to_param_;  // inventory index -> unique parameter index
   UnitHooks* hooks_ = nullptr;
   std::vector<Layer> layers_;
   int wte_ = -1, wpe_ = -1, final_norm_w_ = -1, final_norm_b_ = -1, head_ = -1;

@@ -1,0 +1,69 @@
+// One GPU's training step of the engine's transformer in bf16 mixed
+// precision (fp32 master weights and AdamW states, Micikevicius et al. 2018),
+// no parallelism, for both families the CPU model trains (GPT-2; the Llama
+// layout: Llama, Mistral, Qwen2): forward, backward and AdamW on the device
+// with the engine's CUDA launchers (embeddings, LayerNorm and RMSNorm, GELU
+// and SwiGLU, RoPE, residual, the fused cross-entropy that turns bf16 logits
+// into their gradient, the gradients' sum of squares, AdamW), cuBLASLt GEMMs
+// (cuda/gemm.h) and cuDNN's fused attention (cuda/attention.h).
+//
+// It shares the CPU model's sources rather than copying them: the planner's
+// tensor inventory and flat order (planner/sharding.h), the parameter roles
+// (model/parameter_slots.h), the initial weights (model/initialization.h),
+// the activation table that names and sizes what a block keeps
+// (planner/activations.h, the `tessera` profile), the weight-decay mask and
+// AdamW's scalars (optimizer.h, adamw_step.h). Every device byte comes from
+// the caching allocator (device/caching_allocator.h) and is booked in the
+// ledger under its category (cuDNN's attention workspace under `workspace`),
+// and cuBLASLt's own 32 MiB workspace under `workspace` too. The logits are kept in bf16 (the fused cross-entropy never holds fp32
+// ones), where the CPU model keeps fp32.
+//
+// Never run on a GPU: compiled for sm_90 and checked on the day one is lent
+// (tests/cuda/gpt_training_gpu_test.cpp, tools/gpu-check).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/engine/half.h"
+#include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/optimizer.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/status.h"
+
+namespace tessera::engine::cuda {
+
+struct GpuStepResult {
+  double loss = 0;       // mean over the micro-batch's tokens
+  double grad_norm = 0;  // before clipping
+  bool updated = false;  // false: a gradient was not finite, no update
+};
+
+class GptTraining {
+ public:
+  // One line, and nothing allocated, for what it does not train: what the
+  // CPU model refuses (check_engine_computes), optimizers other than AdamW, a
+  // head size cuDNN's attention refuses, no device.
+  static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
+                                                     uint64_t seed, const OptimizerOptions& options);
+  ~GptTraining();
+  GptTraining(const GptTraining&) = delete;
+  GptTraining& operator=(const GptTraining&) = delete;
+
+  // One optimizer step on one micro-batch: tokens and next-token targets,
+  // (B, T) each, on the host.
+  Result<GpuStepResult> step(const int32_t* tokens, const int32_t* targets);
+
+  // The flat parameters and the last step's gradients, copied to the host, in flat order.
+  std::vector<bf16> parameters() const;
+  std::vector<bf16> gradients() const;
+
+ private:
+  struct State;
+  explicit GptTraining(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tessera::engine::cuda

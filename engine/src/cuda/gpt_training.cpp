@@ -1,0 +1,463 @@
+// One GPU's training step; see cuda/gpt_training.h. The order of the
+// operations and the buffers they use follow the CPU model's block_forward,
+// head_forward, head_backward and block_backward (model/transformer.cpp), with
+// every op replaced by its GPU launcher.
+#include "tessera/engine/cuda/gpt_training.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "tessera/engine/cuda/activation.h"
+#include "tessera/engine/cuda/adamw.h"
+#include "tessera/engine/cuda/attention.h"
+#include "tessera/engine/cuda/cross_entropy.h"
+#include "tessera/engine/cuda/device_memory.h"
+#include "tessera/engine/cuda/embedding.h"
+#include "tessera/engine/cuda/gemm.h"
+#include "tessera/engine/cuda/norms.h"
+#include "tessera/engine/cuda/residual.h"
+#include "tessera/engine/cuda/rope.h"
+#include "tessera/engine/cuda/stream_events.h"
+#include "tessera/engine/cuda/sum_of_squares.h"
+#include "tessera/engine/device/caching_allocator.h"
+#include "tessera/engine/model/engine_computes.h"
+#include "tessera/engine/model/initialization.h"
+#include "tessera/engine/model/parameter_slots.h"
+#include "tessera/engine/ops/linear.h"
+#include "tessera/planner/activations.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::engine::cuda {
+
+namespace {
+
+using T = bf16;
+
+// A failed launch or library call inside a step: the step returns it as its one-line error.
+struct StepError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(cudaError_t error, const char* what) {
+  if (error != cudaSuccess) throw StepError(std::string(what) + ": " + cudaGetErrorString(error));
+}
+void check(const std::string& error, const char* what) {
+  if (!error.empty()) throw StepError(std::string(what) + ": " + error);
+}
+
+// One block of device memory from the caching allocator, given back with its owner.
+class DeviceBlock {
+ public:
+  DeviceBlock() = default;
+  DeviceBlock(CachingAllocator& allocator, int64_t bytes, MemoryCategory category)
+      : allocator_(&allocator), data_(allocator.allocate(bytes, category)) {}
+  ~DeviceBlock() {
+    if (data_ != nullptr) allocator_->free(data_);
+  }
+  DeviceBlock(DeviceBlock&& other) noexcept : allocator_(other.allocator_), data_(std::exchange(other.data_, nullptr)) {}
+  DeviceBlock& operator=(DeviceBlock&& other) noexcept {
+    std::swap(allocator_, other.allocator_);
+    std::swap(data_, other.data_);
+    return *this;
+  }
+  template <typename X>
+  X* as() const { return static_cast<X*>(data_); }
+
+ private:
+  CachingAllocator* allocator_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// Named device buffers from the planner's activation terms (the CPU model's Buffers).
+struct Named {
+  std::vector<std::pair<std::string, DeviceBlock>> buffers;
+  void* find(const char* name) const {
+    for (const auto& [key, block] : buffers) {
+      if (key == name) return block.as<void>();
+    }
+    throw StepError(std::string("no activation buffer named ") + name);
+  }
+};
+
+}  // namespace
+
+struct GptTraining::State {
+  planner::ModelConfig config;
+  int64_t B = 0, Tn = 0, N = 0, C = 0, I = 0, V = 0, numel = 0;
+  ParameterSlots slots;
+  std::vector<planner::FlatParameter> order;
+  std::vector<bool> decay;
+  OptimizerOptions options;
+  int64_t steps = 0;
+  MemoryLedger* ledger = nullptr;
+
+  CudaDeviceMemory memory;
+  CudaEvents events;
+  std::unique_ptr<CachingAllocator> allocator;  // declared after its sources, destroyed before them
+  Gemm gemm;
+  std::unique_ptr<Attention> attention;  // its workspace from the allocator: made after it, destroyed before it
+  int64_t library_workspace_bytes = 0;  // booked for cuBLASLt's workspace
+
+  DeviceBlock params, grads, master, m, v;
+  std::vector<Named> blocks;  // by layer
+  Named last_stage, scratch;
+  DeviceBlock logits, losses, tokens, targets, ones, norm_workspace, norm_sum, sum_workspace;
+
+  ~State() {
+    if (ledger != nullptr && library_workspace_bytes > 0) ledger->freed(MemoryCategory::workspace, MemorySpace::device, library_workspace_bytes);
+  }
+
+  DeviceBlock take(int64_t bytes, MemoryCategory category) { return DeviceBlock(*allocator, bytes, category); }
+  T* param(int index) { return params.as<T>() + order[static_cast<size_t>(index)].offset; }
+  T* grad(int index) { return grads.as<T>() + order[static_cast<size_t>(index)].offset; }
+  T* act(int layer, const char* name) { return static_cast<T*>(blocks[static_cast<size_t>(layer)].find(name)); }
+  float* stats(int layer, const char* name) { return static_cast<float*>(blocks[static_cast<size_t>(layer)].find(name)); }
+
+  // out (N, OC) = inp (N, IC) · W + bias, W stored (IC, OC) (in_out: GPT-2's
+  // Conv1D) or (OC, IC) (out_in: nn.Linear), as ops/linear.h.
+  void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int64_t rows, int64_t IC, int64_t OC, cpu::WeightLayout layout) {
+    const bool out_in = layout == cpu::WeightLayout::out_in;
+    const GemmCall call{false, out_in, rows, OC, IC, IC, out_in ? IC : OC, OC, 1.0f, 0.0f, bias != nullptr ? GemmEpilogue::bias : GemmEpilogue::none};
+    check(gemm.run<T>(call, inp, weight, out, bias, nullptr), "linear forward");
+  }
+  // dinp = dout · Wᵀ (overwritten, or added with `accumulate`); dweight +=
+  // the product of inp and dout in W's layout; dbias += the column sums of dout (1 · dout).
+  void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t rows, int64_t IC, int64_t OC,
+                       cpu::WeightLayout layout, bool accumulate = false) {
+    const bool out_in = layout == cpu::WeightLayout::out_in;
+    const float beta = accumulate ? 1.0f : 0.0f;
+    check(gemm.run<T>(GemmCall{false, !out_in, rows, IC, OC, OC, out_in ? IC : OC, IC, 1.0f, beta, GemmEpilogue::none}, dout, weight, dinp, nullptr,
+                      nullptr),
+          "linear backward (input)");
+    if (out_in) {  // dW (OC, IC) += doutᵀ · inp
+      check(gemm.run<T>(GemmCall{true, false, OC, IC, rows, OC, IC, IC, 1.0f, 1.0f, GemmEpilogue::none}, dout, inp, dweight, nullptr, nullptr),
+            "linear backward (weight)");
+    } else {  // dW (IC, OC) += inpᵀ · dout
+      check(gemm.run<T>(GemmCall{true, false, IC, OC, rows, IC, OC, OC, 1.0f, 1.0f, GemmEpilogue::none}, inp, dout, dweight, nullptr, nullptr),
+            "linear backward (weight)");
+    }
+    if (dbias != nullptr) {
+      check(gemm.run<T>(GemmCall{false, false, 1, OC, rows, rows, OC, OC, 1.0f, 1.0f, GemmEpilogue::none}, ones.as<T>(), dout, dbias, nullptr, nullptr),
+            "linear backward (bias)");
+    }
+  }
+  const T* param_or_null(int index) { return index >= 0 ? param(index) : nullptr; }
+  T* grad_or_null(int index) { return index >= 0 ? grad(index) : nullptr; }
+  // LayerNorm (statistics: mean, then rstd) or RMSNorm (rstd), as the family has.
+  void norm_forward(T* out, float* statistics, const T* in, int weight, int bias) {
+    const auto eps = static_cast<float>(config.norm_eps);
+    if (config.norm == planner::NormKind::layer_norm) {
+      check(layernorm_forward(out, statistics, statistics + N, in, param(weight), param_or_null(bias), N, C, eps, nullptr), "layernorm");
+    } else {
+      check(rmsnorm_forward(out, statistics, in, param(weight), N, C, eps, nullptr), "rmsnorm");
+    }
+  }
+  // Adds the norm's input gradient into dinp, its parameters' into their gradients.
+  void norm_backward(T* dinp, const T* dout, const T* in, const float* statistics, int weight, int bias) {
+    void* workspace = norm_workspace.as<void>();
+    if (config.norm == planner::NormKind::layer_norm) {
+      check(layernorm_backward(dinp, grad(weight), grad_or_null(bias), dout, in, param(weight), statistics, statistics + N, N, C, workspace, nullptr),
+            "layernorm backward");
+    } else {
+      check(rmsnorm_backward(dinp, grad(weight), dout, in, param(weight), statistics, N, C, workspace, nullptr), "rmsnorm backward");
+    }
+  }
+  bool gpt2() const { return config.family == planner::ModelFamily::gpt2; }
+  // Where q, k and v lie in a block's "qkv" buffer (the CPU model's
+  // qkv_views): GPT-2's fused projection writes them side by side in each
+  // token's row, Llama's three projections one after another.
+  struct QkvViews {
+    T *q, *k, *v;
+    cpu::AttentionShape shape;
+  };
+  static cpu::AttentionShape attention_shape(const planner::ModelConfig& c, int64_t B, int64_t Tn) {
+    const int64_t q = c.q_width(), kv = c.kv_width();
+    const bool rows = c.family == planner::ModelFamily::gpt2;
+    return {B, Tn, c.num_heads, c.num_kv_heads, c.head_dim, rows ? 3 * q : q, rows ? 3 * q : kv};
+  }
+  QkvViews qkv_views(T* qkv) const {
+    const int64_t q = config.q_width(), kv = config.kv_width();
+    if (gpt2()) return {qkv, qkv + q, qkv + 2 * q, attention_shape(config, B, Tn)};
+    return {qkv, qkv + N * q, qkv + N * (q + kv), attention_shape(config, B, Tn)};
+  }
+  int64_t rotary_dim() const { return static_cast<int64_t>(static_cast<double>(config.head_dim) * config.rotary_pct); }
+  void rope(T* x, int64_t heads, int64_t stride, bool inverse) {
+    check(rope_rotate(x, B, Tn, heads, config.head_dim, stride, rotary_dim(), config.rope_theta, inverse, nullptr), "rope");
+  }
+
+  void block_forward(int l, const T* x, T* out);
+  void block_backward(int l);
+  double forward(const int32_t* host_tokens, const int32_t* host_targets);
+  void backward();
+  std::optional<double> optimizer_step();
+};
+
+void GptTraining::State::block_forward(int l, const T* x, T* out) {
+  const BlockParameters& w = slots.blocks[static_cast<size_t>(l)];
+  const int64_t q = config.q_width(), kv = config.kv_width();
+  T* ln1 = act(l, "attn_norm_output");
+  norm_forward(ln1, stats(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
+  const QkvViews qkv = qkv_views(act(l, "qkv"));
+  T* att = act(l, "attention_output");
+  T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
+  const cpu::WeightLayout layout = gpt2() ? cpu::WeightLayout::in_out : cpu::WeightLayout::out_in;
+  if (gpt2()) {
+    linear_forward(qkv.q, ln1, param(w.qkv_w), param_or_null(w.qkv_b), N, C, 3 * q, layout);
+  } else {
+    linear_forward(qkv.q, ln1, param(w.q_w), param_or_null(w.q_b), N, C, q, layout);
+    linear_forward(qkv.k, ln1, param(w.k_w), param_or_null(w.k_b), N, C, kv, layout);
+    linear_forward(qkv.v, ln1, param(w.v_w), param_or_null(w.v_b), N, C, kv, layout);
+    rope(qkv.q, config.num_heads, q, false);
+    rope(qkv.k, config.num_kv_heads, kv, false);
+  }
+  check(attention->forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, nullptr), "attention forward");
+  linear_forward(mid, att, param(w.o_w), param_or_null(w.o_b), N, q, C, layout);
+  check(residual_add(mid, x, N * C, nullptr), "residual");
+  T* ln2 = act(l, "mlp_norm_output");
+  norm_forward(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
+  T* hidden = act(l, "mlp_activation");
+  if (gpt2()) {
+    T* pre = act(l, "mlp_pre_activation");
+    linear_forward(pre, ln2, param(w.fc_w), param_or_null(w.fc_b), N, C, I, layout);
+    check(gelu_forward(hidden, pre, N * I, nullptr), "gelu");
+    linear_forward(out, hidden, param(w.proj_w), param_or_null(w.proj_b), N, I, C, layout);
+  } else {
+    T* gate = act(l, "mlp_gate");
+    T* up = act(l, "mlp_up");
+    linear_forward(gate, ln2, param(w.gate_w), nullptr, N, C, I, layout);
+    linear_forward(up, ln2, param(w.up_w), nullptr, N, C, I, layout);
+    check(swiglu_forward(hidden, gate, up, N * I, nullptr), "swiglu");
+    linear_forward(out, hidden, param(w.down_w), nullptr, N, I, C, layout);
+  }
+  check(residual_add(out, mid, N * C, nullptr), "residual");
+}
+
+double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* host_targets) {
+  const int L = static_cast<int>(config.num_layers);
+  check(cudaMemcpy(tokens.as<int32_t>(), host_tokens, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the tokens");
+  check(cudaMemcpy(targets.as<int32_t>(), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
+  T* embedded = act(0, "block_input");
+  const cpu::VocabSlice vocab{0, V};
+  check(embedding_forward(embedded, tokens.as<int32_t>(), param(slots.wte), N, C, vocab, nullptr), "embedding");
+  if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), N, Tn, C, 0, nullptr), "position embedding");
+  T* final_input = static_cast<T*>(last_stage.find("final_norm_input"));
+  for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
+  // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
+  // tied), and the fused loss, which leaves dlogits = (p − onehot) / N in the logits.
+  T* h = static_cast<T*>(last_stage.find("head_input"));
+  norm_forward(h, static_cast<float*>(last_stage.find("final_norm_stats")), final_input, slots.final_norm_w, slots.final_norm_b);
+  linear_forward(logits.as<T>(), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
+  check(fused_cross_entropy(losses.as<float>(), logits.as<T>(), targets.as<int32_t>(), N, V, V, 1.0f / static_cast<float>(N), true, nullptr),
+        "cross-entropy");
+  std::vector<float> host(static_cast<size_t>(N));
+  check(cudaMemcpy(host.data(), losses.as<float>(), host.size() * sizeof(float), cudaMemcpyDeviceToHost), "copying the losses");
+  double mean = 0;
+  for (float loss : host) mean += static_cast<double>(loss);
+  return mean / static_cast<double>(N);
+}
+
+// grad_residual holds the gradient of the block's output; it leaves holding the gradient of its input.
+void GptTraining::State::block_backward(int l) {
+  const BlockParameters& w = slots.blocks[static_cast<size_t>(l)];
+  const int64_t q = config.q_width(), kv = config.kv_width();
+  const cpu::WeightLayout layout = gpt2() ? cpu::WeightLayout::in_out : cpu::WeightLayout::out_in;
+  T* dres = static_cast<T*>(scratch.find("grad_residual"));
+  T* dnarrow = static_cast<T*>(scratch.find("grad_narrow"));
+  T* dwide = static_cast<T*>(scratch.find("grad_widest"));
+  // MLP: out = mid + down(act(ln2(mid))).
+  T* hidden = act(l, "mlp_activation");
+  T* ln2 = act(l, "mlp_norm_output");
+  if (gpt2()) {
+    linear_backward(dwide, grad(w.proj_w), grad_or_null(w.proj_b), dres, hidden, param(w.proj_w), N, I, C, layout);
+    check(gelu_backward(dwide, act(l, "mlp_pre_activation"), dwide, N * I, nullptr), "gelu backward");
+    linear_backward(dnarrow, grad(w.fc_w), grad_or_null(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, layout);
+  } else {
+    T* dgate = dwide;
+    T* dup = dwide + N * I;
+    linear_backward(dup, grad(w.down_w), nullptr, dres, hidden, param(w.down_w), N, I, C, layout);
+    check(swiglu_backward(dgate, dup, act(l, "mlp_gate"), act(l, "mlp_up"), dup, N * I, nullptr), "swiglu backward");
+    linear_backward(dnarrow, grad(w.gate_w), nullptr, dgate, ln2, param(w.gate_w), N, C, I, layout);
+    linear_backward(dnarrow, grad(w.up_w), nullptr, dup, ln2, param(w.up_w), N, C, I, layout, true);
+  }
+  norm_backward(dres, dnarrow, act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
+  // Attention: mid = x + o(attention(qkv(ln1(x)))).
+  T* att = act(l, "attention_output");
+  const QkvViews qkv = qkv_views(act(l, "qkv"));
+  const QkvViews dqkv = qkv_views(dwide);
+  linear_backward(dnarrow, grad(w.o_w), grad_or_null(w.o_b), dres, att, param(w.o_w), N, q, C, layout);
+  check(attention->backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, nullptr),
+        "attention backward");
+  T* ln1 = act(l, "attn_norm_output");
+  if (gpt2()) {
+    linear_backward(dnarrow, grad(w.qkv_w), grad_or_null(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * q, layout);
+  } else {
+    rope(dqkv.q, config.num_heads, q, true);
+    rope(dqkv.k, config.num_kv_heads, kv, true);
+    linear_backward(dnarrow, grad(w.q_w), grad_or_null(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, q, layout);
+    linear_backward(dnarrow, grad(w.k_w), grad_or_null(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, kv, layout, true);
+    linear_backward(dnarrow, grad(w.v_w), grad_or_null(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, kv, layout, true);
+  }
+  norm_backward(dres, dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
+}
+
+void GptTraining::State::backward() {
+  const int L = static_cast<int>(config.num_layers);
+  T* dres = static_cast<T*>(scratch.find("grad_residual"));
+  T* dnarrow = static_cast<T*>(scratch.find("grad_narrow"));
+  check(cudaMemsetAsync(dres, 0, static_cast<size_t>(N * C) * sizeof(T), nullptr), "zeroing grad_residual");
+  // The head: dh = dlogits · W, dW += dlogitsᵀ · h, then the final norm.
+  linear_backward(dnarrow, grad(slots.head), nullptr, logits.as<T>(), static_cast<const T*>(last_stage.find("head_input")), param(slots.head), N, C, V,
+                  cpu::WeightLayout::out_in);
+  norm_backward(dres, dnarrow, static_cast<T*>(last_stage.find("final_norm_input")), static_cast<float*>(last_stage.find("final_norm_stats")),
+                slots.final_norm_w, slots.final_norm_b);
+  for (int l = L - 1; l >= 0; --l) block_backward(l);
+  const cpu::VocabSlice vocab{0, V};
+  check(embedding_backward(grad(slots.wte), dres, tokens.as<int32_t>(), N, C, vocab, nullptr), "embedding backward");
+  if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
+}
+
+// The CPU optimizer's step (Optimizer::apply): the global norm, clipping to
+// max_grad_norm, one AdamW update per parameter with its decay, rounding into bf16.
+std::optional<double> GptTraining::State::optimizer_step() {
+  check(sum_of_squares(norm_sum.as<double>(), reinterpret_cast<int32_t*>(norm_sum.as<double>() + 1), grads.as<T>(), numel, 1.0,
+                       sum_workspace.as<void>(), nullptr),
+        "gradient sum of squares");
+  double sum = 0;
+  check(cudaMemcpy(&sum, norm_sum.as<double>(), sizeof(double), cudaMemcpyDeviceToHost), "copying the sum of squares");
+  if (!std::isfinite(sum)) return std::nullopt;
+  const double norm = std::sqrt(sum);
+  const double clip = options.max_grad_norm > 0 && norm > options.max_grad_norm ? options.max_grad_norm / norm : 1.0;
+  ++steps;
+  const AdamWScalars scalars = adamw_scalars(options.learning_rate, options.beta1, options.beta2, options.eps, steps, clip);
+  for (size_t p = 0; p < order.size(); ++p) {
+    const int64_t offset = order[p].offset;
+    const float wd = decay[p] ? static_cast<float>(options.weight_decay) : 0.0f;
+    check(adamw(params.as<T>() + offset, master.as<float>() + offset, m.as<float>() + offset, v.as<float>() + offset, grads.as<T>() + offset,
+                order[p].numel, wd, scalars, nullptr),
+          "adamw");
+  }
+  return norm;
+}
+
+GptTraining::GptTraining(std::unique_ptr<State> state) : state_(std::move(state)) {}
+GptTraining::~GptTraining() = default;
+
+Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
+                                                         uint64_t seed, const OptimizerOptions& options) {
+  const planner::ModelConfig& c = model.config;
+  if (options.kind != planner::OptimizerKind::adamw) return make_error(ErrorCode::unsupported, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
+  if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
+  if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
+  if (seq_len > c.max_positions) {
+    return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
+  }
+  const cpu::AttentionShape shape = State::attention_shape(c, micro_batch, seq_len);
+  if (std::string why = Attention::unsupported(shape); !why.empty()) return make_error(ErrorCode::unsupported, "--gpu: " + why);
+  int devices = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
+    return make_error(ErrorCode::unsupported, std::string("--gpu: no CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "none found"));
+  }
+
+  auto s = std::make_unique<State>();
+  if (!s->gemm.error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->gemm.error());
+  s->config = c;
+  s->B = micro_batch, s->Tn = seq_len, s->N = micro_batch * seq_len, s->C = c.hidden_size, s->I = c.intermediate_size, s->V = c.vocab_size;
+  s->options = options;
+  s->ledger = &ledger;
+  s->order = planner::flat_parameter_order(model.inventory);
+  s->slots = parameter_slots(model.inventory, static_cast<int>(c.num_layers));
+  std::vector<std::vector<int64_t>> shapes;
+  for (const planner::FlatParameter& flat : s->order) shapes.push_back(model.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
+  s->decay = decay_mask(shapes);
+  s->numel = model.inventory.parameter_count();
+  s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger);
+  s->attention = std::make_unique<Attention>(*s->allocator);
+  if (!s->attention->error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->attention->error());
+  s->library_workspace_bytes = Gemm::kWorkspaceBytes;
+  ledger.allocated(MemoryCategory::workspace, MemorySpace::device, s->library_workspace_bytes);
+
+  try {
+    const int64_t n = s->numel, N = s->N, C = s->C;
+    // Parameters from the planner's initialization, in flat order, as the CPU model starts from.
+    std::vector<T> host(static_cast<size_t>(n));
+    for_each_initial_value_of_part(model, seed, 1, 0, planner::PipelinePlacement{}, [&host](int64_t i, double value) {
+      host[static_cast<size_t>(i)] = narrow<T>(static_cast<float>(value));
+    });
+    std::vector<float> master(host.size());
+    for (size_t i = 0; i < host.size(); ++i) master[i] = widen(host[i]);
+    s->params = s->take(n * 2, MemoryCategory::parameters);
+    s->grads = s->take(n * 2, MemoryCategory::gradients);
+    s->master = s->take(n * 4, MemoryCategory::master_weights);
+    s->m = s->take(n * 4, MemoryCategory::optimizer_states);
+    s->v = s->take(n * 4, MemoryCategory::optimizer_states);
+    check(cudaMemcpy(s->params.as<T>(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the parameters");
+    check(cudaMemcpy(s->master.as<float>(), master.data(), master.size() * sizeof(float), cudaMemcpyHostToDevice), "copying the master weights");
+    check(cudaMemset(s->m.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
+    check(cudaMemset(s->v.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
+
+    // What the forward keeps, sized and named by the planner's table, as on the CPU.
+    const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, planner::Precision::bf16);
+    const planner::ActivationShape per_micro{micro_batch, seq_len, 1, false};
+    auto allocate = [&](const std::vector<planner::ActivationTerm>& terms) {
+      Named named;
+      for (const planner::ActivationTerm& term : terms) {
+        if (!planner::term_kept(term, planner::RecomputeMode::none)) continue;
+        named.buffers.emplace_back(std::string(term.name), s->take(planner::term_bytes(term, per_micro), MemoryCategory::activations));
+      }
+      return named;
+    };
+    for (int64_t l = 0; l < c.num_layers; ++l) s->blocks.push_back(allocate(table.block));
+    s->last_stage = allocate(table.last_stage);
+    s->scratch = allocate(table.backward_scratch);
+    s->logits = s->take(N * s->V * 2, MemoryCategory::logits);
+    s->losses = s->take(N * 4, MemoryCategory::logits);
+    s->tokens = s->take(N * 4, MemoryCategory::activations);
+    s->targets = s->take(N * 4, MemoryCategory::activations);
+    // Workspaces: a column of ones for the bias gradients (1 · dout), the
+    // norms' partial sums, the gradient norm's partial sums and its result
+    // (a double and the overflow flag).
+    s->ones = s->take(N * 2, MemoryCategory::workspace);
+    const std::vector<T> ones(static_cast<size_t>(N), narrow<T>(1.0f));
+    check(cudaMemcpy(s->ones.as<T>(), ones.data(), ones.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the ones");
+    s->norm_workspace = s->take(static_cast<int64_t>(norm_backward_workspace_bytes(N, C)), MemoryCategory::workspace);
+    s->sum_workspace = s->take(static_cast<int64_t>(sum_of_squares_workspace_bytes(n)), MemoryCategory::workspace);
+    s->norm_sum = s->take(16, MemoryCategory::workspace);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::unsupported, std::string("--gpu: ") + e.what());
+  }
+  return std::unique_ptr<GptTraining>(new GptTraining(std::move(s)));
+}
+
+Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* targets) {
+  State& s = *state_;
+  try {
+    check(cudaMemsetAsync(s.grads.as<void>(), 0, static_cast<size_t>(s.numel) * sizeof(T), nullptr), "zeroing the gradients");
+    GpuStepResult result;
+    result.loss = s.forward(tokens, targets);
+    s.backward();
+    const std::optional<double> norm = s.optimizer_step();
+    result.updated = norm.has_value();
+    result.grad_norm = norm.value_or(NAN);
+    check(cudaDeviceSynchronize(), "the step");
+    return result;
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::unsupported, std::string("GPU step: ") + e.what());
+  }
+}
+
+std::vector<bf16> GptTraining::parameters() const {
+  std::vector<bf16> host(static_cast<size_t>(state_->numel));
+  check(cudaMemcpy(host.data(), state_->params.as<T>(), host.size() * sizeof(T), cudaMemcpyDeviceToHost), "copying the parameters");
+  return host;
+}
+
+std::vector<bf16> GptTraining::gradients() const {
+  std::vector<bf16> host(static_cast<size_t>(state_->numel));
+  check(cudaMemcpy(host.data(), state_->grads.as<T>(), host.size() * sizeof(T), cudaMemcpyDeviceToHost), "copying the gradients");
+  return host;
+}
+
+}  // namespace tessera::engine::cuda

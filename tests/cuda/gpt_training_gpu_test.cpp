@@ -1,0 +1,186 @@
+// One full training step of a small GPT-2 and a small Qwen2 on the GPU (cuda/gpt_training.h)
+// against the CPU model (model/transformer.h) in the same precision, bf16
+// with fp32 master weights, from the same initial weights and tokens: the
+// loss, the gradient norm and each parameter's gradient, then the updated
+// weights against the CPU optimizer applied to the GPU's gradients. Awkward
+// sizes: a 97-token vocabulary, 37 tokens per sequence, an MLP of 200. Skipped without a
+// CUDA device; run by tools/gpu-check.
+//
+// Tolerances. Both paths store every activation and gradient in bf16 and
+// compute in fp32, but round at different points (the GPU keeps bf16 logits
+// where the CPU keeps fp32 ones, cuDNN rounds the attention probabilities to
+// bf16, sums run in other orders): each stored tensor may differ by one bf16
+// rounding, 2^-8 relative, and a difference entering the next layer carries
+// through it. The loss (a mean of log-softmaxes, each moving by at most twice
+// the largest change of a logit) and the gradient norm (a sum over every
+// gradient) are held to 2^-6 relative, four roundings; each parameter's
+// gradient as a whole, ‖g_gpu − g_cpu‖ / ‖g_cpu‖, to 2^-4: its elements sum
+// N = 74 tokens' terms whose own roundings differ. The update itself is the
+// AdamW kernel's, held to the CPU optimizer run on the GPU's gradients within
+// one bf16 unit of each weight (below).
+// These bounds have not yet met a GPU: the first run will say how far under
+// them the two paths are.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../kernels/kernel_check.h"
+#include "device_buffer.h"
+#include "tessera/engine/cuda/gpt_training.h"
+#include "tessera/engine/model/transformer.h"
+#include "tessera/engine/optimizer.h"
+#include "tessera/planner/registry.h"
+
+namespace tessera::engine::cuda::testing {
+namespace {
+
+
+using GptTrainingOnGpu = GpuTest;
+
+planner::Model small_model(const char* json) {
+  auto config = planner::parse_model_config(json, "small");
+  EXPECT_TRUE(config.ok());
+  planner::ModelConfig c = config.value();
+  c.name = "small";
+  return planner::make_model(c);
+}
+
+// GPT-2 (LayerNorm, GELU, learned positions, tied head, q | k | v per token)
+// and Qwen2 (RMSNorm, SwiGLU of an awkward 200, RoPE, grouped-query heads 4:2
+// of 32, q/k/v biases, untied head, q, k, v in three blocks).
+const char* kSmallGpt2 = R"({"model_type":"gpt2","vocab_size":97,"n_embd":128,"n_layer":2,"n_head":2,"n_positions":64})";
+const char* kSmallQwen2 = R"({"model_type":"qwen2","vocab_size":97,"hidden_size":128,"num_hidden_layers":2,"num_attention_heads":4,
+                             "num_key_value_heads":2,"intermediate_size":200})";
+planner::Model small_gpt2() { return small_model(kSmallGpt2); }
+
+std::vector<int32_t> random_tokens(size_t n, int32_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> out(n);
+  for (auto& t : out) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  return out;
+}
+
+double norm(const std::vector<double>& x) {
+  double sum = 0;
+  for (double v : x) sum += v * v;
+  return std::sqrt(sum);
+}
+
+void expect_relative(const std::string& what, double got, double want, double tolerance) {
+  const double error = std::abs(got - want) / std::max(std::abs(want), 1e-30);
+  ::testing::Test::RecordProperty("max_error " + what, std::to_string(error));
+  std::printf("  %-48s relative error %.3g (tolerance %.3g)\n", what.c_str(), error, tolerance);
+  EXPECT_LE(error, tolerance) << what << ": " << got << " against " << want;
+}
+
+void check_one_step(const planner::Model& model) {
+  const int64_t B = 2, T = 37;
+  const uint64_t seed = 5;
+  const auto tokens = random_tokens(B * T, 97, 1), targets = random_tokens(B * T, 97, 2);
+  OptimizerOptions options;  // AdamW, clipping to 1.0 as the trainer does
+
+  // The CPU model: forward, backward, its gradients.
+  MemoryLedger cpu_ledger;
+  auto created = Transformer<bf16>::create(model, cpu_ledger, B, T, seed);
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  Transformer<bf16> cpu = std::move(created).value();
+  cpu.zero_gradients();
+  const double cpu_loss = cpu.forward(tokens.data(), targets.data());
+  cpu.backward(1.0f);
+  const int64_t numel = cpu.flat_parameters().numel();
+  const std::vector<bf16> cpu_grads(cpu.flat_gradients().data(), cpu.flat_gradients().data() + numel);
+  const double cpu_norm = std::sqrt(Optimizer<bf16>::sum_of_squares(cpu_grads.data(), numel, 1.0));
+
+  // The GPU step.
+  MemoryLedger gpu_ledger;
+  auto made = GptTraining::create(model, gpu_ledger, B, T, seed, options);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  GptTraining& gpu = *made.value();
+  const std::vector<bf16> initial = gpu.parameters();
+  kernels::testing::expect_bits_equal("gpu initial parameters", initial,
+                                      std::vector<bf16>(cpu.flat_parameters().data(), cpu.flat_parameters().data() + numel));
+  auto stepped = gpu.step(tokens.data(), targets.data());
+  ASSERT_TRUE(stepped.ok()) << stepped.error().message;
+  const GpuStepResult result = stepped.value();
+  ASSERT_TRUE(result.updated);
+  EXPECT_GT(gpu_ledger.peak(MemoryCategory::activations, MemorySpace::device), 0);
+  EXPECT_GT(gpu_ledger.peak(MemoryCategory::optimizer_states, MemorySpace::device), 0);
+
+  expect_relative("gpu step loss", result.loss, cpu_loss, std::ldexp(1.0, -6));
+  expect_relative("gpu step gradient norm", result.grad_norm, cpu_norm, std::ldexp(1.0, -6));
+  const std::vector<bf16> gpu_grads = gpu.gradients();
+  for (size_t p = 0; p < cpu.flat_order().size(); ++p) {
+    const planner::FlatParameter& flat = cpu.flat_order()[p];
+    std::vector<double> difference, reference;
+    for (int64_t i = flat.offset; i < flat.offset + flat.numel; ++i) {
+      const double want = static_cast<double>(widen(cpu_grads[static_cast<size_t>(i)]));
+      difference.push_back(static_cast<double>(widen(gpu_grads[static_cast<size_t>(i)])) - want);
+      reference.push_back(want);
+    }
+    const double error = norm(difference) / std::max(norm(reference), 1e-30);
+    const std::string what = "gpu gradient " + cpu.parameter_names()[p];
+    ::testing::Test::RecordProperty("max_error " + what, std::to_string(error));
+    std::printf("  %-48s relative error %.3g (tolerance %.3g)\n", what.c_str(), error, std::ldexp(1.0, -4));
+    EXPECT_LE(error, std::ldexp(1.0, -4)) << what;
+  }
+
+  // The update: the CPU optimizer on the GPU's gradients, from the same
+  // weights. Each bf16 weight is its fp32 master rounded once: within one
+  // unit in the last place of itself (2^-7 relative) where the two masters
+  // differ in their last fp32 bits. The step moves weights by about lr = 1e-3,
+  // far more than that unit for these weights of about 0.02.
+  auto optimizer = Optimizer<bf16>::whole(cpu_ledger, cpu.flat_parameters().data(), cpu.flat_order(), decay_mask(cpu.parameter_shapes()), options);
+  ASSERT_TRUE(optimizer.apply(gpu_grads.data(), result.grad_norm * result.grad_norm, 1.0).has_value());
+  const std::vector<bf16> updated = gpu.parameters();
+  double worst = 0;
+  int64_t moved = 0;
+  for (int64_t i = 0; i < numel; ++i) {
+    const double want = static_cast<double>(widen(cpu.flat_parameters().data()[i])), got = static_cast<double>(widen(updated[static_cast<size_t>(i)]));
+    worst = std::max(worst, std::abs(got - want) / std::max(std::abs(want), 1e-30));
+    moved += updated[static_cast<size_t>(i)].bits != initial[static_cast<size_t>(i)].bits;
+  }
+  ::testing::Test::RecordProperty("max_error gpu updated parameters", std::to_string(worst));
+  std::printf("  %-48s relative error %.3g (tolerance %.3g); %lld of %lld moved\n", "gpu updated parameters", worst, std::ldexp(1.0, -7),
+              static_cast<long long>(moved), static_cast<long long>(numel));
+  EXPECT_LE(worst, std::ldexp(1.0, -7));
+  EXPECT_GT(moved, numel / 2) << "the step moves most weights";
+}
+
+TEST_F(GptTrainingOnGpu, OneStepMatchesTheCpuModel) {
+  check_one_step(small_model(kSmallGpt2));
+  check_one_step(small_model(kSmallQwen2));
+}
+
+TEST(GptTrainingRefusals, OneLineForWhatItDoesNotTrain) {
+  MemoryLedger ledger;
+  auto refused = GptTraining::create(small_model(R"({"model_type":"gpt2","vocab_size":97,"n_embd":120,"n_layer":2,"n_head":2,"n_positions":64})"),
+                                     ledger, 1, 8, 1, OptimizerOptions{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "--gpu: attention head size 60: cuDNN's fused attention needs a multiple of 8 up to 256");
+  OptimizerOptions sgd;
+  sgd.kind = planner::OptimizerKind::sgd;
+  auto refused_sgd = GptTraining::create(small_gpt2(), ledger, 1, 8, 1, sgd);
+  ASSERT_FALSE(refused_sgd.ok());
+  EXPECT_EQ(refused_sgd.error().message, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
+}
+
+// Where this machine has no device, creating the step says so in one line.
+TEST(GptTrainingRefusals, NoDeviceIsOneLine) {
+  const std::string reason = no_device_reason();
+  if (reason.empty()) GTEST_SKIP() << "a CUDA device is here";
+  MemoryLedger ledger;
+  auto refused = GptTraining::create(small_gpt2(), ledger, 2, 8, 1, OptimizerOptions{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message.rfind("--gpu: no CUDA device: ", 0), 0u) << refused.error().message;
+  EXPECT_EQ(refused.error().message.find('\n'), std::string::npos);
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
+}
+
+}  // namespace
+}  // namespace tessera::engine::cuda::testing

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include <QComboBox>
 #include <QObject>
@@ -18,22 +19,22 @@ namespace tessera::gui {
 
 inline QString enum_text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
-// A combo box of an enum's names (the planner's spellings), optionally led by "any".
-template <typename E>
-inline QComboBox* enum_combo(QWidget* parent, bool with_any) {
-  auto* combo = new QComboBox(parent);
-  if (with_any) combo->addItem(QObject::tr("any (search all)"), QString());
-  for (const auto& entry : enum_names(E{})) combo->addItem(enum_text(entry.name), enum_text(entry.name));
-  return combo;
-}
-
-// The same over some of the enum's values, in the given order.
+// A combo box of some of an enum's values, in the given order, by the
+// planner's spellings (enum_name), optionally led by "any".
 template <typename E>
 inline QComboBox* enum_combo(QWidget* parent, bool with_any, std::span<const E> values) {
   auto* combo = new QComboBox(parent);
   if (with_any) combo->addItem(QObject::tr("any (search all)"), QString());
   for (E value : values) combo->addItem(enum_text(enum_name(value)), enum_text(enum_name(value)));
   return combo;
+}
+
+// The same over every value of the enum.
+template <typename E>
+inline QComboBox* enum_combo(QWidget* parent, bool with_any) {
+  std::vector<E> values;
+  for (const auto& entry : enum_names(E{})) values.push_back(entry.value);
+  return enum_combo<E>(parent, with_any, values);
 }
 
 template <typename E>

@@ -88,6 +88,7 @@ void mark_op_policy(std::vector<ActivationTerm>& block, const ModelConfig& c) {
     // The row-parallel output: whole on every tp rank, or its tokens' share under sequence parallelism.
     ActivationTerm output = term(linear.output_term, linear.out_features, block.front().bytes_per_element, Split::sequence);
     output.kept_under_op_selective = true;
+    output.kept_under_selective = false;
     output.saved_only_by_op_policy = true;
     block.push_back(output);
   }
@@ -245,7 +246,7 @@ int64_t terms_bytes(std::span<const ActivationTerm> terms, const ActivationShape
 bool term_kept(const ActivationTerm& term, RecomputeMode recompute) {
   switch (recompute) {
     case RecomputeMode::none: return !term.saved_only_by_op_policy;
-    case RecomputeMode::selective: return term.kept_under_selective && !term.saved_only_by_op_policy;
+    case RecomputeMode::selective: return term.kept_under_selective;
     case RecomputeMode::full: return term.is_block_input;
     case RecomputeMode::op_selective: return term.kept_under_op_selective;
   }

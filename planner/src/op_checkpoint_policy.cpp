@@ -42,8 +42,8 @@ double op_policy_recompute_flops_per_token(const ModelConfig& c) {
 std::string op_policy_summary(const ModelConfig& c) {
   std::string saved, recomputed;
   for (const OpPolicyLinear& linear : op_policy_linears(c)) {
+    if (!linear.saved && !linear.recomputed) continue;  // an unsaved last linear: neither kept nor run again
     std::string& list = linear.saved ? saved : recomputed;
-    if (!linear.saved && !linear.recomputed) continue;
     list += (list.empty() ? "" : ", ") + std::string(linear.name);
   }
   return "each block keeps its input, the outputs of " + (saved.empty() ? "no linear" : saved) +

@@ -52,12 +52,14 @@ KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memo
   return r;
 }
 
-KernelRoofs block_gemm_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency) {
+BlockGemmRoofs block_gemm_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency) {
   KernelRoofs r = kernel_roofs(gpu, precision, memory_efficiency);
-  if (!is_fp8(precision)) return r;
+  if (!is_fp8(precision)) return {r, r};
   r.matmul_flops *= gpu.peak_tflops.fp8 / gpu.peak_tflops.bf16;
   r.peak_flops = gpu.peak_tflops.fp8 * 1e12;
-  return r;
+  KernelRoofs backward = r;
+  backward.matmul_flops /= kFp8SplitAccumulatorSlowdown;
+  return {r, backward};
 }
 
 double gemm_seconds(const GemmShape& g, const KernelRoofs& roofs) {
@@ -74,19 +76,21 @@ double gemm_seconds(const GemmShape& g, const KernelRoofs& roofs) {
 }
 
 std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs,
-                                                 const KernelRoofs& block_roofs) {
+                                                 const BlockGemmRoofs& block_roofs) {
   const int64_t layers = model.config.num_layers;
   std::vector<PassSeconds> by_layer(static_cast<size_t>(layers + 2));
   const auto m = static_cast<double>(tokens);
   for (const TensorInfo& t : model.inventory.tensors) {
     if (!t.is_matmul_weight) continue;
     const auto entry = static_cast<size_t>(std::clamp<int64_t>(t.layer + 1, 0, layers + 1));
-    const KernelRoofs& r = entry == 0 || entry == by_layer.size() - 1 ? roofs : block_roofs;
+    const bool outside_blocks = entry == 0 || entry == by_layer.size() - 1;
+    const KernelRoofs& forward = outside_blocks ? roofs : block_roofs.forward;
+    const KernelRoofs& backward = outside_blocks ? roofs : block_roofs.backward;
     PassSeconds& s = by_layer[entry];
     const WeightDims w = weight_dims(model.config, t, tp);
-    s.forward += gemm_seconds({m, w.out, w.in}, r);
+    s.forward += gemm_seconds({m, w.out, w.in}, forward);
     // Backward: the input gradient (tokens × in) and the weight gradient (in × out, summed over tokens).
-    s.backward += gemm_seconds({m, w.in, w.out}, r) + gemm_seconds({w.in, w.out, m}, r);
+    s.backward += gemm_seconds({m, w.in, w.out}, backward) + gemm_seconds({w.in, w.out, m}, backward);
   }
   return by_layer;
 }

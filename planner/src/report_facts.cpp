@@ -185,10 +185,12 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
         tight.layer_chunks.empty() ? std::vector<StageLayers>{{tight.first_layer, tight.last_layer - tight.first_layer + 1}} : tight.layer_chunks;
     const int64_t cache = fp8_state_bytes(r.model, chunks, r.request.layout.tp);
     const double fp8_peak = r.gpu.peak_tflops.fp8, bf16_peak = r.gpu.peak_tflops.bf16;
-    lines.push_back({"fp8", "blocks' GEMMs at " + format_number(fp8_peak) + " TFLOP/s, MFU on bf16's " + format_number(bf16_peak) +
+    lines.push_back({"fp8", "blocks' GEMMs at " + format_number(fp8_peak) + " TFLOP/s (backward's split accumulator " +
+                                format_number(kFp8SplitAccumulatorSlowdown) + "x slower), MFU on bf16's " + format_number(bf16_peak) +
                                 "; GEMM inputs saved in FP8; FP8 weight copies, transposes and scaling state " + format_bytes(cache) +
                                 " on " + rank_range(tight) + " (in parameters)",
-                     "Transformer Engine 0004dbd0 base.py set_fp8_weights, set_meta_tensor (amax history 1024), linear.py; GPU profile " + r.gpu.name});
+                     "Transformer Engine 0004dbd0 base.py set_fp8_weights, set_meta_tensor (amax history 1024), _2X_ACC_DGRAD/WGRAD, linear.py; "
+                     "pytorch/ao#2377; GPU profile " + r.gpu.name});
   }
   if (const ParallelLayout& l = r.request.layout; l.dp_replicate > 1) {
     lines.push_back({"hybrid sharding", std::to_string(l.dp_replicate) + " replicas of " + std::to_string(l.shard_ranks()) +

@@ -486,7 +486,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
                   memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),
                   block_activation_bytes(table, shape, RecomputeMode::none).stash, recomputed_block_bytes(table, shape, t.recompute),
                   t.recompute == RecomputeMode::op_selective
-                      ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency))
+                      ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency).forward)
                       : 0.0,
                   eager_block_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch))};
   std::vector<StageShape> own_stages;

@@ -7,6 +7,7 @@
 
 #include "tessera/planner/cluster.h"
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/gemm_model.h"
 #include "tessera/planner/simulate.h"
 #include "test_models.h"
 
@@ -113,6 +114,21 @@ TEST_F(Fp8Step, TheBlocksGemmsRunAtTheFp8Peak) {
   const double wave_flops = 2.0 * 256 * 128 * (768 * 3 + 3072);
   const double saved = 12 * wave_flops / (989.4e12 * 0.803 * 0.85 / 132) / 2;
   EXPECT_NEAR(simulate(gpu, Precision::bf16).breakdown.forward_s - simulate(gpu, Precision::fp8).breakdown.forward_s, saved, saved * 1e-6);  // what HBM at 10^21 B/s still costs
+}
+
+TEST_F(Fp8Step, TheBackwardGemmsRunTheSplitAccumulator) {
+  GpuProfile gpu = h100;
+  gpu.hbm_gbps = 1e12;                            // no memory-bound work: casts and saved tensors cost nothing
+  gpu.peak_tflops.fp8 = gpu.peak_tflops.bf16;  // equal peaks: only the accumulator differs
+  // Transformer Engine's input- and weight-gradient GEMMs promote their sums to
+  // FP32 (_2X_ACC_DGRAD/_2X_ACC_WGRAD), 1.15 times as slow; its forward GEMMs do not.
+  const KernelRoofs bf16 = kernel_roofs(gpu, Precision::bf16, SimulationSettings{}.memory_efficiency);
+  const std::vector<PassSeconds> gemms = matmul_seconds_by_layer(gpt2, 1024, 1, bf16, {bf16, bf16});
+  double block_backward = 0;
+  for (int64_t layer = 1; layer <= 12; ++layer) block_backward += gemms.at(static_cast<size_t>(layer)).backward;
+  const StepSimulation with_bf16 = simulate(gpu, Precision::bf16), with_fp8 = simulate(gpu, Precision::fp8);
+  EXPECT_NEAR(with_fp8.breakdown.forward_s, with_bf16.breakdown.forward_s, with_bf16.breakdown.forward_s * 1e-9);
+  EXPECT_NEAR(with_fp8.breakdown.backward_s - with_bf16.breakdown.backward_s, 0.15 * block_backward, block_backward * 1e-9);
 }
 
 TEST_F(Fp8Step, TheCastsCostTheirHbmTraffic) {

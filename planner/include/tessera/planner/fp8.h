@@ -59,6 +59,15 @@ struct Fp8Casts {
 Fp8Casts fp8_cast_elements_per_token(const ModelConfig& config);
 inline constexpr int64_t kFp8CastBytesPerElement = 2 + 1 + 1;
 
+// Transformer Engine runs a block's forward GEMMs with cuBLASLt's fast FP8
+// accumulation and its backward GEMMs (input and weight gradients) with the
+// split accumulator, which promotes the tensor cores' partial sums to FP32 at
+// intervals (base.py at 0004dbd0: _2X_ACC_FPROP = False, _2X_ACC_DGRAD = True,
+// _2X_ACC_WGRAD = True; cuBLAS docs, CUBLASLT_MATMUL_DESC_FAST_ACCUM). Fast
+// accumulation was measured 1.1x to 1.2x faster with torch._scaled_mm
+// (pytorch/ao issue #2377, 2025-06): the middle of that range.
+inline constexpr double kFp8SplitAccumulatorSlowdown = 1.15;
+
 // Whether Transformer Engine saves this activation term (activations.h, the
 // megatron and flash tables) as its FP8 cast: the input of a GEMM.
 bool saved_in_fp8(std::string_view term_name);

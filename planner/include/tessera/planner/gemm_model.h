@@ -60,10 +60,16 @@ struct KernelRoofs {
 // Under fp8 the roofs of everything but the blocks' GEMMs are bf16's.
 KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency);
 
-// The roofs of the blocks' GEMMs: under fp8 Transformer Engine runs them on the
-// FP8 tensor cores (fp8.h), taken to sustain the same fraction of that peak as
-// cuBLAS does of bf16's (no FP8 measurement in the profiles); else kernel_roofs.
-KernelRoofs block_gemm_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency);
+// The roofs of the blocks' GEMMs, forward and backward: under fp8 Transformer
+// Engine runs them on the FP8 tensor cores (fp8.h), the forward taken to sustain
+// the same fraction of that peak as cuBLAS does of bf16's (no FP8 measurement in
+// the profiles) and the backward's slower by its split accumulator
+// (kFp8SplitAccumulatorSlowdown); else both are kernel_roofs.
+struct BlockGemmRoofs {
+  KernelRoofs forward;
+  KernelRoofs backward;  // the input and weight gradients
+};
+BlockGemmRoofs block_gemm_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency);
 
 double gemm_seconds(const GemmShape& gemm, const KernelRoofs& roofs);
 
@@ -77,7 +83,7 @@ struct PassSeconds {
 // (kEmbeddingLayer) and the last entry for those after them (the head). The
 // blocks' GEMMs run on `block_roofs`, the others on `roofs`.
 std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs,
-                                                 const KernelRoofs& block_roofs);
+                                                 const BlockGemmRoofs& block_roofs);
 
 // One rank's attention core (QK^T, softmax, PV) for one layer and micro-batch.
 PassSeconds attention_core_seconds(const ModelConfig& config, bool fused, int64_t micro_batch, int64_t seq_len, int64_t tp,

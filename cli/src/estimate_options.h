@@ -15,6 +15,11 @@
 
 namespace tessera::cli {
 
+// --torch-compile, in estimate and plan.
+inline constexpr const char* kTorchCompileHelp =
+    "The model runs under torch.compile: element-wise ops fused (without it the hf profiles' GPT-2 and "
+    "--runtime torchtitan's Llama run op by op, each op through HBM)";
+
 // Raw option values as typed; `finish()` turns them into the planner's structs.
 // The report format a file's extension names (.md .csv .html .htm .json); table for any other.
 planner::ReportFormat format_from_extension(const std::string& path);

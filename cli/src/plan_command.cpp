@@ -38,6 +38,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.micro_batch_size = o.micro_batch;
   r.zero_stage = o.zero_stage;
   r.chunk_size = o.chunk_size;
+  r.torch_compile = o.torch_compile;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
                    parse_choice("--activation-profile", o.activation_profile, r.activation_profile),
                    parse_choice("--sequence-parallel", o.sequence_parallel, r.sequence_parallel),
@@ -68,7 +69,8 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
   out << "Tessera plan: " << model.config.name << " (" << format_count(model.parameter_count) << " parameters) on " << r.cluster.world_size()
       << " × " << r.cluster.gpu.name << " (" << r.cluster.num_nodes << " node" << (r.cluster.num_nodes > 1 ? "s" : "") << " × "
       << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
-      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", activation profile " << enum_name(r.activation_profile);
+      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", activation profile " << enum_name(r.activation_profile)
+      << (r.torch_compile ? ", torch.compile" : "");
   if (const int64_t headroom = r.assumptions.memory_headroom(r.cluster.gpu.memory_bytes); headroom > 0) {
     out << ", " << format_bytes(headroom) << " left free per GPU";
   }
@@ -121,6 +123,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--precision", o.precision, "fp32, fp16, bf16 or fp8 (Transformer Engine; GPUs with FP8 tensor cores)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), hf / hf_eager / hf_autocast (Hugging Face models run eagerly, measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
+  c.add_flag("--torch-compile", o.torch_compile, kTorchCompileHelp);
   c.add_option("--memory-headroom", o.memory_headroom, "Memory every GPU must leave free: GiB (e.g. 2) or a percentage (e.g. 10%)")
       ->capture_default_str();
   c.add_option("--plugin", o.plugin, "Only this plugin");

@@ -22,6 +22,7 @@ struct PlanOptions {
   std::string precision = "bf16";
   std::string optimizer = "adamw";
   std::string activation_profile = "flash";
+  bool torch_compile = false;
   std::string memory_headroom = "0";  // GiB, or a percentage with %
   std::string plugin;     // restrict to one plugin
   std::string recompute;  // restrict to one mode

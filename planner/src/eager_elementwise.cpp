@@ -1,25 +1,61 @@
 #include "tessera/planner/eager_elementwise.h"
 
+#include "tessera/planner/op_checkpoint_policy.h"
+
 namespace tessera::planner {
+namespace {
+
+// Bytes a cast moves per element: read one dtype, write the other; none between equal dtypes.
+double cast_bytes(double from, double to) { return from == to ? 0 : from + to; }
+
+// torchtitan's RMSNorm, per element of its input.
+ElementwiseBytes torchtitan_rms_norm_bytes(double d) {
+  constexpr double f = 4;  // fp32, where the norm computes
+  const double cast = cast_bytes(d, f);
+  // Forward: the cast up, pow (read, write), mean (read), x * rsqrt (read, write), the cast down, * weight (read, write).
+  // Backward: * weight (the input's gradient read and written, the weight's read from the gradient and
+  // the saved output), the cast down's, x * rsqrt (the gradient times rsqrt read and written, the row
+  // sums of gradient × x read), mean's (the expanded gradient written), pow's (gradient and x read,
+  // written), the two gradients of x added, the cast up's.
+  return {cast + 2 * f + f + 2 * f + cast + 2 * d, 4 * d + cast + 4 * f + f + 3 * f + 3 * f + cast};
+}
+
+// An embedding lookup per element of its output: the gathered row written; in backward the
+// gradient read and added into the weight's gradient row (read, write).
+ElementwiseBytes embedding_lookup_bytes(double d) { return {d, 3 * d}; }
+
+// The dtypes of Hugging Face GPT-2's ops, bytes per element (eager_elementwise.h).
+struct HfDtypes {
+  double gemm;      // GEMM inputs and outputs: the compute dtype
+  double residual;  // the residual stream, LayerNorm's input and output, the embeddings
+  double gelu;      // the GELU chain from pow on
+};
+
+HfDtypes hf_dtypes(ActivationProfile profile, Precision precision) {
+  const auto d = static_cast<double>(compute_bytes(precision));
+  // Under autocast the weights, hence the embeddings, are fp32, and layer_norm and pow autocast to fp32.
+  if (profile == ActivationProfile::hf_autocast) return {d, 4, 4};
+  return {d, d, d};
+}
+
+}  // namespace
+
+ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime runtime, const TrainingOptions& training) {
+  if (training.torch_compile) return ElementwiseExecution::fused;
+  if (runtime == Runtime::torchtitan && is_torchtitan_llama_block(config)) return ElementwiseExecution::torchtitan_llama_eager;
+  if (runs_hugging_face_modules(training.activation_profile) && config.family == ModelFamily::gpt2) return ElementwiseExecution::hf_gpt2_eager;
+  return ElementwiseExecution::fused;
+}
 
 ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& c, int64_t dtype_bytes) {
   const auto d = static_cast<double>(dtype_bytes);  // the activations' dtype
-  constexpr double f = 4;                            // fp32, where the norms and RoPE compute
-  const double cast = dtype_bytes == 4 ? 0 : d + f;  // read one dtype, write the other
+  constexpr double f = 4;                            // fp32, where RoPE computes
+  const double cast = cast_bytes(d, f);
   const auto h = static_cast<double>(c.hidden_size);
   const auto q = static_cast<double>(c.q_width());
   const auto kv = static_cast<double>(c.kv_width());
   const auto I = static_cast<double>(c.intermediate_size);
-
-  // Per element of the hidden state. Forward: the cast up, pow (read, write), mean
-  // (read), x * rsqrt (read, write), the cast down, * weight (read, write).
-  const double norm_forward = cast + 2 * f + f + 2 * f + cast + 2 * d;
-  // Backward: * weight (the input's gradient read and written, the weight's read
-  // from the gradient and the saved output), the cast down's, x * rsqrt (the
-  // gradient times rsqrt read and written, the row sums of gradient × x read),
-  // mean's (the expanded gradient written), pow's (gradient and x read, written),
-  // the two gradients of x added, the cast up's.
-  const double norm_backward = 4 * d + cast + 4 * f + f + 3 * f + 3 * f + cast;
+  const ElementwiseBytes norm = torchtitan_rms_norm_bytes(d);
   // Per element of q and k: the cast up, the complex multiply (read, write), the cast down; backward the same.
   const double rope = cast + 2 * f + cast;
   // repeat_kv copies keys and values from kv_width to q_width (summed back in backward).
@@ -29,8 +65,81 @@ ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& c, int64_t dtyp
   // product's two gradients (four reads, two writes) and SiLU's (two reads, one write).
   const double swiglu_forward = 5 * d * I;
   const double swiglu_backward = 9 * d * I;
-  return ElementwiseBytes{2 * norm_forward * h + rope * (q + kv) + repeat + residual + swiglu_forward,
-                          2 * norm_backward * h + rope * (q + kv) + repeat + residual + swiglu_backward};
+  return ElementwiseBytes{2 * norm.forward * h + rope * (q + kv) + repeat + residual + swiglu_forward,
+                          2 * norm.backward * h + rope * (q + kv) + repeat + residual + swiglu_backward};
+}
+
+OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& c, int64_t dtype_bytes) {
+  // The token embedding (pytorch/torchtitan@3c77e9fa, models/llama/model.py Transformer.forward),
+  // the final RMSNorm and the output layer's logits upcast to fp32 for the loss (`.float()`).
+  const auto d = static_cast<double>(dtype_bytes);
+  const auto h = static_cast<double>(c.hidden_size);
+  const ElementwiseBytes embedding = embedding_lookup_bytes(d);
+  const ElementwiseBytes norm = torchtitan_rms_norm_bytes(d);
+  const ElementwiseBytes loss = upcast_cross_entropy_bytes(c.vocab_size, dtype_bytes);
+  return {{embedding.forward * h, embedding.backward * h}, {norm.forward * h + loss.forward, norm.backward * h + loss.backward}};
+}
+
+ElementwiseBytes hf_gpt2_eager_block_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp) {
+  const auto [a, r, g] = hf_dtypes(profile, precision);
+  const double to_gemm = cast_bytes(r, a);  // a residual-dtype tensor cast for a GEMM (and its gradient cast back)
+  const double gelu_cast = cast_bytes(a, g);
+  const auto h = static_cast<double>(c.hidden_size);
+  const double I = static_cast<double>(c.intermediate_size) / static_cast<double>(tp);
+  const double qkv = 3 * h / static_cast<double>(tp);
+  // Per hidden element, forward: ln_1 and ln_2 (read, write), each norm's output cast
+  // for c_attn and c_fc, the two residual adds (a GEMM output and the stream read, the
+  // stream written).
+  const double hidden_forward = 2 * 2 * r + 2 * to_gemm + 2 * (a + 2 * r);
+  // The attention's copies (read, write), as the saved-tensor measurement finds them
+  // (activations_hf.cpp): SDPA copies two of the q, k, v views into its kernel's layout
+  // (its output it writes in the layout c_proj reads); eager attention copies q, kᵀ and v
+  // for its batched matmuls and its output for c_proj. Their gradients come back as views.
+  const double copied = profile == ActivationProfile::hf_eager ? 2 * c.q_width() + 2 * c.kv_width() : c.q_width() + c.kv_width();
+  const double attention_copies = 2 * a * copied / static_cast<double>(tp);
+  // Backward: at each residual add the branch's gradient cast to the GEMM dtype and, where
+  // the stream meets the norm's input, the two gradients summed (two reads, a write); each
+  // LayerNorm's backward (the gradient and input read, the input's gradient written, both
+  // read again for the weight and bias gradients); each cast's gradient cast back; the two
+  // output projections' bias gradients (the gradient read).
+  const double hidden_backward = 2 * (to_gemm + 3 * r) + 2 * 5 * r + 2 * to_gemm + 2 * a;
+  // Per element of q, k and v (c_attn's output): their three gradients concatenated (read,
+  // write) and c_attn's bias gradient (read).
+  const double qkv_backward = 2 * a + a;
+  // Per MLP element, forward: c_fc's output cast to the GELU's dtype for pow, pow and the
+  // two scalar products, tanh and 1 + (each a read and a write), x + 0.044715·x³ and the
+  // final product (each reading x or 0.5·x and the chain, writing the chain), 0.5·x (read,
+  // write); the GELU's output cast for c_proj.
+  const double mlp_forward = gelu_cast + 5 * 2 * g + 2 * (a + 2 * g) + 2 * a + gelu_cast;
+  // Backward: c_proj's input cast back; the product's two gradients (grad·v: two reads, a
+  // write, cast to x's dtype; grad·0.5x: two reads, a write); tanh's (output and gradient
+  // read, written); the two scalar products' (read, write); the add's gradient to x cast;
+  // pow's (grad · 3 · x²: x² read and written, times 3 read and written, times the gradient
+  // two reads and a write); the cast up's; 0.5·x's (read, write); x's three gradients
+  // summed (two adds); c_fc's bias gradient (read).
+  const double mlp_backward = gelu_cast + (3 * g + gelu_cast) + (2 * g + a) + 3 * g + 2 * 2 * g + gelu_cast + 7 * g + gelu_cast + 2 * a +
+                              2 * 3 * a + a;
+  return {hidden_forward * h + attention_copies + mlp_forward * I, hidden_backward * h + qkv_backward * qkv + mlp_backward * I};
+}
+
+OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp) {
+  const auto [a, r, g] = hf_dtypes(profile, precision);
+  const auto h = static_cast<double>(c.hidden_size);
+  // wte and wpe looked up and added (two reads, a write; backward the gradient passes to both).
+  const ElementwiseBytes lookup = embedding_lookup_bytes(r);
+  const ElementwiseBytes embedding{2 * lookup.forward + 3 * r, 2 * lookup.backward};
+  // ln_f and its output cast for the head, as in a block; then the loss on this rank's vocabulary share.
+  const ElementwiseBytes ln_f{2 * r + cast_bytes(r, a), 5 * r + cast_bytes(a, r)};
+  const ElementwiseBytes loss = upcast_cross_entropy_bytes(c.vocab_size / tp, static_cast<int64_t>(a));
+  return {{embedding.forward * h, embedding.backward * h}, {ln_f.forward * h + loss.forward, ln_f.backward * h + loss.backward}};
+}
+
+ElementwiseBytes upcast_cross_entropy_bytes(int64_t vocab, int64_t logits_bytes) {
+  constexpr double f = 4;
+  const double cast = cast_bytes(static_cast<double>(logits_bytes), f);
+  // Forward: the cast, log_softmax (read, write). Backward: nll_loss's gradient written,
+  // log_softmax's backward (its output and gradient read, the input's gradient written), the cast's.
+  return {static_cast<double>(vocab) * (cast + 2 * f), static_cast<double>(vocab) * (f + 3 * f + cast)};
 }
 
 }  // namespace tessera::planner

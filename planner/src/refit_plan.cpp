@@ -21,6 +21,7 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
   out.training.precision = request.precision;
   out.training.optimizer = request.optimizer;
   out.training.activation_profile = request.activation_profile;
+  out.training.torch_compile = request.torch_compile;
   out.training.seq_len = request.seq_len;
   const auto& modes = request.recompute;
   if (!modes.empty() && std::find(modes.begin(), modes.end(), t.recompute) == modes.end()) out.training.recompute = modes.front();

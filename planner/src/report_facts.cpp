@@ -1,11 +1,13 @@
 #include "report_facts.h"
 
+#include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/text_util.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace tessera::planner {
 
@@ -140,6 +142,26 @@ std::string activation_profile_source(ActivationProfile profile) {
   return "what Tessera's engine keeps: no dropout, FlashAttention-2 attention (an fp32 log-sum-exp per row and head, no s² scores), fp32 norm statistics";
 }
 
+// How the element-wise ops run, where that is not the fused default the profile implies.
+std::optional<AssumptionLine> execution_line(const ModelConfig& config, Runtime runtime, const TrainingOptions& t) {
+  switch (elementwise_execution(config, runtime, t)) {
+    case ElementwiseExecution::torchtitan_llama_eager:
+      return AssumptionLine{"execution", "eager: torchtitan's Llama block op by op, each op through HBM (--torch-compile to fuse)",
+                            "eager_elementwise.h; torchtitan 3c77e9fa models/llama/model.py, models/norms.py"};
+    case ElementwiseExecution::hf_gpt2_eager:
+      return AssumptionLine{"execution",
+                            std::string("eager: Hugging Face GPT-2 op by op, each op through HBM") +
+                                (t.activation_profile == ActivationProfile::hf_autocast ? ", norms and GELU in fp32 under autocast" : "") +
+                                ", the loss on fp32 logits (--torch-compile to fuse)",
+                            "eager_elementwise.h; transformers modeling_gpt2.py, activations.py NewGELUActivation, loss_utils.py "
+                            "ForCausalLMLoss; torch.amp autocast op lists; saved tensors measured on an H100"};
+    case ElementwiseExecution::fused: break;
+  }
+  if (!t.torch_compile) return std::nullopt;
+  return AssumptionLine{"execution", "torch.compile: element-wise ops fused, each tensor kept for backward once through HBM; memory as "
+                                     "the activation profile counts it", "--torch-compile"};
+}
+
 }  // namespace
 
 std::string model_states_source(const PluginOptions& p, Precision precision) {
@@ -174,6 +196,7 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)), activation_profile_source(t.activation_profile)});
   lines.push_back({"model states", "runtime " + std::string(enum_name(r.request.plugin.runtime)),
                    model_states_source(r.request.plugin, t.precision)});
+  if (const std::optional<AssumptionLine> line = execution_line(r.model.config, r.request.plugin.runtime, t)) lines.push_back(*line);
   if (t.recompute == RecomputeMode::op_selective) {
     lines.push_back({"recompute", "op_selective: " + op_policy_summary(r.model.config),
                      "torchtitan 01c79fd models/llama3/parallelize_llama.py (_save_list: every mm but the 2nd, 4th, ... of a block, SDPA); "

@@ -53,11 +53,33 @@ double op_policy_gemm_seconds(const ModelConfig& config, int64_t tokens, int64_t
   return seconds;
 }
 
-// torchtitan runs its Llama block eagerly (eager_elementwise.h); the others fuse.
-std::optional<ElementwiseBytes> eager_block_bytes(const ModelConfig& config, const EstimateRequest& r, double tokens) {
-  if (r.plugin.runtime != Runtime::torchtitan || !is_torchtitan_llama_block(config)) return std::nullopt;
-  const ElementwiseBytes per_token = torchtitan_eager_block_bytes(config, compute_bytes(r.training.precision));
-  return ElementwiseBytes{per_token.forward * tokens, per_token.backward * tokens};
+// The element-wise bytes of one micro-batch where the model runs op by op
+// (eager_elementwise.h): torchtitan's Llama block, Hugging Face's GPT-2 under the
+// hf profiles; none under torch.compile or a runtime that fuses them.
+struct EagerBytes {
+  ElementwiseBytes block;
+  OutsideBlocksBytes outside;
+};
+
+std::optional<EagerBytes> eager_bytes(const ModelConfig& config, const EstimateRequest& r, double tokens) {
+  const TrainingOptions& t = r.training;
+  const auto scaled = [tokens](ElementwiseBytes per_token) { return ElementwiseBytes{per_token.forward * tokens, per_token.backward * tokens}; };
+  const auto per_micro_batch = [&](ElementwiseBytes block, OutsideBlocksBytes outside) {
+    return EagerBytes{scaled(block), {scaled(outside.first_stage), scaled(outside.last_stage)}};
+  };
+  switch (elementwise_execution(config, r.plugin.runtime, t)) {
+    case ElementwiseExecution::torchtitan_llama_eager: {
+      const int64_t d = compute_bytes(t.precision);
+      return per_micro_batch(torchtitan_eager_block_bytes(config, d), torchtitan_eager_outside_bytes(config, d));
+    }
+    case ElementwiseExecution::hf_gpt2_eager: {
+      const int64_t tp = r.layout.tp;
+      return per_micro_batch(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
+                             hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
+    }
+    case ElementwiseExecution::fused: break;
+  }
+  return std::nullopt;
 }
 
 // One micro-batch's passes on one stage, seconds.
@@ -83,9 +105,9 @@ struct Context {
   // What one block keeps for backward of a micro-batch without recompute, and of that what the request's recompute writes again (activations.h).
   int64_t block_stash_bytes, recomputed_block_bytes;
   double op_policy_gemm_seconds;  // one block's linears that torchtitan's op-level policy runs again, one micro-batch
-  // One block's element-wise bytes for one micro-batch where the runtime runs them
-  // eagerly (torchtitan's Llama block, eager_elementwise.h); none where it fuses them.
-  std::optional<ElementwiseBytes> eager_block_bytes;
+  // The element-wise bytes of one micro-batch (a block's, and outside the blocks) where
+  // the runtime runs them eagerly (eager_elementwise.h); none where it fuses them.
+  std::optional<EagerBytes> eager;
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -234,10 +256,17 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   const double layers = static_cast<double>(s.num_layers);
   const double kept = static_cast<double>(c.block_stash_bytes) * layers;
   const double recomputed = static_cast<double>(c.recomputed_block_bytes) * layers;
-  const double forward_elementwise = c.eager_block_bytes ? c.eager_block_bytes->forward * layers : kept;
-  const double backward_elementwise = c.eager_block_bytes ? c.eager_block_bytes->backward * layers : 2 * kept;
+  const double forward_elementwise = c.eager ? c.eager->block.forward * layers : kept;
+  const double backward_elementwise = c.eager ? c.eager->block.backward * layers : 2 * kept;
   cost.forward_compute += forward_elementwise / hbm;
   cost.backward_compute += backward_elementwise / hbm;
+  if (c.eager) {
+    for (const auto& [holds, bytes] : {std::pair{s.first, c.eager->outside.first_stage}, std::pair{s.last, c.eager->outside.last_stage}}) {
+      if (!holds) continue;
+      cost.forward_compute += bytes.forward / hbm;
+      cost.backward_compute += bytes.backward / hbm;
+    }
+  }
   if (is_fp8(t.precision)) {
     // Transformer Engine's casts of GEMM operands to FP8 (fp8.h), memory-bound like the rest.
     const Fp8Casts casts = fp8_cast_elements_per_token(c.model.config);
@@ -249,7 +278,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + forward_elementwise / hbm;
   if (t.recompute == RecomputeMode::op_selective) {
     // Every element-wise op runs again; fused, that writes the tensors the policy did not keep.
-    cost.recompute = c.op_policy_gemm_seconds * layers + (c.eager_block_bytes ? forward_elementwise : recomputed) / hbm;
+    cost.recompute = c.op_policy_gemm_seconds * layers + (c.eager ? forward_elementwise : recomputed) / hbm;
   }
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
@@ -488,7 +517,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
                   t.recompute == RecomputeMode::op_selective
                       ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency).forward)
                       : 0.0,
-                  eager_block_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch))};
+                  eager_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch))};
   std::vector<StageShape> own_stages;
   const std::vector<StageShape>& stages = memo ? memo->stage_layouts(model, request) : (own_stages = stage_layouts(model, request));
   std::vector<StageCost> costs;

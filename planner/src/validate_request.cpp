@@ -186,9 +186,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
 // int64 arithmetic of the estimate cannot overflow.
 Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
-  const bool hf = t.activation_profile == ActivationProfile::hf || t.activation_profile == ActivationProfile::hf_eager ||
-                  t.activation_profile == ActivationProfile::hf_autocast;
-  if (hf && !hf_profile_measured(m.config.family)) {
+  if (runs_hugging_face_modules(t.activation_profile) && !hf_profile_measured(m.config.family)) {
     return invalid("--activation-profile " + std::string(enum_name(t.activation_profile)) + " is measured for GPT-2 and Llama-layout models (llama, mistral, "
                    "qwen2), not " + std::string(to_string(m.config.family)) + "; use flash or megatron");
   }

@@ -1,7 +1,9 @@
-// torchtitan's Llama block run eagerly (eager_elementwise.h): its element-wise
-// bytes per token, worked op by op by hand, and where the simulator charges them.
+// Models run eagerly (eager_elementwise.h): torchtitan's Llama block and
+// Hugging Face's GPT-2, their element-wise bytes per token worked op by op by
+// hand, which runs get them, and where the simulator charges them.
 #include <gtest/gtest.h>
 
+#include "tessera/planner/activations.h"
 #include "tessera/planner/cluster.h"
 #include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/simulate.h"
@@ -47,6 +49,93 @@ TEST(EagerElementwise, OnlyTorchtitansRuntimeRunsItsBlockEagerly) {
   // The same GEMMs and attention; eagerly, 610,304 bytes per token and block go through
   // HBM where a fusing runtime writes what the block keeps (139,264 + 128 bytes).
   EXPECT_GT(forward_s(Runtime::torchtitan), forward_s(Runtime::colossalai));
+}
+
+TEST(EagerElementwise, HuggingFaceGpt2BlockBytesOpByOp) {
+  const ModelConfig gpt2 = shipped_model("gpt2").config;  // h 768, MLP 3072
+  // Under autocast (hf_autocast, bf16): the stream, the norms and the GELU chain fp32, GEMM
+  // inputs bf16. Per hidden element forward: two LayerNorms 8 each, two casts for c_attn and
+  // c_fc 6 each, two residual adds 10 each (48); backward: at each add the branch's gradient
+  // cast 6 and the two gradients summed 12, two LayerNorm backwards 20 each, two casts back
+  // 6 each, two bias gradients 2 each (92). Per q/k/v element backward: the three gradients
+  // concatenated 4, c_attn's bias gradient 2. SDPA's copies of two of q, k, v: 4 per element
+  // of each (a read and a write) forward. Per MLP element, forward: the cast for pow 6,
+  // pow, two scalar products, tanh and 1 + 8 each, the add and the product 10 each, 0.5·x 4,
+  // the cast for c_proj 6 (76); backward 120 (eager_elementwise.cpp, op by op).
+  const ElementwiseBytes autocast = hf_gpt2_eager_block_bytes(gpt2, ActivationProfile::hf_autocast, Precision::bf16, 1);
+  EXPECT_DOUBLE_EQ(autocast.forward, 48 * 768.0 + 4 * 1536.0 + 76 * 3072.0);
+  EXPECT_DOUBLE_EQ(autocast.backward, 92 * 768.0 + 6 * 2304.0 + 120 * 3072.0);
+  // 16-bit weights (hf): every op in bf16, no casts: 20 and 36 forward, 36, 6 and 58 backward.
+  const ElementwiseBytes bf16 = hf_gpt2_eager_block_bytes(gpt2, ActivationProfile::hf, Precision::bf16, 1);
+  EXPECT_DOUBLE_EQ(bf16.forward, 20 * 768.0 + 4 * 1536.0 + 36 * 3072.0);
+  EXPECT_DOUBLE_EQ(bf16.backward, 36 * 768.0 + 6 * 2304.0 + 58 * 3072.0);
+  // Eager attention copies q, kᵀ, v and its output: four h-wide tensors.
+  EXPECT_DOUBLE_EQ(hf_gpt2_eager_block_bytes(gpt2, ActivationProfile::hf_eager, Precision::bf16, 1).forward, 20 * 768.0 + 4 * 3072.0 + 36 * 3072.0);
+  // tp 2 splits q/k/v and the MLP, not the hidden state.
+  const ElementwiseBytes split = hf_gpt2_eager_block_bytes(gpt2, ActivationProfile::hf, Precision::bf16, 2);
+  EXPECT_DOUBLE_EQ(split.forward, 20 * 768.0 + 4 * 768.0 + 36 * 1536.0);
+  EXPECT_DOUBLE_EQ(split.backward, 36 * 768.0 + 6 * 1152.0 + 58 * 1536.0);
+}
+
+TEST(EagerElementwise, OutsideTheBlocksTheEmbeddingAndTheUpcastLoss) {
+  // The loss over 50,257 bf16 logits: the cast 6 and log_softmax 8 per logit forward;
+  // nll's gradient 4, log_softmax's backward 12 and the cast's 6 backward.
+  const ElementwiseBytes loss = upcast_cross_entropy_bytes(50257, 2);
+  EXPECT_DOUBLE_EQ(loss.forward, 14 * 50257.0);
+  EXPECT_DOUBLE_EQ(loss.backward, 22 * 50257.0);
+  EXPECT_DOUBLE_EQ(upcast_cross_entropy_bytes(50257, 4).forward, 8 * 50257.0);  // fp32 logits: no cast
+  // GPT-2 under autocast: two fp32 lookups (4 each, 12 back) and their sum (12) per hidden
+  // element; ln_f 8 and its cast 6 forward, 20 and 6 backward, before the loss.
+  const OutsideBlocksBytes gpt2 = hf_gpt2_eager_outside_bytes(shipped_model("gpt2").config, ActivationProfile::hf_autocast, Precision::bf16, 1);
+  EXPECT_DOUBLE_EQ(gpt2.first_stage.forward, 20 * 768.0);
+  EXPECT_DOUBLE_EQ(gpt2.first_stage.backward, 24 * 768.0);
+  EXPECT_DOUBLE_EQ(gpt2.last_stage.forward, 14 * 768.0 + loss.forward);
+  EXPECT_DOUBLE_EQ(gpt2.last_stage.backward, 26 * 768.0 + loss.backward);
+  // torchtitan's Llama 3 8B: the bf16 lookup (2, 6 back), the final RMSNorm (36, 64) and the loss over 128,256 logits.
+  const OutsideBlocksBytes llama = torchtitan_eager_outside_bytes(shipped_model("llama-3-8b").config, 2);
+  EXPECT_DOUBLE_EQ(llama.first_stage.forward, 2 * 4096.0);
+  EXPECT_DOUBLE_EQ(llama.first_stage.backward, 6 * 4096.0);
+  EXPECT_DOUBLE_EQ(llama.last_stage.forward, 36 * 4096.0 + 14 * 128256.0);
+  EXPECT_DOUBLE_EQ(llama.last_stage.backward, 64 * 4096.0 + 22 * 128256.0);
+}
+
+TEST(EagerElementwise, WhichRunsExecuteOpByOp) {
+  const ModelConfig gpt2 = shipped_model("gpt2").config, llama = shipped_model("llama-3-8b").config;
+  TrainingOptions hf;
+  hf.activation_profile = ActivationProfile::hf_autocast;
+  EXPECT_EQ(elementwise_execution(gpt2, Runtime::colossalai, hf), ElementwiseExecution::hf_gpt2_eager);
+  EXPECT_EQ(elementwise_execution(llama, Runtime::colossalai, hf), ElementwiseExecution::fused);  // no op list for HF's Llama yet
+  EXPECT_EQ(elementwise_execution(llama, Runtime::torchtitan, TrainingOptions{}), ElementwiseExecution::torchtitan_llama_eager);
+  EXPECT_EQ(elementwise_execution(gpt2, Runtime::colossalai, TrainingOptions{}), ElementwiseExecution::fused);  // the flash profile
+  hf.torch_compile = true;
+  EXPECT_EQ(elementwise_execution(gpt2, Runtime::colossalai, hf), ElementwiseExecution::fused);
+}
+
+TEST(EagerElementwise, TorchCompileChargesWhatTheBlocksKeepInstead) {
+  const Model model = shipped_model("gpt2");
+  const GpuProfile h100 = shipped_gpu("h100-80g");
+  const ClusterSpec cluster = make_cluster(h100, 1, 1, 400).value();
+  EstimateRequest r;
+  r.training.activation_profile = ActivationProfile::hf_autocast;
+  r.training.micro_batch_size = 4;
+  const auto step = [&](bool compiled) {
+    r.training.torch_compile = compiled;
+    const MemoryEstimate memory = testing::estimate_or_fail(model, h100, r);
+    return simulate_step(model, cluster, r, memory, SimulationSettings{}, false).value().breakdown;
+  };
+  const StepBreakdown eager = step(false), compiled = step(true);
+  // Compiled, each block's kept tensors cross HBM once forward and twice backward; eagerly
+  // every op's bytes do, the embedding's and the loss's included (one stage holds all).
+  const double kept = static_cast<double>(block_activation_bytes(activation_table(model.config, r.training.activation_profile, r.training.precision),
+                                                                 activation_shape(r), RecomputeMode::none)
+                                              .stash);
+  const double tokens = 4 * 1024, hbm = 3350e9 * 0.8;
+  const ElementwiseBytes block = hf_gpt2_eager_block_bytes(model.config, ActivationProfile::hf_autocast, Precision::bf16, 1);
+  const OutsideBlocksBytes outside = hf_gpt2_eager_outside_bytes(model.config, ActivationProfile::hf_autocast, Precision::bf16, 1);
+  const double forward = (12 * block.forward + outside.first_stage.forward + outside.last_stage.forward) * tokens - 12 * kept;
+  const double backward = (12 * block.backward + outside.first_stage.backward + outside.last_stage.backward) * tokens - 2 * 12 * kept;
+  EXPECT_NEAR(eager.forward_s - compiled.forward_s, forward / hbm, forward / hbm * 1e-9);
+  EXPECT_NEAR(eager.backward_s - compiled.backward_s, backward / hbm, backward / hbm * 1e-9);
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ void set_up_runtime(const json& result, EstimateRequest& r) {
   // parameter all-gather under the next forward (--overlap-param-gather).
   r.plugin.tp_comm_overlap = setup.value("tp_comm_overlap", false);
   r.plugin.overlap_param_gather = setup.value("overlap_param_gather", false);
+  r.training.torch_compile = setup.value("torch_compile", false);
 }
 
 struct Outcome {
@@ -101,14 +102,16 @@ TEST(Published, SimulatorAgainstEveryPublishedRun) {
     const Outcome o = simulate(result);
     std::printf("%-36s %-12s measured %10.4g, predicted %10.4g (%+.1f%%)\n", result["id"].get<std::string>().c_str(), o.metric.c_str(), o.measured,
                 o.predicted, 100 * o.error());
+    // FP8 rows and Hugging Face's eager GPT-2 rows have their own bounds (README, "Which rows are off").
     const bool fp8 = result["training"]["precision"] == "fp8";
-    EXPECT_LT(std::abs(o.error()), fp8 ? 0.26 : 0.22) << result["id"];
+    const bool hf_eager = result["id"].get<std::string>().starts_with("pytorch-eager");
+    EXPECT_LT(std::abs(o.error()), fp8 ? 0.23 : hf_eager ? 0.26 : 0.22) << result["id"];
     errors.push_back(std::abs(o.error()));
   }
   std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2), errors.end());
   const double median = errors[errors.size() / 2];
   std::printf("median |error| %.1f%% over %zu runs\n", 100 * median, errors.size());
-  EXPECT_LT(median, 0.125);
+  EXPECT_LT(median, 0.12);
 }
 
 }  // namespace

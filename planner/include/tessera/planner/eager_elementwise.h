@@ -1,11 +1,14 @@
-// The element-wise traffic of torchtitan's Llama block run eagerly (its
-// default, `training.compile = false`): each PyTorch op outside the GEMMs and
-// SDPA is its own kernel, reading its inputs from HBM and writing its output
-// there, in forward and again, with its gradient, in backward. The simulator
-// charges these bytes at HBM speed in place of the once-per-kept-activation
-// traffic it charges runtimes that fuse element-wise work (simulate.cpp).
+// The element-wise traffic of models run eagerly, op by op: each PyTorch op
+// outside the GEMMs and SDPA is its own kernel, reading its inputs from HBM
+// and writing its output there, in forward and again, with its gradient, in
+// backward. The simulator charges these bytes at HBM speed in place of the
+// once-per-kept-activation traffic it charges runtimes that fuse element-wise
+// work, or that run under torch.compile (TrainingOptions::torch_compile;
+// simulate.cpp). Two runtimes run eagerly: torchtitan's Llama block (its
+// default, `training.compile = false`) and Hugging Face's GPT-2 (the hf,
+// hf_eager and hf_autocast profiles, which ColossalAI and DeepSpeed run).
 //
-// The ops, from torchtitan's model (pytorch/torchtitan, torchtitan/models/llama/model.py
+// torchtitan's ops, from its model (pytorch/torchtitan, torchtitan/models/llama/model.py
 // and models/norms.py as of the 2024 performance tables, e.g. 0199cbc):
 //  - RMSNorm, twice: x.float(), pow(2), mean(-1), x * rsqrt(...), .type_as(x),
 //    * weight (per-row scalars cost nothing);
@@ -18,19 +21,63 @@
 // and the saved operands, the norm weight's gradient as a reduction over
 // tokens, and the sums where two gradients meet (the norm's input, the
 // residual stream). A cast between equal dtypes (fp32 runs) is free.
+//
+// Hugging Face's GPT-2 (transformers' modeling_gpt2.py: GPT2Block's two
+// LayerNorms and residual adds, Conv1D as addmm with its bias, SDPA between
+// them; activations.py's NewGELUActivation, the
+// config's default "gelu_new", written out as eight ops: pow, two scalar
+// products, an add, tanh, 1 +, 0.5 · x and the product). Under autocast
+// (hf_autocast: fp32 weights) the dtypes follow PyTorch's autocast op lists
+// (torch.amp docs, "Autocast Op Reference"): addmm runs in 16 bits, so each
+// GEMM's fp32 input is cast first; layer_norm and pow run in fp32, so the
+// residual stream, the norms and the GELU chain after pow are fp32. Our saved-
+// tensor measurement on an H100 (transformers 5.17, torch 2.11:
+// data/measurements/2026-11-24-nvidia-h100-80gb-hbm3-saved-tensors.json) shows
+// those dtypes: fp32 norm inputs, a 16-bit copy of each GEMM input, three fp32
+// and one 16-bit tensor of the GELU's width. With 16-bit weights (hf, hf_eager)
+// every op runs in the compute dtype and no cast is made. The embedding's
+// two lookups and their sum, the final norm and the loss run outside the blocks.
+// An unfused attention core's s × s work (hf_eager) is attention_core_seconds'.
 #pragma once
 
 #include <cstdint>
 
 #include "tessera/planner/model_config.h"
+#include "tessera/planner/training_config.h"
 
 namespace tessera::planner {
 
 struct ElementwiseBytes {
-  double forward = 0;   // bytes per token through HBM, one block
+  double forward = 0;   // bytes per token through HBM
   double backward = 0;
 };
 
+// What one token costs outside the blocks: on the first pipeline stage (the
+// embedding) and on the last (the final norm and the loss).
+struct OutsideBlocksBytes {
+  ElementwiseBytes first_stage;
+  ElementwiseBytes last_stage;
+};
+
+// How a run's element-wise ops execute: fused (a fusing runtime, or torch.compile),
+// or op by op as torchtitan's Llama block or Hugging Face's GPT-2.
+enum class ElementwiseExecution { fused, torchtitan_llama_eager, hf_gpt2_eager };
+ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime runtime, const TrainingOptions& training);
+
+// One block, per token.
 ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& config, int64_t dtype_bytes);
+OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& config, int64_t dtype_bytes);
+
+// Hugging Face GPT-2 on one tensor-parallel rank of `tp` (the MLP's width and
+// the vocabulary split, the hidden state whole).
+ElementwiseBytes hf_gpt2_eager_block_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
+OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
+
+// The loss over `vocab` logits of `logits_bytes` each, upcast first as both
+// runtimes do (Hugging Face's ForCausalLMLoss `logits.float()`; torchtitan's
+// `self.output(h).float()`): the cast, log_softmax (read, write), in backward
+// nll_loss's gradient written, log_softmax's backward (two reads, a write) and
+// the cast's. Per token.
+ElementwiseBytes upcast_cross_entropy_bytes(int64_t vocab, int64_t logits_bytes);
 
 }  // namespace tessera::planner

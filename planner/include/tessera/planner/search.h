@@ -26,6 +26,7 @@ struct PlanRequest {
   Precision precision = Precision::bf16;
   OptimizerKind optimizer = OptimizerKind::adamw;
   ActivationProfile activation_profile = ActivationProfile::flash;
+  bool torch_compile = false;  // TrainingOptions::torch_compile
   Assumptions assumptions;
   SimulationSettings simulation;
   // Optional restrictions of the search (0, -1 or empty: any).

@@ -50,6 +50,10 @@ inline constexpr std::array<EnumName<ActivationProfile>, 6> kActivationProfileNa
                                                                                      {ActivationProfile::hf, "hf"},
                                                                                      {ActivationProfile::hf_eager, "hf_eager"},
                                                                                      {ActivationProfile::hf_autocast, "hf_autocast"}}};
+// The hf profiles: Hugging Face's modules, run eagerly (activations_hf.h, eager_elementwise.h).
+constexpr bool runs_hugging_face_modules(ActivationProfile p) {
+  return p == ActivationProfile::hf || p == ActivationProfile::hf_eager || p == ActivationProfile::hf_autocast;
+}
 inline constexpr std::array<EnumName<PipelineSchedule>, 3> kPipelineScheduleNames{
     {{PipelineSchedule::gpipe, "gpipe"}, {PipelineSchedule::one_f_one_b, "1f1b"}, {PipelineSchedule::interleaved, "interleaved"}}};
 inline constexpr std::array<EnumName<PluginKind>, 5> kPluginNames{{{PluginKind::torch_ddp, "torch_ddp"}, {PluginKind::torch_fsdp, "torch_fsdp"}, {PluginKind::low_level_zero, "low_level_zero"}, {PluginKind::gemini, "gemini"}, {PluginKind::hybrid_parallel, "hybrid_parallel"}}};
@@ -99,6 +103,10 @@ struct TrainingOptions {
   int64_t micro_batch_size = 1;   // samples per micro-batch per data-parallel rank
   int64_t seq_len = 1024;         // tokens per sample
   int64_t num_micro_batches = 1;  // micro-batches per step (gradient accumulation / pipeline)
+  // The model runs under torch.compile: its element-wise ops fused, so each tensor kept for
+  // backward crosses HBM once, as in runtimes that fuse them. Without it torchtitan's Llama
+  // block and Hugging Face's GPT-2 run op by op (eager_elementwise.h). Memory is the profile's either way.
+  bool torch_compile = false;
 };
 
 // Ranks are ordered tensor-parallel fastest, then context, then data, then

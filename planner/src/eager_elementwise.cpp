@@ -1,5 +1,7 @@
 #include "tessera/planner/eager_elementwise.h"
 
+#include <algorithm>
+
 #include "tessera/planner/op_checkpoint_policy.h"
 
 namespace tessera::planner {
@@ -8,8 +10,9 @@ namespace {
 // Bytes a cast moves per element: read one dtype, write the other; none between equal dtypes.
 double cast_bytes(double from, double to) { return from == to ? 0 : from + to; }
 
-// torchtitan's RMSNorm, per element of its input.
-ElementwiseBytes torchtitan_rms_norm_bytes(double d) {
+// An RMSNorm written in Python, as torchtitan's and Hugging Face's LlamaRMSNorm are,
+// per element of its input of `d` bytes.
+ElementwiseBytes python_rms_norm_bytes(double d) {
   constexpr double f = 4;  // fp32, where the norm computes
   const double cast = cast_bytes(d, f);
   // Forward: the cast up, pow (read, write), mean (read), x * rsqrt (read, write), the cast down, * weight (read, write).
@@ -43,7 +46,16 @@ HfDtypes hf_dtypes(ActivationProfile profile, Precision precision) {
 ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime runtime, const TrainingOptions& training) {
   if (training.torch_compile) return ElementwiseExecution::fused;
   if (runtime == Runtime::torchtitan && is_torchtitan_llama_block(config)) return ElementwiseExecution::torchtitan_llama_eager;
-  if (runs_hugging_face_modules(training.activation_profile) && config.family == ModelFamily::gpt2) return ElementwiseExecution::hf_gpt2_eager;
+  if (!runs_hugging_face_modules(training.activation_profile)) return ElementwiseExecution::fused;
+  switch (config.family) {
+    case ModelFamily::gpt2: return ElementwiseExecution::hf_gpt2_eager;
+    case ModelFamily::llama:
+    case ModelFamily::mistral:
+    case ModelFamily::qwen2: return ElementwiseExecution::hf_llama_eager;  // LlamaDecoderLayer's ops (modeling_llama.py; Mistral and Qwen2 share them)
+    case ModelFamily::opt:
+    case ModelFamily::bloom:
+    case ModelFamily::gpt_neox: break;  // the hf profiles refuse these (validate_request.cpp)
+  }
   return ElementwiseExecution::fused;
 }
 
@@ -55,18 +67,20 @@ ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& c, int64_t dtyp
   const auto q = static_cast<double>(c.q_width());
   const auto kv = static_cast<double>(c.kv_width());
   const auto I = static_cast<double>(c.intermediate_size);
-  const ElementwiseBytes norm = torchtitan_rms_norm_bytes(d);
+  const ElementwiseBytes norm = python_rms_norm_bytes(d);
   // Per element of q and k: the cast up, the complex multiply (read, write), the cast down; backward the same.
   const double rope = cast + 2 * f + cast;
   // repeat_kv copies keys and values from kv_width to q_width (summed back in backward).
   const double repeat = c.num_kv_heads < c.num_heads ? 2 * d * (kv + q) : 0;
   const double residual = 2 * 3 * d * h;  // two adds: two reads, one write; backward, two gradient sums
+  // The input gradients of wq, wk, wv summed (two adds: two reads, a write), and of w1 and w3 (one).
+  const double projection_sums = 3 * 3 * d * h;
   // SwiGLU: SiLU (read, write) and the product (two reads, one write); backward the
   // product's two gradients (four reads, two writes) and SiLU's (two reads, one write).
   const double swiglu_forward = 5 * d * I;
   const double swiglu_backward = 9 * d * I;
   return ElementwiseBytes{2 * norm.forward * h + rope * (q + kv) + repeat + residual + swiglu_forward,
-                          2 * norm.backward * h + rope * (q + kv) + repeat + residual + swiglu_backward};
+                          2 * norm.backward * h + rope * (q + kv) + repeat + residual + projection_sums + swiglu_backward};
 }
 
 OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& c, int64_t dtype_bytes) {
@@ -75,7 +89,7 @@ OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& c, int64_t 
   const auto d = static_cast<double>(dtype_bytes);
   const auto h = static_cast<double>(c.hidden_size);
   const ElementwiseBytes embedding = embedding_lookup_bytes(d);
-  const ElementwiseBytes norm = torchtitan_rms_norm_bytes(d);
+  const ElementwiseBytes norm = python_rms_norm_bytes(d);
   const ElementwiseBytes loss = upcast_cross_entropy_bytes(c.vocab_size, dtype_bytes);
   return {{embedding.forward * h, embedding.backward * h}, {norm.forward * h + loss.forward, norm.backward * h + loss.backward}};
 }
@@ -120,6 +134,55 @@ ElementwiseBytes hf_gpt2_eager_block_bytes(const ModelConfig& c, ActivationProfi
   const double mlp_backward = gelu_cast + (3 * g + gelu_cast) + (2 * g + a) + 3 * g + 2 * 2 * g + gelu_cast + 7 * g + gelu_cast + 2 * a +
                               2 * 3 * a + a;
   return {hidden_forward * h + attention_copies + mlp_forward * I, hidden_backward * h + qkv_backward * qkv + mlp_backward * I};
+}
+
+ElementwiseBytes hf_llama_eager_block_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp) {
+  const HfDtypes dtypes = hf_dtypes(profile, precision);
+  const double a = dtypes.gemm, r = dtypes.residual;
+  const double to_gemm = cast_bytes(r, a);
+  const auto h = static_cast<double>(c.hidden_size);
+  const auto split = [tp](int64_t width) { return static_cast<double>(width) / static_cast<double>(tp); };
+  const double q = split(c.q_width()), kv = split(c.kv_width()), I = split(c.intermediate_size);
+  const ElementwiseBytes norm = python_rms_norm_bytes(r);  // the stream's dtype in and out
+  // Per hidden element, forward: the two norms; under autocast q_proj, k_proj, v_proj,
+  // gate_proj and up_proj each cast the norm's output (the measured saved tensors hold five
+  // 16-bit copies); the two residual adds. Backward: the norms'; the five casts back; the
+  // input gradients of q, k, v summed (two adds) and of gate and up (one); at each residual
+  // add the branch's gradient cast and the stream's two gradients summed.
+  const double hidden_forward = 2 * norm.forward + 5 * to_gemm + 2 * (a + 2 * r);
+  const double hidden_backward = 2 * norm.backward + 5 * to_gemm + 3 * 3 * r + 2 * (to_gemm + 3 * r);
+  // apply_rotary_pos_emb on q and k, per element: q·cos (cos in the stream's dtype, so the
+  // product is in the wider one, o), rotate_half's negation of one half and concatenation,
+  // its product with sin, the sum, and the cast back for attention; backward the sum's
+  // gradient cast, each product's gradient (read, write) cast to its input's dtype, the
+  // negation's, and the two gradients of q summed.
+  const double o = std::max(a, r);
+  const double rope_forward = (a + o) + a + 2 * a + (a + o) + 3 * o + cast_bytes(o, a);
+  const double rope_backward = cast_bytes(a, o) + 2 * (2 * o + cast_bytes(o, a)) + a + 3 * a;
+  // Attention's copies (read, write). SDPA takes grouped-query k and v as they are
+  // (enable_gqa) and writes its output in o_proj's layout. Eager attention widens k and v
+  // to every head (repeat_kv; summed back in backward), copies q, kᵀ and v for its batched
+  // matmuls and its output for o_proj (their gradients come back as views).
+  const bool eager_attention = profile == ActivationProfile::hf_eager;
+  const double copies_forward = eager_attention ? 2 * a * (kv + q) + 3 * 2 * a * q + 2 * a * q : 0;
+  const double copies_backward = eager_attention ? 2 * a * (q + kv) : 0;
+  // Qwen2's q, k, v biases: their gradients read the projections' output gradients.
+  const double bias_backward = c.qkv_bias ? a * (q + 2 * kv) : 0;
+  // SwiGLU as torchtitan's: SiLU and the product forward, their gradients backward.
+  return {hidden_forward * h + rope_forward * (q + kv) + copies_forward + 5 * a * I,
+          hidden_backward * h + rope_backward * (q + kv) + copies_backward + bias_backward + 9 * a * I};
+}
+
+OutsideBlocksBytes hf_llama_eager_outside_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp) {
+  const HfDtypes dtypes = hf_dtypes(profile, precision);
+  const auto h = static_cast<double>(c.hidden_size);
+  // embed_tokens (the stream's dtype: fp32 weights under autocast), the final norm and lm_head's input cast, the loss.
+  const ElementwiseBytes lookup = embedding_lookup_bytes(dtypes.residual);
+  const ElementwiseBytes norm = python_rms_norm_bytes(dtypes.residual);
+  const double to_gemm = cast_bytes(dtypes.residual, dtypes.gemm);
+  const ElementwiseBytes loss = upcast_cross_entropy_bytes(c.vocab_size / tp, static_cast<int64_t>(dtypes.gemm));
+  return {{lookup.forward * h, lookup.backward * h},
+          {(norm.forward + to_gemm) * h + loss.forward, (norm.backward + to_gemm) * h + loss.backward}};
 }
 
 OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp) {

@@ -155,6 +155,13 @@ std::optional<AssumptionLine> execution_line(const ModelConfig& config, Runtime 
                                 ", the loss on fp32 logits (--torch-compile to fuse)",
                             "eager_elementwise.h; transformers modeling_gpt2.py, activations.py NewGELUActivation, loss_utils.py "
                             "ForCausalLMLoss; torch.amp autocast op lists; saved tensors measured on an H100"};
+    case ElementwiseExecution::hf_llama_eager:
+      return AssumptionLine{"execution",
+                            std::string("eager: Hugging Face's Llama layer op by op, each op through HBM") +
+                                (t.activation_profile == ActivationProfile::hf_autocast ? ", norms and RoPE in fp32 under autocast" : "") +
+                                ", the loss on fp32 logits (--torch-compile to fuse)",
+                            "eager_elementwise.h; transformers modeling_llama.py (LlamaRMSNorm, apply_rotary_pos_emb, LlamaMLP), loss_utils.py "
+                            "ForCausalLMLoss; torch.amp autocast op lists; saved tensors measured on an H100"};
     case ElementwiseExecution::fused: break;
   }
   if (!t.torch_compile) return std::nullopt;

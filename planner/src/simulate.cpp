@@ -77,6 +77,11 @@ std::optional<EagerBytes> eager_bytes(const ModelConfig& config, const EstimateR
       return per_micro_batch(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
                              hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
     }
+    case ElementwiseExecution::hf_llama_eager: {
+      const int64_t tp = r.layout.tp;
+      return per_micro_batch(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
+                             hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
+    }
     case ElementwiseExecution::fused: break;
   }
   return std::nullopt;

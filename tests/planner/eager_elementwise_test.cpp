@@ -20,17 +20,19 @@ TEST(EagerElementwise, LlamaBlockBytesOpByOp) {
   // x·rsqrt 8, cast down 6, ·weight 4) and 64 backward, the two residual adds 12 each way.
   // Per q and k element: RoPE 20 each way. GQA: keys and values copied out to the query
   // heads, 2·(kv + q) elements of 2 bytes each way. SwiGLU: 10 bytes per element forward,
-  // 18 backward. Llama 3 8B: h = q = 4096, kv = 1024, I = 14336, 8 KV heads of 32.
+  // 18 backward. Backward also sums the input gradients of wq, wk, wv (two adds) and of
+  // w1, w3 (one), 6 bytes each per hidden element. Llama 3 8B: h = q = 4096, kv = 1024,
+  // I = 14336, 8 KV heads of 32.
   const ElementwiseBytes llama3 = torchtitan_eager_block_bytes(shipped_model("llama-3-8b").config, 2);
   EXPECT_DOUBLE_EQ(llama3.forward, (2 * 36 + 12) * 4096.0 + (20 + 4) * (4096.0 + 1024) + 10 * 14336.0);
-  EXPECT_DOUBLE_EQ(llama3.backward, (2 * 64 + 12) * 4096.0 + (20 + 4) * (4096.0 + 1024) + 18 * 14336.0);
+  EXPECT_DOUBLE_EQ(llama3.backward, (2 * 64 + 12 + 18) * 4096.0 + (20 + 4) * (4096.0 + 1024) + 18 * 14336.0);
   // Llama 2 13B has as many KV heads as query heads: no copies.
   const ElementwiseBytes llama2 = torchtitan_eager_block_bytes(shipped_model("llama-2-13b").config, 2);
   EXPECT_DOUBLE_EQ(llama2.forward, 84 * 5120.0 + 20 * 10240.0 + 10 * 13824.0);
   // fp32: the casts are free (norm 28 forward, 60 backward; RoPE 8), the rest at 4 bytes.
   const ElementwiseBytes fp32 = torchtitan_eager_block_bytes(shipped_model("llama-2-13b").config, 4);
   EXPECT_DOUBLE_EQ(fp32.forward, (2 * 28 + 24) * 5120.0 + 8 * 10240.0 + 20 * 13824.0);
-  EXPECT_DOUBLE_EQ(fp32.backward, (2 * 60 + 24) * 5120.0 + 8 * 10240.0 + 36 * 13824.0);
+  EXPECT_DOUBLE_EQ(fp32.backward, (2 * 60 + 24 + 36) * 5120.0 + 8 * 10240.0 + 36 * 13824.0);
 }
 
 TEST(EagerElementwise, OnlyTorchtitansRuntimeRunsItsBlockEagerly) {
@@ -77,6 +79,32 @@ TEST(EagerElementwise, HuggingFaceGpt2BlockBytesOpByOp) {
   EXPECT_DOUBLE_EQ(split.backward, 36 * 768.0 + 6 * 1152.0 + 58 * 1536.0);
 }
 
+TEST(EagerElementwise, HuggingFaceLlamaBlockBytesOpByOp) {
+  ModelConfig llama = shipped_model("llama-3-8b").config;  // h = q = 4096, kv = 1024, I = 14336
+  // 16-bit weights (hf): the norms and residual adds as torchtitan's (84 per hidden element
+  // forward, 158 backward with the q/k/v and gate/up gradient sums); RoPE with rotate_half,
+  // per element of q and k: q·cos 4, the negated half 2, the concatenation 4, ·sin 4, the sum
+  // 6 (20), backward 16; SDPA takes k and v as they are; SwiGLU 10 and 18.
+  const ElementwiseBytes bf16 = hf_llama_eager_block_bytes(llama, ActivationProfile::hf, Precision::bf16, 1);
+  EXPECT_DOUBLE_EQ(bf16.forward, 84 * 4096.0 + 20 * 5120.0 + 10 * 14336.0);
+  EXPECT_DOUBLE_EQ(bf16.backward, 158 * 4096.0 + 16 * 5120.0 + 18 * 14336.0);
+  // Under autocast the stream is fp32: each norm 28 forward and 60 backward, five casts of
+  // its outputs 6 each way, the residual adds 10 each forward; backward the gradient sums
+  // 12 each (three) and the branches' casts back 6 (106 and 222). RoPE in fp32 after the
+  // bf16 projections: 36 forward, 42 backward.
+  const ElementwiseBytes autocast = hf_llama_eager_block_bytes(llama, ActivationProfile::hf_autocast, Precision::bf16, 1);
+  EXPECT_DOUBLE_EQ(autocast.forward, 106 * 4096.0 + 36 * 5120.0 + 10 * 14336.0);
+  EXPECT_DOUBLE_EQ(autocast.backward, 222 * 4096.0 + 42 * 5120.0 + 18 * 14336.0);
+  // Eager attention copies: k and v widened to every head (2·2·5120), q, kᵀ, v for the
+  // matmuls (3·4·4096) and the output (4·4096); backward the widening's sums (4·5120).
+  const ElementwiseBytes eager = hf_llama_eager_block_bytes(llama, ActivationProfile::hf_eager, Precision::bf16, 1);
+  EXPECT_DOUBLE_EQ(eager.forward - bf16.forward, 4 * 5120.0 + 12 * 4096.0 + 4 * 4096.0);
+  EXPECT_DOUBLE_EQ(eager.backward - bf16.backward, 4 * 5120.0);
+  // Qwen2's q, k, v biases: their gradients read the projections' outputs (2 bytes each).
+  llama.qkv_bias = true;
+  EXPECT_DOUBLE_EQ(hf_llama_eager_block_bytes(llama, ActivationProfile::hf, Precision::bf16, 1).backward - bf16.backward, 2 * (4096.0 + 2 * 1024));
+}
+
 TEST(EagerElementwise, OutsideTheBlocksTheEmbeddingAndTheUpcastLoss) {
   // The loss over 50,257 bf16 logits: the cast 6 and log_softmax 8 per logit forward;
   // nll's gradient 4, log_softmax's backward 12 and the cast's 6 backward.
@@ -97,6 +125,13 @@ TEST(EagerElementwise, OutsideTheBlocksTheEmbeddingAndTheUpcastLoss) {
   EXPECT_DOUBLE_EQ(llama.first_stage.backward, 6 * 4096.0);
   EXPECT_DOUBLE_EQ(llama.last_stage.forward, 36 * 4096.0 + 14 * 128256.0);
   EXPECT_DOUBLE_EQ(llama.last_stage.backward, 64 * 4096.0 + 22 * 128256.0);
+  // Hugging Face's Llama under autocast: the fp32 lookup (4, 12 back), the fp32 final norm
+  // (28, 60) and lm_head's input cast (6 each way).
+  const OutsideBlocksBytes hf = hf_llama_eager_outside_bytes(shipped_model("llama-3-8b").config, ActivationProfile::hf_autocast, Precision::bf16, 1);
+  EXPECT_DOUBLE_EQ(hf.first_stage.forward, 4 * 4096.0);
+  EXPECT_DOUBLE_EQ(hf.first_stage.backward, 12 * 4096.0);
+  EXPECT_DOUBLE_EQ(hf.last_stage.forward, 34 * 4096.0 + 14 * 128256.0);
+  EXPECT_DOUBLE_EQ(hf.last_stage.backward, 66 * 4096.0 + 22 * 128256.0);
 }
 
 TEST(EagerElementwise, WhichRunsExecuteOpByOp) {
@@ -104,7 +139,7 @@ TEST(EagerElementwise, WhichRunsExecuteOpByOp) {
   TrainingOptions hf;
   hf.activation_profile = ActivationProfile::hf_autocast;
   EXPECT_EQ(elementwise_execution(gpt2, Runtime::colossalai, hf), ElementwiseExecution::hf_gpt2_eager);
-  EXPECT_EQ(elementwise_execution(llama, Runtime::colossalai, hf), ElementwiseExecution::fused);  // no op list for HF's Llama yet
+  EXPECT_EQ(elementwise_execution(llama, Runtime::colossalai, hf), ElementwiseExecution::hf_llama_eager);
   EXPECT_EQ(elementwise_execution(llama, Runtime::torchtitan, TrainingOptions{}), ElementwiseExecution::torchtitan_llama_eager);
   EXPECT_EQ(elementwise_execution(gpt2, Runtime::colossalai, TrainingOptions{}), ElementwiseExecution::fused);  // the flash profile
   hf.torch_compile = true;

@@ -37,6 +37,15 @@
 // and one 16-bit tensor of the GELU's width. With 16-bit weights (hf, hf_eager)
 // every op runs in the compute dtype and no cast is made. The embedding's
 // two lookups and their sum, the final norm and the loss run outside the blocks.
+//
+// Hugging Face's Llama-layout models (modeling_llama.py's LlamaDecoderLayer,
+// which Mistral and Qwen2 share): LlamaRMSNorm in Python (torchtitan's ops),
+// separate q, k, v, gate and up projections (under autocast each casts its
+// input: the measurement holds five 16-bit copies of a block's norm outputs),
+// apply_rotary_pos_emb's rotate_half, SDPA taking grouped-query k and v as
+// they are, SiLU and the gate product, the residual adds. Under autocast the
+// stream and the norms are fp32, and so are cos and sin, which makes RoPE's
+// products fp32 until attention casts them back.
 // An unfused attention core's s × s work (hf_eager) is attention_core_seconds'.
 #pragma once
 
@@ -61,7 +70,7 @@ struct OutsideBlocksBytes {
 
 // How a run's element-wise ops execute: fused (a fusing runtime, or torch.compile),
 // or op by op as torchtitan's Llama block or Hugging Face's GPT-2.
-enum class ElementwiseExecution { fused, torchtitan_llama_eager, hf_gpt2_eager };
+enum class ElementwiseExecution { fused, torchtitan_llama_eager, hf_gpt2_eager, hf_llama_eager };
 ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime runtime, const TrainingOptions& training);
 
 // One block, per token.
@@ -72,6 +81,10 @@ OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& config, int
 // the vocabulary split, the hidden state whole).
 ElementwiseBytes hf_gpt2_eager_block_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
 OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
+
+// Hugging Face's Llama-layout models (Llama, Mistral, Qwen2), likewise.
+ElementwiseBytes hf_llama_eager_block_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
+OutsideBlocksBytes hf_llama_eager_outside_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
 
 // The loss over `vocab` logits of `logits_bytes` each, upcast first as both
 // runtimes do (Hugging Face's ForCausalLMLoss `logits.float()`; torchtitan's

@@ -144,24 +144,23 @@ std::string activation_profile_source(ActivationProfile profile) {
 
 // How the element-wise ops run, where that is not the fused default the profile implies.
 std::optional<AssumptionLine> execution_line(const ModelConfig& config, Runtime runtime, const TrainingOptions& t) {
-  switch (elementwise_execution(config, runtime, t)) {
+  const ElementwiseExecution execution = elementwise_execution(config, runtime, t);
+  switch (execution) {
     case ElementwiseExecution::torchtitan_llama_eager:
       return AssumptionLine{"execution", "eager: torchtitan's Llama block op by op, each op through HBM (--torch-compile to fuse)",
                             "eager_elementwise.h; torchtitan 3c77e9fa models/llama/model.py, models/norms.py"};
     case ElementwiseExecution::hf_gpt2_eager:
+    case ElementwiseExecution::hf_llama_eager: {
+      const bool gpt2 = execution == ElementwiseExecution::hf_gpt2_eager;
+      const bool autocast = t.activation_profile == ActivationProfile::hf_autocast;
       return AssumptionLine{"execution",
-                            std::string("eager: Hugging Face GPT-2 op by op, each op through HBM") +
-                                (t.activation_profile == ActivationProfile::hf_autocast ? ", norms and GELU in fp32 under autocast" : "") +
+                            std::string("eager: Hugging Face's ") + (gpt2 ? "GPT-2" : "Llama layer") + " op by op, each op through HBM" +
+                                (autocast ? (gpt2 ? ", norms and GELU in fp32 under autocast" : ", norms and RoPE in fp32 under autocast") : "") +
                                 ", the loss on fp32 logits (--torch-compile to fuse)",
-                            "eager_elementwise.h; transformers modeling_gpt2.py, activations.py NewGELUActivation, loss_utils.py "
-                            "ForCausalLMLoss; torch.amp autocast op lists; saved tensors measured on an H100"};
-    case ElementwiseExecution::hf_llama_eager:
-      return AssumptionLine{"execution",
-                            std::string("eager: Hugging Face's Llama layer op by op, each op through HBM") +
-                                (t.activation_profile == ActivationProfile::hf_autocast ? ", norms and RoPE in fp32 under autocast" : "") +
-                                ", the loss on fp32 logits (--torch-compile to fuse)",
-                            "eager_elementwise.h; transformers modeling_llama.py (LlamaRMSNorm, apply_rotary_pos_emb, LlamaMLP), loss_utils.py "
-                            "ForCausalLMLoss; torch.amp autocast op lists; saved tensors measured on an H100"};
+                            std::string("eager_elementwise.h; transformers ") +
+                                (gpt2 ? "modeling_gpt2.py, activations.py NewGELUActivation" : "modeling_llama.py (LlamaRMSNorm, apply_rotary_pos_emb, LlamaMLP)") +
+                                ", loss_utils.py ForCausalLMLoss; torch.amp autocast op lists; saved tensors measured on an H100"};
+    }
     case ElementwiseExecution::fused: break;
   }
   if (!t.torch_compile) return std::nullopt;

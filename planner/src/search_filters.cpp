@@ -102,10 +102,7 @@ Status explain_zero_stage(const PlanRequest& p) {
   if (p.zero_stage > 0 && p.dp == 1 && p.cluster.world_size() > 1) {
     return invalid(stage + " shards over the data-parallel ranks, and --dp 1 leaves none; use --zero-stage 0 or a larger --dp");
   }
-  if (p.zero_stage == 2 && p.pp > 1) {
-    return invalid(stage + " cannot be combined with --pp " + str(p.pp) +
-                   " (pipeline micro-batches accumulate whole gradients); use --zero-stage 1 or 0");
-  }
+  if (Status s = check_zero_stage_with_pipeline(stage, p.zero_stage, p.pp); !s) return s;
   return Status::success();
 }
 

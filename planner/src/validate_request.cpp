@@ -128,10 +128,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.kind == PluginKind::hybrid_parallel && (stage < 0 || stage > 2)) {
     return invalid("--zero-stage must be 0, 1 or 2 for hybrid_parallel, got " + std::to_string(stage));
   }
-  if (stage >= 2 && l.pp > 1) {
-    return invalid("--zero-stage " + std::to_string(stage) + " cannot be combined with --pp " + str(l.pp) +
-                   " (pipeline micro-batches accumulate whole gradients); use --zero-stage 1 or 0");
-  }
+  if (Status s = check_zero_stage_with_pipeline("--zero-stage " + std::to_string(stage), stage, l.pp); !s) return s;
   if (p.tp_comm_overlap && !(p.kind == PluginKind::hybrid_parallel && l.tp > 1 && l.sequence_parallel)) {
     return invalid("--tp-comm-overlap overlaps sequence-parallel tensor-parallel calls: it needs --plugin hybrid_parallel, --tp above 1 and --sequence-parallel");
   }
@@ -317,6 +314,13 @@ Status check_context_parallel_sequence(int64_t seq_len, int64_t cp, ActivationPr
     return invalid("--seq " + str(seq_len) + " must be a multiple of 2 × --cp = " + str(2 * cp) + " (each rank takes two balanced chunks of every sequence)");
   }
   return Status::success();
+}
+
+Status check_zero_stage_with_pipeline(const std::string& stage, int zero_stage, int64_t pp) {
+  if (zero_stage < 2 || pp <= 1) return Status::success();
+  return invalid(stage + " cannot be combined with --pp " + str(pp) +
+                 " (pipeline micro-batches accumulate whole gradients, and no runtime runs it: ColossalAI and DeepSpeed's pipelines "
+                 "take ZeRO stage 0 or 1); use --zero-stage 1 or 0");
 }
 
 Status check_precision(Precision precision, ActivationProfile profile, const GpuProfile& gpu) {

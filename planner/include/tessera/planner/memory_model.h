@@ -136,6 +136,11 @@ Status check_hybrid_sharding(const EstimateRequest& request);
 // takes two balanced chunks of every sequence, so 2·cp must divide it.
 Status check_context_parallel_sequence(int64_t seq_len, int64_t cp, ActivationProfile profile);
 
+// ZeRO-2 (or 3 through ZeRO) with a pipeline: no runtime runs it (ColossalAI's
+// HybridParallelPlugin asserts zero stage 0 or 1 under pp > 1, DeepSpeed's
+// PipelineEngine asserts ZeRO stage < 2). `stage` names the option as typed.
+Status check_zero_stage_with_pipeline(const std::string& stage, int zero_stage, int64_t pp);
+
 // Checks the request against the model and GPU; the error names the option to change.
 Status validate_request(const Model& model, const GpuProfile& gpu, const EstimateRequest& request);
 

@@ -2,14 +2,13 @@
 // 1F1B twin so that the search need not simulate every count (search.cpp).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace tessera::planner::search_detail {
 
-// The index into `counts` (interleaved_chunk_counts, ascending) of the count
-// whose predicted pipeline makespan is the shortest. Only the bubble and the
+// `counts` (interleaved_chunk_counts) ordered by their predicted pipeline
+// makespans, the shortest first. Only the bubble and the
 // sends on the step's critical path change with the count v (each stage runs
 // the same passes, in v pieces): 1F1B's bubble of (pp − 1) passes of a stage
 // shrinks to (pp − 1)/v of them (Narayanan et al. 2021, §2.2.2), while the
@@ -20,6 +19,6 @@ namespace tessera::planner::search_detail {
 // The sends of the steady state run under the other chunks' passes, as
 // Megatron-LM overlaps them by default under interleaving (--no-overlap-p2p-
 // communication turns it off; megatron/training/arguments.py at d98e8a64ddf3).
-size_t predicted_best_chunk_index(const std::vector<int64_t>& counts, int64_t pp, double one_f_one_b_bubble_s, double send_s);
+std::vector<int64_t> chunk_counts_by_predicted_bubble(std::vector<int64_t> counts, int64_t pp, double one_f_one_b_bubble_s, double send_s);
 
 }  // namespace tessera::planner::search_detail

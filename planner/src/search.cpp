@@ -484,19 +484,19 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
     return static_cast<int64_t>(result.plans.size()) - 1;
   };
   // An interleaved layout at the chunk count that its 1F1B twin predicts
-  // fastest (interleaving_choice.h), or the next smaller that fits; without a
-  // simulated twin (it did not fit, and interleaving keeps more in flight) at
-  // the candidate's own count, the largest.
+  // fastest (interleaving_choice.h), or the next best predicted that fits;
+  // without a simulated twin (it did not fit, and interleaving keeps more in
+  // flight) at the candidate's own count, the largest.
   const auto evaluate_interleaved = [&](EstimateRequest r) {
     const auto twin = one_f_one_b_bubbles.find(one_f_one_b_twin_key(r));
     if (twin == one_f_one_b_bubbles.end()) {
       evaluate(r);
       return;
     }
-    const std::vector<int64_t> counts = interleaved_chunk_counts(model.config.num_layers, r.layout.pp);
-    for (size_t i = search_detail::predicted_best_chunk_index(counts, r.layout.pp, twin->second, pipeline_send_seconds(model, p.cluster, r));; --i) {
-      r.plugin.num_model_chunks = counts[i];
-      if (evaluate(r) >= 0 || i == 0 || failure) return;
+    for (int64_t v : search_detail::chunk_counts_by_predicted_bubble(interleaved_chunk_counts(model.config.num_layers, r.layout.pp), r.layout.pp,
+                                                                     twin->second, pipeline_send_seconds(model, p.cluster, r))) {
+      r.plugin.num_model_chunks = v;
+      if (evaluate(r) >= 0 || failure) return;
     }
   };
   const std::vector<EstimateRequest> candidates = plan_candidates(model, p);

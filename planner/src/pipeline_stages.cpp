@@ -1,6 +1,7 @@
 #include "tessera/planner/pipeline_stages.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace tessera::planner {
 namespace {
@@ -30,6 +31,17 @@ std::vector<std::vector<StageLayers>> stage_chunks(int num_layers, int pp, int c
   std::vector<std::vector<StageLayers>> stages(static_cast<size_t>(pp));
   for (int v = 0; v < pp * chunks; ++v) stages[static_cast<size_t>(v % pp)].push_back(virtual_stages[static_cast<size_t>(v)]);
   return stages;
+}
+
+std::vector<int64_t> interleaved_chunk_counts(int64_t num_layers, int64_t pp) {
+  if (pp < 2 || num_layers < pp) return {};
+  int64_t common = 0;  // the greatest common divisor of the stages' blocks
+  for (const StageLayers& stage : split_layers(static_cast<int>(num_layers), static_cast<int>(pp))) common = std::gcd(common, int64_t{stage.num_layers});
+  std::vector<int64_t> counts;
+  for (int64_t v = 2; v <= common; ++v) {
+    if (common % v == 0) counts.push_back(v);
+  }
+  return counts;
 }
 
 std::string describe_layer_split(int num_layers, int pp, int chunks) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -14,7 +15,9 @@
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/gemini_static_placement.h"
+#include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/report.h"
+#include "interleaving_choice.h"
 #include "search_internal.h"
 #include "simulation_memo.h"
 
@@ -137,10 +140,13 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
         if (pp > c.num_layers || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1 && cp == 1)) continue;
         const int64_t dp = n / (tp * pp * cp);
         if (p.dp > 0 && dp != p.dp) continue;
-        // Pipelines run 1F1B, and interleaved with 2 chunks per stage where the
-        // layers allow (half the bubble, twice the point-to-point traffic).
+        // Pipelines run 1F1B, and interleaved where some chunk count divides
+        // every stage's blocks: one candidate, at the largest count, which the
+        // search replaces by the count its 1F1B twin predicts fastest
+        // (search_plans_impl). After 1F1B, so that the twin comes first.
         std::vector<int64_t> chunk_counts{1};
-        if (pp > 1 && 2 * pp <= c.num_layers) chunk_counts.push_back(2);
+        const std::vector<int64_t> interleaved = interleaved_chunk_counts(c.num_layers, pp);
+        if (!interleaved.empty()) chunk_counts.push_back(interleaved.back());
         // Sequence parallelism is a choice (PlanRequest::sequence_parallel): it
         // divides the norms' and residuals' activations by tp but moves more
         // bytes (backward gathers the norm outputs again, tp_traffic.h). With it
@@ -417,24 +423,35 @@ TwinKey twin_key(EstimateRequest r) {
   return {plan_key(r), r.training.micro_batch_size};
 }
 
+// A row of the result: a plan but for its micro-batch and chunk count.
+using RowKey = decltype(plan_key(EstimateRequest{}));
+RowKey row_key(EstimateRequest r) {
+  r.plugin.num_model_chunks = 0;
+  return plan_key(r);
+}
+
+// The 1F1B layout that an interleaved candidate runs in chunks, for its bubble.
+TwinKey one_f_one_b_twin_key(EstimateRequest r) {
+  r.plugin.pp_schedule = PipelineSchedule::one_f_one_b;
+  r.plugin.num_model_chunks = 1;
+  return {plan_key(r), r.training.micro_batch_size};
+}
+
 Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p, SearchProgress* progress) {
   PlanSearchResult result;
   SimulationMemo memo;
   std::set<TwinKey> over_memory_with_sp;
+  std::map<TwinKey, double> one_f_one_b_bubbles;  // simulated 1F1B pipelines' bubbles (seconds)
+  std::optional<Error> failure;
   const bool sp_only_divides = p.activation_profile != ActivationProfile::tessera;
-  const std::vector<EstimateRequest> candidates = plan_candidates(model, p);
-  if (progress) progress->candidates = static_cast<int64_t>(candidates.size());
-  for (const EstimateRequest& r : candidates) {
-    if (progress) {
-      if (progress->stop) return make_error(ErrorCode::cancelled, "the plan search was cancelled");
-      progress->done.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (sp_only_divides && r.layout.tp > 1 && !r.layout.sequence_parallel && over_memory_with_sp.contains(twin_key(r))) continue;
+  // Estimates `r` and, where it fits, simulates it: the index of its plan, or -1.
+  const auto evaluate = [&](const EstimateRequest& r) -> int64_t {
+    if (sp_only_divides && r.layout.tp > 1 && !r.layout.sequence_parallel && over_memory_with_sp.contains(twin_key(r))) return -1;
     ++result.candidates_evaluated;
     auto memory = estimate_memory(model, p.cluster.gpu, r);
     if (!memory) {
       ++result.rejected["invalid: " + memory.error().message.substr(0, 60)].count;
-      continue;
+      return -1;
     }
     if (!memory->fits()) {
       if (r.layout.sequence_parallel) over_memory_with_sp.insert(twin_key(r));
@@ -447,18 +464,76 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
         result.closest = r;
         result.closest_overflow_bytes = overflow;
       }
-      continue;
+      return -1;
     }
     if (const int64_t host_overflow = host_memory_overflow(memory.value(), p.cluster); host_overflow > 0) {
       note_rejection(result.rejected["over host memory (offloaded states of a node's GPUs)"], r, host_overflow, [&] {
         return describe_plan(r) + ": a node's GPUs offload " + format_bytes(host_overflow + p.cluster.host_memory_bytes_per_node) +
                " to " + format_bytes(p.cluster.host_memory_bytes_per_node) + " of host memory";
       });
-      continue;
+      return -1;
     }
     auto simulation = simulate_step(model, p.cluster, r, memory.value(), p.simulation, memo);
-    if (!simulation) return simulation.error();
+    if (!simulation) {
+      failure = simulation.error();
+      return -1;
+    }
+    if (r.layout.pp > 1 && r.plugin.pp_schedule == PipelineSchedule::one_f_one_b) {
+      one_f_one_b_bubbles[one_f_one_b_twin_key(r)] = simulation->breakdown.bubble_s;
+    }
     result.plans.push_back(Candidate{r, std::move(memory).value(), std::move(simulation).value(), 0});
+    return static_cast<int64_t>(result.plans.size()) - 1;
+  };
+  // An interleaved layout at the chunk count that its 1F1B twin predicts
+  // fastest (interleaving_choice.h), or the next best predicted that fits;
+  // without a simulated twin (it did not fit, and interleaving keeps more in
+  // flight) at the candidate's own count, the largest.
+  const auto evaluate_interleaved = [&](EstimateRequest r) {
+    const auto twin = one_f_one_b_bubbles.find(one_f_one_b_twin_key(r));
+    if (twin == one_f_one_b_bubbles.end()) {
+      evaluate(r);
+      return;
+    }
+    for (int64_t v : search_detail::chunk_counts_by_predicted_bubble(interleaved_chunk_counts(model.config.num_layers, r.layout.pp), r.layout.pp,
+                                                                     twin->second, pipeline_send_seconds(model, p.cluster, r))) {
+      r.plugin.num_model_chunks = v;
+      if (evaluate(r) >= 0 || failure) return;
+    }
+  };
+  const std::vector<EstimateRequest> candidates = plan_candidates(model, p);
+  if (progress) progress->candidates = static_cast<int64_t>(candidates.size());
+  for (const EstimateRequest& r : candidates) {
+    if (progress) {
+      if (progress->stop) return make_error(ErrorCode::cancelled, "the plan search was cancelled");
+      progress->done.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (r.plugin.pp_schedule == PipelineSchedule::interleaved) {
+      evaluate_interleaved(r);
+    } else {
+      evaluate(r);
+    }
+    if (failure) return *failure;
+  }
+  // The prediction leaves out only what favours fewer chunks (a chunk that
+  // holds the head or the embedding outweighs the others): each row's fastest
+  // interleaved plan is tried again at the next smaller counts while they run faster.
+  std::map<RowKey, size_t> fastest_interleaved;
+  for (size_t k = 0; k < result.plans.size(); ++k) {
+    if (result.plans[k].request.plugin.pp_schedule != PipelineSchedule::interleaved) continue;
+    const auto [row, added] = fastest_interleaved.emplace(row_key(result.plans[k].request), k);
+    if (!added && result.plans[k].simulation.tokens_per_s > result.plans[row->second].simulation.tokens_per_s) row->second = k;
+  }
+  for (const auto& [row, k] : fastest_interleaved) {
+    EstimateRequest r = result.plans[k].request;
+    double fastest = result.plans[k].simulation.tokens_per_s;
+    const std::vector<int64_t> counts = interleaved_chunk_counts(model.config.num_layers, r.layout.pp);
+    for (auto i = std::find(counts.begin(), counts.end(), r.plugin.num_model_chunks); i != counts.begin();) {
+      r.plugin.num_model_chunks = *--i;
+      const int64_t plan = evaluate(r);
+      if (failure) return *failure;
+      if (plan < 0 || result.plans[static_cast<size_t>(plan)].simulation.tokens_per_s <= fastest) break;
+      fastest = result.plans[static_cast<size_t>(plan)].simulation.tokens_per_s;
+    }
   }
   result.candidates_fitting = static_cast<int64_t>(result.plans.size());
   fill_max_micro_batch(result.plans);
@@ -467,9 +542,10 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
     return a.peak_device_bytes() < b.peak_device_bytes();
   });
   // One row per plan: its fastest micro-batch (the others differ only in memory,
-  // and max_micro_batch_that_fits says how far the micro-batch can go).
-  std::set<decltype(plan_key(EstimateRequest{}))> seen;
-  std::erase_if(result.plans, [&](const Candidate& c) { return !seen.insert(plan_key(c.request)).second; });
+  // and max_micro_batch_that_fits says how far the micro-batch can go), and
+  // interleaved, its fastest chunk count.
+  std::set<RowKey> seen;
+  std::erase_if(result.plans, [&](const Candidate& c) { return !seen.insert(row_key(c.request)).second; });
   result.explanation = explain(result.plans);
   return result;
 }

@@ -527,10 +527,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
   const std::vector<StageShape>& stages = memo ? memo->stage_layouts(model, request) : (own_stages = stage_layouts(model, request));
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
-  const Link pp_link = group_link(cluster, l.pp, l.tp * l.data_ranks());
-  const auto boundary = static_cast<double>(stage_boundary_bytes(request.training.micro_batch_size, request.local_seq_len(),
-                                                                  model.config.hidden_size, request.training.precision, l));
-  const double p2p = l.pp > 1 ? boundary / pp_link.bytes_per_s + pp_link.latency_s : 0.0;
+  const double p2p = pipeline_send_seconds(model, cluster, request);
   StepSimulation sim;
   const std::vector<ChunkPassSeconds> passes = chunk_pass_seconds(c, stages, costs);
   PipelineRun pipeline;
@@ -600,6 +597,15 @@ Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& clus
 Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request, const MemoryEstimate& estimate,
                                      const SimulationSettings& settings, SimulationMemo& memo) {
   return simulate(model, cluster, request, estimate, settings, false, &memo);
+}
+
+double pipeline_send_seconds(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request) {
+  const auto& l = request.layout;
+  if (l.pp <= 1) return 0.0;
+  const Link link = group_link(cluster, l.pp, l.tp * l.data_ranks());
+  const auto boundary = static_cast<double>(stage_boundary_bytes(request.training.micro_batch_size, request.local_seq_len(),
+                                                                  model.config.hidden_size, request.training.precision, l));
+  return boundary / link.bytes_per_s + link.latency_s;
 }
 
 }  // namespace tessera::planner

@@ -245,6 +245,19 @@ Status check_pipeline_schedule(const Model& m, const EstimateRequest& r) {
     return invalid("--pp " + str(l.pp) + " × --model-chunks " + str(p.num_model_chunks) + " exceeds the " + str(m.config.num_layers) +
                    " layers of " + m.config.name + "; each chunk needs a layer");
   }
+  // ColossalAI spreads the blocks over the pp · chunks virtual stages however
+  // they fall (stage_chunks); Megatron-Core needs every stage's blocks in equal
+  // chunks (interleaved_chunk_counts), as the search offers them.
+  if (p.runtime == Runtime::megatron) {
+    const std::vector<int64_t> counts = interleaved_chunk_counts(m.config.num_layers, l.pp);
+    if (std::find(counts.begin(), counts.end(), p.num_model_chunks) == counts.end()) {
+      std::string allowed;
+      for (int64_t v : counts) allowed += (allowed.empty() ? "" : ", ") + str(v);
+      return invalid("--model-chunks " + str(p.num_model_chunks) + " does not divide the blocks of every stage (" +
+                     describe_layer_split(static_cast<int>(m.config.num_layers), static_cast<int>(l.pp), 1) +
+                     "), which Megatron-Core requires; " + (allowed.empty() ? "run --pp-schedule 1f1b" : "use --model-chunks " + allowed));
+    }
+  }
   if (r.training.num_micro_batches % l.pp != 0) {
     return invalid("--micro-batches " + str(r.training.num_micro_batches) + " must be a multiple of --pp " + str(l.pp) + " under --pp-schedule interleaved");
   }

@@ -138,6 +138,7 @@ bad interleaved-one-chunk "--model-chunks" -- estimate --model gpt2 --plugin hyb
 bad chunks-without-interleaving "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --model-chunks 2
 bad chunks-beyond-layers "--model-chunks" -- estimate --model gpt2 --plugin hybrid_parallel --pp 2 --micro-batches 2 --pp-schedule interleaved --model-chunks 9223372036854775807
 bad one-f-one-b-too-few-micro-batches "--micro-batches 2 is below --pp 4: ColossalAI's 1F1B schedule" -- estimate --model gpt2 --plugin hybrid_parallel --pp 4 --micro-batches 2
+bad megatron-unequal-chunks "--model-chunks 4 does not divide the blocks of every stage (6 × 2), which Megatron-Core requires; use --model-chunks 2, 3, 6" -- estimate --model gpt2 --runtime megatron --plugin hybrid_parallel --pp 2 --micro-batches 2 --pp-schedule interleaved --model-chunks 4
 bad interleaved-micro-batches "--micro-batches" -- estimate --model gpt2 --plugin hybrid_parallel --pp 4 --micro-batches 6 --pp-schedule interleaved --model-chunks 2
 
 # Names.

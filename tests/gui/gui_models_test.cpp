@@ -63,8 +63,8 @@ class ModelsTest : public QObject {
       for (int column = PlanTableModel::kPlugin; column <= PlanTableModel::kMicroBatch; ++column) cells << model.index(row, column).data().toString();
       (r.plugin.pp_schedule == planner::PipelineSchedule::interleaved ? interleaved_rows : one_f_one_b_rows) << cells.join('|');
     }
-    // The default example ranks hybrid 4×2×2 +sp, ZeRO 1, no recompute, 1 × 8 both interleaved (#1) and 1F1B (#9).
-    QVERIFY(interleaved_rows.contains(QStringLiteral("hybrid_parallel|4×2×2 +sp|interleaved × 2|1|none|none|1 × 8")));
+    // The default example ranks hybrid 4×2×2 +sp, ZeRO 1, no recompute, 1 × 8 both interleaved (× 10, one block per virtual stage) and 1F1B.
+    QVERIFY(interleaved_rows.contains(QStringLiteral("hybrid_parallel|4×2×2 +sp|interleaved × 10|1|none|none|1 × 8")));
     QVERIFY(one_f_one_b_rows.contains(QStringLiteral("hybrid_parallel|4×2×2 +sp|1F1B|1|none|none|1 × 8")));
   }
 

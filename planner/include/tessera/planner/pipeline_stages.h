@@ -34,6 +34,18 @@ std::vector<StageLayers> split_layers(int num_layers, int pp);
 // One chunk per stage without interleaving.
 std::vector<std::vector<StageLayers>> stage_chunks(int num_layers, int pp, int chunks);
 
+// The interleaved schedule's chunk counts for L blocks on pp stages: every v of
+// 2 or more that divides each stage's blocks of split_layers, ascending, so that
+// every virtual stage holds L / (pp·v) blocks. Megatron-Core requires it of each
+// stage, the uneven first and last included (NVIDIA/Megatron-LM@d98e8a64ddf3,
+// megatron/core/transformer/transformer_config.py, TransformerConfig.__post_init__:
+// "number of layers at first stage ... must be divisible by virtual pipeline
+// parallel degree", the same of the last and of each middle stage; and
+// transformer_block.py, get_num_layers_to_build: num_layers_per_pipeline_rank %
+// vp_size == 0). An uneven split's counts q and q + 1 share no divisor, so it
+// leaves none: uneven pipelines run 1F1B.
+std::vector<int64_t> interleaved_chunk_counts(int64_t num_layers, int64_t pp);
+
 // Blocks per stage (all its chunks together) in stage order, runs of equal
 // counts folded: "5, 6 × 10, 5" for 70 layers on 12 stages.
 std::string describe_layer_split(int num_layers, int pp, int chunks);

@@ -71,7 +71,7 @@ struct Rejection {
 
 struct PlanSearchResult {
   std::vector<Candidate> plans;             // every plan that fits, best first, each at its fastest micro-batch
-  int64_t candidates_evaluated = 0;
+  int64_t candidates_evaluated = 0;       // estimates made: an interleaved candidate at each chunk count tried
   int64_t candidates_fitting = 0;
   std::map<std::string, Rejection> rejected;  // by reason
   std::string explanation;                  // why the winner, what the runner-up costs

@@ -74,6 +74,11 @@ struct StepSimulation {
   std::vector<TraceEvent> events;      // filled when asked for
 };
 
+// Seconds of one pipeline send: an activation (or its gradient) across a stage
+// boundary, latency + bytes / bandwidth on the link the pipeline group spans; 0
+// without a pipeline.
+double pipeline_send_seconds(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request);
+
 // `estimate` is the memory estimate of the same request (it carries Gemini's
 // chunking and placement). The request's num_micro_batches are per step.
 Result<StepSimulation> simulate_step(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request,

@@ -95,7 +95,7 @@ Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarg
 // config swaps the model's layers for TE's; DeepSpeed has no ring attention
 // (its sequence parallelism is Ulysses), and the ColossalAI script writes
 // Megatron's split_gather sequence parallelism, not its ring_attn mode; nor do
-// they give the sharding groups of hybrid sharding.
+// they give the sharding groups of hybrid sharding, nor compile the model.
 Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTarget target) {
   if (plan_index >= file.plans.size() || target == ExportTarget::perfetto) return Status::success();
   const EstimateRequest& plan = file.plans[plan_index];
@@ -108,6 +108,10 @@ Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTar
     return export_detail::cannot_express(to, "the plan shards over replicas of " + std::to_string(plan.layout.shard_ranks()) + " ranks (--dp-replicate " +
                                                  std::to_string(plan.layout.dp_replicate) + "), which a " + to +
                                                  " export does not set up; plan again with --dp-replicate 1");
+  }
+  if (plan.training.torch_compile) {
+    return export_detail::cannot_express(to, std::string("the plan times the model under torch.compile (--torch-compile), which a ") + to +
+                                                 " export does not set up; plan again without --torch-compile");
   }
   if (plan.layout.cp > 1) {
     return export_detail::cannot_express(to, "the plan splits each sequence over cp " + std::to_string(plan.layout.cp) +

@@ -202,6 +202,9 @@ bad export-fp8-deepspeed "plan again with --precision bf16" -- export "$fp8_plan
 cp_plan=$scratch/cp-plan.json
 "$tessera" plan --model llama-2-7b --gpus 8 --global-batch 8 --seq 16384 --cp 2 --top 1 --output "$cp_plan" >/dev/null 2>&1 </dev/null
 bad export-cp-colossalai "(context parallelism), which a colossalai export does not set up; plan again with --cp 1" -- export "$cp_plan" --to colossalai
+compiled_plan=$scratch/compiled-plan.json
+"$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --activation-profile hf --torch-compile --output "$compiled_plan" >/dev/null 2>&1 </dev/null
+bad export-compiled-colossalai "under torch.compile (--torch-compile), which a colossalai export does not set up" -- export "$compiled_plan" --to colossalai
 hybrid_plan=$scratch/hybrid-plan.json
 "$tessera" plan --model gpt2 --gpus 16 --global-batch 64 --dp-replicate 2 --top 1 --output "$hybrid_plan" >/dev/null 2>&1 </dev/null
 bad export-replicate-deepspeed "(--dp-replicate 2), which a deepspeed export does not set up" -- export "$hybrid_plan" --to deepspeed

@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -19,6 +22,7 @@
 #include "stop_signals.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/device/gpu_presence.h"
+#include "tessera/engine/device/rank_device.h"
 #if defined(TESSERA_HAVE_CUDNN)
 #include "tessera/engine/cuda/gpu_train.h"
 #endif
@@ -84,18 +88,18 @@ constexpr bool kGpuTrainingBuilt = true;
 constexpr bool kGpuTrainingBuilt = false;
 #endif
 
-// `--gpu NAME`: only what the GPU step runs (one GPU, one rank, bf16, one
-// micro-batch per step, no recompute, no checkpoint), then a device and a
-// build with the step; each refusal one line naming the option.
-Status check_gpu_run(const TrainCliOptions& o, int ranks) {
+// `--gpu NAME`: only what the GPU step runs (bf16, one micro-batch per step
+// and rank, no recompute, no checkpoint; one GPU, or DDP with one rank per
+// GPU under a launcher), then a device for this rank and a build with the
+// step; each refusal one line naming the option. Returns this rank's device.
+Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communicator& world) {
   const std::string gpu = "--gpu " + o.estimate.gpu + ": ";
   const planner::EstimateRequest& r = o.estimate.request;
-  if (ranks > 1 || r.layout.world_size() > 1) {
-    return make_error(ErrorCode::unsupported, gpu + "the GPU training step runs on one GPU and one rank (no parallelism yet); launch without mpirun, "
-                                                  "with --dp, --tp and --pp 1");
+  if (r.layout.tp > 1 || r.layout.pp > 1) {
+    return make_error(ErrorCode::unsupported, gpu + "on GPUs the engine runs data parallelism only (one rank per GPU) so far; use --tp 1 and --pp 1");
   }
   if (r.plugin.kind != PluginKind::torch_ddp) {
-    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(r.plugin.kind)) + ": on one GPU the engine runs no sharding plugin; use --plugin torch_ddp");
+    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(r.plugin.kind)) + ": on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp");
   }
   if (r.training.precision != Precision::bf16) {
     return make_error(ErrorCode::unsupported, "--precision " + o.estimate.precision + ": the GPU training step runs bf16 mixed precision; use --precision bf16");
@@ -118,7 +122,9 @@ Status check_gpu_run(const TrainCliOptions& o, int ranks) {
     return make_error(ErrorCode::unsupported, gpu + "a CUDA device is here (" + device.description +
                                                   ") but this build has no GPU training step (CMake found no cuDNN); train on the CPU with --gpu cpu");
   }
-  return Status::success();
+  auto index = engine::device_of_local_rank(engine::local_rank_of(world.rank(), world.size(), std::getenv), device.count);
+  if (!index) return make_error(index.error().code, gpu + index.error().message);
+  return index;
 }
 
 // What the engine cannot run yet, named by the option that asks for it; the
@@ -440,28 +446,37 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   return kExitOk;
 }
 
-// `tessera train --gpu NAME` (checked by check_gpu_run): the one-GPU
-// training step's steps; DIR gets metrics.json (device: the GPU), no checkpoint.
-int run_on_gpu(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& t, std::ostream& out, std::ostream& err) {
+// `tessera train --gpu NAME` (checked by check_gpu_run): the GPU training
+// step's steps on this rank's `device`, DDP over `world` where the launcher
+// started several ranks; rank 0 writes DIR/metrics.json (device: the GPU), no checkpoint.
+int run_on_gpu(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& t, engine::comm::Communicator& world, int device,
+               std::ostream& progress, const std::function<int(const std::string&)>& failed) {
 #if defined(TESSERA_HAVE_CUDNN)
-  auto run_directory = engine::RunDirectory::open(o.out);
-  if (!run_directory) return fail(err, run_directory.error().message);
-  auto metrics = engine::cuda::train_on_gpu(model, t, out);
-  if (!metrics) return fail(err, metrics.error().message);
-  const std::string device = engine::cuda_device_presence().description;
-  if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, o.estimate.request, metrics.value(), 0, device).dump(2) + "\n", "--out");
-      !s) {
-    return fail(err, s.error().message);
+  std::optional<engine::RunDirectory> run_directory;
+  if (world.rank() == 0) {
+    auto opened = engine::RunDirectory::open(o.out);
+    if (!opened) return failed(opened.error().message);  // the others stop at the NCCL communicator's timeout, or when mpirun ends them
+    run_directory.emplace(std::move(opened).value());
   }
-  char line[240];
-  std::snprintf(line, sizeof line, "trained steps 1-%lld in bf16 on one GPU (%s): loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
-                static_cast<long long>(o.steps), device.c_str(), metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s,
+  const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s)};
+  auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
+  if (!metrics) return failed(metrics.error().message);
+  if (world.rank() != 0) return kExitOk;
+  const std::string name = engine::cuda_device_presence().description;
+  if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, o.estimate.request, metrics.value(), 0, name).dump(2) + "\n", "--out");
+      !s) {
+    return failed(s.error().message);
+  }
+  const std::string where = world.size() == 1 ? "one GPU (" + name + ")" : std::to_string(world.size()) + " GPUs (" + name + ", DDP)";
+  char line[300];
+  std::snprintf(line, sizeof line, "trained steps 1-%lld in bf16 on %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
+                static_cast<long long>(o.steps), where.c_str(), metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s,
                 metrics->achieved_flops_per_s / 1e9);
-  out << line << "wrote " << o.out << "/metrics.json (no checkpoint: the GPU training step saves none yet)\n";
+  progress << line << "wrote " << o.out << "/metrics.json (no checkpoint: the GPU training step saves none yet)\n";
   return kExitOk;
 #else
-  (void)model, (void)t, (void)out;
-  return fail(err, "--gpu " + o.estimate.gpu + ": this build has no GPU training step");  // check_gpu_run refused it already
+  (void)model, (void)t, (void)world, (void)device, (void)progress;
+  return failed("--gpu " + o.estimate.gpu + ": this build has no GPU training step");  // check_gpu_run refused it already
 #endif
 }
 
@@ -496,11 +511,14 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
     o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
   }
   const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.world_size()) : world.size();
-  const bool on_gpu = o.estimate.gpu != "cpu";
-  if (on_gpu) {
-    if (Status s = check_gpu_run(o, ranks); !s) return failed(s.error().message);
-  }
   if (Status s = check_engine_supports(o.estimate.request, ranks); !s) return failed(s.error().message);
+  const bool on_gpu = o.estimate.gpu != "cpu";
+  int device = 0;
+  if (on_gpu) {
+    auto checked = check_gpu_run(o, world);
+    if (!checked) return failed(checked.error().message);
+    device = checked.value();
+  }
   auto options = engine_options(o);
   if (!options) return failed(options.error().message);
   engine::TrainOptions t = std::move(options).value();
@@ -508,7 +526,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
-  if (on_gpu) return run_on_gpu(o, model.value(), t, out, err);
+  if (on_gpu) return run_on_gpu(o, model.value(), t, world, device, progress, failed);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request, model->config);
   const GpuProfile cpu = run_profile(t);

@@ -460,15 +460,13 @@ Error TrainingRun<T>::diverged(const std::string& what, int64_t step, int64_t po
 }
 
 // Forward and backward over this rank's micro-batches of the step, then the
-// gradients reduced over the ranks; an error when stopped. The step's global
-// batch is consecutive sequences from the data position; rank r takes the
-// r-th share, so the ranks together see what one rank with all the
-// micro-batches would. Returns the mean loss over all ranks; nullopt when a stop was requested.
+// gradients reduced over the ranks; an error when stopped. Each rank reads
+// its share of the step's global batch (rank_share_position). Returns the mean loss over all ranks; nullopt when a stop was requested.
 template <typename T>
 Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_scale) {
   parallel_->zero_gradients();
   const int64_t k = o_.num_micro_batches, sequence_tokens = o_.micro_batch_size * o_.seq_len;
-  loader_->seek(start_of_step_ + group_.rank() * k * sequence_tokens);
+  loader_->seek(rank_share_position(start_of_step_, group_.rank(), k, sequence_tokens));
   double loss = 0;
   if (pipeline_group_ != nullptr) {
     auto stage_loss = run_pipeline(loss_scale);

@@ -89,7 +89,7 @@ constexpr bool kGpuTrainingBuilt = false;
 #endif
 
 // `--gpu NAME`: only what the GPU step runs (bf16, one micro-batch per step
-// and rank, no recompute, no checkpoint; one GPU, or DDP with one rank per
+// and rank, no recompute; one GPU, or DDP with one rank per
 // GPU under a launcher), then a device for this rank and a build with the
 // step; each refusal one line naming the option. Returns this rank's device.
 Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communicator& world) {
@@ -111,8 +111,8 @@ Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communic
     return make_error(ErrorCode::unsupported, "--micro-batches " + std::to_string(r.training.num_micro_batches) +
                                                   ": the GPU training step takes one micro-batch per step; use --micro-batches 1");
   }
-  for (const char* name : {"--resume", "--save-every", "--plan", "--dry-run", "--device-memory"}) {
-    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + ": the GPU training step writes no checkpoint and replays no plan yet; leave it out");
+  for (const char* name : {"--plan", "--dry-run", "--device-memory"}) {
+    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + ": the GPU training step replays no plan and caps no memory yet; leave it out");
   }
   const engine::GpuPresence device = engine::cuda_device_presence();
   if (!device.available) {
@@ -446,17 +446,49 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   return kExitOk;
 }
 
+// Rank 0 opens --out (one writer per directory, from here to the end of the
+// run) and writes `files` into it; every rank learns whether that worked
+// (collective), so that a rank failing its pre-flight alone does not leave
+// the others waiting in the first collective. Rank 0 gets the directory.
+Result<std::optional<engine::RunDirectory>> open_run_directory(const std::string& out, engine::comm::Communicator& world,
+                                                               const std::function<Status()>& files) {
+  std::optional<engine::RunDirectory> run_directory;
+  Status prepared = Status::success();
+  if (world.rank() == 0) {
+    auto opened = engine::RunDirectory::open(out);
+    if (!opened) {
+      prepared = opened.error();
+    } else {
+      run_directory.emplace(std::move(opened).value());
+      prepared = files();
+    }
+  }
+  if (world.size() > 1) {
+    auto ready = engine::all_ranks_agree(world, prepared.ok());
+    if (!ready) return ready.error();
+    if (!ready.value() && prepared) return make_error(ErrorCode::io_error, "rank 0 could not prepare --out " + out + " (its message says why)");
+  }
+  if (!prepared) return prepared.error();
+  return run_directory;
+}
+
 // `tessera train --gpu NAME` (checked by check_gpu_run): the GPU training
 // step's steps on this rank's `device`, DDP over `world` where the launcher
-// started several ranks; rank 0 writes DIR/metrics.json (device: the GPU), no checkpoint.
-int run_on_gpu(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& t, engine::comm::Communicator& world, int device,
+// started several ranks; rank 0 holds DIR, commits the checkpoints there
+// (the CPU engine's files, so either resumes the other's) and writes
+// config.json and metrics.json (device: the GPU).
+int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOptions t, engine::comm::Communicator& world, int device,
                std::ostream& progress, const std::function<int(const std::string&)>& failed) {
 #if defined(TESSERA_HAVE_CUDNN)
-  std::optional<engine::RunDirectory> run_directory;
+  auto config_text = model_config_text(o.estimate.model);
+  if (!config_text) return failed(config_text.error().message);
+  t.model_config_text = checkpoint_config_text(config_text.value());
+  auto run_directory = open_run_directory(o.out, world, [&] { return write_file_atomically(o.out + "/config.json", t.model_config_text, "--out"); });
+  if (!run_directory) return failed(run_directory.error().message);
   if (world.rank() == 0) {
-    auto opened = engine::RunDirectory::open(o.out);
-    if (!opened) return failed(opened.error().message);  // the others stop at the NCCL communicator's timeout, or when mpirun ends them
-    run_directory.emplace(std::move(opened).value());
+    t.run_directory = &run_directory.value().value();
+  } else {
+    t.run_directory_path = o.out;
   }
   const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s)};
   auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
@@ -467,12 +499,16 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, const engine::Train
       !s) {
     return failed(s.error().message);
   }
+  if (metrics->loss.empty()) {
+    progress << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
+    return kExitOk;
+  }
   const std::string where = world.size() == 1 ? "one GPU (" + name + ")" : std::to_string(world.size()) + " GPUs (" + name + ", DDP)";
   char line[300];
-  std::snprintf(line, sizeof line, "trained steps 1-%lld in bf16 on %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
-                static_cast<long long>(o.steps), where.c_str(), metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s,
-                metrics->achieved_flops_per_s / 1e9);
-  progress << line << "wrote " << o.out << "/metrics.json (no checkpoint: the GPU training step saves none yet)\n";
+  std::snprintf(line, sizeof line, "trained steps %lld-%lld in bf16 on %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
+                static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), where.c_str(), metrics->loss.front(), metrics->loss.back(),
+                metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
+  progress << line << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json and metrics.json\n";
   return kExitOk;
 #else
   (void)model, (void)t, (void)world, (void)device, (void)progress;
@@ -541,30 +577,17 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return failed(config_text.error().message);
   config_text = checkpoint_config_text(config_text.value());
-  std::optional<engine::RunDirectory> run_directory;
-  Status prepared = Status::success();
+  // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
+  auto run_directory = open_run_directory(o.out, world, [&] {
+    const EstimateReport report{model.value(), cpu, request, estimate.value()};
+    Status written = write_file_atomically(o.out + "/config.json", config_text.value(), "--out");
+    if (written) written = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
+    if (written && !o.plan.empty()) written = write_predicted_trace(o.plan, o.out + "/predicted_trace.json");
+    return written;
+  });
+  if (!run_directory) return failed(run_directory.error().message);
   if (leader) {
-    auto opened = engine::RunDirectory::open(o.out);  // one writer per directory, from here to the end
-    if (!opened) {
-      prepared = opened.error();
-    } else {
-      run_directory.emplace(std::move(opened).value());
-      // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
-      const EstimateReport report{model.value(), cpu, request, estimate.value()};
-      prepared = write_file_atomically(o.out + "/config.json", config_text.value(), "--out");
-      if (prepared) prepared = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
-      if (prepared && !o.plan.empty()) prepared = write_predicted_trace(o.plan, o.out + "/predicted_trace.json");
-    }
-  }
-  if (world.size() > 1) {
-    // A rank that fails its pre-flight alone must not leave the others waiting in the first collective.
-    auto ready = engine::all_ranks_agree(world, prepared.ok());
-    if (!ready) return failed(ready.error().message);
-    if (!ready.value()) return prepared ? failed("rank 0 could not prepare --out " + o.out + " (its message says why)") : failed(prepared.error().message);
-  }
-  if (!prepared) return failed(prepared.error().message);
-  if (leader) {
-    t.run_directory = &run_directory.value();
+    t.run_directory = &run_directory.value().value();
   } else {
     t.run_directory_path = o.out;
   }

@@ -552,7 +552,8 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
            {{"--precision", "bf16", "--plugin", "gemini"}, "tessera: error: --plugin gemini: on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp\n"},
            {{"--precision", "bf16", "--dp", "2"},
             "tessera: error: dp 2 × tp 1 × pp 1 needs 2 ranks but no launcher started other ranks; launch with mpirun -np 2 tessera train ...\n"},
-           {{"--precision", "bf16", "--resume"}, "tessera: error: --resume: the GPU training step writes no checkpoint and replays no plan yet; leave it out\n"}}) {
+           {{"--precision", "bf16", "--device-memory", "6"},
+            "tessera: error: --device-memory: the GPU training step replays no plan and caps no memory yet; leave it out\n"}}) {
     std::vector<const char*> args{"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g"};
     for (const std::string& option : refusal.options) args.push_back(option.c_str());
     const CliRun r = run(args);

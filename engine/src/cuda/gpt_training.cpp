@@ -486,6 +486,37 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
   }
 }
 
+Status GptTraining::save_state(FlatAdamWState& state) const {
+  const State& s = *state_;
+  const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
+  try {
+    check(cudaMemcpy(state.weights(), s.master.as<float>(), bytes, cudaMemcpyDeviceToHost), "copying the master weights");
+    check(cudaMemcpy(state.state(0), s.m.as<float>(), bytes, cudaMemcpyDeviceToHost), "copying AdamW's exp_avg");
+    check(cudaMemcpy(state.state(1), s.v.as<float>(), bytes, cudaMemcpyDeviceToHost), "copying AdamW's exp_avg_sq");
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::io_error, std::string("GPU checkpoint: ") + e.what());
+  }
+  state.set_steps_taken(s.steps);
+  return Status::success();
+}
+
+Status GptTraining::restore_state(FlatAdamWState& state) {
+  State& s = *state_;
+  const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
+  std::vector<T> rounded(static_cast<size_t>(s.numel));
+  for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = narrow<T>(state.weights()[i]);
+  try {
+    check(cudaMemcpy(s.master.as<float>(), state.weights(), bytes, cudaMemcpyHostToDevice), "copying the master weights");
+    check(cudaMemcpy(s.m.as<float>(), state.state(0), bytes, cudaMemcpyHostToDevice), "copying AdamW's exp_avg");
+    check(cudaMemcpy(s.v.as<float>(), state.state(1), bytes, cudaMemcpyHostToDevice), "copying AdamW's exp_avg_sq");
+    check(cudaMemcpy(s.params.as<T>(), rounded.data(), rounded.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the parameters");
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::io_error, std::string("GPU checkpoint: ") + e.what());
+  }
+  s.steps = state.steps_taken();
+  return Status::success();
+}
+
 std::vector<bf16> GptTraining::parameters() const {
   std::vector<bf16> host(static_cast<size_t>(state_->numel));
   check(cudaMemcpy(host.data(), state_->params.as<T>(), host.size() * sizeof(T), cudaMemcpyDeviceToHost), "copying the parameters");

@@ -9,9 +9,12 @@
 #include <memory>
 #include <vector>
 
+#include "tessera/engine/checkpoint.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/data.h"
+#include "tessera/engine/flat_checkpoint.h"
 #include "tessera/engine/parallel/rank_reports.h"
+#include "tessera/engine/run_checkpoints.h"
 #include "tessera/planner/flops.h"
 #if defined(TESSERA_HAVE_NCCL)
 #include "tessera/engine/comm/nccl.h"
@@ -31,15 +34,33 @@ Result<std::unique_ptr<comm::Communicator>> data_parallel_group(const GpuRun& ru
 }
 
 // Whether every rank got `made` (collective): a rank that failed alone must
-// not leave the others waiting in the first all-reduce.
+// not leave the others waiting in the first all-reduce. `what` failed otherwise.
 template <typename X>
-Status every_rank_has(comm::Communicator* world, const Result<X>& made) {
+Status every_rank_has(comm::Communicator* world, const Result<X>& made, const char* what) {
   if (world == nullptr || world->size() == 1) return made.ok() ? Status::success() : Status(made.error());
   auto agreed = all_ranks_agree(*world, made.ok());
   if (!agreed) return agreed.error();
   if (!made.ok()) return made.error();
-  if (!agreed.value()) return make_error(ErrorCode::unsupported, "another rank could not set up its GPU (its message says why)");
+  if (!agreed.value()) return make_error(ErrorCode::unsupported, std::string("another rank could not ") + what + " (its message says why)");
   return Status::success();
+}
+
+// Rank 0 (which holds the run directory) commits the checkpoint of `step`:
+// the device's master weights and AdamW states copied to the host and written
+// as a one-rank CPU run writes them (flat_checkpoint.h); the ranks' states are
+// the same bits, so one copy is all of them, as the CPU engine's DDP saves.
+Status save_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, const std::vector<RunSetting>& settings,
+                       const std::string& run_id, int64_t step, int64_t data_position) {
+  RunDirectory* dir = options.run_directory;
+  if (dir == nullptr) return Status::success();
+  FlatAdamWState state(model);  // save-time host memory, outside the training ledger
+  if (Status s = gpu.save_state(state); !s) return s;
+  auto staging = dir->stage(step);
+  if (!staging) return staging.error();
+  auto files = write_flat_checkpoint_files(staging->directory, model, state, TrainingPosition{step, data_position, {}});
+  if (!files) return files.error();
+  return commit_checkpoint_files(*dir, staging.value(), CheckpointManifest{step, run_id, std::move(files).value(), settings}, options.model_config_text,
+                                 {kModelFileName, kOptimizerFileName});
 }
 
 }  // namespace
@@ -53,22 +74,40 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   std::unique_ptr<comm::Communicator> group;
   if (world != nullptr) {
     auto made = data_parallel_group(run);
-    if (Status s = every_rank_has(world, made); !s) return s.error();
+    if (Status s = every_rank_has(world, made, "join the NCCL communicator"); !s) return s.error();
     group = std::move(made).value();
   }
   auto data = load_training_data(options.data_path, model.config, options.micro_batch_size, options.seq_len);
   if (!data) return data.error();
+  const std::vector<RunSetting> settings = run_settings(model, options, data.value(), ranks);
   TrainMetrics metrics;
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
                                   GpuDataParallel{group.get(), options.plugin.bucket_bytes});
-  if (Status s = every_rank_has(world, made); !s) return s.error();
+  if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
-  DataLoader loader(data.value(), options.micro_batch_size, options.seq_len);
+
+  // --resume: every rank loads the checkpoint rank 0 verified (a CPU run's too) into its device.
+  auto checkpoint = agree_on_checkpoint(world, options, settings, progress);
+  if (!checkpoint) return checkpoint.error();
+  TrainingPosition start;
+  std::string run_id = new_run_id();
+  if (checkpoint.value()) {
+    FlatAdamWState state(model);
+    auto loaded = load_flat_checkpoint(**checkpoint, model, state);
+    if (Status s = every_rank_has(world, loaded, "load the checkpoint"); !s) return s.error();
+    if (Status s = gpu->restore_state(state); !s) return s.error();
+    start = loaded.value();
+    if (!checkpoint.value()->manifest.run_id.empty()) run_id = checkpoint.value()->manifest.run_id;
+  }
+  metrics.first_step = start.step + 1;
+  metrics.checkpoint_step = start.step;
+
+  DataLoader loader(data.value(), options.micro_batch_size, options.seq_len, start.data_position);
   const int64_t rank_tokens = options.micro_batch_size * options.seq_len, tokens_per_step = ranks * rank_tokens;
   std::vector<int32_t> tokens(static_cast<size_t>(rank_tokens)), targets(tokens.size());
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  const auto started = Clock::now();
+  for (int64_t step = metrics.first_step; step <= options.steps; ++step) {
     const int64_t step_start = loader.position();
     loader.seek(rank_share_position(step_start, rank, 1, rank_tokens));
     loader.next(tokens.data(), targets.data());
@@ -89,9 +128,14 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
     std::snprintf(line, sizeof line, "step %lld/%lld: loss %.4f, grad norm %.4f%s\n", static_cast<long long>(step), static_cast<long long>(options.steps),
                   loss, result->grad_norm, result->updated ? "" : " (not finite: no update)");
     progress << line;
+    if (step == options.steps || (options.save_every > 0 && step % options.save_every == 0)) {
+      if (Status s = save_checkpoint(model, options, *gpu, settings, run_id, step, loader.position()); !s) return s.error();
+      metrics.checkpoint_step = step;
+    }
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  metrics.tokens_per_s = seconds > 0 ? static_cast<double>(tokens_per_step * options.steps) / seconds : 0;
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  const auto steps_run = static_cast<double>(metrics.loss.size());
+  metrics.tokens_per_s = seconds > 0 ? static_cast<double>(tokens_per_step) * steps_run / seconds : 0;
   const planner::FlopsPerToken flops = planner::flops_per_token(model, options.seq_len, planner::RecomputeMode::none);
   metrics.achieved_flops_per_s = metrics.tokens_per_s * (flops.forward + flops.backward);
   gpu.reset();  // its memory back before the ledger's peaks are read

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/flat_checkpoint.h"
 #include "tessera/engine/half.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/optimizer.h"
@@ -75,6 +76,13 @@ class GptTraining {
   // (B, T) each, on the host. Under data parallelism each rank gives its own
   // micro-batch; the loss is this rank's, the gradient norm the global one.
   Result<GpuStepResult> step(const int32_t* tokens, const int32_t* targets);
+
+  // For checkpoints (flat_checkpoint.h): the fp32 master weights, AdamW's
+  // states and its update count copied into `state`; and restored from it,
+  // with the bf16 parameters rounded from its weights as the CPU optimizer
+  // rounds them (Optimizer::weights_restored). One line on a CUDA error.
+  Status save_state(FlatAdamWState& state) const;
+  Status restore_state(FlatAdamWState& state);
 
   // The flat parameters and the last step's gradients, copied to the host, in flat order.
   std::vector<bf16> parameters() const;

@@ -11,9 +11,15 @@
 // trainer), and the gradients are all-reduced in the CPU engine's buckets over
 // an NCCL communicator made from the launcher's ranks (comm/nccl.h), started
 // in backward and waited for by the optimizer. Every rank's weights stay the
-// same bits. No checkpoint is written and no run is resumed yet; the options
-// the step does not run are refused before it by the command
-// (cli/src/train_command.cpp).
+// same bits.
+//
+// Checkpoints: TrainOptions' run directory, --resume and --save-every as the
+// CPU trainer keeps them (run_checkpoints.h): rank 0 copies the master
+// weights and AdamW's states to the host and commits them at the end and
+// every save_every steps in the CPU engine's files (flat_checkpoint.h), so a
+// GPU run resumes on the CPU and the other way round; on resume every rank
+// loads the checkpoint rank 0 verified. The options the step does not run are
+// refused before it by the command (cli/src/train_command.cpp).
 #pragma once
 
 #include <chrono>

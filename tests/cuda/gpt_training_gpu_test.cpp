@@ -135,6 +135,33 @@ TEST_F(GptTrainingOnGpu, OneStepMatchesTheCpuModel) {
   check_one_step(small_model(kSmallQwen2));
 }
 
+// A checkpoint's state (save_state, restore_state): a fresh step restored
+// from another's state after 2 steps holds its parameters bit for bit, and
+// the next step on both (AdamW's step count and moments restored) gives the
+// same bits again. The files themselves are the CPU engine's
+// (flat_checkpoint.h; tests/engine/checkpoint_test.cpp).
+TEST_F(GptTrainingOnGpu, SavedStateRestoresTheSameSteps) {
+  const planner::Model model = small_gpt2();
+  const int64_t B = 2, T = 37;
+  MemoryLedger ledger;
+  auto first = GptTraining::create(model, ledger, B, T, 5, OptimizerOptions{});
+  auto second = GptTraining::create(model, ledger, B, T, 9, OptimizerOptions{});  // another seed: other initial weights
+  ASSERT_TRUE(first.ok() && second.ok());
+  for (uint32_t step = 0; step < 2; ++step) {
+    const auto tokens = random_tokens(B * T, 97, 10 + step), targets = random_tokens(B * T, 97, 20 + step);
+    ASSERT_TRUE((*first)->step(tokens.data(), targets.data()).ok());
+  }
+  FlatAdamWState state(model);
+  ASSERT_TRUE((*first)->save_state(state).ok());
+  EXPECT_EQ(state.steps_taken(), 2);
+  ASSERT_TRUE((*second)->restore_state(state).ok());
+  kernels::testing::expect_bits_equal("restored parameters", (*second)->parameters(), (*first)->parameters());
+  const auto tokens = random_tokens(B * T, 97, 30), targets = random_tokens(B * T, 97, 31);
+  ASSERT_TRUE((*first)->step(tokens.data(), targets.data()).ok());
+  ASSERT_TRUE((*second)->step(tokens.data(), targets.data()).ok());
+  kernels::testing::expect_bits_equal("parameters one step after the restore", (*second)->parameters(), (*first)->parameters());
+}
+
 TEST(GptTrainingRefusals, OneLineForWhatItDoesNotTrain) {
   MemoryLedger ledger;
   auto refused = GptTraining::create(small_model(R"({"model_type":"gpt2","vocab_size":97,"n_embd":120,"n_layer":2,"n_head":2,"n_positions":64})"),

@@ -478,7 +478,8 @@ Result<std::optional<engine::RunDirectory>> open_run_directory(const std::string
 // (the CPU engine's files, so either resumes the other's) and writes
 // config.json and metrics.json (device: the GPU).
 int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOptions t, engine::comm::Communicator& world, int device,
-               std::ostream& progress, const std::function<int(const std::string&)>& failed) {
+               std::ostream& progress, std::ostream& err, const std::string& who) {
+  auto failed = [&](const std::string& message) { return fail(err, who + message); };
 #if defined(TESSERA_HAVE_CUDNN)
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return failed(config_text.error().message);
@@ -490,15 +491,23 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
   } else {
     t.run_directory_path = o.out;
   }
+  const StopSignals signals;
+  t.stop_requested = [&signals] { return signals.received() != 0; };
   const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s)};
   auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
   if (!metrics) return failed(metrics.error().message);
-  if (world.rank() != 0) return kExitOk;
   const std::string name = engine::cuda_device_presence().description;
-  if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, o.estimate.request, metrics.value(), 0, name).dump(2) + "\n", "--out");
-      !s) {
-    return failed(s.error().message);
+  if (world.rank() == 0) {
+    if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, o.estimate.request, metrics.value(), 0, name).dump(2) + "\n", "--out");
+        !s) {
+      return failed(s.error().message);
+    }
   }
+  if (metrics->stopped) {
+    err << "tessera: " + who + stopped_line(signals.received(), metrics.value(), o.out) + "\n";
+    return 128 + signals.received();
+  }
+  if (world.rank() != 0) return kExitOk;
   if (metrics->loss.empty()) {
     progress << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
     return kExitOk;
@@ -562,7 +571,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
-  if (on_gpu) return run_on_gpu(o, model.value(), t, world, device, progress, failed);
+  if (on_gpu) return run_on_gpu(o, model.value(), t, world, device, progress, err, who);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request, model->config);
   const GpuProfile cpu = run_profile(t);

@@ -109,6 +109,22 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   const auto started = Clock::now();
   for (int64_t step = metrics.first_step; step <= options.steps; ++step) {
     const int64_t step_start = loader.position();
+    // A stop (a signal) is agreed at step boundaries, so that no rank abandons
+    // a step the others finish; the last complete step is committed, as the CPU trainer does.
+    bool stop = options.stop_requested && options.stop_requested();
+    if (world != nullptr) {
+      auto go_on = all_ranks_agree(*world, !stop);
+      if (!go_on) return go_on.error();
+      stop = !go_on.value();
+    }
+    if (stop) {
+      metrics.stopped = true;
+      if (step - 1 > metrics.checkpoint_step) {
+        if (Status s = save_checkpoint(model, options, *gpu, settings, run_id, step - 1, step_start); !s) return s.error();
+        metrics.checkpoint_step = step - 1;
+      }
+      break;
+    }
     loader.seek(rank_share_position(step_start, rank, 1, rank_tokens));
     loader.next(tokens.data(), targets.data());
     loader.seek(step_start + tokens_per_step);

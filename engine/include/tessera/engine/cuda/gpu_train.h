@@ -18,7 +18,9 @@
 // weights and AdamW's states to the host and commits them at the end and
 // every save_every steps in the CPU engine's files (flat_checkpoint.h), so a
 // GPU run resumes on the CPU and the other way round; on resume every rank
-// loads the checkpoint rank 0 verified. The options the step does not run are
+// loads the checkpoint rank 0 verified. A stop (TrainOptions::stop_requested,
+// agreed by the ranks at a step boundary) commits the last complete step and
+// returns with TrainMetrics::stopped. The options the step does not run are
 // refused before it by the command (cli/src/train_command.cpp).
 #pragma once
 

@@ -63,6 +63,32 @@ Status save_checkpoint(const planner::Model& model, const TrainOptions& options,
                                  {kModelFileName, kOptimizerFileName});
 }
 
+// --resume: every rank loads the checkpoint rank 0 verified (a CPU run's
+// too) into its device, and continues its run id; the position to start
+// from (step 0 without one).
+Result<TrainingPosition> resume(const planner::Model& model, const TrainOptions& options, comm::Communicator* world, const std::vector<RunSetting>& settings,
+                                GptTraining& gpu, std::string& run_id, std::ostream& progress) {
+  auto checkpoint = agree_on_checkpoint(world, options, settings, progress);
+  if (!checkpoint) return checkpoint.error();
+  if (!checkpoint.value()) return TrainingPosition{};
+  FlatAdamWState state(model);  // resume-time host memory, outside the training ledger
+  auto loaded = load_flat_checkpoint(**checkpoint, model, state);
+  if (Status s = every_rank_has(world, loaded, "load the checkpoint"); !s) return s.error();
+  if (Status s = gpu.restore_state(state); !s) return s.error();
+  if (!checkpoint.value()->manifest.run_id.empty()) run_id = checkpoint.value()->manifest.run_id;
+  return loaded;
+}
+
+// Whether to stop before the next step (a signal, TrainOptions::stop_requested),
+// agreed at step boundaries so that no rank abandons a step the others finish. Collective.
+Result<bool> stop_agreed(const TrainOptions& options, comm::Communicator* world) {
+  const bool stop = options.stop_requested && options.stop_requested();
+  if (world == nullptr) return stop;
+  auto go_on = all_ranks_agree(*world, !stop);
+  if (!go_on) return go_on.error();
+  return !go_on.value();
+}
+
 }  // namespace
 
 Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, const GpuRun& run, std::ostream& progress) {
@@ -86,19 +112,10 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
 
-  // --resume: every rank loads the checkpoint rank 0 verified (a CPU run's too) into its device.
-  auto checkpoint = agree_on_checkpoint(world, options, settings, progress);
-  if (!checkpoint) return checkpoint.error();
-  TrainingPosition start;
   std::string run_id = new_run_id();
-  if (checkpoint.value()) {
-    FlatAdamWState state(model);
-    auto loaded = load_flat_checkpoint(**checkpoint, model, state);
-    if (Status s = every_rank_has(world, loaded, "load the checkpoint"); !s) return s.error();
-    if (Status s = gpu->restore_state(state); !s) return s.error();
-    start = loaded.value();
-    if (!checkpoint.value()->manifest.run_id.empty()) run_id = checkpoint.value()->manifest.run_id;
-  }
+  auto resumed = resume(model, options, world, settings, *gpu, run_id, progress);
+  if (!resumed) return resumed.error();
+  const TrainingPosition start = resumed.value();
   metrics.first_step = start.step + 1;
   metrics.checkpoint_step = start.step;
 
@@ -109,15 +126,9 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   const auto started = Clock::now();
   for (int64_t step = metrics.first_step; step <= options.steps; ++step) {
     const int64_t step_start = loader.position();
-    // A stop (a signal) is agreed at step boundaries, so that no rank abandons
-    // a step the others finish; the last complete step is committed, as the CPU trainer does.
-    bool stop = options.stop_requested && options.stop_requested();
-    if (world != nullptr) {
-      auto go_on = all_ranks_agree(*world, !stop);
-      if (!go_on) return go_on.error();
-      stop = !go_on.value();
-    }
-    if (stop) {
+    auto stop = stop_agreed(options, world);
+    if (!stop) return stop.error();
+    if (stop.value()) {  // the last complete step is committed, as the CPU trainer does
       metrics.stopped = true;
       if (step - 1 > metrics.checkpoint_step) {
         if (Status s = save_checkpoint(model, options, *gpu, settings, run_id, step - 1, step_start); !s) return s.error();

@@ -110,6 +110,8 @@ void check_one_step(const char* name, const planner::Model& model, comm::Communi
   if (!made.ok()) return;
   GptTraining& gpu = *made.value();
   const std::vector<bf16> initial = gpu.parameters();
+  check.expect(std::memcmp(initial.data(), cpu.flat_parameters().data(), initial.size() * sizeof(bf16)) == 0,
+               prefix + "the GPU starts from the CPU model's weights, bit for bit");
   auto stepped = gpu.step(tokens.data(), targets.data());
   check.expect(stepped.ok() && stepped->updated, prefix + "one GPU DDP step: " + (stepped.ok() ? "" : stepped.error().message));
   if (!stepped.ok()) return;
@@ -144,7 +146,6 @@ void check_one_step(const char* name, const planner::Model& model, comm::Communi
 
   // The update: the CPU optimizer on the GPU's reduced gradients, from the same weights.
   auto optimizer = Optimizer<bf16>::whole(cpu_ledger, cpu.flat_parameters().data(), cpu.flat_order(), decay_mask(cpu.parameter_shapes()), options);
-  std::copy(initial.begin(), initial.end(), cpu.flat_parameters().data());
   check.expect(optimizer.apply(gpu_grads.data(), stepped->grad_norm * stepped->grad_norm, 1.0).has_value(), prefix + "the CPU optimizer steps");
   double worst = 0;
   int64_t moved = 0;

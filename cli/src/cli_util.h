@@ -13,8 +13,10 @@
 namespace tessera::cli {
 
 // Prints "tessera: error: MESSAGE" as one line and returns the usage exit code.
+// One write: the ranks under mpirun share one stderr, and unbuffered pieces
+// of their lines would interleave.
 inline int fail(std::ostream& err, const std::string& message) {
-  err << "tessera: error: " << planner::one_line(message, 400) << "\n";
+  err << "tessera: error: " + planner::one_line(message, 400) + "\n";
   return kExitUsage;
 }
 

@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -19,6 +22,7 @@
 #include "stop_signals.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/device/gpu_presence.h"
+#include "tessera/engine/device/rank_device.h"
 #if defined(TESSERA_HAVE_CUDNN)
 #include "tessera/engine/cuda/gpu_train.h"
 #endif
@@ -84,18 +88,18 @@ constexpr bool kGpuTrainingBuilt = true;
 constexpr bool kGpuTrainingBuilt = false;
 #endif
 
-// `--gpu NAME`: only what the GPU step runs (one GPU, one rank, bf16, one
-// micro-batch per step, no recompute, no checkpoint), then a device and a
-// build with the step; each refusal one line naming the option.
-Status check_gpu_run(const TrainCliOptions& o, int ranks) {
+// `--gpu NAME`: only what the GPU step runs (bf16, one micro-batch per step
+// and rank, no recompute; one GPU, or DDP with one rank per
+// GPU under a launcher), then a device for this rank and a build with the
+// step; each refusal one line naming the option. Returns this rank's device.
+Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communicator& world) {
   const std::string gpu = "--gpu " + o.estimate.gpu + ": ";
   const planner::EstimateRequest& r = o.estimate.request;
-  if (ranks > 1 || r.layout.world_size() > 1) {
-    return make_error(ErrorCode::unsupported, gpu + "the GPU training step runs on one GPU and one rank (no parallelism yet); launch without mpirun, "
-                                                  "with --dp, --tp and --pp 1");
+  if (r.layout.tp > 1 || r.layout.pp > 1) {
+    return make_error(ErrorCode::unsupported, gpu + "on GPUs the engine runs data parallelism only (one rank per GPU) so far; use --tp 1 and --pp 1");
   }
   if (r.plugin.kind != PluginKind::torch_ddp) {
-    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(r.plugin.kind)) + ": on one GPU the engine runs no sharding plugin; use --plugin torch_ddp");
+    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(r.plugin.kind)) + ": on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp");
   }
   if (r.training.precision != Precision::bf16) {
     return make_error(ErrorCode::unsupported, "--precision " + o.estimate.precision + ": the GPU training step runs bf16 mixed precision; use --precision bf16");
@@ -107,8 +111,8 @@ Status check_gpu_run(const TrainCliOptions& o, int ranks) {
     return make_error(ErrorCode::unsupported, "--micro-batches " + std::to_string(r.training.num_micro_batches) +
                                                   ": the GPU training step takes one micro-batch per step; use --micro-batches 1");
   }
-  for (const char* name : {"--resume", "--save-every", "--plan", "--dry-run", "--device-memory"}) {
-    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + ": the GPU training step writes no checkpoint and replays no plan yet; leave it out");
+  for (const char* name : {"--plan", "--dry-run", "--device-memory"}) {
+    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + ": the GPU training step replays no plan and caps no memory yet; leave it out");
   }
   const engine::GpuPresence device = engine::cuda_device_presence();
   if (!device.available) {
@@ -118,7 +122,9 @@ Status check_gpu_run(const TrainCliOptions& o, int ranks) {
     return make_error(ErrorCode::unsupported, gpu + "a CUDA device is here (" + device.description +
                                                   ") but this build has no GPU training step (CMake found no cuDNN); train on the CPU with --gpu cpu");
   }
-  return Status::success();
+  auto index = engine::device_of_local_rank(engine::local_rank_of(world.rank(), world.size(), std::getenv), device.count);
+  if (!index) return make_error(index.error().code, gpu + index.error().message);
+  return index;
 }
 
 // What the engine cannot run yet, named by the option that asks for it; the
@@ -234,7 +240,7 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
     c.remove_option(c.get_option(name));
   }
   c.get_option("--model")->required(false)->description("Shipped model name or config.json (gpt2 and llama-style families)");
-  c.get_option("--gpu")->description("cpu: train on the CPU; a GPU's name: one GPU, bf16 (where CUDA and cuDNN were built in)");
+  c.get_option("--gpu")->description("cpu: train on the CPU; a GPU's name: one GPU, or one per rank under mpirun (DDP), bf16 (where CUDA and cuDNN were built in)");
   c.add_option("--out", o.out, "Directory for plan.json, metrics.json and the checkpoint")->required();
   c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text)");
   c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();
@@ -440,28 +446,82 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   return kExitOk;
 }
 
-// `tessera train --gpu NAME` (checked by check_gpu_run): the one-GPU
-// training step's steps; DIR gets metrics.json (device: the GPU), no checkpoint.
-int run_on_gpu(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& t, std::ostream& out, std::ostream& err) {
-#if defined(TESSERA_HAVE_CUDNN)
-  auto run_directory = engine::RunDirectory::open(o.out);
-  if (!run_directory) return fail(err, run_directory.error().message);
-  auto metrics = engine::cuda::train_on_gpu(model, t, out);
-  if (!metrics) return fail(err, metrics.error().message);
-  const std::string device = engine::cuda_device_presence().description;
-  if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, o.estimate.request, metrics.value(), 0, device).dump(2) + "\n", "--out");
-      !s) {
-    return fail(err, s.error().message);
+// Rank 0 opens --out (one writer per directory, from here to the end of the
+// run) and writes `files` into it; every rank learns whether that worked
+// (collective), so that a rank failing its pre-flight alone does not leave
+// the others waiting in the first collective. Rank 0 gets the directory.
+Result<std::optional<engine::RunDirectory>> open_run_directory(const std::string& out, engine::comm::Communicator& world,
+                                                               const std::function<Status()>& files) {
+  std::optional<engine::RunDirectory> run_directory;
+  Status prepared = Status::success();
+  if (world.rank() == 0) {
+    auto opened = engine::RunDirectory::open(out);
+    if (!opened) {
+      prepared = opened.error();
+    } else {
+      run_directory.emplace(std::move(opened).value());
+      prepared = files();
+    }
   }
-  char line[240];
-  std::snprintf(line, sizeof line, "trained steps 1-%lld in bf16 on one GPU (%s): loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
-                static_cast<long long>(o.steps), device.c_str(), metrics->loss.front(), metrics->loss.back(), metrics->tokens_per_s,
-                metrics->achieved_flops_per_s / 1e9);
-  out << line << "wrote " << o.out << "/metrics.json (no checkpoint: the GPU training step saves none yet)\n";
+  if (world.size() > 1) {
+    auto ready = engine::all_ranks_agree(world, prepared.ok());
+    if (!ready) return ready.error();
+    if (!ready.value() && prepared) return make_error(ErrorCode::io_error, "rank 0 could not prepare --out " + out + " (its message says why)");
+  }
+  if (!prepared) return prepared.error();
+  return run_directory;
+}
+
+// `tessera train --gpu NAME` (checked by check_gpu_run): the GPU training
+// step's steps on this rank's `device`, DDP over `world` where the launcher
+// started several ranks; rank 0 holds DIR, commits the checkpoints there
+// (the CPU engine's files, so either resumes the other's) and writes
+// config.json and metrics.json (device: the GPU).
+int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOptions t, engine::comm::Communicator& world, int device,
+               std::ostream& progress, std::ostream& err, const std::string& who) {
+  auto failed = [&](const std::string& message) { return fail(err, who + message); };
+#if defined(TESSERA_HAVE_CUDNN)
+  auto config_text = model_config_text(o.estimate.model);
+  if (!config_text) return failed(config_text.error().message);
+  t.model_config_text = checkpoint_config_text(config_text.value());
+  auto run_directory = open_run_directory(o.out, world, [&] { return write_file_atomically(o.out + "/config.json", t.model_config_text, "--out"); });
+  if (!run_directory) return failed(run_directory.error().message);
+  if (world.rank() == 0) {
+    t.run_directory = &run_directory.value().value();
+  } else {
+    t.run_directory_path = o.out;
+  }
+  const StopSignals signals;
+  t.stop_requested = [&signals] { return signals.received() != 0; };
+  const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s)};
+  auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
+  if (!metrics) return failed(metrics.error().message);
+  const std::string name = engine::cuda_device_presence().description;
+  if (world.rank() == 0) {
+    if (Status s = write_file_atomically(o.out + "/metrics.json", metrics_json(model, o.estimate.request, metrics.value(), 0, name).dump(2) + "\n", "--out");
+        !s) {
+      return failed(s.error().message);
+    }
+  }
+  if (metrics->stopped) {
+    err << "tessera: " + who + stopped_line(signals.received(), metrics.value(), o.out) + "\n";
+    return 128 + signals.received();
+  }
+  if (world.rank() != 0) return kExitOk;
+  if (metrics->loss.empty()) {
+    progress << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
+    return kExitOk;
+  }
+  const std::string where = world.size() == 1 ? "one GPU (" + name + ")" : std::to_string(world.size()) + " GPUs (" + name + ", DDP)";
+  char line[300];
+  std::snprintf(line, sizeof line, "trained steps %lld-%lld in bf16 on %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
+                static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), where.c_str(), metrics->loss.front(), metrics->loss.back(),
+                metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
+  progress << line << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json and metrics.json\n";
   return kExitOk;
 #else
-  (void)model, (void)t, (void)out;
-  return fail(err, "--gpu " + o.estimate.gpu + ": this build has no GPU training step");  // check_gpu_run refused it already
+  (void)model, (void)t, (void)world, (void)device, (void)progress;
+  return failed("--gpu " + o.estimate.gpu + ": this build has no GPU training step");  // check_gpu_run refused it already
 #endif
 }
 
@@ -496,11 +556,14 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
     o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
   }
   const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.world_size()) : world.size();
-  const bool on_gpu = o.estimate.gpu != "cpu";
-  if (on_gpu) {
-    if (Status s = check_gpu_run(o, ranks); !s) return failed(s.error().message);
-  }
   if (Status s = check_engine_supports(o.estimate.request, ranks); !s) return failed(s.error().message);
+  const bool on_gpu = o.estimate.gpu != "cpu";
+  int device = 0;
+  if (on_gpu) {
+    auto checked = check_gpu_run(o, world);
+    if (!checked) return failed(checked.error().message);
+    device = checked.value();
+  }
   auto options = engine_options(o);
   if (!options) return failed(options.error().message);
   engine::TrainOptions t = std::move(options).value();
@@ -508,7 +571,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
-  if (on_gpu) return run_on_gpu(o, model.value(), t, out, err);
+  if (on_gpu) return run_on_gpu(o, model.value(), t, world, device, progress, err, who);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request, model->config);
   const GpuProfile cpu = run_profile(t);
@@ -523,30 +586,17 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return failed(config_text.error().message);
   config_text = checkpoint_config_text(config_text.value());
-  std::optional<engine::RunDirectory> run_directory;
-  Status prepared = Status::success();
+  // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
+  auto run_directory = open_run_directory(o.out, world, [&] {
+    const EstimateReport report{model.value(), cpu, request, estimate.value()};
+    Status written = write_file_atomically(o.out + "/config.json", config_text.value(), "--out");
+    if (written) written = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
+    if (written && !o.plan.empty()) written = write_predicted_trace(o.plan, o.out + "/predicted_trace.json");
+    return written;
+  });
+  if (!run_directory) return failed(run_directory.error().message);
   if (leader) {
-    auto opened = engine::RunDirectory::open(o.out);  // one writer per directory, from here to the end
-    if (!opened) {
-      prepared = opened.error();
-    } else {
-      run_directory.emplace(std::move(opened).value());
-      // config.json next to model.safetensors: transformers' from_pretrained(--out) loads the checkpoint.
-      const EstimateReport report{model.value(), cpu, request, estimate.value()};
-      prepared = write_file_atomically(o.out + "/config.json", config_text.value(), "--out");
-      if (prepared) prepared = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
-      if (prepared && !o.plan.empty()) prepared = write_predicted_trace(o.plan, o.out + "/predicted_trace.json");
-    }
-  }
-  if (world.size() > 1) {
-    // A rank that fails its pre-flight alone must not leave the others waiting in the first collective.
-    auto ready = engine::all_ranks_agree(world, prepared.ok());
-    if (!ready) return failed(ready.error().message);
-    if (!ready.value()) return prepared ? failed("rank 0 could not prepare --out " + o.out + " (its message says why)") : failed(prepared.error().message);
-  }
-  if (!prepared) return failed(prepared.error().message);
-  if (leader) {
-    t.run_directory = &run_directory.value();
+    t.run_directory = &run_directory.value().value();
   } else {
     t.run_directory_path = o.out;
   }

@@ -269,8 +269,7 @@ class PieceReader {
 };
 
 // The fp32 weights of every piece of the optimizer's shard, from model.safetensors.
-template <typename T>
-Status restore_piece_weights(const std::string& path, int64_t step, const planner::Model& description, const Transformer<T>& model,
+Status restore_piece_weights(const std::string& path, int64_t step, const planner::Model& description, const ParameterNames& model,
                              OptimizerShard& optimizer, TensorParallelRank tp) {
   auto weights = SafetensorsReader::open(path);
   if (!weights) return weights.error();
@@ -278,8 +277,7 @@ Status restore_piece_weights(const std::string& path, int64_t step, const planne
   PieceReader reader(weights.value(), description, tp);
   for (const planner::ShardPiece& piece : optimizer.pieces()) {
     const auto p = static_cast<size_t>(piece.parameter);
-    if (Status s = reader.read(p, model.parameter_names()[p], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
-                               optimizer.weights() + piece.offset_in_shard);
+    if (Status s = reader.read(p, model.names[p], model.shapes[p], piece.offset_in_parameter, piece.numel, optimizer.weights() + piece.offset_in_shard);
         !s) {
       return s;
     }
@@ -304,6 +302,11 @@ Result<int> saved_ranks(const CommittedCheckpoint& checkpoint) {
 template <typename T>
 Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& description, Transformer<T>& model,
                                          OptimizerShard& optimizer, planner::OptimizerKind kind, TensorParallelRank tp) {
+  return load_checkpoint(checkpoint, description, ParameterNames{model.parameter_names(), model.parameter_shapes()}, optimizer, kind, tp);
+}
+
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& description, const ParameterNames& model,
+                                         OptimizerShard& optimizer, planner::OptimizerKind kind, TensorParallelRank tp) {
   const int64_t step = checkpoint.manifest.step;
   const std::string whole_path = checkpoint.file(kOptimizerFileName);
   const bool whole_states = std::filesystem::exists(whole_path);
@@ -322,7 +325,7 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
     for (const planner::ShardPiece& piece : optimizer.pieces()) {
       const auto p = static_cast<size_t>(piece.parameter);
       for (size_t s = 0; s < suffixes.size(); ++s) {
-        if (Status read = reader.read(p, model.parameter_names()[p] + suffixes[s], model.parameter_shapes()[p], piece.offset_in_parameter, piece.numel,
+        if (Status read = reader.read(p, model.names[p] + suffixes[s], model.shapes[p], piece.offset_in_parameter, piece.numel,
                                       optimizer.state(static_cast<int>(s)) + piece.offset_in_shard);
             !read) {
           return read.error();
@@ -354,7 +357,7 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
     if (!chunk) return chunk.error();
     saved.gemini.chunk_size = chunk.value();
   }
-  std::vector<std::vector<std::pair<int, planner::ShardPiece>>> saved_pieces(model.parameter_names().size());  // per parameter
+  std::vector<std::vector<std::pair<int, planner::ShardPiece>>> saved_pieces(model.names.size());  // per parameter
   std::vector<int64_t> saved_numel(static_cast<size_t>(ranks.value()));
   for (int r = 0; r < ranks.value(); ++r) {
     const planner::OptimizerLayout layout = planner::optimizer_layout(description, saved, ranks.value(), r);

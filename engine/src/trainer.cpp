@@ -17,6 +17,7 @@
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/parallel/pipeline.h"
 #include "tessera/engine/parallel/strategy.h"
+#include "tessera/engine/run_checkpoints.h"
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/pipeline_stage_model.h"
@@ -65,45 +66,6 @@ void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, doubl
   }
 }
 
-std::string format_double(double value) {
-  char text[40];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return text;
-}
-
-// What the run computes, recorded in each checkpoint's manifest and compared
-// on resume. Left out on purpose: --steps and --save-every (how long, not
-// what), --recompute (the same numbers, recomputed), --seed (only the
-// initialisation, which a resume does not repeat), the plugin and the number
-// of ranks (the checkpoint loads into any layout with the same global batch).
-std::vector<RunSetting> run_settings(const planner::Model& model, const TrainOptions& o, const TokenDataset& data) {
-  const int64_t ranks = o.data_parallel_group != nullptr ? o.data_parallel_group->size() : 1;
-  const int64_t global_batch = ranks * o.num_micro_batches * o.micro_batch_size;
-  Crc32 config;
-  config.update(o.model_config_text.data(), o.model_config_text.size());
-  std::vector<RunSetting> settings{
-      {"model", "--model", model.config.name + " (" + std::to_string(model.parameter_count) + " parameters, config.json CRC-32 " + config.hex() + ")"},
-      {"precision", "--precision", std::string(enum_name(o.precision))},
-      {"micro_batch_size", "--micro-batch", std::to_string(o.micro_batch_size)},
-      {"seq_len", "--seq", std::to_string(o.seq_len)},
-      // Sequences per step over all ranks: the same on 2 ranks × 8 micro-batches as on 4 × 4.
-      {"global_batch", "the global batch (ranks × --micro-batches × --micro-batch)", std::to_string(global_batch) + " sequences"},
-      {"optimizer", "--optimizer", std::string(enum_name(o.optimizer.kind))},
-      {"learning_rate", "--lr", format_double(o.optimizer.learning_rate)},
-      {"data", "--data", std::to_string(data.tokens.size()) + " tokens, CRC-32 " + data.crc32}};
-  if (o.precision == planner::Precision::fp16) {
-    settings.push_back({"loss_scale_window", "--loss-scale-window", std::to_string(o.loss_scaler.growth_interval)});
-    settings.push_back({"hysteresis", "--hysteresis", std::to_string(o.loss_scaler.hysteresis)});
-  }
-  return settings;
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : "; ") + item;
-  return out;
-}
-
 // One run of the training loop for parameters stored as T (float, bf16 or fp16).
 template <typename T>
 class TrainingRun {
@@ -111,7 +73,7 @@ class TrainingRun {
   using W = compute_t<T>;
 
   TrainingRun(const planner::Model& model, const TrainOptions& o, const TokenDataset& data, std::ostream& progress, bool terminal)
-      : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data)),
+      : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data, group_size(o.data_parallel_group))),
         placement_(placement_of(o)), stage_model_(planner::stage_model(model, placement_)),
         local_model_(planner::tp_rank_model(stage_model_, group_size(o.tensor_parallel_group))),
         own_group_(o.data_parallel_group == nullptr ? comm::make_local_communicator() : nullptr),
@@ -138,7 +100,6 @@ class TrainingRun {
 
  private:
   Status resume_from_checkpoint();
-  Result<std::optional<CommittedCheckpoint>> checkpoint_to_resume();
   // What a shard file records of the layout that wrote it (checkpoint.h).
   std::map<std::string, std::string> shard_layout() const {
     std::map<std::string, std::string> layout{{"plugin", std::string(enum_name(o_.plugin.kind))}};
@@ -269,57 +230,12 @@ Status TrainingRun<T>::prepare() {
   return Status::success();
 }
 
-// Rank 0, which holds the run directory, decides: the verified checkpoint to
-// continue from, none (start at step 1), or a refusal.
-template <typename T>
-Result<std::optional<CommittedCheckpoint>> TrainingRun<T>::checkpoint_to_resume() {
-  RunDirectory* dir = o_.run_directory;
-  if (dir == nullptr) return std::optional<CommittedCheckpoint>();
-  if (!o_.resume) {
-    if (!dir->holds_checkpoint()) return std::optional<CommittedCheckpoint>();
-    return make_error(ErrorCode::invalid_argument, "--out: " + dir->path() + " holds a checkpoint already; add --resume to continue it, or choose another --out");
-  }
-  auto committed = dir->committed();
-  if (!committed) return committed.error();
-  if (!committed->has_value()) {
-    if (dir->holds_checkpoint()) {
-      return make_error(ErrorCode::invalid_argument, "--resume: " + dir->path() +
-                                                         " holds model.safetensors and optimizer.safetensors without a manifest (an earlier tessera "
-                                                         "wrote them), so they cannot be verified; start a new run in another --out");
-    }
-    progress_ << "no checkpoint in " << dir->path() << " yet: starting at step 1\n";
-    return std::optional<CommittedCheckpoint>();
-  }
-  const CommittedCheckpoint& checkpoint = committed->value();
-  const std::vector<std::string> changes = changed_settings(checkpoint.manifest.settings, settings_);
-  if (!changes.empty() && !o_.allow_changes) {
-    return make_error(ErrorCode::invalid_argument, "--resume: the checkpoint in " + dir->path() + " (step " + std::to_string(checkpoint.manifest.step) +
-                                                       ") was trained otherwise: " + joined(changes) +
-                                                       "; give the same options, or add --allow-changes to continue with the new ones");
-  }
-  for (const std::string& change : changes) progress_ << "note: --allow-changes: " << change << "\n";
-  return std::optional<CommittedCheckpoint>(checkpoint);
-}
-
-// Collective: rank 0's decision goes to every rank (the step to load, 0 for
-// none, -1 for a refusal), then each rank loads what it holds.
+// Collective: rank 0's decision goes to every rank, then each rank loads what it holds.
 template <typename T>
 Status TrainingRun<T>::resume_from_checkpoint() {
-  auto decided = checkpoint_to_resume();
-  std::optional<CommittedCheckpoint> checkpoint = decided.ok() ? decided.value() : std::nullopt;
-  if (world_.size() > 1) {
-    double step = !decided.ok() ? -1.0 : checkpoint ? static_cast<double>(checkpoint->manifest.step) : 0.0;
-    if (Status s = control_->broadcast(&step, &step, 1, comm::DataType::f64, 0); !s) return s;
-    if (step < 0) return decided.ok() ? make_error(ErrorCode::invalid_argument, "--resume: rank 0 refused the checkpoint (its message says why)") : decided.error();
-    if (step > 0 && !checkpoint) {
-      CommittedCheckpoint verified_by_rank_0;
-      verified_by_rank_0.manifest.step = static_cast<int64_t>(step);
-      verified_by_rank_0.directory = RunDirectory::checkpoint_path(o_.run_directory_path, static_cast<int64_t>(step));
-      checkpoint = verified_by_rank_0;
-    }
-  } else if (!decided) {
-    return decided.error();
-  }
+  auto agreed = agree_on_checkpoint(world_.size() > 1 ? control_.get() : nullptr, o_, settings_, progress_);
+  if (!agreed) return agreed.error();
+  const std::optional<CommittedCheckpoint>& checkpoint = agreed.value();
   if (!checkpoint) return Status::success();
   auto position = load_checkpoint(*checkpoint, stage_model_, *net_, optimizer(), o_.optimizer.kind, tensor_parallel_rank());
   auto loaded = all_ranks(position.ok());
@@ -435,14 +351,9 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
 // Rank 0: the manifest over `files` (and config.json), then the commit.
 template <typename T>
 Status TrainingRun<T>::commit_files(RunDirectory& dir, const CheckpointStaging& staging, std::vector<CheckpointFile> files, int64_t step) {
-  CheckpointManifest manifest{step, run_id_, std::move(files), settings_};
-  if (!o_.model_config_text.empty()) {
-    auto config = write_new_file(staging.directory + "/config.json", o_.model_config_text);
-    if (!config) return config.error();
-    manifest.files.push_back({"config.json", config.value()});
-  }
   const bool sharded = saves_shard_files();
-  return dir.commit(staging, manifest, sharded ? std::vector<std::string>{kModelFileName} : std::vector<std::string>{kModelFileName, kOptimizerFileName});
+  return commit_checkpoint_files(dir, staging, CheckpointManifest{step, run_id_, std::move(files), settings_}, o_.model_config_text,
+                                 sharded ? std::vector<std::string>{kModelFileName} : std::vector<std::string>{kModelFileName, kOptimizerFileName});
 }
 
 // A step whose loss or gradients are not finite: the optimizer has not
@@ -460,15 +371,13 @@ Error TrainingRun<T>::diverged(const std::string& what, int64_t step, int64_t po
 }
 
 // Forward and backward over this rank's micro-batches of the step, then the
-// gradients reduced over the ranks; an error when stopped. The step's global
-// batch is consecutive sequences from the data position; rank r takes the
-// r-th share, so the ranks together see what one rank with all the
-// micro-batches would. Returns the mean loss over all ranks; nullopt when a stop was requested.
+// gradients reduced over the ranks; an error when stopped. Each rank reads
+// its share of the step's global batch (rank_share_position). Returns the mean loss over all ranks; nullopt when a stop was requested.
 template <typename T>
 Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_scale) {
   parallel_->zero_gradients();
   const int64_t k = o_.num_micro_batches, sequence_tokens = o_.micro_batch_size * o_.seq_len;
-  loader_->seek(start_of_step_ + group_.rank() * k * sequence_tokens);
+  loader_->seek(rank_share_position(start_of_step_, group_.rank(), k, sequence_tokens));
   double loss = 0;
   if (pipeline_group_ != nullptr) {
     auto stage_loss = run_pipeline(loss_scale);

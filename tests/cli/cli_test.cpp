@@ -525,7 +525,7 @@ TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {
 }
 
 // Issue 15: `--gpu NAME` refuses, in one line naming the option, what the
-// one-GPU training step does not run; then, on a machine without a GPU, says
+// GPU training step does not run (mpirun's ranks: tests/parallel/gpu_refusals.sh); then, on a machine without a GPU, says
 // there is none (or that the build has no CUDA).
 TEST(Cli, TrainOnAGpuSaysWhyItCannot) {
   const CliRun r = run({"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g", "--precision", "bf16"});
@@ -544,16 +544,16 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
     std::vector<std::string> options;
     std::string message;
   };
-  const std::string gpu = "tessera: error: --gpu h100-80g: ";
   for (const Refusal& refusal : std::vector<Refusal>{
            {{"--precision", "fp32"}, "tessera: error: --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16\n"},
            {{"--precision", "bf16", "--recompute", "full"}, "tessera: error: --recompute full: the GPU training step keeps every activation; use --recompute none\n"},
            {{"--precision", "bf16", "--micro-batches", "2"},
             "tessera: error: --micro-batches 2: the GPU training step takes one micro-batch per step; use --micro-batches 1\n"},
-           {{"--precision", "bf16", "--plugin", "gemini"}, "tessera: error: --plugin gemini: on one GPU the engine runs no sharding plugin; use --plugin torch_ddp\n"},
+           {{"--precision", "bf16", "--plugin", "gemini"}, "tessera: error: --plugin gemini: on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp\n"},
            {{"--precision", "bf16", "--dp", "2"},
-            gpu + "the GPU training step runs on one GPU and one rank (no parallelism yet); launch without mpirun, with --dp, --tp and --pp 1\n"},
-           {{"--precision", "bf16", "--resume"}, "tessera: error: --resume: the GPU training step writes no checkpoint and replays no plan yet; leave it out\n"}}) {
+            "tessera: error: dp 2 × tp 1 × pp 1 needs 2 ranks but no launcher started other ranks; launch with mpirun -np 2 tessera train ...\n"},
+           {{"--precision", "bf16", "--device-memory", "6"},
+            "tessera: error: --device-memory: the GPU training step replays no plan and caps no memory yet; leave it out\n"}}) {
     std::vector<const char*> args{"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g"};
     for (const std::string& option : refusal.options) args.push_back(option.c_str());
     const CliRun r = run(args);

@@ -25,12 +25,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "../kernels/kernel_check.h"
 #include "device_buffer.h"
+#include "small_models.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/optimizer.h"
@@ -42,28 +42,7 @@ namespace {
 
 using GptTrainingOnGpu = GpuTest;
 
-planner::Model small_model(const char* json) {
-  auto config = planner::parse_model_config(json, "small");
-  EXPECT_TRUE(config.ok());
-  planner::ModelConfig c = config.value();
-  c.name = "small";
-  return planner::make_model(c);
-}
-
-// GPT-2 (LayerNorm, GELU, learned positions, tied head, q | k | v per token)
-// and Qwen2 (RMSNorm, SwiGLU of an awkward 200, RoPE, grouped-query heads 4:2
-// of 32, q/k/v biases, untied head, q, k, v in three blocks).
-const char* kSmallGpt2 = R"({"model_type":"gpt2","vocab_size":97,"n_embd":128,"n_layer":2,"n_head":2,"n_positions":64})";
-const char* kSmallQwen2 = R"({"model_type":"qwen2","vocab_size":97,"hidden_size":128,"num_hidden_layers":2,"num_attention_heads":4,
-                             "num_key_value_heads":2,"intermediate_size":200})";
 planner::Model small_gpt2() { return small_model(kSmallGpt2); }
-
-std::vector<int32_t> random_tokens(size_t n, int32_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> out(n);
-  for (auto& t : out) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
-  return out;
-}
 
 double norm(const std::vector<double>& x) {
   double sum = 0;
@@ -154,6 +133,33 @@ void check_one_step(const planner::Model& model) {
 TEST_F(GptTrainingOnGpu, OneStepMatchesTheCpuModel) {
   check_one_step(small_model(kSmallGpt2));
   check_one_step(small_model(kSmallQwen2));
+}
+
+// A checkpoint's state (save_state, restore_state): a fresh step restored
+// from another's state after 2 steps holds its parameters bit for bit, and
+// the next step on both (AdamW's step count and moments restored) gives the
+// same bits again. The files themselves are the CPU engine's
+// (flat_checkpoint.h; tests/engine/checkpoint_test.cpp).
+TEST_F(GptTrainingOnGpu, SavedStateRestoresTheSameSteps) {
+  const planner::Model model = small_gpt2();
+  const int64_t B = 2, T = 37;
+  MemoryLedger ledger;
+  auto first = GptTraining::create(model, ledger, B, T, 5, OptimizerOptions{});
+  auto second = GptTraining::create(model, ledger, B, T, 9, OptimizerOptions{});  // another seed: other initial weights
+  ASSERT_TRUE(first.ok() && second.ok());
+  for (uint32_t step = 0; step < 2; ++step) {
+    const auto tokens = random_tokens(B * T, 97, 10 + step), targets = random_tokens(B * T, 97, 20 + step);
+    ASSERT_TRUE((*first)->step(tokens.data(), targets.data()).ok());
+  }
+  FlatAdamWState state(model);
+  ASSERT_TRUE((*first)->save_state(state).ok());
+  EXPECT_EQ(state.steps_taken(), 2);
+  ASSERT_TRUE((*second)->restore_state(state).ok());
+  kernels::testing::expect_bits_equal("restored parameters", (*second)->parameters(), (*first)->parameters());
+  const auto tokens = random_tokens(B * T, 97, 30), targets = random_tokens(B * T, 97, 31);
+  ASSERT_TRUE((*first)->step(tokens.data(), targets.data()).ok());
+  ASSERT_TRUE((*second)->step(tokens.data(), targets.data()).ok());
+  kernels::testing::expect_bits_equal("parameters one step after the restore", (*second)->parameters(), (*first)->parameters());
 }
 
 TEST(GptTrainingRefusals, OneLineForWhatItDoesNotTrain) {

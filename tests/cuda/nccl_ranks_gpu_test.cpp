@@ -20,6 +20,7 @@
 #include "../support/rank_checker.h"
 #include "tessera/engine/comm/mpi.h"
 #include "tessera/engine/comm/nccl.h"
+#include "tessera/engine/device/rank_device.h"
 
 namespace tessera::engine::comm {
 namespace {
@@ -98,12 +99,12 @@ int run(MpiRuntime& runtime) {
     return 1;
   }
   Communicator& world = **mpi;
-  // One GPU per rank of this machine: Open MPI's local rank, else the world rank.
-  const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  const int device = local_rank != nullptr ? std::atoi(local_rank) : world.rank();
+  // One GPU per rank of this machine, by the rule tessera train --gpu follows.
   int devices = 0;
-  const bool usable = cudaGetDeviceCount(&devices) == cudaSuccess && device < devices;
-  double missing = usable ? 0.0 : 1.0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  const auto local = device_of_local_rank(local_rank_of(world.rank(), world.size(), std::getenv), devices);
+  const int device = local.ok() ? local.value() : 0;
+  double missing = local.ok() ? 0.0 : 1.0;
   if (Status s = (*bootstrap)->all_reduce(&missing, &missing, 1, ReduceOp::max); !s || missing > 0) {
     if (world.rank() == 0) std::printf("nccl_ranks_gpu_test: skipped: %d ranks need a GPU each; this machine has %d\n", world.size(), devices);
     return 77;

@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "../support/scratch_dir.h"
+#include "tessera/engine/flat_checkpoint.h"
+#include "tessera/engine/run_checkpoints.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/safetensors.h"
 #include "tessera/engine/trainer.h"
@@ -166,6 +168,55 @@ TEST(Checkpoint, ResumeContinuesBitIdentically) {
     std::filesystem::remove_all(straight);
     std::filesystem::remove_all(split);
   }
+}
+
+// The GPU step's checkpoints (flat_checkpoint.h): a bf16 CPU run's
+// checkpoint at step 2 loads into the host copy the GPU step keeps, which,
+// written back as the GPU loop writes it, gives the same bytes as the CPU's
+// own files; and a CPU run resumes it to step 4 with the bytes of 4 straight.
+TEST(Checkpoint, TheGpuStepsFilesAreTheCpusBothWays) {
+  const std::string straight = fresh_directory("tessera-flat-straight"), cpu = fresh_directory("tessera-flat-cpu"),
+                    gpu = fresh_directory("tessera-flat-gpu");
+  const planner::Model model = planner::load_model("tiny-gpt2").value();
+  ASSERT_TRUE(train_in(straight, tiny_run(4, false, planner::Precision::bf16)).ok());
+  ASSERT_TRUE(train_in(cpu, tiny_run(2, false, planner::Precision::bf16)).ok());
+
+  FlatAdamWState state(model);
+  TrainingPosition position;
+  std::string run_id;
+  {
+    auto directory = RunDirectory::open(cpu);
+    ASSERT_TRUE(directory.ok());
+    auto committed = directory->committed();
+    ASSERT_TRUE(committed.ok() && committed->has_value());
+    auto loaded = load_flat_checkpoint(committed->value(), model, state);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+    position = loaded.value();
+    run_id = committed->value().manifest.run_id;
+  }
+  EXPECT_EQ(position.step, 2);
+  EXPECT_EQ(state.steps_taken(), 2);
+  {
+    const TrainOptions options = tiny_run(4, true, planner::Precision::bf16);
+    auto data = load_training_data(options.data_path, model.config, options.micro_batch_size, options.seq_len);
+    ASSERT_TRUE(data.ok());
+    auto directory = RunDirectory::open(gpu);
+    ASSERT_TRUE(directory.ok());
+    auto staging = directory.value().stage(position.step);
+    ASSERT_TRUE(staging.ok());
+    auto files = write_flat_checkpoint_files(staging->directory, model, state, position);
+    ASSERT_TRUE(files.ok()) << files.error().message;
+    const CheckpointManifest manifest{position.step, run_id, std::move(files).value(), run_settings(model, options, data.value(), 1)};
+    ASSERT_TRUE(commit_checkpoint_files(directory.value(), staging.value(), manifest, options.model_config_text, {kModelFileName, kOptimizerFileName}).ok());
+  }
+  EXPECT_EQ(file_bytes(cpu + "/model.safetensors"), file_bytes(gpu + "/model.safetensors"));
+  EXPECT_EQ(file_bytes(cpu + "/optimizer.safetensors"), file_bytes(gpu + "/optimizer.safetensors"));
+  auto resumed = train_in(gpu, tiny_run(4, true, planner::Precision::bf16));
+  ASSERT_TRUE(resumed.ok()) << resumed.error().message;
+  EXPECT_EQ(resumed->first_step, 3);
+  EXPECT_EQ(file_bytes(straight + "/model.safetensors"), file_bytes(gpu + "/model.safetensors"));
+  EXPECT_EQ(file_bytes(straight + "/optimizer.safetensors"), file_bytes(gpu + "/optimizer.safetensors"));
+  for (const std::string& dir : {straight, cpu, gpu}) std::filesystem::remove_all(dir);
 }
 
 TEST(Checkpoint, OnlyTheCommittedCheckpointIsKept) {

@@ -27,6 +27,7 @@
 #include "tessera/engine/model/initialization.h"
 #include "tessera/engine/model/parameter_slots.h"
 #include "tessera/engine/ops/linear.h"
+#include "tessera/engine/parallel/ddp_buckets.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/sharding.h"
 
@@ -46,6 +47,9 @@ void check(cudaError_t error, const char* what) {
 }
 void check(const std::string& error, const char* what) {
   if (!error.empty()) throw StepError(std::string(what) + ": " + error);
+}
+void check(const Status& status) {
+  if (!status.ok()) throw StepError(status.error().message);
 }
 
 // One block of device memory from the caching allocator, given back with its owner.
@@ -93,6 +97,10 @@ struct GptTraining::State {
   OptimizerOptions options;
   int64_t steps = 0;
   MemoryLedger* ledger = nullptr;
+  // Data parallelism: the ranks' communicator, the CPU engine's buckets, how many this backward has started.
+  comm::Communicator* group = nullptr;
+  std::optional<DdpBucketPlan> buckets;
+  size_t started_buckets = 0;
 
   CudaDeviceMemory memory;
   CudaEvents events;
@@ -188,6 +196,24 @@ struct GptTraining::State {
     check(rope_rotate(x, B, Tn, heads, config.head_dim, stride, rotary_dim(), config.rope_theta, inverse, nullptr), "rope");
   }
 
+  int64_t data_parallel_size() const { return group != nullptr ? group->size() : 1; }
+  // Starts the all-reduce of every bucket complete once `layer`'s backward
+  // (queued on the compute stream) is done: the communicator's stream waits
+  // for an event recorded on the compute stream here (comm/nccl.h).
+  void start_complete_buckets(int layer) {
+    if (group == nullptr) return;
+    for (const size_t complete = buckets->complete_after(layer); started_buckets < complete; ++started_buckets) {
+      const DdpBucket& b = buckets->buckets()[started_buckets];
+      check(group->start_all_reduce(grads.as<T>() + b.begin, grads.as<T>() + b.begin, static_cast<size_t>(b.end - b.begin), comm::ReduceOp::sum));
+    }
+  }
+  // The optimizer reads the gradients only after every bucket's sum has arrived.
+  void finish_reductions() {
+    if (group == nullptr) return;
+    started_buckets = 0;
+    check(group->finish_started());
+  }
+
   void block_forward(int l, const T* x, T* out);
   void block_backward(int l);
   double forward(const int32_t* host_tokens, const int32_t* host_targets);
@@ -250,7 +276,9 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   T* h = static_cast<T*>(last_stage.find("head_input"));
   norm_forward(h, static_cast<float*>(last_stage.find("final_norm_stats")), final_input, slots.final_norm_w, slots.final_norm_b);
   linear_forward(logits.as<T>(), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
-  check(fused_cross_entropy(losses.as<float>(), logits.as<T>(), targets.as<int32_t>(), N, V, V, 1.0f / static_cast<float>(N), true, nullptr),
+  // The mean over the global batch: this rank's N tokens of dp · N (the reduced sum is the mean gradient).
+  const float scale = static_cast<float>(1.0 / static_cast<double>(N * data_parallel_size()));
+  check(fused_cross_entropy(losses.as<float>(), logits.as<T>(), targets.as<int32_t>(), N, V, V, scale, true, nullptr),
         "cross-entropy");
   std::vector<float> host(static_cast<size_t>(N));
   check(cudaMemcpy(host.data(), losses.as<float>(), host.size() * sizeof(float), cudaMemcpyDeviceToHost), "copying the losses");
@@ -313,10 +341,15 @@ void GptTraining::State::backward() {
                   cpu::WeightLayout::out_in);
   norm_backward(dres, dnarrow, static_cast<T*>(last_stage.find("final_norm_input")), static_cast<float*>(last_stage.find("final_norm_stats")),
                 slots.final_norm_w, slots.final_norm_b);
-  for (int l = L - 1; l >= 0; --l) block_backward(l);
+  start_complete_buckets(L);  // the head
+  for (int l = L - 1; l >= 0; --l) {
+    block_backward(l);
+    start_complete_buckets(l);
+  }
   const cpu::VocabSlice vocab{0, V};
   check(embedding_backward(grad(slots.wte), dres, tokens.as<int32_t>(), N, C, vocab, nullptr), "embedding backward");
   if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
+  start_complete_buckets(planner::kEmbeddingLayer);
 }
 
 // The CPU optimizer's step (Optimizer::apply): the global norm, clipping to
@@ -346,7 +379,7 @@ GptTraining::GptTraining(std::unique_ptr<State> state) : state_(std::move(state)
 GptTraining::~GptTraining() = default;
 
 Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                                         uint64_t seed, const OptimizerOptions& options) {
+                                                         uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel) {
   const planner::ModelConfig& c = model.config;
   if (options.kind != planner::OptimizerKind::adamw) return make_error(ErrorCode::unsupported, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
@@ -373,6 +406,10 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   for (const planner::FlatParameter& flat : s->order) shapes.push_back(model.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
   s->decay = decay_mask(shapes);
   s->numel = model.inventory.parameter_count();
+  if (data_parallel.group != nullptr && data_parallel.group->size() > 1) {
+    s->group = data_parallel.group;
+    s->buckets.emplace(model.inventory, s->order, s->numel, data_parallel.bucket_bytes, static_cast<int64_t>(sizeof(T)));
+  }
   s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger);
   s->attention = std::make_unique<Attention>(*s->allocator);
   if (!s->attention->error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->attention->error());
@@ -438,6 +475,7 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
     GpuStepResult result;
     result.loss = s.forward(tokens, targets);
     s.backward();
+    s.finish_reductions();
     const std::optional<double> norm = s.optimizer_step();
     result.updated = norm.has_value();
     result.grad_norm = norm.value_or(NAN);
@@ -446,6 +484,37 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
   } catch (const std::exception& e) {
     return make_error(ErrorCode::unsupported, std::string("GPU step: ") + e.what());
   }
+}
+
+Status GptTraining::save_state(FlatAdamWState& state) const {
+  const State& s = *state_;
+  const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
+  try {
+    check(cudaMemcpy(state.weights(), s.master.as<float>(), bytes, cudaMemcpyDeviceToHost), "copying the master weights");
+    check(cudaMemcpy(state.state(0), s.m.as<float>(), bytes, cudaMemcpyDeviceToHost), "copying AdamW's exp_avg");
+    check(cudaMemcpy(state.state(1), s.v.as<float>(), bytes, cudaMemcpyDeviceToHost), "copying AdamW's exp_avg_sq");
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::io_error, std::string("GPU checkpoint: ") + e.what());
+  }
+  state.set_steps_taken(s.steps);
+  return Status::success();
+}
+
+Status GptTraining::restore_state(FlatAdamWState& state) {
+  State& s = *state_;
+  const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
+  std::vector<T> rounded(static_cast<size_t>(s.numel));
+  for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = narrow<T>(state.weights()[i]);
+  try {
+    check(cudaMemcpy(s.master.as<float>(), state.weights(), bytes, cudaMemcpyHostToDevice), "copying the master weights");
+    check(cudaMemcpy(s.m.as<float>(), state.state(0), bytes, cudaMemcpyHostToDevice), "copying AdamW's exp_avg");
+    check(cudaMemcpy(s.v.as<float>(), state.state(1), bytes, cudaMemcpyHostToDevice), "copying AdamW's exp_avg_sq");
+    check(cudaMemcpy(s.params.as<T>(), rounded.data(), rounded.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the parameters");
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::io_error, std::string("GPU checkpoint: ") + e.what());
+  }
+  s.steps = state.steps_taken();
+  return Status::success();
 }
 
 std::vector<bf16> GptTraining::parameters() const {

@@ -1,5 +1,7 @@
-// The one-GPU training loop; see cuda/gpu_train.h.
+// The GPU training loop, on one GPU or one per rank; see cuda/gpu_train.h.
 #include "tessera/engine/cuda/gpu_train.h"
+
+#include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cmath>
@@ -7,43 +9,169 @@
 #include <memory>
 #include <vector>
 
+#include "tessera/engine/checkpoint.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/data.h"
+#include "tessera/engine/flat_checkpoint.h"
+#include "tessera/engine/parallel/rank_reports.h"
+#include "tessera/engine/run_checkpoints.h"
 #include "tessera/planner/flops.h"
+#if defined(TESSERA_HAVE_NCCL)
+#include "tessera/engine/comm/nccl.h"
+#endif
 
 namespace tessera::engine::cuda {
+namespace {
 
-Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, std::ostream& progress) {
+// The gradients' communicator over the launcher's ranks, on this rank's device.
+Result<std::unique_ptr<comm::Communicator>> data_parallel_group(const GpuRun& run) {
+#if defined(TESSERA_HAVE_NCCL)
+  return comm::make_nccl_communicator(*run.world, comm::NcclOptions{run.device, nullptr, run.comm_timeout});
+#else
+  (void)run;
+  return make_error(ErrorCode::unsupported, "--gpu: this build has no NCCL (CMake found none), so it trains on one GPU only; launch without mpirun");
+#endif
+}
+
+// Whether every rank got `made` (collective): a rank that failed alone must
+// not leave the others waiting in the first all-reduce. `what` failed otherwise.
+template <typename X>
+Status every_rank_has(comm::Communicator* world, const Result<X>& made, const char* what) {
+  if (world == nullptr || world->size() == 1) return made.ok() ? Status::success() : Status(made.error());
+  auto agreed = all_ranks_agree(*world, made.ok());
+  if (!agreed) return agreed.error();
+  if (!made.ok()) return made.error();
+  if (!agreed.value()) return make_error(ErrorCode::unsupported, std::string("another rank could not ") + what + " (its message says why)");
+  return Status::success();
+}
+
+// Rank 0 (which holds the run directory) commits the checkpoint of `step`:
+// the device's master weights and AdamW states copied to the host and written
+// as a one-rank CPU run writes them (flat_checkpoint.h); the ranks' states are
+// the same bits, so one copy is all of them, as the CPU engine's DDP saves.
+Status save_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, const std::vector<RunSetting>& settings,
+                       const std::string& run_id, int64_t step, int64_t data_position) {
+  RunDirectory* dir = options.run_directory;
+  if (dir == nullptr) return Status::success();
+  FlatAdamWState state(model);  // save-time host memory, outside the training ledger
+  if (Status s = gpu.save_state(state); !s) return s;
+  auto staging = dir->stage(step);
+  if (!staging) return staging.error();
+  auto files = write_flat_checkpoint_files(staging->directory, model, state, TrainingPosition{step, data_position, {}});
+  if (!files) return files.error();
+  return commit_checkpoint_files(*dir, staging.value(), CheckpointManifest{step, run_id, std::move(files).value(), settings}, options.model_config_text,
+                                 {kModelFileName, kOptimizerFileName});
+}
+
+// --resume: every rank loads the checkpoint rank 0 verified (a CPU run's
+// too) into its device, and continues its run id; the position to start
+// from (step 0 without one).
+Result<TrainingPosition> resume(const planner::Model& model, const TrainOptions& options, comm::Communicator* world, const std::vector<RunSetting>& settings,
+                                GptTraining& gpu, std::string& run_id, std::ostream& progress) {
+  auto checkpoint = agree_on_checkpoint(world, options, settings, progress);
+  if (!checkpoint) return checkpoint.error();
+  if (!checkpoint.value()) return TrainingPosition{};
+  FlatAdamWState state(model);  // resume-time host memory, outside the training ledger
+  auto loaded = load_flat_checkpoint(**checkpoint, model, state);
+  if (Status s = every_rank_has(world, loaded, "load the checkpoint"); !s) return s.error();
+  if (Status s = gpu.restore_state(state); !s) return s.error();
+  if (!checkpoint.value()->manifest.run_id.empty()) run_id = checkpoint.value()->manifest.run_id;
+  return loaded;
+}
+
+// Whether to stop before the next step (a signal, TrainOptions::stop_requested),
+// agreed at step boundaries so that no rank abandons a step the others finish. Collective.
+Result<bool> stop_agreed(const TrainOptions& options, comm::Communicator* world) {
+  const bool stop = options.stop_requested && options.stop_requested();
+  if (world == nullptr) return stop;
+  auto go_on = all_ranks_agree(*world, !stop);
+  if (!go_on) return go_on.error();
+  return !go_on.value();
+}
+
+}  // namespace
+
+Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, const GpuRun& run, std::ostream& progress) {
+  comm::Communicator* world = run.world != nullptr && run.world->size() > 1 ? run.world : nullptr;
+  const int ranks = world != nullptr ? world->size() : 1, rank = world != nullptr ? world->rank() : 0;
+  if (cudaError_t e = cudaSetDevice(run.device); e != cudaSuccess) {
+    return make_error(ErrorCode::unsupported, "--gpu: CUDA device " + std::to_string(run.device) + " cannot be used: " + cudaGetErrorString(e));
+  }
+  std::unique_ptr<comm::Communicator> group;
+  if (world != nullptr) {
+    auto made = data_parallel_group(run);
+    if (Status s = every_rank_has(world, made, "join the NCCL communicator"); !s) return s.error();
+    group = std::move(made).value();
+  }
   auto data = load_training_data(options.data_path, model.config, options.micro_batch_size, options.seq_len);
   if (!data) return data.error();
+  const std::vector<RunSetting> settings = run_settings(model, options, data.value(), ranks);
   TrainMetrics metrics;
-  auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer);
-  if (!made) return made.error();
+  auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
+                                  GpuDataParallel{group.get(), options.plugin.bucket_bytes});
+  if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
-  DataLoader loader(data.value(), options.micro_batch_size, options.seq_len);
-  const int64_t tokens_per_step = options.micro_batch_size * options.seq_len;
-  std::vector<int32_t> tokens(static_cast<size_t>(tokens_per_step)), targets(tokens.size());
+
+  std::string run_id = new_run_id();
+  auto resumed = resume(model, options, world, settings, *gpu, run_id, progress);
+  if (!resumed) return resumed.error();
+  const TrainingPosition start = resumed.value();
+  metrics.first_step = start.step + 1;
+  metrics.checkpoint_step = start.step;
+
+  DataLoader loader(data.value(), options.micro_batch_size, options.seq_len, start.data_position);
+  const int64_t rank_tokens = options.micro_batch_size * options.seq_len, tokens_per_step = ranks * rank_tokens;
+  std::vector<int32_t> tokens(static_cast<size_t>(rank_tokens)), targets(tokens.size());
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  const auto started = Clock::now();
+  for (int64_t step = metrics.first_step; step <= options.steps; ++step) {
+    const int64_t step_start = loader.position();
+    auto stop = stop_agreed(options, world);
+    if (!stop) return stop.error();
+    if (stop.value()) {  // the last complete step is committed, as the CPU trainer does
+      metrics.stopped = true;
+      if (step - 1 > metrics.checkpoint_step) {
+        if (Status s = save_checkpoint(model, options, *gpu, settings, run_id, step - 1, step_start); !s) return s.error();
+        metrics.checkpoint_step = step - 1;
+      }
+      break;
+    }
+    loader.seek(rank_share_position(step_start, rank, 1, rank_tokens));
     loader.next(tokens.data(), targets.data());
+    loader.seek(step_start + tokens_per_step);
     const auto began = Clock::now();
     auto result = gpu->step(tokens.data(), targets.data());
     if (!result) return result.error();
+    double loss = result->loss;  // the mean over the ranks, as the CPU trainer reports it (rank-order sum)
+    if (world != nullptr) {
+      if (Status s = world->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+      loss /= static_cast<double>(ranks);
+    }
     metrics.step_time_s.push_back(std::chrono::duration<double>(Clock::now() - began).count());
-    metrics.loss.push_back(result->loss);
+    metrics.loss.push_back(loss);
     metrics.grad_norm.push_back(result->grad_norm);
     metrics.loss_scale.push_back(1.0);
     char line[160];
     std::snprintf(line, sizeof line, "step %lld/%lld: loss %.4f, grad norm %.4f%s\n", static_cast<long long>(step), static_cast<long long>(options.steps),
-                  result->loss, result->grad_norm, result->updated ? "" : " (not finite: no update)");
+                  loss, result->grad_norm, result->updated ? "" : " (not finite: no update)");
     progress << line;
+    if (step == options.steps || (options.save_every > 0 && step % options.save_every == 0)) {
+      if (Status s = save_checkpoint(model, options, *gpu, settings, run_id, step, loader.position()); !s) return s.error();
+      metrics.checkpoint_step = step;
+    }
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  metrics.tokens_per_s = seconds > 0 ? static_cast<double>(tokens_per_step * options.steps) / seconds : 0;
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  const auto steps_run = static_cast<double>(metrics.loss.size());
+  metrics.tokens_per_s = seconds > 0 ? static_cast<double>(tokens_per_step) * steps_run / seconds : 0;
   const planner::FlopsPerToken flops = planner::flops_per_token(model, options.seq_len, planner::RecomputeMode::none);
   metrics.achieved_flops_per_s = metrics.tokens_per_s * (flops.forward + flops.backward);
   gpu.reset();  // its memory back before the ledger's peaks are read
+  if (group != nullptr) metrics.communication = group->counters();
+  if (world != nullptr) {
+    auto peaks = gather_rank_peaks(*world, metrics.ledger);
+    if (!peaks) return peaks.error();
+    metrics.ranks = std::move(peaks).value();
+  }
   return metrics;
 }
 

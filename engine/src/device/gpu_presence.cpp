@@ -17,7 +17,7 @@ GpuPresence cuda_device_presence() {
   if (count == 0) return {false, "no CUDA device is available (none found)"};
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {false, "CUDA device 0 does not answer"};
-  return {true, std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")"};
+  return {true, std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")", count};
 #else
   return {false, "this tessera was built without CUDA (TESSERA_CUDA=OFF)"};
 #endif

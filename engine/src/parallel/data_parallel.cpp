@@ -58,16 +58,7 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
   if (plugin_.cpu_offload) host_gradients_ = Tensor<float>(ledger, MemoryCategory::gradients, shard_, MemorySpace::host);
   if (dp == 1) return Status::success();
   if (zero_stage_ == 0) {
-    // Where each layer's parameters start: the flat order follows the
-    // inventory, whose layers run from the embeddings to the head.
-    const int layers = static_cast<int>(model_description_.config.num_layers);
-    layer_begin_.assign(static_cast<size_t>(layers + 2), params_);
-    for (const planner::FlatParameter& p : model.flat_order()) {
-      const int layer = model_description_.inventory.tensors[static_cast<size_t>(p.tensor_index)].layer;
-      int64_t& begin = layer_begin_[static_cast<size_t>(layer + 1)];
-      begin = std::min(begin, p.offset);
-    }
-    buckets_ = ddp_buckets();
+    buckets_.emplace(model_description_.inventory, model.flat_order(), params_, plugin_.bucket_bytes, static_cast<int64_t>(sizeof(T)));
     if (!ledger.is_dry_run()) model.set_unit_hooks(this);
     return Status::success();
   }
@@ -116,25 +107,13 @@ Status DataParallel<T>::reduce_stage1() {
   return Status::success();
 }
 
-// Buckets of bucket_cap_mb from the end of the flat order.
-template <typename T>
-std::vector<typename DataParallel<T>::Bucket> DataParallel<T>::ddp_buckets() const {
-  const int64_t bucket = std::max<int64_t>(1, plugin_.bucket_bytes / static_cast<int64_t>(sizeof(T)));
-  std::vector<Bucket> buckets;
-  for (int64_t end = params_; end > 0; end -= bucket) buckets.push_back(Bucket{std::max<int64_t>(0, end - bucket), end});
-  return buckets;
-}
-
-// Backward finishes the layers from the head down to the embeddings, so once
-// `layer` is done every gradient from its first parameter to the end of the
-// flat order is complete (a tied weight sits with the embeddings, whose
-// backward is the last to add to it).
+// Starts the buckets backward has completed and not yet started.
 template <typename T>
 void DataParallel<T>::start_ready_buckets(int layer) {
-  const int64_t complete_from = layer_begin_[static_cast<size_t>(layer + 1)];
   T* flat = model_->flat_gradients().data();
-  while (error_.ok() && started_buckets_ < buckets_.size() && buckets_[started_buckets_].begin >= complete_from) {
-    const Bucket& b = buckets_[started_buckets_++];
+  const size_t complete = buckets_->complete_after(layer);
+  while (error_.ok() && started_buckets_ < complete) {
+    const DdpBucket& b = buckets_->buckets()[started_buckets_++];
     error_ = this->group_.start_all_reduce(flat + b.begin, flat + b.begin, static_cast<size_t>(b.end - b.begin), comm::ReduceOp::sum);
   }
 }

@@ -81,4 +81,15 @@ template <typename T>
 Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& description, Transformer<T>& model,
                                          OptimizerShard& optimizer, planner::OptimizerKind kind, TensorParallelRank tp = {});
 
+// What loading needs of the model: its parameters' names and this rank's
+// shapes of them, in flat order (a Transformer's, or a whole model's inventory).
+struct ParameterNames {
+  const std::vector<std::string>& names;
+  const std::vector<std::vector<int64_t>>& shapes;
+};
+// load_checkpoint for parameters held elsewhere than a Transformer (the GPU
+// step's, flat_checkpoint.h): only the optimizer's pieces are restored.
+Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& description, const ParameterNames& model,
+                                         OptimizerShard& optimizer, planner::OptimizerKind kind, TensorParallelRank tp = {});
+
 }  // namespace tessera::engine

@@ -38,6 +38,14 @@ Result<TokenDataset> parse_token_data(std::string_view bytes, bool shard, const 
 // size alone: the pre-flight memory check counts it before anything is read.
 Result<int64_t> token_memory_bytes(const std::string& path);
 
+// Where data-parallel rank `rank` reads its share of a step's global batch,
+// consecutive sequences from `step_start`: rank r takes the r-th share of
+// `micro_batches` micro-batches of `micro_batch_tokens` each, so the ranks
+// together see what one rank with all the micro-batches would.
+constexpr int64_t rank_share_position(int64_t step_start, int64_t rank, int64_t micro_batches, int64_t micro_batch_tokens) {
+  return step_start + rank * micro_batches * micro_batch_tokens;
+}
+
 class DataLoader {
  public:
   DataLoader(const TokenDataset& data, int64_t micro_batch, int64_t seq_len, int64_t position = 0)

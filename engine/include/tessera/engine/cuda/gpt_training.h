@@ -18,6 +18,19 @@
 // and cuBLASLt's own 32 MiB workspace under `workspace` too. The logits are kept in bf16 (the fused cross-entropy never holds fp32
 // ones), where the CPU model keeps fp32.
 //
+// Data parallelism (PyTorch DDP's, as the CPU engine's torch_ddp runs it):
+// given a communicator over the ranks (NCCL's, comm/nccl.h, on this rank's
+// device), each rank computes its micro-batch's gradients scaled by 1 / dp,
+// and the flat gradients are all-reduced in the CPU engine's buckets
+// (parallel/ddp_buckets.h: the same ranges, in the same order). Each bucket's
+// all-reduce is started as soon as the backward of the layers holding its
+// gradients has been queued on the compute stream: the communicator records an
+// event on the compute stream there and its own stream waits for it, so the
+// reduction runs while the compute stream goes on through the earlier layers.
+// The optimizer waits for every reduction (finish_started) before it reads a
+// gradient. The sums are the communicator's rank-order ones, the same bits on
+// every rank, so every rank's update is the same.
+//
 // Never run on a GPU: compiled for sm_90 and checked on the day one is lent
 // (tests/cuda/gpt_training_gpu_test.cpp, tools/gpu-check).
 #pragma once
@@ -27,6 +40,8 @@
 #include <string>
 #include <vector>
 
+#include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/flat_checkpoint.h"
 #include "tessera/engine/half.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/optimizer.h"
@@ -41,20 +56,33 @@ struct GpuStepResult {
   bool updated = false;  // false: a gradient was not finite, no update
 };
 
+struct GpuDataParallel {
+  comm::Communicator* group = nullptr;  // over the data-parallel ranks, on device buffers; null: one GPU
+  int64_t bucket_bytes = 25 << 20;      // the plan's bucket_cap_mb (PyTorch DDP's default 25 MiB)
+};
+
 class GptTraining {
  public:
   // One line, and nothing allocated, for what it does not train: what the
   // CPU model refuses (check_engine_computes), optimizers other than AdamW, a
   // head size cuDNN's attention refuses, no device.
   static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                                     uint64_t seed, const OptimizerOptions& options);
+                                                     uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {});
   ~GptTraining();
   GptTraining(const GptTraining&) = delete;
   GptTraining& operator=(const GptTraining&) = delete;
 
   // One optimizer step on one micro-batch: tokens and next-token targets,
-  // (B, T) each, on the host.
+  // (B, T) each, on the host. Under data parallelism each rank gives its own
+  // micro-batch; the loss is this rank's, the gradient norm the global one.
   Result<GpuStepResult> step(const int32_t* tokens, const int32_t* targets);
+
+  // For checkpoints (flat_checkpoint.h): the fp32 master weights, AdamW's
+  // states and its update count copied into `state`; and restored from it,
+  // with the bf16 parameters rounded from its weights as the CPU optimizer
+  // rounds them (Optimizer::weights_restored). One line on a CUDA error.
+  Status save_state(FlatAdamWState& state) const;
+  Status restore_state(FlatAdamWState& state);
 
   // The flat parameters and the last step's gradients, copied to the host, in flat order.
   std::vector<bf16> parameters() const;

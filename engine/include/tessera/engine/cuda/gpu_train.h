@@ -1,19 +1,45 @@
-// `tessera train --gpu NAME` on one GPU: TrainOptions' steps of the GPU
-// training step (cuda/gpt_training.h) on the run's data, one micro-batch per
-// step, each step's loss and gradient norm printed as the CPU trainer does
-// and kept in TrainMetrics with the ledger's device peaks per category. No
-// checkpoint is written and no run is resumed yet; the options the step does
-// not run are refused before it by the command (cli/src/train_command.cpp).
+// `tessera train --gpu NAME` on one GPU, or on one GPU per rank under a
+// launcher (mpirun -np N): TrainOptions' steps of the GPU training step
+// (cuda/gpt_training.h) on the run's data, one micro-batch per rank and step,
+// each step's loss (the mean over the ranks) and gradient norm printed as the
+// CPU trainer does and kept in TrainMetrics with the ledger's device peaks per
+// category (every rank's row) and the gradient all-reduces' counters.
+//
+// On several ranks it is PyTorch DDP, as the CPU engine's torch_ddp: each
+// rank trains on device `device` (its local rank, device/rank_device.h), reads
+// its share of each step's global batch (rank_share_position, as the CPU
+// trainer), and the gradients are all-reduced in the CPU engine's buckets over
+// an NCCL communicator made from the launcher's ranks (comm/nccl.h), started
+// in backward and waited for by the optimizer. Every rank's weights stay the
+// same bits.
+//
+// Checkpoints: TrainOptions' run directory, --resume and --save-every as the
+// CPU trainer keeps them (run_checkpoints.h): rank 0 copies the master
+// weights and AdamW's states to the host and commits them at the end and
+// every save_every steps in the CPU engine's files (flat_checkpoint.h), so a
+// GPU run resumes on the CPU and the other way round; on resume every rank
+// loads the checkpoint rank 0 verified. A stop (TrainOptions::stop_requested,
+// agreed by the ranks at a step boundary) commits the last complete step and
+// returns with TrainMetrics::stopped. The options the step does not run are
+// refused before it by the command (cli/src/train_command.cpp).
 #pragma once
 
+#include <chrono>
 #include <ostream>
 
+#include "tessera/engine/comm/communicator.h"
 #include "tessera/engine/trainer.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/status.h"
 
 namespace tessera::engine::cuda {
 
-Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, std::ostream& progress);
+struct GpuRun {
+  int device = 0;                       // this rank's CUDA device
+  comm::Communicator* world = nullptr;  // the launcher's ranks (MPI's world); null or one rank: one GPU
+  std::chrono::duration<double> comm_timeout = comm::kDefaultCommTimeout;
+};
+
+Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, const GpuRun& run, std::ostream& progress);
 
 }  // namespace tessera::engine::cuda

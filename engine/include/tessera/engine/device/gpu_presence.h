@@ -9,7 +9,8 @@ namespace tessera::engine {
 
 struct GpuPresence {
   bool available = false;
-  std::string description;  // "NVIDIA H100 80GB HBM3 (sm_90)", or why there is none
+  std::string description;  // device 0: "NVIDIA H100 80GB HBM3 (sm_90)", or why there is none
+  int count = 0;            // visible devices (after CUDA_VISIBLE_DEVICES)
 };
 
 GpuPresence cuda_device_presence();

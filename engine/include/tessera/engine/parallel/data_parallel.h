@@ -5,9 +5,7 @@
 //
 //  - torch_ddp: every state replicated; the flat gradient buffer is
 //    all-reduced in buckets of the plan's bucket_cap_mb, the last parameters
-//    first (PyTorch DDP builds its buckets in reverse parameter order, the
-//    order backward completes them). The buckets are ranges of the gradient
-//    buffer (gradient_as_bucket_view), so no gradient is copied. In the
+//    first (ddp_buckets.h, the plan the GPU step shares). In the
 //    step's last backward each bucket's all-reduce is started as soon as the
 //    layers holding its gradients have finished their backward (the model's
 //    UnitHooks), and runs while backward goes on through the earlier layers
@@ -43,6 +41,7 @@
 #include <optional>
 #include <vector>
 
+#include "tessera/engine/parallel/ddp_buckets.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/tensor.h"
 
@@ -70,11 +69,6 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
   T* shard_parameters();
   T* shard_gradients();
   Status reduce_stage1();
-  // DDP's buckets: [begin, end) of the flat gradients, launched in this order.
-  struct Bucket {
-    int64_t begin = 0, end = 0;
-  };
-  std::vector<Bucket> ddp_buckets() const;
   // Starts every bucket whose gradients are complete once backward has reached
   // `layer` (all of them for planner::kEmbeddingLayer, the last to finish).
   void start_ready_buckets(int layer);
@@ -105,10 +99,8 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
   std::vector<Segment> segments_;  // bucketed: what the bucket holds now
   int64_t bucket_free_ = 0;        // bucketed: [0, bucket_free_) is free
   Tensor<float> host_gradients_;  // cpu_offload: the shard's gradients in fp32 on the host, where the optimizer steps
-  // DDP's overlap: where each layer's parameters start in the flat order
-  // (index layer + 1), the buckets, how many have been started this step.
-  std::vector<int64_t> layer_begin_;
-  std::vector<Bucket> buckets_;
+  // DDP's overlap: the buckets, how many have been started this step.
+  std::optional<DdpBucketPlan> buckets_;
   size_t started_buckets_ = 0;
   bool overlap_this_backward_ = false;
   Status error_ = Status::success();  // the first communication failure inside a hook

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP, one rank per GPU)
+# refuses, on every rank in one line naming the option, what the GPU step does
+# not run, and on a machine without a GPU says so; mpirun exits 2. Skipped
+# (77) where there is a GPU: tools/gpu-check trains there.
+# Usage: gpu_refusals.sh TESSERA MPIEXEC
+set -uo pipefail
+source "$(dirname "$0")/setup.sh"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "skipped: this machine has a GPU"
+  exit 77
+fi
+failures=0
+# refused WANT OPTIONS...: both ranks exit 2, each with one line ending in WANT.
+refused() {
+  local want=$1
+  shift
+  mpi 2 "$tessera" train --gpu h100-80g --micro-batch 1 --seq 32 --steps 1 --out "$work/run" "$@" >"$work/out" 2>"$work/err"
+  local code=$?
+  local lines
+  lines=$(grep -c '^tessera: error: rank [01] of 2: ' "$work/err")
+  if [[ $code -ne 2 || $lines -ne 2 ]] || [[ $(grep -c -F -- "$want" "$work/err") -ne 2 ]]; then
+    echo "FAILED: $* (exit $code, want 2 and two lines with: $want):"
+    cat "$work/err"
+    failures=$((failures + 1))
+  else
+    echo "ok: $* -> $(head -n 1 "$work/err")"
+  fi
+}
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16
+refused ": --gpu h100-80g: on GPUs the engine runs data parallelism only (one rank per GPU) so far; use --tp 1 and --pp 1" --precision bf16 --dp 1 --tp 2
+refused ": --plugin low_level_zero: on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp" --precision bf16 --plugin low_level_zero
+refused ": --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16" --precision fp32
+exit $((failures > 0))

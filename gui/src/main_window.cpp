@@ -252,6 +252,7 @@ void MainWindow::connectSignals() {
   });
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
     if (static_cast<View>(index) == View::memory_timeline) updateTimelineView();
+    if (static_cast<View>(index) == View::chunks) updateChunkView();
     if (static_cast<View>(index) == View::plans) fitPlanColumns();
   });
   connect(&session_, &PlannerSession::searchFinished, this, &MainWindow::onSearchFinished);
@@ -310,6 +311,7 @@ void MainWindow::onShownPlanChanged() {
     mesh_view_->clearPlan();
     pipeline_view_->clearPlan();
     chunk_view_->clearChunkMap();
+    chunk_view_stale_ = false;
     timeline_view_->clearPlan();
     timeline_view_stale_ = false;
     plan_comparison_view_->setPlans(nullptr, session_.searchResult());
@@ -320,7 +322,8 @@ void MainWindow::onShownPlanChanged() {
   memory_view_->setPlan(session_.sharedModel(), shown);
   mesh_view_->setPlan(session_.planRequest().cluster, shown);
   pipeline_view_->setPlan(shown);
-  chunk_view_->setChunkMap(make_chunk_map(session_.model(), *shown));
+  chunk_view_stale_ = true;
+  if (currentView() == View::chunks) updateChunkView();
   timeline_view_stale_ = true;
   if (currentView() == View::memory_timeline) updateTimelineView();
   layout_editor_->showLayout(layout_choice_of(shown->request), shown->request.layout.dp);
@@ -358,6 +361,12 @@ void MainWindow::updateTimelineView() {
   if (!timeline_view_stale_ || !session_.shownPlan()) return;
   timeline_view_->setPlan(session_.shownPlan(), session_.memoryTimeline());
   timeline_view_stale_ = false;
+}
+
+void MainWindow::updateChunkView() {
+  if (!chunk_view_stale_ || !session_.shownPlan()) return;
+  chunk_view_->setChunkMap(make_chunk_map(session_.model(), *session_.shownPlan()));
+  chunk_view_stale_ = false;
 }
 
 void MainWindow::fitPlanColumns() {
@@ -537,6 +546,7 @@ Status MainWindow::exportPdfReport(const QString& path) {
   // Views drawn at one width, each as tall as it needs: the same report from any window size.
   constexpr int kPrintWidth = 1200;
   updateTimelineView();
+  updateChunkView();
   // The memory view's scroll area holds it to the tab's width whatever it is given: a copy is printed.
   MemoryView memory;
   memory.setPlan(session_.sharedModel(), session_.shownPlan());

@@ -27,6 +27,7 @@ int64_t breakdown_device_total(const MemoryBreakdown& b) { return b.device_total
 struct MemoryView::Layout {
   double label_width = 0, bar_left = 0, bar_width = 0, scale = 0;
   bool host = false, capacity_on_scale = true;
+  bool labels_fit = true;  // every row label fits its column (the width did not cap it): none needs eliding
   double rows_top = 0, rows_bottom = 0;
   std::vector<double> row_top;
 };
@@ -89,6 +90,7 @@ MemoryView::Layout MemoryView::layout(const QFontMetricsF& metrics) const {
   // The capacity line sets the scale unless the bars would shrink to slivers beside it (a CPU run).
   l.capacity_on_scale = capacity <= 4 * max_bytes;
   if (l.capacity_on_scale) max_bytes = std::max(max_bytes, capacity);
+  l.labels_fit = l.label_width + 12 <= width() * 0.38;
   l.label_width = std::min(l.label_width + 12, width() * 0.38);
   l.bar_left = kMargin + l.label_width;
   const bool over = std::any_of(rows_.begin(), rows_.end(), [](const planner::RankMemory& row) { return !row.fits(); });
@@ -171,8 +173,9 @@ void MemoryView::paintEvent(QPaintEvent*) {
     const planner::RankMemory& row = rows_[i];
     double y = l.row_top[i];
     p.setPen(Qt::black);
+    const QString label = QString::fromStdString(planner::row_label(row));
     p.drawText(QRectF(kMargin, y, l.label_width - 8, kDeviceBar), Qt::AlignLeft | Qt::AlignVCenter,
-               metrics.elidedText(QString::fromStdString(planner::row_label(row)), Qt::ElideRight, l.label_width - 8));
+               l.labels_fit ? label : metrics.elidedText(label, Qt::ElideRight, l.label_width - 8));
     const double end = bar(row.bytes, BarKind::device, i, y, kDeviceBar);
     if (row.fits()) {
       bytes_label(bytes_text(row.device_total), end, y, kDeviceBar, QColor(Qt::black));

@@ -233,7 +233,14 @@ void MeshView::refresh() {
   canvas_->nodes = plan_ ? (world + canvas_->gpus_per_node - 1) / canvas_->gpus_per_node : 0;
   canvas_->selected = selected_rank_;
   canvas_->update();
-  details_->setText(selectedRankText());
+  details_stale_ = !isVisible();
+  if (!details_stale_) details_->setText(selectedRankText());
+}
+
+void MeshView::showEvent(QShowEvent* event) {
+  if (details_stale_) details_->setText(selectedRankText());
+  details_stale_ = false;
+  QWidget::showEvent(event);
 }
 
 QString MeshView::selectedRankText() const {

@@ -45,6 +45,9 @@ class MeshView : public QWidget {
   // The mesh itself, without the colouring control: what a report prints.
   QWidget* canvas() const;
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+
  private:
   void refresh();
 
@@ -54,6 +57,9 @@ class MeshView : public QWidget {
   planner::ClusterSpec cluster_;
   std::shared_ptr<const ShownPlan> plan_;
   int64_t selected_rank_ = 0;
+  // The rank's description is written into its rich-text label when the view
+  // is shown, not on every change behind it (a twentieth of a millisecond each).
+  bool details_stale_ = false;
 };
 
 }  // namespace tessera::gui

@@ -14,14 +14,21 @@ Result<planner::GpuProfile> gpu_profile(const std::string& name) {
   return planner::load_gpu(name, "--gpu");
 }
 
-std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::ClusterSpec& out) {
+Result<planner::GpuProfile> GpuProfileCache::get(const std::string& name) {
+  if (last_ && last_->first == name) return last_->second;
+  auto gpu = gpu_profile(name);
+  if (gpu) last_.emplace(name, gpu.value());
+  return gpu;
+}
+
+std::optional<InputError> make_cluster_spec(const PlannerInputs& in, planner::ClusterSpec& out, GpuProfileCache* gpus) {
   if (!in.cluster.empty()) {
     auto cluster = planner::load_cluster(in.cluster, "--cluster");
     if (!cluster) return InputError{InputField::cluster, cluster.error().message};
     out = std::move(cluster).value();
     return std::nullopt;
   }
-  auto gpu = gpu_profile(in.gpu);
+  auto gpu = gpus ? gpus->get(in.gpu) : gpu_profile(in.gpu);
   if (!gpu) return InputError{InputField::gpu, gpu.error().message};
   auto cluster = planner::make_cluster(gpu.value(), in.gpus, in.gpus_per_node, in.inter_node_gbit_s);
   if (!cluster) return InputError{field_of_error(cluster.error().message, in), cluster.error().message};

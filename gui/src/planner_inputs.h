@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "tessera/planner/cluster.h"
 #include "tessera/planner/search.h"
@@ -49,8 +50,19 @@ struct InputError {
 // CPU and RAM as `tessera train` runs on them (planner::host_cpu_profile).
 Result<planner::GpuProfile> gpu_profile(const std::string& name);
 
-// The cluster the inputs describe (a shipped cluster, or gpus of one GPU kind).
-std::optional<InputError> make_cluster_spec(const PlannerInputs& inputs, planner::ClusterSpec& out);
+// The last GPU profile read by name, kept while the inputs name it (as the
+// session keeps its model): a control change does not read its file again.
+class GpuProfileCache {
+ public:
+  Result<planner::GpuProfile> get(const std::string& name);
+
+ private:
+  std::optional<std::pair<std::string, planner::GpuProfile>> last_;
+};
+
+// The cluster the inputs describe (a shipped cluster, or gpus of one GPU kind),
+// the GPU profile taken from `gpus` where one is given.
+std::optional<InputError> make_cluster_spec(const PlannerInputs& inputs, planner::ClusterSpec& out, GpuProfileCache* gpus = nullptr);
 
 // The planner's request for these inputs on `cluster`; an error for a memory headroom it cannot read.
 std::optional<InputError> make_plan_request(const PlannerInputs& inputs, const planner::ClusterSpec& cluster, planner::PlanRequest& out);

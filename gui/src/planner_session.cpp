@@ -51,7 +51,7 @@ void PlannerSession::setInputs(const PlannerInputs& inputs) {
     model_source_ = inputs.model;
   }
   planner::ClusterSpec cluster;
-  if (auto error = make_cluster_spec(inputs, cluster)) return reject(*error);
+  if (auto error = make_cluster_spec(inputs, cluster, &gpus_)) return reject(*error);
   PlanRequest request;
   if (auto error = make_plan_request(inputs, cluster, request)) return reject(*error);
   if (Status s = planner::validate_plan_request(*model_, request); !s) {

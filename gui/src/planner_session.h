@@ -134,6 +134,7 @@ class PlannerSession : public QObject {
   PlannerInputs inputs_;
   std::string model_source_;
   std::shared_ptr<const planner::Model> model_;
+  GpuProfileCache gpus_;
   planner::PlanRequest request_;
   std::optional<InputError> input_error_;
   std::string searched_model_source_;  // the model of the search in flight

@@ -15,6 +15,7 @@
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "model_states.h"
+#include "simulation_memo.h"
 
 namespace tessera::planner {
 namespace {
@@ -311,30 +312,84 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
 }
 
-// The activation table of a request: its profile's, and under --runtime
-// megatron with the flash profile, Megatron-Core's loss (the megatron profile
-// is Korthikanti's accounting as published; flash is what the runtime keeps).
+// Under --runtime megatron with the flash profile the activation table takes
+// Megatron-Core's loss (the megatron profile is Korthikanti's accounting as
+// published; flash is what the runtime keeps).
+bool takes_megatron_core_loss(const EstimateRequest& r) {
+  return r.plugin.runtime == Runtime::megatron && r.training.activation_profile == ActivationProfile::flash;
+}
+
+// The activation table of a request: its profile's, with Megatron-Core's loss where the runtime takes it.
 ActivationTable request_activation_table(const Model& m, const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
   ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
-  if (r.plugin.runtime == Runtime::megatron && t.activation_profile == ActivationProfile::flash) {
-    table = with_megatron_core_loss(std::move(table), t.precision);
-  }
+  if (takes_megatron_core_loss(r)) table = with_megatron_core_loss(std::move(table), t.precision);
   return table;
 }
 
-// A stage's activations, from its request's table and shape and what one block keeps.
-StageActivations stage_activations(const ActivationTable& table, const ActivationShape& shape, const BlockActivationBytes& block, const StageShape& s) {
-  StageActivations parts;
+// A stage's activations, from its request's table and shape and what one block
+// keeps, written into `parts` (whose buffer is reused from stage to stage).
+void fill_stage_activations(const ActivationTable& table, const ActivationShape& shape, const BlockActivationBytes& block, const StageShape& s,
+                            StageActivations& parts) {
+  parts.pass_bytes.clear();
   for (const StageLayers& chunk : s.chunks) parts.pass_bytes.push_back(chunk.num_layers * block.stash);
   if (s.first) parts.pass_bytes.front() += terms_bytes(table.first_stage, shape);
+  parts.logits_per_pass = 0;
   if (s.last) {
     parts.logits_per_pass = terms_bytes(table.logits, shape);
     parts.pass_bytes.back() += terms_bytes(table.last_stage, shape) + parts.logits_per_pass;
   }
   parts.working = s.num_layers > 0 ? block.working : 0;
   parts.backward_scratch = terms_bytes(table.backward_scratch, shape);
-  return parts;
+}
+
+// Completes a stage of stage_layouts with what its passes keep and how many of
+// them it holds at its peak (from `memo` where one is given).
+void hold_activations(const ActivationTable& table, const ActivationShape& shape, const BlockActivationBytes& block, const EstimateRequest& r,
+                      SimulationMemo* memo, StageShape& s) {
+  fill_stage_activations(table, shape, block, s, s.activations);
+  const int64_t pp = r.layout.pp, m = r.training.num_micro_batches, chunks = r.plugin.model_chunks();
+  if (memo && r.plugin.pp_schedule == PipelineSchedule::interleaved && pp > 1) {
+    s.in_flight_per_chunk = memo->in_flight_at_peak(pp, s.stage, m, chunks, s.activations.pass_bytes);
+  } else {
+    s.in_flight_per_chunk = in_flight_at_peak(r.plugin.pp_schedule, pp, s.stage, m, chunks, s.activations.pass_bytes);
+  }
+}
+
+Result<MemoryEstimate> estimate(const Model& model, const GpuProfile& gpu, const EstimateRequest& request, SimulationMemo* memo) {
+  if (Status s = validate_request(model, gpu, request); !s) return s.error();
+  MemoryEstimate estimate;
+  estimate.cuda_context_bytes = request.assumptions.cuda_context_bytes >= 0 ? request.assumptions.cuda_context_bytes : gpu.cuda_context_bytes;
+  GeminiSummary gemini;
+  if (request.plugin.kind == PluginKind::gemini) gemini = plan_gemini(model, request);
+  const TrainingOptions& t = request.training;
+  const auto make_table = [&] { return request_activation_table(model, request); };
+  ActivationTable own_table;
+  const ActivationTable& table =
+      memo ? memo->activation_table(t.activation_profile, t.precision, takes_megatron_core_loss(request), make_table) : (own_table = make_table());
+  std::vector<StageShape> own_layouts;
+  const std::vector<StageShape>& layouts = memo ? memo->stage_layouts(model, request) : (own_layouts = stage_layouts(model, request));
+  const ActivationShape shape = activation_shape(request);
+  const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
+  StageShape s;  // each stage in turn, its buffers reused
+  for (const StageShape& layout : layouts) {
+    s = layout;
+    hold_activations(table, shape, block, request, memo, s);
+    if (request.plugin.kind == PluginKind::gemini && request.plugin.gemini.placement_policy == GeminiPlacement::auto_placement) {
+      solve_auto_placement(model, s, request, gpu.memory_bytes - request.assumptions.memory_headroom(gpu.memory_bytes),
+                           estimate.cuda_context_bytes, gemini);
+    }
+    RankMemory row = make_row(s, request, stage_memory(model, s, request, &gemini, estimate.cuda_context_bytes), gpu.memory_bytes);
+    if (!estimate.ranks.empty() && same_row(estimate.ranks.back(), row)) {
+      estimate.ranks.back().last_stage = row.last_stage;
+      estimate.ranks.back().last_rank = row.last_rank;
+      estimate.ranks.back().last_layer = row.last_layer;
+    } else {
+      estimate.ranks.push_back(std::move(row));
+    }
+  }
+  if (request.plugin.kind == PluginKind::gemini) estimate.gemini = std::move(gemini);
+  return estimate;
 }
 
 }  // namespace
@@ -384,11 +439,7 @@ std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
   const ActivationShape shape = activation_shape(r);
   const BlockActivationBytes block = block_activation_bytes(table, shape, r.training.recompute);
   std::vector<StageShape> stages = stage_layouts(m, r);
-  for (StageShape& s : stages) {
-    s.activations = stage_activations(table, shape, block, s);
-    s.in_flight_per_chunk = in_flight_at_peak(r.plugin.pp_schedule, r.layout.pp, s.stage, r.training.num_micro_batches, r.plugin.model_chunks(),
-                                              s.activations.pass_bytes);
-  }
+  for (StageShape& s : stages) hold_activations(table, shape, block, r, nullptr, s);
   return stages;
 }
 
@@ -401,27 +452,11 @@ const RankMemory& MemoryEstimate::tightest() const {
 }
 
 Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu, const EstimateRequest& request) {
-  if (Status s = validate_request(model, gpu, request); !s) return s.error();
-  MemoryEstimate estimate;
-  estimate.cuda_context_bytes = request.assumptions.cuda_context_bytes >= 0 ? request.assumptions.cuda_context_bytes : gpu.cuda_context_bytes;
-  GeminiSummary gemini;
-  if (request.plugin.kind == PluginKind::gemini) gemini = plan_gemini(model, request);
-  for (const StageShape& s : stage_shapes(model, request)) {
-    if (request.plugin.kind == PluginKind::gemini && request.plugin.gemini.placement_policy == GeminiPlacement::auto_placement) {
-      solve_auto_placement(model, s, request, gpu.memory_bytes - request.assumptions.memory_headroom(gpu.memory_bytes),
-                           estimate.cuda_context_bytes, gemini);
-    }
-    RankMemory row = make_row(s, request, stage_memory(model, s, request, &gemini, estimate.cuda_context_bytes), gpu.memory_bytes);
-    if (!estimate.ranks.empty() && same_row(estimate.ranks.back(), row)) {
-      estimate.ranks.back().last_stage = row.last_stage;
-      estimate.ranks.back().last_rank = row.last_rank;
-      estimate.ranks.back().last_layer = row.last_layer;
-    } else {
-      estimate.ranks.push_back(row);
-    }
-  }
-  if (request.plugin.kind == PluginKind::gemini) estimate.gemini = gemini;
-  return estimate;
+  return estimate(model, gpu, request, nullptr);
+}
+
+Result<MemoryEstimate> estimate_memory(const Model& model, const GpuProfile& gpu, const EstimateRequest& request, SimulationMemo& memo) {
+  return estimate(model, gpu, request, &memo);
 }
 
 void GeminiSummary::set_parameters_on_host(std::vector<bool> on_host) {

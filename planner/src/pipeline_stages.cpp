@@ -99,19 +99,21 @@ std::vector<int64_t> in_flight_at_peak(PipelineSchedule schedule, int64_t pp, in
   // value); the cool-down's backwards only free.
   StageScheduleCursor cursor(schedule, pp, stage, num_micro_batches, chunks);
   const int64_t passes = cursor.warmup() + 2 * std::min(num_micro_batches * chunks - cursor.warmup(), pp * chunks);
-  int64_t bytes = 0, peak_bytes = -1;
-  std::vector<int64_t> holding(static_cast<size_t>(chunks), 0);  // per chunk, the passes held now
-  std::vector<int64_t> held = holding;                            // and when the bytes peaked
+  const auto sign = [](const PipelineOp& op) -> int64_t { return op.pass == PipelinePass::forward ? 1 : -1; };
+  int64_t bytes = 0, peak_bytes = -1, peak_passes = 0;  // the bytes peaked after the first peak_passes passes
   for (int64_t n = 0; n < passes; ++n, cursor.advance()) {
     const PipelineOp op = cursor.op();
-    const int64_t sign = op.pass == PipelinePass::forward ? 1 : -1;
-    bytes += sign * bytes_per_pass[static_cast<size_t>(op.chunk)];
-    holding[static_cast<size_t>(op.chunk)] += sign;
+    bytes += sign(op) * bytes_per_pass[static_cast<size_t>(op.chunk)];
     if (bytes > peak_bytes) {
       peak_bytes = bytes;
-      held = holding;
+      peak_passes = n + 1;
     }
   }
+  // The passes of each chunk held then, counted on a second walk up to the peak
+  // (cheaper than copying the counts at every new peak: in the warm-up each forward is one).
+  std::vector<int64_t> held(static_cast<size_t>(chunks), 0);
+  StageScheduleCursor again(schedule, pp, stage, num_micro_batches, chunks);
+  for (int64_t n = 0; n < peak_passes; ++n, again.advance()) held[static_cast<size_t>(again.op().chunk)] += sign(again.op());
   return held;
 }
 

@@ -448,7 +448,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
   const auto evaluate = [&](const EstimateRequest& r) -> int64_t {
     if (sp_only_divides && r.layout.tp > 1 && !r.layout.sequence_parallel && over_memory_with_sp.contains(twin_key(r))) return -1;
     ++result.candidates_evaluated;
-    auto memory = estimate_memory(model, p.cluster.gpu, r);
+    auto memory = estimate_memory(model, p.cluster.gpu, r, memo);
     if (!memory) {
       ++result.rejected["invalid: " + memory.error().message.substr(0, 60)].count;
       return -1;

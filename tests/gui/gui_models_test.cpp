@@ -6,7 +6,10 @@
 #include <QSortFilterProxyModel>
 #include <QBrush>
 #include <QSet>
+#include <QTemporaryDir>
 #include <QTest>
+
+#include <fstream>
 
 #include "category_style.h"
 #include "comparison_model.h"
@@ -14,6 +17,9 @@
 #include "gui_test_util.h"
 #include "plan_difference_model.h"
 #include "plan_table_model.h"
+#include "planner_inputs.h"
+#include "tessera/planner/hardware.h"
+#include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
 
 namespace tessera::gui {
@@ -22,6 +28,30 @@ class ModelsTest : public QObject {
   Q_OBJECT
 
  private slots:
+  // A control change does not read the GPU profile's file again: the one read
+  // last is kept while the inputs name it, and read anew once they name another.
+  void theGpuProfileIsReadOncePerName() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath(QStringLiteral("gpu.json")).toStdString();
+    planner::GpuProfile gpu = planner::load_gpu("h100-80g").value();
+    GpuProfileCache cache;
+    const auto write = [&](const char* name) {
+      gpu.name = name;
+      std::ofstream(path) << planner::gpu_profile_to_json(gpu);
+    };
+    const auto name_read = [&] {
+      auto read = cache.get(path);
+      return read ? read.value().name : read.error().message;
+    };
+    write("first");
+    QCOMPARE(name_read(), std::string("first"));
+    write("second");
+    QCOMPARE(name_read(), std::string("first"));
+    QVERIFY(cache.get("h100-80g").ok());
+    QCOMPARE(name_read(), std::string("second"));
+    QVERIFY(!cache.get(dir.filePath(QStringLiteral("missing.json")).toStdString()).ok());
+  }
+
   void planTableHoldsEveryPlanAndRejection() {
     const auto result = std::make_shared<const planner::PlanSearchResult>(test::planner_search(PlannerInputs{}));
     PlanTableModel model;

@@ -166,6 +166,18 @@ class ViewsTest : public QObject {
     QCOMPARE(model.index(0, PlanDifferenceModel::kDifference).data().toString(), QString());  // the heading row
   }
 
+  // The chunk map is made when its tab comes to the front (a tenth of a
+  // millisecond on every change otherwise): a plan chosen behind it is the one it shows.
+  void chunkViewShowsThePlanChosenWhileItWasHidden() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    window.showView(View::memory);
+    QVERIFY(show_tp2_pp2_plan(window));
+    window.showView(View::chunks);
+    const QString expected = QStringLiteral("Not this plan's layout: ") + QString::fromStdString(planner::describe_plan(window.session().shownPlan()->request));
+    QVERIFY2(window.chunkView()->headerLines().front().startsWith(expected), qPrintable(window.chunkView()->headerLines().front()));
+  }
+
   // D15: a plan without chunks gets Gemini's map for comparison, and the view says so
   // first, in full, wrapping where the window is narrow rather than cutting the line.
   void chunkViewSaysWhenTheMapIsNotThePlans() {

@@ -364,5 +364,31 @@ TEST(PlanSearch, SequenceParallelismIsAChoice) {
   EXPECT_EQ(both.second, off_only.second);  // skipping twins over memory with it loses no plan that fits
 }
 
+// The search draws on a memo for what its candidates repeat (simulation_memo.h):
+// every plan's memory rows and step are those of estimating and simulating it alone,
+// interleaved ones (whose peak the memo replays once for many) included.
+TEST(PlanSearch, MemoizedEstimatesAndStepsEqualTheDirectOnes) {
+  const PlanRequest request = on("h100-80g", 64, 512, 4096);
+  const Model model = testing::shipped_model("llama-2-70b");
+  const PlanSearchResult result = search("llama-2-70b", request);
+  int interleaved = 0;
+  for (const Candidate& c : result.plans) {
+    if (c.request.plugin.pp_schedule == PipelineSchedule::interleaved) ++interleaved;
+    auto memory = estimate_memory(model, request.cluster.gpu, c.request);
+    ASSERT_TRUE(memory.ok());
+    ASSERT_EQ(memory->ranks.size(), c.memory.ranks.size()) << describe_plan(c.request);
+    for (size_t i = 0; i < c.memory.ranks.size(); ++i) {
+      const RankMemory &direct = memory->ranks[i], &searched = c.memory.ranks[i];
+      EXPECT_TRUE(direct.bytes == searched.bytes) << describe_plan(c.request) << ", row " << i;
+      EXPECT_EQ(direct.in_flight_micro_batches, searched.in_flight_micro_batches) << describe_plan(c.request) << ", row " << i;
+      EXPECT_EQ(direct.last_rank, searched.last_rank) << describe_plan(c.request) << ", row " << i;
+    }
+    auto step = simulate_step(model, request.cluster, c.request, memory.value(), request.simulation, false);
+    ASSERT_TRUE(step.ok());
+    EXPECT_EQ(step->step_time_s, c.simulation.step_time_s) << describe_plan(c.request);
+  }
+  EXPECT_GT(interleaved, 0);
+}
+
 }  // namespace
 }  // namespace tessera::planner

@@ -107,10 +107,6 @@ Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communic
   if (r.training.recompute != RecomputeMode::none) {
     return make_error(ErrorCode::unsupported, "--recompute " + std::string(enum_name(r.training.recompute)) + ": the GPU training step keeps every activation; use --recompute none");
   }
-  if (r.training.num_micro_batches != 1) {
-    return make_error(ErrorCode::unsupported, "--micro-batches " + std::to_string(r.training.num_micro_batches) +
-                                                  ": the GPU training step takes one micro-batch per step; use --micro-batches 1");
-  }
   for (const char* name : {"--plan", "--dry-run", "--device-memory"}) {
     if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + ": the GPU training step replays no plan and caps no memory yet; leave it out");
   }

@@ -120,4 +120,11 @@ void DataLoader::next(int32_t* tokens, int32_t* targets) {
   position_ = (position_ + B_ * T_) % n;
 }
 
+void DataLoader::read_rank_share(int64_t step_start, int64_t rank, int64_t ranks, int64_t micro_batches, int32_t* tokens, int32_t* targets) {
+  const int64_t micro_batch_tokens = B_ * T_;
+  seek(rank_share_position(step_start, rank, micro_batches, micro_batch_tokens));
+  for (int64_t micro = 0; micro < micro_batches; ++micro) next(tokens + micro * micro_batch_tokens, targets + micro * micro_batch_tokens);
+  seek(step_start + ranks * micro_batches * micro_batch_tokens);
+}
+
 }  // namespace tessera::engine

@@ -14,6 +14,7 @@
 #include "tessera/engine/comm/local.h"
 #include "tessera/engine/consolidated_checkpoint.h"
 #include "tessera/engine/data.h"
+#include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/parallel/pipeline.h"
 #include "tessera/engine/parallel/strategy.h"
@@ -393,12 +394,12 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
     if (world_.size() == 1 && stop_requested()) return std::optional<double>();
     loader_->next(tokens_.data(), targets_.data());
     const auto forward_start = Timeline::Clock::now();
-    loss += net_->forward(tokens_.data(), targets_.data()) / static_cast<double>(k);
+    loss = add_micro_batch_loss(loss, net_->forward(tokens_.data(), targets_.data()), k);
     const auto backward_start = Timeline::Clock::now();
     timeline_.record(TimelineKind::forward, TimelineLane::compute, forward_start, backward_start, micro);
-    // k micro-batches of b on each of n ranks = one batch of n·k·b.
-    parallel_->prepare_backward(micro == k - 1 && !sequence_parallel);
-    net_->backward(static_cast<W>(loss_scale / static_cast<double>(k) * parallel_->gradient_scale()));
+    // k micro-batches of b on each of n ranks = one batch of n·k·b (gradient_accumulation.h).
+    parallel_->prepare_backward(reduces_in_backward(micro, k) && !sequence_parallel);
+    net_->backward(static_cast<W>(micro_batch_gradient_scale(loss_scale, k, parallel_->ranks())));
     timeline_.record(TimelineKind::backward, TimelineLane::compute, backward_start, Timeline::Clock::now(), micro);
   }
   if (sequence_parallel) net_->reduce_sequence_parallel_gradients();
@@ -431,7 +432,7 @@ Result<double> TrainingRun<T>::run_pipeline(double loss_scale) {
     loader_->next(step_tokens_[m].data(), step_targets_[m].data());
   }
   parallel_->prepare_backward(false);
-  const auto scale = static_cast<W>(loss_scale / static_cast<double>(k) * parallel_->gradient_scale());
+  const auto scale = static_cast<W>(micro_batch_gradient_scale(loss_scale, static_cast<int64_t>(k), parallel_->ranks()));
   auto loss = pipeline_->run_step(step_tokens_, step_targets_, scale, timeline_);
   if (!loss) return loss.error();
   if (Status s = sum_tied_embedding_gradients(); !s) return s.error();

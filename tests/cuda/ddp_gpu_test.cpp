@@ -43,6 +43,7 @@
 #include "tessera/engine/comm/nccl.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/device/rank_device.h"
+#include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/optimizer.h"
 #include "tessera/engine/parallel/strategy.h"
@@ -94,7 +95,7 @@ void check_one_step(const char* name, const planner::Model& model, comm::Communi
   strategy->zero_gradients();
   const double cpu_loss = cpu.forward(tokens.data(), targets.data());
   strategy->prepare_backward(true);
-  cpu.backward(static_cast<float>(strategy->gradient_scale()));  // the trainer's scale: the mean over the ranks
+  cpu.backward(static_cast<float>(micro_batch_gradient_scale(1.0, 1, strategy->ranks())));  // the trainer's scale: the mean over the ranks
   check.expect_ok(strategy->reduce_gradients(), prefix + "the CPU DDP's reduction");
   const int64_t numel = cpu.flat_parameters().numel();
   const std::vector<bf16> cpu_grads(cpu.flat_gradients().data(), cpu.flat_gradients().data() + numel);

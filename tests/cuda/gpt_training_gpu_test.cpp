@@ -1,4 +1,5 @@
-// One full training step of a small GPT-2 and a small Qwen2 on the GPU (cuda/gpt_training.h)
+// One full training step of a small GPT-2 and a small Qwen2 on the GPU (cuda/gpt_training.h),
+// of one micro-batch and of two accumulated ones,
 // against the CPU model (model/transformer.h) in the same precision, bf16
 // with fp32 master weights, from the same initial weights and tokens: the
 // loss, the gradient norm and each parameter's gradient, then the updated
@@ -32,6 +33,7 @@
 #include "device_buffer.h"
 #include "small_models.h"
 #include "tessera/engine/cuda/gpt_training.h"
+#include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/optimizer.h"
 #include "tessera/planner/registry.h"
@@ -57,20 +59,27 @@ void expect_relative(const std::string& what, double got, double want, double to
   EXPECT_LE(error, tolerance) << what << ": " << got << " against " << want;
 }
 
-void check_one_step(const planner::Model& model) {
-  const int64_t B = 2, T = 37;
+// One step of `micro_batches` accumulated micro-batches of (B, T); `what`
+// starts the name of each measured error.
+void check_one_step(const planner::Model& model, int64_t micro_batches, const std::string& what) {
+  const int64_t B = 2, T = 37, micro_tokens = B * T;
   const uint64_t seed = 5;
-  const auto tokens = random_tokens(B * T, 97, 1), targets = random_tokens(B * T, 97, 2);
+  const auto tokens = random_tokens(micro_batches * micro_tokens, 97, 1), targets = random_tokens(micro_batches * micro_tokens, 97, 2);
   OptimizerOptions options;  // AdamW, clipping to 1.0 as the trainer does
 
-  // The CPU model: forward, backward, its gradients.
+  // The CPU model, micro-batch after micro-batch as the CPU trainer runs them
+  // (gradient_accumulation.h): forward, backward into the same gradients.
   MemoryLedger cpu_ledger;
   auto created = Transformer<bf16>::create(model, cpu_ledger, B, T, seed);
   ASSERT_TRUE(created.ok()) << created.error().message;
   Transformer<bf16> cpu = std::move(created).value();
   cpu.zero_gradients();
-  const double cpu_loss = cpu.forward(tokens.data(), targets.data());
-  cpu.backward(1.0f);
+  double cpu_loss = 0;
+  for (int64_t micro = 0; micro < micro_batches; ++micro) {
+    const int64_t first = micro * micro_tokens;
+    cpu_loss = add_micro_batch_loss(cpu_loss, cpu.forward(tokens.data() + first, targets.data() + first), micro_batches);
+    cpu.backward(static_cast<float>(micro_batch_gradient_scale(1.0, micro_batches, 1)));
+  }
   const int64_t numel = cpu.flat_parameters().numel();
   const std::vector<bf16> cpu_grads(cpu.flat_gradients().data(), cpu.flat_gradients().data() + numel);
   const double cpu_norm = std::sqrt(Optimizer<bf16>::sum_of_squares(cpu_grads.data(), numel, 1.0));
@@ -83,15 +92,15 @@ void check_one_step(const planner::Model& model) {
   const std::vector<bf16> initial = gpu.parameters();
   kernels::testing::expect_bits_equal("gpu initial parameters", initial,
                                       std::vector<bf16>(cpu.flat_parameters().data(), cpu.flat_parameters().data() + numel));
-  auto stepped = gpu.step(tokens.data(), targets.data());
+  auto stepped = gpu.step(tokens.data(), targets.data(), micro_batches);
   ASSERT_TRUE(stepped.ok()) << stepped.error().message;
   const GpuStepResult result = stepped.value();
   ASSERT_TRUE(result.updated);
   EXPECT_GT(gpu_ledger.peak(MemoryCategory::activations, MemorySpace::device), 0);
   EXPECT_GT(gpu_ledger.peak(MemoryCategory::optimizer_states, MemorySpace::device), 0);
 
-  expect_relative("gpu step loss", result.loss, cpu_loss, std::ldexp(1.0, -6));
-  expect_relative("gpu step gradient norm", result.grad_norm, cpu_norm, std::ldexp(1.0, -6));
+  expect_relative(what + " loss", result.loss, cpu_loss, std::ldexp(1.0, -6));
+  expect_relative(what + " gradient norm", result.grad_norm, cpu_norm, std::ldexp(1.0, -6));
   const std::vector<bf16> gpu_grads = gpu.gradients();
   for (size_t p = 0; p < cpu.flat_order().size(); ++p) {
     const planner::FlatParameter& flat = cpu.flat_order()[p];
@@ -102,10 +111,10 @@ void check_one_step(const planner::Model& model) {
       reference.push_back(want);
     }
     const double error = norm(difference) / std::max(norm(reference), 1e-30);
-    const std::string what = "gpu gradient " + cpu.parameter_names()[p];
-    ::testing::Test::RecordProperty("max_error " + what, std::to_string(error));
-    std::printf("  %-48s relative error %.3g (tolerance %.3g)\n", what.c_str(), error, std::ldexp(1.0, -4));
-    EXPECT_LE(error, std::ldexp(1.0, -4)) << what;
+    const std::string gradient = what + " gradient " + cpu.parameter_names()[p];
+    ::testing::Test::RecordProperty("max_error " + gradient, std::to_string(error));
+    std::printf("  %-48s relative error %.3g (tolerance %.3g)\n", gradient.c_str(), error, std::ldexp(1.0, -4));
+    EXPECT_LE(error, std::ldexp(1.0, -4)) << gradient;
   }
 
   // The update: the CPU optimizer on the GPU's gradients, from the same
@@ -123,16 +132,25 @@ void check_one_step(const planner::Model& model) {
     worst = std::max(worst, std::abs(got - want) / std::max(std::abs(want), 1e-30));
     moved += updated[static_cast<size_t>(i)].bits != initial[static_cast<size_t>(i)].bits;
   }
-  ::testing::Test::RecordProperty("max_error gpu updated parameters", std::to_string(worst));
-  std::printf("  %-48s relative error %.3g (tolerance %.3g); %lld of %lld moved\n", "gpu updated parameters", worst, std::ldexp(1.0, -7),
+  ::testing::Test::RecordProperty("max_error " + what + " updated parameters", std::to_string(worst));
+  std::printf("  %-48s relative error %.3g (tolerance %.3g); %lld of %lld moved\n", (what + " updated parameters").c_str(), worst, std::ldexp(1.0, -7),
               static_cast<long long>(moved), static_cast<long long>(numel));
   EXPECT_LE(worst, std::ldexp(1.0, -7));
   EXPECT_GT(moved, numel / 2) << "the step moves most weights";
 }
 
 TEST_F(GptTrainingOnGpu, OneStepMatchesTheCpuModel) {
-  check_one_step(small_model(kSmallGpt2));
-  check_one_step(small_model(kSmallQwen2));
+  check_one_step(small_model(kSmallGpt2), 1, "gpu step");
+  check_one_step(small_model(kSmallQwen2), 1, "gpu step");
+}
+
+// Gradient accumulation: a step of 2 micro-batches against the CPU trainer's
+// accumulated step on the same 2 micro-batches, within the same bounds (both
+// add the second micro-batch's gradients into the same bf16 buffer, one more
+// rounding on each side).
+TEST_F(GptTrainingOnGpu, TwoAccumulatedMicroBatchesMatchTheCpuEngine) {
+  check_one_step(small_model(kSmallGpt2), 2, "gpu accumulated step");
+  check_one_step(small_model(kSmallQwen2), 2, "gpu accumulated step");
 }
 
 // A checkpoint's state (save_state, restore_state): a fresh step restored

@@ -23,6 +23,7 @@
 #include "tessera/engine/cuda/stream_events.h"
 #include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/engine/device/caching_allocator.h"
+#include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/engine_computes.h"
 #include "tessera/engine/model/initialization.h"
 #include "tessera/engine/model/parameter_slots.h"
@@ -216,8 +217,8 @@ struct GptTraining::State {
 
   void block_forward(int l, const T* x, T* out);
   void block_backward(int l);
-  double forward(const int32_t* host_tokens, const int32_t* host_targets);
-  void backward();
+  double forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale);
+  void backward(bool reduce);
   std::optional<double> optimizer_step();
 };
 
@@ -261,7 +262,8 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
   check(residual_add(out, mid, N * C, nullptr), "residual");
 }
 
-double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* host_targets) {
+// `gradient_scale` multiplies the gradient of the micro-batch's mean loss (micro_batch_gradient_scale).
+double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale) {
   const int L = static_cast<int>(config.num_layers);
   check(cudaMemcpy(tokens.as<int32_t>(), host_tokens, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the tokens");
   check(cudaMemcpy(targets.as<int32_t>(), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
@@ -272,12 +274,12 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   T* final_input = static_cast<T*>(last_stage.find("final_norm_input"));
   for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
   // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
-  // tied), and the fused loss, which leaves dlogits = (p − onehot) / N in the logits.
+  // tied), and the fused loss, which leaves dlogits = (p − onehot) · scale / N in the logits.
   T* h = static_cast<T*>(last_stage.find("head_input"));
   norm_forward(h, static_cast<float*>(last_stage.find("final_norm_stats")), final_input, slots.final_norm_w, slots.final_norm_b);
   linear_forward(logits.as<T>(), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
-  // The mean over the global batch: this rank's N tokens of dp · N (the reduced sum is the mean gradient).
-  const float scale = static_cast<float>(1.0 / static_cast<double>(N * data_parallel_size()));
+  // The mean over the global batch: this micro-batch's N tokens of k · dp · N (the reduced sum is the mean gradient).
+  const float scale = static_cast<float>(gradient_scale / static_cast<double>(N));
   check(fused_cross_entropy(losses.as<float>(), logits.as<T>(), targets.as<int32_t>(), N, V, V, scale, true, nullptr),
         "cross-entropy");
   std::vector<float> host(static_cast<size_t>(N));
@@ -331,7 +333,9 @@ void GptTraining::State::block_backward(int l) {
   norm_backward(dres, dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
 }
 
-void GptTraining::State::backward() {
+// Adds this micro-batch's gradients into the flat buffer; with `reduce` (the
+// step's last micro-batch) starts each bucket's all-reduce once its layers are done.
+void GptTraining::State::backward(bool reduce) {
   const int L = static_cast<int>(config.num_layers);
   T* dres = static_cast<T*>(scratch.find("grad_residual"));
   T* dnarrow = static_cast<T*>(scratch.find("grad_narrow"));
@@ -341,15 +345,15 @@ void GptTraining::State::backward() {
                   cpu::WeightLayout::out_in);
   norm_backward(dres, dnarrow, static_cast<T*>(last_stage.find("final_norm_input")), static_cast<float*>(last_stage.find("final_norm_stats")),
                 slots.final_norm_w, slots.final_norm_b);
-  start_complete_buckets(L);  // the head
+  if (reduce) start_complete_buckets(L);  // the head
   for (int l = L - 1; l >= 0; --l) {
     block_backward(l);
-    start_complete_buckets(l);
+    if (reduce) start_complete_buckets(l);
   }
   const cpu::VocabSlice vocab{0, V};
   check(embedding_backward(grad(slots.wte), dres, tokens.as<int32_t>(), N, C, vocab, nullptr), "embedding backward");
   if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
-  start_complete_buckets(planner::kEmbeddingLayer);
+  if (reduce) start_complete_buckets(planner::kEmbeddingLayer);
 }
 
 // The CPU optimizer's step (Optimizer::apply): the global norm, clipping to
@@ -468,13 +472,18 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   return std::unique_ptr<GptTraining>(new GptTraining(std::move(s)));
 }
 
-Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* targets) {
+Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* targets, int64_t micro_batches) {
   State& s = *state_;
+  if (micro_batches < 1) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
   try {
     check(cudaMemsetAsync(s.grads.as<void>(), 0, static_cast<size_t>(s.numel) * sizeof(T), nullptr), "zeroing the gradients");
     GpuStepResult result;
-    result.loss = s.forward(tokens, targets);
-    s.backward();
+    const double scale = micro_batch_gradient_scale(1.0, micro_batches, s.data_parallel_size());
+    for (int64_t micro = 0; micro < micro_batches; ++micro) {
+      const int64_t first = micro * s.N;
+      result.loss = add_micro_batch_loss(result.loss, s.forward(tokens + first, targets + first, scale), micro_batches);
+      s.backward(reduces_in_backward(micro, micro_batches));
+    }
     s.finish_reductions();
     const std::optional<double> norm = s.optimizer_step();
     result.updated = norm.has_value();

@@ -120,7 +120,8 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   metrics.checkpoint_step = start.step;
 
   DataLoader loader(data.value(), options.micro_batch_size, options.seq_len, start.data_position);
-  const int64_t rank_tokens = options.micro_batch_size * options.seq_len, tokens_per_step = ranks * rank_tokens;
+  // Each step: this rank's k micro-batches of the global batch of ranks · k · B sequences.
+  const int64_t k = options.num_micro_batches, rank_tokens = k * options.micro_batch_size * options.seq_len, tokens_per_step = ranks * rank_tokens;
   std::vector<int32_t> tokens(static_cast<size_t>(rank_tokens)), targets(tokens.size());
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
@@ -136,11 +137,9 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
       }
       break;
     }
-    loader.seek(rank_share_position(step_start, rank, 1, rank_tokens));
-    loader.next(tokens.data(), targets.data());
-    loader.seek(step_start + tokens_per_step);
+    loader.read_rank_share(step_start, rank, ranks, k, tokens.data(), targets.data());
     const auto began = Clock::now();
-    auto result = gpu->step(tokens.data(), targets.data());
+    auto result = gpu->step(tokens.data(), targets.data(), k);
     if (!result) return result.error();
     double loss = result->loss;  // the mean over the ranks, as the CPU trainer reports it (rank-order sum)
     if (world != nullptr) {

@@ -56,6 +56,12 @@ class DataLoader {
   int64_t position() const { return position_; }
   // Moves to a position (wrapped), e.g. a rank's first micro-batch of a step.
   void seek(int64_t position) { position_ = wrap(position); }
+  // Rank `rank` of `ranks`' share of the step starting at `step_start`
+  // (rank_share_position): its `micro_batches` micro-batches, read one after
+  // another as the CPU trainer reads them, into tokens and targets of
+  // (micro_batches, B, T) each; leaves the loader at the next step's start,
+  // after every rank's share.
+  void read_rank_share(int64_t step_start, int64_t rank, int64_t ranks, int64_t micro_batches, int32_t* tokens, int32_t* targets);
 
  private:
   int64_t wrap(int64_t position) const {

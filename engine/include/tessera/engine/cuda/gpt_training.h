@@ -18,10 +18,16 @@
 // and cuBLASLt's own 32 MiB workspace under `workspace` too. The logits are kept in bf16 (the fused cross-entropy never holds fp32
 // ones), where the CPU model keeps fp32.
 //
+// Gradient accumulation, by the CPU trainer's rule (gradient_accumulation.h):
+// a step of k micro-batches runs k forwards and backwards, each adding its
+// gradient, scaled by 1 / (k · dp), into the flat bf16 gradients, then one
+// optimizer step; the loss is the mean over the micro-batches.
+//
 // Data parallelism (PyTorch DDP's, as the CPU engine's torch_ddp runs it):
 // given a communicator over the ranks (NCCL's, comm/nccl.h, on this rank's
-// device), each rank computes its micro-batch's gradients scaled by 1 / dp,
-// and the flat gradients are all-reduced in the CPU engine's buckets
+// device), each rank computes its micro-batches' gradients, and in the last
+// micro-batch's backward (earlier ones accumulate locally, DDP's no_sync)
+// the flat gradients are all-reduced in the CPU engine's buckets
 // (parallel/ddp_buckets.h: the same ranges, in the same order). Each bucket's
 // all-reduce is started as soon as the backward of the layers holding its
 // gradients has been queued on the compute stream: the communicator records an
@@ -51,7 +57,7 @@
 namespace tessera::engine::cuda {
 
 struct GpuStepResult {
-  double loss = 0;       // mean over the micro-batch's tokens
+  double loss = 0;       // mean over the micro-batches' tokens (this rank's)
   double grad_norm = 0;  // before clipping
   bool updated = false;  // false: a gradient was not finite, no update
 };
@@ -72,10 +78,11 @@ class GptTraining {
   GptTraining(const GptTraining&) = delete;
   GptTraining& operator=(const GptTraining&) = delete;
 
-  // One optimizer step on one micro-batch: tokens and next-token targets,
-  // (B, T) each, on the host. Under data parallelism each rank gives its own
-  // micro-batch; the loss is this rank's, the gradient norm the global one.
-  Result<GpuStepResult> step(const int32_t* tokens, const int32_t* targets);
+  // One optimizer step on `micro_batches` accumulated micro-batches: tokens
+  // and next-token targets, (micro_batches, B, T) each, on the host. Under
+  // data parallelism each rank gives its own share of the global batch
+  // (DataLoader::read_rank_share); the loss is this rank's, the gradient norm the global one.
+  Result<GpuStepResult> step(const int32_t* tokens, const int32_t* targets, int64_t micro_batches = 1);
 
   // For checkpoints (flat_checkpoint.h): the fp32 master weights, AdamW's
   // states and its update count copied into `state`; and restored from it,

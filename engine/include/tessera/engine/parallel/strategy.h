@@ -42,8 +42,8 @@ class ParallelStrategy {
   // Before each backward: whether it is the step's last, the one whose
   // gradients are reduced (earlier ones accumulate locally, PyTorch's no_sync).
   virtual void prepare_backward(bool /*last_micro_batch*/) {}
-  // What backward multiplies the loss gradient by, besides the loss scale and 1/k.
-  double gradient_scale() const { return 1.0 / static_cast<double>(group_.size()); }
+  // The ranks whose gradients are reduced: the n of micro_batch_gradient_scale (gradient_accumulation.h).
+  int ranks() const { return group_.size(); }
   // After the step's last backward: this rank's shard of the gradients holds the sum over ranks.
   virtual Status reduce_gradients() = 0;
   // The optimizer step on this rank's shard, with the global gradient norm;

@@ -3,7 +3,8 @@
 // there are 2 or more; ctest on 2 ranks, skipped without 2 GPUs). Each rank
 // runs one step of the GPU training step with DDP over NCCL
 // (cuda/gpt_training.h) and one step of the CPU engine's DDP over MPI
-// (parallel/data_parallel.h, torch_ddp) on the same rank's micro-batch, from
+// (parallel/data_parallel.h, torch_ddp) on the same rank's micro-batch (and
+// again on 2 accumulated micro-batches), from
 // the same weights, with the same buckets (8 KiB: several per layer), for a
 // small GPT-2 and a small Qwen2 (tests/cuda/gpt_training_gpu_test.cpp's).
 //
@@ -22,7 +23,8 @@
 //    that element would follow this rank's own gradient instead, and the
 //    ranks' weights would differ;
 //  - the NCCL communicator's all-reduce calls and bytes equal the CPU DDP's on
-//    MPI (the same bucket plan, parallel/ddp_buckets.h).
+//    MPI (the same bucket plan, parallel/ddp_buckets.h); with 2 micro-batches,
+//    a GPU step that reduced in the first backward too would make twice the calls.
 // These bounds have not yet met a GPU.
 // A plain program, as nccl_ranks_gpu_test.cpp: every rank makes every call
 // whatever fails, and the ranks agree on the verdict. Exit 77 on every rank
@@ -71,14 +73,17 @@ bool same_on_every_rank(comm::Communicator& mpi, const std::vector<X>& values) {
   return differs == 0.0;
 }
 
-void check_one_step(const char* name, const planner::Model& model, comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
+// One step of `micro_batches` accumulated micro-batches on each rank.
+void check_one_step(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl,
+                    Checker& check) {
   const int rank = mpi.rank();
-  const int64_t B = 2, T = 37;
+  const int64_t B = 2, T = 37, micro_tokens = B * T;
   const uint64_t seed = 5;
-  // Each rank's own micro-batch of the global batch.
-  const auto tokens = testing::random_tokens(B * T, 97, 1 + 2 * static_cast<uint32_t>(rank)), targets = testing::random_tokens(B * T, 97, 2 + 2 * static_cast<uint32_t>(rank));
+  // Each rank's own micro-batches of the global batch.
+  const auto tokens = testing::random_tokens(micro_batches * micro_tokens, 97, 1 + 2 * static_cast<uint32_t>(rank)),
+             targets = testing::random_tokens(micro_batches * micro_tokens, 97, 2 + 2 * static_cast<uint32_t>(rank));
   const OptimizerOptions options;
-  const std::string prefix = std::string(name) + " ";
+  const std::string prefix = std::string(name) + (micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ");
 
   // The CPU engine's DDP over MPI: forward, backward with its buckets, the reduced gradients.
   planner::PluginOptions plugin;
@@ -92,10 +97,15 @@ void check_one_step(const char* name, const planner::Model& model, comm::Communi
   Transformer<bf16> cpu = std::move(created).value();
   check.expect_ok(strategy->attach(cpu_ledger, cpu, decay_mask(cpu.parameter_shapes()), options), prefix + "the CPU DDP");
   const comm::CommCounters mpi_before = mpi.counters();
+  // As the CPU trainer runs a step (gradient_accumulation.h): only the last backward reduces.
   strategy->zero_gradients();
-  const double cpu_loss = cpu.forward(tokens.data(), targets.data());
-  strategy->prepare_backward(true);
-  cpu.backward(static_cast<float>(micro_batch_gradient_scale(1.0, 1, strategy->ranks())));  // the trainer's scale: the mean over the ranks
+  double cpu_loss = 0;
+  for (int64_t micro = 0; micro < micro_batches; ++micro) {
+    const int64_t first = micro * micro_tokens;
+    cpu_loss = add_micro_batch_loss(cpu_loss, cpu.forward(tokens.data() + first, targets.data() + first), micro_batches);
+    strategy->prepare_backward(reduces_in_backward(micro, micro_batches));
+    cpu.backward(static_cast<float>(micro_batch_gradient_scale(1.0, micro_batches, strategy->ranks())));
+  }
   check.expect_ok(strategy->reduce_gradients(), prefix + "the CPU DDP's reduction");
   const int64_t numel = cpu.flat_parameters().numel();
   const std::vector<bf16> cpu_grads(cpu.flat_gradients().data(), cpu.flat_gradients().data() + numel);
@@ -113,7 +123,7 @@ void check_one_step(const char* name, const planner::Model& model, comm::Communi
   const std::vector<bf16> initial = gpu.parameters();
   check.expect(std::memcmp(initial.data(), cpu.flat_parameters().data(), initial.size() * sizeof(bf16)) == 0,
                prefix + "the GPU starts from the CPU model's weights, bit for bit");
-  auto stepped = gpu.step(tokens.data(), targets.data());
+  auto stepped = gpu.step(tokens.data(), targets.data(), micro_batches);
   check.expect(stepped.ok() && stepped->updated, prefix + "one GPU DDP step: " + (stepped.ok() ? "" : stepped.error().message));
   if (!stepped.ok()) return;
   const std::vector<bf16> gpu_grads = gpu.gradients(), updated = gpu.parameters();
@@ -126,7 +136,7 @@ void check_one_step(const char* name, const planner::Model& model, comm::Communi
                prefix + "NCCL's bucket all-reduces (calls, bytes) equal the CPU DDP's (" + std::to_string(cpu_calls) + ", " + std::to_string(cpu_bytes) + ")");
 
   const double loss_error = relative(stepped->loss, cpu_loss), norm_error = relative(stepped->grad_norm, cpu_norm);
-  report(rank, prefix + "loss (rank 0's micro-batch)", loss_error, std::ldexp(1.0, -6));
+  report(rank, prefix + "loss (rank 0's micro-batches)", loss_error, std::ldexp(1.0, -6));
   report(rank, prefix + "global gradient norm", norm_error, std::ldexp(1.0, -6));
   check.expect(loss_error <= std::ldexp(1.0, -6), prefix + "loss within 2^-6 of the CPU's: " + std::to_string(loss_error));
   check.expect(norm_error <= std::ldexp(1.0, -6), prefix + "gradient norm within 2^-6 of the CPU's: " + std::to_string(norm_error));
@@ -183,8 +193,11 @@ int run(comm::MpiRuntime& runtime) {
     std::fprintf(stderr, "rank %d: %s\n", world.rank(), nccl.error().message.c_str());
     return 1;
   }
-  check_one_step("gpt2", testing::small_model(testing::kSmallGpt2), world, **nccl, check);
-  check_one_step("qwen2", testing::small_model(testing::kSmallQwen2), world, **nccl, check);
+  // A step of one micro-batch, and of 2 accumulated ones (whose first backward starts no all-reduce).
+  for (const int64_t micro_batches : {1, 2}) {
+    check_one_step("gpt2", testing::small_model(testing::kSmallGpt2), micro_batches, world, **nccl, check);
+    check_one_step("qwen2", testing::small_model(testing::kSmallQwen2), micro_batches, world, **nccl, check);
+  }
   double worst = check.failures();
   if (Status s = world.all_reduce(&worst, &worst, 1, comm::ReduceOp::max); !s) return 1;
   if (world.rank() == 0) std::printf("ddp_gpu_test: %d ranks, %s\n", world.size(), worst == 0.0 ? "all checks passed" : "checks failed (see above)");

@@ -28,6 +28,8 @@ refused() {
   fi
 }
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16
+# Accumulated micro-batches are not refused: the run gets as far as looking for the device.
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --micro-batches 2
 refused ": --gpu h100-80g: on GPUs the engine runs data parallelism only (one rank per GPU) so far; use --tp 1 and --pp 1" --precision bf16 --dp 1 --tp 2
 refused ": --plugin low_level_zero: on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp" --precision bf16 --plugin low_level_zero
 refused ": --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16" --precision fp32

@@ -80,6 +80,8 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
              "Tensor-parallel all-gathers and reduce-scatters run under the GEMMs (Megatron-Core --tp-comm-overlap, torchtitan async TP; needs --sequence-parallel)");
   c.add_flag("--overlap-param-gather", r.plugin.overlap_param_gather,
              "The distributed optimizer's parameter all-gather runs under the next step's forward (Megatron-Core --overlap-param-gather; hybrid_parallel, --zero-stage 1 or 2)");
+  c.add_flag("--cross-entropy-loss-fusion", r.plugin.cross_entropy_loss_fusion,
+             "The loss over the vocabulary runs as Megatron-Core's fused kernels (Megatron-Core --cross-entropy-loss-fusion; --runtime megatron)");
   c.add_flag("--grad-reduce-after-backward", r.plugin.grad_reduce_after_backward,
              "The data-parallel gradient reduction runs after the whole backward, not under it (Megatron-LM --DDP-impl local, "
              "Megatron-Core without --overlap-grad-reduce, DeepSpeed's pipeline engine; hybrid_parallel)");

@@ -33,6 +33,7 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
               {"enable_sequence_parallelism", l.sequence_parallel}, {"num_microbatches", t.num_micro_batches},
               {"microbatch_size", t.micro_batch_size}, {"pp_style", enum_name(p.pp_schedule)}, {"num_model_chunks", p.num_model_chunks},
               {"tp_comm_overlap", p.tp_comm_overlap}, {"overlap_param_gather", p.overlap_param_gather},
+              {"cross_entropy_loss_fusion", p.cross_entropy_loss_fusion},
               {"grad_reduce_after_backward", p.grad_reduce_after_backward}};
   }
   return json::object();
@@ -183,6 +184,7 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read_enum("pp_style", r.plugin.pp_schedule),
                    settings.read("num_model_chunks", r.plugin.num_model_chunks), settings.read("tp_comm_overlap", r.plugin.tp_comm_overlap),
                    settings.read("overlap_param_gather", r.plugin.overlap_param_gather),
+                   settings.read("cross_entropy_loss_fusion", r.plugin.cross_entropy_loss_fusion),
                    settings.read("grad_reduce_after_backward", r.plugin.grad_reduce_after_backward)}) {
     if (!s) return s.error();
   }

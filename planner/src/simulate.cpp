@@ -15,6 +15,7 @@
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/tp_traffic.h"
+#include "tessera/planner/vocab_parallel_loss.h"
 #include "simulation_memo.h"
 
 namespace tessera::planner {
@@ -87,6 +88,18 @@ std::optional<EagerBytes> eager_bytes(const ModelConfig& config, const EstimateR
   return std::nullopt;
 }
 
+// The loss's element-wise bytes of one micro-batch on the last stage where the
+// runtime runs Megatron's vocabulary-parallel cross-entropy (vocab_parallel_loss.h)
+// over its share of the vocabulary, padded to a multiple of tp as the head is
+// (gemm_model.cpp); none elsewhere (the eager runs count theirs in EagerBytes).
+ElementwiseBytes vocab_parallel_loss_bytes(const ModelConfig& config, const EstimateRequest& r, double tokens) {
+  if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, r.training)) return {};
+  const int64_t tp = r.layout.tp;
+  const ElementwiseBytes per_token =
+      vocab_parallel_cross_entropy_bytes((config.vocab_size + tp - 1) / tp, compute_bytes(r.training.precision), r.plugin.cross_entropy_loss_fusion);
+  return {per_token.forward * tokens, per_token.backward * tokens};
+}
+
 // One micro-batch's passes on one stage, seconds.
 struct StageCost {
   double forward_compute = 0;
@@ -113,6 +126,7 @@ struct Context {
   // The element-wise bytes of one micro-batch (a block's, and outside the blocks) where
   // the runtime runs them eagerly (eager_elementwise.h); none where it fuses them.
   std::optional<EagerBytes> eager;
+  ElementwiseBytes loss;  // a fusing runtime's loss on the last stage, one micro-batch (vocab_parallel_loss_bytes)
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -271,6 +285,10 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
       cost.forward_compute += bytes.forward / hbm;
       cost.backward_compute += bytes.backward / hbm;
     }
+  }
+  if (s.last) {
+    cost.forward_compute += c.loss.forward / hbm;
+    cost.backward_compute += c.loss.backward / hbm;
   }
   if (is_fp8(t.precision)) {
     // Transformer Engine's casts of GEMM operands to FP8 (fp8.h), memory-bound like the rest.
@@ -522,7 +540,8 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
                   t.recompute == RecomputeMode::op_selective
                       ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency).forward)
                       : 0.0,
-                  eager_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch))};
+                  eager_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch)),
+                  vocab_parallel_loss_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch))};
   std::vector<StageShape> own_stages;
   const std::vector<StageShape>& stages = memo ? memo->stage_layouts(model, request) : (own_stages = stage_layouts(model, request));
   std::vector<StageCost> costs;

@@ -135,6 +135,9 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.overlap_param_gather && !(p.kind == PluginKind::hybrid_parallel && stage >= 1)) {
     return invalid("--overlap-param-gather overlaps the distributed optimizer's all-gather: it needs --plugin hybrid_parallel with --zero-stage 1 or 2");
   }
+  if (p.cross_entropy_loss_fusion && p.runtime != Runtime::megatron) {
+    return invalid("--cross-entropy-loss-fusion is Megatron-Core's fused loss: it needs --runtime megatron");
+  }
   if (p.grad_reduce_after_backward && p.kind != PluginKind::hybrid_parallel) {
     return invalid("--grad-reduce-after-backward describes Megatron-LM's and DeepSpeed's pipeline reductions: it needs --plugin hybrid_parallel");
   }

@@ -43,11 +43,13 @@ void set_up_runtime(const json& result, EstimateRequest& r) {
   // micro-batches); torch DDP reduces bucket by bucket under the backward.
   const std::string ddp = result["layout"].value("ddp_impl", "torch");
   r.plugin.grad_reduce_after_backward = ddp == "local" || ddp == "deepspeed";
-  // Megatron-Core's overlaps, as a row's recipe sets them: TP communication
-  // under the GEMMs (--tp-comm-overlap) and the distributed optimizer's
-  // parameter all-gather under the next forward (--overlap-param-gather).
+  // Megatron-Core's overlaps and fusions, as a row's recipe sets them: TP
+  // communication under the GEMMs (--tp-comm-overlap), the distributed optimizer's
+  // parameter all-gather under the next forward (--overlap-param-gather), the
+  // fused loss (--cross-entropy-loss-fusion).
   r.plugin.tp_comm_overlap = setup.value("tp_comm_overlap", false);
   r.plugin.overlap_param_gather = setup.value("overlap_param_gather", false);
+  r.plugin.cross_entropy_loss_fusion = setup.value("cross_entropy_loss_fusion", false);
   r.training.torch_compile = setup.value("torch_compile", false);
 }
 

@@ -187,6 +187,9 @@ struct PluginOptions {
   // hybrid_parallel with a ZeRO stage (Megatron-Core's distributed optimizer): --overlap-param-gather,
   // the all-gather of the updated parameters run under the next step's first forward.
   bool overlap_param_gather = false;
+  // --runtime megatron: Megatron-Core's --cross-entropy-loss-fusion, the vocabulary-parallel
+  // loss compiled into fused kernels (vocab_parallel_loss.h).
+  bool cross_entropy_loss_fusion = false;
   // hybrid_parallel: the data-parallel gradient reduction runs after the whole backward pass
   // instead of bucket by bucket under it: Megatron-LM's LocalDDP (--DDP-impl local, which
   // all-reduces its contiguous gradient buffer after forward_backward_func returns), Megatron-Core

@@ -116,7 +116,7 @@ TEST(Published, SimulatorAgainstEveryPublishedRun) {
   std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2), errors.end());
   const double median = errors[errors.size() / 2];
   std::printf("median |error| %.1f%% over %zu runs\n", 100 * median, errors.size());
-  EXPECT_LT(median, 0.12);
+  EXPECT_LT(median, 0.10);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QPushButton>
 #include <QSpinBox>
@@ -331,6 +332,56 @@ class ViewsTest : public QObject {
     // A session keeps it.
     inputs.memory_headroom = "1.5";
     QCOMPARE(session_from_json(session_to_json(inputs), "test").value().memory_headroom, std::string("1.5"));
+  }
+
+  // torch.compile, as tessera plan --torch-compile: under the hf profiles the model is timed fused instead of op by op.
+  void torchCompileTimesThePlanFusedAndIsKept() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    PlannerInputs inputs = window.session().inputs();
+    inputs.activation_profile = planner::ActivationProfile::hf_autocast;
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(!window.inputPanel()->torchCompileBox()->isChecked());
+    const ShownPlan& eager = *window.session().shownPlan();
+    const std::string eager_plan = planner::describe_plan(eager.request);
+    const double eager_step = eager.simulation.step_time_s;
+    const int64_t eager_bytes = eager.memory.tightest().device_total;
+    // Ticking the box keeps the plan in view and times it compiled: faster, the same memory.
+    window.inputPanel()->torchCompileBox()->setChecked(true);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.session().planRequest().torch_compile);
+    const ShownPlan& compiled = *window.session().shownPlan();
+    QVERIFY(compiled.request.training.torch_compile);
+    QCOMPARE(planner::describe_plan(compiled.request), eager_plan);
+    QVERIFY2(compiled.simulation.step_time_s < eager_step, qPrintable(QString::number(compiled.simulation.step_time_s)));
+    QCOMPARE(compiled.memory.tightest().device_total, eager_bytes);
+    // The ranking is the planner's own search with --torch-compile.
+    inputs.torch_compile = true;
+    const planner::PlanSearchResult own = test::planner_search(inputs);
+    QCOMPARE(window.session().searchResult()->plans.size(), own.plans.size());
+    QCOMPARE(window.session().searchResult()->plans.front().simulation.step_time_s, own.plans.front().simulation.step_time_s);
+    // One layout evaluated by hand is timed compiled too.
+    window.layoutEditor()->evaluateButton()->click();
+    QVERIFY(window.session().shownPlan()->request.training.torch_compile);
+    // The report's first page says so beside the profile.
+    const auto contents = report_contents(window.session());
+    QVERIFY(contents.ok());
+    const auto line = std::find_if(contents->inputs.begin(), contents->inputs.end(), [](const auto& l) { return l.first == QStringLiteral("Activation profile"); });
+    QVERIFY(line != contents->inputs.end());
+    QCOMPARE(line->second, QStringLiteral("hf_autocast · torch.compile"));
+    // A session keeps both; one saved before these controls loads as flash, not compiled; a wrong type is refused by name.
+    const auto loaded = session_from_json(session_to_json(inputs), "test");
+    QVERIFY(loaded.ok());
+    QCOMPARE(loaded->activation_profile, planner::ActivationProfile::hf_autocast);
+    QVERIFY(loaded->torch_compile);
+    const auto old = session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "model": "gpt2"})", "old.json");
+    QVERIFY(old.ok());
+    QCOMPARE(old->activation_profile, planner::ActivationProfile::flash);
+    QVERIFY(!old->torch_compile);
+    const auto wrong = session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "torch_compile": "yes"})", "s.json");
+    QVERIFY(!wrong.ok());
+    QCOMPARE(wrong.error().message, std::string("s.json: \"torch_compile\" must be true or false, got \"yes\""));
   }
 
   // The measured-run dashboard: step time and tokens/s measured against the prediction of

@@ -326,7 +326,7 @@ void MainWindow::onShownPlanChanged() {
   if (currentView() == View::chunks) updateChunkView();
   timeline_view_stale_ = true;
   if (currentView() == View::memory_timeline) updateTimelineView();
-  layout_editor_->showLayout(layout_choice_of(shown->request), shown->request.layout.dp);
+  layout_editor_->showLayout(layout_choice_of(shown->request), shown->request.layout.dp, session_.model().config.num_layers);
   layout_editor_->showError(QString());
   plan_comparison_view_->setPlans(shown, session_.searchResult());
   const bool fits = shown->memory.fits();

@@ -463,6 +463,23 @@ class ViewsTest : public QObject {
     QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
   }
 
+  // The model chunks go as far as the planner takes them, the model's layers over pp, past the 64 they once stopped at.
+  void modelChunksFollowTheLayersOverPp() {
+    LayoutEditor editor;
+    LayoutChoice choice;
+    choice.pp = 2;
+    choice.schedule = planner::PipelineSchedule::interleaved;
+    choice.model_chunks = 80;
+    editor.showLayout(choice, 1, 160);
+    QCOMPARE(editor.modelChunksBox()->maximum(), 80);
+    QCOMPARE(editor.layout().model_chunks, 80);
+    editor.ppBox()->setValue(4);
+    QCOMPARE(editor.modelChunksBox()->maximum(), 40);
+    QCOMPARE(editor.layout().model_chunks, 40);
+    editor.ppBox()->setValue(200);  // more stages than layers: refused by the planner, one chunk here
+    QCOMPARE(editor.modelChunksBox()->maximum(), 1);
+  }
+
   // Direct layout control: exactly one layout evaluated, fitting or not, as tessera estimate does.
   void layoutEditorEvaluatesExactlyOneLayout() {
     MainWindow window(StartState::defaults);
@@ -473,6 +490,7 @@ class ViewsTest : public QObject {
     QCOMPARE(editor->layout(), layout_choice_of(best));  // the plan in view: hybrid 4 × 2 × 2, interleaved × 10, ZeRO 1
     QCOMPARE(editor->tpBox()->value(), 2);
     QCOMPARE(editor->modelChunksBox()->value(), 10);  // one block per virtual stage: 40 on 2 stages
+    QCOMPARE(editor->modelChunksBox()->maximum(), 20);  // 40 layers over 2 stages: a layer per chunk at most, the planner's bound
     // tp 4 without a pipeline, micro-batch 2: dp 4 and 32 / (4 × 2) = 4 micro-batches.
     editor->ppBox()->setValue(1);
     editor->tpBox()->setValue(4);

@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QFontInfo>
+#include <QLabel>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
@@ -34,6 +35,7 @@
 #include "plan_labels.h"
 #include "report_contents.h"
 #include "series_chart.h"
+#include "verdict_label.h"
 #include "report_export.h"
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/export.h"
@@ -461,6 +463,21 @@ class ViewsTest : public QObject {
     QVERIFY(test::wait_for_search(window.session()));
     QVERIFY(!window.session().rankingIsStale());
     QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
+  }
+
+  // The verdict line wraps as the rich-text label it replaces did: as many lines at every width.
+  void verdictLabelWrapsAsARichTextLabel() {
+    const QString lead = QStringLiteral("FITS: every rank leaves at least 9.04 GiB of 79.65 GiB free (tightest: ranks 0-15, 70.60 GiB)");
+    const QString rest = QStringLiteral("torch_fsdp full_shard, dp 16, recompute none, micro-batch 2 × 1 · 107,828 tokens/s · MFU 59.4%");
+    VerdictLabel verdict;
+    verdict.setVerdict(lead, QColor(0x1B7F3B), rest);
+    QCOMPARE(verdict.text(), lead + QLatin1Char(' ') + rest);
+    QLabel rich(QStringLiteral("<span style='color:#1B7F3B'><b>%1</b></span> %2").arg(lead, rest));
+    rich.setTextFormat(Qt::RichText);
+    rich.setWordWrap(true);
+    for (int width : {300, 600, 900, 1500}) QCOMPARE(verdict.heightForWidth(width), rich.heightForWidth(width));
+    verdict.clear();
+    QCOMPARE(verdict.heightForWidth(600), 0);
   }
 
   // The model chunks go as far as the planner takes them, the model's layers over pp, past the 64 they once stopped at.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -131,6 +132,17 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(tr("Precision"), precision_, InputField::precision);
   optimizer_ = enum_combo<OptimizerKind>(this, false);
   add_row(tr("Optimizer"), optimizer_, InputField::optimizer);
+  activation_profile_ = enum_combo<ActivationProfile>(this, false);
+  activation_profile_->setToolTip(tr("Which runtime's activations are counted, as tessera plan --activation-profile"));
+  torch_compile_ = new QCheckBox(tr("torch.compile"), this);
+  torch_compile_->setToolTip(tr("The model runs compiled, its element-wise ops fused: without it the hf profiles and torchtitan's Llama "
+                                "run op by op, each op through GPU memory (slower; memory is the same), as tessera plan --torch-compile"));
+  auto* profile_row = new QWidget(this);
+  auto* profile_layout = new QHBoxLayout(profile_row);
+  profile_layout->setContentsMargins(0, 0, 0, 0);
+  profile_layout->addWidget(activation_profile_, 1);
+  profile_layout->addWidget(torch_compile_);
+  add_row(tr("Activation profile"), profile_row, InputField::activation_profile);
   recompute_ = enum_combo<RecomputeMode>(this, true, planner::kSearchedRecomputeModes);  // the modes the search runs
   add_row(tr("Recompute"), recompute_, InputField::recompute);
   plugin_ = enum_combo<PluginKind>(this, true);
@@ -144,11 +156,12 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   setInputs(PlannerInputs{});
   // First: a preset's values are in the greyed fields before the inputs are emitted.
   connect(cluster_, &QComboBox::currentIndexChanged, this, &InputPanel::updateClusterControls);
-  for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, recompute_, plugin_}) {
+  for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, activation_profile_, recompute_, plugin_}) {
     connect(combo, &QComboBox::currentIndexChanged, this, &InputPanel::emitInputs);
   }
   for (QSpinBox* box : {gpus_, gpus_per_node_, global_batch_, seq_}) connect(box, &QSpinBox::valueChanged, this, &InputPanel::emitInputs);
   connect(inter_node_, &QDoubleSpinBox::valueChanged, this, &InputPanel::emitInputs);
+  connect(torch_compile_, &QCheckBox::toggled, this, &InputPanel::emitInputs);
   connect(memory_headroom_, &QLineEdit::textEdited, this, &InputPanel::emitInputs);
   connect(seq_slider_, &QSlider::valueChanged, seq_, [this](int v) { seq_->setValue(1 << v); });
   connect(global_batch_slider_, &QSlider::valueChanged, global_batch_, [this](int v) { global_batch_->setValue(1 << v); });
@@ -175,6 +188,8 @@ PlannerInputs InputPanel::inputs() const {
   in.seq_len = seq_->value();
   in.precision = combo_enum<Precision>(precision_).value_or(Precision::bf16);
   in.optimizer = combo_enum<OptimizerKind>(optimizer_).value_or(OptimizerKind::adamw);
+  in.activation_profile = combo_enum<ActivationProfile>(activation_profile_).value_or(ActivationProfile::flash);
+  in.torch_compile = torch_compile_->isChecked();
   in.recompute = combo_enum<RecomputeMode>(recompute_);
   in.plugin = combo_enum<PluginKind>(plugin_);
   // Empty reads as none: a cleared field leaves every GPU's memory usable.
@@ -186,7 +201,8 @@ void InputPanel::setInputs(const PlannerInputs& in) {
   const QSignalBlocker blockers[] = {QSignalBlocker(model_), QSignalBlocker(cluster_), QSignalBlocker(gpu_), QSignalBlocker(gpus_),
                                      QSignalBlocker(gpus_per_node_), QSignalBlocker(inter_node_), QSignalBlocker(global_batch_),
                                      QSignalBlocker(global_batch_slider_), QSignalBlocker(seq_), QSignalBlocker(seq_slider_),
-                                     QSignalBlocker(precision_), QSignalBlocker(optimizer_), QSignalBlocker(recompute_), QSignalBlocker(plugin_),
+                                     QSignalBlocker(precision_), QSignalBlocker(optimizer_), QSignalBlocker(activation_profile_),
+                                     QSignalBlocker(torch_compile_), QSignalBlocker(recompute_), QSignalBlocker(plugin_),
                                      QSignalBlocker(memory_headroom_)};
   select_or_add(model_, in.model, config_label(in.model));
   select_or_add(cluster_, in.cluster, QString::fromStdString(in.cluster));
@@ -200,6 +216,8 @@ void InputPanel::setInputs(const PlannerInputs& in) {
   seq_slider_->setValue(log2_of(static_cast<int>(in.seq_len)));
   set_combo_enum(precision_, std::optional<Precision>(in.precision));
   set_combo_enum(optimizer_, std::optional<OptimizerKind>(in.optimizer));
+  set_combo_enum(activation_profile_, std::optional<ActivationProfile>(in.activation_profile));
+  torch_compile_->setChecked(in.torch_compile);
   set_combo_enum(recompute_, in.recompute);
   set_combo_enum(plugin_, in.plugin);
   if (memory_headroom_->text().trimmed().toStdString() != in.memory_headroom && !(in.memory_headroom == "0" && memory_headroom_->text().trimmed().isEmpty())) {

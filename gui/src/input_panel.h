@@ -1,5 +1,5 @@
 // The controls on the left: model, cluster, GPU, batch, sequence, precision,
-// optimizer, recompute, plugin and the memory headroom. Every change emits the whole set of inputs
+// optimizer, activation profile and torch.compile, recompute, plugin and the memory headroom. Every change emits the whole set of inputs
 // at once (sliders while they are dragged); an invalid input is shown in red
 // beneath the control that causes it. The sequence and batch sliders mark the
 // largest value at which the plan in view still fits.
@@ -13,6 +13,7 @@
 #include "fit_limits.h"
 #include "planner_inputs.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -51,6 +52,7 @@ class InputPanel : public QWidget {
   FitSlider* globalBatchSlider() const { return global_batch_slider_; }
   QSpinBox* gpusBox() const { return gpus_; }
   QLineEdit* memoryHeadroomEdit() const { return memory_headroom_; }
+  QCheckBox* torchCompileBox() const { return torch_compile_; }
 
  public slots:
   // Lets the user pick a config.json and makes it the model.
@@ -78,6 +80,8 @@ class InputPanel : public QWidget {
   QLabel* seq_fit_ = nullptr;
   QComboBox* precision_ = nullptr;
   QComboBox* optimizer_ = nullptr;
+  QComboBox* activation_profile_ = nullptr;
+  QCheckBox* torch_compile_ = nullptr;
   QComboBox* recompute_ = nullptr;
   QComboBox* plugin_ = nullptr;
   QLineEdit* memory_headroom_ = nullptr;

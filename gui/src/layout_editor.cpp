@@ -1,5 +1,7 @@
 #include "layout_editor.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QGridLayout>
@@ -29,7 +31,7 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   pp_ = count_box(this, 1, 1024);
   micro_batch_ = count_box(this, 1, 1 << 20);
   schedule_ = enum_combo<planner::PipelineSchedule>(this, false);
-  model_chunks_ = count_box(this, 1, 64);
+  model_chunks_ = count_box(this, 1, 1);  // up to layers / pp once a plan is shown (limitModelChunks)
   zero_stage_ = count_box(this, 0, 2);
   cpu_offload_ = new QCheckBox(tr("CPU offload"), this);
   recompute_ = enum_combo<planner::RecomputeMode>(this, false, planner::kSearchedRecomputeModes);  // ColossalAI's and Megatron's
@@ -65,13 +67,19 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   grid->addWidget(evaluate_, 4, 5);
   grid->addWidget(error_, 5, 0, 1, 6);
   connect(evaluate_, &QPushButton::clicked, this, [this] { emit evaluateRequested(layout()); });
+  connect(pp_, &QSpinBox::valueChanged, this, &LayoutEditor::limitModelChunks);
 }
 
-void LayoutEditor::showLayout(const LayoutChoice& c, int64_t dp) {
+// validate_request.cpp's bound: pp × chunks may not exceed the model's layers.
+void LayoutEditor::limitModelChunks() { model_chunks_->setMaximum(static_cast<int>(std::max<int64_t>(1, num_layers_ / pp_->value()))); }
+
+void LayoutEditor::showLayout(const LayoutChoice& c, int64_t dp, int64_t num_layers) {
+  num_layers_ = num_layers;
   set_combo_enum(plugin_, std::optional(c.plugin));
   dp_->setText(QString::number(dp));
   tp_->setValue(static_cast<int>(c.tp));
   pp_->setValue(static_cast<int>(c.pp));
+  limitModelChunks();  // pp may not have changed
   micro_batch_->setValue(static_cast<int>(c.micro_batch));
   set_combo_enum(schedule_, std::optional(c.schedule));
   model_chunks_->setValue(static_cast<int>(c.model_chunks));

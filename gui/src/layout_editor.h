@@ -23,7 +23,8 @@ class LayoutEditor : public QGroupBox {
   explicit LayoutEditor(QWidget* parent = nullptr);
 
   // Fills the controls (the plan in view's layout); `dp` is shown, not set: it follows the GPU count.
-  void showLayout(const LayoutChoice& choice, int64_t dp);
+  // The model chunks go up to the model's layers over pp, the most the planner takes (every chunk needs a layer).
+  void showLayout(const LayoutChoice& choice, int64_t dp, int64_t num_layers);
   LayoutChoice layout() const;
   // Why the last Evaluate failed, beneath the controls; empty clears it.
   void showError(const QString& message);
@@ -43,6 +44,9 @@ class LayoutEditor : public QGroupBox {
   void evaluateRequested(const tessera::gui::LayoutChoice& choice);
 
  private:
+  void limitModelChunks();
+
+  int64_t num_layers_ = 1;
   QComboBox* plugin_ = nullptr;
   QLabel* dp_ = nullptr;
   QSpinBox* tp_ = nullptr;

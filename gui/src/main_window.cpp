@@ -44,6 +44,7 @@
 #include "report_contents.h"
 #include "report_export.h"
 #include "session_io.h"
+#include "verdict_label.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/report.h"
 #include "tessera/planner/text_util.h"
@@ -124,9 +125,7 @@ MainWindow::MainWindow(StartState start, QWidget* parent) : QMainWindow(parent),
   tabs_->addTab(plan_comparison_view_, tr("Compare plans"));
   tabs_->addTab(measured_view_, tr("Measured run"));
 
-  verdict_ = new QLabel;
-  verdict_->setWordWrap(true);
-  verdict_->setTextFormat(Qt::RichText);
+  verdict_ = new VerdictLabel;
   problem_ = new QLabel;  // file errors stay here until the next successful open, save or export
   problem_->setWordWrap(true);
   problem_->setTextFormat(Qt::PlainText);
@@ -326,18 +325,17 @@ void MainWindow::onShownPlanChanged() {
   if (currentView() == View::chunks) updateChunkView();
   timeline_view_stale_ = true;
   if (currentView() == View::memory_timeline) updateTimelineView();
-  layout_editor_->showLayout(layout_choice_of(shown->request), shown->request.layout.dp);
+  layout_editor_->showLayout(layout_choice_of(shown->request), shown->request.layout.dp, session_.model().config.num_layers);
   layout_editor_->showError(QString());
   plan_comparison_view_->setPlans(shown, session_.searchResult());
   const bool fits = shown->memory.fits();
   // A plan carried over capacity by a what-if change stays in view; the table holds the ones that fit.
   const QString pick = fits ? QString() : tr(" · pick one that fits under Plans");
-  verdict_->setText(QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 · %4 tokens/s · MFU %5%%6")
-                        .arg(fits ? "#1B7F3B" : "#B01E1E", QString::fromStdString(planner::verdict_line(shown->memory)).toHtmlEscaped(),
-                             QString::fromStdString(planner::describe_plan(shown->request)).toHtmlEscaped(),
-                             QLocale().toString(shown->simulation.tokens_per_s, 'f', 0))
-                        .arg(100 * shown->simulation.mfu, 0, 'f', 1)
-                        .arg(pick));
+  verdict_->setVerdict(QString::fromStdString(planner::verdict_line(shown->memory)), QColor(fits ? 0x1B7F3B : 0xB01E1E),
+                       QStringLiteral("%1 · %2 tokens/s · MFU %3%%4")
+                           .arg(QString::fromStdString(planner::describe_plan(shown->request)), QLocale().toString(shown->simulation.tokens_per_s, 'f', 0))
+                           .arg(100 * shown->simulation.mfu, 0, 'f', 1)
+                           .arg(pick));
   const int row = plan_model_->rowOf(shown->request);
   if (row >= 0) selectPlanRow(row);
 }
@@ -346,10 +344,9 @@ void MainWindow::updateVerdict() {
   if (session_.shownPlan()) return;  // onShownPlanChanged wrote it
   const auto& error = session_.inputError();
   if (error) {
-    verdict_->setText(QStringLiteral("<span style='color:#B01E1E'><b>%1</b></span> %2")
-                          .arg(tr("No plan: an input is invalid."), error_text(error->message).toHtmlEscaped()));
+    verdict_->setVerdict(tr("No plan: an input is invalid."), QColor(0xB01E1E), error_text(error->message));
   } else if (session_.searching()) {
-    verdict_->setText(tr("Searching plans…"));
+    verdict_->setPlainText(tr("Searching plans…"));
   } else {
     verdict_->clear();
   }

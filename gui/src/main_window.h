@@ -30,6 +30,7 @@ class MeshView;
 class PlanComparisonView;
 class PipelineView;
 class PlanTableModel;
+class VerdictLabel;
 
 // In tab order; the newer views come last, so that Ctrl+1..5 keep their views.
 enum class View { plans, memory, mesh, pipeline, chunks, memory_timeline, compare, measured };
@@ -133,7 +134,7 @@ class MainWindow : public QMainWindow {
 
   PlannerSession session_;
   InputPanel* inputs_ = nullptr;
-  QLabel* verdict_ = nullptr;
+  VerdictLabel* verdict_ = nullptr;
   QLabel* problem_ = nullptr;
   ProblemSource problem_source_ = ProblemSource::file;
   QLabel* search_summary_ = nullptr;

@@ -22,6 +22,26 @@ const QColor kCapacityColor(0xC0, 0x00, 0x00);
 
 int64_t breakdown_device_total(const MemoryBreakdown& b) { return b.device_total(); }
 
+// The rows' tall vertical lines are drawn as opaque rectangles on whole pixels: Qt 6.4's raster
+// engine blends an antialiased or translucent line one span per scanline, and hands batches of
+// more than 96 spans to its global thread pool (QT_THREAD_PARALLEL_FILLS, qdrawhelper.cpp), for
+// which the paint then waits; an opaque pixel-aligned rectangle is filled directly (qt_rectfill).
+int pixel_column(double x) { return static_cast<int>(std::lround(x - 0.5)); }
+
+// A dashed vertical line `width` pixels wide centred on x, in Qt's DashLine pattern (4 widths on, 2 off).
+void dashed_column(QPainter& p, double x, double top, double bottom, int width, const QColor& colour) {
+  const int left = pixel_column(x - (width - 1) / 2.0);
+  for (int y = static_cast<int>(std::lround(top)); y < bottom; y += 6 * width) {
+    p.fillRect(QRect(left, y, width, std::min(4 * width, static_cast<int>(std::lround(bottom)) - y)), colour);
+  }
+}
+
+// `colour` at `alpha` over `base`, as one opaque colour.
+QColor over(const QColor& base, const QColor& colour, int alpha) {
+  const auto mix = [alpha](int under, int above) { return (under * (255 - alpha) + above * alpha + 127) / 255; };
+  return QColor(mix(base.red(), colour.red()), mix(base.green(), colour.green()), mix(base.blue(), colour.blue()));
+}
+
 }  // namespace
 
 struct MemoryView::Layout {
@@ -132,10 +152,12 @@ void MemoryView::paintEvent(QPaintEvent*) {
   const auto [step, unit] = byte_tick_step(max_on_axis);
   p.setPen(QColor(0, 0, 0, 140));
   p.drawLine(QPointF(l.bar_left, axis_y), QPointF(l.bar_left + l.bar_width, axis_y));
+  const QColor grid = over(palette().color(QPalette::Base), Qt::black, 25);  // drawn on the background, before the bars
+  const int grid_top = static_cast<int>(std::lround(axis_y));
+  const int grid_height = static_cast<int>(std::lround(l.rows_bottom + 4)) - grid_top;
   for (double v = 0; v <= max_on_axis; v += step) {
     const double x = l.bar_left + v * l.scale;
-    p.setPen(QColor(0, 0, 0, 25));
-    p.drawLine(QPointF(x, axis_y), QPointF(x, l.rows_bottom + 4));
+    p.fillRect(QRect(pixel_column(x), grid_top, 1, grid_height), grid);
     p.setPen(QColor(0, 0, 0, 160));
     p.drawLine(QPointF(x, axis_y - 4), QPointF(x, axis_y));
     const double in_unit = v / (unit == QStringLiteral("GiB") ? double(1 << 30) : double(1 << 20));
@@ -205,8 +227,7 @@ void MemoryView::paintEvent(QPaintEvent*) {
   p.setPen(kCapacityColor);
   if (l.capacity_on_scale && capacity > 0) {
     const double x = l.bar_left + static_cast<double>(capacity) * l.scale;
-    p.setPen(QPen(kCapacityColor, 2, Qt::DashLine));
-    p.drawLine(QPointF(x, l.rows_top - 6), QPointF(x, l.rows_bottom + 6));
+    dashed_column(p, x, l.rows_top - 6, l.rows_bottom + 6, 2, kCapacityColor);
     p.drawText(QRectF(x - 150, l.rows_bottom + 8, 300, metrics.height()), Qt::AlignHCenter, tr("GPU capacity %1").arg(bytes_text(capacity)));
   } else if (capacity > 0) {
     p.drawText(QRectF(l.bar_left, l.rows_bottom + 8, l.bar_width, metrics.height()), Qt::AlignRight,

@@ -16,6 +16,7 @@
 
 namespace tessera::gui {
 
+using planner::ActivationProfile;
 using planner::OptimizerKind;
 using planner::PluginKind;
 using planner::Precision;
@@ -32,14 +33,16 @@ struct PlannerInputs {
   int64_t seq_len = 4096;
   Precision precision = Precision::bf16;
   OptimizerKind optimizer = OptimizerKind::adamw;
+  ActivationProfile activation_profile = ActivationProfile::flash;  // as --activation-profile
+  bool torch_compile = false;  // as --torch-compile: the hf* profiles and torchtitan's Llama fused, not run op by op
   std::optional<RecomputeMode> recompute;  // empty: the search tries none, selective and full
   std::optional<PluginKind> plugin;        // empty: every plugin
   std::string memory_headroom = "0";       // what every GPU must leave free: GiB ("2") or a percentage ("10%"), as --memory-headroom
   bool operator==(const PlannerInputs&) const = default;
 };
 
-enum class InputField { model, cluster, gpu, gpus, network, global_batch, seq_len, precision, optimizer, recompute, plugin, memory_headroom };
-inline constexpr int kNumInputFields = 12;
+enum class InputField { model, cluster, gpu, gpus, network, global_batch, seq_len, precision, optimizer, activation_profile, recompute, plugin, memory_headroom };
+inline constexpr int kNumInputFields = 13;
 
 struct InputError {
   InputField field = InputField::model;

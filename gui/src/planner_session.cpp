@@ -152,6 +152,8 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   in.seq_len = r.training.seq_len;
   in.precision = r.training.precision;
   in.optimizer = r.training.optimizer;
+  in.activation_profile = r.training.activation_profile;
+  in.torch_compile = r.training.torch_compile;
   in.recompute = r.training.recompute;
   in.plugin = r.plugin.kind;
   auto ranks =

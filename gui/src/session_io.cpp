@@ -43,6 +43,8 @@ std::string session_to_json(const PlannerInputs& in) {
                  {"seq_len", in.seq_len},
                  {"precision", enum_name(in.precision)},
                  {"optimizer", enum_name(in.optimizer)},
+                 {"activation_profile", enum_name(in.activation_profile)},
+                 {"torch_compile", in.torch_compile},
                  {"recompute", optional_name(in.recompute)},
                  {"plugin", optional_name(in.plugin)},
                  {"memory_headroom", in.memory_headroom}};
@@ -101,6 +103,17 @@ Result<PlannerInputs> session_from_json(std::string_view text, const std::string
     const auto o = doc["optimizer"].is_string() ? parse_enum<OptimizerKind>(doc["optimizer"].get<std::string>()) : std::nullopt;
     if (!o) return field_error("optimizer", "one of " + enum_choices<OptimizerKind>());
     in.optimizer = *o;
+  }
+  // Sessions saved before these controls existed hold neither: flash, not compiled, as then.
+  if (doc.contains("activation_profile")) {
+    const json& value = doc["activation_profile"];
+    const auto a = value.is_string() ? parse_enum<ActivationProfile>(value.get<std::string>()) : std::nullopt;
+    if (!a) return field_error("activation_profile", "one of " + enum_choices<ActivationProfile>());
+    in.activation_profile = *a;
+  }
+  if (doc.contains("torch_compile")) {
+    if (!doc["torch_compile"].is_boolean()) return field_error("torch_compile", "true or false");
+    in.torch_compile = doc["torch_compile"].get<bool>();
   }
   for (Status s : {read_optional(doc, "recompute", in.recompute, source), read_optional(doc, "plugin", in.plugin, source)}) {
     if (!s) return s.error();

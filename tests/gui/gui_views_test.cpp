@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QFile>
 #include <QFileInfo>
 #include <QFontInfo>
+#include <QLabel>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
@@ -33,6 +35,7 @@
 #include "plan_labels.h"
 #include "report_contents.h"
 #include "series_chart.h"
+#include "verdict_label.h"
 #include "report_export.h"
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/export.h"
@@ -333,6 +336,56 @@ class ViewsTest : public QObject {
     QCOMPARE(session_from_json(session_to_json(inputs), "test").value().memory_headroom, std::string("1.5"));
   }
 
+  // torch.compile, as tessera plan --torch-compile: under the hf profiles the model is timed fused instead of op by op.
+  void torchCompileTimesThePlanFusedAndIsKept() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    PlannerInputs inputs = window.session().inputs();
+    inputs.activation_profile = planner::ActivationProfile::hf_autocast;
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(!window.inputPanel()->torchCompileBox()->isChecked());
+    const ShownPlan& eager = *window.session().shownPlan();
+    const std::string eager_plan = planner::describe_plan(eager.request);
+    const double eager_step = eager.simulation.step_time_s;
+    const int64_t eager_bytes = eager.memory.tightest().device_total;
+    // Ticking the box keeps the plan in view and times it compiled: faster, the same memory.
+    window.inputPanel()->torchCompileBox()->setChecked(true);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.session().planRequest().torch_compile);
+    const ShownPlan& compiled = *window.session().shownPlan();
+    QVERIFY(compiled.request.training.torch_compile);
+    QCOMPARE(planner::describe_plan(compiled.request), eager_plan);
+    QVERIFY2(compiled.simulation.step_time_s < eager_step, qPrintable(QString::number(compiled.simulation.step_time_s)));
+    QCOMPARE(compiled.memory.tightest().device_total, eager_bytes);
+    // The ranking is the planner's own search with --torch-compile.
+    inputs.torch_compile = true;
+    const planner::PlanSearchResult own = test::planner_search(inputs);
+    QCOMPARE(window.session().searchResult()->plans.size(), own.plans.size());
+    QCOMPARE(window.session().searchResult()->plans.front().simulation.step_time_s, own.plans.front().simulation.step_time_s);
+    // One layout evaluated by hand is timed compiled too.
+    window.layoutEditor()->evaluateButton()->click();
+    QVERIFY(window.session().shownPlan()->request.training.torch_compile);
+    // The report's first page says so beside the profile.
+    const auto contents = report_contents(window.session());
+    QVERIFY(contents.ok());
+    const auto line = std::find_if(contents->inputs.begin(), contents->inputs.end(), [](const auto& l) { return l.first == QStringLiteral("Activation profile"); });
+    QVERIFY(line != contents->inputs.end());
+    QCOMPARE(line->second, QStringLiteral("hf_autocast · torch.compile"));
+    // A session keeps both; one saved before these controls loads as flash, not compiled; a wrong type is refused by name.
+    const auto loaded = session_from_json(session_to_json(inputs), "test");
+    QVERIFY(loaded.ok());
+    QCOMPARE(loaded->activation_profile, planner::ActivationProfile::hf_autocast);
+    QVERIFY(loaded->torch_compile);
+    const auto old = session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "model": "gpt2"})", "old.json");
+    QVERIFY(old.ok());
+    QCOMPARE(old->activation_profile, planner::ActivationProfile::flash);
+    QVERIFY(!old->torch_compile);
+    const auto wrong = session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "torch_compile": "yes"})", "s.json");
+    QVERIFY(!wrong.ok());
+    QCOMPARE(wrong.error().message, std::string("s.json: \"torch_compile\" must be true or false, got \"yes\""));
+  }
+
   // The measured-run dashboard: step time and tokens/s measured against the prediction of
   // the run's set-up (on the CPU it ran on), and its loss and gradient-norm curves.
   void measuredRunDashboardSetsSpeedAgainstThePrediction() {
@@ -412,6 +465,38 @@ class ViewsTest : public QObject {
     QVERIFY(window.exportTo(dir.filePath("plan.json")).ok());
   }
 
+  // The verdict line wraps as the rich-text label it replaces did: as many lines at every width.
+  void verdictLabelWrapsAsARichTextLabel() {
+    const QString lead = QStringLiteral("FITS: every rank leaves at least 9.04 GiB of 79.65 GiB free (tightest: ranks 0-15, 70.60 GiB)");
+    const QString rest = QStringLiteral("torch_fsdp full_shard, dp 16, recompute none, micro-batch 2 × 1 · 107,828 tokens/s · MFU 59.4%");
+    VerdictLabel verdict;
+    verdict.setVerdict(lead, QColor(0x1B7F3B), rest);
+    QCOMPARE(verdict.text(), lead + QLatin1Char(' ') + rest);
+    QLabel rich(QStringLiteral("<span style='color:#1B7F3B'><b>%1</b></span> %2").arg(lead, rest));
+    rich.setTextFormat(Qt::RichText);
+    rich.setWordWrap(true);
+    for (int width : {300, 600, 900, 1500}) QCOMPARE(verdict.heightForWidth(width), rich.heightForWidth(width));
+    verdict.clear();
+    QCOMPARE(verdict.heightForWidth(600), 0);
+  }
+
+  // The model chunks go as far as the planner takes them, the model's layers over pp, past the 64 they once stopped at.
+  void modelChunksFollowTheLayersOverPp() {
+    LayoutEditor editor;
+    LayoutChoice choice;
+    choice.pp = 2;
+    choice.schedule = planner::PipelineSchedule::interleaved;
+    choice.model_chunks = 80;
+    editor.showLayout(choice, 1, 160);
+    QCOMPARE(editor.modelChunksBox()->maximum(), 80);
+    QCOMPARE(editor.layout().model_chunks, 80);
+    editor.ppBox()->setValue(4);
+    QCOMPARE(editor.modelChunksBox()->maximum(), 40);
+    QCOMPARE(editor.layout().model_chunks, 40);
+    editor.ppBox()->setValue(200);  // more stages than layers: refused by the planner, one chunk here
+    QCOMPARE(editor.modelChunksBox()->maximum(), 1);
+  }
+
   // Direct layout control: exactly one layout evaluated, fitting or not, as tessera estimate does.
   void layoutEditorEvaluatesExactlyOneLayout() {
     MainWindow window(StartState::defaults);
@@ -422,6 +507,7 @@ class ViewsTest : public QObject {
     QCOMPARE(editor->layout(), layout_choice_of(best));  // the plan in view: hybrid 4 × 2 × 2, interleaved × 10, ZeRO 1
     QCOMPARE(editor->tpBox()->value(), 2);
     QCOMPARE(editor->modelChunksBox()->value(), 10);  // one block per virtual stage: 40 on 2 stages
+    QCOMPARE(editor->modelChunksBox()->maximum(), 20);  // 40 layers over 2 stages: a layer per chunk at most, the planner's bound
     // tp 4 without a pipeline, micro-batch 2: dp 4 and 32 / (4 × 2) = 4 micro-batches.
     editor->ppBox()->setValue(1);
     editor->tpBox()->setValue(4);

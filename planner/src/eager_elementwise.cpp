@@ -7,9 +7,6 @@
 namespace tessera::planner {
 namespace {
 
-// Bytes a cast moves per element: read one dtype, write the other; none between equal dtypes.
-double cast_bytes(double from, double to) { return from == to ? 0 : from + to; }
-
 // An RMSNorm written in Python, as torchtitan's and Hugging Face's LlamaRMSNorm are,
 // per element of its input of `d` bytes.
 ElementwiseBytes python_rms_norm_bytes(double d) {
@@ -42,6 +39,8 @@ HfDtypes hf_dtypes(ActivationProfile profile, Precision precision) {
 }
 
 }  // namespace
+
+double cast_bytes(double from, double to) { return from == to ? 0 : from + to; }
 
 ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime runtime, const TrainingOptions& training) {
   if (training.torch_compile) return ElementwiseExecution::fused;

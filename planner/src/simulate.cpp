@@ -54,50 +54,42 @@ double op_policy_gemm_seconds(const ModelConfig& config, int64_t tokens, int64_t
   return seconds;
 }
 
-// The element-wise bytes of one micro-batch where the model runs op by op
-// (eager_elementwise.h): torchtitan's Llama block, Hugging Face's GPT-2 under the
-// hf profiles; none under torch.compile or a runtime that fuses them.
-struct EagerBytes {
-  ElementwiseBytes block;
+// One micro-batch's element-wise bytes. Inside the blocks only where the model
+// runs op by op (eager_elementwise.h: torchtitan's Llama block, Hugging Face's
+// models under the hf profiles); a fusing runtime's are what its blocks keep.
+// Outside the blocks: the eager runs' embedding, final norm and loss, or a fusing
+// runtime's Megatron vocabulary-parallel cross-entropy on the last stage
+// (vocab_parallel_loss.h) over its share of the vocabulary, padded to a multiple
+// of tp as the head is (gemm_model.cpp); nothing for the others.
+struct ElementwiseWork {
+  std::optional<ElementwiseBytes> eager_block;
   OutsideBlocksBytes outside;
 };
 
-std::optional<EagerBytes> eager_bytes(const ModelConfig& config, const EstimateRequest& r, double tokens) {
+ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateRequest& r, double tokens) {
   const TrainingOptions& t = r.training;
+  const int64_t tp = r.layout.tp;
   const auto scaled = [tokens](ElementwiseBytes per_token) { return ElementwiseBytes{per_token.forward * tokens, per_token.backward * tokens}; };
-  const auto per_micro_batch = [&](ElementwiseBytes block, OutsideBlocksBytes outside) {
-    return EagerBytes{scaled(block), {scaled(outside.first_stage), scaled(outside.last_stage)}};
+  const auto eager = [&](ElementwiseBytes block, OutsideBlocksBytes outside) {
+    return ElementwiseWork{scaled(block), {scaled(outside.first_stage), scaled(outside.last_stage)}};
   };
   switch (elementwise_execution(config, r.plugin.runtime, t)) {
     case ElementwiseExecution::torchtitan_llama_eager: {
       const int64_t d = compute_bytes(t.precision);
-      return per_micro_batch(torchtitan_eager_block_bytes(config, d), torchtitan_eager_outside_bytes(config, d));
+      return eager(torchtitan_eager_block_bytes(config, d), torchtitan_eager_outside_bytes(config, d));
     }
-    case ElementwiseExecution::hf_gpt2_eager: {
-      const int64_t tp = r.layout.tp;
-      return per_micro_batch(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
-                             hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
-    }
-    case ElementwiseExecution::hf_llama_eager: {
-      const int64_t tp = r.layout.tp;
-      return per_micro_batch(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
-                             hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
-    }
+    case ElementwiseExecution::hf_gpt2_eager:
+      return eager(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
+                   hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
+    case ElementwiseExecution::hf_llama_eager:
+      return eager(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
+                   hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
     case ElementwiseExecution::fused: break;
   }
-  return std::nullopt;
-}
-
-// The loss's element-wise bytes of one micro-batch on the last stage where the
-// runtime runs Megatron's vocabulary-parallel cross-entropy (vocab_parallel_loss.h)
-// over its share of the vocabulary, padded to a multiple of tp as the head is
-// (gemm_model.cpp); none elsewhere (the eager runs count theirs in EagerBytes).
-ElementwiseBytes vocab_parallel_loss_bytes(const ModelConfig& config, const EstimateRequest& r, double tokens) {
-  if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, r.training)) return {};
-  const int64_t tp = r.layout.tp;
-  const ElementwiseBytes per_token =
-      vocab_parallel_cross_entropy_bytes((config.vocab_size + tp - 1) / tp, compute_bytes(r.training.precision), r.plugin.cross_entropy_loss_fusion);
-  return {per_token.forward * tokens, per_token.backward * tokens};
+  if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, t)) return {};
+  const ElementwiseBytes loss =
+      vocab_parallel_cross_entropy_bytes((config.vocab_size + tp - 1) / tp, compute_bytes(t.precision), r.plugin.cross_entropy_loss_fusion);
+  return ElementwiseWork{std::nullopt, {{}, scaled(loss)}};
 }
 
 // One micro-batch's passes on one stage, seconds.
@@ -123,10 +115,7 @@ struct Context {
   // What one block keeps for backward of a micro-batch without recompute, and of that what the request's recompute writes again (activations.h).
   int64_t block_stash_bytes, recomputed_block_bytes;
   double op_policy_gemm_seconds;  // one block's linears that torchtitan's op-level policy runs again, one micro-batch
-  // The element-wise bytes of one micro-batch (a block's, and outside the blocks) where
-  // the runtime runs them eagerly (eager_elementwise.h); none where it fuses them.
-  std::optional<EagerBytes> eager;
-  ElementwiseBytes loss;  // a fusing runtime's loss on the last stage, one micro-batch (vocab_parallel_loss_bytes)
+  ElementwiseWork elementwise;  // one micro-batch's element-wise bytes run op by op, and outside the blocks
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -275,20 +264,16 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   const double layers = static_cast<double>(s.num_layers);
   const double kept = static_cast<double>(c.block_stash_bytes) * layers;
   const double recomputed = static_cast<double>(c.recomputed_block_bytes) * layers;
-  const double forward_elementwise = c.eager ? c.eager->block.forward * layers : kept;
-  const double backward_elementwise = c.eager ? c.eager->block.backward * layers : 2 * kept;
+  const std::optional<ElementwiseBytes>& eager = c.elementwise.eager_block;
+  const double forward_elementwise = eager ? eager->forward * layers : kept;
+  const double backward_elementwise = eager ? eager->backward * layers : 2 * kept;
   cost.forward_compute += forward_elementwise / hbm;
   cost.backward_compute += backward_elementwise / hbm;
-  if (c.eager) {
-    for (const auto& [holds, bytes] : {std::pair{s.first, c.eager->outside.first_stage}, std::pair{s.last, c.eager->outside.last_stage}}) {
-      if (!holds) continue;
-      cost.forward_compute += bytes.forward / hbm;
-      cost.backward_compute += bytes.backward / hbm;
-    }
-  }
-  if (s.last) {
-    cost.forward_compute += c.loss.forward / hbm;
-    cost.backward_compute += c.loss.backward / hbm;
+  const OutsideBlocksBytes& outside = c.elementwise.outside;
+  for (const auto& [holds, bytes] : {std::pair{s.first, outside.first_stage}, std::pair{s.last, outside.last_stage}}) {
+    if (!holds) continue;
+    cost.forward_compute += bytes.forward / hbm;
+    cost.backward_compute += bytes.backward / hbm;
   }
   if (is_fp8(t.precision)) {
     // Transformer Engine's casts of GEMM operands to FP8 (fp8.h), memory-bound like the rest.
@@ -301,7 +286,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + forward_elementwise / hbm;
   if (t.recompute == RecomputeMode::op_selective) {
     // Every element-wise op runs again; fused, that writes the tensors the policy did not keep.
-    cost.recompute = c.op_policy_gemm_seconds * layers + (c.eager ? forward_elementwise : recomputed) / hbm;
+    cost.recompute = c.op_policy_gemm_seconds * layers + (eager ? forward_elementwise : recomputed) / hbm;
   }
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
@@ -540,8 +525,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
                   t.recompute == RecomputeMode::op_selective
                       ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency).forward)
                       : 0.0,
-                  eager_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch)),
-                  vocab_parallel_loss_bytes(model.config, request, static_cast<double>(tokens_per_micro_batch))};
+                  elementwise_work(model.config, request, static_cast<double>(tokens_per_micro_batch))};
   std::vector<StageShape> own_stages;
   const std::vector<StageShape>& stages = memo ? memo->stage_layouts(model, request) : (own_stages = stage_layouts(model, request));
   std::vector<StageCost> costs;

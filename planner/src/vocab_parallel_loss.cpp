@@ -14,7 +14,7 @@ ElementwiseBytes vocab_parallel_cross_entropy_bytes(int64_t vocab_per_rank, int6
   }
   // Forward: the cast, max, the subtraction, exp, the sums, the division.
   // Backward: mul_, the cast of the gradient back.
-  const double cast = d == f ? 0 : d + f;
+  const double cast = cast_bytes(d, f);
   return {v * (cast + f + 2 * f + 2 * f + f + 2 * f), v * (2 * f + cast)};
 }
 

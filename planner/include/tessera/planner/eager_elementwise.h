@@ -68,6 +68,9 @@ struct OutsideBlocksBytes {
   ElementwiseBytes last_stage;
 };
 
+// Bytes a cast moves per element: read one dtype, write the other; none between equal dtypes.
+double cast_bytes(double from, double to);
+
 // How a run's element-wise ops execute: fused (a fusing runtime, or torch.compile),
 // or op by op as torchtitan's Llama block or Hugging Face's GPT-2.
 enum class ElementwiseExecution { fused, torchtitan_llama_eager, hf_gpt2_eager, hf_llama_eager };

@@ -81,7 +81,7 @@ Result<ClusterSpec> parse_cluster(std::string_view json_text, const std::string&
     std::optional<double> fallback;
   };
   for (const Field& f : {Field{"num_nodes", &nodes, 1, 1 << 17, std::nullopt}, Field{"gpus_per_node", &per_node, 1, 1024, std::nullopt},
-                         Field{"inter_node_gbps", &inter, 1e-3, 1e6, std::nullopt}, Field{"inter_node_latency_us", &latency_us, 0, 1e6, 10.0},
+                         Field{"inter_node_gbps", &inter, 1e-3, 1e6, std::nullopt}, Field{"inter_node_latency_us", &latency_us, 0, 1e6, kInterNodeSendLatencyUs},
                          Field{"intra_node_gbps", &intra, 0, 1e6, 0.0}, Field{"host_memory_gib_per_node", &host_gib, 0, 1e9, 1024.0},
                          Field{"cpu_adam_gparams_per_s_per_node", &adam, 1e-6, 1e6, 4.5}}) {
     auto value = number_field(root, f.key, source, f.min_value, f.max_value, f.fallback);

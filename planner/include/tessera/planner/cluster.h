@@ -12,6 +12,9 @@
 
 namespace tessera::planner {
 
+inline constexpr double kIntraNodeSendLatencyUs = 3;
+inline constexpr double kInterNodeSendLatencyUs = 20;
+
 struct ClusterSpec {
   std::string name;                  // file stem, or "cli"
   GpuProfile gpu;
@@ -21,8 +24,14 @@ struct ClusterSpec {
   // both directions, so half of it; PCIe per direction where there is no NVLink.
   double intra_node_gbps = 0;        // 0 = derived from the GPU profile
   double inter_node_gbit_s = 400;    // per GPU, Gbit/s (NDR InfiniBand: 400)
-  double intra_node_latency_s = 3e-6;
-  double inter_node_latency_s = 10e-6;
+  // Time of a small point-to-point message (a pipeline send's fixed cost;
+  // collectives have their own in collectives.cpp), as nccl-tests'
+  // sendrecv_perf measures it: about 3 µs between GPUs of one NVLink node
+  // (H100s in NVIDIA/nccl#1487, 3.7 µs between H800s in NVIDIA/nccl#1984) and
+  // 19-20 µs for 8 bytes between A100s of two nodes on HDR InfiniBand
+  // (NVIDIA/nccl-tests#150; 31-34 µs between A40s of two nodes in #214).
+  double intra_node_latency_s = kIntraNodeSendLatencyUs * 1e-6;
+  double inter_node_latency_s = kInterNodeSendLatencyUs * 1e-6;
   int64_t host_memory_bytes_per_node = int64_t{1} << 40;  // 1 TiB (DGX A100: 1 TB, DGX H100: 2 TB)
   // CPU Adam: parameters updated per second by one node's CPUs (ZeRO-Offload,
   // Ren et al. 2021, §6.3: about 1B parameters in 0.22 s on a 2-socket Xeon).

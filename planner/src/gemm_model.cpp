@@ -39,6 +39,23 @@ WeightDims weight_dims(const ModelConfig& config, const TensorInfo& t, int64_t t
   return stored_in_out ? WeightDims{dims[0], dims[1]} : WeightDims{dims[1], dims[0]};
 }
 
+// A split weight's tensor-parallel cut runs along its input features: a
+// row-parallel layer (attention's output projection, the MLP's last), whose
+// output the ranks reduce; else a column-parallel one.
+bool row_parallel(const ModelConfig& config, const TensorInfo& t) {
+  const bool stored_in_out = config.family == ModelFamily::gpt2;
+  return t.tp_dim == (stored_in_out ? 0 : 1);
+}
+
+// `gemm` on the SMs that `reserved_sms` leave, each at its usual pace.
+double gemm_seconds_on_fewer_sms(const GemmShape& gemm, const KernelRoofs& roofs, int64_t reserved_sms) {
+  if (roofs.sm_count <= reserved_sms) return gemm_seconds(gemm, roofs);
+  KernelRoofs fewer = roofs;
+  fewer.sm_count = roofs.sm_count - reserved_sms;
+  fewer.matmul_flops = roofs.matmul_flops * static_cast<double>(fewer.sm_count) / static_cast<double>(roofs.sm_count);
+  return gemm_seconds(gemm, fewer);
+}
+
 }  // namespace
 
 KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency) {
@@ -93,6 +110,18 @@ std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tok
     s.backward += gemm_seconds({m, w.in, w.out}, backward) + gemm_seconds({w.in, w.out, m}, backward);
   }
   return by_layer;
+}
+
+double userbuffer_sm_margin_seconds(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& forward_roofs) {
+  double extra = 0;
+  for (const TensorInfo& t : model.inventory.tensors) {
+    // proj_fprop and fc2_fprop; the blocks are alike: the first one's.
+    if (!t.is_matmul_weight || t.layer != 0 || t.tp_split != TpSplit::split || !row_parallel(model.config, t)) continue;
+    const WeightDims w = weight_dims(model.config, t, tp);
+    const GemmShape forward{static_cast<double>(tokens), w.out, w.in};
+    extra += gemm_seconds_on_fewer_sms(forward, forward_roofs, kUserbufferPipelineCommSms) - gemm_seconds(forward, forward_roofs);
+  }
+  return extra;
 }
 
 double causal_keys_per_query(int64_t seq_len, int64_t sliding_window) {

@@ -116,6 +116,7 @@ struct Context {
   int64_t block_stash_bytes, recomputed_block_bytes;
   double op_policy_gemm_seconds;  // one block's linears that torchtitan's op-level policy runs again, one micro-batch
   ElementwiseWork elementwise;  // one micro-batch's element-wise bytes run op by op, and outside the blocks
+  double userbuffer_sm_margin_seconds;  // --tp-comm-overlap: what one block's forward loses to the reduce-scatter's SMs (gemm_model.h)
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -256,12 +257,14 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     }
   }
   const double attention_forward = attention.forward * s.num_layers;
+  const double layers = static_cast<double>(s.num_layers);
+  block_forward += c.userbuffer_sm_margin_seconds * layers;
+  cost.forward_compute += c.userbuffer_sm_margin_seconds * layers;
   // Element-wise work (norms, activations, softmax, dropout) is memory-bound. Where
   // the runtime fuses it, each tensor a block keeps for backward is written once in
   // forward and read once in backward, where its gradient is written too (a roofline
   // lower bound); where it runs op by op, every op's reads and writes.
   const double hbm = c.roofs.hbm_bytes_per_s;
-  const double layers = static_cast<double>(s.num_layers);
   const double kept = static_cast<double>(c.block_stash_bytes) * layers;
   const double recomputed = static_cast<double>(c.recomputed_block_bytes) * layers;
   const std::optional<ElementwiseBytes>& eager = c.elementwise.eager_block;
@@ -525,7 +528,10 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
                   t.recompute == RecomputeMode::op_selective
                       ? op_policy_gemm_seconds(model.config, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency).forward)
                       : 0.0,
-                  elementwise_work(model.config, request, static_cast<double>(tokens_per_micro_batch))};
+                  elementwise_work(model.config, request, static_cast<double>(tokens_per_micro_batch)),
+                  request.plugin.tp_comm_overlap && l.tp > 1 && request.plugin.runtime == Runtime::megatron  // Transformer Engine's userbuffers
+                      ? userbuffer_sm_margin_seconds(model, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency).forward)
+                      : 0.0};
   std::vector<StageShape> own_stages;
   const std::vector<StageShape>& stages = memo ? memo->stage_layouts(model, request) : (own_stages = stage_layouts(model, request));
   std::vector<StageCost> costs;

@@ -58,6 +58,20 @@ TEST_F(GemmModel, FusedCausalAttentionDoesHalfTheWorkAndBackwardTwoAndAHalfTimes
   EXPECT_NEAR(fused.backward, 2.5 * fused.forward, 1e-12);
 }
 
+// --tp-comm-overlap: Llama 3 70B's two row-parallel projections at tp 4, 4096
+// tokens, worked by hand. o_proj is 4096 × 8192 × 2048 on a rank, down_proj
+// 4096 × 8192 × 7168: 16 × 64 = 1024 tiles of 256 × 128 each, 8 waves on the
+// H100's 132 SMs (7.8) and 9 on the 116 the reduce-scatter's 16 leave (8.8).
+// One more wave each, a wave being 2 · 256 · 128 · k FLOPs on one SM.
+TEST(UserbufferOverlap, TheRowParallelForwardGemmsRunOnTheSmsTheReduceScatterLeaves) {
+  const Model llama = testing::shipped_model("llama-3-70b");
+  const KernelRoofs h100 = kernel_roofs(testing::shipped_gpu("h100-80g"), Precision::bf16, 0.8);
+  ASSERT_EQ(h100.sm_count, 132);
+  const double per_sm = h100.matmul_flops / 132;
+  const double one_more_wave_each = 2.0 * 256 * 128 * (2048 + 7168) / per_sm;
+  EXPECT_NEAR(userbuffer_sm_margin_seconds(llama, 4096, 4, h100), one_more_wave_each, 1e-12);
+}
+
 TEST(CausalKeys, WholeSequenceOrSlidingWindow) {
   EXPECT_DOUBLE_EQ(causal_keys_per_query(4, 0), 2.5);  // (1 + 2 + 3 + 4) / 4
   EXPECT_DOUBLE_EQ(causal_keys_per_query(4, 2), 1.75); // (1 + 2 + 2 + 2) / 4

@@ -85,6 +85,25 @@ struct PassSeconds {
 std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs,
                                                  const BlockGemmRoofs& block_roofs);
 
+// Megatron-Core's --tp-comm-overlap runs the blocks' tensor-parallel GEMMs
+// through Transformer Engine's userbuffers, which pipeline each with its
+// all-gather or reduce-scatter in chunks. The row-parallel forward GEMMs
+// (proj_fprop, fc2_fprop) take TE's "pipeline" method, whose reduce-scatter
+// kernels keep num_sm = 16 SMs to themselves (set_sm_margin;
+// transformer_engine/pytorch/module/base.py, initialize_ub, `methods` and
+// get_default_config, TE 2.x): the GEMM is launched on multiProcessorCount −
+// num_comm_sms SMs (CommOverlapBase, transformer_engine/common/userbuffers/
+// comm_gemm_overlap.h at 034280b2). NeMo's H100 configs keep the method and set
+// 16 to 24 SMs per GEMM (NeMo-Framework-Launcher 24.09,
+// conf/training/tp_overlap/ub_cfg_h100_*.yaml). What that adds to one block's
+// forward, one micro-batch (the blocks are alike: the first one's).
+// Not charged: the chunks' own cost. cuBLAS picks a tile for each chunk's
+// shape; gemm_seconds' one 256×128 tile would charge the ring exchange's tp
+// chunks of Llama-70B's GEMMs at tp 4 a third more, which the NeMo bf16 rows
+// (−9% with it) do not show.
+inline constexpr int64_t kUserbufferPipelineCommSms = 16;
+double userbuffer_sm_margin_seconds(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& forward_roofs);
+
 // One rank's attention core (QK^T, softmax, PV) for one layer and micro-batch.
 PassSeconds attention_core_seconds(const ModelConfig& config, bool fused, int64_t micro_batch, int64_t seq_len, int64_t tp,
                                    const KernelRoofs& roofs);

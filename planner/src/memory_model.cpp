@@ -15,6 +15,7 @@
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "model_states.h"
+#include "retained_between_steps.h"
 #include "simulation_memo.h"
 
 namespace tessera::planner {
@@ -307,8 +308,8 @@ RankMemory make_row(const StageShape& s, const EstimateRequest& r, const MemoryB
 // Consecutive stages with the same bytes and role share one row (not under
 // interleaving, where each stage's blocks are several ranges of its own).
 bool same_row(const RankMemory& a, const RankMemory& b) {
-  return a.bytes == b.bytes && a.has_embedding == b.has_embedding && a.has_head == b.has_head &&
-         a.in_flight_micro_batches == b.in_flight_micro_batches && a.layer_chunks.empty() && b.layer_chunks.empty() &&
+  return a.bytes == b.bytes && a.retained_between_steps == b.retained_between_steps && a.has_embedding == b.has_embedding &&
+         a.has_head == b.has_head && a.in_flight_micro_batches == b.in_flight_micro_batches && a.layer_chunks.empty() && b.layer_chunks.empty() &&
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
 }
 
@@ -380,6 +381,7 @@ Result<MemoryEstimate> estimate(const Model& model, const GpuProfile& gpu, const
                            estimate.cuda_context_bytes, gemini);
     }
     RankMemory row = make_row(s, request, stage_memory(model, s, request, &gemini, estimate.cuda_context_bytes), gpu.memory_bytes);
+    row.retained_between_steps = retained_between_steps(model, s, request);
     if (!estimate.ranks.empty() && same_row(estimate.ranks.back(), row)) {
       estimate.ranks.back().last_stage = row.last_stage;
       estimate.ranks.back().last_rank = row.last_rank;

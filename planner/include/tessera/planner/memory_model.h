@@ -43,6 +43,10 @@ struct RankMemory {
   int64_t gpu_capacity = 0;     // the GPU's total memory
   int64_t headroom = 0;         // what the plan must leave free (Assumptions::memory_headroom)
   int64_t margin = 0;           // capacity - headroom - device_total; negative when it does not fit
+  // Kept from one step into the next besides the model states (Megatron-Core's
+  // pipeline inputs and their gradients, retained_between_steps.cpp); freed
+  // before the next step's peak, so not part of device_total.
+  int64_t retained_between_steps = 0;
   bool fits() const { return margin >= 0; }
 };
 

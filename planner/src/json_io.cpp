@@ -221,6 +221,7 @@ json ranks_to_json(const MemoryEstimate& e) {
                          {"in_flight_micro_batches", row.in_flight_micro_batches},
                          {"categories", categories},
                          {"total", json{{"device_bytes", row.device_total}, {"host_bytes", row.host_total}}},
+                         {"retained_between_steps_bytes", row.retained_between_steps},
                          {"gpu_capacity_bytes", row.gpu_capacity},
                          {"margin_bytes", row.margin},
                          {"fits", row.fits()}});

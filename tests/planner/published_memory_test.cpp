@@ -37,7 +37,7 @@ EstimateRequest request_of(const json& result) {
   r.training.micro_batch_size = l["micro_batch_size"];
   r.layout = ParallelLayout{l["dp"], l["tp"], l["pp"], l.value("sequence_parallel", false)};
   r.training.num_micro_batches = t["global_batch_size"].get<int64_t>() / (r.training.micro_batch_size * r.layout.dp);
-  r.plugin.zero_stage = t.value("zero_stage", 0);
+  r.plugin.zero_stage = t.value("zero_stage", -1);  // -1: the plugin's own
   if (const int64_t chunks = l.value("virtual_pipeline_chunks", 1); chunks > 1) {
     r.plugin.pp_schedule = PipelineSchedule::interleaved;
     r.plugin.num_model_chunks = chunks;

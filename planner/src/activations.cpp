@@ -266,7 +266,11 @@ BlockActivationBytes block_activation_bytes(const ActivationTable& table, const 
   BlockActivationBytes out;
   for (const ActivationTerm& t : table.block) {
     const int64_t bytes = term_bytes(t, shape);
-    if (term_kept(t, recompute)) {
+    if (recompute == RecomputeMode::full && t.is_block_input && t.checkpointed_bytes_per_element > 0) {
+      ActivationTerm checkpointed = t;
+      checkpointed.bytes_per_element = t.checkpointed_bytes_per_element;
+      out.stash += term_bytes(checkpointed, shape);
+    } else if (term_kept(t, recompute)) {
       out.stash += bytes;
     } else if (table.counts_recompute_working_set) {
       out.working += bytes;

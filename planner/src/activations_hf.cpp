@@ -88,9 +88,14 @@ void llama_block(const ModelConfig& c, int64_t dt, HfRun run, std::vector<Activa
   // LlamaRMSNorm: hidden.to(float32) (a copy under 16-bit weights, the fp32
   // residual itself under autocast), its rstd, the normalised
   // hidden.to(input_dtype) that the weight multiplies (fp32 under autocast).
+  // Full recompute (gradient_checkpointing_enable: torch.utils.checkpoint
+  // around each LlamaDecoderLayer, transformers 4.32.1 modeling_llama.py
+  // LlamaModel.forward) keeps the layer's input as it arrives: in the
+  // weights' dtype under 16-bit weights, where the norm keeps only its copy.
   const auto rms_norm = [&](std::string_view fp32, std::string_view rstd, std::string_view normalized, bool block_input) {
     ActivationTerm copy = term(fp32, h, kFp32, Split::sequence);
     copy.is_block_input = block_input;
+    if (block_input && !autocast) copy.checkpointed_bytes_per_element = dt;
     b.push_back(copy);
     b.push_back(term(rstd, 1, kFp32, Split::sequence));
     b.push_back(term(normalized, h, autocast ? kFp32 : dt, Split::sequence));

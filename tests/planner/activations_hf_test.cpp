@@ -159,5 +159,23 @@ TEST(HfActivationProfile, AutocastRunsOnAnH100MatchWithinOnePercent) {
   }
 }
 
+// Full recompute (torch.utils.checkpoint around each decoder layer) keeps the
+// layer's input as it arrives: a Llama layer with 16-bit weights keeps 2·h
+// bytes per token, not the 4·h of the fp32 copy its RMSNorm makes; under
+// autocast the residual stream is fp32 and the input is that copy, 4·h.
+TEST(HfActivationProfile, FullRecomputeKeepsTheLayerInputInItsDtype) {
+  const ModelConfig llama = probe_config("llama");
+  const ActivationShape shape{2, 1024, 1, false};
+  const int64_t tokens = 2 * 1024, h = llama.hidden_size;
+  const auto stash = [&](ActivationProfile profile) {
+    return block_activation_bytes(activation_table(llama, profile, Precision::bf16), shape, RecomputeMode::full).stash;
+  };
+  EXPECT_EQ(stash(ActivationProfile::hf), tokens * h * 2);
+  EXPECT_EQ(stash(ActivationProfile::hf_autocast), tokens * h * 4);
+  const ModelConfig gpt2 = probe_config("gpt2");
+  EXPECT_EQ(block_activation_bytes(activation_table(gpt2, ActivationProfile::hf, Precision::bf16), shape, RecomputeMode::full).stash,
+            tokens * gpt2.hidden_size * 2);
+}
+
 }  // namespace
 }  // namespace tessera::planner

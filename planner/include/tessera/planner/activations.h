@@ -57,6 +57,10 @@ struct ActivationTerm {
   ActivationSplit split = ActivationSplit::tensor_parallel;
   bool kept_under_selective = true;  // false: dropped and recomputed by selective recompute
   bool is_block_input = false;     // the one term full recompute keeps
+  // Full recompute keeps the block's input as the checkpoint received it: 0 =
+  // this term's own width, else these bytes per element (a 16-bit input of
+  // which the block itself keeps only an fp32 copy: Hugging Face's Llama).
+  int64_t checkpointed_bytes_per_element = 0;
   bool per_position = false;       // shared by a micro-batch's sequences (RoPE's tables): seq_len rows, not b·s
   bool per_micro_batch = false;    // independent of the tokens (autocast's 16-bit copies of the weights): once per micro-batch
   bool kept_under_op_selective = false;  // saved by torchtitan's op-level policy (op_checkpoint_policy.h)

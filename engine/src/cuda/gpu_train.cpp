@@ -108,7 +108,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   const std::vector<RunSetting> settings = run_settings(model, options, data.value(), ranks);
   TrainMetrics metrics;
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
-                                  GpuDataParallel{group.get(), options.plugin.bucket_bytes});
+                                  GpuDataParallel{group.get(), options.plugin.bucket_bytes}, options.recompute);
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
 

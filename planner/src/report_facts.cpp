@@ -250,6 +250,10 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
     lines.push_back({"DDP buckets", "a second copy of all gradients (" + format_bytes(r.request.plugin.bucket_bytes) + " buckets)",
                      "PyTorch DistributedDataParallel, gradient_as_bucket_view=False (--gradient-as-bucket-view removes it)"});
   }
+  if (r.request.plugin.kind == PluginKind::torch_ddp && r.request.plugin.rank_order_reduction && r.request.layout.data_ranks() > 1) {
+    lines.push_back({"rank-order reduction", "one bucket staged from every rank while it is summed (" + format_bytes(r.request.plugin.bucket_bytes) + " buckets)",
+                     "Tessera's engine on GPUs (--rank-order-reduction)"});
+  }
   if (r.estimate.gemini) {
     const GeminiSummary& g = *r.estimate.gemini;
     const auto own = std::count_if(g.chunk_capacity.begin(), g.chunk_capacity.end(), [&](int64_t c) { return c != g.chunk_size; });

@@ -169,6 +169,9 @@ struct PluginOptions {
   // torch_ddp: PyTorch DistributedDataParallel's bucket_cap_mb (25) and gradient_as_bucket_view (False).
   int64_t bucket_bytes = int64_t{25} << 20;
   bool gradient_as_bucket_view = false;
+  // torch_ddp as Tessera's engine runs it on GPUs: the gradients' all-reduce
+  // sums in rank order through a scratch of one bucket (rank_order_reduction.h).
+  bool rank_order_reduction = false;
   FsdpStrategy fsdp_strategy = FsdpStrategy::full_shard;
   // low_level_zero: stage 1 or 2 (default 1, as LowLevelZeroPlugin), 3 under --runtime deepspeed
   // (its default there); hybrid_parallel: 0, 1 or 2 (default 0).

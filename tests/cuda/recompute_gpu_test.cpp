@@ -65,10 +65,10 @@ void expect_within(const std::string& what, double error, double tolerance) {
 void check_recompute(const planner::Model& model, const std::string& family) {
   const double tolerance = std::ldexp(1.0, -8);
   const OneStep base = run_step(model, planner::RecomputeMode::none);
-  const planner::ActivationTable table = planner::activation_table(model.config, planner::ActivationProfile::tessera, planner::Precision::bf16);
+  const planner::ActivationTable table = planner::activation_table(model.config, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
   const int64_t L = model.config.num_layers;
   const auto booked = [&](planner::RecomputeMode mode) {
-    return gpu_step_buffers(table, planner::ActivationShape{B, T, 1, false}, mode).bytes(MemoryCategory::activations, L, CachingAllocator::kBlockAlign);
+    return activation_buffers(table, planner::ActivationShape{B, T, 1, false}, mode).bytes(MemoryCategory::activations, L, CachingAllocator::kBlockAlign);
   };
   EXPECT_EQ(base.activation_peak, booked(planner::RecomputeMode::none)) << family;
   const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);

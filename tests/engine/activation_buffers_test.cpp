@@ -36,8 +36,8 @@ const char* kGpt2 = R"({"model_type":"gpt2","vocab_size":97,"n_embd":72,"n_layer
 const char* kLlama = R"({"model_type":"llama","vocab_size":101,"hidden_size":48,"num_hidden_layers":3,"num_attention_heads":6,
                          "num_key_value_heads":2,"intermediate_size":136})";
 
-planner::ActivationTable table_of(const planner::Model& model) {
-  return planner::activation_table(model.config, planner::ActivationProfile::tessera, planner::Precision::bf16);
+planner::ActivationTable table_of(const planner::Model& model, planner::ActivationProfile profile = planner::ActivationProfile::tessera) {
+  return planner::activation_table(model.config, profile, planner::Precision::bf16);
 }
 
 const planner::ActivationShape kShape{B, T, 1, false};
@@ -54,10 +54,10 @@ int64_t sum(const std::vector<ActivationBuffer>& buffers) {
   return total;
 }
 
-// The planner's estimate of one bf16 rank running `model` with the engine's table.
-planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode) {
+// The planner's estimate of one bf16 rank running `model` with one of the engine's tables.
+planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode, planner::ActivationProfile profile) {
   planner::EstimateRequest request;
-  request.training.activation_profile = planner::ActivationProfile::tessera;
+  request.training.activation_profile = profile;
   request.training.recompute = mode;
   request.training.precision = planner::Precision::bf16;
   request.training.micro_batch_size = B;
@@ -104,9 +104,10 @@ TEST(ActivationBuffers, EachModeKeepsAndRecomputesTheTablesTerms) {
 }
 
 // The CPU model's ledger, the buffers' sum and the planner's estimate are
-// the same bytes under each mode; the GPU step's differ from them by its
-// bf16 logits (2 bytes a logit fewer) and its device copies of the tokens
-// and targets (8 bytes a token more), and nothing else.
+// the same bytes under each mode; the GPU step's buffers are the planner's
+// `tessera_gpu` estimate, which differs from `tessera` by the bf16 logits
+// (2 bytes a logit fewer) and the device copies of the tokens and targets
+// (8 bytes a token more), and nothing else.
 TEST(ActivationBuffers, CpuModelGpuStepAndPlannerBookTheSameBytes) {
   for (const char* json : {kGpt2, kLlama}) {
     const planner::Model model = model_of(json);
@@ -114,7 +115,7 @@ TEST(ActivationBuffers, CpuModelGpuStepAndPlannerBookTheSameBytes) {
     const int64_t L = model.config.num_layers, V = model.config.vocab_size;
     for (RecomputeMode mode : kModes) {
       const std::string what = model.config.model_type + " recompute " + std::string(enum_name(mode));
-      const planner::RankMemory row = planner_row(model, mode);
+      const planner::RankMemory row = planner_row(model, mode, planner::ActivationProfile::tessera);
       const int64_t planned_activations = row.bytes[MemoryCategory::activations].device, planned_logits = row.bytes[MemoryCategory::logits].device;
 
       MemoryLedger cpu_ledger;
@@ -126,10 +127,14 @@ TEST(ActivationBuffers, CpuModelGpuStepAndPlannerBookTheSameBytes) {
       EXPECT_EQ(buffers.bytes(MemoryCategory::activations, L), planned_activations) << what;
       EXPECT_EQ(buffers.bytes(MemoryCategory::logits, L), planned_logits) << what;
 
-      const ActivationBuffers gpu = gpu_step_buffers(table, kShape, mode);
+      const ActivationBuffers gpu = activation_buffers(table_of(model, planner::ActivationProfile::tessera_gpu), kShape, mode);
+      const planner::RankMemory gpu_row = planner_row(model, mode, planner::ActivationProfile::tessera_gpu);
+      EXPECT_EQ(gpu.bytes(MemoryCategory::activations, L), gpu_row.bytes[MemoryCategory::activations].device) << what;
+      EXPECT_EQ(gpu.bytes(MemoryCategory::logits, L), gpu_row.bytes[MemoryCategory::logits].device) << what;
       EXPECT_EQ(gpu.bytes(MemoryCategory::activations, L), planned_activations + 8 * N) << what;
       EXPECT_EQ(gpu.bytes(MemoryCategory::logits, L), planned_logits - 2 * V * N) << what;
       EXPECT_EQ(names(gpu.logits), (std::set<std::string>{"logits", "token_losses"})) << what;
+      EXPECT_EQ(names(gpu.first_stage), std::set<std::string>{"tokens"}) << what;
     }
   }
 }
@@ -142,7 +147,7 @@ TEST(StepActivations, BookTheLayoutAndShareTheWorkingSet) {
   constexpr int64_t MiB = int64_t{1} << 20;
   for (const char* json : {kGpt2, kLlama}) {
     const planner::Model model = model_of(json);
-    const planner::ActivationTable table = table_of(model);
+    const planner::ActivationTable table = table_of(model, planner::ActivationProfile::tessera_gpu);
     const int L = static_cast<int>(model.config.num_layers);
     int64_t peak_without = 0;
     for (RecomputeMode mode : kModes) {
@@ -151,7 +156,7 @@ TEST(StepActivations, BookTheLayoutAndShareTheWorkingSet) {
       testing::FakeEvents events;
       MemoryLedger ledger;
       CachingAllocator allocator(device, events, ledger);
-      const ActivationBuffers layout = gpu_step_buffers(table, kShape, mode);
+      const ActivationBuffers layout = activation_buffers(table, kShape, mode);
       {
         const StepActivations step(allocator, layout, L);
         for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {

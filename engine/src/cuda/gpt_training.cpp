@@ -429,9 +429,9 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     check(cudaMemset(s->v.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
 
     // What the forward keeps and the recompute rebuilds, sized and named by
-    // the planner's table by the CPU model's rule (model/activation_buffers.h).
-    const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, planner::Precision::bf16);
-    s->activations = StepActivations(*s->allocator, gpu_step_buffers(table, planner::ActivationShape{micro_batch, seq_len, 1, false}, recompute), c.num_layers);
+    // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
+    const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
+    s->activations = StepActivations(*s->allocator, activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, 1, false}, recompute), c.num_layers);
     // Workspaces: a column of ones for the bias gradients (1 · dout), the
     // norms' partial sums, the gradient norm's partial sums and its result
     // (a double and the overflow flag).

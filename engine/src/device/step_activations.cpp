@@ -14,7 +14,7 @@ StepActivations::StepActivations(CachingAllocator& allocator, ActivationBuffers 
   blocks_.resize(static_cast<size_t>(num_layers));
   for (Named& block : blocks_) allocate(layout_.kept, block);
   allocate(layout_.working, working_);
-  for (const auto* buffers : {&layout_.last_stage, &layout_.logits, &layout_.scratch, &layout_.inputs}) allocate(*buffers, outside_);
+  for (const auto* buffers : {&layout_.first_stage, &layout_.last_stage, &layout_.logits, &layout_.scratch}) allocate(*buffers, outside_);
 }
 
 void* StepActivations::find(const Named& named, std::string_view name) {

@@ -31,7 +31,7 @@ int64_t ActivationBuffers::bytes(MemoryCategory category, int64_t blocks, int64_
     }
     return total;
   };
-  return blocks * sum(kept) + sum(working) + sum(last_stage) + sum(logits) + sum(scratch) + sum(inputs);
+  return blocks * sum(kept) + sum(working) + sum(first_stage) + sum(last_stage) + sum(logits) + sum(scratch);
 }
 
 ActivationBuffers activation_buffers(const planner::ActivationTable& table, const planner::ActivationShape& shape, planner::RecomputeMode mode) {
@@ -44,21 +44,11 @@ ActivationBuffers activation_buffers(const planner::ActivationTable& table, cons
       out.working.push_back(buffer);
     }
   }
+  out.first_stage = buffers_of(table.first_stage, shape, MemoryCategory::activations);
   out.last_stage = buffers_of(table.last_stage, shape, MemoryCategory::activations);
   out.logits = buffers_of(table.logits, shape, MemoryCategory::logits);
   out.scratch = buffers_of(table.backward_scratch, shape, MemoryCategory::activations);
   out.rerun = block_rerun(mode);
-  return out;
-}
-
-ActivationBuffers gpu_step_buffers(const planner::ActivationTable& table, const planner::ActivationShape& shape, planner::RecomputeMode mode) {
-  ActivationBuffers out = activation_buffers(table, shape, mode);
-  const int64_t tokens = shape.micro_batch_size * shape.seq_len;
-  for (ActivationBuffer& logits : out.logits) {
-    if (logits.name != "logits_fp32") continue;
-    logits = {"logits", logits.elements() * 2, 2, MemoryCategory::logits};  // bf16
-  }
-  out.inputs = {{"tokens", tokens * 4, 4, MemoryCategory::activations}, {"targets", tokens * 4, 4, MemoryCategory::activations}};
   return out;
 }
 

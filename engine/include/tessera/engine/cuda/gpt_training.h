@@ -11,7 +11,9 @@
 // tensor inventory and flat order (planner/sharding.h), the parameter roles
 // (model/parameter_slots.h), the initial weights (model/initialization.h),
 // the activation table that names and sizes what a block keeps
-// (planner/activations.h, the `tessera` profile) and the rule that chooses,
+// (planner/activations.h, the `tessera_gpu` profile: `tessera`'s terms with
+// the GPU's bf16 logits and its device copies of the tokens and targets, so
+// that the ledger books per category what the planner estimates) and the rule that chooses,
 // per recompute mode, what a block keeps and what is rebuilt before its
 // backward (model/activation_buffers.h), the weight-decay mask and AdamW's
 // scalars (optimizer.h, adamw_step.h). Every device byte comes from the

@@ -1,5 +1,5 @@
 // The GPU step's activation and logits buffers (model/activation_buffers.h,
-// gpu_step_buffers), carved from the caching allocator and found by name: a
+// from the `tessera_gpu` table), carved from the caching allocator and found by name: a
 // block's term is the block's own buffer where the recompute mode keeps it,
 // else the working set's that every block shares. Host code, so that the CPU
 // tests allocate the step's buffers from a fake device and read the ledger
@@ -26,8 +26,8 @@ class StepActivations {
 
   // Block `layer`'s buffer of the term `name`, its own or the working set's.
   void* block(int layer, std::string_view name) const;
-  // A buffer outside the blocks: the final norm's and head's inputs, the
-  // logits and losses, backward's scratch, the tokens and targets.
+  // A buffer outside the blocks: the tokens, the final norm's and head's
+  // inputs, the targets, the logits and losses, backward's scratch.
   void* outside(std::string_view name) const;
   // Whether block `layer`'s term `name` is kept (not recomputed).
   bool keeps(int layer, std::string_view name) const;

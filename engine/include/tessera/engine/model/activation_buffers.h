@@ -1,9 +1,10 @@
 // The buffers the engine's transformer gives its activations under a
 // recompute mode, read from the planner's activation table (the `tessera`
-// profile) by the planner's rule (planner::term_kept): one source for the CPU
-// model (model/transformer.h), the GPU step (cuda/gpt_training.h) and the
-// planner's estimate (planner::block_activation_bytes), so that the three
-// agree term by term and byte by byte.
+// profile on the CPU, `tessera_gpu` in the GPU step) by the planner's rule
+// (planner::term_kept): one source for the CPU model (model/transformer.h),
+// the GPU step (cuda/gpt_training.h) and the planner's estimate
+// (planner::block_activation_bytes), so that the three agree term by term
+// and byte by byte.
 //
 // A block keeps the terms the mode keeps, from its forward to its backward,
 // in buffers of its own. The terms it does not keep live in one working set
@@ -42,25 +43,18 @@ struct ActivationBuffer {
 };
 
 struct ActivationBuffers {
-  std::vector<ActivationBuffer> kept;        // each block's own, forward to backward
-  std::vector<ActivationBuffer> working;     // the terms the mode recomputes: one set for every block
-  std::vector<ActivationBuffer> last_stage;  // the final norm's and the head's inputs
-  std::vector<ActivationBuffer> logits;      // the logits and the per-token losses (category `logits`)
-  std::vector<ActivationBuffer> scratch;     // backward's activation gradients, once
-  std::vector<ActivationBuffer> inputs;      // the micro-batch's tokens and targets where the engine copies them (the GPU step)
+  std::vector<ActivationBuffer> kept;         // each block's own, forward to backward
+  std::vector<ActivationBuffer> working;      // the terms the mode recomputes: one set for every block
+  std::vector<ActivationBuffer> first_stage;  // with the embedding (the GPU step's tokens)
+  std::vector<ActivationBuffer> last_stage;   // the final norm's and the head's inputs (and the GPU step's targets)
+  std::vector<ActivationBuffer> logits;       // the logits and the per-token losses (category `logits`)
+  std::vector<ActivationBuffer> scratch;      // backward's activation gradients, once
   BlockRerun rerun = BlockRerun::nothing;
   // Bytes booked under `category` with `blocks` blocks (each buffer rounded up to `align` bytes, as an allocator hands them out).
   int64_t bytes(MemoryCategory category, int64_t blocks, int64_t align = 1) const;
 };
 
-// The CPU model's buffers: every term of the table, sized for `shape`.
+// Every term of the table, sized for `shape`.
 ActivationBuffers activation_buffers(const planner::ActivationTable& table, const planner::ActivationShape& shape, planner::RecomputeMode mode);
-
-// The GPU step's (cuda/gpt_training.h), bf16: the CPU model's, except that
-// the fused cross-entropy keeps the logits in bf16 and turns them into their
-// gradient in place (where the CPU model and the table keep fp32 logits), and
-// that the step copies each micro-batch's tokens and targets (int32) to the
-// device, booked under `activations`.
-ActivationBuffers gpu_step_buffers(const planner::ActivationTable& table, const planner::ActivationShape& shape, planner::RecomputeMode mode);
 
 }  // namespace tessera::engine

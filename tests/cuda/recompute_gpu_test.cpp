@@ -3,7 +3,8 @@
 // T = 37) under --recompute selective and full against the same step
 // without recompute, from the same weights and tokens, and the device
 // ledger's activation peak against the host layout
-// (model/activation_buffers.h). Skipped without a CUDA device; run by
+// (model/activation_buffers.h; every buffer under 1 MiB, so each is booked
+// rounded up to 512 bytes). Skipped without a CUDA device; run by
 // tools/gpu-check.
 //
 // Tolerances. The recompute runs the forward's own launches on the same

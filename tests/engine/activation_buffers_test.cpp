@@ -141,8 +141,9 @@ TEST(ActivationBuffers, CpuModelGpuStepAndPlannerBookTheSameBytes) {
 
 // The GPU step's buffers from the caching allocator on a fake device: the
 // ledger books each under its category, rounded up to the allocator's 512
-// bytes; recompute lowers the activations' peak; a recomputed term is one
-// buffer shared by the blocks, a kept one the block's own.
+// bytes (every buffer here is under 1 MiB, the small pool's blocks);
+// recompute lowers the activations' peak; a recomputed term is one buffer
+// shared by the blocks, a kept one the block's own.
 TEST(StepActivations, BookTheLayoutAndShareTheWorkingSet) {
   constexpr int64_t MiB = int64_t{1} << 20;
   for (const char* json : {kGpt2, kLlama}) {

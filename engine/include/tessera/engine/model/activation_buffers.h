@@ -50,7 +50,8 @@ struct ActivationBuffers {
   std::vector<ActivationBuffer> logits;       // the logits and the per-token losses (category `logits`)
   std::vector<ActivationBuffer> scratch;      // backward's activation gradients, once
   BlockRerun rerun = BlockRerun::nothing;
-  // Bytes booked under `category` with `blocks` blocks (each buffer rounded up to `align` bytes, as an allocator hands them out).
+  // Bytes booked under `category` with `blocks` blocks, each buffer rounded
+  // up to `align` bytes (as the caching allocator hands out blocks of up to 1 MiB).
   int64_t bytes(MemoryCategory category, int64_t blocks, int64_t align = 1) const;
 };
 

@@ -93,7 +93,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--recompute", o.recompute,
                "Activation recompute: none, selective or full (Korthikanti et al. 2022), or op_selective (torchtitan's op-level policy: "
                "--runtime torchtitan, Llama-shaped models)")->capture_default_str();
-  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
+  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022), tessera (our engine on the CPU) or tessera_gpu (its GPU step)")->capture_default_str();
   c.add_flag("--torch-compile", r.training.torch_compile, kTorchCompileHelp);
   c.add_option("--plugin", o.plugin, "torch_ddp, torch_fsdp, low_level_zero, gemini or hybrid_parallel")->capture_default_str();
   c.add_option("--runtime", o.runtime,
@@ -105,6 +105,8 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_flag("--cpu-offload", r.plugin.cpu_offload, "Keep master weights and optimizer states on the host (ZeRO)");
   c.add_option("--bucket-mb", o.bucket_mb, "torch_ddp bucket_cap_mb")->capture_default_str();
   c.add_flag("--gradient-as-bucket-view", r.plugin.gradient_as_bucket_view, "torch_ddp: gradients are views into the buckets");
+  c.add_flag("--rank-order-reduction", r.plugin.rank_order_reduction,
+             "torch_ddp as Tessera's engine runs it on GPUs: each bucket's all-reduce stages one bucket for a rank-order sum");
   c.add_option("--fsdp-strategy", o.fsdp_strategy, "torch_fsdp: full_shard or shard_grad_op")->capture_default_str();
   c.add_option("--reduce-bucket-m", o.reduce_bucket_m, "low_level_zero reduce_bucket_size_in_m (Mi elements)")->capture_default_str();
   c.add_option("--chunk-size", r.plugin.gemini.chunk_size, "gemini: elements per chunk (0 = search)")->capture_default_str();

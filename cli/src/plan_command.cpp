@@ -122,7 +122,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--seq", o.seq, "Tokens per sequence")->capture_default_str();
   c.add_option("--precision", o.precision, "fp32, fp16, bf16 or fp8 (Transformer Engine; GPUs with FP8 tensor cores)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
-  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), hf / hf_eager / hf_autocast (Hugging Face models run eagerly, measured), megatron (Korthikanti 2022) or tessera (our CPU engine)")->capture_default_str();
+  c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), hf / hf_eager / hf_autocast (Hugging Face models run eagerly, measured), megatron (Korthikanti 2022), tessera (our engine on the CPU) or tessera_gpu (its GPU step)")->capture_default_str();
   c.add_flag("--torch-compile", o.torch_compile, kTorchCompileHelp);
   c.add_option("--memory-headroom", o.memory_headroom, "Memory every GPU must leave free: GiB (e.g. 2) or a percentage (e.g. 10%)")
       ->capture_default_str();

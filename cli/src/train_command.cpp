@@ -88,8 +88,9 @@ constexpr bool kGpuTrainingBuilt = true;
 constexpr bool kGpuTrainingBuilt = false;
 #endif
 
-// `--gpu NAME`: only what the GPU step runs (bf16, one micro-batch per step
-// and rank, no recompute; one GPU, or DDP with one rank per
+// `--gpu NAME`: only what the GPU step runs (bf16, micro-batches
+// accumulated per rank, recompute none, selective or full (op_selective is
+// refused for every engine, check_engine_supports); one GPU, or DDP with one rank per
 // GPU under a launcher), then a device for this rank and a build with the
 // step; each refusal one line naming the option. Returns this rank's device.
 Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communicator& world) {
@@ -103,9 +104,6 @@ Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communic
   }
   if (r.training.precision != Precision::bf16) {
     return make_error(ErrorCode::unsupported, "--precision " + o.estimate.precision + ": the GPU training step runs bf16 mixed precision; use --precision bf16");
-  }
-  if (r.training.recompute != RecomputeMode::none) {
-    return make_error(ErrorCode::unsupported, "--recompute " + std::string(enum_name(r.training.recompute)) + ": the GPU training step keeps every activation; use --recompute none");
   }
   for (const char* name : {"--plan", "--dry-run", "--device-memory"}) {
     if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + ": the GPU training step replays no plan and caps no memory yet; leave it out");

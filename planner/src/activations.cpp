@@ -181,6 +181,22 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   return t;
 }
 
+// What the engine's GPU step keeps (engine/include/tessera/engine/cuda/gpt_training.h):
+// the tessera table, except that its fused softmax + cross-entropy
+// (engine/include/tessera/engine/kernels/cross_entropy.h) holds the head's
+// 16-bit logits and overwrites them with their gradient, never an fp32 copy,
+// and that it copies each micro-batch's int32 tokens (read by the embedding)
+// and targets (read by the loss) to the device.
+ActivationTable tessera_gpu_table(const ModelConfig& c, int64_t dt) {
+  ActivationTable t = tessera_table(c, dt);
+  for (ActivationTerm& logits : t.logits) {
+    if (logits.name == "logits_fp32") logits = term("logits", c.vocab_size, dt, Split::tensor_parallel);
+  }
+  t.first_stage.push_back(term("tokens", 1, 4, Split::whole));
+  t.last_stage.push_back(term("targets", 1, 4, Split::whole));
+  return t;
+}
+
 // Transformer Engine keeps each GEMM's input as its FP8 cast (fp8.h).
 ActivationTable with_fp8_gemm_inputs(ActivationTable table, Precision precision) {
   if (!is_fp8(precision)) return table;
@@ -213,6 +229,7 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
     case ActivationProfile::megatron: return with_fp8_gemm_inputs(megatron_table(config, dt), precision);
     case ActivationProfile::flash: return with_fp8_gemm_inputs(flash_table(config, dt), precision);
     case ActivationProfile::tessera: return tessera_table(config, dt);
+    case ActivationProfile::tessera_gpu: return tessera_gpu_table(config, dt);
     case ActivationProfile::hf: return hf_table(config, dt, HfRun::sdpa);
     case ActivationProfile::hf_eager: return hf_table(config, dt, HfRun::eager_attention);
     case ActivationProfile::hf_autocast: return hf_table(config, dt, HfRun::autocast);

@@ -153,7 +153,8 @@ bool fused_attention(ActivationProfile profile) {
     case ActivationProfile::flash:
     case ActivationProfile::hf:
     case ActivationProfile::hf_autocast:
-    case ActivationProfile::tessera: return true;  // SDPA / FlashAttention; the engine's FlashAttention-2 (engine/include/tessera/engine/ops/attention.h)
+    case ActivationProfile::tessera:  // SDPA / FlashAttention; the engine's FlashAttention-2 (engine/include/tessera/engine/ops/attention.h)
+    case ActivationProfile::tessera_gpu: return true;  // cuDNN's fused flash attention (engine/include/tessera/engine/cuda/attention.h)
     case ActivationProfile::megatron:
     case ActivationProfile::hf_eager: return false;
   }

@@ -12,8 +12,11 @@ using nlohmann::json;
 
 json settings_json(const PluginOptions& p, const ParallelLayout& l, const TrainingOptions& t) {
   switch (p.kind) {
-    case PluginKind::torch_ddp:
-      return {{"bucket_cap_mb", static_cast<double>(p.bucket_bytes) / (1 << 20)}, {"gradient_as_bucket_view", p.gradient_as_bucket_view}};
+    case PluginKind::torch_ddp: {
+      json ddp{{"bucket_cap_mb", static_cast<double>(p.bucket_bytes) / (1 << 20)}, {"gradient_as_bucket_view", p.gradient_as_bucket_view}};
+      if (p.rank_order_reduction) ddp["rank_order_reduction"] = true;  // Tessera's engine only: absent from PyTorch's settings
+      return ddp;
+    }
     case PluginKind::torch_fsdp: return {{"sharding_strategy", enum_name(p.fsdp_strategy)}};
     case PluginKind::low_level_zero:
       if (p.runtime == Runtime::deepspeed) {  // DeepSpeed's own keys (DeepSpeedZeroConfig)
@@ -173,6 +176,7 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    assumptions.read("memory_headroom_bytes", r.assumptions.memory_headroom_bytes),
                    assumptions.read("memory_headroom_fraction", r.assumptions.memory_headroom_fraction),
                    settings.read("bucket_cap_mb", bucket_mb), settings.read("gradient_as_bucket_view", r.plugin.gradient_as_bucket_view),
+                   settings.read("rank_order_reduction", r.plugin.rank_order_reduction),
                    settings.read_enum("sharding_strategy", r.plugin.fsdp_strategy), settings.read("cpu_offload", r.plugin.cpu_offload),
                    settings.read("reduce_bucket_size_in_m", reduce_bucket_m),
                    settings.read_enum("placement_policy", r.plugin.gemini.placement_policy),

@@ -14,6 +14,7 @@
 #include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
+#include "tessera/planner/rank_order_reduction.h"
 #include "model_states.h"
 #include "retained_between_steps.h"
 #include "simulation_memo.h"
@@ -44,7 +45,14 @@ StateWidths state_widths(const TrainingOptions& t) {
 // Torch DDP and ColossalAI's hybrid plugin at ZeRO stage 0: every state replicated.
 // DDP copies all gradients into its buckets unless gradient_as_bucket_view is set
 // (PyTorch DistributedDataParallel docs: "gradient_as_bucket_view ... the saved
-// memory size will be equal to the total gradients size").
+// memory size will be equal to the total gradients size"): the Reducer
+// allocates every bucket's flat tensor when it is built and copies the
+// gradients in before the all-reduce, unless they are views into it
+// (pytorch/pytorch@00413201d3d38d5b5bb039180220d5a0d6c74052,
+// torch/csrc/distributed/c10d/reducer.cpp: Reducer::initialize_buckets'
+// replica.contents = at::empty(...), initialize_bucket_views). Tessera's
+// engine on GPUs reduces its flat gradients in place (gradient_as_bucket_view)
+// and stages one bucket at a time for its rank-order sum (rank_order_reduction.h).
 void add_replicated_states(const StageShape& s, const EstimateRequest& r, const StateWidths& w, bool ddp_wrapped,
                            MemoryBreakdown& out) {
   out.add(Cat::parameters, kDevice, s.params * w.param);
@@ -52,6 +60,10 @@ void add_replicated_states(const StageShape& s, const EstimateRequest& r, const 
   out.add(Cat::gradients, kDevice, s.params * w.grad);
   out.add(Cat::optimizer_states, kDevice, s.params * w.optim);
   if (ddp_wrapped && !r.plugin.gradient_as_bucket_view) out.add(Cat::comm_buffers, kDevice, s.params * w.grad);
+  const int64_t dp = r.layout.data_ranks();
+  if (r.plugin.kind == PluginKind::torch_ddp && r.plugin.rank_order_reduction && dp > 1) {
+    out.add(Cat::comm_buffers, kDevice, ddp_rank_order_scratch_bytes(s.params, r.plugin.bucket_bytes, dp, w.grad));
+  }
 }
 
 // ZeRO-1/2 (Rajbhandari et al. 2020 §5.1-5.2; ColossalAI LowLevelZeroOptimizer):

@@ -137,6 +137,9 @@ std::string activation_profile_source(ActivationProfile profile) {
     case ActivationProfile::hf_autocast:
       return "Hugging Face transformers run eagerly with fp32 weights under torch.autocast (the Hugging Face Trainer), SDPA attention: fp32 "
              "norms, 16-bit casts of each matmul's input and weights kept for backward, measured on an H100";
+    case ActivationProfile::tessera_gpu:
+      return "what Tessera's engine keeps in its GPU step: the tessera profile's terms with 16-bit logits (its fused cross-entropy) and the "
+             "device copies of the tokens and targets";
     case ActivationProfile::tessera: break;
   }
   return "what Tessera's engine keeps: no dropout, FlashAttention-2 attention (an fp32 log-sum-exp per row and head, no s² scores), fp32 norm statistics";
@@ -249,6 +252,10 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   if (r.request.plugin.kind == PluginKind::torch_ddp && !r.request.plugin.gradient_as_bucket_view) {
     lines.push_back({"DDP buckets", "a second copy of all gradients (" + format_bytes(r.request.plugin.bucket_bytes) + " buckets)",
                      "PyTorch DistributedDataParallel, gradient_as_bucket_view=False (--gradient-as-bucket-view removes it)"});
+  }
+  if (r.request.plugin.kind == PluginKind::torch_ddp && r.request.plugin.rank_order_reduction && r.request.layout.data_ranks() > 1) {
+    lines.push_back({"rank-order reduction", "one bucket staged from every rank while it is summed (" + format_bytes(r.request.plugin.bucket_bytes) + " buckets)",
+                     "Tessera's engine on GPUs (--rank-order-reduction)"});
   }
   if (r.estimate.gemini) {
     const GeminiSummary& g = *r.estimate.gemini;

@@ -443,7 +443,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
   std::set<TwinKey> over_memory_with_sp;
   std::map<TwinKey, double> one_f_one_b_bubbles;  // simulated 1F1B pipelines' bubbles (seconds)
   std::optional<Error> failure;
-  const bool sp_only_divides = p.activation_profile != ActivationProfile::tessera;
+  const bool sp_only_divides = !is_tessera_engine(p.activation_profile);
   // Estimates `r` and, where it fits, simulates it: the index of its plan, or -1.
   const auto evaluate = [&](const EstimateRequest& r) -> int64_t {
     if (sp_only_divides && r.layout.tp > 1 && !r.layout.sequence_parallel && over_memory_with_sp.contains(twin_key(r))) return -1;

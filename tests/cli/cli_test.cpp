@@ -555,6 +555,19 @@ TEST(Cli, TrainOnAGpuTakesSeveralMicroBatches) {
   EXPECT_TRUE(explained) << r.err;
 }
 
+// Selective and full recompute are not refused: without a device the run gets as far as looking for one.
+TEST(Cli, TrainOnAGpuRecomputesSelectiveOrFull) {
+  if (tessera::engine::cuda_device_presence().available) GTEST_SKIP() << "a CUDA device is here: the run would train";
+  for (const char* mode : {"selective", "full"}) {
+    const CliRun r = run({"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g", "--precision", "bf16", "--recompute", mode});
+    EXPECT_EQ(r.code, 2) << mode;
+    EXPECT_EQ(r.err.find("--recompute"), std::string::npos) << r.err;
+    const bool explained = r.err.find("no CUDA device is available") != std::string::npos ||
+                           r.err.find("built without CUDA (TESSERA_CUDA=OFF)") != std::string::npos;
+    EXPECT_TRUE(explained) << r.err;
+  }
+}
+
 TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
   struct Refusal {
     std::vector<std::string> options;
@@ -562,7 +575,8 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
   };
   for (const Refusal& refusal : std::vector<Refusal>{
            {{"--precision", "fp32"}, "tessera: error: --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16\n"},
-           {{"--precision", "bf16", "--recompute", "full"}, "tessera: error: --recompute full: the GPU training step keeps every activation; use --recompute none\n"},
+           {{"--precision", "bf16", "--recompute", "op_selective"},
+            "tessera: error: --recompute op_selective is torchtitan's policy, for estimates of its runs; the engine recomputes none, selective or full\n"},
            {{"--precision", "bf16", "--plugin", "gemini"}, "tessera: error: --plugin gemini: on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp\n"},
            {{"--precision", "bf16", "--dp", "2"},
             "tessera: error: dp 2 × tp 1 × pp 1 needs 2 ranks but no launcher started other ranks; launch with mpirun -np 2 tessera train ...\n"},

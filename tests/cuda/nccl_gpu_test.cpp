@@ -139,6 +139,27 @@ TEST_F(NcclOneRank, AStartedAllReduceWaitsForTheComputeStreamsWritesThenComplete
   EXPECT_EQ((*nccl)->counters().bytes_of(Collective::all_reduce), 2 * 4096 * 4);
 }
 
+// The reductions' scratch (nccl.h: this rank's chunk from every rank) is
+// booked under comm_buffers while a call is queued, in a sub-group's
+// reductions too, and given back after: one rank's chunk is the whole payload.
+TEST_F(NcclOneRank, BooksTheReductionScratchUnderCommBuffers) {
+  MemoryLedger ledger;
+  auto launcher = comm::make_local_communicator();
+  auto nccl = comm::make_nccl_communicator(*launcher, comm::NcclOptions{0, nullptr, comm::kDefaultCommTimeout, &ledger});
+  ASSERT_TRUE(nccl.ok()) << nccl.error().message;
+  DeviceBuffer<bf16> gradients(std::vector<bf16>(3001, narrow<bf16>(1.0f)));
+  expect_ok((*nccl)->start_all_reduce(gradients.get(), gradients.get(), 3001, ReduceOp::sum));
+  expect_ok((*nccl)->start_all_reduce(gradients.get(), gradients.get(), 1000, ReduceOp::sum));
+  expect_ok((*nccl)->finish_started());
+  EXPECT_EQ(ledger.peak(MemoryCategory::comm_buffers, MemorySpace::device), 3001 * 2) << "one call's scratch at a time";
+  auto dp = (*nccl)->split(0, 0, "dp");
+  ASSERT_TRUE(dp.ok()) << dp.error().message;
+  DeviceBuffer<float> wide(std::vector<float>(5000, 1.0f));
+  expect_ok((*dp)->all_reduce(wide.get(), wide.get(), 5000, ReduceOp::sum));
+  EXPECT_EQ(ledger.peak(MemoryCategory::comm_buffers, MemorySpace::device), 5000 * 4) << "the sub-group books in the same ledger";
+  EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), 0);
+}
+
 // Without a device (CI), making one fails in one line; with one, this is the test above's business.
 TEST(NcclWithoutDevice, MakingOneSaysSoInOneLine) {
   if (no_device_reason().empty()) GTEST_SKIP() << "a CUDA device is present: NcclOneRank covers it";

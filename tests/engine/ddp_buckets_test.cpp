@@ -6,8 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
+#include "tessera/engine/comm/chunk_layout.h"
+#include "tessera/planner/rank_order_reduction.h"
 #include "tessera/planner/registry.h"
 
 namespace tessera::engine {
@@ -60,6 +63,28 @@ TEST(DdpBuckets, WhichBucketIsCompleteAfterEachLayer) {
   const DdpBucketPlan whole = plan(model, 25 << 20, 2);
   for (int layer : {2, 1, 0}) EXPECT_EQ(whole.complete_after(layer), 0u) << layer;
   EXPECT_EQ(whole.complete_after(planner::kEmbeddingLayer), 1u);
+}
+
+// The scratch the NCCL backend stages for each bucket's rank-order sum
+// (comm/nccl.h: this rank's balanced chunk from every rank) is, on the rank
+// with the largest chunk, what the planner counts (rank_order_reduction.h):
+// for every bucket size, element width and rank count here.
+TEST(DdpBuckets, TheLargestReductionScratchIsThePlanners) {
+  const planner::Model model = tiny();
+  for (int64_t bucket_bytes : {int64_t{1}, int64_t{4000}, int64_t{6002}, int64_t{1} << 20}) {
+    for (int64_t element_bytes : {2, 4}) {
+      for (int ranks = 1; ranks <= 7; ++ranks) {
+        int64_t largest = 0;
+        const DdpBucketPlan buckets = plan(model, bucket_bytes, element_bytes);
+        for (const DdpBucket& b : buckets.buckets()) {
+          const auto chunks = comm::balanced_chunks<int64_t>(static_cast<size_t>(b.end - b.begin), ranks);
+          for (int64_t mine : chunks.counts) largest = std::max(largest, mine * ranks * element_bytes);
+        }
+        EXPECT_EQ(largest, planner::ddp_rank_order_scratch_bytes(model.parameter_count, bucket_bytes, ranks, element_bytes))
+            << bucket_bytes << " bytes, " << element_bytes << " per element, " << ranks << " ranks";
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -44,6 +44,24 @@ TEST_F(MemoryModel, DdpReplicatesEverythingAndCopiesGradientsIntoBuckets) {
   EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 0);
 }
 
+// Tessera's engine on GPUs (rank_order_reduction.h): the gradients are the
+// buckets, and each bucket's all-reduce stages this rank's chunk from every
+// rank. bf16, 25 MiB buckets of 13,107,200 elements: on 4 ranks 4 chunks of
+// 3,276,800; on 3 ranks the largest chunk is 4,369,067, 3 copies of it.
+TEST_F(MemoryModel, TheEnginesRankOrderReductionStagesOneBucket) {
+  EstimateRequest r;
+  r.plugin.gradient_as_bucket_view = true;
+  r.plugin.rank_order_reduction = true;
+  r.layout.dp = 4;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 26'214'400);
+  r.layout.dp = 3;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 3 * 4'369'067 * 2);
+  r.plugin.bucket_bytes = int64_t{1} << 30;  // a bucket larger than the model: the whole gradients, 3 chunks of 41,479,936
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 3 * 41'479'936 * 2);
+  r.layout.dp = 1;  // one GPU reduces nothing
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 0);
+}
+
 TEST_F(MemoryModel, ZeroStage2ShardsGradientsAndOptimizer) {
   EstimateRequest r;
   r.layout.dp = 4;

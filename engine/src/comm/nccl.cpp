@@ -73,7 +73,8 @@ ncclConfig_t nonblocking_config() {
 // call fails at once.
 class NcclState {
  public:
-  NcclState(ncclComm_t comm, cudaStream_t compute, std::chrono::duration<double> timeout) : comm_(comm), compute_(compute), timeout_(timeout) {}
+  NcclState(ncclComm_t comm, cudaStream_t compute, std::chrono::duration<double> timeout, MemoryLedger* ledger = nullptr)
+      : comm_(comm), compute_(compute), timeout_(timeout), ledger_(ledger) {}
   NcclState(const NcclState&) = delete;
   NcclState& operator=(const NcclState&) = delete;
 
@@ -108,6 +109,7 @@ class NcclState {
   cudaStream_t stream() const { return stream_; }
   std::chrono::duration<double> timeout() const { return timeout_; }
   cudaStream_t compute_stream() const { return compute_; }
+  MemoryLedger* ledger() const { return ledger_; }
 
   Status usable() const {
     if (comm_ != nullptr) return Status::success();
@@ -172,6 +174,7 @@ class NcclState {
   ncclComm_t comm_;
   cudaStream_t compute_;
   std::chrono::duration<double> timeout_;
+  MemoryLedger* ledger_;  // books the reductions' scratch (NcclOptions::ledger); may be null
   cudaStream_t stream_ = nullptr;
   cudaEvent_t inputs_ready_ = nullptr;
 };
@@ -226,21 +229,31 @@ class PendingNcclCall final : public Communicator::PendingCall {
 // Device scratch from CUDA's stream-ordered allocator (CUDA C++ Programming
 // Guide, "Stream Ordered Memory Allocator"): taken and given back in the
 // communicator's stream order, so a started call's scratch lives exactly as
-// long as its work.
+// long as its work. Booked in the ledger under comm_buffers from the call's
+// queuing to the queuing of its free: the calls are queued one after another
+// on one stream, whose frees the next allocation on it may reuse at once
+// (the same guide, "Stream ordered allocation semantics"), so the device
+// holds one call's scratch at a time, as the ledger books it.
 class StreamScratch {
  public:
-  Status take(size_t bytes, cudaStream_t stream) {
+  Status take(size_t bytes, cudaStream_t stream, MemoryLedger* ledger) {
     stream_ = stream;
-    return cuda_status(cudaMallocAsync(&memory_, bytes, stream), "cudaMallocAsync (reduction scratch, comm_buffers)");
+    if (auto s = cuda_status(cudaMallocAsync(&memory_, bytes, stream), "cudaMallocAsync (reduction scratch, comm_buffers)"); !s) return s;
+    if (ledger != nullptr) ledger->allocated(MemoryCategory::comm_buffers, MemorySpace::device, static_cast<int64_t>(bytes));
+    ledger_ = ledger, bytes_ = bytes;
+    return Status::success();
   }
   ~StreamScratch() {
     if (memory_ != nullptr) cudaFreeAsync(memory_, stream_);
+    if (ledger_ != nullptr) ledger_->freed(MemoryCategory::comm_buffers, MemorySpace::device, static_cast<int64_t>(bytes_));
   }
   void* get() const { return memory_; }
 
  private:
   void* memory_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  MemoryLedger* ledger_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 class NcclCommunicator final : public Communicator {
@@ -249,9 +262,9 @@ class NcclCommunicator final : public Communicator {
       : Communicator(rank, size, world_rank, std::move(name)), state_(std::move(state)) {}
 
   // A communicator over `comm`, just made (ncclCommInitRankConfig, ncclCommSplit) and settled.
-  static Result<std::unique_ptr<Communicator>> adopt(ncclComm_t comm, cudaStream_t compute, std::chrono::duration<double> timeout, int world_rank,
-                                                     std::string name) {
-    auto state = std::make_shared<NcclState>(comm, compute, timeout);
+  static Result<std::unique_ptr<Communicator>> adopt(ncclComm_t comm, cudaStream_t compute, std::chrono::duration<double> timeout, MemoryLedger* ledger,
+                                                     int world_rank, std::string name) {
+    auto state = std::make_shared<NcclState>(comm, compute, timeout, ledger);
     if (auto s = state->open(); !s) return s.error();
     int rank = 0, size = 0;
     if (auto s = nccl_status(ncclCommUserRank(comm, &rank), "ncclCommUserRank", comm); !s) return state->fail(s.error()).error();
@@ -333,7 +346,7 @@ class NcclCommunicator final : public Communicator {
   Status reduce_my_chunk(const void* send, void* out, const ChunkLayout<size_t>& chunks, DataType type, ReduceOp op, const Deadline& deadline) {
     const size_t mine = chunks.counts[static_cast<size_t>(rank())];
     StreamScratch scratch;
-    if (auto s = scratch.take(mine * static_cast<size_t>(size()) * element_bytes(type), state_->stream()); !s) return s;
+    if (auto s = scratch.take(mine * static_cast<size_t>(size()) * element_bytes(type), state_->stream(), state_->ledger()); !s) return s;
     if (auto s = exchange_chunks(send, chunks, scratch.get(), type, deadline); !s) return s;
     return cuda_status(launch_ordered_reduce(out, scratch.get(), size(), mine, type, op, state_->stream()), "the rank-order reduction kernel");
   }
@@ -422,7 +435,7 @@ class NcclCommunicator final : public Communicator {
   Status do_barrier() override {
     return run("ncclAllReduce (barrier)", 0, [&](const Deadline& deadline) {
       StreamScratch one;
-      if (auto s = one.take(sizeof(float), state_->stream()); !s) return s;
+      if (auto s = one.take(sizeof(float), state_->stream(), state_->ledger()); !s) return s;
       if (auto s = cuda_status(cudaMemsetAsync(one.get(), 0, sizeof(float), state_->stream()), "cudaMemsetAsync"); !s) return s;
       ncclComm_t comm = state_->comm();
       if (auto s = nccl_status(ncclAllReduce(one.get(), one.get(), 1, ncclFloat32, ncclSum, comm, state_->stream()), "ncclAllReduce", comm); !s) return s;
@@ -439,7 +452,7 @@ class NcclCommunicator final : public Communicator {
     ncclComm_t parent = state_->comm();
     if (auto s = nccl_status(ncclCommSplit(parent, color, key, &group, &config), "ncclCommSplit", parent); !s) return state_->fail(s.error()).error();
     if (auto s = settle_new(group, "ncclCommSplit", state_->timeout()); !s) return s.error();
-    return adopt(group, state_->compute_stream(), state_->timeout(), world_rank(), std::move(name));
+    return adopt(group, state_->compute_stream(), state_->timeout(), state_->ledger(), world_rank(), std::move(name));
   }
 
  private:
@@ -467,7 +480,7 @@ Result<std::unique_ptr<Communicator>> make_nccl_communicator(Communicator& boots
     return comm_failure(where + s.error().message);
   }
   if (auto s = settle_new(comm, "ncclCommInitRankConfig", options.timeout); !s) return comm_failure(where + s.error().message);
-  auto made = NcclCommunicator::adopt(comm, options.compute_stream, options.timeout, bootstrap.world_rank(), bootstrap.name());
+  auto made = NcclCommunicator::adopt(comm, options.compute_stream, options.timeout, options.ledger, bootstrap.world_rank(), bootstrap.name());
   if (!made) return comm_failure(where + made.error().message);
   return made;
 }

@@ -23,6 +23,7 @@
 #include "tessera/engine/cuda/stream_events.h"
 #include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/engine/device/caching_allocator.h"
+#include "tessera/engine/device/step_activations.h"
 #include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/engine_computes.h"
 #include "tessera/engine/model/initialization.h"
@@ -53,40 +54,6 @@ void check(const Status& status) {
   if (!status.ok()) throw StepError(status.error().message);
 }
 
-// One block of device memory from the caching allocator, given back with its owner.
-class DeviceBlock {
- public:
-  DeviceBlock() = default;
-  DeviceBlock(CachingAllocator& allocator, int64_t bytes, MemoryCategory category)
-      : allocator_(&allocator), data_(allocator.allocate(bytes, category)) {}
-  ~DeviceBlock() {
-    if (data_ != nullptr) allocator_->free(data_);
-  }
-  DeviceBlock(DeviceBlock&& other) noexcept : allocator_(other.allocator_), data_(std::exchange(other.data_, nullptr)) {}
-  DeviceBlock& operator=(DeviceBlock&& other) noexcept {
-    std::swap(allocator_, other.allocator_);
-    std::swap(data_, other.data_);
-    return *this;
-  }
-  template <typename X>
-  X* as() const { return static_cast<X*>(data_); }
-
- private:
-  CachingAllocator* allocator_ = nullptr;
-  void* data_ = nullptr;
-};
-
-// Named device buffers from the planner's activation terms (the CPU model's Buffers).
-struct Named {
-  std::vector<std::pair<std::string, DeviceBlock>> buffers;
-  void* find(const char* name) const {
-    for (const auto& [key, block] : buffers) {
-      if (key == name) return block.as<void>();
-    }
-    throw StepError(std::string("no activation buffer named ") + name);
-  }
-};
-
 }  // namespace
 
 struct GptTraining::State {
@@ -111,9 +78,8 @@ struct GptTraining::State {
   int64_t library_workspace_bytes = 0;  // booked for cuBLASLt's workspace
 
   DeviceBlock params, grads, master, m, v;
-  std::vector<Named> blocks;  // by layer
-  Named last_stage, scratch;
-  DeviceBlock logits, losses, tokens, targets, ones, norm_workspace, norm_sum, sum_workspace;
+  StepActivations activations;  // what the forward keeps, the recompute's working set, the logits, the tokens
+  DeviceBlock ones, norm_workspace, norm_sum, sum_workspace;
 
   ~State() {
     if (ledger != nullptr && library_workspace_bytes > 0) ledger->freed(MemoryCategory::workspace, MemorySpace::device, library_workspace_bytes);
@@ -122,8 +88,10 @@ struct GptTraining::State {
   DeviceBlock take(int64_t bytes, MemoryCategory category) { return DeviceBlock(*allocator, bytes, category); }
   T* param(int index) { return params.as<T>() + order[static_cast<size_t>(index)].offset; }
   T* grad(int index) { return grads.as<T>() + order[static_cast<size_t>(index)].offset; }
-  T* act(int layer, const char* name) { return static_cast<T*>(blocks[static_cast<size_t>(layer)].find(name)); }
-  float* stats(int layer, const char* name) { return static_cast<float*>(blocks[static_cast<size_t>(layer)].find(name)); }
+  T* act(int layer, const char* name) { return static_cast<T*>(activations.block(layer, name)); }
+  float* stats(int layer, const char* name) { return static_cast<float*>(activations.block(layer, name)); }
+  template <typename X = T>
+  X* outside(const char* name) { return static_cast<X*>(activations.outside(name)); }
 
   // out (N, OC) = inp (N, IC) · W + bias, W stored (IC, OC) (in_out: GPT-2's
   // Conv1D) or (OC, IC) (out_in: nn.Linear), as ops/linear.h.
@@ -216,6 +184,7 @@ struct GptTraining::State {
   }
 
   void block_forward(int l, const T* x, T* out);
+  void recompute_block(int l);
   void block_backward(int l);
   double forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale);
   void backward(bool reduce);
@@ -265,28 +234,43 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
 // `gradient_scale` multiplies the gradient of the micro-batch's mean loss (micro_batch_gradient_scale).
 double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale) {
   const int L = static_cast<int>(config.num_layers);
-  check(cudaMemcpy(tokens.as<int32_t>(), host_tokens, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the tokens");
-  check(cudaMemcpy(targets.as<int32_t>(), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
+  check(cudaMemcpy(outside<int32_t>("tokens"), host_tokens, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the tokens");
+  check(cudaMemcpy(outside<int32_t>("targets"), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
   T* embedded = act(0, "block_input");
   const cpu::VocabSlice vocab{0, V};
-  check(embedding_forward(embedded, tokens.as<int32_t>(), param(slots.wte), N, C, vocab, nullptr), "embedding");
+  check(embedding_forward(embedded, outside<int32_t>("tokens"), param(slots.wte), N, C, vocab, nullptr), "embedding");
   if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), N, Tn, C, 0, nullptr), "position embedding");
-  T* final_input = static_cast<T*>(last_stage.find("final_norm_input"));
+  T* final_input = outside("final_norm_input");
   for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
   // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
   // tied), and the fused loss, which leaves dlogits = (p − onehot) · scale / N in the logits.
-  T* h = static_cast<T*>(last_stage.find("head_input"));
-  norm_forward(h, static_cast<float*>(last_stage.find("final_norm_stats")), final_input, slots.final_norm_w, slots.final_norm_b);
-  linear_forward(logits.as<T>(), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
+  T* h = outside("head_input");
+  norm_forward(h, outside<float>("final_norm_stats"), final_input, slots.final_norm_w, slots.final_norm_b);
+  linear_forward(outside("logits"), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
   // The mean over the global batch: this micro-batch's N tokens of k · dp · N (the reduced sum is the mean gradient).
   const float scale = static_cast<float>(gradient_scale / static_cast<double>(N));
-  check(fused_cross_entropy(losses.as<float>(), logits.as<T>(), targets.as<int32_t>(), N, V, V, scale, true, nullptr),
+  check(fused_cross_entropy(outside<float>("token_losses"), outside("logits"), outside<int32_t>("targets"), N, V, V, scale, true, nullptr),
         "cross-entropy");
   std::vector<float> host(static_cast<size_t>(N));
-  check(cudaMemcpy(host.data(), losses.as<float>(), host.size() * sizeof(float), cudaMemcpyDeviceToHost), "copying the losses");
+  check(cudaMemcpy(host.data(), outside<float>("token_losses"), host.size() * sizeof(float), cudaMemcpyDeviceToHost), "copying the losses");
   double mean = 0;
   for (float loss : host) mean += static_cast<double>(loss);
   return mean / static_cast<double>(N);
+}
+
+// Rebuilds what block l did not keep, as the CPU model's recompute_block:
+// the attention core from the kept q, k and v (selective), or the whole
+// block from its kept input (full), whose output goes into grad_narrow,
+// dead until the block's backward writes it. The same launches on the same
+// inputs as the forward's.
+void GptTraining::State::recompute_block(int l) {
+  const BlockRerun rerun = activations.layout().rerun;
+  if (rerun == BlockRerun::block) {
+    block_forward(l, act(l, "block_input"), outside("grad_narrow"));
+  } else if (rerun == BlockRerun::attention) {
+    const QkvViews qkv = qkv_views(act(l, "qkv"));
+    check(attention->forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, nullptr), "attention recompute");
+  }
 }
 
 // grad_residual holds the gradient of the block's output; it leaves holding the gradient of its input.
@@ -294,9 +278,9 @@ void GptTraining::State::block_backward(int l) {
   const BlockParameters& w = slots.blocks[static_cast<size_t>(l)];
   const int64_t q = config.q_width(), kv = config.kv_width();
   const cpu::WeightLayout layout = gpt2() ? cpu::WeightLayout::in_out : cpu::WeightLayout::out_in;
-  T* dres = static_cast<T*>(scratch.find("grad_residual"));
-  T* dnarrow = static_cast<T*>(scratch.find("grad_narrow"));
-  T* dwide = static_cast<T*>(scratch.find("grad_widest"));
+  T* dres = outside("grad_residual");
+  T* dnarrow = outside("grad_narrow");
+  T* dwide = outside("grad_widest");
   // MLP: out = mid + down(act(ln2(mid))).
   T* hidden = act(l, "mlp_activation");
   T* ln2 = act(l, "mlp_norm_output");
@@ -337,21 +321,22 @@ void GptTraining::State::block_backward(int l) {
 // step's last micro-batch) starts each bucket's all-reduce once its layers are done.
 void GptTraining::State::backward(bool reduce) {
   const int L = static_cast<int>(config.num_layers);
-  T* dres = static_cast<T*>(scratch.find("grad_residual"));
-  T* dnarrow = static_cast<T*>(scratch.find("grad_narrow"));
+  T* dres = outside("grad_residual");
+  T* dnarrow = outside("grad_narrow");
   check(cudaMemsetAsync(dres, 0, static_cast<size_t>(N * C) * sizeof(T), nullptr), "zeroing grad_residual");
   // The head: dh = dlogits · W, dW += dlogitsᵀ · h, then the final norm.
-  linear_backward(dnarrow, grad(slots.head), nullptr, logits.as<T>(), static_cast<const T*>(last_stage.find("head_input")), param(slots.head), N, C, V,
+  linear_backward(dnarrow, grad(slots.head), nullptr, outside("logits"), outside("head_input"), param(slots.head), N, C, V,
                   cpu::WeightLayout::out_in);
-  norm_backward(dres, dnarrow, static_cast<T*>(last_stage.find("final_norm_input")), static_cast<float*>(last_stage.find("final_norm_stats")),
+  norm_backward(dres, dnarrow, outside("final_norm_input"), outside<float>("final_norm_stats"),
                 slots.final_norm_w, slots.final_norm_b);
   if (reduce) start_complete_buckets(L);  // the head
   for (int l = L - 1; l >= 0; --l) {
+    recompute_block(l);
     block_backward(l);
     if (reduce) start_complete_buckets(l);
   }
   const cpu::VocabSlice vocab{0, V};
-  check(embedding_backward(grad(slots.wte), dres, tokens.as<int32_t>(), N, C, vocab, nullptr), "embedding backward");
+  check(embedding_backward(grad(slots.wte), dres, outside<int32_t>("tokens"), N, C, vocab, nullptr), "embedding backward");
   if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
   if (reduce) start_complete_buckets(planner::kEmbeddingLayer);
 }
@@ -383,10 +368,14 @@ GptTraining::GptTraining(std::unique_ptr<State> state) : state_(std::move(state)
 GptTraining::~GptTraining() = default;
 
 Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                                         uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel) {
+                                                         uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel,
+                                                         planner::RecomputeMode recompute) {
   const planner::ModelConfig& c = model.config;
   if (options.kind != planner::OptimizerKind::adamw) return make_error(ErrorCode::unsupported, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
+  if (recompute == planner::RecomputeMode::op_selective) {
+    return make_error(ErrorCode::unsupported, "--recompute op_selective: the GPU training step recomputes none, selective or full");
+  }
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
   if (seq_len > c.max_positions) {
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
@@ -439,24 +428,10 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     check(cudaMemset(s->m.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
     check(cudaMemset(s->v.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
 
-    // What the forward keeps, sized and named by the planner's table, as on the CPU.
-    const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera, planner::Precision::bf16);
-    const planner::ActivationShape per_micro{micro_batch, seq_len, 1, false};
-    auto allocate = [&](const std::vector<planner::ActivationTerm>& terms) {
-      Named named;
-      for (const planner::ActivationTerm& term : terms) {
-        if (!planner::term_kept(term, planner::RecomputeMode::none)) continue;
-        named.buffers.emplace_back(std::string(term.name), s->take(planner::term_bytes(term, per_micro), MemoryCategory::activations));
-      }
-      return named;
-    };
-    for (int64_t l = 0; l < c.num_layers; ++l) s->blocks.push_back(allocate(table.block));
-    s->last_stage = allocate(table.last_stage);
-    s->scratch = allocate(table.backward_scratch);
-    s->logits = s->take(N * s->V * 2, MemoryCategory::logits);
-    s->losses = s->take(N * 4, MemoryCategory::logits);
-    s->tokens = s->take(N * 4, MemoryCategory::activations);
-    s->targets = s->take(N * 4, MemoryCategory::activations);
+    // What the forward keeps and the recompute rebuilds, sized and named by
+    // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
+    const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
+    s->activations = StepActivations(*s->allocator, activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, 1, false}, recompute), c.num_layers);
     // Workspaces: a column of ones for the bias gradients (1 · dout), the
     // norms' partial sums, the gradient norm's partial sums and its result
     // (a double and the overflow flag).

@@ -23,12 +23,13 @@
 namespace tessera::engine::cuda {
 namespace {
 
-// The gradients' communicator over the launcher's ranks, on this rank's device.
-Result<std::unique_ptr<comm::Communicator>> data_parallel_group(const GpuRun& run) {
+// The gradients' communicator over the launcher's ranks, on this rank's
+// device; its reductions' scratch booked in `ledger` (comm_buffers).
+Result<std::unique_ptr<comm::Communicator>> data_parallel_group(const GpuRun& run, MemoryLedger& ledger) {
 #if defined(TESSERA_HAVE_NCCL)
-  return comm::make_nccl_communicator(*run.world, comm::NcclOptions{run.device, nullptr, run.comm_timeout});
+  return comm::make_nccl_communicator(*run.world, comm::NcclOptions{run.device, nullptr, run.comm_timeout, &ledger});
 #else
-  (void)run;
+  (void)run, (void)ledger;
   return make_error(ErrorCode::unsupported, "--gpu: this build has no NCCL (CMake found none), so it trains on one GPU only; launch without mpirun");
 #endif
 }
@@ -97,18 +98,18 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   if (cudaError_t e = cudaSetDevice(run.device); e != cudaSuccess) {
     return make_error(ErrorCode::unsupported, "--gpu: CUDA device " + std::to_string(run.device) + " cannot be used: " + cudaGetErrorString(e));
   }
+  TrainMetrics metrics;
   std::unique_ptr<comm::Communicator> group;
   if (world != nullptr) {
-    auto made = data_parallel_group(run);
+    auto made = data_parallel_group(run, metrics.ledger);
     if (Status s = every_rank_has(world, made, "join the NCCL communicator"); !s) return s.error();
     group = std::move(made).value();
   }
   auto data = load_training_data(options.data_path, model.config, options.micro_batch_size, options.seq_len);
   if (!data) return data.error();
   const std::vector<RunSetting> settings = run_settings(model, options, data.value(), ranks);
-  TrainMetrics metrics;
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
-                                  GpuDataParallel{group.get(), options.plugin.bucket_bytes});
+                                  GpuDataParallel{group.get(), options.plugin.bucket_bytes}, options.recompute);
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
 

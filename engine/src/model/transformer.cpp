@@ -116,25 +116,22 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   // What the forward keeps, sized by the planner's table: one source for both.
   const planner::Precision precision = storage_precision<T>();
   ledger_ = &ledger;
-  table_ = planner::activation_table(c, planner::ActivationProfile::tessera, precision);
-  shape_ = planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel()};
+  buffers_ = activation_buffers(planner::activation_table(c, planner::ActivationProfile::tessera, precision),
+                                planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel()}, recompute_);
   if (stage_.pp == 1) own_pass_ = allocate_pass(0);
-  working_ = allocate(table_.block, MemoryCategory::activations, [&](const planner::ActivationTerm& term) { return !planner::term_kept(term, recompute_); });
-  scratch_ = allocate(table_.backward_scratch, MemoryCategory::activations, [](const planner::ActivationTerm&) { return true; });
+  working_ = allocate(buffers_.working);
+  scratch_ = allocate(buffers_.scratch);
   workspace_ = cpu::Workspace<W>(ledger, T_, c.head_dim, precision);
 }
 
 template <typename T>
-template <typename Wanted>
-typename Transformer<T>::Buffers Transformer<T>::allocate(const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, Wanted&& wanted) {
+typename Transformer<T>::Buffers Transformer<T>::allocate(const std::vector<ActivationBuffer>& wanted) {
   Buffers buffers;
-  for (const auto& term : terms) {
-    if (!wanted(term)) continue;
-    const int64_t elements = planner::term_bytes(term, shape_) / term.bytes_per_element;
-    if (is_16_bit<T> && term.bytes_per_element == 4) {
-      buffers.wide.emplace_back(std::string(term.name), Tensor<W>(*ledger_, category, elements));
+  for (const ActivationBuffer& buffer : wanted) {
+    if (is_16_bit<T> && buffer.bytes_per_element == 4) {
+      buffers.wide.emplace_back(std::string(buffer.name), Tensor<W>(*ledger_, buffer.category, buffer.elements()));
     } else {
-      buffers.narrow.emplace_back(std::string(term.name), Tensor<T>(*ledger_, category, elements));
+      buffers.narrow.emplace_back(std::string(buffer.name), Tensor<T>(*ledger_, buffer.category, buffer.elements()));
     }
   }
   return buffers;
@@ -145,14 +142,10 @@ typename Transformer<T>::Pass Transformer<T>::allocate_pass(int chunk) {
   Pass pass;
   pass.blocks.resize(static_cast<size_t>(config_.num_layers));
   const planner::StageLayers& layers = chunk_layers(chunk);
-  const auto kept = [&](const planner::ActivationTerm& term) { return planner::term_kept(term, recompute_); };
-  const auto all = [](const planner::ActivationTerm&) { return true; };
-  for (int l = layers.first_layer; l < layers.first_layer + layers.num_layers; ++l) {
-    pass.blocks[static_cast<size_t>(l)] = allocate(table_.block, MemoryCategory::activations, kept);
-  }
+  for (int l = layers.first_layer; l < layers.first_layer + layers.num_layers; ++l) pass.blocks[static_cast<size_t>(l)] = allocate(buffers_.kept);
   if (chunk_has_head(chunk)) {
-    pass.last_stage = allocate(table_.last_stage, MemoryCategory::activations, all);
-    pass.logits = allocate(table_.logits, MemoryCategory::logits, all);
+    pass.last_stage = allocate(buffers_.last_stage);
+    pass.logits = allocate(buffers_.logits);
   }
   return pass;
 }
@@ -215,9 +208,9 @@ typename Transformer<T>::W* Transformer<T>::stats(int layer, const char* name) {
 // whose contents are dead until the block's backward writes them.
 template <typename T>
 void Transformer<T>::recompute_block(int l) {
-  if (recompute_ == planner::RecomputeMode::full) {
+  if (buffers_.rerun == BlockRerun::block) {
     block_forward(l, act(l, "block_input"), find(scratch_.narrow, "grad_narrow"));
-  } else if (recompute_ == planner::RecomputeMode::selective) {
+  } else if (buffers_.rerun == BlockRerun::attention) {
     const QkvViews qkv = qkv_views(act(l, "qkv"));
     attention_forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
   }

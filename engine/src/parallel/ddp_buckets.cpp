@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tessera/planner/rank_order_reduction.h"
+
 namespace tessera::engine {
 
 DdpBucketPlan::DdpBucketPlan(const planner::TensorInventory& inventory, const std::vector<planner::FlatParameter>& order, int64_t numel,
@@ -14,7 +16,7 @@ DdpBucketPlan::DdpBucketPlan(const planner::TensorInventory& inventory, const st
     int64_t& begin = layer_begin_[static_cast<size_t>(layer + 1)];
     begin = std::min(begin, p.offset);
   }
-  const int64_t bucket = std::max<int64_t>(1, bucket_bytes / element_bytes);
+  const int64_t bucket = planner::ddp_bucket_numel(bucket_bytes, element_bytes);
   for (int64_t end = numel; end > 0; end -= bucket) buckets_.push_back(DdpBucket{std::max<int64_t>(0, end - bucket), end});
 }
 

@@ -29,6 +29,9 @@
 //    log-sum-exp per query row and head (no s² term); norm statistics in fp32; plus the working set of recomputing one layer and the
 //    activation-gradient scratch of the backward pass. The engine's memory
 //    ledger tests hold the two equal.
+//  - `tessera_gpu`: what the engine's GPU step keeps: `tessera` with 16-bit
+//    logits (its fused cross-entropy never holds fp32 ones) and the device
+//    copies of each micro-batch's tokens and targets.
 #pragma once
 
 #include <cstdint>

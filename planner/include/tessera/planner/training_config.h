@@ -23,8 +23,8 @@ enum class RecomputeMode { none, selective, full, op_selective };
 // Which runtime's saved tensors the activation model counts (see activations.h):
 // flash for GPU runtimes (PyTorch SDPA, FlashAttention-2), hf* for Hugging
 // Face models run eagerly (measured), megatron for Korthikanti et al.'s
-// accounting, tessera for our CPU engine.
-enum class ActivationProfile { megatron, tessera, flash, hf, hf_eager, hf_autocast };
+// accounting, tessera for our engine on the CPU, tessera_gpu for its GPU step.
+enum class ActivationProfile { megatron, tessera, flash, hf, hf_eager, hf_autocast, tessera_gpu };
 // interleaved: 1F1B over virtual stages, each GPU holding several model chunks (Narayanan et al. 2021, §2.2.2).
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 enum class PluginKind { torch_ddp, torch_fsdp, low_level_zero, gemini, hybrid_parallel };
@@ -44,12 +44,15 @@ inline constexpr std::array<EnumName<RecomputeMode>, 4> kRecomputeNames{
     {{RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}, {RecomputeMode::op_selective, "op_selective"}}};
 // The modes `tessera plan` and the GUI's search try: those of ColossalAI's and Megatron's runtimes.
 inline constexpr std::array<RecomputeMode, 3> kSearchedRecomputeModes{RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full};
-inline constexpr std::array<EnumName<ActivationProfile>, 6> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"},
+inline constexpr std::array<EnumName<ActivationProfile>, 7> kActivationProfileNames{{{ActivationProfile::megatron, "megatron"},
                                                                                      {ActivationProfile::tessera, "tessera"},
                                                                                      {ActivationProfile::flash, "flash"},
                                                                                      {ActivationProfile::hf, "hf"},
                                                                                      {ActivationProfile::hf_eager, "hf_eager"},
-                                                                                     {ActivationProfile::hf_autocast, "hf_autocast"}}};
+                                                                                     {ActivationProfile::hf_autocast, "hf_autocast"},
+                                                                                     {ActivationProfile::tessera_gpu, "tessera_gpu"}}};
+// What Tessera's engine keeps, on the CPU or in its GPU step.
+constexpr bool is_tessera_engine(ActivationProfile p) { return p == ActivationProfile::tessera || p == ActivationProfile::tessera_gpu; }
 // The hf profiles: Hugging Face's modules, run eagerly (activations_hf.h, eager_elementwise.h).
 constexpr bool runs_hugging_face_modules(ActivationProfile p) {
   return p == ActivationProfile::hf || p == ActivationProfile::hf_eager || p == ActivationProfile::hf_autocast;
@@ -169,6 +172,9 @@ struct PluginOptions {
   // torch_ddp: PyTorch DistributedDataParallel's bucket_cap_mb (25) and gradient_as_bucket_view (False).
   int64_t bucket_bytes = int64_t{25} << 20;
   bool gradient_as_bucket_view = false;
+  // torch_ddp as Tessera's engine runs it on GPUs: the gradients' all-reduce
+  // sums in rank order through a scratch of one bucket (rank_order_reduction.h).
+  bool rank_order_reduction = false;
   FsdpStrategy fsdp_strategy = FsdpStrategy::full_shard;
   // low_level_zero: stage 1 or 2 (default 1, as LowLevelZeroPlugin), 3 under --runtime deepspeed
   // (its default there); hybrid_parallel: 0, 1 or 2 (default 0).

@@ -24,8 +24,10 @@
 // every rank the same way (chunk_layout.h's chunk_exchange and chunk_gather,
 // simulated for every rank on the CPU by tests/comm/chunk_exchange_test.cpp).
 // The traffic is a ring all-reduce's; the cost is a scratch buffer of one
-// payload from CUDA's stream-ordered allocator (cudaMallocAsync) while the
-// call runs. all_gather and broadcast are
+// payload (this rank's chunk from every rank: for an all-reduce of n
+// elements on p ranks, p · ⌊n/p⌋ or p · ⌈n/p⌉ of them) from CUDA's
+// stream-ordered allocator (cudaMallocAsync) while the call runs, booked
+// under comm_buffers in NcclOptions::ledger. all_gather and broadcast are
 // ncclAllGather and ncclBroadcast; barrier is a one-element ncclAllReduce, as
 // PyTorch's ProcessGroupNCCL::barrier does (NCCL has no barrier;
 // torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, commit cf1380df).
@@ -63,6 +65,7 @@
 #include <memory>
 
 #include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/memory_ledger.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st* (cuda_runtime_api.h)
 
@@ -72,6 +75,7 @@ struct NcclOptions {
   int device = 0;                          // this rank's CUDA device
   CUstream_st* compute_stream = nullptr;   // the stream the calls wait for; null: the legacy default stream
   std::chrono::duration<double> timeout = kDefaultCommTimeout;
+  MemoryLedger* ledger = nullptr;          // books each reduction's scratch under comm_buffers (device), it and its sub-groups'; null: none
 };
 
 // A communicator over the ranks of `bootstrap` (collective over it), rank for

@@ -11,12 +11,25 @@
 // tensor inventory and flat order (planner/sharding.h), the parameter roles
 // (model/parameter_slots.h), the initial weights (model/initialization.h),
 // the activation table that names and sizes what a block keeps
-// (planner/activations.h, the `tessera` profile), the weight-decay mask and
-// AdamW's scalars (optimizer.h, adamw_step.h). Every device byte comes from
-// the caching allocator (device/caching_allocator.h) and is booked in the
-// ledger under its category (cuDNN's attention workspace under `workspace`),
-// and cuBLASLt's own 32 MiB workspace under `workspace` too. The logits are kept in bf16 (the fused cross-entropy never holds fp32
-// ones), where the CPU model keeps fp32.
+// (planner/activations.h, the `tessera_gpu` profile: `tessera`'s terms with
+// the GPU's bf16 logits and its device copies of the tokens and targets, so
+// that the ledger books per category what the planner estimates) and the rule that chooses,
+// per recompute mode, what a block keeps and what is rebuilt before its
+// backward (model/activation_buffers.h), the weight-decay mask and AdamW's
+// scalars (optimizer.h, adamw_step.h). Every device byte comes from the
+// caching allocator (device/caching_allocator.h) and is booked in the ledger
+// under its category (cuDNN's attention workspace under `workspace`), and
+// cuBLASLt's own 32 MiB workspace under `workspace` too. The logits are kept
+// in bf16 (the fused cross-entropy never holds fp32 ones), where the CPU
+// model keeps fp32.
+//
+// Activation recomputation, as the CPU model's: under `selective` each block
+// keeps all but the attention's log-sum-exp, and the attention core runs
+// again from the kept q, k and v before the block's backward (Korthikanti et
+// al. 2022 §5); under `full` each block keeps its input only and its whole
+// forward runs again before its backward. What is recomputed lives in one
+// working set shared by the blocks (device/step_activations.h), booked under
+// `activations` as the planner counts it (block_activation_bytes' `working`).
 //
 // Gradient accumulation, by the CPU trainer's rule (gradient_accumulation.h):
 // a step of k micro-batches runs k forwards and backwards, each adding its
@@ -37,8 +50,9 @@
 // gradient. The sums are the communicator's rank-order ones, the same bits on
 // every rank, so every rank's update is the same.
 //
-// Never run on a GPU: compiled for sm_90 and checked on the day one is lent
-// (tests/cuda/gpt_training_gpu_test.cpp, tools/gpu-check).
+// Never run on a GPU, recompute included: compiled for sm_90 and checked on
+// the day one is lent (tests/cuda/gpt_training_gpu_test.cpp,
+// tests/cuda/recompute_gpu_test.cpp, tools/gpu-check).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +67,7 @@
 #include "tessera/engine/optimizer.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/status.h"
+#include "tessera/planner/training_config.h"
 
 namespace tessera::engine::cuda {
 
@@ -70,10 +85,12 @@ struct GpuDataParallel {
 class GptTraining {
  public:
   // One line, and nothing allocated, for what it does not train: what the
-  // CPU model refuses (check_engine_computes), optimizers other than AdamW, a
-  // head size cuDNN's attention refuses, no device.
+  // CPU model refuses (check_engine_computes), optimizers other than AdamW,
+  // torchtitan's op_selective recompute, a head size cuDNN's attention
+  // refuses, no device.
   static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                                     uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {});
+                                                     uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {},
+                                                     planner::RecomputeMode recompute = planner::RecomputeMode::none);
   ~GptTraining();
   GptTraining(const GptTraining&) = delete;
   GptTraining& operator=(const GptTraining&) = delete;

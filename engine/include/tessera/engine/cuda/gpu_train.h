@@ -1,6 +1,7 @@
 // `tessera train --gpu NAME` on one GPU, or on one GPU per rank under a
 // launcher (mpirun -np N): TrainOptions' steps of the GPU training step
-// (cuda/gpt_training.h) on the run's data, one micro-batch per rank and step,
+// (cuda/gpt_training.h) on the run's data, with the options' recompute mode
+// (none, selective or full), one micro-batch per rank and step,
 // each step's loss (the mean over the ranks) and gradient norm printed as the
 // CPU trainer does and kept in TrainMetrics with the ledger's device peaks per
 // category (every rank's row) and the gradient all-reduces' counters.

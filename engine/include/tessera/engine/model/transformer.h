@@ -3,7 +3,8 @@
 // Families: GPT-2 (learned positions, LayerNorm, GELU, tied head) and the
 // Llama layout (Llama, Mistral, Qwen2: RoPE, RMSNorm, SwiGLU, grouped-query
 // attention). What it keeps for backward is allocated from the planner's
-// `tessera` activation table, so the planner and the engine count the same bytes.
+// `tessera` activation table by the rule the GPU step shares
+// (model/activation_buffers.h), so the planner and the engine count the same bytes.
 //
 // T is the storage type of parameters, gradients and activations: float for
 // fp32 training, bf16 or fp16 for mixed precision (the optimizer keeps the fp32
@@ -18,6 +19,7 @@
 
 #include "tessera/engine/half.h"
 #include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/model/activation_buffers.h"
 #include "tessera/engine/model/engine_computes.h"
 #include "tessera/engine/model/parameter_slots.h"
 #include "tessera/engine/model/tensor_parallel.h"
@@ -181,8 +183,7 @@ class Transformer {
     const int32_t* tokens = nullptr;
     const int32_t* targets = nullptr;
   };
-  template <typename Wanted>
-  Buffers allocate(const std::vector<planner::ActivationTerm>& terms, MemoryCategory category, Wanted&& wanted);
+  Buffers allocate(const std::vector<ActivationBuffer>& wanted);
   Pass allocate_pass(int chunk);
   Pass& pass_of(int chunk, int64_t micro);
   const planner::StageLayers& chunk_layers(int chunk) const { return chunks_[static_cast<size_t>(chunk)]; }
@@ -201,8 +202,7 @@ class Transformer {
   bool ties_embedding_ = false;  // the head is the embedding's transpose
   std::vector<planner::StageLayers> chunks_;  // this stage's blocks, one range per model chunk
   MemoryLedger* ledger_ = nullptr;
-  planner::ActivationTable table_;
-  planner::ActivationShape shape_;
+  ActivationBuffers buffers_;  // what the forward keeps and the recompute rebuilds (model/activation_buffers.h)
   TensorParallel tp_;
   planner::RecomputeMode recompute_ = planner::RecomputeMode::none;
   int64_t B_ = 0, T_ = 0;

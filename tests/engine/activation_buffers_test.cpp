@@ -1,0 +1,189 @@
+// What the engine keeps and recomputes per recompute mode
+// (model/activation_buffers.h), and the GPU step's buffers carved from a
+// fake device (device/step_activations.h): against the planner's activation
+// table and estimate and the CPU model's ledger, for GPT-2 and the Llama
+// layout on awkward sizes (3 sequences of 7 tokens, 3 layers, a 97- and a
+// 101-token vocabulary, 3 heads of 24, 6 heads of 8 on 2 K/V heads, an MLP of 136).
+#include "tessera/engine/model/activation_buffers.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fake_streams.h"
+#include "tessera/engine/device/step_activations.h"
+#include "tessera/engine/model/transformer.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/registry.h"
+
+namespace tessera::engine {
+namespace {
+
+using planner::RecomputeMode;
+
+constexpr int64_t B = 3, T = 7, N = B * T;
+constexpr RecomputeMode kModes[] = {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full};
+
+planner::Model model_of(const char* json) {
+  planner::ModelConfig c = planner::parse_model_config(json, "awkward").value();
+  c.name = "awkward";
+  return planner::make_model(c);
+}
+
+const char* kGpt2 = R"({"model_type":"gpt2","vocab_size":97,"n_embd":72,"n_layer":3,"n_head":3,"n_positions":16})";
+const char* kLlama = R"({"model_type":"llama","vocab_size":101,"hidden_size":48,"num_hidden_layers":3,"num_attention_heads":6,
+                         "num_key_value_heads":2,"intermediate_size":136})";
+
+planner::ActivationTable table_of(const planner::Model& model, planner::ActivationProfile profile = planner::ActivationProfile::tessera) {
+  return planner::activation_table(model.config, profile, planner::Precision::bf16);
+}
+
+const planner::ActivationShape kShape{B, T, 1, false};
+
+std::set<std::string> names(const std::vector<ActivationBuffer>& buffers) {
+  std::set<std::string> out;
+  for (const ActivationBuffer& b : buffers) out.emplace(b.name);
+  return out;
+}
+
+int64_t sum(const std::vector<ActivationBuffer>& buffers) {
+  int64_t total = 0;
+  for (const ActivationBuffer& b : buffers) total += b.bytes;
+  return total;
+}
+
+// The planner's estimate of one bf16 rank running `model` with one of the engine's tables.
+planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode, planner::ActivationProfile profile) {
+  planner::EstimateRequest request;
+  request.training.activation_profile = profile;
+  request.training.recompute = mode;
+  request.training.precision = planner::Precision::bf16;
+  request.training.micro_batch_size = B;
+  request.training.seq_len = T;
+  return planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), request).value().ranks.at(0);
+}
+
+TEST(ActivationBuffers, EachModeKeepsAndRecomputesTheTablesTerms) {
+  for (const char* json : {kGpt2, kLlama}) {
+    const planner::Model model = model_of(json);
+    const planner::ActivationTable table = table_of(model);
+    std::set<std::string> block;
+    for (const planner::ActivationTerm& term : table.block) block.emplace(term.name);
+    const std::string family = model.config.model_type;
+
+    const ActivationBuffers none = activation_buffers(table, kShape, RecomputeMode::none);
+    EXPECT_EQ(names(none.kept), block) << family;
+    EXPECT_TRUE(none.working.empty()) << family;
+    EXPECT_EQ(none.rerun, BlockRerun::nothing);
+
+    // Selective: the attention core runs again from the kept q, k and v; only its fp32 log-sum-exp goes.
+    const ActivationBuffers selective = activation_buffers(table, kShape, RecomputeMode::selective);
+    EXPECT_EQ(names(selective.working), std::set<std::string>{"attention_lse"}) << family;
+    EXPECT_EQ(sum(selective.working), N * model.config.num_heads * 4) << family;
+    EXPECT_EQ(selective.kept.size() + 1, table.block.size()) << family;
+    EXPECT_EQ(selective.rerun, BlockRerun::attention);
+
+    // Full: the block's input alone, 2 bytes per hidden element; the rest is the working set.
+    const ActivationBuffers full = activation_buffers(table, kShape, RecomputeMode::full);
+    EXPECT_EQ(names(full.kept), std::set<std::string>{"block_input"}) << family;
+    EXPECT_EQ(sum(full.kept), N * model.config.hidden_size * 2) << family;
+    EXPECT_EQ(full.kept.size() + full.working.size(), table.block.size()) << family;
+    EXPECT_EQ(full.rerun, BlockRerun::block);
+
+    for (RecomputeMode mode : kModes) {
+      const ActivationBuffers buffers = activation_buffers(table, kShape, mode);
+      const planner::BlockActivationBytes planned = planner::block_activation_bytes(table, kShape, mode);
+      EXPECT_EQ(sum(buffers.kept), planned.stash) << family << " " << enum_name(mode);
+      EXPECT_EQ(sum(buffers.working), planned.working) << family << " " << enum_name(mode);
+      EXPECT_EQ(sum(buffers.kept) + sum(buffers.working), sum(none.kept)) << "every term has one buffer: " << family;
+      for (const ActivationBuffer& b : buffers.kept) EXPECT_EQ(b.bytes % b.bytes_per_element, 0) << b.name;
+    }
+  }
+}
+
+// The CPU model's ledger, the buffers' sum and the planner's estimate are
+// the same bytes under each mode; the GPU step's buffers are the planner's
+// `tessera_gpu` estimate, which differs from `tessera` by the bf16 logits
+// (2 bytes a logit fewer) and the device copies of the tokens and targets
+// (8 bytes a token more), and nothing else.
+TEST(ActivationBuffers, CpuModelGpuStepAndPlannerBookTheSameBytes) {
+  for (const char* json : {kGpt2, kLlama}) {
+    const planner::Model model = model_of(json);
+    const planner::ActivationTable table = table_of(model);
+    const int64_t L = model.config.num_layers, V = model.config.vocab_size;
+    for (RecomputeMode mode : kModes) {
+      const std::string what = model.config.model_type + " recompute " + std::string(enum_name(mode));
+      const planner::RankMemory row = planner_row(model, mode, planner::ActivationProfile::tessera);
+      const int64_t planned_activations = row.bytes[MemoryCategory::activations].device, planned_logits = row.bytes[MemoryCategory::logits].device;
+
+      MemoryLedger cpu_ledger;
+      auto cpu = Transformer<bf16>::create(model, cpu_ledger, B, T, 1, mode);
+      ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+      EXPECT_EQ(cpu_ledger.current(MemoryCategory::activations, MemorySpace::device), planned_activations) << what;
+      EXPECT_EQ(cpu_ledger.current(MemoryCategory::logits, MemorySpace::device), planned_logits) << what;
+      const ActivationBuffers buffers = activation_buffers(table, kShape, mode);
+      EXPECT_EQ(buffers.bytes(MemoryCategory::activations, L), planned_activations) << what;
+      EXPECT_EQ(buffers.bytes(MemoryCategory::logits, L), planned_logits) << what;
+
+      const ActivationBuffers gpu = activation_buffers(table_of(model, planner::ActivationProfile::tessera_gpu), kShape, mode);
+      const planner::RankMemory gpu_row = planner_row(model, mode, planner::ActivationProfile::tessera_gpu);
+      EXPECT_EQ(gpu.bytes(MemoryCategory::activations, L), gpu_row.bytes[MemoryCategory::activations].device) << what;
+      EXPECT_EQ(gpu.bytes(MemoryCategory::logits, L), gpu_row.bytes[MemoryCategory::logits].device) << what;
+      EXPECT_EQ(gpu.bytes(MemoryCategory::activations, L), planned_activations + 8 * N) << what;
+      EXPECT_EQ(gpu.bytes(MemoryCategory::logits, L), planned_logits - 2 * V * N) << what;
+      EXPECT_EQ(names(gpu.logits), (std::set<std::string>{"logits", "token_losses"})) << what;
+      EXPECT_EQ(names(gpu.first_stage), std::set<std::string>{"tokens"}) << what;
+    }
+  }
+}
+
+// The GPU step's buffers from the caching allocator on a fake device: the
+// ledger books each under its category, rounded up to the allocator's 512
+// bytes (every buffer here is under 1 MiB, the small pool's blocks);
+// recompute lowers the activations' peak; a recomputed term is one buffer
+// shared by the blocks, a kept one the block's own.
+TEST(StepActivations, BookTheLayoutAndShareTheWorkingSet) {
+  constexpr int64_t MiB = int64_t{1} << 20;
+  for (const char* json : {kGpt2, kLlama}) {
+    const planner::Model model = model_of(json);
+    const planner::ActivationTable table = table_of(model, planner::ActivationProfile::tessera_gpu);
+    const int L = static_cast<int>(model.config.num_layers);
+    int64_t peak_without = 0;
+    for (RecomputeMode mode : kModes) {
+      const std::string what = model.config.model_type + " recompute " + std::string(enum_name(mode));
+      testing::FakeMemory device(64 * MiB);
+      testing::FakeEvents events;
+      MemoryLedger ledger;
+      CachingAllocator allocator(device, events, ledger);
+      const ActivationBuffers layout = activation_buffers(table, kShape, mode);
+      {
+        const StepActivations step(allocator, layout, L);
+        for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
+          EXPECT_EQ(ledger.current(c, MemorySpace::device), layout.bytes(c, L, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
+        }
+        for (const ActivationBuffer& b : layout.kept) {
+          EXPECT_TRUE(step.keeps(0, b.name));
+          EXPECT_NE(step.block(0, b.name), step.block(L - 1, b.name)) << what << ": " << b.name << " is each block's own";
+        }
+        for (const ActivationBuffer& b : layout.working) {
+          EXPECT_FALSE(step.keeps(0, b.name));
+          EXPECT_EQ(step.block(0, b.name), step.block(L - 1, b.name)) << what << ": " << b.name << " is shared";
+        }
+        EXPECT_NE(step.outside("tokens"), step.outside("targets"));
+        EXPECT_THROW(step.block(0, "no_such_term"), std::out_of_range);
+        const int64_t peak = ledger.current(MemoryCategory::activations, MemorySpace::device);
+        if (mode == RecomputeMode::none) {
+          peak_without = peak;
+        } else {
+          EXPECT_LT(peak, peak_without) << what;
+        }
+      }
+      EXPECT_EQ(ledger.current(MemoryCategory::activations, MemorySpace::device), 0) << what << ": every block given back";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::engine

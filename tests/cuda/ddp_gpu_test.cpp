@@ -116,7 +116,7 @@ void check_one_step(const char* name, const planner::Model& model, int64_t micro
   // The GPU step with DDP over NCCL.
   const comm::CommCounters nccl_before = nccl.counters();
   MemoryLedger gpu_ledger;
-  auto made = GptTraining::create(model, gpu_ledger, B, T, seed, options, GpuDataParallel{&nccl, kBucketBytes});
+  auto made = GptTraining::create(model, gpu_ledger, B, T, seed, options, GpuDataParallel{&nccl, plugin});
   check.expect(made.ok(), prefix + "the GPU step: " + (made.ok() ? "" : made.error().message));
   if (!made.ok()) return;
   GptTraining& gpu = *made.value();

@@ -215,7 +215,7 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
               testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 2 + 2 * seed), micro_batches};
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
   const CpuStep zero1 = cpu_zero_step(model, zero_plugin(1, kSmallBucket), batch, mpi, check, std::string(name) + " zero1" + accumulated);
-  for (const auto& [label, plugin] : {std::pair{"zero1", zero_plugin(1, kSmallBucket)}, std::pair{"zero2", zero_plugin(2, model.parameter_count)},
+  for (const auto& [label, plugin] : {std::pair{"zero1", zero_plugin(1, kSmallBucket)}, std::pair{"zero2", zero_plugin(2, planner::padded_flat_numel(model.parameter_count, mpi.size()))},
                                       std::pair{"zero2 bucketed", zero_plugin(2, kSmallBucket)}}) {
     const std::string prefix = std::string(name) + " " + label + accumulated;
     const CpuStep cpu = plugin.effective_zero_stage() == 1 ? zero1 : cpu_zero_step(model, plugin, batch, mpi, check, prefix);

@@ -2,7 +2,7 @@
 # ZeRO checkpoints cross between the engines on 2 ranks, one GPU each:
 # `mpirun -np 2 tessera train --gpu NAME --plugin low_level_zero` for 2 steps,
 # resumed on the CPU's low_level_zero to step 4, and 2 CPU steps resumed on
-# the GPUs, for ZeRO stage 1 and 2. Both write the CPU engine's shard files
+# the GPUs, for ZeRO stage 1, 2, and 2 with --cpu-offload. Both write the CPU engine's shard files
 # (engine/sharded_checkpoint.h: model.safetensors and one optimizer file per
 # rank), so either resumes the other's. Skipped (77, one line) without 2
 # GPUs; tools/gpu-check runs it. Never run on a GPU yet.
@@ -18,23 +18,25 @@ if [[ $gpus -lt 2 ]]; then
 fi
 small=(--model tiny-gpt2 --precision bf16 --micro-batch 4 --seq 64)
 failures=0
-for stage in 1 2; do
+for variant in 1 2 2-offload; do
+  stage=${variant%%-*}
   for direction in gpu-cpu cpu-gpu; do
     first=(--gpu "$gpu"); second=(--gpu cpu)
     [[ $direction == cpu-gpu ]] && { first=(--gpu cpu); second=(--gpu "$gpu"); }
-    out="$work/zero$stage-$direction"
+    out="$work/zero$variant-$direction"
     zero=(--plugin low_level_zero --zero-stage "$stage")
+    [[ $variant == *offload ]] && zero+=(--cpu-offload)
     if ! mpi 2 "$tessera" train "${small[@]}" "${zero[@]}" "${first[@]}" --steps 2 --out "$out" >"$out.log" 2>&1; then
-      echo "FAILED: ZeRO-$stage $direction, the first 2 steps:"; tail -n 3 "$out.log"; failures=$((failures + 1)); continue
+      echo "FAILED: ZeRO-$variant $direction, the first 2 steps:"; tail -n 3 "$out.log"; failures=$((failures + 1)); continue
     fi
     if [[ ! -f $out/checkpoint/optimizer-rank-00001-of-00002.safetensors ]]; then
-      echo "FAILED: ZeRO-$stage $direction: no shard file of rank 1 in $out/checkpoint"; failures=$((failures + 1)); continue
+      echo "FAILED: ZeRO-$variant $direction: no shard file of rank 1 in $out/checkpoint"; failures=$((failures + 1)); continue
     fi
     if ! mpi 2 "$tessera" train "${small[@]}" "${zero[@]}" "${second[@]}" --steps 4 --resume --out "$out" >"$out.resumed.log" 2>&1 ||
        ! grep -q "trained steps 3-4" "$out.resumed.log"; then
-      echo "FAILED: ZeRO-$stage $direction, resumed to step 4:"; tail -n 3 "$out.resumed.log"; failures=$((failures + 1)); continue
+      echo "FAILED: ZeRO-$variant $direction, resumed to step 4:"; tail -n 3 "$out.resumed.log"; failures=$((failures + 1)); continue
     fi
-    echo "ok: ZeRO-$stage $direction: $(grep 'trained steps' "$out.resumed.log")"
+    echo "ok: ZeRO-$variant $direction: $(grep 'trained steps' "$out.resumed.log")"
   done
 done
 exit $((failures > 0))

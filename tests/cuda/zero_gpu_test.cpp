@@ -7,8 +7,10 @@
 // again on 2 accumulated micro-batches), from the same weights, for stage 1
 // (a 40000-element reduce bucket: several pieces), stage 2 with a bucket as
 // large as the model and stage 2 with a 40000-element bucket (filled a layer
-// at a time in every backward), on ddp_gpu_test.cpp's small GPT-2 (tied
-// head) and Qwen2.
+// at a time in every backward), and stage 1 and bucketed stage 2 with
+// ZeRO-Offload (--cpu-offload: the optimizer on the host, zero_offload.h)
+// against the CPU engine's ZeRO-Offload, on ddp_gpu_test.cpp's small GPT-2
+// (tied head) and Qwen2.
 //
 // Checked, on every rank:
 //  - the updated weights (all-gathered) and the gradient norm are the same
@@ -25,7 +27,9 @@
 //    gradient shard, within one bf16 unit of each weight (2^-7 relative);
 //  - the ledger's device peaks of the model states' categories are the
 //    planner's estimate of the same run (planner/memory_model.h), each
-//    block rounded up to the caching allocator's 512 bytes.
+//    block rounded up to the caching allocator's 512 bytes; offloaded, the
+//    host's master weights and states exactly, its gradient shard rounded
+//    up to the pinned allocator's power of two.
 // These bounds have not yet met a GPU.
 // A plain program under mpirun (gpu_ranks.h): exit 77 on every rank (one
 // line) where a rank has no GPU of its own.
@@ -57,11 +61,12 @@ constexpr int64_t B = 2, T = 37, kMicroTokens = B * T;
 constexpr uint64_t kSeed = 5;
 constexpr int64_t kSmallBucket = 40000;  // elements: several stage-1 pieces, a stage-2 bucket smaller than the model
 
-planner::PluginOptions zero_plugin(int stage, int64_t reduce_bucket_numel) {
+planner::PluginOptions zero_plugin(int stage, int64_t reduce_bucket_numel, bool cpu_offload = false) {
   planner::PluginOptions plugin;
   plugin.kind = planner::PluginKind::low_level_zero;
   plugin.zero_stage = stage;
   plugin.reduce_bucket_numel = reduce_bucket_numel;
+  plugin.cpu_offload = cpu_offload;
   return plugin;
 }
 
@@ -134,6 +139,15 @@ void check_ledger(const planner::Model& model, const planner::PluginOptions& plu
     check.expect(booked >= planned && booked < planned + 2 * 512, prefix + "the ledger's " + std::string(to_string(category)) + " " +
                                                                        std::to_string(booked) + " bytes are the planner's " + std::to_string(planned));
   }
+  // ZeRO-Offload's host side: the CPU optimizer's master weights and states
+  // exactly; the fp32 gradient shard is the pinned transfer buffer, rounded
+  // up to a power of two by the pinned allocator (device/pinned_host_allocator.h).
+  for (const MemoryCategory category : {MemoryCategory::master_weights, MemoryCategory::optimizer_states}) {
+    check.expect(ledger.peak(category, MemorySpace::host) == row.bytes[category].host, prefix + "the ledger's host " + std::string(to_string(category)));
+  }
+  const int64_t planned = row.bytes[MemoryCategory::gradients].host, booked = ledger.peak(MemoryCategory::gradients, MemorySpace::host);
+  check.expect(booked >= planned && booked < 2 * std::max<int64_t>(planned, 1), prefix + "the ledger's host gradients " + std::to_string(booked) +
+                                                                                     " bytes are the planner's " + std::to_string(planned) + ", rounded up");
 }
 
 // `cpu`: the CPU ZeRO's step of the same plugin; `zero1`: ZeRO-1's (the reduced shard).
@@ -216,9 +230,11 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
   const CpuStep zero1 = cpu_zero_step(model, zero_plugin(1, kSmallBucket), batch, mpi, check, std::string(name) + " zero1" + accumulated);
   for (const auto& [label, plugin] : {std::pair{"zero1", zero_plugin(1, kSmallBucket)}, std::pair{"zero2", zero_plugin(2, planner::padded_flat_numel(model.parameter_count, mpi.size()))},
-                                      std::pair{"zero2 bucketed", zero_plugin(2, kSmallBucket)}}) {
+                                      std::pair{"zero2 bucketed", zero_plugin(2, kSmallBucket)}, std::pair{"zero1 offload", zero_plugin(1, kSmallBucket, true)},
+                                      std::pair{"zero2 bucketed offload", zero_plugin(2, kSmallBucket, true)}}) {
     const std::string prefix = std::string(name) + " " + label + accumulated;
-    const CpuStep cpu = plugin.effective_zero_stage() == 1 ? zero1 : cpu_zero_step(model, plugin, batch, mpi, check, prefix);
+    const bool same_as_zero1 = plugin.effective_zero_stage() == 1 && !plugin.cpu_offload;
+    const CpuStep cpu = same_as_zero1 ? zero1 : cpu_zero_step(model, plugin, batch, mpi, check, prefix);
     check_one_case(prefix, model, plugin, batch, cpu, zero1, mpi, nccl, check);
   }
 }

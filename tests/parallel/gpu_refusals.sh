@@ -31,10 +31,10 @@ refused ": --gpu h100-80g: no CUDA device is available" --precision bf16
 # Accumulated micro-batches are not refused: the run gets as far as looking for the device.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --micro-batches 2
 refused ": --gpu h100-80g: on GPUs the engine runs data parallelism only (one rank per GPU) so far; use --tp 1 and --pp 1" --precision bf16 --dp 1 --tp 2
-# ZeRO-1 and ZeRO-2 are not refused either (cuda/gpt_training.h); what they do not run is.
+# ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2
 refused ": --plugin torch_fsdp: on GPUs the engine runs torch_ddp and low_level_zero so far; use one of them" --precision bf16 --plugin torch_fsdp
-refused ": --cpu-offload: on GPUs low_level_zero keeps its optimizer on the device so far; leave out --cpu-offload, or train on the CPU with --gpu cpu" --precision bf16 --plugin low_level_zero --cpu-offload
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --cpu-offload
 refused ": --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16" --precision fp32
 exit $((failures > 0))

@@ -398,7 +398,7 @@ void GptTraining::State::allocate_model_states(const planner::Model& model, uint
   params = take(padded * 2, MemoryCategory::parameters);
   check(cudaMemcpy(params.as<T>(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the parameters");
   if (zero_plugin != nullptr) {
-    zero = std::make_unique<ZeroShards>(*allocator, *group, model, *zero_plugin, decay, options, params.as<T>());
+    zero = std::make_unique<ZeroShards>(*allocator, *ledger, *group, model, *zero_plugin, decay, options, params.as<T>());
     check(zero->start_from(weights));
   } else {
     grads = take(n * 2, MemoryCategory::gradients);

@@ -28,8 +28,8 @@ size_t bytes(int64_t numel, int64_t element_bytes) { return static_cast<size_t>(
 
 }  // namespace
 
-ZeroShards::ZeroShards(CachingAllocator& allocator, comm::Communicator& group, const planner::Model& model, const planner::PluginOptions& plugin,
-                       std::vector<bool> decay, const OptimizerOptions& options, bf16* params)
+ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model,
+                       const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, bf16* params)
     : group_(group),
       layout_(planner::optimizer_layout(model, plugin, group.size(), group.rank())),
       decay_(std::move(decay)),
@@ -37,11 +37,15 @@ ZeroShards::ZeroShards(CachingAllocator& allocator, comm::Communicator& group, c
       stage_(plugin.effective_zero_stage()),
       shard_(layout_.shard_numel),
       padded_(planner::padded_flat_numel(model.parameter_count, group.size())),
-      params_(params),
-      master_(allocator, shard_ * kStateBytes, MemoryCategory::master_weights),
-      exp_avg_(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states),
-      exp_avg_sq_(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states) {
+      params_(params) {
   const int64_t dp = group.size();
+  if (plugin.cpu_offload) {
+    offloaded_ = std::make_unique<OffloadedShard>(ledger, layout_, decay_, options_);
+  } else {
+    master_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::master_weights);
+    exp_avg_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states);
+    exp_avg_sq_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states);
+  }
   if (stage_ == 1) {
     full_gradients_ = DeviceBlock(allocator, padded_ * kParameterBytes, MemoryCategory::gradients);
     bucket_numel_ = planner::zero_bucket_numel(plugin.reduce_bucket_numel, model.parameter_count, dp);
@@ -65,6 +69,10 @@ bf16* ZeroShards::shard_gradients() const {
 }
 
 Status ZeroShards::start_from(const std::vector<float>& weights) {
+  if (offloaded_) {
+    offloaded_->start_from(weights, group_.rank() * shard_);
+    return Status::success();
+  }
   // The shard's part of the flat weights; the padding past the last parameter is 0.
   std::vector<float> shard(static_cast<size_t>(shard_), 0.0f);
   const int64_t first = group_.rank() * shard_;
@@ -147,6 +155,13 @@ Status ZeroShards::reduce() {
 
 Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* device_sum) {
   const bf16* grads = shard_gradients();
+  bf16* params = shard_parameters();
+  if (offloaded_) {
+    auto norm = offloaded_->step(grads, params, group_, device_sum);
+    if (!norm || !norm->has_value()) return norm;
+    if (Status s = group_.all_gather(params, params_, static_cast<size_t>(shard_), comm::DataType::bf16); !s) return s.error();
+    return norm;
+  }
   if (Status s = succeeded(sum_of_squares(device_sum, reinterpret_cast<int32_t*>(device_sum + 1), grads, shard_, 1.0, sum_workspace, nullptr),
                            "the gradient shard's sum of squares");
       !s) {
@@ -160,7 +175,6 @@ Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* devi
   ++steps_;
   const AdamWScalars scalars =
       adamw_scalars(options_.learning_rate, options_.beta1, options_.beta2, options_.eps, steps_, clip_coefficient(norm, options_.max_grad_norm));
-  bf16* params = shard_parameters();
   for (const planner::ShardPiece& piece : layout_.pieces) {
     const int64_t at = piece.offset_in_shard;
     const float wd = decay_[static_cast<size_t>(piece.parameter)] ? static_cast<float>(options_.weight_decay) : 0.0f;
@@ -175,7 +189,8 @@ Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* devi
   return std::optional<double>(norm);
 }
 
-Status ZeroShards::save(FlatAdamWState& state) const {
+Status ZeroShards::save(FlatAdamWState& state) {
+  if (offloaded_) return offloaded_->save(state);
   if (state.numel() != shard_) return make_error(ErrorCode::invalid_argument, "a ZeRO checkpoint needs a host state of this rank's shard (optimizer_layout)");
   const size_t n = bytes(shard_, kStateBytes);
   if (Status s = succeeded(cudaMemcpy(state.weights(), master_.as<float>(), n, cudaMemcpyDeviceToHost), "copying the master weights' shard"); !s) return s;
@@ -188,6 +203,10 @@ Status ZeroShards::save(FlatAdamWState& state) const {
 // As the CPU engine restores a shard: the weights rounded into the shard's
 // parameters (Optimizer::round_into), then gathered (DataParallel::weights_restored).
 Status ZeroShards::restore(FlatAdamWState& state) {
+  if (offloaded_) {
+    if (Status s = offloaded_->restore(state, shard_parameters()); !s) return s;
+    return group_.all_gather(shard_parameters(), params_, static_cast<size_t>(shard_), comm::DataType::bf16);
+  }
   if (state.numel() != shard_) return make_error(ErrorCode::invalid_argument, "a ZeRO checkpoint needs a host state of this rank's shard (optimizer_layout)");
   const size_t n = bytes(shard_, kStateBytes);
   std::vector<bf16> rounded(static_cast<size_t>(shard_));

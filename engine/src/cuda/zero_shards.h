@@ -23,6 +23,7 @@
 // parameter's weight decay; the scalars and clipping of adamw_step.h) and
 // rounds them into the shard's bf16 parameters, and the parameters are
 // all-gathered in place. A norm that is not finite skips the update and the gather.
+// With --cpu-offload the shard's optimizer is on the host instead (ZeRO-Offload, zero_offload.h).
 //
 // The categories are the planner's (planner/memory_model.cpp,
 // add_zero_states), booked by the caching allocator. Every call is on the
@@ -32,10 +33,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "device_block.h"
+#include "zero_offload.h"
 #include "tessera/engine/comm/communicator.h"
 #include "tessera/engine/flat_checkpoint.h"
 #include "tessera/engine/half.h"
@@ -49,11 +52,12 @@ namespace tessera::engine::cuda {
 
 class ZeroShards {
  public:
-  // Allocates the shard's states and the stage's gradient buffers for
-  // `group` (2 or more ranks) and `plugin` (low_level_zero, stage 1 or 2).
-  // `params`: the device's bf16 parameters, padded_flat_numel elements.
-  // `decay[p]`: whether flat parameter p takes weight decay.
-  ZeroShards(CachingAllocator& allocator, comm::Communicator& group, const planner::Model& model, const planner::PluginOptions& plugin,
+  // Allocates the shard's states (on the host with plugin.cpu_offload,
+  // booked in `ledger`) and the stage's gradient buffers for `group` (2 or
+  // more ranks) and `plugin` (low_level_zero, stage 1 or 2). `params`: the
+  // device's bf16 parameters, padded_flat_numel elements. `decay[p]`:
+  // whether flat parameter p takes weight decay.
+  ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model, const planner::PluginOptions& plugin,
              std::vector<bool> decay, const OptimizerOptions& options, bf16* params);
 
   // The master weights' shard from the whole model's fp32 weights (flat order, on the host).
@@ -81,7 +85,7 @@ class ZeroShards {
   // and from a host state of that layout; restore() rounds the weights into
   // the shard's parameters and all-gathers them (collective).
   const planner::OptimizerLayout& layout() const { return layout_; }
-  Status save(FlatAdamWState& state) const;
+  Status save(FlatAdamWState& state);
   Status restore(FlatAdamWState& state);
   // The reduced gradient shard the last step's update read, copied into `host` (shard elements).
   Status copy_gradient_shard(std::vector<bf16>& host) const;
@@ -99,7 +103,8 @@ class ZeroShards {
   int64_t shard_ = 0, padded_ = 0;
   bf16* params_ = nullptr;
   int64_t steps_ = 0;
-  DeviceBlock master_, exp_avg_, exp_avg_sq_;
+  DeviceBlock master_, exp_avg_, exp_avg_sq_;  // on the device, or:
+  std::unique_ptr<OffloadedShard> offloaded_;  // --cpu-offload: on the host
   DeviceBlock full_gradients_;  // stage 1 (gradients), stage 2 with a whole-model bucket (comm_buffers)
   DeviceBlock bucket_;          // stage 1, and stage 2 with a smaller bucket
   DeviceBlock gradient_shard_;  // stage 2

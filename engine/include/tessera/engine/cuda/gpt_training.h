@@ -41,7 +41,8 @@
 // with the plugin given, each rank keeps only its shard of the fp32 master
 // weights and AdamW's states, the gradients are reduce-scattered over NCCL in
 // the CPU engine's ranges and order (parallel/zero_buckets.h), AdamW updates
-// the shard on the device and the bf16 parameters are all-gathered; the
+// the shard on the device (with --cpu-offload on the host, ZeRO-Offload:
+// src/cuda/zero_offload.h) and the bf16 parameters are all-gathered; the
 // buffers, their categories and the collectives are src/cuda/zero_shards.h's.
 //
 // Never run on a GPU: compiled for sm_90 and checked on the day one is lent

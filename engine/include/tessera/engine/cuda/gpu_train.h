@@ -13,8 +13,8 @@
 // in backward and waited for by the optimizer. Every rank's weights stay the
 // same bits. With --plugin low_level_zero (--zero-stage 1 or 2) it is the
 // CPU engine's ZeRO instead (cuda/gpt_training.h): each rank keeps its shard
-// of the optimizer, the gradients are reduce-scattered and the parameters
-// all-gathered over the same communicator.
+// of the optimizer (on the host with --cpu-offload), the gradients are
+// reduce-scattered and the parameters all-gathered over the same communicator.
 //
 // Checkpoints: TrainOptions' run directory, --resume and --save-every as the
 // CPU trainer keeps them (run_checkpoints.h): rank 0 copies the master

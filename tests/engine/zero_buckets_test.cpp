@@ -9,8 +9,11 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 
 namespace tessera::engine {
@@ -110,6 +113,39 @@ TEST(ZeroBuckets, Stage2BackwardReducesEveryGradientIntoItsOwnersShard) {
       flush();
     }
     for (int64_t i = 0; i < model.parameter_count; ++i) ASSERT_EQ(received[static_cast<size_t>(i)], i < 1024 ? 2 : 1) << "dp " << dp << ", element " << i;
+  }
+}
+
+// The 16-bit buffers the GPU step's ZeRO allocates (cuda/zero_shards.h) are
+// the planner's estimate of the same run, category by category, for both
+// stages, both kinds of stage-2 bucket, and with the optimizer offloaded.
+TEST(ZeroBuckets, BuffersAreThePlannersEstimate) {
+  const planner::Model model = tiny();
+  auto gpu = planner::load_gpu("h100-80g");
+  ASSERT_TRUE(gpu.ok());
+  for (const int64_t dp : {2, 3}) {
+    for (const auto& [stage, bucket, offload] : {std::tuple{1, int64_t{1000}, false}, std::tuple{2, int64_t{1} << 30, false},
+                                                 std::tuple{2, int64_t{1500}, false}, std::tuple{2, int64_t{1500}, true}}) {
+      planner::EstimateRequest request;
+      request.layout.dp = dp;
+      request.plugin.kind = planner::PluginKind::low_level_zero;
+      request.plugin.zero_stage = stage;
+      request.plugin.reduce_bucket_numel = bucket;
+      request.plugin.cpu_offload = offload;
+      request.training.precision = planner::Precision::bf16;
+      request.training.micro_batch_size = 1;
+      request.training.seq_len = 8;
+      auto estimate = planner::estimate_memory(model, gpu.value(), request);
+      ASSERT_TRUE(estimate.ok()) << estimate.error().message;
+      const planner::RankMemory& row = estimate->ranks.at(0);
+      const ZeroBuffers b = zero_buffers(model, request.plugin, dp);
+      const bool full_is_bucket = b.full_gradients_category == MemoryCategory::comm_buffers;
+      const std::string what = "dp " + std::to_string(dp) + ", stage " + std::to_string(stage) + ", bucket " + std::to_string(bucket);
+      EXPECT_EQ(row.bytes[MemoryCategory::parameters].device, 2 * b.parameters) << what;
+      EXPECT_EQ(row.bytes[MemoryCategory::gradients].device, 2 * ((full_is_bucket ? 0 : b.full_gradients) + b.gradient_shard)) << what;
+      EXPECT_EQ(row.bytes[MemoryCategory::comm_buffers].device, 2 * ((full_is_bucket ? b.full_gradients : 0) + b.bucket)) << what;
+      EXPECT_EQ(b.bucket > 0 && stage == 2, bucket == 1500) << what << ": the smaller stage-2 bucket is filled a layer at a time";
+    }
   }
 }
 

@@ -388,7 +388,7 @@ std::optional<double> GptTraining::State::optimizer_step() {
 // states: whole, or under ZeRO (`zero_plugin`) the parameters padded to dp
 // shards and the rest kept by the shards (zero_shards.h).
 void GptTraining::State::allocate_model_states(const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin) {
-  const int64_t n = numel, padded = zero_plugin != nullptr ? planner::padded_flat_numel(n, group->size()) : n;
+  const int64_t n = numel, padded = zero_plugin != nullptr ? zero_buffers(model, *zero_plugin, group->size()).parameters : n;
   std::vector<T> host(static_cast<size_t>(padded));  // the padding stays 0
   for_each_initial_value_of_part(model, seed, 1, 0, planner::PipelinePlacement{}, [&host](int64_t i, double value) {
     host[static_cast<size_t>(i)] = narrow<T>(static_cast<float>(value));

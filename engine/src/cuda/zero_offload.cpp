@@ -40,10 +40,7 @@ OffloadedShard::~OffloadedShard() {
   if (copy_ != nullptr) cudaStreamDestroy(copy_);
 }
 
-void OffloadedShard::start_from(const std::vector<float>& weights, int64_t first) {
-  float* master = optimizer_->weights();
-  for (int64_t i = 0; i < shard_; ++i) master[i] = first + i < static_cast<int64_t>(weights.size()) ? weights[static_cast<size_t>(first + i)] : 0.0f;
-}
+void OffloadedShard::start_from(const std::vector<float>& shard) { std::copy_n(shard.begin(), shard_, optimizer_->weights()); }
 
 Status OffloadedShard::copy_stream_after_compute() {
   if (Status s = succeeded(cudaEventRecord(ordered_, nullptr), "recording the compute stream's event"); !s) return s;

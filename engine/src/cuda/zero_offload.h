@@ -41,8 +41,8 @@ class OffloadedShard {
   OffloadedShard(const OffloadedShard&) = delete;
   OffloadedShard& operator=(const OffloadedShard&) = delete;
 
-  // The master weights from the shard's part of the whole model's fp32 weights (`first`: where the shard starts).
-  void start_from(const std::vector<float>& weights, int64_t first);
+  // The master weights from the shard's fp32 weights (shard elements, the padding 0).
+  void start_from(const std::vector<float>& shard);
   // The update from the device's reduced gradient shard into the device's
   // parameter shard (both shard elements): the norm, or nullopt (not
   // finite: nothing updated). `device_sum`: a double of device scratch for the all-reduce.

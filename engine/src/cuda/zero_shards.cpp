@@ -38,7 +38,6 @@ ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::
       shard_(layout_.shard_numel),
       padded_(planner::padded_flat_numel(model.parameter_count, group.size())),
       params_(params) {
-  const int64_t dp = group.size();
   if (plugin.cpu_offload) {
     offloaded_ = std::make_unique<OffloadedShard>(ledger, layout_, decay_, options_);
   } else {
@@ -46,20 +45,13 @@ ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::
     exp_avg_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states);
     exp_avg_sq_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states);
   }
-  if (stage_ == 1) {
-    full_gradients_ = DeviceBlock(allocator, padded_ * kParameterBytes, MemoryCategory::gradients);
-    bucket_numel_ = planner::zero_bucket_numel(plugin.reduce_bucket_numel, model.parameter_count, dp);
-    bucket_ = DeviceBlock(allocator, bucket_numel_ * kParameterBytes, MemoryCategory::comm_buffers);
-    return;
-  }
-  gradient_shard_ = DeviceBlock(allocator, shard_ * kParameterBytes, MemoryCategory::gradients);
-  bucket_numel_ = planner::zero2_bucket_numel(model.inventory, plugin.reduce_bucket_numel, dp);
-  if (bucket_numel_ >= padded_) {  // the full gradient buffer is the bucket, as on the CPU (DataParallel::storage)
-    full_gradients_ = DeviceBlock(allocator, padded_ * kParameterBytes, MemoryCategory::comm_buffers);
-    return;
-  }
-  bucket_ = DeviceBlock(allocator, bucket_numel_ * kParameterBytes, MemoryCategory::comm_buffers);
-  zero2_bucket_.emplace(model.inventory, planner::flat_parameter_order(model.inventory), bucket_numel_, dp, group.rank());
+  const ZeroBuffers buffers = zero_buffers(model, plugin, group.size());
+  if (buffers.full_gradients > 0) full_gradients_ = DeviceBlock(allocator, buffers.full_gradients * kParameterBytes, buffers.full_gradients_category);
+  if (buffers.gradient_shard > 0) gradient_shard_ = DeviceBlock(allocator, buffers.gradient_shard * kParameterBytes, MemoryCategory::gradients);
+  bucket_numel_ = buffers.bucket;
+  if (bucket_numel_ > 0) bucket_ = DeviceBlock(allocator, bucket_numel_ * kParameterBytes, MemoryCategory::comm_buffers);
+  // Stage 2 with a bucket and no full buffer: filled a layer at a time.
+  if (stage_ == 2 && bucket_numel_ > 0) zero2_bucket_.emplace(model.inventory, planner::flat_parameter_order(model.inventory), bucket_numel_, group.size(), group.rank());
 }
 
 bf16* ZeroShards::shard_parameters() const { return params_ + group_.rank() * shard_; }
@@ -69,14 +61,14 @@ bf16* ZeroShards::shard_gradients() const {
 }
 
 Status ZeroShards::start_from(const std::vector<float>& weights) {
-  if (offloaded_) {
-    offloaded_->start_from(weights, group_.rank() * shard_);
-    return Status::success();
-  }
   // The shard's part of the flat weights; the padding past the last parameter is 0.
   std::vector<float> shard(static_cast<size_t>(shard_), 0.0f);
   const int64_t first = group_.rank() * shard_;
   for (int64_t i = 0; i < shard_ && first + i < static_cast<int64_t>(weights.size()); ++i) shard[static_cast<size_t>(i)] = weights[static_cast<size_t>(first + i)];
+  if (offloaded_) {
+    offloaded_->start_from(shard);
+    return Status::success();
+  }
   if (Status s = succeeded(cudaMemcpy(master_.as<float>(), shard.data(), bytes(shard_, kStateBytes), cudaMemcpyHostToDevice), "copying the master weights' shard");
       !s) {
     return s;

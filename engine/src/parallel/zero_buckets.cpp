@@ -5,6 +5,26 @@
 
 namespace tessera::engine {
 
+ZeroBuffers zero_buffers(const planner::Model& model, const planner::PluginOptions& plugin, int64_t dp) {
+  const int64_t params = model.parameter_count, padded = planner::padded_flat_numel(params, dp);
+  ZeroBuffers b;
+  b.parameters = padded;
+  if (plugin.effective_zero_stage() == 1) {
+    b.full_gradients = padded;
+    b.bucket = planner::zero_bucket_numel(plugin.reduce_bucket_numel, params, dp);
+    return b;
+  }
+  b.gradient_shard = planner::shard_numel(params, dp);
+  const int64_t bucket = planner::zero2_bucket_numel(model.inventory, plugin.reduce_bucket_numel, dp);
+  if (bucket >= padded) {  // the full gradient buffer is the bucket (DataParallel::storage)
+    b.full_gradients = padded;
+    b.full_gradients_category = MemoryCategory::comm_buffers;
+  } else {
+    b.bucket = bucket;
+  }
+  return b;
+}
+
 std::vector<Zero1Piece> zero1_pieces(int64_t shard_numel, int64_t bucket_numel, int64_t dp) {
   const int64_t piece = bucket_numel / dp;
   std::vector<Zero1Piece> pieces;

@@ -14,10 +14,29 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/planner/memory_categories.h"
+#include "tessera/planner/model.h"
 #include "tessera/planner/sharding.h"
 #include "tessera/planner/tensor_inventory.h"
+#include "tessera/planner/training_config.h"
 
 namespace tessera::engine {
+
+// The buffers of the model's 16-bit type a rank keeps under ZeRO besides its
+// optimizer shard, in elements, by the planner's rule and categories
+// (planner/memory_model.cpp, add_zero_states), which the GPU step allocates
+// (cuda/zero_shards.h): the parameters whole, padded to dp shards; stage 1
+// the full gradients (`gradients`) and the reduce bucket (`comm_buffers`);
+// stage 2 the gradient shard (`gradients`) and either the full gradient
+// buffer as its bucket or a smaller bucket (`comm_buffers`).
+struct ZeroBuffers {
+  int64_t parameters = 0;
+  int64_t full_gradients = 0;  // 0: none (stage 2 with a smaller bucket)
+  MemoryCategory full_gradients_category = MemoryCategory::gradients;
+  int64_t gradient_shard = 0;  // stage 2
+  int64_t bucket = 0;          // the separate reduce bucket; 0: none (stage 2 with a whole-model bucket)
+};
+ZeroBuffers zero_buffers(const planner::Model& model, const planner::PluginOptions& plugin, int64_t dp);
 
 // Stage 1: the full gradients are reduced piece by piece through a bucket of
 // `bucket_numel` elements (planner::zero_bucket_numel: a multiple of dp). For

@@ -21,6 +21,7 @@
 #include "measured_trace.h"
 #include "stop_signals.h"
 #include "tessera/engine/data.h"
+#include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/device/gpu_presence.h"
 #include "tessera/engine/device/rank_device.h"
 #if defined(TESSERA_HAVE_CUDNN)
@@ -90,8 +91,9 @@ constexpr bool kGpuTrainingBuilt = false;
 
 // `--gpu NAME`: only what the GPU step runs (bf16, micro-batches
 // accumulated per rank, recompute none, selective or full (op_selective is
-// refused for every engine, check_engine_supports); one GPU, or DDP with one rank per
-// GPU under a launcher), then a device for this rank and a build with the
+// refused for every engine, check_engine_supports); one GPU, or DDP or
+// ZeRO-1/2 with one rank per GPU under a launcher, engine::check_gpu_plugin),
+// then a device for this rank and a build with the
 // step; each refusal one line naming the option. Returns this rank's device.
 Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communicator& world) {
   const std::string gpu = "--gpu " + o.estimate.gpu + ": ";
@@ -99,9 +101,7 @@ Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communic
   if (r.layout.tp > 1 || r.layout.pp > 1) {
     return make_error(ErrorCode::unsupported, gpu + "on GPUs the engine runs data parallelism only (one rank per GPU) so far; use --tp 1 and --pp 1");
   }
-  if (r.plugin.kind != PluginKind::torch_ddp) {
-    return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(r.plugin.kind)) + ": on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp");
-  }
+  if (Status s = engine::check_gpu_plugin(r.plugin); !s) return s.error();
   if (r.training.precision != Precision::bf16) {
     return make_error(ErrorCode::unsupported, "--precision " + o.estimate.precision + ": the GPU training step runs bf16 mixed precision; use --precision bf16");
   }
@@ -467,7 +467,7 @@ Result<std::optional<engine::RunDirectory>> open_run_directory(const std::string
 }
 
 // `tessera train --gpu NAME` (checked by check_gpu_run): the GPU training
-// step's steps on this rank's `device`, DDP over `world` where the launcher
+// step's steps on this rank's `device`, DDP or ZeRO over `world` where the launcher
 // started several ranks; rank 0 holds DIR, commits the checkpoints there
 // (the CPU engine's files, so either resumes the other's) and writes
 // config.json and metrics.json (device: the GPU).
@@ -506,7 +506,10 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
     progress << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
     return kExitOk;
   }
-  const std::string where = world.size() == 1 ? "one GPU (" + name + ")" : std::to_string(world.size()) + " GPUs (" + name + ", DDP)";
+  const std::string parallel = o.estimate.request.plugin.kind == PluginKind::low_level_zero
+                                   ? "ZeRO-" + std::to_string(o.estimate.request.plugin.effective_zero_stage())
+                                   : "DDP";
+  const std::string where = world.size() == 1 ? "one GPU (" + name + ")" : std::to_string(world.size()) + " GPUs (" + name + ", " + parallel + ")";
   char line[300];
   std::snprintf(line, sizeof line, "trained steps %lld-%lld in bf16 on %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
                 static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), where.c_str(), metrics->loss.front(), metrics->loss.back(),

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "tessera/engine/safetensors.h"
+#include "tessera/planner/chunks.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/tensor_parallel.h"
@@ -116,14 +117,14 @@ std::map<std::string, std::string> position_metadata(const OptimizerShard& optim
           {"skipped_steps", std::to_string(scaler.skipped)}};
 }
 
-// model.safetensors: every parameter under its name, from the flat full-precision weights.
-template <typename T, typename W>
-Result<FileDigest> write_model_file(const std::string& directory, const Transformer<T>& model, const W* flat_weights, int64_t step) {
-  std::vector<TensorView> weights;
-  for (size_t p = 0; p < model.parameter_names().size(); ++p) {
-    weights.push_back({model.parameter_names()[p], model.parameter_shapes()[p], flat_weights + model.flat_order()[p].offset});
+// Every parameter of `model` whole, under its name + `suffix`, from the flat values `flat` (the whole model in flat order).
+std::vector<TensorView> whole_tensor_views(const planner::Model& model, const float* flat, const std::string& suffix) {
+  std::vector<TensorView> views;
+  for (const planner::FlatParameter& p : planner::flat_parameter_order(model.inventory)) {
+    const planner::TensorInfo& tensor = model.inventory.tensors[static_cast<size_t>(p.tensor_index)];
+    views.push_back({tensor.name + suffix, tensor.shape, flat + p.offset});
   }
-  return write_safetensors(directory + "/" + kModelFileName, weights, {{"format", "pt"}, {"step", std::to_string(step)}});
+  return views;
 }
 
 }  // namespace
@@ -158,13 +159,13 @@ std::string optimizer_shard_file_name(int rank, int ranks) {
   return name;
 }
 
-template <typename T>
-Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, OptimizerShard& optimizer,
-                                                                   planner::OptimizerKind kind, const TrainingPosition& position, int rank,
-                                                                   int ranks, const float* weights, const std::map<std::string, std::string>& layout) {
+Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, const planner::Model& model, OptimizerShard& optimizer,
+                                                                   planner::OptimizerKind kind, const TrainingPosition& position, int rank, int ranks,
+                                                                   const float* weights, const std::map<std::string, std::string>& layout) {
   std::vector<CheckpointFile> files;
   if (rank == 0) {
-    auto model_file = write_model_file(directory, model, weights, position.step);
+    auto model_file = write_safetensors(directory + "/" + kModelFileName, whole_tensor_views(model, weights, ""),
+                                        {{"format", "pt"}, {"step", std::to_string(position.step)}});
     if (!model_file) return model_file.error();
     files.push_back({kModelFileName, model_file.value()});
   }
@@ -183,19 +184,25 @@ Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::st
   return files;
 }
 
+std::map<std::string, std::string> shard_layout_metadata(const planner::Model& model, const planner::PluginOptions& plugin, int64_t dp) {
+  std::map<std::string, std::string> layout{{"plugin", std::string(enum_name(plugin.kind))}};
+  if (plugin.kind == planner::PluginKind::gemini) layout["chunk_size"] = std::to_string(planner::gemini_chunk_size(model.inventory, plugin.gemini, dp));
+  return layout;
+}
+
 Result<std::vector<CheckpointFile>> write_consolidated_checkpoint_files(const std::string& directory, const planner::Model& model,
                                                                        const float* weights, const std::vector<const float*>& states,
                                                                        const OptimizerShard& optimizer, planner::OptimizerKind kind,
                                                                        const TrainingPosition& position) {
   const auto suffixes = state_suffixes(kind);
   if (states.size() != suffixes.size()) return make_error(ErrorCode::invalid_argument, "write_consolidated_checkpoint_files: one flat buffer per optimizer state");
-  std::vector<TensorView> weight_views, state_views;
+  std::vector<TensorView> state_views;
   for (const planner::FlatParameter& flat : planner::flat_parameter_order(model.inventory)) {
     const planner::TensorInfo& tensor = model.inventory.tensors[static_cast<size_t>(flat.tensor_index)];
-    weight_views.push_back({tensor.name, tensor.shape, weights + flat.offset});
     for (size_t s = 0; s < suffixes.size(); ++s) state_views.push_back({tensor.name + suffixes[s], tensor.shape, states[s] + flat.offset});
   }
-  auto model_file = write_safetensors(directory + "/" + kModelFileName, weight_views, {{"format", "pt"}, {"step", std::to_string(position.step)}});
+  auto model_file = write_safetensors(directory + "/" + kModelFileName, whole_tensor_views(model, weights, ""),
+                                      {{"format", "pt"}, {"step", std::to_string(position.step)}});
   if (!model_file) return model_file.error();
   auto optimizer_file = write_safetensors(directory + "/" + kOptimizerFileName, state_views, position_metadata(optimizer, kind, position));
   if (!optimizer_file) return optimizer_file.error();
@@ -386,10 +393,7 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
   template Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,               \
                                                                       planner::OptimizerKind, const TrainingPosition&);                  \
   template Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint&, const planner::Model&, Transformer<T>&, OptimizerShard&,      \
-                                                    planner::OptimizerKind, TensorParallelRank);                                             \
-  template Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string&, Transformer<T>&, OptimizerShard&,        \
-                                                                              planner::OptimizerKind, const TrainingPosition&, int, int,  \
-                                                                              const float*, const std::map<std::string, std::string>&);
+                                                    planner::OptimizerKind, TensorParallelRank);
 TESSERA_INSTANTIATE_CHECKPOINT(float)
 TESSERA_INSTANTIATE_CHECKPOINT(bf16)
 TESSERA_INSTANTIATE_CHECKPOINT(fp16)

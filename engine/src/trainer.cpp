@@ -19,7 +19,7 @@
 #include "tessera/engine/parallel/pipeline.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/run_checkpoints.h"
-#include "tessera/planner/chunks.h"
+#include "tessera/engine/sharded_checkpoint.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/pipeline_stage_model.h"
 #include "tessera/planner/tensor_parallel.h"
@@ -101,14 +101,6 @@ class TrainingRun {
 
  private:
   Status resume_from_checkpoint();
-  // What a shard file records of the layout that wrote it (checkpoint.h).
-  std::map<std::string, std::string> shard_layout() const {
-    std::map<std::string, std::string> layout{{"plugin", std::string(enum_name(o_.plugin.kind))}};
-    if (o_.plugin.kind == planner::PluginKind::gemini) {
-      layout["chunk_size"] = std::to_string(planner::gemini_chunk_size(model_.inventory, o_.plugin.gemini, group_.size()));
-    }
-    return layout;
-  }
   bool stop_requested() const { return o_.stop_requested && o_.stop_requested(); }
   // This rank's part of every tensor under tensor parallelism.
   TensorParallelRank tensor_parallel_rank() const {
@@ -322,22 +314,11 @@ Status TrainingRun<T>::commit_checkpoint(int64_t step, int64_t data_position) {
     files = write_consolidated_checkpoint({group_, tensor, pipeline_group_, world_, placement_.chunks}, optimizer(), local_model_, stage_model_, model_, o_.plugin,
                                           o_.optimizer.kind, staging->directory, position);
   } else if (sharded) {
-    // Rank 0's copy of the whole model, for model.safetensors: save-time host memory, outside the training ledger.
-    std::vector<float> weights(group_.rank() == 0 ? static_cast<size_t>(model_.parameter_count) : 0);
-    if (Status s = gather_shard_values(group_, optimizer(), optimizer().weights(), model_, o_.plugin, weights.empty() ? nullptr : weights.data()); !s) return s;
-    files = write_sharded_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position, group_.rank(), group_.size(),
-                                           weights.data(), shard_layout());
+    files = write_sharded_checkpoint(group_, staging->directory, model_, optimizer(), o_.plugin, o_.optimizer.kind, position);
   } else {
     files = write_checkpoint_files(staging->directory, *net_, optimizer(), o_.optimizer.kind, position);
   }
   Status committed = files.ok() ? Status::success() : Status(files.error());
-  if (sharded) {
-    auto listed = gather_shard_digests(*control_, files.ok() ? files->back().digest : FileDigest{-1, ""});
-    if (!listed) return listed.error();
-    if (dir != nullptr && committed) {
-      for (int r = 1; r < group_.size(); ++r) files.value().push_back({optimizer_shard_file_name(r, group_.size()), listed.value()[static_cast<size_t>(r)]});
-    }
-  }
   if (dir != nullptr && committed) committed = commit_files(*dir, staging.value(), std::move(files).value(), step);
   if (collective) {
     auto everywhere = all_ranks(committed.ok());

@@ -544,15 +544,21 @@ TEST(Cli, TrainOnAGpuSaysWhyItCannot) {
   }
 }
 
-// Gradient accumulation is not refused: without a device the run gets as far as looking for one.
-TEST(Cli, TrainOnAGpuTakesSeveralMicroBatches) {
+// Gradient accumulation and ZeRO-1/2 (with or without ZeRO-Offload) are not refused: without a device the run gets as far as looking for one.
+TEST(Cli, TrainOnAGpuTakesSeveralMicroBatchesAndZero) {
   if (tessera::engine::cuda_device_presence().available) GTEST_SKIP() << "a CUDA device is here: the run would train";
-  const CliRun r = run({"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g", "--precision", "bf16", "--micro-batches", "2"});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err.find("--micro-batches"), std::string::npos) << r.err;
-  const bool explained = r.err.find("no CUDA device is available") != std::string::npos ||
-                         r.err.find("built without CUDA (TESSERA_CUDA=OFF)") != std::string::npos;
-  EXPECT_TRUE(explained) << r.err;
+  for (const std::vector<const char*>& options : std::vector<std::vector<const char*>>{
+           {"--micro-batches", "2"}, {"--plugin", "low_level_zero", "--zero-stage", "1"}, {"--plugin", "low_level_zero", "--zero-stage", "2"},
+           {"--plugin", "low_level_zero", "--cpu-offload"}}) {
+    std::vector<const char*> args{"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g", "--precision", "bf16"};
+    args.insert(args.end(), options.begin(), options.end());
+    const CliRun r = run(args);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err.find(options[0]), std::string::npos) << r.err;
+    const bool explained = r.err.find("no CUDA device is available") != std::string::npos ||
+                           r.err.find("built without CUDA (TESSERA_CUDA=OFF)") != std::string::npos;
+    EXPECT_TRUE(explained) << r.err;
+  }
 }
 
 // Selective and full recompute are not refused: without a device the run gets as far as looking for one.
@@ -577,7 +583,8 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
            {{"--precision", "fp32"}, "tessera: error: --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16\n"},
            {{"--precision", "bf16", "--recompute", "op_selective"},
             "tessera: error: --recompute op_selective is torchtitan's policy, for estimates of its runs; the engine recomputes none, selective or full\n"},
-           {{"--precision", "bf16", "--plugin", "gemini"}, "tessera: error: --plugin gemini: on GPUs the engine runs torch_ddp only so far; use --plugin torch_ddp\n"},
+           {{"--precision", "bf16", "--plugin", "gemini"},
+            "tessera: error: --plugin gemini: on GPUs the engine runs torch_ddp and low_level_zero so far; use one of them\n"},
            {{"--precision", "bf16", "--dp", "2"},
             "tessera: error: dp 2 × tp 1 × pp 1 needs 2 ranks but no launcher started other ranks; launch with mpirun -np 2 tessera train ...\n"},
            {{"--precision", "bf16", "--device-memory", "6"},

@@ -26,25 +26,17 @@
 //    MPI (the same bucket plan, parallel/ddp_buckets.h); with 2 micro-batches,
 //    a GPU step that reduced in the first backward too would make twice the calls.
 // These bounds have not yet met a GPU.
-// A plain program, as nccl_ranks_gpu_test.cpp: every rank makes every call
+// A plain program under mpirun (gpu_ranks.h): every rank makes every call
 // whatever fails, and the ranks agree on the verdict. Exit 77 on every rank
 // (one line) where a rank has no GPU of its own.
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "../support/rank_checker.h"
-#include "small_models.h"
-#include "tessera/engine/comm/mpi.h"
-#include "tessera/engine/comm/nccl.h"
+#include "gpu_ranks.h"
 #include "tessera/engine/cuda/gpt_training.h"
-#include "tessera/engine/device/rank_device.h"
 #include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/optimizer.h"
@@ -53,25 +45,12 @@
 namespace tessera::engine::cuda {
 namespace {
 
-using Checker = tessera::testing::RankChecker;
+using testing::Checker;
+using testing::relative;
+using testing::report;
+using testing::same_on_every_rank;
 
 constexpr int64_t kBucketBytes = 8 << 10;
-
-double relative(double got, double want) { return std::abs(got - want) / std::max(std::abs(want), 1e-30); }
-
-void report(int rank, const std::string& what, double error, double tolerance) {
-  if (rank == 0) std::printf("  %-52s relative error %.3g (tolerance %.3g)\n", what.c_str(), error, tolerance);
-}
-
-// Whether `values` are the same bits on every rank: rank 0's broadcast over MPI, compared here.
-template <typename X>
-bool same_on_every_rank(comm::Communicator& mpi, const std::vector<X>& values) {
-  std::vector<X> first(values);
-  if (!mpi.broadcast(first.data(), first.data(), first.size(), 0).ok()) return false;
-  double differs = std::memcmp(first.data(), values.data(), values.size() * sizeof(X)) != 0 ? 1.0 : 0.0;
-  if (!mpi.all_reduce(&differs, &differs, 1, comm::ReduceOp::max).ok()) return false;
-  return differs == 0.0;
-}
 
 // One step of `micro_batches` accumulated micro-batches on each rank.
 void check_one_step(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl,
@@ -116,7 +95,7 @@ void check_one_step(const char* name, const planner::Model& model, int64_t micro
   // The GPU step with DDP over NCCL.
   const comm::CommCounters nccl_before = nccl.counters();
   MemoryLedger gpu_ledger;
-  auto made = GptTraining::create(model, gpu_ledger, B, T, seed, options, GpuDataParallel{&nccl, kBucketBytes});
+  auto made = GptTraining::create(model, gpu_ledger, B, T, seed, options, GpuDataParallel{&nccl, plugin});
   check.expect(made.ok(), prefix + "the GPU step: " + (made.ok() ? "" : made.error().message));
   if (!made.ok()) return;
   GptTraining& gpu = *made.value();
@@ -170,48 +149,7 @@ void check_one_step(const char* name, const planner::Model& model, int64_t micro
   check.expect(moved > numel / 2, prefix + "the step moves most weights");
 }
 
-int run(comm::MpiRuntime& runtime) {
-  auto bootstrap = runtime.world();  // the unique id's broadcast
-  auto mpi = runtime.world();        // the CPU DDP's group and the checks' agreements
-  if (!bootstrap.ok() || !mpi.ok()) {
-    std::fprintf(stderr, "ddp_gpu_test: %s\n", (!bootstrap.ok() ? bootstrap.error() : mpi.error()).message.c_str());
-    return 1;
-  }
-  comm::Communicator& world = **mpi;
-  // One GPU per rank of this machine, by the rule tessera train --gpu follows.
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
-  auto device = device_of_local_rank(local_rank_of(world.rank(), world.size(), std::getenv), devices);
-  double missing = device.ok() && world.size() > 1 ? 0.0 : 1.0;
-  if (Status s = (*bootstrap)->all_reduce(&missing, &missing, 1, comm::ReduceOp::max); !s || missing > 0) {
-    if (world.rank() == 0) std::printf("ddp_gpu_test: skipped: %d ranks need 2 or more GPUs, one each; this machine has %d\n", world.size(), devices);
-    return 77;
-  }
-  Checker check(world.rank());
-  auto nccl = comm::make_nccl_communicator(**bootstrap, comm::NcclOptions{device.value(), nullptr, comm::kDefaultCommTimeout});
-  if (!nccl.ok()) {
-    std::fprintf(stderr, "rank %d: %s\n", world.rank(), nccl.error().message.c_str());
-    return 1;
-  }
-  // A step of one micro-batch, and of 2 accumulated ones (whose first backward starts no all-reduce).
-  for (const int64_t micro_batches : {1, 2}) {
-    check_one_step("gpt2", testing::small_model(testing::kSmallGpt2), micro_batches, world, **nccl, check);
-    check_one_step("qwen2", testing::small_model(testing::kSmallQwen2), micro_batches, world, **nccl, check);
-  }
-  double worst = check.failures();
-  if (Status s = world.all_reduce(&worst, &worst, 1, comm::ReduceOp::max); !s) return 1;
-  if (world.rank() == 0) std::printf("ddp_gpu_test: %d ranks, %s\n", world.size(), worst == 0.0 ? "all checks passed" : "checks failed (see above)");
-  return worst == 0.0 ? 0 : 1;
-}
-
 }  // namespace
 }  // namespace tessera::engine::cuda
 
-int main() {
-  auto runtime = tessera::engine::comm::MpiRuntime::start();
-  if (!runtime.ok()) {
-    std::fprintf(stderr, "ddp_gpu_test: %s\n", runtime.error().message.c_str());
-    return 1;
-  }
-  return tessera::engine::cuda::run(**runtime);
-}
+int main() { return tessera::engine::cuda::testing::check_small_models_on_gpu_ranks("ddp_gpu_test", tessera::engine::cuda::check_one_step); }

@@ -333,21 +333,28 @@ class NcclCommunicator final : public Communicator {
   Status exchange_chunks(const void* send, const ChunkLayout<size_t>& chunks, void* scratch, DataType type, const Deadline& deadline) {
     const auto me = static_cast<size_t>(rank());
     const size_t mine = chunks.counts[me];
-    if (auto s = cuda_status(cudaMemcpyAsync(at(scratch, me * mine, type), at(send, chunks.offsets[me], type), mine * element_bytes(type),
-                                             cudaMemcpyDeviceToDevice, state_->stream()),
-                             "cudaMemcpyAsync");
-        !s) {
-      return s;
+    if (mine > 0) {
+      if (auto s = cuda_status(cudaMemcpyAsync(at(scratch, me * mine, type), at(send, chunks.offsets[me], type), mine * element_bytes(type),
+                                               cudaMemcpyDeviceToDevice, state_->stream()),
+                               "cudaMemcpyAsync");
+          !s) {
+        return s;
+      }
     }
     return transfer(chunk_exchange(chunks, rank()), send, scratch, type, deadline, "ncclSend/ncclRecv (chunk exchange)");
   }
 
-  // Exchanges chunk rank() and reduces it in rank order into `out`.
+  // Exchanges chunk rank() and reduces it in rank order into `out`. A rank
+  // whose chunk is empty (a one-element all-reduce, a bucket run that other
+  // ranks own, reduce_scatter_v) only sends: no zero-byte scratch, copy or kernel.
   Status reduce_my_chunk(const void* send, void* out, const ChunkLayout<size_t>& chunks, DataType type, ReduceOp op, const Deadline& deadline) {
     const size_t mine = chunks.counts[static_cast<size_t>(rank())];
     StreamScratch scratch;
-    if (auto s = scratch.take(mine * static_cast<size_t>(size()) * element_bytes(type), state_->stream(), state_->ledger()); !s) return s;
+    if (mine > 0) {
+      if (auto s = scratch.take(mine * static_cast<size_t>(size()) * element_bytes(type), state_->stream(), state_->ledger()); !s) return s;
+    }
     if (auto s = exchange_chunks(send, chunks, scratch.get(), type, deadline); !s) return s;
+    if (mine == 0) return Status::success();
     return cuda_status(launch_ordered_reduce(out, scratch.get(), size(), mine, type, op, state_->stream()), "the rank-order reduction kernel");
   }
 

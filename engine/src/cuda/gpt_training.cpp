@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "device_block.h"
+#include "zero_shards.h"
 #include "tessera/engine/cuda/activation.h"
 #include "tessera/engine/cuda/adamw.h"
 #include "tessera/engine/cuda/attention.h"
@@ -23,6 +25,7 @@
 #include "tessera/engine/cuda/stream_events.h"
 #include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/engine/device/caching_allocator.h"
+#include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/device/step_activations.h"
 #include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/engine_computes.h"
@@ -65,7 +68,8 @@ struct GptTraining::State {
   OptimizerOptions options;
   int64_t steps = 0;
   MemoryLedger* ledger = nullptr;
-  // Data parallelism: the ranks' communicator, the CPU engine's buckets, how many this backward has started.
+  // Data parallelism: the ranks' communicator; DDP: the CPU engine's buckets,
+  // how many this backward has started; ZeRO: the shards (zero_shards.h).
   comm::Communicator* group = nullptr;
   std::optional<DdpBucketPlan> buckets;
   size_t started_buckets = 0;
@@ -77,7 +81,9 @@ struct GptTraining::State {
   std::unique_ptr<Attention> attention;  // its workspace from the allocator: made after it, destroyed before it
   int64_t library_workspace_bytes = 0;  // booked for cuBLASLt's workspace
 
-  DeviceBlock params, grads, master, m, v;
+  DeviceBlock params, grads, master, m, v;  // under ZeRO: the parameters only, padded; `zero` holds the rest
+  std::unique_ptr<ZeroShards> zero;  // ZeRO's shards, from the allocator: declared after it, destroyed before it
+  std::vector<T*> gradient_of;       // each flat parameter's gradient: in the flat buffer, or in ZeRO-2's bucket
   StepActivations activations;  // what the forward keeps, the recompute's working set, the logits, the tokens
   DeviceBlock ones, norm_workspace, norm_sum, sum_workspace;
 
@@ -87,7 +93,7 @@ struct GptTraining::State {
 
   DeviceBlock take(int64_t bytes, MemoryCategory category) { return DeviceBlock(*allocator, bytes, category); }
   T* param(int index) { return params.as<T>() + order[static_cast<size_t>(index)].offset; }
-  T* grad(int index) { return grads.as<T>() + order[static_cast<size_t>(index)].offset; }
+  T* grad(int index) { return gradient_of[static_cast<size_t>(index)]; }
   T* act(int layer, const char* name) { return static_cast<T*>(activations.block(layer, name)); }
   float* stats(int layer, const char* name) { return static_cast<float*>(activations.block(layer, name)); }
   template <typename X = T>
@@ -176,13 +182,25 @@ struct GptTraining::State {
       check(group->start_all_reduce(grads.as<T>() + b.begin, grads.as<T>() + b.begin, static_cast<size_t>(b.end - b.begin), comm::ReduceOp::sum));
     }
   }
-  // The optimizer reads the gradients only after every bucket's sum has arrived.
+  // Around `layer`'s backward, in every micro-batch's: ZeRO-2's bucket binds
+  // the layer's gradients and reduces when full; DDP starts the buckets the
+  // layer completed, in the step's last backward (`reduce`).
+  void before_layer_backward(int layer) {
+    if (zero) check(zero->before_backward(layer, gradient_of));
+  }
+  void after_layer_backward(int layer, bool reduce) {
+    if (zero) return check(zero->after_backward(layer));
+    if (reduce) start_complete_buckets(layer);
+  }
+  // The optimizer reads the gradients only after every bucket's sum has arrived (ZeRO: its shard's).
   void finish_reductions() {
+    if (zero) return check(zero->reduce());
     if (group == nullptr) return;
     started_buckets = 0;
     check(group->finish_started());
   }
 
+  void allocate_model_states(const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin);
   void block_forward(int l, const T* x, T* out);
   void recompute_block(int l);
   void block_backward(int l);
@@ -325,25 +343,34 @@ void GptTraining::State::backward(bool reduce) {
   T* dnarrow = outside("grad_narrow");
   check(cudaMemsetAsync(dres, 0, static_cast<size_t>(N * C) * sizeof(T), nullptr), "zeroing grad_residual");
   // The head: dh = dlogits · W, dW += dlogitsᵀ · h, then the final norm.
+  before_layer_backward(L);
   linear_backward(dnarrow, grad(slots.head), nullptr, outside("logits"), outside("head_input"), param(slots.head), N, C, V,
                   cpu::WeightLayout::out_in);
   norm_backward(dres, dnarrow, outside("final_norm_input"), outside<float>("final_norm_stats"),
                 slots.final_norm_w, slots.final_norm_b);
-  if (reduce) start_complete_buckets(L);  // the head
+  after_layer_backward(L, reduce);  // the head
   for (int l = L - 1; l >= 0; --l) {
+    before_layer_backward(l);
     recompute_block(l);
     block_backward(l);
-    if (reduce) start_complete_buckets(l);
+    after_layer_backward(l, reduce);
   }
+  before_layer_backward(planner::kEmbeddingLayer);
   const cpu::VocabSlice vocab{0, V};
   check(embedding_backward(grad(slots.wte), dres, outside<int32_t>("tokens"), N, C, vocab, nullptr), "embedding backward");
   if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
-  if (reduce) start_complete_buckets(planner::kEmbeddingLayer);
+  after_layer_backward(planner::kEmbeddingLayer, reduce);
 }
 
 // The CPU optimizer's step (Optimizer::apply): the global norm, clipping to
-// max_grad_norm, one AdamW update per parameter with its decay, rounding into bf16.
+// max_grad_norm, one AdamW update per parameter with its decay, rounding into
+// bf16; under ZeRO the shard's (zero_shards.h).
 std::optional<double> GptTraining::State::optimizer_step() {
+  if (zero) {
+    auto norm = zero->step(sum_workspace.as<void>(), norm_sum.as<double>());
+    if (!norm) throw StepError(norm.error().message);
+    return norm.value();
+  }
   check(sum_of_squares(norm_sum.as<double>(), reinterpret_cast<int32_t*>(norm_sum.as<double>() + 1), grads.as<T>(), numel, 1.0,
                        sum_workspace.as<void>(), nullptr),
         "gradient sum of squares");
@@ -351,7 +378,7 @@ std::optional<double> GptTraining::State::optimizer_step() {
   check(cudaMemcpy(&sum, norm_sum.as<double>(), sizeof(double), cudaMemcpyDeviceToHost), "copying the sum of squares");
   if (!std::isfinite(sum)) return std::nullopt;
   const double norm = std::sqrt(sum);
-  const double clip = options.max_grad_norm > 0 && norm > options.max_grad_norm ? options.max_grad_norm / norm : 1.0;
+  const double clip = clip_coefficient(norm, options.max_grad_norm);
   ++steps;
   const AdamWScalars scalars = adamw_scalars(options.learning_rate, options.beta1, options.beta2, options.eps, steps, clip);
   for (size_t p = 0; p < order.size(); ++p) {
@@ -362,6 +389,36 @@ std::optional<double> GptTraining::State::optimizer_step() {
           "adamw");
   }
   return norm;
+}
+
+// The parameters (from the planner's initialization, in flat order, as the
+// CPU model starts from), their gradients and AdamW's fp32 master weights and
+// states: whole, or under ZeRO (`zero_plugin`) the parameters padded to dp
+// shards and the rest kept by the shards (zero_shards.h).
+void GptTraining::State::allocate_model_states(const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin) {
+  const int64_t n = numel, padded = zero_plugin != nullptr ? zero_buffers(model, *zero_plugin, group->size()).parameters : n;
+  std::vector<T> host(static_cast<size_t>(padded));  // the padding stays 0
+  for_each_initial_value_of_part(model, seed, 1, 0, planner::PipelinePlacement{}, [&host](int64_t i, double value) {
+    host[static_cast<size_t>(i)] = narrow<T>(static_cast<float>(value));
+  });
+  std::vector<float> weights(static_cast<size_t>(n));
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = widen(host[i]);
+  params = take(padded * 2, MemoryCategory::parameters);
+  check(cudaMemcpy(params.as<T>(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the parameters");
+  if (zero_plugin != nullptr) {
+    zero = std::make_unique<ZeroShards>(*allocator, *ledger, *group, model, *zero_plugin, decay, options, params.as<T>());
+    check(zero->start_from(weights));
+  } else {
+    grads = take(n * 2, MemoryCategory::gradients);
+    master = take(n * 4, MemoryCategory::master_weights);
+    m = take(n * 4, MemoryCategory::optimizer_states);
+    v = take(n * 4, MemoryCategory::optimizer_states);
+    check(cudaMemcpy(master.as<float>(), weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice), "copying the master weights");
+    check(cudaMemset(m.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
+    check(cudaMemset(v.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
+  }
+  T* flat = zero ? zero->full_gradients() : grads.as<T>();  // null: ZeRO-2's bucket binds them layer by layer
+  for (const planner::FlatParameter& p : order) gradient_of.push_back(flat != nullptr ? flat + p.offset : nullptr);
 }
 
 GptTraining::GptTraining(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -399,9 +456,12 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   for (const planner::FlatParameter& flat : s->order) shapes.push_back(model.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
   s->decay = decay_mask(shapes);
   s->numel = model.inventory.parameter_count();
+  const planner::PluginOptions& plugin = data_parallel.plugin;
+  if (Status supported = check_gpu_plugin(plugin); !supported) return supported.error();
+  const bool sharded = data_parallel.group != nullptr && data_parallel.group->size() > 1 && plugin.kind == planner::PluginKind::low_level_zero;
   if (data_parallel.group != nullptr && data_parallel.group->size() > 1) {
     s->group = data_parallel.group;
-    s->buckets.emplace(model.inventory, s->order, s->numel, data_parallel.bucket_bytes, static_cast<int64_t>(sizeof(T)));
+    if (!sharded) s->buckets.emplace(model.inventory, s->order, s->numel, plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
   }
   s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger);
   s->attention = std::make_unique<Attention>(*s->allocator);
@@ -411,22 +471,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
 
   try {
     const int64_t n = s->numel, N = s->N, C = s->C;
-    // Parameters from the planner's initialization, in flat order, as the CPU model starts from.
-    std::vector<T> host(static_cast<size_t>(n));
-    for_each_initial_value_of_part(model, seed, 1, 0, planner::PipelinePlacement{}, [&host](int64_t i, double value) {
-      host[static_cast<size_t>(i)] = narrow<T>(static_cast<float>(value));
-    });
-    std::vector<float> master(host.size());
-    for (size_t i = 0; i < host.size(); ++i) master[i] = widen(host[i]);
-    s->params = s->take(n * 2, MemoryCategory::parameters);
-    s->grads = s->take(n * 2, MemoryCategory::gradients);
-    s->master = s->take(n * 4, MemoryCategory::master_weights);
-    s->m = s->take(n * 4, MemoryCategory::optimizer_states);
-    s->v = s->take(n * 4, MemoryCategory::optimizer_states);
-    check(cudaMemcpy(s->params.as<T>(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the parameters");
-    check(cudaMemcpy(s->master.as<float>(), master.data(), master.size() * sizeof(float), cudaMemcpyHostToDevice), "copying the master weights");
-    check(cudaMemset(s->m.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
-    check(cudaMemset(s->v.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
+    s->allocate_model_states(model, seed, sharded ? &plugin : nullptr);
 
     // What the forward keeps and the recompute rebuilds, sized and named by
     // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
@@ -451,7 +496,11 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
   State& s = *state_;
   if (micro_batches < 1) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
   try {
-    check(cudaMemsetAsync(s.grads.as<void>(), 0, static_cast<size_t>(s.numel) * sizeof(T), nullptr), "zeroing the gradients");
+    if (s.zero) {
+      check(s.zero->zero_gradients());
+    } else {
+      check(cudaMemsetAsync(s.grads.as<void>(), 0, static_cast<size_t>(s.numel) * sizeof(T), nullptr), "zeroing the gradients");
+    }
     GpuStepResult result;
     const double scale = micro_batch_gradient_scale(1.0, micro_batches, s.data_parallel_size());
     for (int64_t micro = 0; micro < micro_batches; ++micro) {
@@ -470,8 +519,18 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
   }
 }
 
+bool GptTraining::sharded() const { return state_->zero != nullptr; }
+
+FlatAdamWState GptTraining::host_state(const planner::Model& model) const {
+  return state_->zero ? FlatAdamWState(state_->zero->layout()) : FlatAdamWState(model);
+}
+
 Status GptTraining::save_state(FlatAdamWState& state) const {
   const State& s = *state_;
+  if (s.zero) {
+    if (Status saved = s.zero->save(state); !saved) return make_error(ErrorCode::io_error, "GPU checkpoint: " + saved.error().message);
+    return Status::success();
+  }
   const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
   try {
     check(cudaMemcpy(state.weights(), s.master.as<float>(), bytes, cudaMemcpyDeviceToHost), "copying the master weights");
@@ -486,6 +545,10 @@ Status GptTraining::save_state(FlatAdamWState& state) const {
 
 Status GptTraining::restore_state(FlatAdamWState& state) {
   State& s = *state_;
+  if (s.zero) {
+    if (Status restored = s.zero->restore(state); !restored) return make_error(ErrorCode::io_error, "GPU checkpoint: " + restored.error().message);
+    return Status::success();
+  }
   const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
   std::vector<T> rounded(static_cast<size_t>(s.numel));
   for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = narrow<T>(state.weights()[i]);
@@ -509,6 +572,10 @@ std::vector<bf16> GptTraining::parameters() const {
 
 std::vector<bf16> GptTraining::gradients() const {
   std::vector<bf16> host(static_cast<size_t>(state_->numel));
+  if (state_->zero) {
+    check(state_->zero->copy_gradient_shard(host));
+    return host;
+  }
   check(cudaMemcpy(host.data(), state_->grads.as<T>(), host.size() * sizeof(T), cudaMemcpyDeviceToHost), "copying the gradients");
   return host;
 }

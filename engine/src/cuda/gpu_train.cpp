@@ -15,6 +15,7 @@
 #include "tessera/engine/flat_checkpoint.h"
 #include "tessera/engine/parallel/rank_reports.h"
 #include "tessera/engine/run_checkpoints.h"
+#include "tessera/engine/sharded_checkpoint.h"
 #include "tessera/planner/flops.h"
 #if defined(TESSERA_HAVE_NCCL)
 #include "tessera/engine/comm/nccl.h"
@@ -34,27 +35,30 @@ Result<std::unique_ptr<comm::Communicator>> data_parallel_group(const GpuRun& ru
 #endif
 }
 
-// Whether every rank got `made` (collective): a rank that failed alone must
-// not leave the others waiting in the first all-reduce. `what` failed otherwise.
-template <typename X>
-Status every_rank_has(comm::Communicator* world, const Result<X>& made, const char* what) {
-  if (world == nullptr || world->size() == 1) return made.ok() ? Status::success() : Status(made.error());
-  auto agreed = all_ranks_agree(*world, made.ok());
+// Whether every rank has `done` (collective): a rank that failed alone must
+// not leave the others waiting in the next collective. `what` failed otherwise.
+Status every_rank_has(comm::Communicator* world, const Status& done, const char* what) {
+  if (world == nullptr || world->size() == 1) return done;
+  auto agreed = all_ranks_agree(*world, done.ok());
   if (!agreed) return agreed.error();
-  if (!made.ok()) return made.error();
+  if (!done) return done;
   if (!agreed.value()) return make_error(ErrorCode::unsupported, std::string("another rank could not ") + what + " (its message says why)");
   return Status::success();
+}
+template <typename X>
+Status every_rank_has(comm::Communicator* world, const Result<X>& made, const char* what) {
+  return every_rank_has(world, made.ok() ? Status::success() : Status(made.error()), what);
 }
 
 // Rank 0 (which holds the run directory) commits the checkpoint of `step`:
 // the device's master weights and AdamW states copied to the host and written
 // as a one-rank CPU run writes them (flat_checkpoint.h); the ranks' states are
 // the same bits, so one copy is all of them, as the CPU engine's DDP saves.
-Status save_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, const std::vector<RunSetting>& settings,
-                       const std::string& run_id, int64_t step, int64_t data_position) {
+Status save_replicated_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, const std::vector<RunSetting>& settings,
+                                  const std::string& run_id, int64_t step, int64_t data_position) {
   RunDirectory* dir = options.run_directory;
   if (dir == nullptr) return Status::success();
-  FlatAdamWState state(model);  // save-time host memory, outside the training ledger
+  FlatAdamWState state = gpu.host_state(model);  // save-time host memory, outside the training ledger
   if (Status s = gpu.save_state(state); !s) return s;
   auto staging = dir->stage(step);
   if (!staging) return staging.error();
@@ -64,15 +68,43 @@ Status save_checkpoint(const planner::Model& model, const TrainOptions& options,
                                  {kModelFileName, kOptimizerFileName});
 }
 
+// Under ZeRO every rank saves its shard, as the CPU engine's low_level_zero
+// does (sharded_checkpoint.h: the same files, so either engine resumes the
+// other's), into the directory rank 0 staged; rank 0 commits. Collective over `world`.
+Status save_sharded_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, comm::Communicator& world,
+                               const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step, int64_t data_position) {
+  RunDirectory* dir = options.run_directory;  // rank 0's
+  FlatAdamWState state = gpu.host_state(model);  // save-time host memory, outside the training ledger
+  const Status copied = gpu.save_state(state);
+  auto staging = dir != nullptr ? dir->stage(step) : Result<CheckpointStaging>(CheckpointStaging{step, RunDirectory::staging_path(options.run_directory_path, step)});
+  const Status ready = !copied ? copied : staging ? Status::success() : Status(staging.error());
+  if (Status s = every_rank_has(&world, ready, "stage the checkpoint"); !s) return s;
+  auto files = write_sharded_checkpoint(world, staging->directory, model, state, options.plugin, planner::OptimizerKind::adamw,
+                                        TrainingPosition{step, data_position, {}});
+  Status committed = files ? Status::success() : Status(files.error());
+  if (dir != nullptr && committed) {
+    committed = commit_checkpoint_files(*dir, staging.value(), CheckpointManifest{step, run_id, std::move(files).value(), settings}, options.model_config_text,
+                                        {kModelFileName});
+  }
+  return every_rank_has(&world, committed, "save its part of the checkpoint");
+}
+
+// The checkpoint of `step`, as the run keeps its optimizer. Collective under ZeRO.
+Status save_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, comm::Communicator* world,
+                       const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step, int64_t data_position) {
+  if (world != nullptr && gpu.sharded()) return save_sharded_checkpoint(model, options, gpu, *world, settings, run_id, step, data_position);
+  return save_replicated_checkpoint(model, options, gpu, settings, run_id, step, data_position);
+}
+
 // --resume: every rank loads the checkpoint rank 0 verified (a CPU run's
-// too) into its device, and continues its run id; the position to start
-// from (step 0 without one).
+// too, of any plugin and rank count) into its device, its shard of it under
+// ZeRO, and continues its run id; the position to start from (step 0 without one).
 Result<TrainingPosition> resume(const planner::Model& model, const TrainOptions& options, comm::Communicator* world, const std::vector<RunSetting>& settings,
                                 GptTraining& gpu, std::string& run_id, std::ostream& progress) {
   auto checkpoint = agree_on_checkpoint(world, options, settings, progress);
   if (!checkpoint) return checkpoint.error();
   if (!checkpoint.value()) return TrainingPosition{};
-  FlatAdamWState state(model);  // resume-time host memory, outside the training ledger
+  FlatAdamWState state = gpu.host_state(model);  // resume-time host memory, outside the training ledger
   auto loaded = load_flat_checkpoint(**checkpoint, model, state);
   if (Status s = every_rank_has(world, loaded, "load the checkpoint"); !s) return s.error();
   if (Status s = gpu.restore_state(state); !s) return s.error();
@@ -109,7 +141,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   if (!data) return data.error();
   const std::vector<RunSetting> settings = run_settings(model, options, data.value(), ranks);
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
-                                  GpuDataParallel{group.get(), options.plugin.bucket_bytes}, options.recompute);
+                                  GpuDataParallel{group.get(), options.plugin}, options.recompute);
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
 
@@ -133,7 +165,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
     if (stop.value()) {  // the last complete step is committed, as the CPU trainer does
       metrics.stopped = true;
       if (step - 1 > metrics.checkpoint_step) {
-        if (Status s = save_checkpoint(model, options, *gpu, settings, run_id, step - 1, step_start); !s) return s.error();
+        if (Status s = save_checkpoint(model, options, *gpu, world, settings, run_id, step - 1, step_start); !s) return s.error();
         metrics.checkpoint_step = step - 1;
       }
       break;
@@ -156,7 +188,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
                   loss, result->grad_norm, result->updated ? "" : " (not finite: no update)");
     progress << line;
     if (step == options.steps || (options.save_every > 0 && step % options.save_every == 0)) {
-      if (Status s = save_checkpoint(model, options, *gpu, settings, run_id, step, loader.position()); !s) return s.error();
+      if (Status s = save_checkpoint(model, options, *gpu, world, settings, run_id, step, loader.position()); !s) return s.error();
       metrics.checkpoint_step = step;
     }
   }

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "tessera/engine/elementwise_math.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/sharding.h"
@@ -70,8 +71,7 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
   if (bucketed_) {
     const planner::TensorInventory& inventory = model_description_.inventory;
     bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero2_bucket_numel(inventory, plugin_.reduce_bucket_numel, dp));
-    bucket_free_ = bucket_.numel();
-    layer_parameters_ = planner::parameters_by_layer(inventory);
+    zero2_bucket_.emplace(inventory, model.flat_order(), bucket_.numel(), dp, rank);
     if (!ledger.is_dry_run()) model.set_unit_hooks(this);
   }
   return Status::success();
@@ -89,20 +89,17 @@ T* DataParallel<T>::shard_gradients() {
   return zero_stage_ == 2 ? gradient_shard_.data() : flat + this->group_.rank() * shard_;
 }
 
-// Piece k of every rank's shard goes through the bucket: rank r's piece is
-// copied to bucket[r · piece, (r+1) · piece), the bucket is reduce-scattered in
-// place, and this rank's reduced piece is copied back into its shard.
+// Each piece of the shards through the bucket (zero_buckets.h, zero1_pieces).
 template <typename T>
 Status DataParallel<T>::reduce_stage1() {
   const int64_t dp = this->group_.size(), rank = this->group_.rank();
-  const int64_t piece = bucket_.numel() / dp;
   T* flat = model_->flat_gradients().data();
   T* bucket = bucket_.data();
-  for (int64_t begin = 0; begin < shard_; begin += piece) {
-    const int64_t n = std::min(piece, shard_ - begin);
-    for (int64_t r = 0; r < dp; ++r) std::copy_n(flat + r * shard_ + begin, n, bucket + r * n);
+  for (const Zero1Piece& piece : zero1_pieces(shard_, bucket_.numel(), dp)) {
+    const int64_t n = piece.numel;
+    for (int64_t r = 0; r < dp; ++r) std::copy_n(flat + r * shard_ + piece.begin, n, bucket + r * n);
     if (Status s = this->group_.reduce_scatter(bucket, bucket + rank * n, static_cast<size_t>(n), kType<T>, comm::ReduceOp::sum); !s) return s;
-    std::copy_n(bucket + rank * n, n, flat + rank * shard_ + begin);
+    std::copy_n(bucket + rank * n, n, flat + rank * shard_ + piece.begin);
   }
   return Status::success();
 }
@@ -136,49 +133,27 @@ void DataParallel<T>::after_backward(int layer) {
   if (error_.ok()) error_ = this->group_.progress();
 }
 
-// The layer's gradients go just below what the bucket holds (backward runs
-// the layers from the head down, so the bucket holds one range of the flat
-// order, but for a tied weight's alias at the head), zeroed, bound to the model.
+// The layer's gradients, placed in the bucket (zero_buckets.h), zeroed and bound to the model.
 template <typename T>
 void DataParallel<T>::place_in_bucket(int layer) {
-  const std::vector<planner::FlatParameter>& order = model_->flat_order();
-  const std::vector<int>& parameters = layer_parameters_[static_cast<size_t>(layer + 1)];
-  int64_t numel = 0;
-  for (const int p : parameters) numel += order[static_cast<size_t>(p)].numel;
-  if (numel > bucket_free_) flush_bucket();
-  bucket_free_ -= numel;
-  int64_t at = bucket_free_;
-  for (const int p : parameters) {
-    const planner::FlatParameter& f = order[static_cast<size_t>(p)];
-    T* gradient = bucket_.data() + at;
-    std::fill(gradient, gradient + f.numel, T{});
-    model_->bind_parameter(p, model_->flat_parameters().data() + f.offset, gradient);
-    segments_.push_back(Segment{f.offset, at, f.numel});
-    at += f.numel;
+  if (zero2_bucket_->needs_flush(layer)) flush_bucket();
+  for (const Zero2Placement& placed : zero2_bucket_->place(layer)) {
+    T* gradient = bucket_.data() + placed.bucket_offset;
+    std::fill(gradient, gradient + placed.numel, T{});
+    model_->bind_parameter(placed.parameter, model_->flat_parameters().data() + model_->flat_order()[static_cast<size_t>(placed.parameter)].offset, gradient);
   }
 }
 
-// Each run of the bucket that is one range of the flat order goes to the
-// ranks owning its parts, each adding its part into its gradient shard.
+// Each run of the bucket to the ranks owning its parts, each adding its part into its gradient shard.
 template <typename T>
 void DataParallel<T>::flush_bucket() {
-  std::sort(segments_.begin(), segments_.end(), [](const Segment& a, const Segment& b) { return a.bucket < b.bucket; });
-  const int64_t dp = this->group_.size(), rank = this->group_.rank();
-  T* shard = gradient_shard_.data();
-  for (size_t i = 0; i < segments_.size() && error_.ok();) {
-    Segment run = segments_[i++];
-    while (i < segments_.size() && segments_[i].flat == run.flat + run.numel && segments_[i].bucket == run.bucket + run.numel) run.numel += segments_[i++].numel;
-    std::vector<size_t> counts(static_cast<size_t>(dp));
-    const auto owned_from = [&](int64_t r) { return std::clamp(r * shard_, run.flat, run.flat + run.numel); };
-    for (int64_t r = 0; r < dp; ++r) counts[static_cast<size_t>(r)] = static_cast<size_t>(owned_from(r + 1) - owned_from(r));
-    T* mine = bucket_.data() + run.bucket + (owned_from(rank) - run.flat);
-    error_ = this->group_.reduce_scatter_v(bucket_.data() + run.bucket, mine, counts, kType<T>, comm::ReduceOp::sum);
-    const int64_t count = static_cast<int64_t>(counts[static_cast<size_t>(rank)]);
-    T* into = shard + (owned_from(rank) - rank * shard_);
-    for (int64_t j = 0; j < count && error_.ok(); ++j) into[j] = narrow<T>(widen(into[j]) + widen(mine[j]));
+  for (const Zero2Run& run : zero2_bucket_->flush()) {
+    if (!error_.ok()) break;
+    T* mine = bucket_.data() + run.mine_in_bucket;
+    error_ = this->group_.reduce_scatter_v(bucket_.data() + run.bucket_offset, mine, run.counts, kType<T>, comm::ReduceOp::sum);
+    T* into = gradient_shard_.data() + run.mine_in_shard;
+    for (int64_t j = 0; j < run.mine_numel && error_.ok(); ++j) into[j] = narrow<T>(math::residual_sum(widen(into[j]), widen(mine[j])));
   }
-  segments_.clear();
-  bucket_free_ = bucket_.numel();
 }
 
 template <typename T>

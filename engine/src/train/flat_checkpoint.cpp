@@ -1,12 +1,17 @@
 #include "tessera/engine/flat_checkpoint.h"
 
+#include <utility>
+
 #include "tessera/planner/sharding.h"
 
 namespace tessera::engine {
 
 FlatAdamWState::FlatAdamWState(const planner::Model& model)
-    : pieces_(planner::shard_pieces(planner::flat_parameter_order(model.inventory), 1, 0)),
-      weights_(static_cast<size_t>(model.parameter_count)),
+    : FlatAdamWState(planner::OptimizerLayout{planner::shard_pieces(planner::flat_parameter_order(model.inventory), 1, 0), model.parameter_count}) {}
+
+FlatAdamWState::FlatAdamWState(planner::OptimizerLayout layout)
+    : pieces_(std::move(layout.pieces)),
+      weights_(static_cast<size_t>(layout.shard_numel)),
       exp_avg_(weights_.size()),
       exp_avg_sq_(weights_.size()) {}
 

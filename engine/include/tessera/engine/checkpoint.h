@@ -41,13 +41,17 @@ Result<std::vector<CheckpointFile>> write_checkpoint_files(const std::string& di
 // `weights` (the whole model in flat order, gathered) and every rank writes its
 // optimizer shard as flat tensors ("exp_avg", "exp_avg_sq" or
 // "momentum_buffer", the shard's length) into optimizer_shard_file_name(rank,
-// ranks), with the rank, the rank count and `layout` (the plugin, and
-// Gemini's chunk size) in the metadata, so that another layout can read them.
+// ranks), with the rank, the rank count and `layout` (shard_layout_metadata)
+// in the metadata, so that another layout can read them. sharded_checkpoint.h
+// has the collective that gathers the weights and the digests around it.
 std::string optimizer_shard_file_name(int rank, int ranks);
-template <typename T>
-Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, Transformer<T>& model, OptimizerShard& optimizer,
-                                                                   planner::OptimizerKind kind, const TrainingPosition& position, int rank,
-                                                                   int ranks, const float* weights, const std::map<std::string, std::string>& layout);
+Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::string& directory, const planner::Model& model, OptimizerShard& optimizer,
+                                                                   planner::OptimizerKind kind, const TrainingPosition& position, int rank, int ranks,
+                                                                   const float* weights, const std::map<std::string, std::string>& layout);
+// What a shard file records of the layout that wrote it: the plugin, and
+// Gemini's chunk size over `dp` ranks (planner/optimizer_layout.h re-derives
+// the pieces from them).
+std::map<std::string, std::string> shard_layout_metadata(const planner::Model& model, const planner::PluginOptions& plugin, int64_t dp);
 
 // A tensor-parallel run's checkpoint is consolidated: rank 0 of the world
 // writes model.safetensors and optimizer.safetensors as a one-rank run would,

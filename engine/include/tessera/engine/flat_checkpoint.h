@@ -5,7 +5,9 @@
 // restored with the CPU engine's own functions and files (checkpoint.h:
 // model.safetensors with the fp32 weights under their Hugging Face names,
 // optimizer.safetensors with exp_avg, exp_avg_sq and the position), so either
-// engine resumes the other's checkpoints.
+// engine resumes the other's checkpoints. Under ZeRO (low_level_zero) the
+// state is the rank's shard only, laid out by planner/optimizer_layout.h, and
+// saved as the CPU engine's ZeRO saves it (sharded_checkpoint.h).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "tessera/engine/checkpoint.h"
 #include "tessera/engine/optimizer.h"
 #include "tessera/planner/model.h"
+#include "tessera/planner/optimizer_layout.h"
 
 namespace tessera::engine {
 
@@ -22,6 +25,8 @@ class FlatAdamWState final : public OptimizerShard {
  public:
   // Zeros, sized for `model`'s parameters.
   explicit FlatAdamWState(const planner::Model& model);
+  // Zeros, sized for one rank's shard of `layout` (planner::optimizer_layout).
+  explicit FlatAdamWState(planner::OptimizerLayout layout);
 
   const std::vector<planner::ShardPiece>& pieces() const override { return pieces_; }
   int64_t numel() const override { return static_cast<int64_t>(weights_.size()); }
@@ -32,7 +37,7 @@ class FlatAdamWState final : public OptimizerShard {
   void weights_restored() override {}  // the step that owns the parameters rounds them itself
 
  private:
-  std::vector<planner::ShardPiece> pieces_;  // every parameter whole
+  std::vector<planner::ShardPiece> pieces_;  // every parameter whole, or a shard's pieces
   std::vector<float> weights_, exp_avg_, exp_avg_sq_;
   int64_t steps_ = 0;
 };
@@ -42,8 +47,8 @@ class FlatAdamWState final : public OptimizerShard {
 Result<std::vector<CheckpointFile>> write_flat_checkpoint_files(const std::string& directory, const planner::Model& model, FlatAdamWState& state,
                                                                 const TrainingPosition& position);
 
-// Restores `state` from a verified checkpoint by load_checkpoint's rules
-// (whole files, or the shard files of any plugin and rank count).
+// Restores `state` (its pieces) from a verified checkpoint by
+// load_checkpoint's rules (whole files, or the shard files of any plugin and rank count).
 Result<TrainingPosition> load_flat_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& model, FlatAdamWState& state);
 
 }  // namespace tessera::engine

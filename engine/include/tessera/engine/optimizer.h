@@ -143,7 +143,7 @@ class Optimizer final : public OptimizerShard {
   std::optional<double> apply_by_piece(GradientsOf&& gradients_of, double global_sum_of_squares, double loss_scale) {
     if (!std::isfinite(global_sum_of_squares)) return std::nullopt;
     const double norm = std::sqrt(global_sum_of_squares);
-    const double clip = options_.max_grad_norm > 0 && norm > options_.max_grad_norm ? options_.max_grad_norm / norm : 1.0;
+    const double clip = clip_coefficient(norm, options_.max_grad_norm);
     ++step_;
     const AdamWScalars scalars = adamw_scalars(options_.learning_rate, options_.beta1, options_.beta2, options_.eps, step_, clip / loss_scale);
     const W gradient_factor = scalars.gradient_factor, lr = scalars.lr, bias1 = scalars.bias1, bias2 = scalars.bias2;

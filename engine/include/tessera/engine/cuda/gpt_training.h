@@ -50,9 +50,17 @@
 // gradient. The sums are the communicator's rank-order ones, the same bits on
 // every rank, so every rank's update is the same.
 //
-// Never run on a GPU, recompute included: compiled for sm_90 and checked on
-// the day one is lent (tests/cuda/gpt_training_gpu_test.cpp,
-// tests/cuda/recompute_gpu_test.cpp, tools/gpu-check).
+// ZeRO-1/2 (low_level_zero, as the CPU engine's, parallel/data_parallel.h):
+// with the plugin given, each rank keeps only its shard of the fp32 master
+// weights and AdamW's states, the gradients are reduce-scattered over NCCL in
+// the CPU engine's ranges and order (parallel/zero_buckets.h), AdamW updates
+// the shard on the device (with --cpu-offload on the host, ZeRO-Offload:
+// src/cuda/zero_offload.h) and the bf16 parameters are all-gathered; the
+// buffers, their categories and the collectives are src/cuda/zero_shards.h's.
+//
+// Never run on a GPU, recompute and ZeRO included: compiled for sm_90 and
+// checked on the day one is lent (tests/cuda/gpt_training_gpu_test.cpp,
+// recompute_gpu_test.cpp, ddp_gpu_test.cpp, zero_gpu_test.cpp, tools/gpu-check).
 #pragma once
 
 #include <cstdint>
@@ -66,8 +74,8 @@
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/optimizer.h"
 #include "tessera/planner/model.h"
-#include "tessera/planner/status.h"
 #include "tessera/planner/training_config.h"
+#include "tessera/planner/status.h"
 
 namespace tessera::engine::cuda {
 
@@ -79,15 +87,17 @@ struct GpuStepResult {
 
 struct GpuDataParallel {
   comm::Communicator* group = nullptr;  // over the data-parallel ranks, on device buffers; null: one GPU
-  int64_t bucket_bytes = 25 << 20;      // the plan's bucket_cap_mb (PyTorch DDP's default 25 MiB)
+  // torch_ddp (its bucket_bytes, the plan's bucket_cap_mb) or low_level_zero
+  // (its zero stage, 1 or 2, and reduce_bucket_numel); device/gpu_plugins.h refuses the others.
+  planner::PluginOptions plugin;
 };
 
 class GptTraining {
  public:
   // One line, and nothing allocated, for what it does not train: what the
   // CPU model refuses (check_engine_computes), optimizers other than AdamW,
-  // torchtitan's op_selective recompute, a head size cuDNN's attention
-  // refuses, no device.
+  // torchtitan's op_selective recompute, plugins other than check_gpu_plugin's,
+  // a head size cuDNN's attention refuses, no device.
   static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                      uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {},
                                                      planner::RecomputeMode recompute = planner::RecomputeMode::none);
@@ -101,14 +111,22 @@ class GptTraining {
   // (DataLoader::read_rank_share); the loss is this rank's, the gradient norm the global one.
   Result<GpuStepResult> step(const int32_t* tokens, const int32_t* targets, int64_t micro_batches = 1);
 
-  // For checkpoints (flat_checkpoint.h): the fp32 master weights, AdamW's
-  // states and its update count copied into `state`; and restored from it,
-  // with the bf16 parameters rounded from its weights as the CPU optimizer
-  // rounds them (Optimizer::weights_restored). One line on a CUDA error.
+  // For checkpoints (flat_checkpoint.h): a host state laid out as this
+  // rank's optimizer (every parameter whole, or under ZeRO this rank's shard,
+  // planner/optimizer_layout.h); the fp32 master weights, AdamW's states and
+  // its update count copied into it; and restored from it, with the bf16
+  // parameters rounded from its weights as the CPU optimizer rounds them
+  // (Optimizer::weights_restored; under ZeRO then all-gathered, collective).
+  // One line on a CUDA error.
+  FlatAdamWState host_state(const planner::Model& model) const;
+  // Whether ranks hold different optimizer states (ZeRO): every rank saves its own.
+  bool sharded() const;
   Status save_state(FlatAdamWState& state) const;
   Status restore_state(FlatAdamWState& state);
 
-  // The flat parameters and the last step's gradients, copied to the host, in flat order.
+  // The flat parameters and the last step's gradients as the optimizer read
+  // them, copied to the host, in flat order (under ZeRO the gradients are
+  // this rank's reduced shard, its shard's elements).
   std::vector<bf16> parameters() const;
   std::vector<bf16> gradients() const;
 

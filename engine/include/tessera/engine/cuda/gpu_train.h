@@ -12,14 +12,19 @@
 // trainer), and the gradients are all-reduced in the CPU engine's buckets over
 // an NCCL communicator made from the launcher's ranks (comm/nccl.h), started
 // in backward and waited for by the optimizer. Every rank's weights stay the
-// same bits.
+// same bits. With --plugin low_level_zero (--zero-stage 1 or 2) it is the
+// CPU engine's ZeRO instead (cuda/gpt_training.h): each rank keeps its shard
+// of the optimizer (on the host with --cpu-offload), the gradients are
+// reduce-scattered and the parameters all-gathered over the same communicator.
 //
 // Checkpoints: TrainOptions' run directory, --resume and --save-every as the
 // CPU trainer keeps them (run_checkpoints.h): rank 0 copies the master
 // weights and AdamW's states to the host and commits them at the end and
 // every save_every steps in the CPU engine's files (flat_checkpoint.h), so a
-// GPU run resumes on the CPU and the other way round; on resume every rank
-// loads the checkpoint rank 0 verified. A stop (TrainOptions::stop_requested,
+// GPU run resumes on the CPU and the other way round; under ZeRO every rank
+// writes its shard as the CPU engine's low_level_zero does
+// (sharded_checkpoint.h) and rank 0 commits. On resume every rank loads the
+// checkpoint rank 0 verified (whole files or any layout's shard files), its shard of it under ZeRO. A stop (TrainOptions::stop_requested,
 // agreed by the ranks at a step boundary) commits the last complete step and
 // returns with TrainMetrics::stopped. The options the step does not run are
 // refused before it by the command (cli/src/train_command.cpp).

@@ -13,7 +13,8 @@
 //    waits for them after backward.
 //  - low_level_zero stage 1 (Rajbhandari et al. 2020 §5.1; ColossalAI
 //    LowLevelZeroOptimizer): full gradients; each rank's shard of them is
-//    reduce-scattered through a bucket of reduce_bucket_size elements; the
+//    reduce-scattered through a bucket of reduce_bucket_size elements
+//    (zero_buckets.h, the pieces the GPU step shares); the
 //    optimizer (fp32 master weights and states) holds the rank's shard only,
 //    and the updated shards are all-gathered into every rank's parameters.
 //  - low_level_zero stage 2 (§5.2): the reduced shard is the only gradient
@@ -25,7 +26,8 @@
 //    the flat order, and when the next layer would not fit, and after each
 //    backward, the bucket is reduce-scattered to the ranks owning each part
 //    (Communicator::reduce_scatter_v) and added into their shards
-//    (ColossalAI's LowLevelZeroOptimizer flushes its bucket the same way).
+//    (ColossalAI's LowLevelZeroOptimizer flushes its bucket the same way;
+//    zero_buckets.h keeps the bucket's book, shared with the GPU step).
 //
 // Gradients are reduced once per optimizer step, in or after the last micro-batch
 // (except bucketed ZeRO-2, every backward): backward accumulates k
@@ -43,6 +45,7 @@
 
 #include "tessera/engine/parallel/ddp_buckets.h"
 #include "tessera/engine/parallel/strategy.h"
+#include "tessera/engine/parallel/zero_buckets.h"
 #include "tessera/engine/tensor.h"
 
 namespace tessera::engine {
@@ -92,12 +95,7 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
   Tensor<T> bucket_;           // stage 1, and stage 2 when bucketed: the reduce bucket
   Tensor<T> gradient_shard_;   // stage 2: the reduced gradients of this rank's shard
   bool bucketed_ = false;      // stage 2 with a bucket smaller than the padded model
-  std::vector<std::vector<int>> layer_parameters_;  // bucketed: each layer's flat-order parameters (index layer + 1), a tied alias's too
-  struct Segment {
-    int64_t flat = 0, bucket = 0, numel = 0;  // a parameter's gradient at `bucket` in the bucket, from `flat` in the flat order
-  };
-  std::vector<Segment> segments_;  // bucketed: what the bucket holds now
-  int64_t bucket_free_ = 0;        // bucketed: [0, bucket_free_) is free
+  std::optional<Zero2Bucket> zero2_bucket_;  // bucketed: what the bucket holds
   Tensor<float> host_gradients_;  // cpu_offload: the shard's gradients in fp32 on the host, where the optimizer steps
   // DDP's overlap: the buckets, how many have been started this step.
   std::optional<DdpBucketPlan> buckets_;

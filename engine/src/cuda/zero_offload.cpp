@@ -1,0 +1,99 @@
+// ZeRO-Offload on the GPU step; see zero_offload.h.
+#include "zero_offload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "tessera/engine/device/offload_transfer.h"
+
+namespace tessera::engine::cuda {
+namespace {
+
+Status succeeded(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return Status::success();
+  return make_error(ErrorCode::unsupported, std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+void made(cudaError_t error, const char* what) {
+  if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+}  // namespace
+
+OffloadedShard::OffloadedShard(MemoryLedger& ledger, const planner::OptimizerLayout& layout, std::vector<bool> decay, const OptimizerOptions& options)
+    : shard_(layout.shard_numel), host_(pinned_, events_, ledger) {
+  made(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "making the offload's copy stream");
+  made(cudaEventCreateWithFlags(&ordered_, cudaEventDisableTiming), "making the offload's event");
+  transfer_ = static_cast<float*>(host_.allocate(shard_ * static_cast<int64_t>(sizeof(float)), MemoryCategory::gradients));
+  std::fill(transfer_, transfer_ + shard_, 0.0f);  // the master weights start from it here; start_from sets them
+  optimizer_.emplace(ledger, reinterpret_cast<bf16*>(transfer_), shard_, layout.pieces, std::move(decay), options, MemorySpace::host);
+}
+
+OffloadedShard::~OffloadedShard() {
+  optimizer_.reset();
+  if (copy_ != nullptr) cudaStreamSynchronize(copy_);
+  if (transfer_ != nullptr) host_.free(transfer_);
+  if (ordered_ != nullptr) cudaEventDestroy(ordered_);
+  if (copy_ != nullptr) cudaStreamDestroy(copy_);
+}
+
+void OffloadedShard::start_from(const std::vector<float>& shard) { std::copy_n(shard.begin(), shard_, optimizer_->weights()); }
+
+Status OffloadedShard::copy_stream_after_compute() {
+  if (Status s = succeeded(cudaEventRecord(ordered_, nullptr), "recording the compute stream's event"); !s) return s;
+  return succeeded(cudaStreamWaitEvent(copy_, ordered_, 0), "ordering the copy stream after the compute stream");
+}
+
+Status OffloadedShard::send_parameters(bf16* device_parameters) {
+  if (Status s = succeeded(copy_to_device_async(device_parameters, transfer_, static_cast<size_t>(shard_) * sizeof(bf16), copy_, host_),
+                           "copying the parameter shard to the device");
+      !s) {
+    return s;
+  }
+  if (Status s = succeeded(cudaEventRecord(ordered_, copy_), "recording the copy stream's event"); !s) return s;
+  return succeeded(cudaStreamWaitEvent(nullptr, ordered_, 0), "ordering the compute stream after the copy");
+}
+
+Result<std::optional<double>> OffloadedShard::step(const bf16* device_gradients, bf16* device_parameters, comm::Communicator& group, double* device_sum) {
+  if (Status s = copy_stream_after_compute(); !s) return s.error();
+  if (Status s = succeeded(copy_to_host_async(transfer_, device_gradients, static_cast<size_t>(shard_) * sizeof(bf16), copy_, host_),
+                           "copying the gradient shard to the host");
+      !s) {
+    return s.error();
+  }
+  if (Status s = succeeded(cudaStreamSynchronize(copy_), "waiting for the gradient shard"); !s) return s.error();
+  widen_bf16_in_place(transfer_, shard_);
+  // The global norm's square: this shard's, all-reduced over the ranks on the device (NCCL's buffers are device memory).
+  double sum = optimizer_->sum_of_squares(static_cast<const float*>(transfer_), 1.0);
+  if (Status s = succeeded(cudaMemcpy(device_sum, &sum, sizeof sum, cudaMemcpyHostToDevice), "copying the sum of squares"); !s) return s.error();
+  if (Status s = group.all_reduce(device_sum, device_sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+  if (Status s = succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
+  const std::optional<double> norm = optimizer_->apply(static_cast<const float*>(transfer_), sum, 1.0);
+  if (!norm) return norm;
+  if (Status s = send_parameters(device_parameters); !s) return s.error();
+  return norm;
+}
+
+Status OffloadedShard::save(FlatAdamWState& state) {
+  if (state.numel() != shard_) return make_error(ErrorCode::invalid_argument, "a ZeRO checkpoint needs a host state of this rank's shard (optimizer_layout)");
+  std::copy_n(optimizer_->weights(), shard_, state.weights());
+  for (int s = 0; s < 2; ++s) std::copy_n(optimizer_->state(s), shard_, state.state(s));
+  state.set_steps_taken(optimizer_->steps_taken());
+  return Status::success();
+}
+
+Status OffloadedShard::restore(FlatAdamWState& state, bf16* device_parameters) {
+  if (state.numel() != shard_) return make_error(ErrorCode::invalid_argument, "a ZeRO checkpoint needs a host state of this rank's shard (optimizer_layout)");
+  std::copy_n(state.weights(), shard_, optimizer_->weights());
+  for (int s = 0; s < 2; ++s) std::copy_n(state.state(s), shard_, optimizer_->state(s));
+  optimizer_->set_steps_taken(state.steps_taken());
+  // Nothing may be reading the transfer buffer: the last copies have run.
+  if (Status s = succeeded(cudaStreamSynchronize(copy_), "waiting for the copy stream"); !s) return s;
+  optimizer_->weights_restored();  // rounds into the transfer buffer
+  return send_parameters(device_parameters);
+}
+
+}  // namespace tessera::engine::cuda

@@ -1,0 +1,222 @@
+// ZeRO-1/2 on the GPU step's device buffers; see zero_shards.h.
+#include "zero_shards.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "tessera/engine/adamw_step.h"
+#include "tessera/engine/cuda/adamw.h"
+#include "tessera/engine/cuda/residual.h"
+#include "tessera/engine/cuda/sum_of_squares.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::engine::cuda {
+namespace {
+
+constexpr int64_t kParameterBytes = sizeof(bf16);  // parameters and gradients
+constexpr int64_t kStateBytes = sizeof(float);     // master weights and AdamW's states
+
+Status succeeded(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return Status::success();
+  return make_error(ErrorCode::unsupported, std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+size_t bytes(int64_t numel, int64_t element_bytes) { return static_cast<size_t>(numel * element_bytes); }
+
+}  // namespace
+
+ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model,
+                       const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, bf16* params)
+    : group_(group),
+      layout_(planner::optimizer_layout(model, plugin, group.size(), group.rank())),
+      decay_(std::move(decay)),
+      options_(options),
+      stage_(plugin.effective_zero_stage()),
+      shard_(layout_.shard_numel),
+      padded_(planner::padded_flat_numel(model.parameter_count, group.size())),
+      params_(params) {
+  if (plugin.cpu_offload) {
+    offloaded_ = std::make_unique<OffloadedShard>(ledger, layout_, decay_, options_);
+  } else {
+    master_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::master_weights);
+    exp_avg_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states);
+    exp_avg_sq_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states);
+  }
+  const ZeroBuffers buffers = zero_buffers(model, plugin, group.size());
+  if (buffers.full_gradients > 0) full_gradients_ = DeviceBlock(allocator, buffers.full_gradients * kParameterBytes, buffers.full_gradients_category);
+  if (buffers.gradient_shard > 0) gradient_shard_ = DeviceBlock(allocator, buffers.gradient_shard * kParameterBytes, MemoryCategory::gradients);
+  bucket_numel_ = buffers.bucket;
+  if (bucket_numel_ > 0) bucket_ = DeviceBlock(allocator, bucket_numel_ * kParameterBytes, MemoryCategory::comm_buffers);
+  // Stage 2 with a bucket and no full buffer: filled a layer at a time.
+  if (stage_ == 2 && bucket_numel_ > 0) zero2_bucket_.emplace(model.inventory, planner::flat_parameter_order(model.inventory), bucket_numel_, group.size(), group.rank());
+}
+
+bf16* ZeroShards::shard_parameters() const { return params_ + group_.rank() * shard_; }
+
+bf16* ZeroShards::shard_gradients() const {
+  return stage_ == 1 ? full_gradients_.as<bf16>() + group_.rank() * shard_ : gradient_shard_.as<bf16>();
+}
+
+Status ZeroShards::start_from(const std::vector<float>& weights) {
+  // The shard's part of the flat weights; the padding past the last parameter is 0.
+  std::vector<float> shard(static_cast<size_t>(shard_), 0.0f);
+  const int64_t first = group_.rank() * shard_;
+  for (int64_t i = 0; i < shard_ && first + i < static_cast<int64_t>(weights.size()); ++i) shard[static_cast<size_t>(i)] = weights[static_cast<size_t>(first + i)];
+  if (offloaded_) {
+    offloaded_->start_from(shard);
+    return Status::success();
+  }
+  if (Status s = succeeded(cudaMemcpy(master_.as<float>(), shard.data(), bytes(shard_, kStateBytes), cudaMemcpyHostToDevice), "copying the master weights' shard");
+      !s) {
+    return s;
+  }
+  if (Status s = succeeded(cudaMemset(exp_avg_.as<void>(), 0, bytes(shard_, kStateBytes)), "zeroing AdamW's exp_avg"); !s) return s;
+  return succeeded(cudaMemset(exp_avg_sq_.as<void>(), 0, bytes(shard_, kStateBytes)), "zeroing AdamW's exp_avg_sq");
+}
+
+Status ZeroShards::zero_gradients() {
+  if (full_gradients() != nullptr) {
+    if (Status s = succeeded(cudaMemsetAsync(full_gradients(), 0, bytes(padded_, kParameterBytes), nullptr), "zeroing the gradients"); !s) return s;
+  }
+  if (stage_ == 1) return Status::success();
+  return succeeded(cudaMemsetAsync(gradient_shard_.as<void>(), 0, bytes(shard_, kParameterBytes), nullptr), "zeroing the gradient shard");
+}
+
+Status ZeroShards::before_backward(int layer, std::vector<bf16*>& gradient_of) {
+  if (!zero2_bucket_) return Status::success();
+  if (zero2_bucket_->needs_flush(layer)) {
+    if (Status s = flush_bucket(); !s) return s;
+  }
+  for (const Zero2Placement& placed : zero2_bucket_->place(layer)) {
+    bf16* gradient = bucket_.as<bf16>() + placed.bucket_offset;
+    if (Status s = succeeded(cudaMemsetAsync(gradient, 0, bytes(placed.numel, kParameterBytes), nullptr), "zeroing a layer's gradients in the bucket"); !s) {
+      return s;
+    }
+    gradient_of[static_cast<size_t>(placed.parameter)] = gradient;
+  }
+  return Status::success();
+}
+
+Status ZeroShards::after_backward(int layer) {
+  if (zero2_bucket_ && layer == planner::kEmbeddingLayer) return flush_bucket();  // the last layer of backward
+  return Status::success();
+}
+
+// Each run to the ranks owning its parts (reduce_scatter_v, in place), each
+// adding its part into its gradient shard as the CPU engine does (residual_add: a + b).
+Status ZeroShards::flush_bucket() {
+  bf16* bucket = bucket_.as<bf16>();
+  for (const Zero2Run& run : zero2_bucket_->flush()) {
+    bf16* mine = bucket + run.mine_in_bucket;
+    if (Status s = group_.reduce_scatter_v(bucket + run.bucket_offset, mine, run.counts, comm::DataType::bf16, comm::ReduceOp::sum); !s) return s;
+    if (run.mine_numel == 0) continue;
+    if (Status s = succeeded(residual_add(gradient_shard_.as<bf16>() + run.mine_in_shard, mine, run.mine_numel, nullptr), "adding into the gradient shard"); !s) {
+      return s;
+    }
+  }
+  return Status::success();
+}
+
+Status ZeroShards::reduce() {
+  const int64_t dp = group_.size(), rank = group_.rank();
+  if (zero2_bucket_) return Status::success();  // every backward reduced its gradients
+  if (stage_ == 2) return group_.reduce_scatter(full_gradients(), gradient_shard_.as<void>(), static_cast<size_t>(shard_), comm::DataType::bf16, comm::ReduceOp::sum);
+  bf16* bucket = bucket_.as<bf16>();
+  bf16* full = full_gradients();
+  for (const Zero1Piece& piece : zero1_pieces(shard_, bucket_numel_, dp)) {
+    const int64_t n = piece.numel;
+    // Rank r's part of every shard to bucket[r · n, (r + 1) · n): dp rows of n elements, one strided copy.
+    if (Status s = succeeded(cudaMemcpy2DAsync(bucket, bytes(n, kParameterBytes), full + piece.begin, bytes(shard_, kParameterBytes), bytes(n, kParameterBytes),
+                                               static_cast<size_t>(dp), cudaMemcpyDeviceToDevice, nullptr),
+                             "copying the shards' pieces into the bucket");
+        !s) {
+      return s;
+    }
+    if (Status s = group_.reduce_scatter(bucket, bucket + rank * n, static_cast<size_t>(n), comm::DataType::bf16, comm::ReduceOp::sum); !s) return s;
+    if (Status s = succeeded(cudaMemcpyAsync(full + rank * shard_ + piece.begin, bucket + rank * n, bytes(n, kParameterBytes), cudaMemcpyDeviceToDevice, nullptr),
+                             "copying the reduced piece into the shard");
+        !s) {
+      return s;
+    }
+  }
+  return Status::success();
+}
+
+Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* device_sum) {
+  const bf16* grads = shard_gradients();
+  bf16* params = shard_parameters();
+  if (offloaded_) {
+    auto norm = offloaded_->step(grads, params, group_, device_sum);
+    if (!norm || !norm->has_value()) return norm;
+    if (Status s = group_.all_gather(params, params_, static_cast<size_t>(shard_), comm::DataType::bf16); !s) return s.error();
+    return norm;
+  }
+  if (Status s = succeeded(sum_of_squares(device_sum, reinterpret_cast<int32_t*>(device_sum + 1), grads, shard_, 1.0, sum_workspace, nullptr),
+                           "the gradient shard's sum of squares");
+      !s) {
+    return s.error();
+  }
+  if (Status s = group_.all_reduce(device_sum, device_sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+  double sum = 0;
+  if (Status s = succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
+  if (!std::isfinite(sum)) return std::optional<double>();
+  const double norm = std::sqrt(sum);
+  ++steps_;
+  const AdamWScalars scalars =
+      adamw_scalars(options_.learning_rate, options_.beta1, options_.beta2, options_.eps, steps_, clip_coefficient(norm, options_.max_grad_norm));
+  for (const planner::ShardPiece& piece : layout_.pieces) {
+    const int64_t at = piece.offset_in_shard;
+    const float wd = decay_[static_cast<size_t>(piece.parameter)] ? static_cast<float>(options_.weight_decay) : 0.0f;
+    if (Status s = succeeded(adamw(params + at, master_.as<float>() + at, exp_avg_.as<float>() + at, exp_avg_sq_.as<float>() + at, grads + at, piece.numel, wd,
+                                   scalars, nullptr),
+                             "adamw");
+        !s) {
+      return s.error();
+    }
+  }
+  if (Status s = group_.all_gather(params, params_, static_cast<size_t>(shard_), comm::DataType::bf16); !s) return s.error();
+  return std::optional<double>(norm);
+}
+
+Status ZeroShards::save(FlatAdamWState& state) {
+  if (offloaded_) return offloaded_->save(state);
+  if (state.numel() != shard_) return make_error(ErrorCode::invalid_argument, "a ZeRO checkpoint needs a host state of this rank's shard (optimizer_layout)");
+  const size_t n = bytes(shard_, kStateBytes);
+  if (Status s = succeeded(cudaMemcpy(state.weights(), master_.as<float>(), n, cudaMemcpyDeviceToHost), "copying the master weights' shard"); !s) return s;
+  if (Status s = succeeded(cudaMemcpy(state.state(0), exp_avg_.as<float>(), n, cudaMemcpyDeviceToHost), "copying AdamW's exp_avg"); !s) return s;
+  if (Status s = succeeded(cudaMemcpy(state.state(1), exp_avg_sq_.as<float>(), n, cudaMemcpyDeviceToHost), "copying AdamW's exp_avg_sq"); !s) return s;
+  state.set_steps_taken(steps_);
+  return Status::success();
+}
+
+// As the CPU engine restores a shard: the weights rounded into the shard's
+// parameters (Optimizer::round_into), then gathered (DataParallel::weights_restored).
+Status ZeroShards::restore(FlatAdamWState& state) {
+  if (offloaded_) {
+    if (Status s = offloaded_->restore(state, shard_parameters()); !s) return s;
+    return group_.all_gather(shard_parameters(), params_, static_cast<size_t>(shard_), comm::DataType::bf16);
+  }
+  if (state.numel() != shard_) return make_error(ErrorCode::invalid_argument, "a ZeRO checkpoint needs a host state of this rank's shard (optimizer_layout)");
+  const size_t n = bytes(shard_, kStateBytes);
+  std::vector<bf16> rounded(static_cast<size_t>(shard_));
+  for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = narrow<bf16>(state.weights()[i]);
+  if (Status s = succeeded(cudaMemcpy(master_.as<float>(), state.weights(), n, cudaMemcpyHostToDevice), "copying the master weights' shard"); !s) return s;
+  if (Status s = succeeded(cudaMemcpy(exp_avg_.as<float>(), state.state(0), n, cudaMemcpyHostToDevice), "copying AdamW's exp_avg"); !s) return s;
+  if (Status s = succeeded(cudaMemcpy(exp_avg_sq_.as<float>(), state.state(1), n, cudaMemcpyHostToDevice), "copying AdamW's exp_avg_sq"); !s) return s;
+  if (Status s = succeeded(cudaMemcpy(shard_parameters(), rounded.data(), bytes(shard_, kParameterBytes), cudaMemcpyHostToDevice), "copying the parameters' shard");
+      !s) {
+    return s;
+  }
+  steps_ = state.steps_taken();
+  return group_.all_gather(shard_parameters(), params_, static_cast<size_t>(shard_), comm::DataType::bf16);
+}
+
+Status ZeroShards::copy_gradient_shard(std::vector<bf16>& host) const {
+  host.resize(static_cast<size_t>(shard_));
+  return succeeded(cudaMemcpy(host.data(), shard_gradients(), bytes(shard_, kParameterBytes), cudaMemcpyDeviceToHost), "copying the gradient shard");
+}
+
+}  // namespace tessera::engine::cuda

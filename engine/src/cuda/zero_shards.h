@@ -1,0 +1,115 @@
+// ZeRO-1/2 for the GPU training step (cuda/gpt_training.h): low_level_zero
+// as the CPU engine runs it (parallel/data_parallel.h), on device buffers over
+// the data-parallel ranks' NCCL communicator (comm/nccl.h). Each rank keeps
+// the bf16 parameters whole (padded to dp shards, planner/sharding.h) and
+// only its shard of the fp32 master weights and AdamW's two states (the
+// pieces of planner/optimizer_layout.h, the rule checkpoints share):
+//  - stage 1: the full bf16 gradients (`gradients`); after the step's last
+//    backward each rank's shard of them is reduce-scattered through the
+//    reduce bucket (`comm_buffers`), piece by piece (zero_buckets.h,
+//    zero1_pieces), copied in and out with device copies;
+//  - stage 2: the reduced gradient shard is the only gradient kept
+//    (`gradients`). With a reduce bucket as large as the padded model, the
+//    full gradient buffer is the bucket (`comm_buffers`), reduce-scattered
+//    into the shard once a step; with a smaller one there is no full buffer:
+//    before each layer's backward its gradients are placed in the bucket,
+//    and in every backward the bucket is reduce-scattered to the ranks
+//    owning its parts when the next layer would not fit and after the
+//    embeddings, each adding its part into its shard (zero_buckets.h,
+//    Zero2Bucket), so the bucket is free again for the next layers.
+// Then, as the CPU engine's step: the gradient norm is global (each rank's
+// sum of squares over its shard, all-reduced in rank order), AdamW updates
+// the shard's pieces on the device (cuda/adamw.h, each piece with its
+// parameter's weight decay; the scalars and clipping of adamw_step.h) and
+// rounds them into the shard's bf16 parameters, and the parameters are
+// all-gathered in place. A norm that is not finite skips the update and the gather.
+// With --cpu-offload the shard's optimizer is on the host instead (ZeRO-Offload, zero_offload.h).
+//
+// The categories are the planner's (planner/memory_model.cpp,
+// add_zero_states), booked by the caching allocator. Every call is on the
+// legacy default stream, where the step's kernels run; the communicator's
+// blocking calls wait for it first (comm/nccl.h). Never run on a GPU:
+// tests/cuda/zero_gpu_test.cpp checks it against the CPU engine's ZeRO.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "device_block.h"
+#include "zero_offload.h"
+#include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/flat_checkpoint.h"
+#include "tessera/engine/half.h"
+#include "tessera/engine/optimizer.h"
+#include "tessera/engine/parallel/zero_buckets.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::engine::cuda {
+
+class ZeroShards {
+ public:
+  // Allocates the shard's states (on the host with plugin.cpu_offload,
+  // booked in `ledger`) and the stage's gradient buffers for `group` (2 or
+  // more ranks) and `plugin` (low_level_zero, stage 1 or 2). `params`: the
+  // device's bf16 parameters, padded_flat_numel elements. `decay[p]`:
+  // whether flat parameter p takes weight decay.
+  ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model, const planner::PluginOptions& plugin,
+             std::vector<bool> decay, const OptimizerOptions& options, bf16* params);
+
+  // The master weights' shard from the whole model's fp32 weights (flat order, on the host).
+  Status start_from(const std::vector<float>& weights);
+
+  // The full flat gradient buffer backward adds into, or null (stage 2 with
+  // a smaller bucket: before_backward binds each layer's gradients).
+  bf16* full_gradients() const { return full_gradients_.as<bf16>(); }
+  // Before the step's first backward.
+  Status zero_gradients();
+  // Around each layer's backward (a block index, num_layers for the head,
+  // planner::kEmbeddingLayer for the embeddings), in every backward: with a
+  // bucket, `gradient_of` (flat parameter -> its gradient) is bound to the
+  // layer's places in it, and the bucket is reduced when needed.
+  Status before_backward(int layer, std::vector<bf16*>& gradient_of);
+  Status after_backward(int layer);
+  // After the step's last backward: this rank's gradient shard holds the sum over ranks.
+  Status reduce();
+  // The update: the global gradient norm before clipping, or nullopt (not
+  // finite: no update). `sum_workspace` (sum_of_squares_workspace_bytes of
+  // the model) and `device_sum` (a double and the overflow flag) are device scratch.
+  Result<std::optional<double>> step(void* sum_workspace, double* device_sum);
+
+  // This rank's optimizer state, for checkpoints: its layout, and copies to
+  // and from a host state of that layout; restore() rounds the weights into
+  // the shard's parameters and all-gathers them (collective).
+  const planner::OptimizerLayout& layout() const { return layout_; }
+  Status save(FlatAdamWState& state);
+  Status restore(FlatAdamWState& state);
+  // The reduced gradient shard the last step's update read, copied into `host` (shard elements).
+  Status copy_gradient_shard(std::vector<bf16>& host) const;
+
+ private:
+  bf16* shard_parameters() const;
+  bf16* shard_gradients() const;
+  Status flush_bucket();
+
+  comm::Communicator& group_;
+  planner::OptimizerLayout layout_;
+  std::vector<bool> decay_;
+  OptimizerOptions options_;
+  int stage_ = 1;
+  int64_t shard_ = 0, padded_ = 0;
+  bf16* params_ = nullptr;
+  int64_t steps_ = 0;
+  DeviceBlock master_, exp_avg_, exp_avg_sq_;  // on the device, or:
+  std::unique_ptr<OffloadedShard> offloaded_;  // --cpu-offload: on the host
+  DeviceBlock full_gradients_;  // stage 1 (gradients), stage 2 with a whole-model bucket (comm_buffers)
+  DeviceBlock bucket_;          // stage 1, and stage 2 with a smaller bucket
+  DeviceBlock gradient_shard_;  // stage 2
+  int64_t bucket_numel_ = 0;
+  std::optional<Zero2Bucket> zero2_bucket_;  // stage 2 with a smaller bucket
+};
+
+}  // namespace tessera::engine::cuda

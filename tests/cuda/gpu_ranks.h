@@ -1,0 +1,97 @@
+// What the multi-rank GPU test programs share (ddp_gpu_test.cpp,
+// zero_gpu_test.cpp): the small models, and each rank takes the GPU tessera train --gpu would give
+// it, an NCCL communicator over the ranks and MPI's world for the CPU engine
+// and the checks' agreements; every rank makes every call whatever fails, and
+// the ranks agree on the verdict. Plain programs under mpirun, outside
+// GoogleTest: exit 0 when every check passed on every rank, 1 when one
+// failed, 77 on every rank (one line) where a rank has no GPU of its own.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../support/rank_checker.h"
+#include "small_models.h"
+#include "tessera/engine/comm/mpi.h"
+#include "tessera/engine/comm/nccl.h"
+#include "tessera/engine/device/rank_device.h"
+
+namespace tessera::engine::cuda::testing {
+
+using Checker = tessera::testing::RankChecker;
+
+inline double relative(double got, double want) { return std::abs(got - want) / std::max(std::abs(want), 1e-30); }
+
+// Rank 0 prints each measured error beside its bound (tools/gpu-check keeps these lines).
+inline void report(int rank, const std::string& what, double error, double tolerance) {
+  if (rank == 0) std::printf("  %-60s relative error %.3g (tolerance %.3g)\n", what.c_str(), error, tolerance);
+}
+
+// Whether `values` are the same bits on every rank: rank 0's broadcast over MPI, compared here.
+template <typename X>
+bool same_on_every_rank(comm::Communicator& mpi, const std::vector<X>& values) {
+  std::vector<X> first(values);
+  if (!mpi.broadcast(first.data(), first.data(), first.size(), 0).ok()) return false;
+  double differs = std::memcmp(first.data(), values.data(), values.size() * sizeof(X)) != 0 ? 1.0 : 0.0;
+  if (!mpi.all_reduce(&differs, &differs, 1, comm::ReduceOp::max).ok()) return false;
+  return differs == 0.0;
+}
+
+// Runs `checks(mpi, nccl, check)` on every rank of MPI's world, one GPU per
+// rank by the rule tessera train --gpu follows; `program` names the lines.
+template <typename Checks>
+int run_on_gpu_ranks(const char* program, Checks&& checks) {
+  auto runtime = comm::MpiRuntime::start();
+  if (!runtime.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program, runtime.error().message.c_str());
+    return 1;
+  }
+  auto bootstrap = (*runtime)->world();  // the unique id's broadcast
+  auto mpi = (*runtime)->world();        // the CPU engine's group and the checks' agreements
+  if (!bootstrap.ok() || !mpi.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program, (!bootstrap.ok() ? bootstrap.error() : mpi.error()).message.c_str());
+    return 1;
+  }
+  comm::Communicator& world = **mpi;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  auto device = device_of_local_rank(local_rank_of(world.rank(), world.size(), std::getenv), devices);
+  double missing = device.ok() && world.size() > 1 ? 0.0 : 1.0;
+  if (Status s = (*bootstrap)->all_reduce(&missing, &missing, 1, comm::ReduceOp::max); !s || missing > 0) {
+    if (world.rank() == 0) std::printf("%s: skipped: %d ranks need 2 or more GPUs, one each; this machine has %d\n", program, world.size(), devices);
+    return 77;
+  }
+  Checker check(world.rank());
+  auto nccl = comm::make_nccl_communicator(**bootstrap, comm::NcclOptions{device.value(), nullptr, comm::kDefaultCommTimeout});
+  if (!nccl.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", world.rank(), nccl.error().message.c_str());
+    return 1;
+  }
+  checks(world, **nccl, check);
+  double worst = check.failures();
+  if (Status s = world.all_reduce(&worst, &worst, 1, comm::ReduceOp::max); !s) return 1;
+  if (world.rank() == 0) std::printf("%s: %d ranks, %s\n", program, world.size(), worst == 0.0 ? "all checks passed" : "checks failed (see above)");
+  return worst == 0.0 ? 0 : 1;
+}
+
+// run_on_gpu_ranks over small_models.h's GPT-2 and Qwen2, a step of one
+// micro-batch and of 2 accumulated ones each:
+// check_model(name, model, micro_batches, mpi, nccl, check).
+template <typename CheckModel>
+int check_small_models_on_gpu_ranks(const char* program, CheckModel&& check_model) {
+  return run_on_gpu_ranks(program, [&](comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
+    for (const int64_t micro_batches : {1, 2}) {
+      check_model("gpt2", small_model(kSmallGpt2), micro_batches, mpi, nccl, check);
+      check_model("qwen2", small_model(kSmallQwen2), micro_batches, mpi, nccl, check);
+    }
+  });
+}
+
+}  // namespace tessera::engine::cuda::testing

@@ -123,7 +123,7 @@ Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communic
 
 // What the engine cannot run yet, named by the option that asks for it; the
 // plugin itself is checked against the model (check_data_parallel_supported).
-Status check_engine_supports(const EstimateRequest& r, int ranks) {
+Status check_engine_supports(const EstimateRequest& r, int ranks, bool on_gpu) {
   if (r.layout.dp_replicate > 1) {
     return make_error(ErrorCode::unsupported, "--dp-replicate " + std::to_string(r.layout.dp_replicate) +
                                                   ": the engine shards over every data-parallel rank; train with --dp-replicate 1");
@@ -146,9 +146,12 @@ Status check_engine_supports(const EstimateRequest& r, int ranks) {
     return make_error(ErrorCode::unsupported, "--runtime " + std::string(enum_name(r.plugin.runtime)) +
                                                   ": the engine keeps ColossalAI's model states; use --runtime colossalai");
   }
-  if (r.training.activation_profile != ActivationProfile::tessera) {
-    return make_error(ErrorCode::unsupported, "--activation-profile " + std::string(enum_name(r.training.activation_profile)) +
-                                                  ": the engine keeps the tessera profile's activations; use tessera");
+  // What the engine keeps: the CPU model the tessera profile, the GPU step tessera_gpu (16-bit logits, the tokens on the device).
+  const ActivationProfile kept = on_gpu ? ActivationProfile::tessera_gpu : ActivationProfile::tessera;
+  if (r.training.activation_profile != kept) {
+    const std::string name(enum_name(kept));
+    return make_error(ErrorCode::unsupported, "--activation-profile " + std::string(enum_name(r.training.activation_profile)) + ": " +
+                                                  (on_gpu ? "the engine's GPU step" : "the engine") + " keeps the " + name + " profile's activations; use " + name);
   }
   return Status::success();
 }
@@ -545,8 +548,11 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
     if (!plan) return failed(plan.error().message);
     planned = plan.value();
   }
-  // The GPU step trains bf16 mixed precision only: on a GPU that is the default (the CPU's is fp32).
-  if (o.estimate.gpu != "cpu" && !planned && !o.given.contains("--precision")) o.estimate.precision = std::string(enum_name(Precision::bf16));
+  // The GPU step trains bf16 mixed precision only and keeps the tessera_gpu
+  // profile's activations: on a GPU those are the defaults (the CPU's: fp32, tessera).
+  const bool on_gpu = o.estimate.gpu != "cpu";
+  if (on_gpu && !planned && !o.given.contains("--precision")) o.estimate.precision = std::string(enum_name(Precision::bf16));
+  if (on_gpu && !o.given.contains("--activation-profile")) o.estimate.activation_profile = std::string(enum_name(ActivationProfile::tessera_gpu));
   if (Status s = o.estimate.finish(); !s) return failed(s.error().message);
   if (planned) {
     o.estimate.request.layout = planned->layout;
@@ -555,8 +561,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
     o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
   }
   const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.world_size()) : world.size();
-  if (Status s = check_engine_supports(o.estimate.request, ranks); !s) return failed(s.error().message);
-  const bool on_gpu = o.estimate.gpu != "cpu";
+  if (Status s = check_engine_supports(o.estimate.request, ranks, on_gpu); !s) return failed(s.error().message);
   int device = 0;
   if (on_gpu) {
     auto checked = check_gpu_run(o, world);

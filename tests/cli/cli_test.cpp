@@ -581,6 +581,8 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
   };
   for (const Refusal& refusal : std::vector<Refusal>{
            {{"--precision", "fp32"}, "tessera: error: --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16\n"},
+           {{"--activation-profile", "tessera"},
+            "tessera: error: --activation-profile tessera: the engine's GPU step keeps the tessera_gpu profile's activations; use tessera_gpu\n"},
            {{"--precision", "bf16", "--recompute", "op_selective"},
             "tessera: error: --recompute op_selective is torchtitan's policy, for estimates of its runs; the engine recomputes none, selective or full\n"},
            {{"--precision", "bf16", "--plugin", "gemini"},

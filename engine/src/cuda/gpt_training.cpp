@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "device_block.h"
+#include "tessera/engine/device/device_block.h"
 #include "zero_shards.h"
 #include "tessera/engine/cuda/activation.h"
 #include "tessera/engine/cuda/adamw.h"

@@ -37,7 +37,7 @@
 #include <optional>
 #include <vector>
 
-#include "device_block.h"
+#include "tessera/engine/device/device_block.h"
 #include "zero_offload.h"
 #include "tessera/engine/comm/communicator.h"
 #include "tessera/engine/flat_checkpoint.h"

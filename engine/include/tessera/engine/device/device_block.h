@@ -1,5 +1,6 @@
 // One block of device memory from the caching allocator (caching_allocator.h),
-// given back to it when its owner goes: the GPU step's buffers.
+// booked under its category and given back when its owner goes: the GPU
+// step's buffers (activations, model states, ZeRO's shards).
 #pragma once
 
 #include <cstdint>

@@ -162,6 +162,58 @@ class PendingAllReduce final : public Communicator::PendingCall {
   const char* mpi_call_ = "MPI_Ialltoallv";  // the exchange in flight, as errors name it
 };
 
+// One reduce_scatter_v in flight (Communicator::start_reduce_scatter_v): its
+// one exchange, then this rank's chunk reduced in rank order into recv when
+// a test or wait sees the exchange complete.
+class PendingReduceScatter final : public Communicator::PendingCall {
+ public:
+  static Result<std::unique_ptr<PendingReduceScatter>> start(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type,
+                                                             ReduceOp op, AllReduceContext context, std::chrono::duration<double> timeout) {
+    size_t total = 0;
+    for (const size_t count : recv_counts) total += count;
+    std::unique_ptr<PendingReduceScatter> call(new PendingReduceScatter(recv, total, type, op, std::move(context), timeout));
+    call->exchange_->mine = given_chunks<int>(recv_counts);
+    // In place is safe: MPI_Ialltoallv has read all of `send` before the reduction writes recv.
+    if (Status s = start_chunk_exchange(send, *call->exchange_, type, call->context_.rank, call->context_.size, call->context_.comm->get(),
+                                        call->request_);
+        !s) {
+      return s.error();
+    }
+    return call;
+  }
+
+  ~PendingReduceScatter() override {
+    if (request_ != MPI_REQUEST_NULL) context_.abandoned->keep(request_, {exchange_, context_.comm});
+  }
+
+  Result<bool> test() override {
+    if (reduced_) return true;
+    auto done = test_request(request_, MPI_STATUS_IGNORE, "MPI_Ialltoallv");
+    if (!done.ok() || !done.value()) return done;
+    const auto mine = static_cast<size_t>(exchange_->mine.counts[static_cast<size_t>(context_.rank)]);
+    reduce_in_rank_order(recv_, exchange_->scratch.get(), context_.size, mine, type_, op_);
+    reduced_ = true;
+    return true;
+  }
+
+  Status wait() override { return poll_until_done([this] { return test(); }, deadline_, "MPI_Ialltoallv", payload_); }
+
+ private:
+  PendingReduceScatter(void* recv, size_t total, DataType type, ReduceOp op, AllReduceContext context, std::chrono::duration<double> timeout)
+      : recv_(recv), type_(type), op_(op), payload_(total * element_bytes(type)), context_(std::move(context)),
+        exchange_(std::make_shared<ChunkExchange>()), deadline_(timeout) {}
+
+  void* recv_;
+  DataType type_;
+  ReduceOp op_;
+  size_t payload_;
+  AllReduceContext context_;
+  std::shared_ptr<ChunkExchange> exchange_;
+  Deadline deadline_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool reduced_ = false;
+};
+
 // One send in flight (Communicator::start_send). The caller's buffer stays
 // the caller's to keep alive; a send dropped while MPI still holds it keeps its
 // communicator until MPI lets it go.
@@ -261,6 +313,17 @@ class MpiCommunicator final : public Communicator {
     auto exchange = std::make_shared<ChunkExchange>();
     exchange->mine = given_chunks<int>(recv_counts);
     return reduce_my_chunk(send, recv, exchange, type, op, Deadline(waiting_.timeout), total * element_bytes(type));
+  }
+
+  Result<std::unique_ptr<PendingCall>> do_start_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type,
+                                                                 ReduceOp op) override {
+    size_t total = 0;
+    for (const size_t count : recv_counts) total += count;
+    if (auto s = fits_mpi_int(total); !s) return s.error();
+    auto call = PendingReduceScatter::start(send, recv, recv_counts, type, op, AllReduceContext{comm_, gather_comm_, waiting_.abandoned, rank(), size()},
+                                            waiting_.timeout);
+    if (!call) return call.error();
+    return std::unique_ptr<PendingCall>(std::move(call.value()));
   }
 
   Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) override {

@@ -194,10 +194,8 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
     case PluginKind::low_level_zero: {
       const int stage = r.plugin.effective_zero_stage();
       const int64_t dp = r.layout.shard_ranks();
-      add_zero_states(s, r, w, stage,
-                      stage == 2 ? zero2_bucket_numel(m.inventory, r.plugin.reduce_bucket_numel, dp)
-                                 : zero_bucket_numel(r.plugin.reduce_bucket_numel, s.params, dp),
-                      out);
+      // Its buckets, two where backward's reductions overlap (sharding.h, zero_reduce_buckets).
+      add_zero_states(s, r, w, stage, zero_reduce_buckets(m.inventory, stage, r.plugin.reduce_bucket_numel, dp).total_numel(), out);
       break;
     }
     case PluginKind::gemini: add_gemini_states(r, w, *gemini, out); break;

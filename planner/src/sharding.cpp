@@ -106,4 +106,18 @@ int64_t zero2_bucket_numel(const TensorInventory& inventory, int64_t bucket_nume
   return std::max(bucket, *std::max_element(layers.begin(), layers.end()));
 }
 
+ZeroReduceBuckets zero_reduce_buckets(const TensorInventory& inventory, int stage, int64_t bucket_numel, int64_t dp) {
+  const int64_t params = inventory.parameter_count();
+  ZeroReduceBuckets b;
+  if (stage == 1) {
+    b.numel = zero_bucket_numel(bucket_numel, params, dp);
+    b.count = b.numel / dp < shard_numel(params, dp) ? 2 : 1;
+    return b;
+  }
+  b.numel = zero2_bucket_numel(inventory, bucket_numel, dp);
+  b.whole_model = b.numel >= padded_flat_numel(params, dp);
+  b.count = b.whole_model ? 1 : 2;
+  return b;
+}
+
 }  // namespace tessera::planner

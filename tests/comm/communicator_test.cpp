@@ -127,7 +127,7 @@ TEST(LocalCommunicator, StartedAllReducesFinishInOrderAndAreCountedOnce) {
   EXPECT_EQ(world->started_calls(), 2u);
   const Status refused = world->barrier();
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().message, "barrier on 'world' (rank 0 of 1, world rank 0): 2 started all_reduce call(s) are pending; call finish_started() first");
+  EXPECT_EQ(refused.error().message, "barrier on 'world' (rank 0 of 1, world rank 0): 2 started call(s) are pending; call finish_started() first");
   ASSERT_TRUE(world->progress().ok());  // one rank: the calls completed when started
   EXPECT_EQ(world->started_calls(), 0u);
   ASSERT_TRUE(world->finish_started().ok());
@@ -138,6 +138,37 @@ TEST(LocalCommunicator, StartedAllReducesFinishInOrderAndAreCountedOnce) {
   const Status bad = world->start_all_reduce(a.data(), a.data() + 1, 2, ReduceOp::sum);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("all_reduce on 'world'"), std::string::npos);
+  EXPECT_EQ(world->started_calls(), 0u);
+}
+
+// A started reduce_scatter_v (ZeRO's overlapped bucket) shares the blocking
+// call's checks, is counted as a reduce_scatter once finished, and
+// finish_oldest completes only the oldest calls.
+TEST(LocalCommunicator, StartedReduceScattersAreCheckedCountedAndFinishedOldestFirst) {
+  auto world = make_local_communicator();
+  std::vector<float> bucket{1, 2, 3}, out(3, 0.0f);
+  std::vector<float> other{4, 5};
+  ASSERT_TRUE(world->start_reduce_scatter_v(bucket.data(), out.data(), {3}, DataType::f32, ReduceOp::sum).ok());
+  ASSERT_TRUE(world->start_all_reduce(other.data(), other.data(), 2, ReduceOp::sum).ok());
+  ASSERT_TRUE(world->start_reduce_scatter_v(other.data(), other.data(), {2}, DataType::f32, ReduceOp::sum).ok()) << "in place";
+  EXPECT_EQ(world->started_calls(), 3u);
+  ASSERT_TRUE(world->finish_oldest(2).ok());
+  EXPECT_EQ(world->started_calls(), 1u) << "the youngest stays pending";
+  EXPECT_EQ(world->counters().calls_of(Collective::reduce_scatter), 1);
+  EXPECT_EQ(world->counters().bytes_of(Collective::reduce_scatter), 12);
+  ASSERT_TRUE(world->finish_oldest(5).ok()) << "more than are pending: all of them";
+  EXPECT_EQ(world->started_calls(), 0u);
+  EXPECT_EQ(out, bucket);
+  EXPECT_EQ(world->counters().calls_of(Collective::reduce_scatter), 2);
+  EXPECT_EQ(world->counters().bytes_of(Collective::reduce_scatter), 20);
+  const Status bad = world->start_reduce_scatter_v(bucket.data(), bucket.data() + 1, {2}, DataType::f32, ReduceOp::sum);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "reduce_scatter on 'world' (rank 0 of 1, world rank 0): recv is null or overlaps send other than in place (send + this rank's offset); make "
+            "them disjoint");
+  const Status counts = world->start_reduce_scatter_v(bucket.data(), out.data(), {1, 2}, DataType::f32, ReduceOp::sum);
+  ASSERT_FALSE(counts.ok());
+  EXPECT_EQ(counts.error().message, "reduce_scatter on 'world' (rank 0 of 1, world rank 0): 2 counts for a group of 1 ranks");
   EXPECT_EQ(world->started_calls(), 0u);
 }
 

@@ -165,6 +165,54 @@ void check_reduce_scatter_v(Communicator& world, Checker& check) {
                "reduce_scatter_v refuses a count list that is not one per rank");
 }
 
+// Started reduce_scatter_v calls in flight together (ZeRO's two overlapped
+// buckets): each rank's part is the blocking call's, bit for bit, also in
+// place and where a rank's part is empty; finish_oldest completes the older
+// calls only, and each is counted as a reduce_scatter of its whole input.
+void check_started_reduce_scatters(Communicator& world, Checker& check) {
+  const int n = world.size(), r = world.rank();
+  const std::vector<std::vector<size_t>> layouts{
+      std::vector<size_t>(static_cast<size_t>(n), 100000),  // 400 KB per rank: past the eager limit
+      [n] {
+        std::vector<size_t> uneven(static_cast<size_t>(n), 0);
+        uneven.back() = 7;  // only the last rank receives
+        return uneven;
+      }(),
+      std::vector<size_t>(static_cast<size_t>(n), 3)};
+  std::vector<std::vector<float>> buffers;
+  std::vector<size_t> before_mine;
+  for (const std::vector<size_t>& counts : layouts) {
+    size_t total = 0, before = 0;
+    for (int q = 0; q < n; ++q) {
+      if (q == r) before = total;
+      total += counts[static_cast<size_t>(q)];
+    }
+    buffers.push_back(contributions(r, total));
+    before_mine.push_back(before);
+  }
+  const CommCounters start = world.counters();
+  for (size_t k = 0; k < layouts.size(); ++k) {
+    float* in_place = buffers[k].data() + before_mine[k];
+    check.expect_ok(world.start_reduce_scatter_v(buffers[k].data(), in_place, layouts[k], comm::DataType::f32, ReduceOp::sum), "start_reduce_scatter_v");
+    if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    check.expect_ok(world.progress(), "progress");
+  }
+  check.expect_ok(world.finish_oldest(1), "finish_oldest(1)");
+  check.expect(world.started_calls() <= 2, "finish_oldest(1) completes the oldest call");
+  check.expect_ok(world.finish_started(), "finish_started");
+  for (size_t k = 0; k < layouts.size(); ++k) {
+    const size_t total = buffers[k].size(), mine = layouts[k][static_cast<size_t>(r)];
+    const std::vector<float> expected = rank_order_sum(n, total);
+    check.expect(same_bits(buffers[k].data() + before_mine[k], expected.data() + before_mine[k], mine * sizeof(float)),
+                 "started reduce_scatter_v " + std::to_string(k) + " gives this rank its part of the rank-order sum, bit for bit");
+  }
+  const CommCounters d = world.counters().since(start);
+  int64_t payload = 0;
+  for (const auto& buffer : buffers) payload += static_cast<int64_t>(buffer.size() * sizeof(float));
+  check.expect(d.calls_of(Collective::reduce_scatter) == 3 && d.bytes_of(Collective::reduce_scatter) == payload,
+               "three started reduce-scatters counted with their whole inputs");
+}
+
 void check_all_gather(Communicator& world, Checker& check) {
   const int n = world.size(), r = world.rank();
   const size_t per_rank = 3;
@@ -410,6 +458,7 @@ int run(MpiRuntime& runtime) {
   check_started_all_reduces(world, check);
   check_reduce_scatter(world, check);
   check_reduce_scatter_v(world, check);
+  check_started_reduce_scatters(world, check);
   check_all_gather(world, check);
   check_broadcast(world, check);
   check_ring(world, check, 200000);  // 800 KB: past the eager limit of shared-memory transports

@@ -143,7 +143,7 @@ TEST(ZeroBuckets, BuffersAreThePlannersEstimate) {
       const std::string what = "dp " + std::to_string(dp) + ", stage " + std::to_string(stage) + ", bucket " + std::to_string(bucket);
       EXPECT_EQ(row.bytes[MemoryCategory::parameters].device, 2 * b.parameters) << what;
       EXPECT_EQ(row.bytes[MemoryCategory::gradients].device, 2 * ((full_is_bucket ? 0 : b.full_gradients) + b.gradient_shard)) << what;
-      EXPECT_EQ(row.bytes[MemoryCategory::comm_buffers].device, 2 * ((full_is_bucket ? b.full_gradients : 0) + b.bucket)) << what;
+      EXPECT_EQ(row.bytes[MemoryCategory::comm_buffers].device, 2 * ((full_is_bucket ? b.full_gradients : 0) + b.buckets_numel())) << what;
       EXPECT_EQ(b.bucket > 0 && stage == 2, bucket == 1500) << what << ": the smaller stage-2 bucket is filled a layer at a time";
     }
   }

@@ -18,6 +18,7 @@
 
 #include "tessera/engine/comm/mpi.h"
 #include "tessera/engine/parallel/strategy.h"
+#include "tessera/engine/parallel/zero_buckets.h"
 #include "tessera/engine/trainer.h"
 #include "training_check.h"
 #include "tessera/planner/chunks.h"
@@ -49,36 +50,51 @@ TrainOptions options(const planner::PluginOptions& plugin, int64_t micro_batches
 
 }  // namespace
 
-// DDP starts its buckets' all-reduces inside the step's last backward: by
-// the end of backward every bucket is started (or done), none waits for
-// reduce_gradients(); an earlier micro-batch's backward (no_sync) starts none.
-void check_ddp_buckets_start_in_backward(comm::Communicator& world, const planner::Model& model) {
-  planner::PluginOptions plugin;
-  plugin.kind = planner::PluginKind::torch_ddp;
-  plugin.bucket_bytes = 256 << 10;
+// DDP starts its buckets' all-reduces inside the step's last backward, and
+// ZeRO-1 with several pieces its pieces' reduce-scatters (zero_overlap.h):
+// by the end of backward every bucket or piece is started (or done), none
+// waits for reduce_gradients(); an earlier micro-batch's backward (no_sync)
+// starts none.
+void check_reductions_start_in_backward(comm::Communicator& world, const planner::Model& model, const std::string& label,
+                                        const planner::PluginOptions& plugin, comm::Collective collective, int64_t expected) {
   auto strategy = make_parallel_strategy<float>(world, plugin, model);
   MemoryLedger ledger;
   auto created = Transformer<float>::create(model, ledger, 1, 16, 7, planner::RecomputeMode::none, strategy->storage());
-  if (!created.ok()) return expect(false, "ddp overlap: " + created.error().message, world.rank());
+  if (!created.ok()) return expect(false, label + ": " + created.error().message, world.rank());
   Transformer<float>& net = created.value();
   std::vector<bool> decay(net.parameters().size(), false);
-  if (Status s = strategy->attach(ledger, net, decay, OptimizerOptions{}); !s) return expect(false, "ddp overlap: " + s.error().message, world.rank());
-  const int64_t bucket_elements = plugin.bucket_bytes / 4;
-  const int64_t buckets = (model.parameter_count + bucket_elements - 1) / bucket_elements;
+  if (Status s = strategy->attach(ledger, net, decay, OptimizerOptions{}); !s) return expect(false, label + ": " + s.error().message, world.rank());
   std::vector<int32_t> tokens(16);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(world.rank())) % 50);
-  const auto launched = [&] { return world.counters().calls_of(comm::Collective::all_reduce) + static_cast<int64_t>(world.started_calls()); };
+  const auto launched = [&] { return world.counters().calls_of(collective) + static_cast<int64_t>(world.started_calls()); };
   const int64_t before = launched();
   strategy->zero_gradients();
   for (bool last : {false, true}) {
     net.forward(tokens.data(), tokens.data());
     strategy->prepare_backward(last);
     net.backward(0.5f);
-    expect(launched() - before == (last ? buckets : 0), std::string("ddp overlap: ") + (last ? "the last" : "an earlier") + " backward started " +
-                                                            std::to_string(launched() - before) + " of " + std::to_string(buckets) + " buckets",
+    expect(launched() - before == (last ? expected : 0), label + ": " + (last ? "the last" : "an earlier") + " backward started " +
+                                                             std::to_string(launched() - before) + " of " + std::to_string(expected),
            world.rank());
   }
-  expect(strategy->reduce_gradients().ok() && world.started_calls() == 0, "ddp overlap: reduce_gradients finishes the started buckets", world.rank());
+  expect(strategy->reduce_gradients().ok() && world.started_calls() == 0, label + ": reduce_gradients finishes the started reductions", world.rank());
+}
+
+void check_overlaps(comm::Communicator& world, const planner::Model& model) {
+  planner::PluginOptions ddp;
+  ddp.kind = planner::PluginKind::torch_ddp;
+  ddp.bucket_bytes = 256 << 10;
+  const int64_t bucket_elements = ddp.bucket_bytes / 4;
+  check_reductions_start_in_backward(world, model, "ddp overlap", ddp, comm::Collective::all_reduce,
+                                     (model.parameter_count + bucket_elements - 1) / bucket_elements);
+  planner::PluginOptions zero1;
+  zero1.kind = planner::PluginKind::low_level_zero;
+  zero1.zero_stage = 1;
+  zero1.reduce_bucket_numel = 40000;
+  const int64_t shard = planner::shard_numel(model.parameter_count, world.size());
+  const int64_t pieces = static_cast<int64_t>(zero1_pieces(shard, planner::zero_bucket_numel(40000, model.parameter_count, world.size()), world.size()).size());
+  expect(pieces > 2, "zero1 overlap: several pieces", world.rank());
+  check_reductions_start_in_backward(world, model, "zero1 overlap", zero1, comm::Collective::reduce_scatter, pieces);
 }
 
 int main() {
@@ -89,7 +105,7 @@ int main() {
   const int64_t params = model.parameter_count, k = 2;
   const std::string root = training_check::run_root(*world, "data-parallel");
 
-  check_ddp_buckets_start_in_backward(*world, model);
+  check_overlaps(*world, model);
   const planner::FsdpLayout units = planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks);
   struct Case {
     const char* name;

@@ -12,6 +12,7 @@
 #include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/report.h"
+#include "tessera/planner/sharding.h"
 #include "test_models.h"
 
 namespace tessera::planner {
@@ -75,8 +76,32 @@ TEST_F(MemoryModel, ZeroStage2ShardsGradientsAndOptimizer) {
   EXPECT_EQ(row.bytes[Cat::optimizer_states].device, 8 * shard);
   // The 12 Mi-element reduce bucket is smaller than the model, so backward
   // fills it a layer at a time and it holds at least the largest layer's
-  // gradients: the embeddings' (50257 + 1024) × 768 (sharding.h, zero2_bucket_numel).
-  EXPECT_EQ(row.bytes[Cat::comm_buffers].device, 2 * (int64_t{50257} + 1024) * 768);
+  // gradients: the embeddings' (50257 + 1024) × 768 (sharding.h,
+  // zero2_bucket_numel); two of them, one reduced while the other fills
+  // (zero_reduce_buckets: DeepSpeed's overlap_comm double buffer).
+  EXPECT_EQ(row.bytes[Cat::comm_buffers].device, 2 * 2 * (int64_t{50257} + 1024) * 768);
+}
+
+// Where backward reduces more than one bucket it keeps two (sharding.h,
+// zero_reduce_buckets); where it reduces one, one.
+TEST_F(MemoryModel, ZeroKeepsASecondBucketWhereReductionsOverlapBackward) {
+  EstimateRequest r;
+  r.layout.dp = 4;
+  r.plugin.kind = PluginKind::low_level_zero;
+  r.plugin.zero_stage = 1;
+  // Stage 1: 12 Mi elements (12,582,912, a multiple of 4) take 3,145,728 of each 31,109,952-element shard at a time: ten pieces, two buckets.
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 2 * 2 * int64_t{12'582'912});
+  const ZeroReduceBuckets stage1 = zero_reduce_buckets(gpt2.inventory, 1, r.plugin.reduce_bucket_numel, 4);
+  EXPECT_EQ(stage1.numel, 12'582'912);
+  EXPECT_TRUE(stage1.overlapped());
+  // A bucket as large as the padded model: one piece, reduced after backward.
+  r.plugin.reduce_bucket_numel = int64_t{1} << 30;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 2 * padded_flat_numel(psi, 4));
+  EXPECT_EQ(zero_reduce_buckets(gpt2.inventory, 1, r.plugin.reduce_bucket_numel, 4).count, 1);
+  // Stage 2 with it: the full gradient buffer is the one bucket.
+  const ZeroReduceBuckets whole = zero_reduce_buckets(gpt2.inventory, 2, r.plugin.reduce_bucket_numel, 4);
+  EXPECT_TRUE(whole.whole_model);
+  EXPECT_EQ(whole.total_numel(), padded_flat_numel(psi, 4));
 }
 
 TEST_F(MemoryModel, CpuOffloadMovesOptimizerToTheHost) {

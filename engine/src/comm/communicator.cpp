@@ -106,7 +106,21 @@ void Communicator::record(Collective kind, std::chrono::steady_clock::time_point
 }
 
 Status Communicator::refuse_while_started(std::string_view call) const {
-  return failure(call, invalid(std::to_string(started_.size()) + " started all_reduce call(s) are pending; call finish_started() first"));
+  return failure(call, invalid(std::to_string(started_.size()) + " started call(s) are pending; call finish_started() first"));
+}
+
+template <typename Begin>
+Status Communicator::start(Collective kind, const Result<size_t>& payload, size_t count, Begin begin) {
+  if (!payload.ok()) return failure(enum_name(kind), payload.error());
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<PendingCall> call;
+  if (count > 0) {
+    auto begun = begin();
+    if (!begun.ok()) return failure(enum_name(kind), begun.error());
+    call = std::move(begun.value());
+  }
+  started_.push_back(StartedCall{kind, *payload, std::move(call), started, seconds_between(started, std::chrono::steady_clock::now())});
+  return Status::success();
 }
 
 Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_all_reduce(const void* send, void* recv, size_t count, DataType type,
@@ -116,17 +130,21 @@ Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_all_re
 }
 
 Status Communicator::start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
-  const Result<size_t> payload = checked_payload(count, type, {send, recv, 1, 0});
-  if (!payload.ok()) return failure("all_reduce", payload.error());
-  const auto started = std::chrono::steady_clock::now();
-  std::unique_ptr<PendingCall> call;
-  if (count > 0) {
-    auto begun = do_start_all_reduce(send, recv, count, type, op);
-    if (!begun.ok()) return failure("all_reduce", begun.error());
-    call = std::move(begun.value());
-  }
-  started_.push_back(StartedCall{Collective::all_reduce, *payload, std::move(call), started, seconds_between(started, std::chrono::steady_clock::now())});
-  return Status::success();
+  return start(Collective::all_reduce, checked_payload(count, type, {send, recv, 1, 0}), count,
+               [&] { return do_start_all_reduce(send, recv, count, type, op); });
+}
+
+Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_reduce_scatter_v(const void* send, void* recv,
+                                                                                           const std::vector<size_t>& recv_counts, DataType type,
+                                                                                           ReduceOp op) {
+  if (Status s = do_reduce_scatter_v(send, recv, recv_counts, type, op); !s) return s.error();
+  return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
+}
+
+Status Communicator::start_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op) {
+  size_t total = 0;
+  const Result<size_t> payload = checked_v_payload(send, recv, recv_counts, type, total);
+  return start(Collective::reduce_scatter, payload, total, [&] { return do_start_reduce_scatter_v(send, recv, recv_counts, type, op); });
 }
 
 void Communicator::count_oldest_started(std::chrono::steady_clock::time_point now) {
@@ -140,15 +158,17 @@ void Communicator::count_oldest_started(std::chrono::steady_clock::time_point no
 // when it is tested (MPI's all_reduce: its all-gather), and they must start in
 // the same order on every rank. Testing one call also advances the others
 // (MPI progresses all of a process's pending calls, MPI-3.1 §3.7.4).
-Status Communicator::progress() { return complete_started(false); }
+Status Communicator::progress() { return complete_started(false, started_.size()); }
 
-Status Communicator::finish_started() { return complete_started(true); }
+Status Communicator::finish_started() { return complete_started(true, started_.size()); }
 
-// Counts and forgets the started calls that have completed, oldest first:
-// waiting for each (`wait`), or testing the oldest once and stopping at the
-// first still pending.
-Status Communicator::complete_started(bool wait) {
-  while (!started_.empty()) {
+Status Communicator::finish_oldest(size_t calls) { return complete_started(true, calls); }
+
+// Counts and forgets up to `calls` started calls that have completed, oldest
+// first: waiting for each (`wait`), or testing the oldest once and stopping
+// at the first still pending.
+Status Communicator::complete_started(bool wait, size_t calls) {
+  for (; calls > 0 && !started_.empty(); --calls) {
     StartedCall& oldest = started_.front();
     const auto before = std::chrono::steady_clock::now();
     Result<bool> done = true;
@@ -180,11 +200,13 @@ Status Communicator::reduce_scatter(const void* send, void* recv, size_t recv_co
              [&] { return do_reduce_scatter(send, recv, recv_count, type, op); });
 }
 
-Status Communicator::reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op) {
+Result<size_t> Communicator::checked_v_payload(const void* send, const void* recv, const std::vector<size_t>& recv_counts, DataType type,
+                                               size_t& total) const {
   if (recv_counts.size() != static_cast<size_t>(size_)) {
-    return failure("reduce_scatter", invalid(std::to_string(recv_counts.size()) + " counts for a group of " + std::to_string(size_) + " ranks"));
+    return invalid(std::to_string(recv_counts.size()) + " counts for a group of " + std::to_string(size_) + " ranks");
   }
-  size_t total = 0, before = 0;
+  size_t before = 0;
+  total = 0;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) before = total;
     total += recv_counts[static_cast<size_t>(r)];
@@ -196,6 +218,12 @@ Status Communicator::reduce_scatter_v(const void* send, void* recv, const std::v
   if (payload.ok() && mine > 0 && (recv == nullptr || (recv != in_place && overlap(recv, mine * element_bytes(type), send, total * element_bytes(type))))) {
     payload = invalid("recv is null or overlaps send other than in place (send + this rank's offset); make them disjoint");
   }
+  return payload;
+}
+
+Status Communicator::reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op) {
+  size_t total = 0;
+  const Result<size_t> payload = checked_v_payload(send, recv, recv_counts, type, total);
   return run(Collective::reduce_scatter, payload, total, [&] { return do_reduce_scatter_v(send, recv, recv_counts, type, op); });
 }
 

@@ -88,24 +88,29 @@ Status start_chunk_exchange(const void* send, ChunkExchange& exchange, DataType 
 // What an all_reduce needs from its communicator while it runs.
 struct AllReduceContext {
   std::shared_ptr<const MpiCommHandle> comm;         // the first exchange
-  std::shared_ptr<const MpiCommHandle> gather_comm;  // the second (see PendingAllReduce)
+  std::shared_ptr<const MpiCommHandle> gather_comm;  // the second (see PendingReduction)
   std::shared_ptr<AbandonedCalls> abandoned;
   int rank = 0, size = 1;
 };
 
-// One all_reduce in flight (mpi.h: two exchanges). Its second exchange starts
-// when a test or wait sees the first complete, which may be after other
-// all-reduces were started (Communicator::start_all_reduce): it runs on a
-// duplicate of the group's communicator, so that it never crosses another
-// call's first exchange in MPI's per-communicator order of collectives
-// (MPI-3.1 §5.12). Communicator tests the oldest call only, so second
-// exchanges start in the order of the calls on every rank.
-class PendingAllReduce final : public Communicator::PendingCall {
+// One reduction in flight: the chunk exchange, then this rank's chunk reduced
+// in rank order when a test or wait sees it complete; an all_reduce then
+// all-gathers the chunks (mpi.h: two exchanges), a reduce_scatter_v is done.
+// The second exchange starts when a test or wait sees the first complete,
+// which may be after other calls were started (Communicator::start_all_reduce,
+// start_reduce_scatter_v): it runs on a duplicate of the group's
+// communicator, so that it never crosses another call's first exchange in
+// MPI's per-communicator order of collectives (MPI-3.1 §5.12). Communicator
+// tests the oldest call only, so second exchanges start in the order of the
+// calls on every rank.
+class PendingReduction final : public Communicator::PendingCall {
  public:
-  static Result<std::unique_ptr<PendingAllReduce>> start(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
-                                                         AllReduceContext context, std::chrono::duration<double> timeout) {
-    std::unique_ptr<PendingAllReduce> call(new PendingAllReduce(recv, count, type, op, std::move(context), timeout));
-    call->exchange_->mine = balanced_chunks<int>(count, call->context_.size);
+  // `mine`: `send` cut into one chunk per rank; the reduced chunk of this rank
+  // goes to `out`; `gather_into`: the all_reduce's output, or null.
+  static Result<std::unique_ptr<PendingReduction>> start(const void* send, void* out, Chunks mine, void* gather_into, size_t payload_bytes, DataType type,
+                                                         ReduceOp op, AllReduceContext context, std::chrono::duration<double> timeout) {
+    std::unique_ptr<PendingReduction> call(new PendingReduction(out, gather_into, payload_bytes, type, op, std::move(context), timeout));
+    call->exchange_->mine = std::move(mine);
     // In place is safe: MPI_Ialltoallv has read all of `send` before the
     // reduced chunk is written over it.
     if (Status s = start_chunk_exchange(send, *call->exchange_, type, call->context_.rank, call->context_.size, call->context_.comm->get(),
@@ -118,7 +123,7 @@ class PendingAllReduce final : public Communicator::PendingCall {
 
   // A call dropped while MPI still holds it (an error, or a group abandoned
   // mid-step) keeps what MPI may still use until MPI lets it go.
-  ~PendingAllReduce() override {
+  ~PendingReduction() override {
     if (request_ != MPI_REQUEST_NULL) context_.abandoned->keep(request_, {exchange_, context_.comm, context_.gather_comm});
   }
 
@@ -126,7 +131,7 @@ class PendingAllReduce final : public Communicator::PendingCall {
     if (exchanging_chunks_) {
       auto done = test_request(request_, MPI_STATUS_IGNORE, mpi_call_);
       if (!done.ok() || !done.value()) return done;
-      if (Status s = start_gather(); !s) return s.error();
+      if (Status s = reduce_then_gather(); !s) return s.error();
     }
     return test_request(request_, MPI_STATUS_IGNORE, mpi_call_);
   }
@@ -134,23 +139,25 @@ class PendingAllReduce final : public Communicator::PendingCall {
   Status wait() override { return poll_until_done([this] { return test(); }, deadline_, mpi_call_, payload_); }
 
  private:
-  PendingAllReduce(void* recv, size_t count, DataType type, ReduceOp op, AllReduceContext context, std::chrono::duration<double> timeout)
-      : recv_(recv), type_(type), op_(op), payload_(count * element_bytes(type)), context_(std::move(context)),
+  PendingReduction(void* out, void* gather_into, size_t payload_bytes, DataType type, ReduceOp op, AllReduceContext context,
+                   std::chrono::duration<double> timeout)
+      : out_(out), gather_into_(gather_into), type_(type), op_(op), payload_(payload_bytes), context_(std::move(context)),
         exchange_(std::make_shared<ChunkExchange>()), deadline_(timeout) {}
 
-  // Reduces this rank's chunk in rank order into recv and all-gathers the chunks.
-  Status start_gather() {
+  // Reduces this rank's chunk in rank order into out and, for an all_reduce, all-gathers the chunks.
+  Status reduce_then_gather() {
     const auto r = static_cast<size_t>(context_.rank);
-    std::byte* mine = static_cast<std::byte*>(recv_) + static_cast<size_t>(exchange_->mine.offsets[r]) * element_bytes(type_);
-    reduce_in_rank_order(mine, exchange_->scratch.get(), context_.size, static_cast<size_t>(exchange_->mine.counts[r]), type_, op_);
+    reduce_in_rank_order(out_, exchange_->scratch.get(), context_.size, static_cast<size_t>(exchange_->mine.counts[r]), type_, op_);
     exchanging_chunks_ = false;
+    if (gather_into_ == nullptr) return Status::success();  // request_ is MPI_REQUEST_NULL: tests complete
     mpi_call_ = "MPI_Iallgatherv";
-    return mpi_status(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv_, exchange_->mine.counts.data(), exchange_->mine.offsets.data(),
+    return mpi_status(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gather_into_, exchange_->mine.counts.data(), exchange_->mine.offsets.data(),
                                       mpi_type(type_), context_.gather_comm->get(), &request_),
                       mpi_call_);
   }
 
-  void* recv_;
+  void* out_;
+  void* gather_into_;
   DataType type_;
   ReduceOp op_;
   size_t payload_;
@@ -202,7 +209,7 @@ class MpiCommunicator final : public Communicator {
     int rank = 0, size = 0;
     if (auto s = mpi_status(MPI_Comm_rank(comm.get(), &rank), "MPI_Comm_rank"); !s) return s.error();
     if (auto s = mpi_status(MPI_Comm_size(comm.get(), &size), "MPI_Comm_size"); !s) return s.error();
-    // all_reduce's second exchange runs on a duplicate (PendingAllReduce).
+    // all_reduce's second exchange runs on a duplicate (PendingReduction).
     auto gather_comm = duplicate(comm.get(), Deadline(waiting.timeout), *waiting.abandoned);
     if (!gather_comm) return gather_comm.error();
     return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(std::move(runtime), std::move(comm), std::move(gather_comm.value()), rank,
@@ -229,20 +236,23 @@ class MpiCommunicator final : public Communicator {
     return Status::success();
   }
 
-  Result<std::unique_ptr<PendingAllReduce>> start_reduction(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  AllReduceContext context() const { return AllReduceContext{comm_, gather_comm_, waiting_.abandoned, rank(), size()}; }
+
+  Result<std::unique_ptr<PendingReduction>> start_all_reduction(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
     if (auto s = fits_mpi_int(count); !s) return s.error();
-    return PendingAllReduce::start(send, recv, count, type, op, AllReduceContext{comm_, gather_comm_, waiting_.abandoned, rank(), size()},
-                                   waiting_.timeout);
+    Chunks chunks = balanced_chunks<int>(count, size());
+    void* mine = static_cast<std::byte*>(recv) + static_cast<size_t>(chunks.offsets[static_cast<size_t>(rank())]) * element_bytes(type);
+    return PendingReduction::start(send, mine, std::move(chunks), recv, count * element_bytes(type), type, op, context(), waiting_.timeout);
   }
 
   Status do_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
-    auto call = start_reduction(send, recv, count, type, op);
+    auto call = start_all_reduction(send, recv, count, type, op);
     if (!call) return call.error();
     return call.value()->wait();
   }
 
   Result<std::unique_ptr<PendingCall>> do_start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
-    auto call = start_reduction(send, recv, count, type, op);
+    auto call = start_all_reduction(send, recv, count, type, op);
     if (!call) return call.error();
     return std::unique_ptr<PendingCall>(std::move(call.value()));
   }
@@ -261,6 +271,17 @@ class MpiCommunicator final : public Communicator {
     auto exchange = std::make_shared<ChunkExchange>();
     exchange->mine = given_chunks<int>(recv_counts);
     return reduce_my_chunk(send, recv, exchange, type, op, Deadline(waiting_.timeout), total * element_bytes(type));
+  }
+
+  Result<std::unique_ptr<PendingCall>> do_start_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type,
+                                                                 ReduceOp op) override {
+    size_t total = 0;
+    for (const size_t count : recv_counts) total += count;
+    if (auto s = fits_mpi_int(total); !s) return s.error();
+    auto call = PendingReduction::start(send, recv, given_chunks<int>(recv_counts), nullptr, total * element_bytes(type), type, op, context(),
+                                        waiting_.timeout);
+    if (!call) return call.error();
+    return std::unique_ptr<PendingCall>(std::move(call.value()));
   }
 
   Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) override {

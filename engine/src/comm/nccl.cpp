@@ -396,6 +396,19 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
+  // Queued on the communicator's stream after the compute stream's work, as
+  // the started all-reduce: the compute stream goes on with backward.
+  Result<std::unique_ptr<PendingCall>> do_start_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type,
+                                                                 ReduceOp op) override {
+    size_t total = 0;
+    for (const size_t count : recv_counts) total += count;
+    auto call = start("ncclSend/ncclRecv (reduce_scatter)", total * element_bytes(type), [&](const Deadline& deadline) {
+      return reduce_my_chunk(send, recv, given_chunks<size_t>(recv_counts), type, op, deadline);
+    });
+    if (!call) return call.error();
+    return std::unique_ptr<PendingCall>(std::move(call.value()));
+  }
+
   // In place (send == recv + rank · send_count) is NCCL's own in-place all-gather.
   Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) override {
     return run("ncclAllGather", send_count * static_cast<size_t>(size()) * element_bytes(type), [&](const Deadline& deadline) {

@@ -182,14 +182,14 @@ struct GptTraining::State {
       check(group->start_all_reduce(grads.as<T>() + b.begin, grads.as<T>() + b.begin, static_cast<size_t>(b.end - b.begin), comm::ReduceOp::sum));
     }
   }
-  // Around `layer`'s backward, in every micro-batch's: ZeRO-2's bucket binds
-  // the layer's gradients and reduces when full; DDP starts the buckets the
-  // layer completed, in the step's last backward (`reduce`).
+  // Around `layer`'s backward, in every micro-batch's: ZeRO-2's buckets bind
+  // the layer's gradients and start a full one's reduction; DDP and ZeRO-1
+  // start the buckets or pieces the layer completed, in the step's last backward (`reduce`).
   void before_layer_backward(int layer) {
     if (zero) check(zero->before_backward(layer, gradient_of));
   }
   void after_layer_backward(int layer, bool reduce) {
-    if (zero) return check(zero->after_backward(layer));
+    if (zero) return check(zero->after_backward(layer, reduce));
     if (reduce) start_complete_buckets(layer);
   }
   // The optimizer reads the gradients only after every bucket's sum has arrived (ZeRO: its shard's).

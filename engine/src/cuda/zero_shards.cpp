@@ -26,6 +26,39 @@ Status succeeded(cudaError_t error, const char* what) {
 
 size_t bytes(int64_t numel, int64_t element_bytes) { return static_cast<size_t>(numel * element_bytes); }
 
+// The reduction's memory operations (zero_overlap.h) on the device, queued on
+// the compute stream (the legacy default stream) as the CPU engine's host
+// loops (zero_host_memory.h) do them element for element. A started
+// reduce-scatter waits for the work queued there before it (comm/nccl.h), and
+// what reads its result is queued after the host has seen it finish.
+class DeviceZeroMemory final : public ZeroReductionMemory {
+ public:
+  DeviceZeroMemory(bf16* full_gradients, bf16* gradient_shard, int64_t shard_numel, int64_t dp, int64_t rank)
+      : full_(full_gradients), shard_(gradient_shard), shard_numel_(shard_numel), dp_(dp), rank_(rank) {}
+
+  Status zero(void* at, int64_t numel) override {
+    return succeeded(cudaMemsetAsync(at, 0, bytes(numel, kParameterBytes), nullptr), "zeroing a layer's gradients in the bucket");
+  }
+  Status add_into_shard(int64_t offset, const void* reduced, int64_t numel) override {
+    return succeeded(residual_add(shard_ + offset, static_cast<const bf16*>(reduced), numel, nullptr), "adding into the gradient shard");
+  }
+  // Rank r's part of every shard to bucket[r · n, (r + 1) · n): dp rows of n elements, one strided copy.
+  Status gather_piece(void* bucket, int64_t begin, int64_t numel) override {
+    return succeeded(cudaMemcpy2DAsync(bucket, bytes(numel, kParameterBytes), full_ + begin, bytes(shard_numel_, kParameterBytes), bytes(numel, kParameterBytes),
+                                       static_cast<size_t>(dp_), cudaMemcpyDeviceToDevice, nullptr),
+                     "copying the shards' pieces into the bucket");
+  }
+  Status scatter_piece(const void* reduced, int64_t begin, int64_t numel) override {
+    return succeeded(cudaMemcpyAsync(full_ + rank_ * shard_numel_ + begin, reduced, bytes(numel, kParameterBytes), cudaMemcpyDeviceToDevice, nullptr),
+                     "copying the reduced piece into the shard");
+  }
+
+ private:
+  bf16* full_;
+  bf16* shard_;
+  int64_t shard_numel_, dp_, rank_;
+};
+
 }  // namespace
 
 ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model,
@@ -48,10 +81,16 @@ ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::
   const ZeroBuffers buffers = zero_buffers(model, plugin, group.size());
   if (buffers.full_gradients > 0) full_gradients_ = DeviceBlock(allocator, buffers.full_gradients * kParameterBytes, buffers.full_gradients_category);
   if (buffers.gradient_shard > 0) gradient_shard_ = DeviceBlock(allocator, buffers.gradient_shard * kParameterBytes, MemoryCategory::gradients);
-  bucket_numel_ = buffers.bucket;
-  if (bucket_numel_ > 0) bucket_ = DeviceBlock(allocator, bucket_numel_ * kParameterBytes, MemoryCategory::comm_buffers);
-  // Stage 2 with a bucket and no full buffer: filled a layer at a time.
-  if (stage_ == 2 && bucket_numel_ > 0) zero2_bucket_.emplace(model.inventory, planner::flat_parameter_order(model.inventory), bucket_numel_, group.size(), group.rank());
+  if (buffers.buckets_numel() > 0) bucket_ = DeviceBlock(allocator, buffers.buckets_numel() * kParameterBytes, MemoryCategory::comm_buffers);
+  reduction_memory_ = std::make_unique<DeviceZeroMemory>(full_gradients(), gradient_shard_.as<bf16>(), shard_, group.size(), group.rank());
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  if (stage_ == 1) {
+    overlapped_ = buffers.bucket_count == 2;
+    zero1_.emplace(group, comm::DataType::bf16, bucket_.as<void>(), buffers.bucket_count, *reduction_memory_,
+                   BackwardCompletion(model.inventory, order, model.parameter_count), shard_, buffers.bucket);
+  } else if (buffers.bucket_count == 2) {  // no full buffer: the buckets are filled a layer at a time
+    zero2_.emplace(group, comm::DataType::bf16, bucket_.as<void>(), *reduction_memory_, model.inventory, order, buffers.bucket);
+  }
 }
 
 bf16* ZeroShards::shard_parameters() const { return params_ + group_.rank() * shard_; }
@@ -86,63 +125,23 @@ Status ZeroShards::zero_gradients() {
 }
 
 Status ZeroShards::before_backward(int layer, std::vector<bf16*>& gradient_of) {
-  if (!zero2_bucket_) return Status::success();
-  if (zero2_bucket_->needs_flush(layer)) {
-    if (Status s = flush_bucket(); !s) return s;
-  }
-  for (const Zero2Placement& placed : zero2_bucket_->place(layer)) {
-    bf16* gradient = bucket_.as<bf16>() + placed.bucket_offset;
-    if (Status s = succeeded(cudaMemsetAsync(gradient, 0, bytes(placed.numel, kParameterBytes), nullptr), "zeroing a layer's gradients in the bucket"); !s) {
-      return s;
-    }
-    gradient_of[static_cast<size_t>(placed.parameter)] = gradient;
-  }
+  if (!zero2_) return Status::success();
+  auto bound = zero2_->before_backward(layer);
+  if (!bound) return bound.error();
+  for (const BoundGradient& b : bound.value()) gradient_of[static_cast<size_t>(b.parameter)] = static_cast<bf16*>(b.gradient);
   return Status::success();
 }
 
-Status ZeroShards::after_backward(int layer) {
-  if (zero2_bucket_ && layer == planner::kEmbeddingLayer) return flush_bucket();  // the last layer of backward
-  return Status::success();
-}
-
-// Each run to the ranks owning its parts (reduce_scatter_v, in place), each
-// adding its part into its gradient shard as the CPU engine does (residual_add: a + b).
-Status ZeroShards::flush_bucket() {
-  bf16* bucket = bucket_.as<bf16>();
-  for (const Zero2Run& run : zero2_bucket_->flush()) {
-    bf16* mine = bucket + run.mine_in_bucket;
-    if (Status s = group_.reduce_scatter_v(bucket + run.bucket_offset, mine, run.counts, comm::DataType::bf16, comm::ReduceOp::sum); !s) return s;
-    if (run.mine_numel == 0) continue;
-    if (Status s = succeeded(residual_add(gradient_shard_.as<bf16>() + run.mine_in_shard, mine, run.mine_numel, nullptr), "adding into the gradient shard"); !s) {
-      return s;
-    }
-  }
+Status ZeroShards::after_backward(int layer, bool last_backward) {
+  if (zero2_ && layer == planner::kEmbeddingLayer) return zero2_->end_backward();  // the last layer of backward
+  if (overlapped_ && last_backward) return zero1_->after_backward(layer);
   return Status::success();
 }
 
 Status ZeroShards::reduce() {
-  const int64_t dp = group_.size(), rank = group_.rank();
-  if (zero2_bucket_) return Status::success();  // every backward reduced its gradients
+  if (zero2_) return Status::success();  // every backward reduced its gradients
   if (stage_ == 2) return group_.reduce_scatter(full_gradients(), gradient_shard_.as<void>(), static_cast<size_t>(shard_), comm::DataType::bf16, comm::ReduceOp::sum);
-  bf16* bucket = bucket_.as<bf16>();
-  bf16* full = full_gradients();
-  for (const Zero1Piece& piece : zero1_pieces(shard_, bucket_numel_, dp)) {
-    const int64_t n = piece.numel;
-    // Rank r's part of every shard to bucket[r · n, (r + 1) · n): dp rows of n elements, one strided copy.
-    if (Status s = succeeded(cudaMemcpy2DAsync(bucket, bytes(n, kParameterBytes), full + piece.begin, bytes(shard_, kParameterBytes), bytes(n, kParameterBytes),
-                                               static_cast<size_t>(dp), cudaMemcpyDeviceToDevice, nullptr),
-                             "copying the shards' pieces into the bucket");
-        !s) {
-      return s;
-    }
-    if (Status s = group_.reduce_scatter(bucket, bucket + rank * n, static_cast<size_t>(n), comm::DataType::bf16, comm::ReduceOp::sum); !s) return s;
-    if (Status s = succeeded(cudaMemcpyAsync(full + rank * shard_ + piece.begin, bucket + rank * n, bytes(n, kParameterBytes), cudaMemcpyDeviceToDevice, nullptr),
-                             "copying the reduced piece into the shard");
-        !s) {
-      return s;
-    }
-  }
-  return Status::success();
+  return zero1_->finish();  // the last backward may have started some pieces
 }
 
 Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* device_sum) {

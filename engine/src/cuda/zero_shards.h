@@ -4,19 +4,31 @@
 // the bf16 parameters whole (padded to dp shards, planner/sharding.h) and
 // only its shard of the fp32 master weights and AdamW's two states (the
 // pieces of planner/optimizer_layout.h, the rule checkpoints share):
-//  - stage 1: the full bf16 gradients (`gradients`); after the step's last
-//    backward each rank's shard of them is reduce-scattered through the
-//    reduce bucket (`comm_buffers`), piece by piece (zero_buckets.h,
-//    zero1_pieces), copied in and out with device copies;
+//  - stage 1: the full bf16 gradients (`gradients`); each rank's shard of them
+//    is reduce-scattered piece by piece (zero_buckets.h, zero1_pieces)
+//    through the reduce buckets (`comm_buffers`), copied in and out with
+//    device copies. With more than one piece there are two buckets and, in
+//    the step's last backward, each piece's reduce-scatter is started as soon
+//    as backward has completed its gradients, while backward goes on;
 //  - stage 2: the reduced gradient shard is the only gradient kept
 //    (`gradients`). With a reduce bucket as large as the padded model, the
 //    full gradient buffer is the bucket (`comm_buffers`), reduce-scattered
-//    into the shard once a step; with a smaller one there is no full buffer:
-//    before each layer's backward its gradients are placed in the bucket,
-//    and in every backward the bucket is reduce-scattered to the ranks
-//    owning its parts when the next layer would not fit and after the
-//    embeddings, each adding its part into its shard (zero_buckets.h,
-//    Zero2Bucket), so the bucket is free again for the next layers.
+//    into the shard once a step; with a smaller one there is no full buffer
+//    but two buckets: before each layer's backward its gradients are placed
+//    in the bucket being filled; when they would not fit, that bucket's
+//    reduce-scatter to the ranks owning its parts is started and backward
+//    goes on into the other bucket, once that one's reduction has finished
+//    and its parts were added into the shard (DeepSpeed's overlap_comm).
+// Which bucket, when a reduction starts and when a bucket is free again is
+// zero_overlap.h's host logic, which the CPU engine runs too and which is
+// tested on the CPU (tests/engine/zero_overlap_test.cpp); this file only
+// supplies the device copies and additions (DeviceZeroMemory). The started
+// reduce-scatters run on the communicator's stream after an event on the
+// compute stream (comm/nccl.h), so the compute stream goes on with the next
+// layers' backward; a bucket is reused, and its reduced parts read, after the
+// host has waited for its reduction (Communicator::finish_oldest), which the
+// compute stream's queued work covers unless the reduction takes longer than
+// the backward of the layers the other bucket holds.
 // Then, as the CPU engine's step: the gradient norm is global (each rank's
 // sum of squares over its shard, all-reduced in rank order), AdamW updates
 // the shard's pieces on the device (cuda/adamw.h, each piece with its
@@ -26,10 +38,11 @@
 // With --cpu-offload the shard's optimizer is on the host instead (ZeRO-Offload, zero_offload.h).
 //
 // The categories are the planner's (planner/memory_model.cpp,
-// add_zero_states), booked by the caching allocator. Every call is on the
-// legacy default stream, where the step's kernels run; the communicator's
-// blocking calls wait for it first (comm/nccl.h). Never run on a GPU:
-// tests/cuda/zero_gpu_test.cpp checks it against the CPU engine's ZeRO.
+// add_zero_states; two buckets by planner::zero_reduce_buckets), booked by
+// the caching allocator. Every kernel and copy is on the legacy default
+// stream, where the step's kernels run; the communicator's calls wait for it
+// first (comm/nccl.h). Never run on a GPU: tests/cuda/zero_gpu_test.cpp
+// checks it, the overlapped buckets included, against the CPU engine's ZeRO.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +57,7 @@
 #include "tessera/engine/half.h"
 #include "tessera/engine/optimizer.h"
 #include "tessera/engine/parallel/zero_buckets.h"
+#include "tessera/engine/parallel/zero_overlap.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/training_config.h"
@@ -69,11 +83,12 @@ class ZeroShards {
   // Before the step's first backward.
   Status zero_gradients();
   // Around each layer's backward (a block index, num_layers for the head,
-  // planner::kEmbeddingLayer for the embeddings), in every backward: with a
-  // bucket, `gradient_of` (flat parameter -> its gradient) is bound to the
-  // layer's places in it, and the bucket is reduced when needed.
+  // planner::kEmbeddingLayer for the embeddings), in every backward: stage 2
+  // with buckets binds `gradient_of` (flat parameter -> its gradient) to the
+  // layer's places in one and starts a bucket's reduction when it is full;
+  // stage 1 starts the pieces the layer completed in the step's last backward.
   Status before_backward(int layer, std::vector<bf16*>& gradient_of);
-  Status after_backward(int layer);
+  Status after_backward(int layer, bool last_backward);
   // After the step's last backward: this rank's gradient shard holds the sum over ranks.
   Status reduce();
   // The update: the global gradient norm before clipping, or nullopt (not
@@ -93,7 +108,6 @@ class ZeroShards {
  private:
   bf16* shard_parameters() const;
   bf16* shard_gradients() const;
-  Status flush_bucket();
 
   comm::Communicator& group_;
   planner::OptimizerLayout layout_;
@@ -106,10 +120,12 @@ class ZeroShards {
   DeviceBlock master_, exp_avg_, exp_avg_sq_;  // on the device, or:
   std::unique_ptr<OffloadedShard> offloaded_;  // --cpu-offload: on the host
   DeviceBlock full_gradients_;  // stage 1 (gradients), stage 2 with a whole-model bucket (comm_buffers)
-  DeviceBlock bucket_;          // stage 1, and stage 2 with a smaller bucket
+  DeviceBlock bucket_;          // stage 1, and stage 2 with smaller buckets: the reduce buckets (zero_buffers)
   DeviceBlock gradient_shard_;  // stage 2
-  int64_t bucket_numel_ = 0;
-  std::optional<Zero2Bucket> zero2_bucket_;  // stage 2 with a smaller bucket
+  std::unique_ptr<ZeroReductionMemory> reduction_memory_;  // the buckets' device copies and additions
+  std::optional<OverlappedZero1> zero1_;  // stage 1
+  bool overlapped_ = false;               // stage 1 with two buckets: pieces start in the last backward
+  std::optional<OverlappedZero2> zero2_;  // stage 2 with smaller buckets
 };
 
 }  // namespace tessera::engine::cuda

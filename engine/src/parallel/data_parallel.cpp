@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tessera/engine/elementwise_math.h"
+#include "tessera/engine/parallel/zero_host_memory.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/sharding.h"
@@ -36,8 +37,7 @@ DataParallel<T>::DataParallel(comm::Communicator& group, const planner::PluginOp
       params_(model.parameter_count),
       shard_(planner::shard_numel(params_, group.size())),
       bucketed_(plugin.kind == PluginKind::low_level_zero && zero_stage_ == 2 && group.size() > 1 &&
-                planner::zero2_bucket_numel(model.inventory, plugin.reduce_bucket_numel, group.size()) <
-                    planner::padded_flat_numel(params_, group.size())) {}
+                !planner::zero_reduce_buckets(model.inventory, 2, plugin.reduce_bucket_numel, group.size()).whole_model) {}
 
 template <typename T>
 FlatStorage DataParallel<T>::storage() const {
@@ -63,17 +63,24 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
     if (!ledger.is_dry_run()) model.set_unit_hooks(this);
     return Status::success();
   }
+  // low_level_zero's buckets are the planner's (zero_buffers); hybrid_parallel
+  // reduces stage 1 through one bucket after backward, stage 2 from the full buffer.
+  ZeroBuffers buffers = zero_buffers(model_description_, plugin_, dp);
+  if (plugin_.kind != PluginKind::low_level_zero) {
+    buffers.bucket = zero_stage_ == 1 ? planner::zero_bucket_numel(plugin_.reduce_bucket_numel, params_, dp) : 0;
+    buffers.bucket_count = zero_stage_ == 1 ? 1 : 0;
+  }
+  if (buffers.buckets_numel() > 0) bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, buffers.buckets_numel());
+  if (zero_stage_ == 2) gradient_shard_ = Tensor<T>(ledger, MemoryCategory::gradients, shard_);
+  T* full = zero_stage_ == 1 ? model.flat_gradients().data() : nullptr;
+  reduction_memory_ = std::make_unique<HostZeroMemory<T>>(full, gradient_shard_.data(), shard_, dp, rank);
   if (zero_stage_ == 1) {
-    bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero_bucket_numel(plugin_.reduce_bucket_numel, params_, dp));
-  } else {
-    gradient_shard_ = Tensor<T>(ledger, MemoryCategory::gradients, shard_);
+    zero1_.emplace(this->group_, kType<T>, bucket_.data(), buffers.bucket_count, *reduction_memory_,
+                   BackwardCompletion(model_description_.inventory, model.flat_order(), params_), shard_, buffers.bucket);
   }
-  if (bucketed_) {
-    const planner::TensorInventory& inventory = model_description_.inventory;
-    bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, planner::zero2_bucket_numel(inventory, plugin_.reduce_bucket_numel, dp));
-    zero2_bucket_.emplace(inventory, model.flat_order(), bucket_.numel(), dp, rank);
-    if (!ledger.is_dry_run()) model.set_unit_hooks(this);
-  }
+  if (bucketed_) zero2_.emplace(this->group_, kType<T>, bucket_.data(), *reduction_memory_, model_description_.inventory, model.flat_order(), buffers.bucket);
+  // Stage 1 starts its pieces inside the last backward where it has two buckets; bucketed stage 2 works in every backward.
+  if ((bucketed_ || buffers.bucket_count == 2) && !ledger.is_dry_run()) model.set_unit_hooks(this);
   return Status::success();
 }
 
@@ -87,21 +94,6 @@ T* DataParallel<T>::shard_gradients() {
   T* flat = model_->flat_gradients().data();
   if (zero_stage_ == 0 || this->group_.size() == 1) return flat;
   return zero_stage_ == 2 ? gradient_shard_.data() : flat + this->group_.rank() * shard_;
-}
-
-// Each piece of the shards through the bucket (zero_buckets.h, zero1_pieces).
-template <typename T>
-Status DataParallel<T>::reduce_stage1() {
-  const int64_t dp = this->group_.size(), rank = this->group_.rank();
-  T* flat = model_->flat_gradients().data();
-  T* bucket = bucket_.data();
-  for (const Zero1Piece& piece : zero1_pieces(shard_, bucket_.numel(), dp)) {
-    const int64_t n = piece.numel;
-    for (int64_t r = 0; r < dp; ++r) std::copy_n(flat + r * shard_ + piece.begin, n, bucket + r * n);
-    if (Status s = this->group_.reduce_scatter(bucket, bucket + rank * n, static_cast<size_t>(n), kType<T>, comm::ReduceOp::sum); !s) return s;
-    std::copy_n(bucket + rank * n, n, flat + rank * shard_ + piece.begin);
-  }
-  return Status::success();
 }
 
 // Starts the buckets backward has completed and not yet started.
@@ -125,34 +117,30 @@ void DataParallel<T>::before_backward(int layer) {
 template <typename T>
 void DataParallel<T>::after_backward(int layer) {
   if (bucketed_) {
-    if (layer == planner::kEmbeddingLayer) flush_bucket();  // the last layer of backward
+    if (layer == planner::kEmbeddingLayer && error_.ok()) error_ = zero2_->end_backward();  // the last layer of backward
     return;
   }
   if (!overlap_this_backward_ || !error_.ok()) return;
+  if (zero1_) {
+    error_ = zero1_->after_backward(layer);
+    return;
+  }
   start_ready_buckets(layer);
   if (error_.ok()) error_ = this->group_.progress();
 }
 
-// The layer's gradients, placed in the bucket (zero_buckets.h), zeroed and bound to the model.
+// The layer's gradients, placed in a bucket (zero_overlap.h), zeroed and bound to the model.
 template <typename T>
 void DataParallel<T>::place_in_bucket(int layer) {
-  if (zero2_bucket_->needs_flush(layer)) flush_bucket();
-  for (const Zero2Placement& placed : zero2_bucket_->place(layer)) {
-    T* gradient = bucket_.data() + placed.bucket_offset;
-    std::fill(gradient, gradient + placed.numel, T{});
-    model_->bind_parameter(placed.parameter, model_->flat_parameters().data() + model_->flat_order()[static_cast<size_t>(placed.parameter)].offset, gradient);
+  if (!error_.ok()) return;
+  auto bound = zero2_->before_backward(layer);
+  if (!bound) {
+    error_ = bound.error();
+    return;
   }
-}
-
-// Each run of the bucket to the ranks owning its parts, each adding its part into its gradient shard.
-template <typename T>
-void DataParallel<T>::flush_bucket() {
-  for (const Zero2Run& run : zero2_bucket_->flush()) {
-    if (!error_.ok()) break;
-    T* mine = bucket_.data() + run.mine_in_bucket;
-    error_ = this->group_.reduce_scatter_v(bucket_.data() + run.bucket_offset, mine, run.counts, kType<T>, comm::ReduceOp::sum);
-    T* into = gradient_shard_.data() + run.mine_in_shard;
-    for (int64_t j = 0; j < run.mine_numel && error_.ok(); ++j) into[j] = narrow<T>(math::residual_sum(widen(into[j]), widen(mine[j])));
+  for (const BoundGradient& b : bound.value()) {
+    model_->bind_parameter(b.parameter, model_->flat_parameters().data() + model_->flat_order()[static_cast<size_t>(b.parameter)].offset,
+                           static_cast<T*>(b.gradient));
   }
 }
 
@@ -160,7 +148,11 @@ template <typename T>
 Status DataParallel<T>::reduce_gradients() {
   if (this->group_.size() == 1) return Status::success();
   T* flat = model_->flat_gradients().data();
-  if (zero_stage_ == 1) return reduce_stage1();
+  if (zero_stage_ == 1) {
+    overlap_this_backward_ = false;
+    if (!error_.ok()) return std::exchange(error_, Status::success());
+    return zero1_->finish();  // backward may have started some pieces
+  }
   if (bucketed_) return std::exchange(error_, Status::success());  // every backward reduced its gradients
   if (zero_stage_ == 2) return this->group_.reduce_scatter(flat, gradient_shard_.data(), static_cast<size_t>(shard_), kType<T>, comm::ReduceOp::sum);
   // DDP: backward started the buckets; start any it did not reach, and wait for all.

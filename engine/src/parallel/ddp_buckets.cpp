@@ -6,8 +6,8 @@
 
 namespace tessera::engine {
 
-DdpBucketPlan::DdpBucketPlan(const planner::TensorInventory& inventory, const std::vector<planner::FlatParameter>& order, int64_t numel,
-                             int64_t bucket_bytes, int64_t element_bytes) {
+BackwardCompletion::BackwardCompletion(const planner::TensorInventory& inventory, const std::vector<planner::FlatParameter>& order, int64_t numel)
+    : numel_(numel) {
   int layers = 0;
   for (const planner::TensorInfo& tensor : inventory.tensors) layers = std::max(layers, tensor.layer);
   layer_begin_.assign(static_cast<size_t>(layers + 2), numel);
@@ -16,15 +16,23 @@ DdpBucketPlan::DdpBucketPlan(const planner::TensorInventory& inventory, const st
     int64_t& begin = layer_begin_[static_cast<size_t>(layer + 1)];
     begin = std::min(begin, p.offset);
   }
+}
+
+int64_t BackwardCompletion::complete_from(int layer) const {
+  if (layer == planner::kEmbeddingLayer) return 0;  // the last layer of backward
+  const auto slot = static_cast<size_t>(layer + 1);
+  return slot < layer_begin_.size() ? layer_begin_[slot] : numel_;
+}
+
+DdpBucketPlan::DdpBucketPlan(const planner::TensorInventory& inventory, const std::vector<planner::FlatParameter>& order, int64_t numel,
+                             int64_t bucket_bytes, int64_t element_bytes)
+    : completion_(inventory, order, numel) {
   const int64_t bucket = planner::ddp_bucket_numel(bucket_bytes, element_bytes);
   for (int64_t end = numel; end > 0; end -= bucket) buckets_.push_back(DdpBucket{std::max<int64_t>(0, end - bucket), end});
 }
 
 size_t DdpBucketPlan::complete_after(int layer) const {
-  if (layer == planner::kEmbeddingLayer) return buckets_.size();  // the last layer of backward
-  const auto slot = static_cast<size_t>(layer + 1);
-  if (slot >= layer_begin_.size()) return 0;  // a layer with no parameters completes none
-  const int64_t complete_from = layer_begin_[slot];
+  const int64_t complete_from = completion_.complete_from(layer);
   size_t complete = 0;
   while (complete < buckets_.size() && buckets_[complete].begin >= complete_from) ++complete;
   return complete;

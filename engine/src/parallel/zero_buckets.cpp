@@ -6,21 +6,21 @@
 namespace tessera::engine {
 
 ZeroBuffers zero_buffers(const planner::Model& model, const planner::PluginOptions& plugin, int64_t dp) {
-  const int64_t params = model.parameter_count, padded = planner::padded_flat_numel(params, dp);
+  const int stage = plugin.effective_zero_stage();
+  const planner::ZeroReduceBuckets buckets = planner::zero_reduce_buckets(model.inventory, stage, plugin.reduce_bucket_numel, dp);
   ZeroBuffers b;
-  b.parameters = padded;
-  if (plugin.effective_zero_stage() == 1) {
-    b.full_gradients = padded;
-    b.bucket = planner::zero_bucket_numel(plugin.reduce_bucket_numel, params, dp);
-    return b;
+  b.parameters = planner::padded_flat_numel(model.parameter_count, dp);
+  if (stage == 1) {
+    b.full_gradients = b.parameters;
+  } else {
+    b.gradient_shard = planner::shard_numel(model.parameter_count, dp);
   }
-  b.gradient_shard = planner::shard_numel(params, dp);
-  const int64_t bucket = planner::zero2_bucket_numel(model.inventory, plugin.reduce_bucket_numel, dp);
-  if (bucket >= padded) {  // the full gradient buffer is the bucket (DataParallel::storage)
-    b.full_gradients = padded;
+  if (buckets.whole_model) {  // the full gradient buffer is the bucket (DataParallel::storage)
+    b.full_gradients = b.parameters;
     b.full_gradients_category = MemoryCategory::comm_buffers;
   } else {
-    b.bucket = bucket;
+    b.bucket = buckets.numel;
+    b.bucket_count = buckets.count;
   }
   return b;
 }

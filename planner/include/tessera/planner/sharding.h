@@ -71,6 +71,34 @@ std::vector<int64_t> gradient_numel_by_layer(const TensorInventory& inventory);
 // layer's gradients.
 int64_t zero2_bucket_numel(const TensorInventory& inventory, int64_t bucket_numel, int64_t dp);
 
+// low_level_zero's reduce buckets as both engines keep them
+// (parallel/zero_buckets.h, zero_buffers) and the memory model books them
+// (comm_buffers): `count` buckets of `numel` elements. The engines reduce
+// them while backward goes on, as ColossalAI's LowLevelZeroPlugin does by
+// default (overlap_communication=True) and DeepSpeed's ZeRO-1/2 with
+// overlap_comm: while one bucket's reduce-scatter runs, the next layers'
+// gradients go to a second one. DeepSpeed allocates the second buffer for
+// just that ("Use double buffers to avoid data access conflict when
+// overlap_comm is enabled": deepspeed/runtime/zero/stage_1_and_2.py,
+// setup_buckets, at edaa722); ColossalAI keeps each bucket's flattened
+// gradients alive on its communication stream (record_stream) while the next
+// bucket fills (colossalai/zero/low_level/low_level_optim.py, _run_reduction,
+// at 4f9953b). So a second bucket is kept wherever a backward reduces more
+// than one bucket:
+//  - stage 1: zero_bucket_numel; two when each rank's shard takes more than
+//    one piece of bucket / dp elements (one piece is reduced after backward);
+//  - stage 2: zero2_bucket_numel; as large as the padded model, one: the full
+//    gradient buffer is the bucket, reduced once after backward
+//    (`whole_model`); smaller, two.
+struct ZeroReduceBuckets {
+  int64_t numel = 0;
+  int count = 1;
+  bool whole_model = false;
+  bool overlapped() const { return count == 2; }
+  int64_t total_numel() const { return numel * count; }
+};
+ZeroReduceBuckets zero_reduce_buckets(const TensorInventory& inventory, int stage, int64_t bucket_numel, int64_t dp);
+
 // PyTorch FSDP's units as Tessera wraps a model (each transformer block, and
 // the root: the embeddings, the final norm and the head): every unit is a
 // FlatParameter of its own, padded to a multiple of dp and sharded over the

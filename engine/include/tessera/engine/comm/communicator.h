@@ -22,13 +22,15 @@
 //    cannot be detected locally and would hang, which the MPI backend's timeout
 //    turns into an error (mpi.h).
 //  - Every call is blocking (it returns when this rank's buffers may be
-//    reused), except start_send (below) and start_all_reduce: it starts the call and returns at once,
+//    reused), except start_send (below), start_all_reduce and
+//    start_reduce_scatter_v: they start the call and return at once,
 //    progress() lets started calls advance while the caller computes, and
-//    finish_started() completes them, in the order they were started. While a
-//    started call is pending its buffers belong to the communicator, and the
-//    only calls allowed are start_all_reduce, progress and finish_started (so
-//    that every rank starts its collectives in one order, as MPI-3.1 §5.12
-//    requires of nonblocking collectives; any other call is refused).
+//    finish_started() (or finish_oldest(n), the n oldest) completes them, in
+//    the order they were started. While a started call is pending its buffers
+//    belong to the communicator, and the only calls allowed are the starts,
+//    progress, finish_oldest and finish_started (so that every rank starts its
+//    collectives in one order, as MPI-3.1 §5.12 requires of nonblocking
+//    collectives; any other call is refused).
 //  - A count of 0 is a no-op on every backend (buffers may then be null); it is
 //    still counted as a call.
 //
@@ -136,12 +138,22 @@ class Communicator {
   // 2020, "PyTorch Distributed", §3.2.3). Arguments are checked here; the
   // result is bit-identical to all_reduce's. Counted when it completes.
   Status start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  // reduce_scatter_v, started (see the conventions above): ZeRO's bucket
+  // reduce-scatter, launched as soon as backward has filled a bucket, while
+  // backward goes on into another (DeepSpeed's overlap_comm, ColossalAI's
+  // overlap_communication; parallel/zero_overlap.h). Arguments are checked as
+  // reduce_scatter_v's; the result is bit-identical to it. Counted when it completes.
+  Status start_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op);
   // Advances the started calls without waiting: MPI advances a nonblocking
   // call only inside MPI calls, so call this between pieces of compute.
   // Returns the first error of a call that failed.
   Status progress();
   // Waits for every started call to complete, in the order started.
   Status finish_started();
+  // Waits for the `calls` oldest started calls (all of them if fewer are
+  // pending), in the order started; the younger ones stay pending. A bucket
+  // whose reduction was started before another's is free again after it.
+  Status finish_oldest(size_t calls);
   size_t started_calls() const { return started_.size(); }
 
   // A started call, as a backend tracks it (backends implement it). test() advances it without
@@ -215,6 +227,9 @@ class Communicator {
   // The backend's start. By default the call runs to completion here (local
   // and dry-run groups have nothing to overlap); MPI starts it and returns.
   virtual Result<std::unique_ptr<PendingCall>> do_start_all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  // The same for reduce_scatter_v (its arguments as do_reduce_scatter_v's).
+  virtual Result<std::unique_ptr<PendingCall>> do_start_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts,
+                                                                         DataType type, ReduceOp op);
   // The same for a send.
   virtual Result<std::unique_ptr<PendingCall>> do_start_send(const void* send, size_t count, DataType type, int peer, int tag);
 
@@ -227,10 +242,17 @@ class Communicator {
   Status run(Collective kind, const Result<size_t>& payload, size_t count, Call call);
   // A blocking call refused while started calls are pending.
   Status refuse_while_started(std::string_view call) const;
+  // reduce_scatter_v's checked payload (the whole input's bytes) and element count.
+  Result<size_t> checked_v_payload(const void* send, const void* recv, const std::vector<size_t>& recv_counts, DataType type, size_t& total) const;
+  // Starts a call through `begin` (the backend's start) once `payload` holds
+  // the checked payload bytes, skips it for count 0, and queues it.
+  template <typename Begin>
+  Status start(Collective kind, const Result<size_t>& payload, size_t count, Begin begin);
   // Counts the oldest started call, which has completed, and forgets it.
   void count_oldest_started(std::chrono::steady_clock::time_point now);
   void record(Collective kind, std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point finished, size_t payload);
-  Status complete_started(bool wait);
+  // Completes at most `calls` of the oldest started calls (see progress, finish_oldest).
+  Status complete_started(bool wait, size_t calls);
   // Waits for the started sends for which `which` is true, counting each.
   template <typename Which>
   Status finish_sends_where(Which which);

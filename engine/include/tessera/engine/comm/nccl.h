@@ -36,8 +36,9 @@
 // already queued on `compute_stream` (an event recorded there, waited for on
 // the communicator's stream), so that buffers the compute stream has written
 // are complete: PyTorch's "[Sync Streams]" (syncStreams, same file). A blocking call returns when its work on the GPU has
-// completed; start_all_reduce queues the work and returns, and the gradient
-// all-reduce runs while the compute stream goes on (finish_started waits).
+// completed; start_all_reduce and start_reduce_scatter_v queue the work and
+// return, and the gradient reduction runs while the compute stream goes on
+// (finish_oldest and finish_started wait).
 //
 // Timeout (--comm-timeout): the communicator is NCCL's nonblocking kind
 // (ncclConfig_t.blocking = 0; NCCL user guide, "Creating a Communicator",

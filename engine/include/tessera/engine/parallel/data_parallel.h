@@ -13,21 +13,28 @@
 //    waits for them after backward.
 //  - low_level_zero stage 1 (Rajbhandari et al. 2020 §5.1; ColossalAI
 //    LowLevelZeroOptimizer): full gradients; each rank's shard of them is
-//    reduce-scattered through a bucket of reduce_bucket_size elements
-//    (zero_buckets.h, the pieces the GPU step shares); the
-//    optimizer (fp32 master weights and states) holds the rank's shard only,
-//    and the updated shards are all-gathered into every rank's parameters.
+//    reduce-scattered through buckets of reduce_bucket_size elements, piece
+//    by piece (zero_buckets.h); with more than one piece, two buckets, and in
+//    the step's last backward each piece's reduce-scatter starts as soon as
+//    backward has completed its gradients (zero_overlap.h, OverlappedZero1,
+//    shared with the GPU step); the optimizer (fp32 master weights and
+//    states) holds the rank's shard only, and the updated shards are
+//    all-gathered into every rank's parameters. hybrid_parallel's stage 1
+//    reduces its one bucket's pieces after backward.
 //  - low_level_zero stage 2 (§5.2): the reduced shard is the only gradient
 //    kept (gradients). With a reduce bucket as large as the padded model, the
 //    full gradient buffer is the bucket (comm_buffers), reduce-scattered once
 //    a step. With a smaller one (planner::zero2_bucket_numel) the model has no
 //    gradient buffer: before each layer's backward its gradients are bound
-//    into the bucket, filled from its end down so that it holds one range of
-//    the flat order, and when the next layer would not fit, and after each
-//    backward, the bucket is reduce-scattered to the ranks owning each part
-//    (Communicator::reduce_scatter_v) and added into their shards
-//    (ColossalAI's LowLevelZeroOptimizer flushes its bucket the same way;
-//    zero_buckets.h keeps the bucket's book, shared with the GPU step).
+//    into one of two buckets, filled from its end down so that it holds one
+//    range of the flat order; when the next layer would not fit, the bucket's
+//    reduce-scatter to the ranks owning each part is started
+//    (Communicator::start_reduce_scatter_v) and backward goes on into the
+//    other bucket, once that one's reduction has finished and its parts were
+//    added into their shards (zero_overlap.h, OverlappedZero2, shared with
+//    the GPU step; DeepSpeed's overlap_comm and ColossalAI's
+//    overlap_communication work the same way). Every backward ends with both
+//    reduced.
 //
 // Gradients are reduced once per optimizer step, in or after the last micro-batch
 // (except bucketed ZeRO-2, every backward): backward accumulates k
@@ -46,6 +53,7 @@
 #include "tessera/engine/parallel/ddp_buckets.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/parallel/zero_buckets.h"
+#include "tessera/engine/parallel/zero_overlap.h"
 #include "tessera/engine/tensor.h"
 
 namespace tessera::engine {
@@ -71,7 +79,6 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
  private:
   T* shard_parameters();
   T* shard_gradients();
-  Status reduce_stage1();
   // Starts every bucket whose gradients are complete once backward has reached
   // `layer` (all of them for planner::kEmbeddingLayer, the last to finish).
   void start_ready_buckets(int layer);
@@ -81,10 +88,8 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
   void before_backward(int layer) override;
   void after_backward(int layer) override;
 
-  // Bucketed ZeRO-2: the layer's gradients bound into the bucket, and the
-  // bucket reduced into the shards.
+  // Bucketed ZeRO-2: the layer's gradients bound into a bucket (zero_overlap.h).
   void place_in_bucket(int layer);
-  void flush_bucket();
 
   const planner::Model& model_description_;
   planner::PluginOptions plugin_;
@@ -92,10 +97,12 @@ class DataParallel final : public ParallelStrategy<T>, private UnitHooks {
   int64_t params_ = 0, shard_ = 0;
   Transformer<T>* model_ = nullptr;
   std::optional<Optimizer<T>> optimizer_;
-  Tensor<T> bucket_;           // stage 1, and stage 2 when bucketed: the reduce bucket
+  Tensor<T> bucket_;           // stage 1, and stage 2 when bucketed: the reduce buckets (zero_buffers)
   Tensor<T> gradient_shard_;   // stage 2: the reduced gradients of this rank's shard
-  bool bucketed_ = false;      // stage 2 with a bucket smaller than the padded model
-  std::optional<Zero2Bucket> zero2_bucket_;  // bucketed: what the bucket holds
+  bool bucketed_ = false;      // stage 2 with buckets smaller than the padded model
+  std::unique_ptr<ZeroReductionMemory> reduction_memory_;  // the buckets' host copies and additions
+  std::optional<OverlappedZero1> zero1_;  // stage 1
+  std::optional<OverlappedZero2> zero2_;  // bucketed stage 2
   Tensor<float> host_gradients_;  // cpu_offload: the shard's gradients in fp32 on the host, where the optimizer steps
   // DDP's overlap: the buckets, how many have been started this step.
   std::optional<DdpBucketPlan> buckets_;

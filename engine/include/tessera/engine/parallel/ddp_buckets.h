@@ -24,6 +24,22 @@
 
 namespace tessera::engine {
 
+// Where backward's complete gradients begin in the flat order: once `layer`
+// (a block index, num_layers for the head, planner::kEmbeddingLayer for the
+// embeddings) has finished its backward, every gradient from complete_from(layer)
+// to the end of the flat order is complete (the reasoning above). Shared by
+// DDP's buckets and ZeRO-1's overlapped pieces (zero_overlap.h).
+class BackwardCompletion {
+ public:
+  BackwardCompletion(const planner::TensorInventory& inventory, const std::vector<planner::FlatParameter>& order, int64_t numel);
+  // numel for a layer with no parameters of its own (it completes nothing new); 0 after the embeddings.
+  int64_t complete_from(int layer) const;
+
+ private:
+  std::vector<int64_t> layer_begin_;  // where each layer's parameters start in the flat order (index layer + 1)
+  int64_t numel_ = 0;
+};
+
 struct DdpBucket {
   int64_t begin = 0, end = 0;  // [begin, end) of the flat gradients
 };
@@ -43,7 +59,7 @@ class DdpBucketPlan {
   size_t complete_after(int layer) const;
 
  private:
-  std::vector<int64_t> layer_begin_;  // where each layer's parameters start in the flat order (index layer + 1)
+  BackwardCompletion completion_;
   std::vector<DdpBucket> buckets_;
 };
 

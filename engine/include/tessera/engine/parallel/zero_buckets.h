@@ -24,17 +24,21 @@ namespace tessera::engine {
 
 // The buffers of the model's 16-bit type a rank keeps under ZeRO besides its
 // optimizer shard, in elements, by the planner's rule and categories
-// (planner/memory_model.cpp, add_zero_states), which the GPU step allocates
-// (cuda/zero_shards.h): the parameters whole, padded to dp shards; stage 1
-// the full gradients (`gradients`) and the reduce bucket (`comm_buffers`);
-// stage 2 the gradient shard (`gradients`) and either the full gradient
-// buffer as its bucket or a smaller bucket (`comm_buffers`).
+// (planner/memory_model.cpp, add_zero_states; the buckets are
+// planner::zero_reduce_buckets'), which the GPU step and the CPU engine's
+// low_level_zero allocate (cuda/zero_shards.h, data_parallel.h): the
+// parameters whole, padded to dp shards; stage 1 the full gradients
+// (`gradients`) and the reduce buckets (`comm_buffers`); stage 2 the gradient
+// shard (`gradients`) and either the full gradient buffer as its bucket or
+// two smaller buckets (`comm_buffers`).
 struct ZeroBuffers {
   int64_t parameters = 0;
-  int64_t full_gradients = 0;  // 0: none (stage 2 with a smaller bucket)
+  int64_t full_gradients = 0;  // 0: none (stage 2 with smaller buckets)
   MemoryCategory full_gradients_category = MemoryCategory::gradients;
   int64_t gradient_shard = 0;  // stage 2
-  int64_t bucket = 0;          // the separate reduce bucket; 0: none (stage 2 with a whole-model bucket)
+  int64_t bucket = 0;          // each separate reduce bucket; 0: none (stage 2 with a whole-model bucket)
+  int bucket_count = 0;        // 2: reduced while backward goes on (zero_overlap.h)
+  int64_t buckets_numel() const { return bucket * bucket_count; }
 };
 ZeroBuffers zero_buffers(const planner::Model& model, const planner::PluginOptions& plugin, int64_t dp);
 

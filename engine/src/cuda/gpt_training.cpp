@@ -187,8 +187,9 @@ struct GptTraining::State {
     }
   }
   // Around `layer`'s backward, in every micro-batch's: ZeRO-2's bucket binds
-  // the layer's gradients and reduces when full; DDP starts the buckets the
-  // layer completed, in the step's last backward (`reduce`).
+  // the layer's gradients and reduces when full; Gemini gathers the layer's
+  // chunks, opens their gradient chunks and reduces those complete; DDP
+  // starts the buckets the layer completed, in the step's last backward (`reduce`).
   void before_layer_backward(int layer) {
     if (zero) check(zero->before_backward(layer, gradient_of));
     if (gemini) check(gemini->use_layer(layer, true));
@@ -199,6 +200,7 @@ struct GptTraining::State {
   }
   void after_layer_backward(int layer, bool reduce) {
     if (zero) return check(zero->after_backward(layer));
+    if (gemini) return;  // its moves reduce the gradient chunks
     if (reduce) start_complete_buckets(layer);
   }
   // The optimizer reads the gradients only after every bucket's sum has arrived (ZeRO: its shard's).

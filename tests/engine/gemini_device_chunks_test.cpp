@@ -26,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <barrier>
 #include <bit>
 #include <cmath>
@@ -36,7 +37,10 @@
 #include <vector>
 
 #include "fake_streams.h"
+#include "tessera/engine/device/gpu_plugins.h"
+#include "tessera/engine/shard_values.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/sharding.h"
 
@@ -125,11 +129,33 @@ planner::Model tiny() {
   return planner::make_model(c);
 }
 
-planner::GeminiOptions gemini(planner::GeminiPlacement placement, int64_t chunk_size) {
+// The placements the GPU step runs (device/gpu_plugins.h): every chunk on
+// the device, kept gathered or not, or every chunk on the host.
+struct Placement {
+  const char* name;
+  planner::GeminiPlacement policy;
+  double shard_param_frac = 1, offload_optim_frac = 0, offload_param_frac = 0;
+};
+const Placement kPlacements[] = {{"cuda", planner::GeminiPlacement::cuda},
+                                 {"cpu", planner::GeminiPlacement::cpu},
+                                 {"static kept gathered", planner::GeminiPlacement::static_placement, 0.5},
+                                 {"static all on the host", planner::GeminiPlacement::static_placement, 1, 1, 1}};
+
+planner::GeminiOptions gemini(const Placement& placement, int64_t chunk_size) {
   planner::GeminiOptions g;
-  g.placement_policy = placement;
+  g.placement_policy = placement.policy;
   g.chunk_size = chunk_size;
+  g.shard_param_frac = placement.shard_param_frac;
+  g.offload_optim_frac = placement.offload_optim_frac;
+  g.offload_param_frac = placement.offload_param_frac;
   return g;
+}
+
+planner::PluginOptions gemini_plugin(const planner::GeminiOptions& options) {
+  planner::PluginOptions plugin;
+  plugin.kind = planner::PluginKind::gemini;
+  plugin.gemini = options;
+  return plugin;
 }
 
 // The model's weight at flat element i: a small integer, exact in bf16, never 0.
@@ -297,12 +323,17 @@ planner::RankMemory planner_row(const planner::Model& model, const planner::Gemi
 TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
   const planner::Model model = tiny();
   for (const int ranks : {1, 2, 3}) {
-    for (const auto placement : {planner::GeminiPlacement::cuda, planner::GeminiPlacement::cpu}) {
+    for (const Placement& placement : kPlacements) {
       for (const int64_t chunk_size : {int64_t{1536}, int64_t{498}}) {
         const planner::GeminiOptions options = gemini(placement, chunk_size);
-        const std::string what = std::string(placement == planner::GeminiPlacement::cpu ? "cpu" : "cuda") + ", " + std::to_string(ranks) +
-                                 " ranks, chunks of " + std::to_string(chunk_size);
+        const std::string what = std::string(placement.name) + ", " + std::to_string(ranks) + " ranks, chunks of " + std::to_string(chunk_size);
         const GeminiChunkPlan plan = gemini_chunk_plan(model, options, ranks);
+        ASSERT_TRUE(check_gpu_plugin(gemini_plugin(options)).ok()) << what;
+        const bool on_host = plan.chunks.front().on_host;
+        for (const GeminiChunk& c : plan.chunks) ASSERT_EQ(c.on_host, on_host) << what << ": every chunk on one side";
+        // The optimizer's states where the 16-bit shards are (src/cuda/gemini_shards.h books them there).
+        const int64_t host_states = plan.host_optimizer_elements();
+        ASSERT_EQ(host_states, on_host ? plan.shard_numel() : 0) << what;
         const std::vector<RankResult> results = run_ranks(model, options, ranks);
         const planner::RankMemory row = planner_row(model, options, ranks);
         const auto& planned = row.bytes;
@@ -323,12 +354,50 @@ TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
           int64_t host_shard_bytes = 0;
           for (const GeminiChunk& c : plan.chunks) host_shard_bytes += c.on_host ? 2 * c.shard : 0;
           EXPECT_EQ(planned[MemoryCategory::parameters].host, host_shard_bytes) << what;
+          EXPECT_EQ(planned[MemoryCategory::master_weights].host, 4 * host_states) << what;
+          EXPECT_EQ(planned[MemoryCategory::master_weights].device, 4 * (plan.shard_numel() - host_states)) << what;
+          EXPECT_EQ(planned[MemoryCategory::optimizer_states].host, 8 * host_states) << what;
+          EXPECT_EQ(planned[MemoryCategory::optimizer_states].device, 8 * (plan.shard_numel() - host_states)) << what;
           const int64_t buffers = planned[MemoryCategory::chunk_buffers].device;
           EXPECT_LE(std::abs(r.steady_chunk_buffers_peak - buffers), slack) << what;
           EXPECT_LE(r.chunk_buffers_peak, r.steady_chunk_buffers_peak + largest_shard_bytes + (aligned ? 0 : 512)) << what;
         }
       }
     }
+  }
+}
+
+// A placement that splits the chunks between the sides is refused, in one line naming the option.
+TEST(GeminiDeviceChunks, TheGpuStepRefusesSplitPlacements) {
+  planner::GeminiOptions options = gemini(kPlacements[2], 1536);
+  options.shard_param_frac = 1;
+  options.offload_optim_frac = 0.5;
+  const Status split = check_gpu_plugin(gemini_plugin(options));
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.error().message.rfind("--offload-optim-frac 0.500000: ", 0), 0u) << split.error().message;
+  options.offload_optim_frac = 1;  // the optimizer on the host, the shards on the device
+  EXPECT_FALSE(check_gpu_plugin(gemini_plugin(options)).ok());
+  options.placement_policy = planner::GeminiPlacement::auto_placement;
+  const Status solved = check_gpu_plugin(gemini_plugin(options));
+  ASSERT_FALSE(solved.ok());
+  EXPECT_EQ(solved.error().message.rfind("--placement auto: ", 0), 0u) << solved.error().message;
+}
+
+// A one-rank Gemini shard holds every parameter at its chunk's offsets: to
+// the whole model's flat order and back, on awkward chunks (some outgrown).
+TEST(GeminiDeviceChunks, AOneRankShardGoesToFlatOrderAndBack) {
+  const planner::Model model = tiny();
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  for (const int64_t chunk_size : {int64_t{498}, int64_t{1536}}) {
+    const planner::OptimizerLayout layout = planner::optimizer_layout(model, gemini_plugin(gemini(kPlacements[0], chunk_size)), 1, 0);
+    ASSERT_GT(layout.shard_numel, model.parameter_count) << "the chunks' padding";
+    std::vector<float> flat(static_cast<size_t>(model.parameter_count)), shard(static_cast<size_t>(layout.shard_numel), -1.0f), back(flat.size(), 0.0f);
+    for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(i);
+    flat_values_to_shard(layout.pieces, order, flat.data(), shard.data());
+    shard_values_to_flat(layout.pieces, order, shard.data(), back.data());
+    EXPECT_EQ(back, flat) << "chunks of " << chunk_size;
+    const auto untouched = std::count(shard.begin(), shard.end(), -1.0f);
+    EXPECT_EQ(untouched, layout.shard_numel - model.parameter_count) << "only the padding is left as it was";
   }
 }
 

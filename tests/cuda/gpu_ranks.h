@@ -1,5 +1,5 @@
 // What the multi-rank GPU test programs share (ddp_gpu_test.cpp,
-// zero_gpu_test.cpp): the small models, and each rank takes the GPU tessera train --gpu would give
+// zero_gpu_test.cpp, gemini_gpu_test.cpp): the small models, and each rank takes the GPU tessera train --gpu would give
 // it, an NCCL communicator over the ranks and MPI's world for the CPU engine
 // and the checks' agreements; every rank makes every call whatever fails, and
 // the ranks agree on the verdict. Plain programs under mpirun, outside
@@ -45,9 +45,10 @@ bool same_on_every_rank(comm::Communicator& mpi, const std::vector<X>& values) {
 }
 
 // Runs `checks(mpi, nccl, check)` on every rank of MPI's world, one GPU per
-// rank by the rule tessera train --gpu follows; `program` names the lines.
+// rank by the rule tessera train --gpu follows, on min_ranks ranks or more;
+// `program` names the lines.
 template <typename Checks>
-int run_on_gpu_ranks(const char* program, Checks&& checks) {
+int run_on_gpu_ranks(const char* program, Checks&& checks, int min_ranks = 2) {
   auto runtime = comm::MpiRuntime::start();
   if (!runtime.ok()) {
     std::fprintf(stderr, "%s: %s\n", program, runtime.error().message.c_str());
@@ -63,9 +64,11 @@ int run_on_gpu_ranks(const char* program, Checks&& checks) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
   auto device = device_of_local_rank(local_rank_of(world.rank(), world.size(), std::getenv), devices);
-  double missing = device.ok() && world.size() > 1 ? 0.0 : 1.0;
+  double missing = device.ok() && world.size() >= min_ranks ? 0.0 : 1.0;
   if (Status s = (*bootstrap)->all_reduce(&missing, &missing, 1, comm::ReduceOp::max); !s || missing > 0) {
-    if (world.rank() == 0) std::printf("%s: skipped: %d ranks need 2 or more GPUs, one each; this machine has %d\n", program, world.size(), devices);
+    if (world.rank() == 0) {
+      std::printf("%s: skipped: %d ranks need %d or more GPUs, one each; this machine has %d\n", program, world.size(), std::max(min_ranks, world.size()), devices);
+    }
     return 77;
   }
   Checker check(world.rank());
@@ -85,13 +88,13 @@ int run_on_gpu_ranks(const char* program, Checks&& checks) {
 // micro-batch and of 2 accumulated ones each:
 // check_model(name, model, micro_batches, mpi, nccl, check).
 template <typename CheckModel>
-int check_small_models_on_gpu_ranks(const char* program, CheckModel&& check_model) {
+int check_small_models_on_gpu_ranks(const char* program, CheckModel&& check_model, int min_ranks = 2) {
   return run_on_gpu_ranks(program, [&](comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
     for (const int64_t micro_batches : {1, 2}) {
       check_model("gpt2", small_model(kSmallGpt2), micro_batches, mpi, nccl, check);
       check_model("qwen2", small_model(kSmallQwen2), micro_batches, mpi, nccl, check);
     }
-  });
+  }, min_ranks);
 }
 
 }  // namespace tessera::engine::cuda::testing

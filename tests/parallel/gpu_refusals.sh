@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP or ZeRO-1/2, one rank per GPU)
+# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP, ZeRO-1/2 or Gemini, one rank per GPU)
 # refuses, on every rank in one line naming the option, what the GPU step does
 # not run, and on a machine without a GPU says so; mpirun exits 2. Skipped
 # (77) where there is a GPU: tools/gpu-check trains there.
@@ -34,7 +34,11 @@ refused ": --gpu h100-80g: on GPUs the engine runs data parallelism only (one ra
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2
-refused ": --plugin torch_fsdp: on GPUs the engine runs torch_ddp and low_level_zero so far; use one of them" --precision bf16 --plugin torch_fsdp
+refused ": --plugin torch_fsdp: on GPUs the engine runs torch_ddp, low_level_zero and gemini so far; use one of them" --precision bf16 --plugin torch_fsdp
+# Gemini, every chunk's states and shards on the device or on the host (src/cuda/gemini_shards.h), is not refused; a split placement is.
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini --placement cpu --micro-batches 2
+refused ": --placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them" --precision bf16 --plugin gemini --placement auto
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --cpu-offload
 refused ": --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16" --precision fp32
 exit $((failures > 0))

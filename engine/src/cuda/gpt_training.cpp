@@ -4,6 +4,7 @@
 // every op replaced by its GPU launcher.
 #include "tessera/engine/cuda/gpt_training.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "tessera/engine/device/device_block.h"
+#include "gemini_shards.h"
 #include "zero_shards.h"
 #include "tessera/engine/cuda/activation.h"
 #include "tessera/engine/cuda/adamw.h"
@@ -83,7 +85,9 @@ struct GptTraining::State {
 
   DeviceBlock params, grads, master, m, v;  // under ZeRO: the parameters only, padded; `zero` holds the rest
   std::unique_ptr<ZeroShards> zero;  // ZeRO's shards, from the allocator: declared after it, destroyed before it
-  std::vector<T*> gradient_of;       // each flat parameter's gradient: in the flat buffer, or in ZeRO-2's bucket
+  std::unique_ptr<GeminiShards> gemini;  // Gemini's chunks (gemini_shards.h), likewise
+  std::vector<T*> parameter_of;      // each flat parameter: in the flat buffer, or in its gathered Gemini chunk
+  std::vector<T*> gradient_of;       // each flat parameter's gradient: in the flat buffer, ZeRO-2's bucket or a Gemini gradient chunk
   StepActivations activations;  // what the forward keeps, the recompute's working set, the logits, the tokens
   DeviceBlock ones, norm_workspace, norm_sum, sum_workspace;
 
@@ -92,7 +96,7 @@ struct GptTraining::State {
   }
 
   DeviceBlock take(int64_t bytes, MemoryCategory category) { return DeviceBlock(*allocator, bytes, category); }
-  T* param(int index) { return params.as<T>() + order[static_cast<size_t>(index)].offset; }
+  T* param(int index) { return parameter_of[static_cast<size_t>(index)]; }
   T* grad(int index) { return gradient_of[static_cast<size_t>(index)]; }
   T* act(int layer, const char* name) { return static_cast<T*>(activations.block(layer, name)); }
   float* stats(int layer, const char* name) { return static_cast<float*>(activations.block(layer, name)); }
@@ -183,24 +187,34 @@ struct GptTraining::State {
     }
   }
   // Around `layer`'s backward, in every micro-batch's: ZeRO-2's buckets bind
-  // the layer's gradients and start a full one's reduction; DDP and ZeRO-1
-  // start the buckets or pieces the layer completed, in the step's last backward (`reduce`).
+  // the layer's gradients and start a full one's reduction; Gemini gathers the
+  // layer's chunks, opens their gradient chunks and reduces those complete;
+  // DDP and ZeRO-1 start the buckets or pieces the layer completed, in the
+  // step's last backward (`reduce`).
   void before_layer_backward(int layer) {
     if (zero) check(zero->before_backward(layer, gradient_of));
+    if (gemini) check(gemini->use_layer(layer, true));
+  }
+  // Before `layer`'s forward: Gemini gathers its chunks and binds its parameters.
+  void before_layer_forward(int layer) {
+    if (gemini) check(gemini->use_layer(layer, false));
   }
   void after_layer_backward(int layer, bool reduce) {
     if (zero) return check(zero->after_backward(layer, reduce));
+    if (gemini) return;  // its moves reduce the gradient chunks
     if (reduce) start_complete_buckets(layer);
   }
   // The optimizer reads the gradients only after every bucket's sum has arrived (ZeRO: its shard's).
   void finish_reductions() {
     if (zero) return check(zero->reduce());
+    if (gemini) return check(gemini->reduce());
     if (group == nullptr) return;
     started_buckets = 0;
     check(group->finish_started());
   }
 
   void allocate_model_states(const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin);
+  void allocate_gemini(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin);
   void block_forward(int l, const T* x, T* out);
   void recompute_block(int l);
   void block_backward(int l);
@@ -256,13 +270,18 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   check(cudaMemcpy(outside<int32_t>("targets"), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
   T* embedded = act(0, "block_input");
   const cpu::VocabSlice vocab{0, V};
+  before_layer_forward(planner::kEmbeddingLayer);
   check(embedding_forward(embedded, outside<int32_t>("tokens"), param(slots.wte), N, C, vocab, nullptr), "embedding");
   if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), N, Tn, C, 0, nullptr), "position embedding");
   T* final_input = outside("final_norm_input");
-  for (int l = 0; l < L; ++l) block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
+  for (int l = 0; l < L; ++l) {
+    before_layer_forward(l);
+    block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
+  }
   // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
   // tied), and the fused loss, which leaves dlogits = (p − onehot) · scale / N in the logits.
   T* h = outside("head_input");
+  before_layer_forward(L);
   norm_forward(h, outside<float>("final_norm_stats"), final_input, slots.final_norm_w, slots.final_norm_b);
   linear_forward(outside("logits"), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
   // The mean over the global batch: this micro-batch's N tokens of k · dp · N (the reduced sum is the mean gradient).
@@ -366,8 +385,8 @@ void GptTraining::State::backward(bool reduce) {
 // max_grad_norm, one AdamW update per parameter with its decay, rounding into
 // bf16; under ZeRO the shard's (zero_shards.h).
 std::optional<double> GptTraining::State::optimizer_step() {
-  if (zero) {
-    auto norm = zero->step(sum_workspace.as<void>(), norm_sum.as<double>());
+  if (zero || gemini) {
+    auto norm = zero ? zero->step(sum_workspace.as<void>(), norm_sum.as<double>()) : gemini->step(sum_workspace.as<void>(), norm_sum.as<double>());
     if (!norm) throw StepError(norm.error().message);
     return norm.value();
   }
@@ -418,7 +437,23 @@ void GptTraining::State::allocate_model_states(const planner::Model& model, uint
     check(cudaMemset(v.as<void>(), 0, static_cast<size_t>(n) * 4), "zeroing the optimizer states");
   }
   T* flat = zero ? zero->full_gradients() : grads.as<T>();  // null: ZeRO-2's bucket binds them layer by layer
-  for (const planner::FlatParameter& p : order) gradient_of.push_back(flat != nullptr ? flat + p.offset : nullptr);
+  for (const planner::FlatParameter& p : order) {
+    parameter_of.push_back(params.as<T>() + p.offset);
+    gradient_of.push_back(flat != nullptr ? flat + p.offset : nullptr);
+  }
+}
+
+// Gemini: no flat buffers; the parameters live in chunk shards, and each
+// layer's are bound into its gathered chunks before it runs (gemini_shards.h).
+void GptTraining::State::allocate_gemini(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin) {
+  std::vector<float> weights(static_cast<size_t>(numel));  // rounded to bf16 first, as the flat start
+  for_each_initial_value_of_part(model, seed, 1, 0, planner::PipelinePlacement{}, [&weights](int64_t i, double value) {
+    weights[static_cast<size_t>(i)] = widen(narrow<T>(static_cast<float>(value)));
+  });
+  parameter_of.assign(order.size(), nullptr);
+  gradient_of.assign(order.size(), nullptr);
+  gemini = std::make_unique<GeminiShards>(*allocator, *ledger, group, model, plugin, decay, options, parameter_of, gradient_of);
+  check(gemini->start_from(weights));
 }
 
 GptTraining::GptTraining(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -459,9 +494,10 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   const planner::PluginOptions& plugin = data_parallel.plugin;
   if (Status supported = check_gpu_plugin(plugin); !supported) return supported.error();
   const bool sharded = data_parallel.group != nullptr && data_parallel.group->size() > 1 && plugin.kind == planner::PluginKind::low_level_zero;
+  const bool gemini = plugin.kind == planner::PluginKind::gemini;  // on one GPU too
   if (data_parallel.group != nullptr && data_parallel.group->size() > 1) {
     s->group = data_parallel.group;
-    if (!sharded) s->buckets.emplace(model.inventory, s->order, s->numel, plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
+    if (!sharded && !gemini) s->buckets.emplace(model.inventory, s->order, s->numel, plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
   }
   s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger);
   s->attention = std::make_unique<Attention>(*s->allocator);
@@ -471,7 +507,11 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
 
   try {
     const int64_t n = s->numel, N = s->N, C = s->C;
-    s->allocate_model_states(model, seed, sharded ? &plugin : nullptr);
+    if (gemini) {
+      s->allocate_gemini(model, seed, plugin);
+    } else {
+      s->allocate_model_states(model, seed, sharded ? &plugin : nullptr);
+    }
 
     // What the forward keeps and the recompute rebuilds, sized and named by
     // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
@@ -484,7 +524,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     const std::vector<T> ones(static_cast<size_t>(N), narrow<T>(1.0f));
     check(cudaMemcpy(s->ones.as<T>(), ones.data(), ones.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the ones");
     s->norm_workspace = s->take(static_cast<int64_t>(norm_backward_workspace_bytes(N, C)), MemoryCategory::workspace);
-    s->sum_workspace = s->take(static_cast<int64_t>(sum_of_squares_workspace_bytes(n)), MemoryCategory::workspace);
+    const int64_t summed = s->gemini ? std::max(n, s->gemini->layout().shard_numel) : n;  // Gemini sums a shard at a time
+    s->sum_workspace = s->take(static_cast<int64_t>(sum_of_squares_workspace_bytes(summed)), MemoryCategory::workspace);
     s->norm_sum = s->take(16, MemoryCategory::workspace);
   } catch (const std::exception& e) {
     return make_error(ErrorCode::unsupported, std::string("--gpu: ") + e.what());
@@ -498,6 +539,8 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
   try {
     if (s.zero) {
       check(s.zero->zero_gradients());
+    } else if (s.gemini) {
+      check(s.gemini->zero_gradients());
     } else {
       check(cudaMemsetAsync(s.grads.as<void>(), 0, static_cast<size_t>(s.numel) * sizeof(T), nullptr), "zeroing the gradients");
     }
@@ -519,16 +562,21 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
   }
 }
 
-bool GptTraining::sharded() const { return state_->zero != nullptr; }
+bool GptTraining::sharded() const { return state_->zero != nullptr || (state_->gemini != nullptr && state_->group != nullptr); }
 
 FlatAdamWState GptTraining::host_state(const planner::Model& model) const {
-  return state_->zero ? FlatAdamWState(state_->zero->layout()) : FlatAdamWState(model);
+  if (state_->zero) return FlatAdamWState(state_->zero->layout());
+  return state_->gemini && sharded() ? FlatAdamWState(state_->gemini->layout()) : FlatAdamWState(model);
 }
 
 Status GptTraining::save_state(FlatAdamWState& state) const {
   const State& s = *state_;
   if (s.zero) {
     if (Status saved = s.zero->save(state); !saved) return make_error(ErrorCode::io_error, "GPU checkpoint: " + saved.error().message);
+    return Status::success();
+  }
+  if (s.gemini) {
+    if (Status saved = s.gemini->save(state); !saved) return make_error(ErrorCode::io_error, "GPU checkpoint: " + saved.error().message);
     return Status::success();
   }
   const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
@@ -549,6 +597,10 @@ Status GptTraining::restore_state(FlatAdamWState& state) {
     if (Status restored = s.zero->restore(state); !restored) return make_error(ErrorCode::io_error, "GPU checkpoint: " + restored.error().message);
     return Status::success();
   }
+  if (s.gemini) {
+    if (Status restored = s.gemini->restore(state); !restored) return make_error(ErrorCode::io_error, "GPU checkpoint: " + restored.error().message);
+    return Status::success();
+  }
   const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
   std::vector<T> rounded(static_cast<size_t>(s.numel));
   for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = narrow<T>(state.weights()[i]);
@@ -565,7 +617,11 @@ Status GptTraining::restore_state(FlatAdamWState& state) {
 }
 
 std::vector<bf16> GptTraining::parameters() const {
-  std::vector<bf16> host(static_cast<size_t>(state_->numel));
+  std::vector<bf16> host(static_cast<size_t>(state_->numel)), gradients;
+  if (state_->gemini) {
+    check(state_->gemini->copy_shards(host, gradients));
+    return host;
+  }
   check(cudaMemcpy(host.data(), state_->params.as<T>(), host.size() * sizeof(T), cudaMemcpyDeviceToHost), "copying the parameters");
   return host;
 }
@@ -574,6 +630,11 @@ std::vector<bf16> GptTraining::gradients() const {
   std::vector<bf16> host(static_cast<size_t>(state_->numel));
   if (state_->zero) {
     check(state_->zero->copy_gradient_shard(host));
+    return host;
+  }
+  if (state_->gemini) {
+    std::vector<bf16> weights;
+    check(state_->gemini->copy_shards(weights, host));
     return host;
   }
   check(cudaMemcpy(host.data(), state_->grads.as<T>(), host.size() * sizeof(T), cudaMemcpyDeviceToHost), "copying the gradients");

@@ -101,44 +101,26 @@ Gemini<T>::Gemini(comm::Communicator& group, const planner::PluginOptions& plugi
     : ParallelStrategy<T>(group),
       model_description_(model),
       plugin_(plugin),
-      layout_(planner::pack_chunks(model.inventory, planner::gemini_chunk_size(model.inventory, plugin.gemini, group.size()), group.size())),
+      plan_(gemini_chunk_plan(model, plugin.gemini, group.size(), host_chunks)),
       order_(planner::flat_parameter_order(model.inventory)),
-      chunks_of_layer_(planner::chunks_by_layer(layout_, model.inventory, static_cast<int>(model.config.num_layers))),
-      gathering_(layout_.chunk_capacity, chunks_of_layer_, planner::kept_gathered_elements(layout_, plugin.gemini)),
-      optimizer_chunks_on_host_(planner::optimizer_chunks_on_host(layout_, plugin.gemini)) {
-  std::vector<bool> on_host = planner::parameter_chunks_on_host(layout_, plugin.gemini);
-  if (host_chunks) {
-    std::fill(on_host.begin(), on_host.end(), false);
-    std::fill_n(on_host.begin(), std::min<int64_t>(*host_chunks, layout_.num_chunks()), true);
-  }
-  for (planner::ChunkContents& contents : planner::chunk_contents(model, layout_.chunk_size, group.size())) {
-    chunks_.emplace_back();
-    chunks_.back().parameters = std::move(contents.parameters);
-    chunks_.back().offsets = std::move(contents.offsets);
-    chunks_.back().shard = contents.capacity / group.size();
-    chunks_.back().shard_offset = contents.shard_offset;
-    chunks_.back().on_host = on_host[chunks_.size() - 1];
-  }
-}
+      gathering_(plan_.layout.chunk_capacity, plan_.chunks_of_layer, plan_.kept_gathered_elements),
+      chunks_(plan_.chunks.size()) {}
 
 template <typename T>
 Status Gemini<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) {
   ledger_ = &ledger;
   model_ = &model;
-  for (Chunk& chunk : chunks_) {
-    const MemorySpace space = chunk.on_host ? MemorySpace::host : MemorySpace::device;
-    chunk.weights = ChunkShard<T>(ledger, MemoryCategory::parameters, space, chunk.shard);
-    chunk.gradients = ChunkShard<T>(ledger, MemoryCategory::gradients, space, chunk.shard);
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    const GeminiChunk& planned = plan_.chunks[i];
+    const MemorySpace space = planned.on_host ? MemorySpace::host : MemorySpace::device;
+    chunks_[i].weights = ChunkShard<T>(ledger, MemoryCategory::parameters, space, planned.shard);
+    chunks_[i].gradients = ChunkShard<T>(ledger, MemoryCategory::gradients, space, planned.shard);
   }
   // The parameters live in the chunks: the optimizer updates its fp32 master
   // weights and step() rounds them into the chunk shards.
-  // Its fp32 states of the first optimizer_chunks_on_host_ chunks (their
-  // slots lead the shard) live on the host.
+  // Its fp32 states of the plan's leading host chunks (their slots lead the shard) live on the host.
   planner::OptimizerLayout layout = planner::optimizer_layout(model_description_, plugin_, this->group_.size(), this->group_.rank());
-  const int64_t host_elements = optimizer_chunks_on_host_ < static_cast<int64_t>(chunks_.size())
-                                    ? chunks_[static_cast<size_t>(optimizer_chunks_on_host_)].shard_offset
-                                    : layout.shard_numel;
-  optimizer_.emplace(ledger, nullptr, layout.shard_numel, std::move(layout.pieces), std::move(decay), options, HostPrefix{host_elements});
+  optimizer_.emplace(ledger, nullptr, layout.shard_numel, std::move(layout.pieces), std::move(decay), options, HostPrefix{plan_.host_optimizer_elements()});
   model.set_unit_hooks(this);
   return Status::success();
 }
@@ -150,65 +132,50 @@ void Gemini<T>::initialize(const planner::Model& model, uint64_t seed) {
   // Where each flat parameter sits: its chunk and offset there.
   std::vector<std::pair<int, int64_t>> place(order_.size());
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    for (size_t j = 0; j < chunks_[c].parameters.size(); ++j) place[static_cast<size_t>(chunks_[c].parameters[j])] = {static_cast<int>(c), chunks_[c].offsets[j]};
+    const GeminiChunk& p = plan_.chunks[c];
+    for (size_t j = 0; j < p.parameters.size(); ++j) place[static_cast<size_t>(p.parameters[j])] = {static_cast<int>(c), p.offsets[j]};
   }
   size_t p = 0;
   for_each_initial_value(model, seed, [&](int64_t flat_index, double value) {
     while (flat_index >= order_[p].offset + order_[p].numel) ++p;
     const auto [chunk, offset] = place[p];
-    Chunk& c = chunks_[static_cast<size_t>(chunk)];
+    const GeminiChunk& c = planned(chunk);
     const int64_t begin = this->group_.rank() * c.shard;
     const int64_t in_chunk = offset + flat_index - order_[p].offset;
     if (in_chunk < begin || in_chunk >= begin + c.shard) return;
     master[c.shard_offset + in_chunk - begin] = static_cast<float>(value);
-    c.weights.data()[in_chunk - begin] = narrow<T>(static_cast<float>(value));
+    chunks_[static_cast<size_t>(chunk)].weights.data()[in_chunk - begin] = narrow<T>(static_cast<float>(value));
   });
 }
 
 template <typename T>
 void Gemini<T>::zero_gradients() {
-  for (Chunk& chunk : chunks_) {
-    if (chunk.gradients.data() != nullptr) std::fill(chunk.gradients.data(), chunk.gradients.data() + chunk.shard, T{});
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    T* gradients = chunks_[i].gradients.data();
+    if (gradients != nullptr) std::fill(gradients, gradients + plan_.chunks[i].shard, T{});
   }
 }
 
 template <typename T>
 T* Gemini<T>::weights_of(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
-  return c.on_host ? c.gathered_weights.data() : c.weights.data();
+  return planned(chunk).on_host ? c.gathered_weights.data() : c.weights.data();
 }
 
 template <typename T>
 T* Gemini<T>::gradients_of(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
-  return c.on_host ? c.gathered_gradients.data() : c.gradients.data();
-}
-
-template <typename T>
-void Gemini<T>::use_layer(int layer, bool backward) {
-  apply(gathering_.use_layer(layer, backward));
-  // The layer's chunks, newly gathered or not, point its parameters at themselves.
-  for (const int chunk : gathering_.chunks_of_layer(layer)) bind(chunk);
-}
-
-template <typename T>
-void Gemini<T>::apply(const planner::GeminiGathering::Moves& moves) {
-  for (const int chunk : moves.reduced) {
-    reduce(chunk);
-    release(chunk);
-  }
-  for (const int chunk : moves.released) release(chunk);
-  for (const int chunk : moves.gathered) gather(chunk);
-  for (const int chunk : moves.gradients_opened) open_gradients(chunk);
+  return planned(chunk).on_host ? c.gathered_gradients.data() : c.gradients.data();
 }
 
 template <typename T>
 void Gemini<T>::gather(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const GeminiChunk& p = planned(chunk);
   const int rank = this->group_.rank(), ranks = this->group_.size();
-  const int64_t shard = c.shard, whole = shard * ranks;
+  const int64_t shard = p.shard, whole = shard * ranks;
   const bool dry = ledger_->is_dry_run();
-  if (c.on_host) {
+  if (p.on_host) {
     c.gathered_weights = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, whole);
     if (!dry) std::copy_n(c.weights.data(), shard, c.gathered_weights.data() + rank * shard);
     ++moves_;
@@ -222,10 +189,11 @@ void Gemini<T>::gather(int chunk) {
 template <typename T>
 void Gemini<T>::open_gradients(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const GeminiChunk& p = planned(chunk);
   const int rank = this->group_.rank(), ranks = this->group_.size();
-  if (c.on_host) {
-    c.gathered_gradients = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, c.shard * ranks);
-    if (!ledger_->is_dry_run()) std::copy_n(c.gradients.data(), c.shard, c.gathered_gradients.data() + rank * c.shard);
+  if (p.on_host) {
+    c.gathered_gradients = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, p.shard * ranks);
+    if (!ledger_->is_dry_run()) std::copy_n(c.gradients.data(), p.shard, c.gathered_gradients.data() + rank * p.shard);
     ++moves_;
   } else {
     c.gradients.grow(rank, ranks);
@@ -234,12 +202,12 @@ void Gemini<T>::open_gradients(int chunk) {
 
 template <typename T>
 void Gemini<T>::bind(int chunk) {
-  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const GeminiChunk& p = planned(chunk);
   T* weights = weights_of(chunk);
   T* gradients = gathering_.holds_gradients(chunk) ? gradients_of(chunk) : nullptr;
-  for (size_t j = 0; j < c.parameters.size(); ++j) {
-    model_->bind_parameter(c.parameters[j], weights != nullptr ? weights + c.offsets[j] : nullptr,
-                           gradients != nullptr ? gradients + c.offsets[j] : nullptr);
+  for (size_t j = 0; j < p.parameters.size(); ++j) {
+    model_->bind_parameter(p.parameters[j], weights != nullptr ? weights + p.offsets[j] : nullptr,
+                           gradients != nullptr ? gradients + p.offsets[j] : nullptr);
   }
 }
 
@@ -248,13 +216,14 @@ void Gemini<T>::bind(int chunk) {
 template <typename T>
 void Gemini<T>::reduce(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const GeminiChunk& p = planned(chunk);
   const int rank = this->group_.rank();
   T* gradient = gradients_of(chunk);
   if (!ledger_->is_dry_run() && !failed()) {
-    error_ = this->group_.reduce_scatter(gradient, gradient + rank * c.shard, static_cast<size_t>(c.shard), comm::data_type_of<T>(), comm::ReduceOp::sum);
+    error_ = this->group_.reduce_scatter(gradient, gradient + rank * p.shard, static_cast<size_t>(p.shard), comm::data_type_of<T>(), comm::ReduceOp::sum);
   }
-  if (c.on_host) {
-    if (gradient != nullptr) std::copy_n(gradient + rank * c.shard, c.shard, c.gradients.data());
+  if (p.on_host) {
+    if (gradient != nullptr) std::copy_n(gradient + rank * p.shard, p.shard, c.gradients.data());
     c.gathered_gradients = Tensor<T>();
     ++moves_;
   } else {
@@ -265,7 +234,8 @@ void Gemini<T>::reduce(int chunk) {
 template <typename T>
 void Gemini<T>::release(int chunk) {
   Chunk& c = chunks_[static_cast<size_t>(chunk)];
-  if (c.on_host) {
+  const GeminiChunk& p = planned(chunk);
+  if (p.on_host) {
     c.gathered_weights = Tensor<T>();  // forward and backward do not change the weights: nothing to copy back
   } else {
     c.weights.shrink(this->group_.rank());
@@ -274,7 +244,7 @@ void Gemini<T>::release(int chunk) {
 
 template <typename T>
 Status Gemini<T>::reduce_gradients() {
-  apply(gathering_.release_all());
+  apply_gemini_moves(gathering_.release_all(), *this);
   return error_;
 }
 
@@ -282,16 +252,13 @@ template <typename T>
 Result<std::optional<double>> Gemini<T>::step(double loss_scale) {
   if (failed()) return error_.error();
   double sum = 0;
-  for (Chunk& chunk : chunks_) sum += Optimizer<T>::sum_of_squares(chunk.gradients.data(), chunk.shard, 1.0 / loss_scale);
+  for (size_t i = 0; i < chunks_.size(); ++i) sum += Optimizer<T>::sum_of_squares(chunks_[i].gradients.data(), plan_.chunks[i].shard, 1.0 / loss_scale);
   if (sharded()) {
     if (Status s = this->group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
   }
   const auto gradients_of_piece = [this](const planner::ShardPiece& piece) {
-    // The chunk whose slot holds the piece: the last one starting at or before it.
-    const auto after = std::upper_bound(chunks_.begin(), chunks_.end(), piece.offset_in_shard,
-                                        [](int64_t offset, const Chunk& c) { return offset < c.shard_offset; });
-    Chunk& c = *std::prev(after);
-    return c.gradients.data() + (piece.offset_in_shard - c.shard_offset);
+    const size_t chunk = plan_.chunk_holding(piece.offset_in_shard);
+    return chunks_[chunk].gradients.data() + (piece.offset_in_shard - plan_.chunks[chunk].shard_offset);
   };
   const std::optional<double> norm = optimizer_->apply_by_piece(gradients_of_piece, sum, loss_scale);
   if (norm) round_master_into_shards();
@@ -302,9 +269,10 @@ template <typename T>
 void Gemini<T>::round_master_into_shards() {
   const float* master = optimizer_->weights();
   if (master == nullptr) return;  // a dry run holds no data
-  for (Chunk& c : chunks_) {
-    T* weights = c.weights.data();
-    for (int64_t i = 0; i < c.shard; ++i) weights[i] = narrow<T>(master[c.shard_offset + i]);
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    T* weights = chunks_[c].weights.data();
+    const GeminiChunk& p = plan_.chunks[c];
+    for (int64_t i = 0; i < p.shard; ++i) weights[i] = narrow<T>(master[p.shard_offset + i]);
   }
 }
 

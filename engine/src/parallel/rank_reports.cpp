@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tessera/engine/shard_values.h"
 #include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/tensor_parallel.h"
 
@@ -121,9 +122,7 @@ Status gather_shard_values(comm::Communicator& group, const OptimizerShard& opti
       if (Status s = group.recv(received.data(), received.size(), comm::DataType::f32, r); !s) return s;
       shard = received.data();
     }
-    for (const planner::ShardPiece& piece : layout.pieces) {
-      std::copy_n(shard + piece.offset_in_shard, piece.numel, out + order[static_cast<size_t>(piece.parameter)].offset + piece.offset_in_parameter);
-    }
+    shard_values_to_flat(layout.pieces, order, shard, out);
   }
   return Status::success();
 }

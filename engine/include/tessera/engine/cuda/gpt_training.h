@@ -58,9 +58,20 @@
 // src/cuda/zero_offload.h) and the bf16 parameters are all-gathered; the
 // buffers, their categories and the collectives are src/cuda/zero_shards.h's.
 //
-// Never run on a GPU, recompute and ZeRO included: compiled for sm_90 and
+// Gemini (ColossalAI's chunk-based ZeRO-3, as the CPU engine's,
+// parallel/gemini.h), on one GPU or one per rank: the parameters live in the
+// CPU engine's chunks, sharded over the ranks (on the device, or pinned on
+// the host under the `cpu` placement); before each layer's forward and
+// backward the shared gathering's moves gather its chunks (NCCL all-gathers;
+// host shards copied up on a copy stream), open gradient chunks and
+// reduce-scatter those complete, and the layer's parameters and gradients
+// point into the gathered chunks; AdamW updates each rank's slots on the
+// device, or on the host with the CPU engine's optimizer. See
+// src/cuda/gemini_shards.h and device/gemini_device_chunks.h.
+//
+// Never run on a GPU, recompute, ZeRO and Gemini included: compiled for sm_90 and
 // checked on the day one is lent (tests/cuda/gpt_training_gpu_test.cpp,
-// recompute_gpu_test.cpp, ddp_gpu_test.cpp, zero_gpu_test.cpp, tools/gpu-check).
+// recompute_gpu_test.cpp, ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp, tools/gpu-check).
 #pragma once
 
 #include <cstdint>
@@ -87,8 +98,9 @@ struct GpuStepResult {
 
 struct GpuDataParallel {
   comm::Communicator* group = nullptr;  // over the data-parallel ranks, on device buffers; null: one GPU
-  // torch_ddp (its bucket_bytes, the plan's bucket_cap_mb) or low_level_zero
-  // (its zero stage, 1 or 2, and reduce_bucket_numel); device/gpu_plugins.h refuses the others.
+  // torch_ddp (its bucket_bytes, the plan's bucket_cap_mb), low_level_zero
+  // (its zero stage, 1 or 2, and reduce_bucket_numel) or gemini (its chunk
+  // size and placement; on one GPU too); device/gpu_plugins.h refuses the others.
   planner::PluginOptions plugin;
 };
 
@@ -119,14 +131,15 @@ class GptTraining {
   // (Optimizer::weights_restored; under ZeRO then all-gathered, collective).
   // One line on a CUDA error.
   FlatAdamWState host_state(const planner::Model& model) const;
-  // Whether ranks hold different optimizer states (ZeRO): every rank saves its own.
+  // Whether ranks hold different optimizer states (ZeRO, Gemini on 2 or more ranks): every rank saves its own.
   bool sharded() const;
   Status save_state(FlatAdamWState& state) const;
   Status restore_state(FlatAdamWState& state);
 
   // The flat parameters and the last step's gradients as the optimizer read
   // them, copied to the host, in flat order (under ZeRO the gradients are
-  // this rank's reduced shard, its shard's elements).
+  // this rank's reduced shard, its shard's elements; under Gemini both are
+  // this rank's chunk slots, slot after slot, planner/optimizer_layout.h).
   std::vector<bf16> parameters() const;
   std::vector<bf16> gradients() const;
 

@@ -35,10 +35,9 @@
 #include <optional>
 #include <vector>
 
+#include "tessera/engine/parallel/gemini_chunks.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/tensor.h"
-#include "tessera/planner/chunks.h"
-#include "tessera/planner/gemini_gathering.h"
 
 namespace tessera::engine {
 
@@ -72,7 +71,7 @@ class ChunkShard {
 };
 
 template <typename T>
-class Gemini final : public ParallelStrategy<T>, private UnitHooks {
+class Gemini final : public ParallelStrategy<T>, private UnitHooks, private GeminiChunkMoves {
  public:
   // host_chunks: the leading chunks whose 16-bit shards live on the host, where
   // the plan solved it (`auto`); unset: planner::parameter_chunks_on_host.
@@ -94,28 +93,24 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
   int64_t chunk_moves() const override { return moves_; }
 
  private:
+  // Beside each of the plan's chunks: this rank's shards.
   struct Chunk {
-    std::vector<int> parameters;      // flat-order indices packed here, in packing order
-    std::vector<int64_t> offsets;     // of each, in the chunk
-    int64_t shard = 0;                // elements of the chunk per rank (its capacity / ranks)
-    int64_t shard_offset = 0;         // where its slot starts in the optimizer's states
     ChunkShard<T> weights, gradients; // this rank's shards (grown while gathered, on the device)
     Tensor<T> gathered_weights, gathered_gradients;  // shards on the host: the device copies while gathered
-    bool on_host = false;             // the 16-bit shards live on the host (parameter_chunks_on_host)
   };
 
   void before_forward(int layer) override { use_layer(layer, false); }
   void after_forward(int) override {}
   void before_backward(int layer) override { use_layer(layer, true); }
   void after_backward(int) override {}
-  // Carries out the gathering's moves for `layer`, then binds its parameters.
-  void use_layer(int layer, bool backward);
-  void apply(const planner::GeminiGathering::Moves& moves);
-  void gather(int chunk);
-  void open_gradients(int chunk);  // a gradient chunk beside the gathered one (backward)
-  void bind(int chunk);            // the model's parameters (and open gradients) point into the chunk
-  void release(int chunk);
-  void reduce(int chunk);
+  // Carries out the gathering's moves for `layer`, then binds its parameters (gemini_chunks.h).
+  void use_layer(int layer, bool backward) { use_gemini_layer(gathering_, layer, backward, *this); }
+  void gather(int chunk) override;
+  void open_gradients(int chunk) override;
+  void bind(int chunk) override;
+  void release(int chunk) override;
+  void reduce(int chunk) override;
+  const GeminiChunk& planned(int chunk) const { return plan_.chunks[static_cast<size_t>(chunk)]; }
   T* weights_of(int chunk);
   T* gradients_of(int chunk);
   // The 16-bit chunk shards from the fp32 master weights (after a step or a restore).
@@ -124,11 +119,9 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks {
 
   const planner::Model& model_description_;
   planner::PluginOptions plugin_;
-  planner::ChunkLayout layout_;
+  GeminiChunkPlan plan_;                     // the chunks, their contents and placement
   std::vector<planner::FlatParameter> order_;
-  std::vector<std::vector<int>> chunks_of_layer_;  // per layer slot, its chunks (planner::chunks_by_layer)
-  planner::GeminiGathering gathering_;       // which chunks are gathered, and holding gradients
-  int64_t optimizer_chunks_on_host_ = 0;     // the leading chunks whose fp32 states live on the host
+  planner::GeminiGathering gathering_;       // which chunks are gathered, and holding gradients (over plan_)
   MemoryLedger* ledger_ = nullptr;
   Transformer<T>* model_ = nullptr;
   std::vector<Chunk> chunks_;

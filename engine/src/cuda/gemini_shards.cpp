@@ -1,0 +1,279 @@
+// Gemini on the GPU step; see gemini_shards.h.
+#include "gemini_shards.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "tessera/engine/adamw_step.h"
+#include "tessera/engine/cuda/adamw.h"
+#include "tessera/engine/cuda/sum_of_squares.h"
+#include "tessera/engine/shard_values.h"
+
+namespace tessera::engine::cuda {
+namespace {
+
+Status succeeded(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return Status::success();
+  return make_error(ErrorCode::unsupported, std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+void made(cudaError_t error, const char* what) {
+  if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+size_t bytes(int64_t n, size_t element) { return static_cast<size_t>(n) * element; }
+
+}  // namespace
+
+// ---- CudaChunkCopies ------------------------------------------------------
+
+CudaChunkCopies::CudaChunkCopies(comm::Communicator* group, PinnedHostAllocator& host) : group_(group), host_(host) {
+  made(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "making Gemini's copy stream");
+  made(cudaEventCreateWithFlags(&ordered_, cudaEventDisableTiming), "making Gemini's copy event");
+}
+
+CudaChunkCopies::~CudaChunkCopies() {
+  if (copy_ != nullptr) cudaStreamSynchronize(copy_);
+  if (ordered_ != nullptr) cudaEventDestroy(ordered_);
+  if (copy_ != nullptr) cudaStreamDestroy(copy_);
+}
+
+Status CudaChunkCopies::copy(bf16* device_to, const bf16* device_from, int64_t n) {
+  return succeeded(cudaMemcpyAsync(device_to, device_from, bytes(n, sizeof(bf16)), cudaMemcpyDeviceToDevice, nullptr), "copying a chunk's shard");
+}
+
+Status CudaChunkCopies::zero(bf16* device, int64_t n) {
+  if (n == 0) return Status::success();
+  return succeeded(cudaMemsetAsync(device, 0, bytes(n, sizeof(bf16)), nullptr), "zeroing a chunk");
+}
+
+Status CudaChunkCopies::copy_stream_after_compute() {
+  if (Status s = succeeded(cudaEventRecord(ordered_, nullptr), "recording the compute stream's event"); !s) return s;
+  return succeeded(cudaStreamWaitEvent(copy_, ordered_, 0), "ordering the copy stream after the compute stream");
+}
+
+// Up on the copy stream, after what the compute stream has queued (the
+// chunk block may have just been freed there), and the compute stream's next
+// work after it.
+Status CudaChunkCopies::upload(bf16* device, const bf16* pinned, int64_t n) {
+  if (Status s = copy_stream_after_compute(); !s) return s;
+  if (Status s = succeeded(copy_to_device_async(device, pinned, bytes(n, sizeof(bf16)), copy_, host_), "copying a chunk's shard up"); !s) return s;
+  if (Status s = succeeded(cudaEventRecord(ordered_, copy_), "recording the copy stream's event"); !s) return s;
+  return succeeded(cudaStreamWaitEvent(nullptr, ordered_, 0), "ordering the compute stream after the upload");
+}
+
+Status CudaChunkCopies::download(bf16* pinned, const bf16* device, int64_t n) {
+  if (Status s = copy_stream_after_compute(); !s) return s;
+  return succeeded(copy_to_host_async(pinned, device, bytes(n, sizeof(bf16)), copy_, host_), "copying a gradient shard down");
+}
+
+Status CudaChunkCopies::wait_for_copies() { return succeeded(cudaStreamSynchronize(copy_), "waiting for Gemini's copies"); }
+
+Status CudaChunkCopies::all_gather(bf16* chunk, int64_t shard) {
+  if (group_ == nullptr) return Status::success();  // one rank: its slot is the chunk
+  return group_->all_gather(chunk + group_->rank() * shard, chunk, static_cast<size_t>(shard), comm::DataType::bf16);
+}
+
+Status CudaChunkCopies::reduce_scatter(const bf16* chunk, bf16* shard, int64_t n) {
+  if (group_ == nullptr) return shard == chunk ? Status::success() : copy(shard, chunk, n);
+  return group_->reduce_scatter(chunk, shard, static_cast<size_t>(n), comm::DataType::bf16, comm::ReduceOp::sum);
+}
+
+// ---- GeminiShards ----------------------------------------------------------
+
+GeminiShards::GeminiShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator* group, const planner::Model& model,
+                           const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of,
+                           std::vector<bf16*>& gradient_of)
+    : group_(group),
+      layout_(planner::optimizer_layout(model, plugin, group != nullptr ? group->size() : 1, group != nullptr ? group->rank() : 0)),
+      plan_(gemini_chunk_plan(model, plugin.gemini, group != nullptr ? group->size() : 1)),
+      order_(planner::flat_parameter_order(model.inventory)),
+      decay_(std::move(decay)),
+      options_(options),
+      host_(pinned_, events_, ledger),
+      copies_(group, host_) {
+  const int rank = group != nullptr ? group->rank() : 0, ranks = group != nullptr ? group->size() : 1;
+  chunks_ = std::make_unique<GeminiDeviceChunks>(plan_, rank, ranks, allocator, host_, ledger, copies_, parameter_of, gradient_of);
+  const int64_t n = layout_.shard_numel;
+  if (plan_.host_optimizer_elements() > 0) {  // `cpu`: every slot's states on the host
+    host_optimizer_.emplace(ledger, nullptr, n, layout_.pieces, decay_, options_, MemorySpace::host);
+  } else {
+    master_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(n, sizeof(float))), MemoryCategory::master_weights);
+    exp_avg_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(n, sizeof(float))), MemoryCategory::optimizer_states);
+    exp_avg_sq_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(n, sizeof(float))), MemoryCategory::optimizer_states);
+  }
+}
+
+GeminiShards::~GeminiShards() = default;
+
+Status GeminiShards::start_from(const std::vector<float>& weights) {
+  std::vector<float> shard(static_cast<size_t>(layout_.shard_numel), 0.0f);  // the padding stays 0
+  flat_values_to_shard(layout_.pieces, order_, weights.data(), shard.data());
+  if (on_host()) {
+    std::copy(shard.begin(), shard.end(), host_optimizer_->weights());
+  } else {
+    const size_t n = bytes(layout_.shard_numel, sizeof(float));
+    if (Status s = succeeded(cudaMemcpy(master_.as<float>(), shard.data(), n, cudaMemcpyHostToDevice), "copying the master weights' slots"); !s) return s;
+    if (Status s = succeeded(cudaMemset(exp_avg_.as<void>(), 0, n), "zeroing AdamW's exp_avg"); !s) return s;
+    if (Status s = succeeded(cudaMemset(exp_avg_sq_.as<void>(), 0, n), "zeroing AdamW's exp_avg_sq"); !s) return s;
+  }
+  return round_into_shards(shard.data());
+}
+
+Status GeminiShards::round_into_shards(const float* master) {
+  if (on_host()) {
+    if (Status s = copies_.wait_for_copies(); !s) return s;  // no upload may still read a pinned shard
+  }
+  for (size_t c = 0; c < plan_.chunks.size(); ++c) {
+    const GeminiChunk& chunk = plan_.chunks[c];
+    std::vector<bf16> rounded(static_cast<size_t>(chunk.shard));
+    for (int64_t i = 0; i < chunk.shard; ++i) rounded[static_cast<size_t>(i)] = narrow<bf16>(master[chunk.shard_offset + i]);
+    if (chunk.on_host) {
+      std::copy(rounded.begin(), rounded.end(), chunks_->weight_shard(c));
+    } else if (Status s = succeeded(cudaMemcpy(chunks_->weight_shard(c), rounded.data(), bytes(chunk.shard, sizeof(bf16)), cudaMemcpyHostToDevice),
+                                    "copying a weight shard");
+               !s) {
+      return s;
+    }
+  }
+  return Status::success();
+}
+
+Status GeminiShards::all_reduce_sum(double& sum, double* device_sum) {
+  if (group_ == nullptr) return Status::success();
+  // NCCL's buffers are device memory.
+  if (Status s = succeeded(cudaMemcpy(device_sum, &sum, sizeof sum, cudaMemcpyHostToDevice), "copying the sum of squares"); !s) return s;
+  if (Status s = group_->all_reduce(device_sum, device_sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s;
+  return succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares");
+}
+
+Result<std::optional<double>> GeminiShards::step(void* sum_workspace, double* device_sum) {
+  double sum = 0;
+  if (on_host()) {
+    // The CPU engine's step (Gemini::step) over the pinned shards, once their downloads have run.
+    if (Status s = copies_.wait_for_copies(); !s) return s.error();
+    for (size_t c = 0; c < plan_.chunks.size(); ++c) sum += Optimizer<bf16>::sum_of_squares(chunks_->gradient_shard(c), plan_.chunks[c].shard, 1.0);
+    if (Status s = all_reduce_sum(sum, device_sum); !s) return s.error();
+    const auto gradients_of_piece = [this](const planner::ShardPiece& piece) {
+      const size_t chunk = plan_.chunk_holding(piece.offset_in_shard);
+      return chunks_->gradient_shard(chunk) + (piece.offset_in_shard - plan_.chunks[chunk].shard_offset);
+    };
+    const std::optional<double> norm = host_optimizer_->apply_by_piece(gradients_of_piece, sum, 1.0);
+    if (norm) {
+      if (Status s = round_into_shards(host_optimizer_->weights()); !s) return s.error();
+    }
+    return norm;
+  }
+  for (size_t c = 0; c < plan_.chunks.size(); ++c) {
+    if (Status s = succeeded(sum_of_squares(device_sum, reinterpret_cast<int32_t*>(device_sum + 1), chunks_->gradient_shard(c), plan_.chunks[c].shard, 1.0,
+                                            sum_workspace, nullptr),
+                             "a gradient shard's sum of squares");
+        !s) {
+      return s.error();
+    }
+    double chunk_sum = 0;
+    if (Status s = succeeded(cudaMemcpy(&chunk_sum, device_sum, sizeof chunk_sum, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
+    sum += chunk_sum;
+  }
+  if (Status s = all_reduce_sum(sum, device_sum); !s) return s.error();
+  if (!std::isfinite(sum)) return std::optional<double>();
+  const double norm = std::sqrt(sum);
+  ++steps_;
+  const AdamWScalars scalars =
+      adamw_scalars(options_.learning_rate, options_.beta1, options_.beta2, options_.eps, steps_, clip_coefficient(norm, options_.max_grad_norm));
+  for (const planner::ShardPiece& piece : layout_.pieces) {
+    const size_t c = plan_.chunk_holding(piece.offset_in_shard);
+    const int64_t at = piece.offset_in_shard, in_slot = at - plan_.chunks[c].shard_offset;
+    const float wd = decay_[static_cast<size_t>(piece.parameter)] ? static_cast<float>(options_.weight_decay) : 0.0f;
+    if (Status s = succeeded(adamw(chunks_->weight_shard(c) + in_slot, master_.as<float>() + at, exp_avg_.as<float>() + at, exp_avg_sq_.as<float>() + at,
+                                   chunks_->gradient_shard(c) + in_slot, piece.numel, wd, scalars, nullptr),
+                             "adamw");
+        !s) {
+      return s.error();
+    }
+  }
+  return std::optional<double>(norm);
+}
+
+Status GeminiShards::save(FlatAdamWState& state) {
+  const int64_t n = layout_.shard_numel;
+  const bool whole = state.numel() != n;  // one GPU: the whole model in flat order
+  std::vector<float> values[3];
+  if (on_host()) {
+    values[0].assign(host_optimizer_->weights(), host_optimizer_->weights() + n);
+    for (int s = 0; s < 2; ++s) values[s + 1].assign(host_optimizer_->state(s), host_optimizer_->state(s) + n);
+  } else {
+    const DeviceBlock* blocks[3] = {&master_, &exp_avg_, &exp_avg_sq_};
+    for (int k = 0; k < 3; ++k) {
+      values[k].resize(static_cast<size_t>(n));
+      if (Status s = succeeded(cudaMemcpy(values[k].data(), blocks[k]->as<float>(), bytes(n, sizeof(float)), cudaMemcpyDeviceToHost), "copying the optimizer's slots");
+          !s) {
+        return s;
+      }
+    }
+  }
+  float* targets[3] = {state.weights(), state.state(0), state.state(1)};
+  for (int k = 0; k < 3; ++k) {
+    if (whole) {
+      shard_values_to_flat(layout_.pieces, order_, values[k].data(), targets[k]);
+    } else {
+      std::copy(values[k].begin(), values[k].end(), targets[k]);
+    }
+  }
+  state.set_steps_taken(on_host() ? host_optimizer_->steps_taken() : steps_);
+  return Status::success();
+}
+
+Status GeminiShards::restore(FlatAdamWState& state) {
+  const int64_t n = layout_.shard_numel;
+  const bool whole = state.numel() != n;
+  std::vector<float> values[3];
+  float* sources[3] = {state.weights(), state.state(0), state.state(1)};
+  for (int k = 0; k < 3; ++k) {
+    if (whole) {
+      values[k].assign(static_cast<size_t>(n), 0.0f);
+      flat_values_to_shard(layout_.pieces, order_, sources[k], values[k].data());
+    } else {
+      values[k].assign(sources[k], sources[k] + n);
+    }
+  }
+  if (on_host()) {
+    std::copy(values[0].begin(), values[0].end(), host_optimizer_->weights());
+    for (int s = 0; s < 2; ++s) std::copy(values[s + 1].begin(), values[s + 1].end(), host_optimizer_->state(s));
+    host_optimizer_->set_steps_taken(state.steps_taken());
+  } else {
+    DeviceBlock* blocks[3] = {&master_, &exp_avg_, &exp_avg_sq_};
+    for (int k = 0; k < 3; ++k) {
+      if (Status s = succeeded(cudaMemcpy(blocks[k]->as<float>(), values[k].data(), bytes(n, sizeof(float)), cudaMemcpyHostToDevice), "copying the optimizer's slots");
+          !s) {
+        return s;
+      }
+    }
+    steps_ = state.steps_taken();
+  }
+  return round_into_shards(values[0].data());
+}
+
+Status GeminiShards::copy_shards(std::vector<bf16>& weights, std::vector<bf16>& gradients) {
+  weights.assign(static_cast<size_t>(layout_.shard_numel), bf16{});
+  gradients.assign(static_cast<size_t>(layout_.shard_numel), bf16{});
+  if (Status s = copies_.wait_for_copies(); !s) return s;
+  for (size_t c = 0; c < plan_.chunks.size(); ++c) {
+    const GeminiChunk& chunk = plan_.chunks[c];
+    const cudaMemcpyKind kind = chunk.on_host ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost;
+    if (Status s = succeeded(cudaMemcpy(weights.data() + chunk.shard_offset, chunks_->weight_shard(c), bytes(chunk.shard, sizeof(bf16)), kind), "copying a weight shard");
+        !s) {
+      return s;
+    }
+    if (Status s = succeeded(cudaMemcpy(gradients.data() + chunk.shard_offset, chunks_->gradient_shard(c), bytes(chunk.shard, sizeof(bf16)), kind),
+                             "copying a gradient shard");
+        !s) {
+      return s;
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace tessera::engine::cuda

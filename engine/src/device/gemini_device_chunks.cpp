@@ -1,0 +1,167 @@
+#include "tessera/engine/device/gemini_device_chunks.h"
+
+#include <algorithm>
+
+namespace tessera::engine {
+namespace {
+
+// What the caching allocator books for a block of `bytes` (its 512-byte rounding).
+int64_t booked(int64_t bytes) { return (bytes + CachingAllocator::kBlockAlign - 1) / CachingAllocator::kBlockAlign * CachingAllocator::kBlockAlign; }
+
+}  // namespace
+
+GeminiDeviceChunks::GeminiDeviceChunks(const GeminiChunkPlan& plan, int rank, int ranks, CachingAllocator& device, PinnedHostAllocator& host,
+                                       MemoryLedger& ledger, ChunkCopies& copies, std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of)
+    : plan_(plan),
+      rank_(rank),
+      ranks_(ranks),
+      device_(device),
+      host_(host),
+      ledger_(ledger),
+      copies_(copies),
+      parameter_of_(parameter_of),
+      gradient_of_(gradient_of),
+      gathering_(plan.layout.chunk_capacity, plan.chunks_of_layer, plan.kept_gathered_elements),
+      chunks_(plan.chunks.size()) {
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    chunks_[c].weights = new_shard(static_cast<int>(c), MemoryCategory::parameters);
+    chunks_[c].gradients = new_shard(static_cast<int>(c), MemoryCategory::gradients);
+    const int64_t n = plan.chunks[c].shard;
+    if (plan.chunks[c].on_host) {
+      std::fill_n(chunks_[c].weights, n, bf16{});
+      std::fill_n(chunks_[c].gradients, n, bf16{});
+    } else {
+      run(copies_.zero(chunks_[c].weights, n));
+      run(copies_.zero(chunks_[c].gradients, n));
+    }
+  }
+}
+
+GeminiDeviceChunks::~GeminiDeviceChunks() {
+  // Gathered chunks give their slots' bytes back to chunk_buffers before their blocks go.
+  copies_.wait_for_copies();  // no copy may still use a pinned shard
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const int chunk = static_cast<int>(c);
+    if (chunks_[c].weights != nullptr) {
+      free_shard(chunk, chunks_[c].weights);
+    } else {
+      ledger_.moved(MemoryCategory::parameters, MemoryCategory::chunk_buffers, MemorySpace::device, slot_bytes(chunk));
+    }
+    if (chunks_[c].gradients != nullptr) {
+      free_shard(chunk, chunks_[c].gradients);
+    } else {
+      ledger_.moved(MemoryCategory::gradients, MemoryCategory::chunk_buffers, MemorySpace::device, slot_bytes(chunk));
+    }
+  }
+}
+
+int64_t GeminiDeviceChunks::slot_bytes(int chunk) const {
+  return booked(plan_.chunks[static_cast<size_t>(chunk)].shard * static_cast<int64_t>(sizeof(bf16)));
+}
+
+bf16* GeminiDeviceChunks::new_shard(int chunk, MemoryCategory category) {
+  const GeminiChunk& p = plan_.chunks[static_cast<size_t>(chunk)];
+  const int64_t bytes = p.shard * static_cast<int64_t>(sizeof(bf16));
+  return static_cast<bf16*>(p.on_host ? host_.allocate(bytes, category) : device_.allocate(bytes, category));
+}
+
+void GeminiDeviceChunks::free_shard(int chunk, bf16* shard) {
+  if (plan_.chunks[static_cast<size_t>(chunk)].on_host) {
+    host_.free(shard);
+  } else {
+    device_.free(shard);
+  }
+}
+
+bool GeminiDeviceChunks::run(const Status& status) {
+  if (error_.ok() && !status.ok()) error_ = status;
+  return error_.ok();
+}
+
+Status GeminiDeviceChunks::zero_gradients() {
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const int64_t n = plan_.chunks[c].shard;
+    if (plan_.chunks[c].on_host) {
+      if (!run(copies_.wait_for_copies())) break;  // no download may still be writing it
+      std::fill_n(chunks_[c].gradients, n, bf16{});
+    } else {
+      run(copies_.zero(chunks_[c].gradients, n));
+    }
+  }
+  return error_;
+}
+
+DeviceBlock GeminiDeviceChunks::grow(int chunk, bf16*& shard, MemoryCategory category) {
+  const GeminiChunk& p = plan_.chunks[static_cast<size_t>(chunk)];
+  DeviceBlock whole(device_, p.shard * ranks_ * static_cast<int64_t>(sizeof(bf16)), MemoryCategory::chunk_buffers);
+  bf16* slot = whole.as<bf16>() + rank_ * p.shard;
+  if (p.on_host) {
+    run(copies_.upload(slot, shard, p.shard));
+    ++moves_;
+  } else {
+    run(copies_.copy(slot, shard, p.shard));
+    device_.free(shard);  // stream-ordered: the copy above has read it before anything reuses the block
+    shard = nullptr;
+    ledger_.moved(MemoryCategory::chunk_buffers, category, MemorySpace::device, slot_bytes(chunk));
+  }
+  return whole;
+}
+
+void GeminiDeviceChunks::gather(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  c.gathered = grow(chunk, c.weights, MemoryCategory::parameters);
+  run(copies_.all_gather(c.gathered.as<bf16>(), plan_.chunks[static_cast<size_t>(chunk)].shard));
+}
+
+void GeminiDeviceChunks::open_gradients(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const int64_t shard = plan_.chunks[static_cast<size_t>(chunk)].shard;
+  c.gathered_gradients = grow(chunk, c.gradients, MemoryCategory::gradients);
+  bf16* whole = c.gathered_gradients.as<bf16>();
+  run(copies_.zero(whole, rank_ * shard));
+  run(copies_.zero(whole + (rank_ + 1) * shard, (ranks_ - rank_ - 1) * shard));
+}
+
+void GeminiDeviceChunks::reduce(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const GeminiChunk& p = plan_.chunks[static_cast<size_t>(chunk)];
+  bf16* whole = c.gathered_gradients.as<bf16>();
+  if (p.on_host) {
+    // In place, then this rank's slot down into the pinned shard; the block waits for that copy.
+    bf16* slot = whole + rank_ * p.shard;
+    run(copies_.reduce_scatter(whole, slot, p.shard));
+    run(copies_.download(c.gradients, slot, p.shard));
+    device_.record_stream(whole, copies_.copy_stream());
+    ++moves_;
+  } else {
+    ledger_.moved(MemoryCategory::gradients, MemoryCategory::chunk_buffers, MemorySpace::device, slot_bytes(chunk));
+    c.gradients = new_shard(chunk, MemoryCategory::gradients);
+    run(copies_.reduce_scatter(whole, c.gradients, p.shard));
+  }
+  c.gathered_gradients = DeviceBlock();
+}
+
+void GeminiDeviceChunks::release(int chunk) {
+  Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const GeminiChunk& p = plan_.chunks[static_cast<size_t>(chunk)];
+  if (!p.on_host) {  // the weights are unchanged: a host shard needs nothing back
+    ledger_.moved(MemoryCategory::parameters, MemoryCategory::chunk_buffers, MemorySpace::device, slot_bytes(chunk));
+    c.weights = new_shard(chunk, MemoryCategory::parameters);
+    run(copies_.copy(c.weights, c.gathered.as<bf16>() + rank_ * p.shard, p.shard));
+  }
+  c.gathered = DeviceBlock();
+  for (const int parameter : p.parameters) parameter_of_[static_cast<size_t>(parameter)] = nullptr;
+}
+
+void GeminiDeviceChunks::bind(int chunk) {
+  const Chunk& c = chunks_[static_cast<size_t>(chunk)];
+  const GeminiChunk& p = plan_.chunks[static_cast<size_t>(chunk)];
+  bf16* gradients = gathering_.holds_gradients(chunk) ? c.gathered_gradients.as<bf16>() : nullptr;
+  for (size_t j = 0; j < p.parameters.size(); ++j) {
+    const auto parameter = static_cast<size_t>(p.parameters[j]);
+    parameter_of_[parameter] = c.gathered.as<bf16>() + p.offsets[j];
+    gradient_of_[parameter] = gradients != nullptr ? gradients + p.offsets[j] : nullptr;
+  }
+}
+
+}  // namespace tessera::engine

@@ -1,0 +1,246 @@
+// Gemini on GPUs: `tessera_gemini_gpu_test` on one GPU, `mpirun -np N
+// tessera_gemini_gpu_test` on N (tools/gpu-check runs it on one GPU and with
+// N = the GPUs where there are 2 or more; ctest on 1 and 2 ranks, skipped
+// without the GPUs). Each rank runs one step of the GPU training step under
+// Gemini (cuda/gpt_training.h, src/cuda/gemini_shards.h; over NCCL on 2 or
+// more ranks) and one step of the CPU engine's Gemini over MPI
+// (parallel/gemini.h) on the same rank's micro-batch (and again on 2
+// accumulated micro-batches), in the same chunks of 40000 elements (several
+// per layer, some spanning two), under the `cuda` placement, the `cpu`
+// placement (shards pinned on the host, the optimizer on the host) and
+// `static` with shard_param_frac 0.5 (chunks kept gathered from forward to
+// backward), on small_models.h's GPT-2 (tied head) and Qwen2.
+//
+// Checked, on every rank:
+//  - this rank's loss and the global gradient norm within 2^-6 relative of
+//    the CPU Gemini's (ddp_gpu_test.cpp's bounds, for its reasons);
+//  - on 2 or more ranks, NCCL's all-gathers, reduce-scatters and all-reduces
+//    (calls and bytes) equal the CPU Gemini's on MPI: the same chunks
+//    gathered and reduced at the same layers (planner::GeminiGathering);
+//  - the reduced gradient slots, per piece, within 2^-4 in norm of the CPU
+//    DDP's reduced gradients of the same elements;
+//  - the update against the CPU optimizer of this rank's slots applied to
+//    the GPU's reduced gradients, within one bf16 unit of each weight;
+//  - the ledger's peaks against the planner's estimate of the same run per
+//    category: the device's parameters, gradients, master weights and
+//    optimizer states within 512 bytes a block (the caching allocator's
+//    rounding), the host's master weights and states exactly and its 16-bit
+//    shards rounded up to the pinned allocator's powers of two, and
+//    chunk_buffers at most one shard and the rounding above the planner's
+//    peak (device/gemini_device_chunks.h: the moment of a gather).
+// These bounds have not yet met a GPU. A plain program under mpirun
+// (gpu_ranks.h): exit 77 on every rank (one line) where a rank has no GPU of its own.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu_ranks.h"
+#include "tessera/engine/cuda/gpt_training.h"
+#include "tessera/engine/gradient_accumulation.h"
+#include "tessera/engine/model/transformer.h"
+#include "tessera/engine/optimizer.h"
+#include "tessera/engine/parallel/gemini_chunks.h"
+#include "tessera/engine/parallel/strategy.h"
+#include "tessera/planner/enum_names.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/registry.h"
+
+namespace tessera::engine::cuda {
+namespace {
+
+using testing::Checker;
+using testing::relative;
+using testing::report;
+
+constexpr int64_t B = 2, T = 37, kMicroTokens = B * T;
+constexpr uint64_t kSeed = 5;
+constexpr int64_t kChunk = 40000;  // elements: several chunks per layer, a multiple of 2
+
+planner::PluginOptions gemini_plugin(planner::GeminiPlacement placement, double shard_param_frac = 1) {
+  planner::PluginOptions plugin;
+  plugin.kind = planner::PluginKind::gemini;
+  plugin.gemini.placement_policy = placement;
+  plugin.gemini.chunk_size = kChunk;
+  plugin.gemini.shard_param_frac = shard_param_frac;
+  return plugin;
+}
+
+struct Batch {
+  std::vector<int32_t> tokens, targets;
+  int64_t micro_batches = 1;
+};
+
+struct CpuStep {
+  bool ok = false;
+  double loss = 0, norm = 0;
+  std::vector<bf16> reduced;  // DDP: the whole model's reduced gradients, flat order
+  comm::CommCounters moved;
+};
+
+// One step of the CPU engine under `plugin` over MPI, as the CPU trainer runs it (gradient_accumulation.h).
+CpuStep cpu_step(const planner::Model& model, const planner::PluginOptions& plugin, const Batch& batch, comm::Communicator& mpi, Checker& check,
+                 const std::string& prefix) {
+  CpuStep out;
+  auto strategy = make_parallel_strategy<bf16>(mpi, plugin, model);
+  MemoryLedger ledger;
+  auto created = Transformer<bf16>::create(model, ledger, B, T, kSeed, planner::RecomputeMode::none, strategy->storage());
+  check.expect(created.ok(), prefix + "the CPU model");
+  if (!created.ok()) return out;
+  Transformer<bf16> cpu = std::move(created).value();
+  check.expect_ok(strategy->attach(ledger, cpu, decay_mask(cpu.parameter_shapes()), OptimizerOptions{}), prefix + "the CPU strategy");
+  strategy->initialize(model, kSeed);
+  const comm::CommCounters before = mpi.counters();
+  strategy->zero_gradients();
+  for (int64_t micro = 0; micro < batch.micro_batches; ++micro) {
+    const int64_t first = micro * kMicroTokens;
+    out.loss = add_micro_batch_loss(out.loss, cpu.forward(batch.tokens.data() + first, batch.targets.data() + first), batch.micro_batches);
+    strategy->prepare_backward(reduces_in_backward(micro, batch.micro_batches));
+    cpu.backward(static_cast<float>(micro_batch_gradient_scale(1.0, batch.micro_batches, strategy->ranks())));
+  }
+  check.expect_ok(strategy->reduce_gradients(), prefix + "the CPU reduction");
+  if (plugin.kind == planner::PluginKind::torch_ddp) out.reduced.assign(cpu.flat_gradients().data(), cpu.flat_gradients().data() + model.parameter_count);
+  auto stepped = strategy->step(1.0);
+  check.expect(stepped.ok() && stepped->has_value(), prefix + "the CPU step");
+  if (!stepped.ok() || !stepped->has_value()) return out;
+  out.norm = stepped->value();
+  out.moved = mpi.counters().since(before);
+  out.ok = true;
+  return out;
+}
+
+// The ledger's peaks against the planner's estimate of the same run.
+void check_ledger(const planner::Model& model, const planner::PluginOptions& plugin, int ranks, int64_t micro_batches, const MemoryLedger& ledger,
+                  Checker& check, const std::string& prefix) {
+  auto gpu = planner::load_gpu("h100-80g");
+  planner::EstimateRequest request;
+  request.layout.dp = ranks;
+  request.plugin = plugin;
+  request.training.micro_batch_size = B;
+  request.training.seq_len = T;
+  request.training.num_micro_batches = micro_batches;
+  auto estimate = planner::estimate_memory(model, gpu.value(), request);
+  check.expect(estimate.ok(), prefix + "the planner's estimate");
+  if (!estimate.ok()) return;
+  const planner::RankMemory& row = estimate->ranks.at(0);
+  const GeminiChunkPlan plan = gemini_chunk_plan(model, plugin.gemini, ranks);
+  const int64_t blocks = 2 * static_cast<int64_t>(plan.chunks.size());
+  int64_t largest_shard = 0, pinned = 0;
+  for (const GeminiChunk& c : plan.chunks) {
+    largest_shard = std::max(largest_shard, 2 * c.shard);
+    if (c.on_host) pinned += static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(2 * c.shard)));
+  }
+  const auto within = [&](MemoryCategory category, int64_t slack) {
+    const int64_t planned = row.bytes[category].device, booked = ledger.peak(category, MemorySpace::device);
+    check.expect(booked >= planned - slack && booked <= planned + slack,
+                 prefix + "the ledger's " + std::string(to_string(category)) + " " + std::to_string(booked) + " bytes are the planner's " + std::to_string(planned));
+  };
+  within(MemoryCategory::parameters, 512 * blocks);
+  within(MemoryCategory::gradients, 512 * blocks);
+  within(MemoryCategory::master_weights, 512);
+  within(MemoryCategory::optimizer_states, 2 * 512);
+  const int64_t planned = row.bytes[MemoryCategory::chunk_buffers].device, booked = ledger.peak(MemoryCategory::chunk_buffers, MemorySpace::device);
+  check.expect(booked >= planned - 512 * blocks && booked <= planned + largest_shard + 512 * blocks,
+               prefix + "the ledger's chunk_buffers " + std::to_string(booked) + " bytes are the planner's " + std::to_string(planned) + " and one shard at most");
+  for (const MemoryCategory category : {MemoryCategory::master_weights, MemoryCategory::optimizer_states}) {
+    check.expect(ledger.peak(category, MemorySpace::host) == row.bytes[category].host, prefix + "the ledger's host " + std::string(to_string(category)));
+  }
+  for (const MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::gradients}) {
+    check.expect(ledger.peak(category, MemorySpace::host) == pinned, prefix + "the ledger's host " + std::string(to_string(category)) + " are the pinned shards");
+  }
+}
+
+void check_one_case(const std::string& prefix, const planner::Model& model, const planner::PluginOptions& plugin, const Batch& batch, const CpuStep& cpu,
+                    const CpuStep& ddp, comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
+  const int rank = mpi.rank(), ranks = mpi.size();
+  if (!cpu.ok || !ddp.ok) return;
+  const comm::CommCounters nccl_before = nccl.counters();
+  MemoryLedger gpu_ledger;
+  auto made = GptTraining::create(model, gpu_ledger, B, T, kSeed, OptimizerOptions{}, GpuDataParallel{ranks > 1 ? &nccl : nullptr, plugin});
+  check.expect(made.ok(), prefix + "the GPU step: " + (made.ok() ? "" : made.error().message));
+  if (!made.ok()) return;
+  GptTraining& gpu = *made.value();
+  const std::vector<bf16> initial = gpu.parameters();  // this rank's weight slots
+  auto stepped = gpu.step(batch.tokens.data(), batch.targets.data(), batch.micro_batches);
+  check.expect(stepped.ok() && stepped->updated, prefix + "one GPU Gemini step: " + (stepped.ok() ? "" : stepped.error().message));
+  if (!stepped.ok()) return;
+  const std::vector<bf16> slots = gpu.gradients(), updated = gpu.parameters();
+  const comm::CommCounters moved = nccl.counters().since(nccl_before);
+
+  if (ranks > 1) {
+    for (const comm::Collective c : {comm::Collective::reduce_scatter, comm::Collective::all_gather, comm::Collective::all_reduce}) {
+      check.expect(moved.calls_of(c) == cpu.moved.calls_of(c) && moved.bytes_of(c) == cpu.moved.bytes_of(c),
+                   prefix + "NCCL's " + std::string(enum_name(c)) + " calls and bytes (" + std::to_string(moved.calls_of(c)) + ", " +
+                       std::to_string(moved.bytes_of(c)) + ") equal the CPU Gemini's (" + std::to_string(cpu.moved.calls_of(c)) + ", " +
+                       std::to_string(cpu.moved.bytes_of(c)) + ")");
+    }
+  }
+  const double loss_error = relative(stepped->loss, cpu.loss), norm_error = relative(stepped->grad_norm, cpu.norm);
+  report(rank, prefix + "loss (rank 0's micro-batches)", loss_error, std::ldexp(1.0, -6));
+  report(rank, prefix + "global gradient norm", norm_error, std::ldexp(1.0, -6));
+  check.expect(loss_error <= std::ldexp(1.0, -6), prefix + "loss within 2^-6 of the CPU Gemini's: " + std::to_string(loss_error));
+  check.expect(norm_error <= std::ldexp(1.0, -6), prefix + "gradient norm within 2^-6 of the CPU Gemini's: " + std::to_string(norm_error));
+
+  const planner::OptimizerLayout layout = planner::optimizer_layout(model, plugin, ranks, rank);
+  check.expect(static_cast<int64_t>(slots.size()) == layout.shard_numel, prefix + "the GPU's gradients are this rank's slots");
+  if (static_cast<int64_t>(slots.size()) != layout.shard_numel) return;
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  double worst_piece = 0;
+  for (const planner::ShardPiece& piece : layout.pieces) {
+    double difference = 0, reference = 0;
+    const int64_t flat = order[static_cast<size_t>(piece.parameter)].offset + piece.offset_in_parameter;
+    for (int64_t i = 0; i < piece.numel; ++i) {
+      const double want = static_cast<double>(widen(ddp.reduced[static_cast<size_t>(flat + i)]));
+      const double d = static_cast<double>(widen(slots[static_cast<size_t>(piece.offset_in_shard + i)])) - want;
+      difference += d * d;
+      reference += want * want;
+    }
+    worst_piece = std::max(worst_piece, std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30));
+  }
+  report(rank, prefix + "reduced gradient slots (worst piece)", worst_piece, std::ldexp(1.0, -4));
+  check.expect(worst_piece <= std::ldexp(1.0, -4), prefix + "every piece of the reduced slots within 2^-4 of the CPU DDP's: " + std::to_string(worst_piece));
+
+  // The update: the CPU optimizer of these slots on the GPU's reduced gradients, from the same weights.
+  std::vector<bf16> params = initial;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const planner::FlatParameter& flat : order) shapes.push_back(model.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
+  MemoryLedger cpu_ledger;
+  Optimizer<bf16> optimizer(cpu_ledger, params.data(), layout.shard_numel, layout.pieces, decay_mask(shapes), OptimizerOptions{});
+  check.expect(optimizer.apply(slots.data(), stepped->grad_norm * stepped->grad_norm, 1.0).has_value(), prefix + "the CPU optimizer steps");
+  double worst = 0;
+  for (const planner::ShardPiece& piece : layout.pieces) {
+    for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
+      worst = std::max(worst, relative(static_cast<double>(widen(updated[static_cast<size_t>(i)])), static_cast<double>(widen(params[static_cast<size_t>(i)]))));
+    }
+  }
+  report(rank, prefix + "updated slots", worst, std::ldexp(1.0, -7));
+  check.expect(worst <= std::ldexp(1.0, -7), prefix + "the updated slots within one bf16 unit of the CPU optimizer's: " + std::to_string(worst));
+
+  made.value().reset();  // its memory back: the peaks stay
+  check_ledger(model, plugin, ranks, batch.micro_batches, gpu_ledger, check, prefix);
+}
+
+void check_model(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
+  const auto seed = static_cast<uint32_t>(mpi.rank());
+  Batch batch{testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 1 + 2 * seed),
+              testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 2 + 2 * seed), micro_batches};
+  const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
+  planner::PluginOptions ddp_plugin;
+  ddp_plugin.kind = planner::PluginKind::torch_ddp;
+  const CpuStep ddp = cpu_step(model, ddp_plugin, batch, mpi, check, std::string(name) + " ddp" + accumulated);
+  for (const auto& [label, plugin] : {std::pair{"gemini cuda", gemini_plugin(planner::GeminiPlacement::cuda)},
+                                      std::pair{"gemini cpu", gemini_plugin(planner::GeminiPlacement::cpu)},
+                                      std::pair{"gemini static kept gathered", gemini_plugin(planner::GeminiPlacement::static_placement, 0.5)}}) {
+    const std::string prefix = std::string(name) + " " + label + accumulated;
+    const CpuStep cpu = cpu_step(model, plugin, batch, mpi, check, prefix);
+    check_one_case(prefix, model, plugin, batch, cpu, ddp, mpi, nccl, check);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::engine::cuda
+
+int main() { return tessera::engine::cuda::testing::check_small_models_on_gpu_ranks("gemini_gpu_test", tessera::engine::cuda::check_model, 1); }

@@ -1,0 +1,405 @@
+// Gemini's chunks in the GPU step's memory (device/gemini_device_chunks.h),
+// on the CPU: "device" memory is heap memory carved by the caching
+// allocator, pinned memory the pinned allocator's over the heap, and the
+// ranks are threads whose collectives exchange through shared pointers
+// (EmulatedCopies), so one step of 2 micro-batches runs on 1, 2 and 3 ranks
+// with every chunk's shards on the device (`cuda`) or on the host (`cpu`),
+// on a tiny GPT-2 of awkward sizes (vocabulary 67, width 12, a tied head) in
+// chunks of 1536 elements and in chunks of 498 that its embedding and MLP weights outgrow.
+// Checked, on every rank:
+//  - before each layer runs, forward and backward, every parameter it uses
+//    is bound into a gathered chunk holding the model's weights;
+//  - after the step, this rank's gradient shard holds each parameter's
+//    contributions summed over ranks, micro-batches and uses (the tied
+//    embedding's two), the padding zero, and the weight shard is unchanged;
+//  - only host chunks cross PCIe: one upload per gather and per gradient
+//    chunk opened, one download per reduce;
+//  - the ledger after every move is the planner's estimate of the same run
+//    (planner/memory_model.h) per category: parameters and gradients on the
+//    device and (rounded to the pinned allocator's powers of two) on the
+//    host, and chunk_buffers at their largest the planner's replayed peak,
+//    exactly where the blocks are multiples of the caching allocator's 512
+//    bytes (each rounds up to them), within 512 bytes a block otherwise; the ledger's own peak of
+//    chunk_buffers at most one shard above it (the gather's moment when both
+//    the shard and the whole chunk exist).
+#include "tessera/engine/device/gemini_device_chunks.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <barrier>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_streams.h"
+#include "tessera/engine/device/gpu_plugins.h"
+#include "tessera/engine/shard_values.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/registry.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::engine {
+namespace {
+
+using testing::FakeEvents;
+
+constexpr StreamId kCopyStream = 0x77;
+constexpr int kMicroBatches = 2;
+
+// Real heap memory behind the caching allocators (the fakes' addresses cannot be written).
+class HeapMemory final : public MemorySource {
+ public:
+  void* allocate(int64_t bytes) override { return std::malloc(static_cast<size_t>(bytes)); }
+  void release(void* memory) override { std::free(memory); }
+};
+
+// What every rank's copies see: the chunk each rank puts into a collective.
+struct Peers {
+  explicit Peers(int ranks) : barrier(ranks), chunks(static_cast<size_t>(ranks)) {}
+  std::barrier<> barrier;
+  std::vector<const bf16*> chunks;
+};
+
+// The device operations on host memory, the collectives between the ranks' threads.
+class EmulatedCopies final : public ChunkCopies {
+ public:
+  EmulatedCopies(Peers& peers, int rank, FakeEvents& events) : peers_(peers), rank_(rank), events_(events) {}
+  Status copy(bf16* to, const bf16* from, int64_t n) override {
+    std::copy_n(from, n, to);
+    return Status::success();
+  }
+  Status zero(bf16* device, int64_t n) override {
+    std::fill_n(device, n, bf16{});
+    return Status::success();
+  }
+  Status upload(bf16* device, const bf16* pinned, int64_t n) override {
+    ++uploads;
+    return copy(device, pinned, n);
+  }
+  Status download(bf16* pinned, const bf16* device, int64_t n) override {
+    ++downloads;
+    return copy(pinned, device, n);
+  }
+  Status wait_for_copies() override {
+    events_.run(kCopyStream);
+    return Status::success();
+  }
+  StreamId copy_stream() const override { return kCopyStream; }
+  Status all_gather(bf16* chunk, int64_t shard) override {
+    publish(chunk);
+    for (size_t r = 0; r < peers_.chunks.size(); ++r) {
+      if (static_cast<int>(r) != rank_) std::copy_n(peers_.chunks[r] + static_cast<int64_t>(r) * shard, shard, chunk + static_cast<int64_t>(r) * shard);
+    }
+    peers_.barrier.arrive_and_wait();
+    return Status::success();
+  }
+  Status reduce_scatter(const bf16* chunk, bf16* shard, int64_t n) override {
+    publish(chunk);
+    std::vector<bf16> sum(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 0;  // rank order; the test's values are small integers, exact in bf16
+      for (const bf16* peer : peers_.chunks) s += widen(peer[rank_ * n + i]);
+      sum[static_cast<size_t>(i)] = narrow<bf16>(s);
+    }
+    peers_.barrier.arrive_and_wait();  // every rank has read before any writes
+    std::copy(sum.begin(), sum.end(), shard);
+    return Status::success();
+  }
+  int uploads = 0, downloads = 0;
+
+ private:
+  void publish(const bf16* chunk) {
+    peers_.chunks[static_cast<size_t>(rank_)] = chunk;
+    peers_.barrier.arrive_and_wait();
+  }
+  Peers& peers_;
+  int rank_;
+  FakeEvents& events_;
+};
+
+planner::Model tiny() {
+  const planner::ModelConfig c =
+      planner::parse_model_config(R"({"model_type":"gpt2","vocab_size":67,"n_embd":12,"n_layer":3,"n_head":2,"n_positions":9})", "tiny").value();
+  return planner::make_model(c);
+}
+
+// The placements the GPU step runs (device/gpu_plugins.h): every chunk on
+// the device, kept gathered or not, or every chunk on the host.
+struct Placement {
+  const char* name;
+  planner::GeminiPlacement policy;
+  double shard_param_frac = 1, offload_optim_frac = 0, offload_param_frac = 0;
+};
+const Placement kPlacements[] = {{"cuda", planner::GeminiPlacement::cuda},
+                                 {"cpu", planner::GeminiPlacement::cpu},
+                                 {"static kept gathered", planner::GeminiPlacement::static_placement, 0.5},
+                                 {"static all on the host", planner::GeminiPlacement::static_placement, 1, 1, 1}};
+
+planner::GeminiOptions gemini(const Placement& placement, int64_t chunk_size) {
+  planner::GeminiOptions g;
+  g.placement_policy = placement.policy;
+  g.chunk_size = chunk_size;
+  g.shard_param_frac = placement.shard_param_frac;
+  g.offload_optim_frac = placement.offload_optim_frac;
+  g.offload_param_frac = placement.offload_param_frac;
+  return g;
+}
+
+planner::PluginOptions gemini_plugin(const planner::GeminiOptions& options) {
+  planner::PluginOptions plugin;
+  plugin.kind = planner::PluginKind::gemini;
+  plugin.gemini = options;
+  return plugin;
+}
+
+// The model's weight at flat element i: a small integer, exact in bf16, never 0.
+float weight_at(int64_t i) { return static_cast<float>(i % 29 + 1); }
+
+// Per layer slot (layer + 1), the flat parameters its tensors use (a tied head uses the embedding's).
+std::vector<std::vector<int>> parameters_of_layers(const planner::Model& model) {
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  std::map<int, int> flat_of_tensor;
+  for (size_t p = 0; p < order.size(); ++p) flat_of_tensor[order[p].tensor_index] = static_cast<int>(p);
+  std::vector<std::vector<int>> out(static_cast<size_t>(model.config.num_layers) + 2);
+  for (size_t i = 0; i < model.inventory.tensors.size(); ++i) {
+    const planner::TensorInfo& t = model.inventory.tensors[i];
+    out[static_cast<size_t>(t.layer + 1)].push_back(flat_of_tensor.at(t.tied_to >= 0 ? t.tied_to : static_cast<int>(i)));
+  }
+  return out;
+}
+
+struct RankResult {
+  int64_t parameters_device = 0, parameters_host = 0, gradients_device = 0, gradients_host = 0;
+  int64_t steady_chunk_buffers_peak = 0, chunk_buffers_peak = 0;
+  int64_t expected_parameters_host = 0;  // the host shards rounded to powers of two
+};
+
+// One step of kMicroBatches on `rank`: forward from the embedding to the
+// head, backward back, every rank adding rank + 1 into each gradient element
+// of each parameter a layer uses. Failures are EXPECTs: a rank that stopped
+// would leave the others waiting in a collective.
+RankResult run_rank(const planner::Model& model, const GeminiChunkPlan& plan, Peers& peers, int rank, int ranks) {
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  const std::vector<std::vector<int>> uses = parameters_of_layers(model);
+  HeapMemory device_memory, host_memory;
+  FakeEvents events;
+  MemoryLedger ledger;
+  CachingAllocator device(device_memory, events, ledger);
+  PinnedHostAllocator host(host_memory, events, ledger);
+  EmulatedCopies copies(peers, rank, events);
+  std::vector<bf16*> parameter_of(order.size()), gradient_of(order.size());
+  RankResult result;
+  std::vector<int> times_used(order.size(), 0);  // per backward
+  for (const auto& layer : uses) {
+    for (const int p : layer) ++times_used[static_cast<size_t>(p)];
+  }
+  {
+    GeminiDeviceChunks chunks(plan, rank, ranks, device, host, ledger, copies, parameter_of, gradient_of);
+    // This rank's weight shards: the model's weights at their places in the chunk, the padding 0.
+    for (size_t c = 0; c < plan.chunks.size(); ++c) {
+      const GeminiChunk& p = plan.chunks[c];
+      for (size_t j = 0; j < p.parameters.size(); ++j) {
+        const planner::FlatParameter& f = order[static_cast<size_t>(p.parameters[j])];
+        for (int64_t k = 0; k < f.numel; ++k) {
+          const int64_t at = p.offsets[j] + k - rank * p.shard;
+          if (at >= 0 && at < p.shard) chunks.weight_shard(c)[at] = narrow<bf16>(weight_at(f.offset + k));
+        }
+      }
+    }
+    EXPECT_TRUE(chunks.zero_gradients().ok());
+    const auto steady = [&] {
+      result.steady_chunk_buffers_peak = std::max(result.steady_chunk_buffers_peak, ledger.current(MemoryCategory::chunk_buffers, MemorySpace::device));
+    };
+    const auto check_bound = [&](int layer, bool backward) {
+      for (const int p : uses[static_cast<size_t>(layer + 1)]) {
+        const planner::FlatParameter& f = order[static_cast<size_t>(p)];
+        const bf16* w = parameter_of[static_cast<size_t>(p)];
+        if (w == nullptr) {
+          ADD_FAILURE() << "parameter " << p << " not bound at layer " << layer;
+          continue;
+        }
+        int64_t wrong = 0;
+        for (int64_t k = 0; k < f.numel; ++k) wrong += widen(w[k]) != weight_at(f.offset + k) ? 1 : 0;
+        EXPECT_EQ(wrong, 0) << "weights of parameter " << p << " at layer " << layer;
+        if (!backward) continue;
+        bf16* g = gradient_of[static_cast<size_t>(p)];
+        if (g == nullptr) {
+          ADD_FAILURE() << "no gradient of " << p << " at layer " << layer;
+          continue;
+        }
+        for (int64_t k = 0; k < f.numel; ++k) g[k] = narrow<bf16>(widen(g[k]) + static_cast<float>(rank + 1));
+      }
+    };
+    const int L = static_cast<int>(model.config.num_layers);
+    for (int micro = 0; micro < kMicroBatches; ++micro) {
+      for (int layer = planner::kEmbeddingLayer; layer <= L; ++layer) {
+        EXPECT_TRUE(chunks.use_layer(layer, false).ok());
+        steady();
+        check_bound(layer, false);
+      }
+      for (int layer = L; layer >= planner::kEmbeddingLayer; --layer) {
+        EXPECT_TRUE(chunks.use_layer(layer, true).ok());
+        steady();
+        check_bound(layer, true);
+      }
+    }
+    EXPECT_TRUE(chunks.release_all().ok());
+    EXPECT_TRUE(copies.wait_for_copies().ok());
+    EXPECT_EQ(ledger.current(MemoryCategory::chunk_buffers, MemorySpace::device), 0) << "nothing gathered after the step";
+
+    // The shards: each gradient element the sum of every rank's, every micro-batch's and every use's contributions.
+    const float per_use = static_cast<float>(ranks * (ranks + 1) / 2);
+    for (size_t c = 0; c < plan.chunks.size(); ++c) {
+      const GeminiChunk& p = plan.chunks[c];
+      std::vector<float> gradient(static_cast<size_t>(p.shard), 0.0f), weight(static_cast<size_t>(p.shard), 0.0f);
+      for (size_t j = 0; j < p.parameters.size(); ++j) {
+        const planner::FlatParameter& f = order[static_cast<size_t>(p.parameters[j])];
+        for (int64_t k = 0; k < f.numel; ++k) {
+          const int64_t at = p.offsets[j] + k - rank * p.shard;
+          if (at < 0 || at >= p.shard) continue;
+          gradient[static_cast<size_t>(at)] = per_use * static_cast<float>(kMicroBatches * times_used[static_cast<size_t>(p.parameters[j])]);
+          weight[static_cast<size_t>(at)] = weight_at(f.offset + k);
+        }
+      }
+      int64_t wrong_gradients = 0, wrong_weights = 0;
+      for (int64_t i = 0; i < p.shard; ++i) {
+        wrong_gradients += widen(chunks.gradient_shard(c)[i]) != gradient[static_cast<size_t>(i)] ? 1 : 0;
+        wrong_weights += widen(chunks.weight_shard(c)[i]) != weight[static_cast<size_t>(i)] ? 1 : 0;
+      }
+      EXPECT_EQ(wrong_gradients, 0) << "gradient shard of chunk " << c << " on rank " << rank;
+      EXPECT_EQ(wrong_weights, 0) << "weight shard of chunk " << c << " on rank " << rank;
+      if (p.on_host) result.expected_parameters_host += static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(p.shard * 2)));
+    }
+    if (!plan.chunks.empty() && plan.chunks.front().on_host) {
+      EXPECT_EQ(copies.uploads, chunks.host_moves() - copies.downloads) << "an upload per gather and per gradient chunk opened";
+      EXPECT_GT(copies.downloads, 0);
+    } else {
+      EXPECT_EQ(copies.uploads + copies.downloads, 0) << "device chunks never cross PCIe";
+      EXPECT_EQ(chunks.host_moves(), 0);
+    }
+    result.parameters_device = ledger.peak(MemoryCategory::parameters, MemorySpace::device);
+    result.parameters_host = ledger.peak(MemoryCategory::parameters, MemorySpace::host);
+    result.gradients_device = ledger.peak(MemoryCategory::gradients, MemorySpace::device);
+    result.gradients_host = ledger.peak(MemoryCategory::gradients, MemorySpace::host);
+    result.chunk_buffers_peak = ledger.peak(MemoryCategory::chunk_buffers, MemorySpace::device);
+  }
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), device.reserved_bytes()) << "every byte given back to the cache";
+  return result;
+}
+
+std::vector<RankResult> run_ranks(const planner::Model& model, const planner::GeminiOptions& options, int ranks) {
+  const GeminiChunkPlan plan = gemini_chunk_plan(model, options, ranks);
+  Peers peers(ranks);
+  std::vector<RankResult> results(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = run_rank(model, plan, peers, r, ranks); });
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+planner::RankMemory planner_row(const planner::Model& model, const planner::GeminiOptions& options, int ranks) {
+  planner::EstimateRequest request;
+  request.layout.dp = ranks;
+  request.plugin.kind = planner::PluginKind::gemini;
+  request.plugin.gemini = options;
+  request.training.precision = planner::Precision::bf16;
+  request.training.micro_batch_size = 1;
+  request.training.seq_len = 8;
+  request.training.num_micro_batches = kMicroBatches;
+  auto gpu = planner::load_gpu("h100-80g");
+  auto estimate = planner::estimate_memory(model, gpu.value(), request);
+  EXPECT_TRUE(estimate.ok()) << estimate.error().message;
+  return estimate->ranks.at(0);
+}
+
+TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
+  const planner::Model model = tiny();
+  for (const int ranks : {1, 2, 3}) {
+    for (const Placement& placement : kPlacements) {
+      for (const int64_t chunk_size : {int64_t{1536}, int64_t{498}}) {
+        const planner::GeminiOptions options = gemini(placement, chunk_size);
+        const std::string what = std::string(placement.name) + ", " + std::to_string(ranks) + " ranks, chunks of " + std::to_string(chunk_size);
+        const GeminiChunkPlan plan = gemini_chunk_plan(model, options, ranks);
+        ASSERT_TRUE(check_gpu_plugin(gemini_plugin(options)).ok()) << what;
+        const bool on_host = plan.chunks.front().on_host;
+        for (const GeminiChunk& c : plan.chunks) ASSERT_EQ(c.on_host, on_host) << what << ": every chunk on one side";
+        // The optimizer's states where the 16-bit shards are (src/cuda/gemini_shards.h books them there).
+        const int64_t host_states = plan.host_optimizer_elements();
+        ASSERT_EQ(host_states, on_host ? plan.shard_numel() : 0) << what;
+        const std::vector<RankResult> results = run_ranks(model, options, ranks);
+        const planner::RankMemory row = planner_row(model, options, ranks);
+        const auto& planned = row.bytes;
+        // A block of the caching allocator is its request rounded up to 512 bytes.
+        const bool aligned = chunk_size == 1536;
+        const int64_t blocks = 2 * static_cast<int64_t>(plan.chunks.size());
+        const int64_t slack = aligned ? 0 : 512 * blocks;
+        int64_t largest_shard_bytes = 0;
+        for (const GeminiChunk& c : plan.chunks) largest_shard_bytes = std::max(largest_shard_bytes, 2 * c.shard);
+        for (const RankResult& r : results) {
+          const int64_t p_device = planned[MemoryCategory::parameters].device, g_device = planned[MemoryCategory::gradients].device;
+          EXPECT_GE(r.parameters_device, p_device) << what;
+          EXPECT_LE(r.parameters_device, p_device + slack) << what;
+          EXPECT_GE(r.gradients_device, g_device) << what;
+          EXPECT_LE(r.gradients_device, g_device + slack) << what;
+          EXPECT_EQ(r.parameters_host, r.expected_parameters_host) << what;
+          EXPECT_EQ(r.gradients_host, r.expected_parameters_host) << what;
+          int64_t host_shard_bytes = 0;
+          for (const GeminiChunk& c : plan.chunks) host_shard_bytes += c.on_host ? 2 * c.shard : 0;
+          EXPECT_EQ(planned[MemoryCategory::parameters].host, host_shard_bytes) << what;
+          EXPECT_EQ(planned[MemoryCategory::master_weights].host, 4 * host_states) << what;
+          EXPECT_EQ(planned[MemoryCategory::master_weights].device, 4 * (plan.shard_numel() - host_states)) << what;
+          EXPECT_EQ(planned[MemoryCategory::optimizer_states].host, 8 * host_states) << what;
+          EXPECT_EQ(planned[MemoryCategory::optimizer_states].device, 8 * (plan.shard_numel() - host_states)) << what;
+          const int64_t buffers = planned[MemoryCategory::chunk_buffers].device;
+          EXPECT_LE(std::abs(r.steady_chunk_buffers_peak - buffers), slack) << what;
+          EXPECT_LE(r.chunk_buffers_peak, r.steady_chunk_buffers_peak + largest_shard_bytes + (aligned ? 0 : 512)) << what;
+        }
+      }
+    }
+  }
+}
+
+// A placement that splits the chunks between the sides is refused, in one line naming the option.
+TEST(GeminiDeviceChunks, TheGpuStepRefusesSplitPlacements) {
+  planner::GeminiOptions options = gemini(kPlacements[2], 1536);
+  options.shard_param_frac = 1;
+  options.offload_optim_frac = 0.5;
+  const Status split = check_gpu_plugin(gemini_plugin(options));
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.error().message.rfind("--offload-optim-frac 0.500000: ", 0), 0u) << split.error().message;
+  options.offload_optim_frac = 1;  // the optimizer on the host, the shards on the device
+  EXPECT_FALSE(check_gpu_plugin(gemini_plugin(options)).ok());
+  options.placement_policy = planner::GeminiPlacement::auto_placement;
+  const Status solved = check_gpu_plugin(gemini_plugin(options));
+  ASSERT_FALSE(solved.ok());
+  EXPECT_EQ(solved.error().message.rfind("--placement auto: ", 0), 0u) << solved.error().message;
+}
+
+// A one-rank Gemini shard holds every parameter at its chunk's offsets: to
+// the whole model's flat order and back, on awkward chunks (some outgrown).
+TEST(GeminiDeviceChunks, AOneRankShardGoesToFlatOrderAndBack) {
+  const planner::Model model = tiny();
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  for (const int64_t chunk_size : {int64_t{498}, int64_t{1536}}) {
+    const planner::OptimizerLayout layout = planner::optimizer_layout(model, gemini_plugin(gemini(kPlacements[0], chunk_size)), 1, 0);
+    ASSERT_GT(layout.shard_numel, model.parameter_count) << "the chunks' padding";
+    std::vector<float> flat(static_cast<size_t>(model.parameter_count)), shard(static_cast<size_t>(layout.shard_numel), -1.0f), back(flat.size(), 0.0f);
+    for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(i);
+    flat_values_to_shard(layout.pieces, order, flat.data(), shard.data());
+    shard_values_to_flat(layout.pieces, order, shard.data(), back.data());
+    EXPECT_EQ(back, flat) << "chunks of " << chunk_size;
+    const auto untouched = std::count(shard.begin(), shard.end(), -1.0f);
+    EXPECT_EQ(untouched, layout.shard_numel - model.parameter_count) << "only the padding is left as it was";
+  }
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -586,7 +586,7 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
            {{"--precision", "bf16", "--recompute", "op_selective"},
             "tessera: error: --recompute op_selective is torchtitan's policy, for estimates of its runs; the engine recomputes none, selective or full\n"},
            {{"--precision", "bf16", "--plugin", "gemini"},
-            "tessera: error: --plugin gemini: on GPUs the engine runs torch_ddp and low_level_zero so far; use one of them\n"},
+            "tessera: error: --plugin gemini: on GPUs the engine runs torch_ddp, low_level_zero and hybrid_parallel so far; use one of them\n"},
            {{"--precision", "bf16", "--dp", "2"},
             "tessera: error: dp 2 × tp 1 × pp 1 needs 2 ranks but no launcher started other ranks; launch with mpirun -np 2 tessera train ...\n"},
            {{"--precision", "bf16", "--device-memory", "6"},

@@ -1,7 +1,10 @@
 // Which data-parallel plugins the GPU training step runs (cuda/gpt_training.h):
-// torch_ddp, and low_level_zero at ZeRO stage 1 or 2 (its optimizer on the
-// device, or on the host with --cpu-offload); anything else is refused in one
-// line naming the option. Shared by
+// torch_ddp, low_level_zero at ZeRO stage 1 or 2 (its optimizer on the
+// device, or on the host with --cpu-offload), and hybrid_parallel at ZeRO
+// stage 0 (DDP over the data-parallel ranks, as the CPU engine's); and which
+// layouts: tensor parallelism (hybrid_parallel's, as on the CPU) without
+// sequence parallelism, no pipeline. Anything else is refused in one line
+// naming the option. Shared by
 // `tessera train --gpu` (which refuses before looking for a device) and the
 // step itself; built without CUDA too.
 #pragma once
@@ -12,5 +15,6 @@
 namespace tessera::engine {
 
 Status check_gpu_plugin(const planner::PluginOptions& plugin);
+Status check_gpu_layout(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout);
 
 }  // namespace tessera::engine

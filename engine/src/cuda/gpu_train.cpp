@@ -196,7 +196,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   const int dp_rank = world != nullptr ? static_cast<int>(layout.host.coordinates.dp_rank) : 0;
   auto data = load_training_data(options.data_path, model.config, options.micro_batch_size, options.seq_len);
   if (!data) return data.error();
-  const std::vector<RunSetting> settings = run_settings(model, options, data.value(), ranks);
+  const std::vector<RunSetting> settings = run_settings(model, options, data.value(), dp);  // the global batch: dp ranks' sequences
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
                                   GpuDataParallel{group.get(), options.plugin}, options.recompute, GpuTensorParallel{tensor_group.get()});
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();

@@ -29,18 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Which of a rank's parameters its gradient norm counts (ParallelStrategy::
-// set_model_parallel): not those whole on every tensor-parallel rank, on
-// ranks other than 0 of the group, and not a last stage's copy of a tied embedding.
-std::vector<bool> parameters_counted_in_norm(const planner::Model& part, int tp_rank) {
-  std::vector<bool> counted;
-  for (const planner::FlatParameter& flat : planner::flat_parameter_order(part.inventory)) {
-    const planner::TensorInfo& tensor = part.inventory.tensors[static_cast<size_t>(flat.tensor_index)];
-    counted.push_back(!tensor.tied_copy && (tp_rank == 0 || tensor.tp_split != planner::TpSplit::replicated));
-  }
-  return counted;
-}
-
 int group_size(const comm::Communicator* group) { return group != nullptr ? group->size() : 1; }
 
 // This rank's pipeline stage (the whole model without a pipeline).
@@ -202,7 +190,7 @@ Status TrainingRun<T>::prepare() {
     if (pipeline_group_ != nullptr) pipeline_group_->record_into(&timeline_, TimelineLane::pipeline_parallel);
   }
   parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_, o_.gemini_parameter_chunks_on_host);
-  parallel_->set_model_parallel(tensor_group_, pipeline_group_, parameters_counted_in_norm(local_model_, tensor_group_ != nullptr ? tensor_group_->rank() : 0));
+  parallel_->set_model_parallel(tensor_group_, pipeline_group_, planner::counted_in_gradient_norm(local_model_, tensor_group_ != nullptr ? tensor_group_->rank() : 0));
   auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage(),
                                         o_.tensor_parallel_group, o_.sequence_parallel, placement_);
   if (!created) return created.error();

@@ -31,13 +31,16 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
               {"offload_optim_frac", p.gemini.offload_optim_frac}, {"offload_param_frac", p.gemini.offload_param_frac},
               {"chunk_size", p.gemini.chunk_size}, {"search_range_m", p.gemini.search_range_m},
               {"min_chunk_size_m", p.gemini.min_chunk_size_m}, {"hidden_dim", p.gemini.search_interval}};
-    case PluginKind::hybrid_parallel:
-      return {{"tp_size", l.tp}, {"pp_size", l.pp}, {"zero_stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
+    case PluginKind::hybrid_parallel: {
+      json hybrid{{"tp_size", l.tp}, {"pp_size", l.pp}, {"zero_stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
               {"enable_sequence_parallelism", l.sequence_parallel}, {"num_microbatches", t.num_micro_batches},
               {"microbatch_size", t.micro_batch_size}, {"pp_style", enum_name(p.pp_schedule)}, {"num_model_chunks", p.num_model_chunks},
               {"tp_comm_overlap", p.tp_comm_overlap}, {"overlap_param_gather", p.overlap_param_gather},
               {"cross_entropy_loss_fusion", p.cross_entropy_loss_fusion},
               {"grad_reduce_after_backward", p.grad_reduce_after_backward}};
+      if (p.rank_order_reduction) hybrid["rank_order_reduction"] = true;  // Tessera's engine only, as torch_ddp's
+      return hybrid;
+    }
   }
   return json::object();
 }

@@ -61,7 +61,8 @@ void add_replicated_states(const StageShape& s, const EstimateRequest& r, const 
   out.add(Cat::optimizer_states, kDevice, s.params * w.optim);
   if (ddp_wrapped && !r.plugin.gradient_as_bucket_view) out.add(Cat::comm_buffers, kDevice, s.params * w.grad);
   const int64_t dp = r.layout.data_ranks();
-  if (r.plugin.kind == PluginKind::torch_ddp && r.plugin.rank_order_reduction && dp > 1) {
+  const bool ddp = r.plugin.kind == PluginKind::torch_ddp || r.plugin.kind == PluginKind::hybrid_parallel;  // hybrid_parallel at ZeRO stage 0
+  if (ddp && r.plugin.rank_order_reduction && dp > 1) {
     out.add(Cat::comm_buffers, kDevice, ddp_rank_order_scratch_bytes(s.params, r.plugin.bucket_bytes, dp, w.grad));
   }
 }
@@ -203,6 +204,14 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
       const int stage = r.plugin.effective_zero_stage();
       if (stage == 0) {
         add_replicated_states(s, r, w, r.layout.data_ranks() > 1, out);
+        // Tessera's engine on GPUs sums the tensor-parallel layers' (b·s, h)
+        // partial outputs and input gradients in rank order too
+        // (rank_order_reduction.h), in the 16-bit activations' type, one call
+        // at a time, while a DDP bucket's sum may be in flight on the data-parallel group.
+        if (r.plugin.rank_order_reduction && r.layout.tp > 1 && !r.layout.sequence_parallel) {
+          const int64_t rows = r.training.micro_batch_size * r.training.seq_len;
+          out.add(Cat::comm_buffers, kDevice, rank_order_scratch_bytes(rows * m.config.hidden_size, r.layout.tp, w.param));
+        }
       } else {
         add_zero_states(s, r, w, stage, zero_bucket_numel(r.plugin.reduce_bucket_numel, s.params, r.layout.shard_ranks()), out);
       }

@@ -586,7 +586,7 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
            {{"--precision", "bf16", "--recompute", "op_selective"},
             "tessera: error: --recompute op_selective is torchtitan's policy, for estimates of its runs; the engine recomputes none, selective or full\n"},
            {{"--precision", "bf16", "--plugin", "torch_fsdp"},
-            "tessera: error: --plugin torch_fsdp: on GPUs the engine runs torch_ddp, low_level_zero and gemini so far; use one of them\n"},
+            "tessera: error: --plugin torch_fsdp: on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them\n"},
            {{"--precision", "bf16", "--plugin", "gemini", "--placement", "auto"},
             "tessera: error: --placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them\n"},
            {{"--precision", "bf16", "--plugin", "gemini", "--offload-optim-frac", "0.5"},

@@ -32,6 +32,7 @@
 #include "../kernels/kernel_check.h"
 #include "device_buffer.h"
 #include "small_models.h"
+#include "tessera/engine/comm/dry_run.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/transformer.h"
@@ -191,6 +192,29 @@ TEST(GptTrainingRefusals, OneLineForWhatItDoesNotTrain) {
   auto refused_sgd = GptTraining::create(small_gpt2(), ledger, 1, 8, 1, sgd);
   ASSERT_FALSE(refused_sgd.ok());
   EXPECT_EQ(refused_sgd.error().message, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
+}
+
+// Tensor parallelism is hybrid_parallel's, over ranks that each hold whole
+// heads: refused in one line, before any device or communication (a dry-run
+// group only says its size); accepted, it gets as far as the device.
+TEST(GptTrainingRefusals, TensorParallelismIsHybridParallelsWithWholeHeads) {
+  MemoryLedger ledger;
+  const auto two = comm::make_dry_run_communicator(0, 2), three = comm::make_dry_run_communicator(0, 3);
+  auto ddp = GptTraining::create(small_gpt2(), ledger, 1, 8, 1, OptimizerOptions{}, {}, planner::RecomputeMode::none, GpuTensorParallel{two.get()});
+  ASSERT_FALSE(ddp.ok());
+  EXPECT_EQ(ddp.error().message, "--tp 2: tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
+  GpuDataParallel hybrid;
+  hybrid.plugin.kind = planner::PluginKind::hybrid_parallel;
+  auto split_heads = GptTraining::create(small_gpt2(), ledger, 1, 8, 1, OptimizerOptions{}, hybrid, planner::RecomputeMode::none, GpuTensorParallel{three.get()});
+  ASSERT_FALSE(split_heads.ok());
+  EXPECT_EQ(split_heads.error().message, "--tp 3: each tensor-parallel rank holds whole attention and key-value heads and an equal share of the MLP; "
+                                         "choose a --tp that divides 2, 2 and 512");
+  if (!no_device_reason().empty()) {
+    auto accepted = GptTraining::create(small_gpt2(), ledger, 1, 8, 1, OptimizerOptions{}, hybrid, planner::RecomputeMode::none, GpuTensorParallel{two.get()});
+    ASSERT_FALSE(accepted.ok());
+    EXPECT_EQ(accepted.error().message.rfind("--gpu: no CUDA device: ", 0), 0u) << accepted.error().message;
+  }
   EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "awkward_models.h"
 #include "fake_streams.h"
 #include "tessera/engine/device/step_activations.h"
 #include "tessera/engine/model/transformer.h"
@@ -26,15 +27,9 @@ using planner::RecomputeMode;
 constexpr int64_t B = 3, T = 7, N = B * T;
 constexpr RecomputeMode kModes[] = {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full};
 
-planner::Model model_of(const char* json) {
-  planner::ModelConfig c = planner::parse_model_config(json, "awkward").value();
-  c.name = "awkward";
-  return planner::make_model(c);
-}
-
-const char* kGpt2 = R"({"model_type":"gpt2","vocab_size":97,"n_embd":72,"n_layer":3,"n_head":3,"n_positions":16})";
-const char* kLlama = R"({"model_type":"llama","vocab_size":101,"hidden_size":48,"num_hidden_layers":3,"num_attention_heads":6,
-                         "num_key_value_heads":2,"intermediate_size":136})";
+planner::Model model_of(const char* json) { return testing::awkward_model(json); }
+const char* kGpt2 = testing::kAwkwardGpt2;
+const char* kLlama = testing::kAwkwardLlama;
 
 planner::ActivationTable table_of(const planner::Model& model, planner::ActivationProfile profile = planner::ActivationProfile::tessera) {
   return planner::activation_table(model.config, profile, planner::Precision::bf16);
@@ -54,9 +49,14 @@ int64_t sum(const std::vector<ActivationBuffer>& buffers) {
   return total;
 }
 
-// The planner's estimate of one bf16 rank running `model` with one of the engine's tables.
-planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode, planner::ActivationProfile profile) {
+// The planner's estimate of one bf16 rank running `model` with one of the
+// engine's tables, over `tp` tensor-parallel ranks (hybrid_parallel, as the engine runs them).
+planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode, planner::ActivationProfile profile, int64_t tp = 1) {
   planner::EstimateRequest request;
+  if (tp > 1) {
+    request.plugin.kind = planner::PluginKind::hybrid_parallel;
+    request.layout = planner::ParallelLayout{1, tp, 1, false};
+  }
   request.training.activation_profile = profile;
   request.training.recompute = mode;
   request.training.precision = planner::Precision::bf16;
@@ -181,6 +181,39 @@ TEST(StepActivations, BookTheLayoutAndShareTheWorkingSet) {
         }
       }
       EXPECT_EQ(ledger.current(MemoryCategory::activations, MemorySpace::device), 0) << what << ": every block given back";
+    }
+  }
+}
+
+// Under tensor parallelism the GPU step's buffers (StepActivations on a fake
+// device, sized by activation_buffers for tp ranks) book what the planner
+// estimates for one tp rank, per category: the split layers' terms divided
+// by tp, the logits' vocabulary padded to ⌈V/tp⌉ columns (97 over 3 ranks: 33 each).
+TEST(StepActivations, TensorParallelRankBooksThePlannersEstimate) {
+  constexpr int64_t MiB = int64_t{1} << 20;
+  for (const auto& [json, tp] : {std::pair{kGpt2, int64_t{3}}, std::pair{kLlama, int64_t{2}}}) {
+    const planner::Model model = model_of(json);
+    const planner::ActivationTable table = table_of(model, planner::ActivationProfile::tessera_gpu);
+    const int L = static_cast<int>(model.config.num_layers);
+    for (RecomputeMode mode : kModes) {
+      const std::string what = model.config.model_type + " tp " + std::to_string(tp) + " recompute " + std::string(enum_name(mode));
+      const planner::RankMemory row = planner_row(model, mode, planner::ActivationProfile::tessera_gpu, tp);
+      const ActivationBuffers layout = activation_buffers(table, planner::ActivationShape{B, T, tp, false}, mode);
+      for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
+        EXPECT_EQ(layout.bytes(c, L), row.bytes[c].device) << what << " " << to_string(c);
+      }
+      const ActivationBuffers whole = activation_buffers(table, kShape, mode);
+      EXPECT_LT(layout.bytes(MemoryCategory::activations, L), whole.bytes(MemoryCategory::activations, L)) << what;
+      const int64_t V = model.config.vocab_size, columns = (V + tp - 1) / tp;
+      EXPECT_EQ(whole.bytes(MemoryCategory::logits, L) - layout.bytes(MemoryCategory::logits, L), 2 * N * (V - columns)) << what;
+      testing::FakeMemory device(64 * MiB);
+      testing::FakeEvents events;
+      MemoryLedger ledger;
+      CachingAllocator allocator(device, events, ledger);
+      const StepActivations step(allocator, layout, L);
+      for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
+        EXPECT_EQ(ledger.current(c, MemorySpace::device), layout.bytes(c, L, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
+      }
     }
   }
 }

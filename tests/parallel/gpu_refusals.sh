@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP, ZeRO-1/2 or Gemini, one rank per GPU)
+# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP, ZeRO-1/2, Gemini or tensor parallelism, one rank per GPU)
 # refuses, on every rank in one line naming the option, what the GPU step does
 # not run, and on a machine without a GPU says so; mpirun exits 2. Skipped
 # (77) where there is a GPU: tools/gpu-check trains there.
@@ -30,11 +30,18 @@ refused() {
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16
 # Accumulated micro-batches are not refused: the run gets as far as looking for the device.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --micro-batches 2
-refused ": --gpu h100-80g: on GPUs the engine runs data parallelism only (one rank per GPU) so far; use --tp 1 and --pp 1" --precision bf16 --dp 1 --tp 2
+# Tensor parallelism is hybrid_parallel's (ZeRO stage 0: DDP over the dp ranks), without sequence parallelism; no pipeline.
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel
+refused ": --tp 2: tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --tp 2
+refused ": --sequence-parallel: the GPU step runs tensor parallelism without sequence parallelism so far; leave it out" --precision bf16 --dp 1 --tp 2 \
+  --plugin hybrid_parallel --sequence-parallel
+refused ": --zero-stage 1: hybrid_parallel on GPUs runs DDP over the data-parallel ranks (ZeRO stage 0) so far; use --zero-stage 0" --precision bf16 \
+  --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1
+refused ": --pp 2: on GPUs the engine runs no pipeline yet; use --pp 1" --precision bf16 --dp 1 --pp 2
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2
-refused ": --plugin torch_fsdp: on GPUs the engine runs torch_ddp, low_level_zero and gemini so far; use one of them" --precision bf16 --plugin torch_fsdp
+refused ": --plugin torch_fsdp: on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them" --precision bf16 --plugin torch_fsdp
 # Gemini, every chunk's states and shards on the device or on the host (src/cuda/gemini_shards.h), is not refused; a split placement is.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini --placement cpu --micro-batches 2

@@ -63,6 +63,29 @@ TEST_F(MemoryModel, TheEnginesRankOrderReductionStagesOneBucket) {
   EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 0);
 }
 
+// The engine's tensor parallelism on GPUs (hybrid_parallel, ZeRO stage 0)
+// sums each tp rank's (b·s, h) partial sums in rank order as well: GPT-2 in
+// bf16, micro-batch 8 × 1024 tokens × 768 over 2 tp ranks, 2 chunks of
+// 3,145,728 elements; beside it the DDP bucket's scratch over the 2 dp ranks
+// of the tp rank's part (62,641,920 parameters: smaller than the bucket, 2
+// chunks of 13,107,200 of the 25 MiB bucket).
+TEST_F(MemoryModel, TheEnginesTensorParallelSumsStageTheirRows) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.plugin.gradient_as_bucket_view = true;
+  r.plugin.rank_order_reduction = true;
+  r.training.precision = Precision::bf16;
+  r.training.micro_batch_size = 8;
+  r.training.seq_len = 1024;
+  r.layout = ParallelLayout{1, 2, 1, false};
+  const int64_t rows = 2 * 3'145'728 * 2;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, rows);
+  r.layout.dp = 2;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, rows + 26'214'400);
+  r.plugin.rank_order_reduction = false;  // PyTorch's NCCL all-reduces stage nothing of their own
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 0);
+}
+
 TEST_F(MemoryModel, ZeroStage2ShardsGradientsAndOptimizer) {
   EstimateRequest r;
   r.layout.dp = 4;

@@ -13,6 +13,7 @@
 
 #include "tessera/engine/device/device_block.h"
 #include "gemini_shards.h"
+#include "tensor_parallel_step.h"
 #include "zero_shards.h"
 #include "tessera/engine/cuda/activation.h"
 #include "tessera/engine/cuda/adamw.h"
@@ -29,14 +30,15 @@
 #include "tessera/engine/device/caching_allocator.h"
 #include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/device/step_activations.h"
+#include "tessera/engine/device/tensor_parallel_part.h"
 #include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/engine_computes.h"
-#include "tessera/engine/model/initialization.h"
 #include "tessera/engine/model/parameter_slots.h"
 #include "tessera/engine/ops/linear.h"
 #include "tessera/engine/parallel/ddp_buckets.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/sharding.h"
+#include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine::cuda {
 
@@ -62,7 +64,7 @@ void check(const Status& status) {
 }  // namespace
 
 struct GptTraining::State {
-  planner::ModelConfig config;
+  planner::ModelConfig config;  // the widths this rank computes with (tensor parallelism: its part's, tp_rank_widths)
   int64_t B = 0, Tn = 0, N = 0, C = 0, I = 0, V = 0, numel = 0;
   ParameterSlots slots;
   std::vector<planner::FlatParameter> order;
@@ -75,6 +77,7 @@ struct GptTraining::State {
   comm::Communicator* group = nullptr;
   std::optional<DdpBucketPlan> buckets;
   size_t started_buckets = 0;
+  TensorParallelStep tp;  // the tensor-parallel group's sums, vocabulary slice and norm (tensor_parallel_step.h)
 
   CudaDeviceMemory memory;
   CudaEvents events;
@@ -142,8 +145,11 @@ struct GptTraining::State {
       check(rmsnorm_forward(out, statistics, in, param(weight), N, C, eps, nullptr), "rmsnorm");
     }
   }
-  // Adds the norm's input gradient into dinp, its parameters' into their gradients.
-  void norm_backward(T* dinp, const T* dout, const T* in, const float* statistics, int weight, int bias) {
+  // Adds the norm's input gradient into dinp, its parameters' into their
+  // gradients. `dout` comes from column-parallel layers: partial under tensor
+  // parallelism, summed over the group first (Megatron's f, backward).
+  void norm_backward(T* dinp, T* dout, const T* in, const float* statistics, int weight, int bias) {
+    tp.sum(dout, N * C);
     void* workspace = norm_workspace.as<void>();
     if (config.norm == planner::NormKind::layer_norm) {
       check(layernorm_backward(dinp, grad(weight), grad_or_null(bias), dout, in, param(weight), statistics, statistics + N, N, C, workspace, nullptr),
@@ -213,7 +219,7 @@ struct GptTraining::State {
     check(group->finish_started());
   }
 
-  void allocate_model_states(const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin);
+  void allocate_model_states(const planner::Model& whole, const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin);
   void allocate_gemini(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin);
   void block_forward(int l, const T* x, T* out);
   void recompute_block(int l);
@@ -242,7 +248,8 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
     rope(qkv.k, config.num_kv_heads, kv, false);
   }
   check(attention->forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, nullptr), "attention forward");
-  linear_forward(mid, att, param(w.o_w), param_or_null(w.o_b), N, q, C, layout);
+  linear_forward(mid, att, param(w.o_w), tp.row_parallel_bias(param_or_null(w.o_b)), N, q, C, layout);
+  tp.sum(mid, N * C);  // row-parallel: Megatron's g
   check(residual_add(mid, x, N * C, nullptr), "residual");
   T* ln2 = act(l, "mlp_norm_output");
   norm_forward(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
@@ -251,7 +258,7 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
     T* pre = act(l, "mlp_pre_activation");
     linear_forward(pre, ln2, param(w.fc_w), param_or_null(w.fc_b), N, C, I, layout);
     check(gelu_forward(hidden, pre, N * I, nullptr), "gelu");
-    linear_forward(out, hidden, param(w.proj_w), param_or_null(w.proj_b), N, I, C, layout);
+    linear_forward(out, hidden, param(w.proj_w), tp.row_parallel_bias(param_or_null(w.proj_b)), N, I, C, layout);
   } else {
     T* gate = act(l, "mlp_gate");
     T* up = act(l, "mlp_up");
@@ -260,6 +267,7 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
     check(swiglu_forward(hidden, gate, up, N * I, nullptr), "swiglu");
     linear_forward(out, hidden, param(w.down_w), nullptr, N, I, C, layout);
   }
+  tp.sum(out, N * C);
   check(residual_add(out, mid, N * C, nullptr), "residual");
 }
 
@@ -269,9 +277,10 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   check(cudaMemcpy(outside<int32_t>("tokens"), host_tokens, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the tokens");
   check(cudaMemcpy(outside<int32_t>("targets"), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
   T* embedded = act(0, "block_input");
-  const cpu::VocabSlice vocab{0, V};
   before_layer_forward(planner::kEmbeddingLayer);
-  check(embedding_forward(embedded, outside<int32_t>("tokens"), param(slots.wte), N, C, vocab, nullptr), "embedding");
+  // Each rank looks up the tokens of its vocabulary rows (the others' are 0): their sum is the embedding.
+  check(embedding_forward(embedded, outside<int32_t>("tokens"), param(slots.wte), N, C, tp.vocab(), nullptr), "embedding");
+  tp.sum(embedded, N * C);
   if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), N, Tn, C, 0, nullptr), "position embedding");
   T* final_input = outside("final_norm_input");
   for (int l = 0; l < L; ++l) {
@@ -285,9 +294,10 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   norm_forward(h, outside<float>("final_norm_stats"), final_input, slots.final_norm_w, slots.final_norm_b);
   linear_forward(outside("logits"), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
   // The mean over the global batch: this micro-batch's N tokens of k · dp · N (the reduced sum is the mean gradient).
+  // Under tensor parallelism its per-row maxima and sums (2N fp32) live in
+  // grad_residual, dead until the backward zeroes it (N · C bf16, C ≥ 4).
   const float scale = static_cast<float>(gradient_scale / static_cast<double>(N));
-  check(fused_cross_entropy(outside<float>("token_losses"), outside("logits"), outside<int32_t>("targets"), N, V, V, scale, true, nullptr),
-        "cross-entropy");
+  tp.cross_entropy(outside<float>("token_losses"), outside("logits"), outside<int32_t>("targets"), N, V, scale, outside<float>("grad_residual"));
   std::vector<float> host(static_cast<size_t>(N));
   check(cudaMemcpy(host.data(), outside<float>("token_losses"), host.size() * sizeof(float), cudaMemcpyDeviceToHost), "copying the losses");
   double mean = 0;
@@ -375,8 +385,7 @@ void GptTraining::State::backward(bool reduce) {
     after_layer_backward(l, reduce);
   }
   before_layer_backward(planner::kEmbeddingLayer);
-  const cpu::VocabSlice vocab{0, V};
-  check(embedding_backward(grad(slots.wte), dres, outside<int32_t>("tokens"), N, C, vocab, nullptr), "embedding backward");
+  check(embedding_backward(grad(slots.wte), dres, outside<int32_t>("tokens"), N, C, tp.vocab(), nullptr), "embedding backward");
   if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
   after_layer_backward(planner::kEmbeddingLayer, reduce);
 }
@@ -390,11 +399,7 @@ std::optional<double> GptTraining::State::optimizer_step() {
     if (!norm) throw StepError(norm.error().message);
     return norm.value();
   }
-  check(sum_of_squares(norm_sum.as<double>(), reinterpret_cast<int32_t*>(norm_sum.as<double>() + 1), grads.as<T>(), numel, 1.0,
-                       sum_workspace.as<void>(), nullptr),
-        "gradient sum of squares");
-  double sum = 0;
-  check(cudaMemcpy(&sum, norm_sum.as<double>(), sizeof(double), cudaMemcpyDeviceToHost), "copying the sum of squares");
+  const double sum = tp.sum_of_squares(grads.as<T>(), norm_sum.as<double>(), sum_workspace.as<void>());
   if (!std::isfinite(sum)) return std::nullopt;
   const double norm = std::sqrt(sum);
   const double clip = clip_coefficient(norm, options.max_grad_norm);
@@ -410,16 +415,15 @@ std::optional<double> GptTraining::State::optimizer_step() {
   return norm;
 }
 
-// The parameters (from the planner's initialization, in flat order, as the
-// CPU model starts from), their gradients and AdamW's fp32 master weights and
-// states: whole, or under ZeRO (`zero_plugin`) the parameters padded to dp
-// shards and the rest kept by the shards (zero_shards.h).
-void GptTraining::State::allocate_model_states(const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin) {
+// The parameters of this rank's part `model` of `whole` (from the planner's
+// initialization, in flat order, as the CPU model's rank of the same tensor-
+// parallel group starts from), their gradients and AdamW's fp32 master
+// weights and states: whole, or under ZeRO (`zero_plugin`) the parameters
+// padded to dp shards and the rest kept by the shards (zero_shards.h).
+void GptTraining::State::allocate_model_states(const planner::Model& whole, const planner::Model& model, uint64_t seed,
+                                               const planner::PluginOptions* zero_plugin) {
   const int64_t n = numel, padded = zero_plugin != nullptr ? zero_buffers(model, *zero_plugin, group->size()).parameters : n;
-  std::vector<T> host(static_cast<size_t>(padded));  // the padding stays 0
-  for_each_initial_value_of_part(model, seed, 1, 0, planner::PipelinePlacement{}, [&host](int64_t i, double value) {
-    host[static_cast<size_t>(i)] = narrow<T>(static_cast<float>(value));
-  });
+  const std::vector<T> host = initial_part_parameters(whole, seed, tp.size(), tp.rank(), padded);
   std::vector<float> weights(static_cast<size_t>(n));
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = widen(host[i]);
   params = take(padded * 2, MemoryCategory::parameters);
@@ -446,10 +450,9 @@ void GptTraining::State::allocate_model_states(const planner::Model& model, uint
 // Gemini: no flat buffers; the parameters live in chunk shards, and each
 // layer's are bound into its gathered chunks before it runs (gemini_shards.h).
 void GptTraining::State::allocate_gemini(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin) {
-  std::vector<float> weights(static_cast<size_t>(numel));  // rounded to bf16 first, as the flat start
-  for_each_initial_value_of_part(model, seed, 1, 0, planner::PipelinePlacement{}, [&weights](int64_t i, double value) {
-    weights[static_cast<size_t>(i)] = widen(narrow<T>(static_cast<float>(value)));
-  });
+  const std::vector<T> host = initial_part_parameters(model, seed, 1, 0, numel);
+  std::vector<float> weights(host.size());  // rounded to bf16 first, as the flat start
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = widen(host[i]);
   parameter_of.assign(order.size(), nullptr);
   gradient_of.assign(order.size(), nullptr);
   gemini = std::make_unique<GeminiShards>(*allocator, *ledger, group, model, plugin, decay, options, parameter_of, gradient_of);
@@ -461,8 +464,16 @@ GptTraining::~GptTraining() = default;
 
 Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                          uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel,
-                                                         planner::RecomputeMode recompute) {
+                                                         planner::RecomputeMode recompute, const GpuTensorParallel& tensor_parallel) {
   const planner::ModelConfig& c = model.config;
+  const int64_t tp = tensor_parallel.group != nullptr ? tensor_parallel.group->size() : 1;
+  const int64_t dp = data_parallel.group != nullptr ? data_parallel.group->size() : 1;
+  if (Status s = check_gpu_layout(data_parallel.plugin, planner::ParallelLayout{dp, tp, 1, false}); !s) return s.error();
+  if (!planner::tp_divides_model(c, tp)) {
+    return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp) + ": each tensor-parallel rank holds whole attention and key-value heads and "
+                                              "an equal share of the MLP; choose a --tp that divides " + std::to_string(c.num_heads) + ", " +
+                                              std::to_string(c.num_kv_heads) + " and " + std::to_string(c.intermediate_size));
+  }
   if (options.kind != planner::OptimizerKind::adamw) return make_error(ErrorCode::unsupported, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
   if (recompute == planner::RecomputeMode::op_selective) {
@@ -472,7 +483,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   if (seq_len > c.max_positions) {
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
   }
-  const cpu::AttentionShape shape = State::attention_shape(c, micro_batch, seq_len);
+  const planner::ModelConfig widths = tp_rank_widths(c, tp);
+  const cpu::AttentionShape shape = State::attention_shape(widths, micro_batch, seq_len);
   if (std::string why = Attention::unsupported(shape); !why.empty()) return make_error(ErrorCode::unsupported, "--gpu: " + why);
   int devices = 0;
   if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
@@ -481,23 +493,26 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
 
   auto s = std::make_unique<State>();
   if (!s->gemm.error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->gemm.error());
-  s->config = c;
-  s->B = micro_batch, s->Tn = seq_len, s->N = micro_batch * seq_len, s->C = c.hidden_size, s->I = c.intermediate_size, s->V = c.vocab_size;
+  // This rank's part of every tensor (all of it without tensor parallelism), by the planner's sharding rule.
+  const planner::Model part = planner::tp_rank_model(model, tp);
+  s->config = widths;
+  s->B = micro_batch, s->Tn = seq_len, s->N = micro_batch * seq_len, s->C = c.hidden_size, s->I = widths.intermediate_size, s->V = widths.vocab_size;
   s->options = options;
   s->ledger = &ledger;
-  s->order = planner::flat_parameter_order(model.inventory);
-  s->slots = parameter_slots(model.inventory, static_cast<int>(c.num_layers));
+  s->tp = TensorParallelStep(tensor_parallel.group, part);
+  s->order = planner::flat_parameter_order(part.inventory);
+  s->slots = parameter_slots(part.inventory, static_cast<int>(c.num_layers));
   std::vector<std::vector<int64_t>> shapes;
-  for (const planner::FlatParameter& flat : s->order) shapes.push_back(model.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
+  for (const planner::FlatParameter& flat : s->order) shapes.push_back(part.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
   s->decay = decay_mask(shapes);
-  s->numel = model.inventory.parameter_count();
+  s->numel = part.inventory.parameter_count();
   const planner::PluginOptions& plugin = data_parallel.plugin;
   if (Status supported = check_gpu_plugin(plugin); !supported) return supported.error();
   const bool sharded = data_parallel.group != nullptr && data_parallel.group->size() > 1 && plugin.kind == planner::PluginKind::low_level_zero;
   const bool gemini = plugin.kind == planner::PluginKind::gemini;  // on one GPU too
   if (data_parallel.group != nullptr && data_parallel.group->size() > 1) {
     s->group = data_parallel.group;
-    if (!sharded && !gemini) s->buckets.emplace(model.inventory, s->order, s->numel, plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
+    if (!sharded && !gemini) s->buckets.emplace(part.inventory, s->order, s->numel, plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
   }
   s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger);
   s->attention = std::make_unique<Attention>(*s->allocator);
@@ -508,15 +523,15 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   try {
     const int64_t n = s->numel, N = s->N, C = s->C;
     if (gemini) {
-      s->allocate_gemini(model, seed, plugin);
+      s->allocate_gemini(model, seed, plugin);  // tensor parallelism is hybrid_parallel's: `part` is `model` here
     } else {
-      s->allocate_model_states(model, seed, sharded ? &plugin : nullptr);
+      s->allocate_model_states(model, part, seed, sharded ? &plugin : nullptr);
     }
 
     // What the forward keeps and the recompute rebuilds, sized and named by
     // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
     const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
-    s->activations = StepActivations(*s->allocator, activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, 1, false}, recompute), c.num_layers);
+    s->activations = StepActivations(*s->allocator, activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, tp, false}, recompute), c.num_layers);
     // Workspaces: a column of ones for the bias gradients (1 · dout), the
     // norms' partial sums, the gradient norm's partial sums and its result
     // (a double and the overflow flag).

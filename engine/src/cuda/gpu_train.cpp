@@ -6,17 +6,21 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "tessera/engine/checkpoint.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/data.h"
+#include "tessera/engine/consolidated_checkpoint.h"
 #include "tessera/engine/flat_checkpoint.h"
+#include "tessera/engine/parallel/process_groups.h"
 #include "tessera/engine/parallel/rank_reports.h"
 #include "tessera/engine/run_checkpoints.h"
 #include "tessera/engine/sharded_checkpoint.h"
 #include "tessera/planner/flops.h"
+#include "tessera/planner/tensor_parallel.h"
 #if defined(TESSERA_HAVE_NCCL)
 #include "tessera/engine/comm/nccl.h"
 #endif
@@ -24,13 +28,13 @@
 namespace tessera::engine::cuda {
 namespace {
 
-// The gradients' communicator over the launcher's ranks, on this rank's
-// device; its reductions' scratch booked in `ledger` (comm_buffers).
-Result<std::unique_ptr<comm::Communicator>> data_parallel_group(const GpuRun& run, MemoryLedger& ledger) {
+// An NCCL communicator over the ranks of `ranks` (one of the launcher's
+// groups), on this rank's device; its reductions' scratch booked in `ledger` (comm_buffers).
+Result<std::unique_ptr<comm::Communicator>> nccl_group(comm::Communicator& ranks, const GpuRun& run, MemoryLedger& ledger) {
 #if defined(TESSERA_HAVE_NCCL)
-  return comm::make_nccl_communicator(*run.world, comm::NcclOptions{run.device, nullptr, run.comm_timeout, &ledger});
+  return comm::make_nccl_communicator(ranks, comm::NcclOptions{run.device, nullptr, run.comm_timeout, &ledger});
 #else
-  (void)run, (void)ledger;
+  (void)ranks, (void)run, (void)ledger;
   return make_error(ErrorCode::unsupported, "--gpu: this build has no NCCL (CMake found none), so it trains on one GPU only; launch without mpirun");
 #endif
 }
@@ -68,44 +72,83 @@ Status save_replicated_checkpoint(const planner::Model& model, const TrainOption
                                  {kModelFileName, kOptimizerFileName});
 }
 
-// Under ZeRO every rank saves its shard, as the CPU engine's low_level_zero
-// does (sharded_checkpoint.h: the same files, so either engine resumes the
-// other's), into the directory rank 0 staged; rank 0 commits. Collective over `world`.
-Status save_sharded_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, comm::Communicator& world,
-                               const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step, int64_t data_position) {
+// Every rank copies its optimizer (laid out as `held`: its shard or part of
+// the model) to the host and writes its part of the checkpoint of `step` with
+// `write` into the directory rank 0 staged; rank 0 commits it with the files
+// `whole_files` whose digests the manifest checks. Collective over `world`.
+using WriteParts = std::function<Result<std::vector<CheckpointFile>>(const std::string& directory, FlatAdamWState& state, const TrainingPosition& position)>;
+Status save_collective_checkpoint(const planner::Model& held, const TrainOptions& options, const GptTraining& gpu, comm::Communicator& world,
+                                  const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step, int64_t data_position,
+                                  const WriteParts& write, std::vector<std::string> whole_files) {
   RunDirectory* dir = options.run_directory;  // rank 0's
-  FlatAdamWState state = gpu.host_state(model);  // save-time host memory, outside the training ledger
+  FlatAdamWState state = gpu.host_state(held);  // save-time host memory, outside the training ledger
   const Status copied = gpu.save_state(state);
   auto staging = dir != nullptr ? dir->stage(step) : Result<CheckpointStaging>(CheckpointStaging{step, RunDirectory::staging_path(options.run_directory_path, step)});
   const Status ready = !copied ? copied : staging ? Status::success() : Status(staging.error());
   if (Status s = every_rank_has(&world, ready, "stage the checkpoint"); !s) return s;
-  auto files = write_sharded_checkpoint(world, staging->directory, model, state, options.plugin, planner::OptimizerKind::adamw,
-                                        TrainingPosition{step, data_position, {}});
+  auto files = write(staging->directory, state, TrainingPosition{step, data_position, {}});
   Status committed = files ? Status::success() : Status(files.error());
   if (dir != nullptr && committed) {
     committed = commit_checkpoint_files(*dir, staging.value(), CheckpointManifest{step, run_id, std::move(files).value(), settings}, options.model_config_text,
-                                        {kModelFileName});
+                                        std::move(whole_files));
   }
   return every_rank_has(&world, committed, "save its part of the checkpoint");
 }
 
-// The checkpoint of `step`, as the run keeps its optimizer. Collective under ZeRO.
-Status save_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, comm::Communicator* world,
+// Under ZeRO every rank saves its shard, as the CPU engine's low_level_zero
+// does (sharded_checkpoint.h: the same files, so either engine resumes the other's).
+Status save_sharded_checkpoint(const planner::Model& model, const TrainOptions& options, const GptTraining& gpu, comm::Communicator& world,
+                               const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step, int64_t data_position) {
+  const WriteParts shards = [&](const std::string& directory, FlatAdamWState& state, const TrainingPosition& position) {
+    return write_sharded_checkpoint(world, directory, model, state, options.plugin, planner::OptimizerKind::adamw, position);
+  };
+  return save_collective_checkpoint(model, options, gpu, world, settings, run_id, step, data_position, shards, {kModelFileName});
+}
+
+// Under tensor parallelism every rank holds its part of the model: the
+// checkpoint is the CPU engine's consolidated one (consolidated_checkpoint.h:
+// whole tensors, the same files a CPU tp run writes), gathered over the
+// launcher's groups `host` and written by rank 0.
+Status save_consolidated_checkpoint(const planner::Model& model, const planner::Model& part, const TrainOptions& options, const GptTraining& gpu,
+                                    const ProcessGroups& host, comm::Communicator& world, const std::vector<RunSetting>& settings, const std::string& run_id,
+                                    int64_t step, int64_t data_position) {
+  const WriteParts consolidated = [&](const std::string& directory, FlatAdamWState& state, const TrainingPosition& position) {
+    return write_consolidated_checkpoint({*host.data, *host.tensor, nullptr, world, 1}, state, part, model, model, options.plugin,
+                                         planner::OptimizerKind::adamw, directory, position);
+  };
+  return save_collective_checkpoint(part, options, gpu, world, settings, run_id, step, data_position, consolidated, {kModelFileName, kOptimizerFileName});
+}
+
+// The run's layout on the launcher's ranks: its groups (parallel/process_groups.h,
+// MPI's, for checkpoints) and this rank's part of the model.
+struct GpuLayout {
+  ProcessGroups host;
+  planner::Model part;  // the model without tensor parallelism
+  int64_t tp() const { return host.tensor != nullptr ? host.tensor->size() : 1; }
+};
+
+// The checkpoint of `step`, as the run keeps its optimizer. Collective under ZeRO and tensor parallelism.
+Status save_checkpoint(const planner::Model& model, const GpuLayout& layout, const TrainOptions& options, const GptTraining& gpu, comm::Communicator* world,
                        const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step, int64_t data_position) {
+  if (world != nullptr && layout.tp() > 1) {
+    return save_consolidated_checkpoint(model, layout.part, options, gpu, layout.host, *world, settings, run_id, step, data_position);
+  }
   if (world != nullptr && gpu.sharded()) return save_sharded_checkpoint(model, options, gpu, *world, settings, run_id, step, data_position);
   return save_replicated_checkpoint(model, options, gpu, settings, run_id, step, data_position);
 }
 
 // --resume: every rank loads the checkpoint rank 0 verified (a CPU run's
 // too, of any plugin and rank count) into its device, its shard of it under
-// ZeRO, and continues its run id; the position to start from (step 0 without one).
-Result<TrainingPosition> resume(const planner::Model& model, const TrainOptions& options, comm::Communicator* world, const std::vector<RunSetting>& settings,
-                                GptTraining& gpu, std::string& run_id, std::ostream& progress) {
+// ZeRO, its tensor-parallel part of it, and continues its run id; the
+// position to start from (step 0 without one).
+Result<TrainingPosition> resume(const planner::Model& model, const GpuLayout& layout, const TrainOptions& options, comm::Communicator* world,
+                                const std::vector<RunSetting>& settings, GptTraining& gpu, std::string& run_id, std::ostream& progress) {
   auto checkpoint = agree_on_checkpoint(world, options, settings, progress);
   if (!checkpoint) return checkpoint.error();
   if (!checkpoint.value()) return TrainingPosition{};
-  FlatAdamWState state = gpu.host_state(model);  // resume-time host memory, outside the training ledger
-  auto loaded = load_flat_checkpoint(**checkpoint, model, state);
+  FlatAdamWState state = gpu.host_state(layout.part);  // resume-time host memory, outside the training ledger
+  const TensorParallelRank tp{layout.tp(), layout.tp() > 1 ? layout.host.tensor->rank() : 0};
+  auto loaded = load_flat_checkpoint(**checkpoint, model, state, tp);
   if (Status s = every_rank_has(world, loaded, "load the checkpoint"); !s) return s.error();
   if (Status s = gpu.restore_state(state); !s) return s.error();
   if (!checkpoint.value()->manifest.run_id.empty()) run_id = checkpoint.value()->manifest.run_id;
@@ -126,35 +169,50 @@ Result<bool> stop_agreed(const TrainOptions& options, comm::Communicator* world)
 
 Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, const GpuRun& run, std::ostream& progress) {
   comm::Communicator* world = run.world != nullptr && run.world->size() > 1 ? run.world : nullptr;
-  const int ranks = world != nullptr ? world->size() : 1, rank = world != nullptr ? world->rank() : 0;
+  const int ranks = world != nullptr ? world->size() : 1;
   if (cudaError_t e = cudaSetDevice(run.device); e != cudaSuccess) {
     return make_error(ErrorCode::unsupported, "--gpu: CUDA device " + std::to_string(run.device) + " cannot be used: " + cudaGetErrorString(e));
   }
   TrainMetrics metrics;
-  std::unique_ptr<comm::Communicator> group;
-  if (world != nullptr) {
-    auto made = data_parallel_group(run, metrics.ledger);
-    if (Status s = every_rank_has(world, made, "join the NCCL communicator"); !s) return s.error();
-    group = std::move(made).value();
+  // The launcher's ranks as dp × tp (tensor-parallel ranks fastest, process_groups.h), and NCCL over each group of more than one rank.
+  const int64_t tp = run.tp;
+  if (ranks % tp != 0) {
+    return make_error(ErrorCode::invalid_argument, "--tp " + std::to_string(tp) + " does not divide the " + std::to_string(ranks) + " ranks; launch a multiple of it");
   }
+  const int64_t dp = ranks / tp;
+  GpuLayout layout{{}, planner::tp_rank_model(model, tp)};
+  std::unique_ptr<comm::Communicator> group, tensor_group;
+  if (world != nullptr) {
+    auto host = make_process_groups(*world, planner::ParallelLayout{dp, tp, 1, false});
+    if (!host) return host.error();
+    layout.host = std::move(host).value();
+    for (auto [ranks_of, made_group] : {std::pair{layout.host.data.get(), &group}, std::pair{layout.host.tensor.get(), &tensor_group}}) {
+      if (ranks_of->size() == 1) continue;  // every group of a kind has the same size: every rank skips it or joins
+      auto made = nccl_group(*ranks_of, run, metrics.ledger);
+      if (Status s = every_rank_has(world, made, "join the NCCL communicator"); !s) return s.error();
+      *made_group = std::move(made).value();
+    }
+  }
+  const int dp_rank = world != nullptr ? static_cast<int>(layout.host.coordinates.dp_rank) : 0;
   auto data = load_training_data(options.data_path, model.config, options.micro_batch_size, options.seq_len);
   if (!data) return data.error();
-  const std::vector<RunSetting> settings = run_settings(model, options, data.value(), ranks);
+  const std::vector<RunSetting> settings = run_settings(model, options, data.value(), dp);  // the global batch: dp ranks' sequences
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
-                                  GpuDataParallel{group.get(), options.plugin}, options.recompute);
+                                  GpuDataParallel{group.get(), options.plugin}, options.recompute, GpuTensorParallel{tensor_group.get()});
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
 
   std::string run_id = new_run_id();
-  auto resumed = resume(model, options, world, settings, *gpu, run_id, progress);
+  auto resumed = resume(model, layout, options, world, settings, *gpu, run_id, progress);
   if (!resumed) return resumed.error();
   const TrainingPosition start = resumed.value();
   metrics.first_step = start.step + 1;
   metrics.checkpoint_step = start.step;
 
   DataLoader loader(data.value(), options.micro_batch_size, options.seq_len, start.data_position);
-  // Each step: this rank's k micro-batches of the global batch of ranks · k · B sequences.
-  const int64_t k = options.num_micro_batches, rank_tokens = k * options.micro_batch_size * options.seq_len, tokens_per_step = ranks * rank_tokens;
+  // Each step: this rank's k micro-batches of the global batch of dp · k · B
+  // sequences (the tensor-parallel ranks of a data-parallel rank read the same).
+  const int64_t k = options.num_micro_batches, rank_tokens = k * options.micro_batch_size * options.seq_len, tokens_per_step = dp * rank_tokens;
   std::vector<int32_t> tokens(static_cast<size_t>(rank_tokens)), targets(tokens.size());
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
@@ -165,16 +223,16 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
     if (stop.value()) {  // the last complete step is committed, as the CPU trainer does
       metrics.stopped = true;
       if (step - 1 > metrics.checkpoint_step) {
-        if (Status s = save_checkpoint(model, options, *gpu, world, settings, run_id, step - 1, step_start); !s) return s.error();
+        if (Status s = save_checkpoint(model, layout, options, *gpu, world, settings, run_id, step - 1, step_start); !s) return s.error();
         metrics.checkpoint_step = step - 1;
       }
       break;
     }
-    loader.read_rank_share(step_start, rank, ranks, k, tokens.data(), targets.data());
+    loader.read_rank_share(step_start, dp_rank, static_cast<int>(dp), k, tokens.data(), targets.data());
     const auto began = Clock::now();
     auto result = gpu->step(tokens.data(), targets.data(), k);
     if (!result) return result.error();
-    double loss = result->loss;  // the mean over the ranks, as the CPU trainer reports it (rank-order sum)
+    double loss = result->loss;  // the mean over the ranks, as the CPU trainer reports it (rank-order sum; a tp group's ranks have the same)
     if (world != nullptr) {
       if (Status s = world->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
       loss /= static_cast<double>(ranks);
@@ -188,7 +246,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
                   loss, result->grad_norm, result->updated ? "" : " (not finite: no update)");
     progress << line;
     if (step == options.steps || (options.save_every > 0 && step % options.save_every == 0)) {
-      if (Status s = save_checkpoint(model, options, *gpu, world, settings, run_id, step, loader.position()); !s) return s.error();
+      if (Status s = save_checkpoint(model, layout, options, *gpu, world, settings, run_id, step, loader.position()); !s) return s.error();
       metrics.checkpoint_step = step;
     }
   }
@@ -199,6 +257,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   metrics.achieved_flops_per_s = metrics.tokens_per_s * (flops.forward + flops.backward);
   gpu.reset();  // its memory back before the ledger's peaks are read
   if (group != nullptr) metrics.communication = group->counters();
+  if (tensor_group != nullptr) metrics.tensor_parallel_communication = tensor_group->counters();
   if (world != nullptr) {
     auto peaks = gather_rank_peaks(*world, metrics.ledger);
     if (!peaks) return peaks.error();

@@ -30,14 +30,30 @@ Status check_gemini_placement(const planner::GeminiOptions& g) {
 
 Status check_gpu_plugin(const planner::PluginOptions& plugin) {
   if (plugin.kind == PluginKind::gemini) return check_gemini_placement(plugin.gemini);
-  if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero) {
+  if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
-                                                  ": on GPUs the engine runs torch_ddp, low_level_zero and gemini so far; use one of them");
+                                                  ": on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them");
+  }
+  if (plugin.kind == PluginKind::hybrid_parallel && plugin.effective_zero_stage() != 0) {
+    return make_error(ErrorCode::unsupported, "--zero-stage " + std::to_string(plugin.effective_zero_stage()) +
+                                                  ": hybrid_parallel on GPUs runs DDP over the data-parallel ranks (ZeRO stage 0) so far; use --zero-stage 0");
   }
   if (plugin.kind != PluginKind::low_level_zero) return Status::success();
   const int stage = plugin.effective_zero_stage();
   if (stage != 1 && stage != 2) {
     return make_error(ErrorCode::unsupported, "--zero-stage " + std::to_string(stage) + ": low_level_zero on GPUs runs ZeRO stage 1 or 2; use --zero-stage 1 or 2");
+  }
+  return Status::success();
+}
+
+Status check_gpu_layout(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
+  if (layout.pp > 1) return make_error(ErrorCode::unsupported, "--pp " + std::to_string(layout.pp) + ": on GPUs the engine runs no pipeline yet; use --pp 1");
+  if (layout.tp == 1) return Status::success();
+  if (plugin.kind != PluginKind::hybrid_parallel) {
+    return make_error(ErrorCode::unsupported, "--tp " + std::to_string(layout.tp) + ": tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
+  }
+  if (layout.sequence_parallel) {
+    return make_error(ErrorCode::unsupported, "--sequence-parallel: the GPU step runs tensor parallelism without sequence parallelism so far; leave it out");
   }
   return Status::success();
 }

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "tessera/planner/sharding.h"
+#include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
 
@@ -21,15 +22,17 @@ Result<std::vector<CheckpointFile>> write_flat_checkpoint_files(const std::strin
                                              position);
 }
 
-Result<TrainingPosition> load_flat_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& model, FlatAdamWState& state) {
+Result<TrainingPosition> load_flat_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& model, FlatAdamWState& state,
+                                              TensorParallelRank tp) {
+  const planner::TensorInventory part = planner::tp_rank_inventory(model.inventory, tp.size);
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> shapes;
-  for (const planner::FlatParameter& flat : planner::flat_parameter_order(model.inventory)) {
-    const planner::TensorInfo& tensor = model.inventory.tensors[static_cast<size_t>(flat.tensor_index)];
+  for (const planner::FlatParameter& flat : planner::flat_parameter_order(part)) {
+    const planner::TensorInfo& tensor = part.tensors[static_cast<size_t>(flat.tensor_index)];
     names.push_back(tensor.name);
     shapes.push_back(tensor.shape);
   }
-  return load_checkpoint(checkpoint, model, ParameterNames{names, shapes}, state, planner::OptimizerKind::adamw);
+  return load_checkpoint(checkpoint, model, ParameterNames{names, shapes}, state, planner::OptimizerKind::adamw, tp);
 }
 
 }  // namespace tessera::engine

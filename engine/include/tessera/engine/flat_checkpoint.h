@@ -48,7 +48,10 @@ Result<std::vector<CheckpointFile>> write_flat_checkpoint_files(const std::strin
                                                                 const TrainingPosition& position);
 
 // Restores `state` (its pieces) from a verified checkpoint by
-// load_checkpoint's rules (whole files, or the shard files of any plugin and rank count).
-Result<TrainingPosition> load_flat_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& model, FlatAdamWState& state);
+// load_checkpoint's rules (whole files, or the shard files of any plugin and
+// rank count); under tensor parallelism (`tp`) `state` holds this rank's part
+// of `model` (planner::tp_rank_model), loaded from the whole tensors.
+Result<TrainingPosition> load_flat_checkpoint(const CommittedCheckpoint& checkpoint, const planner::Model& model, FlatAdamWState& state,
+                                              TensorParallelRank tp = {});
 
 }  // namespace tessera::engine

@@ -34,6 +34,14 @@ TensorInventory tp_rank_inventory(const TensorInventory& full, int64_t tp);
 // what data parallelism shards and the optimizer updates on that rank.
 Model tp_rank_model(const Model& full, int64_t tp);
 
+// Which of a part's parameters (its flat order, sharding.h) a rank's
+// gradient norm counts: not those whole on every tensor-parallel rank
+// (TpSplit::replicated) on ranks other than 0 of the group, and not a last
+// pipeline stage's copy of a tied embedding (Megatron-LM's clip_grad_norm_fp32
+// skips tensor-parallel duplicates and shared embeddings, param_is_not_shared).
+// Summed over the group, each parameter then counts once.
+std::vector<bool> counted_in_gradient_norm(const Model& part, int64_t tp_rank);
+
 // For each element of rank `rank`'s part, in the part's row-major order:
 // visit(local_index, full_index), full_index being the element's row-major
 // index in the whole tensor, or -1 for a padding row past the vocabulary.

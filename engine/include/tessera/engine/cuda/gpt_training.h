@@ -1,6 +1,6 @@
 // One GPU's training step of the engine's transformer in bf16 mixed
 // precision (fp32 master weights and AdamW states, Micikevicius et al. 2018),
-// no parallelism, for both families the CPU model trains (GPT-2; the Llama
+// (below: data and tensor parallelism, one GPU per rank), for both families the CPU model trains (GPT-2; the Llama
 // layout: Llama, Mistral, Qwen2): forward, backward and AdamW on the device
 // with the engine's CUDA launchers (embeddings, LayerNorm and RMSNorm, GELU
 // and SwiGLU, RoPE, residual, the fused cross-entropy that turns bf16 logits
@@ -69,9 +69,25 @@
 // device, or on the host with the CPU engine's optimizer. See
 // src/cuda/gemini_shards.h and device/gemini_device_chunks.h.
 //
-// Never run on a GPU, recompute, ZeRO and Gemini included: compiled for sm_90 and
-// checked on the day one is lent (tests/cuda/gpt_training_gpu_test.cpp,
-// recompute_gpu_test.cpp, ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp, tools/gpu-check).
+// Tensor parallelism (Megatron-LM's, as the CPU engine's hybrid_parallel runs
+// it, model/tensor_parallel.h): given a communicator over the tensor-parallel
+// ranks, each rank holds its part of every split layer by the planner's rule
+// (planner::tp_rank_model), initialised with the values the CPU model's rank
+// of the same group gets (for_each_initial_value_of_part), and computes with
+// its part's widths; the row-parallel outputs, the vocabulary-parallel
+// embedding and the column-parallel input gradients are all-reduced over the
+// group, and the loss is the vocabulary-parallel fused cross-entropy, which
+// never gathers the logits (src/cuda/tensor_parallel_step.h). The activations
+// are the `tessera_gpu` table's for tp ranks (the planner's division). With a
+// data-parallel communicator too (over the ranks of the same tp rank), DDP
+// all-reduces each part's gradients in the CPU engine's buckets of the part.
+// No sequence parallelism and no ZeRO with it (device/gpu_plugins.h refuses them).
+//
+// Never run on a GPU, recompute, ZeRO, Gemini and tensor parallelism included:
+// compiled for sm_90 and checked on the day one is lent
+// (tests/cuda/gpt_training_gpu_test.cpp, recompute_gpu_test.cpp,
+// ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp,
+// tensor_parallel_gpu_test.cpp, tools/gpu-check).
 #pragma once
 
 #include <cstdint>
@@ -104,6 +120,12 @@ struct GpuDataParallel {
   planner::PluginOptions plugin;
 };
 
+struct GpuTensorParallel {
+  // Over the tensor-parallel ranks (hybrid_parallel's, same dp rank), on
+  // device buffers (NCCL's); null or one rank: none. See "Tensor parallelism" above.
+  comm::Communicator* group = nullptr;
+};
+
 class GptTraining {
  public:
   // One line, and nothing allocated, for what it does not train: what the
@@ -112,7 +134,8 @@ class GptTraining {
   // a head size cuDNN's attention refuses, no device.
   static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                      uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {},
-                                                     planner::RecomputeMode recompute = planner::RecomputeMode::none);
+                                                     planner::RecomputeMode recompute = planner::RecomputeMode::none,
+                                                     const GpuTensorParallel& tensor_parallel = {});
   ~GptTraining();
   GptTraining(const GptTraining&) = delete;
   GptTraining& operator=(const GptTraining&) = delete;

@@ -17,6 +17,15 @@
 // of the optimizer (on the host with --cpu-offload), the gradients are
 // reduce-scattered and the parameters all-gathered over the same communicator.
 //
+// With tp > 1 (--tp, hybrid_parallel at ZeRO stage 0) it is the CPU engine's
+// Megatron-style tensor parallelism (cuda/gpt_training.h) over groups of tp
+// ranks split from the world in the planner's rank order
+// (parallel/process_groups.h: tensor-parallel ranks fastest), DDP over the
+// dp = ranks / tp data-parallel ranks of each tp rank, NCCL over each group;
+// a tp group's ranks read the same share of the batch. Its checkpoints are
+// the CPU engine's consolidated ones (consolidated_checkpoint.h: whole
+// tensors, what a CPU tp run writes), and --resume loads each rank's part.
+//
 // Checkpoints: TrainOptions' run directory, --resume and --save-every as the
 // CPU trainer keeps them (run_checkpoints.h): rank 0 copies the master
 // weights and AdamW's states to the host and commits them at the end and
@@ -44,6 +53,7 @@ struct GpuRun {
   int device = 0;                       // this rank's CUDA device
   comm::Communicator* world = nullptr;  // the launcher's ranks (MPI's world); null or one rank: one GPU
   std::chrono::duration<double> comm_timeout = comm::kDefaultCommTimeout;
+  int64_t tp = 1;  // tensor-parallel ranks (hybrid_parallel's); the world's ranks are dp × tp
 };
 
 Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, const GpuRun& run, std::ostream& progress);

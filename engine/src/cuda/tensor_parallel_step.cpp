@@ -1,0 +1,64 @@
+// The GPU step's tensor-parallel calls; see tensor_parallel_step.h.
+#include "tensor_parallel_step.h"
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "tessera/engine/cuda/cross_entropy.h"
+#include "tessera/engine/cuda/sum_of_squares.h"
+#include "tessera/engine/cuda/vocab_parallel_cross_entropy.h"
+#include "tessera/engine/device/tensor_parallel_part.h"
+
+namespace tessera::engine::cuda {
+namespace {
+
+void check(cudaError_t error, const char* what) {
+  if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+}  // namespace
+
+TensorParallelStep::TensorParallelStep(comm::Communicator* group, const planner::Model& part)
+    : split_(group, false), vocab_size_(part.config.vocab_size), counted_(gradient_norm_runs(part, split_.rank())) {}
+
+void TensorParallelStep::sum(bf16* x, int64_t n) {
+  split_.all_reduce(x, n);
+  if (!split_.status()) throw std::runtime_error("tensor-parallel all-reduce: " + split_.status().error().message);
+}
+
+void TensorParallelStep::cross_entropy(float* losses, bf16* logits, const int32_t* targets, int64_t N, int64_t V, float dloss_scale,
+                                       float* row_statistics) {
+  const cpu::VocabSlice slice = vocab();
+  if (size() == 1) return check(fused_cross_entropy(losses, logits, targets, N, V, slice.valid, dloss_scale, true, nullptr), "cross-entropy");
+  float* row_max = row_statistics;
+  float* row_sum = row_statistics + N;
+  // Megatron-LM's vocab_parallel_cross_entropy: each pass's N values reduced over the group before the next.
+  check(vocab_row_max(row_max, logits, N, V, slice.valid, nullptr), "cross-entropy row maximum");
+  split_.all_reduce(row_max, N, comm::ReduceOp::max);
+  check(vocab_row_sum_exp(row_sum, logits, row_max, N, V, slice.valid, nullptr), "cross-entropy row sum");
+  split_.all_reduce(row_sum, N);
+  check(vocab_parallel_loss(losses, logits, targets, row_max, row_sum, N, V, slice, dloss_scale, true, nullptr), "cross-entropy loss");
+  split_.all_reduce(losses, N);
+  if (!split_.status()) throw std::runtime_error("vocabulary-parallel cross-entropy: " + split_.status().error().message);
+}
+
+double TensorParallelStep::sum_of_squares(const bf16* grads, double* result, void* workspace) {
+  double total = 0;
+  for (const auto& [begin, end] : counted_) {
+    check(cuda::sum_of_squares(result, reinterpret_cast<int32_t*>(result + 1), grads + begin, end - begin, 1.0, workspace, nullptr),
+          "gradient sum of squares");
+    double run = 0;
+    check(cudaMemcpy(&run, result, sizeof(double), cudaMemcpyDeviceToHost), "copying the sum of squares");
+    total += run;
+  }
+  if (size() == 1) return total;
+  check(cudaMemcpy(result, &total, sizeof(double), cudaMemcpyHostToDevice), "copying the sum of squares");
+  split_.all_reduce(result, 1);
+  if (!split_.status()) throw std::runtime_error("gradient norm over the tensor-parallel group: " + split_.status().error().message);
+  check(cudaMemcpy(&total, result, sizeof(double), cudaMemcpyDeviceToHost), "copying the sum of squares");
+  return total;
+}
+
+}  // namespace tessera::engine::cuda

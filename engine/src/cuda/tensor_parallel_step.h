@@ -1,0 +1,69 @@
+// Megatron-LM's tensor parallelism in the GPU step (cuda/gpt_training.h), as
+// the CPU model runs it (model/tensor_parallel.h, model/transformer.cpp): the
+// rank holds its part of every split layer by the planner's rule
+// (planner/tensor_parallel.h: tp_rank_model), so it computes with a tp rank's
+// widths (device/tensor_parallel_part.h: heads, key-value heads and MLP over
+// tp, ⌈V/tp⌉ vocabulary rows); the partial (N, C) sums of the row-parallel layers (the
+// attention output, the MLP's down projection, the vocabulary-parallel
+// embedding) and of the column-parallel layers' input gradients (before each
+// norm's backward, the head's included) are all-reduced over the group, in
+// place, on device buffers (NCCL's communicator, comm/nccl.h: rank-order
+// sums, the same bits on every rank, after the compute stream's queued work);
+// a row-parallel bias is added by rank 0 alone; the loss is the
+// vocabulary-parallel fused cross-entropy (cuda/vocab_parallel_cross_entropy.h)
+// with its three all-reduces of N fp32 values; the gradient norm counts each
+// parameter once over the group (gradient_norm_runs). On one rank every call
+// is what the one-GPU step did. No sequence parallelism.
+//
+// Errors: a failed launch or collective is thrown as the step's one line
+// (gpt_training.cpp catches it).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/half.h"
+#include "tessera/engine/model/tensor_parallel.h"
+#include "tessera/engine/ops/vocab_slice.h"
+#include "tessera/planner/model.h"
+
+namespace tessera::engine::cuda {
+
+class TensorParallelStep {
+ public:
+  TensorParallelStep() = default;  // none yet: GptTraining::create assigns it
+  // `group`: the tensor-parallel ranks' communicator on device buffers (null or one rank: none).
+  // `part`: the rank's part of the model (tp_rank_model), its config the whole one's.
+  TensorParallelStep(comm::Communicator* group, const planner::Model& part);
+
+  int64_t size() const { return split_.size(); }
+  int64_t rank() const { return split_.rank(); }
+  // This rank's vocabulary classes (its embedding rows and logit columns).
+  cpu::VocabSlice vocab() const { return {split_.vocab_begin(vocab_size_), split_.vocab_valid(vocab_size_)}; }
+
+  // x (n elements on the device) = its sum over the group, in place: Megatron's g after a
+  // row-parallel layer's forward, f before a column-parallel layer's input gradient goes on.
+  void sum(bf16* x, int64_t n);
+  // A row-parallel layer's bias, whole on every rank, enters the sum once: rank 0's.
+  const bf16* row_parallel_bias(const bf16* bias) const { return rank() == 0 ? bias : nullptr; }
+
+  // losses (N, fp32) = −log p(target) of the whole vocabulary; the (N, V)
+  // logits of this rank's V columns become dlogits = (p − onehot) ·
+  // dloss_scale. `row_statistics`: 2N fp32 of device scratch (unused on one rank).
+  void cross_entropy(float* losses, bf16* logits, const int32_t* targets, int64_t N, int64_t V, float dloss_scale, float* row_statistics);
+
+  // The square of the global gradient norm: the sum of squares of the
+  // counted ranges of `grads` (its flat order), summed over the group.
+  // `result`: a device double (and its overflow flag after it), `workspace`
+  // sum_of_squares_workspace_bytes of the whole buffer.
+  double sum_of_squares(const bf16* grads, double* result, void* workspace);
+
+ private:
+  TensorParallel split_;
+  int64_t vocab_size_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> counted_;  // [begin, end) runs of the flat gradients the norm counts
+};
+
+}  // namespace tessera::engine::cuda

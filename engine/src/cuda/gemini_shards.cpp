@@ -11,17 +11,10 @@
 #include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/engine/shard_values.h"
 
+#include "cuda_errors.h"
+
 namespace tessera::engine::cuda {
 namespace {
-
-Status succeeded(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return Status::success();
-  return make_error(ErrorCode::unsupported, std::string(what) + ": " + cudaGetErrorString(error));
-}
-
-void made(cudaError_t error, const char* what) {
-  if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
-}
 
 size_t bytes(int64_t n, size_t element) { return static_cast<size_t>(n) * element; }
 

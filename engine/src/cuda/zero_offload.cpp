@@ -9,19 +9,9 @@
 
 #include "tessera/engine/device/offload_transfer.h"
 
+#include "cuda_errors.h"
+
 namespace tessera::engine::cuda {
-namespace {
-
-Status succeeded(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return Status::success();
-  return make_error(ErrorCode::unsupported, std::string(what) + ": " + cudaGetErrorString(error));
-}
-
-void made(cudaError_t error, const char* what) {
-  if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
-}
-
-}  // namespace
 
 OffloadedShard::OffloadedShard(MemoryLedger& ledger, const planner::OptimizerLayout& layout, std::vector<bool> decay, const OptimizerOptions& options)
     : shard_(layout.shard_numel), host_(pinned_, events_, ledger) {

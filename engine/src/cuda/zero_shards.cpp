@@ -13,16 +13,13 @@
 #include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/planner/sharding.h"
 
+#include "cuda_errors.h"
+
 namespace tessera::engine::cuda {
 namespace {
 
 constexpr int64_t kParameterBytes = sizeof(bf16);  // parameters and gradients
 constexpr int64_t kStateBytes = sizeof(float);     // master weights and AdamW's states
-
-Status succeeded(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return Status::success();
-  return make_error(ErrorCode::unsupported, std::string(what) + ": " + cudaGetErrorString(error));
-}
 
 size_t bytes(int64_t numel, int64_t element_bytes) { return static_cast<size_t>(numel * element_bytes); }
 

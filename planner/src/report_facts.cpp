@@ -203,6 +203,11 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   const auto& t = r.request.training;
   std::vector<AssumptionLine> lines;
   lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)), activation_profile_source(t.activation_profile)});
+  if (runs_hugging_face_modules(t.activation_profile)) {
+    lines.push_back({"transformers", to_string(t.transformers_version),
+                     "the release running the model: the blocks as measured on " + to_string(kMeasuredTransformers) +
+                         ", the logits, the loss and the attention mask as this release keeps them (transformers_version.h; --transformers-version)"});
+  }
   lines.push_back({"model states", "runtime " + std::string(enum_name(r.request.plugin.runtime)),
                    model_states_source(r.request.plugin, t.precision)});
   if (const std::optional<AssumptionLine> line = execution_line(r.model.config, r.request.plugin.runtime, t)) lines.push_back(*line);

@@ -36,6 +36,7 @@ void set_up_runtime(const json& result, EstimateRequest& r) {
   r.plugin.kind = parse_enum<PluginKind>(setup.value("plugin", "hybrid_parallel")).value();
   r.plugin.runtime = parse_enum<Runtime>(setup.value("runtime", "colossalai")).value();
   r.training.activation_profile = parse_enum<ActivationProfile>(setup.value("activation_profile", "megatron")).value();
+  r.training.transformers_version = testing::row_transformers_version(setup);
   r.training.optimizer = parse_enum<OptimizerKind>(setup.value("optimizer", "adam")).value();
   r.plugin.zero_stage = result["training"].value("zero_stage", r.plugin.kind == PluginKind::hybrid_parallel ? 0 : -1);
   // Megatron-LM's LocalDDP all-reduces its gradient buffer after forward_backward_func

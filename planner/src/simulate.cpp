@@ -80,10 +80,10 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
     }
     case ElementwiseExecution::hf_gpt2_eager:
       return eager(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
-                   hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
+                   hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::hf_llama_eager:
       return eager(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
-                   hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
+                   hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::fused: break;
   }
   if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, t)) return {};

@@ -13,6 +13,9 @@
 //    through v4.46.0 its CrossEntropyLoss runs on the 16-bit lm_logits (so
 //    log_softmax and its gradients are 16-bit); at v5.0.0 and v5.17.0 it
 //    calls self.loss_function (ForCausalLMLoss, fp32).
+//  Both shift the logits for the loss through v4.33.3 (`logits[..., :-1,
+//  :].contiguous()`, a copy); v5.0.0's and v5.17.0's ForCausalLMLoss pads and
+//  shifts the labels instead.
 //  Under torch.autocast (hf_autocast) the loss is fp32 either way (log_softmax
 //  and nll_loss are on autocast's fp32 list) and the Hugging Face Trainer keeps
 //  only the loss, so these rules change nothing there.
@@ -94,9 +97,9 @@ std::optional<std::string> unsupported_transformers_version(TransformersVersion 
 TransformersBehaviour transformers_behaviour(TransformersVersion v, ModelFamily family, bool eager_attention) {
   if (within(v, kDecoderMaskReleases)) {
     const bool llama = llama_layout(family);
-    return {.returns_fp32_logits = llama, .loss_in_fp32 = llama, .builds_causal_mask = llama};
+    return {.returns_fp32_logits = llama, .loss_in_fp32 = llama, .shifts_logits = true, .builds_causal_mask = llama};
   }
-  return {.returns_fp32_logits = false, .loss_in_fp32 = true, .builds_causal_mask = eager_attention};
+  return {.returns_fp32_logits = false, .loss_in_fp32 = true, .shifts_logits = false, .builds_causal_mask = eager_attention};
 }
 
 }  // namespace tessera::planner

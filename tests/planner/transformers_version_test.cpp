@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tessera/planner/activations.h"
+#include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/model_config.h"
 #include "tessera/planner/transformers_version.h"
@@ -116,6 +117,25 @@ TEST(TransformersVersion, EstimateMovesByTheLogitsAndTheMask) {
   const auto category = [](const MemoryEstimate& e, MemoryCategory c) { return e.ranks.front().bytes[c].device; };
   EXPECT_EQ(category(then, MemoryCategory::logits) - category(today, MemoryCategory::logits), kLogits * 2);
   EXPECT_EQ(category(then, MemoryCategory::activations) - category(today, MemoryCategory::activations), 2 * 16 * 16 * 2);
+}
+
+// The loss's traffic per token, op by op (eager_elementwise.h), 1000 logits.
+// 5.17: the bf16 logits cast up (2 + 4), log_softmax (4 + 4); backward nll_loss's
+// gradient (4), log_softmax's (3 × 4), the cast's (4 + 2): 14 and 22 bytes a
+// logit. 4.32's Llama adds the fp32 shift copy (4 + 4) and its slice's gradient
+// (zero fill 4, copy 4 + 4); GPT-2's loss runs on the bf16 logits, copy included:
+// 2 × 2 + 2 × 2 forward, 2 + 3 × 2 + 3 × 2 backward.
+TEST(TransformersVersion, LossTrafficByHand) {
+  const ModelConfig llama = small("llama"), gpt2 = small("gpt2");
+  const auto last = [](const OutsideBlocksBytes& b) { return b.last_stage; };
+  const ElementwiseBytes llama_517 = last(hf_llama_eager_outside_bytes(llama, ActivationProfile::hf, Precision::bf16, 1, k517));
+  const ElementwiseBytes llama_432 = last(hf_llama_eager_outside_bytes(llama, ActivationProfile::hf, Precision::bf16, 1, k432));
+  EXPECT_DOUBLE_EQ(llama_432.forward - llama_517.forward, 1000 * 8.0);
+  EXPECT_DOUBLE_EQ(llama_432.backward - llama_517.backward, 1000 * 12.0);
+  const ElementwiseBytes gpt2_517 = last(hf_gpt2_eager_outside_bytes(gpt2, ActivationProfile::hf_eager, Precision::bf16, 1, k517));
+  const ElementwiseBytes gpt2_432 = last(hf_gpt2_eager_outside_bytes(gpt2, ActivationProfile::hf_eager, Precision::bf16, 1, k432));
+  EXPECT_DOUBLE_EQ(gpt2_517.forward - gpt2_432.forward, 1000 * (14.0 - 8.0));
+  EXPECT_DOUBLE_EQ(gpt2_517.backward - gpt2_432.backward, 1000 * (22.0 - 14.0));
 }
 
 TEST(TransformersVersion, ARequestOutsideTheReleasesIsRefused) {

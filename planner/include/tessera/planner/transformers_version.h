@@ -36,6 +36,9 @@ struct TransformersBehaviour {
   // The cross-entropy runs on fp32 logits (false: on the 16-bit ones, as
   // GPT2LMHeadModel's CrossEntropyLoss did before the loss moved to ForCausalLMLoss).
   bool loss_in_fp32 = true;
+  // The loss shifts the logits, `logits[..., :-1, :].contiguous()` (a copy),
+  // where later releases shift the labels instead.
+  bool shifts_logits = false;
   // The decoder builds a [b, 1, s, s] additive attention mask in the
   // embeddings' dtype and hands it to every layer; full recompute keeps it
   // (one tensor per micro-batch, shared by the layers).

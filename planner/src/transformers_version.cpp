@@ -86,6 +86,14 @@ std::optional<TransformersVersion> parse_transformers_version(std::string_view t
 
 std::string to_string(TransformersVersion v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
 
+std::vector<TransformersVersion> modelled_transformers_releases() {
+  std::vector<TransformersVersion> releases;
+  for (Release r : {kDecoderMaskReleases, kMaskingUtilsReleases}) {
+    for (int minor = r.first.minor; minor <= r.last.minor; ++minor) releases.push_back({r.first.major, minor});
+  }
+  return releases;
+}
+
 std::optional<std::string> unsupported_transformers_version(TransformersVersion v, ModelFamily family) {
   const bool decoder_mask_family = family == ModelFamily::llama || family == ModelFamily::gpt2;
   if (within(v, kMaskingUtilsReleases) || (decoder_mask_family && within(v, kDecoderMaskReleases))) return std::nullopt;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/planner/model_config.h"
 
@@ -44,6 +45,9 @@ struct TransformersBehaviour {
   // (one tensor per micro-batch, shared by the layers).
   bool builds_causal_mask = false;
 };
+
+// Every minor release some family is modelled on, oldest first (the GUI's choices).
+std::vector<TransformersVersion> modelled_transformers_releases();
 
 // Empty when `v` is a release whose source was read for `family`; else the
 // one-line reason, naming the supported releases.

@@ -140,7 +140,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   transformers_ = new QComboBox(this);
   for (const planner::TransformersVersion v : planner::modelled_transformers_releases()) {
     const QString name = QString::fromStdString(planner::to_string(v));
-    transformers_->addItem(v == planner::kMeasuredTransformers ? tr("transformers %1 (measured)").arg(name) : tr("transformers %1").arg(name), name);
+    transformers_->addItem(v == planner::kMeasuredTransformers ? tr("%1 (measured)").arg(name) : name, name);
   }
   transformers_->setToolTip(tr("The hf profiles: the transformers release that runs the model; older releases return fp32 logits or keep a "
                                "[b, 1, s, s] attention mask, as tessera plan --transformers-version"));
@@ -148,9 +148,9 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   auto* profile_layout = new QHBoxLayout(profile_row);
   profile_layout->setContentsMargins(0, 0, 0, 0);
   profile_layout->addWidget(activation_profile_, 1);
-  profile_layout->addWidget(transformers_);
   profile_layout->addWidget(torch_compile_);
   add_row(tr("Activation profile"), profile_row, InputField::activation_profile);
+  form->addRow(tr("Transformers"), transformers_);  // its errors show under the profile, whose release it is
   recompute_ = enum_combo<RecomputeMode>(this, true, planner::kSearchedRecomputeModes);  // the modes the search runs
   add_row(tr("Recompute"), recompute_, InputField::recompute);
   plugin_ = enum_combo<PluginKind>(this, true);
@@ -229,7 +229,7 @@ void InputPanel::setInputs(const PlannerInputs& in) {
   set_combo_enum(activation_profile_, std::optional<ActivationProfile>(in.activation_profile));
   torch_compile_->setChecked(in.torch_compile);
   const std::string release = planner::to_string(in.transformers_version);
-  select_or_add(transformers_, release, tr("transformers %1").arg(QString::fromStdString(release)));  // one not modelled: the planner says so
+  select_or_add(transformers_, release, QString::fromStdString(release));  // one not modelled: the planner says so
   updateTransformersControl();
   set_combo_enum(recompute_, in.recompute);
   set_combo_enum(plugin_, in.plugin);

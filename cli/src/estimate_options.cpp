@@ -24,6 +24,17 @@ Status mib_to_bytes(const char* option, double mib, int64_t& out, bool allow_neg
 
 }  // namespace
 
+Status parse_transformers_version_option(const std::string& text, ActivationProfile profile, TransformersVersion& out) {
+  if (text.empty()) return Status::success();
+  if (!runs_hugging_face_modules(profile)) {
+    return make_error(ErrorCode::invalid_argument, "--transformers-version applies to the hf profiles (hf, hf_eager, hf_autocast), not --activation-profile " +
+                                                       std::string(enum_name(profile)));
+  }
+  const auto version = parse_transformers_version(text);
+  if (!version) return make_error(ErrorCode::invalid_argument, "--transformers-version '" + text.substr(0, 40) + "' is not a release X.Y (e.g. 4.32)");
+  out = *version;
+  return Status::success();
+}
 
 // What the file's extension names: md, csv, html (or .htm), json; table otherwise.
 ReportFormat format_from_extension(const std::string& path) {
@@ -52,6 +63,7 @@ Status EstimateOptions::finish() {
                    parse_memory_headroom(memory_headroom, request.assumptions)}) {
     if (!s) return s;
   }
+  if (Status s = parse_transformers_version_option(transformers_version, t.activation_profile, t.transformers_version); !s) return s;
   if (format.empty()) {
     format_value = format_from_extension(output);
   } else if (Status s = parse_choice("--format", format, format_value); !s) {
@@ -94,6 +106,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
                "Activation recompute: none, selective or full (Korthikanti et al. 2022), or op_selective (torchtitan's op-level policy: "
                "--runtime torchtitan, Llama-shaped models)")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022), tessera (our engine on the CPU) or tessera_gpu (its GPU step)")->capture_default_str();
+  c.add_option("--transformers-version", o.transformers_version, kTransformersVersionHelp);
   c.add_flag("--torch-compile", r.training.torch_compile, kTorchCompileHelp);
   c.add_option("--plugin", o.plugin, "torch_ddp, torch_fsdp, low_level_zero, gemini or hybrid_parallel")->capture_default_str();
   c.add_option("--runtime", o.runtime,

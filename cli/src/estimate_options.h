@@ -20,6 +20,15 @@ inline constexpr const char* kTorchCompileHelp =
     "The model runs under torch.compile: element-wise ops fused (without it the hf profiles' GPT-2 and "
     "--runtime torchtitan's Llama run op by op, each op through HBM)";
 
+// --transformers-version, in estimate and plan.
+inline constexpr const char* kTransformersVersionHelp =
+    "The hf profiles: the transformers release that runs the model, X.Y (default 5.17, the one measured; 4.31-4.33 and 5.0-5.17 "
+    "are modelled: older releases return fp32 logits or keep a [b, 1, s, s] attention mask)";
+
+// --transformers-version's text into `out` (empty: keep the default); refused
+// for a profile other than the hf ones, which would ignore it.
+Status parse_transformers_version_option(const std::string& text, planner::ActivationProfile profile, planner::TransformersVersion& out);
+
 // Raw option values as typed; `finish()` turns them into the planner's structs.
 // The report format a file's extension names (.md .csv .html .htm .json); table for any other.
 planner::ReportFormat format_from_extension(const std::string& path);
@@ -39,6 +48,7 @@ struct EstimateOptions {
   std::string format;  // empty: from --output's extension, else table
   std::string output;  // empty: standard output
   std::string memory_headroom = "0";  // GiB, or a percentage with %
+  std::string transformers_version;   // empty: the measured release
   double bucket_mb = 25;
   double reduce_bucket_m = 12;
   double cuda_context_mib = -1;

@@ -45,6 +45,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
                    parse_memory_headroom(o.memory_headroom, r.assumptions)}) {
     if (!s) return s.error();
   }
+  if (Status s = parse_transformers_version_option(o.transformers_version, r.activation_profile, r.transformers_version); !s) return s.error();
   if (!o.plugin.empty()) {
     PluginKind kind{};
     if (Status s = parse_choice("--plugin", o.plugin, kind); !s) return s.error();
@@ -70,6 +71,7 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
       << " × " << r.cluster.gpu.name << " (" << r.cluster.num_nodes << " node" << (r.cluster.num_nodes > 1 ? "s" : "") << " × "
       << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
       << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", activation profile " << enum_name(r.activation_profile)
+      << (runs_hugging_face_modules(r.activation_profile) ? " (transformers " + to_string(r.transformers_version) + ")" : "")
       << (r.torch_compile ? ", torch.compile" : "");
   if (const int64_t headroom = r.assumptions.memory_headroom(r.cluster.gpu.memory_bytes); headroom > 0) {
     out << ", " << format_bytes(headroom) << " left free per GPU";
@@ -123,6 +125,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--precision", o.precision, "fp32, fp16, bf16 or fp8 (Transformer Engine; GPUs with FP8 tensor cores)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), hf / hf_eager / hf_autocast (Hugging Face models run eagerly, measured), megatron (Korthikanti 2022), tessera (our engine on the CPU) or tessera_gpu (its GPU step)")->capture_default_str();
+  c.add_option("--transformers-version", o.transformers_version, kTransformersVersionHelp);
   c.add_flag("--torch-compile", o.torch_compile, kTorchCompileHelp);
   c.add_option("--memory-headroom", o.memory_headroom, "Memory every GPU must leave free: GiB (e.g. 2) or a percentage (e.g. 10%)")
       ->capture_default_str();

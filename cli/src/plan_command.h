@@ -24,6 +24,7 @@ struct PlanOptions {
   std::string activation_profile = "flash";
   bool torch_compile = false;
   std::string memory_headroom = "0";  // GiB, or a percentage with %
+  std::string transformers_version;   // empty: the measured release
   std::string plugin;     // restrict to one plugin
   std::string recompute;  // restrict to one mode
   int64_t dp = 0, tp = 0, pp = 0, cp = 0, dp_replicate = 1, micro_batch = 0;

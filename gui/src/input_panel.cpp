@@ -137,12 +137,20 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   torch_compile_ = new QCheckBox(tr("torch.compile"), this);
   torch_compile_->setToolTip(tr("The model runs compiled, its element-wise ops fused: without it the hf profiles and torchtitan's Llama "
                                 "run op by op, each op through GPU memory (slower; memory is the same), as tessera plan --torch-compile"));
+  transformers_ = new QComboBox(this);
+  for (const planner::TransformersVersion v : planner::modelled_transformers_releases()) {
+    const QString name = QString::fromStdString(planner::to_string(v));
+    transformers_->addItem(v == planner::kMeasuredTransformers ? tr("%1 (measured)").arg(name) : name, name);
+  }
+  transformers_->setToolTip(tr("The hf profiles: the transformers release that runs the model; older releases return fp32 logits or keep a "
+                               "[b, 1, s, s] attention mask, as tessera plan --transformers-version"));
   auto* profile_row = new QWidget(this);
   auto* profile_layout = new QHBoxLayout(profile_row);
   profile_layout->setContentsMargins(0, 0, 0, 0);
   profile_layout->addWidget(activation_profile_, 1);
   profile_layout->addWidget(torch_compile_);
   add_row(tr("Activation profile"), profile_row, InputField::activation_profile);
+  form->addRow(tr("Transformers"), transformers_);  // its errors show under the profile, whose release it is
   recompute_ = enum_combo<RecomputeMode>(this, true, planner::kSearchedRecomputeModes);  // the modes the search runs
   add_row(tr("Recompute"), recompute_, InputField::recompute);
   plugin_ = enum_combo<PluginKind>(this, true);
@@ -156,7 +164,8 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   setInputs(PlannerInputs{});
   // First: a preset's values are in the greyed fields before the inputs are emitted.
   connect(cluster_, &QComboBox::currentIndexChanged, this, &InputPanel::updateClusterControls);
-  for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, activation_profile_, recompute_, plugin_}) {
+  connect(activation_profile_, &QComboBox::currentIndexChanged, this, &InputPanel::updateTransformersControl);
+  for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, activation_profile_, transformers_, recompute_, plugin_}) {
     connect(combo, &QComboBox::currentIndexChanged, this, &InputPanel::emitInputs);
   }
   for (QSpinBox* box : {gpus_, gpus_per_node_, global_batch_, seq_}) connect(box, &QSpinBox::valueChanged, this, &InputPanel::emitInputs);
@@ -190,6 +199,7 @@ PlannerInputs InputPanel::inputs() const {
   in.optimizer = combo_enum<OptimizerKind>(optimizer_).value_or(OptimizerKind::adamw);
   in.activation_profile = combo_enum<ActivationProfile>(activation_profile_).value_or(ActivationProfile::flash);
   in.torch_compile = torch_compile_->isChecked();
+  in.transformers_version = planner::parse_transformers_version(transformers_->currentData().toString().toStdString()).value_or(planner::kMeasuredTransformers);
   in.recompute = combo_enum<RecomputeMode>(recompute_);
   in.plugin = combo_enum<PluginKind>(plugin_);
   // Empty reads as none: a cleared field leaves every GPU's memory usable.
@@ -202,7 +212,7 @@ void InputPanel::setInputs(const PlannerInputs& in) {
                                      QSignalBlocker(gpus_per_node_), QSignalBlocker(inter_node_), QSignalBlocker(global_batch_),
                                      QSignalBlocker(global_batch_slider_), QSignalBlocker(seq_), QSignalBlocker(seq_slider_),
                                      QSignalBlocker(precision_), QSignalBlocker(optimizer_), QSignalBlocker(activation_profile_),
-                                     QSignalBlocker(torch_compile_), QSignalBlocker(recompute_), QSignalBlocker(plugin_),
+                                     QSignalBlocker(torch_compile_), QSignalBlocker(transformers_), QSignalBlocker(recompute_), QSignalBlocker(plugin_),
                                      QSignalBlocker(memory_headroom_)};
   select_or_add(model_, in.model, config_label(in.model));
   select_or_add(cluster_, in.cluster, QString::fromStdString(in.cluster));
@@ -218,6 +228,9 @@ void InputPanel::setInputs(const PlannerInputs& in) {
   set_combo_enum(optimizer_, std::optional<OptimizerKind>(in.optimizer));
   set_combo_enum(activation_profile_, std::optional<ActivationProfile>(in.activation_profile));
   torch_compile_->setChecked(in.torch_compile);
+  const std::string release = planner::to_string(in.transformers_version);
+  select_or_add(transformers_, release, QString::fromStdString(release));  // one not modelled: the planner says so
+  updateTransformersControl();
   set_combo_enum(recompute_, in.recompute);
   set_combo_enum(plugin_, in.plugin);
   if (memory_headroom_->text().trimmed().toStdString() != in.memory_headroom && !(in.memory_headroom == "0" && memory_headroom_->text().trimmed().isEmpty())) {
@@ -273,6 +286,10 @@ void InputPanel::emitInputs() {
   seq_slider_->setValue(log2_of(seq_->value()));
   global_batch_slider_->setValue(log2_of(global_batch_->value()));
   emit inputsChanged(inputs());
+}
+
+void InputPanel::updateTransformersControl() {
+  transformers_->setEnabled(planner::runs_hugging_face_modules(combo_enum<ActivationProfile>(activation_profile_).value_or(ActivationProfile::flash)));
 }
 
 void InputPanel::updateClusterControls() {

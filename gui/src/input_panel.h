@@ -53,6 +53,7 @@ class InputPanel : public QWidget {
   QSpinBox* gpusBox() const { return gpus_; }
   QLineEdit* memoryHeadroomEdit() const { return memory_headroom_; }
   QCheckBox* torchCompileBox() const { return torch_compile_; }
+  QComboBox* transformersBox() const { return transformers_; }
 
  public slots:
   // Lets the user pick a config.json and makes it the model.
@@ -64,6 +65,7 @@ class InputPanel : public QWidget {
  private:
   void emitInputs();
   void updateClusterControls();
+  void updateTransformersControl();  // the release choice, where an hf profile reads it
   QLabel* addErrorLabel(InputField field);
 
   QComboBox* model_ = nullptr;
@@ -82,6 +84,7 @@ class InputPanel : public QWidget {
   QComboBox* optimizer_ = nullptr;
   QComboBox* activation_profile_ = nullptr;
   QCheckBox* torch_compile_ = nullptr;
+  QComboBox* transformers_ = nullptr;  // enabled under the hf* profiles
   QComboBox* recompute_ = nullptr;
   QComboBox* plugin_ = nullptr;
   QLineEdit* memory_headroom_ = nullptr;

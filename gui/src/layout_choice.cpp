@@ -43,6 +43,7 @@ Result<planner::EstimateRequest> layout_request(const LayoutChoice& c, const pla
   r.training.optimizer = inputs.optimizer;
   r.training.activation_profile = inputs.activation_profile;
   r.training.torch_compile = inputs.torch_compile;
+  r.training.transformers_version = inputs.transformers_version;
   r.training.seq_len = inputs.seq_len;
   r.training.recompute = c.recompute;
   r.training.micro_batch_size = c.micro_batch;

@@ -45,6 +45,7 @@ std::optional<InputError> make_plan_request(const PlannerInputs& in, const plann
   r.optimizer = in.optimizer;
   r.activation_profile = in.activation_profile;
   r.torch_compile = in.torch_compile;
+  r.transformers_version = in.transformers_version;
   if (in.recompute) r.recompute = {*in.recompute};
   if (in.plugin) r.plugins = {*in.plugin};
   if (Status s = planner::parse_memory_headroom(in.memory_headroom, r.assumptions); !s) return InputError{InputField::memory_headroom, s.error().message};
@@ -54,7 +55,7 @@ std::optional<InputError> make_plan_request(const PlannerInputs& in, const plann
 
 InputField field_of_error(std::string_view message) {
   // Longer options first where one is a prefix of another (--gpus-per-node, --gpus, --gpu).
-  static constexpr std::array<std::pair<std::string_view, InputField>, 19> kOptions{{
+  static constexpr std::array<std::pair<std::string_view, InputField>, 20> kOptions{{
       {"--model", InputField::model},           {"--cluster", InputField::cluster},      {"--gpus-per-node", InputField::gpus},
       {"--gpus", InputField::gpus},             {"--gpu", InputField::gpu},              {"--inter-node", InputField::network},
       {"--global-batch", InputField::global_batch}, {"--micro-batch", InputField::global_batch}, {"--seq", InputField::seq_len},
@@ -62,6 +63,7 @@ InputField field_of_error(std::string_view message) {
       {"--plugin", InputField::plugin},         {"--dp", InputField::gpus},              {"--tp", InputField::gpus},
       {"--pp", InputField::gpus},               {"--memory-headroom", InputField::memory_headroom},
       {"--activation-profile", InputField::activation_profile}, {"--torch-compile", InputField::activation_profile},
+      {"--transformers-version", InputField::activation_profile},
   }};
   size_t best_at = std::string_view::npos;
   InputField best = InputField::model;

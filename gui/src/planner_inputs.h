@@ -35,6 +35,7 @@ struct PlannerInputs {
   OptimizerKind optimizer = OptimizerKind::adamw;
   ActivationProfile activation_profile = ActivationProfile::flash;  // as --activation-profile
   bool torch_compile = false;  // as --torch-compile: the hf* profiles and torchtitan's Llama fused, not run op by op
+  planner::TransformersVersion transformers_version = planner::kMeasuredTransformers;  // as --transformers-version (the hf* profiles)
   std::optional<RecomputeMode> recompute;  // empty: the search tries none, selective and full
   std::optional<PluginKind> plugin;        // empty: every plugin
   std::string memory_headroom = "0";       // what every GPU must leave free: GiB ("2") or a percentage ("10%"), as --memory-headroom

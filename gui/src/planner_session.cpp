@@ -154,6 +154,7 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   in.optimizer = r.training.optimizer;
   in.activation_profile = r.training.activation_profile;
   in.torch_compile = r.training.torch_compile;
+  in.transformers_version = r.training.transformers_version;
   in.recompute = r.training.recompute;
   in.plugin = r.plugin.kind;
   auto ranks =

@@ -46,8 +46,11 @@ std::vector<std::pair<QString, QString>> input_lines(const PlannerSession& sessi
   lines.push_back({QObject::tr("Sequence"), QObject::tr("%1 tokens").arg(locale.toString(static_cast<qlonglong>(request.seq_len)))});
   lines.push_back({QObject::tr("Precision"), text_of(enum_name(request.precision))});
   lines.push_back({QObject::tr("Optimizer"), text_of(enum_name(request.optimizer))});
-  lines.push_back({QObject::tr("Activation profile"), request.torch_compile ? QObject::tr("%1 · torch.compile").arg(text_of(enum_name(request.activation_profile)))
-                                                                            : text_of(enum_name(request.activation_profile))});
+  QString profile = text_of(enum_name(request.activation_profile));
+  if (planner::runs_hugging_face_modules(request.activation_profile)) {
+    profile = QObject::tr("%1 · transformers %2").arg(profile, QString::fromStdString(planner::to_string(request.transformers_version)));
+  }
+  lines.push_back({QObject::tr("Activation profile"), request.torch_compile ? QObject::tr("%1 · torch.compile").arg(profile) : profile});
   lines.push_back({QObject::tr("Recompute"), in.recompute ? text_of(enum_name(*in.recompute)) : QObject::tr("any (searched all)")});
   lines.push_back({QObject::tr("Plugin"), in.plugin ? text_of(enum_name(*in.plugin)) : QObject::tr("any (searched all)")});
   return lines;

@@ -45,6 +45,7 @@ std::string session_to_json(const PlannerInputs& in) {
                  {"optimizer", enum_name(in.optimizer)},
                  {"activation_profile", enum_name(in.activation_profile)},
                  {"torch_compile", in.torch_compile},
+                 {"transformers_version", planner::to_string(in.transformers_version)},
                  {"recompute", optional_name(in.recompute)},
                  {"plugin", optional_name(in.plugin)},
                  {"memory_headroom", in.memory_headroom}};
@@ -114,6 +115,13 @@ Result<PlannerInputs> session_from_json(std::string_view text, const std::string
   if (doc.contains("torch_compile")) {
     if (!doc["torch_compile"].is_boolean()) return field_error("torch_compile", "true or false");
     in.torch_compile = doc["torch_compile"].get<bool>();
+  }
+  // Sessions saved before it hold none: the measured release, as then.
+  if (doc.contains("transformers_version")) {
+    const json& value = doc["transformers_version"];
+    const auto v = value.is_string() ? planner::parse_transformers_version(value.get<std::string>()) : std::nullopt;
+    if (!v) return field_error("transformers_version", "a release X.Y, e.g. 4.32");
+    in.transformers_version = *v;
   }
   for (Status s : {read_optional(doc, "recompute", in.recompute, source), read_optional(doc, "plugin", in.plugin, source)}) {
     if (!s) return s.error();

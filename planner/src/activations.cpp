@@ -223,16 +223,16 @@ ActivationTable with_megatron_core_loss(ActivationTable table, Precision precisi
   return table;
 }
 
-ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision) {
+ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision, TransformersVersion transformers) {
   const int64_t dt = compute_bytes(precision);
   switch (profile) {
     case ActivationProfile::megatron: return with_fp8_gemm_inputs(megatron_table(config, dt), precision);
     case ActivationProfile::flash: return with_fp8_gemm_inputs(flash_table(config, dt), precision);
     case ActivationProfile::tessera: return tessera_table(config, dt);
     case ActivationProfile::tessera_gpu: return tessera_gpu_table(config, dt);
-    case ActivationProfile::hf: return hf_table(config, dt, HfRun::sdpa);
-    case ActivationProfile::hf_eager: return hf_table(config, dt, HfRun::eager_attention);
-    case ActivationProfile::hf_autocast: return hf_table(config, dt, HfRun::autocast);
+    case ActivationProfile::hf: return hf_table(config, dt, HfRun::sdpa, transformers);
+    case ActivationProfile::hf_eager: return hf_table(config, dt, HfRun::eager_attention, transformers);
+    case ActivationProfile::hf_autocast: return hf_table(config, dt, HfRun::autocast, transformers);
   }
   return tessera_table(config, dt);
 }
@@ -281,6 +281,7 @@ int64_t recomputed_block_bytes(const ActivationTable& table, const ActivationSha
 BlockActivationBytes block_activation_bytes(const ActivationTable& table, const ActivationShape& shape,
                                             RecomputeMode recompute) {
   BlockActivationBytes out;
+  if (recompute == RecomputeMode::full) out.shared = terms_bytes(table.shared_checkpoint_inputs, shape);
   for (const ActivationTerm& t : table.block) {
     const int64_t bytes = term_bytes(t, shape);
     if (recompute == RecomputeMode::full && t.is_block_input && t.checkpointed_bytes_per_element > 0) {

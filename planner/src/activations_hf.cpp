@@ -141,7 +141,7 @@ bool hf_profile_measured(ModelFamily family) {
   return family == ModelFamily::gpt2 || family == ModelFamily::llama || family == ModelFamily::mistral || family == ModelFamily::qwen2;
 }
 
-ActivationTable hf_table(const ModelConfig& c, int64_t dt, HfRun run) {
+ActivationTable hf_table(const ModelConfig& c, int64_t dt, HfRun run, TransformersVersion transformers) {
   ActivationTable t;
   const bool gpt2 = c.family == ModelFamily::gpt2, autocast = run == HfRun::autocast;
   if (gpt2) {
@@ -176,11 +176,22 @@ ActivationTable hf_table(const ModelConfig& c, int64_t dt, HfRun run) {
   // logits are counted too: the model returns them and the training loops of
   // ColossalAI's and DeepSpeed's examples keep the output through backward;
   // the Hugging Face Trainer (autocast) keeps only the loss
-  // (Trainer.compute_loss), as tools/pytorch_gpu_baseline.py does.
-  if (!autocast) t.logits.push_back(term("model_output_logits", c.vocab_size, dt, Split::tensor_parallel));
-  t.logits.push_back(term("log_softmax_output", c.vocab_size, kFp32, Split::tensor_parallel));
-  t.logits.push_back(term("nll_loss_gradient", c.vocab_size, kFp32, Split::tensor_parallel));
-  t.logits.push_back(term("log_softmax_gradient", c.vocab_size, kFp32, Split::tensor_parallel));
+  // (Trainer.compute_loss), as tools/pytorch_gpu_baseline.py does. Older
+  // releases return fp32 logits, or run the loss on the 16-bit ones
+  // (transformers_version.h); autocast runs it in fp32 either way.
+  const TransformersBehaviour release = transformers_behaviour(transformers, c.family, run == HfRun::eager_attention);
+  if (!autocast) t.logits.push_back(term("model_output_logits", c.vocab_size, release.returns_fp32_logits ? kFp32 : dt, Split::tensor_parallel));
+  const int64_t loss = autocast || release.loss_in_fp32 ? kFp32 : dt;
+  t.logits.push_back(term("log_softmax_output", c.vocab_size, loss, Split::tensor_parallel));
+  t.logits.push_back(term("nll_loss_gradient", c.vocab_size, loss, Split::tensor_parallel));
+  t.logits.push_back(term("log_softmax_gradient", c.vocab_size, loss, Split::tensor_parallel));
+  // The decoder's [b, 1, s, s] additive mask in the embeddings' dtype, whole
+  // on every rank; full recompute keeps it as an input of every layer, once.
+  if (release.builds_causal_mask) {
+    ActivationTerm mask = term("attention_mask_4d", 1, stream, Split::whole);
+    mask.per_key_position = true;
+    t.shared_checkpoint_inputs.push_back(mask);
+  }
   return t;
 }
 

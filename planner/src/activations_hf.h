@@ -15,7 +15,9 @@ bool hf_profile_measured(ModelFamily family);
 enum class HfRun { sdpa, eager_attention, autocast };
 
 // `dt`: the 16-bit type's bytes (bf16/fp16, as measured; 4 counts the same
-// tensors in fp32).
-ActivationTable hf_table(const ModelConfig& c, int64_t dt, HfRun run);
+// tensors in fp32). `transformers`: the release that runs the model; the
+// blocks are as measured on 5.17, the logits, the loss and the attention
+// mask as that release keeps them (transformers_version.h).
+ActivationTable hf_table(const ModelConfig& c, int64_t dt, HfRun run, TransformersVersion transformers);
 
 }  // namespace tessera::planner

@@ -38,6 +38,35 @@ HfDtypes hf_dtypes(ActivationProfile profile, Precision precision) {
   return {d, d, d};
 }
 
+// The cross-entropy over `vocab` logits of `logits_bytes` each, run in
+// `loss_bytes` (the logits cast first where the two differ): the cast,
+// log_softmax (read, write); in backward nll_loss's gradient written,
+// log_softmax's backward (two reads, a write) and the cast's. Per token.
+ElementwiseBytes cross_entropy_bytes(int64_t vocab, double logits_bytes, double loss_bytes) {
+  const double cast = cast_bytes(logits_bytes, loss_bytes), f = loss_bytes;
+  return {static_cast<double>(vocab) * (cast + 2 * f), static_cast<double>(vocab) * (f + 3 * f + cast)};
+}
+
+// Hugging Face's causal-LM loss on `a`-byte logits as a release runs it
+// (transformers_version.h). 5.x's ForCausalLMLoss upcasts and shifts the
+// labels; 4.31-4.33 shift the logits, `logits[..., :-1, :].contiguous()`, a
+// copy (read, write) whose slice's gradient backward zero-fills and copies
+// into (a write, a read and a write): Llama's fp32 logits after the model's
+// `logits.float()`, GPT-2's 16-bit ones, its cross-entropy on them too (fp32
+// under autocast, which casts log_softmax's input).
+ElementwiseBytes hf_loss_bytes(const ModelConfig& c, ActivationProfile profile, double a, int64_t tp, TransformersVersion transformers) {
+  const TransformersBehaviour release = transformers_behaviour(transformers, c.family, profile == ActivationProfile::hf_eager);
+  const double loss = release.loss_in_fp32 || profile == ActivationProfile::hf_autocast ? 4 : a;
+  const int64_t vocab = c.vocab_size / tp;
+  ElementwiseBytes bytes = cross_entropy_bytes(vocab, a, loss);
+  if (release.shifts_logits) {
+    const double copied = release.returns_fp32_logits ? 4 : a;
+    bytes.forward += static_cast<double>(vocab) * 2 * copied;
+    bytes.backward += static_cast<double>(vocab) * 3 * copied;
+  }
+  return bytes;
+}
+
 }  // namespace
 
 double cast_bytes(double from, double to) { return from == to ? 0 : from + to; }
@@ -172,19 +201,21 @@ ElementwiseBytes hf_llama_eager_block_bytes(const ModelConfig& c, ActivationProf
           hidden_backward * h + rope_backward * (q + kv) + copies_backward + bias_backward + 9 * a * I};
 }
 
-OutsideBlocksBytes hf_llama_eager_outside_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp) {
+OutsideBlocksBytes hf_llama_eager_outside_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp,
+                                                TransformersVersion transformers) {
   const HfDtypes dtypes = hf_dtypes(profile, precision);
   const auto h = static_cast<double>(c.hidden_size);
   // embed_tokens (the stream's dtype: fp32 weights under autocast), the final norm and lm_head's input cast, the loss.
   const ElementwiseBytes lookup = embedding_lookup_bytes(dtypes.residual);
   const ElementwiseBytes norm = python_rms_norm_bytes(dtypes.residual);
   const double to_gemm = cast_bytes(dtypes.residual, dtypes.gemm);
-  const ElementwiseBytes loss = upcast_cross_entropy_bytes(c.vocab_size / tp, static_cast<int64_t>(dtypes.gemm));
+  const ElementwiseBytes loss = hf_loss_bytes(c, profile, dtypes.gemm, tp, transformers);
   return {{lookup.forward * h, lookup.backward * h},
           {(norm.forward + to_gemm) * h + loss.forward, (norm.backward + to_gemm) * h + loss.backward}};
 }
 
-OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp) {
+OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& c, ActivationProfile profile, Precision precision, int64_t tp,
+                                               TransformersVersion transformers) {
   const auto [a, r, g] = hf_dtypes(profile, precision);
   const auto h = static_cast<double>(c.hidden_size);
   // wte and wpe looked up and added (two reads, a write; backward the gradient passes to both).
@@ -192,16 +223,12 @@ OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& c, ActivationP
   const ElementwiseBytes embedding{2 * lookup.forward + 3 * r, 2 * lookup.backward};
   // ln_f and its output cast for the head, as in a block; then the loss on this rank's vocabulary share.
   const ElementwiseBytes ln_f{2 * r + cast_bytes(r, a), 5 * r + cast_bytes(a, r)};
-  const ElementwiseBytes loss = upcast_cross_entropy_bytes(c.vocab_size / tp, static_cast<int64_t>(a));
+  const ElementwiseBytes loss = hf_loss_bytes(c, profile, a, tp, transformers);
   return {{embedding.forward * h, embedding.backward * h}, {ln_f.forward * h + loss.forward, ln_f.backward * h + loss.backward}};
 }
 
 ElementwiseBytes upcast_cross_entropy_bytes(int64_t vocab, int64_t logits_bytes) {
-  constexpr double f = 4;
-  const double cast = cast_bytes(static_cast<double>(logits_bytes), f);
-  // Forward: the cast, log_softmax (read, write). Backward: nll_loss's gradient written,
-  // log_softmax's backward (its output and gradient read, the input's gradient written), the cast's.
-  return {static_cast<double>(vocab) * (cast + 2 * f), static_cast<double>(vocab) * (f + 3 * f + cast)};
+  return cross_entropy_bytes(vocab, static_cast<double>(logits_bytes), 4);
 }
 
 }  // namespace tessera::planner

@@ -106,6 +106,20 @@ json gpu_field(const GpuProfile& gpu) {
   return json::parse(gpu_profile_to_json(gpu));
 }
 
+// The request's training block; the transformers release only where an hf profile runs the model.
+json training_to_json(const TrainingOptions& t) {
+  json training{{"precision", enum_name(t.precision)},
+                {"optimizer", enum_name(t.optimizer)},
+                {"recompute", enum_name(t.recompute)},
+                {"activation_profile", enum_name(t.activation_profile)},
+                {"micro_batch_size", t.micro_batch_size},
+                {"seq_len", t.seq_len},
+                {"num_micro_batches", t.num_micro_batches},
+                {"torch_compile", t.torch_compile}};
+  if (runs_hugging_face_modules(t.activation_profile)) training["transformers_version"] = to_string(t.transformers_version);
+  return training;
+}
+
 }  // namespace
 
 Result<json> parse_json(std::string_view text, const std::string& source) {
@@ -131,21 +145,13 @@ json model_to_json(const Model& m) {
 }
 
 json request_to_json(const EstimateRequest& r) {
-  const auto& t = r.training;
   const auto& l = r.layout;
   const auto& a = r.assumptions;
   return json{{"plugin", enum_name(r.plugin.kind)},
               {"runtime", enum_name(r.plugin.runtime)},
-              {"settings", settings_json(r.plugin, l, t)},
+              {"settings", settings_json(r.plugin, l, r.training)},
               {"layout", json{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"dp_replicate", l.dp_replicate}, {"sequence_parallel", l.sequence_parallel}, {"world_size", l.world_size()}}},
-              {"training", json{{"precision", enum_name(t.precision)},
-                                {"optimizer", enum_name(t.optimizer)},
-                                {"recompute", enum_name(t.recompute)},
-                                {"activation_profile", enum_name(t.activation_profile)},
-                                {"micro_batch_size", t.micro_batch_size},
-                                {"seq_len", t.seq_len},
-                                {"num_micro_batches", t.num_micro_batches},
-                                {"torch_compile", t.torch_compile}}},
+              {"training", training_to_json(r.training)},
               {"assumptions", json{{"cuda_context_bytes", a.cuda_context_bytes},
                                    {"allocator_reserve_fraction", a.allocator_reserve_fraction},
                                    {"nccl_bytes_per_group", a.nccl_bytes_per_group},
@@ -194,6 +200,13 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("cross_entropy_loss_fusion", r.plugin.cross_entropy_loss_fusion),
                    settings.read("grad_reduce_after_backward", r.plugin.grad_reduce_after_backward)}) {
     if (!s) return s.error();
+  }
+  std::string transformers;
+  if (Status s = training.read("transformers_version", transformers); !s) return s.error();
+  if (!transformers.empty()) {
+    const auto version = parse_transformers_version(transformers);
+    if (!version) return make_error(ErrorCode::parse_error, source + ".training: key 'transformers_version' is '" + transformers + "', not X.Y (e.g. 4.32)");
+    r.training.transformers_version = *version;
   }
   int stage = -1;
   if (Status s = settings.read(r.plugin.kind == PluginKind::low_level_zero ? "stage" : "zero_stage", stage); !s) return s.error();

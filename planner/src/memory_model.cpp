@@ -342,7 +342,7 @@ bool takes_megatron_core_loss(const EstimateRequest& r) {
 // The activation table of a request: its profile's, with Megatron-Core's loss where the runtime takes it.
 ActivationTable request_activation_table(const Model& m, const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
-  ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
+  ActivationTable table = activation_table(m.config, t.activation_profile, t.precision, t.transformers_version);
   if (takes_megatron_core_loss(r)) table = with_megatron_core_loss(std::move(table), t.precision);
   return table;
 }
@@ -352,7 +352,8 @@ ActivationTable request_activation_table(const Model& m, const EstimateRequest& 
 void fill_stage_activations(const ActivationTable& table, const ActivationShape& shape, const BlockActivationBytes& block, const StageShape& s,
                             StageActivations& parts) {
   parts.pass_bytes.clear();
-  for (const StageLayers& chunk : s.chunks) parts.pass_bytes.push_back(chunk.num_layers * block.stash);
+  // Each model chunk's forward hands its blocks their shared inputs once.
+  for (const StageLayers& chunk : s.chunks) parts.pass_bytes.push_back(chunk.num_layers * block.stash + (chunk.num_layers > 0 ? block.shared : 0));
   if (s.first) parts.pass_bytes.front() += terms_bytes(table.first_stage, shape);
   parts.logits_per_pass = 0;
   if (s.last) {
@@ -386,7 +387,7 @@ Result<MemoryEstimate> estimate(const Model& model, const GpuProfile& gpu, const
   const auto make_table = [&] { return request_activation_table(model, request); };
   ActivationTable own_table;
   const ActivationTable& table =
-      memo ? memo->activation_table(t.activation_profile, t.precision, takes_megatron_core_loss(request), make_table) : (own_table = make_table());
+      memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, takes_megatron_core_loss(request), make_table) : (own_table = make_table());
   std::vector<StageShape> own_layouts;
   const std::vector<StageShape>& layouts = memo ? memo->stage_layouts(model, request) : (own_layouts = stage_layouts(model, request));
   const ActivationShape shape = activation_shape(request);

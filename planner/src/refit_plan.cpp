@@ -22,6 +22,7 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
   out.training.optimizer = request.optimizer;
   out.training.activation_profile = request.activation_profile;
   out.training.torch_compile = request.torch_compile;
+  out.training.transformers_version = request.transformers_version;
   out.training.seq_len = request.seq_len;
   const auto& modes = request.recompute;
   if (!modes.empty() && std::find(modes.begin(), modes.end(), t.recompute) == modes.end()) out.training.recompute = modes.front();

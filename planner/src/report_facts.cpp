@@ -156,13 +156,19 @@ std::optional<AssumptionLine> execution_line(const ModelConfig& config, Runtime 
     case ElementwiseExecution::hf_llama_eager: {
       const bool gpt2 = execution == ElementwiseExecution::hf_gpt2_eager;
       const bool autocast = t.activation_profile == ActivationProfile::hf_autocast;
+      const TransformersBehaviour release =
+          transformers_behaviour(t.transformers_version, config.family, t.activation_profile == ActivationProfile::hf_eager);
+      const bool fp32_loss = release.loss_in_fp32 || autocast;
       return AssumptionLine{"execution",
                             std::string("eager: Hugging Face's ") + (gpt2 ? "GPT-2" : "Llama layer") + " op by op, each op through HBM" +
                                 (autocast ? (gpt2 ? ", norms and GELU in fp32 under autocast" : ", norms and RoPE in fp32 under autocast") : "") +
-                                ", the loss on fp32 logits (--torch-compile to fuse)",
+                                (fp32_loss ? ", the loss on fp32 logits" : ", the loss on the 16-bit logits") +
+                                (release.shifts_logits ? " shifted by a copy" : "") + " (--torch-compile to fuse)",
                             std::string("eager_elementwise.h; transformers ") +
                                 (gpt2 ? "modeling_gpt2.py, activations.py NewGELUActivation" : "modeling_llama.py (LlamaRMSNorm, apply_rotary_pos_emb, LlamaMLP)") +
-                                ", loss_utils.py ForCausalLMLoss; torch.amp autocast op lists; saved tensors measured on an H100"};
+                                (release.shifts_logits ? (gpt2 ? ", GPT2LMHeadModel's CrossEntropyLoss" : ", LlamaForCausalLM's CrossEntropyLoss")
+                                                       : ", loss_utils.py ForCausalLMLoss") +
+                                "; torch.amp autocast op lists; saved tensors measured on an H100"};
     }
     case ElementwiseExecution::fused: break;
   }
@@ -203,6 +209,11 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   const auto& t = r.request.training;
   std::vector<AssumptionLine> lines;
   lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)), activation_profile_source(t.activation_profile)});
+  if (runs_hugging_face_modules(t.activation_profile)) {
+    lines.push_back({"transformers", to_string(t.transformers_version),
+                     "the release running the model: the blocks as measured on " + to_string(kMeasuredTransformers) +
+                         ", the logits, the loss and the attention mask as this release keeps them (transformers_version.h; --transformers-version)"});
+  }
   lines.push_back({"model states", "runtime " + std::string(enum_name(r.request.plugin.runtime)),
                    model_states_source(r.request.plugin, t.precision)});
   if (const std::optional<AssumptionLine> line = execution_line(r.model.config, r.request.plugin.runtime, t)) lines.push_back(*line);

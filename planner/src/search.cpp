@@ -68,6 +68,7 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
   base.training.precision = p.precision;
   base.training.optimizer = p.optimizer;
   base.training.activation_profile = p.activation_profile;
+  base.training.transformers_version = p.transformers_version;
   base.training.torch_compile = p.torch_compile;
   base.training.seq_len = p.seq_len;
   base.assumptions = p.assumptions;

@@ -232,6 +232,9 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
     return invalid("--seq " + str(p.seq_len) + " exceeds the " + str(model.config.max_positions) + " learned positions of " + model.config.name);
   }
   if (Status s = check_precision(p.precision, p.activation_profile, p.cluster.gpu); !s) return s;
+  if (runs_hugging_face_modules(p.activation_profile)) {
+    if (auto reason = unsupported_transformers_version(p.transformers_version, model.config.family)) return invalid(*reason);
+  }
   if (std::find(p.recompute.begin(), p.recompute.end(), RecomputeMode::op_selective) != p.recompute.end()) {
     return invalid("--recompute op_selective is torchtitan's policy, which the search does not run (its plugins keep ColossalAI's states); "
                    "estimate it with `tessera estimate --runtime torchtitan --plugin torch_fsdp --recompute op_selective`");

@@ -80,10 +80,10 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
     }
     case ElementwiseExecution::hf_gpt2_eager:
       return eager(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
-                   hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
+                   hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::hf_llama_eager:
       return eager(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
-                   hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp));
+                   hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::fused: break;
   }
   if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, t)) return {};
@@ -518,9 +518,9 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
     return matmul_seconds_by_layer(model, tokens_per_micro_batch, l.tp, roofs, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency));
   };
   std::vector<PassSeconds> own_matmuls;
-  const auto make_table = [&] { return activation_table(model.config, t.activation_profile, t.precision); };
+  const auto make_table = [&] { return activation_table(model.config, t.activation_profile, t.precision, t.transformers_version); };
   ActivationTable own_table;
-  const ActivationTable& table = memo ? memo->activation_table(t.activation_profile, t.precision, false, make_table) : (own_table = make_table());
+  const ActivationTable& table = memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, false, make_table) : (own_table = make_table());
   const ActivationShape shape = activation_shape(request);
   const Context c{model, cluster, request, estimate, settings, roofs,
                   memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),

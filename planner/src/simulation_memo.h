@@ -52,11 +52,12 @@ class SimulationMemo {
     return found->second;
   }
 
-  // The activation table of a profile and precision, with Megatron-Core's loss
-  // or without (memory_model.cpp), computed by `compute` the first time.
+  // The activation table of a profile, precision and transformers release, with
+  // Megatron-Core's loss or without (memory_model.cpp), computed by `compute` the first time.
   template <typename Compute>
-  const ActivationTable& activation_table(ActivationProfile profile, Precision precision, bool megatron_core_loss, Compute compute) {
-    const auto key = std::make_tuple(profile, precision, megatron_core_loss);
+  const ActivationTable& activation_table(ActivationProfile profile, Precision precision, TransformersVersion transformers, bool megatron_core_loss,
+                                          Compute compute) {
+    const auto key = std::make_tuple(profile, precision, transformers, megatron_core_loss);
     auto found = activation_tables_.find(key);
     if (found == activation_tables_.end()) found = activation_tables_.emplace(key, compute()).first;
     return found->second;
@@ -86,7 +87,7 @@ class SimulationMemo {
   std::map<std::tuple<int64_t, int64_t, Precision>, std::vector<PassSeconds>> matmuls_;
   std::map<std::vector<uint64_t>, double> makespans_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<StageShape>> stage_layouts_;
-  std::map<std::tuple<ActivationProfile, Precision, bool>, ActivationTable> activation_tables_;
+  std::map<std::tuple<ActivationProfile, Precision, TransformersVersion, bool>, ActivationTable> activation_tables_;
   std::map<std::vector<int64_t>, std::vector<int64_t>> in_flight_;
 };
 

@@ -190,7 +190,10 @@ Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
     return invalid("--activation-profile " + std::string(enum_name(t.activation_profile)) + " is measured for GPT-2 and Llama-layout models (llama, mistral, "
                    "qwen2), not " + std::string(to_string(m.config.family)) + "; use flash or megatron");
   }
-  const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision);
+  if (runs_hugging_face_modules(t.activation_profile)) {
+    if (auto reason = unsupported_transformers_version(t.transformers_version, m.config.family)) return invalid(*reason);
+  }
+  const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision, t.transformers_version);
   const double tokens = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.seq_len);
   const auto bytes = [&](const std::vector<ActivationTerm>& terms) {
     double total = 0;
@@ -207,7 +210,7 @@ Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
     in_flight += n;
   }
   const double per_micro_batch = static_cast<double>(m.config.num_layers) * bytes(table.block) + bytes(table.first_stage) +
-                                 bytes(table.last_stage) + bytes(table.logits);
+                                 bytes(table.last_stage) + bytes(table.logits) + bytes(table.shared_checkpoint_inputs);
   const double total = static_cast<double>(in_flight) * per_micro_batch + bytes(table.backward_scratch) + bytes(table.block);
   if (total > kMaxActivationBytes) {
     return invalid("--seq " + str(t.seq_len) + " with --micro-batch " + str(t.micro_batch_size) + " and " + str(in_flight) +

@@ -127,6 +127,10 @@ bad fraction-out-of-range "--shard-param-frac" -- estimate --model gpt2 --plugin
 bad bucket-negative "--bucket-mb" -- estimate --model gpt2 --bucket-mb -1
 bad memory-headroom-unit "--memory-headroom: '2GiB' is not a size; give GiB from 0 to 1048576 (e.g. 2) or a percentage" -- estimate --model gpt2 --memory-headroom 2GiB
 bad plan-memory-headroom-percent "--memory-headroom: '150%'" -- plan --model gpt2 --global-batch 64 --memory-headroom 150% --output "$scratch/never.json"
+bad transformers-unread-release "--transformers-version 4.40: the hf profiles model llama on transformers 4.31-4.33 or 5.0-5.17" -- estimate --model llama-2-7b --activation-profile hf --transformers-version 4.40
+bad transformers-not-a-release "--transformers-version 'latest' is not a release X.Y" -- estimate --model gpt2 --activation-profile hf --transformers-version latest
+bad transformers-without-hf "--transformers-version applies to the hf profiles (hf, hf_eager, hf_autocast), not --activation-profile flash" -- estimate --model gpt2 --transformers-version 4.32
+bad plan-transformers-mistral "--transformers-version 4.32: the hf profiles model mistral on transformers 5.0-5.17" -- plan --model mistral-7b --gpus 8 --global-batch 64 --activation-profile hf --transformers-version 4.32 --output "$scratch/never.json"
 bad activations-overflow "--seq" -- estimate --model llama-2-7b --seq 1048576 --micro-batch 65536 --activation-profile megatron
 bad chunk-size-too-large "--chunk-size" -- estimate --model gpt2 --plugin gemini --chunk-size 9223372036854775807
 bad estimate-gemini-fp32 "--precision fp32: Gemini runs mixed precision only" -- estimate --model gpt2 --plugin gemini --precision fp32

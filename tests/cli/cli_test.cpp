@@ -122,6 +122,44 @@ TEST(Cli, GpuEstimatesDefaultToTheFlashProfile) {
   EXPECT_EQ(nlohmann::json::parse(megatron.out)["training"]["activation_profile"], "megatron");
 }
 
+// --transformers-version: the hf profiles' release, named in the text report,
+// the JSON's training block and the plan's header; an older release's fp32
+// logits and attention mask in the numbers.
+TEST(Cli, TransformersVersionIsNamedWhereAnHfProfileRuns) {
+  const std::vector<const char*> estimate = {"estimate", "--model", "llama-2-7b", "--activation-profile", "hf", "--recompute", "full", "--seq", "4096"};
+  auto json_of = [&](std::vector<const char*> extra) {
+    std::vector<const char*> args = estimate;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--format", "json"});
+    const CliRun r = run(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto today = json_of({}), then = json_of({"--transformers-version", "4.32.1"});
+  EXPECT_EQ(today["training"]["transformers_version"], "5.17");
+  EXPECT_EQ(then["training"]["transformers_version"], "4.32");
+  const auto logits = [](const nlohmann::json& doc) { return doc["ranks"][0]["categories"]["logits"]["device_bytes"].get<int64_t>(); };
+  EXPECT_EQ(logits(then) - logits(today), int64_t{4096} * 32000 * 2);  // fp32 logits held, not bf16
+  std::vector<const char*> table = estimate;
+  table.insert(table.end(), {"--transformers-version", "4.32"});
+  const CliRun text = run(table);
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("transformers"), std::string::npos);
+  EXPECT_NE(text.out.find("4.32"), std::string::npos);
+  const CliRun flash = run({"estimate", "--model", "llama-2-7b", "--format", "json"});
+  EXPECT_FALSE(nlohmann::json::parse(flash.out)["training"].contains("transformers_version"));
+  const tessera::testing::ScratchDir scratch;
+  const std::string plan = scratch.path("plan.json");
+  const CliRun planned = run({"plan", "--model", "llama-2-7b", "--gpus", "8", "--global-batch", "64", "--activation-profile", "hf",
+                              "--transformers-version", "4.33", "--top", "1", "--output", plan.c_str()});
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  EXPECT_NE(planned.out.find("activation profile hf (transformers 4.33)"), std::string::npos) << planned.out;
+  std::ifstream in(plan);
+  const auto doc = nlohmann::json::parse(in);
+  ASSERT_FALSE(doc["plans"].empty());
+  EXPECT_EQ(doc["plans"][0]["training"]["transformers_version"], "4.33");
+}
+
 // --memory-headroom: what every GPU must leave free, in GiB or percent; the
 // estimate's margin and verdict count it, and the search keeps plans under it.
 TEST(Cli, MemoryHeadroomIsLeftFreeByEstimatesAndPlans) {

@@ -371,7 +371,7 @@ class ViewsTest : public QObject {
     QVERIFY(contents.ok());
     const auto line = std::find_if(contents->inputs.begin(), contents->inputs.end(), [](const auto& l) { return l.first == QStringLiteral("Activation profile"); });
     QVERIFY(line != contents->inputs.end());
-    QCOMPARE(line->second, QStringLiteral("hf_autocast · torch.compile"));
+    QCOMPARE(line->second, QStringLiteral("hf_autocast · transformers 5.17 · torch.compile"));
     // A session keeps both; one saved before these controls loads as flash, not compiled; a wrong type is refused by name.
     const auto loaded = session_from_json(session_to_json(inputs), "test");
     QVERIFY(loaded.ok());
@@ -384,6 +384,41 @@ class ViewsTest : public QObject {
     const auto wrong = session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "torch_compile": "yes"})", "s.json");
     QVERIFY(!wrong.ok());
     QCOMPARE(wrong.error().message, std::string("s.json: \"torch_compile\" must be true or false, got \"yes\""));
+  }
+
+  // The transformers release, as tessera plan --transformers-version: chosen beside the
+  // profile (only the hf profiles read it), in the plan and the report, kept by a session.
+  void transformersVersionIsChosenUnderTheHfProfilesAndKept() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    QVERIFY(!window.inputPanel()->transformersBox()->isEnabled());  // flash
+    PlannerInputs inputs = window.session().inputs();
+    inputs.activation_profile = planner::ActivationProfile::hf;
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.inputPanel()->transformersBox()->isEnabled());
+    QCOMPARE(window.inputPanel()->transformersBox()->currentData().toString(), QStringLiteral("5.17"));
+    inputs.transformers_version = {4, 32};
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QCOMPARE(window.session().planRequest().transformers_version, (planner::TransformersVersion{4, 32}));
+    QCOMPARE(window.session().shownPlan()->request.training.transformers_version, (planner::TransformersVersion{4, 32}));
+    const auto contents = report_contents(window.session());
+    QVERIFY(contents.ok());
+    const auto line = std::find_if(contents->inputs.begin(), contents->inputs.end(), [](const auto& l) { return l.first == QStringLiteral("Activation profile"); });
+    QVERIFY(line != contents->inputs.end());
+    QCOMPARE(line->second, QStringLiteral("hf · transformers 4.32"));
+    // A release the planner does not model is refused beside the profile.
+    inputs.transformers_version = {4, 40};
+    test::set_inputs(window, inputs);
+    QVERIFY2(window.inputPanel()->errorText(InputField::activation_profile).contains(QStringLiteral("4.40")),
+             qPrintable(window.inputPanel()->errorText(InputField::activation_profile)));
+    // A session keeps it; one saved before the control loads as the measured release; a wrong one is refused by name.
+    inputs.transformers_version = {4, 32};
+    QCOMPARE(session_from_json(session_to_json(inputs), "test").value().transformers_version, (planner::TransformersVersion{4, 32}));
+    QCOMPARE(session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "model": "gpt2"})", "old.json").value().transformers_version,
+             planner::kMeasuredTransformers);
+    QVERIFY(!session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "transformers_version": "latest"})", "s.json").ok());
   }
 
   // The measured-run dashboard: step time and tokens/s measured against the prediction of

@@ -11,6 +11,7 @@
 
 #include "tessera/planner/model_config.h"
 #include "tessera/planner/registry.h"
+#include "tessera/planner/transformers_version.h"
 
 namespace tessera::planner::testing {
 
@@ -39,6 +40,15 @@ inline Model published_model(const nlohmann::json& m) {
   ModelConfig c = parsed.value();
   c.num_kv_heads = m.value("num_key_value_heads", c.num_heads);
   return make_model(c);
+}
+
+// The transformers release a row's "simulate" block names for the hf
+// profiles (--transformers-version), or the measured one.
+inline TransformersVersion row_transformers_version(const nlohmann::json& setup) {
+  if (!setup.contains("transformers_version")) return kMeasuredTransformers;
+  const auto version = parse_transformers_version(setup["transformers_version"].get<std::string>());
+  EXPECT_TRUE(version.has_value()) << setup["transformers_version"];
+  return version.value_or(kMeasuredTransformers);
 }
 
 }  // namespace tessera::planner::testing

@@ -5,7 +5,7 @@
 // one V100), each FP8 row to 23% (worst +20.0%, Llama 3.1 70B at tp 4 on 2048
 // H100s), the two eager Hugging Face GPT-2 rows to 26% (+24.8% and +15.4%) and
 // the median to 10% (9.2% over 37 rows), the current errors with a little room.
-// The ZeRO rows: ColossalAI's Gemini (Llama 2 7B, 32 A800) +5.0%, DeepSpeed's
+// The ZeRO rows: ColossalAI's Gemini (Llama 2 7B, 32 A800) +4.8%, DeepSpeed's
 // ZeRO-1 under Megatron-DeepSpeed (GPT-3 13B, 128 V100) −9.2%.
 // README, "Validation against published runs", says which rows are off and why.
 #include <gtest/gtest.h>
@@ -36,6 +36,7 @@ void set_up_runtime(const json& result, EstimateRequest& r) {
   r.plugin.kind = parse_enum<PluginKind>(setup.value("plugin", "hybrid_parallel")).value();
   r.plugin.runtime = parse_enum<Runtime>(setup.value("runtime", "colossalai")).value();
   r.training.activation_profile = parse_enum<ActivationProfile>(setup.value("activation_profile", "megatron")).value();
+  r.training.transformers_version = testing::row_transformers_version(setup);
   r.training.optimizer = parse_enum<OptimizerKind>(setup.value("optimizer", "adam")).value();
   r.plugin.zero_stage = result["training"].value("zero_stage", r.plugin.kind == PluginKind::hybrid_parallel ? 0 : -1);
   // Megatron-LM's LocalDDP all-reduces its gradient buffer after forward_backward_func

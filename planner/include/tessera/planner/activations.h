@@ -75,11 +75,16 @@ struct ActivationTable {
   std::vector<ActivationTerm> first_stage;       // kept by the stage holding the embedding
   std::vector<ActivationTerm> last_stage;        // final norm and head inputs
   std::vector<ActivationTerm> logits;            // logits and loss buffers (category `logits`)
+  // Kept once per micro-batch by a stage's blocks together under full recompute: an
+  // input every checkpointed block receives (transformers' [b, 1, s, s] attention mask).
+  std::vector<ActivationTerm> shared_checkpoint_inputs;
   std::vector<ActivationTerm> backward_scratch;  // activation gradients, once per stage (tessera)
   bool counts_recompute_working_set = false;     // tessera: add one layer's recomputed tensors
 };
 
-ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision);
+// `transformers`: the release the hf profiles describe (transformers_version.h).
+ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision,
+                                 TransformersVersion transformers = kMeasuredTransformers);
 
 // The flash profile as Megatron-Core runs it (--runtime megatron): its loss
 // holds the output layer's 16-bit logits besides Korthikanti's fp32 copy.
@@ -116,6 +121,7 @@ int64_t recomputed_block_bytes(const ActivationTable& table, const ActivationSha
 struct BlockActivationBytes {
   int64_t stash = 0;    // kept from forward until the block's backward
   int64_t working = 0;  // recomputed tensors alive while one block runs its backward
+  int64_t shared = 0;   // kept once per micro-batch by a stage's blocks together (shared_checkpoint_inputs)
 };
 
 BlockActivationBytes block_activation_bytes(const ActivationTable& table, const ActivationShape& shape,

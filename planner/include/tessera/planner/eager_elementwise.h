@@ -81,13 +81,16 @@ ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& config, int64_t
 OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& config, int64_t dtype_bytes);
 
 // Hugging Face GPT-2 on one tensor-parallel rank of `tp` (the MLP's width and
-// the vocabulary split, the hidden state whole).
+// the vocabulary split, the hidden state whole). Outside the blocks, the loss
+// as the transformers release `transformers` runs it (transformers_version.h).
 ElementwiseBytes hf_gpt2_eager_block_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
-OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
+OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp,
+                                               TransformersVersion transformers = kMeasuredTransformers);
 
 // Hugging Face's Llama-layout models (Llama, Mistral, Qwen2), likewise.
 ElementwiseBytes hf_llama_eager_block_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
-OutsideBlocksBytes hf_llama_eager_outside_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
+OutsideBlocksBytes hf_llama_eager_outside_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp,
+                                                TransformersVersion transformers = kMeasuredTransformers);
 
 // The loss over `vocab` logits of `logits_bytes` each, upcast first as both
 // runtimes do (Hugging Face's ForCausalLMLoss `logits.float()`; torchtitan's

@@ -27,6 +27,7 @@ struct PlanRequest {
   OptimizerKind optimizer = OptimizerKind::adamw;
   ActivationProfile activation_profile = ActivationProfile::flash;
   bool torch_compile = false;  // TrainingOptions::torch_compile
+  TransformersVersion transformers_version = kMeasuredTransformers;  // TrainingOptions::transformers_version
   Assumptions assumptions;
   SimulationSettings simulation;
   // Optional restrictions of the search (0, -1 or empty: any).

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/transformers_version.h"
 
 namespace tessera::planner {
 
@@ -110,6 +111,9 @@ struct TrainingOptions {
   // backward crosses HBM once, as in runtimes that fuse them. Without it torchtitan's Llama
   // block and Hugging Face's GPT-2 run op by op (eager_elementwise.h). Memory is the profile's either way.
   bool torch_compile = false;
+  // The hf profiles: which transformers release runs the model (--transformers-version;
+  // transformers_version.h says what each keeps). Ignored by the other profiles.
+  TransformersVersion transformers_version = kMeasuredTransformers;
 };
 
 // Ranks are ordered tensor-parallel fastest, then context, then data, then

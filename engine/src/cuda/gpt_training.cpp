@@ -231,6 +231,16 @@ struct GptTraining::State {
     check(group->finish_started());
   }
 
+  // After a failed step: reductions it started still own their buffers (the
+  // gradients, ZeRO's buckets) on the communicator's stream. They are
+  // finished, or the communicator aborted at its timeout (comm/nccl.h),
+  // before the step's owner frees those buffers: cudaFree would otherwise wait
+  // for NCCL kernels whose peers may never join.
+  void finish_started_after_failure() {
+    if (group != nullptr && group->started_calls() > 0) (void)group->finish_started();
+    started_buckets = 0;
+  }
+
   void allocate_model_states(const planner::Model& whole, const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin);
   void allocate_gemini(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin);
   void block_forward(int l, const T* x, T* out);
@@ -585,6 +595,7 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
     check(cudaDeviceSynchronize(), "the step");
     return result;
   } catch (const std::exception& e) {
+    s.finish_started_after_failure();
     return make_error(ErrorCode::unsupported, std::string("GPU step: ") + e.what());
   }
 }

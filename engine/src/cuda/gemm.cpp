@@ -3,6 +3,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "tessera/engine/device/pointer_alignment.h"
 #include "tessera/engine/half.h"
 
 namespace tessera::engine::cuda {
@@ -80,6 +81,15 @@ std::string Gemm::run(const GemmCall& c, const T* A, const T* B, T* C, const T* 
   Preference preference;
   cublasLtMatmulPreferenceCreate(&preference.preference);
   cublasLtMatmulPreferenceSetAttribute(preference.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_, sizeof workspace_bytes_);
+  // The pointers' real alignment (device/pointer_alignment.h): the heuristic otherwise assumes 256 bytes.
+  // cuBLASLt's A is the row-major B here, its B our A, its C and D our C.
+  const uint32_t alignments[] = {pointer_alignment(reinterpret_cast<uintptr_t>(B)), pointer_alignment(reinterpret_cast<uintptr_t>(A)),
+                                 pointer_alignment(reinterpret_cast<uintptr_t>(C)), pointer_alignment(reinterpret_cast<uintptr_t>(C))};
+  const cublasLtMatmulPreferenceAttributes_t alignment_attributes[] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (size_t i = 0; i < 4; ++i) {
+    cublasLtMatmulPreferenceSetAttribute(preference.preference, alignment_attributes[i], &alignments[i], sizeof alignments[i]);
+  }
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   if (auto s = cublasLtMatmulAlgoGetHeuristic(handle_, desc.desc, first.layout, second.layout, out.layout, out.layout, preference.preference, 1,

@@ -182,16 +182,27 @@ struct GptTraining::State {
   }
 
   int64_t data_parallel_size() const { return group != nullptr ? group->size() : 1; }
-  // Starts the all-reduce of every bucket complete once `layer`'s backward
-  // (queued on the compute stream) is done: the communicator's stream waits
-  // for an event recorded on the compute stream here (comm/nccl.h).
-  void start_complete_buckets(int layer) {
-    if (group == nullptr) return;
-    for (const size_t complete = buckets->complete_after(layer); started_buckets < complete; ++started_buckets) {
+  // Starts the all-reduce of buckets [started_buckets, complete) once the
+  // backward queued on the compute stream has written them: the
+  // communicator's stream waits for an event recorded on the compute stream here (comm/nccl.h).
+  void start_buckets(size_t complete) {
+    for (; started_buckets < complete; ++started_buckets) {
       const DdpBucket& b = buckets->buckets()[started_buckets];
       check(group->start_all_reduce(grads.as<T>() + b.begin, grads.as<T>() + b.begin, static_cast<size_t>(b.end - b.begin), comm::ReduceOp::sum));
     }
   }
+  // Whether DDP's buckets start during backward. Not under tensor
+  // parallelism: backward's tensor-parallel all-reduces run on the tp
+  // communicator, and a bucket's all-reduce running meanwhile on the dp one
+  // is two NCCL communicators in flight at once on one GPU, which NCCL does
+  // not promise to make progress (NCCL user guide, "Using multiple NCCL
+  // communicators concurrently": operations on different communicators at
+  // different epochs, submitted in the same order on every rank; CUDA does
+  // not guarantee that their kernels run concurrently, so each rank's could
+  // wait for the other's: NVIDIA/nccl issue 195, the maintainers' answer).
+  // There every bucket starts after backward's last tp all-reduce
+  // (finish_reductions) and is finished before the next one (the norm's).
+  bool buckets_overlap_backward() const { return tp.size() == 1; }
   // Around `layer`'s backward, in every micro-batch's: ZeRO-2's buckets bind
   // the layer's gradients and start a full one's reduction; Gemini gathers the
   // layer's chunks, opens their gradient chunks and reduces those complete;
@@ -208,15 +219,26 @@ struct GptTraining::State {
   void after_layer_backward(int layer, bool reduce) {
     if (zero) return check(zero->after_backward(layer, reduce));
     if (gemini) return;  // its moves reduce the gradient chunks
-    if (reduce) start_complete_buckets(layer);
+    if (reduce && group != nullptr && buckets_overlap_backward()) start_buckets(buckets->complete_after(layer));
   }
   // The optimizer reads the gradients only after every bucket's sum has arrived (ZeRO: its shard's).
   void finish_reductions() {
     if (zero) return check(zero->reduce());
     if (gemini) return check(gemini->reduce());
     if (group == nullptr) return;
+    start_buckets(buckets->buckets().size());  // all of them here under tensor parallelism (buckets_overlap_backward)
     started_buckets = 0;
     check(group->finish_started());
+  }
+
+  // After a failed step: reductions it started still own their buffers (the
+  // gradients, ZeRO's buckets) on the communicator's stream. They are
+  // finished, or the communicator aborted at its timeout (comm/nccl.h),
+  // before the step's owner frees those buffers: cudaFree would otherwise wait
+  // for NCCL kernels whose peers may never join.
+  void finish_started_after_failure() {
+    if (group != nullptr && group->started_calls() > 0) (void)group->finish_started();
+    started_buckets = 0;
   }
 
   void allocate_model_states(const planner::Model& whole, const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin);
@@ -573,6 +595,7 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
     check(cudaDeviceSynchronize(), "the step");
     return result;
   } catch (const std::exception& e) {
+    s.finish_started_after_failure();
     return make_error(ErrorCode::unsupported, std::string("GPU step: ") + e.what());
   }
 }

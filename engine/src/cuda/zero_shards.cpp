@@ -31,7 +31,13 @@ size_t bytes(int64_t numel, int64_t element_bytes) { return static_cast<size_t>(
 class DeviceZeroMemory final : public ZeroReductionMemory {
  public:
   DeviceZeroMemory(bf16* full_gradients, bf16* gradient_shard, int64_t shard_numel, int64_t dp, int64_t rank)
-      : full_(full_gradients), shard_(gradient_shard), shard_numel_(shard_numel), dp_(dp), rank_(rank) {}
+      : full_(full_gradients), shard_(gradient_shard), shard_numel_(shard_numel), dp_(dp), rank_(rank) {
+    int device = 0, max_pitch = 0;
+    if (cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, device) == cudaSuccess) {
+      pitched_ = bytes(shard_numel_, kParameterBytes) <= static_cast<size_t>(max_pitch);
+    }
+    cudaGetLastError();  // a failed query is not sticky: the copies go row by row
+  }
 
   Status zero(void* at, int64_t numel) override {
     return succeeded(cudaMemsetAsync(at, 0, bytes(numel, kParameterBytes), nullptr), "zeroing a layer's gradients in the bucket");
@@ -39,11 +45,26 @@ class DeviceZeroMemory final : public ZeroReductionMemory {
   Status add_into_shard(int64_t offset, const void* reduced, int64_t numel) override {
     return succeeded(residual_add(shard_ + offset, static_cast<const bf16*>(reduced), numel, nullptr), "adding into the gradient shard");
   }
-  // Rank r's part of every shard to bucket[r · n, (r + 1) · n): dp rows of n elements, one strided copy.
+  // Rank r's part of every shard to bucket[r · n, (r + 1) · n): dp rows of
+  // n elements, one strided copy where the shard's bytes (the source pitch)
+  // are within the device's maximum pitch (cudaMemcpy2DAsync fails beyond it,
+  // CUDA Runtime API: 2^31 − 1 bytes on current GPUs, a shard of 2^30 bf16
+  // elements, e.g. a 7B model's at dp 4), else one copy per rank.
   Status gather_piece(void* bucket, int64_t begin, int64_t numel) override {
-    return succeeded(cudaMemcpy2DAsync(bucket, bytes(numel, kParameterBytes), full_ + begin, bytes(shard_numel_, kParameterBytes), bytes(numel, kParameterBytes),
-                                       static_cast<size_t>(dp_), cudaMemcpyDeviceToDevice, nullptr),
-                     "copying the shards' pieces into the bucket");
+    const size_t row = bytes(numel, kParameterBytes);
+    if (pitched_) {
+      return succeeded(cudaMemcpy2DAsync(bucket, row, full_ + begin, bytes(shard_numel_, kParameterBytes), row, static_cast<size_t>(dp_),
+                                         cudaMemcpyDeviceToDevice, nullptr),
+                       "copying the shards' pieces into the bucket");
+    }
+    for (int64_t r = 0; r < dp_; ++r) {
+      if (Status s = succeeded(cudaMemcpyAsync(static_cast<bf16*>(bucket) + r * numel, full_ + r * shard_numel_ + begin, row, cudaMemcpyDeviceToDevice, nullptr),
+                               "copying a shard's piece into the bucket");
+          !s) {
+        return s;
+      }
+    }
+    return Status::success();
   }
   Status scatter_piece(const void* reduced, int64_t begin, int64_t numel) override {
     return succeeded(cudaMemcpyAsync(full_ + rank_ * shard_numel_ + begin, reduced, bytes(numel, kParameterBytes), cudaMemcpyDeviceToDevice, nullptr),
@@ -54,6 +75,7 @@ class DeviceZeroMemory final : public ZeroReductionMemory {
   bf16* full_;
   bf16* shard_;
   int64_t shard_numel_, dp_, rank_;
+  bool pitched_ = false;  // gather_piece's strided copy is allowed
 };
 
 }  // namespace

@@ -66,7 +66,8 @@ void check_step(const char* name, const planner::Model& model, int64_t micro_bat
   // One tensor-parallel group: every rank reads the same micro-batches.
   const auto tokens = testing::random_tokens(micro_batches * micro_tokens, 97, 1), targets = testing::random_tokens(micro_batches * micro_tokens, 97, 2);
   const OptimizerOptions options;
-  const std::string prefix = std::string(name) + " tp " + std::to_string(tp) + (sequence_parallel ? " + sp" : "") + (micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ");
+  const std::string prefix = std::string(name) + " tp " + std::to_string(tp) + (sequence_parallel ? " + sp" : "") +
+                             (micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ");
   const planner::Model part = planner::tp_rank_model(model, tp);
 
   // The CPU model's rank of the same group over MPI.

@@ -489,6 +489,7 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
   }
   const StopSignals signals;
   t.stop_requested = [&signals] { return signals.received() != 0; };
+  t.sequence_parallel = o.estimate.request.layout.sequence_parallel;
   const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s), o.estimate.request.layout.tp};
   auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
   if (!metrics) return failed(metrics.error().message);

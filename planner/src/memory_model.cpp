@@ -208,7 +208,9 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
         // partial outputs and input gradients in rank order too
         // (rank_order_reduction.h), in the 16-bit activations' type, one call
         // at a time, while a DDP bucket's sum may be in flight on the data-parallel group.
-        if (r.plugin.rank_order_reduction && r.layout.tp > 1 && !r.layout.sequence_parallel) {
+        // Under sequence parallelism the same sums are reduce-scatters, which
+        // stage the same payload (tp rows of b·s/tp · h: comm/nccl.h's do_reduce_scatter).
+        if (r.plugin.rank_order_reduction && r.layout.tp > 1) {
           const int64_t rows = r.training.micro_batch_size * r.training.seq_len;
           out.add(Cat::comm_buffers, kDevice, rank_order_scratch_bytes(rows * m.config.hidden_size, r.layout.tp, w.param));
         }

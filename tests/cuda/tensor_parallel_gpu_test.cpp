@@ -7,7 +7,10 @@
 // on the same micro-batch (and again on 2 accumulated micro-batches), from
 // the same weights, for a small GPT-2 (2 heads, a tied head over 97 tokens:
 // 49 vocabulary rows per rank, one of them padding on rank 1) and a small
-// Qwen2 (4 heads on 2 key-value heads, an MLP of 200: 100 per rank).
+// Qwen2 (4 heads on 2 key-value heads, an MLP of 200: 100 per rank); each
+// without and with Megatron's sequence parallelism (each rank keeping 37 of
+// the micro-batch's 74 rows outside the split layers, against the CPU model's
+// sequence-parallel rank, its norms' gradients summed over the group after backward).
 //
 // Checked, on every rank:
 //  - the GPU rank starts from the CPU rank's part, bit for bit;
@@ -24,11 +27,13 @@
 //  - NCCL's all-reduces in the tensor-parallel group, calls and bytes, equal
 //    the CPU model's over MPI plus the one of the gradient norm (8 bytes):
 //    the same f/g points, the same three N-float reductions of the
-//    vocabulary-parallel cross-entropy, and no gathered logits.
+//    vocabulary-parallel cross-entropy, and no gathered logits; and, with
+//    sequence parallelism, its all-gathers and reduce-scatters the CPU's.
 // These bounds have not yet met a GPU.
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_ranks.h"
@@ -48,20 +53,26 @@ using testing::relative;
 using testing::report;
 using testing::same_on_every_rank;
 
-void check_one_step(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl,
-                    Checker& check) {
+// The tensor-parallel group's calls of one kind since `before`, and their bytes.
+std::pair<int64_t, int64_t> calls_since(const comm::Communicator& group, const comm::CommCounters& before, comm::Collective kind) {
+  return {group.counters().calls_of(kind) - before.calls_of(kind), group.counters().bytes_of(kind) - before.bytes_of(kind)};
+}
+
+void check_step(const char* name, const planner::Model& model, int64_t micro_batches, bool sequence_parallel, comm::Communicator& mpi,
+                comm::Communicator& nccl, Checker& check) {
   const int rank = mpi.rank();
   const int64_t tp = mpi.size(), B = 2, T = 37, micro_tokens = B * T;
   const uint64_t seed = 5;
   // One tensor-parallel group: every rank reads the same micro-batches.
   const auto tokens = testing::random_tokens(micro_batches * micro_tokens, 97, 1), targets = testing::random_tokens(micro_batches * micro_tokens, 97, 2);
   const OptimizerOptions options;
-  const std::string prefix = std::string(name) + " tp " + std::to_string(tp) + (micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ");
+  const std::string prefix = std::string(name) + " tp " + std::to_string(tp) + (sequence_parallel ? " + sp" : "") +
+                             (micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ");
   const planner::Model part = planner::tp_rank_model(model, tp);
 
   // The CPU model's rank of the same group over MPI.
   MemoryLedger cpu_ledger;
-  auto created = Transformer<bf16>::create(model, cpu_ledger, B, T, seed, planner::RecomputeMode::none, FlatStorage{}, &mpi);
+  auto created = Transformer<bf16>::create(model, cpu_ledger, B, T, seed, planner::RecomputeMode::none, FlatStorage{}, &mpi, sequence_parallel);
   check.expect(created.ok(), prefix + "the CPU model" + (created.ok() ? "" : ": " + created.error().message));
   if (!created.ok()) return;
   Transformer<bf16> cpu = std::move(created).value();
@@ -73,12 +84,14 @@ void check_one_step(const char* name, const planner::Model& model, int64_t micro
     cpu_loss = add_micro_batch_loss(cpu_loss, cpu.forward(tokens.data() + first, targets.data() + first), micro_batches);
     cpu.backward(static_cast<float>(micro_batch_gradient_scale(1.0, micro_batches, 1)));
   }
+  cpu.reduce_sequence_parallel_gradients();  // as the trainer does after the step's last backward (nothing without sequence parallelism)
   const int64_t numel = cpu.flat_parameters().numel();
   const std::vector<bf16> cpu_grads(cpu.flat_gradients().data(), cpu.flat_gradients().data() + numel);
   double cpu_sum = 0;
   for (const auto& [begin, end] : gradient_norm_runs(part, rank)) cpu_sum += Optimizer<bf16>::sum_of_squares(cpu_grads.data() + begin, end - begin, 1.0);
-  const int64_t cpu_calls = mpi.counters().calls_of(comm::Collective::all_reduce) - mpi_before.calls_of(comm::Collective::all_reduce);
-  const int64_t cpu_bytes = mpi.counters().bytes_of(comm::Collective::all_reduce) - mpi_before.bytes_of(comm::Collective::all_reduce);
+  const auto [cpu_calls, cpu_bytes] = calls_since(mpi, mpi_before, comm::Collective::all_reduce);
+  const auto cpu_gathers = calls_since(mpi, mpi_before, comm::Collective::all_gather);
+  const auto cpu_scatters = calls_since(mpi, mpi_before, comm::Collective::reduce_scatter);
   check.expect_ok(mpi.all_reduce(&cpu_sum, &cpu_sum, 1, comm::ReduceOp::sum), prefix + "the CPU gradient norm");
   const double cpu_norm = std::sqrt(cpu_sum);
 
@@ -88,7 +101,7 @@ void check_one_step(const char* name, const planner::Model& model, int64_t micro
   const comm::CommCounters nccl_before = nccl.counters();
   MemoryLedger gpu_ledger;
   auto made = GptTraining::create(model, gpu_ledger, B, T, seed, options, GpuDataParallel{nullptr, plugin}, planner::RecomputeMode::none,
-                                  GpuTensorParallel{&nccl});
+                                  GpuTensorParallel{&nccl, sequence_parallel});
   check.expect(made.ok(), prefix + "the GPU step: " + (made.ok() ? "" : made.error().message));
   if (!made.ok()) return;
   GptTraining& gpu = *made.value();
@@ -107,8 +120,11 @@ void check_one_step(const char* name, const planner::Model& model, int64_t micro
     replicated.insert(replicated.end(), updated.begin() + flat.offset, updated.begin() + flat.offset + flat.numel);
   }
   check.expect(!replicated.empty() && same_on_every_rank(mpi, replicated), prefix + "the replicated parameters stay the same bits on every rank");
-  const int64_t gpu_calls = nccl.counters().calls_of(comm::Collective::all_reduce) - nccl_before.calls_of(comm::Collective::all_reduce);
-  const int64_t gpu_bytes = nccl.counters().bytes_of(comm::Collective::all_reduce) - nccl_before.bytes_of(comm::Collective::all_reduce);
+  const auto [gpu_calls, gpu_bytes] = calls_since(nccl, nccl_before, comm::Collective::all_reduce);
+  check.expect(calls_since(nccl, nccl_before, comm::Collective::all_gather) == cpu_gathers &&
+                   calls_since(nccl, nccl_before, comm::Collective::reduce_scatter) == cpu_scatters && (cpu_gathers.first > 0) == sequence_parallel,
+               prefix + "NCCL's all-gathers and reduce-scatters are the CPU's (" + std::to_string(cpu_gathers.first) + " and " +
+                   std::to_string(cpu_scatters.first) + " calls)");
   check.expect(gpu_calls == cpu_calls + 1 && gpu_bytes == cpu_bytes + 8,
                prefix + "NCCL's tensor-parallel all-reduces (" + std::to_string(gpu_calls) + ", " + std::to_string(gpu_bytes) + " bytes) are the CPU's (" +
                    std::to_string(cpu_calls) + ", " + std::to_string(cpu_bytes) + ") and the norm's");
@@ -132,6 +148,11 @@ void check_one_step(const char* name, const planner::Model& model, int64_t micro
     report(rank, what, error, std::ldexp(1.0, -4));
     check.expect(error <= std::ldexp(1.0, -4), what + " within 2^-4 of the CPU's: " + std::to_string(error));
   }
+}
+
+void check_one_step(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl,
+                    Checker& check) {
+  for (const bool sequence_parallel : {false, true}) check_step(name, model, micro_batches, sequence_parallel, mpi, nccl, check);
 }
 
 }  // namespace

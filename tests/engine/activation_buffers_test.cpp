@@ -51,17 +51,18 @@ int64_t sum(const std::vector<ActivationBuffer>& buffers) {
 
 // The planner's estimate of one bf16 rank running `model` with one of the
 // engine's tables, over `tp` tensor-parallel ranks (hybrid_parallel, as the engine runs them).
-planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode, planner::ActivationProfile profile, int64_t tp = 1) {
+planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode, planner::ActivationProfile profile, int64_t tp = 1,
+                                bool sequence_parallel = false, int64_t seq_len = T) {
   planner::EstimateRequest request;
   if (tp > 1) {
     request.plugin.kind = planner::PluginKind::hybrid_parallel;
-    request.layout = planner::ParallelLayout{1, tp, 1, false};
+    request.layout = planner::ParallelLayout{1, tp, 1, sequence_parallel};
   }
   request.training.activation_profile = profile;
   request.training.recompute = mode;
   request.training.precision = planner::Precision::bf16;
   request.training.micro_batch_size = B;
-  request.training.seq_len = T;
+  request.training.seq_len = seq_len;
   return planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), request).value().ranks.at(0);
 }
 
@@ -214,6 +215,66 @@ TEST(StepActivations, TensorParallelRankBooksThePlannersEstimate) {
       for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
         EXPECT_EQ(ledger.current(c, MemorySpace::device), layout.bytes(c, L, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
       }
+    }
+  }
+}
+
+// Under sequence parallelism too (the GPU step with GpuTensorParallel's
+// sequence_parallel): the block's sequence terms (its input, the norms' inputs,
+// outputs and statistics), the final norm's and head's inputs and backward's
+// residual and narrow gradients keep N/tp tokens (3 sequences of 6 over 3 ranks: 6; Megatron
+// divides the same, Korthikanti et al. 2022 §4.2.2), the split layers' terms
+// their width over tp, the tokens, targets and losses all N, and the two
+// whole-sequence buffers (N · h each) appear; the fake device books the planner's estimate.
+TEST(StepActivations, SequenceParallelRankBooksThePlannersEstimate) {
+  constexpr int64_t MiB = int64_t{1} << 20;
+  const planner::Model model = model_of(kGpt2);
+  const int64_t tp = 3, seq = 6;  // the planner asks tp to divide the sequence (Megatron's rule), the engine only the micro-batch's tokens
+  const planner::ActivationTable table = table_of(model, planner::ActivationProfile::tessera_gpu);
+  const int L = static_cast<int>(model.config.num_layers);
+  for (RecomputeMode mode : kModes) {
+    const std::string what = "gpt2 tp 3 + sp recompute " + std::string(enum_name(mode));
+    const planner::RankMemory row = planner_row(model, mode, planner::ActivationProfile::tessera_gpu, tp, true, seq);
+    const ActivationBuffers sp = activation_buffers(table, planner::ActivationShape{B, seq, tp, true}, mode);
+    const ActivationBuffers tp_only = activation_buffers(table, planner::ActivationShape{B, seq, tp, false}, mode);
+    for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
+      EXPECT_EQ(sp.bytes(c, L), row.bytes[c].device) << what << " " << to_string(c);
+    }
+    // Term by term: what the GPU step keeps N/tp rows of (its norms, residuals and their gradients) a third of tp alone's, the
+    // whole-sequence buffers N · h bf16 each, everything else (the split layers', the tokens, targets, logits and losses) the same.
+    const std::set<std::string> rows{"block_input",      "attn_norm_stats", "attn_norm_output", "mlp_norm_input",
+                                     "mlp_norm_stats",   "mlp_norm_output", "final_norm_input", "final_norm_stats",
+                                     "head_input",       "grad_residual",   "grad_narrow"};
+    auto each = [](const ActivationBuffers& b) {
+      std::vector<ActivationBuffer> all;
+      for (const auto* list : {&b.kept, &b.working, &b.first_stage, &b.last_stage, &b.logits, &b.scratch}) all.insert(all.end(), list->begin(), list->end());
+      return all;
+    };
+    const std::vector<ActivationBuffer> with = each(sp), without = each(tp_only);
+    size_t matched = 0;
+    for (const ActivationBuffer& b : with) {
+      const std::string name(b.name);
+      if (name == "sequence_gathered" || name == "sequence_gathered_grad") {
+        EXPECT_EQ(b.bytes, B * seq * model.config.hidden_size * 2) << what << " " << name;
+        continue;
+      }
+      for (const ActivationBuffer& other : without) {
+        if (other.name != b.name) continue;
+        EXPECT_EQ(b.bytes, rows.contains(name) ? other.bytes / tp : other.bytes) << what << " " << name;
+        ++matched;
+        break;
+      }
+    }
+    EXPECT_EQ(matched + 2, with.size()) << what;
+    testing::FakeMemory device(64 * MiB);
+    testing::FakeEvents events;
+    MemoryLedger ledger;
+    CachingAllocator allocator(device, events, ledger);
+    const StepActivations step(allocator, sp, L);
+    EXPECT_NE(step.outside("sequence_gathered"), nullptr) << what;
+    EXPECT_NE(step.outside("sequence_gathered_grad"), nullptr) << what;
+    for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
+      EXPECT_EQ(ledger.current(c, MemorySpace::device), sp.bytes(c, L, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
     }
   }
 }

@@ -82,6 +82,8 @@ TEST_F(MemoryModel, TheEnginesTensorParallelSumsStageTheirRows) {
   EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, rows);
   r.layout.dp = 2;
   EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, rows + 26'214'400);
+  r.layout.sequence_parallel = true;  // the same sums as reduce-scatters: tp chunks of 4096 rows each
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, rows + 26'214'400);
   r.plugin.rank_order_reduction = false;  // PyTorch's NCCL all-reduces stage nothing of their own
   EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 0);
 }

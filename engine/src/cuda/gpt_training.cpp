@@ -66,6 +66,7 @@ void check(const Status& status) {
 struct GptTraining::State {
   planner::ModelConfig config;  // the widths this rank computes with (tensor parallelism: its part's, tp_rank_widths)
   int64_t B = 0, Tn = 0, N = 0, C = 0, I = 0, V = 0, numel = 0;
+  int64_t Nl = 0;  // the rows of an (N, C) tensor outside the split layers: N, or N/tp under sequence parallelism
   ParameterSlots slots;
   std::vector<planner::FlatParameter> order;
   std::vector<bool> decay;
@@ -105,6 +106,13 @@ struct GptTraining::State {
   float* stats(int layer, const char* name) { return static_cast<float*>(activations.block(layer, name)); }
   template <typename X = T>
   X* outside(const char* name) { return static_cast<X*>(activations.outside(name)); }
+  // Sequence parallelism's whole-sequence (N, C) buffers, one for values and
+  // one for gradients, and what it gathers into them (tensor_parallel_step.h).
+  bool sequence_parallel() const { return tp.sequence_parallel(); }
+  T* gathered() { return outside("sequence_gathered"); }
+  T* gathered_grad() { return outside("sequence_gathered_grad"); }
+  const T* whole_values(const T* rows) { return tp.whole_rows(rows, sequence_parallel() ? gathered() : nullptr, N, C); }
+  const T* whole_gradients(const T* rows) { return tp.whole_rows(rows, sequence_parallel() ? gathered_grad() : nullptr, N, C); }
 
   // out (N, OC) = inp (N, IC) · W + bias, W stored (IC, OC) (in_out: GPT-2's
   // Conv1D) or (OC, IC) (out_in: nn.Linear), as ops/linear.h.
@@ -136,26 +144,29 @@ struct GptTraining::State {
   }
   const T* param_or_null(int index) { return index >= 0 ? param(index) : nullptr; }
   T* grad_or_null(int index) { return index >= 0 ? grad(index) : nullptr; }
-  // LayerNorm (statistics: mean, then rstd) or RMSNorm (rstd), as the family has.
+  // LayerNorm (statistics: mean, then rstd) or RMSNorm (rstd), as the family
+  // has, over this rank's Nl rows.
   void norm_forward(T* out, float* statistics, const T* in, int weight, int bias) {
     const auto eps = static_cast<float>(config.norm_eps);
     if (config.norm == planner::NormKind::layer_norm) {
-      check(layernorm_forward(out, statistics, statistics + N, in, param(weight), param_or_null(bias), N, C, eps, nullptr), "layernorm");
+      check(layernorm_forward(out, statistics, statistics + Nl, in, param(weight), param_or_null(bias), Nl, C, eps, nullptr), "layernorm");
     } else {
-      check(rmsnorm_forward(out, statistics, in, param(weight), N, C, eps, nullptr), "rmsnorm");
+      check(rmsnorm_forward(out, statistics, in, param(weight), Nl, C, eps, nullptr), "rmsnorm");
     }
   }
   // Adds the norm's input gradient into dinp, its parameters' into their
-  // gradients. `dout` comes from column-parallel layers: partial under tensor
-  // parallelism, summed over the group first (Megatron's f, backward).
-  void norm_backward(T* dinp, T* dout, const T* in, const float* statistics, int weight, int bias) {
-    tp.sum(dout, N * C);
+  // gradients. The gradient of its output comes from column-parallel layers
+  // into `dwhole`: partial under tensor parallelism, summed over the group
+  // first (Megatron's f, backward) into this rank's rows `dout` (reduce-
+  // scattered under sequence parallelism; else in place, `dwhole` == `dout`).
+  void norm_backward(T* dinp, T* dwhole, T* dout, const T* in, const float* statistics, int weight, int bias) {
+    tp.reduce_rows(dwhole, dout, N, C);
     void* workspace = norm_workspace.as<void>();
     if (config.norm == planner::NormKind::layer_norm) {
-      check(layernorm_backward(dinp, grad(weight), grad_or_null(bias), dout, in, param(weight), statistics, statistics + N, N, C, workspace, nullptr),
+      check(layernorm_backward(dinp, grad(weight), grad_or_null(bias), dout, in, param(weight), statistics, statistics + Nl, Nl, C, workspace, nullptr),
             "layernorm backward");
     } else {
-      check(rmsnorm_backward(dinp, grad(weight), dout, in, param(weight), statistics, N, C, workspace, nullptr), "rmsnorm backward");
+      check(rmsnorm_backward(dinp, grad(weight), dout, in, param(weight), statistics, Nl, C, workspace, nullptr), "rmsnorm backward");
     }
   }
   bool gpt2() const { return config.family == planner::ModelFamily::gpt2; }
@@ -221,6 +232,16 @@ struct GptTraining::State {
     if (gemini) return;  // its moves reduce the gradient chunks
     if (reduce && group != nullptr && buckets_overlap_backward()) start_buckets(buckets->complete_after(layer));
   }
+  // Under sequence parallelism, after the step's last backward (which started
+  // no bucket): the norms' gradients, from this rank's tokens only, summed
+  // over the tensor-parallel group, then every DDP bucket started, in the CPU
+  // trainer's order (Transformer::reduce_sequence_parallel_gradients, then the
+  // gradient reduction). tp and ZeRO or Gemini do not meet (gpu_plugins.h).
+  void reduce_sequence_parallel_gradients() {
+    if (!sequence_parallel()) return;
+    for (int index : norm_parameters(slots.blocks, slots.final_norm_w, slots.final_norm_b)) tp.sum(grad(index), order[static_cast<size_t>(index)].numel);
+    start_complete_buckets(planner::kEmbeddingLayer);
+  }
   // The optimizer reads the gradients only after every bucket's sum has arrived (ZeRO: its shard's).
   void finish_reductions() {
     if (zero) return check(zero->reduce());
@@ -254,43 +275,48 @@ struct GptTraining::State {
 void GptTraining::State::block_forward(int l, const T* x, T* out) {
   const BlockParameters& w = slots.blocks[static_cast<size_t>(l)];
   const int64_t q = config.q_width(), kv = config.kv_width();
+  const bool sp = sequence_parallel();
   T* ln1 = act(l, "attn_norm_output");
   norm_forward(ln1, stats(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
+  const T* ln1_whole = whole_values(ln1);
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   T* att = act(l, "attention_output");
   T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
+  T* attention_out = sp ? gathered() : mid;  // the row-parallel output before its sum (ln1_whole is used up)
   const cpu::WeightLayout layout = gpt2() ? cpu::WeightLayout::in_out : cpu::WeightLayout::out_in;
   if (gpt2()) {
-    linear_forward(qkv.q, ln1, param(w.qkv_w), param_or_null(w.qkv_b), N, C, 3 * q, layout);
+    linear_forward(qkv.q, ln1_whole, param(w.qkv_w), param_or_null(w.qkv_b), N, C, 3 * q, layout);
   } else {
-    linear_forward(qkv.q, ln1, param(w.q_w), param_or_null(w.q_b), N, C, q, layout);
-    linear_forward(qkv.k, ln1, param(w.k_w), param_or_null(w.k_b), N, C, kv, layout);
-    linear_forward(qkv.v, ln1, param(w.v_w), param_or_null(w.v_b), N, C, kv, layout);
+    linear_forward(qkv.q, ln1_whole, param(w.q_w), param_or_null(w.q_b), N, C, q, layout);
+    linear_forward(qkv.k, ln1_whole, param(w.k_w), param_or_null(w.k_b), N, C, kv, layout);
+    linear_forward(qkv.v, ln1_whole, param(w.v_w), param_or_null(w.v_b), N, C, kv, layout);
     rope(qkv.q, config.num_heads, q, false);
     rope(qkv.k, config.num_kv_heads, kv, false);
   }
   check(attention->forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, nullptr), "attention forward");
-  linear_forward(mid, att, param(w.o_w), tp.row_parallel_bias(param_or_null(w.o_b)), N, q, C, layout);
-  tp.sum(mid, N * C);  // row-parallel: Megatron's g
-  check(residual_add(mid, x, N * C, nullptr), "residual");
+  linear_forward(attention_out, att, param(w.o_w), tp.row_parallel_bias(param_or_null(w.o_b)), N, q, C, layout);
+  tp.reduce_rows(attention_out, mid, N, C);  // row-parallel: Megatron's g
+  check(residual_add(mid, x, Nl * C, nullptr), "residual");
   T* ln2 = act(l, "mlp_norm_output");
   norm_forward(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
+  const T* ln2_whole = whole_values(ln2);
   T* hidden = act(l, "mlp_activation");
+  T* mlp_out = sp ? gathered() : out;  // ln2_whole is used up before the down projection writes it
   if (gpt2()) {
     T* pre = act(l, "mlp_pre_activation");
-    linear_forward(pre, ln2, param(w.fc_w), param_or_null(w.fc_b), N, C, I, layout);
+    linear_forward(pre, ln2_whole, param(w.fc_w), param_or_null(w.fc_b), N, C, I, layout);
     check(gelu_forward(hidden, pre, N * I, nullptr), "gelu");
-    linear_forward(out, hidden, param(w.proj_w), tp.row_parallel_bias(param_or_null(w.proj_b)), N, I, C, layout);
+    linear_forward(mlp_out, hidden, param(w.proj_w), tp.row_parallel_bias(param_or_null(w.proj_b)), N, I, C, layout);
   } else {
     T* gate = act(l, "mlp_gate");
     T* up = act(l, "mlp_up");
-    linear_forward(gate, ln2, param(w.gate_w), nullptr, N, C, I, layout);
-    linear_forward(up, ln2, param(w.up_w), nullptr, N, C, I, layout);
+    linear_forward(gate, ln2_whole, param(w.gate_w), nullptr, N, C, I, layout);
+    linear_forward(up, ln2_whole, param(w.up_w), nullptr, N, C, I, layout);
     check(swiglu_forward(hidden, gate, up, N * I, nullptr), "swiglu");
-    linear_forward(out, hidden, param(w.down_w), nullptr, N, I, C, layout);
+    linear_forward(mlp_out, hidden, param(w.down_w), nullptr, N, I, C, layout);
   }
-  tp.sum(out, N * C);
-  check(residual_add(out, mid, N * C, nullptr), "residual");
+  tp.reduce_rows(mlp_out, out, N, C);
+  check(residual_add(out, mid, Nl * C, nullptr), "residual");
 }
 
 // `gradient_scale` multiplies the gradient of the micro-batch's mean loss (micro_batch_gradient_scale).
@@ -300,26 +326,32 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   check(cudaMemcpy(outside<int32_t>("targets"), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
   T* embedded = act(0, "block_input");
   before_layer_forward(planner::kEmbeddingLayer);
-  // Each rank looks up the tokens of its vocabulary rows (the others' are 0): their sum is the embedding.
-  check(embedding_forward(embedded, outside<int32_t>("tokens"), param(slots.wte), N, C, tp.vocab(), nullptr), "embedding");
-  tp.sum(embedded, N * C);
-  if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), N, Tn, C, 0, nullptr), "position embedding");
+  // Each rank looks up the tokens of its vocabulary rows (the others' are 0):
+  // their sum is the embedding (under sequence parallelism this rank's rows of it).
+  T* lookups = sequence_parallel() ? gathered() : embedded;
+  check(embedding_forward(lookups, outside<int32_t>("tokens"), param(slots.wte), N, C, tp.vocab(), nullptr), "embedding");
+  tp.reduce_rows(lookups, embedded, N, C);
+  if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), Nl, Tn, C, tp.first_row(N), nullptr), "position embedding");
   T* final_input = outside("final_norm_input");
   for (int l = 0; l < L; ++l) {
     before_layer_forward(l);
     block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
   }
   // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
-  // tied), and the fused loss, which leaves dlogits = (p − onehot) · scale / N in the logits.
+  // tied) over every token (under sequence parallelism h is gathered first),
+  // and the fused loss, which leaves dlogits = (p − onehot) · scale / N in the logits.
   T* h = outside("head_input");
   before_layer_forward(L);
   norm_forward(h, outside<float>("final_norm_stats"), final_input, slots.final_norm_w, slots.final_norm_b);
-  linear_forward(outside("logits"), h, param(slots.head), nullptr, N, C, V, cpu::WeightLayout::out_in);
+  linear_forward(outside("logits"), whole_values(h), param(slots.head), nullptr, N, C, V,
+                 cpu::WeightLayout::out_in);
   // The mean over the global batch: this micro-batch's N tokens of k · dp · N (the reduced sum is the mean gradient).
-  // Under tensor parallelism its per-row maxima and sums (2N fp32) live in
-  // grad_residual, dead until the backward zeroes it (N · C bf16, C ≥ 4).
+  // Under tensor parallelism its per-row maxima and sums (2N fp32) live in a
+  // buffer of N · C bf16 (C ≥ 4) dead until the backward writes it:
+  // grad_residual, or under sequence parallelism (grad_residual then N/tp rows) the gathered gradient's.
   const float scale = static_cast<float>(gradient_scale / static_cast<double>(N));
-  tp.cross_entropy(outside<float>("token_losses"), outside("logits"), outside<int32_t>("targets"), N, V, scale, outside<float>("grad_residual"));
+  float* row_statistics = reinterpret_cast<float*>(sequence_parallel() ? gathered_grad() : outside("grad_residual"));
+  tp.cross_entropy(outside<float>("token_losses"), outside("logits"), outside<int32_t>("targets"), N, V, scale, row_statistics);
   std::vector<float> host(static_cast<size_t>(N));
   check(cudaMemcpy(host.data(), outside<float>("token_losses"), host.size() * sizeof(float), cudaMemcpyDeviceToHost), "copying the losses");
   double mean = 0;
@@ -347,58 +379,68 @@ void GptTraining::State::block_backward(int l) {
   const BlockParameters& w = slots.blocks[static_cast<size_t>(l)];
   const int64_t q = config.q_width(), kv = config.kv_width();
   const cpu::WeightLayout layout = gpt2() ? cpu::WeightLayout::in_out : cpu::WeightLayout::out_in;
+  const bool sp = sequence_parallel();
   T* dres = outside("grad_residual");
   T* dnarrow = outside("grad_narrow");
   T* dwide = outside("grad_widest");
-  // MLP: out = mid + down(act(ln2(mid))).
+  // The norms' output gradients, written whole and partial by the column-parallel layers above them.
+  T* dnorm_whole = sp ? gathered_grad() : dnarrow;
+  // MLP: out = mid + down(act(ln2(mid))); under sequence parallelism the
+  // output's gradient and ln2 are gathered whole (ln2 again, as Megatron does).
+  const T* dout = whole_gradients(dres);
   T* hidden = act(l, "mlp_activation");
-  T* ln2 = act(l, "mlp_norm_output");
   if (gpt2()) {
-    linear_backward(dwide, grad(w.proj_w), grad_or_null(w.proj_b), dres, hidden, param(w.proj_w), N, I, C, layout);
+    linear_backward(dwide, grad(w.proj_w), grad_or_null(w.proj_b), dout, hidden, param(w.proj_w), N, I, C, layout);
     check(gelu_backward(dwide, act(l, "mlp_pre_activation"), dwide, N * I, nullptr), "gelu backward");
-    linear_backward(dnarrow, grad(w.fc_w), grad_or_null(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, layout);
+    const T* ln2 = whole_values(act(l, "mlp_norm_output"));
+    linear_backward(dnorm_whole, grad(w.fc_w), grad_or_null(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, layout);
   } else {
     T* dgate = dwide;
     T* dup = dwide + N * I;
-    linear_backward(dup, grad(w.down_w), nullptr, dres, hidden, param(w.down_w), N, I, C, layout);
+    linear_backward(dup, grad(w.down_w), nullptr, dout, hidden, param(w.down_w), N, I, C, layout);
     check(swiglu_backward(dgate, dup, act(l, "mlp_gate"), act(l, "mlp_up"), dup, N * I, nullptr), "swiglu backward");
-    linear_backward(dnarrow, grad(w.gate_w), nullptr, dgate, ln2, param(w.gate_w), N, C, I, layout);
-    linear_backward(dnarrow, grad(w.up_w), nullptr, dup, ln2, param(w.up_w), N, C, I, layout, true);
+    const T* ln2 = whole_values(act(l, "mlp_norm_output"));
+    linear_backward(dnorm_whole, grad(w.gate_w), nullptr, dgate, ln2, param(w.gate_w), N, C, I, layout);
+    linear_backward(dnorm_whole, grad(w.up_w), nullptr, dup, ln2, param(w.up_w), N, C, I, layout, true);
   }
-  norm_backward(dres, dnarrow, act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
-  // Attention: mid = x + o(attention(qkv(ln1(x)))).
+  norm_backward(dres, dnorm_whole, dnarrow, act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
+  // Attention: mid = x + o(attention(qkv(ln1(x)))). The attention output's
+  // gradient (N · q of this rank's heads) fits grad_narrow's N/tp · max(C, q · tp) under sequence parallelism.
+  const T* dmid = whole_gradients(dres);
   T* att = act(l, "attention_output");
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   const QkvViews dqkv = qkv_views(dwide);
-  linear_backward(dnarrow, grad(w.o_w), grad_or_null(w.o_b), dres, att, param(w.o_w), N, q, C, layout);
+  linear_backward(dnarrow, grad(w.o_w), grad_or_null(w.o_b), dmid, att, param(w.o_w), N, q, C, layout);
   check(attention->backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, nullptr),
         "attention backward");
-  T* ln1 = act(l, "attn_norm_output");
+  const T* ln1 = whole_values(act(l, "attn_norm_output"));
   if (gpt2()) {
-    linear_backward(dnarrow, grad(w.qkv_w), grad_or_null(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * q, layout);
+    linear_backward(dnorm_whole, grad(w.qkv_w), grad_or_null(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * q, layout);
   } else {
     rope(dqkv.q, config.num_heads, q, true);
     rope(dqkv.k, config.num_kv_heads, kv, true);
-    linear_backward(dnarrow, grad(w.q_w), grad_or_null(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, q, layout);
-    linear_backward(dnarrow, grad(w.k_w), grad_or_null(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, kv, layout, true);
-    linear_backward(dnarrow, grad(w.v_w), grad_or_null(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, kv, layout, true);
+    linear_backward(dnorm_whole, grad(w.q_w), grad_or_null(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, q, layout);
+    linear_backward(dnorm_whole, grad(w.k_w), grad_or_null(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, kv, layout, true);
+    linear_backward(dnorm_whole, grad(w.v_w), grad_or_null(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, kv, layout, true);
   }
-  norm_backward(dres, dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
+  norm_backward(dres, dnorm_whole, dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
 }
 
 // Adds this micro-batch's gradients into the flat buffer; with `reduce` (the
 // step's last micro-batch) starts each bucket's all-reduce once its layers are done.
 void GptTraining::State::backward(bool reduce) {
   const int L = static_cast<int>(config.num_layers);
+  const bool sp = sequence_parallel();
   T* dres = outside("grad_residual");
   T* dnarrow = outside("grad_narrow");
-  check(cudaMemsetAsync(dres, 0, static_cast<size_t>(N * C) * sizeof(T), nullptr), "zeroing grad_residual");
-  // The head: dh = dlogits · W, dW += dlogitsᵀ · h, then the final norm.
+  check(cudaMemsetAsync(dres, 0, static_cast<size_t>(Nl * C) * sizeof(T), nullptr), "zeroing grad_residual");
+  // The head: dh = dlogits · W (partial: this rank's vocabulary rows give part
+  // of it), dW += dlogitsᵀ · h (h gathered whole again under sequence parallelism), then the final norm.
   before_layer_backward(L);
-  linear_backward(dnarrow, grad(slots.head), nullptr, outside("logits"), outside("head_input"), param(slots.head), N, C, V,
-                  cpu::WeightLayout::out_in);
-  norm_backward(dres, dnarrow, outside("final_norm_input"), outside<float>("final_norm_stats"),
-                slots.final_norm_w, slots.final_norm_b);
+  T* dh = sp ? gathered_grad() : dnarrow;
+  linear_backward(dh, grad(slots.head), nullptr, outside("logits"), whole_values(outside("head_input")), param(slots.head), N,
+                  C, V, cpu::WeightLayout::out_in);
+  norm_backward(dres, dh, dnarrow, outside("final_norm_input"), outside<float>("final_norm_stats"), slots.final_norm_w, slots.final_norm_b);
   after_layer_backward(L, reduce);  // the head
   for (int l = L - 1; l >= 0; --l) {
     before_layer_backward(l);
@@ -407,8 +449,10 @@ void GptTraining::State::backward(bool reduce) {
     after_layer_backward(l, reduce);
   }
   before_layer_backward(planner::kEmbeddingLayer);
-  check(embedding_backward(grad(slots.wte), dres, outside<int32_t>("tokens"), N, C, tp.vocab(), nullptr), "embedding backward");
-  if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dres, B, Tn, C, nullptr), "position embedding backward");
+  // Every token's gradient, for the lookups of this rank's vocabulary rows.
+  const T* dembedded = whole_gradients(dres);
+  check(embedding_backward(grad(slots.wte), dembedded, outside<int32_t>("tokens"), N, C, tp.vocab(), nullptr), "embedding backward");
+  if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dembedded, B, Tn, C, nullptr), "position embedding backward");
   after_layer_backward(planner::kEmbeddingLayer, reduce);
 }
 
@@ -490,7 +534,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   const planner::ModelConfig& c = model.config;
   const int64_t tp = tensor_parallel.group != nullptr ? tensor_parallel.group->size() : 1;
   const int64_t dp = data_parallel.group != nullptr ? data_parallel.group->size() : 1;
-  if (Status s = check_gpu_layout(data_parallel.plugin, planner::ParallelLayout{dp, tp, 1, false}); !s) return s.error();
+  const bool sequence_parallel = tensor_parallel.sequence_parallel && tp > 1;
+  if (Status s = check_gpu_layout(data_parallel.plugin, planner::ParallelLayout{dp, tp, 1, sequence_parallel}); !s) return s.error();
   if (!planner::tp_divides_model(c, tp)) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp) + ": each tensor-parallel rank holds whole attention and key-value heads and "
                                               "an equal share of the MLP; choose a --tp that divides " + std::to_string(c.num_heads) + ", " +
@@ -502,6 +547,9 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     return make_error(ErrorCode::unsupported, "--recompute op_selective: the GPU training step recomputes none, selective or full");
   }
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
+  if (sequence_parallel) {
+    if (Status s = check_sequence_split(micro_batch, seq_len, tp); !s) return s.error();
+  }
   if (seq_len > c.max_positions) {
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
   }
@@ -521,7 +569,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   s->B = micro_batch, s->Tn = seq_len, s->N = micro_batch * seq_len, s->C = c.hidden_size, s->I = widths.intermediate_size, s->V = widths.vocab_size;
   s->options = options;
   s->ledger = &ledger;
-  s->tp = TensorParallelStep(tensor_parallel.group, part);
+  s->tp = TensorParallelStep(tensor_parallel.group, part, sequence_parallel);
+  s->Nl = s->tp.local_rows(s->N);
   s->order = planner::flat_parameter_order(part.inventory);
   s->slots = parameter_slots(part.inventory, static_cast<int>(c.num_layers));
   std::vector<std::vector<int64_t>> shapes;
@@ -553,7 +602,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     // What the forward keeps and the recompute rebuilds, sized and named by
     // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
     const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
-    s->activations = StepActivations(*s->allocator, activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, tp, false}, recompute), c.num_layers);
+    s->activations = StepActivations(*s->allocator, activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, tp, sequence_parallel}, recompute), c.num_layers);
     // Workspaces: a column of ones for the bias gradients (1 · dout), the
     // norms' partial sums, the gradient norm's partial sums and its result
     // (a double and the overflow flag).
@@ -586,8 +635,9 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
     for (int64_t micro = 0; micro < micro_batches; ++micro) {
       const int64_t first = micro * s.N;
       result.loss = add_micro_batch_loss(result.loss, s.forward(tokens + first, targets + first, scale), micro_batches);
-      s.backward(reduces_in_backward(micro, micro_batches));
+      s.backward(reduces_in_backward(micro, micro_batches) && !s.sequence_parallel());
     }
+    s.reduce_sequence_parallel_gradients();
     s.finish_reductions();
     const std::optional<double> norm = s.optimizer_step();
     result.updated = norm.has_value();

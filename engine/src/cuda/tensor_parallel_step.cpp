@@ -20,12 +20,25 @@ void check(cudaError_t error, const char* what) {
 
 }  // namespace
 
-TensorParallelStep::TensorParallelStep(comm::Communicator* group, const planner::Model& part)
-    : split_(group, false), vocab_size_(part.config.vocab_size), counted_(gradient_norm_runs(part, split_.rank())) {}
+TensorParallelStep::TensorParallelStep(comm::Communicator* group, const planner::Model& part, bool sequence_parallel)
+    : split_(group, sequence_parallel), vocab_size_(part.config.vocab_size), counted_(gradient_norm_runs(part, split_.rank())) {}
 
 void TensorParallelStep::sum(bf16* x, int64_t n) {
   split_.all_reduce(x, n);
   if (!split_.status()) throw std::runtime_error("tensor-parallel all-reduce: " + split_.status().error().message);
+}
+
+const bf16* TensorParallelStep::whole_rows(const bf16* rows, bf16* buffer, int64_t N, int64_t C) {
+  if (!sequence_parallel()) return rows;
+  split_.all_gather(rows, buffer, local_rows(N) * C);
+  if (!split_.status()) throw std::runtime_error("sequence-parallel all-gather: " + split_.status().error().message);
+  return buffer;
+}
+
+void TensorParallelStep::reduce_rows(bf16* whole, bf16* mine, int64_t N, int64_t C) {
+  if (!sequence_parallel()) return sum(mine, N * C);
+  split_.reduce_scatter(whole, mine, local_rows(N) * C);
+  if (!split_.status()) throw std::runtime_error("sequence-parallel reduce-scatter: " + split_.status().error().message);
 }
 
 void TensorParallelStep::cross_entropy(float* losses, bf16* logits, const int32_t* targets, int64_t N, int64_t V, float dloss_scale,

@@ -13,7 +13,14 @@
 // vocabulary-parallel fused cross-entropy (cuda/vocab_parallel_cross_entropy.h)
 // with its three all-reduces of N fp32 values; the gradient norm counts each
 // parameter once over the group (gradient_norm_runs). On one rank every call
-// is what the one-GPU step did. No sequence parallelism.
+// is what the one-GPU step did.
+//
+// Sequence parallelism (Korthikanti et al. 2022 §4.2.2), as the CPU model's
+// (model/tensor_parallel.h): outside the split layers the rank keeps rows
+// [r · N/tp, (r+1) · N/tp) of every (N, C) tensor (local_rows, first_row);
+// whole_rows all-gathers a norm's output (or a gradient) before a column-
+// parallel layer reads it, and reduce_rows reduce-scatters a row-parallel
+// layer's partial sum into the rank's rows where it would all-reduce it.
 //
 // Errors: a failed launch or collective is thrown as the step's one line
 // (gpt_training.cpp catches it).
@@ -36,12 +43,24 @@ class TensorParallelStep {
   TensorParallelStep() = default;  // none yet: GptTraining::create assigns it
   // `group`: the tensor-parallel ranks' communicator on device buffers (null or one rank: none).
   // `part`: the rank's part of the model (tp_rank_model), its config the whole one's.
-  TensorParallelStep(comm::Communicator* group, const planner::Model& part);
+  TensorParallelStep(comm::Communicator* group, const planner::Model& part, bool sequence_parallel);
 
   int64_t size() const { return split_.size(); }
   int64_t rank() const { return split_.rank(); }
   // This rank's vocabulary classes (its embedding rows and logit columns).
   cpu::VocabSlice vocab() const { return {split_.vocab_begin(vocab_size_), split_.vocab_valid(vocab_size_)}; }
+
+  bool sequence_parallel() const { return split_.sequence_parallel(); }
+  // The rows of an (N, C) tensor outside the split layers that this rank keeps, and the first of them.
+  int64_t local_rows(int64_t N) const { return split_.local_rows(N); }
+  int64_t first_row(int64_t N) const { return split_.first_row(N); }
+  // Under sequence parallelism every rank's rows of `rows` gathered into
+  // `buffer` (N · C), which it returns; else `rows`, whole already.
+  const bf16* whole_rows(const bf16* rows, bf16* buffer, int64_t N, int64_t C);
+  // A split layer's partial (N, C) sum over the group: reduce-scattered from
+  // `whole` into this rank's rows `mine` under sequence parallelism, else
+  // summed in place (`whole` == `mine`).
+  void reduce_rows(bf16* whole, bf16* mine, int64_t N, int64_t C);
 
   // x (n elements on the device) = its sum over the group, in place: Megatron's g after a
   // row-parallel layer's forward, f before a column-parallel layer's input gradient goes on.

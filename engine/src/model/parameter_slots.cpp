@@ -49,4 +49,11 @@ ParameterSlots parameter_slots(const planner::TensorInventory& inventory, int nu
   return slots;
 }
 
+std::vector<int> norm_parameters(std::span<const BlockParameters> blocks, int final_norm_w, int final_norm_b) {
+  std::vector<int> norms{final_norm_w, final_norm_b};
+  for (const BlockParameters& block : blocks) norms.insert(norms.end(), {block.attn_norm_w, block.attn_norm_b, block.mlp_norm_w, block.mlp_norm_b});
+  std::erase(norms, -1);
+  return norms;
+}
+
 }  // namespace tessera::engine

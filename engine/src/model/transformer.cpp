@@ -46,10 +46,8 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
   const auto& c = model.config;
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
   const TensorParallel tp(tensor_group, sequence_parallel);
-  if (tp.sequence_parallel() && (micro_batch * seq_len) % tp.size() != 0) {
-    return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + ": sequence parallelism gives each of the " +
-                                                       std::to_string(tp.size()) + " tensor-parallel ranks an equal share of the micro-batch's " +
-                                                       std::to_string(micro_batch * seq_len) + " tokens; choose a --seq that --tp divides");
+  if (tp.sequence_parallel()) {
+    if (Status s = check_sequence_split(micro_batch, seq_len, tp.size()); !s) return s.error();
   }
   if (!planner::tp_divides_model(c, tp.size())) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp.size()) + ": the engine gives each tensor-parallel rank whole attention and "
@@ -565,11 +563,7 @@ void Transformer<T>::block_backward(int l) {
 template <typename T>
 void Transformer<T>::reduce_sequence_parallel_gradients() {
   if (!tp_.sequence_parallel()) return;
-  std::vector<int> norms{final_norm_w_, final_norm_b_};
-  for (const Layer& layer : layers_) norms.insert(norms.end(), {layer.attn_norm_w, layer.attn_norm_b, layer.mlp_norm_w, layer.mlp_norm_b});
-  for (int index : norms) {
-    if (index >= 0) tp_.all_reduce(grad(index), grads_[static_cast<size_t>(index)].numel());
-  }
+  for (int index : norm_parameters(layers_, final_norm_w_, final_norm_b_)) tp_.all_reduce(grad(index), grads_[static_cast<size_t>(index)].numel());
 }
 
 template class Transformer<float>;

@@ -81,7 +81,14 @@
 // are the `tessera_gpu` table's for tp ranks (the planner's division). With a
 // data-parallel communicator too (over the ranks of the same tp rank), DDP
 // all-reduces each part's gradients in the CPU engine's buckets of the part.
-// No sequence parallelism and no ZeRO with it (device/gpu_plugins.h refuses them).
+// With sequence parallelism (GpuTensorParallel::sequence_parallel) each rank
+// keeps its N/tp rows outside the split layers, all-gathers the norms'
+// outputs before the column-parallel layers and reduce-scatters the row-
+// parallel sums, as the CPU model does; the activations are the table's for
+// sequence-parallel tp ranks, and the norms' gradients are summed over the
+// group after the step's last backward, before DDP's buckets start (as the
+// CPU trainer does). No ZeRO with tensor parallelism and no --tp-comm-overlap
+// (device/gpu_plugins.h refuses them).
 //
 // Never run on a GPU, recompute, ZeRO, Gemini and tensor parallelism included:
 // compiled for sm_90 and checked on the day one is lent
@@ -124,6 +131,7 @@ struct GpuTensorParallel {
   // Over the tensor-parallel ranks (hybrid_parallel's, same dp rank), on
   // device buffers (NCCL's); null or one rank: none. See "Tensor parallelism" above.
   comm::Communicator* group = nullptr;
+  bool sequence_parallel = false;  // Megatron's sequence parallelism in that group (needs tp dividing micro-batch · seq)
 };
 
 class GptTraining {

@@ -5,7 +5,8 @@
 // cpu, or static sending all or none of them to the host), and
 // hybrid_parallel at ZeRO stage 0 (DDP over the data-parallel ranks, as the
 // CPU engine's); and which layouts: tensor parallelism (hybrid_parallel's, as
-// on the CPU) without sequence parallelism, no pipeline. Anything else is
+// on the CPU), with or without sequence parallelism (its collectives not
+// overlapped with the GEMMs: no --tp-comm-overlap), no pipeline. Anything else is
 // refused in one line naming the option. Shared by
 // `tessera train --gpu` (which refuses before looking for a device) and the
 // step itself; built without CUDA too.

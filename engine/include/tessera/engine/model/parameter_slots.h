@@ -4,6 +4,7 @@
 // the GPU one (cuda/gpt_training.h).
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "tessera/planner/model.h"
@@ -29,5 +30,11 @@ struct ParameterSlots {
 // The inventory's tensors, in order, of a model of `num_layers` blocks: a
 // tensor that is not tied is the next unique parameter.
 ParameterSlots parameter_slots(const planner::TensorInventory& inventory, int num_layers);
+
+// The norms' parameters (every block's two, the final norm's), present ones
+// only: under sequence parallelism they see only a rank's tokens, so their
+// gradients are summed over the tensor-parallel group once per step
+// (model/tensor_parallel.h), by the CPU model and the GPU step alike.
+std::vector<int> norm_parameters(std::span<const BlockParameters> blocks, int final_norm_w, int final_norm_b);
 
 }  // namespace tessera::engine

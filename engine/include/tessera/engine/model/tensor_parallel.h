@@ -28,10 +28,21 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "tessera/engine/comm/communicator.h"
 
 namespace tessera::engine {
+
+// Under sequence parallelism each of `tp` ranks keeps an equal share of a
+// micro-batch's tokens: a one-line error where tp does not divide them
+// (the CPU model and the GPU step alike).
+inline Status check_sequence_split(int64_t micro_batch, int64_t seq_len, int64_t tp) {
+  if ((micro_batch * seq_len) % tp == 0) return Status::success();
+  return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + ": sequence parallelism gives each of the " + std::to_string(tp) +
+                                                     " tensor-parallel ranks an equal share of the micro-batch's " + std::to_string(micro_batch * seq_len) +
+                                                     " tokens; choose a --seq that --tp divides");
+}
 
 class TensorParallel {
  public:

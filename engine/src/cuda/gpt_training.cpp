@@ -232,15 +232,15 @@ struct GptTraining::State {
     if (gemini) return;  // its moves reduce the gradient chunks
     if (reduce && group != nullptr && buckets_overlap_backward()) start_buckets(buckets->complete_after(layer));
   }
-  // Under sequence parallelism, after the step's last backward (which started
-  // no bucket): the norms' gradients, from this rank's tokens only, summed
-  // over the tensor-parallel group, then every DDP bucket started, in the CPU
-  // trainer's order (Transformer::reduce_sequence_parallel_gradients, then the
-  // gradient reduction). tp and ZeRO or Gemini do not meet (gpu_plugins.h).
+  // Under sequence parallelism, after the step's last backward (which, under
+  // tensor parallelism, started no bucket: buckets_overlap_backward): the
+  // norms' gradients, from this rank's tokens only, summed over the
+  // tensor-parallel group; finish_reductions then starts every DDP bucket, in
+  // the CPU trainer's order (Transformer::reduce_sequence_parallel_gradients,
+  // then the gradient reduction). tp and ZeRO or Gemini do not meet (gpu_plugins.h).
   void reduce_sequence_parallel_gradients() {
     if (!sequence_parallel()) return;
     for (int index : norm_parameters(slots.blocks, slots.final_norm_w, slots.final_norm_b)) tp.sum(grad(index), order[static_cast<size_t>(index)].numel);
-    start_complete_buckets(planner::kEmbeddingLayer);
   }
   // The optimizer reads the gradients only after every bucket's sum has arrived (ZeRO: its shard's).
   void finish_reductions() {
@@ -635,7 +635,7 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
     for (int64_t micro = 0; micro < micro_batches; ++micro) {
       const int64_t first = micro * s.N;
       result.loss = add_micro_batch_loss(result.loss, s.forward(tokens + first, targets + first, scale), micro_batches);
-      s.backward(reduces_in_backward(micro, micro_batches) && !s.sequence_parallel());
+      s.backward(reduces_in_backward(micro, micro_batches));
     }
     s.reduce_sequence_parallel_gradients();
     s.finish_reductions();

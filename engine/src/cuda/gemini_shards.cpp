@@ -12,6 +12,7 @@
 #include "tessera/engine/shard_values.h"
 
 #include "cuda_errors.h"
+#include "device_adamw_step.h"
 
 namespace tessera::engine::cuda {
 namespace {
@@ -171,11 +172,9 @@ Result<std::optional<double>> GeminiShards::step(void* sum_workspace, double* de
     sum += chunk_sum;
   }
   if (Status s = all_reduce_sum(sum, device_sum); !s) return s.error();
-  if (!std::isfinite(sum)) return std::optional<double>();
-  const double norm = std::sqrt(sum);
-  ++steps_;
-  const AdamWScalars scalars =
-      adamw_scalars(options_.learning_rate, options_.beta1, options_.beta2, options_.eps, steps_, clip_coefficient(norm, options_.max_grad_norm));
+  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum, steps_, options_);
+  if (!begun) return std::optional<double>();
+  const AdamWScalars& scalars = begun->scalars;
   for (const planner::ShardPiece& piece : layout_.pieces) {
     const size_t c = plan_.chunk_holding(piece.offset_in_shard);
     const int64_t at = piece.offset_in_shard, in_slot = at - plan_.chunks[c].shard_offset;
@@ -187,7 +186,7 @@ Result<std::optional<double>> GeminiShards::step(void* sum_workspace, double* de
       return s.error();
     }
   }
-  return std::optional<double>(norm);
+  return std::optional<double>(begun->norm);
 }
 
 Status GeminiShards::save(FlatAdamWState& state) {

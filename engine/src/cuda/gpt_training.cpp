@@ -14,6 +14,7 @@
 #include "tessera/engine/device/device_block.h"
 #include "gemini_shards.h"
 #include "tensor_parallel_step.h"
+#include "device_adamw_step.h"
 #include "zero_shards.h"
 #include "tessera/engine/cuda/activation.h"
 #include "tessera/engine/cuda/adamw.h"
@@ -466,11 +467,9 @@ std::optional<double> GptTraining::State::optimizer_step() {
     return norm.value();
   }
   const double sum = tp.sum_of_squares(grads.as<T>(), norm_sum.as<double>(), sum_workspace.as<void>());
-  if (!std::isfinite(sum)) return std::nullopt;
-  const double norm = std::sqrt(sum);
-  const double clip = clip_coefficient(norm, options.max_grad_norm);
-  ++steps;
-  const AdamWScalars scalars = adamw_scalars(options.learning_rate, options.beta1, options.beta2, options.eps, steps, clip);
+  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum, steps, options);
+  if (!begun) return std::nullopt;
+  const AdamWScalars& scalars = begun->scalars;
   for (size_t p = 0; p < order.size(); ++p) {
     const int64_t offset = order[p].offset;
     const float wd = decay[p] ? static_cast<float>(options.weight_decay) : 0.0f;
@@ -478,7 +477,7 @@ std::optional<double> GptTraining::State::optimizer_step() {
                 order[p].numel, wd, scalars, nullptr),
           "adamw");
   }
-  return norm;
+  return begun->norm;
 }
 
 // The parameters of this rank's part `model` of `whole` (from the planner's

@@ -14,6 +14,7 @@
 #include "tessera/planner/sharding.h"
 
 #include "cuda_errors.h"
+#include "device_adamw_step.h"
 
 namespace tessera::engine::cuda {
 namespace {
@@ -180,11 +181,9 @@ Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* devi
   if (Status s = group_.all_reduce(device_sum, device_sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
   double sum = 0;
   if (Status s = succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
-  if (!std::isfinite(sum)) return std::optional<double>();
-  const double norm = std::sqrt(sum);
-  ++steps_;
-  const AdamWScalars scalars =
-      adamw_scalars(options_.learning_rate, options_.beta1, options_.beta2, options_.eps, steps_, clip_coefficient(norm, options_.max_grad_norm));
+  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum, steps_, options_);
+  if (!begun) return std::optional<double>();
+  const AdamWScalars& scalars = begun->scalars;
   for (const planner::ShardPiece& piece : layout_.pieces) {
     const int64_t at = piece.offset_in_shard;
     const float wd = decay_[static_cast<size_t>(piece.parameter)] ? static_cast<float>(options_.weight_decay) : 0.0f;
@@ -196,7 +195,7 @@ Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* devi
     }
   }
   if (Status s = group_.all_gather(params, params_, static_cast<size_t>(shard_), comm::DataType::bf16); !s) return s.error();
-  return std::optional<double>(norm);
+  return std::optional<double>(begun->norm);
 }
 
 Status ZeroShards::save(FlatAdamWState& state) {

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_reference_step.h"
 #include "gpu_ranks.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/gradient_accumulation.h"
@@ -52,7 +53,9 @@
 namespace tessera::engine::cuda {
 namespace {
 
+using testing::Batch;
 using testing::Checker;
+using testing::CpuStep;
 using testing::relative;
 using testing::report;
 
@@ -67,49 +70,6 @@ planner::PluginOptions gemini_plugin(planner::GeminiPlacement placement, double 
   plugin.gemini.chunk_size = kChunk;
   plugin.gemini.shard_param_frac = shard_param_frac;
   return plugin;
-}
-
-struct Batch {
-  std::vector<int32_t> tokens, targets;
-  int64_t micro_batches = 1;
-};
-
-struct CpuStep {
-  bool ok = false;
-  double loss = 0, norm = 0;
-  std::vector<bf16> reduced;  // DDP: the whole model's reduced gradients, flat order
-  comm::CommCounters moved;
-};
-
-// One step of the CPU engine under `plugin` over MPI, as the CPU trainer runs it (gradient_accumulation.h).
-CpuStep cpu_step(const planner::Model& model, const planner::PluginOptions& plugin, const Batch& batch, comm::Communicator& mpi, Checker& check,
-                 const std::string& prefix) {
-  CpuStep out;
-  auto strategy = make_parallel_strategy<bf16>(mpi, plugin, model);
-  MemoryLedger ledger;
-  auto created = Transformer<bf16>::create(model, ledger, B, T, kSeed, planner::RecomputeMode::none, strategy->storage());
-  check.expect(created.ok(), prefix + "the CPU model");
-  if (!created.ok()) return out;
-  Transformer<bf16> cpu = std::move(created).value();
-  check.expect_ok(strategy->attach(ledger, cpu, decay_mask(cpu.parameter_shapes()), OptimizerOptions{}), prefix + "the CPU strategy");
-  strategy->initialize(model, kSeed);
-  const comm::CommCounters before = mpi.counters();
-  strategy->zero_gradients();
-  for (int64_t micro = 0; micro < batch.micro_batches; ++micro) {
-    const int64_t first = micro * kMicroTokens;
-    out.loss = add_micro_batch_loss(out.loss, cpu.forward(batch.tokens.data() + first, batch.targets.data() + first), batch.micro_batches);
-    strategy->prepare_backward(reduces_in_backward(micro, batch.micro_batches));
-    cpu.backward(static_cast<float>(micro_batch_gradient_scale(1.0, batch.micro_batches, strategy->ranks())));
-  }
-  check.expect_ok(strategy->reduce_gradients(), prefix + "the CPU reduction");
-  if (plugin.kind == planner::PluginKind::torch_ddp) out.reduced.assign(cpu.flat_gradients().data(), cpu.flat_gradients().data() + model.parameter_count);
-  auto stepped = strategy->step(1.0);
-  check.expect(stepped.ok() && stepped->has_value(), prefix + "the CPU step");
-  if (!stepped.ok() || !stepped->has_value()) return out;
-  out.norm = stepped->value();
-  out.moved = mpi.counters().since(before);
-  out.ok = true;
-  return out;
 }
 
 // The ledger's peaks against the planner's estimate of the same run.
@@ -230,12 +190,12 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
   planner::PluginOptions ddp_plugin;
   ddp_plugin.kind = planner::PluginKind::torch_ddp;
-  const CpuStep ddp = cpu_step(model, ddp_plugin, batch, mpi, check, std::string(name) + " ddp" + accumulated);
+  const CpuStep ddp = testing::cpu_reference_step(model, ddp_plugin, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
   for (const auto& [label, plugin] : {std::pair{"gemini cuda", gemini_plugin(planner::GeminiPlacement::cuda)},
                                       std::pair{"gemini cpu", gemini_plugin(planner::GeminiPlacement::cpu)},
                                       std::pair{"gemini static kept gathered", gemini_plugin(planner::GeminiPlacement::static_placement, 0.5)}}) {
     const std::string prefix = std::string(name) + " " + label + accumulated;
-    const CpuStep cpu = cpu_step(model, plugin, batch, mpi, check, prefix);
+    const CpuStep cpu = testing::cpu_reference_step(model, plugin, batch, B, T, kSeed, mpi, check, prefix);
     check_one_case(prefix, model, plugin, batch, cpu, ddp, mpi, nccl, check);
   }
 }

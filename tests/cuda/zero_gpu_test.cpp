@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_reference_step.h"
 #include "gpu_ranks.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/gradient_accumulation.h"
@@ -58,7 +59,9 @@
 namespace tessera::engine::cuda {
 namespace {
 
+using testing::Batch;
 using testing::Checker;
+using testing::CpuStep;
 using testing::relative;
 using testing::report;
 using testing::same_on_every_rank;
@@ -75,52 +78,6 @@ planner::PluginOptions zero_plugin(int stage, int64_t reduce_bucket_numel, bool 
   plugin.reduce_bucket_numel = reduce_bucket_numel;
   plugin.cpu_offload = cpu_offload;
   return plugin;
-}
-
-// Each rank's own micro-batches of the global batch.
-struct Batch {
-  std::vector<int32_t> tokens, targets;
-  int64_t micro_batches = 1;
-};
-
-// One step of the CPU engine's ZeRO over MPI: what the GPU's is compared with.
-struct CpuStep {
-  bool ok = false;
-  double loss = 0, norm = 0;
-  std::vector<bf16> reduced_shard;  // stage 1: this rank's reduced shard of the flat gradients
-  comm::CommCounters moved;
-};
-
-CpuStep cpu_zero_step(const planner::Model& model, const planner::PluginOptions& plugin, const Batch& batch, comm::Communicator& mpi, Checker& check,
-                      const std::string& prefix) {
-  CpuStep out;
-  auto strategy = make_parallel_strategy<bf16>(mpi, plugin, model);
-  MemoryLedger ledger;
-  auto created = Transformer<bf16>::create(model, ledger, B, T, kSeed, planner::RecomputeMode::none, strategy->storage());
-  check.expect(created.ok(), prefix + "the CPU model");
-  if (!created.ok()) return out;
-  Transformer<bf16> cpu = std::move(created).value();
-  check.expect_ok(strategy->attach(ledger, cpu, decay_mask(cpu.parameter_shapes()), OptimizerOptions{}), prefix + "the CPU ZeRO");
-  const comm::CommCounters before = mpi.counters();
-  // As the CPU trainer runs a step (gradient_accumulation.h).
-  strategy->zero_gradients();
-  for (int64_t micro = 0; micro < batch.micro_batches; ++micro) {
-    const int64_t first = micro * kMicroTokens;
-    out.loss = add_micro_batch_loss(out.loss, cpu.forward(batch.tokens.data() + first, batch.targets.data() + first), batch.micro_batches);
-    strategy->prepare_backward(reduces_in_backward(micro, batch.micro_batches));
-    cpu.backward(static_cast<float>(micro_batch_gradient_scale(1.0, batch.micro_batches, strategy->ranks())));
-  }
-  check.expect_ok(strategy->reduce_gradients(), prefix + "the CPU ZeRO's reduction");
-  const int64_t shard = planner::shard_numel(model.parameter_count, mpi.size());
-  const bf16* reduced = cpu.flat_gradients().data() + mpi.rank() * shard;
-  if (plugin.effective_zero_stage() == 1) out.reduced_shard.assign(reduced, reduced + shard);
-  auto stepped = strategy->step(1.0);
-  check.expect(stepped.ok() && stepped->has_value(), prefix + "the CPU ZeRO steps");
-  if (!stepped.ok() || !stepped->has_value()) return out;
-  out.norm = stepped->value();
-  out.moved = mpi.counters().since(before);
-  out.ok = true;
-  return out;
 }
 
 // The planner's device bytes of the model states' categories for this run
@@ -195,11 +152,12 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
   const planner::OptimizerLayout layout = planner::optimizer_layout(model, plugin, mpi.size(), rank);
   check.expect(static_cast<int64_t>(shard_grads.size()) == layout.shard_numel, prefix + "the GPU's gradients are this rank's shard");
   if (static_cast<int64_t>(shard_grads.size()) != layout.shard_numel) return;
+  const int64_t shard_begin = rank * planner::shard_numel(model.parameter_count, mpi.size());  // this rank's shard in ZeRO-1's flat gradients
   double worst_piece = 0;
   for (const planner::ShardPiece& piece : layout.pieces) {
     double difference = 0, reference = 0;
     for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
-      const double want = static_cast<double>(widen(zero1.reduced_shard[static_cast<size_t>(i)]));
+      const double want = static_cast<double>(widen(zero1.reduced[static_cast<size_t>(shard_begin + i)]));
       const double d = static_cast<double>(widen(shard_grads[static_cast<size_t>(i)])) - want;
       difference += d * d;
       reference += want * want;
@@ -236,7 +194,7 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
   Batch batch{testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 1 + 2 * seed),
               testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 2 + 2 * seed), micro_batches};
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
-  const CpuStep zero1 = cpu_zero_step(model, zero_plugin(1, kSmallBucket), batch, mpi, check, std::string(name) + " zero1" + accumulated);
+  const CpuStep zero1 = testing::cpu_reference_step(model, zero_plugin(1, kSmallBucket), batch, B, T, kSeed, mpi, check, std::string(name) + " zero1" + accumulated);
   for (const auto& [label, plugin] : {std::pair{"zero1", zero_plugin(1, kSmallBucket)}, std::pair{"zero2", zero_plugin(2, planner::padded_flat_numel(model.parameter_count, mpi.size()))},
                                       std::pair{"zero2 bucketed", zero_plugin(2, kSmallBucket)},
                                       std::pair{"zero1 tiny pieces", zero_plugin(1, kTinyPiece * mpi.size())},
@@ -244,7 +202,7 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
                                       std::pair{"zero2 bucketed offload", zero_plugin(2, kSmallBucket, true)}}) {
     const std::string prefix = std::string(name) + " " + label + accumulated;
     const bool same_as_zero1 = plugin.effective_zero_stage() == 1 && !plugin.cpu_offload && plugin.reduce_bucket_numel == kSmallBucket;
-    const CpuStep cpu = same_as_zero1 ? zero1 : cpu_zero_step(model, plugin, batch, mpi, check, prefix);
+    const CpuStep cpu = same_as_zero1 ? zero1 : testing::cpu_reference_step(model, plugin, batch, B, T, kSeed, mpi, check, prefix);
     check_one_case(prefix, model, plugin, batch, cpu, zero1, mpi, nccl, check);
   }
 }

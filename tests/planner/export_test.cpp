@@ -138,8 +138,11 @@ std::string colossalai_script(const Planned& planned, size_t index) {
 // `python3 -m py_compile` on the script; skips when there is no python3.
 void expect_python_compiles(const std::string& script, const std::string& name) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is not on PATH: the script's syntax is not checked";
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("tessera_export_" + std::to_string(::getpid()) + "_" + name + ".py");
+  // A directory of its own: py_compile writes the .pyc into __pycache__ beside
+  // the script, and tests running at once must not remove each other's.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tessera_export_" + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / "train.py";
   {
     std::ofstream out(path, std::ios::binary);
     out << script;
@@ -147,8 +150,7 @@ void expect_python_compiles(const std::string& script, const std::string& name) 
   const std::string command = "python3 -m py_compile '" + path.string() + "' 2>&1";
   EXPECT_EQ(std::system(command.c_str()), 0) << "the generated script does not compile:\n" << script;
   std::error_code ec;
-  std::filesystem::remove(path, ec);
-  std::filesystem::remove_all(path.parent_path() / "__pycache__", ec);  // py_compile writes the .pyc there
+  std::filesystem::remove_all(dir, ec);
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

@@ -215,7 +215,9 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
           out.add(Cat::comm_buffers, kDevice, rank_order_scratch_bytes(rows * m.config.hidden_size, r.layout.tp, w.param));
         }
       } else {
-        add_zero_states(s, r, w, stage, zero_bucket_numel(r.plugin.reduce_bucket_numel, s.params, r.layout.shard_ranks()), out);
+        // One bucket, reduced after backward (sharding.h, hybrid_zero_buckets).
+        const int64_t bucket = hybrid_zero_buckets(s.params, stage, r.plugin.reduce_bucket_numel, r.layout.shard_ranks()).total_numel();
+        add_zero_states(s, r, w, stage, bucket, out);
       }
       break;
     }

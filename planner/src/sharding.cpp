@@ -120,4 +120,17 @@ ZeroReduceBuckets zero_reduce_buckets(const TensorInventory& inventory, int stag
   return b;
 }
 
+ZeroReduceBuckets hybrid_zero_buckets(int64_t params, int stage, int64_t bucket_numel, int64_t dp) {
+  ZeroReduceBuckets b;
+  b.numel = zero_bucket_numel(bucket_numel, params, dp);
+  b.whole_model = stage == 2 && b.numel >= padded_flat_numel(params, dp);
+  return b;
+}
+
+ZeroReduceBuckets zero_reduce_buckets(const TensorInventory& inventory, const PluginOptions& plugin, int64_t dp) {
+  const int stage = plugin.effective_zero_stage();
+  if (plugin.kind == PluginKind::hybrid_parallel) return hybrid_zero_buckets(inventory.parameter_count(), stage, plugin.reduce_bucket_numel, dp);
+  return zero_reduce_buckets(inventory, stage, plugin.reduce_bucket_numel, dp);
+}
+
 }  // namespace tessera::planner

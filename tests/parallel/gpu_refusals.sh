@@ -30,14 +30,16 @@ refused() {
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16
 # Accumulated micro-batches are not refused: the run gets as far as looking for the device.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --micro-batches 2
-# Tensor parallelism is hybrid_parallel's (ZeRO stage 0: DDP over the dp ranks), with or without sequence parallelism; no pipeline.
+# Tensor parallelism is hybrid_parallel's (ZeRO stage 0: DDP over the dp ranks, or ZeRO-1/2 over them), with or without sequence parallelism; no pipeline.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel
 refused ": --tp 2: tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --tp 2
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --sequence-parallel
 refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathers and reduce-scatters between its GEMMs, not under them; leave it out" \
   --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
-refused ": --zero-stage 1: hybrid_parallel on GPUs runs DDP over the data-parallel ranks (ZeRO stage 0) so far; use --zero-stage 0" --precision bf16 \
-  --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 2 --sequence-parallel
+refused ": --cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out" --precision bf16 \
+  --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload
 refused ": --pp 2: on GPUs the engine runs no pipeline yet; use --pp 1" --precision bf16 --dp 1 --pp 2
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero

@@ -1,6 +1,7 @@
 // How the GPU step's host code turns a CUDA runtime error into the engine's:
 // a Status naming what failed (`succeeded`), or, where a constructor cannot
-// return one, an exception the step reports as its one-line error (`made`).
+// return one or inside the step's launches, an exception the step reports as
+// its one-line error (`made`; gpt_training.cpp catches it).
 #pragma once
 
 #include <cuda_runtime.h>

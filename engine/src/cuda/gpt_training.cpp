@@ -37,6 +37,8 @@
 #include "tessera/engine/model/parameter_slots.h"
 #include "tessera/engine/ops/linear.h"
 #include "tessera/engine/parallel/ddp_buckets.h"
+#include "tessera/engine/parallel/strategy.h"
+#include "tessera/engine/parallel/zero_buckets.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/sharding.h"
 #include "tessera/planner/tensor_parallel.h"
@@ -214,6 +216,9 @@ struct GptTraining::State {
   // wait for the other's: NVIDIA/nccl issue 195, the maintainers' answer).
   // There every bucket starts after backward's last tp all-reduce
   // (finish_reductions) and is finished before the next one (the norm's).
+  // hybrid_parallel's ZeRO keeps the same rule by its one bucket
+  // (planner::hybrid_zero_buckets): its reduce-scatters, too, all start in
+  // finish_reductions, and each is finished before the next call.
   bool buckets_overlap_backward() const { return tp.size() == 1; }
   // Around `layer`'s backward, in every micro-batch's: ZeRO-2's buckets bind
   // the layer's gradients and start a full one's reduction; Gemini gathers the
@@ -238,7 +243,9 @@ struct GptTraining::State {
   // norms' gradients, from this rank's tokens only, summed over the
   // tensor-parallel group; finish_reductions then starts every DDP bucket, in
   // the CPU trainer's order (Transformer::reduce_sequence_parallel_gradients,
-  // then the gradient reduction). tp and ZeRO or Gemini do not meet (gpu_plugins.h).
+  // then the gradient reduction). Under hybrid_parallel's ZeRO they are in
+  // its full gradient buffer still (its one bucket is reduced after this);
+  // tp and Gemini do not meet (gpu_plugins.h).
   void reduce_sequence_parallel_gradients() {
     if (!sequence_parallel()) return;
     for (int index : norm_parameters(slots.blocks, slots.final_norm_w, slots.final_norm_b)) tp.sum(grad(index), order[static_cast<size_t>(index)].numel);
@@ -494,7 +501,7 @@ void GptTraining::State::allocate_model_states(const planner::Model& whole, cons
   params = take(padded * 2, MemoryCategory::parameters);
   check(cudaMemcpy(params.as<T>(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the parameters");
   if (zero_plugin != nullptr) {
-    zero = std::make_unique<ZeroShards>(*allocator, *ledger, *group, model, *zero_plugin, decay, options, params.as<T>());
+    zero = std::make_unique<ZeroShards>(*allocator, *ledger, *group, model, *zero_plugin, decay, options, params.as<T>(), tp.group());
     check(zero->start_from(weights));
   } else {
     grads = take(n * 2, MemoryCategory::gradients);
@@ -578,7 +585,10 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   s->numel = part.inventory.parameter_count();
   const planner::PluginOptions& plugin = data_parallel.plugin;
   if (Status supported = check_gpu_plugin(plugin); !supported) return supported.error();
-  const bool sharded = data_parallel.group != nullptr && data_parallel.group->size() > 1 && plugin.kind == planner::PluginKind::low_level_zero;
+  const bool sharded = data_parallel.group != nullptr && data_parallel.group->size() > 1 && zero_stage_of(plugin) > 0;
+  if (sharded && plugin.kind == planner::PluginKind::hybrid_parallel) {  // its one bucket (planner::hybrid_zero_buckets), as the CPU engine's
+    if (Status s = check_data_parallel_supported(plugin, planner::Precision::bf16, part, dp); !s) return s.error();
+  }
   const bool gemini = plugin.kind == planner::PluginKind::gemini;  // on one GPU too
   if (data_parallel.group != nullptr && data_parallel.group->size() > 1) {
     s->group = data_parallel.group;

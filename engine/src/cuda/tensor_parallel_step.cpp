@@ -7,21 +7,17 @@
 #include <string>
 
 #include "tessera/engine/cuda/cross_entropy.h"
-#include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/engine/cuda/vocab_parallel_cross_entropy.h"
 #include "tessera/engine/device/tensor_parallel_part.h"
 
+#include "cuda_errors.h"
+#include "global_sum_of_squares.h"
+
 namespace tessera::engine::cuda {
-namespace {
-
-void check(cudaError_t error, const char* what) {
-  if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
-}
-
-}  // namespace
 
 TensorParallelStep::TensorParallelStep(comm::Communicator* group, const planner::Model& part, bool sequence_parallel)
-    : split_(group, sequence_parallel), vocab_size_(part.config.vocab_size), counted_(gradient_norm_runs(part, split_.rank())) {}
+    : split_(group, sequence_parallel), group_(split_.size() > 1 ? group : nullptr), vocab_size_(part.config.vocab_size),
+      counted_(gradient_norm_runs(part, split_.rank())) {}
 
 void TensorParallelStep::sum(bf16* x, int64_t n) {
   split_.all_reduce(x, n);
@@ -44,34 +40,23 @@ void TensorParallelStep::reduce_rows(bf16* whole, bf16* mine, int64_t N, int64_t
 void TensorParallelStep::cross_entropy(float* losses, bf16* logits, const int32_t* targets, int64_t N, int64_t V, float dloss_scale,
                                        float* row_statistics) {
   const cpu::VocabSlice slice = vocab();
-  if (size() == 1) return check(fused_cross_entropy(losses, logits, targets, N, V, slice.valid, dloss_scale, true, nullptr), "cross-entropy");
+  if (size() == 1) return made(fused_cross_entropy(losses, logits, targets, N, V, slice.valid, dloss_scale, true, nullptr), "cross-entropy");
   float* row_max = row_statistics;
   float* row_sum = row_statistics + N;
   // Megatron-LM's vocab_parallel_cross_entropy: each pass's N values reduced over the group before the next.
-  check(vocab_row_max(row_max, logits, N, V, slice.valid, nullptr), "cross-entropy row maximum");
+  made(vocab_row_max(row_max, logits, N, V, slice.valid, nullptr), "cross-entropy row maximum");
   split_.all_reduce(row_max, N, comm::ReduceOp::max);
-  check(vocab_row_sum_exp(row_sum, logits, row_max, N, V, slice.valid, nullptr), "cross-entropy row sum");
+  made(vocab_row_sum_exp(row_sum, logits, row_max, N, V, slice.valid, nullptr), "cross-entropy row sum");
   split_.all_reduce(row_sum, N);
-  check(vocab_parallel_loss(losses, logits, targets, row_max, row_sum, N, V, slice, dloss_scale, true, nullptr), "cross-entropy loss");
+  made(vocab_parallel_loss(losses, logits, targets, row_max, row_sum, N, V, slice, dloss_scale, true, nullptr), "cross-entropy loss");
   split_.all_reduce(losses, N);
   if (!split_.status()) throw std::runtime_error("vocabulary-parallel cross-entropy: " + split_.status().error().message);
 }
 
 double TensorParallelStep::sum_of_squares(const bf16* grads, double* result, void* workspace) {
-  double total = 0;
-  for (const auto& [begin, end] : counted_) {
-    check(cuda::sum_of_squares(result, reinterpret_cast<int32_t*>(result + 1), grads + begin, end - begin, 1.0, workspace, nullptr),
-          "gradient sum of squares");
-    double run = 0;
-    check(cudaMemcpy(&run, result, sizeof(double), cudaMemcpyDeviceToHost), "copying the sum of squares");
-    total += run;
-  }
-  if (size() == 1) return total;
-  check(cudaMemcpy(result, &total, sizeof(double), cudaMemcpyHostToDevice), "copying the sum of squares");
-  split_.all_reduce(result, 1);
-  if (!split_.status()) throw std::runtime_error("gradient norm over the tensor-parallel group: " + split_.status().error().message);
-  check(cudaMemcpy(&total, result, sizeof(double), cudaMemcpyDeviceToHost), "copying the sum of squares");
-  return total;
+  auto sum = global_sum_of_squares(grads, counted_, result, workspace, {group_});
+  if (!sum) throw std::runtime_error("gradient norm: " + sum.error().message);
+  return sum.value();
 }
 
 }  // namespace tessera::engine::cuda

@@ -46,6 +46,7 @@ class TensorParallelStep {
   TensorParallelStep(comm::Communicator* group, const planner::Model& part, bool sequence_parallel);
 
   int64_t size() const { return split_.size(); }
+  comm::Communicator* group() const { return group_; }  // null on one rank
   int64_t rank() const { return split_.rank(); }
   // This rank's vocabulary classes (its embedding rows and logit columns).
   cpu::VocabSlice vocab() const { return {split_.vocab_begin(vocab_size_), split_.vocab_valid(vocab_size_)}; }
@@ -81,6 +82,7 @@ class TensorParallelStep {
 
  private:
   TensorParallel split_;
+  comm::Communicator* group_ = nullptr;  // the group's communicator (null on one rank), for the norm (global_sum_of_squares.h)
   int64_t vocab_size_ = 0;
   std::vector<std::pair<int64_t, int64_t>> counted_;  // [begin, end) runs of the flat gradients the norm counts
 };

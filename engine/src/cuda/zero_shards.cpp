@@ -10,11 +10,12 @@
 #include "tessera/engine/adamw_step.h"
 #include "tessera/engine/cuda/adamw.h"
 #include "tessera/engine/cuda/residual.h"
-#include "tessera/engine/cuda/sum_of_squares.h"
+#include "tessera/engine/device/tensor_parallel_part.h"
 #include "tessera/planner/sharding.h"
 
 #include "cuda_errors.h"
 #include "device_adamw_step.h"
+#include "global_sum_of_squares.h"
 
 namespace tessera::engine::cuda {
 namespace {
@@ -82,9 +83,12 @@ class DeviceZeroMemory final : public ZeroReductionMemory {
 }  // namespace
 
 ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model,
-                       const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, bf16* params)
+                       const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, bf16* params,
+                       comm::Communicator* tensor_group)
     : group_(group),
+      tensor_group_(tensor_group),
       layout_(planner::optimizer_layout(model, plugin, group.size(), group.rank())),
+      norm_runs_(gradient_norm_runs(model, tensor_group != nullptr ? tensor_group->rank() : 0, layout_.pieces)),
       decay_(std::move(decay)),
       options_(options),
       stage_(plugin.effective_zero_stage()),
@@ -173,15 +177,9 @@ Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* devi
     if (Status s = group_.all_gather(params, params_, static_cast<size_t>(shard_), comm::DataType::bf16); !s) return s.error();
     return norm;
   }
-  if (Status s = succeeded(sum_of_squares(device_sum, reinterpret_cast<int32_t*>(device_sum + 1), grads, shard_, 1.0, sum_workspace, nullptr),
-                           "the gradient shard's sum of squares");
-      !s) {
-    return s.error();
-  }
-  if (Status s = group_.all_reduce(device_sum, device_sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
-  double sum = 0;
-  if (Status s = succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
-  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum, steps_, options_);
+  auto sum = global_sum_of_squares(grads, norm_runs_, device_sum, sum_workspace, {&group_, tensor_group_});
+  if (!sum) return sum.error();
+  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum.value(), steps_, options_);
   if (!begun) return std::optional<double>();
   const AdamWScalars& scalars = begun->scalars;
   for (const planner::ShardPiece& piece : layout_.pieces) {

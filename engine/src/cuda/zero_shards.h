@@ -29,8 +29,21 @@
 // host has waited for its reduction (Communicator::finish_oldest), which the
 // compute stream's queued work covers unless the reduction takes longer than
 // the backward of the layers the other bucket holds.
+// hybrid_parallel's ZeRO (stage 1 or 2 over the data-parallel ranks of each
+// tensor-parallel part: `model` is the rank's part, planner::tp_rank_model)
+// keeps the same shards, categories and rules with one bucket
+// (planner::hybrid_zero_buckets): stage 1's pieces and stage 2's whole buffer
+// are reduce-scattered after the step's last backward only. Under tensor
+// parallelism that is a rule, not a choice: backward's all-reduces run on the
+// tensor-parallel communicator, and a reduce-scatter in flight meanwhile on
+// the data-parallel one would be two NCCL communicators in flight at once on
+// one GPU, which NCCL does not promise to make progress (NCCL user guide,
+// "Using multiple NCCL communicators concurrently"; gpt_training.cpp,
+// buckets_overlap_backward).
 // Then, as the CPU engine's step: the gradient norm is global (each rank's
-// sum of squares over its shard, all-reduced in rank order), AdamW updates
+// sum of squares over its shard, all-reduced in rank order, then over the
+// tensor-parallel group, counting a replicated parameter on its tp rank 0
+// only: global_sum_of_squares.h), AdamW updates
 // the shard's pieces on the device (cuda/adamw.h, each piece with its
 // parameter's weight decay; the scalars and clipping of adamw_step.h) and
 // rounds them into the shard's bf16 parameters, and the parameters are
@@ -48,6 +61,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "tessera/engine/device/device_block.h"
@@ -68,11 +82,13 @@ class ZeroShards {
  public:
   // Allocates the shard's states (on the host with plugin.cpu_offload,
   // booked in `ledger`) and the stage's gradient buffers for `group` (2 or
-  // more ranks) and `plugin` (low_level_zero, stage 1 or 2). `params`: the
-  // device's bf16 parameters, padded_flat_numel elements. `decay[p]`:
-  // whether flat parameter p takes weight decay.
+  // more ranks) and `plugin` (low_level_zero, or hybrid_parallel, stage 1 or
+  // 2). `params`: the device's bf16 parameters, padded_flat_numel elements.
+  // `decay[p]`: whether flat parameter p takes weight decay.
+  // `tensor_group`: hybrid_parallel's tensor-parallel ranks (null: none), of
+  // which `model` is this rank's part.
   ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model, const planner::PluginOptions& plugin,
-             std::vector<bool> decay, const OptimizerOptions& options, bf16* params);
+             std::vector<bool> decay, const OptimizerOptions& options, bf16* params, comm::Communicator* tensor_group);
 
   // The master weights' shard from the whole model's fp32 weights (flat order, on the host).
   Status start_from(const std::vector<float>& weights);
@@ -110,7 +126,9 @@ class ZeroShards {
   bf16* shard_gradients() const;
 
   comm::Communicator& group_;
+  comm::Communicator* tensor_group_;  // null: no tensor parallelism
   planner::OptimizerLayout layout_;
+  std::vector<std::pair<int64_t, int64_t>> norm_runs_;  // the ranges of the shard the gradient norm counts (gradient_norm_runs)
   std::vector<bool> decay_;
   OptimizerOptions options_;
   int stage_ = 1;

@@ -34,9 +34,15 @@ Status check_gpu_plugin(const planner::PluginOptions& plugin) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
                                                   ": on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them");
   }
-  if (plugin.kind == PluginKind::hybrid_parallel && plugin.effective_zero_stage() != 0) {
-    return make_error(ErrorCode::unsupported, "--zero-stage " + std::to_string(plugin.effective_zero_stage()) +
-                                                  ": hybrid_parallel on GPUs runs DDP over the data-parallel ranks (ZeRO stage 0) so far; use --zero-stage 0");
+  if (plugin.kind == PluginKind::hybrid_parallel) {  // DDP, or ZeRO-1/2 over the data-parallel ranks of each tensor-parallel part
+    if (plugin.effective_zero_stage() > 2) {
+      return make_error(ErrorCode::unsupported, "--zero-stage " + std::to_string(plugin.effective_zero_stage()) +
+                                                    ": hybrid_parallel on GPUs runs ZeRO stage 0, 1 or 2; use one of them");
+    }
+    if (plugin.cpu_offload) {
+      return make_error(ErrorCode::unsupported, "--cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out");
+    }
+    return Status::success();
   }
   if (plugin.kind != PluginKind::low_level_zero) return Status::success();
   const int stage = plugin.effective_zero_stage();

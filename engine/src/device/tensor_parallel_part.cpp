@@ -17,13 +17,12 @@ planner::ModelConfig tp_rank_widths(const planner::ModelConfig& whole, int64_t t
   return local;
 }
 
-std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model& part, int64_t tp_rank) {
+std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model& part, int64_t tp_rank, const std::vector<planner::ShardPiece>& shard) {
   const std::vector<bool> counted = planner::counted_in_gradient_norm(part, tp_rank);
-  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(part.inventory);
   std::vector<std::pair<int64_t, int64_t>> runs;
-  for (size_t p = 0; p < order.size(); ++p) {
-    if (!counted[p]) continue;
-    const int64_t begin = order[p].offset, end = begin + order[p].numel;
+  for (const planner::ShardPiece& piece : shard) {
+    if (!counted[static_cast<size_t>(piece.parameter)]) continue;
+    const int64_t begin = piece.offset_in_shard, end = begin + piece.numel;
     if (!runs.empty() && runs.back().second == begin) {
       runs.back().second = end;
     } else {
@@ -31,6 +30,11 @@ std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model
     }
   }
   return runs;
+}
+
+// The whole flat order is the one shard of one rank.
+std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model& part, int64_t tp_rank) {
+  return gradient_norm_runs(part, tp_rank, planner::shard_pieces(planner::flat_parameter_order(part.inventory), 1, 0));
 }
 
 std::vector<bf16> initial_part_parameters(const planner::Model& whole, uint64_t seed, int64_t tp, int64_t rank, int64_t numel) {

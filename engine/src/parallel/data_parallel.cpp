@@ -20,12 +20,6 @@ using planner::PluginKind;
 template <typename T>
 constexpr comm::DataType kType = comm::data_type_of<T>();
 
-// hybrid_parallel's data-parallel part is ColossalAI's ZeRO of the same stage
-// (HybridParallelPlugin's zero_stage), or DDP at stage 0.
-int zero_stage_of(const planner::PluginOptions& plugin) {
-  return plugin.kind == PluginKind::low_level_zero || plugin.kind == PluginKind::hybrid_parallel ? plugin.effective_zero_stage() : 0;
-}
-
 }  // namespace
 
 template <typename T>
@@ -63,13 +57,9 @@ Status DataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std:
     if (!ledger.is_dry_run()) model.set_unit_hooks(this);
     return Status::success();
   }
-  // low_level_zero's buckets are the planner's (zero_buffers); hybrid_parallel
-  // reduces stage 1 through one bucket after backward, stage 2 from the full buffer.
-  ZeroBuffers buffers = zero_buffers(model_description_, plugin_, dp);
-  if (plugin_.kind != PluginKind::low_level_zero) {
-    buffers.bucket = zero_stage_ == 1 ? planner::zero_bucket_numel(plugin_.reduce_bucket_numel, params_, dp) : 0;
-    buffers.bucket_count = zero_stage_ == 1 ? 1 : 0;
-  }
+  // The planner's buckets (zero_buffers): hybrid_parallel reduces stage 1
+  // through one bucket after backward, stage 2 from the full buffer.
+  const ZeroBuffers buffers = zero_buffers(model_description_, plugin_, dp);
   if (buffers.buckets_numel() > 0) bucket_ = Tensor<T>(ledger, MemoryCategory::comm_buffers, buffers.buckets_numel());
   if (zero_stage_ == 2) gradient_shard_ = Tensor<T>(ledger, MemoryCategory::gradients, shard_);
   T* full = zero_stage_ == 1 ? model.flat_gradients().data() : nullptr;

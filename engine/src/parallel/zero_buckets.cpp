@@ -5,9 +5,14 @@
 
 namespace tessera::engine {
 
+int zero_stage_of(const planner::PluginOptions& plugin) {
+  const bool zero = plugin.kind == planner::PluginKind::low_level_zero || plugin.kind == planner::PluginKind::hybrid_parallel;
+  return zero ? plugin.effective_zero_stage() : 0;
+}
+
 ZeroBuffers zero_buffers(const planner::Model& model, const planner::PluginOptions& plugin, int64_t dp) {
   const int stage = plugin.effective_zero_stage();
-  const planner::ZeroReduceBuckets buckets = planner::zero_reduce_buckets(model.inventory, stage, plugin.reduce_bucket_numel, dp);
+  const planner::ZeroReduceBuckets buckets = planner::zero_reduce_buckets(model.inventory, plugin, dp);
   ZeroBuffers b;
   b.parameters = planner::padded_flat_numel(model.parameter_count, dp);
   if (stage == 1) {

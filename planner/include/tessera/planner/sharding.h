@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tessera/planner/tensor_inventory.h"
+#include "tessera/planner/training_config.h"
 
 namespace tessera::planner {
 
@@ -98,6 +99,19 @@ struct ZeroReduceBuckets {
   int64_t total_numel() const { return numel * count; }
 };
 ZeroReduceBuckets zero_reduce_buckets(const TensorInventory& inventory, int stage, int64_t bucket_numel, int64_t dp);
+
+// hybrid_parallel's reduce bucket at ZeRO stage 1 or 2 over a rank's
+// `params` (its tensor-parallel part of its stage) on dp ranks, as Tessera's
+// engines run it: one bucket of zero_bucket_numel, reduced after the step's
+// last backward (its sequence-parallel norm gradients are complete only
+// then, and on GPUs no data-parallel collective may run while the
+// tensor-parallel ones do: engine/src/cuda/gpt_training.cpp,
+// buckets_overlap_backward); at stage 2 it is the full gradient buffer
+// (`whole_model`) where it covers the padded model (the engines refuse a smaller one).
+ZeroReduceBuckets hybrid_zero_buckets(int64_t params, int stage, int64_t bucket_numel, int64_t dp);
+// The reduce buckets of `plugin`'s ZeRO (low_level_zero, or hybrid_parallel
+// at stage 1 or 2) for `inventory` (a rank's part) on dp ranks.
+ZeroReduceBuckets zero_reduce_buckets(const TensorInventory& inventory, const PluginOptions& plugin, int64_t dp);
 
 // PyTorch FSDP's units as Tessera wraps a model (each transformer block, and
 // the root: the embeddings, the final norm and the head): every unit is a

@@ -80,21 +80,24 @@
 // never gathers the logits (src/cuda/tensor_parallel_step.h). The activations
 // are the `tessera_gpu` table's for tp ranks (the planner's division). With a
 // data-parallel communicator too (over the ranks of the same tp rank), DDP
-// all-reduces each part's gradients in the CPU engine's buckets of the part.
+// all-reduces each part's gradients in the CPU engine's buckets of the part,
+// or, at hybrid_parallel's ZeRO stage 1 or 2, each rank keeps its shard of
+// its part (ZeRO's over the dp communicator, one bucket reduced after
+// backward: src/cuda/zero_shards.h), as ColossalAI's HybridParallelPlugin
+// with zero_stage 1 or 2 and the CPU engine do.
 // With sequence parallelism (GpuTensorParallel::sequence_parallel) each rank
 // keeps its N/tp rows outside the split layers, all-gathers the norms'
 // outputs before the column-parallel layers and reduce-scatters the row-
 // parallel sums, as the CPU model does; the activations are the table's for
 // sequence-parallel tp ranks, and the norms' gradients are summed over the
 // group after the step's last backward, before DDP's buckets start (as the
-// CPU trainer does). No ZeRO with tensor parallelism and no --tp-comm-overlap
-// (device/gpu_plugins.h refuses them).
+// CPU trainer does). No --tp-comm-overlap (device/gpu_plugins.h refuses it).
 //
 // Never run on a GPU, recompute, ZeRO, Gemini and tensor parallelism included:
 // compiled for sm_90 and checked on the day one is lent
 // (tests/cuda/gpt_training_gpu_test.cpp, recompute_gpu_test.cpp,
 // ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp,
-// tensor_parallel_gpu_test.cpp, tools/gpu-check).
+// tensor_parallel_gpu_test.cpp, hybrid_zero_gpu_test.cpp, tools/gpu-check).
 #pragma once
 
 #include <cstdint>
@@ -122,8 +125,9 @@ struct GpuStepResult {
 struct GpuDataParallel {
   comm::Communicator* group = nullptr;  // over the data-parallel ranks, on device buffers; null: one GPU
   // torch_ddp (its bucket_bytes, the plan's bucket_cap_mb), low_level_zero
-  // (its zero stage, 1 or 2, and reduce_bucket_numel) or gemini (its chunk
-  // size and placement; on one GPU too); device/gpu_plugins.h refuses the others.
+  // (its zero stage, 1 or 2, and reduce_bucket_numel), hybrid_parallel (DDP
+  // at zero stage 0, else as low_level_zero) or gemini (its chunk size and
+  // placement; on one GPU too); device/gpu_plugins.h refuses the others.
   planner::PluginOptions plugin;
 };
 

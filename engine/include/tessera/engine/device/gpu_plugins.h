@@ -4,7 +4,8 @@
 // keeps its optimizer states and 16-bit shards on one side (placement cuda,
 // cpu, or static sending all or none of them to the host), and
 // hybrid_parallel at ZeRO stage 0 (DDP over the data-parallel ranks, as the
-// CPU engine's); and which layouts: tensor parallelism (hybrid_parallel's, as
+// CPU engine's) or 1 or 2 (ZeRO over them, its optimizer on the device);
+// and which layouts: tensor parallelism (hybrid_parallel's, as
 // on the CPU), with or without sequence parallelism (its collectives not
 // overlapped with the GEMMs: no --tp-comm-overlap), no pipeline. Anything else is
 // refused in one line naming the option. Shared by

@@ -1,7 +1,7 @@
 // What the GPU step (cuda/gpt_training.h) holds and computes as one of tp
 // tensor-parallel ranks, as host code so that the CPU tests check it against
 // the CPU model's rank of the same group (tests/engine/tensor_parallel_part_test.cpp):
-// its widths, the ranges of its flat gradients that the global norm counts,
+// its widths, the ranges of its flat gradients (or of its ZeRO shard) that the global norm counts,
 // and its initial parameters.
 #pragma once
 
@@ -11,6 +11,7 @@
 
 #include "tessera/engine/half.h"
 #include "tessera/planner/model.h"
+#include "tessera/planner/sharding.h"
 
 namespace tessera::engine {
 
@@ -24,6 +25,12 @@ planner::ModelConfig tp_rank_widths(const planner::ModelConfig& whole, int64_t t
 // (planner::counted_in_gradient_norm), adjacent ones merged: on one rank, the
 // whole buffer.
 std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model& part, int64_t tp_rank);
+
+// The same for a ZeRO shard of `part` (hybrid_parallel, planner::
+// optimizer_layout's pieces over the data-parallel ranks): [begin, end) runs
+// of the shard holding the pieces whose parameters rank `tp_rank` counts,
+// adjacent ones merged, as ParallelStrategy::global_sum_of_squares sums them.
+std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model& part, int64_t tp_rank, const std::vector<planner::ShardPiece>& shard);
 
 // The bf16 parameters of rank `rank`'s part of `whole` in its flat order,
 // from the planner's initialization (model/initialization.h), as the CPU

@@ -22,6 +22,11 @@
 
 namespace tessera::engine {
 
+// The ZeRO stage of `plugin`'s data parallelism: low_level_zero's, and
+// hybrid_parallel's (ColossalAI's HybridParallelPlugin runs ZeRO of its
+// zero_stage over the data-parallel ranks, DDP at stage 0); 0 for the others.
+int zero_stage_of(const planner::PluginOptions& plugin);
+
 // The buffers of the model's 16-bit type a rank keeps under ZeRO besides its
 // optimizer shard, in elements, by the planner's rule and categories
 // (planner/memory_model.cpp, add_zero_states; the buckets are
@@ -30,7 +35,9 @@ namespace tessera::engine {
 // parameters whole, padded to dp shards; stage 1 the full gradients
 // (`gradients`) and the reduce buckets (`comm_buffers`); stage 2 the gradient
 // shard (`gradients`) and either the full gradient buffer as its bucket or
-// two smaller buckets (`comm_buffers`).
+// two smaller buckets (`comm_buffers`). hybrid_parallel's are one bucket,
+// reduced after backward (planner::hybrid_zero_buckets); `model` is then the
+// rank's tensor-parallel part.
 struct ZeroBuffers {
   int64_t parameters = 0;
   int64_t full_gradients = 0;  // 0: none (stage 2 with smaller buckets)

@@ -1,0 +1,34 @@
+// The global gradient norm's square on the device; see global_sum_of_squares.h.
+#include "global_sum_of_squares.h"
+
+#include <cuda_runtime_api.h>
+
+#include "tessera/engine/cuda/sum_of_squares.h"
+
+#include "cuda_errors.h"
+
+namespace tessera::engine::cuda {
+
+Result<double> global_sum_of_squares(const bf16* grads, const std::vector<std::pair<int64_t, int64_t>>& runs, double* result, void* workspace,
+                                     std::initializer_list<comm::Communicator*> groups) {
+  double total = 0;
+  for (const auto& [begin, end] : runs) {
+    if (Status s = succeeded(sum_of_squares(result, reinterpret_cast<int32_t*>(result + 1), grads + begin, end - begin, 1.0, workspace, nullptr),
+                             "the gradients' sum of squares");
+        !s) {
+      return s.error();
+    }
+    double run = 0;
+    if (Status s = succeeded(cudaMemcpy(&run, result, sizeof run, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
+    total += run;
+  }
+  for (comm::Communicator* group : groups) {
+    if (group == nullptr || group->size() == 1) continue;
+    if (Status s = succeeded(cudaMemcpy(result, &total, sizeof total, cudaMemcpyHostToDevice), "copying the sum of squares"); !s) return s.error();
+    if (Status s = group->all_reduce(result, result, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+    if (Status s = succeeded(cudaMemcpy(&total, result, sizeof total, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
+  }
+  return total;
+}
+
+}  // namespace tessera::engine::cuda

@@ -1,0 +1,123 @@
+// hybrid_parallel's ZeRO on GPUs as host logic, checked on the CPU: each
+// rank's shard is of its tensor-parallel part (planner::tp_rank_model) over
+// the data-parallel ranks, the buffers the GPU step allocates for it
+// (cuda/zero_shards.h: zero_buffers and the optimizer layout's shard) are the
+// planner's estimate of the same tp × dp run category by category, the
+// ranges of a shard its gradient norm counts (gradient_norm_runs) count every
+// parameter of the group once, and which ZeRO stages the GPU step takes
+// (device/gpu_plugins.h). GPT-2 over tp 3 and the Llama layout over tp 2
+// (awkward_models.h), on 2 and 3 data-parallel ranks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "awkward_models.h"
+#include "tessera/engine/device/gpu_plugins.h"
+#include "tessera/engine/device/tensor_parallel_part.h"
+#include "tessera/engine/parallel/zero_buckets.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/registry.h"
+#include "tessera/planner/sharding.h"
+#include "tessera/planner/tensor_parallel.h"
+
+namespace tessera::engine {
+namespace {
+
+const std::pair<const char*, int64_t> kCases[] = {{testing::kAwkwardGpt2, 3}, {testing::kAwkwardLlama, 2}};
+
+planner::PluginOptions hybrid(int stage, int64_t reduce_bucket_numel) {
+  planner::PluginOptions plugin;
+  plugin.kind = planner::PluginKind::hybrid_parallel;
+  plugin.zero_stage = stage;
+  plugin.reduce_bucket_numel = reduce_bucket_numel;
+  return plugin;
+}
+
+// Stage 1 through a bucket smaller than a shard (several pieces, still one
+// bucket: reduced after backward), stage 1 and 2 through the whole part.
+const std::pair<int, int64_t> kStages[] = {{1, 3000}, {1, int64_t{1} << 30}, {2, int64_t{1} << 30}};
+
+TEST(HybridZeroPart, BuffersAreThePlannersEstimate) {
+  auto gpu = planner::load_gpu("h100-80g");
+  ASSERT_TRUE(gpu.ok());
+  for (const auto& [json, tp] : kCases) {
+    const planner::Model whole = testing::awkward_model(json), part = planner::tp_rank_model(whole, tp);
+    for (const int64_t dp : {2, 3}) {
+      for (const auto& [stage, bucket] : kStages) {
+        planner::EstimateRequest request;
+        request.layout.dp = dp;
+        request.layout.tp = tp;
+        request.plugin = hybrid(stage, bucket);
+        request.training.precision = planner::Precision::bf16;
+        request.training.micro_batch_size = 1;
+        request.training.seq_len = 8;
+        auto estimate = planner::estimate_memory(whole, gpu.value(), request);
+        ASSERT_TRUE(estimate.ok()) << estimate.error().message;
+        const planner::RankMemory& row = estimate->ranks.at(0);
+        const ZeroBuffers b = zero_buffers(part, request.plugin, dp);
+        const int64_t shard = planner::optimizer_layout(part, request.plugin, dp, dp - 1).shard_numel;
+        const bool full_is_bucket = b.full_gradients_category == MemoryCategory::comm_buffers;
+        const std::string what = whole.config.model_type + " tp " + std::to_string(tp) + " × dp " + std::to_string(dp) + ", stage " + std::to_string(stage) +
+                                 ", bucket " + std::to_string(bucket);
+        EXPECT_EQ(shard, planner::shard_numel(part.parameter_count, dp)) << what << ": the shard is of the rank's part";
+        EXPECT_EQ(row.bytes[MemoryCategory::parameters].device, 2 * b.parameters) << what;
+        EXPECT_EQ(row.bytes[MemoryCategory::gradients].device, 2 * ((full_is_bucket ? 0 : b.full_gradients) + b.gradient_shard)) << what;
+        EXPECT_EQ(row.bytes[MemoryCategory::comm_buffers].device, 2 * ((full_is_bucket ? b.full_gradients : 0) + b.buckets_numel())) << what;
+        EXPECT_EQ(row.bytes[MemoryCategory::master_weights].device, 4 * shard) << what;
+        EXPECT_EQ(row.bytes[MemoryCategory::optimizer_states].device, 2 * 4 * shard) << what;
+        EXPECT_EQ(b.bucket_count, stage == 1 ? 1 : 0) << what << ": one bucket, reduced after backward (none started in it)";
+        EXPECT_EQ(full_is_bucket, stage == 2) << what << ": stage 2 reduce-scatters the full buffer once";
+      }
+    }
+  }
+}
+
+// The shards' counted ranges, put back at each shard's place in the part's
+// flat order, are the part's counted ranges: over the data-parallel ranks
+// every counted element once, and over the tensor-parallel ranks a
+// replicated parameter on tp rank 0 only.
+TEST(HybridZeroPart, ShardNormRunsCountEveryParameterOnce) {
+  for (const auto& [json, tp] : kCases) {
+    const planner::Model whole = testing::awkward_model(json), part = planner::tp_rank_model(whole, tp);
+    for (const int64_t dp : {2, 3}) {
+      const planner::PluginOptions plugin = hybrid(1, 3000);
+      const int64_t shard = planner::shard_numel(part.parameter_count, dp);
+      for (int64_t tp_rank = 0; tp_rank < tp; ++tp_rank) {
+        std::vector<std::pair<int64_t, int64_t>> joined;
+        for (int64_t r = 0; r < dp; ++r) {
+          for (const auto& [begin, end] : gradient_norm_runs(part, tp_rank, planner::optimizer_layout(part, plugin, dp, r).pieces)) {
+            ASSERT_TRUE(begin < end && end <= shard);
+            if (!joined.empty() && joined.back().second == r * shard + begin) {
+              joined.back().second = r * shard + end;
+            } else {
+              joined.emplace_back(r * shard + begin, r * shard + end);
+            }
+          }
+        }
+        const std::string what = whole.config.model_type + " tp rank " + std::to_string(tp_rank) + " of " + std::to_string(tp) + ", dp " + std::to_string(dp);
+        EXPECT_EQ(joined, gradient_norm_runs(part, tp_rank)) << what;
+        const bool all = joined == std::vector<std::pair<int64_t, int64_t>>{{0, part.parameter_count}};
+        EXPECT_EQ(all, tp_rank == 0) << what << ": the other ranks skip the replicated parameters";
+      }
+    }
+  }
+}
+
+TEST(HybridZeroPart, GpuStepRunsStagesZeroToTwoWithTheOptimizerOnTheDevice) {
+  for (const int stage : {0, 1, 2}) EXPECT_TRUE(check_gpu_plugin(hybrid(stage, 1000)).ok()) << "stage " << stage;
+  planner::PluginOptions offloaded = hybrid(1, 1000);
+  offloaded.cpu_offload = true;
+  const Status refused = check_gpu_plugin(offloaded);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "--cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out");
+  const Status stage3 = check_gpu_plugin(hybrid(3, 1000));
+  ASSERT_FALSE(stage3.ok());
+  EXPECT_EQ(stage3.error().message, "--zero-stage 3: hybrid_parallel on GPUs runs ZeRO stage 0, 1 or 2; use one of them");
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -47,6 +47,7 @@
 
 #include "cpu_reference_step.h"
 #include "gpu_ranks.h"
+#include "zero_shard_checks.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/transformer.h"
@@ -62,6 +63,7 @@ namespace {
 using testing::Batch;
 using testing::Checker;
 using testing::CpuStep;
+using testing::GpuShardStep;
 using testing::relative;
 using testing::report;
 using testing::same_on_every_rank;
@@ -78,40 +80,6 @@ planner::PluginOptions zero_plugin(int stage, int64_t reduce_bucket_numel, bool 
   plugin.reduce_bucket_numel = reduce_bucket_numel;
   plugin.cpu_offload = cpu_offload;
   return plugin;
-}
-
-// The planner's device bytes of the model states' categories for this run
-// against the ledger's peaks: each block is rounded up to 512 bytes
-// (device/caching_allocator.h), and the optimizer states are two blocks.
-void check_ledger(const planner::Model& model, const planner::PluginOptions& plugin, int ranks, const MemoryLedger& ledger, Checker& check,
-                  const std::string& prefix) {
-  auto gpu = planner::load_gpu("h100-80g");
-  check.expect(gpu.ok(), prefix + "the h100-80g profile");
-  if (!gpu.ok()) return;
-  planner::EstimateRequest request;
-  request.layout.dp = ranks;
-  request.plugin = plugin;
-  request.training.micro_batch_size = B;
-  request.training.seq_len = T;
-  auto estimate = planner::estimate_memory(model, gpu.value(), request);
-  check.expect(estimate.ok(), prefix + "the planner's estimate");
-  if (!estimate.ok()) return;
-  const planner::RankMemory& row = estimate->ranks.at(0);
-  for (const MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::master_weights,
-                                        MemoryCategory::optimizer_states, MemoryCategory::comm_buffers}) {
-    const int64_t planned = row.bytes[category].device, booked = ledger.peak(category, MemorySpace::device);
-    check.expect(booked >= planned && booked < planned + 2 * 512, prefix + "the ledger's " + std::string(to_string(category)) + " " +
-                                                                       std::to_string(booked) + " bytes are the planner's " + std::to_string(planned));
-  }
-  // ZeRO-Offload's host side: the CPU optimizer's master weights and states
-  // exactly; the fp32 gradient shard is the pinned transfer buffer, rounded
-  // up to a power of two by the pinned allocator (device/pinned_host_allocator.h).
-  for (const MemoryCategory category : {MemoryCategory::master_weights, MemoryCategory::optimizer_states}) {
-    check.expect(ledger.peak(category, MemorySpace::host) == row.bytes[category].host, prefix + "the ledger's host " + std::string(to_string(category)));
-  }
-  const int64_t planned = row.bytes[MemoryCategory::gradients].host, booked = ledger.peak(MemoryCategory::gradients, MemorySpace::host);
-  check.expect(booked >= planned && booked < 2 * std::max<int64_t>(planned, 1), prefix + "the ledger's host gradients " + std::to_string(booked) +
-                                                                                     " bytes are the planner's " + std::to_string(planned) + ", rounded up");
 }
 
 // `cpu`: the CPU ZeRO's step of the same plugin; `zero1`: ZeRO-1's (the reduced shard).
@@ -148,45 +116,10 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
   check.expect(loss_error <= std::ldexp(1.0, -6), prefix + "loss within 2^-6 of the CPU ZeRO's: " + std::to_string(loss_error));
   check.expect(norm_error <= std::ldexp(1.0, -6), prefix + "gradient norm within 2^-6 of the CPU ZeRO's: " + std::to_string(norm_error));
 
-  // The reduced shard, piece by piece, against the CPU ZeRO-1's.
-  const planner::OptimizerLayout layout = planner::optimizer_layout(model, plugin, mpi.size(), rank);
-  check.expect(static_cast<int64_t>(shard_grads.size()) == layout.shard_numel, prefix + "the GPU's gradients are this rank's shard");
-  if (static_cast<int64_t>(shard_grads.size()) != layout.shard_numel) return;
-  const int64_t shard_begin = rank * planner::shard_numel(model.parameter_count, mpi.size());  // this rank's shard in ZeRO-1's flat gradients
-  double worst_piece = 0;
-  for (const planner::ShardPiece& piece : layout.pieces) {
-    double difference = 0, reference = 0;
-    for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
-      const double want = static_cast<double>(widen(zero1.reduced[static_cast<size_t>(shard_begin + i)]));
-      const double d = static_cast<double>(widen(shard_grads[static_cast<size_t>(i)])) - want;
-      difference += d * d;
-      reference += want * want;
-    }
-    worst_piece = std::max(worst_piece, std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30));
-  }
-  report(rank, prefix + "reduced gradient shard (worst piece)", worst_piece, std::ldexp(1.0, -4));
-  check.expect(worst_piece <= std::ldexp(1.0, -4), prefix + "every piece of the reduced shard within 2^-4 of the CPU ZeRO-1's: " + std::to_string(worst_piece));
-
-  // The update: the CPU optimizer of this shard on the GPU's reduced gradients, from the same weights.
-  const int64_t shard = layout.shard_numel, first = rank * shard;
-  std::vector<bf16> shard_params(static_cast<size_t>(shard), bf16{});
-  for (int64_t i = 0; i < shard && first + i < model.parameter_count; ++i) shard_params[static_cast<size_t>(i)] = initial[static_cast<size_t>(first + i)];
-  std::vector<std::vector<int64_t>> shapes;
-  for (const planner::FlatParameter& flat : planner::flat_parameter_order(model.inventory)) {
-    shapes.push_back(model.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
-  }
-  MemoryLedger cpu_ledger;
-  Optimizer<bf16> optimizer(cpu_ledger, shard_params.data(), shard, layout.pieces, decay_mask(shapes), OptimizerOptions{});
-  check.expect(optimizer.apply(shard_grads.data(), stepped->grad_norm * stepped->grad_norm, 1.0).has_value(), prefix + "the CPU optimizer steps");
-  double worst = 0;
-  for (int64_t i = 0; i < shard && first + i < model.parameter_count; ++i) {
-    worst = std::max(worst, relative(static_cast<double>(widen(updated[static_cast<size_t>(first + i)])), static_cast<double>(widen(shard_params[static_cast<size_t>(i)]))));
-  }
-  report(rank, prefix + "updated shard", worst, std::ldexp(1.0, -7));
-  check.expect(worst <= std::ldexp(1.0, -7), prefix + "the updated shard within one bf16 unit of the CPU optimizer's: " + std::to_string(worst));
+  testing::check_shard_and_update(GpuShardStep{model, plugin, mpi.size(), rank, initial, updated, shard_grads, stepped->grad_norm}, zero1.reduced, rank, check, prefix);
 
   made.value().reset();  // its memory back: the peaks stay
-  check_ledger(model, plugin, mpi.size(), gpu_ledger, check, prefix);
+  testing::check_ledger(model, plugin, planner::ParallelLayout{mpi.size(), 1, 1, false}, B, T, gpu_ledger, check, prefix);
 }
 
 void check_model(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {

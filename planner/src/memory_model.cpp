@@ -202,22 +202,26 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
     case PluginKind::gemini: add_gemini_states(r, w, *gemini, out); break;
     case PluginKind::hybrid_parallel: {
       const int stage = r.plugin.effective_zero_stage();
+      // Tessera's engine on GPUs sums the tensor-parallel layers' (b·s, h)
+      // partial outputs and input gradients in rank order too
+      // (rank_order_reduction.h), in the 16-bit activations' type, one call at a time.
+      // Under sequence parallelism the same sums are reduce-scatters, which
+      // stage the same payload (tp rows of b·s/tp · h: comm/nccl.h's do_reduce_scatter).
+      const int64_t rows = r.training.micro_batch_size * r.training.seq_len;
+      const int64_t tp_scratch =
+          r.plugin.rank_order_reduction && r.layout.tp > 1 ? rank_order_scratch_bytes(rows * m.config.hidden_size, r.layout.tp, w.param) : 0;
       if (stage == 0) {
         add_replicated_states(s, r, w, r.layout.data_ranks() > 1, out);
-        // Tessera's engine on GPUs sums the tensor-parallel layers' (b·s, h)
-        // partial outputs and input gradients in rank order too
-        // (rank_order_reduction.h), in the 16-bit activations' type, one call
-        // at a time, while a DDP bucket's sum may be in flight on the data-parallel group.
-        // Under sequence parallelism the same sums are reduce-scatters, which
-        // stage the same payload (tp rows of b·s/tp · h: comm/nccl.h's do_reduce_scatter).
-        if (r.plugin.rank_order_reduction && r.layout.tp > 1) {
-          const int64_t rows = r.training.micro_batch_size * r.training.seq_len;
-          out.add(Cat::comm_buffers, kDevice, rank_order_scratch_bytes(rows * m.config.hidden_size, r.layout.tp, w.param));
-        }
+        if (tp_scratch > 0) out.add(Cat::comm_buffers, kDevice, tp_scratch);  // beside a DDP bucket's sum, which may be in flight
       } else {
         // One bucket, reduced after backward (sharding.h, hybrid_zero_buckets).
         const int64_t bucket = hybrid_zero_buckets(s.params, stage, r.plugin.reduce_bucket_numel, r.layout.shard_ranks()).total_numel();
         add_zero_states(s, r, w, stage, bucket, out);
+        // Its reduce-scatters stage a bucket's payload for the rank-order sum
+        // too (comm/nccl.h); they start after backward, so never beside a
+        // tensor-parallel sum's scratch: the larger of the two.
+        const int64_t dp_scratch = r.plugin.rank_order_reduction && r.layout.shard_ranks() > 1 ? bucket * w.grad : 0;
+        if (std::max(tp_scratch, dp_scratch) > 0) out.add(Cat::comm_buffers, kDevice, std::max(tp_scratch, dp_scratch));
       }
       break;
     }

@@ -88,6 +88,36 @@ TEST_F(MemoryModel, TheEnginesTensorParallelSumsStageTheirRows) {
   EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 0);
 }
 
+// At hybrid_parallel's ZeRO stage 1 or 2 the engine's data-parallel
+// reduce-scatters stage their bucket's payload as well, but only after
+// backward, never beside a tensor-parallel sum: the larger of the two
+// scratches, beside the one bucket. GPT-2's tp part of 62,641,920 parameters
+// on 2 dp ranks: the default bucket of 12,582,912 elements (25,165,824 bytes,
+// more than the rows' 12,582,912), a small one of 1,000,000 (less), and at
+// stage 2 the whole part (62,641,920 elements) as the bucket.
+TEST_F(MemoryModel, TheEnginesHybridZeroStagesTheLargerOfItsScratches) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.plugin.zero_stage = 1;
+  r.plugin.rank_order_reduction = true;
+  r.training.precision = Precision::bf16;
+  r.training.micro_batch_size = 8;
+  r.training.seq_len = 1024;
+  r.layout = ParallelLayout{2, 2, 1, false};
+  const int64_t rows = 2 * 3'145'728 * 2, bucket = 12'582'912 * 2;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, bucket + bucket);
+  r.plugin.reduce_bucket_numel = 1'000'000;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 2'000'000 + rows);
+  r.plugin.zero_stage = 2;
+  r.plugin.reduce_bucket_numel = int64_t{1} << 30;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 2 * 62'641'920 * 2);
+  r.plugin.rank_order_reduction = false;  // the bucket alone
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, 62'641'920 * 2);
+  r.layout.dp = 1;  // nothing to reduce over dp: no bucket; the tensor-parallel sums' scratch alone
+  r.plugin.rank_order_reduction = true;
+  EXPECT_EQ(estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, rows);
+}
+
 TEST_F(MemoryModel, ZeroStage2ShardsGradientsAndOptimizer) {
   EstimateRequest r;
   r.layout.dp = 4;

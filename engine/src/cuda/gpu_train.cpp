@@ -105,10 +105,11 @@ Status save_sharded_checkpoint(const planner::Model& model, const TrainOptions& 
   return save_collective_checkpoint(model, options, gpu, world, settings, run_id, step, data_position, shards, {kModelFileName});
 }
 
-// Under tensor parallelism every rank holds its part of the model: the
-// checkpoint is the CPU engine's consolidated one (consolidated_checkpoint.h:
-// whole tensors, the same files a CPU tp run writes), gathered over the
-// launcher's groups `host` and written by rank 0.
+// Under tensor parallelism every rank holds its part of the model (under
+// hybrid_parallel's ZeRO its shard of it): the checkpoint is the CPU engine's
+// consolidated one (consolidated_checkpoint.h: whole tensors, the same files
+// a CPU tp run writes), gathered over the launcher's groups `host` (the
+// shards over dp by the plugin's layout, then the parts over tp) and written by rank 0.
 Status save_consolidated_checkpoint(const planner::Model& model, const planner::Model& part, const TrainOptions& options, const GptTraining& gpu,
                                     const ProcessGroups& host, comm::Communicator& world, const std::vector<RunSetting>& settings, const std::string& run_id,
                                     int64_t step, int64_t data_position) {

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# ZeRO checkpoints cross between the engines on 2 ranks, one GPU each:
-# `mpirun -np 2 tessera train --gpu NAME --plugin low_level_zero` for 2 steps,
-# resumed on the CPU's low_level_zero to step 4, and 2 CPU steps resumed on
-# the GPUs, for ZeRO stage 1, 2, and 2 with --cpu-offload. Both write the CPU engine's shard files
-# (engine/sharded_checkpoint.h: model.safetensors and one optimizer file per
-# rank), so either resumes the other's. Skipped (77, one line) without 2
+# ZeRO checkpoints cross between the engines, one GPU per rank: 2 GPU steps
+# resumed on the CPU to step 4, and 2 CPU steps resumed on the GPUs.
+#  - low_level_zero on 2 ranks, ZeRO stage 1, 2, and 2 with --cpu-offload:
+#    both engines write the CPU engine's shard files
+#    (engine/sharded_checkpoint.h: model.safetensors and one optimizer file
+#    per rank);
+#  - with 4 GPUs, hybrid_parallel's ZeRO on tp 2 × dp 2, stage 1, 2, and 1
+#    with --sequence-parallel: both write the CPU engine's consolidated
+#    checkpoint (engine/consolidated_checkpoint.h: each dp group's shards
+#    gathered, then each tp group's parts, into whole tensors in
+#    model.safetensors and optimizer.safetensors).
+# So either engine resumes the other's. Skipped (77, one line) without 2
 # GPUs; tools/gpu-check runs it. Never run on a GPU yet.
 # Usage: zero_checkpoint_gpu.sh TESSERA MPIEXEC [GPU]
 set -uo pipefail
@@ -18,25 +24,37 @@ if [[ $gpus -lt 2 ]]; then
 fi
 small=(--model tiny-gpt2 --precision bf16 --micro-batch 4 --seq 64)
 failures=0
-for variant in 1 2 2-offload; do
-  stage=${variant%%-*}
+# crosses RANKS LABEL FILE OPTIONS...: both directions on RANKS ranks; FILE: a checkpoint file the first run must have written.
+crosses() {
+  local ranks=$1 label=$2 file=$3
+  shift 3
   for direction in gpu-cpu cpu-gpu; do
     first=(--gpu "$gpu"); second=(--gpu cpu)
     [[ $direction == cpu-gpu ]] && { first=(--gpu cpu); second=(--gpu "$gpu"); }
-    out="$work/zero$variant-$direction"
-    zero=(--plugin low_level_zero --zero-stage "$stage")
-    [[ $variant == *offload ]] && zero+=(--cpu-offload)
-    if ! mpi 2 "$tessera" train "${small[@]}" "${zero[@]}" "${first[@]}" --steps 2 --out "$out" >"$out.log" 2>&1; then
-      echo "FAILED: ZeRO-$variant $direction, the first 2 steps:"; tail -n 3 "$out.log"; failures=$((failures + 1)); continue
+    out="$work/${label// /-}-$direction"
+    if ! mpi "$ranks" "$tessera" train "${small[@]}" "$@" "${first[@]}" --steps 2 --out "$out" >"$out.log" 2>&1; then
+      echo "FAILED: $label $direction, the first 2 steps:"; tail -n 3 "$out.log"; failures=$((failures + 1)); continue
     fi
-    if [[ ! -f $out/checkpoint/optimizer-rank-00001-of-00002.safetensors ]]; then
-      echo "FAILED: ZeRO-$variant $direction: no shard file of rank 1 in $out/checkpoint"; failures=$((failures + 1)); continue
+    if [[ ! -f $out/checkpoint/$file ]]; then
+      echo "FAILED: $label $direction: no $file in $out/checkpoint"; failures=$((failures + 1)); continue
     fi
-    if ! mpi 2 "$tessera" train "${small[@]}" "${zero[@]}" "${second[@]}" --steps 4 --resume --out "$out" >"$out.resumed.log" 2>&1 ||
+    if ! mpi "$ranks" "$tessera" train "${small[@]}" "$@" "${second[@]}" --steps 4 --resume --out "$out" >"$out.resumed.log" 2>&1 ||
        ! grep -q "trained steps 3-4" "$out.resumed.log"; then
-      echo "FAILED: ZeRO-$variant $direction, resumed to step 4:"; tail -n 3 "$out.resumed.log"; failures=$((failures + 1)); continue
+      echo "FAILED: $label $direction, resumed to step 4:"; tail -n 3 "$out.resumed.log"; failures=$((failures + 1)); continue
     fi
-    echo "ok: ZeRO-$variant $direction: $(grep 'trained steps' "$out.resumed.log")"
+    echo "ok: $label $direction: $(grep 'trained steps' "$out.resumed.log")"
   done
-done
+}
+shard_file=optimizer-rank-00001-of-00002.safetensors
+crosses 2 "ZeRO-1" "$shard_file" --plugin low_level_zero --zero-stage 1
+crosses 2 "ZeRO-2" "$shard_file" --plugin low_level_zero --zero-stage 2
+crosses 2 "ZeRO-2 offload" "$shard_file" --plugin low_level_zero --zero-stage 2 --cpu-offload
+if [[ $gpus -lt 4 ]]; then
+  echo "not run: hybrid_parallel's ZeRO on tp 2 × dp 2 needs 4 GPUs; this machine has $gpus"
+else
+  hybrid=(--plugin hybrid_parallel --tp 2 --dp 2)
+  crosses 4 "hybrid ZeRO-1" optimizer.safetensors "${hybrid[@]}" --zero-stage 1
+  crosses 4 "hybrid ZeRO-2" optimizer.safetensors "${hybrid[@]}" --zero-stage 2
+  crosses 4 "hybrid ZeRO-1 sp" optimizer.safetensors "${hybrid[@]}" --zero-stage 1 --sequence-parallel
+fi
 exit $((failures > 0))

@@ -92,7 +92,7 @@ constexpr bool kGpuTrainingBuilt = false;
 // `--gpu NAME`: only what the GPU step runs (bf16, micro-batches
 // accumulated per rank, recompute none, selective or full (op_selective is
 // refused for every engine, check_engine_supports); one GPU, or DDP,
-// ZeRO-1/2 or tensor parallelism (with DDP) with one rank per GPU under a
+// ZeRO-1/2 or tensor parallelism (with DDP or ZeRO-1/2) with one rank per GPU under a
 // launcher, engine::check_gpu_plugin and check_gpu_layout),
 // then a device for this rank and a build with the
 // step; each refusal one line naming the option. Returns this rank's device.

@@ -5,9 +5,10 @@
 // checkpoint they write is consolidated (whole tensors, Hugging Face names)
 // and a resume from it, in the same layout or on one rank, continues the run.
 // The tensor-parallel group's calls and bytes equal planner/tp_traffic.h's
-// formula, which the simulator times. At ZeRO stage 0 the checkpoint also
-// round-trips, byte for byte, through what the GPU step saves and resumes
-// with under tensor parallelism (check_gpu_host_copy).
+// formula, which the simulator times. At every ZeRO stage the checkpoint
+// also round-trips, byte for byte, through what the GPU step saves and
+// resumes with under tensor parallelism (check_gpu_host_copy: its part, or
+// its ZeRO shard of it).
 //
 // Tolerance, fp32: the ranks add their partial sums (the row-parallel
 // outputs, the vocabulary-parallel softmax, the data-parallel gradients) in
@@ -27,6 +28,7 @@
 #include "tessera/engine/flat_checkpoint.h"
 #include "tessera/engine/parallel/process_groups.h"
 #include "tessera/engine/run_directory.h"
+#include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/tensor_parallel.h"
 #include "tessera/planner/tp_traffic.h"
@@ -59,9 +61,11 @@ std::string file_bytes(const std::string& path) {
 // What the GPU step saves and resumes under tensor parallelism
 // (engine/src/cuda/gpu_train.cpp): the CPU run's committed checkpoint, loaded
 // by each rank into a host copy of its part's optimizer (flat_checkpoint.h's
-// FlatAdamWState, tp_rank_model's pieces) with load_flat_checkpoint, and
+// FlatAdamWState, laid out as GptTraining::host_state lays it out: its whole
+// part, or at hybrid_parallel's ZeRO stage 1 or 2 its shard of it,
+// planner::optimizer_layout over the dp group) with load_flat_checkpoint, and
 // written back as the GPU loop writes it (write_consolidated_checkpoint over
-// the same groups) gives the CPU's bytes. ZeRO stage 0: every rank holds its whole part.
+// the same groups) gives the CPU's bytes.
 void check_gpu_host_copy(comm::Communicator& world, const ProcessGroups& groups, const planner::Model& model, const planner::PluginOptions& plugin,
                          int64_t tp, const std::string& dir, const std::string& name) {
   const int rank = world.rank();
@@ -77,7 +81,7 @@ void check_gpu_host_copy(comm::Communicator& world, const ProcessGroups& groups,
   expect(committed.has_value(), name + ": the committed checkpoint", rank);
   if (!committed) return;
   const planner::Model part = planner::tp_rank_model(model, tp);
-  FlatAdamWState state(part);
+  FlatAdamWState state(planner::optimizer_layout(part, plugin, groups.data->size(), groups.data->rank()));
   auto loaded = load_flat_checkpoint(*committed, model, state, TensorParallelRank{tp, groups.coordinates.tp_rank});
   expect(loaded.ok(), name + ": the GPU step's host copy loads its part: " + (loaded.ok() ? "" : loaded.error().message), rank);
   if (!loaded.ok()) return;
@@ -137,7 +141,7 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   o.resume = true;
   auto resumed = training_check::train_into(dir, o, groups->data.get(), model, &world);
   expect(resumed.ok(), name + ", resumed: " + (resumed.ok() ? "" : resumed.error().message), rank);
-  if (c.zero_stage == 0) check_gpu_host_copy(world, groups.value(), model, plugin, c.tp, dir, name);
+  check_gpu_host_copy(world, groups.value(), model, plugin, c.tp, dir, name);
   if (rank != 0) return;
   // One process, the same global batch: dp · k micro-batches; bf16 within its machine epsilon, as data_parallel_test.
   const double tolerance = c.precision == planner::Precision::bf16 ? 1.0 / 256 : 1e-5;

@@ -1,8 +1,6 @@
 // The GPU step's tensor-parallel calls; see tensor_parallel_step.h.
 #include "tensor_parallel_step.h"
 
-#include <cuda_runtime_api.h>
-
 #include <stdexcept>
 #include <string>
 

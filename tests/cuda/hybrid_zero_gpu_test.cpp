@@ -33,7 +33,6 @@
 // line) where a rank has no GPU of its own or there are fewer than 4 ranks.
 #include <cmath>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -42,7 +41,6 @@
 #include "zero_shard_checks.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/parallel/process_groups.h"
-#include "tessera/planner/enum_names.h"
 #include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine::cuda {
@@ -94,14 +92,8 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
 
   check.expect(same_on_every_rank(*groups.mpi.data, updated), prefix + "the updated part is the same bits on every data-parallel rank");
   check.expect(same_on_every_rank(world, std::vector<double>{stepped->grad_norm}), prefix + "the gradient norm is the same on every rank");
-  for (const auto& [group, moved, want] : {std::tuple{"dp", dp.counters().since(dp_before), cpu.moved}, std::tuple{"tp", tp.counters().since(tp_before), cpu.tensor_moved}}) {
-    for (const comm::Collective c : {comm::Collective::reduce_scatter, comm::Collective::all_gather, comm::Collective::all_reduce}) {
-      check.expect(moved.calls_of(c) == want.calls_of(c) && moved.bytes_of(c) == want.bytes_of(c),
-                   prefix + "NCCL's " + group + " " + std::string(enum_name(c)) + " calls and bytes (" + std::to_string(moved.calls_of(c)) + ", " +
-                       std::to_string(moved.bytes_of(c)) + ") equal the CPU engine's (" + std::to_string(want.calls_of(c)) + ", " +
-                       std::to_string(want.bytes_of(c)) + ")");
-    }
-  }
+  testing::check_same_calls("dp", dp.counters().since(dp_before), cpu.moved, check, prefix);
+  testing::check_same_calls("tp", tp.counters().since(tp_before), cpu.tensor_moved, check, prefix);
   const int rank = world.rank();
   const double loss_error = relative(stepped->loss, cpu.loss), norm_error = relative(stepped->grad_norm, cpu.norm);
   report(rank, prefix + "loss (rank 0's micro-batches)", loss_error, std::ldexp(1.0, -6));

@@ -104,12 +104,7 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
 
   check.expect(same_on_every_rank(mpi, updated), prefix + "the updated weights are the same bits on every rank");
   check.expect(same_on_every_rank(mpi, std::vector<double>{stepped->grad_norm}), prefix + "the gradient norm is the same on every rank");
-  for (const comm::Collective c : {comm::Collective::reduce_scatter, comm::Collective::all_gather, comm::Collective::all_reduce}) {
-    check.expect(moved.calls_of(c) == cpu.moved.calls_of(c) && moved.bytes_of(c) == cpu.moved.bytes_of(c),
-                 prefix + "NCCL's " + std::string(enum_name(c)) + " calls and bytes (" + std::to_string(moved.calls_of(c)) + ", " +
-                     std::to_string(moved.bytes_of(c)) + ") equal the CPU ZeRO's (" + std::to_string(cpu.moved.calls_of(c)) + ", " +
-                     std::to_string(cpu.moved.bytes_of(c)) + ")");
-  }
+  testing::check_same_calls("dp", moved, cpu.moved, check, prefix);
   const double loss_error = relative(stepped->loss, cpu.loss), norm_error = relative(stepped->grad_norm, cpu.norm);
   report(rank, prefix + "loss (rank 0's micro-batches)", loss_error, std::ldexp(1.0, -6));
   report(rank, prefix + "global gradient norm", norm_error, std::ldexp(1.0, -6));

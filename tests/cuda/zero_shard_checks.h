@@ -1,6 +1,6 @@
 // What the GPU ZeRO tests (zero_gpu_test.cpp: low_level_zero;
 // hybrid_zero_gpu_test.cpp: hybrid_parallel's ZeRO of each tensor-parallel
-// part) check of one rank's step beside the CPU engine's: the reduced
+// part) check of one rank's step beside the CPU engine's: the collectives, the reduced
 // gradient shard against the CPU ZeRO-1's, the update against the CPU
 // optimizer of the same shard, and the ledger's peaks against the planner.
 #pragma once
@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "gpu_ranks.h"
+#include "tessera/engine/comm/comm_types.h"
 #include "tessera/engine/memory_ledger.h"
 #include "tessera/engine/optimizer.h"
+#include "tessera/planner/enum_names.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/registry.h"
@@ -31,6 +33,17 @@ struct GpuShardStep {
   std::vector<bf16> shard_gradients;   // the reduced gradient shard the update read
   double grad_norm = 0;
 };
+
+// NCCL's reduce-scatters, all-gathers and all-reduces on `group` (calls and
+// bytes, `moved`) equal the CPU engine's on MPI (`want`).
+inline void check_same_calls(const char* group, const comm::CommCounters& moved, const comm::CommCounters& want, Checker& check, const std::string& prefix) {
+  for (const comm::Collective c : {comm::Collective::reduce_scatter, comm::Collective::all_gather, comm::Collective::all_reduce}) {
+    check.expect(moved.calls_of(c) == want.calls_of(c) && moved.bytes_of(c) == want.bytes_of(c),
+                 prefix + "NCCL's " + group + " " + std::string(enum_name(c)) + " calls and bytes (" + std::to_string(moved.calls_of(c)) + ", " +
+                     std::to_string(moved.bytes_of(c)) + ") equal the CPU engine's (" + std::to_string(want.calls_of(c)) + ", " +
+                     std::to_string(want.bytes_of(c)) + ")");
+  }
+}
 
 // The reduced shard, piece by piece, within 2^-4 in norm of the CPU ZeRO-1's
 // (`zero1_reduced`: its flat gradients, this rank's shard reduced;

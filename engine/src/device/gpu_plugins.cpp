@@ -11,19 +11,15 @@ using planner::PluginKind;
 
 namespace {
 
-// Gemini's placements whose every chunk keeps its optimizer states and
-// 16-bit shards on one side: all on the device (`cuda`, or `static` sending
-// no optimizer state to the host, whatever its shard_param_frac), or all on
-// the host (`cpu`, or `static` sending all of both).
+// Gemini's placements with a placement fixed before the run: `cuda`, `cpu`
+// and `static` (each chunk's states and shards where
+// gemini_static_placement.h puts them, some on each side included:
+// src/cuda/gemini_shards.h). Not `auto`, whose parameter chunks on the host
+// the planner solves against the GPU's memory: the GPU step does not take
+// that solution.
 Status check_gemini_placement(const planner::GeminiOptions& g) {
-  if (g.placement_policy == GeminiPlacement::auto_placement) {
-    return make_error(ErrorCode::unsupported, "--placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them");
-  }
-  if (g.placement_policy != GeminiPlacement::static_placement || g.offload_optim_frac == 0) return Status::success();
-  if (g.shard_param_frac == 1 && g.offload_optim_frac == 1 && g.offload_param_frac == 1) return Status::success();
-  return make_error(ErrorCode::unsupported, "--offload-optim-frac " + std::to_string(g.offload_optim_frac) +
-                                                ": Gemini on GPUs keeps every chunk's optimizer states and shards on one side; use --offload-optim-frac 0, "
-                                                "or 1 with --offload-param-frac 1 and --shard-param-frac 1 (or --placement cuda or cpu)");
+  if (g.placement_policy != GeminiPlacement::auto_placement) return Status::success();
+  return make_error(ErrorCode::unsupported, "--placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // and under `static` placements that split the chunks between the sides
 // (the states of some chunks on the host; all of them there with the shards
 // on the device; and with the shards of the outgrown chunks on the host),
+// and `auto` as the planner solves it on a device too small for every shard,
 // on a tiny GPT-2 of awkward sizes (vocabulary 67, width 12, a tied head) in
 // chunks of 1536 elements and in chunks of 498 that its embedding and MLP weights outgrow.
 // Checked, on every rank:
@@ -144,7 +145,9 @@ planner::Model tiny() {
 // the first chunks (2 of 5 in chunks of 1536; ColossalAI's total counts a
 // chunk once per tensor), 1 all of them; `outgrown_on_host`: an
 // offload_param_frac whose budget (gemini_static_placement.h) sends the
-// shards of the chunks larger than the chunk size to the host.
+// shards of the chunks larger than the chunk size to the host. `auto`: as
+// the planner solves it on a device small enough that some leading chunks'
+// shards go to the host (planned_run).
 struct Placement {
   const char* name;
   planner::GeminiPlacement policy;
@@ -157,7 +160,8 @@ const Placement kPlacements[] = {{"cuda", planner::GeminiPlacement::cuda},
                                  {"static all on the host", planner::GeminiPlacement::static_placement, 1, 1, 1},
                                  {"static some states on the host", planner::GeminiPlacement::static_placement, 1, 0.05},
                                  {"static states on the host, shards on the device", planner::GeminiPlacement::static_placement, 1, 1},
-                                 {"static outgrown chunks on the host", planner::GeminiPlacement::static_placement, 1, 1, 0, true}};
+                                 {"static outgrown chunks on the host", planner::GeminiPlacement::static_placement, 1, 1, 0, true},
+                                 {"auto", planner::GeminiPlacement::auto_placement}};
 
 planner::GeminiOptions gemini(const Placement& placement, int64_t chunk_size, int ranks = 1) {
   planner::GeminiOptions g;
@@ -351,8 +355,7 @@ RankResult run_rank(const planner::Model& model, const GeminiChunkPlan& plan, Pe
   return result;
 }
 
-std::vector<RankResult> run_ranks(const planner::Model& model, const planner::GeminiOptions& options, int ranks) {
-  const GeminiChunkPlan plan = gemini_chunk_plan(model, options, ranks);
+std::vector<RankResult> run_ranks(const planner::Model& model, const GeminiChunkPlan& plan, int ranks) {
   Peers peers(ranks);
   std::vector<RankResult> results(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
@@ -363,7 +366,7 @@ std::vector<RankResult> run_ranks(const planner::Model& model, const planner::Ge
   return results;
 }
 
-planner::RankMemory planner_row(const planner::Model& model, const planner::GeminiOptions& options, int ranks) {
+planner::MemoryEstimate planner_estimate(const planner::Model& model, const planner::GeminiOptions& options, int ranks, int64_t device_bytes = 0) {
   planner::EstimateRequest request;
   request.layout.dp = ranks;
   request.plugin.kind = planner::PluginKind::gemini;
@@ -372,10 +375,43 @@ planner::RankMemory planner_row(const planner::Model& model, const planner::Gemi
   request.training.micro_batch_size = 1;
   request.training.seq_len = 8;
   request.training.num_micro_batches = kMicroBatches;
-  auto gpu = planner::load_gpu("h100-80g");
-  auto estimate = planner::estimate_memory(model, gpu.value(), request);
+  planner::GpuProfile gpu = planner::load_gpu("h100-80g").value();
+  if (device_bytes > 0) gpu.memory_bytes = device_bytes;
+  auto estimate = planner::estimate_memory(model, gpu, request);
   EXPECT_TRUE(estimate.ok()) << estimate.error().message;
-  return estimate->ranks.at(0);
+  return estimate.value();
+}
+
+// What the engine runs and the planner's row of the same run: the placement,
+// or under `auto` the static placement the planner solved, as the CLI's
+// resolve_auto_placement hands it to either engine (every state on the
+// host, the solved leading chunks' shards there), on a device whose share
+// (auto_placement_cuda_fraction) is a byte short of the device's bytes with
+// no chunk's shards on the host.
+struct PlannedRun {
+  planner::GeminiOptions options;
+  GeminiChunkPlan plan;
+  planner::RankMemory row;
+};
+PlannedRun planned_run(const planner::Model& model, const Placement& placement, int64_t chunk_size, int ranks) {
+  planner::GeminiOptions options = gemini(placement, chunk_size, ranks);
+  if (placement.policy != planner::GeminiPlacement::auto_placement) {
+    return {options, gemini_chunk_plan(model, options, ranks), planner_estimate(model, options, ranks).ranks.at(0)};
+  }
+  planner::GeminiOptions solved = options;
+  solved.placement_policy = planner::GeminiPlacement::static_placement;
+  solved.offload_optim_frac = 1;
+  solved.offload_param_frac = 1;
+  const int64_t all_on_host = planner_estimate(model, solved, ranks).ranks.at(0).device_total;
+  solved.offload_param_frac = 0;
+  const int64_t none_on_host = planner_estimate(model, solved, ranks).ranks.at(0).device_total;
+  const double share = planner::EstimateRequest{}.assumptions.auto_placement_cuda_fraction;
+  const auto device = static_cast<int64_t>(static_cast<double>(none_on_host - 1) / share);
+  EXPECT_LT(all_on_host, none_on_host);
+  const planner::MemoryEstimate estimate = planner_estimate(model, options, ranks, device);
+  const std::vector<bool>& on_host = estimate.gemini->parameters_on_host;
+  const int64_t host_chunks = std::count(on_host.begin(), on_host.end(), true);
+  return {options, gemini_chunk_plan(model, solved, ranks, host_chunks), estimate.ranks.at(0)};
 }
 
 TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
@@ -384,10 +420,10 @@ TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
     for (const Placement& placement : kPlacements) {
       for (const int64_t chunk_size : {int64_t{1536}, int64_t{498}}) {
         if (placement.outgrown_on_host && chunk_size != 498) continue;  // no chunk outgrows 1536
-        const planner::GeminiOptions options = gemini(placement, chunk_size, ranks);
+        const PlannedRun run = planned_run(model, placement, chunk_size, ranks);
+        const GeminiChunkPlan& plan = run.plan;
         const std::string what = std::string(placement.name) + ", " + std::to_string(ranks) + " ranks, chunks of " + std::to_string(chunk_size);
-        const GeminiChunkPlan plan = gemini_chunk_plan(model, options, ranks);
-        ASSERT_TRUE(check_gpu_plugin(gemini_plugin(options)).ok()) << what;
+        ASSERT_TRUE(check_gpu_plugin(gemini_plugin(run.options)).ok()) << what;
         const auto count = [&](auto&& which) { return std::count_if(plan.chunks.begin(), plan.chunks.end(), which); };
         const auto n = static_cast<int64_t>(plan.chunks.size());
         const int64_t shards_on_host = count([](const GeminiChunk& c) { return c.on_host; });
@@ -396,16 +432,15 @@ TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
         if (placement.offload_optim_frac > 0 && placement.offload_optim_frac < 1) {
           EXPECT_TRUE(states_on_host > 0 && states_on_host < n && shards_on_host == 0) << what;
         }
-        if (placement.outgrown_on_host) {
+        if (placement.outgrown_on_host || placement.policy == planner::GeminiPlacement::auto_placement) {
           EXPECT_TRUE(shards_on_host > 0 && shards_on_host < n && states_on_host == n) << what;
         }
         for (const GeminiChunk& c : plan.chunks) ASSERT_TRUE(!c.on_host || c.optimizer_on_host) << what << ": shards on the host only with the states";
         // The leading chunks' states on the host (src/cuda/gemini_shards.h books their slots there).
         const int64_t host_states = plan.host_optimizer_elements();
         ASSERT_EQ(host_states, states_on_host == n ? plan.shard_numel() : plan.chunks[static_cast<size_t>(states_on_host)].shard_offset) << what;
-        const std::vector<RankResult> results = run_ranks(model, options, ranks);
-        const planner::RankMemory row = planner_row(model, options, ranks);
-        const auto& planned = row.bytes;
+        const std::vector<RankResult> results = run_ranks(model, plan, ranks);
+        const auto& planned = run.row.bytes;
         // A block of the caching allocator is its request rounded up to 512 bytes.
         const bool aligned = chunk_size == 1536;
         const int64_t blocks = 2 * static_cast<int64_t>(plan.chunks.size());
@@ -440,8 +475,8 @@ TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
   }
 }
 
-// `auto` is refused, in one line naming the option and the fix; every static placement runs.
-TEST(GeminiDeviceChunks, TheGpuStepRunsStaticPlacementsAndRefusesAuto) {
+// Every placement runs: static's at any fractions, `auto` as the planner solves it.
+TEST(GeminiDeviceChunks, TheGpuStepRunsEveryPlacement) {
   planner::GeminiOptions options = gemini(kPlacements[4], 1536);
   for (const double frac : {0.0, 0.05, 0.5, 1.0}) {
     options.offload_optim_frac = frac;
@@ -449,9 +484,7 @@ TEST(GeminiDeviceChunks, TheGpuStepRunsStaticPlacementsAndRefusesAuto) {
     EXPECT_TRUE(check_gpu_plugin(gemini_plugin(options)).ok()) << frac;
   }
   options.placement_policy = planner::GeminiPlacement::auto_placement;
-  const Status solved = check_gpu_plugin(gemini_plugin(options));
-  ASSERT_FALSE(solved.ok());
-  EXPECT_EQ(solved.error().message, "--placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them");
+  EXPECT_TRUE(check_gpu_plugin(gemini_plugin(options)).ok());
 }
 
 // A one-rank Gemini shard holds every parameter at its chunk's offsets: to

@@ -78,16 +78,19 @@ Status CudaChunkCopies::reduce_scatter(const bf16* chunk, bf16* shard, int64_t n
 // ---- GeminiShards ----------------------------------------------------------
 
 GeminiShards::GeminiShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator* group, const planner::Model& model,
-                           const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of,
-                           std::vector<bf16*>& gradient_of)
+                           const planner::PluginOptions& plugin, std::optional<int64_t> host_chunks, std::vector<bool> decay, const OptimizerOptions& options,
+                           std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of)
     : group_(group),
       layout_(planner::optimizer_layout(model, plugin, group != nullptr ? group->size() : 1, group != nullptr ? group->rank() : 0)),
-      plan_(gemini_chunk_plan(model, plugin.gemini, group != nullptr ? group->size() : 1)),
+      plan_(gemini_chunk_plan(model, plugin.gemini, group != nullptr ? group->size() : 1, host_chunks)),
       order_(planner::flat_parameter_order(model.inventory)),
       decay_(std::move(decay)),
       options_(options),
       host_(pinned_, events_, ledger),
       copies_(group, host_) {
+  if (plugin.gemini.placement_policy == planner::GeminiPlacement::auto_placement) {
+    throw std::invalid_argument("Gemini's auto placement runs as the static placement the planner solved for the GPU (resolve it first)");
+  }
   for (const GeminiChunk& c : plan_.chunks) {
     // The placements put a chunk's shards on the host only with its states (gemini_static_placement.h).
     if (c.on_host && !c.optimizer_on_host) throw std::logic_error("Gemini: a chunk's 16-bit shards on the host and its states on the device");

@@ -23,7 +23,7 @@
 //    chunk on the device exchanges through, whose updated weights go back up
 //    from it: gemini_device_chunks.h), the other slots as under `cuda`.
 // The gradient norm is global: each rank's sum of squares over its slots,
-// all-reduced. `auto` is refused (device/gpu_plugins.h). Never run on a GPU:
+// all-reduced. `auto` runs as the static placement the planner solved. Never run on a GPU:
 // tests/cuda/gemini_gpu_test.cpp checks it against the CPU engine's Gemini.
 #pragma once
 
@@ -78,11 +78,14 @@ class CudaChunkCopies final : public ChunkCopies {
 
 class GeminiShards {
  public:
-  // The chunks of `plugin` (gemini, placement cuda, cpu or static) over `group` (null:
-  // one GPU), their optimizer states, booked in `ledger`; bind() points
-  // parameter_of and gradient_of (per flat parameter) into the gathered chunks.
+  // The chunks of `plugin` (gemini, placement cuda, cpu or static; `auto`
+  // comes solved: static, with `host_chunks` as gemini_chunk_plan takes
+  // them) over `group` (null: one GPU), their optimizer states, booked in
+  // `ledger`; bind() points parameter_of and gradient_of (per flat
+  // parameter) into the gathered chunks. Throws std::invalid_argument on an unsolved `auto`.
   GeminiShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator* group, const planner::Model& model, const planner::PluginOptions& plugin,
-               std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of);
+               std::optional<int64_t> host_chunks, std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of,
+               std::vector<bf16*>& gradient_of);
   ~GeminiShards();
 
   // The shards and master weights from the whole model's fp32 weights (flat order, on the host).

@@ -6,26 +6,10 @@
 
 namespace tessera::engine {
 
-using planner::GeminiPlacement;
 using planner::PluginKind;
 
-namespace {
-
-// Gemini's placements with a placement fixed before the run: `cuda`, `cpu`
-// and `static` (each chunk's states and shards where
-// gemini_static_placement.h puts them, some on each side included:
-// src/cuda/gemini_shards.h). Not `auto`, whose parameter chunks on the host
-// the planner solves against the GPU's memory: the GPU step does not take
-// that solution.
-Status check_gemini_placement(const planner::GeminiOptions& g) {
-  if (g.placement_policy != GeminiPlacement::auto_placement) return Status::success();
-  return make_error(ErrorCode::unsupported, "--placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them");
-}
-
-}  // namespace
-
 Status check_gpu_plugin(const planner::PluginOptions& plugin) {
-  if (plugin.kind == PluginKind::gemini) return check_gemini_placement(plugin.gemini);
+  if (plugin.kind == PluginKind::gemini) return Status::success();  // every placement: `auto` as the planner solved it (gpu_train.h)
   if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
                                                   ": on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them");

@@ -1,8 +1,8 @@
 // Which data-parallel plugins the GPU training step runs (cuda/gpt_training.h):
 // torch_ddp, low_level_zero at ZeRO stage 1 or 2 (its optimizer on the
-// device, or on the host with --cpu-offload), gemini under the cuda, cpu
-// and static placements (static's chunks split between the device and the
-// host included; not auto), and
+// device, or on the host with --cpu-offload), gemini under every placement
+// (static's chunks split between the device and the host included; auto as
+// the planner solves it for the GPU), and
 // hybrid_parallel at ZeRO stage 0 (DDP over the data-parallel ranks, as the
 // CPU engine's); and which layouts: tensor parallelism (hybrid_parallel's, as
 // on the CPU), with or without sequence parallelism (its collectives not

@@ -9,7 +9,7 @@ namespace tessera::engine {
 using planner::PluginKind;
 
 Status check_gpu_plugin(const planner::PluginOptions& plugin) {
-  if (plugin.kind == PluginKind::gemini) return Status::success();  // every placement: `auto` as the planner solved it (gpu_train.h)
+  if (plugin.kind == PluginKind::gemini) return Status::success();  // every placement; `auto` as the planner solved it (GpuDataParallel)
   if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
                                                   ": on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them");

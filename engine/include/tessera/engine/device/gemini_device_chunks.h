@@ -34,7 +34,7 @@
 //
 // A chunk on the device whose fp32 states are on the host (`static` with
 // offload_optim_frac between 0 and 1, or 1 with offload_param_frac below 1;
-// GeminiChunk::exchanges_through_host) also keeps a pinned host copy of its
+// `auto` as solved; GeminiChunk::exchanges_through_host) also keeps a pinned host copy of its
 // shard, booked under gradients on the host as the planner counts it
 // (planner::exchanges_through_host): once a step, after the last reduce, its
 // gradient shard comes down into it on the copy stream for the host

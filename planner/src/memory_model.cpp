@@ -116,7 +116,14 @@ void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths
 // model (the chunk buffers' peak) and the simulator (the traffic).
 void replay_step(const EstimateRequest& r, GeminiSummary& g) {
   const StateWidths w = state_widths(r.training);
-  g.step = replay_gemini_step(g.chunk_set(), r.layout.shard_ranks(), w.param, w.grad, r.training.num_micro_batches);
+  const int64_t dp = r.layout.shard_ranks();
+  g.step = replay_gemini_step(g.chunk_set(), dp, w.param, w.grad, r.training.num_micro_batches);
+  // A chunk exchanging through the host: its reduced gradient shard down, its updated weights up, once a step.
+  for (size_t c = 0; c < g.chunk_capacity.size(); ++c) {
+    if (!exchanges_through_host(g.optimizer_chunk_on_host(c), g.parameter_chunk_on_host(c))) continue;
+    g.step.host_down_bytes += g.chunk_capacity[c] / dp * w.grad;
+    g.step.host_up_bytes += g.chunk_capacity[c] / dp * w.param;
+  }
 }
 
 // The placement Gemini ends up with; "auto" is solved later against the GPU.

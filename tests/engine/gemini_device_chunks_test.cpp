@@ -20,6 +20,7 @@
 //    chunk opened, one download per reduce; and a device chunk whose states
 //    are on the host, its reduced gradient shard down into its host copy
 //    once a step and the weights the host writes there up into its shard;
+//    the bytes each way the planner's (GeminiStepReplay::host_up_bytes, host_down_bytes);
 //  - the ledger after every move is the planner's estimate of the same run
 //    (planner/memory_model.h) per category: parameters and gradients on the
 //    device and (rounded to the pinned allocator's powers of two) on the
@@ -209,6 +210,7 @@ struct RankResult {
   int64_t steady_chunk_buffers_peak = 0, chunk_buffers_peak = 0;
   int64_t expected_parameters_host = 0;  // the host shards rounded to powers of two
   int64_t expected_gradients_host = 0;   // and the exchanging chunks' host copies
+  int64_t uploaded = 0, downloaded = 0;  // elements over PCIe in the step
 };
 
 // One step of kMicroBatches on `rank`: forward from the embedding to the
@@ -335,6 +337,8 @@ RankResult run_rank(const planner::Model& model, const GeminiChunkPlan& plan, Pe
       EXPECT_EQ(wrong, 0) << "weights up into the device shard of chunk " << c;
     }
     EXPECT_EQ(copies.uploads + copies.downloads, chunks.host_moves()) << "every move counted";
+    result.uploaded = copies.uploaded;
+    result.downloaded = copies.downloaded;
     if (std::any_of(plan.chunks.begin(), plan.chunks.end(), [](const GeminiChunk& p) { return p.on_host; })) {
       EXPECT_GT(host_gathers, 0);
       EXPECT_GT(host_reduces, 0);
@@ -392,11 +396,13 @@ struct PlannedRun {
   planner::GeminiOptions options;
   GeminiChunkPlan plan;
   planner::RankMemory row;
+  planner::GeminiStepReplay step;  // the planner's step: its PCIe bytes among the rest
 };
 PlannedRun planned_run(const planner::Model& model, const Placement& placement, int64_t chunk_size, int ranks) {
   planner::GeminiOptions options = gemini(placement, chunk_size, ranks);
   if (placement.policy != planner::GeminiPlacement::auto_placement) {
-    return {options, gemini_chunk_plan(model, options, ranks), planner_estimate(model, options, ranks).ranks.at(0)};
+    const planner::MemoryEstimate estimate = planner_estimate(model, options, ranks);
+    return {options, gemini_chunk_plan(model, options, ranks), estimate.ranks.at(0), estimate.gemini->step};
   }
   planner::GeminiOptions solved = options;
   solved.placement_policy = planner::GeminiPlacement::static_placement;
@@ -411,7 +417,7 @@ PlannedRun planned_run(const planner::Model& model, const Placement& placement, 
   const planner::MemoryEstimate estimate = planner_estimate(model, options, ranks, device);
   const std::vector<bool>& on_host = estimate.gemini->parameters_on_host;
   const int64_t host_chunks = std::count(on_host.begin(), on_host.end(), true);
-  return {options, gemini_chunk_plan(model, solved, ranks, host_chunks), estimate.ranks.at(0)};
+  return {options, gemini_chunk_plan(model, solved, ranks, host_chunks), estimate.ranks.at(0), estimate.gemini->step};
 }
 
 TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
@@ -453,6 +459,8 @@ TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
           EXPECT_LE(r.parameters_device, p_device + slack) << what;
           EXPECT_GE(r.gradients_device, g_device) << what;
           EXPECT_LE(r.gradients_device, g_device + slack) << what;
+          EXPECT_EQ(2 * r.uploaded, run.step.host_up_bytes) << what << ": the planner's PCIe bytes up";
+          EXPECT_EQ(2 * r.downloaded, run.step.host_down_bytes) << what << ": and down";
           EXPECT_EQ(r.parameters_host, r.expected_parameters_host) << what;
           EXPECT_EQ(r.gradients_host, r.expected_gradients_host) << what;
           int64_t host_shard_bytes = 0, host_copy_bytes = 0;

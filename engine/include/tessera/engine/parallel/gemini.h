@@ -29,9 +29,10 @@
 // `cuda`, or as under `cpu` for the chunks offload_param_frac sends
 // (parameter_chunks_on_host). A chunk whose shards are on the device and
 // whose states are on the host trades through a host copy of its shard
-// (`gradients` on the host): each step its reduced gradients go down into it
-// for the optimizer, and the updated weights come back up from it; `auto` runs as the static placement the planner
-// solved when that puts all or none of the parameter chunks on the host.
+// (`gradients` on the host): each step its reduced gradients go down into
+// it for the optimizer, and the updated weights come back up from it.
+// `auto` runs as the static placement the planner solved when that puts all
+// or none of the parameter chunks on the host.
 // Chunk moves between the host and the device are counted.
 #pragma once
 

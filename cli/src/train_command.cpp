@@ -490,6 +490,14 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
   const StopSignals signals;
   t.stop_requested = [&signals] { return signals.received() != 0; };
   t.sequence_parallel = o.estimate.request.layout.sequence_parallel;
+  if (t.plugin.kind == PluginKind::gemini && t.plugin.gemini.placement_policy == GeminiPlacement::auto_placement) {
+    // Gemini `auto`: the planner's solution for the named GPU, run as its static placement.
+    auto gpu_profile = load_gpu(o.estimate.gpu);
+    if (!gpu_profile) return failed(gpu_profile.error().message);
+    auto estimate = estimate_memory(model, gpu_profile.value(), o.estimate.request);
+    if (!estimate) return failed(estimate.error().message);
+    resolve_auto_placement(estimate.value(), t);
+  }
   const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s), o.estimate.request.layout.tp};
   auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
   if (!metrics) return failed(metrics.error().message);

@@ -6,7 +6,6 @@ namespace tessera::planner {
 
 std::vector<ChunkPlacement> gemini_chunk_placement(const GeminiSummary& g, int64_t dp) {
   const int64_t n = static_cast<int64_t>(g.chunk_used.size());
-  const int64_t optimizer_on_host = g.offload_optim_frac >= 1 ? n : g.optimizer_chunks_on_host;
   const std::vector<bool> kept = g.chunks_of_layer.empty() ? std::vector<bool>(static_cast<size_t>(n), false) : gathered_after_forward(g.chunk_set());
   std::vector<ChunkPlacement> out;
   out.reserve(g.chunk_used.size());
@@ -18,7 +17,7 @@ std::vector<ChunkPlacement> gemini_chunk_placement(const GeminiSummary& g, int64
     c.shard_elements = capacity / dp;
     c.kept_gathered = kept[static_cast<size_t>(i)];
     c.parameters = g.parameter_chunk_on_host(static_cast<size_t>(i)) ? MemorySpace::host : MemorySpace::device;
-    c.optimizer_states = i < optimizer_on_host ? MemorySpace::host : MemorySpace::device;
+    c.optimizer_states = g.optimizer_chunk_on_host(static_cast<size_t>(i)) ? MemorySpace::host : MemorySpace::device;
     out.push_back(c);
   }
   return out;

@@ -81,6 +81,7 @@ int64_t buffer_elements(const GeminiChunkSet& chunks, int64_t dp, int chunk) {
 
 struct PassTraffic {
   int64_t forward_gathered = 0, backward_gathered = 0, reduced = 0;
+  int64_t up_bytes = 0, down_bytes = 0;  // host chunks' shards over PCIe
 };
 
 }  // namespace
@@ -90,9 +91,17 @@ GeminiStepReplay replay_gemini_step(const GeminiChunkSet& chunks, int64_t dp, in
   GeminiGathering gathering(chunks.chunk_capacity, chunks.chunks_of_layer, chunks.kept_gathered_elements);
   GeminiStepReplay out;
   const auto capacity = [&](int chunk) { return chunks.chunk_capacity[static_cast<size_t>(chunk)]; };
-  const auto account = [&](const GeminiGathering::Moves& moves, int64_t& gathered, int64_t& reduced) {
-    for (const int chunk : moves.reduced) reduced += capacity(chunk);
-    for (const int chunk : moves.gathered) gathered += capacity(chunk);
+  const auto host_shard = [&](int chunk) { return chunks.parameter_on_host[static_cast<size_t>(chunk)] ? capacity(chunk) / dp : 0; };
+  const auto account = [&](const GeminiGathering::Moves& moves, int64_t& gathered, int64_t& reduced, PassTraffic& pcie) {
+    for (const int chunk : moves.reduced) {
+      reduced += capacity(chunk);
+      pcie.down_bytes += host_shard(chunk) * gradient_bytes;
+    }
+    for (const int chunk : moves.gathered) {
+      gathered += capacity(chunk);
+      pcie.up_bytes += host_shard(chunk) * parameter_bytes;
+    }
+    for (const int chunk : moves.gradients_opened) pcie.up_bytes += host_shard(chunk) * gradient_bytes;
     int64_t bytes = 0;
     for (const int chunk : gathering.gathered()) {
       const int64_t elements = buffer_elements(chunks, dp, chunk);
@@ -107,18 +116,25 @@ GeminiStepReplay replay_gemini_step(const GeminiChunkSet& chunks, int64_t dp, in
   std::vector<PassTraffic> passes;
   for (int64_t micro = 0; micro < std::min<int64_t>(micro_batches, 2); ++micro) {
     PassTraffic t;
-    for (int layer = kEmbeddingLayer; layer <= head; ++layer) account(gathering.use_layer(layer, false), t.forward_gathered, t.reduced);
-    for (int layer = head; layer >= kEmbeddingLayer; --layer) account(gathering.use_layer(layer, true), t.backward_gathered, t.reduced);
+    for (int layer = kEmbeddingLayer; layer <= head; ++layer) account(gathering.use_layer(layer, false), t.forward_gathered, t.reduced, t);
+    for (int layer = head; layer >= kEmbeddingLayer; --layer) account(gathering.use_layer(layer, true), t.backward_gathered, t.reduced, t);
     passes.push_back(t);
   }
   int64_t unused = 0;
-  account(gathering.release_all(), unused, out.reduced_elements);
+  PassTraffic last;
+  account(gathering.release_all(), unused, out.reduced_elements, last);
+  out.host_up_bytes = last.up_bytes;
+  out.host_down_bytes = last.down_bytes;
   const PassTraffic& steady = passes.back();
   const int64_t repeats = micro_batches - static_cast<int64_t>(passes.size());
   for (const PassTraffic& t : passes) {
     out.gathered_elements += t.forward_gathered + t.backward_gathered;
     out.reduced_elements += t.reduced;
+    out.host_up_bytes += t.up_bytes;
+    out.host_down_bytes += t.down_bytes;
   }
+  out.host_up_bytes += repeats * steady.up_bytes;
+  out.host_down_bytes += repeats * steady.down_bytes;
   out.gathered_elements += repeats * (steady.forward_gathered + steady.backward_gathered);
   out.reduced_elements += repeats * steady.reduced;
   out.forward_gathered_elements = steady.forward_gathered;

@@ -116,7 +116,14 @@ void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths
 // model (the chunk buffers' peak) and the simulator (the traffic).
 void replay_step(const EstimateRequest& r, GeminiSummary& g) {
   const StateWidths w = state_widths(r.training);
-  g.step = replay_gemini_step(g.chunk_set(), r.layout.shard_ranks(), w.param, w.grad, r.training.num_micro_batches);
+  const int64_t dp = r.layout.shard_ranks();
+  g.step = replay_gemini_step(g.chunk_set(), dp, w.param, w.grad, r.training.num_micro_batches);
+  // A chunk exchanging through the host: its reduced gradient shard down, its updated weights up, once a step.
+  for (size_t c = 0; c < g.chunk_capacity.size(); ++c) {
+    if (!exchanges_through_host(g.optimizer_chunk_on_host(c), g.parameter_chunk_on_host(c))) continue;
+    g.step.host_down_bytes += g.chunk_capacity[c] / dp * w.grad;
+    g.step.host_up_bytes += g.chunk_capacity[c] / dp * w.param;
+  }
 }
 
 // The placement Gemini ends up with; "auto" is solved later against the GPU.
@@ -136,19 +143,25 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
 // Gemini (ColossalAI GeminiDDP, chunk-based ZeRO-3): every chunk is sharded
 // over dp; a chunk's 16-bit parameter and gradient shards live on the device
 // or on the host (GeminiSummary::parameters_on_host), its fp32 master weights
-// and optimizer states follow offload_optim_frac. While layers run, their
+// and optimizer states follow offload_optim_frac, and a device chunk whose
+// states are on the host keeps a host copy of its 16-bit shard to trade
+// gradients and weights through (exchanges_through_host). While layers run, their
 // chunks are gathered whole (and, in backward, a gradient chunk beside each)
 // and others may stay gathered under shard_param_frac: the peak of these
 // buffers is the engine's own gathering replayed (gemini_gathering.h).
 void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
                        const GeminiSummary& g, MemoryBreakdown& out) {
   const int64_t dp = r.layout.shard_ranks();
-  int64_t on_device = 0, on_host = 0;  // shard elements of the parameter chunks
-  for (size_t c = 0; c < g.chunk_capacity.size(); ++c) (g.parameter_chunk_on_host(c) ? on_host : on_device) += g.chunk_capacity[c] / dp;
+  int64_t on_device = 0, on_host = 0, exchanged = 0;  // shard elements of the parameter chunks
+  for (size_t c = 0; c < g.chunk_capacity.size(); ++c) {
+    const int64_t shard = g.chunk_capacity[c] / dp;
+    (g.parameter_chunk_on_host(c) ? on_host : on_device) += shard;
+    if (exchanges_through_host(g.optimizer_chunk_on_host(c), g.parameter_chunk_on_host(c))) exchanged += shard;
+  }
   out.add(Cat::parameters, kDevice, on_device * w.param);
   out.add(Cat::parameters, kHost, on_host * w.param);
   out.add(Cat::gradients, kDevice, on_device * w.grad);
-  out.add(Cat::gradients, kHost, on_host * w.grad);
+  out.add(Cat::gradients, kHost, (on_host + exchanged) * w.grad);
   const double optimizer_elements = static_cast<double>(g.padded_elements() / dp);
   for (auto [category, width] : {std::pair{Cat::master_weights, w.master}, std::pair{Cat::optimizer_states, w.optim}}) {
     const double bytes = optimizer_elements * static_cast<double>(width);

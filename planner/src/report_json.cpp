@@ -48,6 +48,7 @@ nlohmann::json estimate_to_json(const EstimateReport& r) {
                          {"offload_optim_frac", g.offload_optim_frac},
                          {"offload_param_frac", g.offload_param_frac},
                          {"optimizer_chunks_on_host", g.optimizer_chunks_on_host},  // static: what ColossalAI's walk sends
+                         {"pcie_bytes_per_step", json{{"up", g.step.host_up_bytes}, {"down", g.step.host_down_bytes}}},  // per rank
                          {"chunk_tensors", g.chunk_tensors}};
   }
   return out;

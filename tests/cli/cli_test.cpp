@@ -625,11 +625,6 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
             "tessera: error: --recompute op_selective is torchtitan's policy, for estimates of its runs; the engine recomputes none, selective or full\n"},
            {{"--precision", "bf16", "--plugin", "torch_fsdp"},
             "tessera: error: --plugin torch_fsdp: on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them\n"},
-           {{"--precision", "bf16", "--plugin", "gemini", "--placement", "auto"},
-            "tessera: error: --placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them\n"},
-           {{"--precision", "bf16", "--plugin", "gemini", "--offload-optim-frac", "0.5"},
-            "tessera: error: --offload-optim-frac 0.500000: Gemini on GPUs keeps every chunk's optimizer states and shards on one side; use "
-            "--offload-optim-frac 0, or 1 with --offload-param-frac 1 and --shard-param-frac 1 (or --placement cuda or cpu)\n"},
            {{"--precision", "bf16", "--dp", "2"},
             "tessera: error: dp 2 × tp 1 × pp 1 needs 2 ranks but no launcher started other ranks; launch with mpirun -np 2 tessera train ...\n"},
            {{"--precision", "bf16", "--device-memory", "6"},

@@ -2,7 +2,8 @@
 # Gemini checkpoints cross between the engines, on one GPU and on 2 ranks
 # with one GPU each: `tessera train --gpu NAME --plugin gemini` for 2 steps,
 # resumed on the CPU engine's Gemini to step 4, and 2 CPU steps resumed on
-# the GPUs, for the cuda and cpu placements. One rank writes a one-rank run's
+# the GPUs, for the cuda, cpu, static (the first chunks' states on the host,
+# the rest on the device) and auto placements. One rank writes a one-rank run's
 # files (model.safetensors, optimizer.safetensors), 2 ranks the CPU engine's
 # shard files (engine/sharded_checkpoint.h), so either engine resumes the
 # other's. Skipped (77, one line) without a GPU; 2 ranks only with 2 GPUs.
@@ -21,13 +22,15 @@ small=(--model tiny-gpt2 --precision bf16 --micro-batch 4 --seq 64 --plugin gemi
 failures=0
 for ranks in 1 2; do
   [[ $ranks -gt $gpus ]] && { echo "skipped: $ranks ranks need $ranks GPUs; this machine has $gpus"; continue; }
-  for placement in cuda cpu; do
+  # Each placement's options, split into words on purpose; its first word names the run.
+  for placement in cuda cpu "static --offload-optim-frac 0.05" auto; do
     for direction in gpu-cpu cpu-gpu; do
       first=(--gpu "$gpu"); second=(--gpu cpu)
       [[ $direction == cpu-gpu ]] && { first=(--gpu cpu); second=(--gpu "$gpu"); }
-      out="$work/gemini-$placement-$ranks-$direction"
+      out="$work/gemini-${placement%% *}-$ranks-$direction"
       what="Gemini $placement on $ranks rank(s), $direction"
-      if ! mpi "$ranks" "$tessera" train "${small[@]}" --placement "$placement" "${first[@]}" --steps 2 --out "$out" >"$out.log" 2>&1; then
+      # shellcheck disable=SC2086
+      if ! mpi "$ranks" "$tessera" train "${small[@]}" --placement $placement "${first[@]}" --steps 2 --out "$out" >"$out.log" 2>&1; then
         echo "FAILED: $what, the first 2 steps:"; tail -n 3 "$out.log"; failures=$((failures + 1)); continue
       fi
       optimizer=$out/checkpoint/optimizer.safetensors
@@ -35,7 +38,8 @@ for ranks in 1 2; do
       if [[ ! -f $optimizer ]]; then
         echo "FAILED: $what: no $(basename "$optimizer") in $out/checkpoint"; failures=$((failures + 1)); continue
       fi
-      if ! mpi "$ranks" "$tessera" train "${small[@]}" --placement "$placement" "${second[@]}" --steps 4 --resume --out "$out" >"$out.resumed.log" 2>&1 ||
+      # shellcheck disable=SC2086
+      if ! mpi "$ranks" "$tessera" train "${small[@]}" --placement $placement "${second[@]}" --steps 4 --resume --out "$out" >"$out.resumed.log" 2>&1 ||
          ! grep -q "trained steps 3-4" "$out.resumed.log"; then
         echo "FAILED: $what, resumed to step 4:"; tail -n 3 "$out.resumed.log"; failures=$((failures + 1)); continue
       fi

@@ -7,9 +7,13 @@
 // (parallel/gemini.h) on the same rank's micro-batch (and again on 2
 // accumulated micro-batches), in the same chunks of 40000 elements (several
 // per layer, some spanning two), under the `cuda` placement, the `cpu`
-// placement (shards pinned on the host, the optimizer on the host) and
+// placement (shards pinned on the host, the optimizer on the host),
 // `static` with shard_param_frac 0.5 (chunks kept gathered from forward to
-// backward), on small_models.h's GPT-2 (tied head) and Qwen2.
+// backward), and two `static` placements that split the chunks: the states
+// of the first half of the chunks on the host (offload_optim_frac_for), and
+// every chunk's states on the host with its shards on the device
+// (offload_optim_frac 1): those chunks trade gradients and weights through
+// host copies (device/gemini_device_chunks.h), on small_models.h's GPT-2 (tied head) and Qwen2.
 //
 // Checked, on every rank:
 //  - this rank's loss and the global gradient norm within 2^-6 relative of
@@ -25,7 +29,8 @@
 //    category: the device's parameters, gradients, master weights and
 //    optimizer states within 512 bytes a block (the caching allocator's
 //    rounding), the host's master weights and states exactly and its 16-bit
-//    shards rounded up to the pinned allocator's powers of two, and
+//    shards (and host copies, under gradients) rounded up to the pinned
+//    allocator's powers of two, and
 //    chunk_buffers at most one shard and the rounding above the planner's
 //    peak (device/gemini_device_chunks.h: the moment of a gather).
 // These bounds have not yet met a GPU. A plain program under mpirun
@@ -46,6 +51,7 @@
 #include "tessera/engine/parallel/gemini_chunks.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/registry.h"
@@ -63,12 +69,13 @@ constexpr int64_t B = 2, T = 37, kMicroTokens = B * T;
 constexpr uint64_t kSeed = 5;
 constexpr int64_t kChunk = 40000;  // elements: several chunks per layer, a multiple of 2
 
-planner::PluginOptions gemini_plugin(planner::GeminiPlacement placement, double shard_param_frac = 1) {
+planner::PluginOptions gemini_plugin(planner::GeminiPlacement placement, double shard_param_frac = 1, double offload_optim_frac = 0) {
   planner::PluginOptions plugin;
   plugin.kind = planner::PluginKind::gemini;
   plugin.gemini.placement_policy = placement;
   plugin.gemini.chunk_size = kChunk;
   plugin.gemini.shard_param_frac = shard_param_frac;
+  plugin.gemini.offload_optim_frac = offload_optim_frac;
   return plugin;
 }
 
@@ -88,10 +95,12 @@ void check_ledger(const planner::Model& model, const planner::PluginOptions& plu
   const planner::RankMemory& row = estimate->ranks.at(0);
   const GeminiChunkPlan plan = gemini_chunk_plan(model, plugin.gemini, ranks);
   const int64_t blocks = 2 * static_cast<int64_t>(plan.chunks.size());
-  int64_t largest_shard = 0, pinned = 0;
+  int64_t largest_shard = 0, pinned = 0, copies = 0;
   for (const GeminiChunk& c : plan.chunks) {
     largest_shard = std::max(largest_shard, 2 * c.shard);
-    if (c.on_host) pinned += static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(2 * c.shard)));
+    const auto rounded = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(2 * c.shard)));
+    if (c.on_host) pinned += rounded;
+    if (c.exchanges_through_host()) copies += rounded;
   }
   const auto within = [&](MemoryCategory category, int64_t slack) {
     const int64_t planned = row.bytes[category].device, booked = ledger.peak(category, MemorySpace::device);
@@ -108,9 +117,9 @@ void check_ledger(const planner::Model& model, const planner::PluginOptions& plu
   for (const MemoryCategory category : {MemoryCategory::master_weights, MemoryCategory::optimizer_states}) {
     check.expect(ledger.peak(category, MemorySpace::host) == row.bytes[category].host, prefix + "the ledger's host " + std::string(to_string(category)));
   }
-  for (const MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::gradients}) {
-    check.expect(ledger.peak(category, MemorySpace::host) == pinned, prefix + "the ledger's host " + std::string(to_string(category)) + " are the pinned shards");
-  }
+  check.expect(ledger.peak(MemoryCategory::parameters, MemorySpace::host) == pinned, prefix + "the ledger's host parameters are the pinned shards");
+  check.expect(ledger.peak(MemoryCategory::gradients, MemorySpace::host) == pinned + copies,
+               prefix + "the ledger's host gradients are the pinned shards and the host copies");
 }
 
 void check_one_case(const std::string& prefix, const planner::Model& model, const planner::PluginOptions& plugin, const Batch& batch, const CpuStep& cpu,
@@ -191,9 +200,13 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
   planner::PluginOptions ddp_plugin;
   ddp_plugin.kind = planner::PluginKind::torch_ddp;
   const CpuStep ddp = testing::cpu_reference_step(model, ddp_plugin, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
+  const planner::ChunkLayout layout = planner::pack_chunks(model.inventory, kChunk, mpi.size());
+  const double half_the_states = planner::offload_optim_frac_for(layout, layout.num_chunks() / 2);
   for (const auto& [label, plugin] : {std::pair{"gemini cuda", gemini_plugin(planner::GeminiPlacement::cuda)},
                                       std::pair{"gemini cpu", gemini_plugin(planner::GeminiPlacement::cpu)},
-                                      std::pair{"gemini static kept gathered", gemini_plugin(planner::GeminiPlacement::static_placement, 0.5)}}) {
+                                      std::pair{"gemini static kept gathered", gemini_plugin(planner::GeminiPlacement::static_placement, 0.5)},
+                                      std::pair{"gemini static half the states on the host", gemini_plugin(planner::GeminiPlacement::static_placement, 1, half_the_states)},
+                                      std::pair{"gemini static states on the host", gemini_plugin(planner::GeminiPlacement::static_placement, 1, 1)}}) {
     const std::string prefix = std::string(name) + " " + label + accumulated;
     const CpuStep cpu = testing::cpu_reference_step(model, plugin, batch, B, T, kSeed, mpi, check, prefix);
     check_one_case(prefix, model, plugin, batch, cpu, ddp, mpi, nccl, check);

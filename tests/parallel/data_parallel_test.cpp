@@ -10,6 +10,7 @@
 // 1.2e-7 at 4 ranks). It is not held per tensor: the attention's key bias has a
 // gradient of zero up to rounding (softmax is invariant to it), and Adam
 // normalises that noise into updates of about lr.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "tessera/engine/comm/mpi.h"
+#include "tessera/engine/parallel/gemini_chunks.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/parallel/zero_buckets.h"
 #include "tessera/engine/trainer.h"
@@ -207,6 +209,16 @@ int main() {
                  std::to_string(steps * width * step.gathered_elements) + "), reduce_scatter " +
                  std::to_string(moved.bytes_of(comm::Collective::reduce_scatter)) + " (replay " + std::to_string(steps * width * step.reduced_elements) + ")",
              rank);
+      // Without shards on the host, only the chunks that exchange through the
+      // host cross PCIe: gradients down and weights up once a step, as the GPU step moves them.
+      const GeminiChunkPlan plan = gemini_chunk_plan(model, plugin.gemini, ranks);
+      if (std::none_of(plan.chunks.begin(), plan.chunks.end(), [](const GeminiChunk& g) { return g.on_host; })) {
+        const auto exchanging = std::count_if(plan.chunks.begin(), plan.chunks.end(), [](const GeminiChunk& g) { return g.exchanges_through_host(); });
+        expect(parallel->chunk_moves == steps * 2 * exchanging,
+               std::string(c.name) + ": chunk moves " + std::to_string(parallel->chunk_moves) + ", not 2 a step for each of " + std::to_string(exchanging) +
+                   " chunks exchanging through the host",
+               rank);
+      }
     }
     expect(gemini || moved.bytes_of(comm::Collective::all_reduce) == all_reduce_bytes,
            std::string(c.name) + ": all_reduce bytes " + std::to_string(moved.bytes_of(comm::Collective::all_reduce)), rank);

@@ -45,10 +45,11 @@ refused ": --pp 2: on GPUs the engine runs no pipeline yet; use --pp 1" --precis
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2
 refused ": --plugin torch_fsdp: on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them" --precision bf16 --plugin torch_fsdp
-# Gemini, every chunk's states and shards on the device or on the host (src/cuda/gemini_shards.h), is not refused; a split placement is.
+# Gemini under every placement (src/cuda/gemini_shards.h; static's split ones, and auto as the planner solves it) is not refused.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini --placement cpu --micro-batches 2
-refused ": --placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them" --precision bf16 --plugin gemini --placement auto
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini --placement static --offload-optim-frac 0.05
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini --placement auto
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --cpu-offload
 refused ": --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16" --precision fp32
 exit $((failures > 0))

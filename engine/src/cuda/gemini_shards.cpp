@@ -78,48 +78,93 @@ Status CudaChunkCopies::reduce_scatter(const bf16* chunk, bf16* shard, int64_t n
 // ---- GeminiShards ----------------------------------------------------------
 
 GeminiShards::GeminiShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator* group, const planner::Model& model,
-                           const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of,
-                           std::vector<bf16*>& gradient_of)
+                           const planner::PluginOptions& plugin, std::optional<int64_t> host_chunks, std::vector<bool> decay, const OptimizerOptions& options,
+                           std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of)
     : group_(group),
       layout_(planner::optimizer_layout(model, plugin, group != nullptr ? group->size() : 1, group != nullptr ? group->rank() : 0)),
-      plan_(gemini_chunk_plan(model, plugin.gemini, group != nullptr ? group->size() : 1)),
+      plan_(gemini_chunk_plan(model, plugin.gemini, group != nullptr ? group->size() : 1, host_chunks)),
       order_(planner::flat_parameter_order(model.inventory)),
       decay_(std::move(decay)),
       options_(options),
       host_(pinned_, events_, ledger),
       copies_(group, host_) {
+  if (plugin.gemini.placement_policy == planner::GeminiPlacement::auto_placement) {
+    throw std::invalid_argument("Gemini's auto placement runs as the static placement the planner solved for the GPU (resolve it first)");
+  }
+  for (const GeminiChunk& c : plan_.chunks) {
+    // The placements put a chunk's shards on the host only with its states (gemini_static_placement.h).
+    if (c.on_host && !c.optimizer_on_host) throw std::logic_error("Gemini: a chunk's 16-bit shards on the host and its states on the device");
+  }
   const int rank = group != nullptr ? group->rank() : 0, ranks = group != nullptr ? group->size() : 1;
   chunks_ = std::make_unique<GeminiDeviceChunks>(plan_, rank, ranks, allocator, host_, ledger, copies_, parameter_of, gradient_of);
-  const int64_t n = layout_.shard_numel;
-  if (plan_.host_optimizer_elements() > 0) {  // `cpu`: every slot's states on the host
-    host_optimizer_.emplace(ledger, nullptr, n, layout_.pieces, decay_, options_, MemorySpace::host);
-  } else {
-    master_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(n, sizeof(float))), MemoryCategory::master_weights);
-    exp_avg_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(n, sizeof(float))), MemoryCategory::optimizer_states);
-    exp_avg_sq_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(n, sizeof(float))), MemoryCategory::optimizer_states);
+  host_slots_ = plan_.host_optimizer_elements();
+  if (host_slots_ > 0) {
+    std::vector<planner::ShardPiece> host_pieces;  // the pieces of the leading slots (a piece lies in one chunk's slot)
+    for (const planner::ShardPiece& piece : layout_.pieces) {
+      if (piece.offset_in_shard < host_slots_) host_pieces.push_back(piece);
+    }
+    host_optimizer_.emplace(ledger, nullptr, host_slots_, std::move(host_pieces), decay_, options_, MemorySpace::host);
+  }
+  const int64_t on_device = layout_.shard_numel - host_slots_;
+  if (on_device > 0) {
+    master_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(on_device, sizeof(float))), MemoryCategory::master_weights);
+    exp_avg_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(on_device, sizeof(float))), MemoryCategory::optimizer_states);
+    exp_avg_sq_ = DeviceBlock(allocator, static_cast<int64_t>(bytes(on_device, sizeof(float))), MemoryCategory::optimizer_states);
   }
 }
 
 GeminiShards::~GeminiShards() = default;
 
 Status GeminiShards::start_from(const std::vector<float>& weights) {
-  std::vector<float> shard(static_cast<size_t>(layout_.shard_numel), 0.0f);  // the padding stays 0
-  flat_values_to_shard(layout_.pieces, order_, weights.data(), shard.data());
-  if (on_host()) {
-    std::copy(shard.begin(), shard.end(), host_optimizer_->weights());
-  } else {
-    const size_t n = bytes(layout_.shard_numel, sizeof(float));
-    if (Status s = succeeded(cudaMemcpy(master_.as<float>(), shard.data(), n, cudaMemcpyHostToDevice), "copying the master weights' slots"); !s) return s;
-    if (Status s = succeeded(cudaMemset(exp_avg_.as<void>(), 0, n), "zeroing AdamW's exp_avg"); !s) return s;
-    if (Status s = succeeded(cudaMemset(exp_avg_sq_.as<void>(), 0, n), "zeroing AdamW's exp_avg_sq"); !s) return s;
+  std::vector<float> values[3];
+  values[0].assign(static_cast<size_t>(layout_.shard_numel), 0.0f);  // the padding stays 0
+  flat_values_to_shard(layout_.pieces, order_, weights.data(), values[0].data());
+  values[1].assign(values[0].size(), 0.0f);
+  values[2].assign(values[0].size(), 0.0f);
+  return write_states(values, 0);
+}
+
+Status GeminiShards::read_states(std::vector<float> (&values)[3]) {
+  const int64_t n = layout_.shard_numel, on_device = n - host_slots_;
+  const DeviceBlock* blocks[3] = {&master_, &exp_avg_, &exp_avg_sq_};
+  for (int k = 0; k < 3; ++k) {
+    values[k].resize(static_cast<size_t>(n));
+    if (host_optimizer_) {
+      const float* host = k == 0 ? host_optimizer_->weights() : host_optimizer_->state(k - 1);
+      std::copy(host, host + host_slots_, values[k].begin());
+    }
+    if (on_device == 0) continue;
+    if (Status s = succeeded(cudaMemcpy(values[k].data() + host_slots_, blocks[k]->as<float>(), bytes(on_device, sizeof(float)), cudaMemcpyDeviceToHost),
+                             "copying the optimizer's slots");
+        !s) {
+      return s;
+    }
   }
-  return round_into_shards(shard.data());
+  return Status::success();
+}
+
+Status GeminiShards::write_states(const std::vector<float> (&values)[3], int64_t steps) {
+  const int64_t on_device = layout_.shard_numel - host_slots_;
+  DeviceBlock* blocks[3] = {&master_, &exp_avg_, &exp_avg_sq_};
+  for (int k = 0; k < 3; ++k) {
+    if (host_optimizer_) {
+      float* host = k == 0 ? host_optimizer_->weights() : host_optimizer_->state(k - 1);
+      std::copy(values[k].begin(), values[k].begin() + host_slots_, host);
+    }
+    if (on_device == 0) continue;
+    if (Status s = succeeded(cudaMemcpy(blocks[k]->as<float>(), values[k].data() + host_slots_, bytes(on_device, sizeof(float)), cudaMemcpyHostToDevice),
+                             "copying the optimizer's slots");
+        !s) {
+      return s;
+    }
+  }
+  if (host_optimizer_) host_optimizer_->set_steps_taken(steps);
+  steps_ = steps;
+  return round_into_shards(values[0].data());
 }
 
 Status GeminiShards::round_into_shards(const float* master) {
-  if (on_host()) {
-    if (Status s = copies_.wait_for_copies(); !s) return s;  // no upload may still read a pinned shard
-  }
+  if (Status s = copies_.wait_for_copies(); !s) return s;  // no copy may still use a pinned shard
   for (size_t c = 0; c < plan_.chunks.size(); ++c) {
     const GeminiChunk& chunk = plan_.chunks[c];
     std::vector<bf16> rounded(static_cast<size_t>(chunk.shard));
@@ -143,26 +188,16 @@ Status GeminiShards::all_reduce_sum(double& sum, double* device_sum) {
   return succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares");
 }
 
-Result<std::optional<double>> GeminiShards::step(void* sum_workspace, double* device_sum) {
+Result<double> GeminiShards::squared_gradients(void* sum_workspace, double* device_sum) {
   double sum = 0;
-  if (on_host()) {
-    // The CPU engine's step (Gemini::step) over the pinned shards, once their downloads have run.
-    if (Status s = copies_.wait_for_copies(); !s) return s.error();
-    for (size_t c = 0; c < plan_.chunks.size(); ++c) sum += Optimizer<bf16>::sum_of_squares(chunks_->gradient_shard(c), plan_.chunks[c].shard, 1.0);
-    if (Status s = all_reduce_sum(sum, device_sum); !s) return s.error();
-    const auto gradients_of_piece = [this](const planner::ShardPiece& piece) {
-      const size_t chunk = plan_.chunk_holding(piece.offset_in_shard);
-      return chunks_->gradient_shard(chunk) + (piece.offset_in_shard - plan_.chunks[chunk].shard_offset);
-    };
-    const std::optional<double> norm = host_optimizer_->apply_by_piece(gradients_of_piece, sum, 1.0);
-    if (norm) {
-      if (Status s = round_into_shards(host_optimizer_->weights()); !s) return s.error();
-    }
-    return norm;
-  }
   for (size_t c = 0; c < plan_.chunks.size(); ++c) {
-    if (Status s = succeeded(sum_of_squares(device_sum, reinterpret_cast<int32_t*>(device_sum + 1), chunks_->gradient_shard(c), plan_.chunks[c].shard, 1.0,
-                                            sum_workspace, nullptr),
+    const GeminiChunk& chunk = plan_.chunks[c];
+    if (chunk.optimizer_on_host) {  // its gradients came down with release_all; the step waited for them
+      sum += Optimizer<bf16>::sum_of_squares(chunks_->host_gradients(c), chunk.shard, 1.0);
+      continue;
+    }
+    if (Status s = succeeded(sum_of_squares(device_sum, reinterpret_cast<int32_t*>(device_sum + 1), chunks_->gradient_shard(c), chunk.shard, 1.0,
+                                                  sum_workspace, nullptr),
                              "a gradient shard's sum of squares");
         !s) {
       return s.error();
@@ -172,19 +207,48 @@ Result<std::optional<double>> GeminiShards::step(void* sum_workspace, double* de
     sum += chunk_sum;
   }
   if (Status s = all_reduce_sum(sum, device_sum); !s) return s.error();
-  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum, steps_, options_);
-  if (!begun) return std::optional<double>();
-  const AdamWScalars& scalars = begun->scalars;
+  return sum;
+}
+
+Status GeminiShards::device_update(const AdamWScalars& scalars) {
   for (const planner::ShardPiece& piece : layout_.pieces) {
+    if (piece.offset_in_shard < host_slots_) continue;
     const size_t c = plan_.chunk_holding(piece.offset_in_shard);
-    const int64_t at = piece.offset_in_shard, in_slot = at - plan_.chunks[c].shard_offset;
+    const int64_t at = piece.offset_in_shard - host_slots_, in_slot = piece.offset_in_shard - plan_.chunks[c].shard_offset;
     const float wd = decay_[static_cast<size_t>(piece.parameter)] ? static_cast<float>(options_.weight_decay) : 0.0f;
     if (Status s = succeeded(adamw(chunks_->weight_shard(c) + in_slot, master_.as<float>() + at, exp_avg_.as<float>() + at, exp_avg_sq_.as<float>() + at,
                                    chunks_->gradient_shard(c) + in_slot, piece.numel, wd, scalars, nullptr),
                              "adamw");
         !s) {
-      return s.error();
+      return s;
     }
+  }
+  return Status::success();
+}
+
+Result<std::optional<double>> GeminiShards::step(void* sum_workspace, double* device_sum) {
+  if (host_optimizer_) {
+    if (Status s = copies_.wait_for_copies(); !s) return s.error();  // the host gradients are down
+  }
+  const Result<double> sum = squared_gradients(sum_workspace, device_sum);
+  if (!sum.ok()) return sum.error();
+  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum.value(), steps_, options_);
+  if (!begun) return std::optional<double>();
+  if (Status s = device_update(begun->scalars); !s) return s.error();
+  if (host_optimizer_) {
+    // The CPU engine's update (Gemini::step) of the host's slots, its weights rounded into their host shards and the exchanged ones sent up.
+    const auto gradients_of_piece = [this](const planner::ShardPiece& piece) {
+      const size_t chunk = plan_.chunk_holding(piece.offset_in_shard);
+      return chunks_->host_gradients(chunk) + (piece.offset_in_shard - plan_.chunks[chunk].shard_offset);
+    };
+    host_optimizer_->apply_by_piece(gradients_of_piece, sum.value(), 1.0);
+    const float* master = host_optimizer_->weights();
+    for (size_t c = 0; c < plan_.chunks.size() && plan_.chunks[c].optimizer_on_host; ++c) {
+      const GeminiChunk& chunk = plan_.chunks[c];
+      bf16* weights = chunks_->host_weights(c);
+      for (int64_t i = 0; i < chunk.shard; ++i) weights[i] = narrow<bf16>(master[chunk.shard_offset + i]);
+    }
+    if (Status s = chunks_->weights_up(); !s) return s.error();
   }
   return std::optional<double>(begun->norm);
 }
@@ -193,19 +257,7 @@ Status GeminiShards::save(FlatAdamWState& state) {
   const int64_t n = layout_.shard_numel;
   const bool whole = state.numel() != n;  // one GPU: the whole model in flat order
   std::vector<float> values[3];
-  if (on_host()) {
-    values[0].assign(host_optimizer_->weights(), host_optimizer_->weights() + n);
-    for (int s = 0; s < 2; ++s) values[s + 1].assign(host_optimizer_->state(s), host_optimizer_->state(s) + n);
-  } else {
-    const DeviceBlock* blocks[3] = {&master_, &exp_avg_, &exp_avg_sq_};
-    for (int k = 0; k < 3; ++k) {
-      values[k].resize(static_cast<size_t>(n));
-      if (Status s = succeeded(cudaMemcpy(values[k].data(), blocks[k]->as<float>(), bytes(n, sizeof(float)), cudaMemcpyDeviceToHost), "copying the optimizer's slots");
-          !s) {
-        return s;
-      }
-    }
-  }
+  if (Status s = read_states(values); !s) return s;
   float* targets[3] = {state.weights(), state.state(0), state.state(1)};
   for (int k = 0; k < 3; ++k) {
     if (whole) {
@@ -214,7 +266,7 @@ Status GeminiShards::save(FlatAdamWState& state) {
       std::copy(values[k].begin(), values[k].end(), targets[k]);
     }
   }
-  state.set_steps_taken(on_host() ? host_optimizer_->steps_taken() : steps_);
+  state.set_steps_taken(steps_);
   return Status::success();
 }
 
@@ -231,21 +283,7 @@ Status GeminiShards::restore(FlatAdamWState& state) {
       values[k].assign(sources[k], sources[k] + n);
     }
   }
-  if (on_host()) {
-    std::copy(values[0].begin(), values[0].end(), host_optimizer_->weights());
-    for (int s = 0; s < 2; ++s) std::copy(values[s + 1].begin(), values[s + 1].end(), host_optimizer_->state(s));
-    host_optimizer_->set_steps_taken(state.steps_taken());
-  } else {
-    DeviceBlock* blocks[3] = {&master_, &exp_avg_, &exp_avg_sq_};
-    for (int k = 0; k < 3; ++k) {
-      if (Status s = succeeded(cudaMemcpy(blocks[k]->as<float>(), values[k].data(), bytes(n, sizeof(float)), cudaMemcpyHostToDevice), "copying the optimizer's slots");
-          !s) {
-        return s;
-      }
-    }
-    steps_ = state.steps_taken();
-  }
-  return round_into_shards(values[0].data());
+  return write_states(values, state.steps_taken());
 }
 
 Status GeminiShards::copy_shards(std::vector<bf16>& weights, std::vector<bf16>& gradients) {

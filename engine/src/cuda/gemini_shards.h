@@ -16,10 +16,14 @@
 //  - `cpu`: on the host, updated by the CPU engine's own optimizer
 //    (optimizer.h) over the pinned gradient shards, which the reduce copied
 //    down, rounding into the pinned weight shards, which the next gather
-//    copies up.
+//    copies up;
+//  - `static`: the leading chunks' slots (their states on the host, as
+//    ColossalAI's walk sends them; they lead the shard) as under `cpu`, over
+//    the host gradients of each chunk (its pinned shards, or the host copy a
+//    chunk on the device exchanges through, whose updated weights go back up
+//    from it: gemini_device_chunks.h), the other slots as under `cuda`.
 // The gradient norm is global: each rank's sum of squares over its slots,
-// all-reduced. `static` and `auto` (some chunks' states or shards on each
-// side) are refused (device/gpu_plugins.h). Never run on a GPU:
+// all-reduced. `auto` runs as the static placement the planner solved. Never run on a GPU:
 // tests/cuda/gemini_gpu_test.cpp checks it against the CPU engine's Gemini.
 #pragma once
 
@@ -74,11 +78,14 @@ class CudaChunkCopies final : public ChunkCopies {
 
 class GeminiShards {
  public:
-  // The chunks of `plugin` (gemini, placement cuda or cpu) over `group` (null:
-  // one GPU), their optimizer states, booked in `ledger`; bind() points
-  // parameter_of and gradient_of (per flat parameter) into the gathered chunks.
+  // The chunks of `plugin` (gemini, placement cuda, cpu or static; `auto`
+  // comes solved: static, with `host_chunks` as gemini_chunk_plan takes
+  // them) over `group` (null: one GPU), their optimizer states, booked in
+  // `ledger`; bind() points parameter_of and gradient_of (per flat
+  // parameter) into the gathered chunks. Throws std::invalid_argument on an unsolved `auto`.
   GeminiShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator* group, const planner::Model& model, const planner::PluginOptions& plugin,
-               std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of);
+               std::optional<int64_t> host_chunks, std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of,
+               std::vector<bf16*>& gradient_of);
   ~GeminiShards();
 
   // The shards and master weights from the whole model's fp32 weights (flat order, on the host).
@@ -104,10 +111,16 @@ class GeminiShards {
   Status copy_shards(std::vector<bf16>& weights, std::vector<bf16>& gradients);
 
  private:
-  bool on_host() const { return host_optimizer_.has_value(); }
   // The fp32 weights of this rank's slots rounded into the 16-bit shards.
   Status round_into_shards(const float* master);
   Status all_reduce_sum(double& sum, double* device_sum);
+  // This rank's sum of squared gradients: the host's slots on the host, the others on the device.
+  Result<double> squared_gradients(void* sum_workspace, double* device_sum);
+  // The device AdamW over the slots whose states are on the device.
+  Status device_update(const AdamWScalars& scalars);
+  // The master weights and AdamW's states of every slot (fp32, slot order): to and from the two sides.
+  Status read_states(std::vector<float> (&values)[3]);
+  Status write_states(const std::vector<float> (&values)[3], int64_t steps);
 
   comm::Communicator* group_;
   planner::OptimizerLayout layout_;
@@ -121,8 +134,9 @@ class GeminiShards {
   PinnedHostAllocator host_;
   CudaChunkCopies copies_;
   std::unique_ptr<GeminiDeviceChunks> chunks_;
-  DeviceBlock master_, exp_avg_, exp_avg_sq_;    // `cuda`
-  std::optional<Optimizer<bf16>> host_optimizer_;  // `cpu`
+  int64_t host_slots_ = 0;                       // the leading slots whose states are on the host
+  DeviceBlock master_, exp_avg_, exp_avg_sq_;    // the others', on the device (from host_slots_)
+  std::optional<Optimizer<bf16>> host_optimizer_;  // over the host's slots, where there are any
 };
 
 }  // namespace tessera::engine::cuda

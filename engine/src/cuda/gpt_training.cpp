@@ -271,7 +271,7 @@ struct GptTraining::State {
   }
 
   void allocate_model_states(const planner::Model& whole, const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin);
-  void allocate_gemini(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin);
+  void allocate_gemini(const planner::Model& model, uint64_t seed, const GpuDataParallel& data_parallel);
   void block_forward(int l, const T* x, T* out);
   void recompute_block(int l);
   void block_backward(int l);
@@ -521,13 +521,14 @@ void GptTraining::State::allocate_model_states(const planner::Model& whole, cons
 
 // Gemini: no flat buffers; the parameters live in chunk shards, and each
 // layer's are bound into its gathered chunks before it runs (gemini_shards.h).
-void GptTraining::State::allocate_gemini(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin) {
+void GptTraining::State::allocate_gemini(const planner::Model& model, uint64_t seed, const GpuDataParallel& data_parallel) {
   const std::vector<T> host = initial_part_parameters(model, seed, 1, 0, numel);
   std::vector<float> weights(host.size());  // rounded to bf16 first, as the flat start
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = widen(host[i]);
   parameter_of.assign(order.size(), nullptr);
   gradient_of.assign(order.size(), nullptr);
-  gemini = std::make_unique<GeminiShards>(*allocator, *ledger, group, model, plugin, decay, options, parameter_of, gradient_of);
+  gemini = std::make_unique<GeminiShards>(*allocator, *ledger, group, model, data_parallel.plugin, data_parallel.gemini_parameter_chunks_on_host, decay, options,
+                                          parameter_of, gradient_of);
   check(gemini->start_from(weights));
 }
 
@@ -603,7 +604,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   try {
     const int64_t n = s->numel, N = s->N, C = s->C;
     if (gemini) {
-      s->allocate_gemini(model, seed, plugin);  // tensor parallelism is hybrid_parallel's: `part` is `model` here
+      s->allocate_gemini(model, seed, data_parallel);  // tensor parallelism is hybrid_parallel's: `part` is `model` here
     } else {
       s->allocate_model_states(model, part, seed, sharded ? &plugin : nullptr);
     }

@@ -34,6 +34,9 @@ GeminiDeviceChunks::GeminiDeviceChunks(const GeminiChunkPlan& plan, int rank, in
       run(copies_.zero(chunks_[c].weights, n));
       run(copies_.zero(chunks_[c].gradients, n));
     }
+    if (plan.chunks[c].exchanges_through_host()) {
+      chunks_[c].exchanged = static_cast<bf16*>(host_.allocate(n * static_cast<int64_t>(sizeof(bf16)), MemoryCategory::gradients));
+    }
   }
 }
 
@@ -52,6 +55,7 @@ GeminiDeviceChunks::~GeminiDeviceChunks() {
     } else {
       ledger_.moved(MemoryCategory::gradients, MemoryCategory::chunk_buffers, MemorySpace::device, slot_bytes(chunk));
     }
+    if (chunks_[c].exchanged != nullptr) host_.free(chunks_[c].exchanged);
   }
 }
 
@@ -87,6 +91,25 @@ Status GeminiDeviceChunks::zero_gradients() {
     } else {
       run(copies_.zero(chunks_[c].gradients, n));
     }
+  }
+  return error_;
+}
+
+Status GeminiDeviceChunks::release_all() {
+  apply_gemini_moves(gathering_.release_all(), *this);
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    if (!plan_.chunks[c].exchanges_through_host()) continue;
+    run(copies_.download(chunks_[c].exchanged, chunks_[c].gradients, plan_.chunks[c].shard));
+    ++moves_;
+  }
+  return error_;
+}
+
+Status GeminiDeviceChunks::weights_up() {
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    if (!plan_.chunks[c].exchanges_through_host()) continue;
+    run(copies_.upload(chunks_[c].weights, chunks_[c].exchanged, plan_.chunks[c].shard));
+    ++moves_;
   }
   return error_;
 }

@@ -6,30 +6,10 @@
 
 namespace tessera::engine {
 
-using planner::GeminiPlacement;
 using planner::PluginKind;
 
-namespace {
-
-// Gemini's placements whose every chunk keeps its optimizer states and
-// 16-bit shards on one side: all on the device (`cuda`, or `static` sending
-// no optimizer state to the host, whatever its shard_param_frac), or all on
-// the host (`cpu`, or `static` sending all of both).
-Status check_gemini_placement(const planner::GeminiOptions& g) {
-  if (g.placement_policy == GeminiPlacement::auto_placement) {
-    return make_error(ErrorCode::unsupported, "--placement auto: Gemini on GPUs runs the cuda, cpu and static placements; use one of them");
-  }
-  if (g.placement_policy != GeminiPlacement::static_placement || g.offload_optim_frac == 0) return Status::success();
-  if (g.shard_param_frac == 1 && g.offload_optim_frac == 1 && g.offload_param_frac == 1) return Status::success();
-  return make_error(ErrorCode::unsupported, "--offload-optim-frac " + std::to_string(g.offload_optim_frac) +
-                                                ": Gemini on GPUs keeps every chunk's optimizer states and shards on one side; use --offload-optim-frac 0, "
-                                                "or 1 with --offload-param-frac 1 and --shard-param-frac 1 (or --placement cuda or cpu)");
-}
-
-}  // namespace
-
 Status check_gpu_plugin(const planner::PluginOptions& plugin) {
-  if (plugin.kind == PluginKind::gemini) return check_gemini_placement(plugin.gemini);
+  if (plugin.kind == PluginKind::gemini) return Status::success();  // every placement; `auto` as the planner solved it (GpuDataParallel)
   if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
                                                   ": on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them");

@@ -115,6 +115,7 @@ Status Gemini<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vecto
     const MemorySpace space = planned.on_host ? MemorySpace::host : MemorySpace::device;
     chunks_[i].weights = ChunkShard<T>(ledger, MemoryCategory::parameters, space, planned.shard);
     chunks_[i].gradients = ChunkShard<T>(ledger, MemoryCategory::gradients, space, planned.shard);
+    if (planned.exchanges_through_host()) chunks_[i].exchanged = Tensor<T>(ledger, MemoryCategory::gradients, planned.shard, MemorySpace::host);
   }
   // The parameters live in the chunks: the optimizer updates its fp32 master
   // weights and step() rounds them into the chunk shards.
@@ -256,12 +257,25 @@ Result<std::optional<double>> Gemini<T>::step(double loss_scale) {
   if (sharded()) {
     if (Status s = this->group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
   }
+  // Down: the reduced gradient shards of the chunks that exchange through the host, for the optimizer there.
+  int64_t exchanging = 0;
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    if (!plan_.chunks[i].exchanges_through_host()) continue;
+    if (T* down = chunks_[i].exchanged.data()) std::copy_n(chunks_[i].gradients.data(), plan_.chunks[i].shard, down);
+    ++exchanging;
+  }
+  moves_ += exchanging;
   const auto gradients_of_piece = [this](const planner::ShardPiece& piece) {
     const size_t chunk = plan_.chunk_holding(piece.offset_in_shard);
-    return chunks_[chunk].gradients.data() + (piece.offset_in_shard - plan_.chunks[chunk].shard_offset);
+    Chunk& c = chunks_[chunk];
+    const T* gradients = plan_.chunks[chunk].exchanges_through_host() ? c.exchanged.data() : c.gradients.data();
+    return gradients + (piece.offset_in_shard - plan_.chunks[chunk].shard_offset);
   };
   const std::optional<double> norm = optimizer_->apply_by_piece(gradients_of_piece, sum, loss_scale);
-  if (norm) round_master_into_shards();
+  if (norm) {
+    round_master_into_shards();
+    moves_ += exchanging;  // up: their updated weights
+  }
   return norm;
 }
 

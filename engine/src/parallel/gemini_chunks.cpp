@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/optimizer_layout.h"
 
 namespace tessera::engine {
@@ -44,6 +43,7 @@ GeminiChunkPlan gemini_chunk_plan(const planner::Model& model, const planner::Ge
     c.shard = contents.capacity / dp;
     c.shard_offset = contents.shard_offset;
     c.on_host = on_host[plan.chunks.size() - 1];
+    c.optimizer_on_host = static_cast<int64_t>(plan.chunks.size()) <= plan.optimizer_chunks_on_host;
   }
   return plan;
 }

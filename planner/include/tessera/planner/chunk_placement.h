@@ -2,8 +2,10 @@
 // chunk map: every chunk is sharded over the data-parallel ranks; its 16-bit
 // parameters (parameters_on_host) and its fp32 optimizer states (the leading
 // optimizer_chunks_on_host, gemini_static_placement.h) sit on the GPU or the
-// host; and under shard_param_frac some stay gathered from their forward to
-// their backward (gemini_gathering.h). The memory model counts the same chunks in bytes.
+// host (a chunk with them apart also keeps a host copy of its 16-bit shard:
+// exchanges_through_host); and under shard_param_frac some stay gathered
+// from their forward to their backward (gemini_gathering.h). The memory
+// model counts the same chunks in bytes.
 #pragma once
 
 #include <cstdint>

@@ -72,6 +72,10 @@ struct GeminiStepReplay {
   int64_t reduced_elements = 0;     // reduce-scattered over the step (whole chunks)
   int64_t forward_gathered_elements = 0;   // in a steady micro-batch's forward (the last one)
   int64_t backward_gathered_elements = 0;  // and in its backward
+  // Over PCIe in the step, per rank: the shards of host chunks up into their
+  // gathered chunks and gradient chunks, and their reduced slots down (the
+  // memory model adds the chunks that exchange through the host, once a step each way).
+  int64_t host_up_bytes = 0, host_down_bytes = 0;
 };
 
 struct GeminiChunkSet {

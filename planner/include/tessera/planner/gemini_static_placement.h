@@ -65,4 +65,16 @@ std::vector<bool> parameter_chunks_on_host(const ChunkLayout& layout, const Gemi
 // offload_optim_frac are both 1.
 double effective_offload_param_frac(const GeminiOptions& gemini);
 
+// Whether a chunk trades its 16-bit shard with the host every step: its fp32
+// states on the host while its 16-bit shards live on the device. ColossalAI
+// sends such a chunk's reduced gradients to the optimizer's side
+// (placement_policy.py setup_grads_device sets grads_device to the CPU for the
+// chunks it offloads; gemini_ddp.py grad_handle then move_chunk(grad_chunk,
+// grads_device[p], force_copy=True)) into the chunk's pinned host shard,
+// which chunk.py shard_move keeps under pin_memory, and the updated weights
+// go back up from the host at the next access (chunk.py optim_update,
+// __paired_shard_move). That host shard is counted under gradients on the
+// host; the updated 16-bit weights travel up through it.
+inline bool exchanges_through_host(bool optimizer_on_host, bool parameters_on_host) { return optimizer_on_host && !parameters_on_host; }
+
 }  // namespace tessera::planner

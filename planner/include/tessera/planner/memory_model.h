@@ -74,6 +74,11 @@ struct GeminiSummary {
   // Sets parameters_on_host and the share offload_param_frac it makes.
   void set_parameters_on_host(std::vector<bool> on_host);
   bool parameter_chunk_on_host(size_t chunk) const { return chunk < parameters_on_host.size() && parameters_on_host[chunk]; }
+  // Its fp32 states on the host: every chunk's at an offload_optim_frac of 1
+  // (`cpu`, `auto`), else the leading optimizer_chunks_on_host (`static`).
+  bool optimizer_chunk_on_host(size_t chunk) const {
+    return offload_optim_frac >= 1 || static_cast<int64_t>(chunk) < optimizer_chunks_on_host;
+  }
   GeminiChunkSet chunk_set() const;  // what the gathering replay needs (gemini_gathering.h)
 };
 

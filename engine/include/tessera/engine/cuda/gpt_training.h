@@ -102,7 +102,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/engine/comm/communicator.h"
@@ -123,12 +125,19 @@ struct GpuStepResult {
 };
 
 struct GpuDataParallel {
+  GpuDataParallel() = default;
+  GpuDataParallel(comm::Communicator* group, planner::PluginOptions plugin, std::optional<int64_t> gemini_parameter_chunks_on_host = std::nullopt)
+      : group(group), plugin(std::move(plugin)), gemini_parameter_chunks_on_host(gemini_parameter_chunks_on_host) {}
   comm::Communicator* group = nullptr;  // over the data-parallel ranks, on device buffers; null: one GPU
   // torch_ddp (its bucket_bytes, the plan's bucket_cap_mb), low_level_zero
   // (its zero stage, 1 or 2, and reduce_bucket_numel), hybrid_parallel (DDP
   // at zero stage 0, else as low_level_zero) or gemini (its chunk size and
   // placement; on one GPU too); device/gpu_plugins.h refuses the others.
   planner::PluginOptions plugin;
+  // Gemini `auto` as the planner solved it for the GPU (the CLI's
+  // resolve_auto_placement): `plugin` then static with every optimizer
+  // state on the host, and these leading chunks' 16-bit shards on the host.
+  std::optional<int64_t> gemini_parameter_chunks_on_host;
 };
 
 struct GpuTensorParallel {

@@ -31,6 +31,16 @@
 // shard on the copy stream, after the compute stream's work, and the block
 // is reused only once that copy has run (CachingAllocator::record_stream).
 // The host reads or writes the shards only after wait_for_copies().
+//
+// A chunk on the device whose fp32 states are on the host (`static` with
+// offload_optim_frac between 0 and 1, or 1 with offload_param_frac below 1;
+// `auto` as solved; GeminiChunk::exchanges_through_host) also keeps a pinned host copy of its
+// shard, booked under gradients on the host as the planner counts it
+// (planner::exchanges_through_host): once a step, after the last reduce, its
+// gradient shard comes down into it on the copy stream for the host
+// optimizer, which then writes the updated 16-bit weights into it, and they
+// go up into the device weight shard (weights_up). Nothing else of such a
+// chunk crosses PCIe.
 #pragma once
 
 #include <cstdint>
@@ -82,23 +92,31 @@ class GeminiDeviceChunks final : private GeminiChunkMoves {
     use_gemini_layer(gathering_, layer, backward, *this);
     return error_;
   }
-  // After the step's last backward: every chunk released, its gradients reduced into the shard.
-  Status release_all() {
-    apply_gemini_moves(gathering_.release_all(), *this);
-    return error_;
-  }
+  // After the step's last backward: every chunk released, its gradients
+  // reduced into the shard, and those of the chunks that exchange through
+  // the host on their way down into the host copy.
+  Status release_all();
   Status zero_gradients();
+  // After the host optimizer wrote host_weights() of the chunks that
+  // exchange through the host: those weights up into their device shards.
+  Status weights_up();
 
   // The shards, between steps (nothing gathered): device blocks, or pinned host ones.
   bf16* weight_shard(size_t chunk) const { return chunks_[chunk].weights; }
   bf16* gradient_shard(size_t chunk) const { return chunks_[chunk].gradients; }
-  int64_t host_moves() const { return moves_; }  // host chunks gone up or down
+  // A chunk whose states are on the host (after wait_for_copies): where the
+  // host optimizer reads its gradients and writes its 16-bit weights, the
+  // pinned shards or the host copy it exchanges through (the same memory, read before written).
+  const bf16* host_gradients(size_t chunk) const { return plan_.chunks[chunk].on_host ? chunks_[chunk].gradients : chunks_[chunk].exchanged; }
+  bf16* host_weights(size_t chunk) const { return plan_.chunks[chunk].on_host ? chunks_[chunk].weights : chunks_[chunk].exchanged; }
+  int64_t host_moves() const { return moves_; }  // shards gone up or down (the CPU engine's Gemini::chunk_moves)
 
  private:
   struct Chunk {
     bf16* weights = nullptr;    // the shard; null while gathered on the device
     bf16* gradients = nullptr;  // likewise
     DeviceBlock gathered, gathered_gradients;  // the whole chunk while gathered
+    bf16* exchanged = nullptr;  // pinned: the host copy of a chunk that exchanges through the host
   };
   void gather(int chunk) override;
   void open_gradients(int chunk) override;

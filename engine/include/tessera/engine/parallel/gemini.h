@@ -27,8 +27,12 @@
 // ColossalAI's StaticPlacementPolicy sends (gemini_static_placement.h) live on
 // the host, the rest on the device, and each chunk's 16-bit shards as under
 // `cuda`, or as under `cpu` for the chunks offload_param_frac sends
-// (parameter_chunks_on_host); `auto` runs as the static placement the planner
-// solved when that puts all or none of the parameter chunks on the host.
+// (parameter_chunks_on_host). A chunk whose shards are on the device and
+// whose states are on the host trades through a host copy of its shard
+// (`gradients` on the host): each step its reduced gradients go down into
+// it for the optimizer, and the updated weights come back up from it.
+// `auto` runs as the static placement the planner solved when that puts all
+// or none of the parameter chunks on the host.
 // Chunk moves between the host and the device are counted.
 #pragma once
 
@@ -89,7 +93,8 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks, private Gemi
     round_master_into_shards();
     return Status::success();
   }
-  // The `cpu` placement moves every gathered chunk to the device and every gradient chunk back.
+  // Host chunks gathered to the device and their gradient chunks back; a
+  // chunk that exchanges through the host, its gradients down and weights up once a step.
   int64_t chunk_moves() const override { return moves_; }
 
  private:
@@ -97,6 +102,7 @@ class Gemini final : public ParallelStrategy<T>, private UnitHooks, private Gemi
   struct Chunk {
     ChunkShard<T> weights, gradients; // this rank's shards (grown while gathered, on the device)
     Tensor<T> gathered_weights, gathered_gradients;  // shards on the host: the device copies while gathered
+    Tensor<T> exchanged;  // the host copy of a chunk that exchanges_through_host (gemini_chunks.h)
   };
 
   void before_forward(int layer) override { use_layer(layer, false); }

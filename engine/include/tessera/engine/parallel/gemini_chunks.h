@@ -13,6 +13,7 @@
 
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/gemini_gathering.h"
+#include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/training_config.h"
 
@@ -24,6 +25,11 @@ struct GeminiChunk {
   int64_t shard = 0;             // elements of the chunk per rank (its capacity / ranks)
   int64_t shard_offset = 0;      // where its slot starts in the rank's optimizer states
   bool on_host = false;          // its 16-bit parameter and gradient shards live on the host
+  bool optimizer_on_host = false;  // its slot's fp32 master weights and optimizer states live on the host
+  // Its 16-bit shards on the device and its states on the host: the reduced
+  // gradient shard goes down to a host copy each step, and the updated
+  // weights come back up through it (planner::exchanges_through_host).
+  bool exchanges_through_host() const { return planner::exchanges_through_host(optimizer_on_host, on_host); }
 };
 
 struct GeminiChunkPlan {

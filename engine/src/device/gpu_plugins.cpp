@@ -30,9 +30,10 @@ Status check_gemini_placement(const planner::GeminiOptions& g) {
 
 Status check_gpu_plugin(const planner::PluginOptions& plugin) {
   if (plugin.kind == PluginKind::gemini) return check_gemini_placement(plugin.gemini);
+  if (plugin.kind == PluginKind::torch_fsdp) return Status::success();  // full_shard and shard_grad_op (src/cuda/fsdp_shards.h)
   if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
-                                                  ": on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them");
+                                                  ": on GPUs the engine runs torch_ddp, torch_fsdp, low_level_zero, gemini and hybrid_parallel so far; use one of them");
   }
   if (plugin.kind == PluginKind::hybrid_parallel && plugin.effective_zero_stage() != 0) {
     return make_error(ErrorCode::unsupported, "--zero-stage " + std::to_string(plugin.effective_zero_stage()) +

@@ -1,5 +1,5 @@
 // Which data-parallel plugins the GPU training step runs (cuda/gpt_training.h):
-// torch_ddp, low_level_zero at ZeRO stage 1 or 2 (its optimizer on the
+// torch_ddp, torch_fsdp (full_shard or shard_grad_op), low_level_zero at ZeRO stage 1 or 2 (its optimizer on the
 // device, or on the host with --cpu-offload), gemini where every chunk
 // keeps its optimizer states and 16-bit shards on one side (placement cuda,
 // cpu, or static sending all or none of them to the host), and

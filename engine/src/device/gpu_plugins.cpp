@@ -30,7 +30,10 @@ Status check_gemini_placement(const planner::GeminiOptions& g) {
 
 Status check_gpu_plugin(const planner::PluginOptions& plugin) {
   if (plugin.kind == PluginKind::gemini) return check_gemini_placement(plugin.gemini);
-  if (plugin.kind == PluginKind::torch_fsdp) return Status::success();  // full_shard and shard_grad_op (src/cuda/fsdp_shards.h)
+  if (plugin.kind == PluginKind::torch_fsdp) {  // full_shard and shard_grad_op (src/cuda/fsdp_shards.h)
+    if (!plugin.cpu_offload) return Status::success();
+    return make_error(ErrorCode::unsupported, "--cpu-offload: torch_fsdp on GPUs keeps its shards and optimizer on the device; leave it out");
+  }
   if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
                                                   ": on GPUs the engine runs torch_ddp, torch_fsdp, low_level_zero, gemini and hybrid_parallel so far; use one of them");

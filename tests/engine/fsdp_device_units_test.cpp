@@ -1,0 +1,329 @@
+// FSDP's units in the GPU step's memory (device/fsdp_device_units.h), on the
+// CPU: "device" memory is heap memory carved by the caching allocator, and
+// the ranks are threads whose collectives exchange through shared pointers
+// (EmulatedOps; a started reduce-scatter exchanges when it is finished, as
+// every rank finishes in the order started). One step of 2 micro-batches
+// runs on 1, 2 and 3 ranks under full_shard and shard_grad_op, on a tiny
+// GPT-2 of awkward sizes (vocabulary 67, width 12, a tied head: every unit
+// padded on 2 and 3 ranks) and a tiny Qwen2 (untied head). Checked, on every rank:
+//  - which units are gathered and which gradients open at every hook, as
+//    parallel/fsdp_schedule.h says (full_shard: the root and at most two
+//    blocks, the next one prefetched; shard_grad_op: every unit from its
+//    forward to its backward), and the ledger's chunk_buffers and
+//    comm_buffers at that moment those buffers' bytes;
+//  - before each layer runs, forward and backward, every parameter it uses
+//    is bound into its gathered unit holding the model's weights;
+//  - after the step, this rank's fp32 gradient shard holds each parameter's
+//    contributions summed over ranks, micro-batches and uses (the tied
+//    embedding's two), the padding zero, no reduction left in flight;
+//  - the ledger's device peaks per category are the planner's estimate of the
+//    same run (planner/memory_model.h, add_fsdp_states): parameters,
+//    gradients, optimizer states, chunk_buffers and comm_buffers, each block
+//    rounded up to the caching allocator's 512 bytes, no master weights.
+#include "tessera/engine/device/fsdp_device_units.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <barrier>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_streams.h"
+#include "tessera/engine/device/gpu_plugins.h"
+#include "tessera/engine/shard_values.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/registry.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::engine {
+namespace {
+
+using planner::FsdpStrategy;
+using planner::kRootUnit;
+using testing::FakeEvents;
+
+constexpr int kMicroBatches = 2;
+constexpr int64_t kAlign = CachingAllocator::kBlockAlign;
+
+int64_t booked(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+class HeapMemory final : public MemorySource {
+ public:
+  void* allocate(int64_t bytes) override { return std::malloc(static_cast<size_t>(bytes)); }
+  void release(void* memory) override { std::free(memory); }
+};
+
+struct Peers {
+  explicit Peers(int ranks) : barrier(ranks), units(static_cast<size_t>(ranks)) {}
+  std::barrier<> barrier;
+  std::vector<const bf16*> units;
+};
+
+// The device operations on host memory, the collectives between the ranks' threads.
+class EmulatedOps final : public FsdpUnitOps {
+ public:
+  EmulatedOps(Peers& peers, int rank) : peers_(peers), rank_(rank) {}
+  Status zero(void* device, int64_t bytes) override {
+    std::memset(device, 0, static_cast<size_t>(bytes));
+    return Status::success();
+  }
+  Status cast_shard(bf16* slot, const float* shard, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i) slot[i] = narrow<bf16>(shard[i]);
+    return Status::success();
+  }
+  Status add_into_shard(float* shard, const bf16* reduced, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i) shard[i] += widen(reduced[i]);
+    return Status::success();
+  }
+  Status all_gather(bf16* unit, int64_t shard) override {
+    publish(unit);
+    for (size_t r = 0; r < peers_.units.size(); ++r) {
+      if (static_cast<int>(r) != rank_) std::copy_n(peers_.units[r] + static_cast<int64_t>(r) * shard, shard, unit + static_cast<int64_t>(r) * shard);
+    }
+    peers_.barrier.arrive_and_wait();
+    return Status::success();
+  }
+  Status start_reduce_scatter(bf16* unit, int64_t shard) override {
+    started_.push_back({unit, shard});
+    ++started_calls;
+    return Status::success();
+  }
+  Status finish_oldest_reduction() override {
+    const auto [unit, shard] = started_.front();
+    started_.pop_front();
+    publish(unit);
+    std::vector<bf16> sum(static_cast<size_t>(shard));
+    for (int64_t i = 0; i < shard; ++i) {
+      float s = 0;  // rank order; the test's values are small integers, exact in bf16
+      for (const bf16* peer : peers_.units) s += widen(peer[rank_ * shard + i]);
+      sum[static_cast<size_t>(i)] = narrow<bf16>(s);
+    }
+    peers_.barrier.arrive_and_wait();  // every rank has read before any writes
+    std::copy(sum.begin(), sum.end(), unit + rank_ * shard);
+    return Status::success();
+  }
+  int started_calls = 0;
+
+ private:
+  void publish(const bf16* unit) {
+    peers_.units[static_cast<size_t>(rank_)] = unit;
+    peers_.barrier.arrive_and_wait();
+  }
+  Peers& peers_;
+  int rank_;
+  std::deque<std::pair<bf16*, int64_t>> started_;
+};
+
+planner::Model tiny_gpt2() {
+  return planner::make_model(
+      planner::parse_model_config(R"({"model_type":"gpt2","vocab_size":67,"n_embd":12,"n_layer":3,"n_head":2,"n_positions":9})", "tiny").value());
+}
+
+planner::Model tiny_qwen2() {
+  return planner::make_model(planner::parse_model_config(R"({"model_type":"qwen2","vocab_size":67,"hidden_size":16,"num_hidden_layers":3,
+                                                            "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":26})",
+                                                         "tiny")
+                                 .value());
+}
+
+// The model's weight at flat element i: a small integer, exact in bf16, never 0.
+float weight_at(int64_t i) { return static_cast<float>(i % 29 + 1); }
+
+struct RankResult {
+  int64_t peaks[kNumMemoryCategories] = {};
+};
+
+// The units a rank should hold gathered, and the gradients open, while `layer` runs.
+std::set<int> expected_gathered(FsdpStrategy strategy, int blocks, int layer, bool backward) {
+  std::set<int> units{kRootUnit};
+  if (layer == planner::kEmbeddingLayer || layer == blocks) {
+    if (strategy == FsdpStrategy::shard_grad_op && layer == blocks) {  // every block gathered from its forward to its backward
+      for (int b = 0; b < blocks; ++b) units.insert(b);
+    }
+    return units;
+  }
+  if (strategy == FsdpStrategy::shard_grad_op) {
+    for (int b = 0; b <= layer; ++b) units.insert(b);  // forward: those run so far; backward: those not yet reduced
+    return units;
+  }
+  units.insert(layer);
+  const int prefetched = backward ? layer - 1 : layer + 1;
+  if (prefetched >= 0 && prefetched < blocks) units.insert(prefetched);
+  return units;
+}
+
+// One step of kMicroBatches on `rank`: forward from the embeddings to the
+// head, backward back, every rank adding rank + 1 into each gradient element
+// of each parameter a layer uses. Failures are EXPECTs: a rank that stopped
+// would leave the others waiting in a collective.
+RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& peers, int rank, int ranks) {
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  const std::vector<std::vector<int>> uses = planner::parameters_by_layer(model.inventory);
+  const planner::FsdpLayout layout = planner::fsdp_layout(model.inventory, order, ranks);
+  const std::vector<planner::ShardPiece> pieces = planner::fsdp_pieces(layout, order, rank);
+  const int blocks = static_cast<int>(layout.units.size()) - 1;
+  HeapMemory memory;
+  FakeEvents events;
+  MemoryLedger ledger;
+  CachingAllocator device(memory, events, ledger);
+  EmulatedOps ops(peers, rank);
+  std::vector<bf16*> parameter_of(order.size()), gradient_of(order.size());
+  std::vector<int> times_used(order.size(), 0);
+  for (const auto& layer : uses) {
+    for (const int p : layer) ++times_used[static_cast<size_t>(p)];
+  }
+  RankResult result;
+  {
+    FsdpDeviceUnits units(model, strategy, rank, ranks, device, ops, parameter_of, gradient_of);
+    EXPECT_EQ(units.layout().shard_numel, layout.shard_numel);
+    std::vector<float> flat(static_cast<size_t>(model.parameter_count));
+    for (size_t i = 0; i < flat.size(); ++i) flat[i] = weight_at(static_cast<int64_t>(i));
+    flat_values_to_shard(pieces, order, flat.data(), units.weights());
+    EXPECT_TRUE(units.zero_gradients().ok());
+
+    // The buffers live at this moment: the schedule's gathered units and open gradients, and the ledger's bytes for them.
+    const auto check_live = [&](int layer, bool backward) {
+      std::set<int> gathered;
+      int64_t gathered_bytes = 0, gradient_bytes = 0;
+      for (const planner::ShardedUnit& u : layout.units) {
+        if (units.schedule().gathered(u.unit)) {
+          gathered.insert(u.unit);
+          gathered_bytes += booked(2 * u.padded);
+        }
+        if (units.schedule().gradient_open(u.unit)) gradient_bytes += booked(2 * u.padded);
+      }
+      const std::string at = (backward ? "backward of layer " : "forward of layer ") + std::to_string(layer);
+      EXPECT_EQ(gathered, expected_gathered(strategy, blocks, layer, backward)) << at;
+      EXPECT_EQ(ledger.current(MemoryCategory::chunk_buffers, MemorySpace::device), gathered_bytes) << at;
+      // A started reduction keeps its buffer until it is finished: the block's, under the embeddings' backward.
+      int64_t in_flight = 0;
+      if (backward && layer == planner::kEmbeddingLayer && ranks > 1) in_flight = booked(2 * layout.units[1].padded);
+      EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), gradient_bytes + in_flight) << at;
+      EXPECT_EQ(units.schedule().gradient_open(kRootUnit), backward) << at;
+    };
+    const auto check_bound = [&](int layer, bool backward) {
+      for (const int p : uses[static_cast<size_t>(layer + 1)]) {
+        const planner::FlatParameter& f = order[static_cast<size_t>(p)];
+        const bf16* w = parameter_of[static_cast<size_t>(p)];
+        if (w == nullptr) {
+          ADD_FAILURE() << "parameter " << p << " not bound at layer " << layer;
+          continue;
+        }
+        int64_t wrong = 0;
+        for (int64_t k = 0; k < f.numel; ++k) wrong += widen(w[k]) != weight_at(f.offset + k) ? 1 : 0;
+        EXPECT_EQ(wrong, 0) << "weights of parameter " << p << " at layer " << layer;
+        if (!backward) continue;
+        bf16* g = gradient_of[static_cast<size_t>(p)];
+        if (g == nullptr) {
+          ADD_FAILURE() << "no gradient of " << p << " at layer " << layer;
+          continue;
+        }
+        for (int64_t k = 0; k < f.numel; ++k) g[k] = narrow<bf16>(widen(g[k]) + static_cast<float>(rank + 1));
+      }
+    };
+    const int L = static_cast<int>(model.config.num_layers);
+    for (int micro = 0; micro < kMicroBatches; ++micro) {
+      for (int layer = planner::kEmbeddingLayer; layer <= L; ++layer) {
+        EXPECT_TRUE(units.before_forward(layer).ok());
+        check_live(layer, false);
+        check_bound(layer, false);
+        EXPECT_TRUE(units.after_forward(layer).ok());
+      }
+      for (int layer = L; layer >= planner::kEmbeddingLayer; --layer) {
+        EXPECT_TRUE(units.before_backward(layer).ok());
+        check_live(layer, true);
+        check_bound(layer, true);
+        EXPECT_TRUE(units.after_backward(layer).ok());
+      }
+    }
+    EXPECT_TRUE(units.finish_reductions().ok());
+    EXPECT_EQ(units.reductions_in_flight(), 0u);
+    EXPECT_EQ(ops.started_calls, ranks > 1 ? kMicroBatches * (blocks + 1) : 0) << "one reduce-scatter per unit and micro-batch";
+    EXPECT_EQ(ledger.current(MemoryCategory::chunk_buffers, MemorySpace::device), 0) << "nothing gathered after the step";
+    EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), 0) << "no gradient buffer after the step";
+
+    // The gradient shard: each element the sum of every rank's, every micro-batch's and every use's contributions; the padding 0.
+    const float per_use = static_cast<float>(ranks * (ranks + 1) / 2);
+    std::vector<float> want(static_cast<size_t>(layout.shard_numel), 0.0f);
+    std::vector<float> contribution(flat.size());
+    for (size_t p = 0; p < order.size(); ++p) {
+      std::fill_n(contribution.begin() + order[p].offset, order[p].numel, per_use * static_cast<float>(kMicroBatches * times_used[p]));
+    }
+    flat_values_to_shard(pieces, order, contribution.data(), want.data());
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < layout.shard_numel; ++i) wrong += units.gradients()[i] != want[static_cast<size_t>(i)] ? 1 : 0;
+    EXPECT_EQ(wrong, 0) << "gradient shard on rank " << rank;
+    for (size_t c = 0; c < std::size(result.peaks); ++c) result.peaks[c] = ledger.peak(static_cast<MemoryCategory>(c), MemorySpace::device);
+  }
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), device.reserved_bytes()) << "every byte given back to the cache";
+  return result;
+}
+
+planner::RankMemory planner_row(const planner::Model& model, const planner::PluginOptions& plugin, int ranks) {
+  planner::EstimateRequest request;
+  request.layout.dp = ranks;
+  request.plugin = plugin;
+  request.training.precision = planner::Precision::bf16;
+  request.training.micro_batch_size = 1;
+  request.training.seq_len = 8;
+  request.training.num_micro_batches = kMicroBatches;
+  auto gpu = planner::load_gpu("h100-80g");
+  auto estimate = planner::estimate_memory(model, gpu.value(), request);
+  EXPECT_TRUE(estimate.ok()) << estimate.error().message;
+  return estimate->ranks.at(0);
+}
+
+TEST(FsdpDeviceUnits, AStepOnEveryRankMatchesTheScheduleTheModelAndThePlanner) {
+  for (const auto& [name, model] : {std::pair{"gpt2", tiny_gpt2()}, std::pair{"qwen2", tiny_qwen2()}}) {
+    for (const FsdpStrategy strategy : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
+      planner::PluginOptions plugin;
+      plugin.kind = planner::PluginKind::torch_fsdp;
+      plugin.fsdp_strategy = strategy;
+      ASSERT_TRUE(check_gpu_plugin(plugin).ok());
+      for (const int ranks : {1, 2, 3}) {
+        const std::string what = std::string(name) + ", " + (strategy == FsdpStrategy::full_shard ? "full_shard" : "shard_grad_op") + ", " +
+                                 std::to_string(ranks) + " ranks";
+        Peers peers(ranks);
+        std::vector<RankResult> results(static_cast<size_t>(ranks));
+        std::vector<std::thread> threads;
+        for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = run_rank(model, strategy, peers, r, ranks); });
+        for (std::thread& t : threads) t.join();
+        const planner::RankMemory row = planner_row(model, plugin, ranks);
+        // The blocks behind each category: 1 shard each, 2 states; the root and two blocks gathered (or every unit); the root's and one block's gradient.
+        const int64_t units = static_cast<int64_t>(planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks).units.size());
+        const std::pair<MemoryCategory, int64_t> blocks[] = {{MemoryCategory::parameters, 1},
+                                                             {MemoryCategory::gradients, 1},
+                                                             {MemoryCategory::optimizer_states, 2},
+                                                             {MemoryCategory::master_weights, 0},
+                                                             {MemoryCategory::chunk_buffers, strategy == FsdpStrategy::full_shard ? 3 : units},
+                                                             {MemoryCategory::comm_buffers, 2}};
+        for (const RankResult& r : results) {
+          for (const auto& [category, count] : blocks) {
+            const int64_t planned = row.bytes[category].device, peak = r.peaks[static_cast<size_t>(category)];
+            EXPECT_GE(peak, planned) << what << ": " << to_string(category);
+            EXPECT_LT(peak, planned + kAlign * count + (count == 0 ? 1 : 0)) << what << ": " << to_string(category) << " against the planner's " << planned;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Offloading FSDP on GPUs is refused in one line naming the option.
+TEST(FsdpDeviceUnits, TheGpuStepRefusesOffloadedFsdp) {
+  planner::PluginOptions plugin;
+  plugin.kind = planner::PluginKind::torch_fsdp;
+  plugin.cpu_offload = true;
+  const Status refused = check_gpu_plugin(plugin);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message.rfind("--cpu-offload: ", 0), 0u) << refused.error().message;
+}
+
+}  // namespace
+}  // namespace tessera::engine

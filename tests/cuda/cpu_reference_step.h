@@ -1,20 +1,29 @@
-// What the GPU data-parallel tests (ZeRO, Gemini) compare the GPU step with:
+// What the GPU data-parallel tests (ZeRO, Gemini, FSDP) compare the GPU step with:
 // one step of the CPU engine under the same plugin over MPI, as the CPU
 // trainer runs it (trainer.cpp, gradient_accumulation.h), on each rank's own
-// micro-batches, keeping its loss, norm, reduced flat gradients and traffic.
+// micro-batches, keeping its loss, norm, reduced flat gradients and traffic;
+// and the checks the sharded tests (Gemini, FSDP) make against it.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gpu_ranks.h"
 #include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/gradient_accumulation.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/optimizer.h"
 #include "tessera/engine/parallel/strategy.h"
+#include "tessera/planner/enum_names.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/registry.h"
 
 namespace tessera::engine::cuda::testing {
 
@@ -59,6 +68,72 @@ inline CpuStep cpu_reference_step(const planner::Model& model, const planner::Pl
   out.moved = mpi.counters().since(before);
   out.ok = true;
   return out;
+}
+
+// The GPU step's `stepped` (its NCCL traffic `moved`) against the CPU
+// engine's step `cpu` of the same plugin (`engine` names it in the lines): on
+// 2 or more ranks NCCL's reduce-scatters, all-gathers and all-reduces (calls
+// and bytes) equal the CPU's on MPI; this rank's loss and the global norm
+// within 2^-6 relative (ddp_gpu_test.cpp's bounds, for its reasons).
+inline void check_against_cpu_step(const std::string& prefix, const std::string& engine, const GpuStepResult& stepped, const comm::CommCounters& moved,
+                                   const CpuStep& cpu, int rank, int ranks, Checker& check) {
+  if (ranks > 1) {
+    for (const comm::Collective c : {comm::Collective::reduce_scatter, comm::Collective::all_gather, comm::Collective::all_reduce}) {
+      check.expect(moved.calls_of(c) == cpu.moved.calls_of(c) && moved.bytes_of(c) == cpu.moved.bytes_of(c),
+                   prefix + "NCCL's " + std::string(enum_name(c)) + " calls and bytes (" + std::to_string(moved.calls_of(c)) + ", " +
+                       std::to_string(moved.bytes_of(c)) + ") equal the CPU " + engine + "'s (" + std::to_string(cpu.moved.calls_of(c)) + ", " +
+                       std::to_string(cpu.moved.bytes_of(c)) + ")");
+    }
+  }
+  const double loss_error = relative(stepped.loss, cpu.loss), norm_error = relative(stepped.grad_norm, cpu.norm);
+  report(rank, prefix + "loss (rank 0's micro-batches)", loss_error, std::ldexp(1.0, -6));
+  report(rank, prefix + "global gradient norm", norm_error, std::ldexp(1.0, -6));
+  check.expect(loss_error <= std::ldexp(1.0, -6), prefix + "loss within 2^-6 of the CPU " + engine + "'s: " + std::to_string(loss_error));
+  check.expect(norm_error <= std::ldexp(1.0, -6), prefix + "gradient norm within 2^-6 of the CPU " + engine + "'s: " + std::to_string(norm_error));
+}
+
+// A rank's reduced gradients `shard` (laid out as `layout`) against the CPU
+// DDP's reduced flat gradients `reduced`, piece by piece: each piece within
+// 2^-4 in norm (ddp_gpu_test.cpp's bound). `what` names the shard in the lines.
+inline void check_reduced_pieces(const std::string& prefix, const std::string& what, const planner::Model& model, const planner::OptimizerLayout& layout,
+                                 const std::vector<bf16>& reduced, const std::vector<bf16>& shard, int rank, Checker& check) {
+  check.expect(static_cast<int64_t>(shard.size()) == layout.shard_numel, prefix + "the GPU's gradients are this rank's " + what);
+  if (static_cast<int64_t>(shard.size()) != layout.shard_numel) return;
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  double worst_piece = 0;
+  for (const planner::ShardPiece& piece : layout.pieces) {
+    double difference = 0, reference = 0;
+    const int64_t flat = order[static_cast<size_t>(piece.parameter)].offset + piece.offset_in_parameter;
+    for (int64_t i = 0; i < piece.numel; ++i) {
+      const double want = static_cast<double>(widen(reduced[static_cast<size_t>(flat + i)]));
+      const double d = static_cast<double>(widen(shard[static_cast<size_t>(piece.offset_in_shard + i)])) - want;
+      difference += d * d;
+      reference += want * want;
+    }
+    worst_piece = std::max(worst_piece, std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30));
+  }
+  report(rank, prefix + "reduced gradient " + what + " (worst piece)", worst_piece, std::ldexp(1.0, -4));
+  check.expect(worst_piece <= std::ldexp(1.0, -4), prefix + "every piece of the reduced " + what + " within 2^-4 of the CPU DDP's: " + std::to_string(worst_piece));
+}
+
+// The planner's estimate of the same run (`ranks` data-parallel ranks of B
+// sequences of T tokens, `micro_batches` accumulated), rank 0's row (every
+// rank's is the same here); nullopt, a failed check, when it has none.
+inline std::optional<planner::RankMemory> planned_rank_memory(const planner::Model& model, const planner::PluginOptions& plugin, int ranks, int64_t B,
+                                                              int64_t T, int64_t micro_batches, Checker& check, const std::string& prefix) {
+  auto gpu = planner::load_gpu("h100-80g");
+  check.expect(gpu.ok(), prefix + "the h100-80g profile");
+  if (!gpu.ok()) return std::nullopt;
+  planner::EstimateRequest request;
+  request.layout.dp = ranks;
+  request.plugin = plugin;
+  request.training.micro_batch_size = B;
+  request.training.seq_len = T;
+  request.training.num_micro_batches = micro_batches;
+  auto estimate = planner::estimate_memory(model, gpu.value(), request);
+  check.expect(estimate.ok(), prefix + "the planner's estimate");
+  if (!estimate.ok()) return std::nullopt;
+  return estimate->ranks.at(0);
 }
 
 }  // namespace tessera::engine::cuda::testing

@@ -67,17 +67,9 @@ planner::PluginOptions fsdp_plugin(planner::FsdpStrategy strategy) {
 // states two, the root and two blocks gathered or every unit, the root's and one block's gradient).
 void check_ledger(const planner::Model& model, const planner::PluginOptions& plugin, int ranks, int64_t micro_batches, const MemoryLedger& ledger,
                   Checker& check, const std::string& prefix) {
-  auto gpu = planner::load_gpu("h100-80g");
-  planner::EstimateRequest request;
-  request.layout.dp = ranks;
-  request.plugin = plugin;
-  request.training.micro_batch_size = B;
-  request.training.seq_len = T;
-  request.training.num_micro_batches = micro_batches;
-  auto estimate = planner::estimate_memory(model, gpu.value(), request);
-  check.expect(estimate.ok(), prefix + "the planner's estimate");
-  if (!estimate.ok()) return;
-  const planner::RankMemory& row = estimate->ranks.at(0);
+  const std::optional<planner::RankMemory> estimated = testing::planned_rank_memory(model, plugin, ranks, B, T, micro_batches, check, prefix);
+  if (!estimated) return;
+  const planner::RankMemory& row = *estimated;
   const auto units = static_cast<int64_t>(model.config.num_layers) + 1;
   const int64_t gathered = plugin.fsdp_strategy == planner::FsdpStrategy::full_shard ? 3 : units;
   for (const auto& [category, blocks] : {std::pair{MemoryCategory::parameters, int64_t{1}}, std::pair{MemoryCategory::gradients, int64_t{1}},
@@ -106,40 +98,13 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
   const comm::CommCounters moved = nccl.counters().since(nccl_before);
   check.expect(nccl.started_calls() == 0, prefix + "every started reduce-scatter finished within the step");
 
-  if (ranks > 1) {
-    for (const comm::Collective c : {comm::Collective::reduce_scatter, comm::Collective::all_gather, comm::Collective::all_reduce}) {
-      check.expect(moved.calls_of(c) == cpu.moved.calls_of(c) && moved.bytes_of(c) == cpu.moved.bytes_of(c),
-                   prefix + "NCCL's " + std::string(enum_name(c)) + " calls and bytes (" + std::to_string(moved.calls_of(c)) + ", " +
-                       std::to_string(moved.bytes_of(c)) + ") equal the CPU FSDP's (" + std::to_string(cpu.moved.calls_of(c)) + ", " +
-                       std::to_string(cpu.moved.bytes_of(c)) + ")");
-    }
-  }
-  const double loss_error = relative(stepped->loss, cpu.loss), norm_error = relative(stepped->grad_norm, cpu.norm);
-  report(rank, prefix + "loss (rank 0's micro-batches)", loss_error, std::ldexp(1.0, -6));
-  report(rank, prefix + "global gradient norm", norm_error, std::ldexp(1.0, -6));
-  check.expect(loss_error <= std::ldexp(1.0, -6), prefix + "loss within 2^-6 of the CPU FSDP's: " + std::to_string(loss_error));
-  check.expect(norm_error <= std::ldexp(1.0, -6), prefix + "gradient norm within 2^-6 of the CPU FSDP's: " + std::to_string(norm_error));
-
+  testing::check_against_cpu_step(prefix, "FSDP", stepped.value(), moved, cpu, rank, ranks, check);
   const planner::OptimizerLayout layout = planner::optimizer_layout(model, plugin, ranks, rank);
-  check.expect(static_cast<int64_t>(shard_grads.size()) == layout.shard_numel, prefix + "the GPU's gradients are this rank's shard");
+  testing::check_reduced_pieces(prefix, "shard", model, layout, ddp.reduced, shard_grads, rank, check);
   if (static_cast<int64_t>(shard_grads.size()) != layout.shard_numel) return;
-  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
-  double worst_piece = 0;
-  for (const planner::ShardPiece& piece : layout.pieces) {
-    double difference = 0, reference = 0;
-    const int64_t flat = order[static_cast<size_t>(piece.parameter)].offset + piece.offset_in_parameter;
-    for (int64_t i = 0; i < piece.numel; ++i) {
-      const double want = static_cast<double>(widen(ddp.reduced[static_cast<size_t>(flat + i)]));
-      const double d = static_cast<double>(widen(shard_grads[static_cast<size_t>(piece.offset_in_shard + i)])) - want;
-      difference += d * d;
-      reference += want * want;
-    }
-    worst_piece = std::max(worst_piece, std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30));
-  }
-  report(rank, prefix + "reduced gradient shard (worst piece)", worst_piece, std::ldexp(1.0, -4));
-  check.expect(worst_piece <= std::ldexp(1.0, -4), prefix + "every piece of the reduced shard within 2^-4 of the CPU DDP's: " + std::to_string(worst_piece));
 
   // The update: the CPU FSDP's optimizer of this shard, from the same fp32 weights, on the GPU's reduced gradients.
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
   std::vector<float> flat(static_cast<size_t>(model.parameter_count)), weights(static_cast<size_t>(layout.shard_numel), 0.0f);
   for_each_initial_value(model, kSeed, [&flat](int64_t i, double value) { flat[static_cast<size_t>(i)] = static_cast<float>(value); });
   flat_values_to_shard(layout.pieces, order, flat.data(), weights.data());

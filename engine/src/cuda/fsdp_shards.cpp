@@ -11,7 +11,6 @@
 #include "tessera/engine/cuda/adamw.h"
 #include "tessera/engine/cuda/casts.h"
 #include "tessera/engine/cuda/residual.h"
-#include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/engine/model/initialization.h"
 #include "tessera/engine/shard_values.h"
 
@@ -64,25 +63,10 @@ Status FsdpShards::start_from(const planner::Model& model, uint64_t seed) {
   return succeeded(cudaMemcpy(units_->weights(), shard.data(), bytes(shard_numel(), sizeof(float)), cudaMemcpyHostToDevice), "copying the weight shard");
 }
 
-Status FsdpShards::all_reduce_sum(double& sum, double* device_sum) {
-  if (group_ == nullptr) return Status::success();
-  // NCCL's buffers are device memory.
-  if (Status s = succeeded(cudaMemcpy(device_sum, &sum, sizeof sum, cudaMemcpyHostToDevice), "copying the sum of squares"); !s) return s;
-  if (Status s = group_->all_reduce(device_sum, device_sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s;
-  return succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares");
-}
-
 Result<std::optional<double>> FsdpShards::step(void* sum_workspace, double* device_sum) {
-  const int64_t n = shard_numel();
-  if (Status s = succeeded(sum_of_squares(device_sum, reinterpret_cast<int32_t*>(device_sum + 1), units_->gradients(), n, 1.0, sum_workspace, nullptr),
-                           "the gradient shard's sum of squares");
-      !s) {
-    return s.error();
-  }
-  double sum = 0;
-  if (Status s = succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
-  if (Status s = all_reduce_sum(sum, device_sum); !s) return s.error();
-  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum, steps_, options_);
+  auto sum = global_sum_of_squares(units_->gradients(), shard_numel(), group_, sum_workspace, device_sum);
+  if (!sum) return sum.error();
+  const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum.value(), steps_, options_);
   if (!begun) return std::optional<double>();
   for (const planner::ShardPiece& piece : layout_.pieces) {
     const int64_t at = piece.offset_in_shard;

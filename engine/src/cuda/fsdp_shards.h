@@ -90,7 +90,6 @@ class FsdpShards {
 
  private:
   bool whole() const { return group_ == nullptr; }  // one GPU: checkpoints hold the model in flat order
-  Status all_reduce_sum(double& sum, double* device_sum);
 
   comm::Communicator* group_;
   planner::OptimizerLayout layout_;

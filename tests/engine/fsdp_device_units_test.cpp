@@ -38,6 +38,7 @@
 #include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/shard_values.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/sharding.h"
 
@@ -313,6 +314,33 @@ TEST(FsdpDeviceUnits, AStepOnEveryRankMatchesTheScheduleTheModelAndThePlanner) {
       }
     }
   }
+}
+
+// A one-rank FSDP shard holds every parameter, the root's first (not the
+// flat order): what a one-GPU FSDP checkpoint writes goes to flat order and
+// back through shard_values.h, and 2 ranks' shards together cover every element once.
+TEST(FsdpDeviceUnits, AShardGoesToFlatOrderAndBack) {
+  const planner::Model model = tiny_gpt2();
+  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
+  planner::PluginOptions plugin;
+  plugin.kind = planner::PluginKind::torch_fsdp;
+  std::vector<float> flat(static_cast<size_t>(model.parameter_count));
+  for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(i);
+  const planner::OptimizerLayout one = planner::optimizer_layout(model, plugin, 1, 0);
+  ASSERT_EQ(one.shard_numel, model.parameter_count);
+  std::vector<float> shard(static_cast<size_t>(one.shard_numel), -1.0f), back(flat.size(), -1.0f);
+  flat_values_to_shard(one.pieces, order, flat.data(), shard.data());
+  EXPECT_NE(shard, flat) << "the root's parameters first";
+  shard_values_to_flat(one.pieces, order, shard.data(), back.data());
+  EXPECT_EQ(back, flat);
+  std::vector<float> covered(flat.size(), 0.0f);
+  for (int rank = 0; rank < 2; ++rank) {
+    const planner::OptimizerLayout half = planner::optimizer_layout(model, plugin, 2, rank);
+    std::vector<float> ones(static_cast<size_t>(half.shard_numel), 1.0f), part(flat.size(), 0.0f);
+    shard_values_to_flat(half.pieces, order, ones.data(), part.data());
+    for (size_t i = 0; i < flat.size(); ++i) covered[i] += part[i];
+  }
+  EXPECT_EQ(std::count(covered.begin(), covered.end(), 1.0f), model.parameter_count);
 }
 
 // Offloading FSDP on GPUs is refused in one line naming the option.

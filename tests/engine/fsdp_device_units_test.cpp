@@ -1,8 +1,8 @@
 // FSDP's units in the GPU step's memory (device/fsdp_device_units.h), on the
 // CPU: "device" memory is heap memory carved by the caching allocator, and
 // the ranks are threads whose collectives exchange through shared pointers
-// (EmulatedOps; a started reduce-scatter exchanges when it is finished, as
-// every rank finishes in the order started). One step of 2 micro-batches
+// (EmulatedOps; a started all-gather or reduce-scatter exchanges when it is
+// finished, as every rank finishes in the order started). One step of 2 micro-batches
 // runs on 1, 2 and 3 ranks under full_shard and shard_grad_op, on a tiny
 // GPT-2 of awkward sizes (vocabulary 67, width 12, a tied head: every unit
 // padded on 2 and 3 ranks) and a tiny Qwen2 (untied head). Checked, on every rank:
@@ -10,12 +10,14 @@
 //    parallel/fsdp_schedule.h says (full_shard: the root and at most two
 //    blocks, the next one prefetched; shard_grad_op: every unit from its
 //    forward to its backward), and the ledger's chunk_buffers and
-//    comm_buffers at that moment those buffers' bytes;
+//    comm_buffers at that moment those buffers' bytes; the prefetched unit's
+//    all-gather still in flight while the current unit runs;
 //  - before each layer runs, forward and backward, every parameter it uses
 //    is bound into its gathered unit holding the model's weights;
 //  - after the step, this rank's fp32 gradient shard holds each parameter's
 //    contributions summed over ranks, micro-batches and uses (the tied
-//    embedding's two), the padding zero, no reduction left in flight;
+//    embedding's two), the padding zero, no call left in flight, one
+//    all-gather per gather and one reduce-scatter per unit and micro-batch;
 //  - the ledger's device peaks per category are the planner's estimate of the
 //    same run (planner/memory_model.h, add_fsdp_states): parameters,
 //    gradients, optimizer states, chunk_buffers and comm_buffers, each block
@@ -82,7 +84,31 @@ class EmulatedOps final : public FsdpUnitOps {
     for (int64_t i = 0; i < n; ++i) shard[i] += widen(reduced[i]);
     return Status::success();
   }
-  Status all_gather(bf16* unit, int64_t shard) override {
+  Status start_all_gather(bf16* unit, int64_t shard) override {
+    started_.push_back({unit, shard, false});
+    ++gathers;
+    return Status::success();
+  }
+  Status start_reduce_scatter(bf16* unit, int64_t shard) override {
+    started_.push_back({unit, shard, true});
+    ++reductions;
+    return Status::success();
+  }
+  Status finish_oldest() override {
+    const Started oldest = started_.front();
+    started_.pop_front();
+    return oldest.reduction ? reduce_scatter(oldest.unit, oldest.shard) : all_gather(oldest.unit, oldest.shard);
+  }
+  size_t in_flight() const { return started_.size(); }
+  int gathers = 0, reductions = 0;
+
+ private:
+  struct Started {
+    bf16* unit;
+    int64_t shard;
+    bool reduction;
+  };
+  Status all_gather(bf16* unit, int64_t shard) {
     publish(unit);
     for (size_t r = 0; r < peers_.units.size(); ++r) {
       if (static_cast<int>(r) != rank_) std::copy_n(peers_.units[r] + static_cast<int64_t>(r) * shard, shard, unit + static_cast<int64_t>(r) * shard);
@@ -90,14 +116,7 @@ class EmulatedOps final : public FsdpUnitOps {
     peers_.barrier.arrive_and_wait();
     return Status::success();
   }
-  Status start_reduce_scatter(bf16* unit, int64_t shard) override {
-    started_.push_back({unit, shard});
-    ++started_calls;
-    return Status::success();
-  }
-  Status finish_oldest_reduction() override {
-    const auto [unit, shard] = started_.front();
-    started_.pop_front();
+  Status reduce_scatter(bf16* unit, int64_t shard) {
     publish(unit);
     std::vector<bf16> sum(static_cast<size_t>(shard));
     for (int64_t i = 0; i < shard; ++i) {
@@ -109,16 +128,13 @@ class EmulatedOps final : public FsdpUnitOps {
     std::copy(sum.begin(), sum.end(), unit + rank_ * shard);
     return Status::success();
   }
-  int started_calls = 0;
-
- private:
   void publish(const bf16* unit) {
     peers_.units[static_cast<size_t>(rank_)] = unit;
     peers_.barrier.arrive_and_wait();
   }
   Peers& peers_;
   int rank_;
-  std::deque<std::pair<bf16*, int64_t>> started_;
+  std::deque<Started> started_;
 };
 
 planner::Model tiny_gpt2() {
@@ -207,6 +223,11 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
       if (backward && layer == planner::kEmbeddingLayer && ranks > 1) in_flight = booked(2 * layout.units[1].padded);
       EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), gradient_bytes + in_flight) << at;
       EXPECT_EQ(units.schedule().gradient_open(kRootUnit), backward) << at;
+      // full_shard: the prefetched block's all-gather runs while this layer does.
+      const bool block = layer != planner::kEmbeddingLayer && layer != blocks;
+      const int prefetched = backward ? layer - 1 : layer + 1;
+      const bool prefetching = ranks > 1 && block && strategy == FsdpStrategy::full_shard && prefetched >= 0 && prefetched < blocks;
+      EXPECT_EQ(ops.in_flight(), (prefetching ? 1u : 0u) + (in_flight > 0 ? 1u : 0u)) << at;
     };
     const auto check_bound = [&](int layer, bool backward) {
       for (const int p : uses[static_cast<size_t>(layer + 1)]) {
@@ -244,8 +265,12 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
       }
     }
     EXPECT_TRUE(units.finish_reductions().ok());
-    EXPECT_EQ(units.reductions_in_flight(), 0u);
-    EXPECT_EQ(ops.started_calls, ranks > 1 ? kMicroBatches * (blocks + 1) : 0) << "one reduce-scatter per unit and micro-batch";
+    EXPECT_EQ(units.calls_in_flight(), 0u);
+    EXPECT_EQ(ops.in_flight(), 0u);
+    EXPECT_EQ(ops.reductions, ranks > 1 ? kMicroBatches * (blocks + 1) : 0) << "one reduce-scatter per unit and micro-batch";
+    // Every unit gathered for its forward; under full_shard the blocks again for their backward.
+    const int gathers = kMicroBatches * (blocks + 1 + (strategy == FsdpStrategy::full_shard ? blocks : 0));
+    EXPECT_EQ(ops.gathers, ranks > 1 ? gathers : 0) << "all-gathers";
     EXPECT_EQ(ledger.current(MemoryCategory::chunk_buffers, MemorySpace::device), 0) << "nothing gathered after the step";
     EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), 0) << "no gradient buffer after the step";
 

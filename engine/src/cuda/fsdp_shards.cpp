@@ -31,8 +31,8 @@ Status CudaFsdpOps::add_into_shard(float* shard, const bf16* reduced, int64_t n)
   return succeeded(residual_add(shard, reduced, n, nullptr), "adding a reduced gradient into its shard");
 }
 
-Status CudaFsdpOps::all_gather(bf16* unit, int64_t shard) {
-  return group_->all_gather(unit + group_->rank() * shard, unit, static_cast<size_t>(shard), comm::DataType::bf16);
+Status CudaFsdpOps::start_all_gather(bf16* unit, int64_t shard) {
+  return group_->start_all_gather(unit + group_->rank() * shard, unit, static_cast<size_t>(shard), comm::DataType::bf16);
 }
 
 Status CudaFsdpOps::start_reduce_scatter(bf16* unit, int64_t shard) {
@@ -40,7 +40,7 @@ Status CudaFsdpOps::start_reduce_scatter(bf16* unit, int64_t shard) {
   return group_->start_reduce_scatter_v(unit, unit + group_->rank() * shard, counts, comm::DataType::bf16, comm::ReduceOp::sum);
 }
 
-Status CudaFsdpOps::finish_oldest_reduction() { return group_->finish_oldest(1); }
+Status CudaFsdpOps::finish_oldest() { return group_->finish_oldest(1); }
 
 // ---- FsdpShards ------------------------------------------------------------
 

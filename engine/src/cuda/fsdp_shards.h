@@ -7,11 +7,13 @@
 // the CPU; here are the CUDA and NCCL operations under them (CudaFsdpOps)
 // and the optimizer:
 //  - a gather casts this rank's fp32 shard of the unit into its slot of a
-//    bf16 buffer (cuda/casts.h) and all-gathers it in place;
+//    bf16 buffer (cuda/casts.h) and starts its all-gather in place on NCCL's
+//    stream (start_all_gather: the prefetched unit's runs while the compute
+//    stream runs the current unit);
 //  - a unit's bf16 gradient is reduce-scattered in place, started on NCCL's
 //    stream after the compute stream's backward (start_reduce_scatter_v),
-//    finished in order, and this rank's reduced slot added into the fp32
-//    gradient shard (cuda/residual.h);
+//    and this rank's reduced slot added into the fp32 gradient shard
+//    (cuda/residual.h); the started calls finish in order;
 //  - the step: the global gradient norm (each rank's sum of squares of its
 //    fp32 gradient shard, all-reduced), then AdamW on the fp32 weight shard
 //    piece by piece with each parameter's weight decay (cuda/adamw.h, no
@@ -48,9 +50,9 @@ class CudaFsdpOps final : public FsdpUnitOps {
   Status zero(void* device, int64_t bytes) override;
   Status cast_shard(bf16* slot, const float* shard, int64_t n) override;
   Status add_into_shard(float* shard, const bf16* reduced, int64_t n) override;
-  Status all_gather(bf16* unit, int64_t shard) override;
+  Status start_all_gather(bf16* unit, int64_t shard) override;
   Status start_reduce_scatter(bf16* unit, int64_t shard) override;
-  Status finish_oldest_reduction() override;
+  Status finish_oldest() override;
 
  private:
   comm::Communicator* group_;

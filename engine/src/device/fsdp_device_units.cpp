@@ -36,10 +36,10 @@ FsdpDeviceUnits::FsdpDeviceUnits(const planner::Model& model, planner::FsdpStrat
   for (const DeviceBlock* block : {&weights_, &gradients_, &exp_avg_, &exp_avg_sq_}) run(ops_.zero(block->as<void>(), bytes));
 }
 
-// Started reductions still own their buffers on the communicator's stream: finished before the buffers go.
+// Started calls still own their buffers on the communicator's stream: finished before the buffers go.
 FsdpDeviceUnits::~FsdpDeviceUnits() {
   while (!in_flight_.empty()) {
-    if (ranks_ > 1) (void)ops_.finish_oldest_reduction();
+    (void)ops_.finish_oldest();
     in_flight_.pop_front();
   }
 }
@@ -55,29 +55,40 @@ Status FsdpDeviceUnits::zero_gradients() {
 }
 
 Status FsdpDeviceUnits::finish_reductions() {
-  while (!in_flight_.empty() && error_.ok()) finish_oldest();
+  finish_through([](const StartedCall&) { return true; });
   return error_;
 }
 
-// The oldest started reduction waited for, this rank's reduced slot added into the gradient shard, its buffer freed.
+// The oldest started call waited for; a reduction's reduced slot added into
+// the gradient shard and its buffer freed.
 void FsdpDeviceUnits::finish_oldest() {
-  Reduction& oldest = in_flight_.front();
+  StartedCall& oldest = in_flight_.front();
   const planner::ShardedUnit& u = unit(oldest.unit);
-  if (ranks_ == 1 || run(ops_.finish_oldest_reduction())) {  // one rank started nothing: its slot is the sum
+  if (run(ops_.finish_oldest()) && oldest.reduction) {
     run(ops_.add_into_shard(gradients() + u.offset_in_shard, oldest.gradient.as<bf16>() + rank_ * u.shard, u.shard));
   }
   in_flight_.pop_front();  // stream-ordered: the addition above has read it before anything reuses the block
+}
+
+template <typename Until>
+void FsdpDeviceUnits::finish_through(Until until) {
+  size_t calls = 0;
+  for (size_t i = 0; i < in_flight_.size(); ++i) {
+    if (until(in_flight_[i])) calls = i + 1;
+  }
+  for (; calls > 0 && error_.ok(); --calls) finish_oldest();
 }
 
 void FsdpDeviceUnits::gather(int u) {
   const planner::ShardedUnit& p = unit(u);
   DeviceBlock& whole = gathered_[static_cast<size_t>(u + 1)];
   whole = DeviceBlock(allocator_, p.padded * kBf16, MemoryCategory::chunk_buffers);
-  if (!run(ops_.cast_shard(whole.as<bf16>() + rank_ * p.shard, weights() + p.offset_in_shard, p.shard))) return;
-  if (ranks_ > 1) run(ops_.all_gather(whole.as<bf16>(), p.shard));
+  if (!run(ops_.cast_shard(whole.as<bf16>() + rank_ * p.shard, weights() + p.offset_in_shard, p.shard)) || ranks_ == 1) return;
+  if (run(ops_.start_all_gather(whole.as<bf16>(), p.shard))) in_flight_.push_back({u, false, DeviceBlock()});
 }
 
 void FsdpDeviceUnits::bind(int u) {
+  finish_through([u](const StartedCall& call) { return !call.reduction && call.unit == u; });  // the unit's gather
   const planner::ShardedUnit& p = unit(u);
   bf16* weights = gathered_[static_cast<size_t>(u + 1)].as<bf16>();
   bf16* gradients = unit_gradients_[static_cast<size_t>(u + 1)].as<bf16>();
@@ -103,20 +114,20 @@ Status FsdpDeviceUnits::apply(const std::vector<FsdpMove>& moves) {
     const auto at = static_cast<size_t>(move.unit + 1);
     const planner::ShardedUnit& p = unit(move.unit);
     switch (move.kind) {
-      case FsdpMoveKind::gather:
-        while (!in_flight_.empty() && error_.ok()) finish_oldest();  // no blocking call while a started one is pending
-        gather(move.unit);
-        break;
+      case FsdpMoveKind::gather: gather(move.unit); break;
       case FsdpMoveKind::bind: bind(move.unit); break;
       case FsdpMoveKind::open_gradient:
-        while (!in_flight_.empty() && error_.ok()) finish_oldest();  // the root's and one block's buffers at most
+        finish_through([](const StartedCall& call) { return call.reduction; });  // the root's and one block's buffers at most
         unit_gradients_[at] = DeviceBlock(allocator_, p.padded * kBf16, MemoryCategory::comm_buffers);
         run(ops_.zero(unit_gradients_[at].as<void>(), p.padded * kBf16));
         break;
       case FsdpMoveKind::reduce:
-        if (ranks_ > 1 && !run(ops_.start_reduce_scatter(unit_gradients_[at].as<bf16>(), p.shard))) break;
-        in_flight_.push_back({move.unit, std::move(unit_gradients_[at])});
-        if (ranks_ == 1) finish_oldest();
+        if (ranks_ == 1) {  // its slot is the sum
+          run(ops_.add_into_shard(gradients() + p.offset_in_shard, unit_gradients_[at].as<bf16>(), p.shard));
+          unit_gradients_[at] = DeviceBlock();
+        } else if (run(ops_.start_reduce_scatter(unit_gradients_[at].as<bf16>(), p.shard))) {
+          in_flight_.push_back({move.unit, true, std::move(unit_gradients_[at])});
+        }
         break;
       case FsdpMoveKind::release: release(move.unit); break;
     }

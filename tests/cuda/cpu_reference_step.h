@@ -40,6 +40,14 @@ struct CpuStep {
   comm::CommCounters moved;
 };
 
+// This rank's micro-batches of the global batch: random tokens of the small
+// models' 97-token vocabulary, seeded by the rank.
+inline Batch rank_batch(int rank, int64_t micro_batches, int64_t micro_batch_tokens) {
+  const auto seed = static_cast<uint32_t>(rank);
+  const auto n = static_cast<size_t>(micro_batches * micro_batch_tokens);
+  return Batch{random_tokens(n, 97, 1 + 2 * seed), random_tokens(n, 97, 2 + 2 * seed), micro_batches};
+}
+
 inline CpuStep cpu_reference_step(const planner::Model& model, const planner::PluginOptions& plugin, const Batch& batch, int64_t B, int64_t T,
                                   uint64_t seed, comm::Communicator& mpi, Checker& check, const std::string& prefix) {
   CpuStep out;
@@ -114,6 +122,23 @@ inline void check_reduced_pieces(const std::string& prefix, const std::string& w
   }
   report(rank, prefix + "reduced gradient " + what + " (worst piece)", worst_piece, std::ldexp(1.0, -4));
   check.expect(worst_piece <= std::ldexp(1.0, -4), prefix + "every piece of the reduced " + what + " within 2^-4 of the CPU DDP's: " + std::to_string(worst_piece));
+}
+
+// The update: each of this rank's `updated` weights (bf16, laid out as
+// `layout`) within one bf16 unit (2^-7 relative) of the CPU optimizer's
+// `want` on the same shard. `what` names the shard in the lines.
+template <typename W>
+void check_updated_pieces(const std::string& prefix, const std::string& what, const planner::OptimizerLayout& layout, const std::vector<bf16>& updated,
+                          const std::vector<W>& want, int rank, Checker& check) {
+  double worst = 0;
+  for (const planner::ShardPiece& piece : layout.pieces) {
+    for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
+      const double expected = static_cast<double>(widen(narrow<bf16>(widen(want[static_cast<size_t>(i)]))));
+      worst = std::max(worst, relative(static_cast<double>(widen(updated[static_cast<size_t>(i)])), expected));
+    }
+  }
+  report(rank, prefix + "updated " + what, worst, std::ldexp(1.0, -7));
+  check.expect(worst <= std::ldexp(1.0, -7), prefix + "the updated " + what + " within one bf16 unit of the CPU optimizer's: " + std::to_string(worst));
 }
 
 // The planner's estimate of the same run (`ranks` data-parallel ranks of B

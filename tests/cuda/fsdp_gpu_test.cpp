@@ -113,24 +113,14 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
   MemoryLedger cpu_ledger;
   Optimizer<float> optimizer(cpu_ledger, weights.data(), layout.shard_numel, layout.pieces, decay_mask(shapes), OptimizerOptions{});
   check.expect(optimizer.apply(shard_grads.data(), stepped->grad_norm * stepped->grad_norm, 1.0).has_value(), prefix + "the CPU optimizer steps");
-  double worst = 0;
-  for (const planner::ShardPiece& piece : layout.pieces) {
-    for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
-      const double want = static_cast<double>(widen(narrow<bf16>(weights[static_cast<size_t>(i)])));
-      worst = std::max(worst, relative(static_cast<double>(widen(updated[static_cast<size_t>(i)])), want));
-    }
-  }
-  report(rank, prefix + "updated shard", worst, std::ldexp(1.0, -7));
-  check.expect(worst <= std::ldexp(1.0, -7), prefix + "the updated shard within one bf16 unit of the CPU optimizer's: " + std::to_string(worst));
+  testing::check_updated_pieces(prefix, "shard", layout, updated, weights, rank, check);
 
   made.value().reset();  // its memory back: the peaks stay
   check_ledger(model, plugin, ranks, batch.micro_batches, gpu_ledger, check, prefix);
 }
 
 void check_model(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
-  const auto seed = static_cast<uint32_t>(mpi.rank());
-  Batch batch{testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 1 + 2 * seed),
-              testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 2 + 2 * seed), micro_batches};
+  const Batch batch = testing::rank_batch(mpi.rank(), micro_batches, kMicroTokens);
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
   planner::PluginOptions ddp_plugin;
   ddp_plugin.kind = planner::PluginKind::torch_ddp;

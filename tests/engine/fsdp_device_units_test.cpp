@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "fake_streams.h"
+#include "layer_bindings.h"
 #include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/shard_values.h"
 #include "tessera/planner/memory_model.h"
@@ -50,6 +51,7 @@ namespace {
 using planner::FsdpStrategy;
 using planner::kRootUnit;
 using testing::FakeEvents;
+using testing::weight_at;
 
 constexpr int kMicroBatches = 2;
 constexpr int64_t kAlign = CachingAllocator::kBlockAlign;
@@ -149,9 +151,6 @@ planner::Model tiny_qwen2() {
                                  .value());
 }
 
-// The model's weight at flat element i: a small integer, exact in bf16, never 0.
-float weight_at(int64_t i) { return static_cast<float>(i % 29 + 1); }
-
 struct RankResult {
   int64_t peaks[kNumMemoryCategories] = {};
 };
@@ -229,26 +228,7 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
       const bool prefetching = ranks > 1 && block && strategy == FsdpStrategy::full_shard && prefetched >= 0 && prefetched < blocks;
       EXPECT_EQ(ops.in_flight(), (prefetching ? 1u : 0u) + (in_flight > 0 ? 1u : 0u)) << at;
     };
-    const auto check_bound = [&](int layer, bool backward) {
-      for (const int p : uses[static_cast<size_t>(layer + 1)]) {
-        const planner::FlatParameter& f = order[static_cast<size_t>(p)];
-        const bf16* w = parameter_of[static_cast<size_t>(p)];
-        if (w == nullptr) {
-          ADD_FAILURE() << "parameter " << p << " not bound at layer " << layer;
-          continue;
-        }
-        int64_t wrong = 0;
-        for (int64_t k = 0; k < f.numel; ++k) wrong += widen(w[k]) != weight_at(f.offset + k) ? 1 : 0;
-        EXPECT_EQ(wrong, 0) << "weights of parameter " << p << " at layer " << layer;
-        if (!backward) continue;
-        bf16* g = gradient_of[static_cast<size_t>(p)];
-        if (g == nullptr) {
-          ADD_FAILURE() << "no gradient of " << p << " at layer " << layer;
-          continue;
-        }
-        for (int64_t k = 0; k < f.numel; ++k) g[k] = narrow<bf16>(widen(g[k]) + static_cast<float>(rank + 1));
-      }
-    };
+    const auto check_bound = [&](int layer, bool backward) { testing::check_layer_bound(uses, order, parameter_of, gradient_of, layer, backward, rank); };
     const int L = static_cast<int>(model.config.num_layers);
     for (int micro = 0; micro < kMicroBatches; ++micro) {
       for (int layer = planner::kEmbeddingLayer; layer <= L; ++layer) {

@@ -78,6 +78,31 @@ inline CpuStep cpu_reference_step(const planner::Model& model, const planner::Pl
   return out;
 }
 
+// The CPU engine's DDP step on the same batch: the reduced flat gradients the sharded steps' pieces are held to.
+inline CpuStep cpu_ddp_step(const planner::Model& model, const Batch& batch, int64_t B, int64_t T, uint64_t seed, comm::Communicator& mpi, Checker& check,
+                            const std::string& prefix) {
+  planner::PluginOptions ddp;
+  ddp.kind = planner::PluginKind::torch_ddp;
+  return cpu_reference_step(model, ddp, batch, B, T, seed, mpi, check, prefix);
+}
+
+// The CPU optimizer (optimizer.h) of this rank's shard, laid out as
+// `layout`, from `weights` (bf16 parameters with fp32 master weights, or the
+// fp32 weights FSDP keeps), applied to the GPU's reduced `gradients` at the
+// GPU's global `norm`: the weights it leaves.
+template <typename W>
+std::vector<W> cpu_optimizer_update(const planner::Model& model, const planner::OptimizerLayout& layout, std::vector<W> weights,
+                                    const std::vector<bf16>& gradients, double norm, Checker& check, const std::string& prefix) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const planner::FlatParameter& p : planner::flat_parameter_order(model.inventory)) {
+    shapes.push_back(model.inventory.tensors[static_cast<size_t>(p.tensor_index)].shape);
+  }
+  MemoryLedger ledger;
+  Optimizer<W> optimizer(ledger, weights.data(), layout.shard_numel, layout.pieces, decay_mask(shapes), OptimizerOptions{});
+  check.expect(optimizer.apply(gradients.data(), norm * norm, 1.0).has_value(), prefix + "the CPU optimizer steps");
+  return weights;
+}
+
 // The GPU step's `stepped` (its NCCL traffic `moved`) against the CPU
 // engine's step `cpu` of the same plugin (`engine` names it in the lines): on
 // 2 or more ranks NCCL's reduce-scatters, all-gathers and all-reduces (calls

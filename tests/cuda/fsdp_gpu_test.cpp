@@ -108,12 +108,8 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
   std::vector<float> flat(static_cast<size_t>(model.parameter_count)), weights(static_cast<size_t>(layout.shard_numel), 0.0f);
   for_each_initial_value(model, kSeed, [&flat](int64_t i, double value) { flat[static_cast<size_t>(i)] = static_cast<float>(value); });
   flat_values_to_shard(layout.pieces, order, flat.data(), weights.data());
-  std::vector<std::vector<int64_t>> shapes;
-  for (const planner::FlatParameter& p : order) shapes.push_back(model.inventory.tensors[static_cast<size_t>(p.tensor_index)].shape);
-  MemoryLedger cpu_ledger;
-  Optimizer<float> optimizer(cpu_ledger, weights.data(), layout.shard_numel, layout.pieces, decay_mask(shapes), OptimizerOptions{});
-  check.expect(optimizer.apply(shard_grads.data(), stepped->grad_norm * stepped->grad_norm, 1.0).has_value(), prefix + "the CPU optimizer steps");
-  testing::check_updated_pieces(prefix, "shard", layout, updated, weights, rank, check);
+  const std::vector<float> want = testing::cpu_optimizer_update(model, layout, weights, shard_grads, stepped->grad_norm, check, prefix);
+  testing::check_updated_pieces(prefix, "shard", layout, updated, want, rank, check);
 
   made.value().reset();  // its memory back: the peaks stay
   check_ledger(model, plugin, ranks, batch.micro_batches, gpu_ledger, check, prefix);
@@ -122,9 +118,7 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
 void check_model(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
   const Batch batch = testing::rank_batch(mpi.rank(), micro_batches, kMicroTokens);
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
-  planner::PluginOptions ddp_plugin;
-  ddp_plugin.kind = planner::PluginKind::torch_ddp;
-  const CpuStep ddp = testing::cpu_reference_step(model, ddp_plugin, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
+  const CpuStep ddp = testing::cpu_ddp_step(model, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
   for (const auto& [label, strategy] : {std::pair{"fsdp full_shard", planner::FsdpStrategy::full_shard},
                                         std::pair{"fsdp shard_grad_op", planner::FsdpStrategy::shard_grad_op}}) {
     const std::string prefix = std::string(name) + " " + label + accumulated;

@@ -126,16 +126,10 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
   const planner::OptimizerLayout layout = planner::optimizer_layout(model, plugin, ranks, rank);
   testing::check_reduced_pieces(prefix, "slots", model, layout, ddp.reduced, slots, rank, check);
   if (static_cast<int64_t>(slots.size()) != layout.shard_numel) return;
-  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
 
   // The update: the CPU optimizer of these slots on the GPU's reduced gradients, from the same weights.
-  std::vector<bf16> params = initial;
-  std::vector<std::vector<int64_t>> shapes;
-  for (const planner::FlatParameter& flat : order) shapes.push_back(model.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
-  MemoryLedger cpu_ledger;
-  Optimizer<bf16> optimizer(cpu_ledger, params.data(), layout.shard_numel, layout.pieces, decay_mask(shapes), OptimizerOptions{});
-  check.expect(optimizer.apply(slots.data(), stepped->grad_norm * stepped->grad_norm, 1.0).has_value(), prefix + "the CPU optimizer steps");
-  testing::check_updated_pieces(prefix, "slots", layout, updated, params, rank, check);
+  const std::vector<bf16> want = testing::cpu_optimizer_update(model, layout, initial, slots, stepped->grad_norm, check, prefix);
+  testing::check_updated_pieces(prefix, "slots", layout, updated, want, rank, check);
 
   made.value().reset();  // its memory back: the peaks stay
   check_ledger(model, plugin, ranks, batch.micro_batches, gpu_ledger, check, prefix);
@@ -144,9 +138,7 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
 void check_model(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
   const Batch batch = testing::rank_batch(mpi.rank(), micro_batches, kMicroTokens);
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
-  planner::PluginOptions ddp_plugin;
-  ddp_plugin.kind = planner::PluginKind::torch_ddp;
-  const CpuStep ddp = testing::cpu_reference_step(model, ddp_plugin, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
+  const CpuStep ddp = testing::cpu_ddp_step(model, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
   for (const auto& [label, plugin] : {std::pair{"gemini cuda", gemini_plugin(planner::GeminiPlacement::cuda)},
                                       std::pair{"gemini cpu", gemini_plugin(planner::GeminiPlacement::cpu)},
                                       std::pair{"gemini static kept gathered", gemini_plugin(planner::GeminiPlacement::static_placement, 0.5)}}) {

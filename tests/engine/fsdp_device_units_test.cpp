@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "fake_streams.h"
-#include "layer_bindings.h"
+#include "emulated_ranks.h"
 #include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/shard_values.h"
 #include "tessera/planner/memory_model.h"
@@ -51,24 +51,15 @@ namespace {
 using planner::FsdpStrategy;
 using planner::kRootUnit;
 using testing::FakeEvents;
+using testing::HeapMemory;
+using testing::Peers;
+using testing::planner_row;
 using testing::weight_at;
 
 constexpr int kMicroBatches = 2;
 constexpr int64_t kAlign = CachingAllocator::kBlockAlign;
 
 int64_t booked(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-class HeapMemory final : public MemorySource {
- public:
-  void* allocate(int64_t bytes) override { return std::malloc(static_cast<size_t>(bytes)); }
-  void release(void* memory) override { std::free(memory); }
-};
-
-struct Peers {
-  explicit Peers(int ranks) : barrier(ranks), units(static_cast<size_t>(ranks)) {}
-  std::barrier<> barrier;
-  std::vector<const bf16*> units;
-};
 
 // The device operations on host memory, the collectives between the ranks' threads.
 class EmulatedOps final : public FsdpUnitOps {
@@ -99,7 +90,12 @@ class EmulatedOps final : public FsdpUnitOps {
   Status finish_oldest() override {
     const Started oldest = started_.front();
     started_.pop_front();
-    return oldest.reduction ? reduce_scatter(oldest.unit, oldest.shard) : all_gather(oldest.unit, oldest.shard);
+    if (oldest.reduction) {
+      peers_.reduce_scatter(rank_, oldest.unit, oldest.unit + rank_ * oldest.shard, oldest.shard);
+    } else {
+      peers_.all_gather(rank_, oldest.unit, oldest.shard);
+    }
+    return Status::success();
   }
   size_t in_flight() const { return started_.size(); }
   int gathers = 0, reductions = 0;
@@ -110,30 +106,6 @@ class EmulatedOps final : public FsdpUnitOps {
     int64_t shard;
     bool reduction;
   };
-  Status all_gather(bf16* unit, int64_t shard) {
-    publish(unit);
-    for (size_t r = 0; r < peers_.units.size(); ++r) {
-      if (static_cast<int>(r) != rank_) std::copy_n(peers_.units[r] + static_cast<int64_t>(r) * shard, shard, unit + static_cast<int64_t>(r) * shard);
-    }
-    peers_.barrier.arrive_and_wait();
-    return Status::success();
-  }
-  Status reduce_scatter(bf16* unit, int64_t shard) {
-    publish(unit);
-    std::vector<bf16> sum(static_cast<size_t>(shard));
-    for (int64_t i = 0; i < shard; ++i) {
-      float s = 0;  // rank order; the test's values are small integers, exact in bf16
-      for (const bf16* peer : peers_.units) s += widen(peer[rank_ * shard + i]);
-      sum[static_cast<size_t>(i)] = narrow<bf16>(s);
-    }
-    peers_.barrier.arrive_and_wait();  // every rank has read before any writes
-    std::copy(sum.begin(), sum.end(), unit + rank_ * shard);
-    return Status::success();
-  }
-  void publish(const bf16* unit) {
-    peers_.units[static_cast<size_t>(rank_)] = unit;
-    peers_.barrier.arrive_and_wait();
-  }
   Peers& peers_;
   int rank_;
   std::deque<Started> started_;
@@ -271,20 +243,6 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
   return result;
 }
 
-planner::RankMemory planner_row(const planner::Model& model, const planner::PluginOptions& plugin, int ranks) {
-  planner::EstimateRequest request;
-  request.layout.dp = ranks;
-  request.plugin = plugin;
-  request.training.precision = planner::Precision::bf16;
-  request.training.micro_batch_size = 1;
-  request.training.seq_len = 8;
-  request.training.num_micro_batches = kMicroBatches;
-  auto gpu = planner::load_gpu("h100-80g");
-  auto estimate = planner::estimate_memory(model, gpu.value(), request);
-  EXPECT_TRUE(estimate.ok()) << estimate.error().message;
-  return estimate->ranks.at(0);
-}
-
 TEST(FsdpDeviceUnits, AStepOnEveryRankMatchesTheScheduleTheModelAndThePlanner) {
   for (const auto& [name, model] : {std::pair{"gpt2", tiny_gpt2()}, std::pair{"qwen2", tiny_qwen2()}}) {
     for (const FsdpStrategy strategy : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
@@ -300,7 +258,7 @@ TEST(FsdpDeviceUnits, AStepOnEveryRankMatchesTheScheduleTheModelAndThePlanner) {
         std::vector<std::thread> threads;
         for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = run_rank(model, strategy, peers, r, ranks); });
         for (std::thread& t : threads) t.join();
-        const planner::RankMemory row = planner_row(model, plugin, ranks);
+        const planner::RankMemory row = planner_row(model, plugin, ranks, kMicroBatches);
         // The blocks behind each category: 1 shard each, 2 states; the root and two blocks gathered (or every unit); the root's and one block's gradient.
         const int64_t units = static_cast<int64_t>(planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks).units.size());
         const std::pair<MemoryCategory, int64_t> blocks[] = {{MemoryCategory::parameters, 1},

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "fake_streams.h"
-#include "layer_bindings.h"
+#include "emulated_ranks.h"
 #include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/shard_values.h"
 #include "tessera/planner/memory_model.h"
@@ -49,24 +49,13 @@ namespace tessera::engine {
 namespace {
 
 using testing::FakeEvents;
+using testing::HeapMemory;
+using testing::Peers;
+using testing::planner_row;
 using testing::weight_at;
 
 constexpr StreamId kCopyStream = 0x77;
 constexpr int kMicroBatches = 2;
-
-// Real heap memory behind the caching allocators (the fakes' addresses cannot be written).
-class HeapMemory final : public MemorySource {
- public:
-  void* allocate(int64_t bytes) override { return std::malloc(static_cast<size_t>(bytes)); }
-  void release(void* memory) override { std::free(memory); }
-};
-
-// What every rank's copies see: the chunk each rank puts into a collective.
-struct Peers {
-  explicit Peers(int ranks) : barrier(ranks), chunks(static_cast<size_t>(ranks)) {}
-  std::barrier<> barrier;
-  std::vector<const bf16*> chunks;
-};
 
 // The device operations on host memory, the collectives between the ranks' threads.
 class EmulatedCopies final : public ChunkCopies {
@@ -94,32 +83,16 @@ class EmulatedCopies final : public ChunkCopies {
   }
   StreamId copy_stream() const override { return kCopyStream; }
   Status all_gather(bf16* chunk, int64_t shard) override {
-    publish(chunk);
-    for (size_t r = 0; r < peers_.chunks.size(); ++r) {
-      if (static_cast<int>(r) != rank_) std::copy_n(peers_.chunks[r] + static_cast<int64_t>(r) * shard, shard, chunk + static_cast<int64_t>(r) * shard);
-    }
-    peers_.barrier.arrive_and_wait();
+    peers_.all_gather(rank_, chunk, shard);
     return Status::success();
   }
   Status reduce_scatter(const bf16* chunk, bf16* shard, int64_t n) override {
-    publish(chunk);
-    std::vector<bf16> sum(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      float s = 0;  // rank order; the test's values are small integers, exact in bf16
-      for (const bf16* peer : peers_.chunks) s += widen(peer[rank_ * n + i]);
-      sum[static_cast<size_t>(i)] = narrow<bf16>(s);
-    }
-    peers_.barrier.arrive_and_wait();  // every rank has read before any writes
-    std::copy(sum.begin(), sum.end(), shard);
+    peers_.reduce_scatter(rank_, chunk, shard, n);
     return Status::success();
   }
   int uploads = 0, downloads = 0;
 
  private:
-  void publish(const bf16* chunk) {
-    peers_.chunks[static_cast<size_t>(rank_)] = chunk;
-    peers_.barrier.arrive_and_wait();
-  }
   Peers& peers_;
   int rank_;
   FakeEvents& events_;
@@ -285,21 +258,6 @@ std::vector<RankResult> run_ranks(const planner::Model& model, const planner::Ge
   return results;
 }
 
-planner::RankMemory planner_row(const planner::Model& model, const planner::GeminiOptions& options, int ranks) {
-  planner::EstimateRequest request;
-  request.layout.dp = ranks;
-  request.plugin.kind = planner::PluginKind::gemini;
-  request.plugin.gemini = options;
-  request.training.precision = planner::Precision::bf16;
-  request.training.micro_batch_size = 1;
-  request.training.seq_len = 8;
-  request.training.num_micro_batches = kMicroBatches;
-  auto gpu = planner::load_gpu("h100-80g");
-  auto estimate = planner::estimate_memory(model, gpu.value(), request);
-  EXPECT_TRUE(estimate.ok()) << estimate.error().message;
-  return estimate->ranks.at(0);
-}
-
 TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
   const planner::Model model = tiny();
   for (const int ranks : {1, 2, 3}) {
@@ -315,7 +273,7 @@ TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
         const int64_t host_states = plan.host_optimizer_elements();
         ASSERT_EQ(host_states, on_host ? plan.shard_numel() : 0) << what;
         const std::vector<RankResult> results = run_ranks(model, options, ranks);
-        const planner::RankMemory row = planner_row(model, options, ranks);
+        const planner::RankMemory row = planner_row(model, gemini_plugin(options), ranks, kMicroBatches);
         const auto& planned = row.bytes;
         // A block of the caching allocator is its request rounded up to 512 bytes.
         const bool aligned = chunk_size == 1536;

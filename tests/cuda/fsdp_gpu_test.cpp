@@ -26,9 +26,6 @@
 //    caching allocator's 512 bytes (device/fsdp_device_units.h), no master weights.
 // These bounds have not yet met a GPU. A plain program under mpirun
 // (gpu_ranks.h): exit 77 on every rank (one line) where a rank has no GPU of its own.
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -36,12 +33,9 @@
 #include "gpu_ranks.h"
 #include "tessera/engine/cuda/gpt_training.h"
 #include "tessera/engine/model/initialization.h"
-#include "tessera/engine/optimizer.h"
 #include "tessera/engine/shard_values.h"
-#include "tessera/planner/enum_names.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_layout.h"
-#include "tessera/planner/registry.h"
 
 namespace tessera::engine::cuda {
 namespace {
@@ -49,8 +43,6 @@ namespace {
 using testing::Batch;
 using testing::Checker;
 using testing::CpuStep;
-using testing::relative;
-using testing::report;
 
 constexpr int64_t B = 2, T = 37, kMicroTokens = B * T;
 constexpr uint64_t kSeed = 5;

@@ -45,10 +45,8 @@
 #include "tessera/engine/optimizer.h"
 #include "tessera/engine/parallel/gemini_chunks.h"
 #include "tessera/engine/parallel/strategy.h"
-#include "tessera/planner/enum_names.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_layout.h"
-#include "tessera/planner/registry.h"
 
 namespace tessera::engine::cuda {
 namespace {

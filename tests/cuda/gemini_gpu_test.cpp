@@ -54,8 +54,6 @@ namespace {
 using testing::Batch;
 using testing::Checker;
 using testing::CpuStep;
-using testing::relative;
-using testing::report;
 
 constexpr int64_t B = 2, T = 37, kMicroTokens = B * T;
 constexpr uint64_t kSeed = 5;

@@ -119,8 +119,8 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--bucket-mb", o.bucket_mb, "torch_ddp bucket_cap_mb")->capture_default_str();
   c.add_flag("--gradient-as-bucket-view", r.plugin.gradient_as_bucket_view, "torch_ddp: gradients are views into the buckets");
   c.add_flag("--rank-order-reduction", r.plugin.rank_order_reduction,
-             "torch_ddp (and hybrid_parallel at ZeRO stage 0) as Tessera's engine runs it on GPUs: each all-reduce stages its payload for a "
-             "rank-order sum");
+             "torch_ddp (and hybrid_parallel at ZeRO stage 0, torch_fsdp) as Tessera's engine runs it on GPUs: each all-reduce (reduce-scatter) "
+             "stages its payload for a rank-order sum");
   c.add_option("--fsdp-strategy", o.fsdp_strategy, "torch_fsdp: full_shard or shard_grad_op")->capture_default_str();
   c.add_option("--reduce-bucket-m", o.reduce_bucket_m, "low_level_zero reduce_bucket_size_in_m (Mi elements)")->capture_default_str();
   c.add_option("--chunk-size", r.plugin.gemini.chunk_size, "gemini: elements per chunk (0 = search)")->capture_default_str();

@@ -236,7 +236,7 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
     c.remove_option(c.get_option(name));
   }
   c.get_option("--model")->required(false)->description("Shipped model name or config.json (gpt2 and llama-style families)");
-  c.get_option("--gpu")->description("cpu: train on the CPU; a GPU's name: one GPU, or one per rank under mpirun (DDP, ZeRO-1/2, or --tp with --plugin hybrid_parallel), bf16 (the default there; where CUDA and cuDNN were built in)");
+  c.get_option("--gpu")->description("cpu: train on the CPU; a GPU's name: one GPU, or one per rank under mpirun (DDP, ZeRO-1/2, FSDP, Gemini, or --tp with --plugin hybrid_parallel), bf16 (the default there; where CUDA and cuDNN were built in)");
   c.add_option("--out", o.out, "Directory for plan.json, metrics.json and the checkpoint")->required();
   c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text)");
   c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();

@@ -17,7 +17,11 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
       if (p.rank_order_reduction) ddp["rank_order_reduction"] = true;  // Tessera's engine only: absent from PyTorch's settings
       return ddp;
     }
-    case PluginKind::torch_fsdp: return {{"sharding_strategy", enum_name(p.fsdp_strategy)}};
+    case PluginKind::torch_fsdp: {
+      json fsdp{{"sharding_strategy", enum_name(p.fsdp_strategy)}};
+      if (p.rank_order_reduction) fsdp["rank_order_reduction"] = true;  // Tessera's engine only, as torch_ddp's
+      return fsdp;
+    }
     case PluginKind::low_level_zero:
       if (p.runtime == Runtime::deepspeed) {  // DeepSpeed's own keys (DeepSpeedZeroConfig)
         return {{"stage", p.effective_zero_stage()}, {"stage3_param_persistence_threshold", p.deepspeed.param_persistence_threshold},

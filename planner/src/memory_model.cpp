@@ -97,18 +97,26 @@ void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateW
 // unit gathered from forward to backward. In backward the root's unsharded
 // gradient lives from the head's backward (the first) to the embedding's (the
 // last), beside the gradient of the block being reduce-scattered.
+// Tessera's engine on GPUs reduce-scatters each unit's gradient in rank order
+// (rank_order_reduction.h): while a unit's reduce-scatter is queued its
+// scratch, the whole unit in the gradients' type, comes beside the root's and
+// a block's gradients (engine/device/fsdp_device_units.h).
 void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths& w, MemoryBreakdown& out) {
-  const FsdpLayout layout = fsdp_layout(m.inventory, flat_parameter_order(m.inventory), r.layout.shard_ranks());
+  const int64_t dp = r.layout.shard_ranks();
+  const FsdpLayout layout = fsdp_layout(m.inventory, flat_parameter_order(m.inventory), dp);
   out.add(Cat::parameters, kDevice, layout.shard_numel * 4);
   out.add(Cat::gradients, kDevice, layout.shard_numel * 4);
   out.add(Cat::optimizer_states, kDevice, layout.shard_numel * w.optim);
-  const bool gathers = r.layout.shard_ranks() > 1 || w.param != 4;  // one fp32 rank unshards in place
+  const bool gathers = dp > 1 || w.param != 4;  // one fp32 rank unshards in place
   if (gathers) {
     const int64_t gathered = r.plugin.fsdp_strategy == FsdpStrategy::full_shard
                                  ? layout.root_padded + 2 * layout.largest_block_padded
                                  : layout.padded_total;
     out.add(Cat::chunk_buffers, kDevice, gathered * w.param);
     out.add(Cat::comm_buffers, kDevice, (layout.root_padded + layout.largest_block_padded) * w.grad);
+  }
+  if (r.plugin.rank_order_reduction && dp > 1) {
+    out.add(Cat::comm_buffers, kDevice, rank_order_scratch_bytes(std::max(layout.root_padded, layout.largest_block_padded), dp, w.grad));
   }
 }
 

@@ -172,6 +172,28 @@ TEST(LocalCommunicator, StartedReduceScattersAreCheckedCountedAndFinishedOldestF
   EXPECT_EQ(world->started_calls(), 0u);
 }
 
+// A started all_gather (FSDP's prefetch) shares the blocking call's checks,
+// is counted as an all_gather once finished, in order with the other started calls.
+TEST(LocalCommunicator, StartedAllGathersAreCheckedCountedAndFinishedInOrder) {
+  auto world = make_local_communicator();
+  std::vector<float> unit{1, 2, 3}, gathered(3, 0.0f), gradient{4, 5};
+  ASSERT_TRUE(world->start_all_gather(unit.data(), gathered.data(), 3, DataType::f32).ok());
+  ASSERT_TRUE(world->start_reduce_scatter_v(gradient.data(), gradient.data(), {2}, DataType::f32, ReduceOp::sum).ok());
+  ASSERT_TRUE(world->start_all_gather(unit.data(), unit.data(), 3, DataType::f32).ok()) << "in place";
+  ASSERT_TRUE(world->finish_oldest(1).ok());
+  EXPECT_EQ(world->started_calls(), 2u);
+  EXPECT_EQ(world->counters().calls_of(Collective::all_gather), 1);
+  EXPECT_EQ(world->counters().bytes_of(Collective::all_gather), 12);
+  EXPECT_EQ(world->counters().calls_of(Collective::reduce_scatter), 0) << "younger than the gather: still pending";
+  ASSERT_TRUE(world->finish_started().ok());
+  EXPECT_EQ(gathered, unit);
+  EXPECT_EQ(world->counters().calls_of(Collective::all_gather), 2);
+  const Status bad = world->start_all_gather(unit.data(), unit.data() + 1, 2, DataType::f32);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("all_gather on 'world'"), std::string::npos) << bad.error().message;
+  EXPECT_EQ(world->started_calls(), 0u);
+}
+
 TEST(LocalCommunicator, SplitMakesANamedGroupWithCountersOfItsOwn) {
   auto world = make_local_communicator();
   std::vector<float> x(4, 1.0f);

@@ -50,11 +50,9 @@
 #include "tessera/engine/optimizer.h"
 #include "tessera/engine/parallel/gemini_chunks.h"
 #include "tessera/engine/parallel/strategy.h"
-#include "tessera/planner/enum_names.h"
 #include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_layout.h"
-#include "tessera/planner/registry.h"
 
 namespace tessera::engine::cuda {
 namespace {
@@ -62,8 +60,6 @@ namespace {
 using testing::Batch;
 using testing::Checker;
 using testing::CpuStep;
-using testing::relative;
-using testing::report;
 
 constexpr int64_t B = 2, T = 37, kMicroTokens = B * T;
 constexpr uint64_t kSeed = 5;
@@ -82,17 +78,9 @@ planner::PluginOptions gemini_plugin(planner::GeminiPlacement placement, double 
 // The ledger's peaks against the planner's estimate of the same run.
 void check_ledger(const planner::Model& model, const planner::PluginOptions& plugin, int ranks, int64_t micro_batches, const MemoryLedger& ledger,
                   Checker& check, const std::string& prefix) {
-  auto gpu = planner::load_gpu("h100-80g");
-  planner::EstimateRequest request;
-  request.layout.dp = ranks;
-  request.plugin = plugin;
-  request.training.micro_batch_size = B;
-  request.training.seq_len = T;
-  request.training.num_micro_batches = micro_batches;
-  auto estimate = planner::estimate_memory(model, gpu.value(), request);
-  check.expect(estimate.ok(), prefix + "the planner's estimate");
-  if (!estimate.ok()) return;
-  const planner::RankMemory& row = estimate->ranks.at(0);
+  const std::optional<planner::RankMemory> estimated = testing::planned_rank_memory(model, plugin, ranks, B, T, micro_batches, check, prefix);
+  if (!estimated) return;
+  const planner::RankMemory& row = *estimated;
   const GeminiChunkPlan plan = gemini_chunk_plan(model, plugin.gemini, ranks);
   const int64_t blocks = 2 * static_cast<int64_t>(plan.chunks.size());
   int64_t largest_shard = 0, pinned = 0, copies = 0;
@@ -139,67 +127,23 @@ void check_one_case(const std::string& prefix, const planner::Model& model, cons
   const std::vector<bf16> slots = gpu.gradients(), updated = gpu.parameters();
   const comm::CommCounters moved = nccl.counters().since(nccl_before);
 
-  if (ranks > 1) {
-    for (const comm::Collective c : {comm::Collective::reduce_scatter, comm::Collective::all_gather, comm::Collective::all_reduce}) {
-      check.expect(moved.calls_of(c) == cpu.moved.calls_of(c) && moved.bytes_of(c) == cpu.moved.bytes_of(c),
-                   prefix + "NCCL's " + std::string(enum_name(c)) + " calls and bytes (" + std::to_string(moved.calls_of(c)) + ", " +
-                       std::to_string(moved.bytes_of(c)) + ") equal the CPU Gemini's (" + std::to_string(cpu.moved.calls_of(c)) + ", " +
-                       std::to_string(cpu.moved.bytes_of(c)) + ")");
-    }
-  }
-  const double loss_error = relative(stepped->loss, cpu.loss), norm_error = relative(stepped->grad_norm, cpu.norm);
-  report(rank, prefix + "loss (rank 0's micro-batches)", loss_error, std::ldexp(1.0, -6));
-  report(rank, prefix + "global gradient norm", norm_error, std::ldexp(1.0, -6));
-  check.expect(loss_error <= std::ldexp(1.0, -6), prefix + "loss within 2^-6 of the CPU Gemini's: " + std::to_string(loss_error));
-  check.expect(norm_error <= std::ldexp(1.0, -6), prefix + "gradient norm within 2^-6 of the CPU Gemini's: " + std::to_string(norm_error));
-
+  testing::check_against_cpu_step(prefix, "Gemini", stepped.value(), moved, cpu, rank, ranks, check);
   const planner::OptimizerLayout layout = planner::optimizer_layout(model, plugin, ranks, rank);
-  check.expect(static_cast<int64_t>(slots.size()) == layout.shard_numel, prefix + "the GPU's gradients are this rank's slots");
+  testing::check_reduced_pieces(prefix, "slots", model, layout, ddp.reduced, slots, rank, check);
   if (static_cast<int64_t>(slots.size()) != layout.shard_numel) return;
-  const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
-  double worst_piece = 0;
-  for (const planner::ShardPiece& piece : layout.pieces) {
-    double difference = 0, reference = 0;
-    const int64_t flat = order[static_cast<size_t>(piece.parameter)].offset + piece.offset_in_parameter;
-    for (int64_t i = 0; i < piece.numel; ++i) {
-      const double want = static_cast<double>(widen(ddp.reduced[static_cast<size_t>(flat + i)]));
-      const double d = static_cast<double>(widen(slots[static_cast<size_t>(piece.offset_in_shard + i)])) - want;
-      difference += d * d;
-      reference += want * want;
-    }
-    worst_piece = std::max(worst_piece, std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30));
-  }
-  report(rank, prefix + "reduced gradient slots (worst piece)", worst_piece, std::ldexp(1.0, -4));
-  check.expect(worst_piece <= std::ldexp(1.0, -4), prefix + "every piece of the reduced slots within 2^-4 of the CPU DDP's: " + std::to_string(worst_piece));
 
   // The update: the CPU optimizer of these slots on the GPU's reduced gradients, from the same weights.
-  std::vector<bf16> params = initial;
-  std::vector<std::vector<int64_t>> shapes;
-  for (const planner::FlatParameter& flat : order) shapes.push_back(model.inventory.tensors[static_cast<size_t>(flat.tensor_index)].shape);
-  MemoryLedger cpu_ledger;
-  Optimizer<bf16> optimizer(cpu_ledger, params.data(), layout.shard_numel, layout.pieces, decay_mask(shapes), OptimizerOptions{});
-  check.expect(optimizer.apply(slots.data(), stepped->grad_norm * stepped->grad_norm, 1.0).has_value(), prefix + "the CPU optimizer steps");
-  double worst = 0;
-  for (const planner::ShardPiece& piece : layout.pieces) {
-    for (int64_t i = piece.offset_in_shard; i < piece.offset_in_shard + piece.numel; ++i) {
-      worst = std::max(worst, relative(static_cast<double>(widen(updated[static_cast<size_t>(i)])), static_cast<double>(widen(params[static_cast<size_t>(i)]))));
-    }
-  }
-  report(rank, prefix + "updated slots", worst, std::ldexp(1.0, -7));
-  check.expect(worst <= std::ldexp(1.0, -7), prefix + "the updated slots within one bf16 unit of the CPU optimizer's: " + std::to_string(worst));
+  const std::vector<bf16> want = testing::cpu_optimizer_update(model, layout, initial, slots, stepped->grad_norm, check, prefix);
+  testing::check_updated_pieces(prefix, "slots", layout, updated, want, rank, check);
 
   made.value().reset();  // its memory back: the peaks stay
   check_ledger(model, plugin, ranks, batch.micro_batches, gpu_ledger, check, prefix);
 }
 
 void check_model(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
-  const auto seed = static_cast<uint32_t>(mpi.rank());
-  Batch batch{testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 1 + 2 * seed),
-              testing::random_tokens(static_cast<size_t>(micro_batches * kMicroTokens), 97, 2 + 2 * seed), micro_batches};
+  const Batch batch = testing::rank_batch(mpi.rank(), micro_batches, kMicroTokens);
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
-  planner::PluginOptions ddp_plugin;
-  ddp_plugin.kind = planner::PluginKind::torch_ddp;
-  const CpuStep ddp = testing::cpu_reference_step(model, ddp_plugin, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
+  const CpuStep ddp = testing::cpu_ddp_step(model, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
   const planner::ChunkLayout layout = planner::pack_chunks(model.inventory, kChunk, mpi.size());
   const double half_the_states = planner::offload_optim_frac_for(layout, layout.num_chunks() / 2);
   for (const auto& [label, plugin] : {std::pair{"gemini cuda", gemini_plugin(planner::GeminiPlacement::cuda)},

@@ -75,6 +75,12 @@ void check_group(Communicator& nccl, Communicator& mpi, Checker& check) {
     if (Status st = c.start_all_reduce(s + 500, d + 500, 500, ReduceOp::sum); !st) return st;
     return c.finish_started();
   });
+  // Started all-gathers (FSDP's prefetch), finished in order.
+  both<float>(nccl, mpi, check, "started all_gathers", contributions<float>(r, 300), 300 * static_cast<size_t>(n), [n](Communicator& c, const float* s, float* d) {
+    if (Status st = c.start_all_gather(s, d, 150, DataType::f32); !st) return st;
+    if (Status st = c.start_all_gather(s + 150, d + 150 * static_cast<size_t>(n), 150, DataType::f32); !st) return st;
+    return c.finish_started();
+  });
   // A ring: even ranks send first, so that no two ranks wait for each other.
   both<float>(nccl, mpi, check, "send and recv around the ring", contributions<float>(r, 64), 64, [&](Communicator& c, const float* s, float* d) {
     const int next = (r + 1) % n, previous = (r + n - 1) % n;

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "fake_streams.h"
+#include "emulated_ranks.h"
 #include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/shard_values.h"
 #include "tessera/planner/memory_model.h"
@@ -56,23 +57,12 @@ namespace tessera::engine {
 namespace {
 
 using testing::FakeEvents;
+using testing::HeapMemory;
+using testing::Peers;
+using testing::weight_at;
 
 constexpr StreamId kCopyStream = 0x77;
 constexpr int kMicroBatches = 2;
-
-// Real heap memory behind the caching allocators (the fakes' addresses cannot be written).
-class HeapMemory final : public MemorySource {
- public:
-  void* allocate(int64_t bytes) override { return std::malloc(static_cast<size_t>(bytes)); }
-  void release(void* memory) override { std::free(memory); }
-};
-
-// What every rank's copies see: the chunk each rank puts into a collective.
-struct Peers {
-  explicit Peers(int ranks) : barrier(ranks), chunks(static_cast<size_t>(ranks)) {}
-  std::barrier<> barrier;
-  std::vector<const bf16*> chunks;
-};
 
 // The device operations on host memory, the collectives between the ranks' threads.
 class EmulatedCopies final : public ChunkCopies {
@@ -102,33 +92,17 @@ class EmulatedCopies final : public ChunkCopies {
   }
   StreamId copy_stream() const override { return kCopyStream; }
   Status all_gather(bf16* chunk, int64_t shard) override {
-    publish(chunk);
-    for (size_t r = 0; r < peers_.chunks.size(); ++r) {
-      if (static_cast<int>(r) != rank_) std::copy_n(peers_.chunks[r] + static_cast<int64_t>(r) * shard, shard, chunk + static_cast<int64_t>(r) * shard);
-    }
-    peers_.barrier.arrive_and_wait();
+    peers_.all_gather(rank_, chunk, shard);
     return Status::success();
   }
   Status reduce_scatter(const bf16* chunk, bf16* shard, int64_t n) override {
-    publish(chunk);
-    std::vector<bf16> sum(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      float s = 0;  // rank order; the test's values are small integers, exact in bf16
-      for (const bf16* peer : peers_.chunks) s += widen(peer[rank_ * n + i]);
-      sum[static_cast<size_t>(i)] = narrow<bf16>(s);
-    }
-    peers_.barrier.arrive_and_wait();  // every rank has read before any writes
-    std::copy(sum.begin(), sum.end(), shard);
+    peers_.reduce_scatter(rank_, chunk, shard, n);
     return Status::success();
   }
   int uploads = 0, downloads = 0;
   int64_t uploaded = 0, downloaded = 0;  // elements
 
  private:
-  void publish(const bf16* chunk) {
-    peers_.chunks[static_cast<size_t>(rank_)] = chunk;
-    peers_.barrier.arrive_and_wait();
-  }
   Peers& peers_;
   int rank_;
   FakeEvents& events_;
@@ -189,9 +163,6 @@ planner::PluginOptions gemini_plugin(const planner::GeminiOptions& options) {
   return plugin;
 }
 
-// The model's weight at flat element i: a small integer, exact in bf16, never 0.
-float weight_at(int64_t i) { return static_cast<float>(i % 29 + 1); }
-
 // Per layer slot (layer + 1), the flat parameters its tensors use (a tied head uses the embedding's).
 std::vector<std::vector<int>> parameters_of_layers(const planner::Model& model) {
   const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
@@ -249,26 +220,7 @@ RankResult run_rank(const planner::Model& model, const GeminiChunkPlan& plan, Pe
     const auto steady = [&] {
       result.steady_chunk_buffers_peak = std::max(result.steady_chunk_buffers_peak, ledger.current(MemoryCategory::chunk_buffers, MemorySpace::device));
     };
-    const auto check_bound = [&](int layer, bool backward) {
-      for (const int p : uses[static_cast<size_t>(layer + 1)]) {
-        const planner::FlatParameter& f = order[static_cast<size_t>(p)];
-        const bf16* w = parameter_of[static_cast<size_t>(p)];
-        if (w == nullptr) {
-          ADD_FAILURE() << "parameter " << p << " not bound at layer " << layer;
-          continue;
-        }
-        int64_t wrong = 0;
-        for (int64_t k = 0; k < f.numel; ++k) wrong += widen(w[k]) != weight_at(f.offset + k) ? 1 : 0;
-        EXPECT_EQ(wrong, 0) << "weights of parameter " << p << " at layer " << layer;
-        if (!backward) continue;
-        bf16* g = gradient_of[static_cast<size_t>(p)];
-        if (g == nullptr) {
-          ADD_FAILURE() << "no gradient of " << p << " at layer " << layer;
-          continue;
-        }
-        for (int64_t k = 0; k < f.numel; ++k) g[k] = narrow<bf16>(widen(g[k]) + static_cast<float>(rank + 1));
-      }
-    };
+    const auto check_bound = [&](int layer, bool backward) { testing::check_layer_bound(uses, order, parameter_of, gradient_of, layer, backward, rank); };
     const int L = static_cast<int>(model.config.num_layers);
     for (int micro = 0; micro < kMicroBatches; ++micro) {
       for (int layer = planner::kEmbeddingLayer; layer <= L; ++layer) {
@@ -371,19 +323,7 @@ std::vector<RankResult> run_ranks(const planner::Model& model, const GeminiChunk
 }
 
 planner::MemoryEstimate planner_estimate(const planner::Model& model, const planner::GeminiOptions& options, int ranks, int64_t device_bytes = 0) {
-  planner::EstimateRequest request;
-  request.layout.dp = ranks;
-  request.plugin.kind = planner::PluginKind::gemini;
-  request.plugin.gemini = options;
-  request.training.precision = planner::Precision::bf16;
-  request.training.micro_batch_size = 1;
-  request.training.seq_len = 8;
-  request.training.num_micro_batches = kMicroBatches;
-  planner::GpuProfile gpu = planner::load_gpu("h100-80g").value();
-  if (device_bytes > 0) gpu.memory_bytes = device_bytes;
-  auto estimate = planner::estimate_memory(model, gpu, request);
-  EXPECT_TRUE(estimate.ok()) << estimate.error().message;
-  return estimate.value();
+  return testing::planner_estimate(model, gemini_plugin(options), ranks, kMicroBatches, device_bytes);
 }
 
 // What the engine runs and the planner's row of the same run: the placement,

@@ -1,7 +1,9 @@
 // The element-wise bodies under the block emulator against the CPU ops: GELU
 // and SwiGLU (ops/activation.h), the residual add (ops/residual.h), on 1, 255,
 // 257 and 1000 elements, SwiGLU's backward with dout aliasing dup as the
-// transformer calls it: the same bits expected.
+// transformer calls it, and FSDP's addition of a reduced bf16 gradient into
+// its fp32 shard (the CPU FSDP's shard[i] += widen(own[i]), parallel/fsdp.cpp):
+// the same bits expected.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -51,6 +53,17 @@ TEST(KernelEmulation, GeluSwigluAndResidualMatchCpuOps) {
     check_activations<float>(n);
     check_activations<bf16>(n);
     check_activations<fp16>(n);
+  }
+}
+
+TEST(KernelEmulation, ResidualAddOfBf16IntoFp32IsTheCpuFsdpsAddition) {
+  for (int64_t n : {1, 255, 257, 1000}) {
+    const auto reduced = random_values<bf16>(n, 74);
+    const auto shard = random_values<float>(n, 75);
+    std::vector<float> want = shard, got = shard;
+    for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] += widen(reduced[static_cast<size_t>(i)]);
+    BlockEmulator(ThreadOrder::reverse).launch(elementwise_shape(n), [&](HostContext& ctx) { residual_add_body(ctx, got.data(), reduced.data(), n); });
+    expect_bits_equal("fp32 += bf16, n " + std::to_string(n), got, want);
   }
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP, ZeRO-1/2, Gemini or tensor parallelism, one rank per GPU)
+# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP, ZeRO-1/2, FSDP, Gemini or tensor parallelism, one rank per GPU)
 # refuses, on every rank in one line naming the option, what the GPU step does
 # not run, and on a machine without a GPU says so; mpirun exits 2. Skipped
 # (77) where there is a GPU: tools/gpu-check trains there.
@@ -44,7 +44,11 @@ refused ": --pp 2: on GPUs the engine runs no pipeline yet; use --pp 1" --precis
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2
-refused ": --plugin torch_fsdp: on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them" --precision bf16 --plugin torch_fsdp
+# FSDP, full_shard and shard_grad_op (src/cuda/fsdp_shards.h), is not refused; offloading it is.
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin torch_fsdp
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin torch_fsdp --fsdp-strategy shard_grad_op --micro-batches 2
+refused ": --cpu-offload: torch_fsdp on GPUs keeps its shards and optimizer on the device; leave it out" --precision bf16 --plugin torch_fsdp --cpu-offload
+refused ": --tp 2: tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --tp 2 --plugin torch_fsdp
 # Gemini under every placement (src/cuda/gemini_shards.h; static's split ones, and auto as the planner solves it) is not refused.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini --placement cpu --micro-batches 2

@@ -185,6 +185,25 @@ TEST_F(MemoryModel, FsdpFullShardGathersTwoBlocksAndTheRoot) {
   EXPECT_EQ(grad_op.bytes[Cat::chunk_buffers].device, 2 * llama7b.parameter_count);
 }
 
+// Tessera's GPU engine stages each unit's rank-order reduce-scatter (the
+// whole unit, bf16) beside the root's and a block's gradients; on one rank
+// nothing is reduced.
+TEST_F(MemoryModel, FsdpRankOrderReductionStagesTheLargestUnit) {
+  EstimateRequest r;
+  r.layout.dp = 8;
+  r.plugin.kind = PluginKind::torch_fsdp;
+  r.training.precision = Precision::bf16;
+  const int64_t plain = estimate_or_fail(llama7b, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device;
+  r.plugin.rank_order_reduction = true;
+  const int64_t staged = estimate_or_fail(llama7b, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device;
+  const FsdpLayout units = fsdp_layout(llama7b.inventory, flat_parameter_order(llama7b.inventory), 8);
+  EXPECT_EQ(staged - plain, 2 * std::max(units.root_padded, units.largest_block_padded));
+  r.layout.dp = 1;
+  const int64_t one = estimate_or_fail(llama7b, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device;
+  r.plugin.rank_order_reduction = false;
+  EXPECT_EQ(estimate_or_fail(llama7b, h100, r).ranks.at(0).bytes[Cat::comm_buffers].device, one);
+}
+
 TEST_F(MemoryModel, GeminiCpuPlacementKeepsOnlyGatheredChunksOnTheDevice) {
   EstimateRequest r;
   r.layout.dp = 8;

@@ -147,6 +147,16 @@ Status Communicator::start_reduce_scatter_v(const void* send, void* recv, const 
   return start(Collective::reduce_scatter, payload, total, [&] { return do_start_reduce_scatter_v(send, recv, recv_counts, type, op); });
 }
 
+Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_all_gather(const void* send, void* recv, size_t send_count, DataType type) {
+  if (Status s = do_all_gather(send, recv, send_count, type); !s) return s.error();
+  return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
+}
+
+Status Communicator::start_all_gather(const void* send, void* recv, size_t send_count, DataType type) {
+  return start(Collective::all_gather, checked_payload(send_count, type, {send, recv, size_, rank_}), send_count,
+               [&] { return do_start_all_gather(send, recv, send_count, type); });
+}
+
 void Communicator::count_oldest_started(std::chrono::steady_clock::time_point now) {
   const StartedCall& oldest = started_.front();
   counters_.add(oldest.kind, static_cast<int64_t>(oldest.payload), oldest.waited_s, seconds_between(oldest.started, now));

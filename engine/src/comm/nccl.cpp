@@ -410,12 +410,24 @@ class NcclCommunicator final : public Communicator {
   }
 
   // In place (send == recv + rank · send_count) is NCCL's own in-place all-gather.
+  Status enqueue_all_gather(const void* send, void* recv, size_t send_count, DataType type, const Deadline& deadline) {
+    ncclComm_t comm = state_->comm();
+    if (auto s = nccl_status(ncclAllGather(send, recv, send_count, nccl_type(type), comm, state_->stream()), "ncclAllGather", comm); !s) return s;
+    return state_->settle(deadline, "ncclAllGather");
+  }
+
   Status do_all_gather(const void* send, void* recv, size_t send_count, DataType type) override {
-    return run("ncclAllGather", send_count * static_cast<size_t>(size()) * element_bytes(type), [&](const Deadline& deadline) {
-      ncclComm_t comm = state_->comm();
-      if (auto s = nccl_status(ncclAllGather(send, recv, send_count, nccl_type(type), comm, state_->stream()), "ncclAllGather", comm); !s) return s;
-      return state_->settle(deadline, "ncclAllGather");
-    });
+    return run("ncclAllGather", send_count * static_cast<size_t>(size()) * element_bytes(type),
+               [&](const Deadline& deadline) { return enqueue_all_gather(send, recv, send_count, type, deadline); });
+  }
+
+  // Queued on the communicator's stream after the compute stream's work, as
+  // the started all-reduce: the compute stream goes on with the current unit.
+  Result<std::unique_ptr<PendingCall>> do_start_all_gather(const void* send, void* recv, size_t send_count, DataType type) override {
+    auto call = start("ncclAllGather", send_count * static_cast<size_t>(size()) * element_bytes(type),
+                      [&](const Deadline& deadline) { return enqueue_all_gather(send, recv, send_count, type, deadline); });
+    if (!call) return call.error();
+    return std::unique_ptr<PendingCall>(std::move(call.value()));
   }
 
   // sendbuff is read on the root only (NCCL's API); send == recv is in place.

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "tessera/engine/device/device_block.h"
+#include "fsdp_shards.h"
 #include "gemini_shards.h"
 #include "tensor_parallel_step.h"
 #include "device_adamw_step.h"
@@ -93,8 +94,9 @@ struct GptTraining::State {
   DeviceBlock params, grads, master, m, v;  // under ZeRO: the parameters only, padded; `zero` holds the rest
   std::unique_ptr<ZeroShards> zero;  // ZeRO's shards, from the allocator: declared after it, destroyed before it
   std::unique_ptr<GeminiShards> gemini;  // Gemini's chunks (gemini_shards.h), likewise
-  std::vector<T*> parameter_of;      // each flat parameter: in the flat buffer, or in its gathered Gemini chunk
-  std::vector<T*> gradient_of;       // each flat parameter's gradient: in the flat buffer, ZeRO-2's bucket or a Gemini gradient chunk
+  std::unique_ptr<FsdpShards> fsdp;      // FSDP's units (fsdp_shards.h), likewise
+  std::vector<T*> parameter_of;      // each flat parameter: in the flat buffer, or in its gathered Gemini chunk or FSDP unit
+  std::vector<T*> gradient_of;       // each flat parameter's gradient: in the flat buffer, ZeRO-2's bucket, a Gemini gradient chunk or an FSDP unit's
   StepActivations activations;  // what the forward keeps, the recompute's working set, the logits, the tokens
   DeviceBlock ones, norm_workspace, norm_sum, sum_workspace;
 
@@ -225,17 +227,26 @@ struct GptTraining::State {
   // layer's chunks, opens their gradient chunks and reduces those complete;
   // DDP and ZeRO-1 start the buckets or pieces the layer completed, in the
   // step's last backward (`reduce`).
+  // FSDP gathers the layer's unit (and prefetches the next), opens its
+  // gradient, and after the backward starts its reduce-scatter (fsdp_schedule.h).
   void before_layer_backward(int layer) {
     if (zero) check(zero->before_backward(layer, gradient_of));
     if (gemini) check(gemini->use_layer(layer, true));
+    if (fsdp) check(fsdp->before_backward(layer));
   }
-  // Before `layer`'s forward: Gemini gathers its chunks and binds its parameters.
+  // Before `layer`'s forward: Gemini gathers its chunks and binds its
+  // parameters, FSDP its unit (and the next); after a block's forward FSDP may release it.
   void before_layer_forward(int layer) {
     if (gemini) check(gemini->use_layer(layer, false));
+    if (fsdp) check(fsdp->before_forward(layer));
+  }
+  void after_layer_forward(int layer) {
+    if (fsdp) check(fsdp->after_forward(layer));
   }
   void after_layer_backward(int layer, bool reduce) {
     if (zero) return check(zero->after_backward(layer, reduce));
     if (gemini) return;  // its moves reduce the gradient chunks
+    if (fsdp) return check(fsdp->after_backward(layer));
     if (reduce && group != nullptr && buckets_overlap_backward()) start_buckets(buckets->complete_after(layer));
   }
   // Under sequence parallelism, after the step's last backward (which, under
@@ -254,6 +265,7 @@ struct GptTraining::State {
   void finish_reductions() {
     if (zero) return check(zero->reduce());
     if (gemini) return check(gemini->reduce());
+    if (fsdp) return check(fsdp->reduce());
     if (group == nullptr) return;
     start_buckets(buckets->buckets().size());  // all of them here under tensor parallelism (buckets_overlap_backward)
     started_buckets = 0;
@@ -272,6 +284,7 @@ struct GptTraining::State {
 
   void allocate_model_states(const planner::Model& whole, const planner::Model& model, uint64_t seed, const planner::PluginOptions* zero_plugin);
   void allocate_gemini(const planner::Model& model, uint64_t seed, const GpuDataParallel& data_parallel);
+  void allocate_fsdp(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin);
   void block_forward(int l, const T* x, T* out);
   void recompute_block(int l);
   void block_backward(int l);
@@ -344,6 +357,7 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   for (int l = 0; l < L; ++l) {
     before_layer_forward(l);
     block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
+    after_layer_forward(l);
   }
   // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
   // tied) over every token (under sequence parallelism h is gathered first),
@@ -468,8 +482,10 @@ void GptTraining::State::backward(bool reduce) {
 // max_grad_norm, one AdamW update per parameter with its decay, rounding into
 // bf16; under ZeRO the shard's (zero_shards.h).
 std::optional<double> GptTraining::State::optimizer_step() {
-  if (zero || gemini) {
-    auto norm = zero ? zero->step(sum_workspace.as<void>(), norm_sum.as<double>()) : gemini->step(sum_workspace.as<void>(), norm_sum.as<double>());
+  if (zero || gemini || fsdp) {
+    auto norm = zero     ? zero->step(sum_workspace.as<void>(), norm_sum.as<double>())
+                : gemini ? gemini->step(sum_workspace.as<void>(), norm_sum.as<double>())
+                         : fsdp->step(sum_workspace.as<void>(), norm_sum.as<double>());
     if (!norm) throw StepError(norm.error().message);
     return norm.value();
   }
@@ -532,6 +548,16 @@ void GptTraining::State::allocate_gemini(const planner::Model& model, uint64_t s
   check(gemini->start_from(weights));
 }
 
+// FSDP: no flat buffers; every unit's fp32 shard, from the model's initial
+// fp32 values as the CPU engine's FSDP starts, is cast into its gathered unit
+// before the unit runs (fsdp_shards.h).
+void GptTraining::State::allocate_fsdp(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin) {
+  parameter_of.assign(order.size(), nullptr);
+  gradient_of.assign(order.size(), nullptr);
+  fsdp = std::make_unique<FsdpShards>(*allocator, group, model, plugin, decay, options, parameter_of, gradient_of);
+  check(fsdp->start_from(model, seed));
+}
+
 GptTraining::GptTraining(std::unique_ptr<State> state) : state_(std::move(state)) {}
 GptTraining::~GptTraining() = default;
 
@@ -591,9 +617,10 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     if (Status s = check_data_parallel_supported(plugin, planner::Precision::bf16, part, dp); !s) return s.error();
   }
   const bool gemini = plugin.kind == planner::PluginKind::gemini;  // on one GPU too
+  const bool fsdp = plugin.kind == planner::PluginKind::torch_fsdp;  // likewise
   if (data_parallel.group != nullptr && data_parallel.group->size() > 1) {
     s->group = data_parallel.group;
-    if (!sharded && !gemini) s->buckets.emplace(part.inventory, s->order, s->numel, plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
+    if (!sharded && !gemini && !fsdp) s->buckets.emplace(part.inventory, s->order, s->numel, plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
   }
   s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger);
   s->attention = std::make_unique<Attention>(*s->allocator);
@@ -605,6 +632,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     const int64_t n = s->numel, N = s->N, C = s->C;
     if (gemini) {
       s->allocate_gemini(model, seed, data_parallel);  // tensor parallelism is hybrid_parallel's: `part` is `model` here
+    } else if (fsdp) {
+      s->allocate_fsdp(model, seed, plugin);  // likewise
     } else {
       s->allocate_model_states(model, part, seed, sharded ? &plugin : nullptr);
     }
@@ -620,7 +649,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     const std::vector<T> ones(static_cast<size_t>(N), narrow<T>(1.0f));
     check(cudaMemcpy(s->ones.as<T>(), ones.data(), ones.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the ones");
     s->norm_workspace = s->take(static_cast<int64_t>(norm_backward_workspace_bytes(N, C)), MemoryCategory::workspace);
-    const int64_t summed = s->gemini ? std::max(n, s->gemini->layout().shard_numel) : n;  // Gemini sums a shard at a time
+    // Gemini sums a shard at a time, FSDP its shard.
+    const int64_t summed = s->gemini ? std::max(n, s->gemini->layout().shard_numel) : s->fsdp ? std::max(n, s->fsdp->shard_numel()) : n;
     s->sum_workspace = s->take(static_cast<int64_t>(sum_of_squares_workspace_bytes(summed)), MemoryCategory::workspace);
     s->norm_sum = s->take(16, MemoryCategory::workspace);
   } catch (const std::exception& e) {
@@ -637,6 +667,8 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
       check(s.zero->zero_gradients());
     } else if (s.gemini) {
       check(s.gemini->zero_gradients());
+    } else if (s.fsdp) {
+      check(s.fsdp->zero_gradients());
     } else {
       check(cudaMemsetAsync(s.grads.as<void>(), 0, static_cast<size_t>(s.numel) * sizeof(T), nullptr), "zeroing the gradients");
     }
@@ -660,10 +692,13 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
   }
 }
 
-bool GptTraining::sharded() const { return state_->zero != nullptr || (state_->gemini != nullptr && state_->group != nullptr); }
+bool GptTraining::sharded() const {
+  return state_->zero != nullptr || ((state_->gemini != nullptr || state_->fsdp != nullptr) && state_->group != nullptr);
+}
 
 FlatAdamWState GptTraining::host_state(const planner::Model& model) const {
   if (state_->zero) return FlatAdamWState(state_->zero->layout());
+  if (state_->fsdp && sharded()) return FlatAdamWState(state_->fsdp->layout());
   return state_->gemini && sharded() ? FlatAdamWState(state_->gemini->layout()) : FlatAdamWState(model);
 }
 
@@ -675,6 +710,10 @@ Status GptTraining::save_state(FlatAdamWState& state) const {
   }
   if (s.gemini) {
     if (Status saved = s.gemini->save(state); !saved) return make_error(ErrorCode::io_error, "GPU checkpoint: " + saved.error().message);
+    return Status::success();
+  }
+  if (s.fsdp) {
+    if (Status saved = s.fsdp->save(state); !saved) return make_error(ErrorCode::io_error, "GPU checkpoint: " + saved.error().message);
     return Status::success();
   }
   const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
@@ -699,6 +738,10 @@ Status GptTraining::restore_state(FlatAdamWState& state) {
     if (Status restored = s.gemini->restore(state); !restored) return make_error(ErrorCode::io_error, "GPU checkpoint: " + restored.error().message);
     return Status::success();
   }
+  if (s.fsdp) {
+    if (Status restored = s.fsdp->restore(state); !restored) return make_error(ErrorCode::io_error, "GPU checkpoint: " + restored.error().message);
+    return Status::success();
+  }
   const auto bytes = static_cast<size_t>(s.numel) * sizeof(float);
   std::vector<T> rounded(static_cast<size_t>(s.numel));
   for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = narrow<T>(state.weights()[i]);
@@ -720,6 +763,10 @@ std::vector<bf16> GptTraining::parameters() const {
     check(state_->gemini->copy_shards(host, gradients));
     return host;
   }
+  if (state_->fsdp) {
+    check(state_->fsdp->copy_shards(host, gradients));
+    return host;
+  }
   check(cudaMemcpy(host.data(), state_->params.as<T>(), host.size() * sizeof(T), cudaMemcpyDeviceToHost), "copying the parameters");
   return host;
 }
@@ -730,9 +777,9 @@ std::vector<bf16> GptTraining::gradients() const {
     check(state_->zero->copy_gradient_shard(host));
     return host;
   }
-  if (state_->gemini) {
+  if (state_->gemini || state_->fsdp) {
     std::vector<bf16> weights;
-    check(state_->gemini->copy_shards(weights, host));
+    check(state_->gemini ? state_->gemini->copy_shards(weights, host) : state_->fsdp->copy_shards(weights, host));
     return host;
   }
   check(cudaMemcpy(host.data(), state_->grads.as<T>(), host.size() * sizeof(T), cudaMemcpyDeviceToHost), "copying the gradients");

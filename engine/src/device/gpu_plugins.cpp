@@ -10,9 +10,13 @@ using planner::PluginKind;
 
 Status check_gpu_plugin(const planner::PluginOptions& plugin) {
   if (plugin.kind == PluginKind::gemini) return Status::success();  // every placement; `auto` as the planner solved it (GpuDataParallel)
+  if (plugin.kind == PluginKind::torch_fsdp) {  // full_shard and shard_grad_op (src/cuda/fsdp_shards.h)
+    if (!plugin.cpu_offload) return Status::success();
+    return make_error(ErrorCode::unsupported, "--cpu-offload: torch_fsdp on GPUs keeps its shards and optimizer on the device; leave it out");
+  }
   if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
-                                                  ": on GPUs the engine runs torch_ddp, low_level_zero, gemini and hybrid_parallel so far; use one of them");
+                                                  ": on GPUs the engine runs torch_ddp, torch_fsdp, low_level_zero, gemini and hybrid_parallel so far; use one of them");
   }
   if (plugin.kind == PluginKind::hybrid_parallel) {  // DDP, or ZeRO-1/2 over the data-parallel ranks of each tensor-parallel part
     if (plugin.effective_zero_stage() > 2) {

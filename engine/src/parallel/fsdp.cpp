@@ -6,19 +6,13 @@
 #include "tessera/engine/model/initialization.h"
 
 namespace tessera::engine {
-namespace {
-
-constexpr int kRoot = planner::kRootUnit;
-
-}  // namespace
-
 template <typename T>
 FullyShardedDataParallel<T>::FullyShardedDataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model)
     : ParallelStrategy<T>(group),
       model_description_(model),
-      strategy_(plugin.fsdp_strategy),
       order_(planner::flat_parameter_order(model.inventory)),
       layout_(planner::fsdp_layout(model.inventory, order_, group.size())),
+      schedule_(plugin.fsdp_strategy, static_cast<int>(layout_.units.size()) - 1),
       gathered_(layout_.units.size()),
       unit_gradients_(layout_.units.size()) {}
 
@@ -80,7 +74,7 @@ void FullyShardedDataParallel<T>::bind(int unit, T* params, T* grads) {
 template <typename T>
 void FullyShardedDataParallel<T>::gather(int unit) {
   Tensor<T>& gathered = gathered_[static_cast<size_t>(unit + 1)];
-  if (failed() || gathered.numel() > 0) return;
+  if (failed()) return;
   const planner::ShardedUnit& u = unit_of(unit);
   gathered = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, u.padded);
   if (ledger_->is_dry_run()) return;
@@ -97,45 +91,42 @@ void FullyShardedDataParallel<T>::release(int unit) {
   bind(unit, nullptr, nullptr);
 }
 
-// The hooks come per layer (the embeddings, each block, the head); the root
-// unit holds both ends: gathered at the embeddings' forward, its gradient
-// allocated at the head's backward (the first) and reduced after the
-// embeddings' backward (the last).
+// The schedule's moves (parallel/fsdp_schedule.h), on host tensors.
+template <typename T>
+void FullyShardedDataParallel<T>::apply(const std::vector<FsdpMove>& moves) {
+  for (const FsdpMove& move : moves) {
+    const auto at = static_cast<size_t>(move.unit + 1);
+    switch (move.kind) {
+      case FsdpMoveKind::gather: gather(move.unit); break;
+      case FsdpMoveKind::bind: bind(move.unit, gathered_[at].data(), unit_gradients_[at].data()); break;
+      case FsdpMoveKind::open_gradient: unit_gradients_[at] = Tensor<T>(*ledger_, MemoryCategory::comm_buffers, unit_of(move.unit).padded); break;
+      case FsdpMoveKind::reduce:
+        reduce_unit_gradients(move.unit);
+        unit_gradients_[at] = Tensor<T>();
+        break;
+      case FsdpMoveKind::release: release(move.unit); break;
+    }
+  }
+}
+
 template <typename T>
 void FullyShardedDataParallel<T>::before_forward(int layer) {
-  if (is_root(layer)) {
-    gather(kRoot);
-    bind(kRoot, gathered_[0].data(), nullptr);
-    return;
-  }
-  gather(layer);
-  if (strategy_ == planner::FsdpStrategy::full_shard && layer + 1 < blocks()) gather(layer + 1);
-  bind(layer, gathered_[static_cast<size_t>(layer + 1)].data(), nullptr);
+  apply(schedule_.before_forward(layer));
 }
 
 template <typename T>
 void FullyShardedDataParallel<T>::after_forward(int layer) {
-  if (!is_root(layer) && strategy_ == planner::FsdpStrategy::full_shard) release(layer);
+  apply(schedule_.after_forward(layer));
 }
 
 template <typename T>
 void FullyShardedDataParallel<T>::before_backward(int layer) {
-  if (layer == planner::kEmbeddingLayer) return;  // the root's gradient is bound since the head's backward
-  const int unit = is_root(layer) ? kRoot : layer;
-  gather(unit);
-  if (unit > 0 && strategy_ == planner::FsdpStrategy::full_shard) gather(unit - 1);
-  Tensor<T>& gradient = unit_gradients_[static_cast<size_t>(unit + 1)];
-  gradient = Tensor<T>(*ledger_, MemoryCategory::comm_buffers, unit_of(unit).padded);
-  bind(unit, gathered_[static_cast<size_t>(unit + 1)].data(), gradient.data());
+  apply(schedule_.before_backward(layer));
 }
 
 template <typename T>
 void FullyShardedDataParallel<T>::after_backward(int layer) {
-  if (layer == blocks()) return;  // the head: the root's gradient waits for the embeddings'
-  const int unit = is_root(layer) ? kRoot : layer;
-  reduce_unit_gradients(unit);
-  unit_gradients_[static_cast<size_t>(unit + 1)] = Tensor<T>();
-  release(unit);
+  apply(schedule_.after_backward(layer));
 }
 
 // The unit's gradient is reduce-scattered in place; this rank's reduced piece

@@ -22,8 +22,8 @@
 //    cannot be detected locally and would hang, which the MPI backend's timeout
 //    turns into an error (mpi.h).
 //  - Every call is blocking (it returns when this rank's buffers may be
-//    reused), except start_send (below), start_all_reduce and
-//    start_reduce_scatter_v: they start the call and return at once,
+//    reused), except start_send (below), start_all_reduce,
+//    start_reduce_scatter_v and start_all_gather: they start the call and return at once,
 //    progress() lets started calls advance while the caller computes, and
 //    finish_started() (or finish_oldest(n), the n oldest) completes them, in
 //    the order they were started. While a started call is pending its buffers
@@ -144,6 +144,11 @@ class Communicator {
   // overlap_communication; parallel/zero_overlap.h). Arguments are checked as
   // reduce_scatter_v's; the result is bit-identical to it. Counted when it completes.
   Status start_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts, DataType type, ReduceOp op);
+  // all_gather, started (see the conventions above): FSDP's prefetch, the
+  // next unit's all-gather issued before the current unit computes
+  // (forward_prefetch, BACKWARD_PRE; src/cuda/fsdp_shards.h). Arguments are
+  // checked as all_gather's; the result is bit-identical to it. Counted when it completes.
+  Status start_all_gather(const void* send, void* recv, size_t send_count, DataType type);
   // Advances the started calls without waiting: MPI advances a nonblocking
   // call only inside MPI calls, so call this between pieces of compute.
   // Returns the first error of a call that failed.
@@ -230,6 +235,8 @@ class Communicator {
   // The same for reduce_scatter_v (its arguments as do_reduce_scatter_v's).
   virtual Result<std::unique_ptr<PendingCall>> do_start_reduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& recv_counts,
                                                                          DataType type, ReduceOp op);
+  // The same for all_gather.
+  virtual Result<std::unique_ptr<PendingCall>> do_start_all_gather(const void* send, void* recv, size_t send_count, DataType type);
   // The same for a send.
   virtual Result<std::unique_ptr<PendingCall>> do_start_send(const void* send, size_t count, DataType type, int peer, int tag);
 

@@ -69,6 +69,16 @@
 // device, or on the host with the CPU engine's optimizer. See
 // src/cuda/gemini_shards.h and device/gemini_device_chunks.h.
 //
+// FSDP (PyTorch's, as the CPU engine's torch_fsdp runs it, parallel/fsdp.h),
+// on one GPU or one per rank, full_shard or shard_grad_op: each rank keeps its
+// fp32 shard of every unit (the root, each block: planner::fsdp_layout) with
+// its gradients and AdamW's states; around each layer's forward and backward
+// the CPU engine's schedule (parallel/fsdp_schedule.h) gathers units into bf16
+// buffers (the next block prefetched), opens a unit's bf16 gradient and
+// reduce-scatters it, started on NCCL's stream, into the fp32 gradient shard;
+// AdamW updates the fp32 shard. See src/cuda/fsdp_shards.h and
+// device/fsdp_device_units.h.
+//
 // Tensor parallelism (Megatron-LM's, as the CPU engine's hybrid_parallel runs
 // it, model/tensor_parallel.h): given a communicator over the tensor-parallel
 // ranks, each rank holds its part of every split layer by the planner's rule
@@ -93,10 +103,10 @@
 // group after the step's last backward, before DDP's buckets start (as the
 // CPU trainer does). No --tp-comm-overlap (device/gpu_plugins.h refuses it).
 //
-// Never run on a GPU, recompute, ZeRO, Gemini and tensor parallelism included:
+// Never run on a GPU, recompute, ZeRO, Gemini, FSDP and tensor parallelism included:
 // compiled for sm_90 and checked on the day one is lent
 // (tests/cuda/gpt_training_gpu_test.cpp, recompute_gpu_test.cpp,
-// ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp,
+// ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp, fsdp_gpu_test.cpp,
 // tensor_parallel_gpu_test.cpp, hybrid_zero_gpu_test.cpp, tools/gpu-check).
 #pragma once
 
@@ -131,8 +141,9 @@ struct GpuDataParallel {
   comm::Communicator* group = nullptr;  // over the data-parallel ranks, on device buffers; null: one GPU
   // torch_ddp (its bucket_bytes, the plan's bucket_cap_mb), low_level_zero
   // (its zero stage, 1 or 2, and reduce_bucket_numel), hybrid_parallel (DDP
-  // at zero stage 0, else as low_level_zero) or gemini (its chunk size and
-  // placement; on one GPU too); device/gpu_plugins.h refuses the others.
+  // at zero stage 0, else as low_level_zero), gemini (its chunk size and
+  // placement; on one GPU too) or torch_fsdp (its sharding strategy; on one
+  // GPU too); device/gpu_plugins.h refuses the others.
   planner::PluginOptions plugin;
   // Gemini `auto` as the planner solved it for the GPU (the CLI's
   // resolve_auto_placement): `plugin` then static with every optimizer

@@ -1,4 +1,4 @@
-// The residual connection out += in on the GPU (kernels/residual.h).
+// The residual connection out += in on the GPU (kernels/residual.h); fp32 += bf16 too.
 // Returns the launch's error.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 namespace tessera::engine::cuda {
 
-template <typename T>
-cudaError_t residual_add(T* out, const T* in, int64_t n, cudaStream_t stream);
+template <typename T, typename In = T>
+cudaError_t residual_add(T* out, const In* in, int64_t n, cudaStream_t stream);
 
 }  // namespace tessera::engine::cuda

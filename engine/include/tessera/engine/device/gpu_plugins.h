@@ -1,8 +1,9 @@
 // Which data-parallel plugins the GPU training step runs (cuda/gpt_training.h):
-// torch_ddp, low_level_zero at ZeRO stage 1 or 2 (its optimizer on the
-// device, or on the host with --cpu-offload), gemini under every placement
-// (static's chunks split between the device and the host included; auto as
-// the planner solves it for the GPU), and
+// torch_ddp, torch_fsdp (full_shard or shard_grad_op), low_level_zero at
+// ZeRO stage 1 or 2 (its optimizer on the device, or on the host with
+// --cpu-offload), gemini under every placement (static's chunks split
+// between the device and the host included; auto as the planner solves it
+// for the GPU), and
 // hybrid_parallel at ZeRO stage 0 (DDP over the data-parallel ranks, as the
 // CPU engine's) or 1 or 2 (ZeRO over them, its optimizer on the device);
 // and which layouts: tensor parallelism (hybrid_parallel's, as

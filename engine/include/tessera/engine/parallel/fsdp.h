@@ -2,7 +2,8 @@
 // (planner::fsdp_layout: the root, and each block) is a flat parameter padded
 // and sharded over the ranks; a rank keeps only its shards of the parameters,
 // gradients and optimizer states. Around each unit's forward and backward
-// (the model's UnitHooks) the unit is all-gathered into a buffer of its own
+// (the model's UnitHooks, in parallel/fsdp_schedule.h's order, which the GPU
+// step follows too) the unit is all-gathered into a buffer of its own
 // (chunk_buffers) and released after, and its unsharded gradient (comm_buffers)
 // is reduce-scattered into the rank's gradient shard as soon as the unit's
 // backward ends, micro-batch by micro-batch.
@@ -22,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "tessera/engine/parallel/fsdp_schedule.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/tensor.h"
 #include "tessera/planner/sharding.h"
@@ -49,9 +51,7 @@ class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitH
   void after_backward(int layer) override;
 
   const planner::ShardedUnit& unit_of(int unit) const { return layout_.units[static_cast<size_t>(unit + 1)]; }
-  int blocks() const { return static_cast<int>(layout_.units.size()) - 1; }
-  // The embeddings (layer -1) and the head (layer L) belong to the root unit.
-  bool is_root(int layer) const { return layer == planner::kEmbeddingLayer || layer == blocks(); }
+  void apply(const std::vector<FsdpMove>& moves);
   // Points the unit's parameters (and gradients) at `params` (and `grads`), laid out as the unit's flat buffer.
   void bind(int unit, T* params, T* grads);
   void gather(int unit);
@@ -60,9 +60,9 @@ class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitH
   bool failed() const { return !error_.ok(); }
 
   const planner::Model& model_description_;
-  planner::FsdpStrategy strategy_;
   std::vector<planner::FlatParameter> order_;
   planner::FsdpLayout layout_;
+  FsdpSchedule schedule_;  // which unit is gathered, reduced and released at each hook (fsdp_schedule.h)
   MemoryLedger* ledger_ = nullptr;
   Transformer<T>* model_ = nullptr;
   Tensor<float> parameter_shard_, gradient_shard_;

@@ -1,0 +1,105 @@
+// FSDP for the GPU training step (cuda/gpt_training.h): torch_fsdp as the
+// CPU engine runs it (parallel/fsdp.h), on one GPU or one GPU per rank over
+// the data-parallel ranks' NCCL communicator (comm/nccl.h). The units, their
+// shards and the order in which they are gathered, reduced and released are
+// the CPU engine's (planner::fsdp_layout, parallel/fsdp_schedule.h); what
+// each move allocates and books is device/fsdp_device_units.h's, tested on
+// the CPU; here are the CUDA and NCCL operations under them (CudaFsdpOps)
+// and the optimizer:
+//  - a gather casts this rank's fp32 shard of the unit into its slot of a
+//    bf16 buffer (cuda/casts.h) and starts its all-gather in place on NCCL's
+//    stream (start_all_gather: the prefetched unit's runs while the compute
+//    stream runs the current unit);
+//  - a unit's bf16 gradient is reduce-scattered in place, started on NCCL's
+//    stream after the compute stream's backward (start_reduce_scatter_v),
+//    and this rank's reduced slot added into the fp32 gradient shard
+//    (cuda/residual.h); the started calls finish in order;
+//  - the step: the global gradient norm (each rank's sum of squares of its
+//    fp32 gradient shard, all-reduced), then AdamW on the fp32 weight shard
+//    piece by piece with each parameter's weight decay (cuda/adamw.h, no
+//    16-bit copy: the next gathers cast the weights), as the CPU engine's
+//    Optimizer<float> over the same pieces (planner::fsdp_pieces).
+// On one GPU (no communicator) nothing is communicated: every unit's shard is
+// the whole unit, cast into its buffer before it runs, and the step is the
+// plain one's arithmetic on fp32 gradients. Checkpoints are the CPU engine's:
+// every rank's shard files on 2 or more ranks (sharded_checkpoint.h, the
+// layout of planner/optimizer_layout.h), the whole model in flat order on one.
+// Never run on a GPU: tests/cuda/fsdp_gpu_test.cpp checks it against the CPU engine's FSDP.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/device/fsdp_device_units.h"
+#include "tessera/engine/flat_checkpoint.h"
+#include "tessera/engine/optimizer.h"
+#include "tessera/planner/model.h"
+#include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/training_config.h"
+
+namespace tessera::engine::cuda {
+
+// FsdpUnitOps on the GPU: kernels and copies on the legacy default stream
+// (the compute stream), collectives on the communicator (none: one GPU).
+class CudaFsdpOps final : public FsdpUnitOps {
+ public:
+  explicit CudaFsdpOps(comm::Communicator* group) : group_(group) {}
+  Status zero(void* device, int64_t bytes) override;
+  Status cast_shard(bf16* slot, const float* shard, int64_t n) override;
+  Status add_into_shard(float* shard, const bf16* reduced, int64_t n) override;
+  Status start_all_gather(bf16* unit, int64_t shard) override;
+  Status start_reduce_scatter(bf16* unit, int64_t shard) override;
+  Status finish_oldest() override;
+
+ private:
+  comm::Communicator* group_;
+};
+
+class FsdpShards {
+ public:
+  // The units of `model` under `plugin` (torch_fsdp) over `group` (null: one
+  // GPU), booked by `allocator`; parameter_of and gradient_of (per flat
+  // parameter) point into the gathered units around each layer.
+  FsdpShards(CachingAllocator& allocator, comm::Communicator* group, const planner::Model& model, const planner::PluginOptions& plugin,
+             std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of);
+
+  // The weight shard from the model's initial fp32 values (the CPU engine's FSDP initialize), AdamW's states zero.
+  Status start_from(const planner::Model& model, uint64_t seed);
+  Status zero_gradients() { return units_->zero_gradients(); }
+  Status before_forward(int layer) { return units_->before_forward(layer); }
+  Status after_forward(int layer) { return units_->after_forward(layer); }
+  Status before_backward(int layer) { return units_->before_backward(layer); }
+  Status after_backward(int layer) { return units_->after_backward(layer); }
+  // After the step's last backward: every unit's reduction in the gradient shard.
+  Status reduce() { return units_->finish_reductions(); }
+  // The update: the global gradient norm before clipping, or nullopt (not
+  // finite: no update). `sum_workspace` (sum_of_squares_workspace_bytes of
+  // the shard) and `device_sum` (a double and the overflow flag) are device scratch.
+  Result<std::optional<double>> step(void* sum_workspace, double* device_sum);
+  int64_t shard_numel() const { return units_->layout().shard_numel; }
+
+  // Checkpoints: this rank's optimizer layout (planner/optimizer_layout.h);
+  // save() and restore() take a host state of that layout, or, on one GPU,
+  // of the whole model in flat order (what a one-rank run writes).
+  const planner::OptimizerLayout& layout() const { return layout_; }
+  Status save(FlatAdamWState& state) const;
+  Status restore(FlatAdamWState& state);
+  // This rank's fp32 weight and gradient shards, rounded to bf16 (shard_numel elements).
+  Status copy_shards(std::vector<bf16>& weights, std::vector<bf16>& gradients) const;
+
+ private:
+  bool whole() const { return group_ == nullptr; }  // one GPU: checkpoints hold the model in flat order
+
+  comm::Communicator* group_;
+  planner::OptimizerLayout layout_;
+  std::vector<bool> decay_;
+  OptimizerOptions options_;
+  int64_t steps_ = 0;
+  CudaFsdpOps ops_;
+  std::unique_ptr<FsdpDeviceUnits> units_;
+};
+
+}  // namespace tessera::engine::cuda

@@ -6,7 +6,9 @@
 // hybrid_parallel at ZeRO stage 0 (DDP over the data-parallel ranks, as the
 // CPU engine's); and which layouts: tensor parallelism (hybrid_parallel's, as
 // on the CPU), with or without sequence parallelism (its collectives not
-// overlapped with the GEMMs: no --tp-comm-overlap), no pipeline. Anything else is
+// overlapped with the GEMMs: no --tp-comm-overlap), and pipelines
+// (hybrid_parallel's, GPipe or 1F1B, with data parallelism but no tensor
+// parallelism, parallel/pipeline_transfers.h). Anything else is
 // refused in one line naming the option. Shared by
 // `tessera train --gpu` (which refuses before looking for a device) and the
 // step itself; built without CUDA too.

@@ -163,6 +163,8 @@ planner::EstimateRequest pipeline_request(int64_t pp, int64_t m, PipelineSchedul
   request.training.micro_batch_size = B;
   request.training.seq_len = T;
   request.training.num_micro_batches = m;
+  request.plugin.gradient_as_bucket_view = true;  // as the GPU step runs DDP
+  request.plugin.rank_order_reduction = true;
   return request;
 }
 
@@ -179,7 +181,7 @@ int64_t aligned(const std::vector<ActivationBuffer>& buffers, MemoryCategory cat
 // passes in flight at the peak are the planner's (in_flight_at_peak), and the
 // ledger's peaks per category are the planner's estimate for that stage, each
 // buffer rounded to the allocator's 512 bytes; the point-to-point buffers are
-// the planner's comm_buffers. GPT-2 and the Llama layout (3 blocks) on 2 and 3
+// the planner's comm_buffers, beside the tied embedding's sum on the end stages. GPT-2 and the Llama layout (3 blocks) on 2 and 3
 // stages (1 + 2 blocks; 1 each), 5 micro-batches, GPipe and 1F1B, every recompute mode.
 TEST(PipelineTransfers, StageBuffersBookThePlannersStageEstimate) {
   constexpr int64_t MiB = int64_t{1} << 20, m = 5;
@@ -233,8 +235,11 @@ TEST(PipelineTransfers, StageBuffersBookThePlannersStageEstimate) {
               EXPECT_EQ(stage_bytes(c, 1), row->bytes[c].device) << what << " " << to_string(c);
               EXPECT_EQ(ledger.peak(c, MemorySpace::device), stage_bytes(c, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
             }
+            // The planner's comm_buffers: the boundary buffers, and on the end stages the tied embedding's sum
+            // (V · h bf16 over the 2 stages, in rank order: one piece, as V · h is under a bucket).
             const int64_t buffers = (first ? 0 : 2) + (last ? 0 : 2), boundary = B * T * model.config.hidden_size * 2;
-            EXPECT_EQ(row->bytes[MemoryCategory::comm_buffers].device, buffers * boundary) << what;
+            const int64_t tied = model.config.tie_word_embeddings && (first || last) ? model.config.vocab_size * model.config.hidden_size : 0;
+            EXPECT_EQ(row->bytes[MemoryCategory::comm_buffers].device, buffers * boundary + (tied + 1) / 2 * 2 * 2) << what;
             const int64_t align = CachingAllocator::kBlockAlign;
             EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), buffers * ((boundary + align - 1) / align * align)) << what;
           }

@@ -41,6 +41,7 @@
 #include "tessera/engine/parallel/pipeline_transfers.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/pipeline_stage_model.h"
+#include "tessera/planner/rank_order_reduction.h"
 #include "tessera/planner/sharding.h"
 #include "tessera/planner/tensor_parallel.h"
 
@@ -90,6 +91,7 @@ struct GptTraining::State {
   planner::StageLayers layers;
   comm::Communicator* pipeline = nullptr;
   std::unique_ptr<comm::Communicator> embedding;
+  int64_t tied_piece_numel = 0;  // the tied sum's pieces: a DDP bucket's elements (planner::ddp_bucket_numel)
   planner::PipelineSchedule schedule = planner::PipelineSchedule::one_f_one_b;
 
   CudaDeviceMemory memory;
@@ -538,10 +540,16 @@ double GptTraining::State::run_pipeline(const int32_t* tokens, const int32_t* ta
 // last stage after backward (finalize_model_grads.py,
 // _allreduce_word_embedding_grads), as the CPU trainer does
 // (sum_tied_embedding_gradients), so both copies take the same step.
+// In pieces of a DDP bucket, so that its rank-order scratch (comm/nccl.h) is
+// never more than the planner books (memory_model.cpp, add_replicated_states).
 void GptTraining::State::sum_tied_embedding_gradients() {
   if (embedding == nullptr) return;
   const int index = first_stage() ? slots.wte : slots.head;
-  check(embedding->all_reduce(grad(index), grad(index), static_cast<size_t>(order[static_cast<size_t>(index)].numel), comm::ReduceOp::sum));
+  const int64_t numel = order[static_cast<size_t>(index)].numel;
+  for (int64_t begin = 0; begin < numel; begin += tied_piece_numel) {
+    const auto count = static_cast<size_t>(std::min(tied_piece_numel, numel - begin));
+    check(embedding->all_reduce(grad(index) + begin, grad(index) + begin, count, comm::ReduceOp::sum));
+  }
 }
 
 // The square of the global gradient norm from this stage's: summed over the
@@ -689,6 +697,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
       auto ends = pipeline.group->split(stage.first() || stage.last() ? 0 : 1, pipeline.group->rank(), "embedding");
       if (!ends) return ends.error();
       if (stage.first() || stage.last()) s->embedding = std::move(ends).value();
+      s->tied_piece_numel = planner::ddp_bucket_numel(data_parallel.plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
     }
   }
   s->Nl = s->tp.local_rows(s->N);

@@ -513,10 +513,11 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
   const planner::ParallelLayout& layout = o.estimate.request.layout;
   const std::string parallel = o.estimate.request.plugin.kind == PluginKind::low_level_zero
                                    ? "ZeRO-" + std::to_string(o.estimate.request.plugin.effective_zero_stage())
-                               : layout.tp > 1 ? "tp " + std::to_string(layout.tp) + " × dp " + std::to_string(layout.dp) + ", DDP"
-                               : layout.pp > 1 ? "pp " + std::to_string(layout.pp) + " × dp " + std::to_string(layout.dp) + ", " +
-                                                     std::string(enum_name(o.estimate.request.plugin.pp_schedule)) + ", DDP"
-                                               : "DDP";
+                               : layout.tp > 1 || layout.pp > 1
+                                   ? (layout.tp > 1 ? "tp " + std::to_string(layout.tp) + " × " : "") +
+                                         (layout.pp > 1 ? "pp " + std::to_string(layout.pp) + " × " : "") + "dp " + std::to_string(layout.dp) + ", " +
+                                         (layout.pp > 1 ? std::string(enum_name(o.estimate.request.plugin.pp_schedule)) + ", " : "") + "DDP"
+                                   : "DDP";
   const std::string where = world.size() == 1 ? "one GPU (" + name + ")" : std::to_string(world.size()) + " GPUs (" + name + ", " + parallel + ")";
   char line[300];
   std::snprintf(line, sizeof line, "trained steps %lld-%lld in bf16 on %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",

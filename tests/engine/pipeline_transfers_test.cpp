@@ -152,11 +152,11 @@ TEST(PipelineTransfers, OneForwardOneBackwardOnAMiddleStage) {
 
 constexpr int64_t B = 3, T = 7;
 
-planner::EstimateRequest pipeline_request(int64_t pp, int64_t m, PipelineSchedule schedule, planner::RecomputeMode mode) {
+planner::EstimateRequest pipeline_request(int64_t tp, int64_t pp, int64_t m, PipelineSchedule schedule, planner::RecomputeMode mode) {
   planner::EstimateRequest request;
   request.plugin.kind = planner::PluginKind::hybrid_parallel;
   request.plugin.pp_schedule = schedule;
-  request.layout = planner::ParallelLayout{1, 1, pp, false};
+  request.layout = planner::ParallelLayout{1, tp, pp, false};
   request.training.activation_profile = planner::ActivationProfile::tessera_gpu;
   request.training.recompute = mode;
   request.training.precision = planner::Precision::bf16;
@@ -182,23 +182,26 @@ int64_t aligned(const std::vector<ActivationBuffer>& buffers, MemoryCategory cat
 // ledger's peaks per category are the planner's estimate for that stage, each
 // buffer rounded to the allocator's 512 bytes; the point-to-point buffers are
 // the planner's comm_buffers, beside the tied embedding's sum on the end stages. GPT-2 and the Llama layout (3 blocks) on 2 and 3
-// stages (1 + 2 blocks; 1 each), 5 micro-batches, GPipe and 1F1B, every recompute mode.
+// stages (1 + 2 blocks; 1 each), on one tp rank and over 3 and 2 (the pipeline
+// with tensor parallelism), 5 micro-batches, GPipe and 1F1B, every recompute mode.
 TEST(PipelineTransfers, StageBuffersBookThePlannersStageEstimate) {
   constexpr int64_t MiB = int64_t{1} << 20, m = 5;
-  for (const char* json : {testing::kAwkwardGpt2, testing::kAwkwardLlama}) {
+  for (const auto& [json, tp] : {std::pair{testing::kAwkwardGpt2, int64_t{1}}, std::pair{testing::kAwkwardGpt2, int64_t{3}},
+                                 std::pair{testing::kAwkwardLlama, int64_t{1}}, std::pair{testing::kAwkwardLlama, int64_t{2}}}) {
     const planner::Model model = testing::awkward_model(json);
     const planner::ActivationTable table = planner::activation_table(model.config, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
     const int L = static_cast<int>(model.config.num_layers);
     for (int64_t pp : {2, 3}) {
       for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
         for (planner::RecomputeMode mode : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
-          const planner::EstimateRequest request = pipeline_request(pp, m, schedule, mode);
+          const planner::EstimateRequest request = pipeline_request(tp, pp, m, schedule, mode);
           auto estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), request);
           ASSERT_TRUE(estimate.ok()) << estimate.error().message;
           const std::vector<planner::StageLayers> layers = planner::split_layers(L, static_cast<int>(pp));
-          const ActivationBuffers layout = activation_buffers(table, planner::ActivationShape{B, T, 1, false}, mode);
+          const ActivationBuffers layout = activation_buffers(table, planner::ActivationShape{B, T, tp, false}, mode);
           for (int64_t s = 0; s < pp; ++s) {
-            const std::string what = model.config.model_type + " " + std::string(enum_name(schedule)) + " pp " + std::to_string(pp) + " stage " +
+            const std::string what = model.config.model_type + " " + std::string(enum_name(schedule)) + " tp " + std::to_string(tp) + " pp " +
+                                     std::to_string(pp) + " stage " +
                                      std::to_string(s) + " recompute " + std::string(enum_name(mode));
             const planner::RankMemory* row = nullptr;
             for (const planner::RankMemory& r : estimate->ranks) {
@@ -235,11 +238,14 @@ TEST(PipelineTransfers, StageBuffersBookThePlannersStageEstimate) {
               EXPECT_EQ(stage_bytes(c, 1), row->bytes[c].device) << what << " " << to_string(c);
               EXPECT_EQ(ledger.peak(c, MemorySpace::device), stage_bytes(c, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
             }
-            // The planner's comm_buffers: the boundary buffers, and on the end stages the tied embedding's sum
-            // (V · h bf16 over the 2 stages, in rank order: one piece, as V · h is under a bucket).
+            // The planner's comm_buffers (one tp rank): the boundary buffers, and on the end stages the tied embedding's sum
+            // (its ⌈V/tp⌉ · h bf16 over the 2 stages, in rank order: one piece, under a bucket); the
+            // tensor-parallel sums' scratch besides under tp (ctest -R TheEnginesTensorParallelSums).
             const int64_t buffers = (first ? 0 : 2) + (last ? 0 : 2), boundary = B * T * model.config.hidden_size * 2;
-            const int64_t tied = model.config.tie_word_embeddings && (first || last) ? model.config.vocab_size * model.config.hidden_size : 0;
-            EXPECT_EQ(row->bytes[MemoryCategory::comm_buffers].device, buffers * boundary + (tied + 1) / 2 * 2 * 2) << what;
+            const int64_t tied =
+                model.config.tie_word_embeddings && (first || last) ? (model.config.vocab_size + tp - 1) / tp * model.config.hidden_size : 0;
+            const int64_t tp_sums = tp > 1 ? (B * T * model.config.hidden_size + tp - 1) / tp * tp * 2 : 0;
+            EXPECT_EQ(row->bytes[MemoryCategory::comm_buffers].device, buffers * boundary + (tied + 1) / 2 * 2 * 2 + tp_sums) << what;
             const int64_t align = CachingAllocator::kBlockAlign;
             EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), buffers * ((boundary + align - 1) / align * align)) << what;
           }

@@ -38,14 +38,15 @@ refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathe
   --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
 refused ": --zero-stage 1: hybrid_parallel on GPUs runs DDP over the data-parallel ranks (ZeRO stage 0) so far; use --zero-stage 0" --precision bf16 \
   --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1
-# A pipeline is hybrid_parallel's too (GPipe or 1F1B, DDP over the dp ranks); not interleaved, not with tensor parallelism.
+# A pipeline is hybrid_parallel's too (GPipe or 1F1B, DDP over the dp ranks, with or without tensor parallelism); not interleaved.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --micro-batches 4
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --pp-schedule gpipe
 refused ": --pp 2: pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --pp 2
 refused ": --pp 2: on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel \
   --pp-schedule interleaved
-RANKS=4 refused ": --pp 2 with --tp 2: on GPUs a pipeline runs with data parallelism only so far; use --tp 1" --precision bf16 --dp 1 --pp 2 --tp 2 \
-  --plugin hybrid_parallel
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel
+RANKS=4 refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathers and reduce-scatters between its GEMMs, not under them; leave it out" \
+  --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2

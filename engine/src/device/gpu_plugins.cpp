@@ -49,13 +49,10 @@ Status check_gpu_plugin(const planner::PluginOptions& plugin) {
 namespace {
 
 // A pipeline: hybrid_parallel's (as on the CPU), GPipe or 1F1B, DDP over the
-// data-parallel ranks of each stage, no tensor parallelism with it yet.
+// data-parallel ranks of each stage, with or without tensor parallelism.
 Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
   const std::string pp = "--pp " + std::to_string(layout.pp);
   if (plugin.kind != PluginKind::hybrid_parallel) return make_error(ErrorCode::unsupported, pp + ": pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
-  if (layout.tp > 1) {
-    return make_error(ErrorCode::unsupported, pp + " with --tp " + std::to_string(layout.tp) + ": on GPUs a pipeline runs with data parallelism only so far; use --tp 1");
-  }
   if (plugin.pp_schedule == planner::PipelineSchedule::interleaved) {
     return make_error(ErrorCode::unsupported, pp + ": on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b");
   }
@@ -65,7 +62,9 @@ Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::P
 }  // namespace
 
 Status check_gpu_layout(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
-  if (layout.pp > 1) return check_gpu_pipeline(plugin, layout);
+  if (layout.pp > 1) {
+    if (Status s = check_gpu_pipeline(plugin, layout); !s) return s;
+  }
   if (layout.tp == 1) return Status::success();
   if (plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(layout.tp) + ": tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel");

@@ -105,7 +105,10 @@
 // _allreduce_word_embedding_grads, as the CPU trainer), then DDP's buckets
 // start (none during backward, as on the CPU); the gradient norm's sum of
 // squares is summed over the stages (the copy counted once). The loss is the
-// last stage's (0 elsewhere). No tensor parallelism with it (gpu_plugins.h).
+// last stage's (0 elsewhere). With tensor parallelism too, each stage's
+// part is its tp rank's (tp_rank_model of the stage), the boundary its rows
+// (N/tp under sequence parallelism), and the pipeline group joins the ranks
+// of the same tp rank, as on the CPU; every group's calls block between kernels, one communicator at a time.
 //
 // Never run on a GPU, recompute, ZeRO, Gemini, tensor and pipeline parallelism included:
 // compiled for sm_90 and checked on the day one is lent

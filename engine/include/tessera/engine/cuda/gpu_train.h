@@ -26,11 +26,11 @@
 // the CPU engine's consolidated ones (consolidated_checkpoint.h: whole
 // tensors, what a CPU tp run writes), and --resume loads each rank's part.
 //
-// With pp > 1 (--pp, hybrid_parallel, GPipe or 1F1B, no --tp) it is the
-// CPU engine's pipeline (cuda/gpt_training.h): the world split in the
-// planner's rank order into pp stages of dp ranks, NCCL over the stages (and
-// over the first and last stage for a tied embedding) and over each stage's
-// data-parallel ranks; every stage of a data-parallel rank reads the same
+// With pp > 1 (--pp, hybrid_parallel, GPipe or 1F1B, with or without --tp)
+// it is the CPU engine's pipeline (cuda/gpt_training.h): the world split in
+// the planner's rank order into pp stages of dp × tp ranks, NCCL over the
+// stages (and over the first and last stage for a tied embedding) and over
+// each stage's data- and tensor-parallel ranks; every stage of a data-parallel rank reads the same
 // share of the batch, the loss is the last stage's. Its checkpoints are the
 // CPU engine's consolidated ones, as a CPU pp run writes them, and --resume
 // loads each stage's tensors (either engine resumes the other's).

@@ -7,8 +7,8 @@
 // CPU engine's); and which layouts: tensor parallelism (hybrid_parallel's, as
 // on the CPU), with or without sequence parallelism (its collectives not
 // overlapped with the GEMMs: no --tp-comm-overlap), and pipelines
-// (hybrid_parallel's, GPipe or 1F1B, with data parallelism but no tensor
-// parallelism, parallel/pipeline_transfers.h). Anything else is
+// (hybrid_parallel's, GPipe or 1F1B, with data and tensor parallelism,
+// parallel/pipeline_transfers.h). Anything else is
 // refused in one line naming the option. Shared by
 // `tessera train --gpu` (which refuses before looking for a device) and the
 // step itself; built without CUDA too.

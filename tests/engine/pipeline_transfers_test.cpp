@@ -20,6 +20,7 @@
 #include "tessera/engine/device/step_activations.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/registry.h"
 
 namespace tessera::engine {
@@ -89,7 +90,8 @@ TEST(PipelineTransfers, ReplayCatchesTwoStagesSendingFirst) {
 }
 
 // Each stage's passes are the planner's schedule, its calls one before each
-// pass and one after the last, and the stages' calls complete in any
+// pass and one after the last, its sends and recvs the planner's traffic
+// formula's count, and the stages' calls complete in any
 // interleaving: on 2 to 6 stages, with fewer, as many and more micro-batches than stages.
 TEST(PipelineTransfers, EveryStageCompletesAndEachMessageMeetsItsMatch) {
   for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
@@ -123,6 +125,15 @@ TEST(PipelineTransfers, EveryStageCompletesAndEachMessageMeetsItsMatch) {
           }
           EXPECT_FALSE(t.transfers.front().send.present()) << what;
           EXPECT_FALSE(t.transfers.back().recv.present()) << what;
+          // As many sends and recvs as the planner's traffic counts (planner/pp_traffic.h), each of one boundary.
+          int64_t sends = 0, recvs = 0;
+          for (const PipelineTransfer& call : t.transfers) {
+            sends += call.send.present() ? 1 : 0;
+            recvs += call.recv.present() ? 1 : 0;
+          }
+          const planner::CollectiveCalls planned_sends = planner::stage_sends_per_step(pp, s, 1, m, 1);
+          EXPECT_EQ(sends, planned_sends.calls) << what;
+          EXPECT_EQ(recvs, planned_sends.calls) << what;
         }
         EXPECT_EQ(replay(every_stage(schedule, pp, m)), "") << what;
       }

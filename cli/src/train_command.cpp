@@ -92,8 +92,8 @@ constexpr bool kGpuTrainingBuilt = false;
 // `--gpu NAME`: only what the GPU step runs (bf16, micro-batches
 // accumulated per rank, recompute none, selective or full (op_selective is
 // refused for every engine, check_engine_supports); one GPU, or DDP,
-// ZeRO-1/2 or tensor parallelism (with DDP or ZeRO-1/2) with one rank per GPU under a
-// launcher, engine::check_gpu_plugin and check_gpu_layout),
+// ZeRO-1/2, FSDP, Gemini, tensor parallelism (with DDP or ZeRO-1/2) or a pipeline (with DDP)
+// with one rank per GPU under a launcher, engine::check_gpu_plugin and check_gpu_layout),
 // then a device for this rank and a build with the
 // step; each refusal one line naming the option. Returns this rank's device.
 Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communicator& world) {
@@ -236,7 +236,7 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
     c.remove_option(c.get_option(name));
   }
   c.get_option("--model")->required(false)->description("Shipped model name or config.json (gpt2 and llama-style families)");
-  c.get_option("--gpu")->description("cpu: train on the CPU; a GPU's name: one GPU, or one per rank under mpirun (DDP, ZeRO-1/2, FSDP, Gemini, or --tp with --plugin hybrid_parallel), bf16 (the default there; where CUDA and cuDNN were built in)");
+  c.get_option("--gpu")->description("cpu: train on the CPU; a GPU's name: one GPU, or one per rank under mpirun (DDP, ZeRO-1/2, FSDP, Gemini, or --tp or --pp with --plugin hybrid_parallel), bf16 (the default there; where CUDA and cuDNN were built in)");
   c.add_option("--out", o.out, "Directory for plan.json, metrics.json and the checkpoint")->required();
   c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text)");
   c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();
@@ -498,7 +498,8 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
     if (!estimate) return failed(estimate.error().message);
     resolve_auto_placement(estimate.value(), t);
   }
-  const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s), o.estimate.request.layout.tp};
+  t.pipeline_schedule = o.estimate.request.plugin.pp_schedule;
+  const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s), o.estimate.request.layout.tp, o.estimate.request.layout.pp};
   auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
   if (!metrics) return failed(metrics.error().message);
   const std::string name = engine::cuda_device_presence().description;
@@ -520,8 +521,11 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
   const planner::ParallelLayout& layout = o.estimate.request.layout;
   const std::string parallel = o.estimate.request.plugin.kind == PluginKind::low_level_zero
                                    ? "ZeRO-" + std::to_string(o.estimate.request.plugin.effective_zero_stage())
-                               : layout.tp > 1 ? "tp " + std::to_string(layout.tp) + " × dp " + std::to_string(layout.dp) + ", DDP"
-                                               : "DDP";
+                               : layout.tp > 1 || layout.pp > 1
+                                   ? (layout.tp > 1 ? "tp " + std::to_string(layout.tp) + " × " : "") +
+                                         (layout.pp > 1 ? "pp " + std::to_string(layout.pp) + " × " : "") + "dp " + std::to_string(layout.dp) + ", " +
+                                         (layout.pp > 1 ? std::string(enum_name(o.estimate.request.plugin.pp_schedule)) + ", " : "") + "DDP"
+                                   : "DDP";
   const std::string where = world.size() == 1 ? "one GPU (" + name + ")" : std::to_string(world.size()) + " GPUs (" + name + ", " + parallel + ")";
   char line[300];
   std::snprintf(line, sizeof line, "trained steps %lld-%lld in bf16 on %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",

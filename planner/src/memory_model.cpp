@@ -53,7 +53,10 @@ StateWidths state_widths(const TrainingOptions& t) {
 // replica.contents = at::empty(...), initialize_bucket_views). Tessera's
 // engine on GPUs reduces its flat gradients in place (gradient_as_bucket_view)
 // and stages one bucket at a time for its rank-order sum (rank_order_reduction.h).
-void add_replicated_states(const StageShape& s, const EstimateRequest& r, const StateWidths& w, bool ddp_wrapped,
+// In a pipeline it also sums a tied embedding's gradient between the first and
+// the last stage, in pieces of a bucket (cuda/gpt_training.h), before DDP's
+// buckets start: one of the two scratches is held at a time.
+void add_replicated_states(const Model& m, const StageShape& s, const EstimateRequest& r, const StateWidths& w, bool ddp_wrapped,
                            MemoryBreakdown& out) {
   out.add(Cat::parameters, kDevice, s.params * w.param);
   out.add(Cat::master_weights, kDevice, s.params * w.master);
@@ -62,9 +65,11 @@ void add_replicated_states(const StageShape& s, const EstimateRequest& r, const 
   if (ddp_wrapped && !r.plugin.gradient_as_bucket_view) out.add(Cat::comm_buffers, kDevice, s.params * w.grad);
   const int64_t dp = r.layout.data_ranks();
   const bool ddp = r.plugin.kind == PluginKind::torch_ddp || r.plugin.kind == PluginKind::hybrid_parallel;  // hybrid_parallel at ZeRO stage 0
-  if (ddp && r.plugin.rank_order_reduction && dp > 1) {
-    out.add(Cat::comm_buffers, kDevice, ddp_rank_order_scratch_bytes(s.params, r.plugin.bucket_bytes, dp, w.grad));
-  }
+  if (!ddp || !r.plugin.rank_order_reduction) return;
+  const int64_t tied = r.layout.pp > 1 && (s.first || s.last) ? m.tied_head.per_tp_rank(r.layout.tp) : 0;
+  const int64_t buckets = dp > 1 ? ddp_rank_order_scratch_bytes(s.params, r.plugin.bucket_bytes, dp, w.grad) : 0;
+  const int64_t tied_sum = tied > 0 ? ddp_rank_order_scratch_bytes(tied, r.plugin.bucket_bytes, 2, w.grad) : 0;
+  out.add(Cat::comm_buffers, kDevice, std::max(buckets, tied_sum));
 }
 
 // ZeRO-1/2 (Rajbhandari et al. 2020 §5.1-5.2; ColossalAI LowLevelZeroOptimizer):
@@ -211,7 +216,7 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
                            MemoryBreakdown& out) {
   const StateWidths w = state_widths(r.training);
   switch (r.plugin.kind) {
-    case PluginKind::torch_ddp: add_replicated_states(s, r, w, true, out); break;
+    case PluginKind::torch_ddp: add_replicated_states(m, s, r, w, true, out); break;
     case PluginKind::torch_fsdp: add_fsdp_states(m, r, w, out); break;
     case PluginKind::low_level_zero: {
       const int stage = r.plugin.effective_zero_stage();
@@ -232,7 +237,7 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
       const int64_t tp_scratch =
           r.plugin.rank_order_reduction && r.layout.tp > 1 ? rank_order_scratch_bytes(rows * m.config.hidden_size, r.layout.tp, w.param) : 0;
       if (stage == 0) {
-        add_replicated_states(s, r, w, r.layout.data_ranks() > 1, out);
+        add_replicated_states(m, s, r, w, r.layout.data_ranks() > 1, out);
         if (tp_scratch > 0) out.add(Cat::comm_buffers, kDevice, tp_scratch);  // beside a DDP bucket's sum, which may be in flight
       } else {
         // One bucket, reduced after backward (sharding.h, hybrid_zero_buckets).

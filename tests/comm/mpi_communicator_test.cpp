@@ -304,6 +304,34 @@ void check_started_sends(Communicator& group, Checker& check, size_t count) {
                "started sends are counted when they complete");
 }
 
+// send_recv (a GPU pipeline stage's calls, parallel/pipeline_transfers.h):
+// every rank sends a large message to the next rank and receives one from the
+// previous in one call, so a send that waited for its recv first would wait
+// forever; then the two directions between neighbours at once (an activation
+// on, a gradient back), and a call with its send half only. Counted as sends and recvs.
+void check_send_recv(Communicator& group, Checker& check, size_t count) {
+  const int n = group.size(), r = group.rank();
+  if (n < 2) return;
+  const int next = (r + 1) % n, previous = (r + n - 1) % n;
+  const CommCounters before = group.counters();
+  std::vector<float> outgoing(count, static_cast<float>(r)), incoming(count, -1.0f);
+  check.expect_ok(group.send_recv(outgoing.data(), next, incoming.data(), previous, count), "send_recv around the ring");
+  check.expect(incoming == std::vector<float>(count, static_cast<float>(previous)), "send_recv receives the previous rank's message");
+  // Pairs (0, 1), (2, 3), ...: each sends to and receives from its partner in one call.
+  const int partner = r % 2 == 0 ? r + 1 : r - 1;
+  if (partner < n) {
+    check.expect_ok(group.send_recv(outgoing.data(), partner, incoming.data(), partner, count), "send_recv with one partner both ways");
+    check.expect(incoming == std::vector<float>(count, static_cast<float>(partner)), "send_recv exchanges with the partner");
+  }
+  if (r == 0) check.expect_ok(group.send_recv(outgoing.data(), 1, static_cast<float*>(nullptr), -1, count), "send_recv, its send half only");
+  if (r == 1) check.expect_ok(group.send_recv(static_cast<const float*>(nullptr), -1, incoming.data(), 0, count), "send_recv, its recv half only");
+  const int64_t pairs = partner < n ? 1 : 0, halves = (r == 0 || r == 1) ? 1 : 0;
+  const CommCounters moved = group.counters().since(before);
+  check.expect(moved.calls_of(Collective::send) == 1 + pairs + (r == 0 ? 1 : 0) && moved.calls_of(Collective::recv) == 1 + pairs + (r == 1 ? 1 : 0) &&
+                   moved.bytes_of(Collective::send) + moved.bytes_of(Collective::recv) == static_cast<int64_t>((2 + 2 * pairs + halves) * count * 4),
+               "send_recv counts a send and a recv");
+}
+
 void check_split(Communicator& world, Checker& check) {
   const int n = world.size(), r = world.rank();
   const int color = r % 2;
@@ -463,6 +491,7 @@ int run(MpiRuntime& runtime) {
   check_broadcast(world, check);
   check_ring(world, check, 200000);  // 800 KB: past the eager limit of shared-memory transports
   check_started_sends(world, check, 200000);
+  check_send_recv(world, check, 200000);
   check_split(world, check);
   check_timeout(runtime, check);
   check_counters(runtime, check);

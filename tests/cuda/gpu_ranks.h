@@ -22,6 +22,8 @@
 #include "tessera/engine/comm/mpi.h"
 #include "tessera/engine/comm/nccl.h"
 #include "tessera/engine/device/rank_device.h"
+#include "tessera/engine/half.h"
+#include "tessera/planner/sharding.h"
 
 namespace tessera::engine::cuda::testing {
 
@@ -32,6 +34,18 @@ inline double relative(double got, double want) { return std::abs(got - want) / 
 // Rank 0 prints each measured error beside its bound (tools/gpu-check keeps these lines).
 inline void report(int rank, const std::string& what, double error, double tolerance) {
   if (rank == 0) std::printf("  %-60s relative error %.3g (tolerance %.3g)\n", what.c_str(), error, tolerance);
+}
+
+// The relative error, in norm, of `got`'s elements of one flat parameter against `want`'s.
+inline double parameter_error(const std::vector<bf16>& got, const std::vector<bf16>& want, const planner::FlatParameter& flat) {
+  double difference = 0, reference = 0;
+  for (int64_t i = flat.offset; i < flat.offset + flat.numel; ++i) {
+    const double w = static_cast<double>(widen(want[static_cast<size_t>(i)]));
+    const double d = static_cast<double>(widen(got[static_cast<size_t>(i)])) - w;
+    difference += d * d;
+    reference += w * w;
+  }
+  return std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30);
 }
 
 // Whether `values` are the same bits on every rank: rank 0's broadcast over MPI, compared here.

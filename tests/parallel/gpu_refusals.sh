@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP, ZeRO-1/2, FSDP, Gemini or tensor parallelism, one rank per GPU)
+# Issue 15: `mpirun -np 2 tessera train --gpu NAME` (DDP, ZeRO-1/2, FSDP, Gemini, tensor or pipeline parallelism, one rank per GPU)
 # refuses, on every rank in one line naming the option, what the GPU step does
 # not run, and on a machine without a GPU says so; mpirun exits 2. Skipped
 # (77) where there is a GPU: tools/gpu-check trains there.
@@ -11,16 +11,16 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q 
   exit 77
 fi
 failures=0
-# refused WANT OPTIONS...: both ranks exit 2, each with one line ending in WANT.
+# refused WANT OPTIONS...: every rank (RANKS, 2 unless set) exits 2, each with one line ending in WANT.
 refused() {
-  local want=$1
+  local want=$1 ranks=${RANKS:-2}
   shift
-  mpi 2 "$tessera" train --gpu h100-80g --micro-batch 1 --seq 32 --steps 1 --out "$work/run" "$@" >"$work/out" 2>"$work/err"
+  mpi "$ranks" "$tessera" train --gpu h100-80g --micro-batch 1 --seq 32 --steps 1 --out "$work/run" "$@" >"$work/out" 2>"$work/err"
   local code=$?
   local lines
-  lines=$(grep -c '^tessera: error: rank [01] of 2: ' "$work/err")
-  if [[ $code -ne 2 || $lines -ne 2 ]] || [[ $(grep -c -F -- "$want" "$work/err") -ne 2 ]]; then
-    echo "FAILED: $* (exit $code, want 2 and two lines with: $want):"
+  lines=$(grep -c "^tessera: error: rank [0-9] of $ranks: " "$work/err")
+  if [[ $code -ne 2 || $lines -ne $ranks ]] || [[ $(grep -c -F -- "$want" "$work/err") -ne $ranks ]]; then
+    echo "FAILED: $* (exit $code, want 2 and $ranks lines with: $want):"
     cat "$work/err"
     failures=$((failures + 1))
   else
@@ -40,7 +40,15 @@ refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 2 --sequence-parallel
 refused ": --cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out" --precision bf16 \
   --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload
-refused ": --pp 2: on GPUs the engine runs no pipeline yet; use --pp 1" --precision bf16 --dp 1 --pp 2
+# A pipeline is hybrid_parallel's too (GPipe or 1F1B, DDP over the dp ranks, with or without tensor parallelism); not interleaved.
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --micro-batches 4
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --pp-schedule gpipe
+refused ": --pp 2: pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --pp 2
+refused ": --pp 2: on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel \
+  --pp-schedule interleaved
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel
+RANKS=4 refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathers and reduce-scatters between its GEMMs, not under them; leave it out" \
+  --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2

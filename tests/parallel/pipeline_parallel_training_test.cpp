@@ -5,6 +5,8 @@
 // 1 — train 5 steps and leave the same parameters as one process training the
 // same global batch; the consolidated checkpoint they write resumes in the
 // same layout. Each stage's sends are the stated formula (planner/pp_traffic.h).
+// Where the GPU step runs the layout, its host copy of the checkpoint loads
+// and writes back the same bytes (gpu_host_copy.h).
 //
 // Tolerance, fp32: as tensor_parallel_training_test, 1e-5 of the parameters'
 // norm (issue 13): the stages accumulate the tied embedding's two gradients
@@ -21,6 +23,7 @@
 #include "tessera/engine/parallel/process_groups.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/registry.h"
+#include "gpu_host_copy.h"
 #include "training_check.h"
 
 namespace {
@@ -102,6 +105,8 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   o.resume = true;
   auto resumed = training_check::train_into(dir, o, groups->data.get(), model, &world);
   expect(resumed.ok(), name + ", resumed: " + (resumed.ok() ? "" : resumed.error().message), rank);
+  // The layouts the GPU step runs (a pipeline with data and tensor parallelism, GPipe or 1F1B): its checkpoints are these.
+  if (c.chunks == 1 && c.zero_stage == 0) training_check::check_gpu_host_copy(world, groups.value(), model, plugin, dir, name);
   if (rank != 0) return;
   // One process, the same global batch: dp · k micro-batches.
   training_check::expect_one_process_agrees(name, dir, saved_after_five, parallel.value(), dp * k, planner::Precision::fp32, model, 1e-5);
@@ -128,7 +133,8 @@ int main() {
                {"tiny-gpt2", 2, 2, 2, S::one_f_one_b, 1, true},
                {"tiny-llama", 4, 1, 4, S::one_f_one_b},
                {"tiny-gpt2", 8, 1, 4, S::interleaved, 2},
-               {"tiny-gpt2", 2, 1, 2, S::one_f_one_b, 1, false, 1}};
+               {"tiny-gpt2", 2, 1, 2, S::one_f_one_b, 1, false, 1},
+               {"tiny-gpt2", 2, 1, 2, S::gpipe}};  // dp 2 × pp 2 as the GPU step runs it
   } else {
     layouts = {{"tiny-llama", 2, 2, 2, S::one_f_one_b, 1, false, 1}, {"tiny-gpt2", 4, 2, 2, S::interleaved, 2, true, 1}};
   }

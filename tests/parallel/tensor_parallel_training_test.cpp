@@ -18,20 +18,12 @@
 #include <string>
 #include <vector>
 
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <optional>
-
 #include "tessera/engine/comm/mpi.h"
-#include "tessera/engine/consolidated_checkpoint.h"
-#include "tessera/engine/flat_checkpoint.h"
 #include "tessera/engine/parallel/process_groups.h"
-#include "tessera/engine/run_directory.h"
-#include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/tensor_parallel.h"
 #include "tessera/planner/tp_traffic.h"
+#include "gpu_host_copy.h"
 #include "training_check.h"
 
 namespace {
@@ -51,50 +43,6 @@ struct Layout {
 std::string name_of(const Layout& c, int64_t dp) {
   return std::string(c.model) + " dp " + std::to_string(dp) + " × tp " + std::to_string(c.tp) + (c.sequence_parallel ? " + sp" : "") + ", zero " +
          std::to_string(c.zero_stage) + (c.precision == planner::Precision::bf16 ? ", bf16" : "");
-}
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// What the GPU step saves and resumes under tensor parallelism
-// (engine/src/cuda/gpu_train.cpp): the CPU run's committed checkpoint, loaded
-// by each rank into a host copy of its part's optimizer (flat_checkpoint.h's
-// FlatAdamWState, laid out as GptTraining::host_state lays it out: its whole
-// part, or at hybrid_parallel's ZeRO stage 1 or 2 its shard of it,
-// planner::optimizer_layout over the dp group) with load_flat_checkpoint, and
-// written back as the GPU loop writes it (write_consolidated_checkpoint over
-// the same groups) gives the CPU's bytes.
-void check_gpu_host_copy(comm::Communicator& world, const ProcessGroups& groups, const planner::Model& model, const planner::PluginOptions& plugin,
-                         int64_t tp, const std::string& dir, const std::string& name) {
-  const int rank = world.rank();
-  std::optional<CommittedCheckpoint> committed;
-  for (int reader = 0; reader < world.size(); ++reader) {  // one writer's lock at a time
-    if (rank == reader) {
-      auto directory = RunDirectory::open(dir);
-      auto found = directory.ok() ? directory->committed() : Result<std::optional<CommittedCheckpoint>>(directory.error());
-      if (found.ok()) committed = found.value();
-    }
-    if (!world.barrier().ok()) return expect(false, name + ": barrier", rank);
-  }
-  expect(committed.has_value(), name + ": the committed checkpoint", rank);
-  if (!committed) return;
-  const planner::Model part = planner::tp_rank_model(model, tp);
-  FlatAdamWState state(planner::optimizer_layout(part, plugin, groups.data->size(), groups.data->rank()));
-  auto loaded = load_flat_checkpoint(*committed, model, state, TensorParallelRank{tp, groups.coordinates.tp_rank});
-  expect(loaded.ok(), name + ": the GPU step's host copy loads its part: " + (loaded.ok() ? "" : loaded.error().message), rank);
-  if (!loaded.ok()) return;
-  const std::string copy = dir + "-gpu-host-copy";
-  if (rank == 0) std::filesystem::create_directories(copy);
-  if (!world.barrier().ok()) return expect(false, name + ": barrier", rank);
-  auto files = write_consolidated_checkpoint({*groups.data, *groups.tensor, nullptr, world, 1}, state, part, model, model, plugin, planner::OptimizerKind::adamw,
-                                             copy, loaded.value());
-  expect(files.ok(), name + ": the GPU step's consolidated save: " + (files.ok() ? "" : files.error().message), rank);
-  if (rank != 0 || !files.ok()) return;
-  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
-    expect(file_bytes(copy + "/" + file) == file_bytes(committed->file(file)), name + ": the GPU step's " + file + " is the CPU run's, byte for byte", rank);
-  }
 }
 
 void check(comm::Communicator& world, const Layout& c, const std::string& root) {
@@ -141,7 +89,7 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   o.resume = true;
   auto resumed = training_check::train_into(dir, o, groups->data.get(), model, &world);
   expect(resumed.ok(), name + ", resumed: " + (resumed.ok() ? "" : resumed.error().message), rank);
-  check_gpu_host_copy(world, groups.value(), model, plugin, c.tp, dir, name);
+  training_check::check_gpu_host_copy(world, groups.value(), model, plugin, dir, name);
   if (rank != 0) return;
   // One process, the same global batch: dp · k micro-batches; bf16 within its machine epsilon, as data_parallel_test.
   const double tolerance = c.precision == planner::Precision::bf16 ? 1.0 / 256 : 1e-5;

@@ -270,6 +270,40 @@ Status Communicator::recv(void* buffer, size_t count, DataType type, int peer, i
              [&] { return do_recv(buffer, count, type, peer, tag); });
 }
 
+Status Communicator::send_recv(const void* send_buffer, int send_peer, void* recv_buffer, int recv_peer, size_t count, DataType type) {
+  if (send_peer < 0 && recv_peer < 0) return Status::success();
+  if (recv_peer < 0) return send(send_buffer, count, type, send_peer);
+  if (send_peer < 0) return recv(recv_buffer, count, type, recv_peer);
+  for (int peer : {send_peer, recv_peer}) {
+    if (auto error = peer_error(peer, rank_, size_)) return failure("send_recv", *error);
+  }
+  if (!started_.empty()) return refuse_while_started("send_recv");
+  const Result<size_t> payload = checked_payload(count, type, {send_buffer, send_buffer, 1, 0});
+  if (!payload.ok()) return failure("send_recv", payload.error());
+  if (const Result<size_t> into = checked_payload(count, type, {recv_buffer, recv_buffer, 1, 0}); !into.ok()) return failure("send_recv", into.error());
+  if (count > 0 && overlap(send_buffer, *payload, recv_buffer, *payload)) {
+    return failure("send_recv", invalid("the send and recv buffers overlap; make them disjoint"));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  if (count > 0) {
+    if (Status s = do_send_recv(send_buffer, send_peer, recv_buffer, recv_peer, count, type); !s.ok()) return failure("send_recv", s.error());
+  }
+  const auto finished = std::chrono::steady_clock::now();
+  for (Collective kind : {Collective::send, Collective::recv}) {
+    counters_.add(kind, static_cast<int64_t>(*payload), seconds_between(started, finished));
+    record(kind, started, finished, *payload);
+  }
+  return Status::success();
+}
+
+Status Communicator::do_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type) {
+  auto begun = do_start_send(send, count, type, send_peer, 0);
+  if (!begun.ok()) return begun.error();
+  const Status received = do_recv(recv, count, type, recv_peer, 0);
+  const Status sent = begun.value()->wait();
+  return !received.ok() ? received : sent;
+}
+
 Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_send(const void* send, size_t count, DataType type, int peer, int tag) {
   if (Status s = do_send(send, count, type, peer, tag); !s) return s.error();
   return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());

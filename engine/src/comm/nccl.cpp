@@ -463,6 +463,21 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
+  // NCCL's sendrecv: the two calls in one group, so that they progress
+  // together (NCCL user guide, "Point-to-point communication", Sendrecv:
+  // "calls within a group can be seen as progressing independently, hence
+  // should never block each other"); ungrouped, a send blocks until its peer's
+  // recv has run, and two stages each sending to the other first would wait forever.
+  Status do_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type) override {
+    return run("ncclSend/ncclRecv (send_recv)", count * element_bytes(type), [&](const Deadline& deadline) {
+      return grouped(deadline, "ncclSend/ncclRecv (send_recv)", [&](ncclComm_t comm) {
+        const cudaStream_t stream = state_->stream();
+        if (auto s = nccl_status(ncclSend(send, count, nccl_type(type), send_peer, comm, stream), "ncclSend", comm); !s) return s;
+        return nccl_status(ncclRecv(recv, count, nccl_type(type), recv_peer, comm, stream), "ncclRecv", comm);
+      });
+    });
+  }
+
   // PyTorch's ProcessGroupNCCL::barrier: an all-reduce of one element, waited for.
   Status do_barrier() override {
     return run("ncclAllReduce (barrier)", 0, [&](const Deadline& deadline) {

@@ -31,6 +31,7 @@
 #include "tessera/engine/cuda/sum_of_squares.h"
 #include "tessera/engine/device/caching_allocator.h"
 #include "tessera/engine/device/gpu_plugins.h"
+#include "tessera/engine/device/stage_boundaries.h"
 #include "tessera/engine/device/step_activations.h"
 #include "tessera/engine/device/tensor_parallel_part.h"
 #include "tessera/engine/gradient_accumulation.h"
@@ -40,7 +41,10 @@
 #include "tessera/engine/parallel/ddp_buckets.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/parallel/zero_buckets.h"
+#include "tessera/engine/parallel/pipeline_transfers.h"
 #include "tessera/planner/activations.h"
+#include "tessera/planner/pipeline_stage_model.h"
+#include "tessera/planner/rank_order_reduction.h"
 #include "tessera/planner/sharding.h"
 #include "tessera/planner/tensor_parallel.h"
 
@@ -83,6 +87,15 @@ struct GptTraining::State {
   std::optional<DdpBucketPlan> buckets;
   size_t started_buckets = 0;
   TensorParallelStep tp;  // the tensor-parallel group's sums, vocabulary slice and norm (tensor_parallel_step.h)
+  // Pipeline parallelism: the stage this rank runs (the whole model without
+  // one), its blocks, the stages' communicator, the first and last stage's
+  // (a tied embedding's gradient; null elsewhere) and the schedule.
+  planner::PipelinePlacement stage;
+  planner::StageLayers layers;
+  comm::Communicator* pipeline = nullptr;
+  std::unique_ptr<comm::Communicator> embedding;
+  int64_t tied_piece_numel = 0;  // the tied sum's pieces: a DDP bucket's elements (planner::ddp_bucket_numel)
+  planner::PipelineSchedule schedule = planner::PipelineSchedule::one_f_one_b;
 
   CudaDeviceMemory memory;
   CudaEvents events;
@@ -98,6 +111,7 @@ struct GptTraining::State {
   std::vector<T*> parameter_of;      // each flat parameter: in the flat buffer, or in its gathered Gemini chunk or FSDP unit
   std::vector<T*> gradient_of;       // each flat parameter's gradient: in the flat buffer, ZeRO-2's bucket, a Gemini gradient chunk or an FSDP unit's
   StepActivations activations;  // what the forward keeps, the recompute's working set, the logits, the tokens
+  StageBoundaries boundaries;   // a pipeline stage's send and receive buffers
   DeviceBlock ones, norm_workspace, norm_sum, sum_workspace;
 
   ~State() {
@@ -221,7 +235,9 @@ struct GptTraining::State {
   // hybrid_parallel's ZeRO keeps the same rule by its one bucket
   // (planner::hybrid_zero_buckets): its reduce-scatters, too, all start in
   // finish_reductions, and each is finished before the next call.
-  bool buckets_overlap_backward() const { return tp.size() == 1; }
+  // Nor in a pipeline, whose stage's gradients are complete only after the
+  // schedule's last backward (as the CPU trainer reduces them, run_pipeline).
+  bool buckets_overlap_backward() const { return tp.size() == 1 && pipeline == nullptr; }
   // Around `layer`'s backward, in every micro-batch's: ZeRO-2's buckets bind
   // the layer's gradients and start a full one's reduction; Gemini gathers the
   // layer's chunks, opens their gradient chunks and reduces those complete;
@@ -288,8 +304,15 @@ struct GptTraining::State {
   void block_forward(int l, const T* x, T* out);
   void recompute_block(int l);
   void block_backward(int l);
-  double forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale);
-  void backward(bool reduce);
+  bool first_stage() const { return stage.first(); }
+  bool last_stage() const { return stage.last(); }
+  int64_t boundary_numel() const { return Nl * C; }
+  double forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale, const T* input = nullptr, T* output = nullptr);
+  void backward(bool reduce, const T* output_grad = nullptr, T* input_grad = nullptr);
+  double run_pipeline(const int32_t* tokens, const int32_t* targets, int64_t micro_batches, double gradient_scale);
+  void exchange(const PipelineTransfer& transfer);
+  void sum_tied_embedding_gradients();
+  double over_stages(double sum_of_squares);
   std::optional<double> optimizer_step();
 };
 
@@ -340,25 +363,33 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
   check(residual_add(out, mid, Nl * C, nullptr), "residual");
 }
 
-// `gradient_scale` multiplies the gradient of the micro-batch's mean loss (micro_batch_gradient_scale).
-double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale) {
-  const int L = static_cast<int>(config.num_layers);
-  check(cudaMemcpy(outside<int32_t>("tokens"), host_tokens, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the tokens");
-  check(cudaMemcpy(outside<int32_t>("targets"), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
-  T* embedded = act(0, "block_input");
-  before_layer_forward(planner::kEmbeddingLayer);
-  // Each rank looks up the tokens of its vocabulary rows (the others' are 0):
-  // their sum is the embedding (under sequence parallelism this rank's rows of it).
-  T* lookups = sequence_parallel() ? gathered() : embedded;
-  check(embedding_forward(lookups, outside<int32_t>("tokens"), param(slots.wte), N, C, tp.vocab(), nullptr), "embedding");
-  tp.reduce_rows(lookups, embedded, N, C);
-  if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), Nl, Tn, C, tp.first_row(N), nullptr), "position embedding");
-  T* final_input = outside("final_norm_input");
-  for (int l = 0; l < L; ++l) {
+// `gradient_scale` multiplies the gradient of the micro-batch's mean loss
+// (micro_batch_gradient_scale). A pipeline stage's blocks start from the
+// previous stage's `input` (but on the first stage, which embeds the tokens)
+// and hand their output to `output` (but on the last, which computes the loss; 0 elsewhere).
+double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale, const T* input, T* output) {
+  const int L = static_cast<int>(config.num_layers), begin = layers.first_layer, end = layers.first_layer + layers.num_layers;
+  T* embedded = act(begin, "block_input");
+  if (first_stage()) {
+    check(cudaMemcpy(outside<int32_t>("tokens"), host_tokens, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the tokens");
+    before_layer_forward(planner::kEmbeddingLayer);
+    // Each rank looks up the tokens of its vocabulary rows (the others' are 0):
+    // their sum is the embedding (under sequence parallelism this rank's rows of it).
+    T* lookups = sequence_parallel() ? gathered() : embedded;
+    check(embedding_forward(lookups, outside<int32_t>("tokens"), param(slots.wte), N, C, tp.vocab(), nullptr), "embedding");
+    tp.reduce_rows(lookups, embedded, N, C);
+    if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), Nl, Tn, C, tp.first_row(N), nullptr), "position embedding");
+  } else {
+    check(cudaMemcpyAsync(embedded, input, static_cast<size_t>(boundary_numel()) * sizeof(T), cudaMemcpyDeviceToDevice, nullptr), "taking the stage's input");
+  }
+  T* final_input = last_stage() ? outside("final_norm_input") : output;
+  for (int l = begin; l < end; ++l) {
     before_layer_forward(l);
-    block_forward(l, act(l, "block_input"), l + 1 < L ? act(l + 1, "block_input") : final_input);
+    block_forward(l, act(l, "block_input"), l + 1 < end ? act(l + 1, "block_input") : final_input);
     after_layer_forward(l);
   }
+  if (!last_stage()) return 0;
+  check(cudaMemcpy(outside<int32_t>("targets"), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
   // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
   // tied) over every token (under sequence parallelism h is gathered first),
   // and the fused loss, which leaves dlogits = (p − onehot) · scale / N in the logits.
@@ -450,25 +481,38 @@ void GptTraining::State::block_backward(int l) {
 
 // Adds this micro-batch's gradients into the flat buffer; with `reduce` (the
 // step's last micro-batch) starts each bucket's all-reduce once its layers are done.
-void GptTraining::State::backward(bool reduce) {
-  const int L = static_cast<int>(config.num_layers);
+// A pipeline stage's backward starts from the next stage's `output_grad`
+// (but on the last stage, which has the loss) and hands the gradient of its
+// input to `input_grad` (but on the first, which ends in the embedding).
+void GptTraining::State::backward(bool reduce, const T* output_grad, T* input_grad) {
+  const int L = static_cast<int>(config.num_layers), begin = layers.first_layer, end = layers.first_layer + layers.num_layers;
   const bool sp = sequence_parallel();
   T* dres = outside("grad_residual");
   T* dnarrow = outside("grad_narrow");
-  check(cudaMemsetAsync(dres, 0, static_cast<size_t>(Nl * C) * sizeof(T), nullptr), "zeroing grad_residual");
-  // The head: dh = dlogits · W (partial: this rank's vocabulary rows give part
-  // of it), dW += dlogitsᵀ · h (h gathered whole again under sequence parallelism), then the final norm.
-  before_layer_backward(L);
-  T* dh = sp ? gathered_grad() : dnarrow;
-  linear_backward(dh, grad(slots.head), nullptr, outside("logits"), whole_values(outside("head_input")), param(slots.head), N,
-                  C, V, cpu::WeightLayout::out_in);
-  norm_backward(dres, dh, dnarrow, outside("final_norm_input"), outside<float>("final_norm_stats"), slots.final_norm_w, slots.final_norm_b);
-  after_layer_backward(L, reduce);  // the head
-  for (int l = L - 1; l >= 0; --l) {
+  if (last_stage()) {
+    check(cudaMemsetAsync(dres, 0, static_cast<size_t>(Nl * C) * sizeof(T), nullptr), "zeroing grad_residual");
+    // The head: dh = dlogits · W (partial: this rank's vocabulary rows give part
+    // of it), dW += dlogitsᵀ · h (h gathered whole again under sequence parallelism), then the final norm.
+    before_layer_backward(L);
+    T* dh = sp ? gathered_grad() : dnarrow;
+    linear_backward(dh, grad(slots.head), nullptr, outside("logits"), whole_values(outside("head_input")), param(slots.head), N,
+                    C, V, cpu::WeightLayout::out_in);
+    norm_backward(dres, dh, dnarrow, outside("final_norm_input"), outside<float>("final_norm_stats"), slots.final_norm_w, slots.final_norm_b);
+    after_layer_backward(L, reduce);  // the head
+  } else {
+    check(cudaMemcpyAsync(dres, output_grad, static_cast<size_t>(boundary_numel()) * sizeof(T), cudaMemcpyDeviceToDevice, nullptr),
+          "taking the gradient of the stage's output");
+  }
+  for (int l = end - 1; l >= begin; --l) {
     before_layer_backward(l);
     recompute_block(l);
     block_backward(l);
     after_layer_backward(l, reduce);
+  }
+  if (!first_stage()) {
+    check(cudaMemcpyAsync(input_grad, dres, static_cast<size_t>(boundary_numel()) * sizeof(T), cudaMemcpyDeviceToDevice, nullptr),
+          "handing back the gradient of the stage's input");
+    return;
   }
   before_layer_backward(planner::kEmbeddingLayer);
   // Every token's gradient, for the lookups of this rank's vocabulary rows.
@@ -476,6 +520,68 @@ void GptTraining::State::backward(bool reduce) {
   check(embedding_backward(grad(slots.wte), dembedded, outside<int32_t>("tokens"), N, C, tp.vocab(), nullptr), "embedding backward");
   if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dembedded, B, Tn, C, nullptr), "position embedding backward");
   after_layer_backward(planner::kEmbeddingLayer, reduce);
+}
+
+// One send_recv of the stage's schedule (parallel/pipeline_transfers.h): the
+// last pass's output from its send buffer, the next pass's input into its
+// receive buffer. NCCL's call waits for the compute stream's queued work
+// first and returns when both halves have completed (comm/nccl.h).
+void GptTraining::State::exchange(const PipelineTransfer& transfer) {
+  const T* send = transfer.send.gradient ? boundaries.send_gradient.as<T>() : boundaries.send_activation.as<T>();
+  T* recv = transfer.recv.gradient ? boundaries.recv_gradient.as<T>() : boundaries.recv_activation.as<T>();
+  check(pipeline->send_recv(send, transfer.send.peer, recv, transfer.recv.peer, static_cast<size_t>(boundary_numel())));
+}
+
+// The stage's passes in the planner's order over the step's micro-batches
+// ((k, B, T) tokens and targets each), each forward's activations kept until
+// its backward; then a tied embedding's gradient summed between the first
+// and the last stage. Returns the mean loss on the last stage, 0 elsewhere.
+double GptTraining::State::run_pipeline(const int32_t* tokens, const int32_t* targets, int64_t micro_batches, double gradient_scale) {
+  const StageTransfers step = stage_transfers(schedule, stage.pp, stage.stage, micro_batches);
+  double loss = 0;
+  for (size_t i = 0; i < step.passes.size(); ++i) {
+    exchange(step.transfers[i]);
+    const int64_t micro = step.passes[i].micro_batch, first = micro * N;
+    if (step.passes[i].pass == planner::PipelinePass::forward) {
+      activations.begin_pass(micro);
+      const double pass_loss = forward(tokens + first, targets + first, gradient_scale, boundaries.recv_activation.as<T>(), boundaries.send_activation.as<T>());
+      loss = add_micro_batch_loss(loss, pass_loss, micro_batches);
+    } else {
+      activations.use_pass(micro);
+      backward(false, boundaries.recv_gradient.as<T>(), boundaries.send_gradient.as<T>());
+      activations.end_pass(micro);
+    }
+  }
+  exchange(step.transfers.back());
+  sum_tied_embedding_gradients();
+  return loss;
+}
+
+// Megatron-LM sums the word embeddings' gradients between the first and the
+// last stage after backward (finalize_model_grads.py,
+// _allreduce_word_embedding_grads), as the CPU trainer does
+// (sum_tied_embedding_gradients), so both copies take the same step.
+// In pieces of a DDP bucket, so that its rank-order scratch (comm/nccl.h) is
+// never more than the planner books (memory_model.cpp, add_replicated_states).
+void GptTraining::State::sum_tied_embedding_gradients() {
+  if (embedding == nullptr) return;
+  const int index = first_stage() ? slots.wte : slots.head;
+  const int64_t numel = order[static_cast<size_t>(index)].numel;
+  for (int64_t begin = 0; begin < numel; begin += tied_piece_numel) {
+    const auto count = static_cast<size_t>(std::min(tied_piece_numel, numel - begin));
+    check(embedding->all_reduce(grad(index) + begin, grad(index) + begin, count, comm::ReduceOp::sum));
+  }
+}
+
+// The square of the global gradient norm from this stage's: summed over the
+// stages (a tied embedding's copy is not counted, planner::counted_in_gradient_norm).
+double GptTraining::State::over_stages(double sum_of_squares) {
+  if (pipeline == nullptr) return sum_of_squares;
+  double* sum = norm_sum.as<double>();
+  check(cudaMemcpy(sum, &sum_of_squares, sizeof(double), cudaMemcpyHostToDevice), "copying the sum of squares");
+  check(pipeline->all_reduce(sum, sum, 1, comm::ReduceOp::sum));
+  check(cudaMemcpy(&sum_of_squares, sum, sizeof(double), cudaMemcpyDeviceToHost), "copying the sum of squares");
+  return sum_of_squares;
 }
 
 // The CPU optimizer's step (Optimizer::apply): the global norm, clipping to
@@ -489,7 +595,7 @@ std::optional<double> GptTraining::State::optimizer_step() {
     if (!norm) throw StepError(norm.error().message);
     return norm.value();
   }
-  const double sum = tp.sum_of_squares(grads.as<T>(), norm_sum.as<double>(), sum_workspace.as<void>());
+  const double sum = over_stages(tp.sum_of_squares(grads.as<T>(), norm_sum.as<double>(), sum_workspace.as<void>()));
   const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum, steps, options);
   if (!begun) return std::nullopt;
   const AdamWScalars& scalars = begun->scalars;
@@ -511,7 +617,7 @@ std::optional<double> GptTraining::State::optimizer_step() {
 void GptTraining::State::allocate_model_states(const planner::Model& whole, const planner::Model& model, uint64_t seed,
                                                const planner::PluginOptions* zero_plugin) {
   const int64_t n = numel, padded = zero_plugin != nullptr ? zero_buffers(model, *zero_plugin, group->size()).parameters : n;
-  const std::vector<T> host = initial_part_parameters(whole, seed, tp.size(), tp.rank(), padded);
+  const std::vector<T> host = initial_part_parameters(whole, seed, tp.size(), tp.rank(), padded, stage);
   std::vector<float> weights(static_cast<size_t>(n));
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = widen(host[i]);
   params = take(padded * 2, MemoryCategory::parameters);
@@ -563,12 +669,23 @@ GptTraining::~GptTraining() = default;
 
 Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                          uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel,
-                                                         planner::RecomputeMode recompute, const GpuTensorParallel& tensor_parallel) {
+                                                         planner::RecomputeMode recompute, const GpuTensorParallel& tensor_parallel,
+                                                         const GpuPipelineParallel& pipeline) {
   const planner::ModelConfig& c = model.config;
   const int64_t tp = tensor_parallel.group != nullptr ? tensor_parallel.group->size() : 1;
   const int64_t dp = data_parallel.group != nullptr ? data_parallel.group->size() : 1;
   const bool sequence_parallel = tensor_parallel.sequence_parallel && tp > 1;
-  if (Status s = check_gpu_layout(data_parallel.plugin, planner::ParallelLayout{dp, tp, 1, sequence_parallel}); !s) return s.error();
+  const int64_t pp = pipeline.group != nullptr ? pipeline.group->size() : 1;
+  planner::PluginOptions layout_plugin = data_parallel.plugin;
+  layout_plugin.pp_schedule = pipeline.schedule;
+  if (Status s = check_gpu_layout(layout_plugin, planner::ParallelLayout{dp, tp, pp, sequence_parallel}); !s) return s.error();
+  // This rank's stage (planner/pipeline_stage_model.h; the whole model without a pipeline) and its blocks.
+  const planner::PipelinePlacement stage = pp > 1 ? planner::PipelinePlacement{pp, pipeline.group->rank(), 1} : planner::PipelinePlacement{};
+  const planner::StageLayers layers = planner::split_layers(static_cast<int>(c.num_layers), static_cast<int>(pp))[static_cast<size_t>(stage.stage)];
+  if (layers.num_layers == 0) {
+    return make_error(ErrorCode::invalid_argument, "--pp " + std::to_string(pp) + ": every stage holds at least one of the model's " +
+                                                       std::to_string(c.num_layers) + " blocks; use a --pp of at most that");
+  }
   if (!planner::tp_divides_model(c, tp)) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp) + ": each tensor-parallel rank holds whole attention and key-value heads and "
                                               "an equal share of the MLP; choose a --tp that divides " + std::to_string(c.num_heads) + ", " +
@@ -596,13 +713,27 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
 
   auto s = std::make_unique<State>();
   if (!s->gemm.error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->gemm.error());
-  // This rank's part of every tensor (all of it without tensor parallelism), by the planner's sharding rule.
-  const planner::Model part = planner::tp_rank_model(model, tp);
+  // This rank's part of every tensor of its stage (all of it without tensor or pipeline parallelism), by the planner's sharding rule.
+  const planner::Model part = planner::tp_rank_model(planner::stage_model(model, stage), tp);
   s->config = widths;
   s->B = micro_batch, s->Tn = seq_len, s->N = micro_batch * seq_len, s->C = c.hidden_size, s->I = widths.intermediate_size, s->V = widths.vocab_size;
   s->options = options;
   s->ledger = &ledger;
   s->tp = TensorParallelStep(tensor_parallel.group, part, sequence_parallel);
+  s->stage = stage;
+  s->layers = layers;
+  s->schedule = pipeline.schedule;
+  if (pp > 1) {
+    s->pipeline = pipeline.group;
+    // Every stage takes part in the split (collective); the middle ones form a group they never use, as on the CPU.
+    const bool tied = std::any_of(model.inventory.tensors.begin(), model.inventory.tensors.end(), [](const planner::TensorInfo& t) { return t.tied_to >= 0; });
+    if (tied) {
+      auto ends = pipeline.group->split(stage.first() || stage.last() ? 0 : 1, pipeline.group->rank(), "embedding");
+      if (!ends) return ends.error();
+      if (stage.first() || stage.last()) s->embedding = std::move(ends).value();
+      s->tied_piece_numel = planner::ddp_bucket_numel(data_parallel.plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
+    }
+  }
   s->Nl = s->tp.local_rows(s->N);
   s->order = planner::flat_parameter_order(part.inventory);
   s->slots = parameter_slots(part.inventory, static_cast<int>(c.num_layers));
@@ -641,7 +772,13 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     // What the forward keeps and the recompute rebuilds, sized and named by
     // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
     const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
-    s->activations = StepActivations(*s->allocator, activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, tp, sequence_parallel}, recompute), c.num_layers);
+    const ActivationBuffers buffers = activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, tp, sequence_parallel}, recompute);
+    if (pp > 1) {
+      s->activations = StepActivations(*s->allocator, buffers, c.num_layers, layers, stage.first(), stage.last());
+      s->boundaries = StageBoundaries(*s->allocator, s->boundary_numel() * static_cast<int64_t>(sizeof(T)), stage.first(), stage.last());
+    } else {
+      s->activations = StepActivations(*s->allocator, buffers, c.num_layers);
+    }
     // Workspaces: a column of ones for the bias gradients (1 · dout), the
     // norms' partial sums, the gradient norm's partial sums and its result
     // (a double and the overflow flag).
@@ -674,7 +811,8 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
     }
     GpuStepResult result;
     const double scale = micro_batch_gradient_scale(1.0, micro_batches, s.data_parallel_size());
-    for (int64_t micro = 0; micro < micro_batches; ++micro) {
+    if (s.pipeline != nullptr) result.loss = s.run_pipeline(tokens, targets, micro_batches, scale);
+    for (int64_t micro = 0; micro < micro_batches && s.pipeline == nullptr; ++micro) {
       const int64_t first = micro * s.N;
       result.loss = add_micro_batch_loss(result.loss, s.forward(tokens + first, targets + first, scale), micro_batches);
       s.backward(reduces_in_backward(micro, micro_batches));

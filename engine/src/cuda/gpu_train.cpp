@@ -20,6 +20,7 @@
 #include "tessera/engine/run_checkpoints.h"
 #include "tessera/engine/sharded_checkpoint.h"
 #include "tessera/planner/flops.h"
+#include "tessera/planner/pipeline_stage_model.h"
 #include "tessera/planner/tensor_parallel.h"
 #if defined(TESSERA_HAVE_NCCL)
 #include "tessera/engine/comm/nccl.h"
@@ -105,34 +106,40 @@ Status save_sharded_checkpoint(const planner::Model& model, const TrainOptions& 
   return save_collective_checkpoint(model, options, gpu, world, settings, run_id, step, data_position, shards, {kModelFileName});
 }
 
-// Under tensor parallelism every rank holds its part of the model (under
-// hybrid_parallel's ZeRO its shard of it): the checkpoint is the CPU engine's
-// consolidated one (consolidated_checkpoint.h: whole tensors, the same files
-// a CPU tp run writes), gathered over the launcher's groups `host` (the
-// shards over dp by the plugin's layout, then the parts over tp) and written by rank 0.
-Status save_consolidated_checkpoint(const planner::Model& model, const planner::Model& part, const TrainOptions& options, const GptTraining& gpu,
-                                    const ProcessGroups& host, comm::Communicator& world, const std::vector<RunSetting>& settings, const std::string& run_id,
-                                    int64_t step, int64_t data_position) {
-  const WriteParts consolidated = [&](const std::string& directory, FlatAdamWState& state, const TrainingPosition& position) {
-    return write_consolidated_checkpoint({*host.data, *host.tensor, nullptr, world, 1}, state, part, model, model, options.plugin,
-                                         planner::OptimizerKind::adamw, directory, position);
-  };
-  return save_collective_checkpoint(part, options, gpu, world, settings, run_id, step, data_position, consolidated, {kModelFileName, kOptimizerFileName});
-}
-
 // The run's layout on the launcher's ranks: its groups (parallel/process_groups.h,
-// MPI's, for checkpoints) and this rank's part of the model.
+// MPI's, for checkpoints), this rank's pipeline stage and its part of the model.
 struct GpuLayout {
   ProcessGroups host;
-  planner::Model part;  // the model without tensor parallelism
+  planner::Model stage;  // the stage's tensors, whole (the model without a pipeline)
+  planner::Model part;   // this rank's part of them (the stage without tensor parallelism)
   int64_t tp() const { return host.tensor != nullptr ? host.tensor->size() : 1; }
+  int64_t pp() const { return host.pipeline != nullptr ? host.pipeline->size() : 1; }
 };
 
-// The checkpoint of `step`, as the run keeps its optimizer. Collective under ZeRO and tensor parallelism.
+// Under tensor or pipeline parallelism every rank holds its part of the
+// model (under hybrid_parallel's ZeRO its shard of it): the checkpoint is the
+// CPU engine's consolidated one (consolidated_checkpoint.h: whole tensors,
+// the same files a CPU tp or pp run writes), gathered over the launcher's
+// groups (the shards over dp by the plugin's layout, then the parts over tp
+// and the stages over pp) and written by rank 0.
+Status save_consolidated_checkpoint(const planner::Model& model, const GpuLayout& layout, const TrainOptions& options, const GptTraining& gpu,
+                                    comm::Communicator& world, const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step,
+                                    int64_t data_position) {
+  const ProcessGroups& host = layout.host;
+  comm::Communicator* pipeline = layout.pp() > 1 ? host.pipeline.get() : nullptr;
+  const WriteParts consolidated = [&](const std::string& directory, FlatAdamWState& state, const TrainingPosition& position) {
+    return write_consolidated_checkpoint({*host.data, *host.tensor, pipeline, world, 1}, state, layout.part, layout.stage, model, options.plugin,
+                                         planner::OptimizerKind::adamw, directory, position);
+  };
+  return save_collective_checkpoint(layout.part, options, gpu, world, settings, run_id, step, data_position, consolidated,
+                                    {kModelFileName, kOptimizerFileName});
+}
+
+// The checkpoint of `step`, as the run keeps its optimizer. Collective under ZeRO, tensor and pipeline parallelism.
 Status save_checkpoint(const planner::Model& model, const GpuLayout& layout, const TrainOptions& options, const GptTraining& gpu, comm::Communicator* world,
                        const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step, int64_t data_position) {
-  if (world != nullptr && layout.tp() > 1) {
-    return save_consolidated_checkpoint(model, layout.part, options, gpu, layout.host, *world, settings, run_id, step, data_position);
+  if (world != nullptr && (layout.tp() > 1 || layout.pp() > 1)) {
+    return save_consolidated_checkpoint(model, layout, options, gpu, *world, settings, run_id, step, data_position);
   }
   if (world != nullptr && gpu.sharded()) return save_sharded_checkpoint(model, options, gpu, *world, settings, run_id, step, data_position);
   return save_replicated_checkpoint(model, options, gpu, settings, run_id, step, data_position);
@@ -140,16 +147,16 @@ Status save_checkpoint(const planner::Model& model, const GpuLayout& layout, con
 
 // --resume: every rank loads the checkpoint rank 0 verified (a CPU run's
 // too, of any plugin and rank count) into its device, its shard of it under
-// ZeRO, its tensor-parallel part of it, and continues its run id; the
+// ZeRO, its tensor-parallel part of its pipeline stage's tensors, and continues its run id; the
 // position to start from (step 0 without one).
-Result<TrainingPosition> resume(const planner::Model& model, const GpuLayout& layout, const TrainOptions& options, comm::Communicator* world,
+Result<TrainingPosition> resume(const GpuLayout& layout, const TrainOptions& options, comm::Communicator* world,
                                 const std::vector<RunSetting>& settings, GptTraining& gpu, std::string& run_id, std::ostream& progress) {
   auto checkpoint = agree_on_checkpoint(world, options, settings, progress);
   if (!checkpoint) return checkpoint.error();
   if (!checkpoint.value()) return TrainingPosition{};
   FlatAdamWState state = gpu.host_state(layout.part);  // resume-time host memory, outside the training ledger
   const TensorParallelRank tp{layout.tp(), layout.tp() > 1 ? layout.host.tensor->rank() : 0};
-  auto loaded = load_flat_checkpoint(**checkpoint, model, state, tp);
+  auto loaded = load_flat_checkpoint(**checkpoint, layout.stage, state, tp);
   if (Status s = every_rank_has(world, loaded, "load the checkpoint"); !s) return s.error();
   if (Status s = gpu.restore_state(state); !s) return s.error();
   if (!checkpoint.value()->manifest.run_id.empty()) run_id = checkpoint.value()->manifest.run_id;
@@ -175,19 +182,23 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
     return make_error(ErrorCode::unsupported, "--gpu: CUDA device " + std::to_string(run.device) + " cannot be used: " + cudaGetErrorString(e));
   }
   TrainMetrics metrics;
-  // The launcher's ranks as dp × tp (tensor-parallel ranks fastest, process_groups.h), and NCCL over each group of more than one rank.
-  const int64_t tp = run.tp;
-  if (ranks % tp != 0) {
-    return make_error(ErrorCode::invalid_argument, "--tp " + std::to_string(tp) + " does not divide the " + std::to_string(ranks) + " ranks; launch a multiple of it");
+  // The launcher's ranks as dp × tp × pp (tensor-parallel ranks fastest, process_groups.h), and NCCL over each group of more than one rank.
+  const int64_t tp = run.tp, pp = run.pp;
+  if (ranks % (tp * pp) != 0) {
+    return make_error(ErrorCode::invalid_argument, "--tp " + std::to_string(tp) + " × --pp " + std::to_string(pp) + " does not divide the " +
+                                                       std::to_string(ranks) + " ranks; launch a multiple of it");
   }
-  const int64_t dp = ranks / tp;
-  GpuLayout layout{{}, planner::tp_rank_model(model, tp)};
-  std::unique_ptr<comm::Communicator> group, tensor_group;
+  const int64_t dp = ranks / (tp * pp);
+  GpuLayout layout{{}, model, planner::tp_rank_model(model, tp)};
+  std::unique_ptr<comm::Communicator> group, tensor_group, pipeline_group;
   if (world != nullptr) {
-    auto host = make_process_groups(*world, planner::ParallelLayout{dp, tp, 1, false});
+    auto host = make_process_groups(*world, planner::ParallelLayout{dp, tp, pp, false});
     if (!host) return host.error();
     layout.host = std::move(host).value();
-    for (auto [ranks_of, made_group] : {std::pair{layout.host.data.get(), &group}, std::pair{layout.host.tensor.get(), &tensor_group}}) {
+    layout.stage = planner::stage_model(model, planner::PipelinePlacement{pp, layout.host.coordinates.pp_rank, 1});
+    layout.part = planner::tp_rank_model(layout.stage, tp);
+    for (auto [ranks_of, made_group] : {std::pair{layout.host.data.get(), &group}, std::pair{layout.host.tensor.get(), &tensor_group},
+                                        std::pair{layout.host.pipeline.get(), &pipeline_group}}) {
       if (ranks_of->size() == 1) continue;  // every group of a kind has the same size: every rank skips it or joins
       auto made = nccl_group(*ranks_of, run, metrics.ledger);
       if (Status s = every_rank_has(world, made, "join the NCCL communicator"); !s) return s.error();
@@ -200,12 +211,12 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   const std::vector<RunSetting> settings = run_settings(model, options, data.value(), dp);  // the global batch: dp ranks' sequences
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
                                   GpuDataParallel{group.get(), options.plugin, options.gemini_parameter_chunks_on_host}, options.recompute,
-                                  GpuTensorParallel{tensor_group.get(), options.sequence_parallel});
+                                  GpuTensorParallel{tensor_group.get(), options.sequence_parallel}, GpuPipelineParallel{pipeline_group.get(), options.pipeline_schedule});
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
 
   std::string run_id = new_run_id();
-  auto resumed = resume(model, layout, options, world, settings, *gpu, run_id, progress);
+  auto resumed = resume(layout, options, world, settings, *gpu, run_id, progress);
   if (!resumed) return resumed.error();
   const TrainingPosition start = resumed.value();
   metrics.first_step = start.step + 1;
@@ -234,10 +245,11 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
     const auto began = Clock::now();
     auto result = gpu->step(tokens.data(), targets.data(), k);
     if (!result) return result.error();
-    double loss = result->loss;  // the mean over the ranks, as the CPU trainer reports it (rank-order sum; a tp group's ranks have the same)
+    // The mean over the ranks, as the CPU trainer reports it (rank-order sum; a tp group's ranks have the same, a pipeline's last stage alone has it).
+    double loss = result->loss;
     if (world != nullptr) {
       if (Status s = world->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
-      loss /= static_cast<double>(ranks);
+      loss /= static_cast<double>(ranks / pp);
     }
     metrics.step_time_s.push_back(std::chrono::duration<double>(Clock::now() - began).count());
     metrics.loss.push_back(loss);
@@ -260,6 +272,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   gpu.reset();  // its memory back before the ledger's peaks are read
   if (group != nullptr) metrics.communication = group->counters();
   if (tensor_group != nullptr) metrics.tensor_parallel_communication = tensor_group->counters();
+  if (pipeline_group != nullptr) metrics.pipeline_parallel_communication = pipeline_group->counters();
   if (world != nullptr) {
     auto peaks = gather_rank_peaks(*world, metrics.ledger);
     if (!peaks) return peaks.error();

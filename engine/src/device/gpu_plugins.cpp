@@ -36,8 +36,29 @@ Status check_gpu_plugin(const planner::PluginOptions& plugin) {
   return Status::success();
 }
 
+namespace {
+
+// A pipeline: hybrid_parallel's (as on the CPU), GPipe or 1F1B, DDP (ZeRO
+// stage 0) over the data-parallel ranks of each stage, with or without tensor parallelism.
+Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
+  const std::string pp = "--pp " + std::to_string(layout.pp);
+  if (plugin.kind != PluginKind::hybrid_parallel) return make_error(ErrorCode::unsupported, pp + ": pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
+  if (plugin.effective_zero_stage() != 0) {
+    return make_error(ErrorCode::unsupported, pp + " with --zero-stage " + std::to_string(plugin.effective_zero_stage()) +
+                                                  ": on GPUs a pipeline runs DDP over each stage's data-parallel ranks; use --zero-stage 0");
+  }
+  if (plugin.pp_schedule == planner::PipelineSchedule::interleaved) {
+    return make_error(ErrorCode::unsupported, pp + ": on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b");
+  }
+  return Status::success();
+}
+
+}  // namespace
+
 Status check_gpu_layout(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
-  if (layout.pp > 1) return make_error(ErrorCode::unsupported, "--pp " + std::to_string(layout.pp) + ": on GPUs the engine runs no pipeline yet; use --pp 1");
+  if (layout.pp > 1) {
+    if (Status s = check_gpu_pipeline(plugin, layout); !s) return s;
+  }
   if (layout.tp == 1) return Status::success();
   if (plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(layout.tp) + ": tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel");

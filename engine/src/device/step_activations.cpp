@@ -5,16 +5,55 @@
 
 namespace tessera::engine {
 
-StepActivations::StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers) : layout_(std::move(layout)) {
-  const auto allocate = [&allocator](const std::vector<ActivationBuffer>& buffers, Named& into) {
-    for (const ActivationBuffer& b : buffers) {
-      if (b.bytes > 0) into.emplace_back(std::string(b.name), DeviceBlock(allocator, b.bytes, b.category));  // none for an absent term (sequence_gathered)
-    }
-  };
-  blocks_.resize(static_cast<size_t>(num_layers));
-  for (Named& block : blocks_) allocate(layout_.kept, block);
-  allocate(layout_.working, working_);
-  for (const auto* buffers : {&layout_.first_stage, &layout_.last_stage, &layout_.logits, &layout_.scratch}) allocate(*buffers, outside_);
+namespace {
+
+using Named = std::vector<std::pair<std::string, DeviceBlock>>;
+
+void allocate(CachingAllocator& allocator, const std::vector<ActivationBuffer>& buffers, Named& into) {
+  for (const ActivationBuffer& b : buffers) {
+    if (b.bytes > 0) into.emplace_back(std::string(b.name), DeviceBlock(allocator, b.bytes, b.category));  // none for an absent term (sequence_gathered)
+  }
+}
+
+}  // namespace
+
+StepActivations::StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers)
+    : StepActivations(allocator, std::move(layout), num_layers, planner::StageLayers{0, static_cast<int>(num_layers)}, true, true) {
+  begin_pass(0);
+}
+
+// The planner books the working set on a stage with blocks, the scratch on every stage (memory_model.cpp, fill_stage_activations).
+StepActivations::StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers, planner::StageLayers layers, bool first,
+                                 bool last)
+    : allocator_(&allocator), layout_(std::move(layout)), num_layers_(num_layers), layers_(layers), first_(first), last_(last) {
+  if (layers_.num_layers > 0) allocate(allocator, layout_.working, working_);
+  allocate(allocator, layout_.scratch, scratch_);
+}
+
+void StepActivations::begin_pass(int64_t micro) {
+  Pass pass;
+  pass.blocks.resize(static_cast<size_t>(num_layers_));
+  for (int l = layers_.first_layer; l < layers_.first_layer + layers_.num_layers; ++l) allocate(*allocator_, layout_.kept, pass.blocks[static_cast<size_t>(l)]);
+  if (first_) allocate(*allocator_, layout_.first_stage, pass.outside);
+  if (last_) {
+    allocate(*allocator_, layout_.last_stage, pass.outside);
+    allocate(*allocator_, layout_.logits, pass.outside);
+  }
+  passes_.insert_or_assign(micro, std::move(pass));
+  current_ = micro;
+}
+
+void StepActivations::use_pass(int64_t micro) {
+  if (!passes_.contains(micro)) throw std::out_of_range("no pass of micro-batch " + std::to_string(micro) + " in flight");
+  current_ = micro;
+}
+
+void StepActivations::end_pass(int64_t micro) { passes_.erase(micro); }
+
+const StepActivations::Pass& StepActivations::current() const {
+  const auto it = passes_.find(current_);
+  if (it == passes_.end()) throw std::out_of_range("no pass in flight");
+  return it->second;
 }
 
 void* StepActivations::find(const Named& named, std::string_view name) {
@@ -24,17 +63,18 @@ void* StepActivations::find(const Named& named, std::string_view name) {
   return nullptr;
 }
 
-bool StepActivations::keeps(int layer, std::string_view name) const { return find(blocks_.at(static_cast<size_t>(layer)), name) != nullptr; }
+bool StepActivations::keeps(int layer, std::string_view name) const { return find(current().blocks.at(static_cast<size_t>(layer)), name) != nullptr; }
 
 void* StepActivations::block(int layer, std::string_view name) const {
-  void* kept = find(blocks_.at(static_cast<size_t>(layer)), name);
+  void* kept = find(current().blocks.at(static_cast<size_t>(layer)), name);
   void* found = kept != nullptr ? kept : find(working_, name);
   if (found == nullptr) throw std::out_of_range("no activation buffer named " + std::string(name));
   return found;
 }
 
 void* StepActivations::outside(std::string_view name) const {
-  void* found = find(outside_, name);
+  void* own = find(current().outside, name);
+  void* found = own != nullptr ? own : find(scratch_, name);
   if (found == nullptr) throw std::out_of_range("no activation buffer named " + std::string(name));
   return found;
 }

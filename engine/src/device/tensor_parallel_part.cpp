@@ -37,10 +37,11 @@ std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model
   return gradient_norm_runs(part, tp_rank, planner::shard_pieces(planner::flat_parameter_order(part.inventory), 1, 0));
 }
 
-std::vector<bf16> initial_part_parameters(const planner::Model& whole, uint64_t seed, int64_t tp, int64_t rank, int64_t numel) {
-  const int64_t part = planner::tp_rank_inventory(whole.inventory, tp).parameter_count();
+std::vector<bf16> initial_part_parameters(const planner::Model& whole, uint64_t seed, int64_t tp, int64_t rank, int64_t numel,
+                                          const planner::PipelinePlacement& stage) {
+  const int64_t part = planner::tp_rank_inventory(planner::stage_inventory(whole.inventory, whole.config.num_layers, stage), tp).parameter_count();
   std::vector<bf16> values(static_cast<size_t>(std::max(numel, part)));  // the padding stays 0
-  for_each_initial_value_of_part(whole, seed, tp, rank, planner::PipelinePlacement{},
+  for_each_initial_value_of_part(whole, seed, tp, rank, stage,
                                  [&values](int64_t i, double value) { values[static_cast<size_t>(i)] = narrow<bf16>(static_cast<float>(value)); });
   return values;
 }

@@ -131,6 +131,14 @@ class Communicator {
   Status finish_send(const void* buffer);
   Status finish_sends();
   size_t started_sends() const { return sends_.size(); }
+  // A send of `send` to `send_peer` and a recv into `recv` from `recv_peer`
+  // (`count` elements each, tag 0) in flight together, returning when both
+  // have completed; a peer of -1 leaves that half out. A pipeline stage hands
+  // its output on and takes its next input in one such call, as Megatron-LM's
+  // p2p_communication does (send_forward_recv_backward, batch_isend_irecv), so
+  // that no backend whose send waits for its recv (NCCL's) deadlocks two stages
+  // sending to each other. Counted as a send and a recv.
+  Status send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type);
   Status barrier();
 
   // all_reduce, started (see the conventions above): PyTorch DDP's bucket
@@ -207,6 +215,10 @@ class Communicator {
     return recv(static_cast<void*>(buffer), count, data_type_of<T>(), peer, tag);
   }
   template <CommElement T>
+  Status send_recv(const T* send, int send_peer, T* recv, int recv_peer, size_t count) {
+    return send_recv(static_cast<const void*>(send), send_peer, static_cast<void*>(recv), recv_peer, count, data_type_of<T>());
+  }
+  template <CommElement T>
   Status start_send(const T* buffer, size_t count, int peer, int tag = 0) {
     return start_send(static_cast<const void*>(buffer), count, data_type_of<T>(), peer, tag);
   }
@@ -239,6 +251,9 @@ class Communicator {
   virtual Result<std::unique_ptr<PendingCall>> do_start_all_gather(const void* send, void* recv, size_t send_count, DataType type);
   // The same for a send.
   virtual Result<std::unique_ptr<PendingCall>> do_start_send(const void* send, size_t count, DataType type, int peer, int tag);
+  // Both halves of send_recv (both present, count > 0). By default the send
+  // is started, the recv run, and the send waited for (MPI_Isend, MPI_Recv, MPI_Wait).
+  virtual Status do_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type);
 
  private:
   // "all_reduce on 'world' (rank 1 of 4, world rank 1): " + what.

@@ -56,7 +56,9 @@
 // recv take tag 0 only (other tags are refused: the pipeline's two tags need
 // a communicator each); a recv cannot see that the message is longer or
 // shorter than `count` (NCCL's user guide: both sides must agree); a started
-// send completes before start_send returns.
+// send completes before start_send returns. send_recv is one group of
+// ncclSend and ncclRecv (the user guide's Sendrecv), what the GPU pipeline's
+// stages exchange (parallel/pipeline_transfers.h).
 // Never run on a GPU yet: tests/cuda/nccl_gpu_test.cpp (one rank) and
 // tests/cuda/nccl_ranks_gpu_test.cpp (mpirun, one rank per GPU) are
 // tools/gpu-check's.

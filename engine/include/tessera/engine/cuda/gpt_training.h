@@ -103,11 +103,31 @@
 // group after the step's last backward, before DDP's buckets start (as the
 // CPU trainer does). No --tp-comm-overlap (device/gpu_plugins.h refuses it).
 //
-// Never run on a GPU, recompute, ZeRO, Gemini, FSDP and tensor parallelism included:
-// compiled for sm_90 and checked on the day one is lent
+// Pipeline parallelism (hybrid_parallel's, as the CPU engine's
+// parallel/pipeline.h): given a communicator over the stages, this rank holds
+// its stage's tensors (planner::stage_model: the planner's split_layers, the
+// embedding on the first stage, the final norm and head on the last, a tied
+// embedding's copy there) initialised with the whole model's values, and runs
+// the planner's schedule for it (GPipe or 1F1B, stage_schedule) with a
+// send_recv between passes (parallel/pipeline_transfers.h: NCCL's grouped
+// ncclSend/ncclRecv). Each forward keeps its micro-batch's activations until
+// its backward (device/step_activations.h: a pass's buffers from begin to
+// end, as many in flight as the planner books), the boundary buffers are the
+// planner's four (device/stage_boundaries.h). After the schedule a tied
+// embedding's gradient is summed between the first and the last stage (Megatron-LM's
+// _allreduce_word_embedding_grads, as the CPU trainer), then DDP's buckets
+// start (none during backward, as on the CPU); the gradient norm's sum of
+// squares is summed over the stages (the copy counted once). The loss is the
+// last stage's (0 elsewhere). With tensor parallelism too, each stage's
+// part is its tp rank's (tp_rank_model of the stage), the boundary its rows
+// (N/tp under sequence parallelism), and the pipeline group joins the ranks
+// of the same tp rank, as on the CPU; every group's calls block between kernels, one communicator at a time.
+//
+// Never run on a GPU, recompute, ZeRO, Gemini, FSDP, tensor and pipeline
+// parallelism included: compiled for sm_90 and checked on the day one is lent
 // (tests/cuda/gpt_training_gpu_test.cpp, recompute_gpu_test.cpp,
 // ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp, fsdp_gpu_test.cpp,
-// tensor_parallel_gpu_test.cpp, hybrid_zero_gpu_test.cpp, tools/gpu-check).
+// tensor_parallel_gpu_test.cpp, hybrid_zero_gpu_test.cpp, pipeline_gpu_test.cpp, tools/gpu-check).
 #pragma once
 
 #include <cstdint>
@@ -158,6 +178,13 @@ struct GpuTensorParallel {
   bool sequence_parallel = false;  // Megatron's sequence parallelism in that group (needs tp dividing micro-batch · seq)
 };
 
+struct GpuPipelineParallel {
+  // Over the pipeline stages (same dp rank), on device buffers (NCCL's), its
+  // rank the stage; null or one rank: none. See "Pipeline parallelism" above.
+  comm::Communicator* group = nullptr;
+  planner::PipelineSchedule schedule = planner::PipelineSchedule::one_f_one_b;  // gpipe or 1f1b
+};
+
 class GptTraining {
  public:
   // One line, and nothing allocated, for what it does not train: what the
@@ -167,7 +194,7 @@ class GptTraining {
   static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                      uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {},
                                                      planner::RecomputeMode recompute = planner::RecomputeMode::none,
-                                                     const GpuTensorParallel& tensor_parallel = {});
+                                                     const GpuTensorParallel& tensor_parallel = {}, const GpuPipelineParallel& pipeline = {});
   ~GptTraining();
   GptTraining(const GptTraining&) = delete;
   GptTraining& operator=(const GptTraining&) = delete;
@@ -175,7 +202,8 @@ class GptTraining {
   // One optimizer step on `micro_batches` accumulated micro-batches: tokens
   // and next-token targets, (micro_batches, B, T) each, on the host. Under
   // data parallelism each rank gives its own share of the global batch
-  // (DataLoader::read_rank_share); the loss is this rank's, the gradient norm the global one.
+  // (DataLoader::read_rank_share; every stage of a pipeline the same); the
+  // loss is this rank's (a pipeline's last stage's, 0 on the others), the gradient norm the global one.
   Result<GpuStepResult> step(const int32_t* tokens, const int32_t* targets, int64_t micro_batches = 1);
 
   // For checkpoints (flat_checkpoint.h): a host state laid out as this

@@ -26,6 +26,15 @@
 // the CPU engine's consolidated ones (consolidated_checkpoint.h: whole
 // tensors, what a CPU tp run writes), and --resume loads each rank's part.
 //
+// With pp > 1 (--pp, hybrid_parallel, GPipe or 1F1B, with or without --tp)
+// it is the CPU engine's pipeline (cuda/gpt_training.h): the world split in
+// the planner's rank order into pp stages of dp × tp ranks, NCCL over the
+// stages (and over the first and last stage for a tied embedding) and over
+// each stage's data- and tensor-parallel ranks; every stage of a data-parallel rank reads the same
+// share of the batch, the loss is the last stage's. Its checkpoints are the
+// CPU engine's consolidated ones, as a CPU pp run writes them, and --resume
+// loads each stage's tensors (either engine resumes the other's).
+//
 // Checkpoints: TrainOptions' run directory, --resume and --save-every as the
 // CPU trainer keeps them (run_checkpoints.h): rank 0 copies the master
 // weights and AdamW's states to the host and commits them at the end and
@@ -53,7 +62,8 @@ struct GpuRun {
   int device = 0;                       // this rank's CUDA device
   comm::Communicator* world = nullptr;  // the launcher's ranks (MPI's world); null or one rank: one GPU
   std::chrono::duration<double> comm_timeout = comm::kDefaultCommTimeout;
-  int64_t tp = 1;  // tensor-parallel ranks (hybrid_parallel's); the world's ranks are dp × tp
+  int64_t tp = 1;  // tensor-parallel ranks (hybrid_parallel's)
+  int64_t pp = 1;  // pipeline stages (hybrid_parallel's, TrainOptions::pipeline_schedule); the world's ranks are dp × tp × pp
 };
 
 Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, const GpuRun& run, std::ostream& progress);

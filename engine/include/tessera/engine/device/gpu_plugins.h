@@ -8,7 +8,9 @@
 // CPU engine's) or 1 or 2 (ZeRO over them, its optimizer on the device);
 // and which layouts: tensor parallelism (hybrid_parallel's, as
 // on the CPU), with or without sequence parallelism (its collectives not
-// overlapped with the GEMMs: no --tp-comm-overlap), no pipeline. Anything else is
+// overlapped with the GEMMs: no --tp-comm-overlap), and pipelines
+// (hybrid_parallel's, GPipe or 1F1B, with data and tensor parallelism,
+// parallel/pipeline_transfers.h). Anything else is
 // refused in one line naming the option. Shared by
 // `tessera train --gpu` (which refuses before looking for a device) and the
 // step itself; built without CUDA too.

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,18 +17,29 @@
 #include "tessera/engine/device/caching_allocator.h"
 #include "tessera/engine/device/device_block.h"
 #include "tessera/engine/model/activation_buffers.h"
+#include "tessera/planner/pipeline_stages.h"
 
 namespace tessera::engine {
 
 class StepActivations {
  public:
   StepActivations() = default;
+  // The whole model: every buffer now, one pass for good.
   StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers);
+  // A pipeline stage holding blocks `layers` (of `num_layers`), the embedding
+  // if `first`, the head if `last`: the working set and scratch now, each pass's own from begin_pass.
+  StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers, planner::StageLayers layers, bool first, bool last);
+
+  // Allocates micro-batch `micro`'s pass and makes it the current one; use_pass makes it current again; end_pass gives it back.
+  void begin_pass(int64_t micro);
+  void use_pass(int64_t micro);
+  void end_pass(int64_t micro);
+  size_t passes_in_flight() const { return passes_.size(); }
 
   // Block `layer`'s buffer of the term `name`, its own or the working set's.
   void* block(int layer, std::string_view name) const;
   // A buffer outside the blocks: the tokens, the final norm's and head's
-  // inputs, the targets, the logits and losses, backward's scratch.
+  // inputs, the targets, the logits and losses (the current pass's), backward's scratch.
   void* outside(std::string_view name) const;
   // Whether block `layer`'s term `name` is kept (not recomputed).
   bool keeps(int layer, std::string_view name) const;
@@ -35,10 +47,20 @@ class StepActivations {
 
  private:
   using Named = std::vector<std::pair<std::string, DeviceBlock>>;
+  struct Pass {
+    std::vector<Named> blocks;  // by layer, empty outside the stage
+    Named outside;              // the tokens, the last stage's terms, the logits
+  };
   static void* find(const Named& named, std::string_view name);
+  const Pass& current() const;
+  CachingAllocator* allocator_ = nullptr;
   ActivationBuffers layout_;
-  std::vector<Named> blocks_;  // by layer
-  Named working_, outside_;
+  int64_t num_layers_ = 0;
+  planner::StageLayers layers_;
+  bool first_ = true, last_ = true;
+  std::map<int64_t, Pass> passes_;
+  int64_t current_ = 0;
+  Named working_, scratch_;
 };
 
 }  // namespace tessera::engine

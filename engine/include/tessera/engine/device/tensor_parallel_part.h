@@ -12,6 +12,7 @@
 #include "tessera/engine/half.h"
 #include "tessera/planner/model.h"
 #include "tessera/planner/sharding.h"
+#include "tessera/planner/pipeline_stage_model.h"
 
 namespace tessera::engine {
 
@@ -32,10 +33,12 @@ std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model
 // adjacent ones merged, as ParallelStrategy::global_sum_of_squares sums them.
 std::vector<std::pair<int64_t, int64_t>> gradient_norm_runs(const planner::Model& part, int64_t tp_rank, const std::vector<planner::ShardPiece>& shard);
 
-// The bf16 parameters of rank `rank`'s part of `whole` in its flat order,
-// from the planner's initialization (model/initialization.h), as the CPU
-// model's rank of the same group starts from, then zeros up to `numel`
-// (ZeRO's padding; at least the part's parameter count).
-std::vector<bf16> initial_part_parameters(const planner::Model& whole, uint64_t seed, int64_t tp, int64_t rank, int64_t numel);
+// The bf16 parameters of rank `rank`'s part of `whole` (of pipeline stage
+// `stage`'s tensors) in its flat order, from the planner's initialization
+// (model/initialization.h), as the CPU model's rank of the same group and
+// stage starts from, then zeros up to `numel` (ZeRO's padding; at least the
+// part's parameter count).
+std::vector<bf16> initial_part_parameters(const planner::Model& whole, uint64_t seed, int64_t tp, int64_t rank, int64_t numel,
+                                          const planner::PipelinePlacement& stage = {});
 
 }  // namespace tessera::engine

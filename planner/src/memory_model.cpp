@@ -56,6 +56,14 @@ StateWidths state_widths(const TrainingOptions& t) {
 // In a pipeline it also sums a tied embedding's gradient between the first and
 // the last stage, in pieces of a bucket (cuda/gpt_training.h), before DDP's
 // buckets start: one of the two scratches is held at a time.
+// The tied sum's rank-order scratch on an end stage of a pipeline: a DDP
+// bucket's piece of the embedding over the 2 stages (0 elsewhere, or without
+// rank-order sums).
+int64_t tied_sum_scratch_bytes(const Model& m, const StageShape& s, const EstimateRequest& r, const StateWidths& w) {
+  const int64_t tied = r.layout.pp > 1 && (s.first || s.last) ? m.tied_head.per_tp_rank(r.layout.tp) : 0;
+  return tied > 0 && r.plugin.rank_order_reduction ? ddp_rank_order_scratch_bytes(tied, r.plugin.bucket_bytes, 2, w.grad) : 0;
+}
+
 void add_replicated_states(const Model& m, const StageShape& s, const EstimateRequest& r, const StateWidths& w, bool ddp_wrapped,
                            MemoryBreakdown& out) {
   out.add(Cat::parameters, kDevice, s.params * w.param);
@@ -66,10 +74,8 @@ void add_replicated_states(const Model& m, const StageShape& s, const EstimateRe
   const int64_t dp = r.layout.data_ranks();
   const bool ddp = r.plugin.kind == PluginKind::torch_ddp || r.plugin.kind == PluginKind::hybrid_parallel;  // hybrid_parallel at ZeRO stage 0
   if (!ddp || !r.plugin.rank_order_reduction) return;
-  const int64_t tied = r.layout.pp > 1 && (s.first || s.last) ? m.tied_head.per_tp_rank(r.layout.tp) : 0;
   const int64_t buckets = dp > 1 ? ddp_rank_order_scratch_bytes(s.params, r.plugin.bucket_bytes, dp, w.grad) : 0;
-  const int64_t tied_sum = tied > 0 ? ddp_rank_order_scratch_bytes(tied, r.plugin.bucket_bytes, 2, w.grad) : 0;
-  out.add(Cat::comm_buffers, kDevice, std::max(buckets, tied_sum));
+  out.add(Cat::comm_buffers, kDevice, std::max(buckets, tied_sum_scratch_bytes(m, s, r, w)));
 }
 
 // ZeRO-1/2 (Rajbhandari et al. 2020 §5.1-5.2; ColossalAI LowLevelZeroOptimizer):
@@ -244,10 +250,12 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
         const int64_t bucket = hybrid_zero_buckets(s.params, stage, r.plugin.reduce_bucket_numel, r.layout.shard_ranks()).total_numel();
         add_zero_states(s, r, w, stage, bucket, out);
         // Its reduce-scatters stage a bucket's payload for the rank-order sum
-        // too (comm/nccl.h); they start after backward, so never beside a
-        // tensor-parallel sum's scratch: the larger of the two.
+        // too (comm/nccl.h); they start after backward, and after a
+        // pipeline's tied embedding sum (ZeRO-1: check_zero_stage_with_pipeline),
+        // so never beside a tensor-parallel sum's or the tied sum's scratch: the largest of the three.
         const int64_t dp_scratch = r.plugin.rank_order_reduction && r.layout.shard_ranks() > 1 ? bucket * w.grad : 0;
-        if (std::max(tp_scratch, dp_scratch) > 0) out.add(Cat::comm_buffers, kDevice, std::max(tp_scratch, dp_scratch));
+        const int64_t scratch = std::max({tp_scratch, dp_scratch, tied_sum_scratch_bytes(m, s, r, w)});
+        if (scratch > 0) out.add(Cat::comm_buffers, kDevice, scratch);
       }
       break;
     }

@@ -2,8 +2,8 @@
 // tessera_pipeline_gpu_test` (tools/gpu-check runs it on 2 GPUs and, where
 // there are 4, on 4; ctest on 2 ranks, skipped without 2 GPUs). The ranks are
 // 2 pipeline stages × 1 data-parallel rank, or on 4 ranks 2 stages × 2
-// data-parallel ranks and 2 stages × 2 tensor-parallel ranks (without and
-// with sequence parallelism), in the planner's rank order
+// data-parallel ranks (DDP, and ZeRO-1 over each stage's 2 ranks) and 2
+// stages × 2 tensor-parallel ranks (without and with sequence parallelism), in the planner's rank order
 // (parallel/process_groups.h); each runs one step of the GPU training
 // step's stage over NCCL (cuda/gpt_training.h: send_recv between its passes,
 // parallel/pipeline_transfers.h) and one step of the CPU engine's stage over
@@ -16,7 +16,8 @@
 //  - the GPU stage starts from the CPU stage's tensors, bit for bit;
 //  - the loss (the last stage's) and the global gradient norm within 2^-6
 //    relative of the CPU's, this stage's gradients per parameter within 2^-4
-//    in norm: gpt_training_gpu_test.cpp's bf16 bounds, for its reasons;
+//    in norm (ZeRO-1: this rank's shard's pieces of each against the same
+//    places): gpt_training_gpu_test.cpp's bf16 bounds, for its reasons;
 //  - the norm the same on every rank, and after the update the first stage's
 //    embedding and the last stage's copy the same bits (had the tied sum been
 //    missed, they would differ after one step);
@@ -40,6 +41,7 @@
 #include "tessera/engine/parallel/pipeline.h"
 #include "tessera/engine/parallel/process_groups.h"
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/optimizer_layout.h"
 #include "tessera/planner/pipeline_stage_model.h"
 #include "tessera/planner/tensor_parallel.h"
 
@@ -60,7 +62,31 @@ struct Groups {
   std::unique_ptr<comm::Communicator> nccl_pipeline, nccl_data, nccl_tensor, mpi_embedding;
 };
 
-void check_step(const char* name, const planner::Model& model, planner::PipelineSchedule schedule, int64_t micro_batches, Groups& groups,
+// The relative error, in norm, of each parameter's pieces in this rank's
+// ZeRO shard (`shard`: the shard's elements) against `want`'s (the whole
+// flat gradients) at the same places; parameters without a piece here are left out.
+std::vector<std::pair<int, double>> shard_errors(const std::vector<bf16>& shard, const std::vector<bf16>& want, const std::vector<planner::FlatParameter>& order,
+                                                 const std::vector<planner::ShardPiece>& pieces) {
+  std::vector<double> difference(order.size(), 0.0), reference(order.size(), 0.0);
+  std::vector<bool> here(order.size(), false);
+  for (const planner::ShardPiece& piece : pieces) {
+    const auto p = static_cast<size_t>(piece.parameter);
+    here[p] = true;
+    for (int64_t i = 0; i < piece.numel; ++i) {
+      const double w = static_cast<double>(widen(want[static_cast<size_t>(order[p].offset + piece.offset_in_parameter + i)]));
+      const double d = static_cast<double>(widen(shard[static_cast<size_t>(piece.offset_in_shard + i)])) - w;
+      difference[p] += d * d;
+      reference[p] += w * w;
+    }
+  }
+  std::vector<std::pair<int, double>> errors;
+  for (size_t p = 0; p < order.size(); ++p) {
+    if (here[p]) errors.emplace_back(static_cast<int>(p), std::sqrt(difference[p]) / std::max(std::sqrt(reference[p]), 1e-30));
+  }
+  return errors;
+}
+
+void check_step(const char* name, const planner::Model& model, planner::PipelineSchedule schedule, int64_t micro_batches, int zero_stage, Groups& groups,
                 comm::Communicator& world, Checker& check) {
   comm::Communicator& mpi_pipeline = *groups.mpi.pipeline;
   comm::Communicator& mpi_data = *groups.mpi.data;
@@ -72,7 +98,7 @@ void check_step(const char* name, const planner::Model& model, planner::Pipeline
   const planner::PipelinePlacement placement{kStages, stage, 1};
   const planner::Model part = planner::tp_rank_model(planner::stage_model(model, placement), tp);
   const std::string prefix = std::string(name) + " " + std::string(enum_name(schedule)) + " pp 2 × dp " + std::to_string(dp) + " × tp " +
-                             std::to_string(tp) + (sp ? " + sp" : "") + ", " + std::to_string(micro_batches) + " micro-batches, stage " +
+                             std::to_string(tp) + (sp ? " + sp" : "") + (zero_stage > 0 ? ", ZeRO-1" : "") + ", " + std::to_string(micro_batches) + " micro-batches, stage " +
                              std::to_string(stage) + " tp rank " + std::to_string(mpi_tensor.rank()) + " ";
   // This data-parallel rank's micro-batches, the same on every stage and tensor-parallel rank.
   const auto seed_of = static_cast<uint32_t>(mpi_data.rank() + 1);
@@ -114,9 +140,10 @@ void check_step(const char* name, const planner::Model& model, planner::Pipeline
   check.expect_ok(mpi_pipeline.all_reduce(&cpu_sum, &cpu_sum, 1, comm::ReduceOp::sum), prefix + "the CPU gradient norm over the stages");
   const double cpu_norm = std::sqrt(cpu_sum);
 
-  // The GPU step's stage over NCCL (hybrid_parallel: DDP over the stage's data-parallel ranks).
+  // The GPU step's stage over NCCL (hybrid_parallel: DDP, or ZeRO-1, over the stage's data-parallel ranks).
   planner::PluginOptions plugin;
   plugin.kind = planner::PluginKind::hybrid_parallel;
+  plugin.zero_stage = zero_stage;
   MemoryLedger gpu_ledger;
   const comm::CommCounters nccl_before = groups.nccl_pipeline->counters();
   auto made = GptTraining::create(model, gpu_ledger, B, T, seed, OptimizerOptions{}, GpuDataParallel{groups.nccl_data.get(), plugin},
@@ -147,9 +174,14 @@ void check_step(const char* name, const planner::Model& model, planner::Pipeline
     check.expect(loss_error <= std::ldexp(1.0, -6), prefix + "loss within 2^-6 of the CPU's: " + std::to_string(loss_error));
   }
   const std::vector<bf16> gpu_grads = gpu.gradients(), updated = gpu.parameters();
-  for (size_t p = 0; p < cpu.flat_order().size(); ++p) {
-    const double error = testing::parameter_error(gpu_grads, cpu_grads, cpu.flat_order()[p]);
-    const std::string what = prefix + "gradient " + cpu.parameter_names()[p];
+  std::vector<std::pair<int, double>> errors;
+  if (zero_stage > 0) {
+    errors = shard_errors(gpu_grads, cpu_grads, cpu.flat_order(), planner::optimizer_layout(part, plugin, dp, mpi_data.rank()).pieces);
+  } else {
+    for (size_t p = 0; p < cpu.flat_order().size(); ++p) errors.emplace_back(static_cast<int>(p), testing::parameter_error(gpu_grads, cpu_grads, cpu.flat_order()[p]));
+  }
+  for (const auto& [p, error] : errors) {
+    const std::string what = prefix + "gradient " + cpu.parameter_names()[static_cast<size_t>(p)];
     report(world.rank(), what, error, std::ldexp(1.0, -4));
     check.expect(error <= std::ldexp(1.0, -4), what + " within 2^-4 of the CPU's: " + std::to_string(error));
   }
@@ -188,9 +220,10 @@ void check_pipeline(comm::Communicator& world, comm::Communicator&, Checker& che
     check.expect(false, "the ranks (" + std::to_string(world.size()) + ") are 2 stages × 1, or on 4 ranks × 2; launch 2 or 4");
     return;
   }
-  std::vector<planner::ParallelLayout> layouts{{world.size() / kStages, 1, kStages, false}};
-  if (world.size() == 4) layouts.insert(layouts.end(), {{1, 2, kStages, false}, {1, 2, kStages, true}});
-  for (const planner::ParallelLayout& layout : layouts) {
+  // Each layout with its ZeRO stage (0: DDP over the stage's data-parallel ranks).
+  std::vector<std::pair<planner::ParallelLayout, int>> layouts{{{world.size() / kStages, 1, kStages, false}, 0}};
+  if (world.size() == 4) layouts.insert(layouts.end(), {{{1, 2, kStages, false}, 0}, {{1, 2, kStages, true}, 0}, {{2, 1, kStages, false}, 1}});
+  for (const auto& [layout, zero_stage] : layouts) {
     for (const auto& [name, json] : {std::pair{"gpt2", testing::kSmallGpt2}, std::pair{"qwen2", testing::kSmallQwen2}}) {
       const planner::Model model = testing::small_model(json);
       const bool tied = std::any_of(model.inventory.tensors.begin(), model.inventory.tensors.end(), [](const planner::TensorInfo& t) { return t.tied_to >= 0; });
@@ -198,7 +231,7 @@ void check_pipeline(comm::Communicator& world, comm::Communicator&, Checker& che
       check.expect(groups.ok(), std::string(name) + ": the pipeline's groups" + (groups.ok() ? "" : ": " + groups.error().message));
       if (!groups.ok()) return;
       for (planner::PipelineSchedule schedule : {planner::PipelineSchedule::one_f_one_b, planner::PipelineSchedule::gpipe}) {
-        for (const int64_t micro_batches : {1, 3}) check_step(name, model, schedule, micro_batches, groups.value(), world, check);
+        for (const int64_t micro_batches : {1, 3}) check_step(name, model, schedule, micro_batches, zero_stage, groups.value(), world, check);
       }
     }
   }

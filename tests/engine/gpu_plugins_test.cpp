@@ -1,5 +1,5 @@
 // What the GPU step runs of a pipeline (device/gpu_plugins.h): hybrid_parallel's,
-// GPipe or 1F1B, at ZeRO stage 0, with or without tensor parallelism; each
+// GPipe or 1F1B, at ZeRO stage 0 or 1, with or without tensor parallelism; each
 // refusal one line naming the option and the fix. Built without CUDA too.
 #include "tessera/engine/device/gpu_plugins.h"
 
@@ -23,15 +23,18 @@ std::string refusal(const planner::PluginOptions& plugin, const planner::Paralle
   return s.ok() ? "" : s.error().message;
 }
 
-TEST(GpuPlugins, PipelinesAreHybridParallelsGpipeOr1F1BAtZeroStage0) {
+TEST(GpuPlugins, PipelinesAreHybridParallelsGpipeOr1F1BAtZeroStage0Or1) {
   using S = planner::PipelineSchedule;
   EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {2, 1, 2, false}), "");
   EXPECT_EQ(refusal(hybrid(S::gpipe), {1, 2, 4, true}), "");
   planner::PluginOptions ddp = hybrid(S::one_f_one_b);
   ddp.kind = planner::PluginKind::torch_ddp;
   EXPECT_EQ(refusal(ddp, {1, 1, 2, false}), "--pp 2: pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
-  EXPECT_EQ(refusal(hybrid(S::one_f_one_b, 1), {2, 1, 2, false}),
-            "--pp 2 with --zero-stage 1: on GPUs a pipeline runs DDP over each stage's data-parallel ranks; use --zero-stage 0");
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b, 1), {2, 1, 2, false}), "");
+  EXPECT_EQ(refusal(hybrid(S::gpipe, 1), {2, 2, 2, true}), "");
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b, 2), {2, 1, 2, false}),
+            "--zero-stage 2 cannot be combined with --pp 2 (pipeline micro-batches accumulate whole gradients, and no runtime runs it: ColossalAI and "
+            "DeepSpeed's pipelines take ZeRO stage 0 or 1); use --zero-stage 1 or 0");
   EXPECT_EQ(refusal(hybrid(S::interleaved), {1, 1, 4, false}), "--pp 4: on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b");
   planner::PluginOptions overlap = hybrid(S::one_f_one_b);
   overlap.tp_comm_overlap = true;

@@ -6,7 +6,8 @@
 // ranges of a shard its gradient norm counts (gradient_norm_runs) count every
 // parameter of the group once, and which ZeRO stages the GPU step takes
 // (device/gpu_plugins.h). GPT-2 over tp 3 and the Llama layout over tp 2
-// (awkward_models.h), on 2 and 3 data-parallel ranks.
+// (awkward_models.h), on 2 and 3 data-parallel ranks; and ZeRO-1 in a
+// pipeline: each stage's shard is of its stage's part.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "tessera/engine/parallel/zero_buckets.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_layout.h"
+#include "tessera/planner/pipeline_stage_model.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/sharding.h"
 #include "tessera/planner/tensor_parallel.h"
@@ -102,6 +104,60 @@ TEST(HybridZeroPart, ShardNormRunsCountEveryParameterOnce) {
         EXPECT_EQ(joined, gradient_norm_runs(part, tp_rank)) << what;
         const bool all = joined == std::vector<std::pair<int64_t, int64_t>>{{0, part.parameter_count}};
         EXPECT_EQ(all, tp_rank == 0) << what << ": the other ranks skip the replicated parameters";
+      }
+    }
+  }
+}
+
+// pp × ZeRO-1 (with rank-order sums, as the GPU step runs): every stage's
+// buffers are its stage's tp part's ZeRO buffers (cuda/zero_shards.h), and
+// its comm_buffers beside its bucket are the pipeline's send and receive
+// buffers (B·T·h bf16 each: 2 per neighbour) and the largest scratch of the
+// sums that never overlap (after backward's tensor-parallel sums, a tied
+// embedding's sum between the end stages, then the bucket's reduce-scatter;
+// cuda/gpt_training.cpp): the tp sum's tp rows of ⌈B·T·h/tp⌉, the tied sum's
+// 2 rows of ⌈⌈V/tp⌉·h/2⌉ (one piece, under a 25 MiB DDP bucket), the bucket.
+TEST(HybridZeroPart, PipelineStagesBuffersAreThePlannersStageEstimate) {
+  constexpr int64_t B = 1, T = 8, dp = 2;
+  auto gpu = planner::load_gpu("h100-80g");
+  ASSERT_TRUE(gpu.ok());
+  for (const auto& [json, tp] : kCases) {
+    const planner::Model whole = testing::awkward_model(json);
+    const int64_t h = whole.config.hidden_size;
+    for (const int64_t pp : {2, 3}) {
+      for (const int64_t bucket : {int64_t{3000}, int64_t{1} << 30}) {
+        planner::EstimateRequest request;
+        request.layout = planner::ParallelLayout{dp, tp, pp, false};
+        request.plugin = hybrid(1, bucket);
+        request.plugin.rank_order_reduction = true;
+        request.training.precision = planner::Precision::bf16;
+        request.training.micro_batch_size = B;
+        request.training.seq_len = T;
+        request.training.num_micro_batches = 4;
+        auto estimate = planner::estimate_memory(whole, gpu.value(), request);
+        ASSERT_TRUE(estimate.ok()) << estimate.error().message;
+        for (int64_t s = 0; s < pp; ++s) {
+          const std::string what = whole.config.model_type + " tp " + std::to_string(tp) + " × pp " + std::to_string(pp) + " stage " + std::to_string(s) +
+                                   " × dp " + std::to_string(dp) + ", bucket " + std::to_string(bucket);
+          const planner::RankMemory* row = nullptr;
+          for (const planner::RankMemory& r : estimate->ranks) {
+            if (r.first_stage <= s && s <= r.last_stage) row = &r;
+          }
+          ASSERT_NE(row, nullptr) << what;
+          const planner::Model part = planner::tp_rank_model(planner::stage_model(whole, planner::PipelinePlacement{pp, s, 1}), tp);
+          const ZeroBuffers b = zero_buffers(part, request.plugin, dp);
+          const int64_t shard = planner::optimizer_layout(part, request.plugin, dp, dp - 1).shard_numel;
+          const bool first = s == 0, last = s == pp - 1;
+          EXPECT_EQ(row->bytes[MemoryCategory::parameters].device, 2 * b.parameters) << what;
+          EXPECT_EQ(row->bytes[MemoryCategory::gradients].device, 2 * b.full_gradients) << what;
+          EXPECT_EQ(row->bytes[MemoryCategory::master_weights].device, 4 * shard) << what;
+          EXPECT_EQ(row->bytes[MemoryCategory::optimizer_states].device, 2 * 4 * shard) << what;
+          const int64_t boundaries = ((first ? 0 : 2) + (last ? 0 : 2)) * B * T * h * 2;
+          const int64_t tp_sum = (B * T * h + tp - 1) / tp * tp * 2;
+          const int64_t tied = whole.config.tie_word_embeddings && (first || last) ? (whole.config.vocab_size + tp - 1) / tp * h : 0;
+          const int64_t scratch = std::max({tp_sum, (tied + 1) / 2 * 2 * 2, 2 * b.buckets_numel()});
+          EXPECT_EQ(row->bytes[MemoryCategory::comm_buffers].device, boundaries + 2 * b.buckets_numel() + scratch) << what;
+        }
       }
     }
   }

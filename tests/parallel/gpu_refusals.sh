@@ -40,13 +40,17 @@ refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 2 --sequence-parallel
 refused ": --cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out" --precision bf16 \
   --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload
-# A pipeline is hybrid_parallel's too (GPipe or 1F1B, DDP over the dp ranks, with or without tensor parallelism); not interleaved.
+# A pipeline is hybrid_parallel's too (GPipe or 1F1B, DDP or ZeRO-1 over the dp ranks, with or without tensor parallelism); not
+# interleaved, and not ZeRO-2 (the planner's refusal).
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --micro-batches 4
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --pp-schedule gpipe
 refused ": --pp 2: pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --pp 2
 refused ": --pp 2: on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel \
   --pp-schedule interleaved
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 1 \
+  --micro-batches 4
+RANKS=4 refused ": --zero-stage 2 cannot be combined with --pp 2" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 2
 RANKS=4 refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathers and reduce-scatters between its GEMMs, not under them; leave it out" \
   --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.

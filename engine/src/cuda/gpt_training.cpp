@@ -561,6 +561,9 @@ double GptTraining::State::run_pipeline(const int32_t* tokens, const int32_t* ta
 // last stage after backward (finalize_model_grads.py,
 // _allreduce_word_embedding_grads), as the CPU trainer does
 // (sum_tied_embedding_gradients), so both copies take the same step.
+// Before DDP's buckets or ZeRO-1's reduce-scatters start (finish_reductions):
+// each rank of a stage's dp group sums its own micro-batches' copy with its
+// peer stage's, and ZeRO's shard then holds the sum over both and over dp.
 // In pieces of a DDP bucket, so that its rank-order scratch (comm/nccl.h) is
 // never more than the planner books (memory_model.cpp, add_replicated_states).
 void GptTraining::State::sum_tied_embedding_gradients() {
@@ -623,7 +626,7 @@ void GptTraining::State::allocate_model_states(const planner::Model& whole, cons
   params = take(padded * 2, MemoryCategory::parameters);
   check(cudaMemcpy(params.as<T>(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copying the parameters");
   if (zero_plugin != nullptr) {
-    zero = std::make_unique<ZeroShards>(*allocator, *ledger, *group, model, *zero_plugin, decay, options, params.as<T>(), tp.group());
+    zero = std::make_unique<ZeroShards>(*allocator, *ledger, *group, model, *zero_plugin, decay, options, params.as<T>(), tp.group(), pipeline);
     check(zero->start_from(weights));
   } else {
     grads = take(n * 2, MemoryCategory::gradients);

@@ -84,9 +84,10 @@ class DeviceZeroMemory final : public ZeroReductionMemory {
 
 ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model,
                        const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, bf16* params,
-                       comm::Communicator* tensor_group)
+                       comm::Communicator* tensor_group, comm::Communicator* pipeline_group)
     : group_(group),
       tensor_group_(tensor_group),
+      pipeline_group_(pipeline_group),
       layout_(planner::optimizer_layout(model, plugin, group.size(), group.rank())),
       norm_runs_(gradient_norm_runs(model, tensor_group != nullptr ? tensor_group->rank() : 0, layout_.pieces)),
       decay_(std::move(decay)),
@@ -177,7 +178,7 @@ Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* devi
     if (Status s = group_.all_gather(params, params_, static_cast<size_t>(shard_), comm::DataType::bf16); !s) return s.error();
     return norm;
   }
-  auto sum = global_sum_of_squares(grads, norm_runs_, device_sum, sum_workspace, {&group_, tensor_group_});
+  auto sum = global_sum_of_squares(grads, norm_runs_, device_sum, sum_workspace, {&group_, tensor_group_, pipeline_group_});
   if (!sum) return sum.error();
   const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum.value(), steps_, options_);
   if (!begun) return std::optional<double>();

@@ -43,7 +43,8 @@
 // Then, as the CPU engine's step: the gradient norm is global (each rank's
 // sum of squares over its shard, all-reduced in rank order, then over the
 // tensor-parallel group, counting a replicated parameter on its tp rank 0
-// only: global_sum_of_squares.h), AdamW updates
+// only, then over a pipeline's stages, counting a tied embedding's copy on
+// the last stage not at all: global_sum_of_squares.h), AdamW updates
 // the shard's pieces on the device (cuda/adamw.h, each piece with its
 // parameter's weight decay; the scalars and clipping of adamw_step.h) and
 // rounds them into the shard's bf16 parameters, and the parameters are
@@ -85,10 +86,12 @@ class ZeroShards {
   // more ranks) and `plugin` (low_level_zero, or hybrid_parallel, stage 1 or
   // 2). `params`: the device's bf16 parameters, padded_flat_numel elements.
   // `decay[p]`: whether flat parameter p takes weight decay.
-  // `tensor_group`: hybrid_parallel's tensor-parallel ranks (null: none), of
-  // which `model` is this rank's part.
+  // `tensor_group` and `pipeline_group`: hybrid_parallel's tensor-parallel
+  // ranks and pipeline stages (null: none), of which `model` is this rank's
+  // part (its stage's tensors, a tied embedding's copy marked: planner::stage_model).
   ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator& group, const planner::Model& model, const planner::PluginOptions& plugin,
-             std::vector<bool> decay, const OptimizerOptions& options, bf16* params, comm::Communicator* tensor_group);
+             std::vector<bool> decay, const OptimizerOptions& options, bf16* params, comm::Communicator* tensor_group,
+             comm::Communicator* pipeline_group);
 
   // The master weights' shard from the whole model's fp32 weights (flat order, on the host).
   Status start_from(const std::vector<float>& weights);
@@ -127,6 +130,7 @@ class ZeroShards {
 
   comm::Communicator& group_;
   comm::Communicator* tensor_group_;  // null: no tensor parallelism
+  comm::Communicator* pipeline_group_;  // null: no pipeline
   planner::OptimizerLayout layout_;
   std::vector<std::pair<int64_t, int64_t>> norm_runs_;  // the ranges of the shard the gradient norm counts (gradient_norm_runs)
   std::vector<bool> decay_;

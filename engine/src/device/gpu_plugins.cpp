@@ -3,6 +3,7 @@
 #include <string>
 
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/memory_model.h"
 
 namespace tessera::engine {
 
@@ -39,14 +40,13 @@ Status check_gpu_plugin(const planner::PluginOptions& plugin) {
 namespace {
 
 // A pipeline: hybrid_parallel's (as on the CPU), GPipe or 1F1B, DDP (ZeRO
-// stage 0) over the data-parallel ranks of each stage, with or without tensor parallelism.
+// stage 0) or ZeRO-1 over the data-parallel ranks of each stage, with or
+// without tensor parallelism; ZeRO-2 is refused as the planner refuses it.
 Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
   const std::string pp = "--pp " + std::to_string(layout.pp);
   if (plugin.kind != PluginKind::hybrid_parallel) return make_error(ErrorCode::unsupported, pp + ": pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
-  if (plugin.effective_zero_stage() != 0) {
-    return make_error(ErrorCode::unsupported, pp + " with --zero-stage " + std::to_string(plugin.effective_zero_stage()) +
-                                                  ": on GPUs a pipeline runs DDP over each stage's data-parallel ranks; use --zero-stage 0");
-  }
+  const int zero_stage = plugin.effective_zero_stage();
+  if (Status s = planner::check_zero_stage_with_pipeline("--zero-stage " + std::to_string(zero_stage), zero_stage, layout.pp); !s) return s;
   if (plugin.pp_schedule == planner::PipelineSchedule::interleaved) {
     return make_error(ErrorCode::unsupported, pp + ": on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b");
   }

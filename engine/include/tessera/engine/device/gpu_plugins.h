@@ -10,7 +10,8 @@
 // on the CPU), with or without sequence parallelism (its collectives not
 // overlapped with the GEMMs: no --tp-comm-overlap), and pipelines
 // (hybrid_parallel's, GPipe or 1F1B, with data and tensor parallelism,
-// parallel/pipeline_transfers.h). Anything else is
+// DDP or ZeRO-1 over each stage's data-parallel ranks; ZeRO-2 refused as the
+// planner refuses it; parallel/pipeline_transfers.h). Anything else is
 // refused in one line naming the option. Shared by
 // `tessera train --gpu` (which refuses before looking for a device) and the
 // step itself; built without CUDA too.

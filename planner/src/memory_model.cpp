@@ -42,6 +42,14 @@ StateWidths state_widths(const TrainingOptions& t) {
 }
 
 
+// The tied sum's rank-order scratch on an end stage of a pipeline: a DDP
+// bucket's piece of the embedding over the 2 stages (0 elsewhere, or without
+// rank-order sums).
+int64_t tied_sum_scratch_bytes(const Model& m, const StageShape& s, const EstimateRequest& r, const StateWidths& w) {
+  const int64_t tied = r.layout.pp > 1 && (s.first || s.last) ? m.tied_head.per_tp_rank(r.layout.tp) : 0;
+  return tied > 0 && r.plugin.rank_order_reduction ? ddp_rank_order_scratch_bytes(tied, r.plugin.bucket_bytes, 2, w.grad) : 0;
+}
+
 // Torch DDP and ColossalAI's hybrid plugin at ZeRO stage 0: every state replicated.
 // DDP copies all gradients into its buckets unless gradient_as_bucket_view is set
 // (PyTorch DistributedDataParallel docs: "gradient_as_bucket_view ... the saved
@@ -56,14 +64,6 @@ StateWidths state_widths(const TrainingOptions& t) {
 // In a pipeline it also sums a tied embedding's gradient between the first and
 // the last stage, in pieces of a bucket (cuda/gpt_training.h), before DDP's
 // buckets start: one of the two scratches is held at a time.
-// The tied sum's rank-order scratch on an end stage of a pipeline: a DDP
-// bucket's piece of the embedding over the 2 stages (0 elsewhere, or without
-// rank-order sums).
-int64_t tied_sum_scratch_bytes(const Model& m, const StageShape& s, const EstimateRequest& r, const StateWidths& w) {
-  const int64_t tied = r.layout.pp > 1 && (s.first || s.last) ? m.tied_head.per_tp_rank(r.layout.tp) : 0;
-  return tied > 0 && r.plugin.rank_order_reduction ? ddp_rank_order_scratch_bytes(tied, r.plugin.bucket_bytes, 2, w.grad) : 0;
-}
-
 void add_replicated_states(const Model& m, const StageShape& s, const EstimateRequest& r, const StateWidths& w, bool ddp_wrapped,
                            MemoryBreakdown& out) {
   out.add(Cat::parameters, kDevice, s.params * w.param);

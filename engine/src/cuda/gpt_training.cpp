@@ -565,7 +565,7 @@ double GptTraining::State::run_pipeline(const int32_t* tokens, const int32_t* ta
 // each rank of a stage's dp group sums its own micro-batches' copy with its
 // peer stage's, and ZeRO's shard then holds the sum over both and over dp.
 // In pieces of a DDP bucket, so that its rank-order scratch (comm/nccl.h) is
-// never more than the planner books (memory_model.cpp, add_replicated_states).
+// never more than the planner books (memory_model.cpp, tied_sum_scratch_bytes).
 void GptTraining::State::sum_tied_embedding_gradients() {
   if (embedding == nullptr) return;
   const int index = first_stage() ? slots.wte : slots.head;

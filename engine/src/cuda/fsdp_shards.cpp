@@ -8,6 +8,7 @@
 
 #include "cuda_errors.h"
 #include "device_adamw_step.h"
+#include "global_sum_of_squares.h"
 #include "tessera/engine/cuda/adamw.h"
 #include "tessera/engine/cuda/casts.h"
 #include "tessera/engine/cuda/residual.h"
@@ -64,7 +65,7 @@ Status FsdpShards::start_from(const planner::Model& model, uint64_t seed) {
 }
 
 Result<std::optional<double>> FsdpShards::step(void* sum_workspace, double* device_sum) {
-  auto sum = global_sum_of_squares(units_->gradients(), shard_numel(), group_, sum_workspace, device_sum);
+  auto sum = global_sum_of_squares(units_->gradients(), {{0, shard_numel()}}, device_sum, sum_workspace, {group_});
   if (!sum) return sum.error();
   const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum.value(), steps_, options_);
   if (!begun) return std::optional<double>();

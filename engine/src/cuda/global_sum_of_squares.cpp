@@ -9,7 +9,8 @@
 
 namespace tessera::engine::cuda {
 
-Result<double> global_sum_of_squares(const bf16* grads, const std::vector<std::pair<int64_t, int64_t>>& runs, double* result, void* workspace,
+template <typename G>
+Result<double> global_sum_of_squares(const G* grads, const std::vector<std::pair<int64_t, int64_t>>& runs, double* result, void* workspace,
                                      std::initializer_list<comm::Communicator*> groups) {
   double total = 0;
   for (const auto& [begin, end] : runs) {
@@ -30,5 +31,10 @@ Result<double> global_sum_of_squares(const bf16* grads, const std::vector<std::p
   }
   return total;
 }
+
+template Result<double> global_sum_of_squares(const bf16*, const std::vector<std::pair<int64_t, int64_t>>&, double*, void*,
+                                              std::initializer_list<comm::Communicator*>);
+template Result<double> global_sum_of_squares(const float*, const std::vector<std::pair<int64_t, int64_t>>&, double*, void*,
+                                              std::initializer_list<comm::Communicator*>);
 
 }  // namespace tessera::engine::cuda

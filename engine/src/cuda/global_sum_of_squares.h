@@ -5,7 +5,8 @@
 // parallelism a replicated parameter on tp rank 0 only), then summed over
 // each group in turn: ZeRO's data-parallel ranks (whose shards differ), then
 // the tensor-parallel ranks. Shared by the replicated step's norm
-// (tensor_parallel_step.h) and ZeRO's shard (zero_shards.h).
+// (tensor_parallel_step.h), ZeRO's shard (zero_shards.h) and FSDP's fp32
+// shard (fsdp_shards.h, one run over its data-parallel group).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,9 @@ namespace tessera::engine::cuda {
 // skipped. `result`: a device double and its overflow flag after it;
 // `workspace`: sum_of_squares_workspace_bytes of the longest run. Each
 // group's sum is one all-reduce of 8 bytes, blocking, on device memory.
-Result<double> global_sum_of_squares(const bf16* grads, const std::vector<std::pair<int64_t, int64_t>>& runs, double* result, void* workspace,
+// `G`: bf16 or float.
+template <typename G>
+Result<double> global_sum_of_squares(const G* grads, const std::vector<std::pair<int64_t, int64_t>>& runs, double* result, void* workspace,
                                      std::initializer_list<comm::Communicator*> groups);
 
 }  // namespace tessera::engine::cuda

@@ -166,7 +166,9 @@ def compare_colossalai(entry, plan, facts):
 def describe_facts(entry, plan, facts):
     if entry.target == "deepspeed":
         f = facts[0]
-        return f"ZeRO-{f['zero_stage']} {f['dtype'].replace('torch.', '')}, {f['optimizer_steps']} steps of {f['micro_steps'] // max(f['optimizer_steps'], 1)} micro-steps"
+        text = f"ZeRO-{f['zero_stage']} {f['dtype'].replace('torch.', '')}, {f['optimizer_steps']} steps of {f['micro_steps'] // max(f['optimizer_steps'], 1)} micro-steps"
+        # run_deepspeed.py: this CPU has no fp16 arithmetic, so the fp16 section was validated, then trained as bf16.
+        return text + (" (fp16 section valid; this CPU has no fp16, trained as bf16)" if f.get("fp16_as_bf16") else "")
     if entry.mode == "steps":
         losses = ", ".join(f"{x:.3f}" for x in facts[-1]["losses"])
         return f"{STEPS} steps of {plan['gradient_accumulation_steps']} micro-steps, losses {losses}"

@@ -24,7 +24,9 @@
 // Interleaved: the wrap-around (chunk j of the last stage feeds chunk j + 1
 // of the first) makes activations and gradients travel both ways between the
 // same two stages when pp is 2, and pairing pass after pass as above
-// deadlocks. The calls come instead by units, as Megatron-LM's interleaved
+// deadlocks (on 2 to 4 stages, from 2·pp micro-batches on: a stage's warm-up
+// is two forwards longer than the next one's, not one). The calls come
+// instead by units, as Megatron-LM's interleaved
 // schedule makes them (schedules.py, forward_backward_pipelining_with_interleaving:
 // a warm-up forward alone, then each steady-state forward with the backward
 // after it, whose outputs go and whose next inputs come in one
@@ -70,7 +72,7 @@ struct PipelineTransfer {
 struct StageTransfers {
   std::vector<planner::PipelineOp> passes;  // stage_schedule's
   // In order. GPipe and 1F1B: passes.size() + 1 calls, transfers[i] before
-  // passes[i]; interleaved: one or two before each unit, none empty.
+  // passes[i]; interleaved: at most two before each unit, none empty.
   std::vector<PipelineTransfer> transfers;
 };
 

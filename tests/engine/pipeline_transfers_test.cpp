@@ -298,6 +298,27 @@ TEST(PipelineTransfers, ReplayCatchesInterleavedKindsOutOfOrder) {
   EXPECT_EQ(replay(stages), "stage 0's message taken for another; stage 0's message taken for another; ");
 }
 
+// And what the units prevent: the interleaved passes paired as GPipe's and
+// 1F1B's are (each pass's input with the previous pass's output) deadlock
+// every stage, on 2 stages and on 3, over 2·pp micro-batches.
+TEST(PipelineTransfers, ReplayCatchesInterleavedPassesPairedOneByOne) {
+  for (int64_t pp : {2, 3}) {
+    std::vector<StageTransfers> stages = every_stage(PipelineSchedule::interleaved, pp, 2 * pp, 2);
+    std::string all_wait;
+    for (int64_t s = 0; s < pp; ++s) {
+      StageTransfers& t = stages[static_cast<size_t>(s)];
+      t.transfers.clear();
+      PipelineMessage pending;
+      for (size_t i = 0; i <= t.passes.size(); ++i) {
+        t.transfers.push_back({pending, i < t.passes.size() ? expected_input(t.passes[i], pp, s, 2) : PipelineMessage{}, i});
+        if (i < t.passes.size()) pending = expected_output(t.passes[i], pp, s, 2);
+      }
+      all_wait += "stage " + std::to_string(s) + " waits forever; ";
+    }
+    EXPECT_EQ(replay(stages), all_wait) << "pp " << pp;
+  }
+}
+
 constexpr int64_t B = 3, T = 7;
 
 planner::EstimateRequest pipeline_request(int64_t tp, int64_t pp, int64_t m, PipelineSchedule schedule, planner::RecomputeMode mode) {

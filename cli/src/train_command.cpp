@@ -499,6 +499,7 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
     resolve_auto_placement(estimate.value(), t);
   }
   t.pipeline_schedule = o.estimate.request.plugin.pp_schedule;
+  t.model_chunks = o.estimate.request.plugin.model_chunks();
   const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s), o.estimate.request.layout.tp, o.estimate.request.layout.pp};
   auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
   if (!metrics) return failed(metrics.error().message);

@@ -10,7 +10,10 @@
 // MPI (parallel/pipeline.h, model/transformer.cpp, the CPU trainer's tied
 // embedding sum, sequence-parallel norm sums and data-parallel sum) on the same micro-batches, from the
 // same weights, for small_models.h's GPT-2 (a tied head: its copy on the last
-// stage) and Qwen2 (untied), 1F1B and GPipe, on 1 and 3 micro-batches.
+// stage) and Qwen2 (untied), 1F1B and GPipe, on 1 and 3 micro-batches, and
+// the interleaved schedule with 2 model chunks per stage (the models with 4
+// blocks, one a chunk: the wrap-around sends both ways between the 2 stages)
+// on 2 and 4 micro-batches.
 //
 // Checked, on every rank:
 //  - the GPU stage starts from the CPU stage's tensors, bit for bit;
@@ -86,8 +89,8 @@ std::vector<std::pair<int, double>> shard_errors(const std::vector<bf16>& shard,
   return errors;
 }
 
-void check_step(const char* name, const planner::Model& model, planner::PipelineSchedule schedule, int64_t micro_batches, int zero_stage, Groups& groups,
-                comm::Communicator& world, Checker& check) {
+void check_step(const char* name, const planner::Model& model, planner::PipelineSchedule schedule, int64_t chunks, int64_t micro_batches, int zero_stage,
+                Groups& groups, comm::Communicator& world, Checker& check) {
   comm::Communicator& mpi_pipeline = *groups.mpi.pipeline;
   comm::Communicator& mpi_data = *groups.mpi.data;
   comm::Communicator& mpi_tensor = *groups.mpi.tensor;
@@ -95,9 +98,9 @@ void check_step(const char* name, const planner::Model& model, planner::Pipeline
   const int64_t dp = mpi_data.size(), tp = mpi_tensor.size(), micro_tokens = B * T;
   const bool sp = groups.layout.sequence_parallel;
   const uint64_t seed = 5;
-  const planner::PipelinePlacement placement{kStages, stage, 1};
+  const planner::PipelinePlacement placement{kStages, stage, chunks};
   const planner::Model part = planner::tp_rank_model(planner::stage_model(model, placement), tp);
-  const std::string prefix = std::string(name) + " " + std::string(enum_name(schedule)) + " pp 2 × dp " + std::to_string(dp) + " × tp " +
+  const std::string prefix = std::string(name) + " " + std::string(enum_name(schedule)) + (chunks > 1 ? " × " + std::to_string(chunks) + " chunks" : "") + " pp 2 × dp " + std::to_string(dp) + " × tp " +
                              std::to_string(tp) + (sp ? " + sp" : "") + (zero_stage > 0 ? ", ZeRO-1" : "") + ", " + std::to_string(micro_batches) + " micro-batches, stage " +
                              std::to_string(stage) + " tp rank " + std::to_string(mpi_tensor.rank()) + " ";
   // This data-parallel rank's micro-batches, the same on every stage and tensor-parallel rank.
@@ -148,7 +151,7 @@ void check_step(const char* name, const planner::Model& model, planner::Pipeline
   const comm::CommCounters nccl_before = groups.nccl_pipeline->counters();
   auto made = GptTraining::create(model, gpu_ledger, B, T, seed, OptimizerOptions{}, GpuDataParallel{groups.nccl_data.get(), plugin},
                                   planner::RecomputeMode::none, GpuTensorParallel{groups.nccl_tensor.get(), sp},
-                                  GpuPipelineParallel{groups.nccl_pipeline.get(), schedule});
+                                  GpuPipelineParallel{groups.nccl_pipeline.get(), schedule, chunks});
   check.expect(made.ok(), prefix + "the GPU stage: " + (made.ok() ? "" : made.error().message));
   if (!made.ok()) return;
   GptTraining& gpu = *made.value();
@@ -231,7 +234,11 @@ void check_pipeline(comm::Communicator& world, comm::Communicator&, Checker& che
       check.expect(groups.ok(), std::string(name) + ": the pipeline's groups" + (groups.ok() ? "" : ": " + groups.error().message));
       if (!groups.ok()) return;
       for (planner::PipelineSchedule schedule : {planner::PipelineSchedule::one_f_one_b, planner::PipelineSchedule::gpipe}) {
-        for (const int64_t micro_batches : {1, 3}) check_step(name, model, schedule, micro_batches, zero_stage, groups.value(), world, check);
+        for (const int64_t micro_batches : {1, 3}) check_step(name, model, schedule, 1, micro_batches, zero_stage, groups.value(), world, check);
+      }
+      const planner::Model four_blocks = testing::small_model(json, 4);
+      for (const int64_t micro_batches : {2, 4}) {
+        check_step(name, four_blocks, planner::PipelineSchedule::interleaved, 2, micro_batches, zero_stage, groups.value(), world, check);
       }
     }
   }

@@ -19,9 +19,11 @@ inline const char* kSmallGpt2 = R"({"model_type":"gpt2","vocab_size":97,"n_embd"
 inline const char* kSmallQwen2 = R"({"model_type":"qwen2","vocab_size":97,"hidden_size":128,"num_hidden_layers":2,"num_attention_heads":4,
                                     "num_key_value_heads":2,"intermediate_size":200})";
 
-inline planner::Model small_model(const char* json) {
+// `num_layers` blocks (0: the JSON's 2).
+inline planner::Model small_model(const char* json, int64_t num_layers = 0) {
   planner::ModelConfig c = planner::parse_model_config(json, "small").value();
   c.name = "small";
+  if (num_layers > 0) c.num_layers = num_layers;
   return planner::make_model(c);
 }
 

@@ -13,9 +13,11 @@ inline constexpr const char* kAwkwardGpt2 = R"({"model_type":"gpt2","vocab_size"
 inline constexpr const char* kAwkwardLlama = R"({"model_type":"llama","vocab_size":101,"hidden_size":48,"num_hidden_layers":3,"num_attention_heads":6,
                          "num_key_value_heads":2,"intermediate_size":136})";
 
-inline planner::Model awkward_model(const char* json) {
+// `num_layers` blocks (0: the JSON's 3).
+inline planner::Model awkward_model(const char* json, int64_t num_layers = 0) {
   planner::ModelConfig c = planner::parse_model_config(json, "awkward").value();
   c.name = "awkward";
+  if (num_layers > 0) c.num_layers = num_layers;
   return planner::make_model(c);
 }
 

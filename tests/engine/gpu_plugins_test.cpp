@@ -1,5 +1,5 @@
 // What the GPU step runs of a pipeline (device/gpu_plugins.h): hybrid_parallel's,
-// GPipe or 1F1B, at ZeRO stage 0 or 1, with or without tensor parallelism; each
+// GPipe, 1F1B or interleaved, at ZeRO stage 0 or 1, with or without tensor parallelism; each
 // refusal one line naming the option and the fix. Built without CUDA too.
 #include "tessera/engine/device/gpu_plugins.h"
 
@@ -10,10 +10,12 @@
 namespace tessera::engine {
 namespace {
 
+// hybrid_parallel with `schedule` (interleaved: 2 model chunks per stage).
 planner::PluginOptions hybrid(planner::PipelineSchedule schedule, int zero_stage = 0) {
   planner::PluginOptions plugin;
   plugin.kind = planner::PluginKind::hybrid_parallel;
   plugin.pp_schedule = schedule;
+  plugin.num_model_chunks = schedule == planner::PipelineSchedule::interleaved ? 2 : 1;
   plugin.zero_stage = zero_stage;
   return plugin;
 }
@@ -23,7 +25,7 @@ std::string refusal(const planner::PluginOptions& plugin, const planner::Paralle
   return s.ok() ? "" : s.error().message;
 }
 
-TEST(GpuPlugins, PipelinesAreHybridParallelsGpipeOr1F1BAtZeroStage0Or1) {
+TEST(GpuPlugins, PipelinesAreHybridParallelsAtZeroStage0Or1) {
   using S = planner::PipelineSchedule;
   EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {2, 1, 2, false}), "");
   EXPECT_EQ(refusal(hybrid(S::gpipe), {1, 2, 4, true}), "");
@@ -35,7 +37,16 @@ TEST(GpuPlugins, PipelinesAreHybridParallelsGpipeOr1F1BAtZeroStage0Or1) {
   EXPECT_EQ(refusal(hybrid(S::one_f_one_b, 2), {2, 1, 2, false}),
             "--zero-stage 2 cannot be combined with --pp 2 (pipeline micro-batches accumulate whole gradients, and no runtime runs it: ColossalAI and "
             "DeepSpeed's pipelines take ZeRO stage 0 or 1); use --zero-stage 1 or 0");
-  EXPECT_EQ(refusal(hybrid(S::interleaved), {1, 1, 4, false}), "--pp 4: on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b");
+  EXPECT_EQ(refusal(hybrid(S::interleaved), {1, 1, 4, false}), "");
+  EXPECT_EQ(refusal(hybrid(S::interleaved, 1), {2, 2, 2, true}), "");
+  planner::PluginOptions one_chunk = hybrid(S::interleaved);
+  one_chunk.num_model_chunks = 1;
+  const std::string chunks = "--pp 2: the interleaved schedule runs 2 or more model chunks per stage, the others one; set --model-chunks with "
+                             "--pp-schedule interleaved only";
+  EXPECT_EQ(refusal(one_chunk, {1, 1, 2, false}), chunks);
+  planner::PluginOptions chunked = hybrid(S::one_f_one_b);
+  chunked.num_model_chunks = 2;
+  EXPECT_EQ(refusal(chunked, {1, 1, 2, false}), chunks);
   planner::PluginOptions overlap = hybrid(S::one_f_one_b);
   overlap.tp_comm_overlap = true;
   EXPECT_NE(refusal(overlap, {1, 2, 2, true}).find("--tp-comm-overlap"), std::string::npos);

@@ -117,35 +117,45 @@ TEST(HybridZeroPart, ShardNormRunsCountEveryParameterOnce) {
 // embedding's sum between the end stages, then the bucket's reduce-scatter;
 // cuda/gpt_training.cpp): the tp sum's tp rows of ⌈B·T·h/tp⌉, the tied sum's
 // 2 rows of ⌈⌈V/tp⌉·h/2⌉ (one piece, under a 25 MiB DDP bucket), the bucket.
+// 1F1B on 2 and 3 stages of the 3-block models, and interleaved with 2
+// chunks a stage on 2 stages of 4 blocks and 3 of 6 (every stage's four
+// boundary buffers: the wrap-around), over 6 micro-batches.
 TEST(HybridZeroPart, PipelineStagesBuffersAreThePlannersStageEstimate) {
   constexpr int64_t B = 1, T = 8, dp = 2;
   auto gpu = planner::load_gpu("h100-80g");
   ASSERT_TRUE(gpu.ok());
+  struct Pipeline {
+    int64_t pp, chunks, blocks;
+  };
   for (const auto& [json, tp] : kCases) {
-    const planner::Model whole = testing::awkward_model(json);
-    const int64_t h = whole.config.hidden_size;
-    for (const int64_t pp : {2, 3}) {
+    for (const Pipeline& pipeline : {Pipeline{2, 1, 3}, Pipeline{3, 1, 3}, Pipeline{2, 2, 4}, Pipeline{3, 2, 6}}) {
+      const int64_t pp = pipeline.pp, chunks = pipeline.chunks;
+      const planner::Model whole = testing::awkward_model(json, pipeline.blocks);
+      const int64_t h = whole.config.hidden_size;
       // 1000 elements: on GPT-2's end stages the tied sum's scratch (2 × 1188 bf16) is the largest; the whole part: the bucket's.
       for (const int64_t bucket : {int64_t{1000}, int64_t{1} << 30}) {
         planner::EstimateRequest request;
         request.layout = planner::ParallelLayout{dp, tp, pp, false};
         request.plugin = hybrid(1, bucket);
+        request.plugin.pp_schedule = chunks > 1 ? planner::PipelineSchedule::interleaved : planner::PipelineSchedule::one_f_one_b;
+        request.plugin.num_model_chunks = chunks;
         request.plugin.rank_order_reduction = true;
         request.training.precision = planner::Precision::bf16;
         request.training.micro_batch_size = B;
         request.training.seq_len = T;
-        request.training.num_micro_batches = 4;
+        request.training.num_micro_batches = 6;
         auto estimate = planner::estimate_memory(whole, gpu.value(), request);
         ASSERT_TRUE(estimate.ok()) << estimate.error().message;
         for (int64_t s = 0; s < pp; ++s) {
-          const std::string what = whole.config.model_type + " tp " + std::to_string(tp) + " × pp " + std::to_string(pp) + " stage " + std::to_string(s) +
+          const std::string what = whole.config.model_type + " tp " + std::to_string(tp) + " × pp " + std::to_string(pp) + " × " + std::to_string(chunks) +
+                                   " chunks, stage " + std::to_string(s) +
                                    " × dp " + std::to_string(dp) + ", bucket " + std::to_string(bucket);
           const planner::RankMemory* row = nullptr;
           for (const planner::RankMemory& r : estimate->ranks) {
             if (r.first_stage <= s && s <= r.last_stage) row = &r;
           }
           ASSERT_NE(row, nullptr) << what;
-          const planner::Model part = planner::tp_rank_model(planner::stage_model(whole, planner::PipelinePlacement{pp, s, 1}), tp);
+          const planner::Model part = planner::tp_rank_model(planner::stage_model(whole, planner::PipelinePlacement{pp, s, chunks}), tp);
           const ZeroBuffers b = zero_buffers(part, request.plugin, dp);
           const int64_t shard = planner::optimizer_layout(part, request.plugin, dp, dp - 1).shard_numel;
           const bool first = s == 0, last = s == pp - 1;
@@ -153,7 +163,7 @@ TEST(HybridZeroPart, PipelineStagesBuffersAreThePlannersStageEstimate) {
           EXPECT_EQ(row->bytes[MemoryCategory::gradients].device, 2 * b.full_gradients) << what;
           EXPECT_EQ(row->bytes[MemoryCategory::master_weights].device, 4 * shard) << what;
           EXPECT_EQ(row->bytes[MemoryCategory::optimizer_states].device, 2 * 4 * shard) << what;
-          const int64_t boundaries = ((first ? 0 : 2) + (last ? 0 : 2)) * B * T * h * 2;
+          const int64_t boundaries = (chunks > 1 ? 4 : (first ? 0 : 2) + (last ? 0 : 2)) * B * T * h * 2;
           const int64_t tp_sum = (B * T * h + tp - 1) / tp * tp * 2;
           const int64_t tied = whole.config.tie_word_embeddings && (first || last) ? (whole.config.vocab_size + tp - 1) / tp * h : 0;
           const int64_t scratch = std::max({tp_sum, (tied + 1) / 2 * 2 * 2, 2 * b.buckets_numel()});

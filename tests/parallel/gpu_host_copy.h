@@ -4,6 +4,7 @@
 // pipeline_parallel_training_test.cpp): the CPU run's committed checkpoint,
 // loaded by each rank into a host copy of its optimizer as the GPU loop loads
 // it (flat_checkpoint.h's FlatAdamWState of its stage's tensor-parallel part,
+// the stage holding `chunks` model chunks under the interleaved schedule,
 // or at hybrid_parallel's ZeRO stage 1 or 2 its shard of it,
 // planner::optimizer_layout over the dp group; load_flat_checkpoint of the
 // stage's tensors), and written back as the GPU loop writes it
@@ -33,7 +34,7 @@ inline std::string file_bytes(const std::string& path) {
 }
 
 inline void check_gpu_host_copy(engine::comm::Communicator& world, const engine::ProcessGroups& groups, const planner::Model& model,
-                                const planner::PluginOptions& plugin, const std::string& dir, const std::string& name) {
+                                const planner::PluginOptions& plugin, const std::string& dir, const std::string& name, int64_t chunks = 1) {
   const int rank = world.rank();
   std::optional<engine::CommittedCheckpoint> committed;
   for (int reader = 0; reader < world.size(); ++reader) {  // one writer's lock at a time
@@ -47,7 +48,7 @@ inline void check_gpu_host_copy(engine::comm::Communicator& world, const engine:
   expect(committed.has_value(), name + ": the committed checkpoint", rank);
   if (!committed) return;
   const int64_t tp = groups.tensor->size(), pp = groups.pipeline->size();
-  const planner::Model stage = planner::stage_model(model, planner::PipelinePlacement{pp, groups.coordinates.pp_rank, 1});
+  const planner::Model stage = planner::stage_model(model, planner::PipelinePlacement{pp, groups.coordinates.pp_rank, chunks});
   const planner::Model part = planner::tp_rank_model(stage, tp);
   engine::FlatAdamWState state(planner::optimizer_layout(part, plugin, groups.data->size(), groups.data->rank()));
   auto loaded = engine::load_flat_checkpoint(*committed, stage, state, engine::TensorParallelRank{tp, groups.coordinates.tp_rank});
@@ -57,7 +58,7 @@ inline void check_gpu_host_copy(engine::comm::Communicator& world, const engine:
   if (rank == 0) std::filesystem::create_directories(copy);
   if (!world.barrier().ok()) return expect(false, name + ": barrier", rank);
   engine::comm::Communicator* pipeline = pp > 1 ? groups.pipeline.get() : nullptr;
-  auto files = engine::write_consolidated_checkpoint({*groups.data, *groups.tensor, pipeline, world, 1}, state, part, stage, model, plugin,
+  auto files = engine::write_consolidated_checkpoint({*groups.data, *groups.tensor, pipeline, world, chunks}, state, part, stage, model, plugin,
                                                      planner::OptimizerKind::adamw, copy, loaded.value());
   expect(files.ok(), name + ": the GPU step's consolidated save: " + (files.ok() ? "" : files.error().message), rank);
   if (rank != 0 || !files.ok()) return;

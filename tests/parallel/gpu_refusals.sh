@@ -40,13 +40,13 @@ refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 2 --sequence-parallel
 refused ": --cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out" --precision bf16 \
   --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload
-# A pipeline is hybrid_parallel's too (GPipe or 1F1B, DDP or ZeRO-1 over the dp ranks, with or without tensor parallelism); not
-# interleaved, and not ZeRO-2 (the planner's refusal).
+# A pipeline is hybrid_parallel's too (GPipe, 1F1B or interleaved, DDP or ZeRO-1 over the dp ranks, with or without tensor
+# parallelism); not ZeRO-2 (the planner's refusal).
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --micro-batches 4
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --pp-schedule gpipe
 refused ": --pp 2: pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --pp 2
-refused ": --pp 2: on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel \
-  --pp-schedule interleaved
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --pp-schedule interleaved \
+  --model-chunks 2 --micro-batches 4 --model gpt2
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 1 \
   --micro-batches 4

@@ -105,8 +105,8 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   o.resume = true;
   auto resumed = training_check::train_into(dir, o, groups->data.get(), model, &world);
   expect(resumed.ok(), name + ", resumed: " + (resumed.ok() ? "" : resumed.error().message), rank);
-  // The layouts the GPU step runs (a pipeline with data and tensor parallelism, GPipe or 1F1B, ZeRO stage 0 or 1): its checkpoints are these.
-  if (c.chunks == 1) training_check::check_gpu_host_copy(world, groups.value(), model, plugin, dir, name);
+  // The layouts the GPU step runs (a pipeline with data and tensor parallelism, GPipe, 1F1B or interleaved, ZeRO stage 0 or 1): its checkpoints are these.
+  training_check::check_gpu_host_copy(world, groups.value(), model, plugin, dir, name, c.chunks);
   if (rank != 0) return;
   // One process, the same global batch: dp · k micro-batches.
   training_check::expect_one_process_agrees(name, dir, saved_after_five, parallel.value(), dp * k, planner::Precision::fp32, model, 1e-5);

@@ -88,10 +88,11 @@ struct GptTraining::State {
   size_t started_buckets = 0;
   TensorParallelStep tp;  // the tensor-parallel group's sums, vocabulary slice and norm (tensor_parallel_step.h)
   // Pipeline parallelism: the stage this rank runs (the whole model without
-  // one), its blocks, the stages' communicator, the first and last stage's
-  // (a tied embedding's gradient; null elsewhere) and the schedule.
+  // one), its model chunks' blocks (one chunk but under the interleaved
+  // schedule), the stages' communicator, the first and last stage's (a tied
+  // embedding's gradient; null elsewhere) and the schedule.
   planner::PipelinePlacement stage;
-  planner::StageLayers layers;
+  std::vector<planner::StageLayers> chunks;
   comm::Communicator* pipeline = nullptr;
   std::unique_ptr<comm::Communicator> embedding;
   int64_t tied_piece_numel = 0;  // the tied sum's pieces: a DDP bucket's elements (planner::ddp_bucket_numel)
@@ -306,9 +307,13 @@ struct GptTraining::State {
   void block_backward(int l);
   bool first_stage() const { return stage.first(); }
   bool last_stage() const { return stage.last(); }
+  // Whether chunk `chunk` is the first virtual stage (embeds the tokens) or the last (holds the head and the loss).
+  bool embeds(int64_t chunk) const { return first_stage() && chunk == 0; }
+  bool has_head(int64_t chunk) const { return last_stage() && chunk + 1 == static_cast<int64_t>(chunks.size()); }
   int64_t boundary_numel() const { return Nl * C; }
-  double forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale, const T* input = nullptr, T* output = nullptr);
-  void backward(bool reduce, const T* output_grad = nullptr, T* input_grad = nullptr);
+  double forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale, const T* input = nullptr, T* output = nullptr,
+                 int64_t chunk = 0);
+  void backward(bool reduce, const T* output_grad = nullptr, T* input_grad = nullptr, int64_t chunk = 0);
   double run_pipeline(const int32_t* tokens, const int32_t* targets, int64_t micro_batches, double gradient_scale);
   void exchange(const PipelineTransfer& transfer);
   void sum_tied_embedding_gradients();
@@ -364,13 +369,16 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
 }
 
 // `gradient_scale` multiplies the gradient of the micro-batch's mean loss
-// (micro_batch_gradient_scale). A pipeline stage's blocks start from the
-// previous stage's `input` (but on the first stage, which embeds the tokens)
-// and hand their output to `output` (but on the last, which computes the loss; 0 elsewhere).
-double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale, const T* input, T* output) {
+// (micro_batch_gradient_scale). A pipeline stage's model chunk `chunk` runs
+// its blocks from the previous virtual stage's `input` (but on the first,
+// which embeds the tokens) and hands their output to `output` (but on the
+// last, which computes the loss; 0 elsewhere).
+double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* host_targets, double gradient_scale, const T* input, T* output,
+                                   int64_t chunk) {
+  const planner::StageLayers& layers = chunks[static_cast<size_t>(chunk)];
   const int L = static_cast<int>(config.num_layers), begin = layers.first_layer, end = layers.first_layer + layers.num_layers;
   T* embedded = act(begin, "block_input");
-  if (first_stage()) {
+  if (embeds(chunk)) {
     check(cudaMemcpy(outside<int32_t>("tokens"), host_tokens, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the tokens");
     before_layer_forward(planner::kEmbeddingLayer);
     // Each rank looks up the tokens of its vocabulary rows (the others' are 0):
@@ -382,13 +390,13 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
   } else {
     check(cudaMemcpyAsync(embedded, input, static_cast<size_t>(boundary_numel()) * sizeof(T), cudaMemcpyDeviceToDevice, nullptr), "taking the stage's input");
   }
-  T* final_input = last_stage() ? outside("final_norm_input") : output;
+  T* final_input = has_head(chunk) ? outside("final_norm_input") : output;
   for (int l = begin; l < end; ++l) {
     before_layer_forward(l);
     block_forward(l, act(l, "block_input"), l + 1 < end ? act(l + 1, "block_input") : final_input);
     after_layer_forward(l);
   }
-  if (!last_stage()) return 0;
+  if (!has_head(chunk)) return 0;
   check(cudaMemcpy(outside<int32_t>("targets"), host_targets, static_cast<size_t>(N) * sizeof(int32_t), cudaMemcpyHostToDevice), "copying the targets");
   // The head: final norm, logits = h · Wᵀ (W (V, C): the embedding where
   // tied) over every token (under sequence parallelism h is gathered first),
@@ -481,15 +489,16 @@ void GptTraining::State::block_backward(int l) {
 
 // Adds this micro-batch's gradients into the flat buffer; with `reduce` (the
 // step's last micro-batch) starts each bucket's all-reduce once its layers are done.
-// A pipeline stage's backward starts from the next stage's `output_grad`
-// (but on the last stage, which has the loss) and hands the gradient of its
-// input to `input_grad` (but on the first, which ends in the embedding).
-void GptTraining::State::backward(bool reduce, const T* output_grad, T* input_grad) {
+// A pipeline stage's backward of chunk `chunk` starts from the next virtual
+// stage's `output_grad` (but on the last, which has the loss) and hands the
+// gradient of its input to `input_grad` (but on the first, which ends in the embedding).
+void GptTraining::State::backward(bool reduce, const T* output_grad, T* input_grad, int64_t chunk) {
+  const planner::StageLayers& layers = chunks[static_cast<size_t>(chunk)];
   const int L = static_cast<int>(config.num_layers), begin = layers.first_layer, end = layers.first_layer + layers.num_layers;
   const bool sp = sequence_parallel();
   T* dres = outside("grad_residual");
   T* dnarrow = outside("grad_narrow");
-  if (last_stage()) {
+  if (has_head(chunk)) {
     check(cudaMemsetAsync(dres, 0, static_cast<size_t>(Nl * C) * sizeof(T), nullptr), "zeroing grad_residual");
     // The head: dh = dlogits · W (partial: this rank's vocabulary rows give part
     // of it), dW += dlogitsᵀ · h (h gathered whole again under sequence parallelism), then the final norm.
@@ -509,7 +518,7 @@ void GptTraining::State::backward(bool reduce, const T* output_grad, T* input_gr
     block_backward(l);
     after_layer_backward(l, reduce);
   }
-  if (!first_stage()) {
+  if (!embeds(chunk)) {
     check(cudaMemcpyAsync(input_grad, dres, static_cast<size_t>(boundary_numel()) * sizeof(T), cudaMemcpyDeviceToDevice, nullptr),
           "handing back the gradient of the stage's input");
     return;
@@ -534,25 +543,32 @@ void GptTraining::State::exchange(const PipelineTransfer& transfer) {
 
 // The stage's passes in the planner's order over the step's micro-batches
 // ((k, B, T) tokens and targets each), each forward's activations kept until
-// its backward; then a tied embedding's gradient summed between the first
-// and the last stage. Returns the mean loss on the last stage, 0 elsewhere.
+// its backward, the calls before each pass that the schedule makes there;
+// then a tied embedding's gradient summed between the first and the last
+// stage. Returns the mean loss on the last stage, 0 elsewhere.
 double GptTraining::State::run_pipeline(const int32_t* tokens, const int32_t* targets, int64_t micro_batches, double gradient_scale) {
-  const StageTransfers step = stage_transfers(schedule, stage.pp, stage.stage, micro_batches);
+  const StageTransfers step = stage_transfers(schedule, stage.pp, stage.stage, micro_batches, stage.chunks);
+  size_t made = 0;  // the transfers made so far
+  const auto exchange_before = [&](size_t pass) {
+    for (; made < step.transfers.size() && step.transfers[made].before_pass == pass; ++made) exchange(step.transfers[made]);
+  };
   double loss = 0;
   for (size_t i = 0; i < step.passes.size(); ++i) {
-    exchange(step.transfers[i]);
-    const int64_t micro = step.passes[i].micro_batch, first = micro * N;
-    if (step.passes[i].pass == planner::PipelinePass::forward) {
-      activations.begin_pass(micro);
-      const double pass_loss = forward(tokens + first, targets + first, gradient_scale, boundaries.recv_activation.as<T>(), boundaries.send_activation.as<T>());
+    exchange_before(i);
+    const planner::PipelineOp& op = step.passes[i];
+    const int64_t first = op.micro_batch * N;
+    if (op.pass == planner::PipelinePass::forward) {
+      activations.begin_pass(op.chunk, op.micro_batch);
+      const double pass_loss = forward(tokens + first, targets + first, gradient_scale, boundaries.recv_activation.as<T>(),
+                                       boundaries.send_activation.as<T>(), op.chunk);
       loss = add_micro_batch_loss(loss, pass_loss, micro_batches);
     } else {
-      activations.use_pass(micro);
-      backward(false, boundaries.recv_gradient.as<T>(), boundaries.send_gradient.as<T>());
-      activations.end_pass(micro);
+      activations.use_pass(op.chunk, op.micro_batch);
+      backward(false, boundaries.recv_gradient.as<T>(), boundaries.send_gradient.as<T>(), op.chunk);
+      activations.end_pass(op.chunk, op.micro_batch);
     }
   }
-  exchange(step.transfers.back());
+  exchange_before(step.passes.size());
   sum_tied_embedding_gradients();
   return loss;
 }
@@ -681,14 +697,18 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   const int64_t pp = pipeline.group != nullptr ? pipeline.group->size() : 1;
   planner::PluginOptions layout_plugin = data_parallel.plugin;
   layout_plugin.pp_schedule = pipeline.schedule;
+  layout_plugin.num_model_chunks = pipeline.chunks;
   if (Status s = check_gpu_layout(layout_plugin, planner::ParallelLayout{dp, tp, pp, sequence_parallel}); !s) return s.error();
-  // This rank's stage (planner/pipeline_stage_model.h; the whole model without a pipeline) and its blocks.
-  const planner::PipelinePlacement stage = pp > 1 ? planner::PipelinePlacement{pp, pipeline.group->rank(), 1} : planner::PipelinePlacement{};
-  const planner::StageLayers layers = planner::split_layers(static_cast<int>(c.num_layers), static_cast<int>(pp))[static_cast<size_t>(stage.stage)];
-  if (layers.num_layers == 0) {
-    return make_error(ErrorCode::invalid_argument, "--pp " + std::to_string(pp) + ": every stage holds at least one of the model's " +
-                                                       std::to_string(c.num_layers) + " blocks; use a --pp of at most that");
+  // This rank's stage (planner/pipeline_stage_model.h; the whole model without a pipeline) and its chunks' blocks.
+  const int64_t chunks = pp > 1 ? layout_plugin.model_chunks() : 1;
+  const planner::PipelinePlacement stage = pp > 1 ? planner::PipelinePlacement{pp, pipeline.group->rank(), chunks} : planner::PipelinePlacement{};
+  if (pp * chunks > c.num_layers) {
+    const std::string asked = chunks > 1 ? "--pp " + std::to_string(pp) + " × --model-chunks " + std::to_string(chunks) : "--pp " + std::to_string(pp);
+    return make_error(ErrorCode::invalid_argument, asked + ": every " + (chunks > 1 ? "model chunk" : "stage") + " holds at least one of the model's " +
+                                                       std::to_string(c.num_layers) + " blocks; use at most that many");
   }
+  const std::vector<planner::StageLayers> stage_chunks =
+      planner::stage_chunks(static_cast<int>(c.num_layers), static_cast<int>(pp), static_cast<int>(chunks))[static_cast<size_t>(stage.stage)];
   if (!planner::tp_divides_model(c, tp)) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp) + ": each tensor-parallel rank holds whole attention and key-value heads and "
                                               "an equal share of the MLP; choose a --tp that divides " + std::to_string(c.num_heads) + ", " +
@@ -724,7 +744,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   s->ledger = &ledger;
   s->tp = TensorParallelStep(tensor_parallel.group, part, sequence_parallel);
   s->stage = stage;
-  s->layers = layers;
+  s->chunks = stage_chunks;
   s->schedule = pipeline.schedule;
   if (pp > 1) {
     s->pipeline = pipeline.group;
@@ -777,8 +797,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
     const ActivationBuffers buffers = activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, tp, sequence_parallel}, recompute);
     if (pp > 1) {
-      s->activations = StepActivations(*s->allocator, buffers, c.num_layers, layers, stage.first(), stage.last());
-      s->boundaries = StageBoundaries(*s->allocator, s->boundary_numel() * static_cast<int64_t>(sizeof(T)), stage.first(), stage.last());
+      s->activations = StepActivations(*s->allocator, buffers, c.num_layers, stage_chunks, stage.first(), stage.last());
+      s->boundaries = StageBoundaries(*s->allocator, s->boundary_numel() * static_cast<int64_t>(sizeof(T)), stage.first(), stage.last(), chunks);
     } else {
       s->activations = StepActivations(*s->allocator, buffers, c.num_layers);
     }
@@ -802,6 +822,11 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
 Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* targets, int64_t micro_batches) {
   State& s = *state_;
   if (micro_batches < 1) return make_error(ErrorCode::invalid_argument, "--micro-batches must be a positive integer");
+  if (s.stage.chunks > 1 && micro_batches % s.stage.pp != 0) {  // as the CPU engine's check_pipeline
+    return make_error(ErrorCode::invalid_argument, "--micro-batches " + std::to_string(micro_batches) +
+                                                       ": the interleaved schedule runs the micro-batches in groups of pp; use a multiple of " +
+                                                       std::to_string(s.stage.pp));
+  }
   try {
     if (s.zero) {
       check(s.zero->zero_gradients());

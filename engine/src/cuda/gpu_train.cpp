@@ -128,7 +128,7 @@ Status save_consolidated_checkpoint(const planner::Model& model, const GpuLayout
   const ProcessGroups& host = layout.host;
   comm::Communicator* pipeline = layout.pp() > 1 ? host.pipeline.get() : nullptr;
   const WriteParts consolidated = [&](const std::string& directory, FlatAdamWState& state, const TrainingPosition& position) {
-    return write_consolidated_checkpoint({*host.data, *host.tensor, pipeline, world, 1}, state, layout.part, layout.stage, model, options.plugin,
+    return write_consolidated_checkpoint({*host.data, *host.tensor, pipeline, world, options.model_chunks}, state, layout.part, layout.stage, model, options.plugin,
                                          planner::OptimizerKind::adamw, directory, position);
   };
   return save_collective_checkpoint(layout.part, options, gpu, world, settings, run_id, step, data_position, consolidated,
@@ -195,7 +195,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
     auto host = make_process_groups(*world, planner::ParallelLayout{dp, tp, pp, false});
     if (!host) return host.error();
     layout.host = std::move(host).value();
-    layout.stage = planner::stage_model(model, planner::PipelinePlacement{pp, layout.host.coordinates.pp_rank, 1});
+    layout.stage = planner::stage_model(model, planner::PipelinePlacement{pp, layout.host.coordinates.pp_rank, options.model_chunks});
     layout.part = planner::tp_rank_model(layout.stage, tp);
     for (auto [ranks_of, made_group] : {std::pair{layout.host.data.get(), &group}, std::pair{layout.host.tensor.get(), &tensor_group},
                                         std::pair{layout.host.pipeline.get(), &pipeline_group}}) {
@@ -211,7 +211,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   const std::vector<RunSetting> settings = run_settings(model, options, data.value(), dp);  // the global batch: dp ranks' sequences
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
                                   GpuDataParallel{group.get(), options.plugin, options.gemini_parameter_chunks_on_host}, options.recompute,
-                                  GpuTensorParallel{tensor_group.get(), options.sequence_parallel}, GpuPipelineParallel{pipeline_group.get(), options.pipeline_schedule});
+                                  GpuTensorParallel{tensor_group.get(), options.sequence_parallel}, GpuPipelineParallel{pipeline_group.get(), options.pipeline_schedule, options.model_chunks});
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
 

@@ -39,7 +39,7 @@ Status check_gpu_plugin(const planner::PluginOptions& plugin) {
 
 namespace {
 
-// A pipeline: hybrid_parallel's (as on the CPU), GPipe or 1F1B, DDP (ZeRO
+// A pipeline: hybrid_parallel's (as on the CPU), GPipe, 1F1B or interleaved, DDP (ZeRO
 // stage 0) or ZeRO-1 over the data-parallel ranks of each stage, with or
 // without tensor parallelism; ZeRO-2 is refused as the planner refuses it.
 Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
@@ -47,8 +47,9 @@ Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::P
   if (plugin.kind != PluginKind::hybrid_parallel) return make_error(ErrorCode::unsupported, pp + ": pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
   const int zero_stage = plugin.effective_zero_stage();
   if (Status s = planner::check_zero_stage_with_pipeline("--zero-stage " + std::to_string(zero_stage), zero_stage, layout.pp); !s) return s;
-  if (plugin.pp_schedule == planner::PipelineSchedule::interleaved) {
-    return make_error(ErrorCode::unsupported, pp + ": on GPUs a pipeline runs the gpipe and 1f1b schedules; use --pp-schedule 1f1b");
+  if ((plugin.pp_schedule == planner::PipelineSchedule::interleaved) != (plugin.num_model_chunks > 1)) {  // as the CPU engine's check_pipeline
+    return make_error(ErrorCode::invalid_argument, pp + ": the interleaved schedule runs 2 or more model chunks per stage, the others one; set "
+                                                        "--model-chunks with --pp-schedule interleaved only");
   }
   return Status::success();
 }

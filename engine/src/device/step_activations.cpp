@@ -18,37 +18,43 @@ void allocate(CachingAllocator& allocator, const std::vector<ActivationBuffer>& 
 }  // namespace
 
 StepActivations::StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers)
-    : StepActivations(allocator, std::move(layout), num_layers, planner::StageLayers{0, static_cast<int>(num_layers)}, true, true) {
-  begin_pass(0);
+    : StepActivations(allocator, std::move(layout), num_layers, {planner::StageLayers{0, static_cast<int>(num_layers)}}, true, true) {
+  begin_pass(0, 0);
 }
 
-// The planner books the working set on a stage with blocks, the scratch on every stage (memory_model.cpp, fill_stage_activations).
-StepActivations::StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers, planner::StageLayers layers, bool first,
-                                 bool last)
-    : allocator_(&allocator), layout_(std::move(layout)), num_layers_(num_layers), layers_(layers), first_(first), last_(last) {
-  if (layers_.num_layers > 0) allocate(allocator, layout_.working, working_);
+// The planner books the working set on a stage with blocks, the scratch on
+// every stage, and each chunk's pass (memory_model.cpp, fill_stage_activations).
+StepActivations::StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers, std::vector<planner::StageLayers> chunks,
+                                 bool first, bool last)
+    : allocator_(&allocator), layout_(std::move(layout)), num_layers_(num_layers), chunks_(std::move(chunks)), first_(first), last_(last) {
+  int blocks = 0;
+  for (const planner::StageLayers& chunk : chunks_) blocks += chunk.num_layers;
+  if (blocks > 0) allocate(allocator, layout_.working, working_);
   allocate(allocator, layout_.scratch, scratch_);
 }
 
-void StepActivations::begin_pass(int64_t micro) {
+void StepActivations::begin_pass(int64_t chunk, int64_t micro) {
+  const planner::StageLayers& layers = chunks_.at(static_cast<size_t>(chunk));
   Pass pass;
   pass.blocks.resize(static_cast<size_t>(num_layers_));
-  for (int l = layers_.first_layer; l < layers_.first_layer + layers_.num_layers; ++l) allocate(*allocator_, layout_.kept, pass.blocks[static_cast<size_t>(l)]);
-  if (first_) allocate(*allocator_, layout_.first_stage, pass.outside);
-  if (last_) {
+  for (int l = layers.first_layer; l < layers.first_layer + layers.num_layers; ++l) allocate(*allocator_, layout_.kept, pass.blocks[static_cast<size_t>(l)]);
+  if (first_ && chunk == 0) allocate(*allocator_, layout_.first_stage, pass.outside);
+  if (last_ && chunk + 1 == static_cast<int64_t>(chunks_.size())) {
     allocate(*allocator_, layout_.last_stage, pass.outside);
     allocate(*allocator_, layout_.logits, pass.outside);
   }
-  passes_.insert_or_assign(micro, std::move(pass));
-  current_ = micro;
+  current_ = {chunk, micro};
+  passes_.insert_or_assign(current_, std::move(pass));
 }
 
-void StepActivations::use_pass(int64_t micro) {
-  if (!passes_.contains(micro)) throw std::out_of_range("no pass of micro-batch " + std::to_string(micro) + " in flight");
-  current_ = micro;
+void StepActivations::use_pass(int64_t chunk, int64_t micro) {
+  if (!passes_.contains({chunk, micro})) {
+    throw std::out_of_range("no pass of chunk " + std::to_string(chunk) + " over micro-batch " + std::to_string(micro) + " in flight");
+  }
+  current_ = {chunk, micro};
 }
 
-void StepActivations::end_pass(int64_t micro) { passes_.erase(micro); }
+void StepActivations::end_pass(int64_t chunk, int64_t micro) { passes_.erase({chunk, micro}); }
 
 const StepActivations::Pass& StepActivations::current() const {
   const auto it = passes_.find(current_);

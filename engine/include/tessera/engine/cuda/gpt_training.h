@@ -108,12 +108,15 @@
 // its stage's tensors (planner::stage_model: the planner's split_layers, the
 // embedding on the first stage, the final norm and head on the last, a tied
 // embedding's copy there) initialised with the whole model's values, and runs
-// the planner's schedule for it (GPipe or 1F1B, stage_schedule) with a
-// send_recv between passes (parallel/pipeline_transfers.h: NCCL's grouped
-// ncclSend/ncclRecv). Each forward keeps its micro-batch's activations until
-// its backward (device/step_activations.h: a pass's buffers from begin to
-// end, as many in flight as the planner books), the boundary buffers are the
-// planner's four (device/stage_boundaries.h). After the schedule a tied
+// the planner's schedule for it (GPipe, 1F1B or interleaved, stage_schedule)
+// with send_recvs between passes (parallel/pipeline_transfers.h: NCCL's
+// grouped ncclSend/ncclRecv). Interleaved, the stage holds the blocks of its
+// model chunks (stage_chunks, in the stage model the CPU engine builds, so
+// that checkpoints cross), the first virtual stage embeds and the last holds
+// the head. Each forward keeps its chunk's activations over its micro-batch
+// until its backward (device/step_activations.h: a pass's buffers from begin
+// to end, as many in flight as the planner books), the boundary buffers are
+// the planner's four (device/stage_boundaries.h; every stage's under interleaving). After the schedule a tied
 // embedding's gradient is summed between the first and the last stage (Megatron-LM's
 // _allreduce_word_embedding_grads, as the CPU trainer), then DDP's buckets
 // start (none during backward, as on the CPU); the gradient norm's sum of
@@ -182,7 +185,8 @@ struct GpuPipelineParallel {
   // Over the pipeline stages (same dp rank), on device buffers (NCCL's), its
   // rank the stage; null or one rank: none. See "Pipeline parallelism" above.
   comm::Communicator* group = nullptr;
-  planner::PipelineSchedule schedule = planner::PipelineSchedule::one_f_one_b;  // gpipe or 1f1b
+  planner::PipelineSchedule schedule = planner::PipelineSchedule::one_f_one_b;  // gpipe, 1f1b or interleaved
+  int64_t chunks = 1;  // model chunks per stage: 2 or more under the interleaved schedule, else 1
 };
 
 class GptTraining {

@@ -26,7 +26,7 @@
 // the CPU engine's consolidated ones (consolidated_checkpoint.h: whole
 // tensors, what a CPU tp run writes), and --resume loads each rank's part.
 //
-// With pp > 1 (--pp, hybrid_parallel, GPipe or 1F1B, with or without --tp)
+// With pp > 1 (--pp, hybrid_parallel, GPipe, 1F1B or interleaved, with or without --tp)
 // it is the CPU engine's pipeline (cuda/gpt_training.h): the world split in
 // the planner's rank order into pp stages of dp × tp ranks, NCCL over the
 // stages (and over the first and last stage for a tied embedding) and over

@@ -9,7 +9,7 @@
 // and which layouts: tensor parallelism (hybrid_parallel's, as
 // on the CPU), with or without sequence parallelism (its collectives not
 // overlapped with the GEMMs: no --tp-comm-overlap), and pipelines
-// (hybrid_parallel's, GPipe or 1F1B, with data and tensor parallelism,
+// (hybrid_parallel's, GPipe, 1F1B or interleaved, with data and tensor parallelism,
 // DDP or ZeRO-1 over each stage's data-parallel ranks; ZeRO-2 refused as the
 // planner refuses it; parallel/pipeline_transfers.h). Anything else is
 // refused in one line naming the option. Shared by

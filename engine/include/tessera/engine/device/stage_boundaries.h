@@ -2,7 +2,9 @@
 // booked as the planner books them (memory_model.cpp, add_activations;
 // Megatron-LM's p2p): per neighbouring stage one activation and one gradient
 // of `bytes` (the micro-batch's residual stream, b·s·h in bf16), under
-// comm_buffers. The first stage has no previous neighbour, the last no next.
+// comm_buffers. The first stage has no previous neighbour, the last no next;
+// under the interleaved schedule (`chunks` > 1) every stage has both (the
+// wrap-around: chunk j of the last stage feeds chunk j + 1 of the first).
 // The CPU engine's PipelineStage keeps the same four (parallel/pipeline.h).
 #pragma once
 
@@ -17,12 +19,13 @@ struct StageBoundaries {
   DeviceBlock send_activation, recv_gradient;  // to and back from the next stage
 
   StageBoundaries() = default;
-  StageBoundaries(CachingAllocator& allocator, int64_t bytes, bool first, bool last) {
-    if (!first) {
+  StageBoundaries(CachingAllocator& allocator, int64_t bytes, bool first, bool last, int64_t chunks) {
+    const bool interleaved = chunks > 1;
+    if (!first || interleaved) {
       recv_activation = DeviceBlock(allocator, bytes, MemoryCategory::comm_buffers);
       send_gradient = DeviceBlock(allocator, bytes, MemoryCategory::comm_buffers);
     }
-    if (!last) {
+    if (!last || interleaved) {
       send_activation = DeviceBlock(allocator, bytes, MemoryCategory::comm_buffers);
       recv_gradient = DeviceBlock(allocator, bytes, MemoryCategory::comm_buffers);
     }

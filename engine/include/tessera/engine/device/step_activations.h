@@ -26,14 +26,19 @@ class StepActivations {
   StepActivations() = default;
   // The whole model: every buffer now, one pass for good.
   StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers);
-  // A pipeline stage holding blocks `layers` (of `num_layers`), the embedding
-  // if `first`, the head if `last`: the working set and scratch now, each pass's own from begin_pass.
-  StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers, planner::StageLayers layers, bool first, bool last);
+  // A pipeline stage holding the blocks of its model `chunks` (of
+  // `num_layers`; one chunk but under the interleaved schedule), the embedding
+  // if `first` (in chunk 0), the head if `last` (in its last chunk): the
+  // working set and scratch now, each pass's own from begin_pass.
+  StepActivations(CachingAllocator& allocator, ActivationBuffers layout, int64_t num_layers, std::vector<planner::StageLayers> chunks, bool first,
+                  bool last);
 
-  // Allocates micro-batch `micro`'s pass and makes it the current one; use_pass makes it current again; end_pass gives it back.
-  void begin_pass(int64_t micro);
-  void use_pass(int64_t micro);
-  void end_pass(int64_t micro);
+  // Allocates the pass of chunk `chunk` over micro-batch `micro` (what that
+  // chunk's blocks keep, and the embedding's or head's terms where it holds
+  // them) and makes it the current one; use_pass makes it current again; end_pass gives it back.
+  void begin_pass(int64_t chunk, int64_t micro);
+  void use_pass(int64_t chunk, int64_t micro);
+  void end_pass(int64_t chunk, int64_t micro);
   size_t passes_in_flight() const { return passes_.size(); }
 
   // Block `layer`'s buffer of the term `name`, its own or the working set's.
@@ -56,10 +61,11 @@ class StepActivations {
   CachingAllocator* allocator_ = nullptr;
   ActivationBuffers layout_;
   int64_t num_layers_ = 0;
-  planner::StageLayers layers_;
+  std::vector<planner::StageLayers> chunks_;
   bool first_ = true, last_ = true;
-  std::map<int64_t, Pass> passes_;
-  int64_t current_ = 0;
+  using PassKey = std::pair<int64_t, int64_t>;  // chunk, micro-batch
+  std::map<PassKey, Pass> passes_;
+  PassKey current_;
   Named working_, scratch_;
 };
 

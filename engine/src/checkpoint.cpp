@@ -359,6 +359,8 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
   const auto kind_saved = plugin == metadata.end() ? std::nullopt : parse_enum<planner::PluginKind>(plugin->second);
   if (!kind_saved) return make_error(ErrorCode::parse_error, first_shard + ": metadata lacks the 'plugin' that laid the shards out");
   saved.kind = *kind_saved;
+  // hybrid_parallel writes shard files at ZeRO stage 1 or 2 only, which shard alike (planner::optimizer_layout).
+  if (saved.kind == planner::PluginKind::hybrid_parallel) saved.zero_stage = 1;
   if (saved.kind == planner::PluginKind::gemini) {
     auto chunk = metadata_integer(metadata, "chunk_size", first_shard);
     if (!chunk) return chunk.error();

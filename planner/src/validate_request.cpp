@@ -141,7 +141,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.grad_reduce_after_backward && p.kind != PluginKind::hybrid_parallel) {
     return invalid("--grad-reduce-after-backward describes Megatron-LM's and DeepSpeed's pipeline reductions: it needs --plugin hybrid_parallel");
   }
-  if (p.cpu_offload && !(p.kind == PluginKind::low_level_zero || (p.kind == PluginKind::hybrid_parallel && stage >= 1))) {
+  if (p.cpu_offload && !p.cpu_offload_applies()) {
     return invalid("--cpu-offload applies to low_level_zero and hybrid_parallel with --zero-stage 1 or 2; for gemini use --placement");
   }
   if (p.kind == PluginKind::gemini) {

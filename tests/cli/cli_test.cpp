@@ -582,12 +582,13 @@ TEST(Cli, TrainOnAGpuSaysWhyItCannot) {
   }
 }
 
-// Gradient accumulation, ZeRO-1/2 (with or without ZeRO-Offload) and FSDP are not refused: without a device the run gets as far as looking for one.
+// Gradient accumulation, ZeRO-1/2 and FSDP are not refused on one GPU: without a device the run gets as
+// far as looking for one (ZeRO-Offload needs 2 or more ranks: tests/parallel/gpu_refusals.sh).
 TEST(Cli, TrainOnAGpuTakesSeveralMicroBatchesZeroAndFsdp) {
   if (tessera::engine::cuda_device_presence().available) GTEST_SKIP() << "a CUDA device is here: the run would train";
   for (const std::vector<const char*>& options : std::vector<std::vector<const char*>>{
            {"--micro-batches", "2"}, {"--plugin", "low_level_zero", "--zero-stage", "1"}, {"--plugin", "low_level_zero", "--zero-stage", "2"},
-           {"--plugin", "low_level_zero", "--cpu-offload"}, {"--plugin", "torch_fsdp"}, {"--plugin", "torch_fsdp", "--fsdp-strategy", "shard_grad_op"}}) {
+           {"--plugin", "torch_fsdp"}, {"--plugin", "torch_fsdp", "--fsdp-strategy", "shard_grad_op"}}) {
     std::vector<const char*> args{"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g", "--precision", "bf16"};
     args.insert(args.end(), options.begin(), options.end());
     const CliRun r = run(args);
@@ -625,6 +626,8 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
             "tessera: error: --recompute op_selective is torchtitan's policy, for estimates of its runs; the engine recomputes none, selective or full\n"},
            {{"--precision", "bf16", "--plugin", "torch_fsdp", "--cpu-offload"},
             "tessera: error: --cpu-offload: torch_fsdp on GPUs keeps its shards and optimizer on the device; leave it out\n"},
+           {{"--precision", "bf16", "--plugin", "low_level_zero", "--cpu-offload"},
+            "tessera: error: --cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, or leave it out\n"},
            {{"--precision", "bf16", "--dp", "2"},
             "tessera: error: dp 2 × tp 1 × pp 1 needs 2 ranks but no launcher started other ranks; launch with mpirun -np 2 tessera train ...\n"},
            {{"--precision", "bf16", "--device-memory", "6"},

@@ -11,7 +11,10 @@
 // rank's micro-batch (and again on 2 accumulated micro-batches), from the
 // same weights, for ZeRO stage 1 (a 40000-element bucket: several pieces, one
 // bucket reduced after backward) and stage 2 (the whole part as the bucket),
-// each without and with sequence parallelism, on small_models.h's GPT-2 and Qwen2.
+// each with the optimizer on the device and with ZeRO-Offload (--cpu-offload:
+// each rank's shard of its part on the host, src/cuda/zero_offload.h, against
+// the CPU engine's offloaded hybrid_parallel), without and with sequence
+// parallelism, on small_models.h's GPT-2 and Qwen2.
 //
 // Checked, on every rank:
 //  - no started call is left pending on either group after the step;
@@ -27,7 +30,8 @@
 //    unit of the CPU optimizer's on the same shard (zero_shard_checks.h,
 //    zero_gpu_test.cpp's bounds for its reasons);
 //  - the ledger's device peaks of the model states' categories are the
-//    planner's estimate of the same hybrid_parallel tp × dp run.
+//    planner's estimate of the same hybrid_parallel tp × dp run, and
+//    offloaded its host peaks too (zero_shard_checks.h, check_ledger).
 // These bounds have not yet met a GPU.
 // A plain program under mpirun (gpu_ranks.h): exit 77 on every rank (one
 // line) where a rank has no GPU of its own or there are fewer than 4 ranks.
@@ -58,11 +62,12 @@ constexpr int64_t kTp = 2, B = 2, T = 37, kMicroTokens = B * T;
 constexpr uint64_t kSeed = 5;
 constexpr int64_t kSmallBucket = 40000;  // elements: several stage-1 pieces of each rank's part
 
-planner::PluginOptions hybrid_zero(int stage, int64_t reduce_bucket_numel) {
+planner::PluginOptions hybrid_zero(int stage, int64_t reduce_bucket_numel, bool cpu_offload = false) {
   planner::PluginOptions plugin;
   plugin.kind = planner::PluginKind::hybrid_parallel;
   plugin.zero_stage = stage;
   plugin.reduce_bucket_numel = reduce_bucket_numel;
+  plugin.cpu_offload = cpu_offload;
   return plugin;
 }
 
@@ -120,9 +125,14 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
                             (micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ");
     const testing::CpuTensorParallel tensor{groups.mpi.tensor.get(), sequence_parallel};
     const CpuStep zero1 = testing::cpu_reference_step(model, hybrid_zero(1, kSmallBucket), batch, B, T, kSeed, mpi_dp, check, run + "zero1 ", tensor);
-    const CpuStep zero2 = testing::cpu_reference_step(model, hybrid_zero(2, padded), batch, B, T, kSeed, mpi_dp, check, run + "zero2 ", tensor);
-    check_one_case(run + "zero1 ", model, hybrid_zero(1, kSmallBucket), sequence_parallel, batch, zero1, zero1, world, groups, check);
-    check_one_case(run + "zero2 ", model, hybrid_zero(2, padded), sequence_parallel, batch, zero2, zero1, world, groups, check);
+    for (const bool offload : {false, true}) {
+      const std::string label = offload ? " offload " : " ";
+      const planner::PluginOptions stage1 = hybrid_zero(1, kSmallBucket, offload), stage2 = hybrid_zero(2, padded, offload);
+      const CpuStep cpu1 = offload ? testing::cpu_reference_step(model, stage1, batch, B, T, kSeed, mpi_dp, check, run + "zero1" + label, tensor) : zero1;
+      const CpuStep cpu2 = testing::cpu_reference_step(model, stage2, batch, B, T, kSeed, mpi_dp, check, run + "zero2" + label, tensor);
+      check_one_case(run + "zero1" + label, model, stage1, sequence_parallel, batch, cpu1, zero1, world, groups, check);
+      check_one_case(run + "zero2" + label, model, stage2, sequence_parallel, batch, cpu2, zero1, world, groups, check);
+    }
   }
 }
 

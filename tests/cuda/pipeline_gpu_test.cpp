@@ -2,7 +2,8 @@
 // tessera_pipeline_gpu_test` (tools/gpu-check runs it on 2 GPUs and, where
 // there are 4, on 4; ctest on 2 ranks, skipped without 2 GPUs). The ranks are
 // 2 pipeline stages × 1 data-parallel rank, or on 4 ranks 2 stages × 2
-// data-parallel ranks (DDP, and ZeRO-1 over each stage's 2 ranks) and 2
+// data-parallel ranks (DDP, and ZeRO-1 over each stage's 2 ranks, its
+// optimizer on the device or offloaded: src/cuda/zero_offload.h) and 2
 // stages × 2 tensor-parallel ranks (without and with sequence parallelism), in the planner's rank order
 // (parallel/process_groups.h); each runs one step of the GPU training
 // step's stage over NCCL (cuda/gpt_training.h: send_recv between its passes,
@@ -32,6 +33,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,6 +92,7 @@ std::vector<std::pair<int, double>> shard_errors(const std::vector<bf16>& shard,
 }
 
 void check_step(const char* name, const planner::Model& model, planner::PipelineSchedule schedule, int64_t chunks, int64_t micro_batches, int zero_stage,
+                bool cpu_offload,
                 Groups& groups, comm::Communicator& world, Checker& check) {
   comm::Communicator& mpi_pipeline = *groups.mpi.pipeline;
   comm::Communicator& mpi_data = *groups.mpi.data;
@@ -101,7 +104,7 @@ void check_step(const char* name, const planner::Model& model, planner::Pipeline
   const planner::PipelinePlacement placement{kStages, stage, chunks};
   const planner::Model part = planner::tp_rank_model(planner::stage_model(model, placement), tp);
   const std::string prefix = std::string(name) + " " + std::string(enum_name(schedule)) + (chunks > 1 ? " × " + std::to_string(chunks) + " chunks" : "") + " pp 2 × dp " + std::to_string(dp) + " × tp " +
-                             std::to_string(tp) + (sp ? " + sp" : "") + (zero_stage > 0 ? ", ZeRO-1" : "") + ", " + std::to_string(micro_batches) + " micro-batches, stage " +
+                             std::to_string(tp) + (sp ? " + sp" : "") + (zero_stage > 0 ? ", ZeRO-1" : "") + (cpu_offload ? " offloaded" : "") + ", " + std::to_string(micro_batches) + " micro-batches, stage " +
                              std::to_string(stage) + " tp rank " + std::to_string(mpi_tensor.rank()) + " ";
   // This data-parallel rank's micro-batches, the same on every stage and tensor-parallel rank.
   const auto seed_of = static_cast<uint32_t>(mpi_data.rank() + 1);
@@ -147,6 +150,7 @@ void check_step(const char* name, const planner::Model& model, planner::Pipeline
   planner::PluginOptions plugin;
   plugin.kind = planner::PluginKind::hybrid_parallel;
   plugin.zero_stage = zero_stage;
+  plugin.cpu_offload = cpu_offload;
   MemoryLedger gpu_ledger;
   const comm::CommCounters nccl_before = groups.nccl_pipeline->counters();
   auto made = GptTraining::create(model, gpu_ledger, B, T, seed, OptimizerOptions{}, GpuDataParallel{groups.nccl_data.get(), plugin},
@@ -223,10 +227,13 @@ void check_pipeline(comm::Communicator& world, comm::Communicator&, Checker& che
     check.expect(false, "the ranks (" + std::to_string(world.size()) + ") are 2 stages × 1, or on 4 ranks × 2; launch 2 or 4");
     return;
   }
-  // Each layout with its ZeRO stage (0: DDP over the stage's data-parallel ranks).
-  std::vector<std::pair<planner::ParallelLayout, int>> layouts{{{world.size() / kStages, 1, kStages, false}, 0}};
-  if (world.size() == 4) layouts.insert(layouts.end(), {{{1, 2, kStages, false}, 0}, {{1, 2, kStages, true}, 0}, {{2, 1, kStages, false}, 1}});
-  for (const auto& [layout, zero_stage] : layouts) {
+  // Each layout with its ZeRO stage (0: DDP over the stage's data-parallel ranks) and whether ZeRO offloads its optimizer.
+  std::vector<std::tuple<planner::ParallelLayout, int, bool>> layouts{{{world.size() / kStages, 1, kStages, false}, 0, false}};
+  if (world.size() == 4) {
+    layouts.insert(layouts.end(), {{{1, 2, kStages, false}, 0, false}, {{1, 2, kStages, true}, 0, false}, {{2, 1, kStages, false}, 1, false},
+                                   {{2, 1, kStages, false}, 1, true}});
+  }
+  for (const auto& [layout, zero_stage, cpu_offload] : layouts) {
     for (const auto& [name, json] : {std::pair{"gpt2", testing::kSmallGpt2}, std::pair{"qwen2", testing::kSmallQwen2}}) {
       const planner::Model model = testing::small_model(json);
       const bool tied = std::any_of(model.inventory.tensors.begin(), model.inventory.tensors.end(), [](const planner::TensorInfo& t) { return t.tied_to >= 0; });
@@ -234,11 +241,11 @@ void check_pipeline(comm::Communicator& world, comm::Communicator&, Checker& che
       check.expect(groups.ok(), std::string(name) + ": the pipeline's groups" + (groups.ok() ? "" : ": " + groups.error().message));
       if (!groups.ok()) return;
       for (planner::PipelineSchedule schedule : {planner::PipelineSchedule::one_f_one_b, planner::PipelineSchedule::gpipe}) {
-        for (const int64_t micro_batches : {1, 3}) check_step(name, model, schedule, 1, micro_batches, zero_stage, groups.value(), world, check);
+        for (const int64_t micro_batches : {1, 3}) check_step(name, model, schedule, 1, micro_batches, zero_stage, cpu_offload, groups.value(), world, check);
       }
       const planner::Model four_blocks = testing::small_model(json, 4);
       for (const int64_t micro_batches : {2, 4}) {
-        check_step(name, four_blocks, planner::PipelineSchedule::interleaved, 2, micro_batches, zero_stage, groups.value(), world, check);
+        check_step(name, four_blocks, planner::PipelineSchedule::interleaved, 2, micro_batches, zero_stage, cpu_offload, groups.value(), world, check);
       }
     }
   }

@@ -7,7 +7,11 @@
 // parameter of the group once, and which ZeRO stages the GPU step takes
 // (device/gpu_plugins.h). GPT-2 over tp 3 and the Llama layout over tp 2
 // (awkward_models.h), on 2 and 3 data-parallel ranks; and ZeRO-1 in a
-// pipeline: each stage's shard is of its stage's part.
+// pipeline: each stage's shard is of its stage's part. With --cpu-offload
+// (cuda/zero_offload.h) the shard's master weights, states and fp32 gradient
+// shard are the planner's host bytes, and the host norm of the offloaded
+// shards (Optimizer::counted_sum_of_squares) counts what the device norm's
+// runs count, in every stage of a pipeline.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include "awkward_models.h"
 #include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/device/tensor_parallel_part.h"
+#include "tessera/engine/optimizer.h"
 #include "tessera/engine/parallel/zero_buckets.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_layout.h"
@@ -73,6 +78,60 @@ TEST(HybridZeroPart, BuffersAreThePlannersEstimate) {
         EXPECT_EQ(row.bytes[MemoryCategory::optimizer_states].device, 2 * 4 * shard) << what;
         EXPECT_EQ(b.bucket_count, stage == 1 ? 1 : 0) << what << ": one bucket, reduced after backward (none started in it)";
         EXPECT_EQ(full_is_bucket, stage == 2) << what << ": stage 2 reduce-scatters the full buffer once";
+        // Offloaded: the device keeps the same 16-bit buffers; the host the
+        // CPU optimizer's master weights and two states and the pinned fp32
+        // gradient shard it reads (zero_offload.h), each of the part's shard.
+        request.plugin.cpu_offload = true;
+        auto offloaded = planner::estimate_memory(whole, gpu.value(), request);
+        ASSERT_TRUE(offloaded.ok()) << offloaded.error().message;
+        const planner::RankMemory& host_row = offloaded->ranks.at(0);
+        for (const MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::comm_buffers}) {
+          EXPECT_EQ(host_row.bytes[category].device, row.bytes[category].device) << what << ", offloaded: " << to_string(category);
+        }
+        EXPECT_EQ(host_row.bytes[MemoryCategory::master_weights].device + host_row.bytes[MemoryCategory::optimizer_states].device, 0) << what;
+        EXPECT_EQ(host_row.bytes[MemoryCategory::master_weights].host, 4 * shard) << what;
+        EXPECT_EQ(host_row.bytes[MemoryCategory::optimizer_states].host, 2 * 4 * shard) << what;
+        EXPECT_EQ(host_row.bytes[MemoryCategory::gradients].host, 4 * shard) << what;
+      }
+    }
+  }
+}
+
+// The offloaded norm: over the dp ranks' shards of each tp rank's part of
+// each pipeline stage, the host sums of the counted pieces (small integers:
+// exact in double) add up to the device norm's runs over the whole part
+// (gradient_norm_runs), so that both steps count every parameter once, a
+// replicated one on tp rank 0 and a tied embedding on the first stage only.
+TEST(HybridZeroPart, OffloadedNormCountsWhatTheDeviceNormCounts) {
+  for (const auto& [json, tp] : kCases) {
+    const planner::Model whole = testing::awkward_model(json);
+    for (const int64_t pp : {1, 2}) {
+      for (int64_t s = 0; s < pp; ++s) {
+        const planner::Model part = planner::tp_rank_model(planner::stage_model(whole, planner::PipelinePlacement{pp, s, 1}), tp);
+        const int64_t n = part.parameter_count;
+        for (const int64_t dp : {2, 3}) {
+          const planner::PluginOptions plugin = hybrid(1, 3000);
+          const int64_t shard = planner::shard_numel(n, dp);
+          std::vector<float> gradients(static_cast<size_t>(dp * shard), 0.0f);  // the part's flat order, padded
+          for (int64_t i = 0; i < n; ++i) gradients[static_cast<size_t>(i)] = static_cast<float>(i % 7 + 1);
+          for (int64_t tp_rank = 0; tp_rank < tp; ++tp_rank) {
+            const std::vector<bool> counted = planner::counted_in_gradient_norm(part, tp_rank);
+            double host = 0;
+            for (int64_t r = 0; r < dp; ++r) {
+              const planner::OptimizerLayout layout = planner::optimizer_layout(part, plugin, dp, r);
+              MemoryLedger ledger;
+              std::vector<bf16> parameters(static_cast<size_t>(shard));
+              const Optimizer<bf16> optimizer(ledger, parameters.data(), shard, layout.pieces, std::vector<bool>(counted.size(), false), OptimizerOptions{},
+                                              MemorySpace::host);
+              host += optimizer.counted_sum_of_squares(gradients.data() + r * shard, counted, 1.0);
+            }
+            double device = 0;
+            for (const auto& [begin, end] : gradient_norm_runs(part, tp_rank)) {
+              for (int64_t i = begin; i < end; ++i) device += static_cast<double>(gradients[static_cast<size_t>(i)]) * gradients[static_cast<size_t>(i)];
+            }
+            EXPECT_EQ(host, device) << whole.config.model_type << " tp rank " << tp_rank << " of " << tp << ", stage " << s << " of " << pp << ", dp " << dp;
+          }
+        }
       }
     }
   }
@@ -174,13 +233,24 @@ TEST(HybridZeroPart, PipelineStagesBuffersAreThePlannersStageEstimate) {
   }
 }
 
-TEST(HybridZeroPart, GpuStepRunsStagesZeroToTwoWithTheOptimizerOnTheDevice) {
-  for (const int stage : {0, 1, 2}) EXPECT_TRUE(check_gpu_plugin(hybrid(stage, 1000)).ok()) << "stage " << stage;
+TEST(HybridZeroPart, GpuStepRunsStagesZeroToTwoAndOffloadsOneAndTwo) {
+  for (const int stage : {0, 1, 2}) {
+    EXPECT_TRUE(check_gpu_plugin(hybrid(stage, 1000)).ok()) << "stage " << stage;
+    planner::PluginOptions offloaded = hybrid(stage, 1000);
+    offloaded.cpu_offload = true;
+    const Status checked = check_gpu_plugin(offloaded);
+    EXPECT_EQ(checked.ok(), stage > 0) << "stage " << stage;
+    if (stage == 0) {
+      EXPECT_EQ(checked.error().message, "--cpu-offload: hybrid_parallel offloads its ZeRO optimizer; use --zero-stage 1 or 2, or leave it out");
+    }
+  }
+  // The shards of 2 or more data-parallel ranks; one rank's optimizer is not sharded.
   planner::PluginOptions offloaded = hybrid(1, 1000);
   offloaded.cpu_offload = true;
-  const Status refused = check_gpu_plugin(offloaded);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().message, "--cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out");
+  EXPECT_TRUE(check_gpu_layout(offloaded, planner::ParallelLayout{2, 2, 2, false}).ok());
+  const Status one_rank = check_gpu_layout(offloaded, planner::ParallelLayout{1, 2, 1, false});
+  ASSERT_FALSE(one_rank.ok());
+  EXPECT_EQ(one_rank.error().message, "--cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, or leave it out");
   const Status stage3 = check_gpu_plugin(hybrid(3, 1000));
   ASSERT_FALSE(stage3.ok());
   EXPECT_EQ(stage3.error().message, "--zero-stage 3: hybrid_parallel on GPUs runs ZeRO stage 0, 1 or 2; use one of them");

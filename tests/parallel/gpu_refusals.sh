@@ -38,8 +38,12 @@ refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathe
   --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 2 --sequence-parallel
-refused ": --cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out" --precision bf16 \
+# ZeRO-Offload under hybrid_parallel's ZeRO-1/2 (with tp, or a pipeline at ZeRO-1) is not refused; with one data-parallel rank, nothing is sharded to offload.
+refused ": --cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, or leave it out" --precision bf16 \
   --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --tp 2 --plugin hybrid_parallel --zero-stage 2 --cpu-offload
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload \
+  --micro-batches 4
 # A pipeline is hybrid_parallel's too (GPipe, 1F1B or interleaved, DDP or ZeRO-1 over the dp ranks, with or without tensor
 # parallelism); not ZeRO-2 (the planner's refusal).
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --micro-batches 4

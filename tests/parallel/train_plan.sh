@@ -79,3 +79,17 @@ bucket=$(tr -d ' \n' < "$work/run-zero2-bucketed/metrics.json" | grep -o '"comm_
 echo "zero2 bucketed: largest error ${worst}%, rank 0 $bucket"
 awk -v w="$worst" 'BEGIN {exit !(w <= 3)}' || { echo "zero2 bucketed: an error above 3%"; exit 1; }
 [[ $bucket == '"comm_buffers":{"device_bytes":1586176' ]] || { echo "zero2 bucketed: the buckets are not two of a block's 198,272 fp32 gradients"; exit 1; }
+
+# hybrid_parallel's ZeRO-Offload at ZeRO-1, on tp 2 × dp 2 and on pp 2 × dp 2:
+# every rank's device and host peaks, every category, are the planner's
+# (the optimizer states only on the host).
+for layout in "--tp 2" "--pp 2 --micro-batches 4"; do
+  name=$(tr -d ' -' <<< "$layout")
+  mpi 4 "$tessera" train --model tiny-gpt2 --plugin hybrid_parallel --dp 2 $layout --zero-stage 1 --cpu-offload --micro-batch 2 --seq 64 \
+    --steps 3 --out "$work/run-offload-$name" > /dev/null
+  worst=$(largest_error_pct "$work/run-offload-$name")
+  states=$(tr -d ' \n' < "$work/run-offload-$name/metrics.json" | grep -o '"optimizer_states":{"device_bytes":[0-9]*,"host_bytes":[0-9]*}' | head -1)
+  echo "hybrid_parallel $layout ZeRO-1 offloaded: largest error ${worst}%, rank 0 $states"
+  awk -v w="$worst" 'BEGIN {exit !(w == 0)}' || { echo "hybrid offload $layout: an error above 0%"; exit 1; }
+  [[ $states =~ device_bytes\":0,\"host_bytes\":[1-9] ]] || { echo "hybrid offload $layout: optimizer states not on the host alone"; exit 1; }
+done

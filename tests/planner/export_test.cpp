@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/planner/export.h"
+#include "tessera/planner/json_io.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/search.h"
 #include "tessera/planner/text_util.h"
@@ -407,6 +408,29 @@ TEST(Export, HybridTensorAndPipelinePlan) {
   };
   expect_refused(PipelineSchedule::gpipe, 1, "gpipe");
   expect_refused(PipelineSchedule::interleaved, 1, "--plan 1: --pp-schedule interleaved needs --model-chunks 2");
+}
+
+// hybrid_parallel's ZeRO with --cpu-offload: the plan's settings carry it
+// (through its JSON, as a plan file does) into HybridParallelPlugin's
+// cpu_offload, which ColossalAI hands to its ZeRO optimizer.
+TEST(Export, HybridZeroWithCpuOffload) {
+  Planned planned = plan_for("gpt2-medium", [](PlanRequest& r) {
+    r.plugins = {PluginKind::hybrid_parallel};
+    r.tp = 2;
+    r.pp = 1;
+  });
+  ASSERT_FALSE(planned.file.plans.empty());
+  EstimateRequest offloaded = planned.file.plans[0];
+  offloaded.plugin.zero_stage = 1;
+  offloaded.plugin.cpu_offload = true;
+  auto read_back = request_from_json(request_to_json(offloaded), "plan.json");
+  ASSERT_TRUE(read_back.ok()) << read_back.error().message;
+  EXPECT_TRUE(read_back->plugin.cpu_offload);
+  planned.file.plans[0] = read_back.value();
+  const std::string script = colossalai_script(planned, 0);
+  EXPECT_TRUE(contains(script, "        zero_stage=1,\n")) << script;
+  EXPECT_TRUE(contains(script, "        cpu_offload=True,\n")) << script;
+  expect_python_compiles(script, "hybrid_offload");
 }
 
 TEST(Export, PlanIndexOutOfRangeNamesPlan) {

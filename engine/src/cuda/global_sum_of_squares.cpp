@@ -23,13 +23,17 @@ Result<double> global_sum_of_squares(const G* grads, const std::vector<std::pair
     if (Status s = succeeded(cudaMemcpy(&run, result, sizeof run, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
     total += run;
   }
+  return sum_over_groups(total, result, groups);
+}
+
+Result<double> sum_over_groups(double sum, double* scratch, std::initializer_list<comm::Communicator*> groups) {
   for (comm::Communicator* group : groups) {
     if (group == nullptr || group->size() == 1) continue;
-    if (Status s = succeeded(cudaMemcpy(result, &total, sizeof total, cudaMemcpyHostToDevice), "copying the sum of squares"); !s) return s.error();
-    if (Status s = group->all_reduce(result, result, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
-    if (Status s = succeeded(cudaMemcpy(&total, result, sizeof total, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
+    if (Status s = succeeded(cudaMemcpy(scratch, &sum, sizeof sum, cudaMemcpyHostToDevice), "copying the sum of squares"); !s) return s.error();
+    if (Status s = group->all_reduce(scratch, scratch, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
+    if (Status s = succeeded(cudaMemcpy(&sum, scratch, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
   }
-  return total;
+  return sum;
 }
 
 template Result<double> global_sum_of_squares(const bf16*, const std::vector<std::pair<int64_t, int64_t>>&, double*, void*,

@@ -6,7 +6,8 @@
 // each group in turn: ZeRO's data-parallel ranks (whose shards differ), then
 // the tensor-parallel ranks. Shared by the replicated step's norm
 // (tensor_parallel_step.h), ZeRO's shard (zero_shards.h) and FSDP's fp32
-// shard (fsdp_shards.h, one run over its data-parallel group).
+// shard (fsdp_shards.h, one run over its data-parallel group); the group
+// sums also by ZeRO-Offload's host sum (zero_offload.h).
 #pragma once
 
 #include <cstdint>
@@ -27,5 +28,10 @@ namespace tessera::engine::cuda {
 template <typename G>
 Result<double> global_sum_of_squares(const G* grads, const std::vector<std::pair<int64_t, int64_t>>& runs, double* result, void* workspace,
                                      std::initializer_list<comm::Communicator*> groups);
+
+// `sum` summed over each of `groups` in turn (null or one-rank ones
+// skipped) through the device double `scratch`: one blocking all-reduce of 8
+// bytes a group (NCCL's buffers are device memory).
+Result<double> sum_over_groups(double sum, double* scratch, std::initializer_list<comm::Communicator*> groups);
 
 }  // namespace tessera::engine::cuda

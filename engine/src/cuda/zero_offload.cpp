@@ -10,11 +10,13 @@
 #include "tessera/engine/device/offload_transfer.h"
 
 #include "cuda_errors.h"
+#include "global_sum_of_squares.h"
 
 namespace tessera::engine::cuda {
 
-OffloadedShard::OffloadedShard(MemoryLedger& ledger, const planner::OptimizerLayout& layout, std::vector<bool> decay, const OptimizerOptions& options)
-    : shard_(layout.shard_numel), host_(pinned_, events_, ledger) {
+OffloadedShard::OffloadedShard(MemoryLedger& ledger, const planner::OptimizerLayout& layout, std::vector<bool> decay, const OptimizerOptions& options,
+                               std::vector<bool> counted)
+    : shard_(layout.shard_numel), counted_(std::move(counted)), host_(pinned_, events_, ledger) {
   made(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "making the offload's copy stream");
   made(cudaEventCreateWithFlags(&ordered_, cudaEventDisableTiming), "making the offload's event");
   transfer_ = static_cast<float*>(host_.allocate(shard_ * static_cast<int64_t>(sizeof(float)), MemoryCategory::gradients));
@@ -47,7 +49,8 @@ Status OffloadedShard::send_parameters(bf16* device_parameters) {
   return succeeded(cudaStreamWaitEvent(nullptr, ordered_, 0), "ordering the compute stream after the copy");
 }
 
-Result<std::optional<double>> OffloadedShard::step(const bf16* device_gradients, bf16* device_parameters, comm::Communicator& group, double* device_sum) {
+Result<std::optional<double>> OffloadedShard::step(const bf16* device_gradients, bf16* device_parameters, std::initializer_list<comm::Communicator*> groups,
+                                                   double* device_sum) {
   if (Status s = copy_stream_after_compute(); !s) return s.error();
   if (Status s = succeeded(copy_to_host_async(transfer_, device_gradients, static_cast<size_t>(shard_) * sizeof(bf16), copy_, host_),
                            "copying the gradient shard to the host");
@@ -56,12 +59,10 @@ Result<std::optional<double>> OffloadedShard::step(const bf16* device_gradients,
   }
   if (Status s = succeeded(cudaStreamSynchronize(copy_), "waiting for the gradient shard"); !s) return s.error();
   widen_bf16_in_place(transfer_, shard_);
-  // The global norm's square: this shard's, all-reduced over the ranks on the device (NCCL's buffers are device memory).
-  double sum = optimizer_->sum_of_squares(static_cast<const float*>(transfer_), 1.0);
-  if (Status s = succeeded(cudaMemcpy(device_sum, &sum, sizeof sum, cudaMemcpyHostToDevice), "copying the sum of squares"); !s) return s.error();
-  if (Status s = group.all_reduce(device_sum, device_sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
-  if (Status s = succeeded(cudaMemcpy(&sum, device_sum, sizeof sum, cudaMemcpyDeviceToHost), "copying the sum of squares"); !s) return s.error();
-  const std::optional<double> norm = optimizer_->apply(static_cast<const float*>(transfer_), sum, 1.0);
+  // The global norm's square: this shard's counted pieces, then summed over the groups.
+  auto sum = sum_over_groups(optimizer_->counted_sum_of_squares(static_cast<const float*>(transfer_), counted_, 1.0), device_sum, groups);
+  if (!sum) return sum.error();
+  const std::optional<double> norm = optimizer_->apply(static_cast<const float*>(transfer_), sum.value(), 1.0);
   if (!norm) return norm;
   if (Status s = send_parameters(device_parameters); !s) return s.error();
   return norm;

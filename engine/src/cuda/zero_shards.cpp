@@ -12,6 +12,7 @@
 #include "tessera/engine/cuda/residual.h"
 #include "tessera/engine/device/tensor_parallel_part.h"
 #include "tessera/planner/sharding.h"
+#include "tessera/planner/tensor_parallel.h"
 
 #include "cuda_errors.h"
 #include "device_adamw_step.h"
@@ -97,7 +98,8 @@ ZeroShards::ZeroShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::
       padded_(planner::padded_flat_numel(model.parameter_count, group.size())),
       params_(params) {
   if (plugin.cpu_offload) {
-    offloaded_ = std::make_unique<OffloadedShard>(ledger, layout_, decay_, options_);
+    offloaded_ = std::make_unique<OffloadedShard>(ledger, layout_, decay_, options_,
+                                                  planner::counted_in_gradient_norm(model, tensor_group != nullptr ? tensor_group->rank() : 0));
   } else {
     master_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::master_weights);
     exp_avg_ = DeviceBlock(allocator, shard_ * kStateBytes, MemoryCategory::optimizer_states);
@@ -173,7 +175,7 @@ Result<std::optional<double>> ZeroShards::step(void* sum_workspace, double* devi
   const bf16* grads = shard_gradients();
   bf16* params = shard_parameters();
   if (offloaded_) {
-    auto norm = offloaded_->step(grads, params, group_, device_sum);
+    auto norm = offloaded_->step(grads, params, {&group_, tensor_group_, pipeline_group_}, device_sum);
     if (!norm || !norm->has_value()) return norm;
     if (Status s = group_.all_gather(params, params_, static_cast<size_t>(shard_), comm::DataType::bf16); !s) return s.error();
     return norm;

@@ -49,7 +49,8 @@
 // parameter's weight decay; the scalars and clipping of adamw_step.h) and
 // rounds them into the shard's bf16 parameters, and the parameters are
 // all-gathered in place. A norm that is not finite skips the update and the gather.
-// With --cpu-offload the shard's optimizer is on the host instead (ZeRO-Offload, zero_offload.h).
+// With --cpu-offload the shard's optimizer is on the host instead (ZeRO-Offload, zero_offload.h),
+// under either plugin: hybrid_parallel's offloads its shard of the rank's part.
 //
 // The categories are the planner's (planner/memory_model.cpp,
 // add_zero_states; two buckets by planner::zero_reduce_buckets), booked by

@@ -24,8 +24,8 @@ Status check_gpu_plugin(const planner::PluginOptions& plugin) {
       return make_error(ErrorCode::unsupported, "--zero-stage " + std::to_string(plugin.effective_zero_stage()) +
                                                     ": hybrid_parallel on GPUs runs ZeRO stage 0, 1 or 2; use one of them");
     }
-    if (plugin.cpu_offload) {
-      return make_error(ErrorCode::unsupported, "--cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out");
+    if (plugin.cpu_offload && !plugin.cpu_offload_applies()) {
+      return make_error(ErrorCode::invalid_argument, "--cpu-offload: hybrid_parallel offloads its ZeRO optimizer; use --zero-stage 1 or 2, or leave it out");
     }
     return Status::success();
   }
@@ -57,6 +57,11 @@ Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::P
 }  // namespace
 
 Status check_gpu_layout(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
+  // ZeRO-Offload moves the optimizer of ZeRO's shards (src/cuda/zero_shards.h), which one data-parallel rank does not shard.
+  if (plugin.cpu_offload && layout.data_ranks() < 2) {
+    return make_error(ErrorCode::unsupported, "--cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, "
+                                              "or leave it out");
+  }
   if (layout.pp > 1) {
     if (Status s = check_gpu_pipeline(plugin, layout); !s) return s;
   }

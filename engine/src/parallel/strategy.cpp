@@ -26,8 +26,9 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
                                                          " ranks; give a multiple of " + std::to_string(dp));
     }
   }
-  if (plugin.cpu_offload && plugin.kind != PluginKind::low_level_zero) {
-    return make_error(ErrorCode::unsupported, "--cpu-offload: the engine offloads low_level_zero's optimizer so far; plan without it");
+  if (plugin.cpu_offload && !plugin.cpu_offload_applies()) {
+    return make_error(ErrorCode::invalid_argument, "--cpu-offload: the engine offloads the ZeRO optimizer of low_level_zero and of hybrid_parallel at "
+                                                   "--zero-stage 1 or 2; plan without it");
   }
   const int64_t params = model.parameter_count;
   const int64_t padded = planner::padded_flat_numel(params, dp);

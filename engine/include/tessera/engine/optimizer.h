@@ -127,6 +127,21 @@ class Optimizer final : public OptimizerShard {
     return total;
   }
 
+  // The shard's part of the gradient norm's square under tensor and pipeline
+  // parallelism: sum_of_squares over the pieces whose parameter `counted`
+  // marks (parallel/strategy.h, set_model_parallel), piece by piece; over the
+  // whole shard where it marks every parameter or is empty. The CPU engine's
+  // strategies and the GPU step's offloaded shard (cuda/zero_offload.h) sum the same way.
+  template <typename G>
+  double counted_sum_of_squares(const G* grads, const std::vector<bool>& counted, double unscale) const {
+    if (std::find(counted.begin(), counted.end(), false) == counted.end()) return sum_of_squares(grads, unscale);
+    double sum = 0;
+    for (const planner::ShardPiece& piece : pieces_) {
+      if (counted[static_cast<size_t>(piece.parameter)]) sum += sum_of_squares(grads + piece.offset_in_shard, piece.numel, unscale);
+    }
+    return sum;
+  }
+
   // One update of the shard from its gradients, given the global sum of
   // squares of the unscaled gradients; returns the norm before clipping, or
   // nullopt (and no update) when it is not finite: a gradient is inf or NaN

@@ -93,8 +93,9 @@
 // all-reduces each part's gradients in the CPU engine's buckets of the part,
 // or, at hybrid_parallel's ZeRO stage 1 or 2, each rank keeps its shard of
 // its part (ZeRO's over the dp communicator, one bucket reduced after
-// backward: src/cuda/zero_shards.h), as ColossalAI's HybridParallelPlugin
-// with zero_stage 1 or 2 and the CPU engine do.
+// backward: src/cuda/zero_shards.h; with --cpu-offload its optimizer on the
+// host, src/cuda/zero_offload.h), as ColossalAI's HybridParallelPlugin
+// with zero_stage 1 or 2 (and cpu_offload) and the CPU engine do.
 // With sequence parallelism (GpuTensorParallel::sequence_parallel) each rank
 // keeps its N/tp rows outside the split layers, all-gathers the norms'
 // outputs before the column-parallel layers and reduce-scatters the row-

@@ -5,7 +5,8 @@
 // between the device and the host included; auto as the planner solves it
 // for the GPU), and
 // hybrid_parallel at ZeRO stage 0 (DDP over the data-parallel ranks, as the
-// CPU engine's) or 1 or 2 (ZeRO over them, its optimizer on the device);
+// CPU engine's) or 1 or 2 (ZeRO over them, its optimizer on the device, or
+// on the host with --cpu-offload); ZeRO-Offload with 2 or more data-parallel ranks;
 // and which layouts: tensor parallelism (hybrid_parallel's, as
 // on the CPU), with or without sequence parallelism (its collectives not
 // overlapped with the GEMMs: no --tp-comm-overlap), and pipelines

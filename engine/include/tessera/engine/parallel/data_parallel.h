@@ -35,6 +35,14 @@
 //    the GPU step; DeepSpeed's overlap_comm and ColossalAI's
 //    overlap_communication work the same way). Every backward ends with both
 //    reduced.
+//  - --cpu-offload (ZeRO-Offload, Ren et al. 2021) at either stage, of
+//    low_level_zero and of hybrid_parallel alike (ColossalAI hands both
+//    plugins' cpu_offload to LowLevelZeroOptimizer): the optimizer's fp32
+//    master weights and states and an fp32 copy of the reduced gradient
+//    shard live on the host, where the optimizer steps. Under tensor or
+//    pipeline parallelism the shard is of the rank's part, and the norm
+//    counts its pieces as without offload, so nothing but where the
+//    optimizer's memory lives changes.
 //
 // Gradients are reduced once per optimizer step, in or after the last micro-batch
 // (except bucketed ZeRO-2, every backward): backward accumulates k

@@ -12,7 +12,6 @@
 // inside a hook are kept and returned by the next call that returns a Status.
 #pragma once
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -77,15 +76,7 @@ class ParallelStrategy {
   // The global gradient norm's square from each rank's shard (all-reduced when the shards differ).
   template <typename O, typename G>
   Result<double> global_sum_of_squares(const Optimizer<O>& optimizer, const G* shard_gradients, double loss_scale, bool shards_differ) {
-    double sum = 0;
-    if (std::find(counted_.begin(), counted_.end(), false) != counted_.end()) {
-      for (const planner::ShardPiece& piece : optimizer.pieces()) {
-        if (!counted_[static_cast<size_t>(piece.parameter)]) continue;
-        sum += Optimizer<O>::sum_of_squares(shard_gradients + piece.offset_in_shard, piece.numel, 1.0 / loss_scale);
-      }
-    } else {
-      sum = optimizer.sum_of_squares(shard_gradients, 1.0 / loss_scale);
-    }
+    double sum = optimizer.counted_sum_of_squares(shard_gradients, counted_, 1.0 / loss_scale);
     if (shards_differ) {
       if (Status s = group_.all_reduce(&sum, &sum, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
     }

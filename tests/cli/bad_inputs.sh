@@ -213,6 +213,12 @@ hybrid_plan=$scratch/hybrid-plan.json
 "$tessera" plan --model gpt2 --gpus 16 --global-batch 64 --dp-replicate 2 --top 1 --output "$hybrid_plan" >/dev/null 2>&1 </dev/null
 bad export-replicate-deepspeed "(--dp-replicate 2), which a deepspeed export does not set up" -- export "$hybrid_plan" --to deepspeed
 bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
+# tessera train --plan with --gpu: what the GPU step does not run is refused as the plan's setting, before any device.
+bad train-gpu-fp8-plan "--plan $fp8_plan: --precision fp8: the GPU training step runs bf16 mixed precision" -- train --plan "$fp8_plan" --gpu h100-80g --out "$scratch/never"
+bad train-gpu-cp-plan "--plan $cp_plan: --cp 2: the engine has no context parallelism" -- train --plan "$cp_plan" --gpu h100-80g --out "$scratch/never"
+bad train-gpu-replicate-plan "--plan $hybrid_plan: --dp-replicate 2: the engine shards over every data-parallel rank" -- train --plan "$hybrid_plan" --gpu h100-80g --out "$scratch/never"
+bad train-gpu-dry-run "--dry-run replays the CPU engine's allocations" -- train --gpu h100-80g --dry-run --out "$scratch/never"
+bad train-gpu-device-memory "--device-memory 1.00 MiB: the plan needs" -- train --gpu h100-80g --device-memory 1 --out "$scratch/never"
 bad export-malformed-plan-file "not valid JSON" -- export "$data/malformed.json" --to deepspeed
 bad export-not-a-plan-file "not a plan file" -- export "$data/unknown-model-type.json" --to perfetto
 bad export-plan-out-of-range "--plan 99" -- export "$plan_file" --to colossalai --plan 99

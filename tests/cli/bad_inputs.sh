@@ -183,6 +183,7 @@ bad plan-tp-heads-64 "--tp 3 does not divide num_attention_heads 64 of llama-2-7
 bad plan-tp-divides-no-gpus "--tp 3 does not divide the 8 GPUs; use --tp 1, 2, 4, 8" -- plan --model llama-2-7b --gpus 8 --global-batch 64 --tp 3 --output "$scratch/never.json"
 bad plan-batch-over-no-layout "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 64 GPUs (data-parallel sizes 2, 4" -- plan --model gpt2-xl --gpus 64 --global-batch 1 --output "$scratch/never.json"
 bad plan-every-candidate-refused "the estimate refuses every candidate" -- plan --model opt-1.3b --gpus 8 --global-batch 64 --activation-profile hf --plugin hybrid_parallel --tp 2 --output "$scratch/never.json"
+bad plan-pp-schedule-gpipe "--pp-schedule gpipe: the search runs ColossalAI's pipelines, 1F1B and interleaved" -- "${plan_args[@]}" --pp-schedule gpipe
 bad plan-sequence-parallel-choice "--sequence-parallel 'maybe' is not one of: on, off, both" -- "${plan_args[@]}" --sequence-parallel maybe
 if [ -e "$scratch/never.json" ]; then
   echo "FAIL [plan-filters]: a refused plan wrote its output" >&2

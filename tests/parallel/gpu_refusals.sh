@@ -75,6 +75,9 @@ refused ": --precision fp32: the GPU training step runs bf16 mixed precision; us
 # Plans of 2 GPUs (tessera plan), one rank per GPU: what the step runs gets as far as the device, the rest is refused as the plan's.
 "$tessera" plan --model gpt2 --gpus 2 --gpu h100-80g --global-batch 16 --seq 1024 --plugin low_level_zero --output "$work/zero-plan.json" >/dev/null
 PLAN=$work/zero-plan.json refused ": --gpu h100-80g: no CUDA device is available"
+"$tessera" plan --model gpt2 --gpus 2 --gpu h100-80g --global-batch 16 --seq 1024 --plugin hybrid_parallel --pp 2 --pp-schedule 1f1b \
+  --output "$work/pp-plan.json" >/dev/null
+PLAN=$work/pp-plan.json refused ": --gpu h100-80g: no CUDA device is available"
 "$tessera" plan --model gpt2 --gpus 2 --gpu h100-80g --global-batch 16 --seq 1024 --precision fp32 --output "$work/fp32-plan.json" >/dev/null
 PLAN=$work/fp32-plan.json refused ": --plan $work/fp32-plan.json: --precision fp32: the GPU training step runs bf16 mixed precision"
 exit $((failures > 0))

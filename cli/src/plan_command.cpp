@@ -51,6 +51,11 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
     if (Status s = parse_choice("--plugin", o.plugin, kind); !s) return s.error();
     r.plugins = {kind};
   }
+  if (!o.pp_schedule.empty()) {
+    PipelineSchedule schedule{};
+    if (Status s = parse_choice("--pp-schedule", o.pp_schedule, schedule); !s) return s.error();
+    r.pp_schedule = schedule;
+  }
   if (!o.recompute.empty()) {
     RecomputeMode mode{};
     if (Status s = parse_choice("--recompute", o.recompute, mode); !s) return s.error();
@@ -142,6 +147,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
       ->capture_default_str();
   c.add_option("--micro-batch", o.micro_batch, "Only this micro-batch size");
   c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
+  c.add_option("--pp-schedule", o.pp_schedule, "Only pipelines of this schedule: 1f1b or interleaved");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();
   c.add_option("--sequence-parallel", o.sequence_parallel, "With --tp above 1: on (divides activations), off, or both tried")->capture_default_str();
   c.add_option("--top", o.top, "Plans to print and write")->capture_default_str();

@@ -31,6 +31,7 @@ struct PlanOptions {
   int64_t chunk_size = 0;  // gemini: elements per chunk, 0 = ColossalAI's search
   std::string sequence_parallel = "on";
   int zero_stage = -1;
+  std::string pp_schedule;  // empty: 1f1b and interleaved
   int top = 5;
   std::string format = "table";
   std::string output = "plan.json";

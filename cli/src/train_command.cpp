@@ -20,6 +20,7 @@
 #include "launcher.h"
 #include "measured_trace.h"
 #include "stop_signals.h"
+#include "train_plan.h"
 #include "tessera/engine/data.h"
 #include "tessera/engine/device/gpu_plugins.h"
 #include "tessera/engine/device/gpu_presence.h"
@@ -39,8 +40,6 @@
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/memory_model.h"
-#include "tessera/planner/export.h"
-#include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
 
@@ -58,6 +57,15 @@ EstimateRequest cpu_request(EstimateRequest r, const ModelConfig& config) {
   r.assumptions.allocator_reserve_fraction = 0;
   r.assumptions.cublas_workspace_bytes = cpu_workspace_bytes(engine::cpu::backend_threads(), r.training.seq_len, config.head_dim, r.training.precision);
   r.assumptions.nccl_bytes_per_group = 0;
+  return r;
+}
+
+// The request the GPU step's run corresponds to: its DDP buckets are views of
+// the gradients, and the NCCL communicator sums in rank order through a
+// scratch (planner/rank_order_reduction.h), as tools/gpu-check estimates its runs.
+EstimateRequest gpu_request(EstimateRequest r) {
+  r.plugin.gradient_as_bucket_view = true;
+  r.plugin.rank_order_reduction = true;
   return r;
 }
 
@@ -89,24 +97,25 @@ constexpr bool kGpuTrainingBuilt = true;
 constexpr bool kGpuTrainingBuilt = false;
 #endif
 
-// `--gpu NAME`: only what the GPU step runs (bf16, micro-batches
-// accumulated per rank, recompute none, selective or full (op_selective is
-// refused for every engine, check_engine_supports); one GPU, or DDP,
-// ZeRO-1/2, FSDP, Gemini, tensor parallelism (with DDP or ZeRO-1/2) or a pipeline (with DDP)
-// with one rank per GPU under a launcher, engine::check_gpu_plugin and check_gpu_layout),
-// then a device for this rank and a build with the
-// step; each refusal one line naming the option. Returns this rank's device.
-Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communicator& world) {
-  const std::string gpu = "--gpu " + o.estimate.gpu + ": ";
+// `--gpu NAME`: only what the GPU step runs (bf16, AdamW; one GPU, or DDP,
+// ZeRO-1/2, FSDP, Gemini, tensor parallelism (with DDP or ZeRO-1/2) or a
+// pipeline (with DDP or ZeRO-1) with one rank per GPU under a launcher,
+// engine::check_gpu_plugin and check_gpu_layout); each refusal one line naming the option.
+Status check_gpu_settings(const TrainCliOptions& o) {
   const planner::EstimateRequest& r = o.estimate.request;
-  if (Status s = engine::check_gpu_plugin(r.plugin); !s) return s.error();
-  if (Status s = engine::check_gpu_layout(r.plugin, r.layout); !s) return s.error();
+  if (Status s = engine::check_gpu_plugin(r.plugin); !s) return s;
+  if (Status s = engine::check_gpu_layout(r.plugin, r.layout); !s) return s;
+  if (Status s = engine::check_gpu_optimizer(r.training.optimizer); !s) return s;
   if (r.training.precision != Precision::bf16) {
     return make_error(ErrorCode::unsupported, "--precision " + o.estimate.precision + ": the GPU training step runs bf16 mixed precision; use --precision bf16");
   }
-  for (const char* name : {"--plan", "--dry-run", "--device-memory"}) {
-    if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + ": the GPU training step replays no plan and caps no memory yet; leave it out");
-  }
+  return Status::success();
+}
+
+// This rank's GPU: a device, a build with the step, and one GPU per rank on
+// this machine; each refusal one line naming --gpu.
+Result<int> find_gpu_device(const TrainCliOptions& o, const engine::comm::Communicator& world) {
+  const std::string gpu = "--gpu " + o.estimate.gpu + ": ";
   const engine::GpuPresence device = engine::cuda_device_presence();
   if (!device.available) {
     return make_error(ErrorCode::unsupported, gpu + device.description + "; train on the CPU with --gpu cpu (the default), or plan for the GPU with tessera plan");
@@ -122,7 +131,7 @@ Result<int> check_gpu_run(const TrainCliOptions& o, const engine::comm::Communic
 
 // What the engine cannot run yet, named by the option that asks for it; the
 // plugin itself is checked against the model (check_data_parallel_supported).
-Status check_engine_supports(const EstimateRequest& r, int ranks, bool on_gpu) {
+Status check_engine_supports(const EstimateRequest& r, bool on_gpu) {
   if (r.layout.dp_replicate > 1) {
     return make_error(ErrorCode::unsupported, "--dp-replicate " + std::to_string(r.layout.dp_replicate) +
                                                   ": the engine shards over every data-parallel rank; train with --dp-replicate 1");
@@ -135,24 +144,27 @@ Status check_engine_supports(const EstimateRequest& r, int ranks, bool on_gpu) {
     return make_error(ErrorCode::unsupported, "--cp " + std::to_string(r.layout.cp) +
                                                   ": the engine has no context parallelism (ring attention); train with --cp 1");
   }
-  if (r.layout.world_size() != ranks) {
-    const std::string layout = "dp " + std::to_string(r.layout.dp) + " × tp " + std::to_string(r.layout.tp) + " × pp " + std::to_string(r.layout.pp);
-    return make_error(ErrorCode::invalid_argument, layout + " needs " + std::to_string(r.layout.world_size()) + " ranks but " +
-                                                       (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks)) +
-                                                       "; launch with mpirun -np " + std::to_string(r.layout.world_size()) + " tessera train ...");
-  }
   if (r.plugin.runtime != Runtime::colossalai) {
     return make_error(ErrorCode::unsupported, "--runtime " + std::string(enum_name(r.plugin.runtime)) +
                                                   ": the engine keeps ColossalAI's model states; use --runtime colossalai");
   }
   // What the engine keeps: the CPU model the tessera profile, the GPU step tessera_gpu (16-bit logits, the tokens on the device).
-  const ActivationProfile kept = on_gpu ? ActivationProfile::tessera_gpu : ActivationProfile::tessera;
+  const ActivationProfile kept = engine_activation_profile(on_gpu);
   if (r.training.activation_profile != kept) {
     const std::string name(enum_name(kept));
     return make_error(ErrorCode::unsupported, "--activation-profile " + std::string(enum_name(r.training.activation_profile)) + ": " +
                                                   (on_gpu ? "the engine's GPU step" : "the engine") + " keeps the " + name + " profile's activations; use " + name);
   }
   return Status::success();
+}
+
+// The layout's ranks against those the launcher started (`ranks`).
+Status check_launched_ranks(const planner::ParallelLayout& layout, int ranks) {
+  if (layout.world_size() == ranks) return Status::success();
+  const std::string sizes = "dp " + std::to_string(layout.dp) + " × tp " + std::to_string(layout.tp) + " × pp " + std::to_string(layout.pp);
+  return make_error(ErrorCode::invalid_argument, sizes + " needs " + std::to_string(layout.world_size()) + " ranks but " +
+                                                     (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks)) +
+                                                     "; launch with mpirun -np " + std::to_string(layout.world_size()) + " tessera train ...");
 }
 
 // The config.json a checkpoint carries: the model's, with the dtype of the
@@ -248,34 +260,16 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_flag("--resume", o.resume, "Continue from the checkpoint in --out up to --steps (from step 1 where it holds none yet)");
   c.add_flag("--allow-changes", o.allow_changes, "With --resume: continue although precision, batch shape, data, model or --lr differ from the checkpoint's");
   c.add_option("--save-every", o.save_every, "Also save the checkpoint and metrics.json every N steps");
-  c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer)");
+  c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer, layout, plugin; on the CPU or with --gpu)");
   c.add_flag("--dry-run", o.dry_run, "Replay one rank's allocations of one step at the plan's full size (no data, no arithmetic) into metrics.json");
   c.add_option("--rank", o.rank, "With --dry-run: the rank to replay")->capture_default_str();
   c.add_option("--device-memory", o.device_memory_mib,
                "MiB: give the device memory space a capacity, as a GPU of that size (Gemini's auto placement solves against it, and "
-               "an allocation past it fails); 0: none")
+               "an allocation past it fails; with --gpu it caps the caching allocator); 0: none")
       ->capture_default_str();
   c.add_option("--comm-timeout", o.comm_timeout_s,
                "Seconds a rank waits for the others in one collective before it stops with an error naming the call (a dead or stuck rank)")
       ->capture_default_str();
-}
-
-// Takes the model and training settings from the best plan of a plan file;
-// returns the plan, whose layout and plugin replace the parsed options'.
-Result<EstimateRequest> apply_plan(const std::string& path, TrainCliOptions& o) {
-  auto plan = read_plan_file(path);
-  if (!plan) return plan.error();
-  if (plan->plans.empty()) return make_error(ErrorCode::invalid_argument, "--plan: " + path + " holds no plan that fits");
-  const EstimateRequest& r = plan->plans.front();
-  EstimateOptions& e = o.estimate;
-  e.model = plan->model_source;
-  e.request.training = r.training;
-
-  e.precision = std::string(enum_name(r.training.precision));
-  e.optimizer = std::string(enum_name(r.training.optimizer));
-  e.recompute = std::string(enum_name(r.training.recompute));
-  e.activation_profile = std::string(enum_name(ActivationProfile::tessera));
-  return r;
 }
 
 std::set<std::string> given_options(const CLI::App& command) {
@@ -353,12 +347,15 @@ std::string stopped_line(int signal_number, const engine::TrainMetrics& m, const
   return line + "the checkpoint in " + out_dir + " is at step " + std::to_string(m.checkpoint_step) + " (metrics.json written); continue with --resume";
 }
 
-// This machine as the planner sees it, with the device space's capacity
-// where --device-memory gives one (TrainOptions::device_capacity_bytes).
-GpuProfile run_profile(const engine::TrainOptions& t) {
-  GpuProfile cpu = host_cpu_profile();
-  if (t.device_capacity_bytes > 0) cpu.memory_bytes = t.device_capacity_bytes;
-  return cpu;
+// The run's device as the planner sees it (this CPU, or the GPU --gpu
+// names), as one of --device-memory's size where that gives one
+// (TrainOptions::device_capacity_bytes).
+GpuProfile run_profile(GpuProfile device, const engine::TrainOptions& t) {
+  if (t.device_capacity_bytes > 0) {
+    device.memory_bytes = t.device_capacity_bytes;
+    device.usable_memory_bytes = t.device_capacity_bytes - device.cuda_context_bytes;
+  }
+  return device;
 }
 
 // With --device-memory, a plan that needs more of the device than it has is
@@ -388,16 +385,6 @@ void resolve_auto_placement(const MemoryEstimate& estimate, engine::TrainOptions
   t.gemini_parameter_chunks_on_host = std::count(on_host.begin(), on_host.end(), true);
 }
 
-// The simulator's trace of the plan's first (the trained) plan, as `tessera
-// export --to perfetto` writes it, beside the measured run/trace.json.
-Status write_predicted_trace(const std::string& plan_path, const std::string& path) {
-  auto plan = read_plan_file(plan_path);
-  if (!plan) return plan.error();
-  auto trace = export_perfetto(plan.value(), 0);
-  if (!trace) return trace.error();
-  return write_file_atomically(path, trace.value(), "--out");
-}
-
 // `tessera train --dry-run`: rank --rank of the plan's world, replayed alone
 // (engine::dry_run); DIR gets config.json, plan.json and metrics.json, no checkpoint.
 int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& options, std::ostream& out, std::ostream& err) {
@@ -406,7 +393,7 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (o.rank < 0 || o.rank >= ranks) {
     return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
   }
-  const GpuProfile cpu = run_profile(options);
+  const GpuProfile cpu = run_profile(host_cpu_profile(), options);
   auto estimate = estimate_memory(model, cpu, request);
   if (!estimate) return fail(err, estimate.error().message);
   engine::TrainOptions t = options;
@@ -468,19 +455,41 @@ Result<std::optional<engine::RunDirectory>> open_run_directory(const std::string
   return run_directory;
 }
 
-// `tessera train --gpu NAME` (checked by check_gpu_run): the GPU training
-// step's steps on this rank's `device`, DDP or ZeRO over `world` where the launcher
-// started several ranks; rank 0 holds DIR, commits the checkpoints there
-// (the CPU engine's files, so either resumes the other's) and writes
-// config.json and metrics.json (device: the GPU).
-int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOptions t, engine::comm::Communicator& world, int device,
-               std::ostream& progress, std::ostream& err, const std::string& who) {
+// `tessera train --gpu NAME` (settled by settle_train_options): the planner's
+// estimate of the run on that GPU (or one of --device-memory's size) first,
+// which --device-memory must hold and Gemini's `auto` placement is solved
+// from; then this rank's device (find_gpu_device) and the GPU training step's
+// steps on it, DDP or ZeRO over `world` where the launcher started several
+// ranks; rank 0 holds DIR, commits the checkpoints there (the CPU engine's
+// files, so either resumes the other's) and writes config.json, plan.json
+// (the estimate), metrics.json (device: the GPU) and, with --plan, predicted_trace.json.
+int run_on_gpu(const TrainCliOptions& o, const std::optional<TrainedPlan>& planned, const Model& model, engine::TrainOptions t,
+               engine::comm::Communicator& world, std::ostream& progress, std::ostream& err, const std::string& who) {
   auto failed = [&](const std::string& message) { return fail(err, who + message); };
+  auto profile = load_gpu(o.estimate.gpu);
+  if (!profile) return failed(profile.error().message);
+  const GpuProfile gpu = run_profile(profile.value(), t);
+  const EstimateRequest request = gpu_request(o.estimate.request);
+  auto estimate = estimate_memory(model, gpu, request);
+  if (!estimate) return failed(estimate.error().message);
+  if (Status s = check_device_memory(t, estimate.value()); !s) return failed(s.error().message);
+  resolve_auto_placement(estimate.value(), t);  // Gemini `auto`: the planner's solution for this GPU, run as its static placement
+  if (planned && world.rank() == 0) {
+    if (const std::string warning = other_gpu_warning(*planned, o.plan, gpu); !warning.empty()) err << "tessera: warning: " + warning + "\n";
+  }
+  auto device = find_gpu_device(o, world);
+  if (!device) return failed(device.error().message);
 #if defined(TESSERA_HAVE_CUDNN)
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return failed(config_text.error().message);
   t.model_config_text = checkpoint_config_text(config_text.value());
-  auto run_directory = open_run_directory(o.out, world, [&] { return write_file_atomically(o.out + "/config.json", t.model_config_text, "--out"); });
+  auto run_directory = open_run_directory(o.out, world, [&] {
+    const EstimateReport report{model, gpu, request, estimate.value()};
+    Status written = write_file_atomically(o.out + "/config.json", t.model_config_text, "--out");
+    if (written) written = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
+    if (written && planned) written = write_predicted_trace(o.plan, o.out + "/predicted_trace.json");
+    return written;
+  });
   if (!run_directory) return failed(run_directory.error().message);
   if (world.rank() == 0) {
     t.run_directory = &run_directory.value().value();
@@ -490,17 +499,9 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
   const StopSignals signals;
   t.stop_requested = [&signals] { return signals.received() != 0; };
   t.sequence_parallel = o.estimate.request.layout.sequence_parallel;
-  if (t.plugin.kind == PluginKind::gemini && t.plugin.gemini.placement_policy == GeminiPlacement::auto_placement) {
-    // Gemini `auto`: the planner's solution for the named GPU, run as its static placement.
-    auto gpu_profile = load_gpu(o.estimate.gpu);
-    if (!gpu_profile) return failed(gpu_profile.error().message);
-    auto estimate = estimate_memory(model, gpu_profile.value(), o.estimate.request);
-    if (!estimate) return failed(estimate.error().message);
-    resolve_auto_placement(estimate.value(), t);
-  }
   t.pipeline_schedule = o.estimate.request.plugin.pp_schedule;
   t.model_chunks = o.estimate.request.plugin.model_chunks();
-  const engine::cuda::GpuRun run{device, &world, std::chrono::duration<double>(o.comm_timeout_s), o.estimate.request.layout.tp, o.estimate.request.layout.pp};
+  const engine::cuda::GpuRun run{device.value(), &world, std::chrono::duration<double>(o.comm_timeout_s), o.estimate.request.layout.tp, o.estimate.request.layout.pp};
   auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
   if (!metrics) return failed(metrics.error().message);
   const std::string name = engine::cuda_device_presence().description;
@@ -532,12 +533,46 @@ int run_on_gpu(const TrainCliOptions& o, const Model& model, engine::TrainOption
   std::snprintf(line, sizeof line, "trained steps %lld-%lld in bf16 on %s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",
                 static_cast<long long>(metrics->first_step), static_cast<long long>(o.steps), where.c_str(), metrics->loss.front(), metrics->loss.back(),
                 metrics->tokens_per_s, metrics->achieved_flops_per_s / 1e9);
-  progress << line << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json and metrics.json\n";
+  progress << line << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json, plan.json and metrics.json"
+           << (planned ? plan_files_note(*planned, true) : "") << "\n";
   return kExitOk;
 #else
-  (void)model, (void)t, (void)world, (void)device, (void)progress;
-  return failed("--gpu " + o.estimate.gpu + ": this build has no GPU training step");  // check_gpu_run refused it already
+  (void)progress;
+  return failed("--gpu " + o.estimate.gpu + ": this build has no GPU training step");  // find_gpu_device refused it already
 #endif
+}
+
+Result<std::optional<TrainedPlan>> settle_train_options(TrainCliOptions& o, int launched_ranks) {
+  if (Status s = check_given_options(o); !s) return s.error();
+  const bool on_gpu = o.estimate.gpu != "cpu";
+  if (on_gpu && o.dry_run) {
+    return make_error(ErrorCode::unsupported, "--dry-run replays the CPU engine's allocations (its tessera activations, no CUDA context, cuBLAS or NCCL buffers), "
+                                              "not the GPU step's; leave out --gpu");
+  }
+  std::optional<TrainedPlan> planned;
+  if (!o.plan.empty()) {
+    auto plan = apply_plan(o.plan, o.estimate, on_gpu);
+    if (!plan) return plan.error();
+    planned = std::move(plan).value();
+  }
+  // The GPU step trains bf16 mixed precision only and keeps the tessera_gpu
+  // profile's activations: on a GPU those are the defaults (the CPU's: fp32, tessera).
+  if (on_gpu && !planned && !o.given.contains("--precision")) o.estimate.precision = std::string(enum_name(Precision::bf16));
+  if (on_gpu && !o.given.contains("--activation-profile")) o.estimate.activation_profile = std::string(enum_name(ActivationProfile::tessera_gpu));
+  if (Status s = o.estimate.finish(); !s) return s.error();
+  if (planned) {
+    o.estimate.request.layout = planned->request.layout;
+    o.estimate.request.plugin = planned->request.plugin;
+  } else if (!o.given.contains("--dp") && !o.dry_run) {
+    o.estimate.request.layout.dp = launched_ranks;  // as many data-parallel ranks as the launcher started
+  }
+  // What the engine does not run, said as the plan's where the plan set it.
+  Status supported = check_engine_supports(o.estimate.request, on_gpu);
+  if (supported && on_gpu) supported = check_gpu_settings(o);
+  if (!supported) return planned ? plan_setting_refused(o.plan, supported.error()) : supported.error();
+  const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.world_size()) : launched_ranks;
+  if (Status s = check_launched_ranks(o.estimate.request.layout, ranks); !s) return s.error();
+  return planned;
 }
 
 int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err) {
@@ -556,33 +591,10 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   auto failed = [&](const std::string& message) { return fail(err, who + message); };
 
   TrainCliOptions o = given;
-  if (Status s = check_given_options(o); !s) return failed(s.error().message);
-  std::optional<EstimateRequest> planned;
-  if (!o.plan.empty()) {
-    auto plan = apply_plan(o.plan, o);
-    if (!plan) return failed(plan.error().message);
-    planned = plan.value();
-  }
-  // The GPU step trains bf16 mixed precision only and keeps the tessera_gpu
-  // profile's activations: on a GPU those are the defaults (the CPU's: fp32, tessera).
+  auto settled = settle_train_options(o, world.size());
+  if (!settled) return failed(settled.error().message);
+  const std::optional<TrainedPlan>& planned = settled.value();
   const bool on_gpu = o.estimate.gpu != "cpu";
-  if (on_gpu && !planned && !o.given.contains("--precision")) o.estimate.precision = std::string(enum_name(Precision::bf16));
-  if (on_gpu && !o.given.contains("--activation-profile")) o.estimate.activation_profile = std::string(enum_name(ActivationProfile::tessera_gpu));
-  if (Status s = o.estimate.finish(); !s) return failed(s.error().message);
-  if (planned) {
-    o.estimate.request.layout = planned->layout;
-    o.estimate.request.plugin = planned->plugin;
-  } else if (!o.given.contains("--dp") && !o.dry_run) {
-    o.estimate.request.layout.dp = world.size();  // as many data-parallel ranks as the launcher started
-  }
-  const int ranks = o.dry_run ? static_cast<int>(o.estimate.request.layout.world_size()) : world.size();
-  if (Status s = check_engine_supports(o.estimate.request, ranks, on_gpu); !s) return failed(s.error().message);
-  int device = 0;
-  if (on_gpu) {
-    auto checked = check_gpu_run(o, world);
-    if (!checked) return failed(checked.error().message);
-    device = checked.value();
-  }
   auto options = engine_options(o);
   if (!options) return failed(options.error().message);
   engine::TrainOptions t = std::move(options).value();
@@ -590,10 +602,10 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (!model) return failed(model.error().message);
   // Everything that can fail is checked before the first step: the model, memory, data, the output directory.
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
-  if (on_gpu) return run_on_gpu(o, model.value(), t, world, device, progress, err, who);
+  if (on_gpu) return run_on_gpu(o, planned, model.value(), t, world, progress, err, who);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
   const EstimateRequest request = cpu_request(o.estimate.request, model->config);
-  const GpuProfile cpu = run_profile(t);
+  const GpuProfile cpu = run_profile(host_cpu_profile(), t);
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);
   if (Status s = check_device_memory(t, estimate.value()); !s) return failed(s.error().message);
@@ -655,7 +667,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   progress << line;
   if (!metrics->skipped_steps.empty()) progress << metrics->skipped_steps.size() << " step(s) skipped on fp16 gradient overflow\n";
   progress << "wrote " << o.out << "/checkpoint (step " << metrics->checkpoint_step << "), config.json, plan.json, metrics.json and trace.json"
-           << (o.plan.empty() ? "" : " (predicted_trace.json beside it)") << "\n";
+           << (planned ? plan_files_note(*planned, false) : "") << "\n";
   return kExitOk;
 }
 

@@ -1,14 +1,17 @@
-// `tessera train`: train a model on the CPU and write DIR/plan.json (the
-// planner's estimate of the run), DIR/metrics.json (what the engine measured).
+// `tessera train`: train a model on the CPU or on GPUs and write DIR/plan.json
+// (the planner's estimate of the run), DIR/metrics.json (what the engine measured).
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <set>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "estimate_options.h"
+#include "tessera/engine/trainer.h"
+#include "train_plan.h"
 
 namespace tessera::cli {
 
@@ -40,6 +43,17 @@ struct TrainCliOptions {
 std::set<std::string> given_options(const CLI::App& command);
 
 void add_train_options(CLI::App& command, TrainCliOptions& options);
+
+// What `tessera train` runs, settled in `o`: a plan file's settings where
+// --plan gives one (apply_plan, the same for the CPU engine and the GPU
+// step), the GPU step's defaults with --gpu, the data-parallel ranks the
+// launcher started (`launched_ranks`); then each setting the engine (or the
+// GPU step) does not run refused in one line naming its option, a plan's
+// setting as the plan's (plan_setting_refused). Returns the plan, if any.
+Result<std::optional<TrainedPlan>> settle_train_options(TrainCliOptions& o, int launched_ranks);
+// The engine's options from settled ones, checked.
+Result<engine::TrainOptions> engine_options(const TrainCliOptions& o);
+
 int run_train(const TrainCliOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace tessera::cli

@@ -536,6 +536,9 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
       fastest = result.plans[static_cast<size_t>(plan)].simulation.tokens_per_s;
     }
   }
+  if (p.pp_schedule) {
+    std::erase_if(result.plans, [&](const Candidate& c) { return c.request.layout.pp > 1 && c.request.plugin.pp_schedule != *p.pp_schedule; });
+  }
   result.candidates_fitting = static_cast<int64_t>(result.plans.size());
   fill_max_micro_batch(result.plans);
   std::stable_sort(result.plans.begin(), result.plans.end(), [](const Candidate& a, const Candidate& b) {

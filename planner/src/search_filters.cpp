@@ -239,6 +239,9 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
     return invalid("--recompute op_selective is torchtitan's policy, which the search does not run (its plugins keep ColossalAI's states); "
                    "estimate it with `tessera estimate --runtime torchtitan --plugin torch_fsdp --recompute op_selective`");
   }
+  if (p.pp_schedule == PipelineSchedule::gpipe) {
+    return invalid("--pp-schedule gpipe: the search runs ColossalAI's pipelines, 1F1B and interleaved; use --pp-schedule 1f1b or interleaved");
+  }
   if (p.tp > p.cluster.gpus_per_node) {
     return invalid("--tp " + str(p.tp) + " exceeds --gpus-per-node " + str(p.cluster.gpus_per_node) + " (tensor parallelism stays inside a node)");
   }

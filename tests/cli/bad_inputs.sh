@@ -183,6 +183,7 @@ bad plan-tp-heads-64 "--tp 3 does not divide num_attention_heads 64 of llama-2-7
 bad plan-tp-divides-no-gpus "--tp 3 does not divide the 8 GPUs; use --tp 1, 2, 4, 8" -- plan --model llama-2-7b --gpus 8 --global-batch 64 --tp 3 --output "$scratch/never.json"
 bad plan-batch-over-no-layout "--global-batch 1 does not split evenly over the data-parallel ranks of any layout of gpt2-xl on 64 GPUs (data-parallel sizes 2, 4" -- plan --model gpt2-xl --gpus 64 --global-batch 1 --output "$scratch/never.json"
 bad plan-every-candidate-refused "the estimate refuses every candidate" -- plan --model opt-1.3b --gpus 8 --global-batch 64 --activation-profile hf --plugin hybrid_parallel --tp 2 --output "$scratch/never.json"
+bad plan-pp-schedule-gpipe "--pp-schedule gpipe: the search runs ColossalAI's pipelines, 1F1B and interleaved" -- "${plan_args[@]}" --pp-schedule gpipe
 bad plan-sequence-parallel-choice "--sequence-parallel 'maybe' is not one of: on, off, both" -- "${plan_args[@]}" --sequence-parallel maybe
 if [ -e "$scratch/never.json" ]; then
   echo "FAIL [plan-filters]: a refused plan wrote its output" >&2
@@ -213,6 +214,12 @@ hybrid_plan=$scratch/hybrid-plan.json
 "$tessera" plan --model gpt2 --gpus 16 --global-batch 64 --dp-replicate 2 --top 1 --output "$hybrid_plan" >/dev/null 2>&1 </dev/null
 bad export-replicate-deepspeed "(--dp-replicate 2), which a deepspeed export does not set up" -- export "$hybrid_plan" --to deepspeed
 bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
+# tessera train --plan with --gpu: what the GPU step does not run is refused as the plan's setting, before any device.
+bad train-gpu-fp8-plan "--plan $fp8_plan: --precision fp8: the GPU training step runs bf16 mixed precision" -- train --plan "$fp8_plan" --gpu h100-80g --out "$scratch/never"
+bad train-gpu-cp-plan "--plan $cp_plan: --cp 2: the engine has no context parallelism" -- train --plan "$cp_plan" --gpu h100-80g --out "$scratch/never"
+bad train-gpu-replicate-plan "--plan $hybrid_plan: --dp-replicate 2: the engine shards over every data-parallel rank" -- train --plan "$hybrid_plan" --gpu h100-80g --out "$scratch/never"
+bad train-gpu-dry-run "--dry-run replays the CPU engine's allocations" -- train --gpu h100-80g --dry-run --out "$scratch/never"
+bad train-gpu-device-memory "--device-memory 1.00 MiB: the plan needs" -- train --gpu h100-80g --device-memory 1 --out "$scratch/never"
 bad export-malformed-plan-file "not valid JSON" -- export "$data/malformed.json" --to deepspeed
 bad export-not-a-plan-file "not a plan file" -- export "$data/unknown-model-type.json" --to perfetto
 bad export-plan-out-of-range "--plan 99" -- export "$plan_file" --to colossalai --plan 99

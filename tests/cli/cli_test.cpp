@@ -18,6 +18,7 @@
 
 #include "../support/scratch_dir.h"
 #include "cli_app.h"
+#include "cli_run.h"
 #include "commands.h"
 #include "estimate_options.h"
 #include "tessera/engine/device/gpu_presence.h"
@@ -25,18 +26,8 @@
 namespace tessera::cli {
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-CliRun run(std::vector<const char*> args) {
-  args.insert(args.begin(), "tessera");
-  std::ostringstream out, err;
-  const int code = run_cli(static_cast<int>(args.size()), args.data(), out, err);
-  return CliRun{code, out.str(), err.str()};
-}
+using testing::CliRun;
+using testing::run;
 
 TEST(Cli, ModelsListsEveryShippedModelWithItsCount) {
   const CliRun r = run({"models"});
@@ -630,8 +621,10 @@ TEST(Cli, TrainOnAGpuRefusesWhatTheStepDoesNotRun) {
             "tessera: error: --cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, or leave it out\n"},
            {{"--precision", "bf16", "--dp", "2"},
             "tessera: error: dp 2 × tp 1 × pp 1 needs 2 ranks but no launcher started other ranks; launch with mpirun -np 2 tessera train ...\n"},
-           {{"--precision", "bf16", "--device-memory", "6"},
-            "tessera: error: --device-memory: the GPU training step replays no plan and caps no memory yet; leave it out\n"}}) {
+           {{"--precision", "bf16", "--optimizer", "sgd"}, "tessera: error: --optimizer sgd: the GPU training step uses AdamW only; use --optimizer adamw\n"},
+           {{"--dry-run"},
+            "tessera: error: --dry-run replays the CPU engine's allocations (its tessera activations, no CUDA context, cuBLAS or NCCL buffers), "
+            "not the GPU step's; leave out --gpu\n"}}) {
     std::vector<const char*> args{"train", "--out", "/tmp/tessera-never", "--gpu", "h100-80g"};
     for (const std::string& option : refusal.options) args.push_back(option.c_str());
     const CliRun r = run(args);

@@ -191,7 +191,7 @@ TEST(GptTrainingRefusals, OneLineForWhatItDoesNotTrain) {
   sgd.kind = planner::OptimizerKind::sgd;
   auto refused_sgd = GptTraining::create(small_gpt2(), ledger, 1, 8, 1, sgd);
   ASSERT_FALSE(refused_sgd.ok());
-  EXPECT_EQ(refused_sgd.error().message, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
+  EXPECT_EQ(refused_sgd.error().message, "--optimizer sgd: the GPU training step uses AdamW only; use --optimizer adamw");
   EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
 }
 

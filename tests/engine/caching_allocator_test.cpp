@@ -131,6 +131,37 @@ TEST(CachingAllocator, RefusedSegmentEmptiesTheCacheThenFailsNamingTheCategory) 
   expect_ledger_matches(ledger, allocator, device);
 }
 
+// --device-memory on a GPU: the allocator holds at most its capacity from a
+// device that has more (PyTorch's set_per_process_memory_fraction); the cache
+// is emptied before a request is refused, and the refusal names the capacity
+// in the CPU engine's words (the ledger's, memory_ledger_test.cpp).
+TEST(CachingAllocator, ACapacityBelowTheDevicesRefusesSegmentsPastIt) {
+  FakeDevice device(64 * MiB);
+  FakeEvents events;
+  MemoryLedger ledger;
+  CachingAllocator allocator(device, events, ledger, 7 * MiB);
+  EXPECT_EQ(allocator.capacity_bytes(), 7 * MiB);
+  allocator.free(allocator.allocate(4096, MemoryCategory::activations));  // a cached 2 MiB segment
+  void* big = allocator.allocate(5 * MiB, MemoryCategory::parameters);    // a 6 MiB segment: under 7 MiB only once the cache is given back
+  EXPECT_NE(big, nullptr);
+  EXPECT_EQ(allocator.reserved_bytes(), 6 * MiB);
+  expect_ledger_matches(ledger, allocator, device);
+  try {
+    allocator.allocate(512, MemoryCategory::gradients);  // a 2 MiB segment would make 8 MiB
+    FAIL() << "allocated past the capacity";
+  } catch (const AllocationFailure& failure) {
+    EXPECT_EQ(std::string(failure.what()), "out of device memory allocating 512 B for gradients with 6.00 MiB of 7.00 MiB in use (--device-memory)");
+  }
+  EXPECT_EQ(device.used(), 6 * MiB);
+  expect_ledger_matches(ledger, allocator, device);
+  // At the capacity exactly, the segment is had.
+  CachingAllocator exact(device, events, ledger, 2 * MiB);
+  void* fits = exact.allocate(512, MemoryCategory::gradients);
+  EXPECT_EQ(exact.reserved_bytes(), 2 * MiB);
+  exact.free(fits);
+  allocator.free(big);
+}
+
 constexpr StreamId kCompute = 0x10, kComm = 0x20;
 
 TEST(CachingAllocatorStreams, BlocksServeOnlyTheStreamTheirSegmentWasMadeFor) {

@@ -11,11 +11,14 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q 
   exit 77
 fi
 failures=0
-# refused WANT OPTIONS...: every rank (RANKS, 2 unless set) exits 2, each with one line ending in WANT.
+# refused WANT OPTIONS...: every rank (RANKS, 2 unless set) exits 2, each with one line ending in WANT;
+# with PLAN set, the run is that plan file's (--plan) instead of a micro-batch of 32 tokens.
 refused() {
   local want=$1 ranks=${RANKS:-2}
   shift
-  mpi "$ranks" "$tessera" train --gpu h100-80g --micro-batch 1 --seq 32 --steps 1 --out "$work/run" "$@" >"$work/out" 2>"$work/err"
+  local run=(--micro-batch 1 --seq 32)
+  [[ -n ${PLAN:-} ]] && run=(--plan "$PLAN")
+  mpi "$ranks" "$tessera" train --gpu h100-80g "${run[@]}" --steps 1 --out "$work/run" "$@" >"$work/out" 2>"$work/err"
   local code=$?
   local lines
   lines=$(grep -c "^tessera: error: rank [0-9] of $ranks: " "$work/err")
@@ -51,7 +54,8 @@ refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 
 refused ": --pp 2: pipeline parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --pp 2
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --pp-schedule interleaved \
   --model-chunks 2 --micro-batches 4 --model gpt2
-RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel \
+  --micro-batches 2
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 1 \
   --micro-batches 4
 RANKS=4 refused ": --zero-stage 2 cannot be combined with --pp 2" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 2
@@ -72,4 +76,15 @@ refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugi
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini --placement auto
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --cpu-offload
 refused ": --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16" --precision fp32
+# Plans of 2 GPUs (tessera plan), one rank per GPU: what the step runs gets as far as the device, the rest is refused as the plan's.
+"$tessera" plan --model gpt2 --gpus 2 --gpu h100-80g --global-batch 16 --seq 1024 --plugin low_level_zero --output "$work/zero-plan.json" >/dev/null
+PLAN=$work/zero-plan.json refused ": --gpu h100-80g: no CUDA device is available"
+"$tessera" plan --model gpt2 --gpus 2 --gpu h100-80g --global-batch 16 --seq 1024 --plugin hybrid_parallel --pp 2 --pp-schedule 1f1b \
+  --output "$work/pp-plan.json" >/dev/null
+PLAN=$work/pp-plan.json refused ": --gpu h100-80g: no CUDA device is available"
+"$tessera" plan --model gpt2 --gpus 2 --gpu h100-80g --global-batch 16 --seq 1024 --plugin hybrid_parallel --pp 2 --pp-schedule interleaved \
+  --output "$work/interleaved-plan.json" >/dev/null
+PLAN=$work/interleaved-plan.json refused ": --gpu h100-80g: no CUDA device is available"
+"$tessera" plan --model gpt2 --gpus 2 --gpu h100-80g --global-batch 16 --seq 1024 --precision fp32 --output "$work/fp32-plan.json" >/dev/null
+PLAN=$work/fp32-plan.json refused ": --plan $work/fp32-plan.json: --precision fp32: the GPU training step runs bf16 mixed precision"
 exit $((failures > 0))

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "tessera/planner/pipeline_stages.h"
@@ -96,6 +97,38 @@ TEST(InterleavedSearch, EachRowRunsItsFastestChunkCountOnGpt2Xl) {
   const ChunkComparison c = compare_every_count(model, request, result.value());
   EXPECT_GT(c.rows, 5);
   EXPECT_EQ(c.rows_beaten, 0);
+}
+
+// --pp-schedule (tessera plan): only the named schedule's pipelines are
+// kept, layouts without a pipeline too; the same rows as the whole search's,
+// less the other schedule's. GPT-2 on 4 H100s, whose best pipeline interleaves
+// (the GPU step runs 1F1B only: a plan for it is made with --pp-schedule 1f1b).
+TEST(InterleavedSearch, APipelineScheduleFilterKeepsThatSchedulesPipelinesOnly) {
+  const Model model = testing::shipped_model("gpt2");
+  const PlanRequest request = on("h100-80g", 4, 16, 1024);
+  const auto all = search_plans(model, request);
+  ASSERT_TRUE(all.ok());
+  const auto first_pipeline = std::find_if(all->plans.begin(), all->plans.end(), [](const Candidate& c) { return c.request.layout.pp > 1; });
+  ASSERT_NE(first_pipeline, all->plans.end());
+  EXPECT_EQ(first_pipeline->request.plugin.pp_schedule, PipelineSchedule::interleaved) << describe_plan(first_pipeline->request);
+  for (PipelineSchedule schedule : {PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved}) {
+    PlanRequest only = request;
+    only.pp_schedule = schedule;
+    const auto filtered = search_plans(model, only);
+    ASSERT_TRUE(filtered.ok());
+    std::vector<std::string> expected, kept;
+    for (const Candidate& c : all->plans) {
+      if (c.request.layout.pp == 1 || c.request.plugin.pp_schedule == schedule) expected.push_back(describe_plan(c.request));
+    }
+    for (const Candidate& c : filtered->plans) kept.push_back(describe_plan(c.request));
+    EXPECT_EQ(kept, expected);
+    EXPECT_TRUE(std::any_of(filtered->plans.begin(), filtered->plans.end(), [](const Candidate& c) { return c.request.layout.pp > 1; }));
+  }
+  PlanRequest gpipe = request;
+  gpipe.pp_schedule = PipelineSchedule::gpipe;
+  const auto refused = search_plans(model, gpipe);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "--pp-schedule gpipe: the search runs ColossalAI's pipelines, 1F1B and interleaved; use --pp-schedule 1f1b or interleaved");
 }
 
 // Every candidate the search offers is one the estimate accepts, under

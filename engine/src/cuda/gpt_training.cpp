@@ -689,7 +689,7 @@ GptTraining::~GptTraining() = default;
 Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                          uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel,
                                                          planner::RecomputeMode recompute, const GpuTensorParallel& tensor_parallel,
-                                                         const GpuPipelineParallel& pipeline) {
+                                                         const GpuPipelineParallel& pipeline, int64_t device_memory_bytes) {
   const planner::ModelConfig& c = model.config;
   const int64_t tp = tensor_parallel.group != nullptr ? tensor_parallel.group->size() : 1;
   const int64_t dp = data_parallel.group != nullptr ? data_parallel.group->size() : 1;
@@ -714,7 +714,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
                                               "an equal share of the MLP; choose a --tp that divides " + std::to_string(c.num_heads) + ", " +
                                               std::to_string(c.num_kv_heads) + " and " + std::to_string(c.intermediate_size));
   }
-  if (options.kind != planner::OptimizerKind::adamw) return make_error(ErrorCode::unsupported, "--gpu: the GPU training step uses AdamW only; leave out --optimizer");
+  if (Status s = check_gpu_optimizer(options.kind); !s) return s.error();
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
   if (recompute == planner::RecomputeMode::op_selective) {
     return make_error(ErrorCode::unsupported, "--recompute op_selective: the GPU training step recomputes none, selective or full");
@@ -776,7 +776,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     s->group = data_parallel.group;
     if (!sharded && !gemini && !fsdp) s->buckets.emplace(part.inventory, s->order, s->numel, plugin.bucket_bytes, static_cast<int64_t>(sizeof(T)));
   }
-  s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger);
+  s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger, device_memory_bytes);
   s->attention = std::make_unique<Attention>(*s->allocator);
   if (!s->attention->error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->attention->error());
   s->library_workspace_bytes = Gemm::kWorkspaceBytes;

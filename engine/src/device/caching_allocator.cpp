@@ -8,6 +8,11 @@ namespace {
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+// The segment a request of `size` (rounded to 512) takes: 2 MiB for the small pool, else the size rounded up to 2 MiB.
+int64_t segment_bytes(int64_t size) {
+  return size <= CachingAllocator::kSmallRequest ? CachingAllocator::kSmallSegment : round_up(size, CachingAllocator::kLargeSegmentRound);
+}
+
 }  // namespace
 
 CachingAllocator::~CachingAllocator() {
@@ -29,7 +34,10 @@ void* CachingAllocator::allocate(int64_t bytes, MemoryCategory category, StreamI
   if (fit == free_blocks.end()) {
     if (!new_segment(size, stream)) {
       release_cached();  // the cache may hold what the device is missing
-      if (!new_segment(size, stream)) throw AllocationFailure(category, bytes);
+      if (!new_segment(size, stream)) {
+        if (over_capacity(segment_bytes(size))) throw AllocationFailure::over_capacity(MemorySpace::device, category, bytes, reserved_, capacity_);
+        throw AllocationFailure(category, bytes);
+      }
     }
     fit = best_fit(size, stream);
   }
@@ -99,10 +107,11 @@ void CachingAllocator::release_cached() {
   }
 }
 
-// A segment for a request of `size` on `stream`: 2 MiB for the small pool, else the size rounded up to 2 MiB.
+// A segment for a request of `size` on `stream`, unless it would pass the capacity or the device refuses it.
 bool CachingAllocator::new_segment(int64_t size, StreamId stream) {
   const bool small = size <= kSmallRequest;
-  const int64_t bytes = small ? kSmallSegment : round_up(size, kLargeSegmentRound);
+  const int64_t bytes = segment_bytes(size);
+  if (over_capacity(bytes)) return false;
   void* memory = source_.allocate(bytes);
   if (memory == nullptr) return false;
   const auto address = reinterpret_cast<uintptr_t>(memory);

@@ -37,6 +37,11 @@ Status check_gpu_plugin(const planner::PluginOptions& plugin) {
   return Status::success();
 }
 
+Status check_gpu_optimizer(planner::OptimizerKind optimizer) {
+  if (optimizer == planner::OptimizerKind::adamw) return Status::success();
+  return make_error(ErrorCode::unsupported, "--optimizer " + std::string(enum_name(optimizer)) + ": the GPU training step uses AdamW only; use --optimizer adamw");
+}
+
 namespace {
 
 // A pipeline: hybrid_parallel's (as on the CPU), GPipe, 1F1B or interleaved, DDP (ZeRO

@@ -21,6 +21,9 @@ class AllocationFailure : public std::bad_alloc {
  public:
   AllocationFailure(MemoryCategory category, int64_t bytes);
   explicit AllocationFailure(std::string message);
+  // A capacity given with `tessera train --device-memory` would be passed:
+  // `bytes` for `category` on top of `in_use` of `capacity` in `space`.
+  static AllocationFailure over_capacity(MemorySpace space, MemoryCategory category, int64_t bytes, int64_t in_use, int64_t capacity);
   const char* what() const noexcept override { return message_.c_str(); }
 
  private:

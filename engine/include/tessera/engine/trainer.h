@@ -82,7 +82,8 @@ struct TrainOptions {
   // A dry run (dry_run()): the ledger books and allocates nothing.
   bool dry_run = false;
   // The device space's capacity in bytes (0: none), as a GPU's memory:
-  // an allocation past it fails with AllocationFailure.
+  // an allocation past it fails with AllocationFailure. On a GPU it caps
+  // the caching allocator instead (cuda/gpu_train.h, device/caching_allocator.h).
   int64_t device_capacity_bytes = 0;
 };
 

@@ -45,6 +45,11 @@ struct PlanRequest {
   // Context parallelism for hybrid_parallel layouts (--cp): 0 tries 1 and, for
   // sequences of kLongSequence tokens or more, 2, 4 and 8; a size tries only it.
   int64_t cp = 0;
+  // Pipelines of this schedule only (--pp-schedule: 1f1b or interleaved;
+  // empty: both); layouts without a pipeline are kept. The other schedule's
+  // pipelines are still simulated (an interleaved layout's chunk count is
+  // predicted from its 1F1B twin), then left out of the plans.
+  std::optional<PipelineSchedule> pp_schedule;
   // Hybrid sharding (--dp-replicate): 1 shards over every data-parallel rank;
   // R > 1 searches only the layouts whose model states shard (FSDP, ZeRO), as
   // R replicas of dp/R ranks.

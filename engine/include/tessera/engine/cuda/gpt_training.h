@@ -195,11 +195,13 @@ class GptTraining {
   // One line, and nothing allocated, for what it does not train: what the
   // CPU model refuses (check_engine_computes), optimizers other than AdamW,
   // torchtitan's op_selective recompute, plugins other than check_gpu_plugin's,
-  // a head size cuDNN's attention refuses, no device.
+  // a head size cuDNN's attention refuses, no device. `device_memory_bytes`
+  // caps its caching allocator (--device-memory; 0: the device's memory).
   static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                      uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {},
                                                      planner::RecomputeMode recompute = planner::RecomputeMode::none,
-                                                     const GpuTensorParallel& tensor_parallel = {}, const GpuPipelineParallel& pipeline = {});
+                                                     const GpuTensorParallel& tensor_parallel = {}, const GpuPipelineParallel& pipeline = {},
+                                                     int64_t device_memory_bytes = 0);
   ~GptTraining();
   GptTraining(const GptTraining&) = delete;
   GptTraining& operator=(const GptTraining&) = delete;

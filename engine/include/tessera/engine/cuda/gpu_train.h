@@ -46,6 +46,10 @@
 // agreed by the ranks at a step boundary) commits the last complete step and
 // returns with TrainMetrics::stopped. The options the step does not run are
 // refused before it by the command (cli/src/train_command.cpp).
+//
+// TrainOptions::device_capacity_bytes (--device-memory) caps each rank's
+// caching allocator, so that a plan for a smaller GPU runs as it would there
+// (an allocation past it fails the step in one line).
 #pragma once
 
 #include <chrono>

@@ -36,6 +36,16 @@
 //   - release_cached() (and the retry after the device refuses) first waits
 //     for those events, then gives back the segments wholly free.
 // A block waiting for its events is booked under `runtime`, like the cache.
+//
+// A capacity (`tessera train --device-memory`) caps what it holds from the
+// device, as PyTorch's set_per_process_memory_fraction caps its allocator
+// (CUDACachingAllocator.cpp at eb42ad6e: allowed_memory_maximum, checked in
+// alloc_block against total_allocated_memory): a segment that would take the
+// reserved bytes past it is refused as the device refuses one (the cache is
+// emptied and the request tried once more), then the request fails naming
+// the capacity, in the CPU engine's words (AllocationFailure::over_capacity).
+// What the allocator does not hand out (the CUDA context, cuBLAS's own
+// workspace, NCCL's buffers) lies outside it, as in PyTorch.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +67,9 @@ class CachingAllocator {
   static constexpr int64_t kSmallSegment = int64_t{2} << 20;
   static constexpr int64_t kLargeSegmentRound = int64_t{2} << 20;
 
-  CachingAllocator(MemorySource& source, EventSource& events, MemoryLedger& ledger) : source_(source), ledger_(ledger), pending_(events) {}
+  // `capacity_bytes`: the most it holds from the device; 0: no cap but the device's own.
+  CachingAllocator(MemorySource& source, EventSource& events, MemoryLedger& ledger, int64_t capacity_bytes = 0)
+      : source_(source), ledger_(ledger), pending_(events), capacity_(capacity_bytes) {}
   // Waits for the pending frees' events, then gives every segment back;
   // blocks still in use are a bug of the caller's.
   ~CachingAllocator();
@@ -75,6 +87,7 @@ class CachingAllocator {
   void release_cached();
 
   int64_t reserved_bytes() const { return reserved_; }  // segments held from the device
+  int64_t capacity_bytes() const { return capacity_; }  // 0: none
   int64_t in_use_bytes() const { return in_use_; }      // blocks handed out (rounded sizes)
   int64_t segments() const { return static_cast<int64_t>(segments_.size()); }
   size_t pending_frees() const { return pending_.size(); }  // freed blocks waiting for other streams
@@ -98,6 +111,7 @@ class CachingAllocator {
 
   FreeSet& pool(bool small) { return small ? small_free_ : large_free_; }
   FreeSet::iterator best_fit(int64_t size, StreamId stream);
+  bool over_capacity(int64_t segment_bytes) const { return capacity_ > 0 && reserved_ + segment_bytes > capacity_; }
   bool new_segment(int64_t size, StreamId stream);
   // Returns the blocks whose streams are done with them to the cache.
   void return_to_cache(const std::vector<uintptr_t>& blocks);
@@ -112,6 +126,7 @@ class CachingAllocator {
   std::map<uintptr_t, Segment> segments_;       // every segment, by address
   FreeSet small_free_, large_free_;
   int64_t reserved_ = 0, in_use_ = 0;
+  int64_t capacity_ = 0;
 };
 
 }  // namespace tessera::engine

@@ -1,6 +1,6 @@
 // Context parallelism in training, under mpirun (-np 2 and 4): hybrid_parallel
 // layouts that split every 32-token sequence over cp ranks (ring attention,
-// model/ring_attention.h), alone or beside data or tensor parallelism, train 5
+// model/ring_attention.h), alone or beside data, tensor or pipeline parallelism, train 5
 // steps and leave the same parameters and loss as one process training the
 // same global batch whole; the checkpoint they write is a data-parallel run's
 // (the model is whole on every context rank) and a resume from it continues
@@ -30,14 +30,14 @@ using training_check::expect;
 
 struct Layout {
   const char* model;
-  int64_t tp, cp;
+  int64_t tp, pp, cp;
   bool sequence_parallel;
   int zero_stage;
 };
 
 std::string name_of(const Layout& c, int64_t dp) {
-  return std::string(c.model) + " dp " + std::to_string(dp) + " × tp " + std::to_string(c.tp) + (c.sequence_parallel ? " + sp" : "") + " × cp " +
-         std::to_string(c.cp) + ", zero " + std::to_string(c.zero_stage);
+  return std::string(c.model) + " dp " + std::to_string(dp) + " × tp " + std::to_string(c.tp) + (c.sequence_parallel ? " + sp" : "") + " × pp " +
+         std::to_string(c.pp) + " × cp " + std::to_string(c.cp) + ", zero " + std::to_string(c.zero_stage);
 }
 
 // The planner's estimate for this rank of the run, as `tessera train` asks for it (cli's cpu_request).
@@ -61,20 +61,21 @@ planner::MemoryEstimate planner_estimate(const planner::Model& model, const Trai
 
 void check(comm::Communicator& world, const Layout& c, const std::string& root) {
   const int rank = world.rank();
-  const int64_t dp = world.size() / (c.tp * c.cp), k = 2;
+  const int64_t dp = world.size() / (c.tp * c.pp * c.cp), k = 2;
   const std::string name = name_of(c, dp);
   const planner::Model model = planner::load_model(c.model).value();
   planner::PluginOptions plugin;
   plugin.kind = planner::PluginKind::hybrid_parallel;
   plugin.zero_stage = c.zero_stage;
-  const planner::ParallelLayout layout{dp, c.tp, 1, c.sequence_parallel, c.cp};
+  const planner::ParallelLayout layout{dp, c.tp, c.pp, c.sequence_parallel, c.cp};
   auto groups = make_process_groups(world, layout);
   if (!groups.ok()) return expect(false, name + ": " + groups.error().message, rank);
   TrainOptions o = training_check::short_run(plugin, k, planner::Precision::fp32);
   o.tensor_parallel_group = groups->tensor.get();
   o.sequence_parallel = c.sequence_parallel;
+  o.pipeline_parallel_group = groups->pipeline.get();
   o.context_parallel_group = groups->context.get();
-  const std::string dir = root + "/" + std::to_string(dp) + "x" + std::to_string(c.tp) + "x" + std::to_string(c.cp) + "-" + c.model +
+  const std::string dir = root + "/" + std::to_string(dp) + "x" + std::to_string(c.tp) + "x" + std::to_string(c.pp) + "x" + std::to_string(c.cp) + "-" + c.model +
                           (c.sequence_parallel ? "-sp" : "") + "-zero" + std::to_string(c.zero_stage);
   auto parallel = training_check::train_into(dir, o, groups->data_context.get(), model, &world);
   expect(parallel.ok(), name + ": " + (parallel.ok() ? "" : parallel.error().message), rank);
@@ -111,9 +112,9 @@ int main() {
   const std::string root = training_check::run_root(*world, "context-parallel-training");
   std::vector<Layout> layouts;
   if (world->size() == 2) {
-    layouts = {{"tiny-gpt2", 1, 2, false, 0}, {"tiny-llama", 1, 2, false, 1}};
+    layouts = {{"tiny-gpt2", 1, 1, 2, false, 0}, {"tiny-llama", 1, 1, 2, false, 1}};
   } else {
-    layouts = {{"tiny-gpt2", 1, 2, false, 1}, {"tiny-llama", 2, 2, true, 0}, {"tiny-llama", 1, 4, false, 0}};
+    layouts = {{"tiny-gpt2", 1, 1, 2, false, 1}, {"tiny-llama", 2, 1, 2, true, 0}, {"tiny-llama", 1, 1, 4, false, 0}, {"tiny-gpt2", 1, 2, 2, false, 1}};
   }
   for (const Layout& layout : layouts) check(*world, layout, root);
   return training_check::finish(*world, root);

@@ -40,6 +40,9 @@ refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 2 --sequence-parallel
 refused ": --cpu-offload: hybrid_parallel on GPUs keeps its optimizer on the device; leave it out" --precision bf16 \
   --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload
+# Context parallelism trains on the CPU only.
+refused ": --cp 2: the GPU training step has no ring attention; train context parallelism on the CPU (--gpu cpu) or with --cp 1" \
+  --precision bf16 --dp 1 --cp 2 --plugin hybrid_parallel
 # A pipeline is hybrid_parallel's too (GPipe or 1F1B, DDP or ZeRO-1 over the dp ranks, with or without tensor parallelism); not
 # interleaved, and not ZeRO-2 (the planner's refusal).
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --micro-batches 4

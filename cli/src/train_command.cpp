@@ -33,6 +33,7 @@
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/ops/workspace.h"
+#include "tessera/engine/cpu_run_request.h"
 #include "tessera/engine/parallel/process_groups.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/trainer.h"
@@ -49,18 +50,6 @@ namespace {
 
 using nlohmann::json;
 using namespace tessera::planner;
-
-// The request the engine's run corresponds to: the options as given, on one
-// rank with no GPU runtime; its workspace is the CPU backend's (planner/cpu_backend.h).
-EstimateRequest cpu_request(EstimateRequest r, const ModelConfig& config) {
-  r.plugin.gradient_as_bucket_view = true;
-  r.assumptions.cuda_context_bytes = 0;
-  r.assumptions.allocator_reserve_fraction = 0;
-  // Attention's scratch holds a rank's own tokens: its share of each sequence under context parallelism.
-  r.assumptions.cublas_workspace_bytes = cpu_workspace_bytes(engine::cpu::backend_threads(), r.local_seq_len(), config.head_dim, r.training.precision);
-  r.assumptions.nccl_bytes_per_group = 0;
-  return r;
-}
 
 // Options `tessera train` shares with `tessera estimate` that describe what
 // the engine does its own way (its DDP buckets are always views of the
@@ -403,7 +392,7 @@ Status write_predicted_trace(const std::string& plan_path, const std::string& pa
 // `tessera train --dry-run`: rank --rank of the plan's world, replayed alone
 // (engine::dry_run); DIR gets config.json, plan.json and metrics.json, no checkpoint.
 int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& options, std::ostream& out, std::ostream& err) {
-  const EstimateRequest request = cpu_request(o.estimate.request, model.config);
+  const EstimateRequest request = engine::cpu_run_request(o.estimate.request, model.config);
   const int64_t ranks = request.layout.world_size();
   if (o.rank < 0 || o.rank >= ranks) {
     return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
@@ -597,7 +586,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
   if (on_gpu) return run_on_gpu(o, model.value(), t, world, device, progress, err, who);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
-  const EstimateRequest request = cpu_request(o.estimate.request, model->config);
+  const EstimateRequest request = engine::cpu_run_request(o.estimate.request, model->config);
   const GpuProfile cpu = run_profile(t);
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);

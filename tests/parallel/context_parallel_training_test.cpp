@@ -15,9 +15,8 @@
 #include <vector>
 
 #include "tessera/engine/comm/mpi.h"
-#include "tessera/engine/ops/workspace.h"
+#include "tessera/engine/cpu_run_request.h"
 #include "tessera/engine/parallel/process_groups.h"
-#include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 #include "training_check.h"
@@ -40,23 +39,18 @@ std::string name_of(const Layout& c, int64_t dp) {
          std::to_string(c.pp) + " × cp " + std::to_string(c.cp) + ", zero " + std::to_string(c.zero_stage);
 }
 
-// The planner's estimate for this rank of the run, as `tessera train` asks for it (cli's cpu_request).
+// The planner's estimate for the run, as `tessera train` asks for it.
 planner::MemoryEstimate planner_estimate(const planner::Model& model, const TrainOptions& o, const planner::ParallelLayout& layout) {
   planner::EstimateRequest r;
   r.layout = layout;
   r.plugin = o.plugin;
-  r.plugin.gradient_as_bucket_view = true;
   r.training.activation_profile = planner::ActivationProfile::tessera;
   r.training.precision = o.precision;
   r.training.optimizer = planner::OptimizerKind::adamw;
   r.training.micro_batch_size = o.micro_batch_size;
   r.training.seq_len = o.seq_len;
   r.training.num_micro_batches = o.num_micro_batches;
-  r.assumptions.cuda_context_bytes = 0;
-  r.assumptions.allocator_reserve_fraction = 0;
-  r.assumptions.cublas_workspace_bytes = planner::cpu_workspace_bytes(cpu::backend_threads(), r.local_seq_len(), model.config.head_dim, o.precision);
-  r.assumptions.nccl_bytes_per_group = 0;
-  return planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), r).value();
+  return planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), cpu_run_request(r, model.config)).value();
 }
 
 void check(comm::Communicator& world, const Layout& c, const std::string& root) {

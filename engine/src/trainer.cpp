@@ -185,10 +185,8 @@ Status TrainingRun<T>::prepare() {
   if (pipeline_group_ != nullptr) {
     if (Status s = check_pipeline(); !s) return s;
   }
-  if (context_.size() > 1 && (o_.plugin.kind != planner::PluginKind::hybrid_parallel || group_.size() % context_.size() != 0)) {
-    return make_error(ErrorCode::invalid_argument, "--cp " + std::to_string(context_.size()) +
-                                                       ": context parallelism is hybrid_parallel's, its gradients reduced over the data- and "
-                                                       "context-parallel ranks together; use --plugin hybrid_parallel");
+  if (context_.size() > 1 && o_.plugin.kind != planner::PluginKind::hybrid_parallel) {
+    return make_error(ErrorCode::invalid_argument, "--cp " + std::to_string(context_.size()) + ": context parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
   }
   auto control = world_.split(0, world_.rank(), "control");
   if (!control) return control.error();

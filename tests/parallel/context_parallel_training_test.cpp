@@ -5,7 +5,8 @@
 // same global batch whole; the checkpoint they write is a data-parallel run's
 // (the model is whole on every context rank) and a resume from it continues
 // the run. The ledger of every rank books, category by category, what the
-// planner estimates for that rank (the ring's buffers among its activations).
+// planner estimates for that rank (the ring's buffers among its activations),
+// and the ring sends the blocks the planner counts.
 //
 // Tolerance, fp32: the ranks add the blocks' attention and the tokens'
 // gradients in another order than one process does, so the parameters
@@ -17,6 +18,7 @@
 #include "tessera/engine/comm/mpi.h"
 #include "tessera/engine/cpu_run_request.h"
 #include "tessera/engine/parallel/process_groups.h"
+#include "tessera/planner/context_parallel.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 #include "training_check.h"
@@ -87,6 +89,16 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
     expect(measured == planned, name + ": " + std::string(to_string(category)) + " peaked at " + std::to_string(measured) + " bytes, the planner says " +
                                     std::to_string(planned), rank);
   }
+  // The ring's sends over 5 steps of k micro-batches through this rank's blocks: planner/context_parallel.h's count, which the simulator times.
+  const int64_t layers = row->last_layer - row->first_layer + 1, steps = 5;
+  const planner::RingSends per_layer = planner::ring_sends(c.cp);
+  const int64_t sends = steps * k * layers * (per_layer.forward + per_layer.backward);
+  const int64_t bytes = sends * planner::ring_block_elements(o.micro_batch_size, o.seq_len / c.cp, model.config.kv_width(), c.tp) * 4;
+  const comm::CommCounters& ring = groups->context->counters();
+  expect(ring.calls_of(comm::Collective::send) == sends && ring.bytes_of(comm::Collective::send) == bytes,
+         name + ": the ring sent " + std::to_string(ring.calls_of(comm::Collective::send)) + " blocks, " +
+             std::to_string(ring.bytes_of(comm::Collective::send)) + " bytes; the planner counts " + std::to_string(sends) + ", " + std::to_string(bytes),
+         rank);
   const auto saved_after_five = rank == 0 ? training_check::read_model(dir, model) : std::vector<std::vector<float>>{};
   // Resumed for 2 more steps in the same layout.
   o.steps = 7;

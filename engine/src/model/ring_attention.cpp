@@ -42,15 +42,6 @@ void pack_keys_values(T* block, const T* k, const T* v, const cpu::AttentionShap
   }
 }
 
-template <typename T>
-void unpack_keys_values(T* k, T* v, const T* block, const cpu::AttentionShape& s) {
-  const int64_t width = s.KVH * s.HS, rows = s.B * s.T;
-  for (int64_t r = 0; r < rows; ++r) {
-    std::copy_n(block + r * width, width, k + r * s.kv_stride);
-    std::copy_n(block + (rows + r) * width, width, v + r * s.kv_stride);
-  }
-}
-
 // dst rows [first, first + rows) of each sample += src's, row widths `width`, strides as given.
 template <typename T>
 void add_rows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t width, int64_t B, int64_t Tn, int64_t first, int64_t rows) {
@@ -117,37 +108,42 @@ void ContextParallel::attention_forward(T* out, compute_t<T>* lse, const T* q, c
   }
 }
 
+// Each block's key/value gradient accumulates as it travels: rank j + 1 (which
+// first holds block j after its owner) starts it, each later rank adds its
+// share and passes it on with the next block, and the last hands it home, where
+// the owner's own share waits in dk, dv: cp − 1 hops, as a ring
+// reduce-scatter's (the simulator's cost, simulate.cpp).
 template <typename T>
 void ContextParallel::attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out, const compute_t<T>* lse,
                                          const cpu::AttentionShape& s, const RingBuffers<T>& ring, cpu::Workspace<compute_t<T>>& workspace) {
-  if (group_ == nullptr) {
-    cpu::attention_backward(dq, dk, dv, dout, q, k, v, out, lse, s, workspace);
-    return;
-  }
+  cpu::attention_backward(dq, dk, dv, dout, q, k, v, out, lse, s, workspace);  // this rank's own block
+  if (group_ == nullptr) return;
   const int64_t width = s.KVH * s.HS, block = s.B * s.T * width, q_width = s.NH * s.HS;
-  cpu::AttentionShape own = s;
-  own.dkv_stride = width;
   pack_keys_values(ring.kv[0], k, v, s);
-  cpu::attention_backward(dq, ring.kv_grad[0], ring.kv_grad[0] + block, dout, q, k, v, out, lse, own, workspace);
-  int held = 0;
+  int held = 0, travelling = 0;  // which kv and which kv_grad buffer hold the block at hand and its gradient
   for (int64_t step = 1; step < size(); ++step) {
     pass_on(ring.kv[held], ring.kv[1 - held], 2 * block);
-    pass_on(ring.kv_grad[held], ring.kv_grad[1 - held], 2 * block);
+    if (step > 1) pass_on(ring.kv_grad[travelling], ring.kv_grad[1 - travelling], 2 * block);
     if (!status_.ok()) return;
     held = 1 - held;
+    if (step > 1) travelling = 1 - travelling;
     const VisiblePart part = visible_part((rank() + size() - step) % size(), rank(), s.T);
     const int64_t first = part.first_query;
     const T* keys = ring.kv[held];
-    T* share = ring.kv_grad[1 - held];  // free: the block it held has gone on
+    T* gradient = ring.kv_grad[travelling];
+    T* share = ring.kv_grad[1 - travelling];  // free: the gradient it held has gone on
     cpu::attention_backward(ring.partial + first * q_width, share, share + block, dout + first * q_width, q + first * s.q_stride, keys, keys + block,
                             out + first * q_width, lse + first, part_shape(s, part), workspace);
     add_rows(dq, s.q_stride, ring.partial, q_width, q_width, s.B, s.T, first, part.query_rows);
-    add_rows(ring.kv_grad[held], width, share, width, width, s.B, s.T, 0, part.key_rows);
-    add_rows(ring.kv_grad[held] + block, width, share + block, width, width, s.B, s.T, 0, part.key_rows);
+    if (step == 1) std::fill(gradient, gradient + 2 * block, T{});
+    add_rows(gradient, width, share, width, width, s.B, s.T, 0, part.key_rows);
+    add_rows(gradient + block, width, share + block, width, width, s.B, s.T, 0, part.key_rows);
   }
-  pass_on(ring.kv_grad[held], ring.kv_grad[1 - held], 2 * block);  // each block's gradient home
+  pass_on(ring.kv_grad[travelling], ring.kv_grad[1 - travelling], 2 * block);  // each block's gradient home
   if (!status_.ok()) return;
-  unpack_keys_values(dk, dv, ring.kv_grad[1 - held], s);
+  const T* home = ring.kv_grad[1 - travelling];
+  add_rows(dk, s.kv_stride, home, width, width, s.B, s.T, 0, s.T);
+  add_rows(dv, s.kv_stride, home + block, width, width, s.B, s.T, 0, s.T);
 }
 
 #define TESSERA_RING_ATTENTION(T)                                                                                                                           \

@@ -26,8 +26,9 @@
 //    for backward (SDPA attention).
 //  - `tessera`: exactly what Tessera's engine keeps: no dropout; a
 //    FlashAttention-2 attention that keeps its output and one fp32
-//    log-sum-exp per query row and head (no s² term); norm statistics in fp32; plus the working set of recomputing one layer and the
-//    activation-gradient scratch of the backward pass. The engine's memory
+//    log-sum-exp per query row and head (no s² term); norm statistics in fp32; plus the working set of recomputing one layer, the
+//    activation-gradient scratch of the backward pass and, under context
+//    parallelism, the ring attention's buffers. The engine's memory
 //    ledger tests hold the two equal.
 //  - `tessera_gpu`: what the engine's GPU step keeps: `tessera` with 16-bit
 //    logits (its fused cross-entropy never holds fp32 ones) and the device

@@ -32,4 +32,19 @@ struct ContextSplit {
   }
 };
 
+// The ring's traffic (Transformer Engine's AttnFuncWithCPAndKVP2P): each step
+// a rank sends one block, its keys and values for its b · s/cp tokens,
+// kv_width/tp wide each; per layer and micro-batch cp − 1 steps forward (an
+// all-gather's ring) and 2 · (cp − 1) backward (the blocks again, and their
+// gradients as a reduce-scatter's ring): what the simulator times and the
+// engine's ring attention sends (which, recomputing attention, sends the
+// forward's again).
+inline int64_t ring_block_elements(int64_t micro_batch, int64_t local_seq_len, int64_t kv_width, int64_t tp) {
+  return 2 * micro_batch * local_seq_len * kv_width / tp;
+}
+struct RingSends {
+  int64_t forward = 0, backward = 0;  // per layer and micro-batch
+};
+inline RingSends ring_sends(int64_t cp) { return RingSends{cp - 1, 2 * (cp - 1)}; }
+
 }  // namespace tessera::planner

@@ -71,7 +71,8 @@ class TrainingRun {
   using W = compute_t<T>;
 
   TrainingRun(const planner::Model& model, const TrainOptions& o, const TokenDataset& data, std::ostream& progress, bool terminal)
-      : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data, group_size(o.data_parallel_group) / group_size(o.context_parallel_group))),
+      : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal),
+        settings_(run_settings(model, o, data, group_size(o.data_parallel_group) / group_size(o.context_parallel_group))),
         placement_(placement_of(o)), stage_model_(planner::stage_model(model, placement_)),
         local_model_(planner::tp_rank_model(stage_model_, group_size(o.tensor_parallel_group))),
         own_group_(o.data_parallel_group == nullptr ? comm::make_local_communicator() : nullptr),
@@ -225,8 +226,10 @@ Status TrainingRun<T>::prepare() {
   committed_step_ = metrics_.checkpoint_step = start_.step;
   tokens_.resize(static_cast<size_t>(o_.micro_batch_size * o_.seq_len / context_.size()));
   targets_.resize(tokens_.size());
-  whole_tokens_.resize(static_cast<size_t>(o_.micro_batch_size * o_.seq_len));
-  whole_targets_.resize(whole_tokens_.size());
+  if (context_.size() > 1) {
+    whole_tokens_.resize(static_cast<size_t>(o_.micro_batch_size * o_.seq_len));
+    whole_targets_.resize(whole_tokens_.size());
+  }
   return Status::success();
 }
 
@@ -406,7 +409,9 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
   if (Status s = parallel_->reduce_gradients(); !s) return s.error();
   timeline_.record(TimelineKind::gradient_reduction, TimelineLane::compute, reduction_start, Timeline::Clock::now());
   // Every rank of a tensor-parallel group computed the same loss, and only the
-  // last stage of a pipeline computes it: the mean over the data-parallel ranks.
+  // last stage of a pipeline computes it: the mean over the data-parallel
+  // ranks. A context rank's is the mean over its equal share of the tokens,
+  // so the context ranks' mean is their sequences'.
   if (world_.size() > 1) {
     if (Status s = control_->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
     loss /= static_cast<double>(world_.size() / group_size(pipeline_group_));

@@ -1,12 +1,13 @@
 // Context parallelism in training, under mpirun (-np 2 and 4): hybrid_parallel
 // layouts that split every 32-token sequence over cp ranks (ring attention,
-// model/ring_attention.h), alone or beside data, tensor or pipeline parallelism, train 5
-// steps and leave the same parameters and loss as one process training the
-// same global batch whole; the checkpoint they write is a data-parallel run's
-// (the model is whole on every context rank) and a resume from it continues
-// the run. The ledger of every rank books, category by category, what the
-// planner estimates for that rank (the ring's buffers among its activations),
-// and the ring sends the blocks the planner counts.
+// model/ring_attention.h), alone or beside data, tensor or pipeline
+// parallelism, train 5 steps and leave the same parameters and loss as one
+// process training the same global batch whole; the checkpoint they write is
+// a data-parallel run's (the model is whole on every context rank) and a
+// resume from it, in the same layout or on one process, continues the run.
+// The ledger of every rank books, category by category, what the planner
+// estimates for that rank (the ring's buffers among its activations), and the
+// ring sends the blocks the planner counts.
 //
 // Tolerance, fp32: the ranks add the blocks' attention and the tokens'
 // gradients in another order than one process does, so the parameters
@@ -108,6 +109,16 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   if (rank != 0) return;
   // One process, the same global batch (dp · k micro-batches of whole sequences).
   training_check::expect_one_process_agrees(name, dir, saved_after_five, parallel.value(), dp * k, planner::Precision::fp32, model, 1e-5);
+  // The checkpoint is a data-parallel run's: one process continues it on the same global batch.
+  planner::PluginOptions one_rank;
+  one_rank.kind = planner::PluginKind::torch_ddp;
+  TrainOptions single = training_check::short_run(one_rank, dp * k, planner::Precision::fp32);
+  single.steps = 8;
+  single.resume = true;
+  auto continued = training_check::train_into(dir, single, nullptr, model);
+  expect(continued.ok() && continued->first_step == 8, name + ": one process resuming the checkpoint: " +
+                                                           (continued.ok() ? "began at step " + std::to_string(continued->first_step) : continued.error().message),
+         rank);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/ops/workspace.h"
+#include "tessera/engine/cpu_run_request.h"
 #include "tessera/engine/parallel/process_groups.h"
 #include "tessera/engine/parallel/strategy.h"
 #include "tessera/engine/trainer.h"
@@ -48,17 +49,6 @@ namespace {
 
 using nlohmann::json;
 using namespace tessera::planner;
-
-// The request the engine's run corresponds to: the options as given, on one
-// rank with no GPU runtime; its workspace is the CPU backend's (planner/cpu_backend.h).
-EstimateRequest cpu_request(EstimateRequest r, const ModelConfig& config) {
-  r.plugin.gradient_as_bucket_view = true;
-  r.assumptions.cuda_context_bytes = 0;
-  r.assumptions.allocator_reserve_fraction = 0;
-  r.assumptions.cublas_workspace_bytes = cpu_workspace_bytes(engine::cpu::backend_threads(), r.training.seq_len, config.head_dim, r.training.precision);
-  r.assumptions.nccl_bytes_per_group = 0;
-  return r;
-}
 
 // The request the GPU step's run corresponds to: its DDP buckets are views of
 // the gradients, and the NCCL communicator sums in rank order through a
@@ -140,9 +130,9 @@ Status check_engine_supports(const EstimateRequest& r, bool on_gpu) {
     return make_error(ErrorCode::unsupported, "--recompute op_selective is torchtitan's policy, for estimates of its runs; "
                                               "the engine recomputes none, selective or full");
   }
-  if (r.layout.cp > 1) {
+  if (r.layout.cp > 1 && on_gpu) {
     return make_error(ErrorCode::unsupported, "--cp " + std::to_string(r.layout.cp) +
-                                                  ": the engine has no context parallelism (ring attention); train with --cp 1");
+                                                  ": the GPU training step has no ring attention; train context parallelism on the CPU (--gpu cpu) or with --cp 1");
   }
   if (r.plugin.runtime != Runtime::colossalai) {
     return make_error(ErrorCode::unsupported, "--runtime " + std::string(enum_name(r.plugin.runtime)) +
@@ -161,7 +151,8 @@ Status check_engine_supports(const EstimateRequest& r, bool on_gpu) {
 // The layout's ranks against those the launcher started (`ranks`).
 Status check_launched_ranks(const planner::ParallelLayout& layout, int ranks) {
   if (layout.world_size() == ranks) return Status::success();
-  const std::string sizes = "dp " + std::to_string(layout.dp) + " × tp " + std::to_string(layout.tp) + " × pp " + std::to_string(layout.pp);
+  const std::string sizes = "dp " + std::to_string(layout.dp) + " × tp " + std::to_string(layout.tp) + " × pp " + std::to_string(layout.pp) +
+                            (layout.cp > 1 ? " × cp " + std::to_string(layout.cp) : "");
   return make_error(ErrorCode::invalid_argument, sizes + " needs " + std::to_string(layout.world_size()) + " ranks but " +
                                                      (ranks == 1 ? std::string("no launcher started other ranks") : "mpirun started " + std::to_string(ranks)) +
                                                      "; launch with mpirun -np " + std::to_string(layout.world_size()) + " tessera train ...");
@@ -388,7 +379,7 @@ void resolve_auto_placement(const MemoryEstimate& estimate, engine::TrainOptions
 // `tessera train --dry-run`: rank --rank of the plan's world, replayed alone
 // (engine::dry_run); DIR gets config.json, plan.json and metrics.json, no checkpoint.
 int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::TrainOptions& options, std::ostream& out, std::ostream& err) {
-  const EstimateRequest request = cpu_request(o.estimate.request, model.config);
+  const EstimateRequest request = engine::cpu_run_request(o.estimate.request, model.config);
   const int64_t ranks = request.layout.world_size();
   if (o.rank < 0 || o.rank >= ranks) {
     return fail(err, "--rank " + std::to_string(o.rank) + ": the plan has ranks 0 to " + std::to_string(ranks - 1) + "; give one of them");
@@ -398,7 +389,7 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (!estimate) return fail(err, estimate.error().message);
   engine::TrainOptions t = options;
   resolve_auto_placement(estimate.value(), t);
-  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model, request.layout.dp); !s) return fail(err, s.error().message);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model, request.layout.data_ranks()); !s) return fail(err, s.error().message);
   auto config_text = model_config_text(o.estimate.model);
   if (!config_text) return fail(err, config_text.error().message);
   config_text = checkpoint_config_text(config_text.value());
@@ -409,12 +400,16 @@ int run_dry_run(const TrainCliOptions& o, const Model& model, const engine::Trai
   if (Status s = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out"); !s) return fail(err, s.error().message);
   // This rank's groups as the plan lays them out (planner/rank_groups.h), answered locally.
   const planner::RankCoordinates at = planner::rank_coordinates(request.layout, o.rank);
-  const auto data_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.dp_rank), static_cast<int>(request.layout.dp));
+  // Gradients reduce over the data- and context-parallel ranks together (ProcessGroups::data_context).
+  const auto data_group = engine::comm::make_dry_run_communicator(static_cast<int>(planner::data_context_rank(request.layout, o.rank)),
+                                                                  static_cast<int>(request.layout.data_ranks()));
+  const auto context_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.cp_rank), static_cast<int>(request.layout.cp));
   const auto tensor_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.tp_rank), static_cast<int>(request.layout.tp));
   const auto pipeline_group = engine::comm::make_dry_run_communicator(static_cast<int>(at.pp_rank), static_cast<int>(request.layout.pp));
   t.data_parallel_group = data_group.get();
   t.tensor_parallel_group = tensor_group.get();
   t.pipeline_parallel_group = pipeline_group.get();
+  t.context_parallel_group = context_group.get();
   t.pipeline_schedule = request.plugin.pp_schedule;
   t.model_chunks = request.plugin.model_chunks();
   t.sequence_parallel = request.layout.sequence_parallel;
@@ -604,13 +599,13 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   if (Status s = engine::check_engine_computes(model->config, t.seq_len); !s) return failed(s.error().message);
   if (on_gpu) return run_on_gpu(o, planned, model.value(), t, world, progress, err, who);
   if (o.dry_run) return run_dry_run(o, model.value(), t, out, err);
-  const EstimateRequest request = cpu_request(o.estimate.request, model->config);
+  const EstimateRequest request = engine::cpu_run_request(o.estimate.request, model->config);
   const GpuProfile cpu = run_profile(host_cpu_profile(), t);
   auto estimate = estimate_memory(model.value(), cpu, request);
   if (!estimate) return failed(estimate.error().message);
   if (Status s = check_device_memory(t, estimate.value()); !s) return failed(s.error().message);
   resolve_auto_placement(estimate.value(), t);
-  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), request.layout.dp); !s) return failed(s.error().message);
+  if (Status s = engine::check_data_parallel_supported(t.plugin, t.precision, model.value(), request.layout.data_ranks()); !s) return failed(s.error().message);
   auto data_bytes = engine::token_memory_bytes(t.data_path);
   if (!data_bytes) return failed(data_bytes.error().message);
   if (Status s = check_memory(o.estimate.model, estimate.value(), data_bytes.value()); !s) return failed(s.error().message);
@@ -634,9 +629,10 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   // The plan's groups, in the planner's rank order (process_groups.h).
   auto groups = engine::make_process_groups(world, request.layout);
   if (!groups) return failed(groups.error().message);
-  t.data_parallel_group = groups->data.get();
+  t.data_parallel_group = groups->data_context.get();
   t.tensor_parallel_group = groups->tensor.get();
   t.pipeline_parallel_group = groups->pipeline.get();
+  t.context_parallel_group = groups->context.get();
   t.pipeline_schedule = request.plugin.pp_schedule;
   t.model_chunks = request.plugin.model_chunks();
   t.sequence_parallel = request.layout.sequence_parallel;

@@ -185,7 +185,8 @@ Result<std::vector<CheckpointFile>> write_sharded_checkpoint_files(const std::st
 }
 
 std::map<std::string, std::string> shard_layout_metadata(const planner::Model& model, const planner::PluginOptions& plugin, int64_t dp) {
-  std::map<std::string, std::string> layout{{"plugin", std::string(enum_name(plugin.kind))}};
+  // The ZeRO stage too: hybrid_parallel shards only from stage 1 on, which its kind alone does not say.
+  std::map<std::string, std::string> layout{{"plugin", std::string(enum_name(plugin.kind))}, {"zero_stage", std::to_string(plugin.effective_zero_stage())}};
   if (plugin.kind == planner::PluginKind::gemini) layout["chunk_size"] = std::to_string(planner::gemini_chunk_size(model.inventory, plugin.gemini, dp));
   return layout;
 }
@@ -359,8 +360,15 @@ Result<TrainingPosition> load_checkpoint(const CommittedCheckpoint& checkpoint, 
   const auto kind_saved = plugin == metadata.end() ? std::nullopt : parse_enum<planner::PluginKind>(plugin->second);
   if (!kind_saved) return make_error(ErrorCode::parse_error, first_shard + ": metadata lacks the 'plugin' that laid the shards out");
   saved.kind = *kind_saved;
-  // hybrid_parallel writes shard files at ZeRO stage 1 or 2 only, which shard alike (planner::optimizer_layout).
-  if (saved.kind == planner::PluginKind::hybrid_parallel) saved.zero_stage = 1;
+  if (metadata.contains("zero_stage")) {
+    auto stage = metadata_integer(metadata, "zero_stage", first_shard);
+    if (!stage) return stage.error();
+    saved.zero_stage = static_cast<int>(stage.value());
+  } else if (saved.kind == planner::PluginKind::hybrid_parallel) {
+    // Written before the stage was recorded: hybrid_parallel writes shard files at ZeRO stage 1 or 2 only, which shard alike
+    // (planner::optimizer_layout).
+    saved.zero_stage = 1;
+  }
   if (saved.kind == planner::PluginKind::gemini) {
     auto chunk = metadata_integer(metadata, "chunk_size", first_shard);
     if (!chunk) return chunk.error();

@@ -38,6 +38,15 @@ planner::PipelinePlacement placement_of(const TrainOptions& o) {
   return planner::PipelinePlacement{pipeline->size(), pipeline->rank(), o.model_chunks};
 }
 
+// This rank's chunks of each of the B sequences of S tokens in `whole`
+// (planner/context_parallel.h), into `local` (B, S / cp).
+void take_context_chunks(int32_t* local, const int32_t* whole, int64_t B, int64_t S, const planner::ContextSplit& split) {
+  const int64_t local_len = S / split.cp;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < local_len; ++i) local[b * local_len + i] = whole[b * S + split.global_position(i, local_len)];
+  }
+}
+
 void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, double loss, double tokens_per_s, double elapsed_s, double done) {
   const double eta = elapsed_s / done * static_cast<double>(steps - step);
   char line[160];
@@ -62,14 +71,16 @@ class TrainingRun {
   using W = compute_t<T>;
 
   TrainingRun(const planner::Model& model, const TrainOptions& o, const TokenDataset& data, std::ostream& progress, bool terminal)
-      : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal), settings_(run_settings(model, o, data, group_size(o.data_parallel_group))),
+      : model_(model), o_(o), data_(data), progress_(progress), terminal_(terminal),
+        settings_(run_settings(model, o, data, group_size(o.data_parallel_group) / group_size(o.context_parallel_group))),
         placement_(placement_of(o)), stage_model_(planner::stage_model(model, placement_)),
         local_model_(planner::tp_rank_model(stage_model_, group_size(o.tensor_parallel_group))),
         own_group_(o.data_parallel_group == nullptr ? comm::make_local_communicator() : nullptr),
         group_(o.data_parallel_group != nullptr ? *o.data_parallel_group : *own_group_),
         world_(o.world_group != nullptr ? *o.world_group : group_),
         tensor_group_(group_size(o.tensor_parallel_group) > 1 ? o.tensor_parallel_group : nullptr),
-        pipeline_group_(group_size(o.pipeline_parallel_group) > 1 ? o.pipeline_parallel_group : nullptr) {
+        pipeline_group_(group_size(o.pipeline_parallel_group) > 1 ? o.pipeline_parallel_group : nullptr),
+        context_(group_size(o.context_parallel_group) > 1 ? o.context_parallel_group : nullptr) {
     if (o.dry_run) metrics_.ledger = MemoryLedger::dry_run();
     metrics_.ledger.set_capacity(MemorySpace::device, o.dry_run ? 0 : o.device_capacity_bytes);
   }
@@ -113,8 +124,10 @@ class TrainingRun {
   // Sums the tied embedding's gradient with its copy's on the other end of the pipeline.
   Status sum_tied_embedding_gradients();
   OptimizerShard& optimizer() { return parallel_->optimizer(); }
-  // Tokens of one step over all ranks.
-  int64_t tokens_per_step() const { return group_.size() * o_.num_micro_batches * o_.micro_batch_size * o_.seq_len; }
+  // Tokens of one step over all ranks: the context ranks of a data-parallel rank share its sequences.
+  int64_t tokens_per_step() const { return group_.size() / context_.size() * o_.num_micro_batches * o_.micro_batch_size * o_.seq_len; }
+  // Reads the next micro-batch into tokens, targets (this rank's chunks of it under context parallelism).
+  void next_micro_batch(int32_t* tokens, int32_t* targets);
 
   const planner::Model& model_;
   const TrainOptions& o_;
@@ -133,6 +146,7 @@ class TrainingRun {
   comm::Communicator& world_;                      // every rank of the run
   comm::Communicator* tensor_group_;               // null without tensor parallelism
   comm::Communicator* pipeline_group_;             // null without pipeline parallelism
+  const ContextParallel context_;                  // which chunks of each sequence this rank keeps
   // The first and the last stage, which both hold the tied embedding (null: none here).
   std::unique_ptr<comm::Communicator> embedding_group_;
   std::unique_ptr<comm::Communicator> own_tensor_group_;  // one rank, for a pipeline's checkpoints without tensor parallelism
@@ -153,7 +167,8 @@ class TrainingRun {
   int64_t start_of_step_ = 0;  // the data position of the step in progress
   int64_t committed_step_ = 0;
   Clock::time_point started_ = Clock::now();
-  std::vector<int32_t> tokens_, targets_;
+  std::vector<int32_t> tokens_, targets_;  // the micro-batch this rank computes
+  std::vector<int32_t> whole_tokens_, whole_targets_;  // its whole sequences, under context parallelism
   std::vector<std::vector<int32_t>> step_tokens_, step_targets_;  // a pipeline's micro-batches of the step
   Timeline timeline_;  // this rank's last step
 };
@@ -170,6 +185,9 @@ Status TrainingRun<T>::prepare() {
   }
   if (pipeline_group_ != nullptr) {
     if (Status s = check_pipeline(); !s) return s;
+  }
+  if (context_.size() > 1 && o_.plugin.kind != planner::PluginKind::hybrid_parallel) {
+    return make_error(ErrorCode::invalid_argument, "--cp " + std::to_string(context_.size()) + ": context parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
   }
   auto control = world_.split(0, world_.rank(), "control");
   if (!control) return control.error();
@@ -191,8 +209,8 @@ Status TrainingRun<T>::prepare() {
   }
   parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_, o_.gemini_parameter_chunks_on_host);
   parallel_->set_model_parallel(tensor_group_, pipeline_group_, planner::counted_in_gradient_norm(local_model_, tensor_group_ != nullptr ? tensor_group_->rank() : 0));
-  auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len, o_.seed, o_.recompute, parallel_->storage(),
-                                        o_.tensor_parallel_group, o_.sequence_parallel, placement_);
+  auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len / context_.size(), o_.seed, o_.recompute, parallel_->storage(),
+                                        o_.tensor_parallel_group, o_.sequence_parallel, placement_, o_.context_parallel_group);
   if (!created) return created.error();
   net_.emplace(std::move(created).value());
   if (pipeline_group_ != nullptr) pipeline_.emplace(*net_, *pipeline_group_, metrics_.ledger, o_.pipeline_schedule, o_.num_micro_batches);
@@ -206,9 +224,21 @@ Status TrainingRun<T>::prepare() {
   loader_.emplace(data_, o_.micro_batch_size, o_.seq_len, start_.data_position);
   metrics_.first_step = start_.step + 1;
   committed_step_ = metrics_.checkpoint_step = start_.step;
-  tokens_.resize(static_cast<size_t>(o_.micro_batch_size * o_.seq_len));
+  tokens_.resize(static_cast<size_t>(o_.micro_batch_size * o_.seq_len / context_.size()));
   targets_.resize(tokens_.size());
+  if (context_.size() > 1) {
+    whole_tokens_.resize(static_cast<size_t>(o_.micro_batch_size * o_.seq_len));
+    whole_targets_.resize(whole_tokens_.size());
+  }
   return Status::success();
+}
+
+template <typename T>
+void TrainingRun<T>::next_micro_batch(int32_t* tokens, int32_t* targets) {
+  if (context_.size() == 1) return loader_->next(tokens, targets);
+  loader_->next(whole_tokens_.data(), whole_targets_.data());
+  take_context_chunks(tokens, whole_tokens_.data(), o_.micro_batch_size, o_.seq_len, context_.split());
+  take_context_chunks(targets, whole_targets_.data(), o_.micro_batch_size, o_.seq_len, context_.split());
 }
 
 // Collective: rank 0's decision goes to every rank, then each rank loads what it holds.
@@ -347,7 +377,8 @@ template <typename T>
 Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_scale) {
   parallel_->zero_gradients();
   const int64_t k = o_.num_micro_batches, sequence_tokens = o_.micro_batch_size * o_.seq_len;
-  loader_->seek(rank_share_position(start_of_step_, group_.rank(), k, sequence_tokens));
+  // The data-parallel rank: the group's ranks ascend as cp_rank + cp · dp_rank (planner::data_context_rank).
+  loader_->seek(rank_share_position(start_of_step_, group_.rank() / static_cast<int>(context_.size()), k, sequence_tokens));
   double loss = 0;
   if (pipeline_group_ != nullptr) {
     auto stage_loss = run_pipeline(loss_scale);
@@ -361,7 +392,7 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
   for (int64_t micro = 0; micro < k && pipeline_group_ == nullptr; ++micro) {
     // On several ranks the stop is agreed at step boundaries (run()), so that no rank abandons a step the others finish.
     if (world_.size() == 1 && stop_requested()) return std::optional<double>();
-    loader_->next(tokens_.data(), targets_.data());
+    next_micro_batch(tokens_.data(), targets_.data());
     const auto forward_start = Timeline::Clock::now();
     loss = add_micro_batch_loss(loss, net_->forward(tokens_.data(), targets_.data()), k);
     const auto backward_start = Timeline::Clock::now();
@@ -378,7 +409,9 @@ Result<std::optional<double>> TrainingRun<T>::accumulate_gradients(double loss_s
   if (Status s = parallel_->reduce_gradients(); !s) return s.error();
   timeline_.record(TimelineKind::gradient_reduction, TimelineLane::compute, reduction_start, Timeline::Clock::now());
   // Every rank of a tensor-parallel group computed the same loss, and only the
-  // last stage of a pipeline computes it: the mean over the data-parallel ranks.
+  // last stage of a pipeline computes it: the mean over the data-parallel
+  // ranks. A context rank's is the mean over its equal share of the tokens,
+  // so the context ranks' mean is their sequences'.
   if (world_.size() > 1) {
     if (Status s = control_->all_reduce(&loss, &loss, 1, comm::DataType::f64, comm::ReduceOp::sum); !s) return s.error();
     loss /= static_cast<double>(world_.size() / group_size(pipeline_group_));
@@ -398,7 +431,7 @@ Result<double> TrainingRun<T>::run_pipeline(double loss_scale) {
   for (size_t m = 0; m < k; ++m) {
     step_tokens_[m].resize(tokens_.size());
     step_targets_[m].resize(targets_.size());
-    loader_->next(step_tokens_[m].data(), step_targets_[m].data());
+    next_micro_batch(step_tokens_[m].data(), step_targets_[m].data());
   }
   parallel_->prepare_backward(false);
   const auto scale = static_cast<W>(micro_batch_gradient_scale(loss_scale, static_cast<int64_t>(k), parallel_->ranks()));

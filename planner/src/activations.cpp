@@ -177,6 +177,15 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   // for values, one for gradients.
   t.backward_scratch.push_back(term("sequence_gathered", h, dt, Split::gathered));
   t.backward_scratch.push_back(term("sequence_gathered_grad", h, dt, Split::gathered));
+  // Context parallelism's ring attention (engine/include/tessera/engine/model/ring_attention.h):
+  // two key-value blocks, the one at hand and the one arriving from the
+  // previous rank, and in backward two blocks of their gradients travelling
+  // with them; one block's output (forward) or query gradient (backward)
+  // before it is merged, with its log-sum-exp.
+  t.backward_scratch.push_back(term("ring_kv", 4 * c.kv_width(), dt, Split::ring));
+  t.backward_scratch.push_back(term("ring_kv_grad", 4 * c.kv_width(), dt, Split::ring));
+  t.backward_scratch.push_back(term("ring_partial", c.q_width(), dt, Split::ring));
+  t.backward_scratch.push_back(term("ring_partial_lse", c.num_heads, kFp32, Split::ring));
   t.counts_recompute_working_set = true;
   return t;
 }
@@ -241,12 +250,14 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
 // (padded) vocabulary rows on each rank, ⌈width / tp⌉ (tensor_parallel.h pads
 // the vocabulary up to a multiple of tp); under sequence parallelism a
 // sequence term keeps ⌈tokens / tp⌉ tokens and a gathered one all of them
-// (it is absent otherwise); a whole term is never divided.
+// (it is absent otherwise); a ring term, present only under context
+// parallelism, divides as a tensor-parallel one; a whole term is never divided.
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape) {
   int64_t per_token = term.elements_per_token * (term.per_key_position ? shape.seq_len : 1);
   int64_t tokens = term.per_micro_batch ? 1 : term.per_position ? shape.seq_len : shape.micro_batch_size * shape.seq_len;
   if (term.split == ActivationSplit::gathered && !shape.sequence_parallel) return 0;
-  if (term.split == ActivationSplit::tensor_parallel) {
+  if (term.split == ActivationSplit::ring && shape.cp == 1) return 0;
+  if (term.split == ActivationSplit::tensor_parallel || term.split == ActivationSplit::ring) {
     per_token = (per_token + shape.tp - 1) / shape.tp;
   } else if (term.split == ActivationSplit::sequence && shape.sequence_parallel) {
     tokens = (tokens + shape.tp - 1) / shape.tp;

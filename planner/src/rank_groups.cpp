@@ -72,4 +72,14 @@ std::vector<int64_t> group_members(const ParallelLayout& l, int64_t rank, MeshAx
   return members;
 }
 
+int64_t data_context_group_index(const ParallelLayout& l, int64_t rank) {
+  const RankCoordinates c = rank_coordinates(l, rank);
+  return c.tp_rank + l.tp * c.pp_rank;  // the coordinates the group does not vary, in kOrder
+}
+
+int64_t data_context_rank(const ParallelLayout& l, int64_t rank) {
+  const RankCoordinates c = rank_coordinates(l, rank);
+  return c.cp_rank + l.cp * c.dp_rank;  // the coordinates it varies, in kOrder
+}
+
 }  // namespace tessera::planner

@@ -7,6 +7,7 @@
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/collectives.h"
+#include "tessera/planner/context_parallel.h"
 #include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/fp8.h"
@@ -210,7 +211,9 @@ void add_context_parallel_communication(const Context& c, const StageShape& s, c
   const auto& l = c.request.layout;
   if (l.cp == 1 || s.num_layers == 0) return;
   const CollectiveGroup ring = collective_group(c.cluster, l.cp, l.tp);
-  const double kv_bytes = 2 * c.tokens_per_micro_batch() * static_cast<double>(c.model.config.kv_width()) / static_cast<double>(l.tp) * c.dtype_bytes();
+  const double kv_bytes =
+      static_cast<double>(ring_block_elements(c.request.training.micro_batch_size, c.request.local_seq_len(), c.model.config.kv_width(), l.tp)) *
+      c.dtype_bytes();
   const double ring_bytes = kv_bytes * static_cast<double>(l.cp);  // the gathered buffer: every rank's chunk
   const double layers = static_cast<double>(s.num_layers);
   const double forward = layers * collective_seconds(Collective::all_gather, ring_bytes, ring);

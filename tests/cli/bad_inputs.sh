@@ -116,7 +116,8 @@ bad cp-zero "--cp must be a positive integer" -- estimate --model gpt2 --plugin 
 bad cp-odd-sequence "must be a multiple of 2 × --cp = 6" -- estimate --model llama-2-7b --plugin hybrid_parallel --cp 3 --seq 4000
 bad cp-without-ring "--cp 2 needs --plugin hybrid_parallel, or torch_fsdp with --runtime torchtitan" -- estimate --model gpt2 --cp 2
 bad cp-plan-not-dividing "--cp 3 does not divide the 8 GPUs" -- plan --model gpt2 --gpus 8 --global-batch 64 --cp 3
-bad train-cp "--cp 2: the engine has no context parallelism" -- train --out "$scratch/never" --plugin hybrid_parallel --cp 2
+bad train-cp-ranks "dp 1 × tp 1 × pp 1 × cp 2 needs 2 ranks but no launcher started other ranks" -- train --out "$scratch/never" --plugin hybrid_parallel --cp 2
+bad train-cp-sequence "must be a multiple of 2 × --cp = 4" -- train --out "$scratch/never" --plugin hybrid_parallel --cp 2 --seq 30 --dry-run --rank 0
 bad replicate-not-dividing "--dp-replicate 3 does not divide --dp 8" -- estimate --model gpt2 --plugin torch_fsdp --dp 8 --dp-replicate 3
 bad replicate-ddp "--dp-replicate 2 needs sharded model states" -- estimate --model gpt2 --dp 8 --dp-replicate 2
 bad replicate-zero "--dp-replicate must be a positive integer" -- estimate --model gpt2 --plugin torch_fsdp --dp 8 --dp-replicate 0
@@ -216,7 +217,7 @@ bad export-replicate-deepspeed "(--dp-replicate 2), which a deepspeed export doe
 bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
 # tessera train --plan with --gpu: what the GPU step does not run is refused as the plan's setting, before any device.
 bad train-gpu-fp8-plan "--plan $fp8_plan: --precision fp8: the GPU training step runs bf16 mixed precision" -- train --plan "$fp8_plan" --gpu h100-80g --out "$scratch/never"
-bad train-gpu-cp-plan "--plan $cp_plan: --cp 2: the engine has no context parallelism" -- train --plan "$cp_plan" --gpu h100-80g --out "$scratch/never"
+bad train-gpu-cp-plan "--plan $cp_plan: --cp 2: the GPU training step has no ring attention" -- train --plan "$cp_plan" --gpu h100-80g --out "$scratch/never"
 bad train-gpu-replicate-plan "--plan $hybrid_plan: --dp-replicate 2: the engine shards over every data-parallel rank" -- train --plan "$hybrid_plan" --gpu h100-80g --out "$scratch/never"
 bad train-gpu-dry-run "--dry-run replays the CPU engine's allocations" -- train --gpu h100-80g --dry-run --out "$scratch/never"
 bad train-gpu-device-memory "--device-memory 1.00 MiB: the plan needs" -- train --gpu h100-80g --device-memory 1 --out "$scratch/never"

@@ -47,6 +47,9 @@ refused ": --cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more 
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --tp 2 --plugin hybrid_parallel --zero-stage 2 --cpu-offload
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload \
   --micro-batches 4
+# Context parallelism trains on the CPU only.
+refused ": --cp 2: the GPU training step has no ring attention; train context parallelism on the CPU (--gpu cpu) or with --cp 1" \
+  --precision bf16 --dp 1 --cp 2 --plugin hybrid_parallel
 # A pipeline is hybrid_parallel's too (GPipe, 1F1B or interleaved, DDP or ZeRO-1 over the dp ranks, with or without tensor
 # parallelism); not ZeRO-2 (the planner's refusal).
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --micro-batches 4

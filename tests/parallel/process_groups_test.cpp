@@ -1,6 +1,7 @@
-// The dp, tp and pp groups on real ranks (mpirun -np 8): for each layout of 8
+// The dp, tp, pp and cp groups on real ranks (mpirun -np 8): for each layout of 8
 // ranks, every group holds exactly the world ranks planner::group_members
-// lists, in that order, and a layout of another size is refused on every rank
+// lists, in that order, the dp-cp group (gradients) the ranks of the rank's
+// planner::data_context_group_index ascending, and a layout of another size is refused on every rank
 // before any communication. A plain program, as mpi_communicator_test: every
 // rank makes the same calls whatever fails, and the ranks agree on the verdict.
 #include <cstdio>
@@ -32,7 +33,8 @@ std::vector<int64_t> members(engine::comm::Communicator& group, int world_rank) 
 }
 
 void check_layout(engine::comm::Communicator& world, planner::ParallelLayout layout) {
-  const std::string name = "dp " + std::to_string(layout.dp) + " × tp " + std::to_string(layout.tp) + " × pp " + std::to_string(layout.pp);
+  const std::string name = "dp " + std::to_string(layout.dp) + " × tp " + std::to_string(layout.tp) + " × pp " + std::to_string(layout.pp) + " × cp " +
+                           std::to_string(layout.cp);
   auto groups = engine::make_process_groups(world, layout);
   expect(groups.ok(), name + ": " + (groups.ok() ? "" : groups.error().message), world.rank());
   if (!groups.ok()) return;
@@ -40,13 +42,21 @@ void check_layout(engine::comm::Communicator& world, planner::ParallelLayout lay
   expect(groups->coordinates.tp_rank == c.tp_rank && groups->coordinates.dp_rank == c.dp_rank && groups->coordinates.pp_rank == c.pp_rank,
          name + ": coordinates", world.rank());
   const std::pair<engine::comm::Communicator*, MeshAxis> axes[] = {
-      {groups->data.get(), MeshAxis::data}, {groups->tensor.get(), MeshAxis::tensor}, {groups->pipeline.get(), MeshAxis::pipeline}};
+      {groups->data.get(), MeshAxis::data}, {groups->tensor.get(), MeshAxis::tensor}, {groups->pipeline.get(), MeshAxis::pipeline},
+      {groups->context.get(), MeshAxis::context}};
   for (const auto& [group, axis] : axes) {
     const std::vector<int64_t> expected = planner::group_members(layout, world.rank(), axis);
     expect(members(*group, world.rank()) == expected, name + ": the " + std::string(tessera::enum_name(axis)) + " group's members", world.rank());
   }
-  expect(groups->tensor->rank() == c.tp_rank && groups->data->rank() == c.dp_rank && groups->pipeline->rank() == c.pp_rank,
+  expect(groups->tensor->rank() == c.tp_rank && groups->data->rank() == c.dp_rank && groups->pipeline->rank() == c.pp_rank &&
+             groups->context->rank() == c.cp_rank,
          name + ": each group numbers this rank by its coordinate", world.rank());
+  std::vector<int64_t> reducing;
+  for (int64_t r = 0; r < layout.world_size(); ++r) {
+    if (planner::data_context_group_index(layout, r) == planner::data_context_group_index(layout, world.rank())) reducing.push_back(r);
+  }
+  expect(members(*groups->data_context, world.rank()) == reducing && groups->data_context->rank() == planner::data_context_rank(layout, world.rank()),
+         name + ": the dp-cp group's members and this rank's place in it", world.rank());
 }
 
 }  // namespace
@@ -60,7 +70,8 @@ int main() {
   const int rank = w.rank();
   expect(w.size() == 8, "run under mpirun -np 8", rank);
   for (planner::ParallelLayout layout : {planner::ParallelLayout{2, 2, 2}, planner::ParallelLayout{1, 4, 2}, planner::ParallelLayout{8, 1, 1},
-                                         planner::ParallelLayout{2, 4, 1}}) {
+                                         planner::ParallelLayout{2, 4, 1}, planner::ParallelLayout{2, 2, 1, false, 2},
+                                         planner::ParallelLayout{1, 2, 2, false, 2}, planner::ParallelLayout{2, 1, 1, false, 4}}) {
     check_layout(w, layout);
   }
   auto refused = engine::make_process_groups(w, planner::ParallelLayout{2, 2, 1});

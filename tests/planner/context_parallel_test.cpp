@@ -7,6 +7,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/cluster.h"
 #include "tessera/planner/collectives.h"
+#include "tessera/planner/context_parallel.h"
 #include "tessera/planner/rank_groups.h"
 #include "tessera/planner/simulate.h"
 #include "test_models.h"
@@ -49,6 +50,53 @@ TEST(ContextParallelRanks, OrderTensorContextDataPipelineAsMegatron) {
   EXPECT_EQ(group_index(l, 7, MeshAxis::context), group_index(l, 5, MeshAxis::context));
   // Without cp the order is the old tp-dp-pp one.
   EXPECT_EQ(group_members(ParallelLayout{2, 4, 2}, 6, MeshAxis::data), (std::vector<int64_t>{2, 6}));
+}
+
+// Gradients reduce over dp × cp (ParallelLayout::data_ranks()): the ranks of
+// the same tp and pp rank, numbered cp fastest.
+TEST(ContextParallelRanks, DataAndContextRanksReduceTogether) {
+  const ParallelLayout l{2, 2, 2, false, 2};
+  std::vector<int64_t> with_rank_5;
+  for (int64_t r = 0; r < l.world_size(); ++r) {
+    if (data_context_group_index(l, r) == data_context_group_index(l, 5)) with_rank_5.push_back(r);
+  }
+  EXPECT_EQ(with_rank_5, (std::vector<int64_t>{1, 3, 5, 7}));  // tp rank 1, pp rank 0
+  EXPECT_EQ(data_context_group_index(l, 5), 1);
+  EXPECT_EQ(data_context_group_index(l, 13), 3);  // tp rank 1, pp rank 1
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(data_context_rank(l, with_rank_5[static_cast<size_t>(i)]), i);
+  // Without cp it is the data group.
+  EXPECT_EQ(data_context_rank(ParallelLayout{2, 4, 2}, 6), 1);
+}
+
+// The load-balanced split (context_parallel.h's worked example and cp 4).
+TEST(ContextParallelRanks, EachRankKeepsChunksRAndTwoCpMinusOneMinusR) {
+  const auto positions = [](int64_t cp, int64_t rank, int64_t seq) {
+    std::vector<int64_t> out;
+    for (int64_t t = 0; t < seq / cp; ++t) out.push_back(ContextSplit{cp, rank}.global_position(t, seq / cp));
+    return out;
+  };
+  EXPECT_EQ(positions(2, 0, 16), (std::vector<int64_t>{0, 1, 2, 3, 12, 13, 14, 15}));
+  EXPECT_EQ(positions(2, 1, 16), (std::vector<int64_t>{4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(positions(4, 1, 16), (std::vector<int64_t>{2, 3, 12, 13}));
+  EXPECT_EQ(positions(1, 0, 4), (std::vector<int64_t>{0, 1, 2, 3}));
+}
+
+// The engine's ring attention buffers (tessera profile): two key-value blocks
+// and two of their gradients (4 · kv_width each), one block's output (q_width)
+// and its fp32 log-sum-exp per head, per local token; none without cp.
+TEST_F(ContextParallel, TheEngineProfileCountsTheRingBuffers) {
+  const ActivationTable table = activation_table(llama.config, ActivationProfile::tessera, Precision::bf16);
+  const int64_t tokens = 2 * 4096;  // micro-batch 2 of 4096 local tokens
+  int64_t ring = 0, none = 0, tp2 = 0;
+  for (const ActivationTerm& term : table.backward_scratch) {
+    if (term.split != ActivationSplit::ring) continue;
+    ring += term_bytes(term, ActivationShape{2, 4096, 1, false, 2});
+    tp2 += term_bytes(term, ActivationShape{2, 4096, 2, false, 2});
+    none += term_bytes(term, ActivationShape{2, 4096, 1, false, 1});
+  }
+  EXPECT_EQ(ring, tokens * (2 * (4 * 4096 + 4 * 4096 + 4096) + 4 * 32));
+  EXPECT_EQ(tp2, ring / 2);
+  EXPECT_EQ(none, 0);
 }
 
 TEST_F(ContextParallel, EachRankKeepsItsShareOfTheSequence) {

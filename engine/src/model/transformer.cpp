@@ -17,6 +17,7 @@
 #include "tessera/engine/model/initialization.h"
 #include "tessera/engine/model/parameter_slots.h"
 #include "tessera/planner/activations.h"
+#include "tessera/planner/memory_model.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/tensor_parallel.h"
 
@@ -42,7 +43,7 @@ planner::Precision storage_precision() {
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                               uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage, comm::Communicator* tensor_group,
-                                              bool sequence_parallel, planner::PipelinePlacement stage) {
+                                              bool sequence_parallel, planner::PipelinePlacement stage, comm::Communicator* context_group) {
   const auto& c = model.config;
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
   const TensorParallel tp(tensor_group, sequence_parallel);
@@ -56,8 +57,11 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
                                               "; choose a --tp that divides all three");
   }
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
-  if (c.learned_positions && seq_len > c.max_positions) {
-    return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
+  const ContextParallel cp(context_group);
+  if (Status s = planner::check_context_parallel_sequence(seq_len * cp.size(), cp.size(), planner::ActivationProfile::tessera); !s) return s.error();
+  if (c.learned_positions && seq_len * cp.size() > c.max_positions) {
+    return make_error(ErrorCode::invalid_argument,
+                      "--seq " + std::to_string(seq_len * cp.size()) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
   }
   const auto chunks = planner::stage_chunks(static_cast<int>(c.num_layers), static_cast<int>(stage.pp), static_cast<int>(stage.chunks));
   for (const planner::StageLayers& chunk : chunks[static_cast<size_t>(stage.stage)]) {
@@ -70,6 +74,7 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
   configure_blas_threads();
   Transformer t;
   t.tp_ = tp;
+  t.cp_ = cp;
   t.recompute_ = recompute;
   t.stage_ = stage;
   t.chunks_ = chunks[static_cast<size_t>(stage.stage)];
@@ -115,7 +120,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   const planner::Precision precision = storage_precision<T>();
   ledger_ = &ledger;
   buffers_ = activation_buffers(planner::activation_table(c, planner::ActivationProfile::tessera, precision),
-                                planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel()}, recompute_);
+                                planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel(), cp_.size()}, recompute_);
   if (stage_.pp == 1) own_pass_ = allocate_pass(0);
   working_ = allocate(buffers_.working);
   scratch_ = allocate(buffers_.scratch);
@@ -209,9 +214,24 @@ void Transformer<T>::recompute_block(int l) {
   if (buffers_.rerun == BlockRerun::block) {
     block_forward(l, act(l, "block_input"), find(scratch_.narrow, "grad_narrow"));
   } else if (buffers_.rerun == BlockRerun::attention) {
-    const QkvViews qkv = qkv_views(act(l, "qkv"));
-    attention_forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
+    attention_forward(l, qkv_views(act(l, "qkv")));
   }
+}
+
+// The ring attention's buffers, from the planner's ring_* terms (empty without context parallelism).
+template <typename T>
+RingBuffers<T> Transformer<T>::ring_buffers() {
+  if (cp_.size() == 1) return {};
+  const int64_t block = 2 * B_ * T_ * local_widths().kv;
+  T* kv = find(scratch_.narrow, "ring_kv");
+  T* kv_grad = find(scratch_.narrow, "ring_kv_grad");
+  return RingBuffers<T>{{kv, kv + block}, {kv_grad, kv_grad + block}, find(scratch_.narrow, "ring_partial"), find_wide(scratch_, "ring_partial_lse")};
+}
+
+// Block l's attention core, over its whole sequences under context parallelism.
+template <typename T>
+void Transformer<T>::attention_forward(int l, const QkvViews& qkv) {
+  cp_.attention_forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, ring_buffers(), workspace_);
 }
 
 template <typename T>
@@ -266,7 +286,7 @@ double Transformer<T>::forward_chunk(int chunk, int64_t micro, const int32_t* to
     T* lookups = tp_.sequence_parallel() ? sequence_buffer() : embedded;
     embedding_forward(lookups, tokens, param(wte_), B_, T_, C, vocab);
     reduce_rows(lookups, embedded);
-    if (wpe_ >= 0) position_embedding_forward(embedded, param(wpe_), Nl, T_, C, tp_.first_row(N));
+    if (wpe_ >= 0) position_embedding_forward(embedded, param(wpe_), Nl, T_, C, tp_.first_row(N), cp_.split());
     if (hooks_ != nullptr) hooks_->after_forward(planner::kEmbeddingLayer);
   } else {
     std::copy(input, input + Nl * C, embedded);
@@ -394,16 +414,16 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
   T* attention_out = sp ? sequence_buffer() : mid;  // the row-parallel output before its sum (ln1_whole is used up)
   if (gpt2) {
     linear_forward(qkv.q, ln1_whole, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
-    attention_forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
+    attention_forward(l, qkv);
     linear_forward(attention_out, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::in_out, workspace_);
   } else {
     linear_forward(qkv.q, ln1_whole, param(w.q_w), bias(w.q_b), N, C, local.q, WeightLayout::out_in, workspace_);
     linear_forward(qkv.k, ln1_whole, param(w.k_w), bias(w.k_b), N, C, local.kv, WeightLayout::out_in, workspace_);
     linear_forward(qkv.v, ln1_whole, param(w.v_w), bias(w.v_b), N, C, local.kv, WeightLayout::out_in, workspace_);
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
-    rope_rotate(qkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, false);
-    rope_rotate(qkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, false);
-    attention_forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, workspace_);
+    rope_rotate(qkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, false, cp_.split());
+    rope_rotate(qkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, false, cp_.split());
+    attention_forward(l, qkv);
     linear_forward(attention_out, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::out_in, workspace_);
   }
   reduce_rows(attention_out, mid);
@@ -460,7 +480,7 @@ void Transformer<T>::backward_chunk(int chunk, int64_t micro, W loss_scale, cons
   // Every token's gradient, for the lookups of this rank's vocabulary rows.
   const T* dembedded = whole_rows(dres, sequence_gradient_buffer());
   embedding_backward(grad(wte_), dembedded, current_->tokens, B_, T_, C, vocab);
-  if (wpe_ >= 0) position_embedding_backward(grad(wpe_), dembedded, B_, T_, C);
+  if (wpe_ >= 0) position_embedding_backward(grad(wpe_), dembedded, B_, T_, C, cp_.split());
   if (hooks_ != nullptr) hooks_->after_backward(planner::kEmbeddingLayer);
 }
 
@@ -542,14 +562,14 @@ void Transformer<T>::block_backward(int l) {
   const QkvViews dqkv = qkv_views(dwide);
   const WeightLayout layout = gpt2 ? WeightLayout::in_out : WeightLayout::out_in;
   linear_backward(datt, grad(w.o_w), gbias(w.o_b), dmid, att, param(w.o_w), N, local.q, C, layout, workspace_);
-  attention_backward(dqkv.q, dqkv.k, dqkv.v, datt, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, workspace_);
+  cp_.attention_backward(dqkv.q, dqkv.k, dqkv.v, datt, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, ring_buffers(), workspace_);
   const T* ln1 = whole_rows(act(l, "attn_norm_output"), sequence_buffer());
   if (gpt2) {
     linear_backward(dnorm_whole, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
   } else {
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
-    rope_rotate(dqkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, true);
-    rope_rotate(dqkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, true);
+    rope_rotate(dqkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, true, cp_.split());
+    rope_rotate(dqkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, true, cp_.split());
     linear_backward(dnorm_whole, grad(w.q_w), gbias(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, local.q, WeightLayout::out_in, workspace_);
     linear_backward(dnorm_whole, grad(w.k_w), gbias(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
     linear_backward(dnorm_whole, grad(w.v_w), gbias(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);

@@ -55,12 +55,19 @@ struct TrainOptions {
   // Data parallelism: the group of ranks (null: this rank alone) and the
   // plan's plugin (parallel/data_parallel.h). Each rank trains on its share of
   // every step's global batch of group size · num_micro_batches · micro_batch_size sequences.
+  // Under context parallelism: the data- and context-parallel ranks together
+  // (ProcessGroups::data_context), which reduce the gradients; the context
+  // ranks of one data-parallel rank read the same sequences.
   comm::Communicator* data_parallel_group = nullptr;
   // Tensor parallelism (model/tensor_parallel.h): the ranks that split every
   // layer with this one (null: none). The gradient norm sums over it and its
   // checkpoints are consolidated into whole tensors (checkpoint.h).
   comm::Communicator* tensor_parallel_group = nullptr;
   bool sequence_parallel = false;  // Megatron's sequence parallelism in that group
+  // Context parallelism (model/ring_attention.h): the ranks that split every
+  // sequence with this one (null or one rank: none); each keeps its two
+  // chunks of the seq_len tokens (planner/context_parallel.h).
+  comm::Communicator* context_parallel_group = nullptr;
   // Pipeline parallelism (parallel/pipeline.h): the stages' group (null or
   // one rank: none), whose rank is this rank's stage; the schedule the stages
   // run; the model chunks per stage (more than 1: interleaved). The step's

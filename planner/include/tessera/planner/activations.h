@@ -26,8 +26,9 @@
 //    for backward (SDPA attention).
 //  - `tessera`: exactly what Tessera's engine keeps: no dropout; a
 //    FlashAttention-2 attention that keeps its output and one fp32
-//    log-sum-exp per query row and head (no s² term); norm statistics in fp32; plus the working set of recomputing one layer and the
-//    activation-gradient scratch of the backward pass. The engine's memory
+//    log-sum-exp per query row and head (no s² term); norm statistics in fp32; plus the working set of recomputing one layer, the
+//    activation-gradient scratch of the backward pass and, under context
+//    parallelism, the ring attention's buffers. The engine's memory
 //    ledger tests hold the two equal.
 //  - `tessera_gpu`: what the engine's GPU step keeps: `tessera` with 16-bit
 //    logits (its fused cross-entropy never holds fp32 ones) and the device
@@ -50,6 +51,7 @@ enum class ActivationSplit {
   sequence,         // outside it (norm inputs, dropout masks): divided by t only with sequence parallelism
   gathered,         // a sequence-parallel rank's all-gathered copy of a sequence-split tensor: the whole sequence, only with sequence parallelism
   whole,            // every rank keeps all of it (the loss of each token)
+  ring,             // context parallelism's ring attention buffers: split as tensor_parallel, only with cp > 1
 };
 
 struct ActivationTerm {
@@ -95,13 +97,14 @@ struct ActivationShape {
   int64_t seq_len = 1;
   int64_t tp = 1;
   bool sequence_parallel = false;
+  int64_t cp = 1;  // context-parallel ranks: seq_len is this rank's share of each sequence
 };
 
 // A request's shape: under context parallelism a rank keeps the terms of its
 // own tokens (EstimateRequest::local_seq_len); flash attention keeps no term
 // per key position, so the ring's remote keys leave nothing behind.
 inline ActivationShape activation_shape(const EstimateRequest& r) {
-  return ActivationShape{r.training.micro_batch_size, r.local_seq_len(), r.layout.tp, r.layout.sequence_parallel};
+  return ActivationShape{r.training.micro_batch_size, r.local_seq_len(), r.layout.tp, r.layout.sequence_parallel, r.layout.cp};
 }
 
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape);

@@ -42,4 +42,12 @@ int64_t group_index(const ParallelLayout& layout, int64_t rank, MeshAxis axis);
 // The ranks of that group, ascending (the rank itself included).
 std::vector<int64_t> group_members(const ParallelLayout& layout, int64_t rank, MeshAxis axis);
 
+// The group that reduces the rank's gradients: its data- and context-parallel
+// ranks together (same tp and pp rank; ParallelLayout::data_ranks(),
+// Megatron-Core's data-parallel group with context parallelism), numbered as
+// group_index numbers groups.
+int64_t data_context_group_index(const ParallelLayout& layout, int64_t rank);
+// The rank's place in that group: cp_rank + cp · dp_rank (its members ascend so).
+int64_t data_context_rank(const ParallelLayout& layout, int64_t rank);
+
 }  // namespace tessera::planner

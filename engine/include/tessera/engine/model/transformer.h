@@ -22,6 +22,7 @@
 #include "tessera/engine/model/activation_buffers.h"
 #include "tessera/engine/model/engine_computes.h"
 #include "tessera/engine/model/parameter_slots.h"
+#include "tessera/engine/model/ring_attention.h"
 #include "tessera/engine/model/tensor_parallel.h"
 #include "tessera/engine/ops/attention.h"
 #include "tessera/engine/ops/workspace.h"
@@ -80,10 +81,12 @@ class Transformer {
   // null or one rank: the whole model here. `sequence_parallel`: they also
   // split the tokens outside the split layers. `stage`: the pipeline stage
   // this rank runs (planner/pipeline_stage_model.h); its parameters only.
+  // `context_group`: the ranks that share each sequence (model/ring_attention.h);
+  // `seq_len` is then this rank's tokens of it, two chunks (planner/context_parallel.h).
   static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
                                     planner::RecomputeMode recompute = planner::RecomputeMode::none, FlatStorage storage = {},
                                     comm::Communicator* tensor_group = nullptr, bool sequence_parallel = false,
-                                    planner::PipelinePlacement stage = {});
+                                    planner::PipelinePlacement stage = {}, comm::Communicator* context_group = nullptr);
 
   // The whole model on one stage: runs the forward pass on tokens and
   // next-token targets, both (B, T); keeps what backward needs and returns the
@@ -115,9 +118,9 @@ class Transformer {
   // gradient of the chunk's input goes into `input_grad` unless the chunk
   // holds the embedding.
   void backward_chunk(int chunk, int64_t micro, W loss_scale, const T* output_grad, T* input_grad);
-  // The first failure of the tensor-parallel group's collectives in forward or
-  // backward (success on one rank): check it after each pass.
-  const Status& communication_status() const { return tp_.status(); }
+  // The first failure of the tensor- or context-parallel group's
+  // communication in forward or backward (success on one rank): check it after each pass.
+  const Status& communication_status() const { return tp_.status().ok() ? cp_.status() : tp_.status(); }
   // After the step's last backward, under sequence parallelism: the norms'
   // gradients summed over the tensor-parallel group (model/tensor_parallel.h).
   void reduce_sequence_parallel_gradients();
@@ -168,6 +171,8 @@ class Transformer {
   void reduce_rows(T* whole, T* mine);
   void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed, FlatStorage storage);
   void recompute_block(int l);
+  RingBuffers<T> ring_buffers();
+  void attention_forward(int l, const QkvViews& qkv);
   // Named buffers from the planner's activation table: those in the storage
   // type, and (in mixed precision) the fp32 ones.
   struct Buffers {
@@ -204,6 +209,7 @@ class Transformer {
   MemoryLedger* ledger_ = nullptr;
   ActivationBuffers buffers_;  // what the forward keeps and the recompute rebuilds (model/activation_buffers.h)
   TensorParallel tp_;
+  ContextParallel cp_;
   planner::RecomputeMode recompute_ = planner::RecomputeMode::none;
   int64_t B_ = 0, T_ = 0;
   Tensor<T> flat_params_, flat_grads_;

@@ -12,7 +12,11 @@
 //   q (B, T, NH·HS) with row stride q_stride; k, v (B, T, KVH·HS) with kv_stride
 //   out (B, T, NH·HS) contiguous; lse (B, NH, T) in the compute type
 // The blocks live in the calling thread's workspace (planner::AttentionScratch).
-// Backward overwrites dq, dk, dv (same strides as q, k, v).
+// Backward overwrites dq, dk, dv (same strides as q, k, v unless the shape
+// gives their own).
+// Ring attention (model/ring_attention.h) runs the same loops on one block of
+// queries against one block of keys: fewer query rows or keys than T, and
+// either causal or every key visible to every query.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +32,17 @@ namespace tessera::engine::cpu {
 struct AttentionShape {
   int64_t B, T, NH, KVH, HS;
   int64_t q_stride, kv_stride;  // elements between consecutive tokens
+  // One block of ring attention: `query_rows` queries and `key_rows` keys per
+  // sample (0: T; a sample's rows still lie T tokens apart, and lse's T
+  // entries), masked causally or not at all; dq and dk, dv rows `dq_stride`
+  // and `dkv_stride` apart (0: q_stride, kv_stride).
+  int64_t query_rows = 0, key_rows = 0;
+  bool causal = true;
+  int64_t dq_stride = 0, dkv_stride = 0;
+  int64_t queries() const { return query_rows > 0 ? query_rows : T; }
+  int64_t keys() const { return key_rows > 0 ? key_rows : T; }
+  int64_t dq_rows_apart() const { return dq_stride > 0 ? dq_stride : q_stride; }
+  int64_t dkv_rows_apart() const { return dkv_stride > 0 ? dkv_stride : kv_stride; }
 };
 
 namespace attention_detail {
@@ -56,7 +71,9 @@ Rows<W> compute_rows(const T* first, int64_t stride, int64_t rows, int64_t HS, W
 }
 
 // Keys of the block starting at key c0 (cols of them) that query t may see.
-inline int64_t visible_keys(int64_t t, int64_t c0, int64_t cols) { return std::min(cols, t - c0 + 1); }
+inline int64_t visible_keys(const AttentionShape& s, int64_t t, int64_t c0, int64_t cols) {
+  return s.causal ? std::min(cols, t - c0 + 1) : cols;
+}
 
 }  // namespace attention_detail
 
@@ -88,20 +105,22 @@ void attention_forward(T* out, compute_t<T>* lse, const T* q, const T* k, const 
       const T* vh = v + b * s.T * s.kv_stride + kvh * s.HS;
       T* oh = out + b * s.T * out_stride + h * s.HS;
       W* lseh = lse + (b * s.NH + h) * s.T;
-      for (int64_t r0 = 0; r0 < s.T; r0 += kBlock) {
-        const int64_t rows = std::min(kBlock, s.T - r0);
+      const int64_t queries = s.queries(), keys = s.keys();
+      for (int64_t r0 = 0; r0 < queries; r0 += kBlock) {
+        const int64_t rows = std::min(kBlock, queries - r0);
         const Rows<W> qi = compute_rows(qh + r0 * s.q_stride, s.q_stride, rows, s.HS, scratch + at.q());
         std::fill(row_max, row_max + rows, -std::numeric_limits<W>::infinity());
         std::fill(row_sum, row_sum + rows, W(0));
         std::fill(acc, acc + rows * s.HS, W(0));
-        for (int64_t c0 = 0; c0 < r0 + rows; c0 += kBlock) {  // causal: the key blocks up to the diagonal
-          const int64_t cols = std::min(kBlock, s.T - c0);
+        const int64_t key_end = s.causal ? r0 + rows : keys;  // causal: the key blocks up to the diagonal
+        for (int64_t c0 = 0; c0 < key_end; c0 += kBlock) {
+          const int64_t cols = std::min(kBlock, keys - c0);
           const Rows<W> kj = compute_rows(kh + c0 * s.kv_stride, s.kv_stride, cols, s.HS, scratch + at.k());
           const Rows<W> vj = compute_rows(vh + c0 * s.kv_stride, s.kv_stride, cols, s.HS, scratch + at.v());
           blas_gemm(GemmShape{false, true, rows, cols, s.HS, qi.ld, kj.ld, kBlock}, scale, qi.data, kj.data, W(0), scores);
           for (int64_t r = 0; r < rows; ++r) {
             W* row = scores + r * kBlock;
-            const int64_t visible = visible_keys(r0 + r, c0, cols);
+            const int64_t visible = visible_keys(s, r0 + r, c0, cols);
             W new_max = row_max[r];
             for (int64_t u = 0; u < visible; ++u) new_max = std::max(new_max, row[u]);
             W sum = 0;
@@ -156,37 +175,38 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
       W* dv_acc = scratch + at.dv();
       W* dq_acc = scratch + at.dq();
       W* delta = scratch + at.delta();
+      const int64_t queries = s.queries(), keys = s.keys(), dq_stride = s.dq_rows_apart(), dkv_stride = s.dkv_rows_apart();
       const T* kh = k + b * s.T * s.kv_stride + kvh * s.HS;
       const T* vh = v + b * s.T * s.kv_stride + kvh * s.HS;
-      T* dkh = dk + b * s.T * s.kv_stride + kvh * s.HS;
-      T* dvh = dv + b * s.T * s.kv_stride + kvh * s.HS;
+      T* dkh = dk + b * s.T * dkv_stride + kvh * s.HS;
+      T* dvh = dv + b * s.T * dkv_stride + kvh * s.HS;
       for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
         const bool first = h == kvh * group;  // the group's first head overwrites dk, dv; the others add
         const T* qh = q + b * s.T * s.q_stride + h * s.HS;
         const T* doh = dout + b * s.T * out_stride + h * s.HS;
         const T* oh = out + b * s.T * out_stride + h * s.HS;
         const W* lseh = lse + (b * s.NH + h) * s.T;
-        T* dqh = dq + b * s.T * s.q_stride + h * s.HS;
-        for (int64_t t = 0; t < s.T; ++t) {
+        T* dqh = dq + b * s.T * dq_stride + h * s.HS;
+        for (int64_t t = 0; t < queries; ++t) {
           W sum = 0;
           for (int64_t d = 0; d < s.HS; ++d) sum += widen(doh[t * out_stride + d]) * widen(oh[t * out_stride + d]);
           delta[t] = sum;
         }
-        std::fill(dq_acc, dq_acc + s.T * s.HS, W(0));
-        for (int64_t c0 = 0; c0 < s.T; c0 += kBlock) {
-          const int64_t cols = std::min(kBlock, s.T - c0);
+        std::fill(dq_acc, dq_acc + queries * s.HS, W(0));
+        for (int64_t c0 = 0; c0 < keys; c0 += kBlock) {
+          const int64_t cols = std::min(kBlock, keys - c0);
           const Rows<W> kj = compute_rows(kh + c0 * s.kv_stride, s.kv_stride, cols, s.HS, scratch + at.k());
           const Rows<W> vj = compute_rows(vh + c0 * s.kv_stride, s.kv_stride, cols, s.HS, scratch + at.v());
           std::fill(dk_acc, dk_acc + cols * s.HS, W(0));
           std::fill(dv_acc, dv_acc + cols * s.HS, W(0));
-          for (int64_t r0 = c0; r0 < s.T; r0 += kBlock) {  // causal: the query blocks from the diagonal down
-            const int64_t rows = std::min(kBlock, s.T - r0);
+          for (int64_t r0 = s.causal ? c0 : 0; r0 < queries; r0 += kBlock) {  // causal: the query blocks from the diagonal down
+            const int64_t rows = std::min(kBlock, queries - r0);
             const Rows<W> qi = compute_rows(qh + r0 * s.q_stride, s.q_stride, rows, s.HS, scratch + at.q());
             const Rows<W> doi = compute_rows(doh + r0 * out_stride, out_stride, rows, s.HS, scratch + at.dout());
             blas_gemm(GemmShape{false, true, rows, cols, s.HS, qi.ld, kj.ld, kBlock}, scale, qi.data, kj.data, W(0), probs);
             for (int64_t r = 0; r < rows; ++r) {
               W* row = probs + r * kBlock;
-              const int64_t visible = visible_keys(r0 + r, c0, cols);
+              const int64_t visible = visible_keys(s, r0 + r, c0, cols);
               for (int64_t u = 0; u < visible; ++u) row[u] = std::exp(row[u] - lseh[r0 + r]);
               std::fill(row + visible, row + cols, W(0));
             }
@@ -202,15 +222,15 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
           }
           for (int64_t u = 0; u < cols; ++u) {
             for (int64_t d = 0; d < s.HS; ++d) {
-              T& dk_value = dkh[(c0 + u) * s.kv_stride + d];
-              T& dv_value = dvh[(c0 + u) * s.kv_stride + d];
+              T& dk_value = dkh[(c0 + u) * dkv_stride + d];
+              T& dv_value = dvh[(c0 + u) * dkv_stride + d];
               dk_value = narrow<T>(dk_acc[u * s.HS + d] + (first ? W(0) : widen(dk_value)));
               dv_value = narrow<T>(dv_acc[u * s.HS + d] + (first ? W(0) : widen(dv_value)));
             }
           }
         }
-        for (int64_t t = 0; t < s.T; ++t) {
-          for (int64_t d = 0; d < s.HS; ++d) dqh[t * s.q_stride + d] = narrow<T>(dq_acc[t * s.HS + d]);
+        for (int64_t t = 0; t < queries; ++t) {
+          for (int64_t d = 0; d < s.HS; ++d) dqh[t * dq_stride + d] = narrow<T>(dq_acc[t * s.HS + d]);
         }
       }
     }

@@ -8,6 +8,7 @@
 
 #include "tessera/engine/half.h"
 #include "tessera/engine/ops/vocab_slice.h"
+#include "tessera/planner/context_parallel.h"
 
 namespace tessera::engine::cpu {
 
@@ -23,12 +24,13 @@ void embedding_forward(T* out, const int32_t* tokens, const T* wte, int64_t B, i
 }
 
 // out += wpe[t] at position t of each sequence, for `rows` rows of the batch's
-// (B · Tn) starting at `first_row` (a sequence-parallel rank's share).
+// (B · Tn) starting at `first_row` (a sequence-parallel rank's share); under
+// context parallelism t is the position in the whole sequence (`split`).
 template <typename T>
-void position_embedding_forward(T* out, const T* wpe, int64_t rows, int64_t Tn, int64_t C, int64_t first_row = 0) {
+void position_embedding_forward(T* out, const T* wpe, int64_t rows, int64_t Tn, int64_t C, int64_t first_row = 0, const planner::ContextSplit& split = {}) {
 #pragma omp parallel for
   for (int64_t r = 0; r < rows; ++r) {
-    const T* p = wpe + ((first_row + r) % Tn) * C;
+    const T* p = wpe + split.global_position((first_row + r) % Tn, Tn) * C;
     for (int64_t i = 0; i < C; ++i) out[r * C + i] = narrow<T>(widen(out[r * C + i]) + widen(p[i]));
   }
 }
@@ -44,9 +46,9 @@ void embedding_backward(T* dwte, const T* dout, const int32_t* tokens, int64_t B
 }
 
 template <typename T>
-void position_embedding_backward(T* dwpe, const T* dout, int64_t B, int64_t Tn, int64_t C) {
+void position_embedding_backward(T* dwpe, const T* dout, int64_t B, int64_t Tn, int64_t C, const planner::ContextSplit& split = {}) {
   for (int64_t r = 0; r < B * Tn; ++r) {
-    T* p = dwpe + (r % Tn) * C;
+    T* p = dwpe + split.global_position(r % Tn, Tn) * C;
     for (int64_t i = 0; i < C; ++i) p[i] = narrow<T>(widen(p[i]) + widen(dout[r * C + i]));
   }
 }

@@ -3,6 +3,8 @@
 // i + D/2, where D = rotary_dim ≤ HS (GPT-NeoX rotates the first rotary_pct of
 // a head); angle = t · theta^(−2i/D). Applied in place to x (B, T, H·HS) with
 // row stride `stride`. Backward is the inverse rotation of the gradient.
+// Under context parallelism t is the token's position in the whole sequence
+// (`split`: which chunks of it the Tn local tokens are).
 #pragma once
 
 #include <cmath>
@@ -11,17 +13,19 @@
 
 #include "tessera/engine/elementwise_math.h"
 #include "tessera/engine/half.h"
+#include "tessera/planner/context_parallel.h"
 
 namespace tessera::engine::cpu {
 
 template <typename T>
-void rope_rotate(T* x, int64_t B, int64_t Tn, int64_t H, int64_t HS, int64_t stride, int64_t rotary_dim, double theta, bool inverse) {
+void rope_rotate(T* x, int64_t B, int64_t Tn, int64_t H, int64_t HS, int64_t stride, int64_t rotary_dim, double theta, bool inverse,
+                 const planner::ContextSplit& split = {}) {
   const int64_t half = rotary_dim / 2;
   std::vector<double> inv_freq(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) inv_freq[static_cast<size_t>(i)] = math::rope_inverse_frequency(theta, i, rotary_dim);
 #pragma omp parallel for
   for (int64_t r = 0; r < B * Tn; ++r) {
-    const auto t = static_cast<double>(r % Tn);
+    const auto t = static_cast<double>(split.global_position(r % Tn, Tn));
     std::vector<compute_t<T>> cosines(static_cast<size_t>(half)), sines(static_cast<size_t>(half));  // one row's angles, shared by its heads
     for (int64_t i = 0; i < half; ++i) {
       const double angle = t * inv_freq[static_cast<size_t>(i)];

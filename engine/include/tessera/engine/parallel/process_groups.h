@@ -1,7 +1,8 @@
-// The data-, tensor- and pipeline-parallel groups of a plan's layout, split
-// from the launcher's world with planner::group_index (rank_groups.h): the one
-// rank order the planner simulates, the GUI's device mesh draws and the
-// engine runs (tensor-parallel ranks fastest, then data, then pipeline).
+// The data-, tensor-, context- and pipeline-parallel groups of a plan's
+// layout, split from the launcher's world with planner::group_index
+// (rank_groups.h): the one rank order the planner simulates, the GUI's device
+// mesh draws and the engine runs (tensor-parallel ranks fastest, then
+// context, data, pipeline).
 #pragma once
 
 #include <memory>
@@ -18,6 +19,10 @@ struct ProcessGroups {
   std::unique_ptr<comm::Communicator> data;      // "dp": same tp and pp rank
   std::unique_ptr<comm::Communicator> tensor;    // "tp": same dp and pp rank
   std::unique_ptr<comm::Communicator> pipeline;  // "pp": same tp and dp rank
+  std::unique_ptr<comm::Communicator> context;   // "cp": same tp, dp and pp rank
+  // "dp-cp": same tp and pp rank, the ranks that reduce gradients together
+  // (planner::data_context_group_index); the data group itself without context parallelism.
+  std::unique_ptr<comm::Communicator> data_context;
 };
 
 // Collective over `world`, whose size must be the layout's world size (an

@@ -1,0 +1,78 @@
+// Context parallelism's attention (Liu et al. 2023, "Ring Attention with
+// Blockwise Transformers", arXiv:2310.01889; Transformer Engine's
+// AttnFuncWithCPAndKVP2P, which Megatron-Core runs:
+// transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
+// NVIDIA/TransformerEngine@9c61cd7e5e0c93217ad38d4682568ff5dde4f08b). Each of
+// the cp ranks holds two chunks of every sequence (planner/context_parallel.h:
+// chunks r and 2·cp − 1 − r) and their queries, keys and values. Keys and
+// values go round the ring in cp − 1 steps; at step i a rank holds the block
+// of rank j = r − i (mod cp) and runs the FlashAttention kernel
+// (ops/attention.h) on the part the causal mask leaves visible:
+//   j = r: its own tokens, causally (local order is global order);
+//   j < r: every query against the block's first chunk, unmasked;
+//   j > r: the second chunk's queries against the whole block, unmasked;
+// and merges each partial output into the running one by their log-sum-exps
+// (out = Σ e^(Lᵢ − L) outᵢ, L = log Σ e^(Lᵢ)). Backward sends the blocks round
+// again with their key and value gradients, each rank adding its share to the
+// block it holds; a last step hands each block's gradient home. The probabilities
+// come from the merged log-sum-exp, so each block's share is exact.
+//
+// Buffers (the planner's `ring_*` activation terms, booked by the caller):
+// two K/V blocks and two K/V-gradient blocks, (2, B, T, KVH·HS) each (K then
+// V), and one block's partial output or query gradient (B, T, NH·HS) with its
+// log-sum-exp (B, NH, T). In 16-bit storage a partial output is rounded
+// before it is merged.
+//
+// Errors: the first communication failure is kept (status()) and later
+// exchanges are skipped; the caller checks after each pass.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/half.h"
+#include "tessera/engine/ops/attention.h"
+#include "tessera/engine/ops/workspace.h"
+#include "tessera/planner/context_parallel.h"
+
+namespace tessera::engine {
+
+template <typename T>
+struct RingBuffers {
+  T* kv[2] = {nullptr, nullptr};
+  T* kv_grad[2] = {nullptr, nullptr};
+  T* partial = nullptr;
+  compute_t<T>* partial_lse = nullptr;
+};
+
+class ContextParallel {
+ public:
+  ContextParallel() = default;  // one rank: the whole sequence here
+  explicit ContextParallel(comm::Communicator* group) : group_(group != nullptr && group->size() > 1 ? group : nullptr) {}
+
+  int64_t size() const { return group_ != nullptr ? group_->size() : 1; }
+  int64_t rank() const { return group_ != nullptr ? group_->rank() : 0; }
+  planner::ContextSplit split() const { return planner::ContextSplit{size(), rank()}; }
+
+  // As cpu::attention_forward and attention_backward, for this rank's T
+  // tokens (shape.T, an even number under context parallelism) against every
+  // key of their sequences that the causal mask shows them.
+  template <typename T>
+  void attention_forward(T* out, compute_t<T>* lse, const T* q, const T* k, const T* v, const cpu::AttentionShape& s, const RingBuffers<T>& ring,
+                         cpu::Workspace<compute_t<T>>& workspace);
+  template <typename T>
+  void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out, const compute_t<T>* lse,
+                          const cpu::AttentionShape& s, const RingBuffers<T>& ring, cpu::Workspace<compute_t<T>>& workspace);
+
+  const Status& status() const { return status_; }
+
+ private:
+  // Sends `mine` to the next rank and receives the previous rank's into `theirs`.
+  template <typename T>
+  void pass_on(const T* mine, T* theirs, int64_t count);
+
+  comm::Communicator* group_ = nullptr;
+  Status status_ = Status::success();
+};
+
+}  // namespace tessera::engine

@@ -1,0 +1,50 @@
+// How context parallelism splits each sequence over its cp ranks: the
+// load-balanced causal split of Megatron-LM (megatron/training/utils.py,
+// get_batch_on_this_cp_rank, NVIDIA/Megatron-LM@00caa53af30912914981c86f39db123961678bbd)
+// that Transformer Engine's ring attention expects
+// (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
+// AttnFuncWithCPAndKVP2P, NVIDIA/TransformerEngine@9c61cd7e5e0c93217ad38d4682568ff5dde4f08b):
+// the sequence is cut into 2·cp equal chunks and rank r keeps chunks r and
+// 2·cp − 1 − r, in that order, so that under the causal mask every rank's
+// queries see as many keys as every other's (what the simulator's 1/cp of the
+// attention per rank assumes, simulate.cpp). The sequence must divide by
+// 2·cp (check_context_parallel_sequence).
+//
+// Worked example, 16 tokens over cp 2 (chunks of 4): rank 0 keeps tokens
+// 0-3 and 12-15, rank 1 tokens 4-11.
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::planner {
+
+struct ContextSplit {
+  int64_t cp = 1;    // ranks sharing each sequence (1: the whole sequence here)
+  int64_t rank = 0;  // this rank among them
+
+  // Tokens per chunk, for a rank holding `local_len` = seq_len / cp tokens.
+  int64_t chunk_len(int64_t local_len) const { return cp > 1 ? local_len / 2 : local_len; }
+  // Where the local token at `local` (0 <= local < local_len) sits in the whole sequence.
+  int64_t global_position(int64_t local, int64_t local_len) const {
+    if (cp == 1) return local;
+    const int64_t chunk = chunk_len(local_len);
+    return local < chunk ? rank * chunk + local : (2 * cp - 1 - rank) * chunk + (local - chunk);
+  }
+};
+
+// The ring's traffic (Transformer Engine's AttnFuncWithCPAndKVP2P): each step
+// a rank sends one block, its keys and values for its b · s/cp tokens,
+// kv_width/tp wide each; per layer and micro-batch cp − 1 steps forward (an
+// all-gather's ring) and 2 · (cp − 1) backward (the blocks again, and their
+// gradients as a reduce-scatter's ring): what the simulator times and the
+// engine's ring attention sends (which, recomputing attention, sends the
+// forward's again).
+inline int64_t ring_block_elements(int64_t micro_batch, int64_t local_seq_len, int64_t kv_width, int64_t tp) {
+  return 2 * micro_batch * local_seq_len * kv_width / tp;
+}
+struct RingSends {
+  int64_t forward = 0, backward = 0;  // per layer and micro-batch
+};
+inline RingSends ring_sends(int64_t cp) { return RingSends{cp - 1, 2 * (cp - 1)}; }
+
+}  // namespace tessera::planner

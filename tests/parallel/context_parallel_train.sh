@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `mpirun -np 4 tessera train --plugin hybrid_parallel --cp 2` on the real
+# binary: dp 2 × cp 2 trains tiny-llama, the loss falls, every rank's measured
+# peaks equal the planner's estimate in every category (0.0%: the ring's
+# buffers are the planner's ring_* activation terms), and a dry run of rank 3
+# alone books what rank 3 measured.
+# Usage: context_parallel_train.sh TESSERA MPIEXEC
+set -euo pipefail
+source "$(dirname "$0")/setup.sh"
+options=(--model tiny-llama --plugin hybrid_parallel --dp 2 --tp 1 --pp 1 --cp 2 --micro-batch 2 --seq 64 --zero-stage 1)
+mpi 4 "$tessera" train "${options[@]}" --steps 6 --out "$work/run" > /dev/null
+worst=$(largest_error_pct "$work/run")
+losses=$(tr -d ' \n' < "$work/run/metrics.json" | grep -o '"loss":\[[^]]*\]')
+echo "dp 2 × cp 2: largest error ${worst}%, $losses"
+awk -v w="$worst" 'BEGIN {exit !(w == 0)}' || { echo "an estimate differs from the measured peak"; exit 1; }
+first=$(echo "$losses" | sed 's/"loss":\[\([^,]*\),.*/\1/')
+last=$(echo "$losses" | sed 's/.*,\([^,]*\)\]$/\1/')
+awk -v a="$first" -v b="$last" 'BEGIN {exit !(b < a)}' || { echo "the loss did not fall: $first -> $last"; exit 1; }
+"$tessera" train "${options[@]}" --dry-run --rank 3 --out "$work/dry" > /dev/null
+real_row=$("$tessera" compare "$work/run/plan.json" "$work/run/metrics.json" --format json | tr -d ' \n' | grep -o '{"categories":\[[^]]*\],"rank":3}')
+dry_row=$("$tessera" compare "$work/dry/plan.json" "$work/dry/metrics.json" --format json | tr -d ' \n' | grep -o '{"categories":\[[^]]*\],"rank":3}')
+[[ -n "$real_row" && "$real_row" == "$dry_row" ]] || { echo "the dry run of rank 3 differs from the run's rank 3"; echo "$real_row"; echo "$dry_row"; exit 1; }
+echo "the dry run of rank 3 books what rank 3 measured"

@@ -75,7 +75,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* export_command = app.add_subcommand("export", "Write one plan of plan.json as a ColossalAI script, a DeepSpeed config or a Perfetto trace");
   add_export_options(*export_command, export_options);
   TrainCliOptions train_options;
-  CLI::App* train = app.add_subcommand("train", "Train a model on the CPU; write the planner's estimate and the measured metrics");
+  CLI::App* train = app.add_subcommand("train", "Train a model on the CPU, or on GPUs with --gpu; write the planner's estimate and the measured metrics");
   add_train_options(*train, train_options);
   CompareCliOptions compare_options;
   CLI::App* compare = app.add_subcommand("compare", "Predicted against measured memory, per category");

@@ -205,8 +205,10 @@ void add_zero2_communication(const Context& c, const StageShape& s, StageCost& c
 // keys and values (b · s/cp · kv_width/tp elements each) to the next rank
 // while the attention of the chunk at hand runs on another stream. Forward the
 // keys and values go round as an all-gather's ring does; backward they go round
-// again and their gradients accumulate round the ring as a reduce-scatter's do.
-// The ring hides behind the attention core (`attention`, per layer).
+// again and their gradients accumulate round the ring as a reduce-scatter's do;
+// where recompute reruns the attention core, its forward ring runs again in
+// backward too (context_parallel.h, ring_sends). The ring hides behind the
+// attention core (`attention`, per layer; in backward also its rerun forward).
 void add_context_parallel_communication(const Context& c, const StageShape& s, const PassSeconds& attention, StageCost& cost) {
   const auto& l = c.request.layout;
   if (l.cp == 1 || s.num_layers == 0) return;
@@ -217,10 +219,11 @@ void add_context_parallel_communication(const Context& c, const StageShape& s, c
   const double ring_bytes = kv_bytes * static_cast<double>(l.cp);  // the gathered buffer: every rank's chunk
   const double layers = static_cast<double>(s.num_layers);
   const double forward = layers * collective_seconds(Collective::all_gather, ring_bytes, ring);
-  const double backward =
-      layers * (collective_seconds(Collective::all_gather, ring_bytes, ring) + collective_seconds(Collective::reduce_scatter, ring_bytes, ring));
+  const bool rerun = recompute_reruns_ring(c.request.training.recompute);
+  const double backward = (rerun ? forward : 0.0) + layers * (collective_seconds(Collective::all_gather, ring_bytes, ring) +
+                                                              collective_seconds(Collective::reduce_scatter, ring_bytes, ring));
   cost.forward_comm += overlapped(forward, layers * attention.forward, c.settings.overlap_cost);
-  cost.backward_comm += overlapped(backward, layers * attention.backward, c.settings.overlap_cost);
+  cost.backward_comm += overlapped(backward, layers * (attention.backward + (rerun ? attention.forward : 0.0)), c.settings.overlap_cost);
 }
 
 // A tensor-parallel group's calls, each of its share of the bytes.

@@ -35,11 +35,13 @@ struct Layout {
   int64_t tp, pp, cp;
   bool sequence_parallel;
   int zero_stage;
+  planner::RecomputeMode recompute = planner::RecomputeMode::none;
 };
 
 std::string name_of(const Layout& c, int64_t dp) {
   return std::string(c.model) + " dp " + std::to_string(dp) + " × tp " + std::to_string(c.tp) + (c.sequence_parallel ? " + sp" : "") + " × pp " +
-         std::to_string(c.pp) + " × cp " + std::to_string(c.cp) + ", zero " + std::to_string(c.zero_stage);
+         std::to_string(c.pp) + " × cp " + std::to_string(c.cp) + ", zero " + std::to_string(c.zero_stage) +
+         ", recompute " + std::string(enum_name(c.recompute));
 }
 
 // The planner's estimate for the run, as `tessera train` asks for it.
@@ -53,6 +55,7 @@ planner::MemoryEstimate planner_estimate(const planner::Model& model, const Trai
   r.training.micro_batch_size = o.micro_batch_size;
   r.training.seq_len = o.seq_len;
   r.training.num_micro_batches = o.num_micro_batches;
+  r.training.recompute = o.recompute;
   return planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), cpu_run_request(r, model.config)).value();
 }
 
@@ -72,8 +75,10 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   o.sequence_parallel = c.sequence_parallel;
   o.pipeline_parallel_group = groups->pipeline.get();
   o.context_parallel_group = groups->context.get();
+  o.recompute = c.recompute;
   const std::string dir = root + "/" + std::to_string(dp) + "x" + std::to_string(c.tp) + "x" + std::to_string(c.pp) + "x" + std::to_string(c.cp) + "-" + c.model +
-                          (c.sequence_parallel ? "-sp" : "") + "-zero" + std::to_string(c.zero_stage);
+                          (c.sequence_parallel ? "-sp" : "") + "-zero" + std::to_string(c.zero_stage) +
+                          "-" + std::string(enum_name(c.recompute));
   auto parallel = training_check::train_into(dir, o, groups->data_context.get(), model, &world);
   expect(parallel.ok(), name + ": " + (parallel.ok() ? "" : parallel.error().message), rank);
   if (!parallel.ok()) return;
@@ -92,7 +97,7 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   }
   // The ring's sends over 5 steps of k micro-batches through this rank's blocks: planner/context_parallel.h's count, which the simulator times.
   const int64_t layers = row->last_layer - row->first_layer + 1, steps = 5;
-  const planner::RingSends per_layer = planner::ring_sends(c.cp);
+  const planner::RingSends per_layer = planner::ring_sends(c.cp, c.recompute);
   const int64_t sends = steps * k * layers * (per_layer.forward + per_layer.backward);
   const int64_t bytes = sends * planner::ring_block_elements(o.micro_batch_size, o.seq_len / c.cp, model.config.kv_width(), c.tp) * 4;
   const comm::CommCounters& ring = groups->context->counters();
@@ -129,9 +134,9 @@ int main() {
   const std::string root = training_check::run_root(*world, "context-parallel-training");
   std::vector<Layout> layouts;
   if (world->size() == 2) {
-    layouts = {{"tiny-gpt2", 1, 1, 2, false, 0}, {"tiny-llama", 1, 1, 2, false, 1}};
+    layouts = {{"tiny-gpt2", 1, 1, 2, false, 0}, {"tiny-llama", 1, 1, 2, false, 1, planner::RecomputeMode::full}};
   } else {
-    layouts = {{"tiny-gpt2", 1, 1, 2, false, 1}, {"tiny-llama", 2, 1, 2, true, 0}, {"tiny-llama", 1, 1, 4, false, 0}, {"tiny-gpt2", 1, 2, 2, false, 1}};
+    layouts = {{"tiny-gpt2", 1, 1, 2, false, 1}, {"tiny-llama", 2, 1, 2, true, 0}, {"tiny-llama", 1, 1, 4, false, 0}, {"tiny-gpt2", 1, 2, 2, false, 1, planner::RecomputeMode::selective}};
   }
   for (const Layout& layout : layouts) check(*world, layout, root);
   return training_check::finish(*world, root);

@@ -156,6 +156,34 @@ TEST_F(ContextParallel, TheRingHidesBehindAttention) {
   EXPECT_NEAR(sim->tokens_per_s * sim->step_time_s, 8192, 1e-6);
 }
 
+// Recomputing the attention core (selective) or the block (full) runs the
+// forward ring again in backward; still hidden under the attention's own
+// backward and rerun forward, so the step pays 0.15 of one more gather per
+// layer. torchtitan's op-level policy keeps attention's output: no rerun.
+TEST_F(ContextParallel, RecomputeRunsTheForwardRingAgainInBackward) {
+  const ClusterSpec cluster = make_cluster(h100, 2, 8, 400).value();
+  const CollectiveGroup ring{2, 1, cluster.intra_node_bytes_per_s(), cluster.inter_node_bytes_per_s(), true};
+  const double gather = collective_seconds(Collective::all_gather, 2 * 67'108'864.0, ring);
+  const double scatter = collective_seconds(Collective::reduce_scatter, 2 * 67'108'864.0, ring);
+  for (const auto& [mode, gathers] : {std::pair{RecomputeMode::none, 1}, std::pair{RecomputeMode::selective, 2}, std::pair{RecomputeMode::full, 2}}) {
+    EstimateRequest r = request(2, 8192);
+    r.training.recompute = mode;
+    auto sim = simulate_step(llama, cluster, r, estimate_or_fail(llama, h100, r), SimulationSettings{}, true);
+    ASSERT_TRUE(sim.ok()) << sim.error().message;
+    const double backward = 0.15 * 32 * (gathers * gather + scatter);
+    int found = 0;
+    for (const TraceEvent& e : sim->events) {
+      if (e.name != "context-parallel B0") continue;
+      EXPECT_NEAR(e.duration_s, backward, backward * 1e-9) << enum_name(mode);
+      ++found;
+    }
+    EXPECT_EQ(found, 1) << enum_name(mode);
+  }
+  EXPECT_EQ(ring_sends(4, RecomputeMode::none).backward, 6);
+  EXPECT_EQ(ring_sends(4, RecomputeMode::full).backward, 9);
+  EXPECT_EQ(ring_sends(4, RecomputeMode::op_selective).backward, 6);
+}
+
 TEST_F(ContextParallel, RefusesWhatTheRuntimesCannotRun) {
   EstimateRequest odd = request(4, 8196);
   auto refused = estimate_memory(llama, h100, odd);

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 
+#include "tessera/planner/training_config.h"
+
 namespace tessera::planner {
 
 struct ContextSplit {
@@ -37,14 +39,20 @@ struct ContextSplit {
 // kv_width/tp wide each; per layer and micro-batch cp − 1 steps forward (an
 // all-gather's ring) and 2 · (cp − 1) backward (the blocks again, and their
 // gradients as a reduce-scatter's ring): what the simulator times and the
-// engine's ring attention sends (which, recomputing attention, sends the
-// forward's again).
+// engine's ring attention sends.
 inline int64_t ring_block_elements(int64_t micro_batch, int64_t local_seq_len, int64_t kv_width, int64_t tp) {
   return 2 * micro_batch * local_seq_len * kv_width / tp;
 }
 struct RingSends {
   int64_t forward = 0, backward = 0;  // per layer and micro-batch
 };
-inline RingSends ring_sends(int64_t cp) { return RingSends{cp - 1, 2 * (cp - 1)}; }
+// Recomputing the attention core (selective: Megatron-Core's core_attn, the
+// engine's BlockRerun::attention) or the whole block (full) runs the ring's
+// forward again inside backward: cp − 1 more sends there. torchtitan's
+// op-level policy keeps the attention op's output, so its ring runs once.
+inline bool recompute_reruns_ring(RecomputeMode recompute) { return recompute == RecomputeMode::selective || recompute == RecomputeMode::full; }
+inline RingSends ring_sends(int64_t cp, RecomputeMode recompute) {
+  return RingSends{cp - 1, (recompute_reruns_ring(recompute) ? 3 : 2) * (cp - 1)};
+}
 
 }  // namespace tessera::planner

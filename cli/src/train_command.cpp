@@ -210,6 +210,7 @@ json metrics_json(const Model& model, const EstimateRequest& request, const engi
   out["communication"] = counters_json(m.communication);  // in rank 0's data-parallel group
   if (request.layout.tp > 1) out["tensor_parallel_communication"] = counters_json(m.tensor_parallel_communication);
   if (request.layout.pp > 1) out["pipeline_parallel_communication"] = counters_json(m.pipeline_parallel_communication);
+  if (request.layout.cp > 1) out["context_parallel_communication"] = counters_json(m.context_parallel_communication);
   out["chunk_moves"] = m.chunk_moves;
   out["loss"] = m.loss;
   out["grad_norm"] = m.grad_norm;  // null where an fp16 step was skipped

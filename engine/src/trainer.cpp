@@ -156,6 +156,7 @@ class TrainingRun {
   comm::CommCounters counted_before_;  // group_'s counters when the run began
   comm::CommCounters tensor_counted_before_;  // tensor_group_'s
   comm::CommCounters pipeline_counted_before_;  // pipeline_group_'s
+  comm::CommCounters context_counted_before_;  // o_.context_parallel_group's
   std::optional<Transformer<T>> net_;
   std::optional<PipelineStage<T>> pipeline_;
   std::unique_ptr<ParallelStrategy<T>> parallel_;
@@ -202,6 +203,7 @@ Status TrainingRun<T>::prepare() {
   counted_before_ = group_.counters();
   if (tensor_group_ != nullptr) tensor_counted_before_ = tensor_group_->counters();
   if (pipeline_group_ != nullptr) pipeline_counted_before_ = pipeline_group_->counters();
+  if (context_.size() > 1) context_counted_before_ = o_.context_parallel_group->counters();
   if (!o_.dry_run) {
     group_.record_into(&timeline_, TimelineLane::data_parallel);
     if (tensor_group_ != nullptr) tensor_group_->record_into(&timeline_, TimelineLane::tensor_parallel);
@@ -285,6 +287,7 @@ Status TrainingRun<T>::save(int64_t step, int64_t data_position) {
   metrics_.communication = group_.counters().since(counted_before_);
   if (tensor_group_ != nullptr) metrics_.tensor_parallel_communication = tensor_group_->counters().since(tensor_counted_before_);
   if (pipeline_group_ != nullptr) metrics_.pipeline_parallel_communication = pipeline_group_->counters().since(pipeline_counted_before_);
+  if (context_.size() > 1) metrics_.context_parallel_communication = o_.context_parallel_group->counters().since(context_counted_before_);
   metrics_.chunk_moves = parallel_->chunk_moves();
   if (!saves()) return Status::success();
   auto peaks = gather_rank_peaks(*control_, metrics_.ledger);

@@ -16,6 +16,18 @@ awk -v w="$worst" 'BEGIN {exit !(w == 0)}' || { echo "an estimate differs from t
 first=$(echo "$losses" | sed 's/"loss":\[\([^,]*\),.*/\1/')
 last=$(echo "$losses" | sed 's/.*,\([^,]*\)\]$/\1/')
 awk -v a="$first" -v b="$last" 'BEGIN {exit !(b < a)}' || { echo "the loss did not fall: $first -> $last"; exit 1; }
+# metrics.json's ring traffic: rank 0 sends cp − 1 = 1 key/value block per layer forward and 2 backward
+# (planner::ring_sends, recompute none), each 2 · b · s/cp · kv_width elements of fp32, one micro-batch a step.
+python3 - "$work/run/metrics.json" <<'PY' || { echo "metrics.json's context_parallel_communication is not the ring's traffic"; exit 1; }
+import json, sys
+metrics = json.load(open(sys.argv[1]))
+sent, model = metrics["context_parallel_communication"]["send"], metrics["model"]
+layers = model["num_layers"]
+kv_width = model["num_key_value_heads"] * model["hidden_size"] // model["num_attention_heads"]
+calls, block_bytes = 6 * layers * 3, 2 * 2 * 32 * kv_width * 4
+print(f"ring: {sent['calls']} sends of {sent['bytes']} bytes; expected {calls} of {calls * block_bytes}")
+sys.exit(0 if sent["calls"] == calls and sent["bytes"] == calls * block_bytes else 1)
+PY
 "$tessera" train "${options[@]}" --dry-run --rank 3 --out "$work/dry" > /dev/null
 real_row=$("$tessera" compare "$work/run/plan.json" "$work/run/metrics.json" --format json | tr -d ' \n' | grep -o '{"categories":\[[^]]*\],"rank":3}')
 dry_row=$("$tessera" compare "$work/dry/plan.json" "$work/dry/metrics.json" --format json | tr -d ' \n' | grep -o '{"categories":\[[^]]*\],"rank":3}')

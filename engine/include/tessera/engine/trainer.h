@@ -108,6 +108,7 @@ struct TrainMetrics {
   comm::CommCounters communication;  // this rank's calls and payload bytes per collective, in its data-parallel group
   comm::CommCounters tensor_parallel_communication;  // the same in its tensor-parallel group
   comm::CommCounters pipeline_parallel_communication;  // the same in its pipeline group
+  comm::CommCounters context_parallel_communication;  // the same in its context-parallel group (the ring attention's sends)
   int64_t chunk_moves = 0;           // this rank's chunk moves between host and device (Gemini)
   // Rank 0, on several ranks: every rank's timeline of the last step, in rank order (timeline.h).
   std::vector<std::vector<TimelineEvent>> timelines;

@@ -10,7 +10,7 @@ namespace {
 using nlohmann::ordered_json;
 
 constexpr const char* kLaneNames[engine::kNumTimelineLanes] = {"compute", "data-parallel communication", "tensor-parallel communication",
-                                                                "pipeline communication"};
+                                                                "pipeline communication", "context-parallel communication"};
 
 // The simulator's names where there is one (F3 and B3: micro-batch 3's forward and backward).
 std::string event_name(const engine::TimelineEvent& e) {
@@ -40,6 +40,7 @@ const char* category(const engine::TimelineEvent& e) {
       switch (e.lane) {
         case engine::TimelineLane::tensor_parallel: return "tensor_parallel";
         case engine::TimelineLane::pipeline_parallel: return "pipeline_parallel";
+        case engine::TimelineLane::context_parallel: return "context_parallel";
         default: return "data_parallel";
       }
   }
@@ -54,10 +55,12 @@ std::string measured_trace_json(const std::vector<std::vector<engine::TimelineEv
     const int pid = static_cast<int>(rank) + 1;
     const planner::RankCoordinates at = planner::rank_coordinates(layout, static_cast<int64_t>(rank));
     const std::string name = "rank " + std::to_string(rank) + ": dp " + std::to_string(at.dp_rank) + ", tp " + std::to_string(at.tp_rank) + ", pp " +
-                             std::to_string(at.pp_rank);
+                             std::to_string(at.pp_rank) + (layout.cp > 1 ? ", cp " + std::to_string(at.cp_rank) : "");
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}});
     events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
-    for (int lane = 0; lane < engine::kNumTimelineLanes; ++lane) {
+    // The ring attention's lane only where there is a ring.
+    const int lanes = layout.cp > 1 ? engine::kNumTimelineLanes : static_cast<int>(engine::TimelineLane::context_parallel);
+    for (int lane = 0; lane < lanes; ++lane) {
       events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", lane}, {"args", {{"name", kLaneNames[lane]}}}});
     }
     for (const engine::TimelineEvent& e : timelines[rank]) {

@@ -13,8 +13,9 @@
 
 namespace tessera::cli {
 
-// One process per rank ("rank R: dp d, tp t, pp p"), three lanes (compute,
-// data-parallel and tensor-parallel communication); times in microseconds
+// One process per rank ("rank R: dp d, tp t, pp p", and ", cp c" under
+// context parallelism), a compute lane and one per communicator (data-,
+// tensor-, pipeline- and, where cp > 1, context-parallel); times in microseconds
 // from the step's start on each rank (the ranks agree to start a step, so
 // their origins lie within that agreement's latency of each other).
 std::string measured_trace_json(const std::vector<std::vector<engine::TimelineEvent>>& timelines, const planner::ParallelLayout& layout,

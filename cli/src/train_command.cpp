@@ -560,7 +560,10 @@ Result<std::optional<TrainedPlan>> settle_train_options(TrainCliOptions& o, int 
     o.estimate.request.layout = planned->request.layout;
     o.estimate.request.plugin = planned->request.plugin;
   } else if (!o.given.contains("--dp") && !o.dry_run) {
-    o.estimate.request.layout.dp = launched_ranks;  // as many data-parallel ranks as the launcher started
+    // The ranks the launcher started that tp × pp × cp leave: data-parallel
+    // (where they do not divide, check_launched_ranks says what to launch).
+    const planner::ParallelLayout& l = o.estimate.request.layout;
+    o.estimate.request.layout.dp = std::max<int64_t>(1, launched_ranks / (l.tp * l.pp * l.cp));
   }
   // What the engine does not run, said as the plan's where the plan set it.
   Status supported = check_engine_supports(o.estimate.request, on_gpu);

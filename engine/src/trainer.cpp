@@ -88,6 +88,7 @@ class TrainingRun {
     group_.record_into(nullptr, TimelineLane::data_parallel);
     if (tensor_group_ != nullptr) tensor_group_->record_into(nullptr, TimelineLane::tensor_parallel);
     if (pipeline_group_ != nullptr) pipeline_group_->record_into(nullptr, TimelineLane::pipeline_parallel);
+    if (context_.size() > 1) o_.context_parallel_group->record_into(nullptr, TimelineLane::context_parallel);
   }
   TrainingRun(const TrainingRun&) = delete;
   TrainingRun& operator=(const TrainingRun&) = delete;
@@ -208,6 +209,7 @@ Status TrainingRun<T>::prepare() {
     group_.record_into(&timeline_, TimelineLane::data_parallel);
     if (tensor_group_ != nullptr) tensor_group_->record_into(&timeline_, TimelineLane::tensor_parallel);
     if (pipeline_group_ != nullptr) pipeline_group_->record_into(&timeline_, TimelineLane::pipeline_parallel);
+    if (context_.size() > 1) o_.context_parallel_group->record_into(&timeline_, TimelineLane::context_parallel);
   }
   parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_, o_.gemini_parameter_chunks_on_host);
   parallel_->set_model_parallel(tensor_group_, pipeline_group_, planner::counted_in_gradient_norm(local_model_, tensor_group_ != nullptr ? tensor_group_->rank() : 0));

@@ -44,6 +44,31 @@ TEST(MeasuredTrace, OneProcessPerRankNamedByItsCoordinates) {
   EXPECT_EQ(spans[4]["name"], "optimizer step");
   EXPECT_EQ(spans[4]["pid"], 2);
   EXPECT_DOUBLE_EQ(spans[4]["ts"].get<double>(), 250000.0);
+  // Without context parallelism there is no ring, and no lane for it.
+  for (const auto& e : trace["traceEvents"]) EXPECT_NE(e["args"].value("name", ""), "context-parallel communication");
+}
+
+// Under context parallelism the ranks are named by their cp coordinate too,
+// and the ring attention's sends have a lane of their own.
+TEST(MeasuredTrace, TheRingAttentionHasALaneUnderContextParallelism) {
+  const std::vector<std::vector<TimelineEvent>> timelines{{{TimelineKind::send, TimelineLane::context_parallel, -1, 0.001, 0.0002, 65536}}, {}};
+  const planner::ParallelLayout layout{1, 1, 1, false, 2};
+  const auto trace = nlohmann::json::parse(measured_trace_json(timelines, layout, "run"));
+  std::vector<std::string> names, lanes;
+  std::vector<nlohmann::json> spans;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["name"] == "process_name") names.push_back(e["args"]["name"]);
+    if (e["name"] == "thread_name" && e["pid"] == 1) lanes.push_back(e["args"]["name"]);
+    if (e["ph"] == "X") spans.push_back(e);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"rank 0: dp 0, tp 0, pp 0, cp 0", "rank 1: dp 0, tp 0, pp 0, cp 1"}));
+  ASSERT_EQ(lanes.size(), 5u);
+  EXPECT_EQ(lanes[4], "context-parallel communication");
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0]["name"], "send");
+  EXPECT_EQ(spans[0]["cat"], "context_parallel");
+  EXPECT_EQ(spans[0]["tid"], 4);
+  EXPECT_EQ(spans[0]["args"]["bytes"], 65536);
 }
 
 }  // namespace

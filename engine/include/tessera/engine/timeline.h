@@ -16,8 +16,8 @@
 namespace tessera::engine {
 
 // Where an event is drawn: the rank's compute, or one of its communicators.
-enum class TimelineLane { compute = 0, data_parallel = 1, tensor_parallel = 2, pipeline_parallel = 3 };
-inline constexpr int kNumTimelineLanes = 4;
+enum class TimelineLane { compute = 0, data_parallel = 1, tensor_parallel = 2, pipeline_parallel = 3, context_parallel = 4 };
+inline constexpr int kNumTimelineLanes = 5;
 
 // What happened. The collectives' kinds follow comm::Collective's order.
 enum class TimelineKind {

@@ -46,16 +46,9 @@ std::string name_of(const Layout& c, int64_t dp) {
 
 // The planner's estimate for the run, as `tessera train` asks for it.
 planner::MemoryEstimate planner_estimate(const planner::Model& model, const TrainOptions& o, const planner::ParallelLayout& layout) {
-  planner::EstimateRequest r;
-  r.layout = layout;
-  r.plugin = o.plugin;
+  planner::EstimateRequest r = training_check::estimate_request(o, layout);
   r.training.activation_profile = planner::ActivationProfile::tessera;
-  r.training.precision = o.precision;
   r.training.optimizer = planner::OptimizerKind::adamw;
-  r.training.micro_batch_size = o.micro_batch_size;
-  r.training.seq_len = o.seq_len;
-  r.training.num_micro_batches = o.num_micro_batches;
-  r.training.recompute = o.recompute;
   return planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), cpu_run_request(r, model.config)).value();
 }
 

@@ -71,14 +71,7 @@ void expect_same_checkpoint(const std::string& a, const std::string& b, const st
 // planner's row of this rank's stage.
 void expect_planners_estimate(const planner::Model& model, const TrainOptions& o, const planner::ParallelLayout& layout, int64_t stage,
                               const MemoryLedger& ledger, const std::string& name, int rank) {
-  planner::EstimateRequest request;
-  request.layout = layout;
-  request.plugin = o.plugin;
-  request.training.precision = o.precision;
-  request.training.micro_batch_size = o.micro_batch_size;
-  request.training.seq_len = o.seq_len;
-  request.training.num_micro_batches = o.num_micro_batches;
-  auto estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), request);
+  auto estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), training_check::estimate_request(o, layout));
   expect(estimate.ok(), name + ": the planner's estimate", rank);
   if (!estimate.ok()) return;
   for (const planner::RankMemory& row : estimate->ranks) {

@@ -133,4 +133,18 @@ inline void expect_one_process_agrees(const std::string& name, const std::string
   expect(std::abs(parallel.loss.back() - five->loss.back()) < tolerance * five->loss.back(), name + ": the final loss differs", 0);
 }
 
+// The planner's request for a run of `o` on `layout`: its plugin, precision,
+// batch and recompute mode, as the tests hold the ledger to it.
+inline planner::EstimateRequest estimate_request(const engine::TrainOptions& o, const planner::ParallelLayout& layout) {
+  planner::EstimateRequest r;
+  r.layout = layout;
+  r.plugin = o.plugin;
+  r.training.precision = o.precision;
+  r.training.micro_batch_size = o.micro_batch_size;
+  r.training.seq_len = o.seq_len;
+  r.training.num_micro_batches = o.num_micro_batches;
+  r.training.recompute = o.recompute;
+  return r;
+}
+
 }  // namespace tessera::training_check

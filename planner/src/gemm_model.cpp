@@ -29,14 +29,15 @@ struct WeightDims {
   double out = 0;
 };
 
+bool stored_in_out(const ModelConfig& config, const TensorInfo& t) { return config.family == ModelFamily::gpt2 && t.tp_split != TpSplit::vocab; }
+
 WeightDims weight_dims(const ModelConfig& config, const TensorInfo& t, int64_t tp) {
   std::vector<double> dims(t.shape.begin(), t.shape.end());
   if (dims.size() != 2) return {};
   const auto cut = static_cast<size_t>(t.tp_dim);
   if (t.tp_split == TpSplit::split) dims[cut] /= static_cast<double>(tp);
   if (t.tp_split == TpSplit::vocab) dims[cut] = std::ceil(dims[cut] / static_cast<double>(tp));  // padded to a multiple of tp
-  const bool stored_in_out = config.family == ModelFamily::gpt2 && t.tp_split != TpSplit::vocab;
-  return stored_in_out ? WeightDims{dims[0], dims[1]} : WeightDims{dims[1], dims[0]};
+  return stored_in_out(config, t) ? WeightDims{dims[0], dims[1]} : WeightDims{dims[1], dims[0]};
 }
 
 // A split weight's tensor-parallel cut runs along its input features: a
@@ -92,22 +93,31 @@ double gemm_seconds(const GemmShape& g, const KernelRoofs& roofs) {
   return std::max(compute, bytes / roofs.hbm_bytes_per_s);
 }
 
-std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs,
-                                                 const BlockGemmRoofs& block_roofs) {
+std::vector<StepGemm> step_gemms(const Model& model, int64_t tokens, int64_t tp) {
   const int64_t layers = model.config.num_layers;
-  std::vector<PassSeconds> by_layer(static_cast<size_t>(layers + 2));
   const auto m = static_cast<double>(tokens);
+  std::vector<StepGemm> gemms;
   for (const TensorInfo& t : model.inventory.tensors) {
     if (!t.is_matmul_weight) continue;
     const auto entry = static_cast<size_t>(std::clamp<int64_t>(t.layer + 1, 0, layers + 1));
-    const bool outside_blocks = entry == 0 || entry == by_layer.size() - 1;
-    const KernelRoofs& forward = outside_blocks ? roofs : block_roofs.forward;
-    const KernelRoofs& backward = outside_blocks ? roofs : block_roofs.backward;
-    PassSeconds& s = by_layer[entry];
     const WeightDims w = weight_dims(model.config, t, tp);
-    s.forward += gemm_seconds({m, w.out, w.in}, forward);
-    // Backward: the input gradient (tokens × in) and the weight gradient (in × out, summed over tokens).
-    s.backward += gemm_seconds({m, w.in, w.out}, backward) + gemm_seconds({w.in, w.out, m}, backward);
+    const bool in_out = stored_in_out(model.config, t);
+    gemms.push_back({&t, entry, GemmPass::forward, {m, w.out, w.in}, in_out});
+    gemms.push_back({&t, entry, GemmPass::input_gradient, {m, w.in, w.out}, in_out});
+    gemms.push_back({&t, entry, GemmPass::weight_gradient, {w.in, w.out, m}, in_out});
+  }
+  return gemms;
+}
+
+std::vector<PassSeconds> matmul_seconds_by_layer(const Model& model, int64_t tokens, int64_t tp, const KernelRoofs& roofs,
+                                                 const BlockGemmRoofs& block_roofs) {
+  std::vector<PassSeconds> by_layer(static_cast<size_t>(model.config.num_layers + 2));
+  for (const StepGemm& g : step_gemms(model, tokens, tp)) {
+    const bool outside_blocks = g.layer_entry == 0 || g.layer_entry == by_layer.size() - 1;
+    const bool forward = g.pass == GemmPass::forward;
+    const KernelRoofs& pass_roofs = outside_blocks ? roofs : forward ? block_roofs.forward : block_roofs.backward;
+    PassSeconds& s = by_layer[g.layer_entry];
+    (forward ? s.forward : s.backward) += gemm_seconds(g.shape, pass_roofs);
   }
   return by_layer;
 }

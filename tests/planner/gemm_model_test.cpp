@@ -1,6 +1,8 @@
 // The GEMM roofline and the attention-kernel times (gemm_model.h).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tessera/planner/gemm_model.h"
 #include "test_models.h"
 
@@ -84,6 +86,39 @@ TEST(KernelRoofs, AProfileWithoutMeasurementsTakesTheDefaults) {
   EXPECT_DOUBLE_EQ(r.matmul_flops, gpu.peak_tflops.bf16 * 1e12 * kDefaultMatmulEfficiency * kOrdinaryShapeFractionOfBest);
   EXPECT_DOUBLE_EQ(r.fused_attention_flops, gpu.peak_tflops.bf16 * 1e12 * kDefaultFusedAttentionEfficiency);
   EXPECT_EQ(r.sm_count, 142);
+}
+
+// Every matmul weight gives three GEMMs whose FLOPs are each 2 · tokens · its
+// elements on the rank; at tp 2 GPT-2's split weights (the blocks' four) halve
+// and the vocabulary's head is a padded half.
+TEST(StepGemms, ThreePerWeightWithTheRanksShareOfItsElements) {
+  const Model gpt2 = testing::shipped_model("gpt2");
+  const int64_t tokens = 4096;
+  for (const int64_t tp : {1, 2}) {
+    const std::vector<StepGemm> gemms = step_gemms(gpt2, tokens, tp);
+    int64_t weights = 0;
+    double expected = 0;
+    for (const TensorInfo& t : gpt2.inventory.tensors) {
+      if (!t.is_matmul_weight) continue;
+      ++weights;
+      double share = t.tp_split == TpSplit::replicated ? 1.0 : 1.0 / static_cast<double>(tp);
+      if (t.tp_split == TpSplit::vocab) share = std::ceil(50257.0 / static_cast<double>(tp)) / 50257.0;  // 25,129 rows a rank at tp 2
+      expected += 2.0 * static_cast<double>(tokens) * static_cast<double>(t.numel()) * share;
+    }
+    ASSERT_EQ(static_cast<int64_t>(gemms.size()), 3 * weights);
+    double by_pass[3] = {0, 0, 0};
+    for (const StepGemm& g : gemms) by_pass[static_cast<int>(g.pass)] += g.shape.flops();
+    for (const double flops : by_pass) EXPECT_NEAR(flops / expected, 1.0, 1e-12) << "tp " << tp;
+  }
+  // GPT-2's Conv1D weights are stored (in, out), its tied head as (vocab, hidden).
+  const std::vector<StepGemm> gemms = step_gemms(gpt2, tokens, 1);
+  EXPECT_TRUE(gemms.front().weight_stored_in_out) << gemms.front().weight->name;
+  EXPECT_FALSE(gemms.back().weight_stored_in_out) << gemms.back().weight->name;
+  EXPECT_EQ(gemms.back().layer_entry, static_cast<size_t>(gpt2.config.num_layers + 1));
+  const StepGemm& head_input_gradient = gemms[gemms.size() - 2];
+  EXPECT_EQ(head_input_gradient.pass, GemmPass::input_gradient);
+  EXPECT_EQ(head_input_gradient.shape.n, 768) << "tokens x hidden, over the vocabulary";
+  EXPECT_EQ(gemms.back().shape.n, 50257) << "the head's weight gradient: hidden x vocabulary, over the tokens";
 }
 
 }  // namespace

@@ -78,6 +78,26 @@ struct PassSeconds {
   double backward = 0;  // input gradients and weight gradients
 };
 
+// The GEMMs of one weight in a training step: its forward product, then in
+// backward the input gradient (tokens × in) and the weight gradient (in × out,
+// summed over the tokens).
+enum class GemmPass { forward, input_gradient, weight_gradient };
+
+struct StepGemm {
+  const TensorInfo* weight = nullptr;  // into the model's inventory
+  size_t layer_entry = 0;              // layer + 1: 0 before the blocks, num_layers + 1 the head
+  GemmPass pass = GemmPass::forward;
+  GemmShape shape;
+  // The weight is stored (in, out), as GPT-2's Conv1D, rather than nn.Linear's
+  // (out, in): which operand a runtime transposes in each pass.
+  bool weight_stored_in_out = false;
+};
+
+// Every matmul weight's three GEMMs on one tensor-parallel rank for `tokens`
+// tokens, in the inventory's order: what the simulator times, and what
+// bench/gpu_gemm_roof measures on a GPU against it.
+std::vector<StepGemm> step_gemms(const Model& model, int64_t tokens, int64_t tp);
+
 // One tensor-parallel rank's matmuls on `tokens` tokens, layer by layer: entry
 // layer + 1 for each block, entry 0 for the weights before the blocks
 // (kEmbeddingLayer) and the last entry for those after them (the head). The

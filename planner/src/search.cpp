@@ -88,7 +88,7 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
     if (p.zero_stage <= 0) add(PluginKind::torch_ddp, [](EstimateRequest&) {});
     for (FsdpStrategy s : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
       for (bool offload : {false, true}) {
-        if (p.zero_stage < 0 && (offload || sharding_helps)) {
+        if (p.zero_stage < 0 && sharding_helps) {
           add(PluginKind::torch_fsdp, [=](EstimateRequest& r) { r.plugin.fsdp_strategy = s; r.plugin.cpu_offload = offload; });
         }
       }

@@ -9,12 +9,13 @@
 //    the optimizer over the wrapped module's parameters, so it steps on the
 //    CPU): each flat parameter's fp32 shard and its fp32 gradient `_cpu_grad`
 //    live in pinned host memory (torch/distributed/fsdp/_flat_param.py at
-//    fe03cf69). Before a unit's all-gather its shard is copied to the device
+//    01caf79e). Before a unit's all-gather its shard is copied to the device
 //    in fp32 (pre_unshard: flat_param_to, or under MixedPrecision
 //    _use_low_precision_shard, which casts it there into _mp_shard) and freed
 //    after; after its reduce-scatter the gradient shard, cast to the fp32 of
-//    the parameters, is copied down into _cpu_grad (torch/distributed/fsdp/
-//    _runtime_utils.py at 3ade90a6, _offload_grad). Gradient accumulation
+//    the parameters, is copied down into _cpu_grad, which the post-backward
+//    callback waits for (torch/distributed/fsdp/_runtime_utils.py at 00ae0bc9,
+//    _post_backward_hook; _offload_grad in later versions). Gradient accumulation
 //    outside no_sync() "does not work with CPU offloading" (_flat_param.py,
 //    prepare_gradient_for_backward): each micro-batch's gradient replaces
 //    the last, and TorchFSDPPlugin has no no_sync, so the planner refuses

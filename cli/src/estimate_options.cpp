@@ -115,7 +115,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
       ->capture_default_str();
   c.add_option("--zero-stage", r.plugin.zero_stage,
                "ZeRO stage: 1-2 for low_level_zero (default 1; 3 under --runtime deepspeed), 0-2 for hybrid_parallel (default 0)");
-  c.add_flag("--cpu-offload", r.plugin.cpu_offload, "Keep master weights and optimizer states on the host (ZeRO)");
+  c.add_flag("--cpu-offload", r.plugin.cpu_offload, "Keep master weights and optimizer states on the host (ZeRO); torch_fsdp: every shard, gradients and optimizer states (FSDP's CPUOffload)");
   c.add_option("--bucket-mb", o.bucket_mb, "torch_ddp bucket_cap_mb")->capture_default_str();
   c.add_flag("--gradient-as-bucket-view", r.plugin.gradient_as_bucket_view, "torch_ddp: gradients are views into the buckets");
   c.add_flag("--rank-order-reduction", r.plugin.rank_order_reduction,

@@ -55,7 +55,7 @@ Result<planner::EstimateRequest> layout_request(const LayoutChoice& c, const pla
   r.plugin.kind = c.plugin;
   const bool staged = c.plugin == PluginKind::low_level_zero || c.plugin == PluginKind::hybrid_parallel;
   r.plugin.zero_stage = staged ? c.zero_stage : -1;
-  r.plugin.cpu_offload = staged && c.cpu_offload;
+  r.plugin.cpu_offload = (staged || c.plugin == PluginKind::torch_fsdp) && c.cpu_offload;
   r.plugin.pp_schedule = c.pp > 1 ? c.schedule : planner::PipelineSchedule::one_f_one_b;
   r.plugin.num_model_chunks = r.plugin.pp_schedule == planner::PipelineSchedule::interleaved ? c.model_chunks : 1;
   return r;

@@ -22,7 +22,7 @@ struct LayoutChoice {
   planner::PipelineSchedule schedule = planner::PipelineSchedule::one_f_one_b;
   int64_t model_chunks = 1;  // interleaved schedule only
   int zero_stage = 0;        // low_level_zero and hybrid_parallel
-  bool cpu_offload = false;  // ZeRO plugins: optimizer states and master weights on the host
+  bool cpu_offload = false;  // ZeRO plugins: optimizer states and master weights on the host; torch_fsdp: every shard
   planner::RecomputeMode recompute = planner::RecomputeMode::none;
   bool sequence_parallel = false;  // tp > 1
   int64_t cp = 1;                  // context-parallel ranks per sequence (--cp)

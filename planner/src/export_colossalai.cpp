@@ -5,8 +5,8 @@
 // names (json_io.cpp). Signatures as in hpcaitech/ColossalAI
 // colossalai/booster/plugin/:
 //   torch_ddp_plugin.py       TorchDDPPlugin(bucket_cap_mb=25, gradient_as_bucket_view=False, ...); no_sync: yes
-//   torch_fsdp_plugin.py      TorchFSDPPlugin(sharding_strategy=None, auto_wrap_policy=None, mixed_precision=None, ...)
-//                             (torch.distributed.fsdp's own types); no_sync: no
+//   torch_fsdp_plugin.py      TorchFSDPPlugin(sharding_strategy=None, cpu_offload=None, auto_wrap_policy=None, mixed_precision=None, ...)
+//                             (torch.distributed.fsdp's own types: cpu_offload a CPUOffload, at 014837e7); no_sync: no
 //   low_level_zero_plugin.py  LowLevelZeroPlugin(stage=1, precision="fp16", reduce_bucket_size_in_m=12, cpu_offload=False, ...);
 //                             precision in fp16, bf16, fp32; no_sync: stage 1 only
 //   gemini_plugin.py          GeminiPlugin(chunk_config_dict=None, placement_policy="static", enable_gradient_accumulation=False, shard_param_frac=1.0,
@@ -153,12 +153,17 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
     case PluginKind::torch_fsdp: {
       s.imports.push_back("import functools");
       s.imports.push_back("from colossalai.booster.plugin import TorchFSDPPlugin");
-      s.imports.push_back("from torch.distributed.fsdp import MixedPrecision, ShardingStrategy");
+      s.imports.push_back(p.cpu_offload ? "from torch.distributed.fsdp import CPUOffload, MixedPrecision, ShardingStrategy"
+                                        : "from torch.distributed.fsdp import MixedPrecision, ShardingStrategy");
       s.imports.push_back("from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy");
       s.plugin_comment += "    # One FSDP unit per transformer block, as Tessera's memory model assumes.\n";
       std::vector<std::pair<std::string, std::string>> args{
           {"sharding_strategy", p.fsdp_strategy == FsdpStrategy::full_shard ? "ShardingStrategy.FULL_SHARD" : "ShardingStrategy.SHARD_GRAD_OP"},
           {"auto_wrap_policy", "functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=block_classes(model))"}};
+      if (p.cpu_offload) {
+        // The shards and their gradients on the host; the optimizer, built over them, steps there (fsdp_offload.h).
+        args.emplace_back("cpu_offload", "CPUOffload(offload_params=True)");
+      }
       if (is_mixed_precision(t.precision)) {
         const std::string dtype = torch_dtype(t.precision);
         args.emplace_back("mixed_precision", "MixedPrecision(param_dtype=" + dtype + ", reduce_dtype=" + dtype + ", buffer_dtype=" + dtype + ")");

@@ -8,7 +8,8 @@
 //                              reduction overlaps with backward); allgather_bucket_size at
 //                              DeepSpeed's default, since the plan times one all-gather of the
 //                              updated parameters without a bucket
-//   torch_fsdp                 full_shard -> stage 3; shard_grad_op (ZeRO-2 semantics) -> stage 2
+//   torch_fsdp                 full_shard -> stage 3; shard_grad_op (ZeRO-2 semantics) -> stage 2; cpu_offload ->
+//                              offload_param and offload_optimizer cpu at stage 3 (stage 2 cannot offload parameters: refused)
 //   gemini                     shard_param_frac 1 -> stage 3 (0 -> stage 2); offload_optim_frac 1 ->
 //                              offload_optimizer cpu; offload_param_frac 1 -> offload_param cpu.
 //                              DeepSpeed offloads all of a kind or none: fractions strictly
@@ -105,6 +106,11 @@ Result<ZeroSettings> zero_settings(const PlanFile& file, const EstimateRequest& 
     case PluginKind::torch_ddp: return replicated_gradients_refusal(r);
     case PluginKind::torch_fsdp:
       z.stage = p.fsdp_strategy == FsdpStrategy::full_shard ? 3 : 2;
+      if (p.cpu_offload && z.stage == 2) {
+        return cannot_express("deepspeed", "FSDP's cpu offload keeps the parameter shards on the host, and DeepSpeed offloads parameters only at "
+                                           "ZeRO stage 3, while shard_grad_op is stage 2; export it --to colossalai, or pick full_shard");
+      }
+      z.offload_param = z.offload_optimizer = p.cpu_offload;
       return z;
     case PluginKind::low_level_zero:
       z.stage = p.effective_zero_stage();

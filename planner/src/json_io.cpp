@@ -20,6 +20,7 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
     case PluginKind::torch_fsdp: {
       json fsdp{{"sharding_strategy", enum_name(p.fsdp_strategy)}};
       if (p.rank_order_reduction) fsdp["rank_order_reduction"] = true;  // Tessera's engine only, as torch_ddp's
+      if (p.cpu_offload) fsdp["cpu_offload"] = true;  // CPUOffload(offload_params=True)
       return fsdp;
     }
     case PluginKind::low_level_zero:

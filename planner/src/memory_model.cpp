@@ -10,6 +10,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/fsdp_offload.h"
 #include "tessera/planner/gemini_gathering.h"
 #include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/pipeline_stages.h"
@@ -112,13 +113,22 @@ void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateW
 // (rank_order_reduction.h): while a unit's reduce-scatter is queued its
 // scratch, the whole unit in the gradients' type, comes beside the root's and
 // a block's gradients (engine/device/fsdp_device_units.h).
+// With CPU offload every shard lives on the host and one unit's shard at a
+// time passes through the device each way (fsdp_offload.h).
 void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths& w, MemoryBreakdown& out) {
   const int64_t dp = r.layout.shard_ranks();
   const FsdpLayout layout = fsdp_layout(m.inventory, flat_parameter_order(m.inventory), dp);
-  out.add(Cat::parameters, kDevice, layout.shard_numel * 4);
-  out.add(Cat::gradients, kDevice, layout.shard_numel * 4);
-  out.add(Cat::optimizer_states, kDevice, layout.shard_numel * w.optim);
-  const bool gathers = dp > 1 || w.param != 4;  // one fp32 rank unshards in place
+  const bool offload = r.plugin.fsdp_offload();
+  const MemorySpace shards = offload ? kHost : kDevice;
+  out.add(Cat::parameters, shards, layout.shard_numel * 4);
+  out.add(Cat::gradients, shards, layout.shard_numel * 4);
+  out.add(Cat::optimizer_states, shards, layout.shard_numel * w.optim);
+  if (offload) {
+    const int64_t staging = fsdp_offload_staging_numel(layout) * kFsdpOffloadBytesPerElement;
+    out.add(Cat::parameters, kDevice, staging);
+    out.add(Cat::gradients, kDevice, staging);
+  }
+  const bool gathers = dp > 1 || w.param != 4 || offload;  // one fp32 rank unshards in place, unless its shard is on the host
   if (gathers) {
     const int64_t gathered = r.plugin.fsdp_strategy == FsdpStrategy::full_shard
                                  ? layout.root_padded + 2 * layout.largest_block_padded

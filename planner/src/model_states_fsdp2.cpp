@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model_states.h"
+#include "tessera/planner/fsdp_offload.h"
 #include "tessera/planner/sharding.h"
 
 namespace tessera::planner {
@@ -86,9 +87,18 @@ void add_fsdp2_states(const Model& model, const EstimateRequest& r, MemoryBreakd
     shard += u.shard;
     padded_total += u.padded;
   }
-  out.add(Cat::parameters, kDevice, shard * 4);
-  out.add(Cat::gradients, kDevice, shard * 4);
-  out.add(Cat::optimizer_states, kDevice, shard * 4 * optimizer_state_count(r.training.optimizer));
+  // CPUOffloadPolicy: the shards on the host, and one unit's fp32 shard on
+  // the device on its way up, one reduced fp32 gradient shard on its way down (fsdp_offload.h).
+  const MemorySpace shards = r.plugin.fsdp_offload() ? MemorySpace::host : kDevice;
+  out.add(Cat::parameters, shards, shard * 4);
+  out.add(Cat::gradients, shards, shard * 4);
+  out.add(Cat::optimizer_states, shards, shard * 4 * optimizer_state_count(r.training.optimizer));
+  if (r.plugin.fsdp_offload()) {
+    int64_t largest = 0;
+    for (const Unit& u : units) largest = std::max(largest, u.shard);
+    out.add(Cat::parameters, kDevice, largest * kFsdpOffloadBytesPerElement);
+    out.add(Cat::gradients, kDevice, largest * kFsdpOffloadBytesPerElement);
+  }
 
   // Gathered parameters: every unit under shard_grad_op; otherwise two adjacent
   // units, beside the tied unit that stays gathered from forward to backward.

@@ -105,7 +105,10 @@ std::string summary_line(const EstimateReport& r) {
     line += " zero " + std::to_string(r.request.plugin.effective_zero_stage());
     if (r.request.plugin.cpu_offload) line += " + cpu offload";
   }
-  if (r.request.plugin.kind == PluginKind::torch_fsdp) line += " " + std::string(enum_name(r.request.plugin.fsdp_strategy));
+  if (r.request.plugin.kind == PluginKind::torch_fsdp) {
+    line += " " + std::string(enum_name(r.request.plugin.fsdp_strategy));
+    if (r.request.plugin.cpu_offload) line += " + cpu offload";
+  }
   line += ", dp " + std::to_string(l.dp) + " × tp " + std::to_string(l.tp) + " × pp " + std::to_string(l.pp);
   if (l.cp > 1) line += " × cp " + std::to_string(l.cp);
   if (l.dp_replicate > 1) line += " (" + std::to_string(l.dp_replicate) + " replicas, states sharded over " + std::to_string(l.shard_ranks()) + ")";

@@ -87,7 +87,11 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
   if (pure_dp) {
     if (p.zero_stage <= 0) add(PluginKind::torch_ddp, [](EstimateRequest&) {});
     for (FsdpStrategy s : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
-      if (p.zero_stage < 0 && sharding_helps) add(PluginKind::torch_fsdp, [s](EstimateRequest& r) { r.plugin.fsdp_strategy = s; });
+      for (bool offload : {false, true}) {
+        if (p.zero_stage < 0 && sharding_helps) {
+          add(PluginKind::torch_fsdp, [=](EstimateRequest& r) { r.plugin.fsdp_strategy = s; r.plugin.cpu_offload = offload; });
+        }
+      }
     }
     for (int stage : {1, 2}) {
       for (bool offload : {false, true}) {
@@ -359,7 +363,7 @@ std::string describe_plan(const EstimateRequest& r) {
   std::string text(enum_name(p.kind));
   switch (p.kind) {
     case PluginKind::torch_ddp: break;
-    case PluginKind::torch_fsdp: text += " " + std::string(enum_name(p.fsdp_strategy)); break;
+    case PluginKind::torch_fsdp: text += " " + std::string(enum_name(p.fsdp_strategy)) + (p.cpu_offload ? " + cpu offload" : ""); break;
     case PluginKind::low_level_zero: text += " stage " + std::to_string(p.effective_zero_stage()) + (p.cpu_offload ? " + cpu offload" : ""); break;
     case PluginKind::gemini: {
       char g[96];
@@ -404,7 +408,7 @@ std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanReque
         r.training.num_micro_batches = per_rank / b;
         r.training.recompute = mode;
         // Only schedules the runtime runs: interleaved micro-batches in groups of pp, 1F1B at least pp of them.
-        if (!check_pipeline_schedule(model, r)) continue;
+        if (!check_pipeline_schedule(model, r) || !check_fsdp_offload_accumulation(r)) continue;
         out.push_back(r);
       }
     }

@@ -11,6 +11,7 @@
 #include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/fsdp_offload.h"
 #include "tessera/planner/gemm_model.h"
 #include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/pipeline_stages.h"
@@ -100,9 +101,11 @@ struct StageCost {
   double recompute = 0;
   double forward_comm = 0;      // exposed tensor-parallel / ZeRO-3 communication in forward
   double backward_comm = 0;
-  double offload = 0;           // parameter chunks fetched over PCIe (Gemini offload_param_frac)
-  double forward_s() const { return forward_compute + forward_comm + offload / 2; }
-  double backward_s() const { return backward_compute + recompute + backward_comm + offload / 2; }
+  double forward_offload = 0;   // exposed PCIe copies: Gemini's host parameter chunks, FSDP's offloaded shards
+  double backward_offload = 0;
+  double offload() const { return forward_offload + backward_offload; }
+  double forward_s() const { return forward_compute + forward_comm + forward_offload; }
+  double backward_s() const { return backward_compute + recompute + backward_comm + backward_offload; }
 };
 
 struct Context {
@@ -167,6 +170,27 @@ ShardGroups shard_groups(const Context& c) {
 // gradients in backward, every micro-batch; prefetching hides what compute
 // covers. Gemini moves whole chunks, and backward finds those that
 // shard_param_frac kept gathered (the engine's gathering replayed, gemini_gathering.h).
+double pcie_seconds(const Context& c, double bytes) { return bytes / (c.cluster.gpu.pcie_gbps * 1e9); }
+
+// CPU Adam over `params` elements on this GPU's share of the node's cores.
+double cpu_optimizer_seconds(const Context& c, double params) {
+  return params / (c.cluster.cpu_adam_params_per_s_per_node / static_cast<double>(c.cluster.gpus_per_node));
+}
+
+// FSDP's CPU offload (fsdp_offload.h): each unit's fp32 shard up before its
+// all-gather, its reduced fp32 gradient shard down after its reduce-scatter.
+// FSDP issues them on its side streams around the collectives they feed, so
+// they hide under the pass's compute as the collectives do.
+void add_fsdp_offload_copies(const Context& c, const StageShape& s, StageCost& cost) {
+  const PluginOptions& p = c.request.plugin;
+  if (!p.fsdp_offload()) return;
+  const double shard = static_cast<double>(s.params) / static_cast<double>(c.request.layout.shard_ranks());
+  const FsdpOffloadTraffic traffic = fsdp_offload_traffic(shard, p.fsdp_strategy);
+  cost.forward_offload += overlapped(pcie_seconds(c, traffic.forward_up_bytes), cost.forward_compute, c.settings.overlap_cost);
+  cost.backward_offload += overlapped(pcie_seconds(c, traffic.backward_up_bytes + traffic.backward_down_bytes), cost.backward_compute + cost.recompute,
+                                      c.settings.overlap_cost);
+}
+
 void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
   const auto& l = c.request.layout;
   if (!is_zero3(c.request.plugin) || l.data_ranks() == 1) return;
@@ -317,8 +341,10 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   if (c.estimate.gemini && c.estimate.gemini->offload_param_frac > 0) {
     const double host_params = static_cast<double>(c.estimate.gemini->padded_elements()) * c.estimate.gemini->offload_param_frac /
                                static_cast<double>(l.shard_ranks());
-    cost.offload = 2 * host_params * c.dtype_bytes() / (c.cluster.gpu.pcie_gbps * 1e9);
+    // Fetched for forward and again for backward.
+    cost.forward_offload = cost.backward_offload = pcie_seconds(c, host_params * c.dtype_bytes());
   }
+  add_fsdp_offload_copies(c, s, cost);
   return cost;
 }
 
@@ -500,10 +526,11 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   if (c.estimate.gemini) offloaded = shard * c.estimate.gemini->offload_optim_frac;
   on_gpu -= offloaded;
   if (offloaded > 0) {
-    // Gradients down and 16-bit weights up over PCIe, then CPU Adam on the node's share.
-    const double pcie = c.cluster.gpu.pcie_gbps * 1e9;
-    const double cpu_rate = c.cluster.cpu_adam_params_per_s_per_node / static_cast<double>(c.cluster.gpus_per_node);
-    out.offload = offloaded * (c.dtype_bytes() + 2) / pcie + offloaded / cpu_rate;
+    // Gradients down and 16-bit weights up over PCIe, then CPU Adam on the
+    // node's share; FSDP's shards crossed PCIe unit by unit in the passes
+    // (add_fsdp_offload_copies), so only its CPU step is left.
+    const double copies = p.fsdp_offload() ? 0 : pcie_seconds(c, offloaded * (c.dtype_bytes() + 2));
+    out.offload = copies + cpu_optimizer_seconds(c, offloaded);
   }
   out.optimizer = on_gpu * optimizer_bytes_per_param(c.request.training) / c.roofs.hbm_bytes_per_s;
   return out;
@@ -571,7 +598,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
   b.forward_s = m * cost.forward_compute;
   b.backward_s = m * cost.backward_compute;
   b.recompute_s = m * cost.recompute;
-  b.offload_s = m * cost.offload + after.offload;
+  b.offload_s = m * cost.offload() + after.offload;
   b.communication_s = m * (cost.forward_comm + cost.backward_comm) + after.communication;
   b.optimizer_s = after.optimizer;
   b.bubble_s = std::max(0.0, pipeline.makespan - m * (cost.forward_s() + cost.backward_s()));

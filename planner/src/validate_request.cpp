@@ -142,8 +142,9 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
     return invalid("--grad-reduce-after-backward describes Megatron-LM's and DeepSpeed's pipeline reductions: it needs --plugin hybrid_parallel");
   }
   if (p.cpu_offload && !p.cpu_offload_applies()) {
-    return invalid("--cpu-offload applies to low_level_zero and hybrid_parallel with --zero-stage 1 or 2; for gemini use --placement");
+    return invalid("--cpu-offload applies to torch_fsdp, low_level_zero and hybrid_parallel with --zero-stage 1 or 2; for gemini use --placement");
   }
+  if (Status s = check_fsdp_offload_accumulation(r); !s) return s;
   if (p.kind == PluginKind::gemini) {
     if (Status s = gemini_precision_and_optimizer(r.training.precision, r.training.optimizer); !s) return s;
   }
@@ -232,6 +233,13 @@ Status check_assumptions(const Assumptions& a) {
 }
 
 }  // namespace
+
+Status check_fsdp_offload_accumulation(const EstimateRequest& r) {
+  if (!r.plugin.fsdp_offload() || r.plugin.runtime != Runtime::colossalai || r.training.num_micro_batches == 1) return Status::success();
+  return invalid("--micro-batches " + str(r.training.num_micro_batches) +
+                 ": PyTorch FSDP keeps only the last micro-batch's gradient under --cpu-offload; use --micro-batches 1 (a larger --micro-batch), "
+                 "or --runtime torchtitan (FSDP2)");
+}
 
 Status check_pipeline_schedule(const Model& m, const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;

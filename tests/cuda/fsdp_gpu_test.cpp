@@ -6,7 +6,10 @@
 // or more ranks) and one step of the CPU engine's FSDP over MPI
 // (parallel/fsdp.h) on the same rank's micro-batch (and again on 2
 // accumulated micro-batches), under full_shard and shard_grad_op, on
-// small_models.h's GPT-2 (tied head) and Qwen2.
+// small_models.h's GPT-2 (tied head) and Qwen2; on 2 or more ranks and one
+// micro-batch also with --cpu-offload (the shards in pinned host memory, the
+// CPU engine's AdamW on the host; planner/fsdp_offload.h), against the CPU
+// FSDP offloaded likewise.
 //
 // Checked, on every rank:
 //  - this rank's loss and the global gradient norm within 2^-6 relative of
@@ -47,16 +50,18 @@ using testing::CpuStep;
 constexpr int64_t B = 2, T = 37, kMicroTokens = B * T;
 constexpr uint64_t kSeed = 5;
 
-planner::PluginOptions fsdp_plugin(planner::FsdpStrategy strategy) {
+planner::PluginOptions fsdp_plugin(planner::FsdpStrategy strategy, bool offload) {
   planner::PluginOptions plugin;
   plugin.kind = planner::PluginKind::torch_fsdp;
   plugin.fsdp_strategy = strategy;
+  plugin.cpu_offload = offload;
   return plugin;
 }
 
 // The ledger's peaks against the planner's estimate of the same run: each
 // category's blocks rounded up to 512 bytes (the shards one each, AdamW's
-// states two, the root and two blocks gathered or every unit, the root's and one block's gradient).
+// states two, the root and two blocks gathered or every unit, the root's and
+// one block's gradient; offloaded, one unit's shard each way and no states).
 void check_ledger(const planner::Model& model, const planner::PluginOptions& plugin, int ranks, int64_t micro_batches, const MemoryLedger& ledger,
                   Checker& check, const std::string& prefix) {
   const std::optional<planner::RankMemory> estimated = testing::planned_rank_memory(model, plugin, ranks, B, T, micro_batches, check, prefix);
@@ -65,7 +70,8 @@ void check_ledger(const planner::Model& model, const planner::PluginOptions& plu
   const auto units = static_cast<int64_t>(model.config.num_layers) + 1;
   const int64_t gathered = plugin.fsdp_strategy == planner::FsdpStrategy::full_shard ? 3 : units;
   for (const auto& [category, blocks] : {std::pair{MemoryCategory::parameters, int64_t{1}}, std::pair{MemoryCategory::gradients, int64_t{1}},
-                                         std::pair{MemoryCategory::optimizer_states, int64_t{2}}, std::pair{MemoryCategory::master_weights, int64_t{0}},
+                                         std::pair{MemoryCategory::optimizer_states, int64_t{plugin.cpu_offload ? 0 : 2}},
+                                         std::pair{MemoryCategory::master_weights, int64_t{0}},
                                          std::pair{MemoryCategory::chunk_buffers, gathered}, std::pair{MemoryCategory::comm_buffers, int64_t{2}}}) {
     const int64_t planned = row.bytes[category].device, booked = ledger.peak(category, MemorySpace::device);
     check.expect(booked >= planned && booked <= planned + 512 * blocks,
@@ -111,12 +117,17 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
   const Batch batch = testing::rank_batch(mpi.rank(), micro_batches, kMicroTokens);
   const std::string accumulated = micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ";
   const CpuStep ddp = testing::cpu_ddp_step(model, batch, B, T, kSeed, mpi, check, std::string(name) + " ddp" + accumulated);
+  // Offloaded FSDP shards over 2 or more ranks and steps one micro-batch at a time (planner::check_fsdp_offload_accumulation).
+  const bool offloads = mpi.size() >= 2 && micro_batches == 1;
   for (const auto& [label, strategy] : {std::pair{"fsdp full_shard", planner::FsdpStrategy::full_shard},
                                         std::pair{"fsdp shard_grad_op", planner::FsdpStrategy::shard_grad_op}}) {
-    const std::string prefix = std::string(name) + " " + label + accumulated;
-    const planner::PluginOptions plugin = fsdp_plugin(strategy);
-    const CpuStep cpu = testing::cpu_reference_step(model, plugin, batch, B, T, kSeed, mpi, check, prefix);
-    check_one_case(prefix, model, plugin, batch, cpu, ddp, mpi, nccl, check);
+    for (const bool offload : {false, true}) {
+      if (offload && !offloads) continue;
+      const std::string prefix = std::string(name) + " " + label + (offload ? " offloaded" : "") + accumulated;
+      const planner::PluginOptions plugin = fsdp_plugin(strategy, offload);
+      const CpuStep cpu = testing::cpu_reference_step(model, plugin, batch, B, T, kSeed, mpi, check, prefix);
+      check_one_case(prefix, model, plugin, batch, cpu, ddp, mpi, nccl, check);
+    }
   }
 }
 

@@ -22,6 +22,11 @@
 //    same run (planner/memory_model.h, add_fsdp_states): parameters,
 //    gradients, optimizer states, chunk_buffers and comm_buffers, each block
 //    rounded up to the caching allocator's 512 bytes, no master weights.
+// Offloaded (FsdpHostShards; one micro-batch, on 2 and 3 ranks) the same,
+// with the shards in host memory: the gradient shard written there whole,
+// nothing of the shards kept on the device but one unit's fp32 shard on its
+// way up and down (the planner's device parameters and gradients), the fp32
+// shard copied up once per gather and every gradient shard down once.
 #include "tessera/engine/device/fsdp_device_units.h"
 
 #include <gtest/gtest.h>
@@ -97,8 +102,19 @@ class EmulatedOps final : public FsdpUnitOps {
     }
     return Status::success();
   }
+  Status copy_up(void* device, const void* host, int64_t bytes) override {
+    std::memcpy(device, host, static_cast<size_t>(bytes));
+    bytes_up += bytes;
+    return Status::success();
+  }
+  Status copy_down(void* host, const void* device, int64_t bytes) override {
+    std::memcpy(host, device, static_cast<size_t>(bytes));
+    bytes_down += bytes;
+    return Status::success();
+  }
   size_t in_flight() const { return started_.size(); }
   int gathers = 0, reductions = 0;
+  int64_t bytes_up = 0, bytes_down = 0;
 
  private:
   struct Started {
@@ -146,11 +162,11 @@ std::set<int> expected_gathered(FsdpStrategy strategy, int blocks, int layer, bo
   return units;
 }
 
-// One step of kMicroBatches on `rank`: forward from the embeddings to the
+// One step of `micro_batches` on `rank`: forward from the embeddings to the
 // head, backward back, every rank adding rank + 1 into each gradient element
-// of each parameter a layer uses. Failures are EXPECTs: a rank that stopped
-// would leave the others waiting in a collective.
-RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& peers, int rank, int ranks) {
+// of each parameter a layer uses; with `offload` the shards in host memory.
+// Failures are EXPECTs: a rank that stopped would leave the others waiting in a collective.
+RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& peers, int rank, int ranks, int micro_batches, bool offload) {
   const std::vector<planner::FlatParameter> order = planner::flat_parameter_order(model.inventory);
   const std::vector<std::vector<int>> uses = planner::parameters_by_layer(model.inventory);
   const planner::FsdpLayout layout = planner::fsdp_layout(model.inventory, order, ranks);
@@ -167,8 +183,11 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
     for (const int p : layer) ++times_used[static_cast<size_t>(p)];
   }
   RankResult result;
+  std::vector<float> host_weights(offload ? static_cast<size_t>(layout.shard_numel) : 0), host_gradients(host_weights.size(), -1.0f);
+  const FsdpHostShards host{host_weights.data(), host_gradients.data()};
   {
-    FsdpDeviceUnits units(model, strategy, rank, ranks, device, ops, parameter_of, gradient_of);
+    FsdpDeviceUnits units(model, strategy, rank, ranks, device, ops, parameter_of, gradient_of, offload ? &host : nullptr);
+    EXPECT_EQ(units.offloaded(), offload);
     EXPECT_EQ(units.layout().shard_numel, layout.shard_numel);
     std::vector<float> flat(static_cast<size_t>(model.parameter_count));
     for (size_t i = 0; i < flat.size(); ++i) flat[i] = weight_at(static_cast<int64_t>(i));
@@ -202,7 +221,7 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
     };
     const auto check_bound = [&](int layer, bool backward) { testing::check_layer_bound(uses, order, parameter_of, gradient_of, layer, backward, rank); };
     const int L = static_cast<int>(model.config.num_layers);
-    for (int micro = 0; micro < kMicroBatches; ++micro) {
+    for (int micro = 0; micro < micro_batches; ++micro) {
       for (int layer = planner::kEmbeddingLayer; layer <= L; ++layer) {
         EXPECT_TRUE(units.before_forward(layer).ok());
         check_live(layer, false);
@@ -219,10 +238,14 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
     EXPECT_TRUE(units.finish_reductions().ok());
     EXPECT_EQ(units.calls_in_flight(), 0u);
     EXPECT_EQ(ops.in_flight(), 0u);
-    EXPECT_EQ(ops.reductions, ranks > 1 ? kMicroBatches * (blocks + 1) : 0) << "one reduce-scatter per unit and micro-batch";
+    EXPECT_EQ(ops.reductions, ranks > 1 ? micro_batches * (blocks + 1) : 0) << "one reduce-scatter per unit and micro-batch";
     // Every unit gathered for its forward; under full_shard the blocks again for their backward.
-    const int gathers = kMicroBatches * (blocks + 1 + (strategy == FsdpStrategy::full_shard ? blocks : 0));
+    const int gathers = micro_batches * (blocks + 1 + (strategy == FsdpStrategy::full_shard ? blocks : 0));
     EXPECT_EQ(ops.gathers, ranks > 1 ? gathers : 0) << "all-gathers";
+    // Offloaded: each gather's fp32 shard up, each unit's reduced fp32 gradient shard down.
+    const int64_t regathered = strategy == FsdpStrategy::full_shard ? layout.shard_numel - layout.units[0].shard : 0;
+    EXPECT_EQ(ops.bytes_up, offload ? 4 * micro_batches * (layout.shard_numel + regathered) : 0) << "copies up";
+    EXPECT_EQ(ops.bytes_down, offload ? 4 * micro_batches * layout.shard_numel : 0) << "copies down";
     EXPECT_EQ(ledger.current(MemoryCategory::chunk_buffers, MemorySpace::device), 0) << "nothing gathered after the step";
     EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), 0) << "no gradient buffer after the step";
 
@@ -231,7 +254,7 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
     std::vector<float> want(static_cast<size_t>(layout.shard_numel), 0.0f);
     std::vector<float> contribution(flat.size());
     for (size_t p = 0; p < order.size(); ++p) {
-      std::fill_n(contribution.begin() + order[p].offset, order[p].numel, per_use * static_cast<float>(kMicroBatches * times_used[p]));
+      std::fill_n(contribution.begin() + order[p].offset, order[p].numel, per_use * static_cast<float>(micro_batches * times_used[p]));
     }
     flat_values_to_shard(pieces, order, contribution.data(), want.data());
     int64_t wrong = 0;
@@ -246,32 +269,39 @@ RankResult run_rank(const planner::Model& model, FsdpStrategy strategy, Peers& p
 TEST(FsdpDeviceUnits, AStepOnEveryRankMatchesTheScheduleTheModelAndThePlanner) {
   for (const auto& [name, model] : {std::pair{"gpt2", tiny_gpt2()}, std::pair{"qwen2", tiny_qwen2()}}) {
     for (const FsdpStrategy strategy : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
-      planner::PluginOptions plugin;
-      plugin.kind = planner::PluginKind::torch_fsdp;
-      plugin.fsdp_strategy = strategy;
-      ASSERT_TRUE(check_gpu_plugin(plugin).ok());
-      for (const int ranks : {1, 2, 3}) {
-        const std::string what = std::string(name) + ", " + (strategy == FsdpStrategy::full_shard ? "full_shard" : "shard_grad_op") + ", " +
-                                 std::to_string(ranks) + " ranks";
-        Peers peers(ranks);
-        std::vector<RankResult> results(static_cast<size_t>(ranks));
-        std::vector<std::thread> threads;
-        for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = run_rank(model, strategy, peers, r, ranks); });
-        for (std::thread& t : threads) t.join();
-        const planner::RankMemory row = planner_row(model, plugin, ranks, kMicroBatches);
-        // The blocks behind each category: 1 shard each, 2 states; the root and two blocks gathered (or every unit); the root's and one block's gradient.
-        const int64_t units = static_cast<int64_t>(planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks).units.size());
-        const std::pair<MemoryCategory, int64_t> blocks[] = {{MemoryCategory::parameters, 1},
-                                                             {MemoryCategory::gradients, 1},
-                                                             {MemoryCategory::optimizer_states, 2},
-                                                             {MemoryCategory::master_weights, 0},
-                                                             {MemoryCategory::chunk_buffers, strategy == FsdpStrategy::full_shard ? 3 : units},
-                                                             {MemoryCategory::comm_buffers, 2}};
-        for (const RankResult& r : results) {
-          for (const auto& [category, count] : blocks) {
-            const int64_t planned = row.bytes[category].device, peak = r.peaks[static_cast<size_t>(category)];
-            EXPECT_GE(peak, planned) << what << ": " << to_string(category);
-            EXPECT_LT(peak, planned + kAlign * count + (count == 0 ? 1 : 0)) << what << ": " << to_string(category) << " against the planner's " << planned;
+      for (const bool offload : {false, true}) {
+        planner::PluginOptions plugin;
+        plugin.kind = planner::PluginKind::torch_fsdp;
+        plugin.fsdp_strategy = strategy;
+        plugin.cpu_offload = offload;
+        ASSERT_TRUE(check_gpu_plugin(plugin).ok());
+        const int micro_batches = offload ? 1 : kMicroBatches;  // FSDP accumulates nothing offloaded
+        for (const int ranks : offload ? std::vector<int>{2, 3} : std::vector<int>{1, 2, 3}) {
+          const std::string what = std::string(name) + ", " + (strategy == FsdpStrategy::full_shard ? "full_shard" : "shard_grad_op") + ", " +
+                                   std::to_string(ranks) + " ranks" + (offload ? ", offloaded" : "");
+          Peers peers(ranks);
+          std::vector<RankResult> results(static_cast<size_t>(ranks));
+          std::vector<std::thread> threads;
+          for (int r = 0; r < ranks; ++r) {
+            threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = run_rank(model, strategy, peers, r, ranks, micro_batches, offload); });
+          }
+          for (std::thread& t : threads) t.join();
+          const planner::RankMemory row = planner_row(model, plugin, ranks, micro_batches);
+          // The blocks behind each category: 1 shard each (offloaded: one unit's on its way), 2 states (offloaded: none);
+          // the root and two blocks gathered (or every unit); the root's and one block's gradient.
+          const int64_t units = static_cast<int64_t>(planner::fsdp_layout(model.inventory, planner::flat_parameter_order(model.inventory), ranks).units.size());
+          const std::pair<MemoryCategory, int64_t> blocks[] = {{MemoryCategory::parameters, 1},
+                                                               {MemoryCategory::gradients, 1},
+                                                               {MemoryCategory::optimizer_states, offload ? 0 : 2},
+                                                               {MemoryCategory::master_weights, 0},
+                                                               {MemoryCategory::chunk_buffers, strategy == FsdpStrategy::full_shard ? 3 : units},
+                                                               {MemoryCategory::comm_buffers, 2}};
+          for (const RankResult& r : results) {
+            for (const auto& [category, count] : blocks) {
+              const int64_t planned = row.bytes[category].device, peak = r.peaks[static_cast<size_t>(category)];
+              EXPECT_GE(peak, planned) << what << ": " << to_string(category);
+              EXPECT_LT(peak, planned + kAlign * count + (count == 0 ? 1 : 0)) << what << ": " << to_string(category) << " against the planner's " << planned;
+            }
           }
         }
       }
@@ -304,16 +334,6 @@ TEST(FsdpDeviceUnits, AShardGoesToFlatOrderAndBack) {
     for (size_t i = 0; i < flat.size(); ++i) covered[i] += part[i];
   }
   EXPECT_EQ(std::count(covered.begin(), covered.end(), 1.0f), model.parameter_count);
-}
-
-// Offloading FSDP on GPUs is refused in one line naming the option.
-TEST(FsdpDeviceUnits, TheGpuStepRefusesOffloadedFsdp) {
-  planner::PluginOptions plugin;
-  plugin.kind = planner::PluginKind::torch_fsdp;
-  plugin.cpu_offload = true;
-  const Status refused = check_gpu_plugin(plugin);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().message.rfind("--cpu-offload: ", 0), 0u) << refused.error().message;
 }
 
 }  // namespace

@@ -250,7 +250,7 @@ TEST(HybridZeroPart, GpuStepRunsStagesZeroToTwoAndOffloadsOneAndTwo) {
   EXPECT_TRUE(check_gpu_layout(offloaded, planner::ParallelLayout{2, 2, 2, false}).ok());
   const Status one_rank = check_gpu_layout(offloaded, planner::ParallelLayout{1, 2, 1, false});
   ASSERT_FALSE(one_rank.ok());
-  EXPECT_EQ(one_rank.error().message, "--cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, or leave it out");
+  EXPECT_EQ(one_rank.error().message, "--cpu-offload: on GPUs the engine offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, or leave it out");
   const Status stage3 = check_gpu_plugin(hybrid(3, 1000));
   ASSERT_FALSE(stage3.ok());
   EXPECT_EQ(stage3.error().message, "--zero-stage 3: hybrid_parallel on GPUs runs ZeRO stage 0, 1 or 2; use one of them");

@@ -37,9 +37,11 @@
 #include "series_chart.h"
 #include "verdict_label.h"
 #include "report_export.h"
+#include "tessera/planner/cluster.h"
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/export.h"
 #include "tessera/planner/plan_file.h"
+#include "tessera/planner/registry.h"
 #include "session_io.h"
 #include "tessera/planner/report.h"
 
@@ -513,6 +515,26 @@ class ViewsTest : public QObject {
     for (int width : {300, 600, 900, 1500}) QCOMPARE(verdict.heightForWidth(width), rich.heightForWidth(width));
     verdict.clear();
     QCOMPARE(verdict.heightForWidth(600), 0);
+  }
+
+  // FSDP's CPU offload is a layout choice as ZeRO's is: the request keeps it, and the plans' offload column says the shards move.
+  void fsdpOffloadIsALayoutChoice() {
+    planner::PlanRequest inputs;
+    inputs.cluster = planner::make_cluster(planner::load_gpu("h100-80g").value(), 8, 8, 400).value();
+    inputs.global_batch_size = 64;
+    inputs.seq_len = 1024;
+    LayoutChoice choice;
+    choice.plugin = planner::PluginKind::torch_fsdp;
+    choice.micro_batch = 8;
+    choice.cpu_offload = true;
+    const auto offloaded = layout_request(choice, planner::EstimateRequest{}, inputs);
+    QVERIFY(offloaded.ok());
+    QVERIFY(offloaded->plugin.cpu_offload);
+    QCOMPARE(offload_of(offloaded.value()), QStringLiteral("shards → host"));
+    choice.plugin = planner::PluginKind::torch_ddp;  // nothing sharded to offload
+    const auto replicated = layout_request(choice, planner::EstimateRequest{}, inputs);
+    QVERIFY(replicated.ok());
+    QVERIFY(!replicated->plugin.cpu_offload);
   }
 
   // The model chunks go as far as the planner takes them, the model's layers over pp, past the 64 they once stopped at.

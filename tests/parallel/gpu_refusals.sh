@@ -42,7 +42,7 @@ refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathe
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 2 --sequence-parallel
 # ZeRO-Offload under hybrid_parallel's ZeRO-1/2 (with tp, or a pipeline at ZeRO-1) is not refused; with one data-parallel rank, nothing is sharded to offload.
-refused ": --cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, or leave it out" --precision bf16 \
+refused ": --cpu-offload: on GPUs the engine offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, or leave it out" --precision bf16 \
   --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --tp 2 --plugin hybrid_parallel --zero-stage 2 --cpu-offload
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload \
@@ -67,10 +67,12 @@ RANKS=4 refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's a
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2
-# FSDP, full_shard and shard_grad_op (src/cuda/fsdp_shards.h), is not refused; offloading it is.
+# FSDP, full_shard and shard_grad_op (src/cuda/fsdp_shards.h), offloaded or not, is not refused; offloaded, one micro-batch a step, as PyTorch's FSDP.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin torch_fsdp
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin torch_fsdp --fsdp-strategy shard_grad_op --micro-batches 2
-refused ": --cpu-offload: torch_fsdp on GPUs keeps its shards and optimizer on the device; leave it out" --precision bf16 --plugin torch_fsdp --cpu-offload
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin torch_fsdp --cpu-offload
+refused ": --micro-batches 2: PyTorch FSDP keeps only the last micro-batch's gradient under --cpu-offload" --precision bf16 --plugin torch_fsdp --cpu-offload \
+  --micro-batches 2
 refused ": --tp 2: tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --tp 2 --plugin torch_fsdp
 # Gemini under every placement (src/cuda/gemini_shards.h; static's split ones, and auto as the planner solves it) is not refused.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin gemini

@@ -27,6 +27,7 @@
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 #include "gpu_host_copy.h"
+#include "offload_check.h"
 #include "training_check.h"
 
 namespace {
@@ -34,6 +35,8 @@ namespace {
 using namespace tessera;
 using namespace tessera::engine;
 using training_check::expect;
+using training_check::expect_planners_estimate;
+using training_check::expect_same_checkpoint;
 
 struct Layout {
   int64_t tp, pp;
@@ -45,48 +48,6 @@ struct Layout {
 std::string name_of(const Layout& c, int64_t dp) {
   return "tiny-gpt2 dp " + std::to_string(dp) + " × tp " + std::to_string(c.tp) + " × pp " + std::to_string(c.pp) + (c.sequence_parallel ? " + sp" : "") +
          ", zero " + std::to_string(c.zero_stage) + ", " + std::string(enum_name(c.precision));
-}
-
-// The tensor files of A's committed checkpoint (the model, and the optimizer's
-// whole or one shard per rank), against B's of the same name (the manifests
-// differ by their run ids).
-void expect_same_checkpoint(const std::string& a, const std::string& b, const std::string& what, int rank) {
-  const auto tensor_files = [](const std::string& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(dir + "/checkpoint")) {
-      if (entry.path().extension() == ".safetensors") names.push_back(entry.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-  };
-  const std::vector<std::string> files = tensor_files(a);
-  expect(files.size() >= 2 && files == tensor_files(b), what + ": the checkpoints hold other files", rank);
-  for (const std::string& file : files) {
-    expect(training_check::file_bytes(a + "/checkpoint/" + file) == training_check::file_bytes(b + "/checkpoint/" + file), what + ": " + file + " differs",
-           rank);
-  }
-}
-
-// The ledger's peaks of the model states on both spaces against the
-// planner's row of this rank's stage.
-void expect_planners_estimate(const planner::Model& model, const TrainOptions& o, const planner::ParallelLayout& layout, int64_t stage,
-                              const MemoryLedger& ledger, const std::string& name, int rank) {
-  auto estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), training_check::estimate_request(o, layout));
-  expect(estimate.ok(), name + ": the planner's estimate", rank);
-  if (!estimate.ok()) return;
-  for (const planner::RankMemory& row : estimate->ranks) {
-    if (stage < row.first_stage || stage > row.last_stage) continue;
-    for (const MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::master_weights,
-                                          MemoryCategory::optimizer_states, MemoryCategory::comm_buffers}) {
-      for (const auto& [space, where, planned] : {std::tuple{MemorySpace::device, "device", row.bytes[category].device},
-                                                  std::tuple{MemorySpace::host, "host", row.bytes[category].host}}) {
-        const int64_t booked = ledger.peak(category, space);
-        expect(booked == planned, name + ": the ledger's " + std::string(to_string(category)) + " on the " + where + ", " +
-                                      std::to_string(booked) + " bytes; the planner's " + std::to_string(planned),
-               rank);
-      }
-    }
-  }
 }
 
 void check(comm::Communicator& world, const Layout& c, const std::string& root) {

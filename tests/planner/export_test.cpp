@@ -433,6 +433,30 @@ TEST(Export, HybridZeroWithCpuOffload) {
   expect_python_compiles(script, "hybrid_offload");
 }
 
+// torch_fsdp with --cpu-offload, as the search offers it (one micro-batch: FSDP1
+// accumulates nothing under offload): TorchFSDPPlugin gets
+// cpu_offload=CPUOffload(offload_params=True), read back from the plan's JSON;
+// DeepSpeed offloads parameters and optimizer at stage 3 (full_shard) and
+// cannot at stage 2 (shard_grad_op).
+TEST(Export, FsdpWithCpuOffload) {
+  Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::torch_fsdp}; });
+  const size_t i = find_plan(planned, [](const EstimateRequest& r) { return r.plugin.cpu_offload && r.plugin.fsdp_strategy == FsdpStrategy::full_shard; });
+  ASSERT_LT(i, planned.file.plans.size());
+  EXPECT_EQ(planned.file.plans[i].training.num_micro_batches, 1);
+  const std::string script = colossalai_script(planned, i);
+  EXPECT_TRUE(contains(script, "from torch.distributed.fsdp import CPUOffload, MixedPrecision, ShardingStrategy\n")) << script;
+  EXPECT_TRUE(contains(script, "        cpu_offload=CPUOffload(offload_params=True),\n")) << script;
+  expect_python_compiles(script, "fsdp_offload");
+  const json ds = deepspeed_config(planned, i);
+  EXPECT_EQ(ds.at("zero_optimization").at("stage").get<int>(), 3);
+  EXPECT_EQ(ds.at("zero_optimization").at("offload_param").at("device").get<std::string>(), "cpu");
+  EXPECT_EQ(ds.at("zero_optimization").at("offload_optimizer").at("device").get<std::string>(), "cpu");
+  planned.file.plans[i].plugin.fsdp_strategy = FsdpStrategy::shard_grad_op;
+  auto refused = export_deepspeed(planned.file, i);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(contains(refused.error().message, "DeepSpeed offloads parameters only at ZeRO stage 3")) << refused.error().message;
+}
+
 TEST(Export, PlanIndexOutOfRangeNamesPlan) {
   const Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::torch_ddp}; });
   const size_t past = planned.file.plans.size();

@@ -48,6 +48,9 @@ MATRIX = [
           {"recompute": "none"}),
     Entry("ddp bf16 recompute full, 4 ranks", tiny("tiny-gpt2", 4, "--plugin", "torch_ddp", "--micro-batch", "1"), {"recompute": "full"}),
     Entry("fsdp full_shard bf16", tiny("tiny-gpt2", 2, "--plugin", "torch_fsdp", "--micro-batch", "2"), {"sharding_strategy": "full_shard"}, mode="construct"),
+    # FSDP's CPU offload needs a CUDA device as FSDP does (construct); its DeepSpeed export (stage 3, parameters and optimizer offloaded) trains.
+    Entry("fsdp full_shard + cpu offload bf16", tiny("tiny-gpt2", 2, "--plugin", "torch_fsdp", "--micro-batch", "4"),
+          {"sharding_strategy": "full_shard", "cpu_offload": True}, mode="construct"),
     Entry("low_level_zero stage 2 + offload", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 2, "cpu_offload": True}, mode="construct"),
     Entry("gemini cuda (chunk_config_dict)", tiny("tiny-gpt2", 2, "--plugin", "gemini", "--micro-batch", "2"), {"placement_policy": "cuda"}, mode="construct"),
     Entry("gemini auto bf16", tiny("tiny-gpt2", 2, "--plugin", "gemini", "--micro-batch", "2"), {"placement_policy": "auto"}, mode="construct"),
@@ -67,6 +70,8 @@ MATRIX = [
           {"stage": 2, "cpu_offload": True, "recompute": "none"}, "deepspeed"),
     Entry("deepspeed zero 3 (fsdp full_shard) bf16", tiny("tiny-gpt2", 2, "--plugin", "torch_fsdp", "--micro-batch", "2"),
           {"sharding_strategy": "full_shard", "recompute": "none"}, "deepspeed"),
+    Entry("deepspeed zero 3 + param/optim offload (fsdp cpu offload)", tiny("tiny-gpt2", 2, "--plugin", "torch_fsdp", "--micro-batch", "4"),
+          {"sharding_strategy": "full_shard", "cpu_offload": True, "recompute": "none"}, "deepspeed"),
     Entry("deepspeed zero 3 + param/optim offload (gemini cpu)", tiny("tiny-llama", 2, "--plugin", "gemini", "--micro-batch", "2"),
           {"placement_policy": "cpu", "recompute": "none"}, "deepspeed"),
 ]
@@ -160,6 +165,8 @@ def compare_colossalai(entry, plan, facts):
                 problems.append(f"rank {rank} chunks {f['chunks']} ({f['chunk_source']}), planned {settings['chunk_size']} sharded over dp {layout['dp']}")
         if f["plugin"] == "TorchFSDPPlugin" and f["wrapped_blocks"] != f["blocks"]:
             problems.append(f"rank {rank}: the auto-wrap policy wraps {f['wrapped_blocks']} modules, the model has {f['blocks']} blocks")
+        if f["plugin"] == "TorchFSDPPlugin" and f["offload_params"] != settings.get("cpu_offload", False):
+            problems.append(f"rank {rank}: FSDP's CPUOffload(offload_params={f['offload_params']}), planned cpu_offload {settings.get('cpu_offload', False)}")
     return sorted(set(problems))
 
 

@@ -87,6 +87,8 @@ def plugin_facts(plugin, model):
         policy = plugin.fsdp_kwargs["auto_wrap_policy"]
         facts["wrapped_blocks"] = sum(1 for m in model.modules() if policy(module=m, recurse=False, nonwrapped_numel=0))
         facts["blocks"] = model.config.num_hidden_layers
+        offload = plugin.fsdp_kwargs["cpu_offload"]
+        facts["offload_params"] = bool(offload is not None and offload.offload_params)
     return facts
 
 

@@ -43,17 +43,53 @@ Status CudaFsdpOps::start_reduce_scatter(bf16* unit, int64_t shard) {
 
 Status CudaFsdpOps::finish_oldest() { return group_->finish_oldest(1); }
 
+Status CudaFsdpOps::copy_up(void* device, const void* host, int64_t bytes) {
+  return succeeded(copy_to_device_async(device, host, static_cast<size_t>(bytes), nullptr, *host_), "copying a unit's shard to the device");
+}
+
+Status CudaFsdpOps::copy_down(void* host, const void* device, int64_t bytes) {
+  return succeeded(copy_to_host_async(host, device, static_cast<size_t>(bytes), nullptr, *host_), "copying a gradient shard to the host");
+}
+
+// ---- FsdpHostState ---------------------------------------------------------
+
+FsdpHostState::FsdpHostState(MemoryLedger& ledger, const planner::OptimizerLayout& layout, std::vector<bool> decay, const OptimizerOptions& options)
+    : allocator_(pinned_, events_, ledger) {
+  const int64_t n = layout.shard_numel;
+  shards_.weights = static_cast<float*>(allocator_.allocate(n * static_cast<int64_t>(sizeof(float)), MemoryCategory::parameters));
+  shards_.gradients = static_cast<float*>(allocator_.allocate(n * static_cast<int64_t>(sizeof(float)), MemoryCategory::gradients));
+  std::fill_n(shards_.weights, n, 0.0f);  // the padding stays 0
+  std::fill_n(shards_.gradients, n, 0.0f);
+  optimizer_.emplace(ledger, shards_.weights, n, layout.pieces, std::move(decay), options, MemorySpace::host);
+}
+
+// The compute stream's copies from and to the shards have run before they go.
+FsdpHostState::~FsdpHostState() {
+  optimizer_.reset();
+  cudaDeviceSynchronize();
+  allocator_.free(shards_.gradients);
+  allocator_.free(shards_.weights);
+}
+
 // ---- FsdpShards ------------------------------------------------------------
 
-FsdpShards::FsdpShards(CachingAllocator& allocator, comm::Communicator* group, const planner::Model& model, const planner::PluginOptions& plugin,
-                       std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of)
+FsdpShards::FsdpShards(CachingAllocator& allocator, MemoryLedger& ledger, comm::Communicator* group, const planner::Model& model,
+                       const planner::PluginOptions& plugin, std::vector<bool> decay, const OptimizerOptions& options, std::vector<bf16*>& parameter_of,
+                       std::vector<bf16*>& gradient_of)
     : group_(group),
       layout_(planner::optimizer_layout(model, plugin, group != nullptr ? group->size() : 1, group != nullptr ? group->rank() : 0)),
       decay_(std::move(decay)),
       options_(options),
-      ops_(group) {
+      host_(plugin.cpu_offload ? std::make_unique<FsdpHostState>(ledger, layout_, decay_, options_) : nullptr),
+      ops_(group, host_ != nullptr ? &host_->allocator() : nullptr) {
   const int rank = group != nullptr ? group->rank() : 0, ranks = group != nullptr ? group->size() : 1;
-  units_ = std::make_unique<FsdpDeviceUnits>(model, plugin.fsdp_strategy, rank, ranks, allocator, ops_, parameter_of, gradient_of);
+  units_ = std::make_unique<FsdpDeviceUnits>(model, plugin.fsdp_strategy, rank, ranks, allocator, ops_, parameter_of, gradient_of,
+                                             host_ != nullptr ? &host_->shards() : nullptr);
+}
+
+std::array<float*, 3> FsdpShards::optimizer_shards() const {
+  if (host_ != nullptr) return {host_->optimizer().weights(), host_->optimizer().state(0), host_->optimizer().state(1)};
+  return {units_->weights(), units_->exp_avg(), units_->exp_avg_sq()};
 }
 
 Status FsdpShards::start_from(const planner::Model& model, uint64_t seed) {
@@ -61,10 +97,23 @@ Status FsdpShards::start_from(const planner::Model& model, uint64_t seed) {
   for_each_initial_value(model, seed, [&flat](int64_t i, double value) { flat[static_cast<size_t>(i)] = static_cast<float>(value); });
   std::vector<float> shard(static_cast<size_t>(shard_numel()), 0.0f);  // the padding stays 0
   flat_values_to_shard(layout_.pieces, units_->order(), flat.data(), shard.data());
-  return succeeded(cudaMemcpy(units_->weights(), shard.data(), bytes(shard_numel(), sizeof(float)), cudaMemcpyHostToDevice), "copying the weight shard");
+  return succeeded(cudaMemcpy(units_->weights(), shard.data(), bytes(shard_numel(), sizeof(float)), cudaMemcpyDefault), "copying the weight shard");
+}
+
+// Offloaded: the host optimizer once the compute stream's copies of the gradient shards have run.
+Result<std::optional<double>> FsdpShards::step_on_host(double* device_sum) {
+  if (Status s = succeeded(cudaStreamSynchronize(nullptr), "waiting for the gradient shards"); !s) return s.error();
+  Optimizer<float>& optimizer = host_->optimizer();
+  const float* gradients = host_->shards().gradients;
+  auto sum = sum_over_groups(optimizer.sum_of_squares(gradients, 1.0), device_sum, {group_});
+  if (!sum) return sum.error();
+  const std::optional<double> norm = optimizer.apply(gradients, sum.value(), 1.0);
+  steps_ = optimizer.steps_taken();
+  return norm;
 }
 
 Result<std::optional<double>> FsdpShards::step(void* sum_workspace, double* device_sum) {
+  if (host_ != nullptr) return step_on_host(device_sum);
   auto sum = global_sum_of_squares(units_->gradients(), {{0, shard_numel()}}, device_sum, sum_workspace, {group_});
   if (!sum) return sum.error();
   const std::optional<DeviceAdamWStep> begun = begin_adamw_step(sum.value(), steps_, options_);
@@ -85,11 +134,11 @@ Result<std::optional<double>> FsdpShards::step(void* sum_workspace, double* devi
 
 Status FsdpShards::save(FlatAdamWState& state) const {
   const int64_t n = shard_numel();
-  const float* sources[3] = {units_->weights(), units_->exp_avg(), units_->exp_avg_sq()};
+  const std::array<float*, 3> sources = optimizer_shards();
   float* targets[3] = {state.weights(), state.state(0), state.state(1)};
   std::vector<float> values(static_cast<size_t>(n));
   for (int k = 0; k < 3; ++k) {
-    if (Status s = succeeded(cudaMemcpy(values.data(), sources[k], bytes(n, sizeof(float)), cudaMemcpyDeviceToHost), "copying the optimizer's shard"); !s) {
+    if (Status s = succeeded(cudaMemcpy(values.data(), sources[k], bytes(n, sizeof(float)), cudaMemcpyDefault), "copying the optimizer's shard"); !s) {
       return s;
     }
     if (whole()) {
@@ -104,8 +153,10 @@ Status FsdpShards::save(FlatAdamWState& state) const {
 
 Status FsdpShards::restore(FlatAdamWState& state) {
   const int64_t n = shard_numel();
-  float* targets[3] = {units_->weights(), units_->exp_avg(), units_->exp_avg_sq()};
+  const std::array<float*, 3> targets = optimizer_shards();
   const float* sources[3] = {state.weights(), state.state(0), state.state(1)};
+  // Offloaded: nothing may be reading the host shards any more.
+  if (Status s = succeeded(cudaStreamSynchronize(nullptr), "waiting for the compute stream"); !s) return s;
   for (int k = 0; k < 3; ++k) {
     std::vector<float> values(static_cast<size_t>(n), 0.0f);  // the padding stays 0
     if (whole()) {
@@ -113,11 +164,12 @@ Status FsdpShards::restore(FlatAdamWState& state) {
     } else {
       std::copy(sources[k], sources[k] + n, values.begin());
     }
-    if (Status s = succeeded(cudaMemcpy(targets[k], values.data(), bytes(n, sizeof(float)), cudaMemcpyHostToDevice), "copying the optimizer's shard"); !s) {
+    if (Status s = succeeded(cudaMemcpy(targets[k], values.data(), bytes(n, sizeof(float)), cudaMemcpyDefault), "copying the optimizer's shard"); !s) {
       return s;
     }
   }
   steps_ = state.steps_taken();
+  if (host_ != nullptr) host_->optimizer().set_steps_taken(steps_);
   return Status::success();
 }
 
@@ -125,7 +177,7 @@ Status FsdpShards::copy_shards(std::vector<bf16>& weights, std::vector<bf16>& gr
   const int64_t n = shard_numel();
   std::vector<float> values(static_cast<size_t>(n));
   for (auto [source, target] : {std::pair{static_cast<const float*>(units_->weights()), &weights}, std::pair{static_cast<const float*>(units_->gradients()), &gradients}}) {
-    if (Status s = succeeded(cudaMemcpy(values.data(), source, bytes(n, sizeof(float)), cudaMemcpyDeviceToHost), "copying a shard"); !s) return s;
+    if (Status s = succeeded(cudaMemcpy(values.data(), source, bytes(n, sizeof(float)), cudaMemcpyDefault), "copying a shard"); !s) return s;
     target->resize(values.size());
     for (size_t i = 0; i < values.size(); ++i) (*target)[i] = narrow<bf16>(values[i]);
   }

@@ -679,7 +679,7 @@ void GptTraining::State::allocate_gemini(const planner::Model& model, uint64_t s
 void GptTraining::State::allocate_fsdp(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin) {
   parameter_of.assign(order.size(), nullptr);
   gradient_of.assign(order.size(), nullptr);
-  fsdp = std::make_unique<FsdpShards>(*allocator, group, model, plugin, decay, options, parameter_of, gradient_of);
+  fsdp = std::make_unique<FsdpShards>(*allocator, *ledger, group, model, plugin, decay, options, parameter_of, gradient_of);
   check(fsdp->start_from(model, seed));
 }
 

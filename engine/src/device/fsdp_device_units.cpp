@@ -8,7 +8,7 @@ constexpr int64_t kFp32 = 4, kBf16 = 2;
 }  // namespace
 
 FsdpDeviceUnits::FsdpDeviceUnits(const planner::Model& model, planner::FsdpStrategy strategy, int rank, int ranks, CachingAllocator& allocator,
-                                 FsdpUnitOps& ops, std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of)
+                                 FsdpUnitOps& ops, std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of, const FsdpHostShards* host)
     : rank_(rank),
       ranks_(ranks),
       allocator_(allocator),
@@ -18,6 +18,7 @@ FsdpDeviceUnits::FsdpDeviceUnits(const planner::Model& model, planner::FsdpStrat
       order_(planner::flat_parameter_order(model.inventory)),
       layout_(planner::fsdp_layout(model.inventory, order_, ranks)),
       schedule_(strategy, static_cast<int>(layout_.units.size()) - 1),
+      host_(host != nullptr ? *host : FsdpHostShards{}),
       gathered_(layout_.units.size()),
       unit_gradients_(layout_.units.size()) {
   for (const planner::ShardedUnit& u : layout_.units) {
@@ -28,6 +29,7 @@ FsdpDeviceUnits::FsdpDeviceUnits(const planner::Model& model, planner::FsdpStrat
       offset += order_[static_cast<size_t>(p)].numel;
     }
   }
+  if (offloaded()) return;
   const int64_t bytes = layout_.shard_numel * kFp32;
   weights_ = DeviceBlock(allocator, bytes, MemoryCategory::parameters);
   gradients_ = DeviceBlock(allocator, bytes, MemoryCategory::gradients);
@@ -49,8 +51,9 @@ bool FsdpDeviceUnits::run(const Status& status) {
   return error_.ok();
 }
 
+// Offloaded, each unit's reduction writes its host gradient shard whole.
 Status FsdpDeviceUnits::zero_gradients() {
-  run(ops_.zero(gradients_.as<void>(), layout_.shard_numel * kFp32));
+  if (!offloaded()) run(ops_.zero(gradients_.as<void>(), layout_.shard_numel * kFp32));
   return error_;
 }
 
@@ -64,10 +67,20 @@ Status FsdpDeviceUnits::finish_reductions() {
 void FsdpDeviceUnits::finish_oldest() {
   StartedCall& oldest = in_flight_.front();
   const planner::ShardedUnit& u = unit(oldest.unit);
-  if (run(ops_.finish_oldest()) && oldest.reduction) {
-    run(ops_.add_into_shard(gradients() + u.offset_in_shard, oldest.gradient.as<bf16>() + rank_ * u.shard, u.shard));
-  }
+  if (run(ops_.finish_oldest()) && oldest.reduction) add_reduced(oldest.unit, oldest.gradient.as<bf16>() + rank_ * u.shard);
   in_flight_.pop_front();  // stream-ordered: the addition above has read it before anything reuses the block
+}
+
+void FsdpDeviceUnits::add_reduced(int u, const bf16* reduced) {
+  const planner::ShardedUnit& p = unit(u);
+  if (!offloaded()) {
+    run(ops_.add_into_shard(gradients() + p.offset_in_shard, reduced, p.shard));
+    return;
+  }
+  const DeviceBlock down(allocator_, p.shard * kFp32, MemoryCategory::gradients);  // freed stream-ordered, after the copy
+  if (run(ops_.zero(down.as<void>(), p.shard * kFp32)) && run(ops_.add_into_shard(down.as<float>(), reduced, p.shard))) {
+    run(ops_.copy_down(host_.gradients + p.offset_in_shard, down.as<void>(), p.shard * kFp32));
+  }
 }
 
 template <typename Until>
@@ -83,7 +96,14 @@ void FsdpDeviceUnits::gather(int u) {
   const planner::ShardedUnit& p = unit(u);
   DeviceBlock& whole = gathered_[static_cast<size_t>(u + 1)];
   whole = DeviceBlock(allocator_, p.padded * kBf16, MemoryCategory::chunk_buffers);
-  if (!run(ops_.cast_shard(whole.as<bf16>() + rank_ * p.shard, weights() + p.offset_in_shard, p.shard)) || ranks_ == 1) return;
+  const float* shard = weights() + p.offset_in_shard;
+  DeviceBlock up;  // offloaded: the shard's copy on the device, freed stream-ordered after the cast
+  if (offloaded()) {
+    up = DeviceBlock(allocator_, p.shard * kFp32, MemoryCategory::parameters);
+    if (!run(ops_.copy_up(up.as<void>(), shard, p.shard * kFp32))) return;
+    shard = up.as<float>();
+  }
+  if (!run(ops_.cast_shard(whole.as<bf16>() + rank_ * p.shard, shard, p.shard)) || ranks_ == 1) return;
   if (run(ops_.start_all_gather(whole.as<bf16>(), p.shard))) in_flight_.push_back({u, false, DeviceBlock()});
 }
 
@@ -123,7 +143,7 @@ Status FsdpDeviceUnits::apply(const std::vector<FsdpMove>& moves) {
         break;
       case FsdpMoveKind::reduce:
         if (ranks_ == 1) {  // its slot is the sum
-          run(ops_.add_into_shard(gradients() + p.offset_in_shard, unit_gradients_[at].as<bf16>(), p.shard));
+          add_reduced(move.unit, unit_gradients_[at].as<bf16>());
           unit_gradients_[at] = DeviceBlock();
         } else if (run(ops_.start_reduce_scatter(unit_gradients_[at].as<bf16>(), p.shard))) {
           in_flight_.push_back({move.unit, true, std::move(unit_gradients_[at])});

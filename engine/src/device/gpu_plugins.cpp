@@ -11,10 +11,7 @@ using planner::PluginKind;
 
 Status check_gpu_plugin(const planner::PluginOptions& plugin) {
   if (plugin.kind == PluginKind::gemini) return Status::success();  // every placement; `auto` as the planner solved it (GpuDataParallel)
-  if (plugin.kind == PluginKind::torch_fsdp) {  // full_shard and shard_grad_op (src/cuda/fsdp_shards.h)
-    if (!plugin.cpu_offload) return Status::success();
-    return make_error(ErrorCode::unsupported, "--cpu-offload: torch_fsdp on GPUs keeps its shards and optimizer on the device; leave it out");
-  }
+  if (plugin.kind == PluginKind::torch_fsdp) return Status::success();  // full_shard and shard_grad_op, offloaded or not (src/cuda/fsdp_shards.h)
   if (plugin.kind != PluginKind::torch_ddp && plugin.kind != PluginKind::low_level_zero && plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--plugin " + std::string(enum_name(plugin.kind)) +
                                                   ": on GPUs the engine runs torch_ddp, torch_fsdp, low_level_zero, gemini and hybrid_parallel so far; use one of them");
@@ -62,9 +59,9 @@ Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::P
 }  // namespace
 
 Status check_gpu_layout(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
-  // ZeRO-Offload moves the optimizer of ZeRO's shards (src/cuda/zero_shards.h), which one data-parallel rank does not shard.
+  // ZeRO-Offload and FSDP's offload move shards (src/cuda/zero_shards.h, fsdp_shards.h), which one data-parallel rank does not shard.
   if (plugin.cpu_offload && layout.data_ranks() < 2) {
-    return make_error(ErrorCode::unsupported, "--cpu-offload: on GPUs ZeRO-Offload offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, "
+    return make_error(ErrorCode::unsupported, "--cpu-offload: on GPUs the engine offloads the shards of 2 or more data-parallel ranks; give --dp 2 or more, "
                                               "or leave it out");
   }
   if (layout.pp > 1) {

@@ -10,6 +10,7 @@ template <typename T>
 FullyShardedDataParallel<T>::FullyShardedDataParallel(comm::Communicator& group, const planner::PluginOptions& plugin, const planner::Model& model)
     : ParallelStrategy<T>(group),
       model_description_(model),
+      offload_(plugin.cpu_offload),
       order_(planner::flat_parameter_order(model.inventory)),
       layout_(planner::fsdp_layout(model.inventory, order_, group.size())),
       schedule_(plugin.fsdp_strategy, static_cast<int>(layout_.units.size()) - 1),
@@ -20,12 +21,13 @@ template <typename T>
 Status FullyShardedDataParallel<T>::attach(MemoryLedger& ledger, Transformer<T>& model, std::vector<bool> decay, const OptimizerOptions& options) {
   ledger_ = &ledger;
   model_ = &model;
-  parameter_shard_ = Tensor<float>(ledger, MemoryCategory::parameters, layout_.shard_numel);
-  gradient_shard_ = Tensor<float>(ledger, MemoryCategory::gradients, layout_.shard_numel);
+  const MemorySpace space = offload_ ? MemorySpace::host : MemorySpace::device;
+  parameter_shard_ = Tensor<float>(ledger, MemoryCategory::parameters, layout_.shard_numel, space);
+  gradient_shard_ = Tensor<float>(ledger, MemoryCategory::gradients, layout_.shard_numel, space);
   optimizer_.emplace(ledger, parameter_shard_.data(), layout_.shard_numel, planner::fsdp_pieces(layout_, order_, this->group_.rank()),
-                     std::move(decay), options);
+                     std::move(decay), options, space);
   if constexpr (std::is_same_v<T, float>) {
-    if (this->group_.size() == 1) {
+    if (this->group_.size() == 1 && !offload_) {
       // One fp32 rank: each unit's shard is the whole unit; the model computes on it in place.
       for (const planner::ShardedUnit& unit : layout_.units) {
         bind(unit.unit, parameter_shard_.data() + unit.offset_in_shard, gradient_shard_.data() + unit.offset_in_shard);
@@ -77,10 +79,16 @@ void FullyShardedDataParallel<T>::gather(int unit) {
   if (failed()) return;
   const planner::ShardedUnit& u = unit_of(unit);
   gathered = Tensor<T>(*ledger_, MemoryCategory::chunk_buffers, u.padded);
+  Tensor<float> copied_up;  // offloaded: the host shard's copy on the device, cast from there
+  if (offload_) copied_up = Tensor<float>(*ledger_, MemoryCategory::parameters, u.shard);
   if (ledger_->is_dry_run()) return;
   // This rank's piece, cast to the compute type in its place, then the others' around it.
   T* own = gathered.data() + this->group_.rank() * u.shard;
   const float* shard = parameter_shard_.data() + u.offset_in_shard;
+  if (offload_) {
+    std::copy_n(shard, u.shard, copied_up.data());
+    shard = copied_up.data();
+  }
   for (int64_t i = 0; i < u.shard; ++i) own[i] = narrow<T>(shard[i]);
   error_ = this->group_.all_gather(own, gathered.data(), static_cast<size_t>(u.shard), comm::data_type_of<T>());
 }
@@ -130,17 +138,27 @@ void FullyShardedDataParallel<T>::after_backward(int layer) {
 }
 
 // The unit's gradient is reduce-scattered in place; this rank's reduced piece
-// is added to its gradient shard (micro-batches accumulate there).
+// is added to its gradient shard (micro-batches accumulate there), offloaded
+// through a device fp32 copy on its way to the host.
 template <typename T>
 void FullyShardedDataParallel<T>::reduce_unit_gradients(int unit) {
-  if (failed() || ledger_->is_dry_run()) return;
+  if (failed()) return;
   const planner::ShardedUnit& u = unit_of(unit);
+  Tensor<float> copied_down;
+  if (offload_) copied_down = Tensor<float>(*ledger_, MemoryCategory::gradients, u.shard);
+  if (ledger_->is_dry_run()) return;
   T* gradient = unit_gradients_[static_cast<size_t>(unit + 1)].data();
   T* own = gradient + this->group_.rank() * u.shard;
   error_ = this->group_.reduce_scatter(gradient, own, static_cast<size_t>(u.shard), comm::data_type_of<T>(), comm::ReduceOp::sum);
   if (failed()) return;
   float* shard = gradient_shard_.data() + u.offset_in_shard;
-  for (int64_t i = 0; i < u.shard; ++i) shard[i] += widen(own[i]);
+  if (offload_) {
+    float* down = copied_down.data();
+    for (int64_t i = 0; i < u.shard; ++i) down[i] = widen(own[i]);
+    for (int64_t i = 0; i < u.shard; ++i) shard[i] += down[i];
+  } else {
+    for (int64_t i = 0; i < u.shard; ++i) shard[i] += widen(own[i]);
+  }
 }
 
 template <typename T>

@@ -27,8 +27,8 @@ Status check_data_parallel_supported(const planner::PluginOptions& plugin, plann
     }
   }
   if (plugin.cpu_offload && !plugin.cpu_offload_applies()) {
-    return make_error(ErrorCode::invalid_argument, "--cpu-offload: the engine offloads the ZeRO optimizer of low_level_zero and of hybrid_parallel at "
-                                                   "--zero-stage 1 or 2; plan without it");
+    return make_error(ErrorCode::invalid_argument, "--cpu-offload: the engine offloads torch_fsdp's shards and the ZeRO optimizer of low_level_zero and "
+                                                   "of hybrid_parallel at --zero-stage 1 or 2; plan without it");
   }
   const int64_t params = model.parameter_count;
   const int64_t padded = planner::padded_flat_numel(params, dp);

@@ -163,6 +163,11 @@ Status validate_request(const Model& model, const GpuProfile& gpu, const Estimat
 // d322ff8c). The search offers only layouts that pass.
 Status check_pipeline_schedule(const Model& model, const EstimateRequest& request);
 
+// torch_fsdp's CPU offload under ColossalAI (PyTorch FSDP1) keeps only the
+// last micro-batch's gradient (fsdp_offload.h): one micro-batch per step
+// there; FSDP2 (--runtime torchtitan) accumulates. The search offers only plans that pass.
+Status check_fsdp_offload_accumulation(const EstimateRequest& request);
+
 // ColossalAI's Gemini runs mixed precision only (GeminiDDP asserts fp16 or
 // bf16) with an Adam (GeminiOptimizer's _AVAIL_OPTIM_LIST: FusedAdam, CPUAdam,
 // HybridAdam), colossalai/zero/gemini/ at v0.5.0 (d322ff8c): otherwise one line

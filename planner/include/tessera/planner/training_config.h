@@ -183,7 +183,8 @@ struct PluginOptions {
   // low_level_zero: stage 1 or 2 (default 1, as LowLevelZeroPlugin), 3 under --runtime deepspeed
   // (its default there); hybrid_parallel: 0, 1 or 2 (default 0).
   int zero_stage = -1;  // -1 = the plugin's default
-  // ZeRO-Offload: the ZeRO optimizer's fp32 master weights, states and gradient shard on the host (cpu_offload_applies).
+  // ZeRO-Offload: the ZeRO optimizer's fp32 master weights, states and gradient shard on the host;
+  // torch_fsdp: FSDP's CPU offload, every shard (weights, gradients, optimizer states) on the host (cpu_offload_applies).
   bool cpu_offload = false;
   int64_t reduce_bucket_numel = int64_t{12} << 20;  // low_level_zero reduce_bucket_size_in_m = 12
   GeminiOptions gemini;
@@ -216,11 +217,19 @@ struct PluginOptions {
     return runtime == Runtime::deepspeed ? 3 : 1;
   }
 
-  // Whether cpu_offload has a ZeRO optimizer to offload: ColossalAI passes it to
+  // Whether cpu_offload has shards to offload: ColossalAI passes it to
   // LowLevelZeroOptimizer under low_level_zero, and under hybrid_parallel at
   // zero_stage 1 or 2 (its zero_config's cpu_offload, HybridParallelZeroOptimizer),
-  // colossalai/booster/plugin/hybrid_parallel_plugin.py at v0.5.0 (d322ff8c).
-  bool cpu_offload_applies() const { return kind == PluginKind::low_level_zero || (kind == PluginKind::hybrid_parallel && effective_zero_stage() >= 1); }
+  // colossalai/booster/plugin/hybrid_parallel_plugin.py at v0.5.0 (d322ff8c);
+  // TorchFSDPPlugin hands its cpu_offload (torch's CPUOffload) to FSDP
+  // (colossalai/booster/plugin/torch_fsdp_plugin.py at 014837e7, TorchFSDPModel),
+  // and torchtitan its CPUOffloadPolicy to fully_shard (torchtitan/distributed/
+  // fsdp.py at 01e1814a, apply_fsdp_to_decoder).
+  bool cpu_offload_applies() const {
+    return kind == PluginKind::low_level_zero || kind == PluginKind::torch_fsdp || (kind == PluginKind::hybrid_parallel && effective_zero_stage() >= 1);
+  }
+  // torch_fsdp with cpu_offload: FSDP keeps every shard on the host (fsdp_offload.h).
+  bool fsdp_offload() const { return kind == PluginKind::torch_fsdp && cpu_offload; }
 };
 
 // What the estimate assumes about the runtime; printed with every report.

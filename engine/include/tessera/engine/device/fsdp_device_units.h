@@ -27,6 +27,15 @@
 //    under the embeddings' backward; the root's is finished when the next
 //    micro-batch binds the root, or after the step's last backward).
 //    Started calls finish in the order started (comm/communicator.h).
+// With CPU offload (FsdpHostShards: torch_fsdp's cpu_offload, planner/
+// fsdp_offload.h) the fp32 weight and gradient shards are the caller's, in
+// pinned host memory, and nothing of them is kept on the device: a gather
+// copies the unit's fp32 shard up into a device buffer of its own
+// (`parameters`) and casts it from there into its slot; a finished reduction
+// widens this rank's reduced slot into a device fp32 buffer (`gradients`)
+// and copies it down over the unit's host gradient shard. One micro-batch a
+// step, as FSDP offloads (it does not accumulate: planner::
+// check_fsdp_offload_accumulation), so the copy down is the step's gradient.
 // Every buffer comes from the caching allocator, so the ledger's device peaks
 // per category are the planner's estimate, each block rounded up to 512 bytes.
 #pragma once
@@ -59,6 +68,15 @@ class FsdpUnitOps {
   virtual Status start_all_gather(bf16* unit, int64_t shard) = 0;
   virtual Status start_reduce_scatter(bf16* unit, int64_t shard) = 0;
   virtual Status finish_oldest() = 0;
+  // Offload: copies between the device and pinned host memory, on the compute stream.
+  virtual Status copy_up(void* device, const void* host, int64_t bytes) = 0;
+  virtual Status copy_down(void* host, const void* device, int64_t bytes) = 0;
+};
+
+// The offloaded shards (layout().shard_numel fp32 elements each), pinned host memory the caller owns.
+struct FsdpHostShards {
+  float* weights = nullptr;
+  float* gradients = nullptr;
 };
 
 class FsdpDeviceUnits {
@@ -66,9 +84,10 @@ class FsdpDeviceUnits {
   // The shards of `model`'s units (planner::fsdp_layout) for `rank` of
   // `ranks`, zeroed (the caller fills the weights); `parameter_of` and
   // `gradient_of` (per flat parameter) get each parameter's place in its
-  // gathered unit and open gradient, null elsewhere.
+  // gathered unit and open gradient, null elsewhere. With `host` the shards
+  // are there and the optimizer's states the caller's too.
   FsdpDeviceUnits(const planner::Model& model, planner::FsdpStrategy strategy, int rank, int ranks, CachingAllocator& allocator, FsdpUnitOps& ops,
-                  std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of);
+                  std::vector<bf16*>& parameter_of, std::vector<bf16*>& gradient_of, const FsdpHostShards* host = nullptr);
   ~FsdpDeviceUnits();
   FsdpDeviceUnits(const FsdpDeviceUnits&) = delete;
   FsdpDeviceUnits& operator=(const FsdpDeviceUnits&) = delete;
@@ -87,9 +106,10 @@ class FsdpDeviceUnits {
   const std::vector<planner::FlatParameter>& order() const { return order_; }
   const FsdpSchedule& schedule() const { return schedule_; }
   size_t calls_in_flight() const { return in_flight_.size(); }
-  // This rank's shards (layout().shard_numel fp32 elements each).
-  float* weights() const { return weights_.as<float>(); }
-  float* gradients() const { return gradients_.as<float>(); }
+  // This rank's shards (layout().shard_numel fp32 elements each): on the device, or the offloaded ones on the host.
+  float* weights() const { return offloaded() ? host_.weights : weights_.as<float>(); }
+  float* gradients() const { return offloaded() ? host_.gradients : gradients_.as<float>(); }
+  bool offloaded() const { return host_.weights != nullptr; }
   float* exp_avg() const { return exp_avg_.as<float>(); }
   float* exp_avg_sq() const { return exp_avg_sq_.as<float>(); }
 
@@ -105,6 +125,8 @@ class FsdpDeviceUnits {
   void bind(int u);
   void release(int u);
   void finish_oldest();
+  // This rank's reduced slot of unit u into its gradient shard.
+  void add_reduced(int u, const bf16* reduced);
   // Finishes the started calls, oldest first, up to the last one `until` holds.
   template <typename Until>
   void finish_through(Until until);
@@ -119,6 +141,7 @@ class FsdpDeviceUnits {
   planner::FsdpLayout layout_;
   FsdpSchedule schedule_;
   std::vector<std::vector<int64_t>> offsets_;  // per unit, each parameter's offset in the unit's flat buffer
+  FsdpHostShards host_;  // offloaded shards, or none
   DeviceBlock weights_, gradients_, exp_avg_, exp_avg_sq_;
   std::vector<DeviceBlock> gathered_, unit_gradients_;  // per unit (index unit + 1)
   std::deque<StartedCall> in_flight_;                   // started calls, oldest first

@@ -18,6 +18,12 @@
 // reduce-scattered and added into the fp32 gradient shard.
 // On one fp32 rank nothing is gathered: the shard is the whole model and the
 // parameters are views of it.
+// With cpu_offload (FSDP's CPUOffload, planner/fsdp_offload.h) the weight,
+// gradient and optimizer shards are booked on the host, where the optimizer
+// steps; a gather first copies the unit's fp32 shard to a device buffer of
+// its own (`parameters`) and casts it from there, and a reduction widens this
+// rank's reduced slot into a device fp32 buffer (`gradients`) that is then
+// added into the host shard. The arithmetic is the same as without offload.
 #pragma once
 
 #include <optional>
@@ -60,6 +66,7 @@ class FullyShardedDataParallel final : public ParallelStrategy<T>, private UnitH
   bool failed() const { return !error_.ok(); }
 
   const planner::Model& model_description_;
+  const bool offload_;  // plugin.cpu_offload: the shards on the host
   std::vector<planner::FlatParameter> order_;
   planner::FsdpLayout layout_;
   FsdpSchedule schedule_;  // which unit is gathered, reduced and released at each hook (fsdp_schedule.h)

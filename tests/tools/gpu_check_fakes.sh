@@ -4,11 +4,14 @@
 #   DIR/bin/nvidia-smi         one H100 (FAKE_GPUS of them);
 #   DIR/bin/mpirun             runs the program once, whatever -np says;
 #   DIR/bin/compute-sanitizer  runs the program under it;
-#   DIR/build/                 the prepared programs: the device query, the
-#                              kernel tests (gtest's JSON report for the filter
-#                              they are given), tessera (train, plan, compare:
-#                              each call's arguments and TESSERA_DATA_DIR
-#                              appended to DIR/tessera-calls), the ranks tests.
+#   DIR/build/programs.tar.gz  the prepared programs, packed as --prepare packs
+#                              them: the device query (a C program that loads
+#                              a library carried in lib/, found only by
+#                              tools/gpu_check/libraries.sh), the kernel tests
+#                              (gtest's JSON report for the filter they are
+#                              given), tessera (train, plan, compare: each
+#                              call's arguments and TESSERA_DATA_DIR appended
+#                              to DIR/tessera-calls), the ranks tests.
 # FAKE_HANG=training makes the kernel tests write their process id to
 # DIR/hanging and sleep when asked for the GPU step's tests, as a hung step would.
 
@@ -32,7 +35,19 @@ EOF
 while [ $# -gt 0 ] && [[ $1 == --* ]]; do shift 2; done
 exec "$@"
 EOF
-  printf '#!/usr/bin/env bash\nprintf "NVIDIA H100 80GB HBM3\\t9.0\\t85017493504\\t13000\\n"\n' >"$dir/build/tools/tessera-cuda-device"
+  mkdir -p "$dir/build/lib" "$dir/src"
+  echo 'int fake_carried(void) { return 42; }' >"$dir/src/carried.c"
+  cat >"$dir/src/device.c" <<'EOF'
+#include <stdio.h>
+int fake_carried(void);
+int main(void) {
+  if (fake_carried() != 42) return 1;
+  printf("NVIDIA H100 80GB HBM3\t9.0\t85017493504\t13000\n");
+  return 0;
+}
+EOF
+  cc -shared -fPIC -Wl,-soname,libgpucheckcarried.so.1 -o "$dir/build/lib/libgpucheckcarried.so.1" "$dir/src/carried.c"
+  cc -o "$dir/build/tools/tessera-cuda-device" "$dir/src/device.c" "$dir/build/lib/libgpucheckcarried.so.1"
   cat >"$dir/build/tests/tessera_cuda_kernel_tests" <<EOF
 #!/usr/bin/env bash
 marker=$dir/hanging
@@ -85,5 +100,7 @@ EOF
   for test in nccl_ranks ddp zero gemini fsdp tensor_parallel hybrid_zero pipeline; do
     printf '#!/usr/bin/env bash\necho "rank 0: gradients relative error 1e-07"\n' >"$dir/build/tests/tessera_${test}_gpu_test"
   done
-  chmod +x "$dir"/bin/* "$dir"/build/*/*
+  chmod +x "$dir"/bin/* "$dir"/build/{tools,tests,cli}/*
+  tar -C "$dir/build" -czf "$dir/build/programs.tar.gz" tools tests cli lib
+  rm -r "$dir/build/tools" "$dir/build/tests" "$dir/build/cli" "$dir/build/lib"
 }

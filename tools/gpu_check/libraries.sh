@@ -46,21 +46,23 @@ library_search_dirs() {
 # loader misses, puts the first search folder that has it on LD_LIBRARY_PATH
 # (the whole folder: cuDNN opens its sub-libraries beside itself), or else
 # links the carried copy in CARRIED into LINKS (only the missing ones, so the
-# machine's own libraries win); again for what those need in turn. Prints the
-# sonames still missing, one a line.
+# machine's own libraries win); again for what those need in turn. Exports
+# LD_LIBRARY_PATH, so call it in the shell that runs the programs; sets
+# unresolved_libraries to the sonames still missing, one a line.
 resolve_libraries() {
-  local links=$1 carried=$2 missing lib dir found _
+  local links=$1 carried=$2 missing lib dir found _ search
   shift 2
+  search=$(library_search_dirs)
   mkdir -p "$links"
   export LD_LIBRARY_PATH="$links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   for _ in 1 2 3 4 5 6; do  # each round finds what the last round's libraries need
     missing=$(libraries_missing "$@")
-    if [ -z "$missing" ]; then return 0; fi
+    if [ -z "$missing" ]; then break; fi
     found=0
     for lib in $missing; do
-      dir=$(library_search_dirs | while read -r candidate; do
+      dir=$(while read -r candidate; do
               if [ -n "$candidate" ] && [ -e "$candidate/$lib" ]; then echo "$candidate"; break; fi
-            done)
+            done <<<"$search")
       if [ -n "$dir" ]; then
         LD_LIBRARY_PATH="$dir:$LD_LIBRARY_PATH"
         found=1
@@ -71,7 +73,7 @@ resolve_libraries() {
     done
     if [ "$found" = 0 ]; then break; fi
   done
-  libraries_missing "$@"
+  unresolved_libraries=$(libraries_missing "$@")
 }
 
 # libraries_missing PROGRAM...: the sonames the programs' loader does not find, one a line.

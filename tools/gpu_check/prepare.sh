@@ -67,7 +67,7 @@ json.dump({
     "commit": run("git", "rev-parse", "--short", "HEAD") + ("+changes" if dirty not in ("", "unknown") else ""),
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "nvcc": run("nvcc", "--version").splitlines()[-1],
-    "cuda_architectures": cache.get("CMAKE_CUDA_ARCHITECTURES:STRING", "unknown"),
+    "cuda_architectures": cache.get("CMAKE_CUDA_ARCHITECTURES:STRING", "90 (the top-level CMakeLists.txt's default)"),
     "programs": programs.split(),
     "carried_libraries": carried.split(),
     "device_libraries": device.split(),

@@ -11,7 +11,8 @@
 #                              (gtest's JSON report for the filter they are
 #                              given), tessera (train, plan, compare: each
 #                              call's arguments and TESSERA_DATA_DIR appended
-#                              to DIR/tessera-calls), the ranks tests.
+#                              to DIR/tessera-calls), the ranks tests; beside
+#                              it prepared.json, of commit 0123abc.
 # FAKE_HANG=training makes the kernel tests write their process id to
 # DIR/hanging and sleep when asked for the GPU step's tests, as a hung step would.
 
@@ -103,4 +104,5 @@ EOF
   chmod +x "$dir"/bin/* "$dir"/build/{tools,tests,cli}/*
   tar -C "$dir/build" -czf "$dir/build/programs.tar.gz" tools tests cli lib
   rm -r "$dir/build/tools" "$dir/build/tests" "$dir/build/cli" "$dir/build/lib"
+  echo '{"commit": "0123abc", "programs": ["tools/tessera-cuda-device"]}' >"$dir/build/prepared.json"
 }

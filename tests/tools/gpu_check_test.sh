@@ -11,6 +11,8 @@
 #              the report's keys, its copy and the logs in $OUT
 #   kill       killed while the GPU step hangs: the report is valid JSON and
 #              says what finished, what was running, what was never reached
+#   several    the stages of several GPUs on 4 fake ones: each ran, on the ranks
+#              and with the options its layout names
 #   budget     a budget that fits only the cheapest stages: the others skipped
 #              with one line each, later cheaper ones still run
 #   stages     tools/gpu_check/stages.sh alone: skip reasons, states, a stage
@@ -47,7 +49,7 @@ prepare_machine() {
   fake_gpu_machine "$scratch/machine"
   mkdir -p "$scratch/out" "$scratch/reports"
   fake_env=(PATH="$scratch/machine/bin:$PATH" TESSERA_GPU_PREBUILT=1 TESSERA_GPU_BUILD_DIR="$scratch/machine/build"
-            TESSERA_GPU_CHECK_REPORT_DIR="$scratch/reports" OUT="$scratch/out" TESSERA_COMMIT=fakecommit)
+            TESSERA_GPU_CHECK_REPORT_DIR="$scratch/reports" OUT="$scratch/out")
 }
 # gpu_check ENV...: the real tools/gpu-check on the fake machine (stdout and stderr in $scratch/output).
 gpu_check() {
@@ -111,7 +113,8 @@ case $case in
     gpu_check || fail "exit $?, expected 0: $(tail -n 20 "$scratch/output")"
     out=$(report)
     expect_json "$out" "d['finished']" True
-    expect_json "$out" "d['commit']" fakecommit
+    expect_json "$out" "d['commit']" 0123abc  # the prepared programs', not the tree's
+    expect_json "$out" "d['environment']['prepared']['commit']" 0123abc
     expect_json "$out" "d['budget']['seconds']" 540
     expect_json "$out" "d['environment']['gpus']" 1
     # The device query loaded the library carried beside it, which only the lookup puts on the loader's path.
@@ -181,6 +184,24 @@ case $case in
     expect_json "$out" "d['gradient_accumulation']" 'not finished: it was running when the check stopped'
     expect_json "$out" "d['engine_training']['verdict']" 'not run: the check stopped before this stage'
     cmp -s "$out" "$scratch/out/$(basename "$out")" || fail "\$OUT's report differs from $out"
+    ;;
+  several)
+    prepare_machine
+    several=nccl_ranks,ddp_ranks,zero_ranks,gemini_ranks,fsdp_ranks,tensor_parallel_ranks,hybrid_zero_ranks,pipeline_ranks,pipeline_four_ranks
+    several+=,engine_training_ddp,engine_training_zero,engine_training_tp,engine_training_tp_zero,engine_training_pp,engine_training_pp_zero
+    several+=,engine_training_pp_interleaved,engine_training_hybrid_offload,engine_training_fsdp
+    gpu_check FAKE_GPUS=4 TESSERA_GPU_CHECK_STAGES=$several || fail "exit $?, expected 0: $(tail -n 20 "$scratch/output")"
+    out=$(report)
+    for name in ${several//,/ }; do
+      [ "$(stage_field "$name" state)" = passed ] || fail "$name: $(stage_field "$name" state) ($(stage_field "$name" detail))"
+    done
+    expect_json "$out" "d['ddp_ranks']" 'passed on 4 ranks'
+    expect_json "$out" "d['tensor_parallel_ranks']" 'passed on 2 ranks'
+    expect_json "$out" "d['engine_training_fsdp']['verdict']" 'passed on 4 rank(s)'
+    expect_json "$out" "d['kernel_tests']['tests']" 0
+    expect_line "$scratch/machine/tessera-calls" "^train .* --plugin hybrid_parallel --tp 2 --dp 2 --zero-stage 1 --gpu h100-80g --steps 20 --out .*/engine_training_tp_zero "
+    expect_line "$scratch/machine/tessera-calls" "^train .* --plugin hybrid_parallel --pp 2 --pp-schedule interleaved --model-chunks 2 --micro-batches 4 --dp 2 --gpu h100-80g --steps 20 "
+    expect_line "$scratch/machine/tessera-calls" "^train .* --tp 2 --dp 2 --zero-stage 1 --cpu-offload --gpu h100-80g --steps 20 --out .*/engine_training_hybrid_offload "
     ;;
   budget)
     prepare_machine
@@ -292,7 +313,7 @@ case $case in
     [ "$(tree_bytes)" -eq $((1000 + 300 + 8)) ] || fail "tree_bytes is $(tree_bytes), expected 1308 (tracked, untracked, .gitignore)"
     ;;
   *)
-    echo "usage: $0 list|inputs|run|kill|budget|stages|libraries|carry_size" >&2
+    echo "usage: $0 list|inputs|run|kill|several|budget|stages|libraries|carry_size" >&2
     exit 2 ;;
 esac
 exit $((failures > 0))

@@ -33,11 +33,12 @@ device_libraries() {
 }
 
 # library_search_dirs: where resolve_libraries looks, in order: TESSERA_GPU_LIBRARY_PATH
-# (colon-separated), the CUDA toolkit's folders, python3's nvidia wheels.
+# (colon-separated), the CUDA toolkits' folders, python3's nvidia wheels (nvidia/cudnn/lib,
+# nvidia/nccl/lib, CUDA 13's nvidia/cu13/lib).
 library_search_dirs() {
   local dir
   tr ':' '\n' <<<"${TESSERA_GPU_LIBRARY_PATH:-}"
-  printf '%s\n' /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib
+  printf '%s\n' /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/targets/x86_64-linux/lib
   dir=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null) || return 0
   printf '%s\n' "$dir"/nvidia/*/lib
 }

@@ -74,6 +74,7 @@ json.dump({
 }, open(out, "w"), indent=2)
 open(out, "a").write("\n")
 PY
+  echo "tools/gpu-check: $dir: carries $(ls "$staging/lib" | tr '\n' ' ')and needs from the GPU machine $(tr '\n' ' ' <<<"$device_needs")(its CUDA toolkit's or PyTorch's nvidia wheels)"
   rm -rf "$staging"
   check_carry_size "$dir" "$(tree_bytes)"
 }

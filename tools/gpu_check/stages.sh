@@ -6,9 +6,9 @@
 # and calls stage_list_plan with it, then stage_run_all with it. A stage runs
 # when it is selected, the machine has MIN_GPUS, `need_NEEDS` (a function of
 # the caller's that prints what is missing and fails; "-" needs nothing)
-# succeeds, and EXPECTED_S fits what is left
-# of the budget; otherwise it is skipped with one line saying why, and later,
-# cheaper stages may still fit. A running stage is stopped after the smaller
+# succeeds, and EXPECTED_S fits what is left of the budget; otherwise it is
+# skipped with one line saying why, and later, cheaper stages may still
+# fit. A running stage is stopped after the smaller
 # of stage_overrun_factor times its expected seconds (a hang must not eat the
 # stages after it) and what is left of the budget: COMMAND bounds each program
 # it starts by `timeout -k 10 "$(stage_left)"`.

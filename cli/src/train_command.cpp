@@ -50,6 +50,14 @@ namespace {
 using nlohmann::json;
 using namespace tessera::planner;
 
+// The shipped text under TESSERA_DATA_DIR from the environment where that is
+// set (programs built in another tree: tools/gpu-check's prepared ones), else
+// under this source tree's data/.
+std::string shipped_text_path() {
+  const char* dir = std::getenv("TESSERA_DATA_DIR");
+  return std::string(dir != nullptr && *dir != '\0' ? dir : TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt";
+}
+
 // The request the GPU step's run corresponds to: its DDP buckets are views of
 // the gradients, and the NCCL communicator sums in rank order through a
 // scratch (planner/rank_order_reduction.h), as tools/gpu-check estimates its runs.
@@ -242,7 +250,7 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.get_option("--model")->required(false)->description("Shipped model name or config.json (gpt2 and llama-style families)");
   c.get_option("--gpu")->description("cpu: train on the CPU; a GPU's name: one GPU, or one per rank under mpirun (DDP, ZeRO-1/2, FSDP, Gemini, or --tp or --pp with --plugin hybrid_parallel), bf16 (the default there; where CUDA and cuDNN were built in)");
   c.add_option("--out", o.out, "Directory for plan.json, metrics.json and the checkpoint")->required();
-  c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text)");
+  c.add_option("--data", o.data, "Training text (bytes) or llm.c .bin token shard (default: the shipped text, under $TESSERA_DATA_DIR where set)");
   c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();
   c.add_option("--lr", o.learning_rate, "Learning rate")->capture_default_str();
   c.add_option("--seed", o.seed, "Seed of the initialisation")->capture_default_str();
@@ -292,7 +300,7 @@ Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
   t.loss_scaler.hysteresis = o.hysteresis;
   t.resume = o.resume;
   t.allow_changes = o.allow_changes;
-  t.data_path = o.data.empty() ? std::string(TESSERA_DATA_DIR) + "/text/kjv-genesis-exodus.txt" : o.data;
+  t.data_path = o.data.empty() ? shipped_text_path() : o.data;
   if (!(o.device_memory_mib >= 0)) return make_error(ErrorCode::invalid_argument, "--device-memory must be 0 (no capacity) or a number of MiB, e.g. 64");
   t.device_capacity_bytes = std::llround(o.device_memory_mib * 1024 * 1024);
   if (training.precision == Precision::fp8) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -318,6 +319,24 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
     }
     std::filesystem::remove_all(dir);
   }
+}
+
+// A tessera built in another tree (tools/gpu-check's prepared programs) trains
+// on the shipped text under TESSERA_DATA_DIR: a folder without it is named in
+// the one-line error, a copy of data/ there trains.
+TEST(Cli, TrainReadsTheShippedTextUnderTesseraDataDir) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string elsewhere = scratch.path("elsewhere");
+  ::setenv("TESSERA_DATA_DIR", elsewhere.c_str(), 1);
+  const CliRun missing = run({"train", "--model", "tiny-gpt2", "--steps", "1", "--micro-batch", "2", "--seq", "32", "--out", scratch.path("missing").c_str()});
+  std::filesystem::create_directories(elsewhere + "/text");
+  std::filesystem::copy_file(std::string(TESSERA_SOURCE_DIR) + "/data/text/kjv-genesis-exodus.txt", elsewhere + "/text/kjv-genesis-exodus.txt");
+  const CliRun trained = run({"train", "--model", "tiny-gpt2", "--steps", "1", "--micro-batch", "2", "--seq", "32", "--out", scratch.path("trained").c_str()});
+  ::unsetenv("TESSERA_DATA_DIR");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  EXPECT_NE(missing.err.find("'" + elsewhere + "/text/kjv-genesis-exodus.txt'"), std::string::npos) << missing.err;
+  EXPECT_EQ(trained.code, 0) << trained.err;
 }
 
 // A config.json field the engine would not compute stops `tessera train` with one

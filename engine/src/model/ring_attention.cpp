@@ -2,35 +2,13 @@
 #include "tessera/engine/model/ring_attention.h"
 
 #include <algorithm>
-#include <cmath>
+#include <type_traits>
+
+#include "tessera/engine/model/ring_blocks.h"
+#include "tessera/engine/ops/attention_merge.h"
 
 namespace tessera::engine {
 namespace {
-
-// The part of the block of rank `source` that the causal mask shows rank
-// `rank`'s queries (ring_attention.h): its queries from `first_query`, and the
-// block's first `key_rows` keys, all visible.
-struct VisiblePart {
-  int64_t first_query, query_rows, key_rows;
-};
-
-VisiblePart visible_part(int64_t source, int64_t rank, int64_t T) {
-  const int64_t chunk = T / 2;
-  if (source < rank) return {0, T, chunk};
-  return {chunk, chunk, T};
-}
-
-// The kernel's shape for that part, the block's keys and values (and their
-// gradients) packed KVH·HS apart, the query gradient NH·HS apart.
-cpu::AttentionShape part_shape(cpu::AttentionShape s, const VisiblePart& part) {
-  s.kv_stride = s.KVH * s.HS;
-  s.query_rows = part.query_rows;
-  s.key_rows = part.key_rows;
-  s.causal = false;
-  s.dq_stride = s.NH * s.HS;
-  s.dkv_stride = s.kv_stride;
-  return s;
-}
 
 // k and v (B, T rows kv_stride apart) into `block`: (B, T, KVH·HS) K, then V.
 template <typename T>
@@ -55,27 +33,25 @@ void add_rows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int6
   }
 }
 
-// The running output and log-sum-exp of the rows `part` covers, merged with
-// one block's: L = log(e^L + e^Lp), out = e^(L_old − L) out + e^(Lp − L) partial.
+// The ring's running output, in the compute type so that it is rounded once,
+// after the last block: `out` itself in fp32 or double, else ring.merged,
+// which starts as the n values of this rank's own block.
 template <typename T>
-void merge_partial(T* out, compute_t<T>* lse, const T* partial, const compute_t<T>* partial_lse, const cpu::AttentionShape& s, const VisiblePart& part) {
-  using W = compute_t<T>;
-  const int64_t width = s.NH * s.HS;
-#pragma omp parallel for collapse(2)
-  for (int64_t b = 0; b < s.B; ++b) {
-    for (int64_t h = 0; h < s.NH; ++h) {
-      for (int64_t t = part.first_query; t < part.first_query + part.query_rows; ++t) {
-        W& running = lse[(b * s.NH + h) * s.T + t];
-        const W block = partial_lse[(b * s.NH + h) * s.T + t];
-        const W top = std::max(running, block);
-        const W merged = top + std::log(std::exp(running - top) + std::exp(block - top));
-        const W keep = std::exp(running - merged), add = std::exp(block - merged);
-        T* o = out + (b * s.T + t) * width + h * s.HS;
-        const T* p = partial + (b * s.T + t) * width + h * s.HS;
-        for (int64_t d = 0; d < s.HS; ++d) o[d] = narrow<T>(widen(o[d]) * keep + widen(p[d]) * add);
-        running = merged;
-      }
-    }
+compute_t<T>* begin_running_output(T* out, const RingBuffers<T>& ring, int64_t n) {
+  if constexpr (std::is_same_v<T, compute_t<T>>) {
+    return out;
+  } else {
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) ring.merged[i] = widen(out[i]);
+    return ring.merged;
+  }
+}
+
+template <typename T>
+void end_running_output(T* out, const compute_t<T>* running, int64_t n) {
+  if constexpr (!std::is_same_v<T, compute_t<T>>) {
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) out[i] = narrow<T>(running[i]);
   }
 }
 
@@ -94,18 +70,20 @@ void ContextParallel::attention_forward(T* out, compute_t<T>* lse, const T* q, c
   cpu::attention_forward(out, lse, q, k, v, s, workspace);  // this rank's own block
   if (group_ == nullptr) return;
   const int64_t block = s.B * s.T * s.KVH * s.HS, width = s.NH * s.HS;
+  compute_t<T>* running = begin_running_output(out, ring, s.B * s.T * width);
   pack_keys_values(ring.kv[0], k, v, s);
   int held = 0;
   for (int64_t step = 1; step < size(); ++step) {
     pass_on(ring.kv[held], ring.kv[1 - held], 2 * block);
     if (!status_.ok()) return;
     held = 1 - held;
-    const VisiblePart part = visible_part((rank() + size() - step) % size(), rank(), s.T);
+    const RingBlock part = ring_block(step, rank(), size(), s.T);
     const T* keys = ring.kv[held];
     cpu::attention_forward(ring.partial + part.first_query * width, ring.partial_lse + part.first_query, q + part.first_query * s.q_stride, keys,
-                           keys + block, part_shape(s, part), workspace);
-    merge_partial(out, lse, ring.partial, ring.partial_lse, s, part);
+                           keys + block, received_block_shape(s, part), workspace);
+    cpu::attention_merge(running, lse, ring.partial, ring.partial_lse, cpu::MergeRows{s.B, s.T, s.NH, s.HS, part.first_query, part.query_rows});
   }
+  end_running_output(out, running, s.B * s.T * width);
 }
 
 // Each block's key/value gradient accumulates as it travels: rank j + 1 (which
@@ -127,13 +105,13 @@ void ContextParallel::attention_backward(T* dq, T* dk, T* dv, const T* dout, con
     if (!status_.ok()) return;
     held = 1 - held;
     if (step > 1) travelling = 1 - travelling;
-    const VisiblePart part = visible_part((rank() + size() - step) % size(), rank(), s.T);
+    const RingBlock part = ring_block(step, rank(), size(), s.T);
     const int64_t first = part.first_query;
     const T* keys = ring.kv[held];
     T* gradient = ring.kv_grad[travelling];
     T* share = ring.kv_grad[1 - travelling];  // free: the gradient it held has gone on
     cpu::attention_backward(ring.partial + first * q_width, share, share + block, dout + first * q_width, q + first * s.q_stride, keys, keys + block,
-                            out + first * q_width, lse + first, part_shape(s, part), workspace);
+                            out + first * q_width, lse + first, received_block_shape(s, part), workspace);
     add_rows(dq, s.q_stride, ring.partial, q_width, q_width, s.B, s.T, first, part.query_rows);
     if (step == 1) std::fill(gradient, gradient + 2 * block, T{});
     add_rows(gradient, width, share, width, width, s.B, s.T, 0, part.key_rows);

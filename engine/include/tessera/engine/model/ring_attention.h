@@ -7,12 +7,10 @@
 // chunks r and 2·cp − 1 − r) and their queries, keys and values. Keys and
 // values go round the ring in cp − 1 steps; at step i a rank holds the block
 // of rank j = r − i (mod cp) and runs the FlashAttention kernel
-// (ops/attention.h) on the part the causal mask leaves visible:
-//   j = r: its own tokens, causally (local order is global order);
-//   j < r: every query against the block's first chunk, unmasked;
-//   j > r: the second chunk's queries against the whole block, unmasked;
-// and merges each partial output into the running one by their log-sum-exps
-// (out = Σ e^(Lᵢ − L) outᵢ, L = log Σ e^(Lᵢ)). Backward sends the blocks round
+// (ops/attention.h) on the part the causal mask leaves visible
+// (model/ring_blocks.h, shared with the GPU ring), and merges each partial
+// output into the running one by their log-sum-exps (out = Σ e^(Lᵢ − L) outᵢ,
+// L = log Σ e^(Lᵢ); ops/attention_merge.h). Backward sends the blocks round
 // again with their key and value gradients, each rank adding its share to the
 // block it holds; a last step hands each block's gradient home. The probabilities
 // come from the merged log-sum-exp, so each block's share is exact.
@@ -20,8 +18,9 @@
 // Buffers (the planner's `ring_*` activation terms, booked by the caller):
 // two K/V blocks and two K/V-gradient blocks, (2, B, T, KVH·HS) each (K then
 // V), and one block's partial output or query gradient (B, T, NH·HS) with its
-// log-sum-exp (B, NH, T). In 16-bit storage a partial output is rounded
-// before it is merged.
+// log-sum-exp (B, NH, T); in 16-bit storage also the running output in the
+// compute type (B, T, NH·HS), rounded into `out` once after the last block
+// (the partial outputs are rounded to storage, as flash kernels write them).
 //
 // Errors: the first communication failure is kept (status()) and later
 // exchanges are skipped; the caller checks after each pass.
@@ -43,6 +42,7 @@ struct RingBuffers {
   T* kv_grad[2] = {nullptr, nullptr};
   T* partial = nullptr;
   compute_t<T>* partial_lse = nullptr;
+  compute_t<T>* merged = nullptr;  // 16-bit storage only: the running output
 };
 
 class ContextParallel {

@@ -1,16 +1,22 @@
-// Ring attention's log-sum-exp merge (kernels/attention_merge.h) under the
-// block emulator against the CPU op (ops/attention_merge.h): a block's fp32,
-// bf16 or fp16 partial output merged into the fp32 running output, over the
-// rows the block reached (the second chunk's, or every row), with head
-// counts that leave a grid's last block part empty: the same bits expected.
+// Ring attention's kernels under the block emulator against the CPU ops: the
+// log-sum-exp merge (kernels/attention_merge.h, ops/attention_merge.h), a
+// block's fp32, bf16 or fp16 partial output merged into the fp32 running
+// output over the rows the block reached (the second chunk's, or every row);
+// and add_rows (kernels/residual.h, ops/residual.h), a block's gradient share
+// added into strided rows (a query gradient into fused q|k|v rows). The same
+// bits expected.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <utility>
 #include <vector>
 
 #include "block_emulator.h"
 #include "kernel_check.h"
 #include "tessera/engine/kernels/attention_merge.h"
+#include "tessera/engine/kernels/residual.h"
 #include "tessera/engine/ops/attention_merge.h"
+#include "tessera/engine/ops/residual.h"
 
 namespace tessera::engine::kernels::testing {
 namespace {
@@ -38,6 +44,29 @@ TEST(KernelEmulation, AttentionMergeMatchesCpuOp) {
     check_merge<float>(m);
     check_merge<bf16>(m);
     check_merge<fp16>(m);
+  }
+}
+
+template <typename T>
+void check_add_rows(int64_t first, int64_t rows) {
+  const int64_t B = 2, Tn = 9, width = 12, dst_stride = 20, src_stride = 12;
+  const std::string at = std::string(type_name<T>()) + " rows " + std::to_string(first) + "+" + std::to_string(rows);
+  const std::vector<T> dst = random_values<T>(static_cast<size_t>(B * Tn * dst_stride), 95);
+  const std::vector<T> src = random_values<T>(static_cast<size_t>(B * Tn * src_stride), 96);
+  std::vector<T> want = dst, got = dst;
+  cpu::add_rows(want.data(), dst_stride, src.data(), src_stride, width, B, Tn, first, rows);
+  BlockEmulator(ThreadOrder::reverse).launch(elementwise_shape(B * rows * width), [&](HostContext& ctx) {
+    add_rows_body(ctx, got.data(), dst_stride, src.data(), src_stride, width, B, Tn, first, rows);
+  });
+  expect_bits_equal("add_rows " + at, got, want);
+  EXPECT_NE(std::memcmp(want.data(), dst.data(), want.size() * sizeof(T)), 0) << at;  // the rows were added to
+}
+
+TEST(KernelEmulation, AddRowsMatchesCpuOp) {
+  for (auto [first, rows] : {std::pair<int64_t, int64_t>{0, 9}, {4, 5}}) {
+    check_add_rows<float>(first, rows);
+    check_add_rows<bf16>(first, rows);
+    check_add_rows<fp16>(first, rows);
   }
 }
 

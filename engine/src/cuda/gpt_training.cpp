@@ -721,6 +721,11 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   if (dp % cp != 0) return make_error(ErrorCode::invalid_argument, "--cp " + std::to_string(cp) + ": the data-parallel group is the dp × cp ranks");
   if (Status s = check_gpu_layout(layout_plugin, planner::ParallelLayout{dp / cp, tp, pp, sequence_parallel, cp}); !s) return s.error();
   if (Status s = planner::check_context_parallel_sequence(seq_len, cp, planner::ActivationProfile::tessera_gpu); !s) return s.error();
+  if (cp > 1 && seq_len % (8 * cp) != 0) {  // the second chunk's fp32 log-sum-exps start T/2 floats in: cuDNN takes 16-byte aligned pointers (attention.h)
+    return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + ": under --cp " + std::to_string(cp) +
+                                                       " the GPU step needs chunks of a multiple of 4 tokens; use a --seq that is a multiple of 8 × --cp = " +
+                                                       std::to_string(8 * cp));
+  }
   // This rank's stage (planner/pipeline_stage_model.h; the whole model without a pipeline) and its chunks' blocks.
   const int64_t chunks = pp > 1 ? layout_plugin.model_chunks() : 1;
   const planner::PipelinePlacement stage = pp > 1 ? planner::PipelinePlacement{pp, pipeline.group->rank(), chunks} : planner::PipelinePlacement{};

@@ -138,10 +138,6 @@ Status check_engine_supports(const EstimateRequest& r, bool on_gpu) {
     return make_error(ErrorCode::unsupported, "--recompute op_selective is torchtitan's policy, for estimates of its runs; "
                                               "the engine recomputes none, selective or full");
   }
-  if (r.layout.cp > 1 && on_gpu) {
-    return make_error(ErrorCode::unsupported, "--cp " + std::to_string(r.layout.cp) +
-                                                  ": the GPU training step has no ring attention; train context parallelism on the CPU (--gpu cpu) or with --cp 1");
-  }
   if (r.plugin.runtime != Runtime::colossalai) {
     return make_error(ErrorCode::unsupported, "--runtime " + std::string(enum_name(r.plugin.runtime)) +
                                                   ": the engine keeps ColossalAI's model states; use --runtime colossalai");
@@ -505,7 +501,12 @@ int run_on_gpu(const TrainCliOptions& o, const std::optional<TrainedPlan>& plann
   t.sequence_parallel = o.estimate.request.layout.sequence_parallel;
   t.pipeline_schedule = o.estimate.request.plugin.pp_schedule;
   t.model_chunks = o.estimate.request.plugin.model_chunks();
-  const engine::cuda::GpuRun run{device.value(), &world, std::chrono::duration<double>(o.comm_timeout_s), o.estimate.request.layout.tp, o.estimate.request.layout.pp};
+  const engine::cuda::GpuRun run{device.value(),
+                                 &world,
+                                 std::chrono::duration<double>(o.comm_timeout_s),
+                                 o.estimate.request.layout.tp,
+                                 o.estimate.request.layout.pp,
+                                 o.estimate.request.layout.cp};
   auto metrics = engine::cuda::train_on_gpu(model, t, run, progress);
   if (!metrics) return failed(metrics.error().message);
   const std::string name = engine::cuda_device_presence().description;

@@ -127,4 +127,11 @@ void DataLoader::read_rank_share(int64_t step_start, int64_t rank, int64_t ranks
   seek(step_start + ranks * micro_batches * micro_batch_tokens);
 }
 
+void take_context_chunks(int32_t* local, const int32_t* whole, int64_t B, int64_t S, const planner::ContextSplit& split) {
+  const int64_t local_len = S / split.cp;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < local_len; ++i) local[b * local_len + i] = whole[b * S + split.global_position(i, local_len)];
+  }
+}
+
 }  // namespace tessera::engine

@@ -38,15 +38,6 @@ planner::PipelinePlacement placement_of(const TrainOptions& o) {
   return planner::PipelinePlacement{pipeline->size(), pipeline->rank(), o.model_chunks};
 }
 
-// This rank's chunks of each of the B sequences of S tokens in `whole`
-// (planner/context_parallel.h), into `local` (B, S / cp).
-void take_context_chunks(int32_t* local, const int32_t* whole, int64_t B, int64_t S, const planner::ContextSplit& split) {
-  const int64_t local_len = S / split.cp;
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = 0; i < local_len; ++i) local[b * local_len + i] = whole[b * S + split.global_position(i, local_len)];
-  }
-}
-
 void report(std::ostream& out, bool terminal, int64_t step, int64_t steps, double loss, double tokens_per_s, double elapsed_s, double done) {
   const double eta = elapsed_s / done * static_cast<double>(steps - step);
   char line[160];

@@ -181,11 +181,14 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   // two key-value blocks, the one at hand and the one arriving from the
   // previous rank, and in backward two blocks of their gradients travelling
   // with them; one block's output (forward) or query gradient (backward)
-  // before it is merged, with its log-sum-exp.
+  // before it is merged, with its log-sum-exp; in 16-bit storage the running
+  // output in fp32 (engine/src/model/ring_attention.cpp), rounded once after
+  // the last block rather than at every merge.
   t.backward_scratch.push_back(term("ring_kv", 4 * c.kv_width(), dt, Split::ring));
   t.backward_scratch.push_back(term("ring_kv_grad", 4 * c.kv_width(), dt, Split::ring));
   t.backward_scratch.push_back(term("ring_partial", c.q_width(), dt, Split::ring));
   t.backward_scratch.push_back(term("ring_partial_lse", c.num_heads, kFp32, Split::ring));
+  if (dt < kFp32) t.backward_scratch.push_back(term("ring_merged_output", c.q_width(), kFp32, Split::ring));
   t.counts_recompute_working_set = true;
   return t;
 }

@@ -334,8 +334,8 @@ Status check_hybrid_sharding(const EstimateRequest& r) {
 
 Status check_context_parallel_sequence(int64_t seq_len, int64_t cp, ActivationProfile profile) {
   if (cp <= 1) return Status::success();
-  if (profile != ActivationProfile::flash && profile != ActivationProfile::tessera) {
-    return invalid("--cp " + str(cp) + " runs ring attention over a fused attention kernel; use --activation-profile flash (tessera for the engine's CPU run)");
+  if (profile != ActivationProfile::flash && profile != ActivationProfile::tessera && profile != ActivationProfile::tessera_gpu) {
+    return invalid("--cp " + str(cp) + " runs ring attention over a fused attention kernel; use --activation-profile flash (tessera or tessera_gpu for the engine's runs)");
   }
   if (seq_len % (2 * cp) != 0) {
     return invalid("--seq " + str(seq_len) + " must be a multiple of 2 × --cp = " + str(2 * cp) + " (each rank takes two balanced chunks of every sequence)");

@@ -217,7 +217,6 @@ bad export-replicate-deepspeed "(--dp-replicate 2), which a deepspeed export doe
 bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
 # tessera train --plan with --gpu: what the GPU step does not run is refused as the plan's setting, before any device.
 bad train-gpu-fp8-plan "--plan $fp8_plan: --precision fp8: the GPU training step runs bf16 mixed precision" -- train --plan "$fp8_plan" --gpu h100-80g --out "$scratch/never"
-bad train-gpu-cp-plan "--plan $cp_plan: --cp 2: the GPU training step has no ring attention" -- train --plan "$cp_plan" --gpu h100-80g --out "$scratch/never"
 bad train-gpu-replicate-plan "--plan $hybrid_plan: --dp-replicate 2: the engine shards over every data-parallel rank" -- train --plan "$hybrid_plan" --gpu h100-80g --out "$scratch/never"
 bad train-gpu-dry-run "--dry-run replays the CPU engine's allocations" -- train --gpu h100-80g --dry-run --out "$scratch/never"
 bad train-gpu-device-memory "--device-memory 1.00 MiB: the plan needs" -- train --gpu h100-80g --device-memory 1 --out "$scratch/never"

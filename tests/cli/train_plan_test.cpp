@@ -127,8 +127,6 @@ TEST(TrainPlan, WhatTheGpuStepDoesNotRunIsRefusedAsThePlansSetting) {
             ": --precision fp8: the GPU training step runs bf16 mixed precision; use --precision bf16"},
            {make_plan(scratch, "sgd.json", {"--gpus", "1", "--global-batch", "16", "--optimizer", "sgd"}),
             ": --optimizer sgd: the GPU training step uses AdamW only; use --optimizer adamw"},
-           {make_plan(scratch, "cp.json", {"--gpus", "2", "--global-batch", "16", "--cp", "2"}),
-            ": --cp 2: the GPU training step has no ring attention; train context parallelism on the CPU (--gpu cpu) or with --cp 1"},
            {edited_plan(one_gpu, {{"/training/recompute", "op_selective"}}, scratch.path("op.json")),
             ": --recompute op_selective is torchtitan's policy, for estimates of its runs; the engine recomputes none, selective or full"},
            {edited_plan(one_gpu, {{"/runtime", "megatron"}}, scratch.path("megatron.json")),

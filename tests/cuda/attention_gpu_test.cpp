@@ -32,6 +32,7 @@
 #include "tessera/engine/cuda/device_memory.h"
 #include "tessera/engine/cuda/stream_events.h"
 #include "tessera/engine/memory_ledger.h"
+#include "tessera/engine/model/ring_blocks.h"
 #include "tessera/engine/ops/attention.h"
 
 namespace tessera::engine::cuda::testing {
@@ -210,12 +211,39 @@ TEST(AttentionGraphs, CudnnFinalizesEveryOperationWithoutADevice) {
   }
 }
 
+// Ring attention's blocks (model/ring_blocks.h), as the GPU ring runs them:
+// every step of every rank at cp 2 and 3, on local sequences of 130 and 200
+// tokens, whole and received (keys and values packed, fewer rows or keys,
+// unmasked).
+TEST(AttentionGraphs, CudnnFinalizesEveryRingBlockWithoutADevice) {
+  for (const Case& c : {kCases[2], kCases[3]}) {
+    const cpu::AttentionShape s = Placement(c).shape;
+    for (int64_t cp : {2, 3}) {
+      for (int64_t rank = 0; rank < cp; ++rank) {
+        for (int64_t step = 0; step < cp; ++step) {
+          const RingBlock block = ring_block(step, rank, cp, s.T);
+          const cpu::AttentionShape part = step == 0 ? s : received_block_shape(s, block);
+          const std::string at = "cp " + std::to_string(cp) + " rank " + std::to_string(rank) + " step " + std::to_string(step);
+          EXPECT_EQ(Attention::graphs_refused<bf16>(part), "") << at;
+          EXPECT_EQ(Attention::graphs_refused<fp16>(part), "") << at;
+        }
+      }
+    }
+  }
+}
+
 TEST(AttentionShapes, CudnnLimitsAreOneLineErrors) {
   EXPECT_EQ(Attention::unsupported({2, 7, 4, 2, 64, 128, 64}), "");
   EXPECT_EQ(Attention::unsupported({2, 7, 4, 2, 36, 144, 72}), "attention head size 36: cuDNN's fused attention needs a multiple of 8 up to 256");
   EXPECT_EQ(Attention::unsupported({2, 7, 4, 2, 264, 1056, 528}), "attention head size 264: cuDNN's fused attention needs a multiple of 8 up to 256");
   EXPECT_EQ(Attention::unsupported({2, 7, 6, 4, 64, 384, 256}), "attention heads: NH=6 is not a multiple of KVH=4");
-  EXPECT_EQ(Attention::unsupported({2, 7, 4, 2, 64, 260, 64}), "attention row strides 260, 64: cuDNN needs 16-byte aligned rows (multiples of 8 elements)");
+  EXPECT_EQ(Attention::unsupported({2, 7, 4, 2, 64, 260, 64}),
+            "attention row strides 260, 64, 260, 64: cuDNN needs 16-byte aligned rows (multiples of 8 elements)");
+  EXPECT_EQ(Attention::unsupported({2, 8, 4, 2, 64, 256, 128, 4, 8, false, 260, 128}),
+            "attention row strides 256, 128, 260, 128: cuDNN needs 16-byte aligned rows (multiples of 8 elements)");
+  EXPECT_EQ(Attention::unsupported({2, 8, 4, 2, 64, 256, 128, 4, 8, true}),
+            "attention block: a causal block has as many query rows as keys (its mask is top-left aligned)");
+  EXPECT_EQ(Attention::unsupported({2, 8, 4, 2, 64, 256, 128, 4, 9, false}), "attention block: query rows and keys must be at most T");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // on each rank's own micro-batches, keeping its loss, norm, reduced flat
 // gradients and traffic; under tensor parallelism (`tensor`: MPI's group of
 // the rank's tensor-parallel ranks) of the rank's part, its traffic on that group too;
+// under context parallelism (`context`: MPI's group of the context ranks;
+// B sequences of T local tokens each, the rank's chunks) through the ring;
 // and the checks the sharded tests (Gemini, FSDP) make against it.
 #pragma once
 
@@ -57,14 +59,16 @@ inline Batch rank_batch(int rank, int64_t micro_batches, int64_t micro_batch_tok
 }
 
 inline CpuStep cpu_reference_step(const planner::Model& model, const planner::PluginOptions& plugin, const Batch& batch, int64_t B, int64_t T,
-                                  uint64_t seed, comm::Communicator& mpi, Checker& check, const std::string& prefix, CpuTensorParallel tensor = {}) {
+                                  uint64_t seed, comm::Communicator& mpi, Checker& check, const std::string& prefix, CpuTensorParallel tensor = {},
+                                  comm::Communicator* context = nullptr) {
   CpuStep out;
   const int64_t tp = tensor.group != nullptr ? tensor.group->size() : 1;
   const planner::Model part = planner::tp_rank_model(model, tp);  // what the data-parallel ranks share (trainer.cpp's local_model_)
   auto strategy = make_parallel_strategy<bf16>(mpi, plugin, part);
   if (tensor.group != nullptr) strategy->set_model_parallel(tensor.group, nullptr, planner::counted_in_gradient_norm(part, tensor.group->rank()));
   MemoryLedger ledger;
-  auto created = Transformer<bf16>::create(model, ledger, B, T, seed, planner::RecomputeMode::none, strategy->storage(), tensor.group, tensor.sequence_parallel);
+  auto created = Transformer<bf16>::create(model, ledger, B, T, seed, planner::RecomputeMode::none, strategy->storage(), tensor.group, tensor.sequence_parallel,
+                                           {}, context);
   check.expect(created.ok(), prefix + "the CPU model");
   if (!created.ok()) return out;
   Transformer<bf16> cpu = std::move(created).value();

@@ -1,7 +1,9 @@
 // Token and position embeddings under the block emulator against the CPU ops
 // (ops/embedding.h): an odd width, repeated tokens (their gradients add in
 // row order, as on the CPU), a tensor-parallel vocabulary slice (other
-// ranks' tokens give 0), a sequence-parallel first row: the same bits expected.
+// ranks' tokens give 0), a sequence-parallel first row; and the position
+// embedding of a context-parallel rank's two chunks (cp 3, rank 1: its 4
+// local tokens are positions 2, 3, 8, 9 of 12): the same bits expected.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -40,6 +42,30 @@ void check_embedding(cpu::VocabSlice slice) {
   cpu::position_embedding_backward(want_dwpe.data(), dout.data(), B, Tn, C);
   emulate(elementwise_shape(Tn * C), [&](HostContext& ctx) { position_embedding_backward_body(ctx, got_dwpe.data(), dout.data(), B, Tn, C); });
   expect_bits_equal("position embedding backward " + at, got_dwpe, want_dwpe);
+}
+
+template <typename T>
+void check_context_parallel_positions() {
+  const int64_t B = 2, Tn = 4, C = 5;
+  const planner::ContextSplit split{3, 1};
+  const auto wpe = random_values<T>(3 * Tn * C, 96), dout = random_values<T>(B * Tn * C, 97);
+  std::vector<T> want = random_values<T>(B * Tn * C, 98), got = want;
+  cpu::position_embedding_forward(want.data(), wpe.data(), B * Tn, Tn, C, 0, split);
+  BlockEmulator(ThreadOrder::reverse).launch(elementwise_shape(B * Tn * C), [&](HostContext& ctx) {
+    position_embedding_forward_body(ctx, got.data(), wpe.data(), B * Tn, Tn, C, 0, split);
+  });
+  expect_bits_equal(std::string("position embedding forward, cp 3 rank 1, ") + type_name<T>(), got, want);
+  std::vector<T> want_dwpe = random_values<T>(3 * Tn * C, 99), got_dwpe = want_dwpe;
+  cpu::position_embedding_backward(want_dwpe.data(), dout.data(), B, Tn, C, split);
+  BlockEmulator(ThreadOrder::reverse).launch(elementwise_shape(Tn * C), [&](HostContext& ctx) {
+    position_embedding_backward_body(ctx, got_dwpe.data(), dout.data(), B, Tn, C, split);
+  });
+  expect_bits_equal(std::string("position embedding backward, cp 3 rank 1, ") + type_name<T>(), got_dwpe, want_dwpe);
+}
+
+TEST(KernelEmulation, ContextParallelPositionEmbeddingsMatchCpuOps) {
+  check_context_parallel_positions<float>();
+  check_context_parallel_positions<bf16>();
 }
 
 TEST(KernelEmulation, EmbeddingsMatchCpuOps) {

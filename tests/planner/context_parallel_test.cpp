@@ -83,7 +83,8 @@ TEST(ContextParallelRanks, EachRankKeepsChunksRAndTwoCpMinusOneMinusR) {
 
 // The engine's ring attention buffers (tessera profile): two key-value blocks
 // and two of their gradients (4 · kv_width each), one block's output (q_width)
-// and its fp32 log-sum-exp per head, per local token; none without cp.
+// and its fp32 log-sum-exp per head, and in bf16 the fp32 running output
+// (q_width), per local token; none without cp, and no running output in fp32.
 TEST_F(ContextParallel, TheEngineProfileCountsTheRingBuffers) {
   const ActivationTable table = activation_table(llama.config, ActivationProfile::tessera, Precision::bf16);
   const int64_t tokens = 2 * 4096;  // micro-batch 2 of 4096 local tokens
@@ -94,9 +95,14 @@ TEST_F(ContextParallel, TheEngineProfileCountsTheRingBuffers) {
     tp2 += term_bytes(term, ActivationShape{2, 4096, 2, false, 2});
     none += term_bytes(term, ActivationShape{2, 4096, 1, false, 1});
   }
-  EXPECT_EQ(ring, tokens * (2 * (4 * 4096 + 4 * 4096 + 4096) + 4 * 32));
+  EXPECT_EQ(ring, tokens * (2 * (4 * 4096 + 4 * 4096 + 4096) + 4 * 32 + 4 * 4096));
   EXPECT_EQ(tp2, ring / 2);
   EXPECT_EQ(none, 0);
+  int64_t fp32 = 0;
+  for (const ActivationTerm& term : activation_table(llama.config, ActivationProfile::tessera, Precision::fp32).backward_scratch) {
+    if (term.split == ActivationSplit::ring) fp32 += term_bytes(term, ActivationShape{2, 4096, 1, false, 2});
+  }
+  EXPECT_EQ(fp32, tokens * (4 * (4 * 4096 + 4 * 4096 + 4096) + 4 * 32));
 }
 
 TEST_F(ContextParallel, EachRankKeepsItsShareOfTheSequence) {

@@ -37,7 +37,8 @@ bool misaligned(std::initializer_list<const void*> pointers) {
 }  // namespace
 
 struct Attention::State {
-  using Key = std::tuple<bool, cudnnDataType_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  using Key = std::tuple<bool, cudnnDataType_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int64_t,
+                         int64_t>;
 
   explicit State(CachingAllocator& memory) : allocator(memory) {}
   ~State() {
@@ -52,7 +53,8 @@ struct Attention::State {
   size_t workspace_bytes = 0;
 
   const cudnn::Plan& plan(bool backward, cudnnDataType_t type, const cpu::AttentionShape& s) {
-    const Key key{backward, type, s.B, s.T, s.NH, s.KVH, s.HS, s.q_stride, s.kv_stride};
+    const Key key{backward, type,         s.B,       s.T,    s.NH,     s.KVH,           s.HS,
+                  s.q_stride, s.kv_stride, s.queries(), s.keys(), s.causal, s.dq_rows_apart(), s.dkv_rows_apart()};
     auto found = plans.find(key);
     if (found == plans.end()) {
       found = plans.emplace(key, (backward ? attention_graphs::backward(s, type) : attention_graphs::forward(s, type)).plan(handle)).first;
@@ -90,9 +92,11 @@ std::string Attention::unsupported(const cpu::AttentionShape& s) {
     return "attention head size " + std::to_string(s.HS) + ": cuDNN's fused attention needs a multiple of 8 up to 256";
   }
   if (s.NH % s.KVH != 0) return "attention heads: NH=" + std::to_string(s.NH) + " is not a multiple of KVH=" + std::to_string(s.KVH);
-  if (s.q_stride % 8 != 0 || s.kv_stride % 8 != 0) {
-    return "attention row strides " + std::to_string(s.q_stride) + ", " + std::to_string(s.kv_stride) +
-           ": cuDNN needs 16-byte aligned rows (multiples of 8 elements)";
+  if (s.queries() > s.T || s.keys() > s.T) return "attention block: query rows and keys must be at most T";
+  if (s.causal && s.queries() != s.keys()) return "attention block: a causal block has as many query rows as keys (its mask is top-left aligned)";
+  if (s.q_stride % 8 != 0 || s.kv_stride % 8 != 0 || s.dq_rows_apart() % 8 != 0 || s.dkv_rows_apart() % 8 != 0) {
+    return "attention row strides " + std::to_string(s.q_stride) + ", " + std::to_string(s.kv_stride) + ", " + std::to_string(s.dq_rows_apart()) +
+           ", " + std::to_string(s.dkv_rows_apart()) + ": cuDNN needs 16-byte aligned rows (multiples of 8 elements)";
   }
   return {};
 }

@@ -26,6 +26,7 @@
 #include "tessera/engine/cuda/gemm.h"
 #include "tessera/engine/cuda/norms.h"
 #include "tessera/engine/cuda/residual.h"
+#include "tessera/engine/cuda/ring_attention.h"
 #include "tessera/engine/cuda/rope.h"
 #include "tessera/engine/cuda/stream_events.h"
 #include "tessera/engine/cuda/sum_of_squares.h"
@@ -43,6 +44,7 @@
 #include "tessera/engine/parallel/zero_buckets.h"
 #include "tessera/engine/parallel/pipeline_transfers.h"
 #include "tessera/planner/activations.h"
+#include "tessera/planner/memory_model.h"
 #include "tessera/planner/pipeline_stage_model.h"
 #include "tessera/planner/rank_order_reduction.h"
 #include "tessera/planner/sharding.h"
@@ -97,12 +99,16 @@ struct GptTraining::State {
   std::unique_ptr<comm::Communicator> embedding;
   int64_t tied_piece_numel = 0;  // the tied sum's pieces: a DDP bucket's elements (planner::ddp_bucket_numel)
   planner::PipelineSchedule schedule = planner::PipelineSchedule::one_f_one_b;
+  // Context parallelism: the context group, and which chunks of each sequence this rank holds (Tn of its tokens).
+  comm::Communicator* context = nullptr;
+  planner::ContextSplit split;
 
   CudaDeviceMemory memory;
   CudaEvents events;
   std::unique_ptr<CachingAllocator> allocator;  // declared after its sources, destroyed before them
   Gemm gemm;
   std::unique_ptr<Attention> attention;  // its workspace from the allocator: made after it, destroyed before it
+  std::unique_ptr<RingAttention> ring;    // cuDNN's attention over the context group's ring (over this rank's tokens alone without one)
   int64_t library_workspace_bytes = 0;  // booked for cuBLASLt's workspace
 
   DeviceBlock params, grads, master, m, v;  // under ZeRO: the parameters only, padded; `zero` holds the rest
@@ -209,7 +215,20 @@ struct GptTraining::State {
   }
   int64_t rotary_dim() const { return static_cast<int64_t>(static_cast<double>(config.head_dim) * config.rotary_pct); }
   void rope(T* x, int64_t heads, int64_t stride, bool inverse) {
-    check(rope_rotate(x, B, Tn, heads, config.head_dim, stride, rotary_dim(), config.rope_theta, inverse, nullptr), "rope");
+    check(rope_rotate(x, B, Tn, heads, config.head_dim, stride, rotary_dim(), config.rope_theta, inverse, nullptr, split), "rope");
+  }
+  // The ring attention's buffers, the planner's ring_* terms (empty without context parallelism), as the CPU model's ring_buffers.
+  RingBuffers<T> ring_buffers() {
+    if (split.cp == 1) return {};
+    const int64_t block = 2 * N * config.kv_width();
+    T* kv = outside("ring_kv");
+    T* kv_grad = outside("ring_kv_grad");
+    return RingBuffers<T>{{kv, kv + block}, {kv_grad, kv_grad + block}, outside("ring_partial"), outside<float>("ring_partial_lse"),
+                          outside<float>("ring_merged_output")};
+  }
+  // Block l's attention core, over its whole sequences under context parallelism.
+  void attention_forward(int l, const QkvViews& qkv) {
+    check(ring->forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, ring_buffers()));
   }
 
   int64_t data_parallel_size() const { return group != nullptr ? group->size() : 1; }
@@ -238,7 +257,8 @@ struct GptTraining::State {
   // finish_reductions, and each is finished before the next call.
   // Nor in a pipeline, whose stage's gradients are complete only after the
   // schedule's last backward (as the CPU trainer reduces them, run_pipeline).
-  bool buckets_overlap_backward() const { return tp.size() == 1 && pipeline == nullptr; }
+  // Nor under context parallelism, whose ring's send_recvs in backward run on the context group.
+  bool buckets_overlap_backward() const { return tp.size() == 1 && pipeline == nullptr && context == nullptr; }
   // Around `layer`'s backward, in every micro-batch's: ZeRO-2's buckets bind
   // the layer's gradients and start a full one's reduction; Gemini gathers the
   // layer's chunks, opens their gradient chunks and reduces those complete;
@@ -342,7 +362,7 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
     rope(qkv.q, config.num_heads, q, false);
     rope(qkv.k, config.num_kv_heads, kv, false);
   }
-  check(attention->forward(att, stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, nullptr), "attention forward");
+  attention_forward(l, qkv);
   linear_forward(attention_out, att, param(w.o_w), tp.row_parallel_bias(param_or_null(w.o_b)), N, q, C, layout);
   tp.reduce_rows(attention_out, mid, N, C);  // row-parallel: Megatron's g
   check(residual_add(mid, x, Nl * C, nullptr), "residual");
@@ -386,7 +406,7 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
     T* lookups = sequence_parallel() ? gathered() : embedded;
     check(embedding_forward(lookups, outside<int32_t>("tokens"), param(slots.wte), N, C, tp.vocab(), nullptr), "embedding");
     tp.reduce_rows(lookups, embedded, N, C);
-    if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), Nl, Tn, C, tp.first_row(N), nullptr), "position embedding");
+    if (slots.wpe >= 0) check(position_embedding_forward(embedded, param(slots.wpe), Nl, Tn, C, tp.first_row(N), nullptr, split), "position embedding");
   } else {
     check(cudaMemcpyAsync(embedded, input, static_cast<size_t>(boundary_numel()) * sizeof(T), cudaMemcpyDeviceToDevice, nullptr), "taking the stage's input");
   }
@@ -430,8 +450,7 @@ void GptTraining::State::recompute_block(int l) {
   if (rerun == BlockRerun::block) {
     block_forward(l, act(l, "block_input"), outside("grad_narrow"));
   } else if (rerun == BlockRerun::attention) {
-    const QkvViews qkv = qkv_views(act(l, "qkv"));
-    check(attention->forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, nullptr), "attention recompute");
+    attention_forward(l, qkv_views(act(l, "qkv")));
   }
 }
 
@@ -472,8 +491,7 @@ void GptTraining::State::block_backward(int l) {
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   const QkvViews dqkv = qkv_views(dwide);
   linear_backward(dnarrow, grad(w.o_w), grad_or_null(w.o_b), dmid, att, param(w.o_w), N, q, C, layout);
-  check(attention->backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, nullptr),
-        "attention backward");
+  check(ring->backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, ring_buffers()));
   const T* ln1 = whole_values(act(l, "attn_norm_output"));
   if (gpt2()) {
     linear_backward(dnorm_whole, grad(w.qkv_w), grad_or_null(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * q, layout);
@@ -527,7 +545,7 @@ void GptTraining::State::backward(bool reduce, const T* output_grad, T* input_gr
   // Every token's gradient, for the lookups of this rank's vocabulary rows.
   const T* dembedded = whole_gradients(dres);
   check(embedding_backward(grad(slots.wte), dembedded, outside<int32_t>("tokens"), N, C, tp.vocab(), nullptr), "embedding backward");
-  if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dembedded, B, Tn, C, nullptr), "position embedding backward");
+  if (slots.wpe >= 0) check(position_embedding_backward(grad(slots.wpe), dembedded, B, Tn, C, nullptr, split), "position embedding backward");
   after_layer_backward(planner::kEmbeddingLayer, reduce);
 }
 
@@ -689,16 +707,25 @@ GptTraining::~GptTraining() = default;
 Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                          uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel,
                                                          planner::RecomputeMode recompute, const GpuTensorParallel& tensor_parallel,
-                                                         const GpuPipelineParallel& pipeline, int64_t device_memory_bytes) {
+                                                         const GpuPipelineParallel& pipeline, int64_t device_memory_bytes,
+                                                         const GpuContextParallel& context_parallel) {
   const planner::ModelConfig& c = model.config;
   const int64_t tp = tensor_parallel.group != nullptr ? tensor_parallel.group->size() : 1;
-  const int64_t dp = data_parallel.group != nullptr ? data_parallel.group->size() : 1;
+  const int64_t cp = context_parallel.group != nullptr ? context_parallel.group->size() : 1;
+  const int64_t dp = data_parallel.group != nullptr ? data_parallel.group->size() : 1;  // dp × cp ranks under context parallelism
   const bool sequence_parallel = tensor_parallel.sequence_parallel && tp > 1;
   const int64_t pp = pipeline.group != nullptr ? pipeline.group->size() : 1;
   planner::PluginOptions layout_plugin = data_parallel.plugin;
   layout_plugin.pp_schedule = pipeline.schedule;
   layout_plugin.num_model_chunks = pipeline.chunks;
-  if (Status s = check_gpu_layout(layout_plugin, planner::ParallelLayout{dp, tp, pp, sequence_parallel}); !s) return s.error();
+  if (dp % cp != 0) return make_error(ErrorCode::invalid_argument, "--cp " + std::to_string(cp) + ": the data-parallel group is the dp × cp ranks");
+  if (Status s = check_gpu_layout(layout_plugin, planner::ParallelLayout{dp / cp, tp, pp, sequence_parallel, cp}); !s) return s.error();
+  if (Status s = planner::check_context_parallel_sequence(seq_len, cp, planner::ActivationProfile::tessera_gpu); !s) return s.error();
+  if (cp > 1 && seq_len % (8 * cp) != 0) {  // the second chunk's fp32 log-sum-exps start T/2 floats in: cuDNN takes 16-byte aligned pointers (attention.h)
+    return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + ": under --cp " + std::to_string(cp) +
+                                                       " the GPU step needs chunks of a multiple of 4 tokens; use a --seq that is a multiple of 8 × --cp = " +
+                                                       std::to_string(8 * cp));
+  }
   // This rank's stage (planner/pipeline_stage_model.h; the whole model without a pipeline) and its chunks' blocks.
   const int64_t chunks = pp > 1 ? layout_plugin.model_chunks() : 1;
   const planner::PipelinePlacement stage = pp > 1 ? planner::PipelinePlacement{pp, pipeline.group->rank(), chunks} : planner::PipelinePlacement{};
@@ -727,7 +754,8 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
   }
   const planner::ModelConfig widths = tp_rank_widths(c, tp);
-  const cpu::AttentionShape shape = State::attention_shape(widths, micro_batch, seq_len);
+  const int64_t Tn = seq_len / cp;  // this rank's tokens of each sequence
+  const cpu::AttentionShape shape = State::attention_shape(widths, micro_batch, Tn);
   if (std::string why = Attention::unsupported(shape); !why.empty()) return make_error(ErrorCode::unsupported, "--gpu: " + why);
   int devices = 0;
   if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
@@ -739,7 +767,11 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   // This rank's part of every tensor of its stage (all of it without tensor or pipeline parallelism), by the planner's sharding rule.
   const planner::Model part = planner::tp_rank_model(planner::stage_model(model, stage), tp);
   s->config = widths;
-  s->B = micro_batch, s->Tn = seq_len, s->N = micro_batch * seq_len, s->C = c.hidden_size, s->I = widths.intermediate_size, s->V = widths.vocab_size;
+  s->B = micro_batch, s->Tn = Tn, s->N = micro_batch * Tn, s->C = c.hidden_size, s->I = widths.intermediate_size, s->V = widths.vocab_size;
+  if (cp > 1) {
+    s->context = context_parallel.group;
+    s->split = planner::ContextSplit{cp, context_parallel.group->rank()};
+  }
   s->options = options;
   s->ledger = &ledger;
   s->tp = TensorParallelStep(tensor_parallel.group, part, sequence_parallel);
@@ -779,6 +811,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   s->allocator = std::make_unique<CachingAllocator>(s->memory, s->events, ledger, device_memory_bytes);
   s->attention = std::make_unique<Attention>(*s->allocator);
   if (!s->attention->error().empty()) return make_error(ErrorCode::unsupported, "--gpu: " + s->attention->error());
+  s->ring = std::make_unique<RingAttention>(*s->attention, s->context, nullptr);
   s->library_workspace_bytes = Gemm::kWorkspaceBytes;
   ledger.allocated(MemoryCategory::workspace, MemorySpace::device, s->library_workspace_bytes);
 
@@ -795,7 +828,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     // What the forward keeps and the recompute rebuilds, sized and named by
     // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
     const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
-    const ActivationBuffers buffers = activation_buffers(table, planner::ActivationShape{micro_batch, seq_len, tp, sequence_parallel}, recompute);
+    const ActivationBuffers buffers = activation_buffers(table, planner::ActivationShape{micro_batch, Tn, tp, sequence_parallel, cp}, recompute);
     if (pp > 1) {
       s->activations = StepActivations(*s->allocator, buffers, c.num_layers, stage_chunks, stage.first(), stage.last());
       s->boundaries = StageBoundaries(*s->allocator, s->boundary_numel() * static_cast<int64_t>(sizeof(T)), stage.first(), stage.last(), chunks);

@@ -182,23 +182,27 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
     return make_error(ErrorCode::unsupported, "--gpu: CUDA device " + std::to_string(run.device) + " cannot be used: " + cudaGetErrorString(e));
   }
   TrainMetrics metrics;
-  // The launcher's ranks as dp × tp × pp (tensor-parallel ranks fastest, process_groups.h), and NCCL over each group of more than one rank.
-  const int64_t tp = run.tp, pp = run.pp;
-  if (ranks % (tp * pp) != 0) {
-    return make_error(ErrorCode::invalid_argument, "--tp " + std::to_string(tp) + " × --pp " + std::to_string(pp) + " does not divide the " +
-                                                       std::to_string(ranks) + " ranks; launch a multiple of it");
+  // The launcher's ranks as dp × tp × pp × cp (tensor-parallel ranks fastest,
+  // then context, process_groups.h), and NCCL over each group of more than
+  // one rank; gradients are reduced over the dp × cp ranks (data_context: the data group without context parallelism).
+  const int64_t tp = run.tp, pp = run.pp, cp = run.cp;
+  if (ranks % (tp * pp * cp) != 0) {
+    return make_error(ErrorCode::invalid_argument, "--tp " + std::to_string(tp) + " × --pp " + std::to_string(pp) + " × --cp " + std::to_string(cp) +
+                                                       " does not divide the " + std::to_string(ranks) + " ranks; launch a multiple of it");
   }
-  const int64_t dp = ranks / (tp * pp);
+  const int64_t dp = ranks / (tp * pp * cp);
   GpuLayout layout{{}, model, planner::tp_rank_model(model, tp)};
-  std::unique_ptr<comm::Communicator> group, tensor_group, pipeline_group;
+  std::unique_ptr<comm::Communicator> group, tensor_group, pipeline_group, context_group;
+  planner::ContextSplit split;
   if (world != nullptr) {
-    auto host = make_process_groups(*world, planner::ParallelLayout{dp, tp, pp, false});
+    auto host = make_process_groups(*world, planner::ParallelLayout{dp, tp, pp, false, cp});
     if (!host) return host.error();
     layout.host = std::move(host).value();
     layout.stage = planner::stage_model(model, planner::PipelinePlacement{pp, layout.host.coordinates.pp_rank, options.model_chunks});
     layout.part = planner::tp_rank_model(layout.stage, tp);
-    for (auto [ranks_of, made_group] : {std::pair{layout.host.data.get(), &group}, std::pair{layout.host.tensor.get(), &tensor_group},
-                                        std::pair{layout.host.pipeline.get(), &pipeline_group}}) {
+    split = planner::ContextSplit{cp, layout.host.coordinates.cp_rank};
+    for (auto [ranks_of, made_group] : {std::pair{layout.host.data_context.get(), &group}, std::pair{layout.host.tensor.get(), &tensor_group},
+                                        std::pair{layout.host.pipeline.get(), &pipeline_group}, std::pair{layout.host.context.get(), &context_group}}) {
       if (ranks_of->size() == 1) continue;  // every group of a kind has the same size: every rank skips it or joins
       auto made = nccl_group(*ranks_of, run, metrics.ledger);
       if (Status s = every_rank_has(world, made, "join the NCCL communicator"); !s) return s.error();
@@ -212,7 +216,8 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
                                   GpuDataParallel{group.get(), options.plugin, options.gemini_parameter_chunks_on_host}, options.recompute,
                                   GpuTensorParallel{tensor_group.get(), options.sequence_parallel},
-                                  GpuPipelineParallel{pipeline_group.get(), options.pipeline_schedule, options.model_chunks}, options.device_capacity_bytes);
+                                  GpuPipelineParallel{pipeline_group.get(), options.pipeline_schedule, options.model_chunks}, options.device_capacity_bytes,
+                                  GpuContextParallel{context_group.get()});
   if (Status s = every_rank_has(world, made, "set up its GPU step"); !s) return s.error();
   std::unique_ptr<GptTraining> gpu = std::move(made).value();
 
@@ -225,9 +230,11 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
 
   DataLoader loader(data.value(), options.micro_batch_size, options.seq_len, start.data_position);
   // Each step: this rank's k micro-batches of the global batch of dp · k · B
-  // sequences (the tensor-parallel ranks of a data-parallel rank read the same).
+  // sequences (the tensor- and context-parallel ranks of a data-parallel rank
+  // read the same; a context rank keeps its chunks of each, as the CPU trainer).
   const int64_t k = options.num_micro_batches, rank_tokens = k * options.micro_batch_size * options.seq_len, tokens_per_step = dp * rank_tokens;
   std::vector<int32_t> tokens(static_cast<size_t>(rank_tokens)), targets(tokens.size());
+  std::vector<int32_t> local_tokens(static_cast<size_t>(rank_tokens / cp)), local_targets(local_tokens.size());
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
   for (int64_t step = metrics.first_step; step <= options.steps; ++step) {
@@ -243,8 +250,12 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
       break;
     }
     loader.read_rank_share(step_start, dp_rank, static_cast<int>(dp), k, tokens.data(), targets.data());
+    if (cp > 1) {
+      take_context_chunks(local_tokens.data(), tokens.data(), k * options.micro_batch_size, options.seq_len, split);
+      take_context_chunks(local_targets.data(), targets.data(), k * options.micro_batch_size, options.seq_len, split);
+    }
     const auto began = Clock::now();
-    auto result = gpu->step(tokens.data(), targets.data(), k);
+    auto result = cp > 1 ? gpu->step(local_tokens.data(), local_targets.data(), k) : gpu->step(tokens.data(), targets.data(), k);
     if (!result) return result.error();
     // The mean over the ranks, as the CPU trainer reports it (rank-order sum; a tp group's ranks have the same, a pipeline's last stage alone has it).
     double loss = result->loss;
@@ -274,6 +285,7 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   if (group != nullptr) metrics.communication = group->counters();
   if (tensor_group != nullptr) metrics.tensor_parallel_communication = tensor_group->counters();
   if (pipeline_group != nullptr) metrics.pipeline_parallel_communication = pipeline_group->counters();
+  if (context_group != nullptr) metrics.context_parallel_communication = context_group->counters();
   if (world != nullptr) {
     auto peaks = gather_rank_peaks(*world, metrics.ledger);
     if (!peaks) return peaks.error();

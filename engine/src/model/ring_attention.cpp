@@ -1,149 +1,96 @@
-// Ring attention over the context-parallel ranks; see ring_attention.h.
+// Ring attention over the context-parallel ranks on the CPU; see
+// ring_attention.h. The order of the work is model/ring_steps.h's; this file
+// supplies its CPU operations.
 #include "tessera/engine/model/ring_attention.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "tessera/engine/model/ring_steps.h"
+#include "tessera/engine/ops/attention_merge.h"
+#include "tessera/engine/ops/residual.h"
 
 namespace tessera::engine {
 namespace {
 
-// The part of the block of rank `source` that the causal mask shows rank
-// `rank`'s queries (ring_attention.h): its queries from `first_query`, and the
-// block's first `key_rows` keys, all visible.
-struct VisiblePart {
-  int64_t first_query, query_rows, key_rows;
-};
-
-VisiblePart visible_part(int64_t source, int64_t rank, int64_t T) {
-  const int64_t chunk = T / 2;
-  if (source < rank) return {0, T, chunk};
-  return {chunk, chunk, T};
-}
-
-// The kernel's shape for that part, the block's keys and values (and their
-// gradients) packed KVH·HS apart, the query gradient NH·HS apart.
-cpu::AttentionShape part_shape(cpu::AttentionShape s, const VisiblePart& part) {
-  s.kv_stride = s.KVH * s.HS;
-  s.query_rows = part.query_rows;
-  s.key_rows = part.key_rows;
-  s.causal = false;
-  s.dq_stride = s.NH * s.HS;
-  s.dkv_stride = s.kv_stride;
-  return s;
-}
-
-// k and v (B, T rows kv_stride apart) into `block`: (B, T, KVH·HS) K, then V.
 template <typename T>
-void pack_keys_values(T* block, const T* k, const T* v, const cpu::AttentionShape& s) {
-  const int64_t width = s.KVH * s.HS, rows = s.B * s.T;
-  for (int64_t r = 0; r < rows; ++r) {
-    std::copy_n(k + r * s.kv_stride, width, block + r * width);
-    std::copy_n(v + r * s.kv_stride, width, block + (rows + r) * width);
-  }
-}
-
-// dst rows [first, first + rows) of each sample += src's, row widths `width`, strides as given.
-template <typename T>
-void add_rows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t width, int64_t B, int64_t Tn, int64_t first, int64_t rows) {
-#pragma omp parallel for collapse(2)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = first; t < first + rows; ++t) {
-      T* d = dst + (b * Tn + t) * dst_stride;
-      const T* x = src + (b * Tn + t) * src_stride;
-      for (int64_t i = 0; i < width; ++i) d[i] = narrow<T>(widen(d[i]) + widen(x[i]));
-    }
-  }
-}
-
-// The running output and log-sum-exp of the rows `part` covers, merged with
-// one block's: L = log(e^L + e^Lp), out = e^(L_old − L) out + e^(Lp − L) partial.
-template <typename T>
-void merge_partial(T* out, compute_t<T>* lse, const T* partial, const compute_t<T>* partial_lse, const cpu::AttentionShape& s, const VisiblePart& part) {
+struct CpuRingOps {
   using W = compute_t<T>;
-  const int64_t width = s.NH * s.HS;
-#pragma omp parallel for collapse(2)
-  for (int64_t b = 0; b < s.B; ++b) {
-    for (int64_t h = 0; h < s.NH; ++h) {
-      for (int64_t t = part.first_query; t < part.first_query + part.query_rows; ++t) {
-        W& running = lse[(b * s.NH + h) * s.T + t];
-        const W block = partial_lse[(b * s.NH + h) * s.T + t];
-        const W top = std::max(running, block);
-        const W merged = top + std::log(std::exp(running - top) + std::exp(block - top));
-        const W keep = std::exp(running - merged), add = std::exp(block - merged);
-        T* o = out + (b * s.T + t) * width + h * s.HS;
-        const T* p = partial + (b * s.T + t) * width + h * s.HS;
-        for (int64_t d = 0; d < s.HS; ++d) o[d] = narrow<T>(widen(o[d]) * keep + widen(p[d]) * add);
-        running = merged;
-      }
-    }
+  comm::Communicator& group;
+  const RingPosition& at;
+  cpu::Workspace<W>& workspace;
+
+  Status attention_forward(T* out, W* lse, const T* q, const T* k, const T* v, const cpu::AttentionShape& s) {
+    cpu::attention_forward(out, lse, q, k, v, s, workspace);
+    return Status::success();
   }
-}
+  Status attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out, const W* lse,
+                            const cpu::AttentionShape& s) {
+    cpu::attention_backward(dq, dk, dv, dout, q, k, v, out, lse, s, workspace);
+    return Status::success();
+  }
+  Status merge(W* running, W* running_lse, const T* partial, const W* partial_lse, const cpu::MergeRows& rows) {
+    cpu::attention_merge(running, running_lse, partial, partial_lse, rows);
+    return Status::success();
+  }
+  Status add_rows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t width, int64_t B, int64_t Tn, int64_t first, int64_t rows) {
+    cpu::add_rows(dst, dst_stride, src, src_stride, width, B, Tn, first, rows);
+    return Status::success();
+  }
+  // k and v (B, T rows kv_stride apart) into `block`: (B, T, KVH·HS) K, then V.
+  Status pack(T* block, const T* k, const T* v, const cpu::AttentionShape& s) {
+    const int64_t width = s.KVH * s.HS, rows = s.B * s.T;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(k + r * s.kv_stride, width, block + r * width);
+      std::copy_n(v + r * s.kv_stride, width, block + (rows + r) * width);
+    }
+    return Status::success();
+  }
+  Status zero(T* x, int64_t n) {
+    std::fill(x, x + n, T{});
+    return Status::success();
+  }
+  Status widen(W* wide, const T* narrow_values, int64_t n) {
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) wide[i] = engine::widen(narrow_values[i]);
+    return Status::success();
+  }
+  Status narrow(T* narrow_values, const W* wide, int64_t n) {
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) narrow_values[i] = engine::narrow<T>(wide[i]);
+    return Status::success();
+  }
+  Status pass_on(const T* mine, T* theirs, int64_t count) {
+    const int next = static_cast<int>((at.rank + 1) % at.cp), previous = static_cast<int>((at.rank + at.cp - 1) % at.cp);
+    return group.send_recv(mine, next, theirs, previous, static_cast<size_t>(count));
+  }
+};
 
 }  // namespace
 
 template <typename T>
-void ContextParallel::pass_on(const T* mine, T* theirs, int64_t count) {
-  if (!status_.ok()) return;
-  const int next = static_cast<int>((rank() + 1) % size()), previous = static_cast<int>((rank() + size() - 1) % size());
-  status_ = group_->send_recv(mine, next, theirs, previous, static_cast<size_t>(count));
-}
-
-template <typename T>
 void ContextParallel::attention_forward(T* out, compute_t<T>* lse, const T* q, const T* k, const T* v, const cpu::AttentionShape& s,
                                         const RingBuffers<T>& ring, cpu::Workspace<compute_t<T>>& workspace) {
-  cpu::attention_forward(out, lse, q, k, v, s, workspace);  // this rank's own block
-  if (group_ == nullptr) return;
-  const int64_t block = s.B * s.T * s.KVH * s.HS, width = s.NH * s.HS;
-  pack_keys_values(ring.kv[0], k, v, s);
-  int held = 0;
-  for (int64_t step = 1; step < size(); ++step) {
-    pass_on(ring.kv[held], ring.kv[1 - held], 2 * block);
-    if (!status_.ok()) return;
-    held = 1 - held;
-    const VisiblePart part = visible_part((rank() + size() - step) % size(), rank(), s.T);
-    const T* keys = ring.kv[held];
-    cpu::attention_forward(ring.partial + part.first_query * width, ring.partial_lse + part.first_query, q + part.first_query * s.q_stride, keys,
-                           keys + block, part_shape(s, part), workspace);
-    merge_partial(out, lse, ring.partial, ring.partial_lse, s, part);
+  if (!status_.ok()) return;
+  if (group_ == nullptr) {
+    cpu::attention_forward(out, lse, q, k, v, s, workspace);
+    return;
   }
+  const RingPosition at{rank(), size()};
+  CpuRingOps<T> ops{*group_, at, workspace};
+  status_ = ring_forward(ops, at, out, lse, q, k, v, s, ring);
 }
 
-// Each block's key/value gradient accumulates as it travels: rank j + 1 (which
-// first holds block j after its owner) starts it, each later rank adds its
-// share and passes it on with the next block, and the last hands it home, where
-// the owner's own share waits in dk, dv: cp − 1 hops, as a ring
-// reduce-scatter's (the simulator's cost, simulate.cpp).
 template <typename T>
 void ContextParallel::attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out, const compute_t<T>* lse,
                                          const cpu::AttentionShape& s, const RingBuffers<T>& ring, cpu::Workspace<compute_t<T>>& workspace) {
-  cpu::attention_backward(dq, dk, dv, dout, q, k, v, out, lse, s, workspace);  // this rank's own block
-  if (group_ == nullptr) return;
-  const int64_t width = s.KVH * s.HS, block = s.B * s.T * width, q_width = s.NH * s.HS;
-  pack_keys_values(ring.kv[0], k, v, s);
-  int held = 0, travelling = 0;  // which kv and which kv_grad buffer hold the block at hand and its gradient
-  for (int64_t step = 1; step < size(); ++step) {
-    pass_on(ring.kv[held], ring.kv[1 - held], 2 * block);
-    if (step > 1) pass_on(ring.kv_grad[travelling], ring.kv_grad[1 - travelling], 2 * block);
-    if (!status_.ok()) return;
-    held = 1 - held;
-    if (step > 1) travelling = 1 - travelling;
-    const VisiblePart part = visible_part((rank() + size() - step) % size(), rank(), s.T);
-    const int64_t first = part.first_query;
-    const T* keys = ring.kv[held];
-    T* gradient = ring.kv_grad[travelling];
-    T* share = ring.kv_grad[1 - travelling];  // free: the gradient it held has gone on
-    cpu::attention_backward(ring.partial + first * q_width, share, share + block, dout + first * q_width, q + first * s.q_stride, keys, keys + block,
-                            out + first * q_width, lse + first, part_shape(s, part), workspace);
-    add_rows(dq, s.q_stride, ring.partial, q_width, q_width, s.B, s.T, first, part.query_rows);
-    if (step == 1) std::fill(gradient, gradient + 2 * block, T{});
-    add_rows(gradient, width, share, width, width, s.B, s.T, 0, part.key_rows);
-    add_rows(gradient + block, width, share + block, width, width, s.B, s.T, 0, part.key_rows);
-  }
-  pass_on(ring.kv_grad[travelling], ring.kv_grad[1 - travelling], 2 * block);  // each block's gradient home
   if (!status_.ok()) return;
-  const T* home = ring.kv_grad[1 - travelling];
-  add_rows(dk, s.kv_stride, home, width, width, s.B, s.T, 0, s.T);
-  add_rows(dv, s.kv_stride, home + block, width, width, s.B, s.T, 0, s.T);
+  if (group_ == nullptr) {
+    cpu::attention_backward(dq, dk, dv, dout, q, k, v, out, lse, s, workspace);
+    return;
+  }
+  const RingPosition at{rank(), size()};
+  CpuRingOps<T> ops{*group_, at, workspace};
+  status_ = ring_backward(ops, at, dq, dk, dv, dout, q, k, v, out, lse, s, ring);
 }
 
 #define TESSERA_RING_ATTENTION(T)                                                                                                                           \

@@ -225,7 +225,11 @@ RingBuffers<T> Transformer<T>::ring_buffers() {
   const int64_t block = 2 * B_ * T_ * local_widths().kv;
   T* kv = find(scratch_.narrow, "ring_kv");
   T* kv_grad = find(scratch_.narrow, "ring_kv_grad");
-  return RingBuffers<T>{{kv, kv + block}, {kv_grad, kv_grad + block}, find(scratch_.narrow, "ring_partial"), find_wide(scratch_, "ring_partial_lse")};
+  return RingBuffers<T>{{kv, kv + block},
+                        {kv_grad, kv_grad + block},
+                        find(scratch_.narrow, "ring_partial"),
+                        find_wide(scratch_, "ring_partial_lse"),
+                        find_wide(scratch_, "ring_merged_output")};
 }
 
 // Block l's attention core, over its whole sequences under context parallelism.

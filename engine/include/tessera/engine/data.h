@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/planner/context_split.h"
 #include "tessera/planner/model_config.h"
 #include "tessera/planner/status.h"
 
@@ -72,5 +73,10 @@ class DataLoader {
   int64_t B_, T_;
   int64_t position_;
 };
+
+// This rank's chunks of each of the B sequences of S tokens in `whole`
+// (planner/context_split.h), into `local` (B, S / cp): the CPU trainer's and
+// the GPU loop's split of what the data-parallel rank read.
+void take_context_chunks(int32_t* local, const int32_t* whole, int64_t B, int64_t S, const planner::ContextSplit& split);
 
 }  // namespace tessera::engine

@@ -66,6 +66,21 @@ TESSERA_HOST_DEVICE W residual_sum(W stream, W branch) {
   return stream + branch;
 }
 
+// Two softmax-normalised attention outputs of one query row, over disjoint
+// sets of keys, merged by their log-sum-exps (the online softmax's rescaling,
+// Milakov & Gimelshein 2018, arXiv:1805.02867; ring attention's merge):
+// L = log(e^La + e^Lb), out = e^(La − L)·a + e^(Lb − L)·b.
+template <typename W>
+struct LseMerge {
+  W lse, keep, add;  // L, and the weights of a and of b
+};
+template <typename W>
+TESSERA_HOST_DEVICE LseMerge<W> lse_merge(W running, W block) {
+  const W top = running > block ? running : block;
+  const W merged = top + std::log(std::exp(running - top) + std::exp(block - top));
+  return {merged, std::exp(running - merged), std::exp(block - merged)};
+}
+
 // One gradient's contribution to the squared global norm (Pascanu et al.
 // 2013, §3.2), unscaled by 1 / loss scale, in double: a sum of 10^9 squares
 // of fp16 gradients neither overflows nor loses the small ones.

@@ -8,31 +8,16 @@
 // 2·cp − 1 − r, in that order, so that under the causal mask every rank's
 // queries see as many keys as every other's (what the simulator's 1/cp of the
 // attention per rank assumes, simulate.cpp). The sequence must divide by
-// 2·cp (check_context_parallel_sequence).
-//
-// Worked example, 16 tokens over cp 2 (chunks of 4): rank 0 keeps tokens
-// 0-3 and 12-15, rank 1 tokens 4-11.
+// 2·cp (check_context_parallel_sequence). The split itself, with a worked
+// example: context_split.h.
 #pragma once
 
 #include <cstdint>
 
+#include "tessera/planner/context_split.h"
 #include "tessera/planner/training_config.h"
 
 namespace tessera::planner {
-
-struct ContextSplit {
-  int64_t cp = 1;    // ranks sharing each sequence (1: the whole sequence here)
-  int64_t rank = 0;  // this rank among them
-
-  // Tokens per chunk, for a rank holding `local_len` = seq_len / cp tokens.
-  int64_t chunk_len(int64_t local_len) const { return cp > 1 ? local_len / 2 : local_len; }
-  // Where the local token at `local` (0 <= local < local_len) sits in the whole sequence.
-  int64_t global_position(int64_t local, int64_t local_len) const {
-    if (cp == 1) return local;
-    const int64_t chunk = chunk_len(local_len);
-    return local < chunk ? rank * chunk + local : (2 * cp - 1 - rank) * chunk + (local - chunk);
-  }
-};
 
 // The ring's traffic (Transformer Engine's AttnFuncWithCPAndKVP2P): each step
 // a rank sends one block, its keys and values for its b · s/cp tokens,

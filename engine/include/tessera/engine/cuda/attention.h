@@ -7,6 +7,15 @@
 // the backward recomputes the probabilities from. Scores, softmax and the
 // products' sums are fp32; the probabilities are rounded to the storage type
 // before they multiply V, as in FlashAttention-2 on tensor cores.
+// Ring attention's blocks (ops/attention.h's query_rows, key_rows, causal,
+// dq_stride and dkv_stride; model/ring_blocks.h) run the same graphs: fewer
+// query rows or keys than T, unmasked, their log-sum-exps at their rows of
+// the (B, NH, T) statistics, rows T apart (cudnn-frontend's
+// docs/operations/Attention.md at 0512390, "Important Notes on Support
+// Surface": s_q and s_kv arbitrary, q, k, v, o, dq, dk, dv, do laid out
+// independently, masking optional; it says nothing of the statistics'
+// strides, which only a GPU run checks); a causal block is square, its mask
+// top-left aligned.
 //
 // cuDNN's limits (cudnn-frontend's sdpa_support_surface.h for fp16/bf16 on
 // Hopper): HS a multiple of 8 and at most 256; rows 16-byte aligned, i.e.

@@ -127,8 +127,22 @@
 // (N/tp under sequence parallelism), and the pipeline group joins the ranks
 // of the same tp rank, as on the CPU; every group's calls block between kernels, one communicator at a time.
 //
-// Never run on a GPU, recompute, ZeRO, Gemini, FSDP, tensor and pipeline
-// parallelism included: compiled for sm_90 and checked on the day one is lent
+// Context parallelism (hybrid_parallel's, as the CPU engine's
+// model/ring_attention.h): given a communicator over the context ranks,
+// each rank holds its two chunks of every sequence (planner/context_split.h;
+// the caller gives their tokens, (micro_batches, B, T/cp)), RoPE and the
+// position embedding place them by their positions in the whole sequence, and
+// attention is the GPU ring (cuda/ring_attention.h: the CPU ring's blocks,
+// buffers and sends; rerun with it under recompute), its buffers the
+// table's ring_* terms. The data-parallel communicator is then the dp × cp
+// ranks' (ProcessGroups::data_context): DDP and ZeRO reduce and shard over
+// them, the gradients scaled by 1 / (k · dp · cp), each rank's loss the mean
+// over its tokens. Its buckets start after backward (the ring's send_recvs
+// run on the context group during it). Not with tensor or pipeline
+// parallelism on GPUs yet (device/gpu_plugins.h refuses them).
+//
+// Never run on a GPU, recompute, ZeRO, Gemini, FSDP, tensor, pipeline and
+// context parallelism included: compiled for sm_90 and checked on the day one is lent
 // (tests/cuda/gpt_training_gpu_test.cpp, recompute_gpu_test.cpp,
 // ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp, fsdp_gpu_test.cpp,
 // tensor_parallel_gpu_test.cpp, hybrid_zero_gpu_test.cpp, pipeline_gpu_test.cpp, tools/gpu-check).
@@ -182,6 +196,12 @@ struct GpuTensorParallel {
   bool sequence_parallel = false;  // Megatron's sequence parallelism in that group (needs tp dividing micro-batch · seq)
 };
 
+struct GpuContextParallel {
+  // Over the context-parallel ranks (hybrid_parallel's, same dp rank), on
+  // device buffers (NCCL's); null or one rank: none. See "Context parallelism" above.
+  comm::Communicator* group = nullptr;
+};
+
 struct GpuPipelineParallel {
   // Over the pipeline stages (same dp rank), on device buffers (NCCL's), its
   // rank the stage; null or one rank: none. See "Pipeline parallelism" above.
@@ -201,13 +221,13 @@ class GptTraining {
                                                      uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {},
                                                      planner::RecomputeMode recompute = planner::RecomputeMode::none,
                                                      const GpuTensorParallel& tensor_parallel = {}, const GpuPipelineParallel& pipeline = {},
-                                                     int64_t device_memory_bytes = 0);
+                                                     int64_t device_memory_bytes = 0, const GpuContextParallel& context_parallel = {});
   ~GptTraining();
   GptTraining(const GptTraining&) = delete;
   GptTraining& operator=(const GptTraining&) = delete;
 
   // One optimizer step on `micro_batches` accumulated micro-batches: tokens
-  // and next-token targets, (micro_batches, B, T) each, on the host. Under
+  // and next-token targets, (micro_batches, B, T) each (T/cp under context parallelism: this rank's chunks), on the host. Under
   // data parallelism each rank gives its own share of the global batch
   // (DataLoader::read_rank_share; every stage of a pipeline the same); the
   // loss is this rank's (a pipeline's last stage's, 0 on the others), the gradient norm the global one.

@@ -67,7 +67,8 @@ struct GpuRun {
   comm::Communicator* world = nullptr;  // the launcher's ranks (MPI's world); null or one rank: one GPU
   std::chrono::duration<double> comm_timeout = comm::kDefaultCommTimeout;
   int64_t tp = 1;  // tensor-parallel ranks (hybrid_parallel's)
-  int64_t pp = 1;  // pipeline stages (hybrid_parallel's, TrainOptions::pipeline_schedule); the world's ranks are dp × tp × pp
+  int64_t pp = 1;  // pipeline stages (hybrid_parallel's, TrainOptions::pipeline_schedule)
+  int64_t cp = 1;  // context-parallel ranks (hybrid_parallel's ring attention); the world's ranks are dp × tp × pp × cp
 };
 
 Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOptions& options, const GpuRun& run, std::ostream& progress);

@@ -12,6 +12,7 @@
 #include "tessera/engine/half.h"
 #include "tessera/engine/kernels/thread_context.h"
 #include "tessera/engine/ops/vocab_slice.h"
+#include "tessera/planner/context_split.h"
 
 namespace tessera::engine::kernels {
 
@@ -24,12 +25,13 @@ TESSERA_KERNEL_BODY void embedding_forward_body(Ctx& ctx, T* out, const int32_t*
   });
 }
 
-// out (rows, C) += wpe[(first_row + r) mod Tn].
+// out (rows, C) += wpe[t] for the token t = (first_row + r) mod Tn (its position in the whole sequence under `split`).
 template <typename Ctx, typename T>
-TESSERA_KERNEL_BODY void position_embedding_forward_body(Ctx& ctx, T* out, const T* wpe, int64_t rows, int64_t Tn, int64_t C, int64_t first_row) {
+TESSERA_KERNEL_BODY void position_embedding_forward_body(Ctx& ctx, T* out, const T* wpe, int64_t rows, int64_t Tn, int64_t C, int64_t first_row,
+                                                         planner::ContextSplit split = {}) {
   grid_stride(ctx, rows * C, [&](int64_t k) {
     const int64_t r = k / C, i = k % C;
-    out[k] = narrow<T>(widen(out[k]) + widen(wpe[((first_row + r) % Tn) * C + i]));
+    out[k] = narrow<T>(widen(out[k]) + widen(wpe[split.global_position((first_row + r) % Tn, Tn) * C + i]));
   });
 }
 
@@ -46,10 +48,13 @@ TESSERA_KERNEL_BODY void embedding_backward_body(Ctx& ctx, T* dwte, const T* dou
 }
 
 // dwpe (Tn, C) += Σ over the batch's B sequences; one thread per (position, column), sequences in order.
+// Under `split` local token t adds into its position in the whole sequence (one local token per position).
 template <typename Ctx, typename T>
-TESSERA_KERNEL_BODY void position_embedding_backward_body(Ctx& ctx, T* dwpe, const T* dout, int64_t B, int64_t Tn, int64_t C) {
+TESSERA_KERNEL_BODY void position_embedding_backward_body(Ctx& ctx, T* dwpe, const T* dout, int64_t B, int64_t Tn, int64_t C,
+                                                          planner::ContextSplit split = {}) {
   grid_stride(ctx, Tn * C, [&](int64_t k) {
-    for (int64_t b = 0; b < B; ++b) dwpe[k] = narrow<T>(widen(dwpe[k]) + widen(dout[b * Tn * C + k]));
+    T& p = dwpe[split.global_position(k / C, Tn) * C + k % C];
+    for (int64_t b = 0; b < B; ++b) p = narrow<T>(widen(p) + widen(dout[b * Tn * C + k]));
   });
 }
 

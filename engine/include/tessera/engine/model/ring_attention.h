@@ -7,21 +7,19 @@
 // chunks r and 2·cp − 1 − r) and their queries, keys and values. Keys and
 // values go round the ring in cp − 1 steps; at step i a rank holds the block
 // of rank j = r − i (mod cp) and runs the FlashAttention kernel
-// (ops/attention.h) on the part the causal mask leaves visible:
-//   j = r: its own tokens, causally (local order is global order);
-//   j < r: every query against the block's first chunk, unmasked;
-//   j > r: the second chunk's queries against the whole block, unmasked;
-// and merges each partial output into the running one by their log-sum-exps
-// (out = Σ e^(Lᵢ − L) outᵢ, L = log Σ e^(Lᵢ)). Backward sends the blocks round
+// (ops/attention.h) on the part the causal mask leaves visible
+// (model/ring_blocks.h, shared with the GPU ring), and merges each partial
+// output into the running one by their log-sum-exps (out = Σ e^(Lᵢ − L) outᵢ,
+// L = log Σ e^(Lᵢ); ops/attention_merge.h). Backward sends the blocks round
 // again with their key and value gradients, each rank adding its share to the
 // block it holds; a last step hands each block's gradient home. The probabilities
 // come from the merged log-sum-exp, so each block's share is exact.
 //
-// Buffers (the planner's `ring_*` activation terms, booked by the caller):
-// two K/V blocks and two K/V-gradient blocks, (2, B, T, KVH·HS) each (K then
-// V), and one block's partial output or query gradient (B, T, NH·HS) with its
-// log-sum-exp (B, NH, T). In 16-bit storage a partial output is rounded
-// before it is merged.
+// The order of the work is model/ring_steps.h's, shared with the GPU ring;
+// the buffers are RingBuffers (model/ring_buffers.h, the planner's `ring_*`
+// terms, booked by the caller). The running output is kept in the compute
+// type and rounded into `out` once after the last block (the partial outputs
+// are rounded to storage, as flash kernels write them).
 //
 // Errors: the first communication failure is kept (status()) and later
 // exchanges are skipped; the caller checks after each pass.
@@ -31,19 +29,12 @@
 
 #include "tessera/engine/comm/communicator.h"
 #include "tessera/engine/half.h"
+#include "tessera/engine/model/ring_buffers.h"
 #include "tessera/engine/ops/attention.h"
 #include "tessera/engine/ops/workspace.h"
 #include "tessera/planner/context_parallel.h"
 
 namespace tessera::engine {
-
-template <typename T>
-struct RingBuffers {
-  T* kv[2] = {nullptr, nullptr};
-  T* kv_grad[2] = {nullptr, nullptr};
-  T* partial = nullptr;
-  compute_t<T>* partial_lse = nullptr;
-};
 
 class ContextParallel {
  public:
@@ -67,10 +58,6 @@ class ContextParallel {
   const Status& status() const { return status_; }
 
  private:
-  // Sends `mine` to the next rank and receives the previous rank's into `theirs`.
-  template <typename T>
-  void pass_on(const T* mine, T* theirs, int64_t count);
-
   comm::Communicator* group_ = nullptr;
   Status status_ = Status::success();
 };

@@ -304,6 +304,33 @@ void check_started_sends(Communicator& group, Checker& check, size_t count) {
                "started sends are counted when they complete");
 }
 
+// Started recvs (the sequence-parallel chunks'): every rank starts a large
+// recv from the previous rank before the next rank sends, computes nothing
+// meanwhile here but a collective, and finish_recv hands the buffer back
+// whole; a message shorter than the started recv fails at finish_recv.
+void check_started_recvs(Communicator& group, Checker& check, size_t count) {
+  const int n = group.size(), r = group.rank();
+  if (n < 2) return;
+  const int next = (r + 1) % n, previous = (r + n - 1) % n;
+  const CommCounters before = group.counters();
+  std::vector<float> mine(count, static_cast<float>(r)), got(count, -1.0f);
+  check.expect_ok(group.start_recv(got.data(), count, previous), "start_recv");
+  double one = 1;
+  check.expect_ok(group.all_reduce(&one, &one, 1, ReduceOp::sum), "an all_reduce while a recv is pending");
+  check.expect_ok(group.start_send(mine.data(), count, next), "start_send");
+  check.expect_ok(group.finish_recv(got.data()), "finish_recv");
+  check.expect_ok(group.finish_send(mine.data()), "finish_send");
+  check.expect(got == std::vector<float>(count, static_cast<float>(previous)), "the started recv holds the previous rank's message");
+  const CommCounters moved = group.counters().since(before);
+  check.expect(moved.calls_of(Collective::recv) == 1 && moved.bytes_of(Collective::recv) == static_cast<int64_t>(count * 4),
+               "a started recv is counted when it completes");
+  check.expect_ok(group.start_recv(got.data(), count, previous), "start_recv of a longer message than comes");
+  check.expect_ok(group.send(mine.data(), 2, next), "send of 2 floats");
+  const Status short_message = group.finish_recv(got.data());
+  check.expect(!short_message.ok() && short_message.error().message.find(std::to_string(previous) + " sent 2 elements") != std::string::npos,
+               "a shorter message than the started recv fails at finish_recv: " + (short_message.ok() ? std::string("(none)") : short_message.error().message));
+}
+
 // send_recv (a GPU pipeline stage's calls, parallel/pipeline_transfers.h):
 // every rank sends a large message to the next rank and receives one from the
 // previous in one call, so a send that waited for its recv first would wait
@@ -491,6 +518,7 @@ int run(MpiRuntime& runtime) {
   check_broadcast(world, check);
   check_ring(world, check, 200000);  // 800 KB: past the eager limit of shared-memory transports
   check_started_sends(world, check, 200000);
+  check_started_recvs(world, check, 200000);
   check_send_recv(world, check, 200000);
   check_split(world, check);
   check_timeout(runtime, check);

@@ -3,6 +3,7 @@
 // to errors, and the byte counters.
 #include "tessera/engine/comm/communicator.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <cstdint>
@@ -309,51 +310,75 @@ Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_send(c
   return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
 }
 
-Status Communicator::start_send(const void* buffer, size_t count, DataType type, int peer, int tag) {
-  if (auto error = peer_error(peer, rank_, size_)) return failure("send", *error);
-  if (tag < 0) return failure("send", invalid("tag " + std::to_string(tag) + " is negative"));
+Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_recv(void* recv, size_t count, DataType type, int peer, int tag) {
+  if (Status s = do_recv(recv, count, type, peer, tag); !s) return s.error();
+  return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
+}
+
+template <typename Begin>
+Status Communicator::start_transfer(Collective kind, const void* buffer, size_t count, DataType type, int peer, int tag, Begin begin) {
+  const std::string_view call_name = enum_name(kind);
+  if (auto error = peer_error(peer, rank_, size_)) return failure(call_name, *error);
+  if (tag < 0) return failure(call_name, invalid("tag " + std::to_string(tag) + " is negative"));
   const Result<size_t> payload = checked_payload(count, type, {buffer, buffer, 1, 0});
-  if (!payload.ok()) return failure("send", payload.error());
+  if (!payload.ok()) return failure(call_name, payload.error());
   const auto started = std::chrono::steady_clock::now();
   std::unique_ptr<PendingCall> call;
   if (count > 0) {
-    auto begun = do_start_send(buffer, count, type, peer, tag);
-    if (!begun.ok()) return failure("send", begun.error());
+    auto begun = begin();
+    if (!begun.ok()) return failure(call_name, begun.error());
     call = std::move(begun.value());
   }
-  sends_.push_back(StartedSend{buffer, *payload, std::move(call), started});
+  transfers_.push_back(StartedTransfer{kind, buffer, *payload, std::move(call), started});
   return Status::success();
 }
 
-// A started send is counted and recorded from its start to the end of the
-// wait that saw it complete.
+Status Communicator::start_send(const void* buffer, size_t count, DataType type, int peer, int tag) {
+  return start_transfer(Collective::send, buffer, count, type, peer, tag, [&] { return do_start_send(buffer, count, type, peer, tag); });
+}
+
+Status Communicator::start_recv(void* buffer, size_t count, DataType type, int peer, int tag) {
+  return start_transfer(Collective::recv, buffer, count, type, peer, tag, [&] { return do_start_recv(buffer, count, type, peer, tag); });
+}
+
+// A started send or recv is counted and recorded from its start to the end
+// of the wait that saw it complete.
 template <typename Which>
-Status Communicator::finish_sends_where(Which which) {
-  for (auto it = sends_.begin(); it != sends_.end();) {
+Status Communicator::finish_transfers_where(Which which) {
+  for (auto it = transfers_.begin(); it != transfers_.end();) {
     if (!which(*it)) {
       ++it;
       continue;
     }
+    const Collective kind = it->kind;
     if (it->call) {
       if (Status waited = it->call->wait(); !waited.ok()) {
-        sends_.clear();  // the group is unusable after a backend error (see above)
-        return failure("send", waited.error());
+        transfers_.clear();  // the group is unusable after a backend error (see above)
+        return failure(enum_name(kind), waited.error());
       }
     }
     const auto now = std::chrono::steady_clock::now();
-    counters_.add(Collective::send, static_cast<int64_t>(it->payload), seconds_between(it->started, now));
-    record(Collective::send, it->started, now, it->payload);
-    it = sends_.erase(it);
+    counters_.add(kind, static_cast<int64_t>(it->payload), seconds_between(it->started, now));
+    record(kind, it->started, now, it->payload);
+    it = transfers_.erase(it);
   }
   return Status::success();
 }
 
 Status Communicator::finish_send(const void* buffer) {
-  return finish_sends_where([buffer](const StartedSend& send) { return send.buffer == buffer; });
+  return finish_transfers_where([buffer](const StartedTransfer& t) { return t.kind == Collective::send && t.buffer == buffer; });
 }
 
 Status Communicator::finish_sends() {
-  return finish_sends_where([](const StartedSend&) { return true; });
+  return finish_transfers_where([](const StartedTransfer& t) { return t.kind == Collective::send; });
+}
+
+size_t Communicator::started_sends() const {
+  return static_cast<size_t>(std::count_if(transfers_.begin(), transfers_.end(), [](const StartedTransfer& t) { return t.kind == Collective::send; }));
+}
+
+Status Communicator::finish_recv(const void* buffer) {
+  return finish_transfers_where([buffer](const StartedTransfer& t) { return t.kind == Collective::recv && t.buffer == buffer; });
 }
 
 Status Communicator::barrier() {

@@ -130,7 +130,15 @@ class Communicator {
   // Waits for the started sends that read `buffer` (none: returns at once).
   Status finish_send(const void* buffer);
   Status finish_sends();
-  size_t started_sends() const { return sends_.size(); }
+  size_t started_sends() const;
+  // A recv that returns at once (MPI_Irecv), as start_send: `buffer` belongs
+  // to the communicator until finish_recv(buffer) has returned, and then holds
+  // the message, which must be exactly `count` elements (else finish_recv
+  // fails). Sequence-parallel chunks arrive into it while the caller computes
+  // on the one before (model/sequence_overlap.h).
+  Status start_recv(void* buffer, size_t count, DataType type, int peer, int tag = 0);
+  // Waits for the started recv into `buffer` (none: returns at once).
+  Status finish_recv(const void* buffer);
   // A send of `send` to `send_peer` and a recv into `recv` from `recv_peer`
   // (`count` elements each, tag 0) in flight together, returning when both
   // have completed; a peer of -1 leaves that half out. A pipeline stage hands
@@ -222,6 +230,10 @@ class Communicator {
   Status start_send(const T* buffer, size_t count, int peer, int tag = 0) {
     return start_send(static_cast<const void*>(buffer), count, data_type_of<T>(), peer, tag);
   }
+  template <CommElement T>
+  Status start_recv(T* buffer, size_t count, int peer, int tag = 0) {
+    return start_recv(static_cast<void*>(buffer), count, data_type_of<T>(), peer, tag);
+  }
 
  protected:
   Communicator(int rank, int size, int world_rank, std::string name);
@@ -251,6 +263,8 @@ class Communicator {
   virtual Result<std::unique_ptr<PendingCall>> do_start_all_gather(const void* send, void* recv, size_t send_count, DataType type);
   // The same for a send.
   virtual Result<std::unique_ptr<PendingCall>> do_start_send(const void* send, size_t count, DataType type, int peer, int tag);
+  // The same for a recv (by default it runs to completion here, as do_recv).
+  virtual Result<std::unique_ptr<PendingCall>> do_start_recv(void* recv, size_t count, DataType type, int peer, int tag);
   // Both halves of send_recv (both present, count > 0). By default the send
   // is started, the recv run, and the send waited for (MPI_Isend, MPI_Recv, MPI_Wait).
   virtual Status do_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type);
@@ -275,9 +289,12 @@ class Communicator {
   void record(Collective kind, std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point finished, size_t payload);
   // Completes at most `calls` of the oldest started calls (see progress, finish_oldest).
   Status complete_started(bool wait, size_t calls);
-  // Waits for the started sends for which `which` is true, counting each.
+  // Waits for the started sends and recvs for which `which` is true, counting each.
   template <typename Which>
-  Status finish_sends_where(Which which);
+  Status finish_transfers_where(Which which);
+  // Checks and starts a send or recv through `begin` (the backend's start) and queues it.
+  template <typename Begin>
+  Status start_transfer(Collective kind, const void* buffer, size_t count, DataType type, int peer, int tag, Begin begin);
 
   struct StartedCall {
     Collective kind;
@@ -295,13 +312,14 @@ class Communicator {
   Timeline* timeline_ = nullptr;
   TimelineLane timeline_lane_ = TimelineLane::compute;
   std::deque<StartedCall> started_;
-  struct StartedSend {
+  struct StartedTransfer {
+    Collective kind;  // send or recv
     const void* buffer;
     size_t payload;
     std::unique_ptr<PendingCall> call;  // null: nothing to wait for (count 0)
     std::chrono::steady_clock::time_point started;
   };
-  std::deque<StartedSend> sends_;
+  std::deque<StartedTransfer> transfers_;
 };
 
 // `bytes` (n of them) from `root` to every rank of `group`, as a broadcast of

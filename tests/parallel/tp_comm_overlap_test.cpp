@@ -116,7 +116,7 @@ void check_calls(comm::Communicator& world) {
   std::vector<float> gathered(static_cast<size_t>(tp * n)), expected(gathered.size());
   std::vector<int64_t> consumed;
   const comm::CommCounters before = world.counters();
-  Status s = overlapped_all_gather(world, mine.data(), gathered.data(), n, [&](int64_t chunk) {
+  Status s = overlapped_all_gather(world, HostChunks{}, mine.data(), gathered.data(), n, [&](int64_t chunk) {
     // Each chunk is complete when consumed: its first and last rows are the owner's.
     const std::vector<float> owner = random_rows(chunk, 1, n, 1);
     expect(gathered[static_cast<size_t>(chunk * n)] == owner.front() && gathered[static_cast<size_t>((chunk + 1) * n - 1)] == owner.back(),
@@ -133,7 +133,7 @@ void check_calls(comm::Communicator& world) {
   std::vector<float> whole(static_cast<size_t>(tp * n)), sends(static_cast<size_t>(planner::tp_overlap_send_buffers(tp) * n)), reduced(static_cast<size_t>(n)),
       reference(static_cast<size_t>(n));
   std::vector<int64_t> produced;
-  s = overlapped_reduce_scatter(world, whole.data(), sends.data(), reduced.data(), n, [&](int64_t chunk, float* into) {
+  s = overlapped_reduce_scatter(world, HostChunks{}, whole.data(), sends.data(), reduced.data(), n, [&](int64_t chunk, float* into) {
     std::copy(partial.begin() + chunk * n, partial.begin() + (chunk + 1) * n, into);
     produced.push_back(chunk);
   });

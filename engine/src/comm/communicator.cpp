@@ -271,20 +271,25 @@ Status Communicator::recv(void* buffer, size_t count, DataType type, int peer, i
              [&] { return do_recv(buffer, count, type, peer, tag); });
 }
 
+Result<size_t> Communicator::checked_send_recv_payload(const void* send_buffer, int send_peer, const void* recv_buffer, int recv_peer, size_t count,
+                                                       DataType type) const {
+  for (int peer : {send_peer, recv_peer}) {
+    if (auto error = peer_error(peer, rank_, size_)) return *error;
+  }
+  const Result<size_t> payload = checked_payload(count, type, {send_buffer, send_buffer, 1, 0});
+  if (!payload.ok()) return payload;
+  if (const Result<size_t> into = checked_payload(count, type, {recv_buffer, recv_buffer, 1, 0}); !into.ok()) return into;
+  if (count > 0 && overlap(send_buffer, *payload, recv_buffer, *payload)) return invalid("the send and recv buffers overlap; make them disjoint");
+  return payload;
+}
+
 Status Communicator::send_recv(const void* send_buffer, int send_peer, void* recv_buffer, int recv_peer, size_t count, DataType type) {
   if (send_peer < 0 && recv_peer < 0) return Status::success();
   if (recv_peer < 0) return send(send_buffer, count, type, send_peer);
   if (send_peer < 0) return recv(recv_buffer, count, type, recv_peer);
-  for (int peer : {send_peer, recv_peer}) {
-    if (auto error = peer_error(peer, rank_, size_)) return failure("send_recv", *error);
-  }
   if (!started_.empty()) return refuse_while_started("send_recv");
-  const Result<size_t> payload = checked_payload(count, type, {send_buffer, send_buffer, 1, 0});
+  const Result<size_t> payload = checked_send_recv_payload(send_buffer, send_peer, recv_buffer, recv_peer, count, type);
   if (!payload.ok()) return failure("send_recv", payload.error());
-  if (const Result<size_t> into = checked_payload(count, type, {recv_buffer, recv_buffer, 1, 0}); !into.ok()) return failure("send_recv", into.error());
-  if (count > 0 && overlap(send_buffer, *payload, recv_buffer, *payload)) {
-    return failure("send_recv", invalid("the send and recv buffers overlap; make them disjoint"));
-  }
   const auto started = std::chrono::steady_clock::now();
   if (count > 0) {
     if (Status s = do_send_recv(send_buffer, send_peer, recv_buffer, recv_peer, count, type); !s.ok()) return failure("send_recv", s.error());
@@ -315,34 +320,73 @@ Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_recv(v
   return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
 }
 
-template <typename Begin>
-Status Communicator::start_transfer(Collective kind, const void* buffer, size_t count, DataType type, int peer, int tag, Begin begin) {
-  const std::string_view call_name = enum_name(kind);
-  if (auto error = peer_error(peer, rank_, size_)) return failure(call_name, *error);
-  if (tag < 0) return failure(call_name, invalid("tag " + std::to_string(tag) + " is negative"));
-  const Result<size_t> payload = checked_payload(count, type, {buffer, buffer, 1, 0});
-  if (!payload.ok()) return failure(call_name, payload.error());
-  const auto started = std::chrono::steady_clock::now();
-  std::unique_ptr<PendingCall> call;
-  if (count > 0) {
-    auto begun = begin();
-    if (!begun.ok()) return failure(call_name, begun.error());
-    call = std::move(begun.value());
+namespace {
+
+// A started recv and send waited for together (the default start_send_recv).
+class BothHalves final : public Communicator::PendingCall {
+ public:
+  BothHalves(std::unique_ptr<Communicator::PendingCall> recv, std::unique_ptr<Communicator::PendingCall> send)
+      : recv_(std::move(recv)), send_(std::move(send)) {}
+  Result<bool> test() override {
+    auto received = recv_->test();
+    if (!received.ok()) return received;
+    auto sent = send_->test();
+    if (!sent.ok()) return sent;
+    return received.value() && sent.value();
   }
-  transfers_.push_back(StartedTransfer{kind, buffer, *payload, std::move(call), started});
-  return Status::success();
+  Status wait() override {
+    const Status received = recv_->wait();
+    const Status sent = send_->wait();
+    return !received.ok() ? received : sent;
+  }
+
+ private:
+  std::unique_ptr<Communicator::PendingCall> recv_, send_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_send_recv(const void* send, int send_peer, void* recv, int recv_peer,
+                                                                                    size_t count, DataType type) {
+  auto received = do_start_recv(recv, count, type, recv_peer, 0);
+  if (!received.ok()) return received.error();
+  auto sent = do_start_send(send, count, type, send_peer, 0);
+  if (!sent.ok()) return sent.error();
+  return std::unique_ptr<PendingCall>(std::make_unique<BothHalves>(std::move(received.value()), std::move(sent.value())));
 }
 
 Status Communicator::start_send(const void* buffer, size_t count, DataType type, int peer, int tag) {
-  return start_transfer(Collective::send, buffer, count, type, peer, tag, [&] { return do_start_send(buffer, count, type, peer, tag); });
+  if (auto error = peer_error(peer, rank_, size_)) return failure("send", *error);
+  if (tag < 0) return failure("send", invalid("tag " + std::to_string(tag) + " is negative"));
+  const Result<size_t> payload = checked_payload(count, type, {buffer, buffer, 1, 0});
+  if (!payload.ok()) return failure("send", payload.error());
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<PendingCall> call;
+  if (count > 0) {
+    auto begun = do_start_send(buffer, count, type, peer, tag);
+    if (!begun.ok()) return failure("send", begun.error());
+    call = std::move(begun.value());
+  }
+  transfers_.push_back(StartedTransfer{buffer, nullptr, *payload, std::move(call), started});
+  return Status::success();
 }
 
-Status Communicator::start_recv(void* buffer, size_t count, DataType type, int peer, int tag) {
-  return start_transfer(Collective::recv, buffer, count, type, peer, tag, [&] { return do_start_recv(buffer, count, type, peer, tag); });
+Status Communicator::start_send_recv(const void* send_buffer, int send_peer, void* recv_buffer, int recv_peer, size_t count, DataType type) {
+  const Result<size_t> payload = checked_send_recv_payload(send_buffer, send_peer, recv_buffer, recv_peer, count, type);
+  if (!payload.ok()) return failure("send_recv", payload.error());
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<PendingCall> call;
+  if (count > 0) {
+    auto begun = do_start_send_recv(send_buffer, send_peer, recv_buffer, recv_peer, count, type);
+    if (!begun.ok()) return failure("send_recv", begun.error());
+    call = std::move(begun.value());
+  }
+  transfers_.push_back(StartedTransfer{send_buffer, recv_buffer, *payload, std::move(call), started});
+  return Status::success();
 }
 
-// A started send or recv is counted and recorded from its start to the end
-// of the wait that saw it complete.
+// A started send or send_recv is counted and recorded from its start to the
+// end of the wait that saw it complete (a send_recv as a send and a recv).
 template <typename Which>
 Status Communicator::finish_transfers_where(Which which) {
   for (auto it = transfers_.begin(); it != transfers_.end();) {
@@ -350,35 +394,38 @@ Status Communicator::finish_transfers_where(Which which) {
       ++it;
       continue;
     }
-    const Collective kind = it->kind;
+    const char* call_name = it->recv != nullptr ? "send_recv" : "send";
     if (it->call) {
       if (Status waited = it->call->wait(); !waited.ok()) {
         transfers_.clear();  // the group is unusable after a backend error (see above)
-        return failure(enum_name(kind), waited.error());
+        return failure(call_name, waited.error());
       }
     }
     const auto now = std::chrono::steady_clock::now();
-    counters_.add(kind, static_cast<int64_t>(it->payload), seconds_between(it->started, now));
-    record(kind, it->started, now, it->payload);
+    for (Collective kind : {Collective::send, Collective::recv}) {
+      if ((kind == Collective::send ? it->send : it->recv) == nullptr) continue;
+      counters_.add(kind, static_cast<int64_t>(it->payload), seconds_between(it->started, now));
+      record(kind, it->started, now, it->payload);
+    }
     it = transfers_.erase(it);
   }
   return Status::success();
 }
 
 Status Communicator::finish_send(const void* buffer) {
-  return finish_transfers_where([buffer](const StartedTransfer& t) { return t.kind == Collective::send && t.buffer == buffer; });
+  return finish_transfers_where([buffer](const StartedTransfer& t) { return t.send == buffer; });
 }
 
 Status Communicator::finish_sends() {
-  return finish_transfers_where([](const StartedTransfer& t) { return t.kind == Collective::send; });
+  return finish_transfers_where([](const StartedTransfer& t) { return t.send != nullptr; });
 }
 
 size_t Communicator::started_sends() const {
-  return static_cast<size_t>(std::count_if(transfers_.begin(), transfers_.end(), [](const StartedTransfer& t) { return t.kind == Collective::send; }));
+  return static_cast<size_t>(std::count_if(transfers_.begin(), transfers_.end(), [](const StartedTransfer& t) { return t.send != nullptr; }));
 }
 
 Status Communicator::finish_recv(const void* buffer) {
-  return finish_transfers_where([buffer](const StartedTransfer& t) { return t.kind == Collective::recv && t.buffer == buffer; });
+  return finish_transfers_where([buffer](const StartedTransfer& t) { return t.recv == buffer; });
 }
 
 Status Communicator::barrier() {

@@ -399,7 +399,7 @@ const T* Transformer<T>::gathered_gemms(const T* mine, T* buffer, Gemms gemms) {
     gemms(int64_t{0}, N, whole);
     return whole;
   }
-  tp_.all_gather_overlapped(mine, buffer, Nl * C, [&](int64_t chunk) { gemms(chunk * Nl, Nl, buffer + chunk * Nl * C); });
+  tp_.all_gather_overlapped(HostChunks{}, mine, buffer, Nl * C, [&](int64_t chunk) { gemms(chunk * Nl, Nl, buffer + chunk * Nl * C); });
   return buffer;
 }
 
@@ -412,7 +412,7 @@ void Transformer<T>::reduced_gemms(T* whole, T* mine, Gemms gemms) {
     reduce_rows(whole, mine);
     return;
   }
-  tp_.reduce_scatter_overlapped(whole, find(scratch_.narrow, "sequence_overlap_send"), mine, Nl * C,
+  tp_.reduce_scatter_overlapped(HostChunks{}, whole, find(scratch_.narrow, "sequence_overlap_send"), mine, Nl * C,
                                 [&](int64_t chunk, T* into) { gemms(chunk * Nl, Nl, into); });
 }
 

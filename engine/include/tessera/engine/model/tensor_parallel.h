@@ -84,16 +84,16 @@ class TensorParallel {
   }
 
   // all_gather with `consume(chunk)` run on each chunk as it arrives (overlapped_all_gather).
-  template <comm::CommElement T, typename Consume>
-  void all_gather_overlapped(const T* mine, T* whole, int64_t elements_per_rank, Consume consume) {
+  template <comm::CommElement T, typename Local, typename Consume>
+  void all_gather_overlapped(const Local& local, const T* mine, T* whole, int64_t elements_per_rank, Consume consume) {
     if (!status_.ok()) return;
-    status_ = overlapped_all_gather(*group_, mine, whole, elements_per_rank, consume);
+    status_ = overlapped_all_gather(*group_, local, mine, whole, elements_per_rank, consume);
   }
   // reduce_scatter of the partial chunks `produce` writes, each sent as it is made (overlapped_reduce_scatter).
-  template <comm::CommElement T, typename Produce>
-  void reduce_scatter_overlapped(T* whole, T* sends, T* mine, int64_t elements_per_rank, Produce produce) {
+  template <comm::CommElement T, typename Local, typename Produce>
+  void reduce_scatter_overlapped(const Local& local, T* whole, T* sends, T* mine, int64_t elements_per_rank, Produce produce) {
     if (!status_.ok()) return;
-    status_ = overlapped_reduce_scatter(*group_, whole, sends, mine, elements_per_rank, produce);
+    status_ = overlapped_reduce_scatter(*group_, local, whole, sends, mine, elements_per_rank, produce);
   }
 
   // x[i] = op over the group of x[i], i < n, in place (nothing on one rank).

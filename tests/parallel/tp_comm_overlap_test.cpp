@@ -25,10 +25,8 @@
 #include <vector>
 
 #include "tessera/engine/comm/mpi.h"
-#include "tessera/engine/cpu_run_request.h"
 #include "tessera/engine/model/sequence_overlap.h"
 #include "tessera/engine/parallel/process_groups.h"
-#include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/tp_traffic.h"
 #include "training_check.h"
@@ -61,21 +59,6 @@ planner::Model model_for(const char* name, int64_t tp) {
 std::string name_of(const Layout& c, int64_t tp) {
   return std::string(c.model) + " tp " + std::to_string(tp) + " + sp, recompute " + std::string(enum_name(c.recompute)) + ", " +
          std::string(enum_name(c.precision));
-}
-
-void expect_planned_peaks(const std::string& name, const planner::Model& model, const TrainOptions& o, const planner::ParallelLayout& layout,
-                          const TrainMetrics& measured, int rank) {
-  planner::EstimateRequest r = training_check::estimate_request(o, layout);
-  r.training.activation_profile = planner::ActivationProfile::tessera;
-  r.training.optimizer = planner::OptimizerKind::adamw;
-  const planner::MemoryEstimate estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), cpu_run_request(r, model.config)).value();
-  const planner::RankMemory& row = estimate.ranks.front();  // every tensor-parallel rank holds the same
-  for (MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients, MemoryCategory::optimizer_states,
-                                  MemoryCategory::activations, MemoryCategory::logits, MemoryCategory::comm_buffers, MemoryCategory::workspace}) {
-    const int64_t peak = measured.ledger.peak(category, MemorySpace::device), planned = row.bytes[category].device;
-    expect(peak == planned, name + ": " + std::string(to_string(category)) + " peaked at " + std::to_string(peak) + " bytes, the planner says " +
-                                std::to_string(planned), rank);
-  }
 }
 
 // The overlapped run's tensor-parallel calls over 5 steps of k micro-batches: tp_traffic.h's count.
@@ -177,7 +160,7 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   }
   expect(plain->loss.size() == overlapped->loss.size() && loss_apart < 1e-6, name + ": the losses differ by " + std::to_string(loss_apart), rank);
   expect_planned_traffic(name, model, o, tp, k, overlapped.value(), rank);
-  expect_planned_peaks(name, model, o, layout, overlapped.value(), rank);
+  training_check::expect_planned_peaks(name, model, o, layout, overlapped->ledger, rank);
   if (rank != 0) return;
   const double apart = training_check::relative_difference(training_check::read_model(dir + "-overlapped", model), training_check::read_model(dir + "-plain", model));
   expect(apart < 1e-5, name + ": the parameters after 5 steps differ by " + std::to_string(apart), rank);

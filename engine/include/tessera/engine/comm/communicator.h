@@ -22,7 +22,7 @@
 //    cannot be detected locally and would hang, which the MPI backend's timeout
 //    turns into an error (mpi.h).
 //  - Every call is blocking (it returns when this rank's buffers may be
-//    reused), except start_send (below), start_all_reduce,
+//    reused), except start_send and start_send_recv (below), start_all_reduce,
 //    start_reduce_scatter_v and start_all_gather: they start the call and return at once,
 //    progress() lets started calls advance while the caller computes, and
 //    finish_started() (or finish_oldest(n), the n oldest) completes them, in

@@ -1,4 +1,5 @@
 #include "tessera/planner/activations.h"
+#include "tessera/planner/tp_overlap_schedule.h"
 
 #include "activations_hf.h"
 
@@ -177,6 +178,10 @@ ActivationTable tessera_table(const ModelConfig& c, int64_t dt) {
   // for values, one for gradients.
   t.backward_scratch.push_back(term("sequence_gathered", h, dt, Split::gathered));
   t.backward_scratch.push_back(term("sequence_gathered_grad", h, dt, Split::gathered));
+  // --tp-comm-overlap's reduce-scatters receive the other ranks' partial rows
+  // into those whole-sequence buffers and send this rank's from these
+  // (planner/tp_overlap_schedule.h).
+  t.backward_scratch.push_back(term("sequence_overlap_send", h, dt, Split::overlap_send));
   // Context parallelism's ring attention (engine/include/tessera/engine/model/ring_attention.h):
   // two key-value blocks, the one at hand and the one arriving from the
   // previous rank, and in backward two blocks of their gradients travelling
@@ -254,16 +259,21 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
 // the vocabulary up to a multiple of tp); under sequence parallelism a
 // sequence term keeps ⌈tokens / tp⌉ tokens and a gathered one all of them
 // (it is absent otherwise); a ring term, present only under context
-// parallelism, divides as a tensor-parallel one; a whole term is never divided.
+// parallelism, divides as a tensor-parallel one; an overlap_send term, present
+// only under --tp-comm-overlap, holds tp_overlap_send_buffers chunks of
+// ⌈tokens / tp⌉ tokens; a whole term is never divided.
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape) {
   int64_t per_token = term.elements_per_token * (term.per_key_position ? shape.seq_len : 1);
   int64_t tokens = term.per_micro_batch ? 1 : term.per_position ? shape.seq_len : shape.micro_batch_size * shape.seq_len;
   if (term.split == ActivationSplit::gathered && !shape.sequence_parallel) return 0;
   if (term.split == ActivationSplit::ring && shape.cp == 1) return 0;
+  if (term.split == ActivationSplit::overlap_send && !(shape.tp_comm_overlap && shape.sequence_parallel && shape.tp > 1)) return 0;
   if (term.split == ActivationSplit::tensor_parallel || term.split == ActivationSplit::ring) {
     per_token = (per_token + shape.tp - 1) / shape.tp;
   } else if (term.split == ActivationSplit::sequence && shape.sequence_parallel) {
     tokens = (tokens + shape.tp - 1) / shape.tp;
+  } else if (term.split == ActivationSplit::overlap_send) {
+    tokens = tp_overlap_send_buffers(shape.tp) * ((tokens + shape.tp - 1) / shape.tp);
   }
   return tokens * per_token * term.bytes_per_element;
 }

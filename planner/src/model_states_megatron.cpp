@@ -25,6 +25,7 @@
 #include <numeric>
 
 #include "model_states.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::planner {
@@ -56,6 +57,25 @@ int64_t distributed_buffer_numel(const Model& model, const StageShape& stage, in
   return round_up(end, std::lcm(dp, int64_t{128}));
 }
 
+// --tp-comm-overlap: Transformer Engine's userbuffers, held for the whole run.
+// Megatron-LM's _initialize_tp_communicators (megatron/training/initialize.py
+// at 2fd6e2b74efca73a1f2d27b89bb5419384b4d3bf) gives TE's initialize_ub the
+// shape [seq_length · micro_batch_size / cp, hidden_size] and use_fp8;
+// initialize_ub (transformer_engine/pytorch/module/base.py at
+// 0004dbd0231cb02d7b47d45344900a494fa13f46) makes one communicator for each
+// of 10 GEMMs (qkv, proj, fc1, fc2 fprop; qkv, proj, fc1, fc2 dgrad; qkv and
+// fc1 wgrad), each registering a userbuffer of that shape
+// (transformer_engine/pytorch/csrc/comm_gemm_overlap.h at
+// 0067163550cbea7ba9a59d2f51612e41f3328d0a: ubuf_bytes = sample.numel() ·
+// sample.element_size()), bf16 (its default dtype), and one byte for the six
+// all-gather ones under FP8 (fp8_buf: qkv_fprop, qkv_dgrad, proj_dgrad,
+// fc1_fprop, fc1_dgrad, fc2_dgrad).
+int64_t userbuffer_bytes(const Model& model, const EstimateRequest& r) {
+  const int64_t elements = r.training.micro_batch_size * r.local_seq_len() * model.config.hidden_size;
+  const int64_t all_gather_bytes = is_fp8(r.training.precision) ? 1 : 2;
+  return elements * (6 * all_gather_bytes + 4 * 2);
+}
+
 }  // namespace
 
 void add_megatron_states(const Model& model, const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
@@ -72,6 +92,7 @@ void add_megatron_states(const Model& model, const StageShape& stage, const Esti
   out.add(Cat::gradients, kDevice, buffer * grad_bytes + sharded * main_grad_copy_bytes);
   out.add(Cat::master_weights, kDevice, sharded * master_bytes);
   out.add(Cat::optimizer_states, kDevice, sharded * optimizer_bytes);
+  if (r.plugin.tp_comm_overlap && r.layout.tp > 1) out.add(Cat::comm_buffers, kDevice, userbuffer_bytes(model, r));
 }
 
 }  // namespace tessera::planner

@@ -11,13 +11,25 @@ void add(CollectiveCalls& to, int64_t calls, int64_t bytes_each) {
 }  // namespace
 
 TpMicroBatchTraffic tp_micro_batch_traffic(const ModelConfig& config, TpStage stage, int64_t micro_batch, int64_t seq_len, bool sequence_parallel,
-                                           RecomputeMode recompute, int64_t activation_bytes) {
+                                           RecomputeMode recompute, int64_t activation_bytes, TpCommOverlap overlap) {
   const int64_t rows = micro_batch * seq_len, layers = stage.layers;
   const int64_t activations = rows * config.hidden_size * activation_bytes;
   const int64_t embedding = stage.first ? 1 : 0, head = stage.last ? 1 : 0;
   const int64_t recomputed = recompute == RecomputeMode::full ? 2 * layers : 0;  // each block's forward calls again
   TpMicroBatchTraffic t;
-  if (sequence_parallel) {
+  if (sequence_parallel && overlap.enabled) {
+    // Each block's 2 gathers and 2 reduce-scatters beside its GEMMs, forward, backward and recomputed.
+    const auto chunks = [&](TpCalls& calls, int64_t overlapped) {
+      add(calls.send, overlapped * (overlap.tp - 1), activations / overlap.tp);
+      add(calls.recv, overlapped * (overlap.tp - 1), activations / overlap.tp);
+    };
+    add(t.forward.reduce_scatter, embedding, activations);
+    add(t.forward.all_gather, head, activations);
+    chunks(t.forward, 4 * layers);
+    add(t.backward.reduce_scatter, head, activations);
+    add(t.backward.all_gather, head + 2 * layers + embedding, activations);
+    chunks(t.backward, 4 * layers + 2 * recomputed);
+  } else if (sequence_parallel) {
     add(t.forward.reduce_scatter, embedding + 2 * layers, activations);
     add(t.forward.all_gather, 2 * layers + head, activations);
     add(t.backward.reduce_scatter, head + 2 * layers + recomputed, activations);

@@ -304,6 +304,35 @@ void check_started_sends(Communicator& group, Checker& check, size_t count) {
                "started sends are counted when they complete");
 }
 
+// Started send_recvs (the sequence-parallel chunks'): every rank starts a
+// large one (to the next rank, from the previous) and runs a collective
+// meanwhile; finish_recv hands the buffer back whole and counts a send and a
+// recv; a message shorter than the started recv fails at finish_recv.
+void check_started_send_recvs(Communicator& group, Checker& check, size_t count) {
+  const int n = group.size(), r = group.rank();
+  if (n < 2) return;
+  const int next = (r + 1) % n, previous = (r + n - 1) % n;
+  const CommCounters before = group.counters();
+  std::vector<float> mine(count, static_cast<float>(r)), got(count, -1.0f);
+  check.expect_ok(group.start_send_recv(mine.data(), next, got.data(), previous, count), "start_send_recv");
+  double one = 1;
+  check.expect_ok(group.all_reduce(&one, &one, 1, ReduceOp::sum), "an all_reduce while a send_recv is pending");
+  check.expect_ok(group.finish_recv(got.data()), "finish_recv");
+  check.expect(group.started_sends() == 0, "finish_recv completes both halves");
+  check.expect(got == std::vector<float>(count, static_cast<float>(previous)), "the started recv holds the previous rank's message");
+  const CommCounters moved = group.counters().since(before);
+  check.expect(moved.calls_of(Collective::recv) == 1 && moved.calls_of(Collective::send) == 1 &&
+                   moved.bytes_of(Collective::recv) == static_cast<int64_t>(count * 4),
+               "a started send_recv is counted as a send and a recv when it completes");
+  // A 2-float message ahead of the 4-float one (small: both sends complete eagerly).
+  check.expect_ok(group.start_send(mine.data(), 2, next), "start_send of 2 floats");
+  check.expect_ok(group.start_send_recv(mine.data() + 2, next, got.data(), previous, 4), "start_send_recv of 4 floats");
+  const Status short_message = group.finish_recv(got.data());
+  check.expect(!short_message.ok() && short_message.error().message.find(std::to_string(previous) + " sent 2 elements") != std::string::npos,
+               "a shorter message than the started recv fails at finish_recv: " + (short_message.ok() ? std::string("(none)") : short_message.error().message));
+  check.expect_ok(group.recv(got.data(), 4, previous), "the 4 floats, taken");
+}
+
 // send_recv (a GPU pipeline stage's calls, parallel/pipeline_transfers.h):
 // every rank sends a large message to the next rank and receives one from the
 // previous in one call, so a send that waited for its recv first would wait
@@ -491,6 +520,7 @@ int run(MpiRuntime& runtime) {
   check_broadcast(world, check);
   check_ring(world, check, 200000);  // 800 KB: past the eager limit of shared-memory transports
   check_started_sends(world, check, 200000);
+  check_started_send_recvs(world, check, 200000);
   check_send_recv(world, check, 200000);
   check_split(world, check);
   check_timeout(runtime, check);

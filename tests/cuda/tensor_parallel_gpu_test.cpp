@@ -10,7 +10,10 @@
 // Qwen2 (4 heads on 2 key-value heads, an MLP of 200: 100 per rank); each
 // without and with Megatron's sequence parallelism (each rank keeping 37 of
 // the micro-batch's 74 rows outside the split layers, against the CPU model's
-// sequence-parallel rank, its norms' gradients summed over the group after backward).
+// sequence-parallel rank, its norms' gradients summed over the group after backward),
+// and with sequence parallelism under --tp-comm-overlap (model/sequence_overlap.h:
+// the same chunk schedule on NCCL's stream as over MPI, against the CPU
+// model's overlapped rank).
 //
 // Checked, on every rank:
 //  - the GPU rank starts from the CPU rank's part, bit for bit;
@@ -28,7 +31,8 @@
 //    the CPU model's over MPI plus the one of the gradient norm (8 bytes):
 //    the same f/g points, the same three N-float reductions of the
 //    vocabulary-parallel cross-entropy, and no gathered logits; and, with
-//    sequence parallelism, its all-gathers and reduce-scatters the CPU's.
+//    sequence parallelism, its all-gathers and reduce-scatters the CPU's, and
+//    under --tp-comm-overlap its chunks' sends and recvs the CPU's.
 // These bounds have not yet met a GPU.
 #include <cmath>
 #include <cstring>
@@ -58,7 +62,7 @@ std::pair<int64_t, int64_t> calls_since(const comm::Communicator& group, const c
   return {group.counters().calls_of(kind) - before.calls_of(kind), group.counters().bytes_of(kind) - before.bytes_of(kind)};
 }
 
-void check_step(const char* name, const planner::Model& model, int64_t micro_batches, bool sequence_parallel, comm::Communicator& mpi,
+void check_step(const char* name, const planner::Model& model, int64_t micro_batches, bool sequence_parallel, bool comm_overlap, comm::Communicator& mpi,
                 comm::Communicator& nccl, Checker& check) {
   const int rank = mpi.rank();
   const int64_t tp = mpi.size(), B = 2, T = 37, micro_tokens = B * T;
@@ -66,13 +70,15 @@ void check_step(const char* name, const planner::Model& model, int64_t micro_bat
   // One tensor-parallel group: every rank reads the same micro-batches.
   const auto tokens = testing::random_tokens(micro_batches * micro_tokens, 97, 1), targets = testing::random_tokens(micro_batches * micro_tokens, 97, 2);
   const OptimizerOptions options;
-  const std::string prefix = std::string(name) + " tp " + std::to_string(tp) + (sequence_parallel ? " + sp" : "") +
+  const std::string prefix = std::string(name) + " tp " + std::to_string(tp) + (sequence_parallel ? " + sp" : "") + (comm_overlap ? " + tp-comm-overlap" : "") +
                              (micro_batches > 1 ? ", " + std::to_string(micro_batches) + " micro-batches " : " ");
   const planner::Model part = planner::tp_rank_model(model, tp);
 
   // The CPU model's rank of the same group over MPI.
   MemoryLedger cpu_ledger;
-  auto created = Transformer<bf16>::create(model, cpu_ledger, B, T, seed, planner::RecomputeMode::none, FlatStorage{}, &mpi, sequence_parallel);
+  const TpCommunication communication = comm_overlap ? TpCommunication::overlapped : TpCommunication::collectives;
+  auto created = Transformer<bf16>::create(model, cpu_ledger, B, T, seed, planner::RecomputeMode::none, FlatStorage{}, &mpi, sequence_parallel, {}, nullptr,
+                                           communication);
   check.expect(created.ok(), prefix + "the CPU model" + (created.ok() ? "" : ": " + created.error().message));
   if (!created.ok()) return;
   Transformer<bf16> cpu = std::move(created).value();
@@ -92,6 +98,8 @@ void check_step(const char* name, const planner::Model& model, int64_t micro_bat
   const auto [cpu_calls, cpu_bytes] = calls_since(mpi, mpi_before, comm::Collective::all_reduce);
   const auto cpu_gathers = calls_since(mpi, mpi_before, comm::Collective::all_gather);
   const auto cpu_scatters = calls_since(mpi, mpi_before, comm::Collective::reduce_scatter);
+  const auto cpu_sends = calls_since(mpi, mpi_before, comm::Collective::send);
+  const auto cpu_recvs = calls_since(mpi, mpi_before, comm::Collective::recv);
   check.expect_ok(mpi.all_reduce(&cpu_sum, &cpu_sum, 1, comm::ReduceOp::sum), prefix + "the CPU gradient norm");
   const double cpu_norm = std::sqrt(cpu_sum);
 
@@ -101,7 +109,7 @@ void check_step(const char* name, const planner::Model& model, int64_t micro_bat
   const comm::CommCounters nccl_before = nccl.counters();
   MemoryLedger gpu_ledger;
   auto made = GptTraining::create(model, gpu_ledger, B, T, seed, options, GpuDataParallel{nullptr, plugin}, planner::RecomputeMode::none,
-                                  GpuTensorParallel{&nccl, sequence_parallel});
+                                  GpuTensorParallel{&nccl, sequence_parallel, comm_overlap});
   check.expect(made.ok(), prefix + "the GPU step: " + (made.ok() ? "" : made.error().message));
   if (!made.ok()) return;
   GptTraining& gpu = *made.value();
@@ -125,6 +133,10 @@ void check_step(const char* name, const planner::Model& model, int64_t micro_bat
                    calls_since(nccl, nccl_before, comm::Collective::reduce_scatter) == cpu_scatters && (cpu_gathers.first > 0) == sequence_parallel,
                prefix + "NCCL's all-gathers and reduce-scatters are the CPU's (" + std::to_string(cpu_gathers.first) + " and " +
                    std::to_string(cpu_scatters.first) + " calls)");
+  check.expect(calls_since(nccl, nccl_before, comm::Collective::send) == cpu_sends &&
+                   calls_since(nccl, nccl_before, comm::Collective::recv) == cpu_recvs &&
+                   (cpu_sends.first > 0) == comm_overlap,
+               prefix + "NCCL's chunk sends and recvs are the CPU's (" + std::to_string(cpu_sends.first) + " sends)");
   check.expect(gpu_calls == cpu_calls + 1 && gpu_bytes == cpu_bytes + 8,
                prefix + "NCCL's tensor-parallel all-reduces (" + std::to_string(gpu_calls) + ", " + std::to_string(gpu_bytes) + " bytes) are the CPU's (" +
                    std::to_string(cpu_calls) + ", " + std::to_string(cpu_bytes) + ") and the norm's");
@@ -152,7 +164,9 @@ void check_step(const char* name, const planner::Model& model, int64_t micro_bat
 
 void check_one_step(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& mpi, comm::Communicator& nccl,
                     Checker& check) {
-  for (const bool sequence_parallel : {false, true}) check_step(name, model, micro_batches, sequence_parallel, mpi, nccl, check);
+  for (const auto& [sequence_parallel, comm_overlap] : {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}}) {
+    check_step(name, model, micro_batches, sequence_parallel, comm_overlap, mpi, nccl, check);
+  }
 }
 
 }  // namespace

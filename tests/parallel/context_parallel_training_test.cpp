@@ -17,10 +17,8 @@
 #include <vector>
 
 #include "tessera/engine/comm/mpi.h"
-#include "tessera/engine/cpu_run_request.h"
 #include "tessera/engine/parallel/process_groups.h"
 #include "tessera/planner/context_parallel.h"
-#include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
 #include "training_check.h"
 
@@ -42,14 +40,6 @@ std::string name_of(const Layout& c, int64_t dp) {
   return std::string(c.model) + " dp " + std::to_string(dp) + " × tp " + std::to_string(c.tp) + (c.sequence_parallel ? " + sp" : "") + " × pp " +
          std::to_string(c.pp) + " × cp " + std::to_string(c.cp) + ", zero " + std::to_string(c.zero_stage) +
          ", recompute " + std::string(enum_name(c.recompute));
-}
-
-// The planner's estimate for the run, as `tessera train` asks for it.
-planner::MemoryEstimate planner_estimate(const planner::Model& model, const TrainOptions& o, const planner::ParallelLayout& layout) {
-  planner::EstimateRequest r = training_check::estimate_request(o, layout);
-  r.training.activation_profile = planner::ActivationProfile::tessera;
-  r.training.optimizer = planner::OptimizerKind::adamw;
-  return planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), cpu_run_request(r, model.config)).value();
 }
 
 void check(comm::Communicator& world, const Layout& c, const std::string& root) {
@@ -76,18 +66,8 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   expect(parallel.ok(), name + ": " + (parallel.ok() ? "" : parallel.error().message), rank);
   if (!parallel.ok()) return;
   // This rank's peaks per category: the planner's estimate for the layout.
-  const planner::MemoryEstimate estimate = planner_estimate(model, o, layout);
-  const planner::RankMemory* row = nullptr;
-  for (const planner::RankMemory& candidate : estimate.ranks) {
-    if (candidate.first_rank <= rank && rank <= candidate.last_rank) row = &candidate;
-  }
-  if (row == nullptr) return expect(false, name + ": the estimate has no row for rank " + std::to_string(rank), rank);
-  for (MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients, MemoryCategory::optimizer_states,
-                                  MemoryCategory::activations, MemoryCategory::logits, MemoryCategory::comm_buffers, MemoryCategory::workspace}) {
-    const int64_t measured = parallel->ledger.peak(category, MemorySpace::device), planned = row->bytes[category].device;
-    expect(measured == planned, name + ": " + std::string(to_string(category)) + " peaked at " + std::to_string(measured) + " bytes, the planner says " +
-                                    std::to_string(planned), rank);
-  }
+  const std::optional<planner::RankMemory> row = training_check::expect_planned_peaks(name, model, o, layout, parallel->ledger, rank);
+  if (!row) return;
   // The ring's sends over 5 steps of k micro-batches through this rank's blocks: planner/context_parallel.h's count, which the simulator times.
   const int64_t layers = row->last_layer - row->first_layer + 1, steps = 5;
   const planner::RingSends per_layer = planner::ring_sends(c.cp, c.recompute);

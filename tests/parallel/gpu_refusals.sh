@@ -33,12 +33,12 @@ refused() {
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16
 # Accumulated micro-batches are not refused: the run gets as far as looking for the device.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --micro-batches 2
-# Tensor parallelism is hybrid_parallel's (ZeRO stage 0: DDP over the dp ranks, or ZeRO-1/2 over them), with or without sequence parallelism; no pipeline.
+# Tensor parallelism is hybrid_parallel's (ZeRO stage 0: DDP over the dp ranks, or ZeRO-1/2 over them), with or without sequence parallelism (and
+# with it --tp-comm-overlap); no pipeline.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel
 refused ": --tp 2: tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --tp 2
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --sequence-parallel
-refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathers and reduce-scatters between its GEMMs, not under them; leave it out" \
-  --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
+refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 1
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --plugin hybrid_parallel --zero-stage 2 --sequence-parallel
 # ZeRO-Offload under hybrid_parallel's ZeRO-1/2 (with tp, or a pipeline at ZeRO-1) is not refused; with one data-parallel rank, nothing is sharded to offload.
@@ -63,8 +63,8 @@ RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 1 \
   --micro-batches 4
 RANKS=4 refused ": --zero-stage 2 cannot be combined with --pp 2" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 2
-RANKS=4 refused ": --tp-comm-overlap: the GPU step runs sequence parallelism's all-gathers and reduce-scatters between its GEMMs, not under them; leave it out" \
-  --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel --tp-comm-overlap
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --tp 2 --plugin hybrid_parallel --sequence-parallel \
+  --tp-comm-overlap --micro-batches 2
 # ZeRO-1 and ZeRO-2, and ZeRO-Offload, are not refused either (cuda/gpt_training.h); other plugins are.
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --plugin low_level_zero --zero-stage 2 --micro-batches 2

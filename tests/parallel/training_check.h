@@ -1,7 +1,7 @@
 // What the multi-rank training tests share: a failure counter, the options of
 // a short fp32 run on the shipped text, training into a run directory (rank 0
 // of the world holds it), reading the model a run saved, and how far two
-// models are apart.
+// models are apart, and the ledger's peaks against the planner's estimate.
 #pragma once
 
 #include <unistd.h>
@@ -15,9 +15,12 @@
 #include <vector>
 
 #include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/cpu_run_request.h"
 #include "tessera/engine/run_directory.h"
 #include "tessera/engine/safetensors.h"
 #include "tessera/engine/trainer.h"
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/registry.h"
 #include "tessera/planner/sharding.h"
 
 namespace tessera::training_check {
@@ -145,6 +148,33 @@ inline planner::EstimateRequest estimate_request(const engine::TrainOptions& o, 
   r.training.num_micro_batches = o.num_micro_batches;
   r.training.recompute = o.recompute;
   return r;
+}
+
+// Every device category's peak in `ledger` (rank `rank`'s run of `o` on
+// `layout`) equals the planner's estimate for that rank, as `tessera train`
+// asks for it (the tessera activations, AdamW). Returns that rank's row of the estimate (none: a failure).
+inline std::optional<planner::RankMemory> expect_planned_peaks(const std::string& name, const planner::Model& model, const engine::TrainOptions& o, const planner::ParallelLayout& layout,
+                                 const engine::MemoryLedger& ledger, int rank) {
+  planner::EstimateRequest r = estimate_request(o, layout);
+  r.training.activation_profile = planner::ActivationProfile::tessera;
+  r.training.optimizer = planner::OptimizerKind::adamw;
+  const planner::MemoryEstimate estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), engine::cpu_run_request(r, model.config)).value();
+  const planner::RankMemory* row = nullptr;
+  for (const planner::RankMemory& candidate : estimate.ranks) {
+    if (candidate.first_rank <= rank && rank <= candidate.last_rank) row = &candidate;
+  }
+  if (row == nullptr) {
+    expect(false, name + ": the estimate has no row for rank " + std::to_string(rank), rank);
+    return std::nullopt;
+  }
+  for (MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients,
+                                          MemoryCategory::optimizer_states, MemoryCategory::activations, MemoryCategory::logits,
+                                          MemoryCategory::comm_buffers, MemoryCategory::workspace}) {
+    const int64_t measured = ledger.peak(category, MemorySpace::device), planned = row->bytes[category].device;
+    expect(measured == planned, name + ": " + std::string(to_string(category)) + " peaked at " + std::to_string(measured) + " bytes, the planner says " +
+                                    std::to_string(planned), rank);
+  }
+  return *row;
 }
 
 }  // namespace tessera::training_check

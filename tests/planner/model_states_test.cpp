@@ -64,6 +64,25 @@ TEST(MegatronStates, DistributedOptimizerIsSixPlusTwelveOverD) {
   EXPECT_EQ(model_state_bytes(only_row(model, r)), 20 * kLlama3_8b);
 }
 
+// --tp-comm-overlap: Transformer Engine's 10 userbuffers of (s · b / cp, h),
+// bf16, the 6 all-gather ones in one byte under FP8 (model_states_megatron.cpp).
+TEST(MegatronStates, TpCommOverlapHoldsTenUserbuffersOfTheMicroBatch) {
+  const Model model = shipped_model("llama-3-8b");  // h = 4096
+  EstimateRequest r = runtime_request(Runtime::megatron, PluginKind::hybrid_parallel, 2);
+  r.layout.tp = 4;
+  r.layout.sequence_parallel = true;
+  r.training.micro_batch_size = 2;
+  const int64_t without = device(only_row(model, r), Cat::comm_buffers);
+  r.plugin.tp_comm_overlap = true;
+  const int64_t elements = int64_t{2} * 1024 * 4096;
+  EXPECT_EQ(device(only_row(model, r), Cat::comm_buffers) - without, 10 * 2 * elements);  // 167,772,160 B
+  r.training.precision = Precision::fp8;
+  r.plugin.tp_comm_overlap = false;
+  const int64_t fp8_without = device(only_row(model, r), Cat::comm_buffers);
+  r.plugin.tp_comm_overlap = true;
+  EXPECT_EQ(device(only_row(model, r), Cat::comm_buffers) - fp8_without, (6 * 1 + 4 * 2) * elements);
+}
+
 TEST(MegatronStates, BucketEndPadsToLcmOfDpAnd128) {
   // GPT-2 (124,439,808 parameters, every tensor a multiple of 64) at dp 5:
   // lcm(5, 128) = 640, so the buffer pads to 194,438 · 640 = 124,440,320

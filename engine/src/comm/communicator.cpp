@@ -3,6 +3,7 @@
 // to errors, and the byte counters.
 #include "tessera/engine/comm/communicator.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <cstdint>
@@ -270,20 +271,25 @@ Status Communicator::recv(void* buffer, size_t count, DataType type, int peer, i
              [&] { return do_recv(buffer, count, type, peer, tag); });
 }
 
+Result<size_t> Communicator::checked_send_recv_payload(const void* send_buffer, int send_peer, const void* recv_buffer, int recv_peer, size_t count,
+                                                       DataType type) const {
+  for (int peer : {send_peer, recv_peer}) {
+    if (auto error = peer_error(peer, rank_, size_)) return *error;
+  }
+  const Result<size_t> payload = checked_payload(count, type, {send_buffer, send_buffer, 1, 0});
+  if (!payload.ok()) return payload;
+  if (const Result<size_t> into = checked_payload(count, type, {recv_buffer, recv_buffer, 1, 0}); !into.ok()) return into;
+  if (count > 0 && overlap(send_buffer, *payload, recv_buffer, *payload)) return invalid("the send and recv buffers overlap; make them disjoint");
+  return payload;
+}
+
 Status Communicator::send_recv(const void* send_buffer, int send_peer, void* recv_buffer, int recv_peer, size_t count, DataType type) {
   if (send_peer < 0 && recv_peer < 0) return Status::success();
   if (recv_peer < 0) return send(send_buffer, count, type, send_peer);
   if (send_peer < 0) return recv(recv_buffer, count, type, recv_peer);
-  for (int peer : {send_peer, recv_peer}) {
-    if (auto error = peer_error(peer, rank_, size_)) return failure("send_recv", *error);
-  }
   if (!started_.empty()) return refuse_while_started("send_recv");
-  const Result<size_t> payload = checked_payload(count, type, {send_buffer, send_buffer, 1, 0});
+  const Result<size_t> payload = checked_send_recv_payload(send_buffer, send_peer, recv_buffer, recv_peer, count, type);
   if (!payload.ok()) return failure("send_recv", payload.error());
-  if (const Result<size_t> into = checked_payload(count, type, {recv_buffer, recv_buffer, 1, 0}); !into.ok()) return failure("send_recv", into.error());
-  if (count > 0 && overlap(send_buffer, *payload, recv_buffer, *payload)) {
-    return failure("send_recv", invalid("the send and recv buffers overlap; make them disjoint"));
-  }
   const auto started = std::chrono::steady_clock::now();
   if (count > 0) {
     if (Status s = do_send_recv(send_buffer, send_peer, recv_buffer, recv_peer, count, type); !s.ok()) return failure("send_recv", s.error());
@@ -309,6 +315,46 @@ Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_send(c
   return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
 }
 
+Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_recv(void* recv, size_t count, DataType type, int peer, int tag) {
+  if (Status s = do_recv(recv, count, type, peer, tag); !s) return s.error();
+  return std::unique_ptr<PendingCall>(std::make_unique<CompletedCall>());
+}
+
+namespace {
+
+// A started recv and send waited for together (the default start_send_recv).
+class BothHalves final : public Communicator::PendingCall {
+ public:
+  BothHalves(std::unique_ptr<Communicator::PendingCall> recv, std::unique_ptr<Communicator::PendingCall> send)
+      : recv_(std::move(recv)), send_(std::move(send)) {}
+  Result<bool> test() override {
+    auto received = recv_->test();
+    if (!received.ok()) return received;
+    auto sent = send_->test();
+    if (!sent.ok()) return sent;
+    return received.value() && sent.value();
+  }
+  Status wait() override {
+    const Status received = recv_->wait();
+    const Status sent = send_->wait();
+    return !received.ok() ? received : sent;
+  }
+
+ private:
+  std::unique_ptr<Communicator::PendingCall> recv_, send_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator::PendingCall>> Communicator::do_start_send_recv(const void* send, int send_peer, void* recv, int recv_peer,
+                                                                                    size_t count, DataType type) {
+  auto received = do_start_recv(recv, count, type, recv_peer, 0);
+  if (!received.ok()) return received.error();
+  auto sent = do_start_send(send, count, type, send_peer, 0);
+  if (!sent.ok()) return sent.error();
+  return std::unique_ptr<PendingCall>(std::make_unique<BothHalves>(std::move(received.value()), std::move(sent.value())));
+}
+
 Status Communicator::start_send(const void* buffer, size_t count, DataType type, int peer, int tag) {
   if (auto error = peer_error(peer, rank_, size_)) return failure("send", *error);
   if (tag < 0) return failure("send", invalid("tag " + std::to_string(tag) + " is negative"));
@@ -321,39 +367,65 @@ Status Communicator::start_send(const void* buffer, size_t count, DataType type,
     if (!begun.ok()) return failure("send", begun.error());
     call = std::move(begun.value());
   }
-  sends_.push_back(StartedSend{buffer, *payload, std::move(call), started});
+  transfers_.push_back(StartedTransfer{buffer, nullptr, *payload, std::move(call), started});
   return Status::success();
 }
 
-// A started send is counted and recorded from its start to the end of the
-// wait that saw it complete.
+Status Communicator::start_send_recv(const void* send_buffer, int send_peer, void* recv_buffer, int recv_peer, size_t count, DataType type) {
+  const Result<size_t> payload = checked_send_recv_payload(send_buffer, send_peer, recv_buffer, recv_peer, count, type);
+  if (!payload.ok()) return failure("send_recv", payload.error());
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<PendingCall> call;
+  if (count > 0) {
+    auto begun = do_start_send_recv(send_buffer, send_peer, recv_buffer, recv_peer, count, type);
+    if (!begun.ok()) return failure("send_recv", begun.error());
+    call = std::move(begun.value());
+  }
+  transfers_.push_back(StartedTransfer{send_buffer, recv_buffer, *payload, std::move(call), started});
+  return Status::success();
+}
+
+// A started send or send_recv is counted and recorded from its start to the
+// end of the wait that saw it complete (a send_recv as a send and a recv).
 template <typename Which>
-Status Communicator::finish_sends_where(Which which) {
-  for (auto it = sends_.begin(); it != sends_.end();) {
+Status Communicator::finish_transfers_where(Which which) {
+  for (auto it = transfers_.begin(); it != transfers_.end();) {
     if (!which(*it)) {
       ++it;
       continue;
     }
+    const char* call_name = it->recv != nullptr ? "send_recv" : "send";
     if (it->call) {
       if (Status waited = it->call->wait(); !waited.ok()) {
-        sends_.clear();  // the group is unusable after a backend error (see above)
-        return failure("send", waited.error());
+        transfers_.clear();  // the group is unusable after a backend error (see above)
+        return failure(call_name, waited.error());
       }
     }
     const auto now = std::chrono::steady_clock::now();
-    counters_.add(Collective::send, static_cast<int64_t>(it->payload), seconds_between(it->started, now));
-    record(Collective::send, it->started, now, it->payload);
-    it = sends_.erase(it);
+    for (Collective kind : {Collective::send, Collective::recv}) {
+      if ((kind == Collective::send ? it->send : it->recv) == nullptr) continue;
+      counters_.add(kind, static_cast<int64_t>(it->payload), seconds_between(it->started, now));
+      record(kind, it->started, now, it->payload);
+    }
+    it = transfers_.erase(it);
   }
   return Status::success();
 }
 
 Status Communicator::finish_send(const void* buffer) {
-  return finish_sends_where([buffer](const StartedSend& send) { return send.buffer == buffer; });
+  return finish_transfers_where([buffer](const StartedTransfer& t) { return t.send == buffer; });
 }
 
 Status Communicator::finish_sends() {
-  return finish_sends_where([](const StartedSend&) { return true; });
+  return finish_transfers_where([](const StartedTransfer& t) { return t.send != nullptr; });
+}
+
+size_t Communicator::started_sends() const {
+  return static_cast<size_t>(std::count_if(transfers_.begin(), transfers_.end(), [](const StartedTransfer& t) { return t.send != nullptr; }));
+}
+
+Status Communicator::finish_recv(const void* buffer) {
+  return finish_transfers_where([buffer](const StartedTransfer& t) { return t.recv == buffer; });
 }
 
 Status Communicator::barrier() {

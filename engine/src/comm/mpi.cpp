@@ -169,26 +169,69 @@ class PendingReduction final : public Communicator::PendingCall {
   const char* mpi_call_ = "MPI_Ialltoallv";  // the exchange in flight, as errors name it
 };
 
-// One send in flight (Communicator::start_send). The caller's buffer stays
-// the caller's to keep alive; a send dropped while MPI still holds it keeps its
-// communicator until MPI lets it go.
-class PendingSend final : public Communicator::PendingCall {
+// One send or recv in flight (Communicator::start_send, start_recv). The
+// caller's buffer stays the caller's to keep alive; a transfer dropped while
+// MPI still holds it keeps its communicator until MPI lets it go.
+class PendingTransfer : public Communicator::PendingCall {
  public:
-  PendingSend(std::shared_ptr<const MpiCommHandle> comm, const Waiting& waiting, size_t payload)
-      : comm_(std::move(comm)), abandoned_(waiting.abandoned), deadline_(waiting.timeout), payload_(payload) {}
-  ~PendingSend() override {
+  PendingTransfer(std::shared_ptr<const MpiCommHandle> comm, const Waiting& waiting)
+      : comm_(std::move(comm)), abandoned_(waiting.abandoned), deadline_(waiting.timeout) {}
+  ~PendingTransfer() override {
     if (request != MPI_REQUEST_NULL) abandoned_->keep(request, {comm_});
   }
-  Result<bool> test() override { return test_request(request, MPI_STATUS_IGNORE, "MPI_Isend"); }
-  Status wait() override { return wait_for(request, MPI_STATUS_IGNORE, deadline_, "MPI_Isend", payload_); }
 
   MPI_Request request = MPI_REQUEST_NULL;
+
+ protected:
+  const Deadline& deadline() const { return deadline_; }
 
  private:
   std::shared_ptr<const MpiCommHandle> comm_;
   std::shared_ptr<AbandonedCalls> abandoned_;
   Deadline deadline_;
+};
+
+class PendingSend final : public PendingTransfer {
+ public:
+  PendingSend(std::shared_ptr<const MpiCommHandle> comm, const Waiting& waiting, size_t payload)
+      : PendingTransfer(std::move(comm), waiting), payload_(payload) {}
+  Result<bool> test() override { return test_request(request, MPI_STATUS_IGNORE, "MPI_Isend"); }
+  Status wait() override { return wait_for(request, MPI_STATUS_IGNORE, deadline(), "MPI_Isend", payload_); }
+
+ private:
   size_t payload_;
+};
+
+// A completed recv's message must be exactly `count` elements (a longer one
+// has already failed with MPI_ERR_TRUNCATE, MPI-3.1 §3.2.4).
+Status check_received(const MPI_Status& status, DataType type, size_t count, int peer) {
+  int received = 0;
+  if (auto s = mpi_status(MPI_Get_count(&status, mpi_type(type), &received), "MPI_Get_count"); !s) return s;
+  if (static_cast<size_t>(received) == count) return Status::success();
+  return make_error(ErrorCode::invalid_argument,
+                    "rank " + std::to_string(peer) + " sent " + std::to_string(received) + " elements, " + std::to_string(count) + " were expected");
+}
+
+class PendingRecv final : public PendingTransfer {
+ public:
+  PendingRecv(std::shared_ptr<const MpiCommHandle> comm, const Waiting& waiting, DataType type, size_t count, int peer)
+      : PendingTransfer(std::move(comm), waiting), type_(type), count_(count), peer_(peer) {}
+  Result<bool> test() override {
+    auto done = test_request(request, &status_, "MPI_Irecv");
+    if (!done.ok() || !done.value()) return done;
+    if (Status s = check_received(status_, type_, count_, peer_); !s) return s.error();
+    return true;
+  }
+  Status wait() override {
+    if (Status s = wait_for(request, &status_, deadline(), "MPI_Irecv", count_ * element_bytes(type_)); !s) return s;
+    return check_received(status_, type_, count_, peer_);
+  }
+
+ private:
+  DataType type_;
+  size_t count_;
+  int peer_;
+  MPI_Status status_{};
 };
 
 class MpiCommunicator final : public Communicator {
@@ -327,13 +370,16 @@ class MpiCommunicator final : public Communicator {
     const int started = MPI_Irecv(recv, static_cast<int>(count), mpi_type(type), peer, tag, comm_->get(), &request);
     // A longer message fails here with MPI_ERR_TRUNCATE (MPI-3.1 §3.2.4).
     if (auto s = complete(started, request, Deadline(waiting_.timeout), "MPI_Irecv", count * element_bytes(type), nullptr, &status); !s) return s;
-    int received = 0;
-    if (auto s = mpi_status(MPI_Get_count(&status, mpi_type(type), &received), "MPI_Get_count"); !s) return s;
-    if (static_cast<size_t>(received) != count) {
-      return make_error(ErrorCode::invalid_argument, "rank " + std::to_string(peer) + " sent " + std::to_string(received) + " elements, " +
-                                                         std::to_string(count) + " were expected");
+    return check_received(status, type, count, peer);
+  }
+
+  Result<std::unique_ptr<PendingCall>> do_start_recv(void* recv, size_t count, DataType type, int peer, int tag) override {
+    if (auto s = fits_mpi_int(count); !s) return s.error();
+    auto call = std::make_unique<PendingRecv>(comm_, waiting_, type, count, peer);
+    if (auto s = mpi_status(MPI_Irecv(recv, static_cast<int>(count), mpi_type(type), peer, tag, comm_->get(), &call->request), "MPI_Irecv"); !s) {
+      return s.error();
     }
-    return Status::success();
+    return std::unique_ptr<PendingCall>(std::move(call));
   }
 
   Status do_barrier() override {

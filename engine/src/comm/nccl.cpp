@@ -469,12 +469,26 @@ class NcclCommunicator final : public Communicator {
   // should never block each other"); ungrouped, a send blocks until its peer's
   // recv has run, and two stages each sending to the other first would wait forever.
   Status do_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type) override {
-    return run("ncclSend/ncclRecv (send_recv)", count * element_bytes(type), [&](const Deadline& deadline) {
-      return grouped(deadline, "ncclSend/ncclRecv (send_recv)", [&](ncclComm_t comm) {
-        const cudaStream_t stream = state_->stream();
-        if (auto s = nccl_status(ncclSend(send, count, nccl_type(type), send_peer, comm, stream), "ncclSend", comm); !s) return s;
-        return nccl_status(ncclRecv(recv, count, nccl_type(type), recv_peer, comm, stream), "ncclRecv", comm);
-      });
+    return run("ncclSend/ncclRecv (send_recv)", count * element_bytes(type),
+               [&](const Deadline& deadline) { return enqueue_send_recv(send, send_peer, recv, recv_peer, count, type, deadline); });
+  }
+
+  // Queued on the communicator's stream after the compute stream's work, as
+  // the started all-reduce: the compute stream goes on (the sequence-parallel
+  // GEMM on the chunk before, model/sequence_overlap.h).
+  Result<std::unique_ptr<PendingCall>> do_start_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
+                                                          DataType type) override {
+    auto call = start("ncclSend/ncclRecv (send_recv)", count * element_bytes(type),
+                      [&](const Deadline& deadline) { return enqueue_send_recv(send, send_peer, recv, recv_peer, count, type, deadline); });
+    if (!call) return call.error();
+    return std::unique_ptr<PendingCall>(std::move(call.value()));
+  }
+
+  Status enqueue_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type, const Deadline& deadline) {
+    return grouped(deadline, "ncclSend/ncclRecv (send_recv)", [&](ncclComm_t comm) {
+      const cudaStream_t stream = state_->stream();
+      if (auto s = nccl_status(ncclSend(send, count, nccl_type(type), send_peer, comm, stream), "ncclSend", comm); !s) return s;
+      return nccl_status(ncclRecv(recv, count, nccl_type(type), recv_peer, comm, stream), "ncclRecv", comm);
     });
   }
 

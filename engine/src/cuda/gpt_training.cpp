@@ -139,6 +139,29 @@ struct GptTraining::State {
   T* gathered_grad() { return outside("sequence_gathered_grad"); }
   const T* whole_values(const T* rows) { return tp.whole_rows(rows, sequence_parallel() ? gathered() : nullptr, N, C); }
   const T* whole_gradients(const T* rows) { return tp.whole_rows(rows, sequence_parallel() ? gathered_grad() : nullptr, N, C); }
+  // The CPU model's gathered_gemms and reduced_gemms (model/transformer.h):
+  // gemms(first_row, rows, input or out) over all N rows around the
+  // collective, or under --tp-comm-overlap over one rank's rows at a time as
+  // the chunks move (tensor_parallel_step.h).
+  template <typename Gemms>
+  const T* gathered_gemms(const T* mine, T* buffer, Gemms gemms) {
+    if (!tp.overlapped()) {
+      const T* whole = tp.whole_rows(mine, sequence_parallel() ? buffer : nullptr, N, C);
+      gemms(int64_t{0}, N, whole);
+      return whole;
+    }
+    tp.all_gather_overlapped(mine, buffer, N, C, [&](int64_t chunk) { gemms(chunk * Nl, Nl, buffer + chunk * Nl * C); });
+    return buffer;
+  }
+  template <typename Gemms>
+  void reduced_gemms(T* whole, T* mine, Gemms gemms) {
+    if (!tp.overlapped()) {
+      gemms(int64_t{0}, N, whole);
+      tp.reduce_rows(whole, mine, N, C);
+      return;
+    }
+    tp.reduce_scatter_overlapped(whole, outside("sequence_overlap_send"), mine, N, C, [&](int64_t chunk, T* into) { gemms(chunk * Nl, Nl, into); });
+  }
 
   // out (N, OC) = inp (N, IC) · W + bias, W stored (IC, OC) (in_out: GPT-2's
   // Conv1D) or (OC, IC) (out_in: nn.Linear), as ops/linear.h.
@@ -151,11 +174,21 @@ struct GptTraining::State {
   // the product of inp and dout in W's layout; dbias += the column sums of dout (1 · dout).
   void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t rows, int64_t IC, int64_t OC,
                        cpu::WeightLayout layout, bool accumulate = false) {
+    linear_backward_input(dinp, dout, weight, rows, IC, OC, layout, accumulate);
+    linear_backward_weight(dweight, dbias, dout, inp, rows, IC, OC, layout);
+  }
+  // The input gradient alone, on any range of rows (ops/linear.h's linear_backward_input).
+  void linear_backward_input(T* dinp, const T* dout, const T* weight, int64_t rows, int64_t IC, int64_t OC, cpu::WeightLayout layout,
+                             bool accumulate = false) {
     const bool out_in = layout == cpu::WeightLayout::out_in;
     const float beta = accumulate ? 1.0f : 0.0f;
     check(gemm.run<T>(GemmCall{false, !out_in, rows, IC, OC, OC, out_in ? IC : OC, IC, 1.0f, beta, GemmEpilogue::none}, dout, weight, dinp, nullptr,
                       nullptr),
           "linear backward (input)");
+  }
+  // The parameter gradients alone, over all `rows`.
+  void linear_backward_weight(T* dweight, T* dbias, const T* dout, const T* inp, int64_t rows, int64_t IC, int64_t OC, cpu::WeightLayout layout) {
+    const bool out_in = layout == cpu::WeightLayout::out_in;
     if (out_in) {  // dW (OC, IC) += doutᵀ · inp
       check(gemm.run<T>(GemmCall{true, false, OC, IC, rows, OC, IC, IC, 1.0f, 1.0f, GemmEpilogue::none}, dout, inp, dweight, nullptr, nullptr),
             "linear backward (weight)");
@@ -181,12 +214,10 @@ struct GptTraining::State {
     }
   }
   // Adds the norm's input gradient into dinp, its parameters' into their
-  // gradients. The gradient of its output comes from column-parallel layers
-  // into `dwhole`: partial under tensor parallelism, summed over the group
-  // first (Megatron's f, backward) into this rank's rows `dout` (reduce-
-  // scattered under sequence parallelism; else in place, `dwhole` == `dout`).
-  void norm_backward(T* dinp, T* dwhole, T* dout, const T* in, const float* statistics, int weight, int bias) {
-    tp.reduce_rows(dwhole, dout, N, C);
+  // gradients, from `dout`: this rank's rows of the gradient of its output,
+  // which the column-parallel layers above it wrote partial and the group has
+  // summed (Megatron's f, backward: reduced_gemms, or reduce_rows for the head).
+  void norm_backward(T* dinp, const T* dout, const T* in, const float* statistics, int weight, int bias) {
     void* workspace = norm_workspace.as<void>();
     if (config.norm == planner::NormKind::layer_norm) {
       check(layernorm_backward(dinp, grad(weight), grad_or_null(bias), dout, in, param(weight), statistics, statistics + Nl, Nl, C, workspace, nullptr),
@@ -347,44 +378,53 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
   const bool sp = sequence_parallel();
   T* ln1 = act(l, "attn_norm_output");
   norm_forward(ln1, stats(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
-  const T* ln1_whole = whole_values(ln1);
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   T* att = act(l, "attention_output");
   T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
-  T* attention_out = sp ? gathered() : mid;  // the row-parallel output before its sum (ln1_whole is used up)
+  T* attention_out = sp ? gathered() : mid;  // the row-parallel output before its sum (the gathered ln1 is used up)
   const cpu::WeightLayout layout = gpt2() ? cpu::WeightLayout::in_out : cpu::WeightLayout::out_in;
-  if (gpt2()) {
-    linear_forward(qkv.q, ln1_whole, param(w.qkv_w), param_or_null(w.qkv_b), N, C, 3 * q, layout);
-  } else {
-    linear_forward(qkv.q, ln1_whole, param(w.q_w), param_or_null(w.q_b), N, C, q, layout);
-    linear_forward(qkv.k, ln1_whole, param(w.k_w), param_or_null(w.k_b), N, C, kv, layout);
-    linear_forward(qkv.v, ln1_whole, param(w.v_w), param_or_null(w.v_b), N, C, kv, layout);
+  // Rows [r0, r0 + rows) of the column-parallel projections, from those rows of the norm's output.
+  gathered_gemms(ln1, gathered(), [&](int64_t r0, int64_t rows, const T* in) {
+    if (gpt2()) {
+      linear_forward(qkv.q + r0 * qkv.shape.q_stride, in, param(w.qkv_w), param_or_null(w.qkv_b), rows, C, 3 * q, layout);
+    } else {
+      linear_forward(qkv.q + r0 * q, in, param(w.q_w), param_or_null(w.q_b), rows, C, q, layout);
+      linear_forward(qkv.k + r0 * kv, in, param(w.k_w), param_or_null(w.k_b), rows, C, kv, layout);
+      linear_forward(qkv.v + r0 * kv, in, param(w.v_w), param_or_null(w.v_b), rows, C, kv, layout);
+    }
+  });
+  if (!gpt2()) {
     rope(qkv.q, config.num_heads, q, false);
     rope(qkv.k, config.num_kv_heads, kv, false);
   }
   attention_forward(l, qkv);
-  linear_forward(attention_out, att, param(w.o_w), tp.row_parallel_bias(param_or_null(w.o_b)), N, q, C, layout);
-  tp.reduce_rows(attention_out, mid, N, C);  // row-parallel: Megatron's g
+  reduced_gemms(attention_out, mid, [&](int64_t r0, int64_t rows, T* into) {  // row-parallel: Megatron's g
+    linear_forward(into, att + r0 * q, param(w.o_w), tp.row_parallel_bias(param_or_null(w.o_b)), rows, q, C, layout);
+  });
   check(residual_add(mid, x, Nl * C, nullptr), "residual");
   T* ln2 = act(l, "mlp_norm_output");
   norm_forward(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
-  const T* ln2_whole = whole_values(ln2);
   T* hidden = act(l, "mlp_activation");
-  T* mlp_out = sp ? gathered() : out;  // ln2_whole is used up before the down projection writes it
+  T* mlp_out = sp ? gathered() : out;  // the gathered ln2 is used up before the down projection writes it
+  T* pre = gpt2() ? act(l, "mlp_pre_activation") : nullptr;
+  T* gate = gpt2() ? nullptr : act(l, "mlp_gate");
+  T* up = gpt2() ? nullptr : act(l, "mlp_up");
+  gathered_gemms(ln2, gathered(), [&](int64_t r0, int64_t rows, const T* in) {
+    if (gpt2()) {
+      linear_forward(pre + r0 * I, in, param(w.fc_w), param_or_null(w.fc_b), rows, C, I, layout);
+    } else {
+      linear_forward(gate + r0 * I, in, param(w.gate_w), nullptr, rows, C, I, layout);
+      linear_forward(up + r0 * I, in, param(w.up_w), nullptr, rows, C, I, layout);
+    }
+  });
   if (gpt2()) {
-    T* pre = act(l, "mlp_pre_activation");
-    linear_forward(pre, ln2_whole, param(w.fc_w), param_or_null(w.fc_b), N, C, I, layout);
     check(gelu_forward(hidden, pre, N * I, nullptr), "gelu");
-    linear_forward(mlp_out, hidden, param(w.proj_w), tp.row_parallel_bias(param_or_null(w.proj_b)), N, I, C, layout);
   } else {
-    T* gate = act(l, "mlp_gate");
-    T* up = act(l, "mlp_up");
-    linear_forward(gate, ln2_whole, param(w.gate_w), nullptr, N, C, I, layout);
-    linear_forward(up, ln2_whole, param(w.up_w), nullptr, N, C, I, layout);
     check(swiglu_forward(hidden, gate, up, N * I, nullptr), "swiglu");
-    linear_forward(mlp_out, hidden, param(w.down_w), nullptr, N, I, C, layout);
   }
-  tp.reduce_rows(mlp_out, out, N, C);
+  const int down = gpt2() ? w.proj_w : w.down_w;
+  const T* down_bias = gpt2() ? tp.row_parallel_bias(param_or_null(w.proj_b)) : nullptr;
+  reduced_gemms(mlp_out, out, [&](int64_t r0, int64_t rows, T* into) { linear_forward(into, hidden + r0 * I, param(down), down_bias, rows, I, C, layout); });
   check(residual_add(out, mid, Nl * C, nullptr), "residual");
 }
 
@@ -467,42 +507,68 @@ void GptTraining::State::block_backward(int l) {
   T* dnorm_whole = sp ? gathered_grad() : dnarrow;
   // MLP: out = mid + down(act(ln2(mid))); under sequence parallelism the
   // output's gradient and ln2 are gathered whole (ln2 again, as Megatron does).
-  const T* dout = whole_gradients(dres);
+  // The down projection's input gradient runs row by row as the output
+  // gradient's chunks arrive; its weight gradient needs every row.
   T* hidden = act(l, "mlp_activation");
+  T* dhidden = gpt2() ? dwide : dwide + N * I;  // SwiGLU: the up projection's half (dgate, dup)
+  const int down = gpt2() ? w.proj_w : w.down_w;
+  const T* dout = gathered_gemms(dres, gathered_grad(), [&](int64_t r0, int64_t rows, const T* in) {
+    linear_backward_input(dhidden + r0 * I, in, param(down), rows, I, C, layout);
+  });
+  linear_backward_weight(grad(down), gpt2() ? grad_or_null(w.proj_b) : nullptr, dout, hidden, N, I, C, layout);
   if (gpt2()) {
-    linear_backward(dwide, grad(w.proj_w), grad_or_null(w.proj_b), dout, hidden, param(w.proj_w), N, I, C, layout);
     check(gelu_backward(dwide, act(l, "mlp_pre_activation"), dwide, N * I, nullptr), "gelu backward");
-    const T* ln2 = whole_values(act(l, "mlp_norm_output"));
-    linear_backward(dnorm_whole, grad(w.fc_w), grad_or_null(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, layout);
   } else {
-    T* dgate = dwide;
-    T* dup = dwide + N * I;
-    linear_backward(dup, grad(w.down_w), nullptr, dout, hidden, param(w.down_w), N, I, C, layout);
-    check(swiglu_backward(dgate, dup, act(l, "mlp_gate"), act(l, "mlp_up"), dup, N * I, nullptr), "swiglu backward");
-    const T* ln2 = whole_values(act(l, "mlp_norm_output"));
-    linear_backward(dnorm_whole, grad(w.gate_w), nullptr, dgate, ln2, param(w.gate_w), N, C, I, layout);
-    linear_backward(dnorm_whole, grad(w.up_w), nullptr, dup, ln2, param(w.up_w), N, C, I, layout, true);
+    check(swiglu_backward(dwide, dhidden, act(l, "mlp_gate"), act(l, "mlp_up"), dhidden, N * I, nullptr), "swiglu backward");
   }
-  norm_backward(dres, dnorm_whole, dnarrow, act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
+  const T* ln2 = whole_values(act(l, "mlp_norm_output"));
+  if (gpt2()) {
+    linear_backward_weight(grad(w.fc_w), grad_or_null(w.fc_b), dwide, ln2, N, C, I, layout);
+  } else {
+    linear_backward_weight(grad(w.gate_w), nullptr, dwide, ln2, N, C, I, layout);
+    linear_backward_weight(grad(w.up_w), nullptr, dhidden, ln2, N, C, I, layout);
+  }
+  reduced_gemms(dnorm_whole, dnarrow, [&](int64_t r0, int64_t rows, T* into) {
+    if (gpt2()) {
+      linear_backward_input(into, dwide + r0 * I, param(w.fc_w), rows, C, I, layout);
+    } else {
+      linear_backward_input(into, dwide + r0 * I, param(w.gate_w), rows, C, I, layout);
+      linear_backward_input(into, dhidden + r0 * I, param(w.up_w), rows, C, I, layout, true);
+    }
+  });
+  norm_backward(dres, dnarrow, act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
   // Attention: mid = x + o(attention(qkv(ln1(x)))). The attention output's
   // gradient (N · q of this rank's heads) fits grad_narrow's N/tp · max(C, q · tp) under sequence parallelism.
-  const T* dmid = whole_gradients(dres);
   T* att = act(l, "attention_output");
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   const QkvViews dqkv = qkv_views(dwide);
-  linear_backward(dnarrow, grad(w.o_w), grad_or_null(w.o_b), dmid, att, param(w.o_w), N, q, C, layout);
+  const T* dmid = gathered_gemms(dres, gathered_grad(), [&](int64_t r0, int64_t rows, const T* in) {
+    linear_backward_input(dnarrow + r0 * q, in, param(w.o_w), rows, q, C, layout);
+  });
+  linear_backward_weight(grad(w.o_w), grad_or_null(w.o_b), dmid, att, N, q, C, layout);
   check(ring->backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, ring_buffers()));
-  const T* ln1 = whole_values(act(l, "attn_norm_output"));
-  if (gpt2()) {
-    linear_backward(dnorm_whole, grad(w.qkv_w), grad_or_null(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * q, layout);
-  } else {
+  if (!gpt2()) {
     rope(dqkv.q, config.num_heads, q, true);
     rope(dqkv.k, config.num_kv_heads, kv, true);
-    linear_backward(dnorm_whole, grad(w.q_w), grad_or_null(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, q, layout);
-    linear_backward(dnorm_whole, grad(w.k_w), grad_or_null(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, kv, layout, true);
-    linear_backward(dnorm_whole, grad(w.v_w), grad_or_null(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, kv, layout, true);
   }
-  norm_backward(dres, dnorm_whole, dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
+  const T* ln1 = whole_values(act(l, "attn_norm_output"));
+  if (gpt2()) {
+    linear_backward_weight(grad(w.qkv_w), grad_or_null(w.qkv_b), dwide, ln1, N, C, 3 * q, layout);
+  } else {
+    linear_backward_weight(grad(w.q_w), grad_or_null(w.q_b), dqkv.q, ln1, N, C, q, layout);
+    linear_backward_weight(grad(w.k_w), grad_or_null(w.k_b), dqkv.k, ln1, N, C, kv, layout);
+    linear_backward_weight(grad(w.v_w), grad_or_null(w.v_b), dqkv.v, ln1, N, C, kv, layout);
+  }
+  reduced_gemms(dnorm_whole, dnarrow, [&](int64_t r0, int64_t rows, T* into) {
+    if (gpt2()) {
+      linear_backward_input(into, dwide + r0 * 3 * q, param(w.qkv_w), rows, C, 3 * q, layout);
+    } else {
+      linear_backward_input(into, dqkv.q + r0 * q, param(w.q_w), rows, C, q, layout);
+      linear_backward_input(into, dqkv.k + r0 * kv, param(w.k_w), rows, C, kv, layout, true);
+      linear_backward_input(into, dqkv.v + r0 * kv, param(w.v_w), rows, C, kv, layout, true);
+    }
+  });
+  norm_backward(dres, dnarrow, act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
 }
 
 // Adds this micro-batch's gradients into the flat buffer; with `reduce` (the
@@ -524,7 +590,8 @@ void GptTraining::State::backward(bool reduce, const T* output_grad, T* input_gr
     T* dh = sp ? gathered_grad() : dnarrow;
     linear_backward(dh, grad(slots.head), nullptr, outside("logits"), whole_values(outside("head_input")), param(slots.head), N,
                     C, V, cpu::WeightLayout::out_in);
-    norm_backward(dres, dh, dnarrow, outside("final_norm_input"), outside<float>("final_norm_stats"), slots.final_norm_w, slots.final_norm_b);
+    tp.reduce_rows(dh, dnarrow, N, C);
+    norm_backward(dres, dnarrow, outside("final_norm_input"), outside<float>("final_norm_stats"), slots.final_norm_w, slots.final_norm_b);
     after_layer_backward(L, reduce);  // the head
   } else {
     check(cudaMemcpyAsync(dres, output_grad, static_cast<size_t>(boundary_numel()) * sizeof(T), cudaMemcpyDeviceToDevice, nullptr),
@@ -714,6 +781,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   const int64_t cp = context_parallel.group != nullptr ? context_parallel.group->size() : 1;
   const int64_t dp = data_parallel.group != nullptr ? data_parallel.group->size() : 1;  // dp × cp ranks under context parallelism
   const bool sequence_parallel = tensor_parallel.sequence_parallel && tp > 1;
+  const bool comm_overlap = sequence_parallel && tensor_parallel.comm_overlap;
   const int64_t pp = pipeline.group != nullptr ? pipeline.group->size() : 1;
   planner::PluginOptions layout_plugin = data_parallel.plugin;
   layout_plugin.pp_schedule = pipeline.schedule;
@@ -774,7 +842,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   }
   s->options = options;
   s->ledger = &ledger;
-  s->tp = TensorParallelStep(tensor_parallel.group, part, sequence_parallel);
+  s->tp = TensorParallelStep(tensor_parallel.group, part, sequence_parallel, comm_overlap ? TpCommunication::overlapped : TpCommunication::collectives);
   s->stage = stage;
   s->chunks = stage_chunks;
   s->schedule = pipeline.schedule;
@@ -828,7 +896,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     // What the forward keeps and the recompute rebuilds, sized and named by
     // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
     const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
-    const ActivationBuffers buffers = activation_buffers(table, planner::ActivationShape{micro_batch, Tn, tp, sequence_parallel, cp}, recompute);
+    const ActivationBuffers buffers = activation_buffers(table, planner::ActivationShape{micro_batch, Tn, tp, sequence_parallel, cp, comm_overlap}, recompute);
     if (pp > 1) {
       s->activations = StepActivations(*s->allocator, buffers, c.num_layers, stage_chunks, stage.first(), stage.last());
       s->boundaries = StageBoundaries(*s->allocator, s->boundary_numel() * static_cast<int64_t>(sizeof(T)), stage.first(), stage.last(), chunks);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tessera/engine/cuda/cross_entropy.h"
+#include "tessera/engine/cuda/ordered_reduce.h"
 #include "tessera/engine/cuda/vocab_parallel_cross_entropy.h"
 #include "tessera/engine/device/tensor_parallel_part.h"
 
@@ -13,8 +14,16 @@
 
 namespace tessera::engine::cuda {
 
-TensorParallelStep::TensorParallelStep(comm::Communicator* group, const planner::Model& part, bool sequence_parallel)
-    : split_(group, sequence_parallel), group_(split_.size() > 1 ? group : nullptr), vocab_size_(part.config.vocab_size),
+void DeviceChunks::copy(bf16* to, const bf16* from, int64_t n) const {
+  made(cudaMemcpyAsync(to, from, static_cast<size_t>(n) * sizeof(bf16), cudaMemcpyDeviceToDevice, nullptr), "the own sequence chunk's copy");
+}
+
+void DeviceChunks::sum_in_rank_order(bf16* out, const bf16* slices, int64_t tp, int64_t n) const {
+  made(ordered_reduce(out, slices, static_cast<int>(tp), n, false, nullptr), "the rank-order sum of the partial sequence chunks");
+}
+
+TensorParallelStep::TensorParallelStep(comm::Communicator* group, const planner::Model& part, bool sequence_parallel, TpCommunication communication)
+    : split_(group, sequence_parallel, communication), group_(split_.size() > 1 ? group : nullptr), vocab_size_(part.config.vocab_size),
       counted_(gradient_norm_runs(part, split_.rank())) {}
 
 void TensorParallelStep::sum(bf16* x, int64_t n) {

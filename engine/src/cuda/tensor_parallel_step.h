@@ -22,11 +22,23 @@
 // parallel layer reads it, and reduce_rows reduce-scatters a row-parallel
 // layer's partial sum into the rank's rows where it would all-reduce it.
 //
+// --tp-comm-overlap (TpCommunication::overlapped): the CPU model's code
+// (model/sequence_overlap.h) runs the gathers before the column-parallel
+// GEMMs and the reduce-scatters after the GEMMs that make partial sums as
+// planner/tp_overlap_schedule.h's chunks, each a grouped ncclSend/ncclRecv on
+// the NCCL communicator's stream (after the compute stream's queued work) while
+// the compute stream runs the GEMM on the chunk before; the host waits for a
+// chunk's event before queueing the GEMM that reads it. DeviceChunks is the
+// local half on the compute stream: the own chunk's copy and the rank-order
+// sum of the partial chunks (the NCCL backend's own reduction kernel).
+//
 // Errors: a failed launch or collective is thrown as the step's one line
 // (gpt_training.cpp catches it).
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -38,12 +50,18 @@
 
 namespace tessera::engine::cuda {
 
+// sequence_overlap.h's local half on the device, queued on the compute stream.
+struct DeviceChunks {
+  void copy(bf16* to, const bf16* from, int64_t n) const;
+  void sum_in_rank_order(bf16* out, const bf16* slices, int64_t tp, int64_t n) const;
+};
+
 class TensorParallelStep {
  public:
   TensorParallelStep() = default;  // none yet: GptTraining::create assigns it
   // `group`: the tensor-parallel ranks' communicator on device buffers (null or one rank: none).
   // `part`: the rank's part of the model (tp_rank_model), its config the whole one's.
-  TensorParallelStep(comm::Communicator* group, const planner::Model& part, bool sequence_parallel);
+  TensorParallelStep(comm::Communicator* group, const planner::Model& part, bool sequence_parallel, TpCommunication communication);
 
   int64_t size() const { return split_.size(); }
   comm::Communicator* group() const { return group_; }  // null on one rank
@@ -52,6 +70,7 @@ class TensorParallelStep {
   cpu::VocabSlice vocab() const { return {split_.vocab_begin(vocab_size_), split_.vocab_valid(vocab_size_)}; }
 
   bool sequence_parallel() const { return split_.sequence_parallel(); }
+  bool overlapped() const { return split_.overlapped(); }
   // The rows of an (N, C) tensor outside the split layers that this rank keeps, and the first of them.
   int64_t local_rows(int64_t N) const { return split_.local_rows(N); }
   int64_t first_row(int64_t N) const { return split_.first_row(N); }
@@ -62,6 +81,21 @@ class TensorParallelStep {
   // `whole` into this rank's rows `mine` under sequence parallelism, else
   // summed in place (`whole` == `mine`).
   void reduce_rows(bf16* whole, bf16* mine, int64_t N, int64_t C);
+  // whole_rows under --tp-comm-overlap: `consume(chunk)` queues the GEMMs on
+  // each rank's rows of `buffer` once they are there (overlapped_all_gather).
+  template <typename Consume>
+  void all_gather_overlapped(const bf16* rows, bf16* buffer, int64_t N, int64_t C, Consume consume) {
+    split_.all_gather_overlapped(DeviceChunks{}, rows, buffer, local_rows(N) * C, consume);
+    if (!split_.status()) throw std::runtime_error("sequence-parallel all-gather (overlapped): " + split_.status().error().message);
+  }
+  // reduce_rows under --tp-comm-overlap: `produce(chunk, into)` queues the
+  // GEMMs that write this rank's partial of each rank's rows, each sent as
+  // soon as it is made from `sends` (overlapped_reduce_scatter).
+  template <typename Produce>
+  void reduce_scatter_overlapped(bf16* whole, bf16* sends, bf16* mine, int64_t N, int64_t C, Produce produce) {
+    split_.reduce_scatter_overlapped(DeviceChunks{}, whole, sends, mine, local_rows(N) * C, produce);
+    if (!split_.status()) throw std::runtime_error("sequence-parallel reduce-scatter (overlapped): " + split_.status().error().message);
+  }
 
   // x (n elements on the device) = its sum over the group, in place: Megatron's g after a
   // row-parallel layer's forward, f before a column-parallel layer's input gradient goes on.

@@ -87,10 +87,6 @@ Status check_gpu_layout(const planner::PluginOptions& plugin, const planner::Par
   if (plugin.kind != PluginKind::hybrid_parallel) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(layout.tp) + ": tensor parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
   }
-  if (plugin.tp_comm_overlap) {
-    return make_error(ErrorCode::unsupported,
-                      "--tp-comm-overlap: the GPU step runs sequence parallelism's all-gathers and reduce-scatters between its GEMMs, not under them; leave it out");
-  }
   return Status::success();
 }
 

@@ -43,10 +43,11 @@ planner::Precision storage_precision() {
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                               uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage, comm::Communicator* tensor_group,
-                                              bool sequence_parallel, planner::PipelinePlacement stage, comm::Communicator* context_group) {
+                                              bool sequence_parallel, planner::PipelinePlacement stage, comm::Communicator* context_group,
+                                              TpCommunication tp_communication) {
   const auto& c = model.config;
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
-  const TensorParallel tp(tensor_group, sequence_parallel);
+  const TensorParallel tp(tensor_group, sequence_parallel, tp_communication);
   if (tp.sequence_parallel()) {
     if (Status s = check_sequence_split(micro_batch, seq_len, tp.size()); !s) return s.error();
   }
@@ -120,7 +121,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   const planner::Precision precision = storage_precision<T>();
   ledger_ = &ledger;
   buffers_ = activation_buffers(planner::activation_table(c, planner::ActivationProfile::tessera, precision),
-                                planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel(), cp_.size()}, recompute_);
+                                planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel(), cp_.size(), tp_.overlapped()}, recompute_);
   if (stage_.pp == 1) own_pass_ = allocate_pass(0);
   working_ = allocate(buffers_.working);
   scratch_ = allocate(buffers_.scratch);
@@ -394,6 +395,32 @@ void Transformer<T>::reduce_rows(T* whole, T* mine) {
 }
 
 template <typename T>
+template <typename Gemms>
+const T* Transformer<T>::gathered_gemms(const T* mine, T* buffer, Gemms gemms) {
+  const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = config_.hidden_size;
+  if (!tp_.overlapped()) {
+    const T* whole = whole_rows(mine, buffer);
+    gemms(int64_t{0}, N, whole);
+    return whole;
+  }
+  tp_.all_gather_overlapped(HostChunks{}, mine, buffer, Nl * C, [&](int64_t chunk) { gemms(chunk * Nl, Nl, buffer + chunk * Nl * C); });
+  return buffer;
+}
+
+template <typename T>
+template <typename Gemms>
+void Transformer<T>::reduced_gemms(T* whole, T* mine, Gemms gemms) {
+  const int64_t N = B_ * T_, Nl = tp_.local_rows(N), C = config_.hidden_size;
+  if (!tp_.overlapped()) {
+    gemms(int64_t{0}, N, whole);
+    reduce_rows(whole, mine);
+    return;
+  }
+  tp_.reduce_scatter_overlapped(HostChunks{}, whole, find(scratch_.narrow, "sequence_overlap_send"), mine, Nl * C,
+                                [&](int64_t chunk, T* into) { gemms(chunk * Nl, Nl, into); });
+}
+
+template <typename T>
 void Transformer<T>::block_forward(int l, const T* x, T* out) {
   const auto& c = config_;
   const Layer& w = layers_[static_cast<size_t>(l)];
@@ -409,48 +436,58 @@ void Transformer<T>::block_forward(int l, const T* x, T* out) {
     }
   };
   auto bias = [&](int index) -> const T* { return index >= 0 ? param(index) : nullptr; };
+  const WeightLayout layout = gpt2 ? WeightLayout::in_out : WeightLayout::out_in;
   T* ln1 = act(l, "attn_norm_output");
   norm(ln1, stats(l, "attn_norm_stats"), x, w.attn_norm_w, w.attn_norm_b);
-  const T* ln1_whole = whole_rows(ln1, sequence_buffer());
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   T* att = act(l, "attention_output");
   T* mid = act(l, "mlp_norm_input");  // the residual stream after attention
-  T* attention_out = sp ? sequence_buffer() : mid;  // the row-parallel output before its sum (ln1_whole is used up)
-  if (gpt2) {
-    linear_forward(qkv.q, ln1_whole, param(w.qkv_w), bias(w.qkv_b), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
-    attention_forward(l, qkv);
-    linear_forward(attention_out, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::in_out, workspace_);
-  } else {
-    linear_forward(qkv.q, ln1_whole, param(w.q_w), bias(w.q_b), N, C, local.q, WeightLayout::out_in, workspace_);
-    linear_forward(qkv.k, ln1_whole, param(w.k_w), bias(w.k_b), N, C, local.kv, WeightLayout::out_in, workspace_);
-    linear_forward(qkv.v, ln1_whole, param(w.v_w), bias(w.v_b), N, C, local.kv, WeightLayout::out_in, workspace_);
+  T* attention_out = sp ? sequence_buffer() : mid;  // the row-parallel output before its sum (the gathered ln1 is used up)
+  // Rows [r0, r0 + rows) of the column-parallel projections, from those rows of the norm's output.
+  gathered_gemms(ln1, sequence_buffer(), [&](int64_t r0, int64_t rows, const T* in) {
+    if (gpt2) {
+      linear_forward(qkv.q + r0 * qkv.shape.q_stride, in, param(w.qkv_w), bias(w.qkv_b), rows, C, 3 * local.q, layout, workspace_);
+    } else {
+      linear_forward(qkv.q + r0 * local.q, in, param(w.q_w), bias(w.q_b), rows, C, local.q, layout, workspace_);
+      linear_forward(qkv.k + r0 * local.kv, in, param(w.k_w), bias(w.k_b), rows, C, local.kv, layout, workspace_);
+      linear_forward(qkv.v + r0 * local.kv, in, param(w.v_w), bias(w.v_b), rows, C, local.kv, layout, workspace_);
+    }
+  });
+  if (!gpt2) {
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
     rope_rotate(qkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, false, cp_.split());
     rope_rotate(qkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, false, cp_.split());
-    attention_forward(l, qkv);
-    linear_forward(attention_out, att, param(w.o_w), row_parallel_bias(w.o_b), N, local.q, C, WeightLayout::out_in, workspace_);
   }
-  reduce_rows(attention_out, mid);
+  attention_forward(l, qkv);
+  reduced_gemms(attention_out, mid, [&](int64_t r0, int64_t rows, T* into) {
+    linear_forward(into, att + r0 * local.q, param(w.o_w), row_parallel_bias(w.o_b), rows, local.q, C, layout, workspace_);
+  });
   add_in_place(mid, x, Nl * C);
   T* ln2 = act(l, "mlp_norm_output");
   norm(ln2, stats(l, "mlp_norm_stats"), mid, w.mlp_norm_w, w.mlp_norm_b);
-  const T* ln2_whole = whole_rows(ln2, sequence_buffer());
   T* hidden = act(l, "mlp_activation");
-  T* mlp_out = sp ? sequence_buffer() : out;  // ln2_whole is used up before the down projection writes it
+  T* mlp_out = sp ? sequence_buffer() : out;  // the gathered ln2 is used up before the down projection writes it
+  T* pre = gpt2 ? act(l, "mlp_pre_activation") : nullptr;
+  T* gate = gpt2 ? nullptr : act(l, "mlp_gate");
+  T* up = gpt2 ? nullptr : act(l, "mlp_up");
+  gathered_gemms(ln2, sequence_buffer(), [&](int64_t r0, int64_t rows, const T* in) {
+    if (gpt2) {
+      linear_forward(pre + r0 * I, in, param(w.fc_w), bias(w.fc_b), rows, C, I, layout, workspace_);
+    } else {
+      linear_forward(gate + r0 * I, in, param(w.gate_w), static_cast<const T*>(nullptr), rows, C, I, layout, workspace_);
+      linear_forward(up + r0 * I, in, param(w.up_w), static_cast<const T*>(nullptr), rows, C, I, layout, workspace_);
+    }
+  });
   if (gpt2) {
-    T* pre = act(l, "mlp_pre_activation");
-    linear_forward(pre, ln2_whole, param(w.fc_w), bias(w.fc_b), N, C, I, WeightLayout::in_out, workspace_);
     gelu_forward(hidden, pre, N * I);
-    linear_forward(mlp_out, hidden, param(w.proj_w), row_parallel_bias(w.proj_b), N, I, C, WeightLayout::in_out, workspace_);
   } else {
-    T* gate = act(l, "mlp_gate");
-    T* up = act(l, "mlp_up");
-    linear_forward(gate, ln2_whole, param(w.gate_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in, workspace_);
-    linear_forward(up, ln2_whole, param(w.up_w), static_cast<const T*>(nullptr), N, C, I, WeightLayout::out_in, workspace_);
     swiglu_forward(hidden, gate, up, N * I);
-    linear_forward(mlp_out, hidden, param(w.down_w), static_cast<const T*>(nullptr), N, I, C, WeightLayout::out_in, workspace_);
   }
-  reduce_rows(mlp_out, out);
+  const int down = gpt2 ? w.proj_w : w.down_w;
+  const T* down_bias = gpt2 ? row_parallel_bias(w.proj_b) : nullptr;
+  reduced_gemms(mlp_out, out, [&](int64_t r0, int64_t rows, T* into) {
+    linear_forward(into, hidden + r0 * I, param(down), down_bias, rows, I, C, layout, workspace_);
+  });
   add_in_place(out, mid, Nl * C);
 }
 
@@ -531,54 +568,78 @@ void Transformer<T>::block_backward(int l) {
   // The norm's input gradient, written whole and partial by the column-parallel layers above it.
   T* dnorm_whole = sp ? sequence_gradient_buffer() : dnarrow;
   auto gbias = [&](int index) -> T* { return index >= 0 ? grad(index) : nullptr; };
-  auto norm_backward = [&](const T* in, const W* statistics, int weight, int bias) {
-    reduce_rows(dnorm_whole, dnarrow);
+  const WeightLayout layout = gpt2 ? WeightLayout::in_out : WeightLayout::out_in;
+  // dnarrow = this rank's rows of the sum of the column-parallel input gradients, and the norm's backward from it.
+  auto norm_backward = [&](const T* in, const W* statistics, int weight, int bias, auto input_gradients) {
+    reduced_gemms(dnorm_whole, dnarrow, input_gradients);
     if (c.norm == planner::NormKind::layer_norm) {
       layernorm_backward(dres, grad(weight), gbias(bias), dnarrow, in, param(weight), statistics, statistics + Nl, Nl, C);
     } else {
       rmsnorm_backward(dres, grad(weight), dnarrow, in, param(weight), statistics, Nl, C);
     }
   };
-  // MLP: out = mid + down(act(ln2(mid))).
-  const T* dout = whole_rows(dres, sequence_gradient_buffer());
+  // MLP: out = mid + down(act(ln2(mid))). The row-parallel down projection's
+  // input gradient, row by row from the gathered output gradient; its weight
+  // gradient needs every row.
   T* hidden = act(l, "mlp_activation");
+  T* dhidden = gpt2 ? dwide : dwide + N * I;  // SwiGLU: the up projection's half (dgate, dup)
+  const int down = gpt2 ? w.proj_w : w.down_w;
+  const T* dout = gathered_gemms(dres, sequence_gradient_buffer(), [&](int64_t r0, int64_t rows, const T* in) {
+    linear_backward_input(dhidden + r0 * I, in, param(down), rows, I, C, layout, workspace_);
+  });
+  linear_backward_weight(grad(down), gpt2 ? gbias(w.proj_b) : nullptr, dout, hidden, N, I, C, layout, workspace_);
   if (gpt2) {
-    linear_backward(dwide, grad(w.proj_w), gbias(w.proj_b), dout, hidden, param(w.proj_w), N, I, C, WeightLayout::in_out, workspace_);
-    T* pre = act(l, "mlp_pre_activation");
-    gelu_backward(dwide, pre, dwide, N * I);
-    const T* ln2 = whole_rows(act(l, "mlp_norm_output"), sequence_buffer());
-    linear_backward(dnorm_whole, grad(w.fc_w), gbias(w.fc_b), dwide, ln2, param(w.fc_w), N, C, I, WeightLayout::in_out, workspace_);
+    gelu_backward(dwide, act(l, "mlp_pre_activation"), dwide, N * I);
   } else {
-    T* dgate = dwide;
-    T* dup = dwide + N * I;
-    linear_backward(dup, grad(w.down_w), static_cast<T*>(nullptr), dout, hidden, param(w.down_w), N, I, C, WeightLayout::out_in, workspace_);
-    swiglu_backward(dgate, dup, act(l, "mlp_gate"), act(l, "mlp_up"), dup, N * I);
-    const T* ln2 = whole_rows(act(l, "mlp_norm_output"), sequence_buffer());
-    linear_backward(dnorm_whole, grad(w.gate_w), static_cast<T*>(nullptr), dgate, ln2, param(w.gate_w), N, C, I, WeightLayout::out_in, workspace_);
-    linear_backward(dnorm_whole, grad(w.up_w), static_cast<T*>(nullptr), dup, ln2, param(w.up_w), N, C, I, WeightLayout::out_in, workspace_, true);
+    swiglu_backward(dwide, dhidden, act(l, "mlp_gate"), act(l, "mlp_up"), dhidden, N * I);
   }
-  norm_backward(act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b);
+  const T* ln2 = whole_rows(act(l, "mlp_norm_output"), sequence_buffer());
+  if (gpt2) {
+    linear_backward_weight(grad(w.fc_w), gbias(w.fc_b), dwide, ln2, N, C, I, layout, workspace_);
+  } else {
+    linear_backward_weight(grad(w.gate_w), static_cast<T*>(nullptr), dwide, ln2, N, C, I, layout, workspace_);
+    linear_backward_weight(grad(w.up_w), static_cast<T*>(nullptr), dhidden, ln2, N, C, I, layout, workspace_);
+  }
+  norm_backward(act(l, "mlp_norm_input"), stats(l, "mlp_norm_stats"), w.mlp_norm_w, w.mlp_norm_b, [&](int64_t r0, int64_t rows, T* into) {
+    if (gpt2) {
+      linear_backward_input(into, dwide + r0 * I, param(w.fc_w), rows, C, I, layout, workspace_);
+    } else {
+      linear_backward_input(into, dwide + r0 * I, param(w.gate_w), rows, C, I, layout, workspace_);
+      linear_backward_input(into, dhidden + r0 * I, param(w.up_w), rows, C, I, layout, workspace_, true);
+    }
+  });
   // Attention: mid = x + o(attention(qkv(ln1(x)))).
-  const T* dmid = whole_rows(dres, sequence_gradient_buffer());
   T* att = act(l, "attention_output");
   T* datt = dnarrow;  // N · q/tp elements: within the buffer's (N or N/tp under sequence parallelism) · max(h, q)
   const QkvViews qkv = qkv_views(act(l, "qkv"));
   const QkvViews dqkv = qkv_views(dwide);
-  const WeightLayout layout = gpt2 ? WeightLayout::in_out : WeightLayout::out_in;
-  linear_backward(datt, grad(w.o_w), gbias(w.o_b), dmid, att, param(w.o_w), N, local.q, C, layout, workspace_);
+  const T* dmid = gathered_gemms(dres, sequence_gradient_buffer(), [&](int64_t r0, int64_t rows, const T* in) {
+    linear_backward_input(datt + r0 * local.q, in, param(w.o_w), rows, local.q, C, layout, workspace_);
+  });
+  linear_backward_weight(grad(w.o_w), gbias(w.o_b), dmid, att, N, local.q, C, layout, workspace_);
   cp_.attention_backward(dqkv.q, dqkv.k, dqkv.v, datt, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, ring_buffers(), workspace_);
-  const T* ln1 = whole_rows(act(l, "attn_norm_output"), sequence_buffer());
-  if (gpt2) {
-    linear_backward(dnorm_whole, grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, param(w.qkv_w), N, C, 3 * local.q, WeightLayout::in_out, workspace_);
-  } else {
+  if (!gpt2) {
     const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rotary_pct);
     rope_rotate(dqkv.q, B_, T_, local.heads, c.head_dim, local.q, rotary, c.rope_theta, true, cp_.split());
     rope_rotate(dqkv.k, B_, T_, local.kv_heads, c.head_dim, local.kv, rotary, c.rope_theta, true, cp_.split());
-    linear_backward(dnorm_whole, grad(w.q_w), gbias(w.q_b), dqkv.q, ln1, param(w.q_w), N, C, local.q, WeightLayout::out_in, workspace_);
-    linear_backward(dnorm_whole, grad(w.k_w), gbias(w.k_b), dqkv.k, ln1, param(w.k_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
-    linear_backward(dnorm_whole, grad(w.v_w), gbias(w.v_b), dqkv.v, ln1, param(w.v_w), N, C, local.kv, WeightLayout::out_in, workspace_, true);
   }
-  norm_backward(act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b);
+  const T* ln1 = whole_rows(act(l, "attn_norm_output"), sequence_buffer());
+  if (gpt2) {
+    linear_backward_weight(grad(w.qkv_w), gbias(w.qkv_b), dwide, ln1, N, C, 3 * local.q, layout, workspace_);
+  } else {
+    linear_backward_weight(grad(w.q_w), gbias(w.q_b), dqkv.q, ln1, N, C, local.q, layout, workspace_);
+    linear_backward_weight(grad(w.k_w), gbias(w.k_b), dqkv.k, ln1, N, C, local.kv, layout, workspace_);
+    linear_backward_weight(grad(w.v_w), gbias(w.v_b), dqkv.v, ln1, N, C, local.kv, layout, workspace_);
+  }
+  norm_backward(act(l, "block_input"), stats(l, "attn_norm_stats"), w.attn_norm_w, w.attn_norm_b, [&](int64_t r0, int64_t rows, T* into) {
+    if (gpt2) {
+      linear_backward_input(into, dwide + r0 * 3 * local.q, param(w.qkv_w), rows, C, 3 * local.q, layout, workspace_);
+    } else {
+      linear_backward_input(into, dqkv.q + r0 * local.q, param(w.q_w), rows, C, local.q, layout, workspace_);
+      linear_backward_input(into, dqkv.k + r0 * local.kv, param(w.k_w), rows, C, local.kv, layout, workspace_, true);
+      linear_backward_input(into, dqkv.v + r0 * local.kv, param(w.v_w), rows, C, local.kv, layout, workspace_, true);
+    }
+  });
 }
 
 // Under sequence parallelism each rank's norm gradients cover its own tokens:

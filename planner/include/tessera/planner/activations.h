@@ -52,6 +52,7 @@ enum class ActivationSplit {
   gathered,         // a sequence-parallel rank's all-gathered copy of a sequence-split tensor: the whole sequence, only with sequence parallelism
   whole,            // every rank keeps all of it (the loss of each token)
   ring,             // context parallelism's ring attention buffers: split as tensor_parallel, only with cp > 1
+  overlap_send,     // --tp-comm-overlap's outgoing partial chunks: tp_overlap_send_buffers(tp) chunks of this rank's tokens, only with it
 };
 
 struct ActivationTerm {
@@ -98,13 +99,14 @@ struct ActivationShape {
   int64_t tp = 1;
   bool sequence_parallel = false;
   int64_t cp = 1;  // context-parallel ranks: seq_len is this rank's share of each sequence
+  bool tp_comm_overlap = false;  // sequence parallelism's calls run as tp_overlap_schedule.h's chunks
 };
 
 // A request's shape: under context parallelism a rank keeps the terms of its
 // own tokens (EstimateRequest::local_seq_len); flash attention keeps no term
 // per key position, so the ring's remote keys leave nothing behind.
 inline ActivationShape activation_shape(const EstimateRequest& r) {
-  return ActivationShape{r.training.micro_batch_size, r.local_seq_len(), r.layout.tp, r.layout.sequence_parallel, r.layout.cp};
+  return ActivationShape{r.training.micro_batch_size, r.local_seq_len(), r.layout.tp, r.layout.sequence_parallel, r.layout.cp, r.plugin.tp_comm_overlap};
 }
 
 int64_t term_bytes(const ActivationTerm& term, const ActivationShape& shape);

@@ -16,6 +16,13 @@
 //             them again in backward rather than keep them), and the
 //             embedding's gradient (4 per block + 2);
 //  full recompute repeats each block's forward calls in backward;
+//  with --tp-comm-overlap (tp_overlap_schedule.h), each block's all-gathers
+//  before its column-parallel GEMMs (2 in forward, and in backward the 2 of the
+//  output gradients before the row-parallel input-gradient GEMMs) and its
+//  reduce-scatters after the GEMMs whose partial sums they reduce (2 in forward,
+//  2 in backward), are tp - 1 sends and recvs of N·h/tp each instead; the
+//  embedding's, the head's and the norm outputs' gathers for the weight
+//  gradients stay collectives;
 //  the vocabulary-parallel cross-entropy all-reduces each row's maximum, sum
 //  and target logit (3 of N fp32) in forward.
 // Payloads are counted as nccl-tests does (the engine's CommCounters): an
@@ -36,6 +43,13 @@ struct CollectiveCalls {
 
 struct TpCalls {
   CollectiveCalls all_reduce, reduce_scatter, all_gather;
+  CollectiveCalls send, recv;  // --tp-comm-overlap's chunks
+};
+
+// --tp-comm-overlap in a group of `tp` ranks; disabled: every call a collective.
+struct TpCommOverlap {
+  bool enabled = false;
+  int64_t tp = 1;
 };
 
 struct TpMicroBatchTraffic {
@@ -50,7 +64,7 @@ struct TpStage {
 };
 
 TpMicroBatchTraffic tp_micro_batch_traffic(const ModelConfig& config, TpStage stage, int64_t micro_batch, int64_t seq_len, bool sequence_parallel,
-                                           RecomputeMode recompute, int64_t activation_bytes);
+                                           RecomputeMode recompute, int64_t activation_bytes, TpCommOverlap overlap = {});
 
 // Once per step: under sequence parallelism each norm's weight (and bias)
 // gradient, partial per rank, is all-reduced (gradient_bytes per element),

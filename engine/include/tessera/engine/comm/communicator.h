@@ -22,7 +22,7 @@
 //    cannot be detected locally and would hang, which the MPI backend's timeout
 //    turns into an error (mpi.h).
 //  - Every call is blocking (it returns when this rank's buffers may be
-//    reused), except start_send (below), start_all_reduce,
+//    reused), except start_send and start_send_recv (below), start_all_reduce,
 //    start_reduce_scatter_v and start_all_gather: they start the call and return at once,
 //    progress() lets started calls advance while the caller computes, and
 //    finish_started() (or finish_oldest(n), the n oldest) completes them, in
@@ -127,10 +127,19 @@ class Communicator {
   // receives its next input while its last output is still on its way, so
   // that two stages sending to each other never wait for each other).
   Status start_send(const void* buffer, size_t count, DataType type, int peer, int tag = 0);
-  // Waits for the started sends that read `buffer` (none: returns at once).
+  // Waits for the started sends (and send_recvs) that read `buffer` (none: returns at once).
   Status finish_send(const void* buffer);
   Status finish_sends();
-  size_t started_sends() const { return sends_.size(); }
+  size_t started_sends() const;
+  // send_recv (below), started as start_send is: both buffers belong to the
+  // communicator until finish_recv(recv) or finish_send(send) has returned,
+  // which waits for both halves; `recv` then holds the message, which must be
+  // exactly `count` elements (else the finish fails). Sequence-parallel
+  // chunks move so while the caller computes on the one before
+  // (model/sequence_overlap.h). Counted as a send and a recv when it completes.
+  Status start_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type);
+  // Waits for the started send_recv into `buffer` (none: returns at once).
+  Status finish_recv(const void* buffer);
   // A send of `send` to `send_peer` and a recv into `recv` from `recv_peer`
   // (`count` elements each, tag 0) in flight together, returning when both
   // have completed; a peer of -1 leaves that half out. A pipeline stage hands
@@ -222,6 +231,10 @@ class Communicator {
   Status start_send(const T* buffer, size_t count, int peer, int tag = 0) {
     return start_send(static_cast<const void*>(buffer), count, data_type_of<T>(), peer, tag);
   }
+  template <CommElement T>
+  Status start_send_recv(const T* send, int send_peer, T* recv, int recv_peer, size_t count) {
+    return start_send_recv(static_cast<const void*>(send), send_peer, static_cast<void*>(recv), recv_peer, count, data_type_of<T>());
+  }
 
  protected:
   Communicator(int rank, int size, int world_rank, std::string name);
@@ -251,6 +264,12 @@ class Communicator {
   virtual Result<std::unique_ptr<PendingCall>> do_start_all_gather(const void* send, void* recv, size_t send_count, DataType type);
   // The same for a send.
   virtual Result<std::unique_ptr<PendingCall>> do_start_send(const void* send, size_t count, DataType type, int peer, int tag);
+  // The same for a recv (by default it runs to completion here, as do_recv).
+  virtual Result<std::unique_ptr<PendingCall>> do_start_recv(void* recv, size_t count, DataType type, int peer, int tag);
+  // Both halves of start_send_recv (arguments as do_send_recv's). By default
+  // the recv and then the send are started (do_start_recv, do_start_send) and
+  // waited for together.
+  virtual Result<std::unique_ptr<PendingCall>> do_start_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type);
   // Both halves of send_recv (both present, count > 0). By default the send
   // is started, the recv run, and the send waited for (MPI_Isend, MPI_Recv, MPI_Wait).
   virtual Status do_send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count, DataType type);
@@ -264,6 +283,8 @@ class Communicator {
   Status run(Collective kind, const Result<size_t>& payload, size_t count, Call call);
   // A blocking call refused while started calls are pending.
   Status refuse_while_started(std::string_view call) const;
+  // send_recv's and start_send_recv's checked payload (each half's bytes).
+  Result<size_t> checked_send_recv_payload(const void* send, int send_peer, const void* recv, int recv_peer, size_t count, DataType type) const;
   // reduce_scatter_v's checked payload (the whole input's bytes) and element count.
   Result<size_t> checked_v_payload(const void* send, const void* recv, const std::vector<size_t>& recv_counts, DataType type, size_t& total) const;
   // Starts a call through `begin` (the backend's start) once `payload` holds
@@ -275,9 +296,9 @@ class Communicator {
   void record(Collective kind, std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point finished, size_t payload);
   // Completes at most `calls` of the oldest started calls (see progress, finish_oldest).
   Status complete_started(bool wait, size_t calls);
-  // Waits for the started sends for which `which` is true, counting each.
+  // Waits for the started sends and send_recvs for which `which` is true, counting each.
   template <typename Which>
-  Status finish_sends_where(Which which);
+  Status finish_transfers_where(Which which);
 
   struct StartedCall {
     Collective kind;
@@ -295,13 +316,14 @@ class Communicator {
   Timeline* timeline_ = nullptr;
   TimelineLane timeline_lane_ = TimelineLane::compute;
   std::deque<StartedCall> started_;
-  struct StartedSend {
-    const void* buffer;
-    size_t payload;
+  struct StartedTransfer {
+    const void* send;  // what a send reads (null: none)
+    const void* recv;  // what a recv fills (null: none)
+    size_t payload;    // of each half
     std::unique_ptr<PendingCall> call;  // null: nothing to wait for (count 0)
     std::chrono::steady_clock::time_point started;
   };
-  std::deque<StartedSend> sends_;
+  std::deque<StartedTransfer> transfers_;
 };
 
 // `bytes` (n of them) from `root` to every rank of `group`, as a broadcast of

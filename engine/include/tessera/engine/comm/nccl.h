@@ -58,7 +58,9 @@
 // shorter than `count` (NCCL's user guide: both sides must agree); a started
 // send completes before start_send returns. send_recv is one group of
 // ncclSend and ncclRecv (the user guide's Sendrecv), what the GPU pipeline's
-// stages exchange (parallel/pipeline_transfers.h).
+// stages exchange (parallel/pipeline_transfers.h); start_send_recv queues that
+// group and returns, and --tp-comm-overlap's chunks move so under the GEMMs
+// (model/sequence_overlap.h).
 // Never run on a GPU yet: tests/cuda/nccl_gpu_test.cpp (one rank) and
 // tests/cuda/nccl_ranks_gpu_test.cpp (mpirun, one rank per GPU) are
 // tools/gpu-check's.

@@ -102,7 +102,9 @@
 // parallel sums, as the CPU model does; the activations are the table's for
 // sequence-parallel tp ranks, and the norms' gradients are summed over the
 // group after the step's last backward, before DDP's buckets start (as the
-// CPU trainer does). No --tp-comm-overlap (device/gpu_plugins.h refuses it).
+// CPU trainer does). With --tp-comm-overlap (GpuTensorParallel::comm_overlap)
+// those gathers and reduce-scatters move as chunks under the GEMMs beside
+// them, as the CPU model's (cuda/tensor_parallel_step.h).
 //
 // Pipeline parallelism (hybrid_parallel's, as the CPU engine's
 // parallel/pipeline.h): given a communicator over the stages, this rank holds
@@ -194,6 +196,7 @@ struct GpuTensorParallel {
   // device buffers (NCCL's); null or one rank: none. See "Tensor parallelism" above.
   comm::Communicator* group = nullptr;
   bool sequence_parallel = false;  // Megatron's sequence parallelism in that group (needs tp dividing micro-batch · seq)
+  bool comm_overlap = false;       // with it, --tp-comm-overlap (model/sequence_overlap.h)
 };
 
 struct GpuContextParallel {

@@ -8,8 +8,8 @@
 // CPU engine's) or 1 or 2 (ZeRO over them, its optimizer on the device, or
 // on the host with --cpu-offload); ZeRO-Offload with 2 or more data-parallel ranks;
 // and which layouts: tensor parallelism (hybrid_parallel's, as
-// on the CPU), with or without sequence parallelism (its collectives not
-// overlapped with the GEMMs: no --tp-comm-overlap), and pipelines
+// on the CPU), with or without sequence parallelism (and with it
+// --tp-comm-overlap, model/sequence_overlap.h), and pipelines
 // (hybrid_parallel's, GPipe, 1F1B or interleaved, with data and tensor parallelism,
 // DDP or ZeRO-1 over each stage's data-parallel ranks; ZeRO-2 refused as the
 // planner refuses it; parallel/pipeline_transfers.h), context parallelism

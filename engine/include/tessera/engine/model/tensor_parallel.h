@@ -22,6 +22,11 @@
 // over the group once per step (Megatron-LM's all-reduce of the layer-norm
 // gradients), see Transformer::reduce_sequence_parallel_gradients.
 //
+// With --tp-comm-overlap (TpCommunication::overlapped) the all-gathers before
+// the column-parallel GEMMs and the reduce-scatters after the GEMMs whose
+// partial sums they reduce move chunk by chunk under those GEMMs
+// (model/sequence_overlap.h); the GEMMs then run on one rank's rows at a time.
+//
 // Errors: the first communication failure is kept (status()) and later
 // collectives are skipped; the caller checks after each pass.
 #pragma once
@@ -31,6 +36,7 @@
 #include <string>
 
 #include "tessera/engine/comm/communicator.h"
+#include "tessera/engine/model/sequence_overlap.h"
 
 namespace tessera::engine {
 
@@ -44,15 +50,22 @@ inline Status check_sequence_split(int64_t micro_batch, int64_t seq_len, int64_t
                                                      " tokens; choose a --seq that --tp divides");
 }
 
+// How sequence parallelism's all-gathers and reduce-scatters beside the GEMMs
+// run: as collectives between the GEMMs, or overlapped with them (--tp-comm-overlap).
+enum class TpCommunication { collectives, overlapped };
+
 class TensorParallel {
  public:
   TensorParallel() = default;  // one rank
-  TensorParallel(comm::Communicator* group, bool sequence_parallel)
-      : group_(group != nullptr && group->size() > 1 ? group : nullptr), sequence_parallel_(sequence_parallel && group_ != nullptr) {}
+  TensorParallel(comm::Communicator* group, bool sequence_parallel, TpCommunication communication = TpCommunication::collectives)
+      : group_(group != nullptr && group->size() > 1 ? group : nullptr),
+        sequence_parallel_(sequence_parallel && group_ != nullptr),
+        overlapped_(sequence_parallel_ && communication == TpCommunication::overlapped) {}
 
   int64_t size() const { return group_ != nullptr ? group_->size() : 1; }
   int64_t rank() const { return group_ != nullptr ? group_->rank() : 0; }
   bool sequence_parallel() const { return sequence_parallel_; }
+  bool overlapped() const { return overlapped_; }
   // Rows of an (N, h) tensor outside the split layers that this rank keeps, and the first of them.
   int64_t local_rows(int64_t rows) const { return sequence_parallel_ ? rows / size() : rows; }
   int64_t first_row(int64_t rows) const { return sequence_parallel_ ? rank() * local_rows(rows) : 0; }
@@ -68,6 +81,19 @@ class TensorParallel {
   void reduce_scatter(const T* whole, T* mine, int64_t elements_per_rank) {
     if (group_ == nullptr || !status_.ok()) return;
     status_ = group_->reduce_scatter(whole, mine, static_cast<size_t>(elements_per_rank), comm::ReduceOp::sum);
+  }
+
+  // all_gather with `consume(chunk)` run on each chunk as it arrives (overlapped_all_gather).
+  template <comm::CommElement T, typename Local, typename Consume>
+  void all_gather_overlapped(const Local& local, const T* mine, T* whole, int64_t elements_per_rank, Consume consume) {
+    if (!status_.ok()) return;
+    status_ = overlapped_all_gather(*group_, local, mine, whole, elements_per_rank, consume);
+  }
+  // reduce_scatter of the partial chunks `produce` writes, each sent as it is made (overlapped_reduce_scatter).
+  template <comm::CommElement T, typename Local, typename Produce>
+  void reduce_scatter_overlapped(const Local& local, T* whole, T* sends, T* mine, int64_t elements_per_rank, Produce produce) {
+    if (!status_.ok()) return;
+    status_ = overlapped_reduce_scatter(*group_, local, whole, sends, mine, elements_per_rank, produce);
   }
 
   // x[i] = op over the group of x[i], i < n, in place (nothing on one rank).
@@ -88,6 +114,7 @@ class TensorParallel {
  private:
   comm::Communicator* group_ = nullptr;
   bool sequence_parallel_ = false;
+  bool overlapped_ = false;
   Status status_ = Status::success();
 };
 

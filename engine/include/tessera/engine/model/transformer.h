@@ -83,10 +83,12 @@ class Transformer {
   // this rank runs (planner/pipeline_stage_model.h); its parameters only.
   // `context_group`: the ranks that share each sequence (model/ring_attention.h);
   // `seq_len` is then this rank's tokens of it, two chunks (planner/context_parallel.h).
+  // `tp_communication`: overlapped runs sequence parallelism's calls under the GEMMs (--tp-comm-overlap).
   static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
                                     planner::RecomputeMode recompute = planner::RecomputeMode::none, FlatStorage storage = {},
                                     comm::Communicator* tensor_group = nullptr, bool sequence_parallel = false,
-                                    planner::PipelinePlacement stage = {}, comm::Communicator* context_group = nullptr);
+                                    planner::PipelinePlacement stage = {}, comm::Communicator* context_group = nullptr,
+                                    TpCommunication tp_communication = TpCommunication::collectives);
 
   // The whole model on one stage: runs the forward pass on tokens and
   // next-token targets, both (B, T); keeps what backward needs and returns the
@@ -169,6 +171,18 @@ class Transformer {
   T* sequence_gradient_buffer();  // (N, h): the same for gradients
   const T* whole_rows(const T* rows, T* buffer);
   void reduce_rows(T* whole, T* mine);
+  // gemms(first_row, rows, input) over every row of `mine` (this rank's rows
+  // under sequence parallelism), `input` pointing at row first_row of the
+  // gathered `buffer`: once over all N rows after the all-gather, or under
+  // --tp-comm-overlap over one rank's rows at a time as they arrive. Returns the whole rows.
+  template <typename Gemms>
+  const T* gathered_gemms(const T* mine, T* buffer, Gemms gemms);
+  // gemms(first_row, rows, out) writes rows [first_row, + rows) of a split
+  // layer's partial result to `out`; their sum over the group goes to `mine`
+  // (reduce_rows from `whole`): all rows and then the reduction, or under
+  // --tp-comm-overlap one rank's rows at a time, each sent as it is made.
+  template <typename Gemms>
+  void reduced_gemms(T* whole, T* mine, Gemms gemms);
   void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed, FlatStorage storage);
   void recompute_block(int l);
   RingBuffers<T> ring_buffers();

@@ -31,17 +31,29 @@ void linear_forward(TOut* out, const T* inp, const T* weight, const T* bias, int
   gemm(false, trans_w, N, OC, C, W(1), inp, C, weight, trans_w ? C : OC, bias != nullptr ? W(1) : W(0), out, OC, workspace);
 }
 
+// The input gradient alone: dinp (N, C) = dout · W (or += with accumulate_dinp).
+// Each row needs only its own row of dout, so it runs on any range of rows.
 template <typename T, typename TOut>
-void linear_backward(T* dinp, T* dweight, T* dbias, const TOut* dout, const T* inp, const T* weight, int64_t N, int64_t C, int64_t OC,
-                     WeightLayout layout, Workspace<compute_t<T>>& workspace, bool accumulate_dinp = false) {
+void linear_backward_input(T* dinp, const TOut* dout, const T* weight, int64_t N, int64_t C, int64_t OC, WeightLayout layout,
+                           Workspace<compute_t<T>>& workspace, bool accumulate_dinp = false) {
   using W = compute_t<T>;
   const W beta = accumulate_dinp ? W(1) : W(0);
   if (layout == WeightLayout::out_in) {
-    gemm(false, false, N, C, OC, W(1), dout, OC, weight, C, beta, dinp, C, workspace);        // dinp = dout · W
-    gemm(true, false, OC, C, N, W(1), dout, OC, inp, C, W(1), dweight, C, workspace);         // dW += doutᵀ · inp
+    gemm(false, false, N, C, OC, W(1), dout, OC, weight, C, beta, dinp, C, workspace);   // dinp = dout · W
   } else {
-    gemm(false, true, N, C, OC, W(1), dout, OC, weight, OC, beta, dinp, C, workspace);        // dinp = dout · Wᵀ
-    gemm(true, false, C, OC, N, W(1), inp, C, dout, OC, W(1), dweight, OC, workspace);        // dW += inpᵀ · dout
+    gemm(false, true, N, C, OC, W(1), dout, OC, weight, OC, beta, dinp, C, workspace);   // dinp = dout · Wᵀ
+  }
+}
+
+// The parameter gradients alone: dweight += doutᵀ · inp (its layout), dbias += Σ_n dout (when not null).
+template <typename T, typename TOut>
+void linear_backward_weight(T* dweight, T* dbias, const TOut* dout, const T* inp, int64_t N, int64_t C, int64_t OC, WeightLayout layout,
+                            Workspace<compute_t<T>>& workspace) {
+  using W = compute_t<T>;
+  if (layout == WeightLayout::out_in) {
+    gemm(true, false, OC, C, N, W(1), dout, OC, inp, C, W(1), dweight, C, workspace);    // dW += doutᵀ · inp
+  } else {
+    gemm(true, false, C, OC, N, W(1), inp, C, dout, OC, W(1), dweight, OC, workspace);   // dW += inpᵀ · dout
   }
   if (dbias == nullptr) return;
 #pragma omp parallel for
@@ -50,6 +62,13 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const TOut* dout, const T* i
     for (int64_t n = 0; n < N; ++n) sum += widen(dout[n * OC + o]);
     dbias[o] = narrow<T>(widen(dbias[o]) + sum);
   }
+}
+
+template <typename T, typename TOut>
+void linear_backward(T* dinp, T* dweight, T* dbias, const TOut* dout, const T* inp, const T* weight, int64_t N, int64_t C, int64_t OC,
+                     WeightLayout layout, Workspace<compute_t<T>>& workspace, bool accumulate_dinp = false) {
+  linear_backward_input(dinp, dout, weight, N, C, OC, layout, workspace, accumulate_dinp);
+  linear_backward_weight(dweight, dbias, dout, inp, N, C, OC, layout, workspace);
 }
 
 }  // namespace tessera::engine::cpu

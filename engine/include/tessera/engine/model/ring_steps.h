@@ -72,6 +72,11 @@ Status ring_forward(Ops& ops, const RingPosition& at, T* out, compute_t<T>* lse,
 // the owner's own share waits in dk, dv: cp − 1 hops, as a ring
 // reduce-scatter's (the simulator's cost, simulate.cpp). Each block's
 // probabilities come from the merged log-sum-exp, so its share is exact.
+// dq and the travelling dk, dv add up in the storage type, as Transformer
+// Engine's ring does outside FP8 (AttnFuncWithCPAndKVP2P.backward: dq_buffer
+// like q, the P2P buffers in kv's dtype, add_ at each step; TransformerEngine
+// d0067d0d, pytorch/attention/dot_product_attention/context_parallel.py), so
+// the bytes on the wire are the forward's.
 template <typename T, typename Ops>
 Status ring_backward(Ops& ops, const RingPosition& at, T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out,
                      const compute_t<T>* lse, const cpu::AttentionShape& s, const RingBuffers<T>& ring) {

@@ -5,7 +5,11 @@
 // each timed as the median of its repetitions. Prints one line per distinct
 // shape and writes the rows to --out as JSON, so that a GPU day's run measures
 // the roof per shape where published runs cannot (the GPT-2 rows of
-// data/measurements/published.json: README, "Which rows are off").
+// data/measurements/published.json: README, "Which rows are off"). Where
+// cuDNN was found it times the blocks' fused causal attention too (the
+// engine's cuDNN SDPA, forward and backward, one layer's heads) against
+// attention_core_seconds, the simulator's other roof (the profiles'
+// fused_attention_efficiency).
 //
 //   gpu_gemm_roof [--gpu PROFILE] [--model NAME:TOKENS]... [--repeat N] [--out FILE]
 //
@@ -25,6 +29,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/engine/cuda/gemm.h"
+#if defined(TESSERA_HAVE_CUDNN)
+#include "tessera/engine/cuda/attention.h"
+#include "tessera/engine/cuda/device_memory.h"
+#include "tessera/engine/cuda/stream_events.h"
+#include "tessera/engine/memory_ledger.h"
+#endif
 #include "tessera/engine/device/gpu_presence.h"
 #include "tessera/engine/half.h"
 #include "tessera/planner/gemm_model.h"
@@ -38,6 +48,9 @@ using tessera::engine::cuda::Gemm;
 using tessera::engine::cuda::GemmCall;
 using tessera::planner::GemmPass;
 using tessera::planner::StepGemm;
+
+// The sequence the attention is timed at (the GPT-2 rows': published.json).
+constexpr int64_t kAttentionSeqLen = 1024;
 
 struct ModelTokens {
   std::string model;
@@ -108,11 +121,10 @@ struct DeviceArray {
   DeviceArray& operator=(const DeviceArray&) = delete;
 };
 
-// The median seconds of `repeat` runs of `call` after 3 warm-up runs; an error
-// text instead where CUDA or cuBLASLt refused.
-std::tuple<double, std::string> time_gemm(Gemm& gemm, const GemmCall& call, int repeat) {
-  DeviceArray A(static_cast<size_t>(call.M * call.K), 1), B(static_cast<size_t>(call.K * call.N), 2), C(static_cast<size_t>(call.M * call.N), 3);
-  if (!A.data || !B.data || !C.data) return {0, "out of device memory for " + std::to_string(call.M) + "x" + std::to_string(call.N) + "x" + std::to_string(call.K)};
+// The median seconds of `repeat` runs of `launch` (which returns an error
+// text or empty) after 3 warm-up runs, each timed by events around it.
+template <typename Launch>
+std::tuple<double, std::string> median_seconds(Launch launch, int repeat) {
   cudaEvent_t start = nullptr, stop = nullptr;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -120,7 +132,7 @@ std::tuple<double, std::string> time_gemm(Gemm& gemm, const GemmCall& call, int 
   std::string error;
   for (int i = 0; i < repeat + 3 && error.empty(); ++i) {
     cudaEventRecord(start);
-    error = gemm.run(call, A.data, B.data, C.data, static_cast<const bf16*>(nullptr), nullptr);
+    error = launch();
     cudaEventRecord(stop);
     if (error.empty()) error = check(cudaEventSynchronize(stop), "cudaEventSynchronize");
     float ms = 0;
@@ -134,6 +146,66 @@ std::tuple<double, std::string> time_gemm(Gemm& gemm, const GemmCall& call, int 
   return {seconds[seconds.size() / 2], ""};
 }
 
+std::tuple<double, std::string> time_gemm(Gemm& gemm, const GemmCall& call, int repeat) {
+  DeviceArray A(static_cast<size_t>(call.M * call.K), 1), B(static_cast<size_t>(call.K * call.N), 2), C(static_cast<size_t>(call.M * call.N), 3);
+  if (!A.data || !B.data || !C.data) return {0, "out of device memory for " + std::to_string(call.M) + "x" + std::to_string(call.N) + "x" + std::to_string(call.K)};
+  return median_seconds([&] { return gemm.run(call, A.data, B.data, C.data, static_cast<const bf16*>(nullptr), nullptr); }, repeat);
+}
+
+#if defined(TESSERA_HAVE_CUDNN)
+// q, k and v of one layer side by side in each token's row, as the engine's QKV activation.
+tessera::engine::cpu::AttentionShape attention_shape(const tessera::planner::ModelConfig& c, int64_t micro_batch, int64_t seq_len) {
+  const int64_t stride = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+  return {micro_batch, seq_len, c.num_heads, c.num_kv_heads, c.head_dim, stride, stride};
+}
+
+// What cuDNN refuses of the attention this run would time, or empty: its
+// graphs are built without a device, so a machine without one checks them.
+std::string attention_refused(const tessera::planner::Model& model, int64_t tokens) {
+  if (tokens % kAttentionSeqLen != 0) return {};
+  const auto shape = attention_shape(model.config, tokens / kAttentionSeqLen, kAttentionSeqLen);
+  if (std::string why = tessera::engine::cuda::Attention::unsupported(shape); !why.empty()) return why;
+  return tessera::engine::cuda::Attention::graphs_refused<bf16>(shape);
+}
+
+// One layer's causal attention core for `micro_batch` sequences of `seq_len`
+// (q, k, v packed as the engine's QKV activation), forward and backward,
+// against the simulator's attention_core_seconds (fused) for the same.
+nlohmann::json time_attention(const tessera::planner::Model& model, int64_t micro_batch, int64_t seq_len, const tessera::planner::KernelRoofs& roofs,
+                              int repeat, std::string& error) {
+  using namespace tessera::engine;
+  const tessera::planner::ModelConfig& c = model.config;
+  const int64_t q_width = c.num_heads * c.head_dim, kv_width = c.num_kv_heads * c.head_dim, stride = q_width + 2 * kv_width;
+  const cpu::AttentionShape shape = attention_shape(c, micro_batch, seq_len);
+  cuda::CudaDeviceMemory memory;
+  cuda::CudaEvents events;
+  MemoryLedger ledger;
+  CachingAllocator allocator(memory, events, ledger);
+  cuda::Attention attention(allocator);
+  const auto tokens = static_cast<size_t>(micro_batch * seq_len);
+  DeviceArray qkv(tokens * static_cast<size_t>(stride), 4), dqkv(tokens * static_cast<size_t>(stride), 5), out(tokens * static_cast<size_t>(q_width), 6),
+      dout(tokens * static_cast<size_t>(q_width), 7);
+  float* lse = nullptr;
+  if (!attention.error().empty() || cudaMalloc(reinterpret_cast<void**>(&lse), tokens * static_cast<size_t>(c.num_heads) * sizeof(float)) != cudaSuccess ||
+      !qkv.data || !dqkv.data || !out.data || !dout.data) {
+    error = attention.error().empty() ? "out of device memory for the attention's tensors" : attention.error();
+    return {};
+  }
+  const bf16 *q = qkv.data, *k = qkv.data + q_width, *v = qkv.data + q_width + kv_width;
+  auto [forward, forward_error] = median_seconds([&] { return attention.forward(out.data, lse, q, k, v, shape, nullptr); }, repeat);
+  auto [backward, backward_error] = median_seconds(
+      [&] { return attention.backward(dqkv.data, dqkv.data + q_width, dqkv.data + q_width + kv_width, dout.data, q, k, v, out.data, lse, shape, nullptr); }, repeat);
+  cudaFree(lse);
+  error = !forward_error.empty() ? forward_error : backward_error;
+  if (!error.empty()) return {};
+  const tessera::planner::PassSeconds predicted = tessera::planner::attention_core_seconds(c, true, micro_batch, seq_len, 1, roofs);
+  std::cout << "  attention (" << micro_batch << " x " << seq_len << ", " << c.num_heads << " heads): forward " << forward << " s, predicted/measured "
+            << predicted.forward / forward << "; backward " << backward << " s, predicted/measured " << predicted.backward / backward << "\n";
+  return {{"micro_batch", micro_batch}, {"seq_len", seq_len}, {"forward_s", forward}, {"backward_s", backward},
+          {"predicted_forward_s", predicted.forward}, {"predicted_backward_s", predicted.backward}};
+}
+#endif
+
 int run(const Options& o) {
   const auto gpu = tessera::planner::load_gpu(o.gpu);
   if (!gpu) return usage(gpu.error().message);
@@ -143,6 +215,14 @@ int run(const Options& o) {
     if (!model) return usage(model.error().message);
     models.push_back(std::move(model.value()));
   }
+#if defined(TESSERA_HAVE_CUDNN)
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (std::string refused = attention_refused(models[i], o.models[i].tokens); !refused.empty()) {
+      std::cerr << "gpu_gemm_roof: " << o.models[i].model << " attention: " << refused << "\n";
+      return 1;
+    }
+  }
+#endif
   const auto presence = tessera::engine::cuda_device_presence();
   if (!presence.available) {
     std::cout << "gpu_gemm_roof: skipped, " << presence.description << "\n";
@@ -185,6 +265,18 @@ int run(const Options& o) {
     std::cout << mt.model << ": the step's GEMMs " << measured_total << " s measured, " << predicted_total << " s predicted ("
               << (predicted_total / measured_total - 1) * 100 << "%)\n";
     totals[mt.model] = {{"tokens", mt.tokens}, {"measured_s", measured_total}, {"predicted_s", predicted_total}};
+#if defined(TESSERA_HAVE_CUDNN)
+    // The rows' sequences are 1024 tokens: the tokens are micro-batch × 1024 where they divide.
+    if (mt.tokens % kAttentionSeqLen == 0) {
+      std::string error;
+      nlohmann::json timed = time_attention(models[i], mt.tokens / kAttentionSeqLen, kAttentionSeqLen, roofs, o.repeat, error);
+      if (!error.empty()) {
+        std::cerr << "gpu_gemm_roof: " << mt.model << " attention: " << error << "\n";
+        return 1;
+      }
+      totals[mt.model]["attention"] = timed;
+    }
+#endif
   }
   if (!o.out.empty()) {
     const nlohmann::json report{{"device", presence.description}, {"profile", o.gpu}, {"dtype", "bf16"}, {"repeat", o.repeat},
@@ -212,7 +304,7 @@ int main(int argc, char** argv) {
       o.repeat = value.find_first_not_of("0123456789") == std::string::npos && value.size() < 5 ? std::atoi(value.c_str()) : 0;
       if (o.repeat < 1) return usage("--repeat " + value + ": give a count from 1 to 9999");
     } else if (arg == "--model") {
-      const auto colon = value.find(':');
+      const auto colon = value.rfind(':');
       const std::string count = colon == std::string::npos ? "" : value.substr(colon + 1);
       const bool digits = !count.empty() && count.size() < 10 && count.find_first_not_of("0123456789") == std::string::npos;
       const int64_t tokens = digits ? std::atoll(count.c_str()) : 0;

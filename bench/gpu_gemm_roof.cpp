@@ -114,7 +114,12 @@ struct DeviceArray {
     std::mt19937 random(seed);
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     for (auto& x : host) x = tessera::engine::to_bf16(value(random));
-    if (cudaMalloc(reinterpret_cast<void**>(&data), n * sizeof(bf16)) == cudaSuccess) cudaMemcpy(data, host.data(), n * sizeof(bf16), cudaMemcpyHostToDevice);
+    if (cudaMalloc(reinterpret_cast<void**>(&data), n * sizeof(bf16)) != cudaSuccess) {
+      data = nullptr;
+    } else if (cudaMemcpy(data, host.data(), n * sizeof(bf16), cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaFree(data);
+      data = nullptr;
+    }
   }
   ~DeviceArray() { cudaFree(data); }
   DeviceArray(const DeviceArray&) = delete;
@@ -126,23 +131,23 @@ struct DeviceArray {
 template <typename Launch>
 std::tuple<double, std::string> median_seconds(Launch launch, int repeat) {
   cudaEvent_t start = nullptr, stop = nullptr;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
+  std::string error = check(cudaEventCreate(&start), "cudaEventCreate");
+  if (error.empty()) error = check(cudaEventCreate(&stop), "cudaEventCreate");
   std::vector<double> seconds;
-  std::string error;
   for (int i = 0; i < repeat + 3 && error.empty(); ++i) {
-    cudaEventRecord(start);
-    error = launch();
-    cudaEventRecord(stop);
+    error = check(cudaEventRecord(start), "cudaEventRecord");
+    if (error.empty()) error = launch();
+    if (error.empty()) error = check(cudaEventRecord(stop), "cudaEventRecord");
     if (error.empty()) error = check(cudaEventSynchronize(stop), "cudaEventSynchronize");
     float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    if (i >= 3) seconds.push_back(ms * 1e-3);
+    if (error.empty()) error = check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (error.empty() && i >= 3) seconds.push_back(ms * 1e-3);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
   if (!error.empty()) return {0, error};
   std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2), seconds.end());
+  if (seconds[seconds.size() / 2] <= 0) return {0, "a run timed at 0 s: the events did not measure it"};
   return {seconds[seconds.size() / 2], ""};
 }
 
@@ -185,10 +190,13 @@ nlohmann::json time_attention(const tessera::planner::Model& model, int64_t micr
   const auto tokens = static_cast<size_t>(micro_batch * seq_len);
   DeviceArray qkv(tokens * static_cast<size_t>(stride), 4), dqkv(tokens * static_cast<size_t>(stride), 5), out(tokens * static_cast<size_t>(q_width), 6),
       dout(tokens * static_cast<size_t>(q_width), 7);
-  float* lse = nullptr;
-  if (!attention.error().empty() || cudaMalloc(reinterpret_cast<void**>(&lse), tokens * static_cast<size_t>(c.num_heads) * sizeof(float)) != cudaSuccess ||
-      !qkv.data || !dqkv.data || !out.data || !dout.data) {
+  if (!attention.error().empty() || !qkv.data || !dqkv.data || !out.data || !dout.data) {
     error = attention.error().empty() ? "out of device memory for the attention's tensors" : attention.error();
+    return {};
+  }
+  float* lse = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&lse), tokens * static_cast<size_t>(c.num_heads) * sizeof(float)) != cudaSuccess) {
+    error = "out of device memory for the attention's log-sum-exps";
     return {};
   }
   const bf16 *q = qkv.data, *k = qkv.data + q_width, *v = qkv.data + q_width + kv_width;
@@ -282,7 +290,12 @@ int run(const Options& o) {
     const nlohmann::json report{{"device", presence.description}, {"profile", o.gpu}, {"dtype", "bf16"}, {"repeat", o.repeat},
                                 {"roof", {{"matmul_tflops", roofs.matmul_flops / 1e12}, {"peak_tflops", roofs.peak_flops / 1e12}}},
                                 {"models", totals}, {"rows", rows}};
-    std::ofstream(o.out) << report.dump(1) << "\n";
+    std::ofstream file(o.out);
+    file << report.dump(1) << "\n";
+    if (!file.flush()) {
+      std::cerr << "gpu_gemm_roof: --out " << o.out << ": could not be written\n";
+      return 1;
+    }
   }
   return 0;
 }

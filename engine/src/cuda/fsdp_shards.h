@@ -128,6 +128,7 @@ class FsdpShards {
   Status restore(FlatAdamWState& state);
   // This rank's fp32 weight and gradient shards, rounded to bf16 (shard_numel elements).
   Status copy_shards(std::vector<bf16>& weights, std::vector<bf16>& gradients) const;
+  bool offloaded() const { return host_ != nullptr; }  // --cpu-offload: the shards live on the host
 
  private:
   bool whole() const { return group_ == nullptr; }  // one GPU: checkpoints hold the model in flat order

@@ -70,6 +70,9 @@ void check(const std::string& error, const char* what) {
 void check(const Status& status) {
   if (!status.ok()) throw StepError(status.error().message);
 }
+void check(const Status& status, const char* what) {
+  if (!status.ok()) throw StepError(std::string(what) + ": " + status.error().message);
+}
 
 }  // namespace
 
@@ -258,8 +261,8 @@ struct GptTraining::State {
                           outside<float>("ring_merged_output")};
   }
   // Block l's attention core, over its whole sequences under context parallelism.
-  void attention_forward(int l, const QkvViews& qkv) {
-    check(ring->forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, ring_buffers()));
+  void attention_forward(int l, const QkvViews& qkv, const char* what) {
+    check(ring->forward(act(l, "attention_output"), stats(l, "attention_lse"), qkv.q, qkv.k, qkv.v, qkv.shape, ring_buffers()), what);
   }
 
   int64_t data_parallel_size() const { return group != nullptr ? group->size() : 1; }
@@ -397,7 +400,7 @@ void GptTraining::State::block_forward(int l, const T* x, T* out) {
     rope(qkv.q, config.num_heads, q, false);
     rope(qkv.k, config.num_kv_heads, kv, false);
   }
-  attention_forward(l, qkv);
+  attention_forward(l, qkv, "attention forward");
   reduced_gemms(attention_out, mid, [&](int64_t r0, int64_t rows, T* into) {  // row-parallel: Megatron's g
     linear_forward(into, att + r0 * q, param(w.o_w), tp.row_parallel_bias(param_or_null(w.o_b)), rows, q, C, layout);
   });
@@ -490,7 +493,7 @@ void GptTraining::State::recompute_block(int l) {
   if (rerun == BlockRerun::block) {
     block_forward(l, act(l, "block_input"), outside("grad_narrow"));
   } else if (rerun == BlockRerun::attention) {
-    attention_forward(l, qkv_views(act(l, "qkv")));
+    attention_forward(l, qkv_views(act(l, "qkv")), "attention recompute");
   }
 }
 
@@ -546,7 +549,7 @@ void GptTraining::State::block_backward(int l) {
     linear_backward_input(dnarrow + r0 * q, in, param(w.o_w), rows, q, C, layout);
   });
   linear_backward_weight(grad(w.o_w), grad_or_null(w.o_b), dmid, att, N, q, C, layout);
-  check(ring->backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, ring_buffers()));
+  check(ring->backward(dqkv.q, dqkv.k, dqkv.v, dnarrow, qkv.q, qkv.k, qkv.v, att, stats(l, "attention_lse"), qkv.shape, ring_buffers()), "attention backward");
   if (!gpt2()) {
     rope(dqkv.q, config.num_heads, q, true);
     rope(dqkv.k, config.num_kv_heads, kv, true);
@@ -927,6 +930,12 @@ Result<GpuStepResult> GptTraining::step(const int32_t* tokens, const int32_t* ta
     return make_error(ErrorCode::invalid_argument, "--micro-batches " + std::to_string(micro_batches) +
                                                        ": the interleaved schedule runs the micro-batches in groups of pp; use a multiple of " +
                                                        std::to_string(s.stage.pp));
+  }
+  // Each offloaded gradient shard is copied over the host's, not added
+  // (FSDP1's CPUOffload cannot accumulate: planner::check_fsdp_offload_accumulation).
+  if (s.fsdp && s.fsdp->offloaded() && micro_batches > 1) {
+    return make_error(ErrorCode::invalid_argument, "--micro-batches " + std::to_string(micro_batches) +
+                                                       ": torch_fsdp with --cpu-offload keeps one micro-batch's gradient; use --micro-batches 1");
   }
   try {
     if (s.zero) {

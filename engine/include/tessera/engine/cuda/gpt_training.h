@@ -147,7 +147,8 @@
 // context parallelism included: compiled for sm_90 and checked on the day one is lent
 // (tests/cuda/gpt_training_gpu_test.cpp, recompute_gpu_test.cpp,
 // ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp, fsdp_gpu_test.cpp,
-// tensor_parallel_gpu_test.cpp, hybrid_zero_gpu_test.cpp, pipeline_gpu_test.cpp, tools/gpu-check).
+// tensor_parallel_gpu_test.cpp, hybrid_zero_gpu_test.cpp, pipeline_gpu_test.cpp,
+// ring_attention_gpu_test.cpp, context_parallel_gpu_test.cpp, tools/gpu-check).
 #pragma once
 
 #include <cstdint>

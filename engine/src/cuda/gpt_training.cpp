@@ -254,11 +254,8 @@ struct GptTraining::State {
   // The ring attention's buffers, the planner's ring_* terms (empty without context parallelism), as the CPU model's ring_buffers.
   RingBuffers<T> ring_buffers() {
     if (split.cp == 1) return {};
-    const int64_t block = 2 * N * config.kv_width();
-    T* kv = outside("ring_kv");
-    T* kv_grad = outside("ring_kv_grad");
-    return RingBuffers<T>{{kv, kv + block}, {kv_grad, kv_grad + block}, outside("ring_partial"), outside<float>("ring_partial_lse"),
-                          outside<float>("ring_merged_output")};
+    return ring_buffers_from<T>(2 * N * config.kv_width(), [this](const char* name) { return outside(name); },
+                                [this](const char* name) { return outside<float>(name); });
   }
   // Block l's attention core, over its whole sequences under context parallelism.
   void attention_forward(int l, const QkvViews& qkv, const char* what) {

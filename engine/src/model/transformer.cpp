@@ -223,14 +223,8 @@ void Transformer<T>::recompute_block(int l) {
 template <typename T>
 RingBuffers<T> Transformer<T>::ring_buffers() {
   if (cp_.size() == 1) return {};
-  const int64_t block = 2 * B_ * T_ * local_widths().kv;
-  T* kv = find(scratch_.narrow, "ring_kv");
-  T* kv_grad = find(scratch_.narrow, "ring_kv_grad");
-  return RingBuffers<T>{{kv, kv + block},
-                        {kv_grad, kv_grad + block},
-                        find(scratch_.narrow, "ring_partial"),
-                        find_wide(scratch_, "ring_partial_lse"),
-                        find_wide(scratch_, "ring_merged_output")};
+  return ring_buffers_from<T>(2 * B_ * T_ * local_widths().kv, [this](const char* name) { return find(scratch_.narrow, name); },
+                              [this](const char* name) { return find_wide(scratch_, name); });
 }
 
 // Block l's attention core, over its whole sequences under context parallelism.

@@ -5,6 +5,8 @@
 // the running output in the compute type (B, T, NH·HS).
 #pragma once
 
+#include <cstdint>
+
 #include "tessera/engine/half.h"
 
 namespace tessera::engine {
@@ -17,5 +19,16 @@ struct RingBuffers {
   compute_t<T>* partial_lse = nullptr;
   compute_t<T>* merged = nullptr;  // 16-bit storage only: the running output
 };
+
+// The buffers from the planner's terms, found by name: `narrow(name)` gives a
+// storage-type term (T*), `wide(name)` a compute-type one; `kv_block` is the
+// elements of one K/V block, 2 · B · T · KVH·HS. The CPU model and the GPU
+// step each look the terms up in their own activation memory.
+template <typename T, typename Narrow, typename Wide>
+RingBuffers<T> ring_buffers_from(int64_t kv_block, Narrow narrow, Wide wide) {
+  T* kv = narrow("ring_kv");
+  T* kv_grad = narrow("ring_kv_grad");
+  return RingBuffers<T>{{kv, kv + kv_block}, {kv_grad, kv_grad + kv_block}, narrow("ring_partial"), wide("ring_partial_lse"), wide("ring_merged_output")};
+}
 
 }  // namespace tessera::engine

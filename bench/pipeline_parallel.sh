@@ -18,8 +18,8 @@
 # Usage: bench/pipeline_parallel.sh [build/cli/tessera] [steps]
 #   LAYOUTS="dp2 pp2" runs only those layouts (pp2 last gives the bubble line);
 #   BUBBLE_TOLERANCE=0.2 exits 1 when the measured bubble is further than that
-#   from the predicted one (tests/parallel/pipeline_bubble.sh); BUBBLE_RUNS=5
-#   takes the least measured bubble of 5 runs of pp 2; MPIEXEC names mpirun.
+#   from the predicted one (tests/parallel/pipeline_bubble.sh); BUBBLE_RUNS=7
+#   takes the least measured bubble of 7 runs of pp 2; MPIEXEC names mpirun.
 # Needs mpirun and python3. On a 2-core machine each rank has a core; the
 # numbers show what each layout costs the engine here, not a cluster's scaling.
 set -euo pipefail

@@ -5,11 +5,11 @@
 # metric are bench/pipeline_parallel.sh's own (LAYOUTS=pp2): the profile's peak
 # is calibrated on a one-rank step of the same model, then pp 2 runs on 2 ranks.
 # Runs alone (RUN_SERIAL): a test beside it would stretch one stage's passes.
-# The measured bubble is the least of five runs: a pass stretched by another
+# The measured bubble is the least of seven runs: a pass stretched by another
 # tenant of a shared 2-core machine only turns into idle time on the other
 # stage, so single runs scatter upwards (12.0% to 18.1% against 12.9%
 # predicted here; once, in CI, the median of three read 16.3%).
 # Usage: pipeline_bubble.sh TESSERA MPIEXEC
 set -euo pipefail
-export MPIEXEC=$2 LAYOUTS=pp2 BUBBLE_TOLERANCE=0.2 BUBBLE_RUNS=5
+export MPIEXEC=$2 LAYOUTS=pp2 BUBBLE_TOLERANCE=0.2 BUBBLE_RUNS=7
 exec "$(dirname "$0")/../../bench/pipeline_parallel.sh" "$1" 6

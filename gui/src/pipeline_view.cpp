@@ -86,13 +86,13 @@ class PipelineCanvas : public QWidget {
   QString summary() const {
     const planner::StepSimulation& sim = plan->simulation;
     const int64_t stages = plan->request.layout.pp;
-    if (stages == 1) {
-      return tr("no pipeline · %1 micro-batches · step %2").arg(plan->request.training.num_micro_batches).arg(seconds_text(sim.step_time_s));
-    }
-    return tr("%1 stages · %2 schedule · %3 micro-batches · step %4 · bubble %5 (%6% of the step)")
+    const int64_t micro_batches = plan->request.training.num_micro_batches;
+    const QString micro_batches_text = micro_batches == 1 ? tr("1 micro-batch") : tr("%1 micro-batches").arg(micro_batches);
+    if (stages == 1) return tr("no pipeline · %1 · step %2").arg(micro_batches_text, seconds_text(sim.step_time_s));
+    return tr("%1 stages · %2 schedule · %3 · step %4 · bubble %5 (%6% of the step)")
         .arg(stages)
         .arg(QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()))
-        .arg(plan->request.training.num_micro_batches)
+        .arg(micro_batches_text)
         .arg(seconds_text(sim.step_time_s), seconds_text(sim.breakdown.bubble_s))
         .arg(sim.step_time_s > 0 ? 100 * sim.breakdown.bubble_s / sim.step_time_s : 0, 0, 'f', 1);
   }

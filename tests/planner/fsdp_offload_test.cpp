@@ -41,10 +41,14 @@ TEST(FsdpOffload, ShardsLiveOnTheHostAndOneUnitsShardCrossesTheDevice) {
   for (FsdpStrategy strategy : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
     const RankMemory plain = estimate_or_fail(llama7b, h100, fsdp(8, strategy, false)).ranks.at(0);
     const RankMemory row = estimate_or_fail(llama7b, h100, fsdp(8, strategy, true)).ranks.at(0);
-    EXPECT_EQ(row.bytes[Cat::parameters].host, 4 * shard);        // fp32: the optimizer's weights
-    EXPECT_EQ(row.bytes[Cat::gradients].host, 4 * shard);         // fp32 _cpu_grad
-    EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 8 * shard);  // AdamW's two fp32 states
-    EXPECT_EQ(row.host_total, 16 * shard);
+    // fp32, each unit's its own pinned tensor, held at a power of two
+    // (pinned_host_blocks.h): the root's 131,074,048 bytes and each of the 32
+    // blocks' 4 · 25,297,920 = 101,191,680 bytes take 2^27 each.
+    const int64_t pinned = 33 * (int64_t{1} << 27);
+    EXPECT_EQ(row.bytes[Cat::parameters].host, pinned);           // the optimizer's weights
+    EXPECT_EQ(row.bytes[Cat::gradients].host, pinned);            // _cpu_grad
+    EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 8 * shard);  // AdamW's two fp32 states, pageable
+    EXPECT_EQ(row.host_total, 2 * pinned + 8 * shard);
     EXPECT_EQ(row.bytes[Cat::optimizer_states].device, 0);
     EXPECT_EQ(row.bytes[Cat::parameters].device, 4 * root_shard);  // the root's fp32 shard on its way up
     EXPECT_EQ(row.bytes[Cat::gradients].device, 4 * root_shard);   // and its reduced gradient shard on its way down

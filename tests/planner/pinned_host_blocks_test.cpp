@@ -1,8 +1,8 @@
 // The offload buffers' pinned blocks (planner/pinned_host_blocks.h): the
 // pinned allocator's power-of-two sizes, applied to the host figures of a
-// GPU run of the engine (the tessera_gpu profile) and of PyTorch FSDP1's
-// offload, not to the CPU engine's pageable buffers nor to ColossalAI's
-// LowLevelZero offload.
+// GPU run of the engine (the tessera_gpu profile), not to the CPU engine's
+// pageable buffers nor to ColossalAI's LowLevelZero offload (PyTorch FSDP's
+// per-unit and per-parameter blocks: fsdp_offload_test.cpp).
 #include "tessera/planner/pinned_host_blocks.h"
 
 #include <gtest/gtest.h>

@@ -20,6 +20,8 @@
 //    at 03258ab2 registers the caching one for kCUDA), whose allocate rounds
 //    to c10::llvm::PowerOf2Ceil (aten/src/ATen/core/CachingHostAllocator.h at
 //    04456333). fsdp1_offload_pinned_blocks lists them.
+//  - FSDP2's CPUOffloadPolicy (--runtime torchtitan): yes, per parameter
+//    (model_states_fsdp2.cpp).
 //  - ColossalAI's LowLevelZeroOptimizer with cpu_offload (low_level_zero,
 //    hybrid_parallel): no. Its master shard is `.to("cpu")` and each step's
 //    gradient `.to(master_param.device)`, blocking copies into pageable

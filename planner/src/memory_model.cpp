@@ -13,8 +13,8 @@
 #include "tessera/planner/fsdp_offload.h"
 #include "tessera/planner/gemini_gathering.h"
 #include "tessera/planner/gemini_static_placement.h"
-#include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pinned_host_blocks.h"
+#include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/rank_order_reduction.h"
 #include "model_states.h"
@@ -134,13 +134,13 @@ void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths
   if (!offload) {
     out.add(Cat::parameters, kDevice, layout.shard_numel * 4);
     out.add(Cat::gradients, kDevice, layout.shard_numel * 4);
-  } else if (is_tessera_engine(r.training.activation_profile)) {
-    const FsdpOffloadBlocks blocks = fsdp_offload_blocks(layout.shard_numel);
-    add_host_blocks({blocks.weights, blocks.gradients}, engine_host_sizing(r.training), out);
   } else {
-    add_host_blocks(fsdp1_offload_pinned_blocks(layout), HostBlockSizing::pinned, out);
-  }
-  if (offload) {
+    if (is_tessera_engine(r.training.activation_profile)) {
+      const FsdpOffloadBlocks blocks = fsdp_offload_blocks(layout.shard_numel);
+      add_host_blocks({blocks.weights, blocks.gradients}, engine_host_sizing(r.training), out);
+    } else {
+      add_host_blocks(fsdp1_offload_pinned_blocks(layout), HostBlockSizing::pinned, out);
+    }
     const int64_t staging = fsdp_offload_staging_numel(layout) * kFsdpOffloadBytesPerElement;
     out.add(Cat::parameters, kDevice, staging);
     out.add(Cat::gradients, kDevice, staging);

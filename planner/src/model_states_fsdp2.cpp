@@ -115,8 +115,6 @@ void add_fsdp2_states(const Model& model, const EstimateRequest& r, MemoryBreakd
       blocks.push_back({Cat::gradients, bytes});
     }
     add_host_blocks(blocks, HostBlockSizing::pinned, out);
-  }
-  if (r.plugin.fsdp_offload()) {
     int64_t largest = 0;
     for (const Unit& u : units) largest = std::max(largest, u.shard);
     out.add(Cat::parameters, kDevice, largest * kFsdpOffloadBytesPerElement);

@@ -28,14 +28,19 @@
 //    memory (colossalai/zero/low_level/low_level_optim.py at d322ff8c,
 //    _create_master_param_current_rank, step).
 //  - ColossalAI's Gemini: its chunks' host shards are
-//    torch.empty(pin_memory=True) (chunk.py at d322ff8c, __init__ and
-//    init_grad_chunk), pinned by default since GeminiPlugin's
-//    enable_async_reduce=True sets pin_memory (gemini_plugin.py), so they
-//    are rounded too; but it then keeps such a shard for every chunk not
-//    kept gathered, on the device or not, which the memory model does not
-//    count yet, so its Gemini host figures stay the exact shards.
-//  - DeepSpeed's offload pins through tensor.pin_memory() too, but the
-//    planner refuses --cpu-offload under --runtime deepspeed.
+//    torch.empty(pin_memory=True) (colossalai/zero/gemini/chunk/chunk.py at
+//    d322ff8c, __init__ and init_grad_chunk), pinned by default since
+//    GeminiPlugin's enable_async_reduce=True sets pin_memory
+//    (colossalai/booster/plugin/gemini_plugin.py at d322ff8c), and
+//    torch.empty pins through the same allocator (aten/src/ATen/
+//    EmptyTensor.cpp at 2cc1a34a, GetCPUAllocatorMaybePinned), so they are
+//    rounded too; but it then keeps such a shard for every chunk not kept
+//    gathered, on the device or not, which the memory model does not count
+//    yet, so its Gemini host figures stay the exact shards.
+//  - DeepSpeed's offload pins through tensor.pin_memory() too
+//    (accelerator/abstract_accelerator.py at edaa722, pin_memory, unless
+//    DS_PIN_MEMORY_BACKEND=native), but the planner refuses --cpu-offload
+//    under --runtime deepspeed.
 #pragma once
 
 #include <cstdint>

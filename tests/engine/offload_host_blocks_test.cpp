@@ -4,8 +4,8 @@
 // at stages 1 and 2 and for FSDP's CPU offload, on GPT-2 124M and
 // Llama-2-7B over 2 and 8 ranks: the ledger's host bytes per pinned
 // category are the planner's estimate of the same GPU run
-// (planner/pinned_host_blocks.h), each block a power of two above the
-// shard's bytes. (The host optimizer's master weights and states are
+// (planner/pinned_host_blocks.h), each block the power of two at or above
+// the shard's bytes. (The host optimizer's master weights and states are
 // pageable and booked by Optimizer: hybrid_zero_part_test.cpp.)
 #include "tessera/engine/device/offload_host_blocks.h"
 

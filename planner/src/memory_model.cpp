@@ -13,6 +13,7 @@
 #include "tessera/planner/fsdp_offload.h"
 #include "tessera/planner/gemini_gathering.h"
 #include "tessera/planner/gemini_static_placement.h"
+#include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/rank_order_reduction.h"
@@ -40,6 +41,12 @@ struct StateWidths {
 StateWidths state_widths(const TrainingOptions& t) {
   const int64_t p = compute_bytes(t.precision);
   return StateWidths{p, p, is_mixed_precision(t.precision) ? 4 : 0, 4 * optimizer_state_count(t.optimizer)};
+}
+
+// The engine's offload buffers (pinned_host_blocks.h): pinned in its GPU
+// step, so held at the pinned allocator's powers of two; pageable on the CPU.
+HostBlockSizing engine_host_sizing(const TrainingOptions& t) {
+  return t.activation_profile == ActivationProfile::tessera_gpu ? HostBlockSizing::pinned : HostBlockSizing::exact;
 }
 
 
@@ -95,7 +102,8 @@ void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateW
   out.add(Cat::gradients, kDevice, (stage >= 2 ? shard : padded) * w.grad);
   out.add(Cat::master_weights, optimizer_space, shard * w.master);
   out.add(Cat::optimizer_states, optimizer_space, shard * w.optim);
-  if (r.plugin.cpu_offload) out.add(Cat::gradients, kHost, shard * 4);
+  // The runtimes' ZeRO-Offload gradient shard is pageable (pinned_host_blocks.h), as the CPU engine's.
+  if (r.plugin.cpu_offload) add_host_blocks({zero_offload_transfer_block(shard)}, engine_host_sizing(r.training), out);
   if (dp > 1) out.add(Cat::comm_buffers, kDevice, bucket_numel * w.grad);
 }
 
@@ -114,16 +122,25 @@ void add_zero_states(const StageShape& s, const EstimateRequest& r, const StateW
 // scratch, the whole unit in the gradients' type, comes beside the root's and
 // a block's gradients (engine/device/fsdp_device_units.h).
 // With CPU offload every shard lives on the host and one unit's shard at a
-// time passes through the device each way (fsdp_offload.h).
+// time passes through the device each way (fsdp_offload.h); the weight and
+// gradient shards are pinned blocks, one per unit under FSDP1 and one for
+// every unit in the engine's GPU step (pinned_host_blocks.h).
 void add_fsdp_states(const Model& m, const EstimateRequest& r, const StateWidths& w, MemoryBreakdown& out) {
   const int64_t dp = r.layout.shard_ranks();
   const FsdpLayout layout = fsdp_layout(m.inventory, flat_parameter_order(m.inventory), dp);
   const bool offload = r.plugin.fsdp_offload();
   const MemorySpace shards = offload ? kHost : kDevice;
-  out.add(Cat::parameters, shards, layout.shard_numel * 4);
-  out.add(Cat::gradients, shards, layout.shard_numel * 4);
   out.add(Cat::optimizer_states, shards, layout.shard_numel * w.optim);
-  if (offload) {
+  if (!offload) {
+    out.add(Cat::parameters, kDevice, layout.shard_numel * 4);
+    out.add(Cat::gradients, kDevice, layout.shard_numel * 4);
+  } else {
+    if (is_tessera_engine(r.training.activation_profile)) {
+      const FsdpOffloadBlocks blocks = fsdp_offload_blocks(layout.shard_numel);
+      add_host_blocks({blocks.weights, blocks.gradients}, engine_host_sizing(r.training), out);
+    } else {
+      add_host_blocks(fsdp1_offload_pinned_blocks(layout), HostBlockSizing::pinned, out);
+    }
     const int64_t staging = fsdp_offload_staging_numel(layout) * kFsdpOffloadBytesPerElement;
     out.add(Cat::parameters, kDevice, staging);
     out.add(Cat::gradients, kDevice, staging);
@@ -177,20 +194,22 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
 // gradients and weights through (exchanges_through_host). While layers run, their
 // chunks are gathered whole (and, in backward, a gradient chunk beside each)
 // and others may stay gathered under shard_param_frac: the peak of these
-// buffers is the engine's own gathering replayed (gemini_gathering.h).
+// buffers is the engine's own gathering replayed (gemini_gathering.h). The
+// host shards and copies are the engine's pinned blocks (pinned_host_blocks.h).
 void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
                        const GeminiSummary& g, MemoryBreakdown& out) {
   const int64_t dp = r.layout.shard_ranks();
-  int64_t on_device = 0, on_host = 0, exchanged = 0;  // shard elements of the parameter chunks
+  int64_t on_device = 0;  // shard elements of the parameter chunks on the device
+  std::vector<PinnedHostBlock> host_blocks;
   for (size_t c = 0; c < g.chunk_capacity.size(); ++c) {
     const int64_t shard = g.chunk_capacity[c] / dp;
-    (g.parameter_chunk_on_host(c) ? on_host : on_device) += shard;
-    if (exchanges_through_host(g.optimizer_chunk_on_host(c), g.parameter_chunk_on_host(c))) exchanged += shard;
+    if (!g.parameter_chunk_on_host(c)) on_device += shard;
+    const GeminiChunkHostBlocks b = gemini_chunk_host_blocks(shard, g.parameter_chunk_on_host(c), g.optimizer_chunk_on_host(c), w.param, w.grad);
+    host_blocks.insert(host_blocks.end(), {b.weights, b.gradients, b.exchange});
   }
   out.add(Cat::parameters, kDevice, on_device * w.param);
-  out.add(Cat::parameters, kHost, on_host * w.param);
   out.add(Cat::gradients, kDevice, on_device * w.grad);
-  out.add(Cat::gradients, kHost, (on_host + exchanged) * w.grad);
+  add_host_blocks(host_blocks, engine_host_sizing(r.training), out);
   const double optimizer_elements = static_cast<double>(g.padded_elements() / dp);
   for (auto [category, width] : {std::pair{Cat::master_weights, w.master}, std::pair{Cat::optimizer_states, w.optim}}) {
     const double bytes = optimizer_elements * static_cast<double>(width);

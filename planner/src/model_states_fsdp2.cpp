@@ -25,6 +25,7 @@
 
 #include "model_states.h"
 #include "tessera/planner/fsdp_offload.h"
+#include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/sharding.h"
 
 namespace tessera::planner {
@@ -40,10 +41,14 @@ struct Unit {
   int64_t padded = 0;   // dp · shard: the unit gathered
 };
 
-void add_tensor(Unit& unit, const TensorInfo& tensor, int64_t dp) {
+// A parameter's elements on one rank: ceil(rows / dp) rows.
+int64_t dim0_shard(const TensorInfo& tensor, int64_t dp) {
   const int64_t rows = tensor.shape.empty() ? 1 : tensor.shape[0];
-  const int64_t row_numel = tensor.numel() / rows;
-  const int64_t shard = (rows + dp - 1) / dp * row_numel;
+  return (rows + dp - 1) / dp * (tensor.numel() / rows);
+}
+
+void add_tensor(Unit& unit, const TensorInfo& tensor, int64_t dp) {
+  const int64_t shard = dim0_shard(tensor, dp);
   unit.numel += tensor.numel();
   unit.shard += shard;
   unit.padded += dp * shard;
@@ -90,10 +95,26 @@ void add_fsdp2_states(const Model& model, const EstimateRequest& r, MemoryBreakd
   // CPUOffloadPolicy: the shards on the host, and one unit's fp32 shard on
   // the device on its way up, one reduced fp32 gradient shard on its way down (fsdp_offload.h).
   const MemorySpace shards = r.plugin.fsdp_offload() ? MemorySpace::host : kDevice;
-  out.add(Cat::parameters, shards, shard * 4);
-  out.add(Cat::gradients, shards, shard * 4);
   out.add(Cat::optimizer_states, shards, shard * 4 * optimizer_state_count(r.training.optimizer));
-  if (r.plugin.fsdp_offload()) {
+  if (!r.plugin.fsdp_offload()) {
+    out.add(Cat::parameters, kDevice, shard * 4);
+    out.add(Cat::gradients, kDevice, shard * 4);
+  } else {
+    // CPUOffloadPolicy's pin_memory (True by default) pins each parameter's
+    // padded fp32 shard (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+    // at 010ae4a8, _init_sharded_param), and foreach_reduce copies each
+    // reduced gradient shard to the host by a non-blocking .to("cpu") on the
+    // first micro-batch (_fsdp_collectives.py at 010ae4a8), whose
+    // destination _to_copy pins (aten/src/ATen/native/TensorConversions.cpp
+    // at fc9325ea, pin_out): blocks per parameter, each held at the pinned
+    // allocator's power of two (pinned_host_blocks.h).
+    std::vector<PinnedHostBlock> blocks;
+    for (const FlatParameter& p : flat_parameter_order(model.inventory)) {
+      const int64_t bytes = dim0_shard(model.inventory.tensors[static_cast<size_t>(p.tensor_index)], dp) * 4;
+      blocks.push_back({Cat::parameters, bytes});
+      blocks.push_back({Cat::gradients, bytes});
+    }
+    add_host_blocks(blocks, HostBlockSizing::pinned, out);
     int64_t largest = 0;
     for (const Unit& u : units) largest = std::max(largest, u.shard);
     out.add(Cat::parameters, kDevice, largest * kFsdpOffloadBytesPerElement);

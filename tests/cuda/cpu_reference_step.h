@@ -197,6 +197,7 @@ inline std::optional<planner::RankMemory> planned_rank_memory(const planner::Mod
   request.training.micro_batch_size = B;
   request.training.seq_len = T;
   request.training.num_micro_batches = micro_batches;
+  request.training.activation_profile = planner::ActivationProfile::tessera_gpu;  // the GPU step's: its host blocks pinned
   auto estimate = planner::estimate_memory(model, gpu.value(), request);
   check.expect(estimate.ok(), prefix + "the planner's estimate");
   if (!estimate.ok()) return std::nullopt;

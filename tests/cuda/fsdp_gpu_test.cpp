@@ -61,7 +61,8 @@ planner::PluginOptions fsdp_plugin(planner::FsdpStrategy strategy, bool offload)
 // The ledger's peaks against the planner's estimate of the same run: each
 // category's blocks rounded up to 512 bytes (the shards one each, AdamW's
 // states two, the root and two blocks gathered or every unit, the root's and
-// one block's gradient; offloaded, one unit's shard each way and no states).
+// one block's gradient; offloaded, one unit's shard each way and no states),
+// and its host bytes.
 void check_ledger(const planner::Model& model, const planner::PluginOptions& plugin, int ranks, int64_t micro_batches, const MemoryLedger& ledger,
                   Checker& check, const std::string& prefix) {
   const std::optional<planner::RankMemory> estimated = testing::planned_rank_memory(model, plugin, ranks, B, T, micro_batches, check, prefix);
@@ -76,6 +77,12 @@ void check_ledger(const planner::Model& model, const planner::PluginOptions& plu
     const int64_t planned = row.bytes[category].device, booked = ledger.peak(category, MemorySpace::device);
     check.expect(booked >= planned && booked <= planned + 512 * blocks,
                  prefix + "the ledger's " + std::string(to_string(category)) + " " + std::to_string(booked) + " bytes are the planner's " + std::to_string(planned));
+  }
+  // Offloaded, the pinned shards at the pinned allocator's powers of two and the host AdamW's states, as the planner counts them.
+  for (const MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states}) {
+    const int64_t planned = row.bytes[category].host, booked = ledger.peak(category, MemorySpace::host);
+    check.expect(booked == planned, prefix + "the ledger's host " + std::string(to_string(category)) + " " + std::to_string(booked) + " bytes are the planner's " +
+                                        std::to_string(planned));
   }
 }
 

@@ -34,8 +34,8 @@
 //  - the ledger's device peaks of the model states' categories are the
 //    planner's estimate of the same run (planner/memory_model.h), each
 //    block rounded up to the caching allocator's 512 bytes; offloaded, the
-//    host's master weights and states exactly, its gradient shard rounded
-//    up to the pinned allocator's power of two.
+//    host's master weights and states and its pinned gradient shard
+//    exactly (the planner counts the pinned allocator's power of two).
 // These bounds have not yet met a GPU.
 // A plain program under mpirun (gpu_ranks.h): exit 77 on every rank (one
 // line) where a rank has no GPU of its own.

@@ -92,9 +92,10 @@ inline void check_shard_and_update(const GpuShardStep& gpu, const std::vector<bf
 // (`model` whole, on `layout`, micro-batch B of T tokens) against the
 // ledger's peaks: each block is rounded up to 512 bytes
 // (device/caching_allocator.h), and the optimizer states are two blocks.
-// ZeRO-Offload's host side: the CPU optimizer's master weights and states
-// exactly; the fp32 gradient shard is the pinned transfer buffer, rounded up
-// to a power of two by the pinned allocator (device/pinned_host_allocator.h).
+// ZeRO-Offload's host side, exactly: the CPU optimizer's master weights and
+// states, and the fp32 gradient shard's pinned transfer buffer at the pinned
+// allocator's power of two, as the planner counts it for a GPU run
+// (planner/pinned_host_blocks.h).
 inline void check_ledger(const planner::Model& model, const planner::PluginOptions& plugin, const planner::ParallelLayout& layout, int64_t B, int64_t T,
                          const MemoryLedger& ledger, Checker& check, const std::string& prefix) {
   auto gpu = planner::load_gpu("h100-80g");
@@ -105,6 +106,7 @@ inline void check_ledger(const planner::Model& model, const planner::PluginOptio
   request.plugin = plugin;
   request.training.micro_batch_size = B;
   request.training.seq_len = T;
+  request.training.activation_profile = planner::ActivationProfile::tessera_gpu;  // the GPU step's: its host blocks pinned
   auto estimate = planner::estimate_memory(model, gpu.value(), request);
   check.expect(estimate.ok(), prefix + "the planner's estimate");
   if (!estimate.ok()) return;
@@ -115,12 +117,12 @@ inline void check_ledger(const planner::Model& model, const planner::PluginOptio
     check.expect(booked >= planned && booked < planned + 2 * 512, prefix + "the ledger's " + std::string(to_string(category)) + " " +
                                                                        std::to_string(booked) + " bytes are the planner's " + std::to_string(planned));
   }
-  for (const MemoryCategory category : {MemoryCategory::master_weights, MemoryCategory::optimizer_states}) {
-    check.expect(ledger.peak(category, MemorySpace::host) == row.bytes[category].host, prefix + "the ledger's host " + std::string(to_string(category)));
+  for (const MemoryCategory category : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::master_weights,
+                                        MemoryCategory::optimizer_states}) {
+    const int64_t planned = row.bytes[category].host, booked = ledger.peak(category, MemorySpace::host);
+    check.expect(booked == planned, prefix + "the ledger's host " + std::string(to_string(category)) + " " + std::to_string(booked) +
+                                        " bytes are the planner's " + std::to_string(planned));
   }
-  const int64_t planned = row.bytes[MemoryCategory::gradients].host, booked = ledger.peak(MemoryCategory::gradients, MemorySpace::host);
-  check.expect(booked >= planned && booked < 2 * std::max<int64_t>(planned, 1), prefix + "the ledger's host gradients " + std::to_string(booked) +
-                                                                                     " bytes are the planner's " + std::to_string(planned) + ", rounded up");
 }
 
 }  // namespace tessera::engine::cuda::testing

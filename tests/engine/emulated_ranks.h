@@ -67,9 +67,10 @@ class Peers {
   std::vector<const bf16*> buffers_;
 };
 
-// The planner's estimate of the step these tests run: `ranks` data-parallel
-// ranks in bf16, `micro_batches` of one 8-token sequence, on an H100 (with
-// `device_bytes` of memory where given).
+// The planner's estimate of the step these tests run as the GPU step runs
+// it (the tessera_gpu profile: its host blocks pinned): `ranks`
+// data-parallel ranks in bf16, `micro_batches` of one 8-token sequence, on
+// an H100 (with `device_bytes` of memory where given).
 inline planner::MemoryEstimate planner_estimate(const planner::Model& model, const planner::PluginOptions& plugin, int ranks, int micro_batches,
                                                 int64_t device_bytes = 0) {
   planner::EstimateRequest request;
@@ -79,6 +80,7 @@ inline planner::MemoryEstimate planner_estimate(const planner::Model& model, con
   request.training.micro_batch_size = 1;
   request.training.seq_len = 8;
   request.training.num_micro_batches = micro_batches;
+  request.training.activation_profile = planner::ActivationProfile::tessera_gpu;
   planner::GpuProfile gpu = planner::load_gpu("h100-80g").value();
   if (device_bytes > 0) gpu.memory_bytes = device_bytes;
   auto estimate = planner::estimate_memory(model, gpu, request);

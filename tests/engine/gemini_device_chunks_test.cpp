@@ -23,8 +23,8 @@
 //    the bytes each way the planner's (GeminiStepReplay::host_up_bytes, host_down_bytes);
 //  - the ledger after every move is the planner's estimate of the same run
 //    (planner/memory_model.h) per category: parameters and gradients on the
-//    device and (rounded to the pinned allocator's powers of two) on the
-//    host, the host copies of the exchanging chunks under gradients, the
+//    device and on the host (both rounded to the pinned allocator's powers
+//    of two: planner/pinned_host_blocks.h), the host copies of the exchanging chunks under gradients, the
 //    host's master weights and states the leading chunks' slots, and chunk_buffers at their largest the planner's replayed peak,
 //    exactly where the blocks are multiples of the caching allocator's 512
 //    bytes (each rounds up to them), within 512 bytes a block otherwise; the ledger's own peak of
@@ -401,15 +401,11 @@ TEST(GeminiDeviceChunks, AStepOnEveryRankMatchesTheModelAndThePlanner) {
           EXPECT_LE(r.gradients_device, g_device + slack) << what;
           EXPECT_EQ(2 * r.uploaded, run.step.host_up_bytes) << what << ": the planner's PCIe bytes up";
           EXPECT_EQ(2 * r.downloaded, run.step.host_down_bytes) << what << ": and down";
+          // The pinned blocks, each a power of two: the ledger's and the planner's.
           EXPECT_EQ(r.parameters_host, r.expected_parameters_host) << what;
           EXPECT_EQ(r.gradients_host, r.expected_gradients_host) << what;
-          int64_t host_shard_bytes = 0, host_copy_bytes = 0;
-          for (const GeminiChunk& c : plan.chunks) {
-            host_shard_bytes += c.on_host ? 2 * c.shard : 0;
-            host_copy_bytes += c.exchanges_through_host() ? 2 * c.shard : 0;
-          }
-          EXPECT_EQ(planned[MemoryCategory::parameters].host, host_shard_bytes) << what;
-          EXPECT_EQ(planned[MemoryCategory::gradients].host, host_shard_bytes + host_copy_bytes) << what;
+          EXPECT_EQ(planned[MemoryCategory::parameters].host, r.parameters_host) << what;
+          EXPECT_EQ(planned[MemoryCategory::gradients].host, r.gradients_host) << what;
           EXPECT_EQ(planned[MemoryCategory::master_weights].host, 4 * host_states) << what;
           EXPECT_EQ(planned[MemoryCategory::master_weights].device, 4 * (plan.shard_numel() - host_states)) << what;
           EXPECT_EQ(planned[MemoryCategory::optimizer_states].host, 8 * host_states) << what;

@@ -38,10 +38,13 @@ inline void expect_same_checkpoint(const std::string& a, const std::string& b, c
 }
 
 // The ledger's peaks of the model states (and the buffers they pass through)
-// on both spaces against the planner's row of this rank's stage.
+// on both spaces against the planner's row of this rank's stage, for the
+// CPU engine (the tessera profile: its offloaded buffers pageable, exact).
 inline void expect_planners_estimate(const planner::Model& model, const engine::TrainOptions& o, const planner::ParallelLayout& layout, int64_t stage,
                                      const engine::MemoryLedger& ledger, const std::string& name, int rank) {
-  auto estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), estimate_request(o, layout));
+  planner::EstimateRequest request = estimate_request(o, layout);
+  request.training.activation_profile = planner::ActivationProfile::tessera;
+  auto estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), request);
   expect(estimate.ok(), name + ": the planner's estimate" + (estimate.ok() ? "" : ", " + estimate.error().message), rank);
   if (!estimate.ok()) return;
   for (const planner::RankMemory& row : estimate->ranks) {

@@ -41,10 +41,14 @@ TEST(FsdpOffload, ShardsLiveOnTheHostAndOneUnitsShardCrossesTheDevice) {
   for (FsdpStrategy strategy : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
     const RankMemory plain = estimate_or_fail(llama7b, h100, fsdp(8, strategy, false)).ranks.at(0);
     const RankMemory row = estimate_or_fail(llama7b, h100, fsdp(8, strategy, true)).ranks.at(0);
-    EXPECT_EQ(row.bytes[Cat::parameters].host, 4 * shard);        // fp32: the optimizer's weights
-    EXPECT_EQ(row.bytes[Cat::gradients].host, 4 * shard);         // fp32 _cpu_grad
-    EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 8 * shard);  // AdamW's two fp32 states
-    EXPECT_EQ(row.host_total, 16 * shard);
+    // fp32, each unit's its own pinned tensor, held at a power of two
+    // (pinned_host_blocks.h): the root's 131,074,048 bytes and each of the 32
+    // blocks' 4 · 25,297,920 = 101,191,680 bytes take 2^27 each.
+    const int64_t pinned = 33 * (int64_t{1} << 27);
+    EXPECT_EQ(row.bytes[Cat::parameters].host, pinned);           // the optimizer's weights
+    EXPECT_EQ(row.bytes[Cat::gradients].host, pinned);            // _cpu_grad
+    EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 8 * shard);  // AdamW's two fp32 states, pageable
+    EXPECT_EQ(row.host_total, 2 * pinned + 8 * shard);
     EXPECT_EQ(row.bytes[Cat::optimizer_states].device, 0);
     EXPECT_EQ(row.bytes[Cat::parameters].device, 4 * root_shard);  // the root's fp32 shard on its way up
     EXPECT_EQ(row.bytes[Cat::gradients].device, 4 * root_shard);   // and its reduced gradient shard on its way down
@@ -59,15 +63,23 @@ TEST(FsdpOffload, ShardsLiveOnTheHostAndOneUnitsShardCrossesTheDevice) {
 // divide by 8, so the shard is again 842,301,952 elements; its units are
 // smaller than FSDP1's root (the embeddings, and the norm with the head, are
 // two), so its largest is a block: 4 · 4,096² + 3 · 4,096 · 11,008 + 2 · 4,096
-// = 202,383,360 elements, 25,297,920 a rank.
+// = 202,383,360 elements, 25,297,920 a rank. Each parameter's fp32 shard is
+// its own pinned tensor, held at a power of two: a block's four attention
+// shards 2^23 bytes each (exactly), its three MLP shards 22,544,384 bytes in
+// 2^25 each, its two norms 2,048; the embeddings and the head 65,536,000
+// bytes in 2^26 each, the final norm 2,048.
 TEST(FsdpOffload, Fsdp2UnderTorchtitanOffloadsTheSameStates) {
   const Model llama7b = shipped_model("llama-2-7b");
   EstimateRequest r = fsdp(8, FsdpStrategy::full_shard, true);
   r.plugin.runtime = Runtime::torchtitan;
   r.training.num_micro_batches = 4;  // FSDP2 accumulates on the host
   const RankMemory row = estimate_or_fail(llama7b, shipped_gpu("h100-80g"), r).ranks.at(0);
-  EXPECT_EQ(row.bytes[Cat::parameters].host, int64_t{4} * 842'301'952);
-  EXPECT_EQ(row.bytes[Cat::optimizer_states].host, int64_t{8} * 842'301'952);
+  const int64_t block = 4 * (int64_t{1} << 23) + 3 * (int64_t{1} << 25) + 2 * 2'048;
+  const int64_t pinned = 32 * block + 2 * (int64_t{1} << 26) + 2'048;
+  EXPECT_EQ(pinned, 4'429'318'144);
+  EXPECT_EQ(row.bytes[Cat::parameters].host, pinned);
+  EXPECT_EQ(row.bytes[Cat::gradients].host, pinned);
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].host, int64_t{8} * 842'301'952);  // pageable
   EXPECT_EQ(row.bytes[Cat::parameters].device, 4 * 25'297'920);
   EXPECT_EQ(row.bytes[Cat::gradients].device, 4 * 25'297'920);
 }

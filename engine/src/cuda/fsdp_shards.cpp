@@ -12,6 +12,7 @@
 #include "tessera/engine/cuda/adamw.h"
 #include "tessera/engine/cuda/casts.h"
 #include "tessera/engine/cuda/residual.h"
+#include "tessera/engine/device/offload_host_blocks.h"
 #include "tessera/engine/model/initialization.h"
 #include "tessera/engine/shard_values.h"
 
@@ -56,8 +57,7 @@ Status CudaFsdpOps::copy_down(void* host, const void* device, int64_t bytes) {
 FsdpHostState::FsdpHostState(MemoryLedger& ledger, const planner::OptimizerLayout& layout, std::vector<bool> decay, const OptimizerOptions& options)
     : allocator_(pinned_, events_, ledger) {
   const int64_t n = layout.shard_numel;
-  shards_.weights = static_cast<float*>(allocator_.allocate(n * static_cast<int64_t>(sizeof(float)), MemoryCategory::parameters));
-  shards_.gradients = static_cast<float*>(allocator_.allocate(n * static_cast<int64_t>(sizeof(float)), MemoryCategory::gradients));
+  shards_ = allocate_fsdp_host_shards(allocator_, n);
   std::fill_n(shards_.weights, n, 0.0f);  // the padding stays 0
   std::fill_n(shards_.gradients, n, 0.0f);
   optimizer_.emplace(ledger, shards_.weights, n, layout.pieces, std::move(decay), options, MemorySpace::host);

@@ -21,7 +21,7 @@
 //    Optimizer<float> over the same pieces (planner::fsdp_pieces).
 // With --cpu-offload (FSDP's CPUOffload, planner/fsdp_offload.h) the fp32
 // weight and gradient shards live in pinned host memory (device/
-// pinned_host_allocator.h, booked as host parameters and gradients) and the
+// offload_host_blocks.h, booked as host parameters and gradients) and the
 // device units copy each unit's shard up before its gather and its reduced
 // gradient shard down after its reduce-scatter, on the compute stream
 // (fsdp_device_units.h); the step waits for the compute stream, sums the

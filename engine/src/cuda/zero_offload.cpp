@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "tessera/engine/device/offload_host_blocks.h"
 #include "tessera/engine/device/offload_transfer.h"
 
 #include "cuda_errors.h"
@@ -19,7 +20,7 @@ OffloadedShard::OffloadedShard(MemoryLedger& ledger, const planner::OptimizerLay
     : shard_(layout.shard_numel), counted_(std::move(counted)), host_(pinned_, events_, ledger) {
   made(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "making the offload's copy stream");
   made(cudaEventCreateWithFlags(&ordered_, cudaEventDisableTiming), "making the offload's event");
-  transfer_ = static_cast<float*>(host_.allocate(shard_ * static_cast<int64_t>(sizeof(float)), MemoryCategory::gradients));
+  transfer_ = allocate_zero_offload_transfer(host_, shard_);
   std::fill(transfer_, transfer_ + shard_, 0.0f);  // the master weights start from it here; start_from sets them
   optimizer_.emplace(ledger, reinterpret_cast<bf16*>(transfer_), shard_, layout.pieces, std::move(decay), options, MemorySpace::host);
 }

@@ -6,7 +6,7 @@
 // master_weights and optimizer_states in host space, as the planner counts
 // them). Only gradients and parameters cross PCIe, through one pinned buffer
 // of the planner's fp32 host gradient shard (device/offload_transfer.h;
-// device/pinned_host_allocator.h): the reduced bf16 gradient shard is copied
+// device/offload_host_blocks.h): the reduced bf16 gradient shard is copied
 // down on a copy stream and widened in place, the global norm's sum of
 // squares is all-reduced over the ranks, the optimizer steps and rounds the
 // shard's bf16 parameters into the same buffer, and they are copied up on the

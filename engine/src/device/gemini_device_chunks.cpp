@@ -2,8 +2,12 @@
 
 #include <algorithm>
 
+#include "tessera/planner/pinned_host_blocks.h"
+
 namespace tessera::engine {
 namespace {
+
+constexpr auto kBf16Bytes = static_cast<int64_t>(sizeof(bf16));
 
 // What the caching allocator books for a block of `bytes` (its 512-byte rounding).
 int64_t booked(int64_t bytes) { return (bytes + CachingAllocator::kBlockAlign - 1) / CachingAllocator::kBlockAlign * CachingAllocator::kBlockAlign; }
@@ -23,20 +27,23 @@ GeminiDeviceChunks::GeminiDeviceChunks(const GeminiChunkPlan& plan, int rank, in
       gradient_of_(gradient_of),
       gathering_(plan.layout.chunk_capacity, plan.chunks_of_layer, plan.kept_gathered_elements),
       chunks_(plan.chunks.size()) {
+  const auto pinned = [&host](const planner::PinnedHostBlock& block) { return static_cast<bf16*>(host.allocate(block.bytes, block.category)); };
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    chunks_[c].weights = new_shard(static_cast<int>(c), MemoryCategory::parameters);
-    chunks_[c].gradients = new_shard(static_cast<int>(c), MemoryCategory::gradients);
-    const int64_t n = plan.chunks[c].shard;
-    if (plan.chunks[c].on_host) {
-      std::fill_n(chunks_[c].weights, n, bf16{});
-      std::fill_n(chunks_[c].gradients, n, bf16{});
+    const GeminiChunk& p = plan.chunks[c];
+    // The planner counts these very blocks on the host (planner/pinned_host_blocks.h).
+    const planner::GeminiChunkHostBlocks on_host = planner::gemini_chunk_host_blocks(p.shard, p.on_host, p.optimizer_on_host, kBf16Bytes, kBf16Bytes);
+    if (p.on_host) {
+      chunks_[c].weights = pinned(on_host.weights);
+      chunks_[c].gradients = pinned(on_host.gradients);
+      std::fill_n(chunks_[c].weights, p.shard, bf16{});
+      std::fill_n(chunks_[c].gradients, p.shard, bf16{});
     } else {
-      run(copies_.zero(chunks_[c].weights, n));
-      run(copies_.zero(chunks_[c].gradients, n));
+      chunks_[c].weights = new_shard(static_cast<int>(c), MemoryCategory::parameters);
+      chunks_[c].gradients = new_shard(static_cast<int>(c), MemoryCategory::gradients);
+      run(copies_.zero(chunks_[c].weights, p.shard));
+      run(copies_.zero(chunks_[c].gradients, p.shard));
     }
-    if (plan.chunks[c].exchanges_through_host()) {
-      chunks_[c].exchanged = static_cast<bf16*>(host_.allocate(n * static_cast<int64_t>(sizeof(bf16)), MemoryCategory::gradients));
-    }
+    if (on_host.exchange.bytes > 0) chunks_[c].exchanged = pinned(on_host.exchange);
   }
 }
 
@@ -64,9 +71,7 @@ int64_t GeminiDeviceChunks::slot_bytes(int chunk) const {
 }
 
 bf16* GeminiDeviceChunks::new_shard(int chunk, MemoryCategory category) {
-  const GeminiChunk& p = plan_.chunks[static_cast<size_t>(chunk)];
-  const int64_t bytes = p.shard * static_cast<int64_t>(sizeof(bf16));
-  return static_cast<bf16*>(p.on_host ? host_.allocate(bytes, category) : device_.allocate(bytes, category));
+  return static_cast<bf16*>(device_.allocate(plan_.chunks[static_cast<size_t>(chunk)].shard * kBf16Bytes, category));
 }
 
 void GeminiDeviceChunks::free_shard(int chunk, bf16* shard) {

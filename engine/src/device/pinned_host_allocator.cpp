@@ -1,8 +1,7 @@
 #include "tessera/engine/device/pinned_host_allocator.h"
 
-#include <bit>
-
 #include "tessera/engine/tensor.h"
+#include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/status.h"
 
 namespace tessera::engine {
@@ -14,8 +13,8 @@ PinnedHostAllocator::~PinnedHostAllocator() {
 
 void* PinnedHostAllocator::allocate(int64_t bytes, MemoryCategory category) {
   return_to_free_lists(pending_.take_completed());
-  // PyTorch rounds to the next power of two (c10::llvm::PowerOf2Ceil) so that freed blocks fit later requests.
-  const auto size = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(bytes < 1 ? 1 : bytes)));
+  // Rounded as PyTorch rounds (so that freed blocks fit later requests) and as the planner counts.
+  const int64_t size = planner::pinned_block_bytes(bytes < 1 ? 1 : bytes);
   uintptr_t address = 0;
   if (auto list = free_.find(size); list != free_.end() && !list->second.empty()) {
     address = list->second.back();

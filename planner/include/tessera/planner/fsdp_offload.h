@@ -9,8 +9,9 @@
 //    the optimizer over the wrapped module's parameters, so it steps on the
 //    CPU): each flat parameter's fp32 shard and its fp32 gradient `_cpu_grad`
 //    live in pinned host memory (torch/distributed/fsdp/_flat_param.py at
-//    01caf79e). Before a unit's all-gather its shard is copied to the device
-//    in fp32 (pre_unshard: flat_param_to, or under MixedPrecision
+//    01caf79e; counted at the pinned allocator's powers of two,
+//    pinned_host_blocks.h). Before a unit's all-gather its shard is copied
+//    to the device in fp32 (pre_unshard: flat_param_to, or under MixedPrecision
 //    _use_low_precision_shard, which casts it there into _mp_shard) and freed
 //    after; after its reduce-scatter the gradient shard, cast to the fp32 of
 //    the parameters, is copied down into _cpu_grad, which the post-backward

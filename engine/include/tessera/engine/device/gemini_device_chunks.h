@@ -23,7 +23,8 @@
 // drops its cuda_shard.
 //
 // A chunk whose shards live on the host (`cpu`): its shards are pinned host
-// blocks (device/pinned_host_allocator.h, booked in host space), and a
+// blocks (device/pinned_host_allocator.h, booked in host space; the blocks
+// planner::gemini_chunk_host_blocks lists and the planner counts), and a
 // gathered chunk is a device block of its capacity under chunk_buffers, as
 // the planner counts it: the shard goes up into this rank's slot by an
 // asynchronous copy on the copy stream, which the compute stream waits for;
@@ -126,7 +127,7 @@ class GeminiDeviceChunks final : private GeminiChunkMoves {
   // The whole chunk with the shard in this rank's slot: a device shard
   // copied there (its block freed, its bytes booked to the slot), a host one uploaded.
   DeviceBlock grow(int chunk, bf16*& shard, MemoryCategory category);
-  bf16* new_shard(int chunk, MemoryCategory category);
+  bf16* new_shard(int chunk, MemoryCategory category);  // a device chunk's (host chunks keep their pinned shards)
   void free_shard(int chunk, bf16* shard);
   int64_t slot_bytes(int chunk) const;  // a device shard's booked bytes
   bool run(const Status& status);       // keeps the first error; false once there is one

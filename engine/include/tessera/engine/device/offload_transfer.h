@@ -1,6 +1,6 @@
 // ZeRO-Offload's transfer buffer on GPUs (src/cuda/zero_offload.h): one
 // pinned buffer of the fp32 gradient shard the planner counts on the host
-// (planner/memory_model.cpp, add_zero_states with cpu_offload), which
+// (device/offload_host_blocks.h, planner/pinned_host_blocks.h), which
 // carries the bf16 gradient shard down and the updated bf16 parameters back
 // up. The bf16 gradients are copied into its first half and widened in place
 // to fp32, as the CPU engine's offload widens them (parallel/data_parallel.h);

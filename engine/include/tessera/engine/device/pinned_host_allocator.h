@@ -6,7 +6,9 @@
 // only from page-locked memory: CUDA Runtime API, "API synchronization
 // behavior"), so a block may be handed out again only when the copies queued
 // on it have run:
-//   - Sizes round up to a power of two; a freed block goes to the free list of
+//   - Sizes round up to a power of two (planner::pinned_block_bytes, which
+//     the planner's host figures for a GPU run apply to the same blocks:
+//     planner/pinned_host_blocks.h); a freed block goes to the free list of
 //     its size and is handed out whole to the next request of that size.
 //   - record_use(pointer, stream): a copy on `stream` reads or writes the
 //     block (PyTorch's record_event). When the block is freed an event is

@@ -1,0 +1,99 @@
+// The blocks of page-locked (pinned) host memory that offload takes, per
+// layout, and what a pinned allocator holds for each: the one description
+// the memory model and the engine's GPU step both read, so that a GPU run's
+// host bytes per category are the planner's.
+//
+// The engine's GPU step takes them from its pinned allocator
+// (engine/device/pinned_host_allocator.h), which, as PyTorch's
+// CachingHostAllocator does, rounds every request up to a power of two
+// (pinned_block_bytes) and books the rounded block under its category. The
+// CPU engine keeps the same buffers in ordinary (pageable) memory, exactly
+// as large as requested.
+//
+// Whether the runtimes the planner models round them too:
+//  - PyTorch FSDP1's CPUOffload (ColossalAI's TorchFSDPPlugin): yes, per
+//    flat parameter. Each unit's fp32 shard and its `_cpu_grad` come from
+//    Tensor.pin_memory() (torch/distributed/fsdp/_flat_param.py at 01caf79e,
+//    FlatParamHandle.shard, see fsdp_offload.h), which takes the CUDA host
+//    allocator (aten/src/ATen/cuda/PinnedMemoryAllocator.h at 06bb9e25,
+//    getPinnedMemoryAllocator; aten/src/ATen/cuda/CachingHostAllocator.cpp
+//    at 03258ab2 registers the caching one for kCUDA), whose allocate rounds
+//    to c10::llvm::PowerOf2Ceil (aten/src/ATen/core/CachingHostAllocator.h at
+//    04456333). fsdp1_offload_pinned_blocks lists them.
+//  - FSDP2's CPUOffloadPolicy (--runtime torchtitan): yes, per parameter
+//    (model_states_fsdp2.cpp).
+//  - ColossalAI's LowLevelZeroOptimizer with cpu_offload (low_level_zero,
+//    hybrid_parallel): no. Its master shard is `.to("cpu")` and each step's
+//    gradient `.to(master_param.device)`, blocking copies into pageable
+//    memory (colossalai/zero/low_level/low_level_optim.py at d322ff8c,
+//    _create_master_param_current_rank, step).
+//  - ColossalAI's Gemini: its chunks' host shards are
+//    torch.empty(pin_memory=True) (colossalai/zero/gemini/chunk/chunk.py at
+//    d322ff8c, __init__ and init_grad_chunk), pinned by default since
+//    GeminiPlugin's enable_async_reduce=True sets pin_memory
+//    (colossalai/booster/plugin/gemini_plugin.py at d322ff8c), and
+//    torch.empty pins through the same allocator (aten/src/ATen/
+//    EmptyTensor.cpp at 2cc1a34a, GetCPUAllocatorMaybePinned), so they are
+//    rounded too; but it then keeps such a shard for every chunk not kept
+//    gathered, on the device or not, which the memory model does not count
+//    yet, so its Gemini host figures stay the exact shards.
+//  - DeepSpeed's offload pins through tensor.pin_memory() too
+//    (accelerator/abstract_accelerator.py at edaa722, pin_memory, unless
+//    DS_PIN_MEMORY_BACKEND=native), but the planner refuses --cpu-offload
+//    under --runtime deepspeed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tessera/planner/memory_categories.h"
+#include "tessera/planner/sharding.h"
+
+namespace tessera::planner {
+
+// A request for pinned memory: its bytes, booked under `category` on the host.
+struct PinnedHostBlock {
+  MemoryCategory category = MemoryCategory::runtime;
+  int64_t bytes = 0;
+};
+
+// What a pinned allocator holds for a request of `bytes`: the next power of
+// two (PyTorch's CachingHostAllocator::allocate, cited above), 0 for none.
+int64_t pinned_block_bytes(int64_t bytes);
+
+// ZeRO-Offload in the GPU step (engine/src/cuda/zero_offload.h): one
+// transfer buffer of the rank's fp32 gradient shard, under gradients. The
+// master weights and optimizer states stay in pageable memory.
+PinnedHostBlock zero_offload_transfer_block(int64_t shard_numel);
+
+// FSDP's CPU offload in the GPU step (engine/src/cuda/fsdp_shards.h): the
+// rank's fp32 weight shard of every unit in one block, and its fp32
+// gradient shard in another.
+struct FsdpOffloadBlocks {
+  PinnedHostBlock weights;    // parameters
+  PinnedHostBlock gradients;  // gradients
+};
+FsdpOffloadBlocks fsdp_offload_blocks(int64_t shard_numel);
+
+// PyTorch FSDP1's CPU offload: per unit, its fp32 shard and its _cpu_grad.
+std::vector<PinnedHostBlock> fsdp1_offload_pinned_blocks(const FsdpLayout& layout);
+
+// A Gemini chunk's host blocks in the GPU step (engine/device/
+// gemini_device_chunks.h), `shard` elements each: with its 16-bit shards on
+// the host, its weight shard (parameters) and gradient shard (gradients);
+// on the device with its states on the host (exchanges_through_host), the
+// host copy it exchanges through (gradients). A block of 0 bytes is none.
+struct GeminiChunkHostBlocks {
+  PinnedHostBlock weights, gradients, exchange;
+};
+GeminiChunkHostBlocks gemini_chunk_host_blocks(int64_t shard, bool shards_on_host, bool optimizer_on_host, int64_t parameter_bytes,
+                                               int64_t gradient_bytes);
+
+// How the host holds the blocks: as requested (the CPU engine; a runtime
+// whose host buffers are pageable), or as a pinned allocator does.
+enum class HostBlockSizing { exact, pinned };
+
+// Adds each block's bytes, sized so, to its category on the host.
+void add_host_blocks(const std::vector<PinnedHostBlock>& blocks, HostBlockSizing sizing, MemoryBreakdown& out);
+
+}  // namespace tessera::planner

@@ -1,0 +1,44 @@
+#include "tessera/planner/pinned_host_blocks.h"
+
+#include <bit>
+
+#include "tessera/planner/gemini_static_placement.h"
+
+namespace tessera::planner {
+
+int64_t pinned_block_bytes(int64_t bytes) {
+  return bytes <= 0 ? 0 : static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(bytes)));
+}
+
+PinnedHostBlock zero_offload_transfer_block(int64_t shard_numel) { return {MemoryCategory::gradients, shard_numel * 4}; }
+
+FsdpOffloadBlocks fsdp_offload_blocks(int64_t shard_numel) {
+  return {{MemoryCategory::parameters, shard_numel * 4}, {MemoryCategory::gradients, shard_numel * 4}};
+}
+
+std::vector<PinnedHostBlock> fsdp1_offload_pinned_blocks(const FsdpLayout& layout) {
+  std::vector<PinnedHostBlock> blocks;
+  for (const ShardedUnit& unit : layout.units) {
+    const FsdpOffloadBlocks b = fsdp_offload_blocks(unit.shard);
+    blocks.push_back(b.weights);
+    blocks.push_back(b.gradients);
+  }
+  return blocks;
+}
+
+GeminiChunkHostBlocks gemini_chunk_host_blocks(int64_t shard, bool shards_on_host, bool optimizer_on_host, int64_t parameter_bytes,
+                                               int64_t gradient_bytes) {
+  GeminiChunkHostBlocks b{{MemoryCategory::parameters, 0}, {MemoryCategory::gradients, 0}, {MemoryCategory::gradients, 0}};
+  if (shards_on_host) {
+    b.weights.bytes = shard * parameter_bytes;
+    b.gradients.bytes = shard * gradient_bytes;
+  }
+  if (exchanges_through_host(optimizer_on_host, shards_on_host)) b.exchange.bytes = shard * gradient_bytes;
+  return b;
+}
+
+void add_host_blocks(const std::vector<PinnedHostBlock>& blocks, HostBlockSizing sizing, MemoryBreakdown& out) {
+  for (const PinnedHostBlock& b : blocks) out.add(b.category, MemorySpace::host, sizing == HostBlockSizing::pinned ? pinned_block_bytes(b.bytes) : b.bytes);
+}
+
+}  // namespace tessera::planner

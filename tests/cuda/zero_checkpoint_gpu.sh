@@ -9,7 +9,8 @@
 #    with --sequence-parallel: both write the CPU engine's consolidated
 #    checkpoint (engine/consolidated_checkpoint.h: each dp group's shards
 #    gathered, then each tp group's parts, into whole tensors in
-#    model.safetensors and optimizer.safetensors).
+#    model.safetensors and optimizer.safetensors); and stage 1 on tp 2 ×
+#    cp 2, whose shards are over the dp × cp ranks (gathered over them).
 # So either engine resumes the other's. Skipped (77, one line) without 2
 # GPUs; tools/gpu-check runs it. Never run on a GPU yet.
 # Usage: zero_checkpoint_gpu.sh TESSERA MPIEXEC [GPU]
@@ -56,5 +57,6 @@ else
   crosses 4 "hybrid ZeRO-1" optimizer.safetensors "${hybrid[@]}" --zero-stage 1
   crosses 4 "hybrid ZeRO-2" optimizer.safetensors "${hybrid[@]}" --zero-stage 2
   crosses 4 "hybrid ZeRO-1 sp" optimizer.safetensors "${hybrid[@]}" --zero-stage 1 --sequence-parallel
+  crosses 4 "hybrid ZeRO-1 tp × cp" optimizer.safetensors --plugin hybrid_parallel --tp 2 --cp 2 --dp 1 --zero-stage 1
 fi
 exit $((failures > 0))

@@ -57,13 +57,14 @@ Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::P
 }
 
 // Context parallelism: hybrid_parallel's ring attention over dp × cp ranks
-// (ZeRO stage 0, 1 or 2 over them); beside tensor or pipeline parallelism it
-// has not been written for the GPU step.
+// (ZeRO stage 0, 1 or 2 over them), beside tensor parallelism too (each tp
+// rank's ring over its heads); beside pipeline parallelism it has not been
+// written for the GPU step.
 Status check_gpu_context(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
   const std::string cp = "--cp " + std::to_string(layout.cp);
   if (plugin.kind != PluginKind::hybrid_parallel) return make_error(ErrorCode::unsupported, cp + ": context parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
-  if (layout.tp > 1 || layout.pp > 1) {
-    return make_error(ErrorCode::unsupported, cp + ": the GPU step runs context parallelism with data parallelism only, not beside --tp or --pp; train that "
+  if (layout.pp > 1) {
+    return make_error(ErrorCode::unsupported, cp + ": the GPU step runs context parallelism beside data and tensor parallelism, not beside --pp; train that "
                                                    "layout on the CPU (--gpu cpu)");
   }
   return Status::success();

@@ -23,7 +23,10 @@
 //    cross-entropy's, the norm's) and the context group's ring: its sends
 //    and recvs planner::ring_sends per layer and micro-batch, each one K/V
 //    block of this tp rank's heads (planner::ring_block_elements, bf16).
-//  - no started call left pending on any group after the step.
+//  - no started call left pending on any group after the step;
+//  - the ledger's device peaks of the model states' categories and
+//    comm_buffers the planner's estimate of the same run (zero_shard_checks.h's
+//    check_ledger; DDP's buckets are views of the gradients on GPUs).
 // These bounds have not yet met a GPU.
 // A plain program under mpirun (gpu_ranks.h): exit 77 on every rank (one
 // line) where a rank has no GPU of its own or there are fewer than 4 ranks.
@@ -118,6 +121,10 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
       testing::report(world.rank(), what, error, std::ldexp(1.0, -4));
       check.expect(error <= std::ldexp(1.0, -4), what + " within 2^-4 of the CPU engine's: " + std::to_string(error));
     }
+    made.value().reset();  // its memory back: the peaks stay
+    planner::PluginOptions planned = plugin;
+    planned.gradient_as_bucket_view = true;
+    testing::check_ledger(model, planned, planner::ParallelLayout{mpi_data.size() / kCp, kTp, 1, sequence_parallel, kCp}, B, S, ledger, check, prefix);
   }
 }
 

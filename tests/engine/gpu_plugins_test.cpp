@@ -1,8 +1,8 @@
 // What the GPU step runs of a pipeline (device/gpu_plugins.h): hybrid_parallel's,
 // GPipe, 1F1B or interleaved, at ZeRO stage 0 or 1, with or without tensor
-// parallelism; and of context parallelism: hybrid_parallel's, beside data and
-// tensor parallelism, not beside a pipeline; each refusal one line naming the
-// option and the fix. Built without CUDA too.
+// parallelism; and of context parallelism: hybrid_parallel's, beside data,
+// tensor and pipeline parallelism; each refusal one line naming the option and
+// the fix. Built without CUDA too.
 #include "tessera/engine/device/gpu_plugins.h"
 
 #include <gtest/gtest.h>
@@ -54,7 +54,7 @@ TEST(GpuPlugins, PipelinesAreHybridParallelsAtZeroStage0Or1) {
   EXPECT_EQ(refusal(overlap, {1, 2, 2, true}), "");
 }
 
-TEST(GpuPlugins, ContextParallelismIsHybridParallelsBesideDataAndTensorParallelism) {
+TEST(GpuPlugins, ContextParallelismIsHybridParallelsBesideDataTensorAndPipelineParallelism) {
   using S = planner::PipelineSchedule;
   EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {2, 1, 1, false, 2}), "");
   EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {1, 2, 1, false, 2}), "");
@@ -62,10 +62,12 @@ TEST(GpuPlugins, ContextParallelismIsHybridParallelsBesideDataAndTensorParalleli
   planner::PluginOptions overlap = hybrid(S::one_f_one_b, 1);
   overlap.tp_comm_overlap = true;
   EXPECT_EQ(refusal(overlap, {1, 2, 1, true, 4}), "");
-  EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {1, 2, 2, false, 2}),
-            "--cp 2: the GPU step runs context parallelism beside data and tensor parallelism, not beside --pp; train that layout on the CPU (--gpu cpu)");
-  EXPECT_EQ(refusal(hybrid(S::gpipe), {1, 1, 2, false, 4}),
-            "--cp 4: the GPU step runs context parallelism beside data and tensor parallelism, not beside --pp; train that layout on the CPU (--gpu cpu)");
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {1, 2, 2, false, 2}), "");
+  EXPECT_EQ(refusal(hybrid(S::gpipe, 1), {2, 1, 2, false, 4}), "");
+  EXPECT_EQ(refusal(hybrid(S::interleaved), {1, 2, 2, true, 2}), "");
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b, 2), {1, 1, 2, false, 2}),
+            "--zero-stage 2 cannot be combined with --pp 2 (pipeline micro-batches accumulate whole gradients, and no runtime runs it: ColossalAI and "
+            "DeepSpeed's pipelines take ZeRO stage 0 or 1); use --zero-stage 1 or 0");
   planner::PluginOptions ddp = hybrid(S::one_f_one_b);
   ddp.kind = planner::PluginKind::torch_ddp;
   EXPECT_EQ(refusal(ddp, {1, 1, 1, false, 2}), "--cp 2: context parallelism is hybrid_parallel's; use --plugin hybrid_parallel");

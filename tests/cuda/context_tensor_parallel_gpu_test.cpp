@@ -65,23 +65,6 @@ Batch local_batch(const Groups& groups, int64_t micro_batches) {
   return local;
 }
 
-// The context group's sends and recvs since `before` against the CPU ring's
-// (`want`) and the planner's count, each one block of this tp rank's heads.
-void check_ring_traffic(const std::string& prefix, const planner::Model& model, int64_t micro_batches, const comm::CommCounters& moved,
-                        const comm::CommCounters& want, Checker& check) {
-  const planner::RingSends sends = planner::ring_sends(kCp, planner::RecomputeMode::none);
-  const int64_t ring = micro_batches * model.config.num_layers * (sends.forward + sends.backward);
-  const int64_t block_bytes = planner::ring_block_elements(B, T, model.config.kv_width(), kTp) * static_cast<int64_t>(sizeof(bf16));
-  for (const comm::Collective c : {comm::Collective::send, comm::Collective::recv}) {
-    check.expect(moved.calls_of(c) == want.calls_of(c) && moved.bytes_of(c) == want.bytes_of(c) && moved.calls_of(c) == ring &&
-                     moved.bytes_of(c) == ring * block_bytes,
-                 prefix + "NCCL's context-group " + std::string(enum_name(c)) + "s (" + std::to_string(moved.calls_of(c)) + ", " +
-                     std::to_string(moved.bytes_of(c)) + " bytes) are the CPU ring's (" + std::to_string(want.calls_of(c)) + ", " +
-                     std::to_string(want.bytes_of(c)) + ") and planner::ring_sends' of " + std::to_string(block_bytes) + "-byte blocks (" +
-                     std::to_string(ring) + ")");
-  }
-}
-
 void check_model(const char* name, const planner::Model& model, int64_t micro_batches, comm::Communicator& world, Groups& groups, Checker& check) {
   const Batch batch = local_batch(groups, micro_batches);
   planner::PluginOptions plugin;
@@ -110,7 +93,10 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
                  prefix + "every started call finished within the step");
     testing::check_against_cpu_step(prefix, "tp × cp", stepped.value(), data.counters().since(data_before), cpu, world.rank(), world.size(), check);
     testing::check_same_calls("tp", tensor.counters().since(tensor_before), cpu.tensor_moved, check, prefix);
-    check_ring_traffic(prefix, model, micro_batches, context.counters().since(context_before), cpu_ring, check);
+    const planner::RingSends sends = planner::ring_sends(kCp, planner::RecomputeMode::none);
+    const int64_t block_bytes = planner::ring_block_elements(B, T, model.config.kv_width(), kTp) * static_cast<int64_t>(sizeof(bf16));
+    testing::check_ring_traffic(prefix, context.counters().since(context_before), cpu_ring,
+                                micro_batches * model.config.num_layers * (sends.forward + sends.backward), block_bytes, check);
 
     const std::vector<bf16> gradients = made.value()->gradients();
     check.expect(testing::same_on_every_rank(mpi_data, gradients), prefix + "the reduced gradients are the same bits on every dp × cp rank");

@@ -24,6 +24,7 @@
 #include "tessera/engine/device/rank_device.h"
 #include "tessera/engine/half.h"
 #include "tessera/engine/parallel/process_groups.h"
+#include "tessera/planner/enum_names.h"
 #include "tessera/planner/sharding.h"
 
 namespace tessera::engine::cuda::testing {
@@ -57,6 +58,21 @@ bool same_on_every_rank(comm::Communicator& mpi, const std::vector<X>& values) {
   double differs = std::memcmp(first.data(), values.data(), values.size() * sizeof(X)) != 0 ? 1.0 : 0.0;
   if (!mpi.all_reduce(&differs, &differs, 1, comm::ReduceOp::max).ok()) return false;
   return differs == 0.0;
+}
+
+// The context group's sends and recvs since the step began (`moved`) against
+// the CPU ring's (`want`) and the planner's: `ring` of them
+// (planner::ring_sends per block and micro-batch), each one K/V block of
+// `block_bytes` (planner::ring_block_elements in bf16).
+inline void check_ring_traffic(const std::string& prefix, const comm::CommCounters& moved, const comm::CommCounters& want, int64_t ring, int64_t block_bytes,
+                               Checker& check) {
+  for (const comm::Collective c : {comm::Collective::send, comm::Collective::recv}) {
+    check.expect(moved.calls_of(c) == want.calls_of(c) && moved.bytes_of(c) == want.bytes_of(c) && moved.calls_of(c) == ring &&
+                     moved.bytes_of(c) == ring * block_bytes,
+                 prefix + "NCCL's ring " + std::string(enum_name(c)) + "s (" + std::to_string(moved.calls_of(c)) + ", " + std::to_string(moved.bytes_of(c)) +
+                     " bytes) are the CPU ring's (" + std::to_string(want.calls_of(c)) + ", " + std::to_string(want.bytes_of(c)) +
+                     ") and planner::ring_sends' " + std::to_string(ring) + " blocks of " + std::to_string(block_bytes) + " bytes");
+  }
 }
 
 // Runs `checks(mpi, nccl, check)` on every rank of MPI's world, one GPU per

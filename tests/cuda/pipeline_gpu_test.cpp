@@ -199,15 +199,8 @@ void check_step(const char* name, const planner::Model& model, planner::Pipeline
     for (const planner::StageLayers& c : planner::stage_chunks(static_cast<int>(model.config.num_layers), kStages, static_cast<int>(chunks))[static_cast<size_t>(stage)]) {
       blocks += c.num_layers;
     }
-    const int64_t ring = micro_batches * blocks * (sends.forward + sends.backward);
     const int64_t block_bytes = planner::ring_block_elements(B, T, model.config.kv_width(), tp) * static_cast<int64_t>(sizeof(bf16));
-    for (comm::Collective kind : {comm::Collective::send, comm::Collective::recv}) {
-      check.expect(ring_moved.calls_of(kind) == mpi_ring.calls_of(kind) && ring_moved.bytes_of(kind) == mpi_ring.bytes_of(kind) &&
-                       ring_moved.calls_of(kind) == ring && ring_moved.bytes_of(kind) == ring * block_bytes,
-                   prefix + "NCCL's context-group " + std::string(enum_name(kind)) + "s (" + std::to_string(ring_moved.calls_of(kind)) + ") are the CPU ring's (" +
-                       std::to_string(mpi_ring.calls_of(kind)) + ") and planner::ring_sends' (" + std::to_string(ring) + " of " + std::to_string(block_bytes) +
-                       " bytes)");
-    }
+    testing::check_ring_traffic(prefix, ring_moved, mpi_ring, micro_batches * blocks * (sends.forward + sends.backward), block_bytes, check);
   }
   check.expect(same_on_every_rank(world, std::vector<double>{stepped->grad_norm}), prefix + "the gradient norm is the same on every rank");
   const double norm_error = relative(stepped->grad_norm, cpu_norm);

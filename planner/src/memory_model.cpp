@@ -268,7 +268,8 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
       // (rank_order_reduction.h), in the 16-bit activations' type, one call at a time.
       // Under sequence parallelism the same sums are reduce-scatters, which
       // stage the same payload (tp rows of b·s/tp · h: comm/nccl.h's do_reduce_scatter).
-      const int64_t rows = r.training.micro_batch_size * r.training.seq_len;
+      // Under context parallelism s is this rank's s/cp tokens (engine/src/cuda/gpt_training.cpp: N = b · s/cp rows).
+      const int64_t rows = r.training.micro_batch_size * r.local_seq_len();
       const int64_t tp_scratch =
           r.plugin.rank_order_reduction && r.layout.tp > 1 ? rank_order_scratch_bytes(rows * m.config.hidden_size, r.layout.tp, w.param) : 0;
       if (stage == 0) {

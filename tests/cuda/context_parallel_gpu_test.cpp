@@ -16,7 +16,8 @@
 // in fp32 but round at other points; the ring adds one rounding of the
 // merged output per block's partial, ring_attention_gpu_test.cpp); NCCL's
 // reductions (calls and bytes) equal the CPU's on MPI, and its send_recvs,
-// the ring's, equal the CPU ring's (planner::ring_sends per layer and micro-batch).
+// the ring's, equal the CPU ring's (planner::ring_sends per layer and
+// micro-batch, each one K/V block: planner::ring_block_elements).
 // These bounds have not yet met a GPU.
 #include <cmath>
 #include <string>
@@ -71,12 +72,8 @@ void check_one_step(const char* name, const planner::Model& model, int64_t micro
     check.expect(error <= std::ldexp(1.0, -4), what + " within 2^-4 of the CPU engine's: " + std::to_string(error));
   }
   const planner::RingSends sends = planner::ring_sends(cp, planner::RecomputeMode::none);
-  const int64_t ring = micro_batches * model.config.num_layers * (sends.forward + sends.backward);
-  for (const comm::Collective c : {comm::Collective::send, comm::Collective::recv}) {
-    check.expect(moved.calls_of(c) == cpu.moved.calls_of(c) && moved.calls_of(c) == ring && moved.bytes_of(c) == cpu.moved.bytes_of(c),
-                 prefix + "NCCL's " + std::string(enum_name(c)) + "s (" + std::to_string(moved.calls_of(c)) + ") are the CPU ring's (" +
-                     std::to_string(cpu.moved.calls_of(c)) + ") and planner::ring_sends' (" + std::to_string(ring) + ")");
-  }
+  const int64_t block_bytes = planner::ring_block_elements(B, T, model.config.kv_width(), 1) * static_cast<int64_t>(sizeof(bf16));
+  testing::check_ring_traffic(prefix, moved, cpu.moved, micro_batches * model.config.num_layers * (sends.forward + sends.backward), block_bytes, check);
 }
 
 }  // namespace

@@ -218,6 +218,36 @@ TEST(GptTrainingRefusals, TensorParallelismIsHybridParallelsWithWholeHeads) {
   EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
 }
 
+// Context parallelism is hybrid_parallel's, beside data, tensor and pipeline
+// parallelism (the data group then the dp × cp ranks): refused otherwise in
+// one line, before any device or communication (dry-run groups only say their
+// size); accepted, it gets as far as the device.
+TEST(GptTrainingRefusals, ContextParallelismIsHybridParallelsBesideTensorAndPipelineParallelism) {
+  MemoryLedger ledger;
+  const auto two = comm::make_dry_run_communicator(0, 2);
+  planner::PluginOptions plugin;
+  plugin.kind = planner::PluginKind::torch_ddp;
+  auto ddp = GptTraining::create(small_gpt2(), ledger, 1, 32, 1, OptimizerOptions{}, GpuDataParallel{two.get(), plugin}, planner::RecomputeMode::none, {}, {}, 0,
+                                 GpuContextParallel{two.get()});
+  ASSERT_FALSE(ddp.ok());
+  EXPECT_EQ(ddp.error().message, "--cp 2: context parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
+  plugin.kind = planner::PluginKind::hybrid_parallel;
+  const GpuDataParallel hybrid{two.get(), plugin};
+  if (!no_device_reason().empty()) {
+    for (const bool sequence_parallel : {false, true}) {
+      auto beside_tp = GptTraining::create(small_gpt2(), ledger, 1, 32, 1, OptimizerOptions{}, hybrid, planner::RecomputeMode::none,
+                                           GpuTensorParallel{two.get(), sequence_parallel}, {}, 0, GpuContextParallel{two.get()});
+      ASSERT_FALSE(beside_tp.ok());
+      EXPECT_EQ(beside_tp.error().message.rfind("--gpu: no CUDA device: ", 0), 0u) << beside_tp.error().message;
+    }
+    auto beside_pp = GptTraining::create(small_gpt2(), ledger, 1, 32, 1, OptimizerOptions{}, hybrid, planner::RecomputeMode::none, {},
+                                         GpuPipelineParallel{two.get()}, 0, GpuContextParallel{two.get()});
+    ASSERT_FALSE(beside_pp.ok());
+    EXPECT_EQ(beside_pp.error().message.rfind("--gpu: no CUDA device: ", 0), 0u) << beside_pp.error().message;
+  }
+  EXPECT_EQ(ledger.current_total(MemorySpace::device), 0);
+}
+
 // Where this machine has no device, creating the step says so in one line.
 TEST(GptTrainingRefusals, NoDeviceIsOneLine) {
   const std::string reason = no_device_reason();

@@ -23,6 +23,8 @@
 #include "tessera/engine/comm/nccl.h"
 #include "tessera/engine/device/rank_device.h"
 #include "tessera/engine/half.h"
+#include "tessera/engine/parallel/process_groups.h"
+#include "tessera/planner/enum_names.h"
 #include "tessera/planner/sharding.h"
 
 namespace tessera::engine::cuda::testing {
@@ -56,6 +58,21 @@ bool same_on_every_rank(comm::Communicator& mpi, const std::vector<X>& values) {
   double differs = std::memcmp(first.data(), values.data(), values.size() * sizeof(X)) != 0 ? 1.0 : 0.0;
   if (!mpi.all_reduce(&differs, &differs, 1, comm::ReduceOp::max).ok()) return false;
   return differs == 0.0;
+}
+
+// The context group's sends and recvs since the step began (`moved`) against
+// the CPU ring's (`want`) and the planner's: `ring` of them
+// (planner::ring_sends per block and micro-batch), each one K/V block of
+// `block_bytes` (planner::ring_block_elements in bf16).
+inline void check_ring_traffic(const std::string& prefix, const comm::CommCounters& moved, const comm::CommCounters& want, int64_t ring, int64_t block_bytes,
+                               Checker& check) {
+  for (const comm::Collective c : {comm::Collective::send, comm::Collective::recv}) {
+    check.expect(moved.calls_of(c) == want.calls_of(c) && moved.bytes_of(c) == want.bytes_of(c) && moved.calls_of(c) == ring &&
+                     moved.bytes_of(c) == ring * block_bytes,
+                 prefix + "NCCL's ring " + std::string(enum_name(c)) + "s (" + std::to_string(moved.calls_of(c)) + ", " + std::to_string(moved.bytes_of(c)) +
+                     " bytes) are the CPU ring's (" + std::to_string(want.calls_of(c)) + ", " + std::to_string(want.bytes_of(c)) +
+                     ") and planner::ring_sends' " + std::to_string(ring) + " blocks of " + std::to_string(block_bytes) + " bytes");
+  }
 }
 
 // Runs `checks(mpi, nccl, check)` on every rank of MPI's world, one GPU per
@@ -96,6 +113,33 @@ int run_on_gpu_ranks(const char* program, Checks&& checks, int min_ranks = 2) {
   if (Status s = world.all_reduce(&worst, &worst, 1, comm::ReduceOp::max); !s) return 1;
   if (world.rank() == 0) std::printf("%s: %d ranks, %s\n", program, world.size(), worst == 0.0 ? "all checks passed" : "checks failed (see above)");
   return worst == 0.0 ? 0 : 1;
+}
+
+// A layout's groups twice, in the planner's rank order (parallel/process_groups.h):
+// MPI's for the CPU engine and the checks, NCCL's for the GPU step.
+struct LayoutGroups {
+  ProcessGroups mpi, nccl;
+};
+
+// run_on_gpu_ranks with the groups of the layout `layout_of(ranks)` gives
+// the launched ranks, over small_models.h's GPT-2 and Qwen2, a step of one
+// micro-batch and of 2 accumulated ones each: check_model(name, model,
+// micro_batches, mpi, groups, check); `ranks` says in the failed check's line
+// how many ranks the layout takes.
+template <typename LayoutOf, typename CheckModel>
+int check_small_models_on_layout(const char* program, LayoutOf&& layout_of, const std::string& ranks, CheckModel&& check_model, int min_ranks) {
+  return run_on_gpu_ranks(program, [&](comm::Communicator& mpi, comm::Communicator& nccl, Checker& check) {
+    const planner::ParallelLayout layout = layout_of(mpi.size());
+    auto host = make_process_groups(mpi, layout);
+    auto device = make_process_groups(nccl, layout);
+    check.expect(host.ok() && device.ok(), "the layout's groups: launch " + ranks + " ranks");
+    if (!host.ok() || !device.ok()) return;
+    LayoutGroups groups{std::move(host).value(), std::move(device).value()};
+    for (const int64_t micro_batches : {1, 2}) {
+      check_model("gpt2", small_model(kSmallGpt2), micro_batches, mpi, groups, check);
+      check_model("qwen2", small_model(kSmallQwen2), micro_batches, mpi, groups, check);
+    }
+  }, min_ranks);
 }
 
 // run_on_gpu_ranks over small_models.h's GPT-2 and Qwen2, a step of one

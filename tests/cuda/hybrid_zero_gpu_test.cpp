@@ -54,6 +54,7 @@ using testing::Batch;
 using testing::Checker;
 using testing::CpuStep;
 using testing::GpuShardStep;
+using Groups = testing::LayoutGroups;
 using testing::relative;
 using testing::report;
 using testing::same_on_every_rank;
@@ -70,11 +71,6 @@ planner::PluginOptions hybrid_zero(int stage, int64_t reduce_bucket_numel, bool 
   plugin.cpu_offload = cpu_offload;
   return plugin;
 }
-
-// The launcher's groups twice: MPI's for the CPU engine and the checks, NCCL's for the GPU step.
-struct Groups {
-  ProcessGroups mpi, nccl;
-};
 
 // `cpu`: the CPU engine's step of the same plugin; `zero1`: its ZeRO-1 step (the reduced shard).
 void check_one_case(const std::string& prefix, const planner::Model& model, const planner::PluginOptions& plugin, bool sequence_parallel, const Batch& batch,
@@ -141,16 +137,6 @@ void check_model(const char* name, const planner::Model& model, int64_t micro_ba
 
 int main() {
   using namespace tessera::engine;
-  return cuda::testing::run_on_gpu_ranks("hybrid_zero_gpu_test", [](comm::Communicator& mpi, comm::Communicator& nccl, cuda::testing::Checker& check) {
-    const tessera::planner::ParallelLayout layout{mpi.size() / cuda::kTp, cuda::kTp, 1, false};
-    auto host = make_process_groups(mpi, layout);
-    auto device = make_process_groups(nccl, layout);
-    check.expect(host.ok() && device.ok(), "the tp × dp groups: launch an even number of ranks");
-    if (!host.ok() || !device.ok()) return;
-    cuda::Groups groups{std::move(host).value(), std::move(device).value()};
-    for (const int64_t micro_batches : {1, 2}) {
-      cuda::check_model("gpt2", cuda::testing::small_model(cuda::testing::kSmallGpt2), micro_batches, mpi, groups, check);
-      cuda::check_model("qwen2", cuda::testing::small_model(cuda::testing::kSmallQwen2), micro_batches, mpi, groups, check);
-    }
-  }, 4);
+  const auto layout_of = [](int ranks) { return tessera::planner::ParallelLayout{ranks / cuda::kTp, cuda::kTp, 1, false}; };
+  return cuda::testing::check_small_models_on_layout("hybrid_zero_gpu_test", layout_of, "an even number of", cuda::check_model, 4);
 }

@@ -3,7 +3,8 @@
 # `mpirun -np 2 tessera train --gpu NAME --plugin hybrid_parallel --pp 2` for
 # 2 steps, resumed on the CPU engine's pipeline to step 4, and 2 CPU steps
 # resumed on the GPUs, with 1F1B and GPipe, and interleaved with 2 model
-# chunks per stage (tiny-gpt2 with 4 blocks, one a chunk). Both write the CPU engine's
+# chunks per stage (tiny-gpt2 with 4 blocks, one a chunk); with 4 GPUs, pp 2 ×
+# cp 2 at ZeRO-1 (1F1B; the shards over each stage's cp ranks). Both write the CPU engine's
 # consolidated checkpoint (engine/consolidated_checkpoint.h: whole tensors,
 # the tied embedding once), and each stage loads its tensors from it, so
 # either engine resumes the other's. Skipped (77, one line) without 2 GPUs;
@@ -11,6 +12,7 @@
 # Usage: pipeline_checkpoint_gpu.sh TESSERA MPIEXEC [GPU]
 set -uo pipefail
 source "$(dirname "$0")/../parallel/setup.sh"
+source "$(dirname "$0")/checkpoint_crosses.sh"
 gpu=${3:-h100-80g}
 gpus=0
 command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -25,18 +27,11 @@ failures=0
 for schedule in 1f1b gpipe interleaved; do
   layout=(--model tiny-gpt2 --pp-schedule "$schedule")
   [[ $schedule == interleaved ]] && layout=(--model "$deep" --pp-schedule interleaved --model-chunks 2)
-  for direction in gpu-cpu cpu-gpu; do
-    first=(--gpu "$gpu"); second=(--gpu cpu)
-    [[ $direction == cpu-gpu ]] && { first=(--gpu cpu); second=(--gpu "$gpu"); }
-    out="$work/pp-$schedule-$direction"
-    if ! mpi 2 "$tessera" train "${small[@]}" "${layout[@]}" "${first[@]}" --steps 2 --out "$out" >"$out.log" 2>&1; then
-      echo "FAILED: pp 2 $schedule $direction, the first 2 steps:"; tail -n 3 "$out.log"; failures=$((failures + 1)); continue
-    fi
-    if ! mpi 2 "$tessera" train "${small[@]}" "${layout[@]}" "${second[@]}" --steps 4 --resume --out "$out" >"$out.resumed.log" 2>&1 ||
-       ! grep -q "trained steps 3-4" "$out.resumed.log"; then
-      echo "FAILED: pp 2 $schedule $direction, resumed to step 4:"; tail -n 3 "$out.resumed.log"; failures=$((failures + 1)); continue
-    fi
-    echo "ok: pp 2 $schedule $direction: $(grep 'trained steps' "$out.resumed.log")"
-  done
+  crosses 2 "pp 2 $schedule" optimizer.safetensors "${layout[@]}"
 done
+if [[ $gpus -lt 4 ]]; then
+  echo "not run: pp 2 × cp 2 needs 4 GPUs; this machine has $gpus"
+else
+  crosses 4 "pp 2 cp 2 ZeRO-1" optimizer.safetensors --model tiny-gpt2 --pp-schedule 1f1b --cp 2 --zero-stage 1
+fi
 exit $((failures > 0))

@@ -9,12 +9,14 @@
 #    with --sequence-parallel: both write the CPU engine's consolidated
 #    checkpoint (engine/consolidated_checkpoint.h: each dp group's shards
 #    gathered, then each tp group's parts, into whole tensors in
-#    model.safetensors and optimizer.safetensors).
+#    model.safetensors and optimizer.safetensors); and stage 1 on tp 2 ×
+#    cp 2, whose shards are over the dp × cp ranks (gathered over them).
 # So either engine resumes the other's. Skipped (77, one line) without 2
 # GPUs; tools/gpu-check runs it. Never run on a GPU yet.
 # Usage: zero_checkpoint_gpu.sh TESSERA MPIEXEC [GPU]
 set -uo pipefail
 source "$(dirname "$0")/../parallel/setup.sh"
+source "$(dirname "$0")/checkpoint_crosses.sh"
 gpu=${3:-h100-80g}
 gpus=0
 command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -24,27 +26,6 @@ if [[ $gpus -lt 2 ]]; then
 fi
 small=(--model tiny-gpt2 --precision bf16 --micro-batch 4 --seq 64)
 failures=0
-# crosses RANKS LABEL FILE OPTIONS...: both directions on RANKS ranks; FILE: a checkpoint file the first run must have written.
-crosses() {
-  local ranks=$1 label=$2 file=$3
-  shift 3
-  for direction in gpu-cpu cpu-gpu; do
-    first=(--gpu "$gpu"); second=(--gpu cpu)
-    [[ $direction == cpu-gpu ]] && { first=(--gpu cpu); second=(--gpu "$gpu"); }
-    out="$work/${label// /-}-$direction"
-    if ! mpi "$ranks" "$tessera" train "${small[@]}" "$@" "${first[@]}" --steps 2 --out "$out" >"$out.log" 2>&1; then
-      echo "FAILED: $label $direction, the first 2 steps:"; tail -n 3 "$out.log"; failures=$((failures + 1)); continue
-    fi
-    if [[ ! -f $out/checkpoint/$file ]]; then
-      echo "FAILED: $label $direction: no $file in $out/checkpoint"; failures=$((failures + 1)); continue
-    fi
-    if ! mpi "$ranks" "$tessera" train "${small[@]}" "$@" "${second[@]}" --steps 4 --resume --out "$out" >"$out.resumed.log" 2>&1 ||
-       ! grep -q "trained steps 3-4" "$out.resumed.log"; then
-      echo "FAILED: $label $direction, resumed to step 4:"; tail -n 3 "$out.resumed.log"; failures=$((failures + 1)); continue
-    fi
-    echo "ok: $label $direction: $(grep 'trained steps' "$out.resumed.log")"
-  done
-}
 shard_file=optimizer-rank-00001-of-00002.safetensors
 crosses 2 "ZeRO-1" "$shard_file" --plugin low_level_zero --zero-stage 1
 crosses 2 "ZeRO-2" "$shard_file" --plugin low_level_zero --zero-stage 2
@@ -56,5 +37,6 @@ else
   crosses 4 "hybrid ZeRO-1" optimizer.safetensors "${hybrid[@]}" --zero-stage 1
   crosses 4 "hybrid ZeRO-2" optimizer.safetensors "${hybrid[@]}" --zero-stage 2
   crosses 4 "hybrid ZeRO-1 sp" optimizer.safetensors "${hybrid[@]}" --zero-stage 1 --sequence-parallel
+  crosses 4 "hybrid ZeRO-1 tp 2 cp 2" optimizer.safetensors --plugin hybrid_parallel --tp 2 --cp 2 --dp 1 --zero-stage 1
 fi
 exit $((failures > 0))

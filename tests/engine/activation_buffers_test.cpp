@@ -15,6 +15,7 @@
 #include "awkward_models.h"
 #include "fake_streams.h"
 #include "tessera/engine/device/step_activations.h"
+#include "tessera/engine/model/ring_buffers.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
@@ -49,14 +50,32 @@ int64_t sum(const std::vector<ActivationBuffer>& buffers) {
   return total;
 }
 
+// The GPU step's buffers for `layout` (`blocks` blocks) carved by the caching
+// allocator from a fake device of 64 MiB.
+struct FakeDeviceStep {
+  testing::FakeMemory device{int64_t{64} << 20};
+  testing::FakeEvents events;
+  MemoryLedger ledger;
+  CachingAllocator allocator{device, events, ledger};
+  StepActivations step;
+  FakeDeviceStep(const ActivationBuffers& layout, int blocks) : step(allocator, layout, blocks) {}
+  // The ledger books each buffer under its category, rounded up to the allocator's 512 bytes.
+  void expect_booked(const ActivationBuffers& layout, int blocks, const std::string& what) const {
+    for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
+      EXPECT_EQ(ledger.current(c, MemorySpace::device), layout.bytes(c, blocks, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
+    }
+  }
+};
+
 // The planner's estimate of one bf16 rank running `model` with one of the
 // engine's tables, over `tp` tensor-parallel ranks (hybrid_parallel, as the engine runs them).
+// With `cp` context-parallel ranks too, seq_len is the whole sequence's.
 planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode, planner::ActivationProfile profile, int64_t tp = 1,
-                                bool sequence_parallel = false, int64_t seq_len = T) {
+                                bool sequence_parallel = false, int64_t seq_len = T, int64_t cp = 1) {
   planner::EstimateRequest request;
-  if (tp > 1) {
+  if (tp > 1 || cp > 1) {
     request.plugin.kind = planner::PluginKind::hybrid_parallel;
-    request.layout = planner::ParallelLayout{1, tp, 1, sequence_parallel};
+    request.layout = planner::ParallelLayout{1, tp, 1, sequence_parallel, cp};
   }
   request.training.activation_profile = profile;
   request.training.recompute = mode;
@@ -191,7 +210,6 @@ TEST(StepActivations, BookTheLayoutAndShareTheWorkingSet) {
 // estimates for one tp rank, per category: the split layers' terms divided
 // by tp, the logits' vocabulary padded to ⌈V/tp⌉ columns (97 over 3 ranks: 33 each).
 TEST(StepActivations, TensorParallelRankBooksThePlannersEstimate) {
-  constexpr int64_t MiB = int64_t{1} << 20;
   for (const auto& [json, tp] : {std::pair{kGpt2, int64_t{3}}, std::pair{kLlama, int64_t{2}}}) {
     const planner::Model model = model_of(json);
     const planner::ActivationTable table = table_of(model, planner::ActivationProfile::tessera_gpu);
@@ -207,14 +225,7 @@ TEST(StepActivations, TensorParallelRankBooksThePlannersEstimate) {
       EXPECT_LT(layout.bytes(MemoryCategory::activations, L), whole.bytes(MemoryCategory::activations, L)) << what;
       const int64_t V = model.config.vocab_size, columns = (V + tp - 1) / tp;
       EXPECT_EQ(whole.bytes(MemoryCategory::logits, L) - layout.bytes(MemoryCategory::logits, L), 2 * N * (V - columns)) << what;
-      testing::FakeMemory device(64 * MiB);
-      testing::FakeEvents events;
-      MemoryLedger ledger;
-      CachingAllocator allocator(device, events, ledger);
-      const StepActivations step(allocator, layout, L);
-      for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
-        EXPECT_EQ(ledger.current(c, MemorySpace::device), layout.bytes(c, L, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
-      }
+      FakeDeviceStep(layout, L).expect_booked(layout, L, what);
     }
   }
 }
@@ -227,7 +238,6 @@ TEST(StepActivations, TensorParallelRankBooksThePlannersEstimate) {
 // their width over tp, the tokens, targets and losses all N, and the two
 // whole-sequence buffers (N · h each) appear; the fake device books the planner's estimate.
 TEST(StepActivations, SequenceParallelRankBooksThePlannersEstimate) {
-  constexpr int64_t MiB = int64_t{1} << 20;
   const planner::Model model = model_of(kGpt2);
   const int64_t tp = 3, seq = 6;  // the planner asks tp to divide the sequence (Megatron's rule), the engine only the micro-batch's tokens
   const planner::ActivationTable table = table_of(model, planner::ActivationProfile::tessera_gpu);
@@ -266,17 +276,73 @@ TEST(StepActivations, SequenceParallelRankBooksThePlannersEstimate) {
       }
     }
     EXPECT_EQ(matched + 2, with.size()) << what;
-    testing::FakeMemory device(64 * MiB);
-    testing::FakeEvents events;
-    MemoryLedger ledger;
-    CachingAllocator allocator(device, events, ledger);
-    const StepActivations step(allocator, sp, L);
-    EXPECT_NE(step.outside("sequence_gathered"), nullptr) << what;
-    EXPECT_NE(step.outside("sequence_gathered_grad"), nullptr) << what;
-    for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
-      EXPECT_EQ(ledger.current(c, MemorySpace::device), sp.bytes(c, L, CachingAllocator::kBlockAlign)) << what << " " << to_string(c);
+    const FakeDeviceStep device(sp, L);
+    EXPECT_NE(device.step.outside("sequence_gathered"), nullptr) << what;
+    EXPECT_NE(device.step.outside("sequence_gathered_grad"), nullptr) << what;
+    device.expect_booked(sp, L, what);
+  }
+}
+
+// The GPU step's buffers under tensor × context parallelism (tp 3 for GPT-2,
+// 2 for the Llama layout, × cp 2; sequences of 12 tokens, 6 on each context
+// rank), with and without sequence parallelism: the fake device books the
+// planner's estimate of that rank, and the ring's blocks, carved from the
+// ring_* terms by ring_kv_block and ring_buffers_from as the GPU step and the
+// CPU model carve them, hold this tp rank's key-value heads only (2 · B · 6 ·
+// kv_width/tp elements, worked by hand: GPT-2's 72/3, Llama's 16/2) and fill
+// their two terms exactly; the partial output and its log-sum-exp are this rank's heads' too.
+TEST(StepActivations, ContextAndTensorParallelRankBooksThePlannersEstimate) {
+  constexpr int64_t S = 12, cp = 2, Tn = S / cp;
+  struct Case {
+    const char* json;
+    int64_t tp, kv_block, partial_elements, lse_elements;
+  };
+  // kv_block = 2 · 3 · 6 · 24 and 2 · 3 · 6 · 8; the partial output B · Tn · q/tp = 18 · 24 and 18 · 24; its log-sum-exp 18 · heads/tp = 18 · 1 and 18 · 3.
+  for (const Case& k : {Case{kGpt2, 3, 864, 432, 18}, Case{kLlama, 2, 288, 432, 54}}) {
+    const planner::Model model = model_of(k.json);
+    const planner::ActivationTable table = table_of(model, planner::ActivationProfile::tessera_gpu);
+    const int L = static_cast<int>(model.config.num_layers);
+    for (const bool sequence_parallel : {false, true}) {
+      for (RecomputeMode mode : kModes) {
+        const std::string what = model.config.model_type + " tp " + std::to_string(k.tp) + (sequence_parallel ? " + sp" : "") + " × cp 2 recompute " +
+                                 std::string(enum_name(mode));
+        const planner::RankMemory row = planner_row(model, mode, planner::ActivationProfile::tessera_gpu, k.tp, sequence_parallel, S, cp);
+        const planner::ActivationShape shape{B, Tn, k.tp, sequence_parallel, cp};
+        const ActivationBuffers layout = activation_buffers(table, shape, mode);
+        for (MemoryCategory c : {MemoryCategory::activations, MemoryCategory::logits}) {
+          EXPECT_EQ(layout.bytes(c, L), row.bytes[c].device) << what << " " << to_string(c);
+        }
+        const int64_t kv_block = ring_kv_block(shape, model.config.kv_width());
+        EXPECT_EQ(kv_block, k.kv_block) << what;
+        const auto term = [&](std::string_view name) {
+          for (const ActivationBuffer& b : layout.scratch) {
+            if (b.name == name) return b;
+          }
+          ADD_FAILURE() << what << ": no term " << name;
+          return ActivationBuffer{};
+        };
+        EXPECT_EQ(term("ring_kv").elements(), 2 * kv_block) << what;
+        EXPECT_EQ(term("ring_kv_grad").elements(), 2 * kv_block) << what;
+        EXPECT_EQ(term("ring_partial").elements(), k.partial_elements) << what;
+        EXPECT_EQ(term("ring_partial_lse").elements(), k.lse_elements) << what;
+        EXPECT_EQ(term("ring_merged_output").elements(), k.partial_elements) << what;
+
+        const FakeDeviceStep device(layout, L);
+        device.expect_booked(layout, L, what);
+        const StepActivations& step = device.step;
+        const RingBuffers<bf16> ring = ring_buffers_from<bf16>(
+            kv_block, [&](const char* name) { return static_cast<bf16*>(step.outside(name)); },
+            [&](const char* name) { return static_cast<float*>(step.outside(name)); });
+        EXPECT_EQ(ring.kv[0], step.outside("ring_kv")) << what;
+        EXPECT_EQ(ring.kv[1] + kv_block, ring.kv[0] + term("ring_kv").elements()) << what << ": the second block ends where the term does";
+        EXPECT_EQ(ring.kv_grad[1] + kv_block, ring.kv_grad[0] + term("ring_kv_grad").elements()) << what;
+        EXPECT_NE(ring.partial, nullptr) << what;
+        EXPECT_NE(ring.partial_lse, nullptr) << what;
+        EXPECT_NE(ring.merged, nullptr) << what;
+      }
     }
   }
+  EXPECT_EQ(ring_kv_block(planner::ActivationShape{B, T, 2, false, 1}, 16), 0) << "no ring without context parallelism";
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // What the GPU step runs of a pipeline (device/gpu_plugins.h): hybrid_parallel's,
-// GPipe, 1F1B or interleaved, at ZeRO stage 0 or 1, with or without tensor parallelism; each
-// refusal one line naming the option and the fix. Built without CUDA too.
+// GPipe, 1F1B or interleaved, at ZeRO stage 0 or 1, with or without tensor
+// parallelism; and of context parallelism: hybrid_parallel's, beside data,
+// tensor and pipeline parallelism; each refusal one line naming the option and
+// the fix. Built without CUDA too.
 #include "tessera/engine/device/gpu_plugins.h"
 
 #include <gtest/gtest.h>
@@ -50,6 +52,25 @@ TEST(GpuPlugins, PipelinesAreHybridParallelsAtZeroStage0Or1) {
   planner::PluginOptions overlap = hybrid(S::one_f_one_b);
   overlap.tp_comm_overlap = true;  // the GPU step runs it (model/sequence_overlap.h)
   EXPECT_EQ(refusal(overlap, {1, 2, 2, true}), "");
+}
+
+TEST(GpuPlugins, ContextParallelismIsHybridParallelsBesideDataTensorAndPipelineParallelism) {
+  using S = planner::PipelineSchedule;
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {2, 1, 1, false, 2}), "");
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {1, 2, 1, false, 2}), "");
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b, 2), {2, 2, 1, true, 2}), "");
+  planner::PluginOptions overlap = hybrid(S::one_f_one_b, 1);
+  overlap.tp_comm_overlap = true;
+  EXPECT_EQ(refusal(overlap, {1, 2, 1, true, 4}), "");
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b), {1, 2, 2, false, 2}), "");
+  EXPECT_EQ(refusal(hybrid(S::gpipe, 1), {2, 1, 2, false, 4}), "");
+  EXPECT_EQ(refusal(hybrid(S::interleaved), {1, 2, 2, true, 2}), "");
+  EXPECT_EQ(refusal(hybrid(S::one_f_one_b, 2), {1, 1, 2, false, 2}),
+            "--zero-stage 2 cannot be combined with --pp 2 (pipeline micro-batches accumulate whole gradients, and no runtime runs it: ColossalAI and "
+            "DeepSpeed's pipelines take ZeRO stage 0 or 1); use --zero-stage 1 or 0");
+  planner::PluginOptions ddp = hybrid(S::one_f_one_b);
+  ddp.kind = planner::PluginKind::torch_ddp;
+  EXPECT_EQ(refusal(ddp, {1, 1, 1, false, 2}), "--cp 2: context parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
 }
 
 }  // namespace

@@ -20,8 +20,10 @@
 #include "tessera/engine/device/step_activations.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/memory_model.h"
+#include "tessera/planner/pipeline_stage_model.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/registry.h"
+#include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::engine {
 namespace {
@@ -319,18 +321,20 @@ TEST(PipelineTransfers, ReplayCatchesInterleavedPassesPairedOneByOne) {
   }
 }
 
-constexpr int64_t B = 3, T = 7;
+constexpr int64_t B = 3;
 
-planner::EstimateRequest pipeline_request(int64_t tp, int64_t pp, int64_t m, PipelineSchedule schedule, planner::RecomputeMode mode) {
+// Sequences of seq_len tokens (each of the cp ranks keeping seq_len/cp of them).
+planner::EstimateRequest pipeline_request(int64_t tp, int64_t pp, int64_t m, PipelineSchedule schedule, planner::RecomputeMode mode, int64_t cp,
+                                          int64_t seq_len) {
   planner::EstimateRequest request;
   request.plugin.kind = planner::PluginKind::hybrid_parallel;
   request.plugin.pp_schedule = schedule;
-  request.layout = planner::ParallelLayout{1, tp, pp, false};
+  request.layout = planner::ParallelLayout{1, tp, pp, false, cp};
   request.training.activation_profile = planner::ActivationProfile::tessera_gpu;
   request.training.recompute = mode;
   request.training.precision = planner::Precision::bf16;
   request.training.micro_batch_size = B;
-  request.training.seq_len = T;
+  request.training.seq_len = seq_len;
   request.training.num_micro_batches = m;
   request.plugin.gradient_as_bucket_view = true;  // as the GPU step runs DDP
   request.plugin.rank_order_reduction = true;
@@ -353,20 +357,24 @@ int64_t aligned(const std::vector<ActivationBuffer>& buffers, MemoryCategory cat
 // the embedding's terms in the first chunk, the head's in the last); the
 // point-to-point buffers are the planner's comm_buffers (every stage's four
 // under interleaving), beside the tied embedding's sum on the end stages.
-void expect_stage_buffers_booked(const char* json, int64_t num_layers, int64_t tp, int64_t pp, int64_t m, PipelineSchedule schedule, int64_t chunks) {
+// Under context parallelism (cp ranks of T tokens each, sequences of T · cp)
+// every activation, boundary and sum holds this rank's T tokens of each sequence.
+void expect_stage_buffers_booked(const char* json, int64_t num_layers, int64_t tp, int64_t pp, int64_t m, PipelineSchedule schedule, int64_t chunks,
+                                 int64_t cp = 1, int64_t T = 7) {
   constexpr int64_t MiB = int64_t{1} << 20;
   const planner::Model model = testing::awkward_model(json, num_layers);
   const planner::ActivationTable table = planner::activation_table(model.config, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
   const int L = static_cast<int>(num_layers);
   for (planner::RecomputeMode mode : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
-    planner::EstimateRequest request = pipeline_request(tp, pp, m, schedule, mode);
+    planner::EstimateRequest request = pipeline_request(tp, pp, m, schedule, mode, cp, T * cp);
     request.plugin.num_model_chunks = chunks;
     auto estimate = planner::estimate_memory(model, planner::load_gpu("h100-80g").value(), request);
     ASSERT_TRUE(estimate.ok()) << estimate.error().message;
-    const ActivationBuffers layout = activation_buffers(table, planner::ActivationShape{B, T, tp, false}, mode);
+    const ActivationBuffers layout = activation_buffers(table, planner::ActivationShape{B, T, tp, false, cp}, mode);
     for (int64_t s = 0; s < pp; ++s) {
       const std::string what = model.config.model_type + " " + std::string(enum_name(schedule)) + " × " + std::to_string(chunks) + " tp " +
-                               std::to_string(tp) + " pp " + std::to_string(pp) + " stage " + std::to_string(s) + " recompute " + std::string(enum_name(mode));
+                               std::to_string(tp) + " pp " + std::to_string(pp) + " cp " + std::to_string(cp) + " stage " + std::to_string(s) + " recompute " +
+                               std::string(enum_name(mode));
       const planner::RankMemory* row = nullptr;
       for (const planner::RankMemory& r : estimate->ranks) {
         if (r.first_stage <= s && s <= r.last_stage) row = &r;
@@ -414,11 +422,15 @@ void expect_stage_buffers_booked(const char* json, int64_t num_layers, int64_t t
       }
       // The planner's comm_buffers (one tp rank): the boundary buffers, and on the end stages the tied embedding's sum
       // (its ⌈V/tp⌉ · h bf16 over the 2 stages, in rank order: one piece, under a bucket); the
-      // tensor-parallel sums' scratch besides under tp (ctest -R TheEnginesTensorParallelSums).
+      // tensor-parallel sums' scratch besides under tp (ctest -R TheEnginesTensorParallelSums); under
+      // context parallelism DDP over the stage's cp ranks, its one bucket (the whole part, under 25 MiB)
+      // summed in rank order after the tied sum: the larger of the two scratches.
       const int64_t buffers = chunks > 1 ? 4 : (first ? 0 : 2) + (last ? 0 : 2);
       const int64_t tied = model.config.tie_word_embeddings && (first || last) ? (model.config.vocab_size + tp - 1) / tp * model.config.hidden_size : 0;
       const int64_t tp_sums = tp > 1 ? (B * T * model.config.hidden_size + tp - 1) / tp * tp * 2 : 0;
-      EXPECT_EQ(row->bytes[MemoryCategory::comm_buffers].device, buffers * boundary + (tied + 1) / 2 * 2 * 2 + tp_sums) << what;
+      const int64_t part = planner::tp_rank_model(planner::stage_model(model, planner::PipelinePlacement{pp, s, chunks}), tp).parameter_count;
+      const int64_t ddp = cp > 1 ? (part + cp - 1) / cp * cp * 2 : 0;
+      EXPECT_EQ(row->bytes[MemoryCategory::comm_buffers].device, buffers * boundary + std::max((tied + 1) / 2 * 2 * 2, ddp) + tp_sums) << what;
       const int64_t align = CachingAllocator::kBlockAlign;
       EXPECT_EQ(ledger.current(MemoryCategory::comm_buffers, MemorySpace::device), buffers * ((boundary + align - 1) / align * align)) << what;
     }
@@ -444,6 +456,17 @@ TEST(PipelineTransfers, InterleavedStageBuffersBookThePlannersStageEstimate) {
     for (const auto& [pp, chunks] : {std::pair{int64_t{2}, int64_t{2}}, std::pair{int64_t{2}, int64_t{3}}, std::pair{int64_t{3}, int64_t{2}}}) {
       expect_stage_buffers_booked(json, 12, tp, pp, 2 * pp, PipelineSchedule::interleaved, chunks);
     }
+  }
+}
+
+// Beside context parallelism (cp 2, sequences of 12 tokens: 6 a rank): GPT-2
+// on one tp rank and the Llama layout over 2, 2 stages, GPipe, 1F1B and
+// interleaved (12 blocks, 2 chunks a stage), every recompute mode; the ring's
+// buffers among backward's scratch.
+TEST(PipelineTransfers, ContextParallelStageBuffersBookThePlannersStageEstimate) {
+  for (const auto& [json, tp] : {std::pair{testing::kAwkwardGpt2, int64_t{1}}, std::pair{testing::kAwkwardLlama, int64_t{2}}}) {
+    for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) expect_stage_buffers_booked(json, 3, tp, 2, 5, schedule, 1, 2, 6);
+    expect_stage_buffers_booked(json, 12, tp, 2, 4, PipelineSchedule::interleaved, 2, 2, 6);
   }
 }
 

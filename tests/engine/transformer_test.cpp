@@ -4,6 +4,7 @@
 #include <random>
 
 #include "gradcheck.h"
+#include "tessera/engine/comm/dry_run.h"
 #include "tessera/engine/model/transformer.h"
 #include "tessera/engine/optimizer.h"
 #include "tessera/planner/cpu_backend.h"
@@ -159,6 +160,22 @@ TEST(Transformer, RefusesFamiliesItDoesNotTrain) {
   auto net = Transformer<float>::create(planner::load_model("opt-1.3b").value(), ledger, 1, 8, 1);
   ASSERT_FALSE(net.ok());
   EXPECT_NE(net.error().message.find("gpt2 and llama-style"), std::string::npos);
+}
+
+// Under sequence parallelism beside context parallelism each tp rank keeps
+// an equal share of its cp rank's tokens (B · seq/cp of them, here 1 · 3
+// over 2 ranks: refused in one line naming the whole --seq); dry-run groups only say their size.
+TEST(Transformer, SequenceParallelismSplitsTheContextRanksTokens) {
+  MemoryLedger ledger;
+  const auto two = comm::make_dry_run_communicator(0, 2);
+  auto odd = Transformer<float>::create(tiny(kTinyGpt2), ledger, 1, 3, 1, planner::RecomputeMode::none, FlatStorage{}, two.get(), true, {}, two.get());
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.error().message, "--seq 6: sequence parallelism gives each of the 2 tensor-parallel ranks an equal share of the micro-batch's 3 tokens on "
+                                 "each of the 2 context-parallel ranks; choose a --seq that --tp × --cp divides");
+  auto alone = Transformer<float>::create(tiny(kTinyGpt2), ledger, 1, 3, 1, planner::RecomputeMode::none, FlatStorage{}, two.get(), true);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.error().message,
+            "--seq 3: sequence parallelism gives each of the 2 tensor-parallel ranks an equal share of the micro-batch's 3 tokens; choose a --seq that --tp divides");
 }
 
 }  // namespace

@@ -47,10 +47,13 @@ refused ": --cpu-offload: on GPUs the engine offloads the shards of 2 or more da
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --tp 2 --plugin hybrid_parallel --zero-stage 2 --cpu-offload
 RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 2 --pp 2 --plugin hybrid_parallel --zero-stage 1 --cpu-offload \
   --micro-batches 4
-# Context parallelism is hybrid_parallel's ring attention, with data parallelism (not refused: no device here); not yet beside tp or pp.
+# Context parallelism is hybrid_parallel's ring attention, with data, tensor and pipeline parallelism (not refused: no device here).
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --cp 2 --plugin hybrid_parallel
-RANKS=4 refused ": --cp 2: the GPU step runs context parallelism with data parallelism only, not beside --tp or --pp; train that layout on the CPU (--gpu cpu)" \
-  --precision bf16 --dp 1 --tp 2 --cp 2 --plugin hybrid_parallel
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --cp 2 --plugin hybrid_parallel
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --tp 2 --cp 2 --plugin hybrid_parallel --sequence-parallel \
+  --zero-stage 1
+RANKS=4 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --cp 2 --plugin hybrid_parallel --micro-batches 4
+refused ": --cp 2: context parallelism is hybrid_parallel's; use --plugin hybrid_parallel" --precision bf16 --dp 1 --cp 2
 # A pipeline is hybrid_parallel's too (GPipe, 1F1B or interleaved, DDP or ZeRO-1 over the dp ranks, with or without tensor
 # parallelism); not ZeRO-2 (the planner's refusal).
 refused ": --gpu h100-80g: no CUDA device is available" --precision bf16 --dp 1 --pp 2 --plugin hybrid_parallel --micro-batches 4

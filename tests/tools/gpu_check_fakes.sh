@@ -98,7 +98,7 @@ case $command in
 esac
 EOF
   local test
-  for test in nccl_ranks ddp zero gemini fsdp tensor_parallel hybrid_zero pipeline; do
+  for test in nccl_ranks ddp zero gemini fsdp tensor_parallel hybrid_zero pipeline context_tensor_parallel; do
     printf '#!/usr/bin/env bash\necho "rank 0: gradients relative error 1e-07"\n' >"$dir/build/tests/tessera_${test}_gpu_test"
   done
   chmod +x "$dir"/bin/* "$dir"/build/{tools,tests,cli}/*

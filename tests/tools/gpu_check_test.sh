@@ -133,7 +133,7 @@ case $case in
       [ "$(stage_field "$name" state)" = skipped ] || fail "$name: $(stage_field "$name" state), expected skipped on one GPU"
       expect_line "$scratch/output" "^tools/gpu-check: skipped $name: needs 2 GPUs; this machine has 1$"
     done
-    for name in hybrid_zero_ranks pipeline_four_ranks engine_training_tp_zero; do
+    for name in hybrid_zero_ranks pipeline_four_ranks engine_training_tp_zero context_tensor_parallel_ranks engine_training_tp_cp engine_training_pp_cp; do
       expect_line "$scratch/output" "^tools/gpu-check: skipped $name: needs 4 GPUs; this machine has 1$"
     done
     if ! python3 -c 'import torch, transformers' 2>/dev/null; then
@@ -189,7 +189,8 @@ case $case in
     prepare_machine
     several=nccl_ranks,ddp_ranks,zero_ranks,gemini_ranks,fsdp_ranks,tensor_parallel_ranks,hybrid_zero_ranks,pipeline_ranks,pipeline_four_ranks
     several+=,engine_training_ddp,engine_training_zero,engine_training_tp,engine_training_tp_zero,engine_training_pp,engine_training_pp_zero
-    several+=,engine_training_pp_interleaved,engine_training_hybrid_offload,engine_training_fsdp
+    several+=,engine_training_pp_interleaved,engine_training_hybrid_offload,engine_training_fsdp,context_tensor_parallel_ranks,engine_training_tp_cp
+    several+=,engine_training_pp_cp
     gpu_check FAKE_GPUS=4 TESSERA_GPU_CHECK_STAGES=$several || fail "exit $?, expected 0: $(tail -n 20 "$scratch/output")"
     out=$(report)
     for name in ${several//,/ }; do
@@ -202,6 +203,9 @@ case $case in
     expect_line "$scratch/machine/tessera-calls" "^train .* --plugin hybrid_parallel --tp 2 --dp 2 --zero-stage 1 --gpu h100-80g --steps 20 --out .*/engine_training_tp_zero "
     expect_line "$scratch/machine/tessera-calls" "^train .* --plugin hybrid_parallel --pp 2 --pp-schedule interleaved --model-chunks 2 --micro-batches 4 --dp 2 --gpu h100-80g --steps 20 "
     expect_line "$scratch/machine/tessera-calls" "^train .* --tp 2 --dp 2 --zero-stage 1 --cpu-offload --gpu h100-80g --steps 20 --out .*/engine_training_hybrid_offload "
+    expect_json "$out" "d['context_tensor_parallel_ranks']" 'passed on 4 ranks'
+    expect_line "$scratch/machine/tessera-calls" "^train .* --plugin hybrid_parallel --tp 2 --cp 2 --dp 1 --gpu h100-80g --steps 20 --out .*/engine_training_tp_cp "
+    expect_line "$scratch/machine/tessera-calls" "^train .* --pp 2 --pp-schedule 1f1b --micro-batches 4 --cp 2 --dp 1 --gpu h100-80g --steps 20 --out .*/engine_training_pp_cp "
     ;;
   budget)
     prepare_machine

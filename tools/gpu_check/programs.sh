@@ -9,7 +9,8 @@ gpu_check_required_programs=(tools/tessera-cuda-device tests/tessera_cuda_kernel
 gpu_check_optional_programs=(cli/tessera tests/tessera_nccl_ranks_gpu_test tests/tessera_ddp_gpu_test tests/tessera_zero_gpu_test
                              tests/tessera_gemini_gpu_test tests/tessera_fsdp_gpu_test tests/tessera_tensor_parallel_gpu_test
                              tests/tessera_hybrid_zero_gpu_test tests/tessera_pipeline_gpu_test
-                             tests/tessera_ring_attention_gpu_test tests/tessera_context_parallel_gpu_test bench/gpu_gemm_roof)
+                             tests/tessera_ring_attention_gpu_test tests/tessera_context_parallel_gpu_test
+                             tests/tessera_context_tensor_parallel_gpu_test bench/gpu_gemm_roof)
 
 # build_programs BUILD_DIR: configures BUILD_DIR (Release, CUDA, where it has
 # no cache yet) and builds every required program and every optional one its

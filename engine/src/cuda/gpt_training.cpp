@@ -102,9 +102,11 @@ struct GptTraining::State {
   std::unique_ptr<comm::Communicator> embedding;
   int64_t tied_piece_numel = 0;  // the tied sum's pieces: a DDP bucket's elements (planner::ddp_bucket_numel)
   planner::PipelineSchedule schedule = planner::PipelineSchedule::one_f_one_b;
-  // Context parallelism: the context group, and which chunks of each sequence this rank holds (Tn of its tokens).
+  // Context parallelism: the context group, which chunks of each sequence
+  // this rank holds (Tn of its tokens), and one K/V block of its ring (its tp rank's key-value heads).
   comm::Communicator* context = nullptr;
   planner::ContextSplit split;
+  int64_t ring_block = 0;
 
   CudaDeviceMemory memory;
   CudaEvents events;
@@ -254,7 +256,7 @@ struct GptTraining::State {
   // The ring attention's buffers, the planner's ring_* terms (empty without context parallelism), as the CPU model's ring_buffers.
   RingBuffers<T> ring_buffers() {
     if (split.cp == 1) return {};
-    return ring_buffers_from<T>(2 * N * config.kv_width(), [this](const char* name) { return outside(name); },
+    return ring_buffers_from<T>(ring_block, [this](const char* name) { return outside(name); },
                                 [this](const char* name) { return outside<float>(name); });
   }
   // Block l's attention core, over its whole sequences under context parallelism.
@@ -816,7 +818,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   }
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
   if (sequence_parallel) {
-    if (Status s = check_sequence_split(micro_batch, seq_len, tp); !s) return s.error();
+    if (Status s = check_sequence_split(micro_batch, seq_len / cp, tp, cp); !s) return s.error();
   }
   if (seq_len > c.max_positions) {
     return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + " exceeds the model's " + std::to_string(c.max_positions) + " positions");
@@ -896,7 +898,9 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
     // What the forward keeps and the recompute rebuilds, sized and named by
     // the planner's `tessera_gpu` table by the CPU model's rule (model/activation_buffers.h).
     const planner::ActivationTable table = planner::activation_table(c, planner::ActivationProfile::tessera_gpu, planner::Precision::bf16);
-    const ActivationBuffers buffers = activation_buffers(table, planner::ActivationShape{micro_batch, Tn, tp, sequence_parallel, cp, comm_overlap}, recompute);
+    const planner::ActivationShape shape{micro_batch, Tn, tp, sequence_parallel, cp, comm_overlap};
+    const ActivationBuffers buffers = activation_buffers(table, shape, recompute);
+    s->ring_block = ring_kv_block(shape, c.kv_width());
     if (pp > 1) {
       s->activations = StepActivations(*s->allocator, buffers, c.num_layers, stage_chunks, stage.first(), stage.last());
       s->boundaries = StageBoundaries(*s->allocator, s->boundary_numel() * static_cast<int64_t>(sizeof(T)), stage.first(), stage.last(), chunks);

@@ -120,7 +120,8 @@ struct GpuLayout {
 // model (under hybrid_parallel's ZeRO its shard of it): the checkpoint is the
 // CPU engine's consolidated one (consolidated_checkpoint.h: whole tensors,
 // the same files a CPU tp or pp run writes), gathered over the launcher's
-// groups (the shards over dp by the plugin's layout, then the parts over tp
+// groups (the shards over the dp × cp ranks the optimizer shards over, as the
+// CPU trainer's data group, by the plugin's layout; then the parts over tp
 // and the stages over pp) and written by rank 0.
 Status save_consolidated_checkpoint(const planner::Model& model, const GpuLayout& layout, const TrainOptions& options, const GptTraining& gpu,
                                     comm::Communicator& world, const std::vector<RunSetting>& settings, const std::string& run_id, int64_t step,
@@ -128,8 +129,8 @@ Status save_consolidated_checkpoint(const planner::Model& model, const GpuLayout
   const ProcessGroups& host = layout.host;
   comm::Communicator* pipeline = layout.pp() > 1 ? host.pipeline.get() : nullptr;
   const WriteParts consolidated = [&](const std::string& directory, FlatAdamWState& state, const TrainingPosition& position) {
-    return write_consolidated_checkpoint({*host.data, *host.tensor, pipeline, world, options.model_chunks}, state, layout.part, layout.stage, model, options.plugin,
-                                         planner::OptimizerKind::adamw, directory, position);
+    return write_consolidated_checkpoint({*host.data_context, *host.tensor, pipeline, world, options.model_chunks}, state, layout.part, layout.stage, model,
+                                         options.plugin, planner::OptimizerKind::adamw, directory, position);
   };
   return save_collective_checkpoint(layout.part, options, gpu, world, settings, run_id, step, data_position, consolidated,
                                     {kModelFileName, kOptimizerFileName});

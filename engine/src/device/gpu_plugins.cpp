@@ -57,16 +57,12 @@ Status check_gpu_pipeline(const planner::PluginOptions& plugin, const planner::P
 }
 
 // Context parallelism: hybrid_parallel's ring attention over dp × cp ranks
-// (ZeRO stage 0, 1 or 2 over them); beside tensor or pipeline parallelism it
-// has not been written for the GPU step.
+// (ZeRO stage 0, 1 or 2 over them; 0 or 1 in a pipeline, check_gpu_pipeline),
+// beside tensor parallelism (each tp rank's ring over its heads) and
+// pipelines (each stage's ring over its blocks).
 Status check_gpu_context(const planner::PluginOptions& plugin, const planner::ParallelLayout& layout) {
-  const std::string cp = "--cp " + std::to_string(layout.cp);
-  if (plugin.kind != PluginKind::hybrid_parallel) return make_error(ErrorCode::unsupported, cp + ": context parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
-  if (layout.tp > 1 || layout.pp > 1) {
-    return make_error(ErrorCode::unsupported, cp + ": the GPU step runs context parallelism with data parallelism only, not beside --tp or --pp; train that "
-                                                   "layout on the CPU (--gpu cpu)");
-  }
-  return Status::success();
+  if (plugin.kind == PluginKind::hybrid_parallel) return Status::success();
+  return make_error(ErrorCode::unsupported, "--cp " + std::to_string(layout.cp) + ": context parallelism is hybrid_parallel's; use --plugin hybrid_parallel");
 }
 
 }  // namespace

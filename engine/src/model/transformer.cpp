@@ -48,8 +48,9 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
   const auto& c = model.config;
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
   const TensorParallel tp(tensor_group, sequence_parallel, tp_communication);
+  const ContextParallel cp(context_group);
   if (tp.sequence_parallel()) {
-    if (Status s = check_sequence_split(micro_batch, seq_len, tp.size()); !s) return s.error();
+    if (Status s = check_sequence_split(micro_batch, seq_len, tp.size(), cp.size()); !s) return s.error();
   }
   if (!planner::tp_divides_model(c, tp.size())) {
     return make_error(ErrorCode::unsupported, "--tp " + std::to_string(tp.size()) + ": the engine gives each tensor-parallel rank whole attention and "
@@ -58,7 +59,6 @@ Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, Memor
                                               "; choose a --tp that divides all three");
   }
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");
-  const ContextParallel cp(context_group);
   if (Status s = planner::check_context_parallel_sequence(seq_len * cp.size(), cp.size(), planner::ActivationProfile::tessera); !s) return s.error();
   if (c.learned_positions && seq_len * cp.size() > c.max_positions) {
     return make_error(ErrorCode::invalid_argument,
@@ -120,8 +120,7 @@ void Transformer<T>::build(const planner::Model& model, MemoryLedger& ledger, in
   // What the forward keeps, sized by the planner's table: one source for both.
   const planner::Precision precision = storage_precision<T>();
   ledger_ = &ledger;
-  buffers_ = activation_buffers(planner::activation_table(c, planner::ActivationProfile::tessera, precision),
-                                planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel(), cp_.size(), tp_.overlapped()}, recompute_);
+  buffers_ = activation_buffers(planner::activation_table(c, planner::ActivationProfile::tessera, precision), activation_shape(), recompute_);
   if (stage_.pp == 1) own_pass_ = allocate_pass(0);
   working_ = allocate(buffers_.working);
   scratch_ = allocate(buffers_.scratch);
@@ -223,7 +222,7 @@ void Transformer<T>::recompute_block(int l) {
 template <typename T>
 RingBuffers<T> Transformer<T>::ring_buffers() {
   if (cp_.size() == 1) return {};
-  return ring_buffers_from<T>(2 * B_ * T_ * local_widths().kv, [this](const char* name) { return find(scratch_.narrow, name); },
+  return ring_buffers_from<T>(ring_kv_block(activation_shape(), config_.kv_width()), [this](const char* name) { return find(scratch_.narrow, name); },
                               [this](const char* name) { return find_wide(scratch_, name); });
 }
 
@@ -325,6 +324,12 @@ void Transformer<T>::head_forward() {
   linear_forward(logits, whole_rows(h, sequence_buffer()), param(head_), static_cast<const T*>(nullptr), N, C, V, WeightLayout::out_in, workspace_);
   cross_entropy_forward(losses, logits, current_->targets, N, V, vocab,
                         [this](W* values, int64_t n, comm::ReduceOp op) { tp_.all_reduce(values, n, op); });
+}
+
+// This rank's activations: B_ sequences of its T_ tokens, over its tp and cp groups.
+template <typename T>
+planner::ActivationShape Transformer<T>::activation_shape() const {
+  return planner::ActivationShape{B_, T_, tp_.size(), tp_.sequence_parallel(), cp_.size(), tp_.overlapped()};
 }
 
 template <typename T>

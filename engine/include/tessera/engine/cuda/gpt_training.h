@@ -140,15 +140,22 @@
 // ranks' (ProcessGroups::data_context): DDP and ZeRO reduce and shard over
 // them, the gradients scaled by 1 / (k · dp · cp), each rank's loss the mean
 // over its tokens. Its buckets start after backward (the ring's send_recvs
-// run on the context group during it). Not with tensor or pipeline
-// parallelism on GPUs yet (device/gpu_plugins.h refuses them).
+// run on the context group during it). With tensor parallelism too (the
+// ranks ordered tp, cp, dp as the planner's groups are), each tp rank's ring
+// runs over its own heads: its K/V blocks are kv_width/tp wide
+// (ring_kv_block, planner::ring_block_elements), and the ring's send_recvs
+// and the tp group's calls block in turn, one communicator at a time. In a
+// pipeline, each stage's ring runs over its blocks inside every pass, the
+// stage boundaries (B · T/cp rows) move between passes, and DDP or ZeRO-1
+// reduce over each stage's dp × cp ranks.
 //
 // Never run on a GPU, recompute, ZeRO, Gemini, FSDP, tensor, pipeline and
 // context parallelism included: compiled for sm_90 and checked on the day one is lent
 // (tests/cuda/gpt_training_gpu_test.cpp, recompute_gpu_test.cpp,
 // ddp_gpu_test.cpp, zero_gpu_test.cpp, gemini_gpu_test.cpp, fsdp_gpu_test.cpp,
 // tensor_parallel_gpu_test.cpp, hybrid_zero_gpu_test.cpp, pipeline_gpu_test.cpp,
-// ring_attention_gpu_test.cpp, context_parallel_gpu_test.cpp, tools/gpu-check).
+// ring_attention_gpu_test.cpp, context_parallel_gpu_test.cpp,
+// context_tensor_parallel_gpu_test.cpp, pipeline_gpu_test.cpp's pp × cp, tools/gpu-check).
 #pragma once
 
 #include <cstdint>

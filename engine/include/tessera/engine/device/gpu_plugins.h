@@ -13,8 +13,8 @@
 // (hybrid_parallel's, GPipe, 1F1B or interleaved, with data and tensor parallelism,
 // DDP or ZeRO-1 over each stage's data-parallel ranks; ZeRO-2 refused as the
 // planner refuses it; parallel/pipeline_transfers.h), context parallelism
-// (hybrid_parallel's ring attention, with data parallelism but not beside
-// tensor or pipeline parallelism); and AdamW as the optimizer. Anything else is
+// (hybrid_parallel's ring attention, beside data, tensor and pipeline
+// parallelism); and AdamW as the optimizer. Anything else is
 // refused in one line naming the option. Shared by
 // `tessera train --gpu` (which refuses before looking for a device) and the
 // step itself; built without CUDA too.

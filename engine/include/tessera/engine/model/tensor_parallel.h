@@ -41,13 +41,16 @@
 namespace tessera::engine {
 
 // Under sequence parallelism each of `tp` ranks keeps an equal share of a
-// micro-batch's tokens: a one-line error where tp does not divide them
-// (the CPU model and the GPU step alike).
-inline Status check_sequence_split(int64_t micro_batch, int64_t seq_len, int64_t tp) {
-  if ((micro_batch * seq_len) % tp == 0) return Status::success();
-  return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(seq_len) + ": sequence parallelism gives each of the " + std::to_string(tp) +
-                                                     " tensor-parallel ranks an equal share of the micro-batch's " + std::to_string(micro_batch * seq_len) +
-                                                     " tokens; choose a --seq that --tp divides");
+// micro-batch's tokens (under context parallelism, of the local_seq_len
+// tokens of each sequence its cp rank holds): a one-line error where tp does
+// not divide them (the CPU model and the GPU step alike).
+inline Status check_sequence_split(int64_t micro_batch, int64_t local_seq_len, int64_t tp, int64_t cp = 1) {
+  if ((micro_batch * local_seq_len) % tp == 0) return Status::success();
+  const std::string context = cp > 1 ? " on each of the " + std::to_string(cp) + " context-parallel ranks" : "";
+  return make_error(ErrorCode::invalid_argument, "--seq " + std::to_string(local_seq_len * cp) + ": sequence parallelism gives each of the " +
+                                                     std::to_string(tp) + " tensor-parallel ranks an equal share of the micro-batch's " +
+                                                     std::to_string(micro_batch * local_seq_len) + " tokens" + context + "; choose a --seq that --tp" +
+                                                     (cp > 1 ? " × --cp" : "") + " divides");
 }
 
 // How sequence parallelism's all-gathers and reduce-scatters beside the GEMMs

@@ -165,6 +165,7 @@ class Transformer {
   };
   Transformer() = default;
   LocalWidths local_widths() const;
+  planner::ActivationShape activation_shape() const;
   QkvViews qkv_views(T* qkv) const;
   const T* row_parallel_bias(int index);
   T* sequence_buffer();           // (N, h): the gathered rows of a norm's output, or a row-parallel layer's output

@@ -14,6 +14,12 @@ import statistics
 import sys
 
 
+def trace_events(trace_path):
+    """The events of a Perfetto trace file: a JSON object's traceEvents, or a bare array."""
+    trace = json.load(open(trace_path))
+    return trace["traceEvents"] if isinstance(trace, dict) else trace
+
+
 def median_step(metrics_path):
     steps = json.load(open(metrics_path))["step_time_s"]
     return statistics.median(steps[2:] or steps)
@@ -28,10 +34,8 @@ def calibrated(profile, plan_path, trace_path):
     # every simulated pass by that much.
     breakdown = json.load(open(plan_path))["plans"][0]["step_breakdown"]
     simulated_passes = breakdown["forward_s"] + breakdown["backward_s"] + breakdown["recompute_s"]
-    events = json.load(open(trace_path))
-    events = events["traceEvents"] if isinstance(events, dict) else events
     measured = {}
-    for e in events:
+    for e in trace_events(trace_path):
         if e.get("ph") == "X":
             measured[e["cat"]] = measured.get(e["cat"], 0.0) + e["dur"] * 1e-6  # Perfetto's µs
     measured_passes = sum(measured.get(cat, 0.0) for cat in ("forward", "backward", "recompute"))
@@ -55,9 +59,8 @@ def busy_seconds(events, recvs):
     return busy
 
 
-def stage_lanes(trace):
-    """{stage: [(compute events, receive events)] per rank of that stage}, from either trace."""
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+def stage_lanes(events):
+    """{stage: [(compute events, receive events)] per rank of that stage}, from either trace's events."""
     passes = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("forward", "backward")]
     recvs = [e for e in events if e.get("ph") == "X" and e.get("name", "").startswith("recv")]
     lanes = {}
@@ -78,7 +81,7 @@ def stage_lanes(trace):
 
 def bubble_fraction(trace_path):
     """1 - busy / (stages x span): the span from the first forward to the last backward of any stage."""
-    lanes = stage_lanes(json.load(open(trace_path)))
+    lanes = stage_lanes(trace_events(trace_path))
     all_passes = [e for ranks in lanes.values() for passes, _ in ranks for e in passes]
     span = max(e["ts"] + e["dur"] for e in all_passes) - min(e["ts"] for e in all_passes)
     busy = sum(statistics.mean(busy_seconds(passes, recvs) for passes, recvs in ranks) for ranks in lanes.values())

@@ -128,6 +128,11 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--shard-param-frac", r.plugin.gemini.shard_param_frac, "gemini static: fraction of chunks sharded")->capture_default_str();
   c.add_option("--offload-optim-frac", r.plugin.gemini.offload_optim_frac, "gemini static: ColossalAI's offload_optim_frac (whole chunks, against a total counting each chunk once per tensor)")->capture_default_str();
   c.add_option("--offload-param-frac", r.plugin.gemini.offload_param_frac, "gemini static: fraction of parameter chunks on the host")->capture_default_str();
+  c.add_option("--pin-memory", r.plugin.gemini.pin_memory,
+               "gemini: ColossalAI's pin_memory, on by its default enable_async_reduce=True: a pinned host copy of every chunk "
+               "(false: enable_async_reduce=False)")
+      ->check(CLI::IsMember({"true", "false"}))
+      ->default_str("true");
   c.add_option("--search-range-m", r.plugin.gemini.search_range_m, "gemini chunk search range (Mi elements)")->capture_default_str();
   c.add_option("--min-chunk-size-m", r.plugin.gemini.min_chunk_size_m, "gemini smallest chunk (Mi elements)")->capture_default_str();
   c.add_option("--search-interval", r.plugin.gemini.search_interval, "gemini chunk search step (elements; ColossalAI hidden_dim)")->capture_default_str();

@@ -11,7 +11,8 @@
 //                             precision in fp16, bf16, fp32; no_sync: stage 1 only
 //   gemini_plugin.py          GeminiPlugin(chunk_config_dict=None, placement_policy="static", enable_gradient_accumulation=False, shard_param_frac=1.0,
 //                             offload_optim_frac=0.0, offload_param_frac=0.0, precision="fp16", search_range_m=32,
-//                             hidden_dim=None, min_chunk_size_m=32, ...); placement_policy is "static" or "auto" (the old
+//                             hidden_dim=None, min_chunk_size_m=32, pin_memory=False, enable_async_reduce=True (which sets
+//                             pin_memory), ...); placement_policy is "static" or "auto" (the old
 //                             "cuda" is static with no offload, the old "cpu" static with both fractions 1); precision fp16
 //                             or bf16; the optimizer must be FusedAdam, CPUAdam or HybridAdam (zero/gemini/gemini_optimizer.py);
 //                             no_sync: no, accumulation needs enable_gradient_accumulation=True
@@ -218,6 +219,12 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
       gemini_chunk_args(r, chunks, s, args);
       args.emplace_back("precision", precision);
       args.emplace_back("max_norm", "MAX_GRAD_NORM");
+      if (g.pin_memory) {
+        s.plugin_comment += "    # Its default enable_async_reduce=True pins a host copy of every chunk (pin_memory), as the plan counts.\n";
+      } else {
+        args.emplace_back("enable_async_reduce", "False");
+        s.plugin_comment += "    # No pinned host copies of the chunks (pin_memory stays False), as the plan counts.\n";
+      }
       if (accumulation > 1) {
         args.emplace_back("enable_gradient_accumulation", "True");
         s.plugin_comment += "    # Gemini has no no_sync: it accumulates gradients across micro-batches when told to.\n";

@@ -35,7 +35,8 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
       return {{"placement_policy", enum_name(p.gemini.placement_policy)}, {"shard_param_frac", p.gemini.shard_param_frac},
               {"offload_optim_frac", p.gemini.offload_optim_frac}, {"offload_param_frac", p.gemini.offload_param_frac},
               {"chunk_size", p.gemini.chunk_size}, {"search_range_m", p.gemini.search_range_m},
-              {"min_chunk_size_m", p.gemini.min_chunk_size_m}, {"hidden_dim", p.gemini.search_interval}};
+              {"min_chunk_size_m", p.gemini.min_chunk_size_m}, {"hidden_dim", p.gemini.search_interval},
+              {"pin_memory", p.gemini.pin_memory}};
     case PluginKind::hybrid_parallel: {
       json hybrid{{"tp_size", l.tp}, {"pp_size", l.pp}, {"zero_stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
               {"enable_sequence_parallelism", l.sequence_parallel}, {"num_microbatches", t.num_micro_batches},
@@ -199,7 +200,8 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("offload_param_frac", r.plugin.gemini.offload_param_frac),
                    settings.read("chunk_size", r.plugin.gemini.chunk_size), settings.read("search_range_m", r.plugin.gemini.search_range_m),
                    settings.read("min_chunk_size_m", r.plugin.gemini.min_chunk_size_m),
-                   settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read_enum("pp_style", r.plugin.pp_schedule),
+                   settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read("pin_memory", r.plugin.gemini.pin_memory),
+                   settings.read_enum("pp_style", r.plugin.pp_schedule),
                    settings.read("num_model_chunks", r.plugin.num_model_chunks), settings.read("tp_comm_overlap", r.plugin.tp_comm_overlap),
                    settings.read("overlap_param_gather", r.plugin.overlap_param_gather),
                    settings.read("cross_entropy_loss_fusion", r.plugin.cross_entropy_loss_fusion),

@@ -196,25 +196,35 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
 // and others may stay gathered under shard_param_frac: the peak of these
 // buffers is the engine's own gathering replayed (gemini_gathering.h). The
 // host shards and copies are the engine's pinned blocks (pinned_host_blocks.h).
+// ColossalAI itself, under pin_memory (its default), pins a host copy of
+// every chunk's 16-bit, gradient and fp32 master shards wherever the chunk
+// lives (colossalai_gemini_pinned_blocks).
 void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
                        const GeminiSummary& g, MemoryBreakdown& out) {
   const int64_t dp = r.layout.shard_ranks();
+  const bool pins_every_chunk = r.plugin.gemini.pin_memory && !is_tessera_engine(r.training.activation_profile);
   int64_t on_device = 0;  // shard elements of the parameter chunks on the device
   std::vector<PinnedHostBlock> host_blocks;
   for (size_t c = 0; c < g.chunk_capacity.size(); ++c) {
     const int64_t shard = g.chunk_capacity[c] / dp;
     if (!g.parameter_chunk_on_host(c)) on_device += shard;
+    if (pins_every_chunk) {
+      const std::vector<PinnedHostBlock> pinned = colossalai_gemini_pinned_blocks(shard, w.param, w.grad, w.master);
+      host_blocks.insert(host_blocks.end(), pinned.begin(), pinned.end());
+      continue;
+    }
     const GeminiChunkHostBlocks b = gemini_chunk_host_blocks(shard, g.parameter_chunk_on_host(c), g.optimizer_chunk_on_host(c), w.param, w.grad);
     host_blocks.insert(host_blocks.end(), {b.weights, b.gradients, b.exchange});
   }
   out.add(Cat::parameters, kDevice, on_device * w.param);
   out.add(Cat::gradients, kDevice, on_device * w.grad);
-  add_host_blocks(host_blocks, engine_host_sizing(r.training), out);
+  add_host_blocks(host_blocks, pins_every_chunk ? HostBlockSizing::pinned : engine_host_sizing(r.training), out);
   const double optimizer_elements = static_cast<double>(g.padded_elements() / dp);
   for (auto [category, width] : {std::pair{Cat::master_weights, w.master}, std::pair{Cat::optimizer_states, w.optim}}) {
     const double bytes = optimizer_elements * static_cast<double>(width);
     out.add(category, kDevice, round_bytes(bytes * (1 - g.offload_optim_frac)));
-    out.add(category, kHost, round_bytes(bytes * g.offload_optim_frac));
+    const bool in_pinned_chunks = pins_every_chunk && category == Cat::master_weights;
+    if (!in_pinned_chunks) out.add(category, kHost, round_bytes(bytes * g.offload_optim_frac));
   }
   out.add(Cat::chunk_buffers, kDevice, g.step.peak_buffer_bytes);
 }

@@ -37,6 +37,13 @@ GeminiChunkHostBlocks gemini_chunk_host_blocks(int64_t shard, bool shards_on_hos
   return b;
 }
 
+std::vector<PinnedHostBlock> colossalai_gemini_pinned_blocks(int64_t shard, int64_t parameter_bytes, int64_t gradient_bytes,
+                                                             int64_t master_bytes) {
+  return {{MemoryCategory::parameters, shard * parameter_bytes},
+          {MemoryCategory::gradients, shard * gradient_bytes},
+          {MemoryCategory::master_weights, shard * master_bytes}};
+}
+
 void add_host_blocks(const std::vector<PinnedHostBlock>& blocks, HostBlockSizing sizing, MemoryBreakdown& out) {
   for (const PinnedHostBlock& b : blocks) out.add(b.category, MemorySpace::host, sizing == HostBlockSizing::pinned ? pinned_block_bytes(b.bytes) : b.bytes);
 }

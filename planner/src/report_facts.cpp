@@ -299,6 +299,13 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
       source = "ColossalAI v0.5.0 StaticPlacementPolicy: whole chunks, against a total that counts a chunk once per tensor";
     }
     lines.push_back({"Gemini placement", placement, source});
+    if (!is_tessera_engine(r.request.training.activation_profile)) {
+      lines.push_back({"Gemini host copies",
+                       r.request.plugin.gemini.pin_memory ? "a pinned host copy of every chunk's 16-bit, gradient and fp32 shards, at the "
+                                                            "pinned allocator's powers of two"
+                                                          : "only the offloaded chunks' shards, pageable (pin_memory off)",
+                       "ColossalAI v0.5.0 GeminiPlugin pin_memory (set by enable_async_reduce=True, its default), chunk.py close_chunk"});
+    }
   }
   return lines;
 }

@@ -309,6 +309,27 @@ TEST(Export, GeminiChunkSizeIsSearchedOrFixed) {
   expect_python_compiles(fixed_script, "gemini_fixed");
 }
 
+// ColossalAI pins a host copy of every chunk by default (enable_async_reduce);
+// a plan counted without them turns that off in the script.
+TEST(Export, GeminiPinnedHostCopiesFollowThePlan) {
+  Planned planned = plan_for("gpt2-medium", [](PlanRequest& r) { r.plugins = {PluginKind::gemini}; });
+  ASSERT_FALSE(planned.file.plans.empty());
+  ASSERT_TRUE(planned.file.plans[0].plugin.gemini.pin_memory);
+  const std::string pinned = colossalai_script(planned, 0);
+  EXPECT_FALSE(contains(pinned, "        enable_async_reduce=")) << pinned;  // no argument: the default
+  EXPECT_TRUE(contains(pinned, "# Its default enable_async_reduce=True pins a host copy of every chunk")) << pinned;
+  EXPECT_EQ(planned.file.document["plans"][0]["settings"]["pin_memory"], true);
+  json document = planned.file.document;
+  document["plans"][0]["settings"]["pin_memory"] = false;
+  auto file = parse_plan_file(document.dump(), "plan.json");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  planned.file = std::move(file).value();
+  ASSERT_FALSE(planned.file.plans[0].plugin.gemini.pin_memory);
+  const std::string unpinned = colossalai_script(planned, 0);
+  EXPECT_TRUE(contains(unpinned, "        enable_async_reduce=False,\n")) << unpinned;
+  expect_python_compiles(unpinned, "gemini_unpinned");
+}
+
 // A full-recompute plan: the ColossalAI script checkpoints every block; a DeepSpeed
 // config cannot turn that on for a Hugging Face model, so the export refuses.
 TEST(Export, FullRecomputeIsRefusedByDeepSpeedAndScriptedForColossalAi) {

@@ -92,5 +92,59 @@ TEST(PinnedHostBlocks, GeminiHostShardsArePinnedChunkByChunkInTheGpuStep) {
   }
 }
 
+int64_t pinned_sum(const std::vector<int64_t>& chunk_capacity, int64_t dp, int64_t bytes_per_element) {
+  int64_t sum = 0;
+  for (const int64_t capacity : chunk_capacity) sum += pinned_block_bytes(capacity / dp * bytes_per_element);
+  return sum;
+}
+
+// ColossalAI's own Gemini on 2 ranks (a runtime profile, not the engine's) under `placement`.
+EstimateRequest colossalai_gemini(GeminiPlacement placement) {
+  EstimateRequest r = offloaded(PluginKind::gemini, 2, ActivationProfile::flash);
+  r.plugin.cpu_offload = false;  // Gemini offloads by its placement
+  r.plugin.gemini.placement_policy = placement;
+  return r;
+}
+
+// ColossalAI's own Gemini (a runtime profile, not Tessera's engine) under its
+// default pin_memory: every chunk keeps pinned host shards of its 16-bit
+// weights, its gradients and its fp32 master weights, even with the whole
+// model on the device; off, a device-only placement holds nothing on the host.
+TEST(PinnedHostBlocks, ColossalAIGeminiPinsAHostCopyOfEveryChunk) {
+  const Model gpt2 = shipped_model("gpt2");
+  EstimateRequest r = colossalai_gemini(GeminiPlacement::cuda);
+  const MemoryEstimate pinned = estimate_or_fail(gpt2, shipped_gpu("h100-80g"), r);
+  const std::vector<int64_t>& chunks = pinned.gemini->chunk_capacity;
+  const RankMemory& row = pinned.ranks.at(0);
+  EXPECT_EQ(row.bytes[Cat::parameters].host, pinned_sum(chunks, 2, 2));
+  EXPECT_EQ(row.bytes[Cat::gradients].host, pinned_sum(chunks, 2, 2));
+  EXPECT_EQ(row.bytes[Cat::master_weights].host, pinned_sum(chunks, 2, 4));
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 0);
+  EXPECT_GT(row.bytes[Cat::master_weights].host, pinned.gemini->padded_elements() / 2 * 4);
+  EXPECT_EQ(row.bytes[Cat::master_weights].device, pinned.gemini->padded_elements() / 2 * 4);  // the device copy stays
+
+  r.plugin.gemini.pin_memory = false;  // enable_async_reduce=False
+  const RankMemory unpinned = estimate_or_fail(gpt2, shipped_gpu("h100-80g"), r).ranks.at(0);
+  EXPECT_EQ(unpinned.host_total, 0);
+  EXPECT_EQ(unpinned.device_total, row.device_total);
+
+  // Tessera's engine pins only what it offloads, whatever the flag says.
+  r.plugin.gemini.pin_memory = true;
+  r.training.activation_profile = ActivationProfile::tessera_gpu;
+  EXPECT_EQ(estimate_or_fail(gpt2, shipped_gpu("h100-80g"), r).ranks.at(0).host_total, 0);
+}
+
+// With everything offloaded, ColossalAI's pinned shards are the host's only
+// copies of the weights, gradients and master weights; the optimizer's
+// moments beside them stay pageable, exact.
+TEST(PinnedHostBlocks, ColossalAIGeminiOffloadedMomentsStayPageable) {
+  const MemoryEstimate e = estimate_or_fail(shipped_model("gpt2"), shipped_gpu("h100-80g"), colossalai_gemini(GeminiPlacement::cpu));
+  const RankMemory& row = e.ranks.at(0);
+  EXPECT_EQ(row.bytes[Cat::parameters].host, pinned_sum(e.gemini->chunk_capacity, 2, 2));
+  EXPECT_EQ(row.bytes[Cat::master_weights].host, pinned_sum(e.gemini->chunk_capacity, 2, 4));
+  EXPECT_EQ(row.bytes[Cat::master_weights].device, 0);
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].host, e.gemini->padded_elements() / 2 * 8);
+}
+
 }  // namespace
 }  // namespace tessera::planner

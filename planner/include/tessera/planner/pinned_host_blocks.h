@@ -27,16 +27,19 @@
 //    gradient `.to(master_param.device)`, blocking copies into pageable
 //    memory (colossalai/zero/low_level/low_level_optim.py at d322ff8c,
 //    _create_master_param_current_rank, step).
-//  - ColossalAI's Gemini: its chunks' host shards are
-//    torch.empty(pin_memory=True) (colossalai/zero/gemini/chunk/chunk.py at
-//    d322ff8c, __init__ and init_grad_chunk), pinned by default since
-//    GeminiPlugin's enable_async_reduce=True sets pin_memory
-//    (colossalai/booster/plugin/gemini_plugin.py at d322ff8c), and
+//  - ColossalAI's Gemini: yes, and more of them than it offloads. A chunk's
+//    host shard is torch.empty(pin_memory=True) (colossalai/zero/gemini/
+//    chunk/chunk.py at d322ff8c, close_chunk and init_grad_chunk), and
 //    torch.empty pins through the same allocator (aten/src/ATen/
-//    EmptyTensor.cpp at 2cc1a34a, GetCPUAllocatorMaybePinned), so they are
-//    rounded too; but it then keeps such a shard for every chunk not kept
-//    gathered, on the device or not, which the memory model does not count
-//    yet, so its Gemini host figures stay the exact shards.
+//    EmptyTensor.cpp at 2cc1a34a, GetCPUAllocatorMaybePinned). Under
+//    pin_memory, which GeminiPlugin's default enable_async_reduce=True sets
+//    (colossalai/booster/plugin/gemini_plugin.py at d322ff8c), every chunk
+//    not kept gathered makes that shard when it closes and keeps it when it
+//    moves to the device (shard_move), and so does its gradient chunk; the
+//    fp32 master chunks are chunks too (gemini_ddp.py _init_chunks registers
+//    them with the same pin_memory). colossalai_gemini_pinned_blocks lists
+//    one chunk's; without pin_memory the host holds, pageable, what Tessera's
+//    engine holds (gemini_chunk_host_blocks).
 //  - DeepSpeed's offload pins through tensor.pin_memory() too
 //    (accelerator/abstract_accelerator.py at edaa722, pin_memory, unless
 //    DS_PIN_MEMORY_BACKEND=native), but the planner refuses --cpu-offload
@@ -88,6 +91,15 @@ struct GeminiChunkHostBlocks {
 };
 GeminiChunkHostBlocks gemini_chunk_host_blocks(int64_t shard, bool shards_on_host, bool optimizer_on_host, int64_t parameter_bytes,
                                                int64_t gradient_bytes);
+
+// ColossalAI's Gemini under pin_memory: a chunk's pinned host shards,
+// `shard` elements each, whatever its placement: its 16-bit weights
+// (parameters), its gradient chunk's (gradients), and its fp32 master
+// chunk's (master weights). The optimizer's moments of an offloaded chunk
+// are not chunks, and stay pageable (colossalai/nn/optimizer/hybrid_adam.py
+// at d322ff8c, step: torch.zeros_like(p, device=target_device)).
+std::vector<PinnedHostBlock> colossalai_gemini_pinned_blocks(int64_t shard, int64_t parameter_bytes, int64_t gradient_bytes,
+                                                             int64_t master_bytes);
 
 // How the host holds the blocks: as requested (the CPU engine; a runtime
 // whose host buffers are pageable), or as a pinned allocator does.

@@ -158,6 +158,10 @@ struct GeminiOptions {
   double search_range_m = 32;       // chunk search: range above the start, in Mi elements
   double min_chunk_size_m = 32;     // chunk search: smallest chunk, in Mi elements
   int64_t search_interval = 1024;   // chunk search: step between candidates (ColossalAI's hidden_dim)
+  // Whether ColossalAI pins a host copy of every chunk (pinned_host_blocks.h):
+  // GeminiPlugin's pin_memory, which its default enable_async_reduce=True turns
+  // on. Tessera's own engine ignores it (it pins only what it offloads).
+  bool pin_memory = true;
 };
 
 // DeepSpeed ZeRO-3's parameter knobs, in elements, at DeepSpeed's defaults

@@ -128,9 +128,9 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--shard-param-frac", r.plugin.gemini.shard_param_frac, "gemini static: fraction of chunks sharded")->capture_default_str();
   c.add_option("--offload-optim-frac", r.plugin.gemini.offload_optim_frac, "gemini static: ColossalAI's offload_optim_frac (whole chunks, against a total counting each chunk once per tensor)")->capture_default_str();
   c.add_option("--offload-param-frac", r.plugin.gemini.offload_param_frac, "gemini static: fraction of parameter chunks on the host")->capture_default_str();
-  c.add_option("--pin-memory", r.plugin.gemini.pin_memory,
+  c.add_option("--pin-memory", r.plugin.pin_memory,
                "gemini: ColossalAI's pin_memory, on by its default enable_async_reduce=True: a pinned host copy of every chunk "
-               "(false: enable_async_reduce=False)")
+               "(false: enable_async_reduce=False); deepspeed with --cpu-offload: offload_optimizer's pin_memory (its default true)")
       ->check(CLI::IsMember({"true", "false"}))
       ->default_str("true");
   c.add_option("--search-range-m", r.plugin.gemini.search_range_m, "gemini chunk search range (Mi elements)")->capture_default_str();
@@ -143,6 +143,8 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--stage3-max-live-parameters", ds.max_live_parameters, "deepspeed: bound on what the prefetch adds (elements)")->capture_default_str();
   c.add_option("--stage3-max-reuse-distance", ds.max_reuse_distance, "deepspeed: kept if used again within this many elements")->capture_default_str();
   c.add_option("--reduce-bucket-size", ds.reduce_bucket_size, "deepspeed: reduce_bucket_size (elements; --reduce-bucket-m is ColossalAI's)")
+      ->capture_default_str();
+  c.add_option("--sub-group-size", ds.sub_group_size, "deepspeed: sub_group_size, the optimizer's step in groups of this many elements")
       ->capture_default_str();
   c.add_option("--pp-schedule", o.pp_schedule, "Pipeline schedule: gpipe, 1f1b or interleaved")->capture_default_str();
   c.add_option("--model-chunks", r.plugin.num_model_chunks, "interleaved: model chunks per pipeline stage")->capture_default_str();

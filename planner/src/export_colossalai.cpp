@@ -219,7 +219,7 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
       gemini_chunk_args(r, chunks, s, args);
       args.emplace_back("precision", precision);
       args.emplace_back("max_norm", "MAX_GRAD_NORM");
-      if (g.pin_memory) {
+      if (p.pin_memory) {
         s.plugin_comment += "    # Its default enable_async_reduce=True pins a host copy of every chunk (pin_memory), as the plan counts.\n";
       } else {
         args.emplace_back("enable_async_reduce", "False");

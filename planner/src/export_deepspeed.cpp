@@ -206,8 +206,9 @@ Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
   config["optimizer"] = optimizer_json(r.training.optimizer);
   ordered_json zero_json;
   zero_json["stage"] = z.stage;
-  if (z.offload_optimizer) zero_json["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
-  if (z.offload_param) zero_json["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
+  // pin_memory is DeepSpeed's default (offload_config.py); a plan counted without pinned buffers turns it off.
+  if (z.offload_optimizer) zero_json["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", r.plugin.pin_memory}};
+  if (z.offload_param) zero_json["offload_param"] = {{"device", "cpu"}, {"pin_memory", r.plugin.pin_memory}};
   zero_json["overlap_comm"] = true;
   zero_json["reduce_bucket_size"] = z.reduce_bucket_elements;
   if (z.stage == 1 || z.stage == 2) zero_json["allgather_bucket_size"] = kDeepSpeedDefaultBucket;  // stages 1 and 2 only read it
@@ -217,6 +218,7 @@ Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
     zero_json["stage3_prefetch_bucket_size"] = r.plugin.deepspeed.prefetch_bucket_size;
     zero_json["stage3_max_live_parameters"] = r.plugin.deepspeed.max_live_parameters;
     zero_json["stage3_max_reuse_distance"] = r.plugin.deepspeed.max_reuse_distance;
+    zero_json["sub_group_size"] = r.plugin.deepspeed.sub_group_size;
   }
   config["zero_optimization"] = zero_json;
   // ZeRO refuses optimizers it has not tested (torch.optim.SGD) unless told.

@@ -27,7 +27,8 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
       if (p.runtime == Runtime::deepspeed) {  // DeepSpeed's own keys (DeepSpeedZeroConfig)
         return {{"stage", p.effective_zero_stage()}, {"stage3_param_persistence_threshold", p.deepspeed.param_persistence_threshold},
                 {"stage3_prefetch_bucket_size", p.deepspeed.prefetch_bucket_size}, {"stage3_max_live_parameters", p.deepspeed.max_live_parameters},
-                {"stage3_max_reuse_distance", p.deepspeed.max_reuse_distance}, {"reduce_bucket_size", p.deepspeed.reduce_bucket_size}};
+                {"stage3_max_reuse_distance", p.deepspeed.max_reuse_distance}, {"reduce_bucket_size", p.deepspeed.reduce_bucket_size},
+                {"sub_group_size", p.deepspeed.sub_group_size}, {"cpu_offload", p.cpu_offload}, {"pin_memory", p.pin_memory}};
       }
       return {{"stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
               {"reduce_bucket_size_in_m", static_cast<double>(p.reduce_bucket_numel) / (1 << 20)}};
@@ -36,7 +37,7 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
               {"offload_optim_frac", p.gemini.offload_optim_frac}, {"offload_param_frac", p.gemini.offload_param_frac},
               {"chunk_size", p.gemini.chunk_size}, {"search_range_m", p.gemini.search_range_m},
               {"min_chunk_size_m", p.gemini.min_chunk_size_m}, {"hidden_dim", p.gemini.search_interval},
-              {"pin_memory", p.gemini.pin_memory}};
+              {"pin_memory", p.pin_memory}};
     case PluginKind::hybrid_parallel: {
       json hybrid{{"tp_size", l.tp}, {"pp_size", l.pp}, {"zero_stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
               {"enable_sequence_parallelism", l.sequence_parallel}, {"num_microbatches", t.num_micro_batches},
@@ -177,7 +178,8 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("stage3_prefetch_bucket_size", r.plugin.deepspeed.prefetch_bucket_size),
                    settings.read("stage3_max_live_parameters", r.plugin.deepspeed.max_live_parameters),
                    settings.read("stage3_max_reuse_distance", r.plugin.deepspeed.max_reuse_distance),
-                   settings.read("reduce_bucket_size", r.plugin.deepspeed.reduce_bucket_size), layout.read("dp", r.layout.dp), layout.read("tp", r.layout.tp),
+                   settings.read("reduce_bucket_size", r.plugin.deepspeed.reduce_bucket_size),
+                   settings.read("sub_group_size", r.plugin.deepspeed.sub_group_size), layout.read("dp", r.layout.dp), layout.read("tp", r.layout.tp),
                    layout.read("pp", r.layout.pp), layout.read("cp", r.layout.cp), layout.read("dp_replicate", r.layout.dp_replicate), layout.read("sequence_parallel", r.layout.sequence_parallel),
                    training.read_enum("precision", r.training.precision), training.read_enum("optimizer", r.training.optimizer),
                    training.read_enum("recompute", r.training.recompute),
@@ -200,7 +202,7 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("offload_param_frac", r.plugin.gemini.offload_param_frac),
                    settings.read("chunk_size", r.plugin.gemini.chunk_size), settings.read("search_range_m", r.plugin.gemini.search_range_m),
                    settings.read("min_chunk_size_m", r.plugin.gemini.min_chunk_size_m),
-                   settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read("pin_memory", r.plugin.gemini.pin_memory),
+                   settings.read("hidden_dim", r.plugin.gemini.search_interval), settings.read("pin_memory", r.plugin.pin_memory),
                    settings.read_enum("pp_style", r.plugin.pp_schedule),
                    settings.read("num_model_chunks", r.plugin.num_model_chunks), settings.read("tp_comm_overlap", r.plugin.tp_comm_overlap),
                    settings.read("overlap_param_gather", r.plugin.overlap_param_gather),

@@ -22,13 +22,21 @@
 //    tensors sum to `after` elements is used again 2 · after elements later
 //    (the rest of forward, then backward down to it); the last tensor is in use
 //    there. Recompute's second forward is not in this trace.
-//  Left out: the fp32 copy of each sub-group's gradients that the optimizer
-//  step makes (_prepare_fp32_grad_for_sub_group), after backward has freed the
-//  activations and the gathered parameters.
+//  - With offload_optimizer on the CPU (--cpu-offload; ZeRO-Offload, Ren et al.
+//    2021) the gradient partitions' flat buffer is on the host (self.device is
+//    the CPU), so is each sub-group's fp32 gradient buffer beside it
+//    (pinned_host_blocks.h, deepspeed_offload_gradient_blocks), and the fp32
+//    partitions (_create_fp32_partitions: the 16-bit partition converted to
+//    fp32 on the CPU, even when the model is fp32) with DeepSpeedCPUAdam's
+//    moments on them, pageable. The 16-bit partitions stay on the device.
+//  Left out: without offload, the fp32 copy of each sub-group's gradients that
+//  the optimizer step makes (_prepare_fp32_grad_for_sub_group), after backward
+//  has freed the activations and the gathered parameters.
 #include <algorithm>
 #include <vector>
 
 #include "model_states.h"
+#include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/sharding.h"
 
 namespace tessera::planner {
@@ -62,15 +70,25 @@ void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, Me
   const DeepSpeedZero3Options& z = r.plugin.deepspeed;
   const int64_t dp = r.layout.shard_ranks();
   const int64_t width = compute_bytes(r.training.precision);
+  std::vector<int64_t> partition_numels;
   int64_t partitions = 0, persistent = 0;
   for (const FlatParameter& p : flat_parameter_order(model.inventory)) {
-    partitions += (p.numel + dp - 1) / dp;
+    partition_numels.push_back((p.numel + dp - 1) / dp);
+    partitions += partition_numels.back();
     if (p.numel <= z.param_persistence_threshold) persistent += p.numel;
   }
   out.add(Cat::parameters, kDevice, (partitions + persistent) * width);
-  out.add(Cat::gradients, kDevice, partitions * width);
-  out.add(Cat::master_weights, kDevice, is_mixed_precision(r.training.precision) ? partitions * 4 : 0);
-  out.add(Cat::optimizer_states, kDevice, partitions * 4 * optimizer_state_count(r.training.optimizer));
+  const int64_t optimizer_states = partitions * 4 * optimizer_state_count(r.training.optimizer);
+  if (r.plugin.cpu_offload) {
+    add_host_blocks(deepspeed_offload_gradient_blocks(partition_numels, z.sub_group_size, width),
+                    r.plugin.pin_memory ? HostBlockSizing::pinned : HostBlockSizing::exact, out);
+    out.add(Cat::master_weights, MemorySpace::host, partitions * 4);
+    out.add(Cat::optimizer_states, MemorySpace::host, optimizer_states);
+  } else {
+    out.add(Cat::gradients, kDevice, partitions * width);
+    out.add(Cat::master_weights, kDevice, is_mixed_precision(r.training.precision) ? partitions * 4 : 0);
+    out.add(Cat::optimizer_states, kDevice, optimizer_states);
+  }
   out.add(Cat::chunk_buffers, kDevice, gathered_at_turn(model.inventory, z) * width);
   out.add(Cat::comm_buffers, kDevice, z.reduce_bucket_size * width);
 }

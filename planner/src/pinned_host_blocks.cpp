@@ -44,6 +44,22 @@ std::vector<PinnedHostBlock> colossalai_gemini_pinned_blocks(int64_t shard, int6
           {MemoryCategory::master_weights, shard * master_bytes}};
 }
 
+std::vector<PinnedHostBlock> deepspeed_offload_gradient_blocks(const std::vector<int64_t>& partitions, int64_t sub_group_size,
+                                                               int64_t gradient_bytes) {
+  int64_t total = 0;
+  for (const int64_t p : partitions) total += p;
+  std::vector<PinnedHostBlock> blocks{{MemoryCategory::gradients, total * gradient_bytes}};
+  int64_t group = 0;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    group += partitions[i];
+    if (group >= sub_group_size || i + 1 == partitions.size()) {
+      blocks.push_back({MemoryCategory::gradients, group * 4});
+      group = 0;
+    }
+  }
+  return blocks;
+}
+
 void add_host_blocks(const std::vector<PinnedHostBlock>& blocks, HostBlockSizing sizing, MemoryBreakdown& out) {
   for (const PinnedHostBlock& b : blocks) out.add(b.category, MemorySpace::host, sizing == HostBlockSizing::pinned ? pinned_block_bytes(b.bytes) : b.bytes);
 }

@@ -200,7 +200,13 @@ std::string model_states_source(const PluginOptions& p, Precision precision) {
       return "DeepSpeed ZeRO-3: per-parameter partitions, tensors up to " + std::to_string(p.deepspeed.param_persistence_threshold) +
              " elements kept whole, parameters gathered within " + std::to_string(p.deepspeed.max_reuse_distance) +
              " elements of reuse plus a " + std::to_string(p.deepspeed.prefetch_bucket_size) + "-element prefetch, a " +
-             std::to_string(p.deepspeed.reduce_bucket_size) + "-element gradient bucket (DeepSpeed edaa722, runtime/zero)";
+             std::to_string(p.deepspeed.reduce_bucket_size) + "-element gradient bucket" +
+             (p.cpu_offload ? "; the optimizer offloaded (offload_optimizer cpu): fp32 partitions and CPU Adam's moments on the host, "
+                              "pageable, beside the 16-bit gradient partitions and an fp32 gradient buffer per " +
+                                  std::to_string(p.deepspeed.sub_group_size) + "-element sub-group, " +
+                                  (p.pin_memory ? "pinned at the allocator's powers of two" : "pageable (pin_memory false)")
+                            : std::string()) +
+             " (DeepSpeed edaa722, runtime/zero)";
     case Runtime::colossalai: break;
   }
   return "ColossalAI's Booster plugins (Tessera's engine follows them); ZeRO (Rajbhandari et al. 2020) §3.1: 2 + 2 + 12 bytes "
@@ -301,7 +307,7 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
     lines.push_back({"Gemini placement", placement, source});
     if (!is_tessera_engine(r.request.training.activation_profile)) {
       lines.push_back({"Gemini host copies",
-                       r.request.plugin.gemini.pin_memory ? "a pinned host copy of every chunk's 16-bit, gradient and fp32 shards, at the "
+                       r.request.plugin.pin_memory ? "a pinned host copy of every chunk's 16-bit, gradient and fp32 shards, at the "
                                                             "pinned allocator's powers of two"
                                                           : "only the offloaded chunks' shards, pageable (pin_memory off)",
                        "ColossalAI v0.5.0 GeminiPlugin pin_memory (set by enable_async_reduce=True, its default), chunk.py close_chunk"});

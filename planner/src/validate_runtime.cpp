@@ -17,17 +17,23 @@ Status needs_plugin(Runtime runtime, PluginKind wanted, PluginKind got, const ch
                  " (got " + std::string(enum_name(got)) + ")");
 }
 
-Status check_deepspeed(const PluginOptions& p) {
+Status check_deepspeed(const PluginOptions& p, const TrainingOptions& t) {
   if (p.effective_zero_stage() != 3) {
     return invalid("--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2");
   }
-  if (p.cpu_offload) return invalid("--cpu-offload (ZeRO-Offload) is not modelled under --runtime deepspeed; drop it");
+  // Under ZeRO-Offload DeepSpeed's engine refuses any optimizer but its CPU
+  // Adam (or Lion) unless told to force it (engine.py at edaa722, _configure_optimizer).
+  if (p.cpu_offload && (t.optimizer == OptimizerKind::sgd || t.optimizer == OptimizerKind::sgd_momentum)) {
+    return invalid("--cpu-offload under --runtime deepspeed steps with DeepSpeedCPUAdam: use --optimizer adam or adamw (got " +
+                   std::string(enum_name(t.optimizer)) + ")");
+  }
   const DeepSpeedZero3Options& z = p.deepspeed;
   for (auto [option, value] : {std::pair{"--stage3-param-persistence-threshold", z.param_persistence_threshold},
                                std::pair{"--stage3-prefetch-bucket-size", z.prefetch_bucket_size},
                                std::pair{"--stage3-max-live-parameters", z.max_live_parameters},
                                std::pair{"--stage3-max-reuse-distance", z.max_reuse_distance},
-                               std::pair{"--reduce-bucket-size", z.reduce_bucket_size}}) {
+                               std::pair{"--reduce-bucket-size", z.reduce_bucket_size},
+                               std::pair{"--sub-group-size", z.sub_group_size}}) {
     if (value < 0 || value > (int64_t{1} << 50)) {
       return invalid(std::string(option) + " must be a number of elements from 0 to 1125899906842624, got " + std::to_string(value));
     }
@@ -76,7 +82,7 @@ Status check_runtime(const EstimateRequest& r) {
     }
     case Runtime::deepspeed: {
       if (Status s = needs_plugin(p.runtime, PluginKind::low_level_zero, p.kind, "DeepSpeed ZeRO-3"); !s) return s;
-      return check_deepspeed(p);
+      return check_deepspeed(p, r.training);
     }
   }
   return Status::success();

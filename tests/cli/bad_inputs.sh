@@ -97,6 +97,9 @@ bad runtime-megatron-fsdp "--runtime megatron models" -- estimate --model gpt2 -
 bad runtime-megatron-zero2 "--zero-stage 2 under --runtime megatron" -- estimate --model gpt2 --plugin hybrid_parallel --runtime megatron --zero-stage 2
 bad runtime-deepspeed-stage1 "--runtime deepspeed models ZeRO-3" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --zero-stage 1
 bad runtime-deepspeed-negative "--stage3-prefetch-bucket-size" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --stage3-prefetch-bucket-size -1
+bad runtime-deepspeed-sub-group "--sub-group-size must be a number of elements" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --sub-group-size -1
+bad runtime-deepspeed-offload-sgd "steps with DeepSpeedCPUAdam: use --optimizer adam or adamw" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --cpu-offload --optimizer sgd
+bad pin-memory-word "--pin-memory: maybe not in {true,false}" -- estimate --model gpt2 --plugin gemini --pin-memory maybe
 bad runtime-torchtitan-fp16 "--precision fp16 under --runtime torchtitan" -- estimate --model gpt2 --plugin torch_fsdp --runtime torchtitan --precision fp16
 
 # Sizes: zero, negative, not a number, too large.

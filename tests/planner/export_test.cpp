@@ -314,7 +314,7 @@ TEST(Export, GeminiChunkSizeIsSearchedOrFixed) {
 TEST(Export, GeminiPinnedHostCopiesFollowThePlan) {
   Planned planned = plan_for("gpt2-medium", [](PlanRequest& r) { r.plugins = {PluginKind::gemini}; });
   ASSERT_FALSE(planned.file.plans.empty());
-  ASSERT_TRUE(planned.file.plans[0].plugin.gemini.pin_memory);
+  ASSERT_TRUE(planned.file.plans[0].plugin.pin_memory);
   const std::string pinned = colossalai_script(planned, 0);
   EXPECT_FALSE(contains(pinned, "        enable_async_reduce=")) << pinned;  // no argument: the default
   EXPECT_TRUE(contains(pinned, "# Its default enable_async_reduce=True pins a host copy of every chunk")) << pinned;
@@ -324,7 +324,7 @@ TEST(Export, GeminiPinnedHostCopiesFollowThePlan) {
   auto file = parse_plan_file(document.dump(), "plan.json");
   ASSERT_TRUE(file.ok()) << file.error().message;
   planned.file = std::move(file).value();
-  ASSERT_FALSE(planned.file.plans[0].plugin.gemini.pin_memory);
+  ASSERT_FALSE(planned.file.plans[0].plugin.pin_memory);
   const std::string unpinned = colossalai_script(planned, 0);
   EXPECT_TRUE(contains(unpinned, "        enable_async_reduce=False,\n")) << unpinned;
   expect_python_compiles(unpinned, "gemini_unpinned");
@@ -509,6 +509,25 @@ TEST(Export, HandEditedPlanMustMatchItsFile) {
       EXPECT_TRUE(text.error().message.ends_with(message)) << text.error().message;
     }
   }
+}
+
+// A ZeRO-3 plan counted as DeepSpeed runs it (--runtime deepspeed) with the
+// optimizer offloaded: the config carries the offload, its pin_memory and the
+// sub-group size the host buffers were counted with.
+TEST(Export, DeepSpeedOffloadCarriesThePlansPinningAndSubGroups) {
+  Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::low_level_zero}; });
+  json document = planned.file.document;
+  json& plan = document["plans"][0];
+  plan["runtime"] = "deepspeed";
+  plan["settings"] = {{"stage", 3}, {"cpu_offload", true}, {"pin_memory", false}, {"sub_group_size", 12345678}};
+  auto file = parse_plan_file(document.dump(), "plan.json");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  planned.file = std::move(file).value();
+  const json zero = deepspeed_config(planned, 0)["zero_optimization"];
+  EXPECT_EQ(zero["stage"], 3);
+  EXPECT_EQ(zero["offload_optimizer"], json({{"device", "cpu"}, {"pin_memory", false}}));
+  EXPECT_FALSE(zero.contains("offload_param"));
+  EXPECT_EQ(zero["sub_group_size"], 12345678);
 }
 
 // A huge float in a MiB setting is refused before it is converted to bytes (undefined behaviour in int64).

@@ -209,7 +209,7 @@ TEST_F(MemoryModel, GeminiCpuPlacementKeepsOnlyGatheredChunksOnTheDevice) {
   r.layout.dp = 8;
   r.plugin.kind = PluginKind::gemini;
   r.plugin.gemini.placement_policy = GeminiPlacement::cpu;
-  r.plugin.gemini.pin_memory = false;  // the host holds the offloaded shards once, exactly (PinnedHostBlocks: with the pins)
+  r.plugin.pin_memory = false;  // the host holds the offloaded shards once, exactly (PinnedHostBlocks: with the pins)
   const MemoryEstimate e = estimate_or_fail(llama7b, h100, r);
   const RankMemory& row = e.ranks.at(0);
   const int64_t padded = e.gemini->padded_elements();
@@ -262,7 +262,7 @@ TEST_F(MemoryModel, GeminiStaticOffloadsWholeChunksAsColossalAiCountsThem) {
   r.layout.dp = 8;
   r.plugin.kind = PluginKind::gemini;
   r.plugin.gemini.offload_optim_frac = 0.01;
-  r.plugin.gemini.pin_memory = false;  // the host holds only the offloaded chunks' states
+  r.plugin.pin_memory = false;  // the host holds only the offloaded chunks' states
   const MemoryEstimate e = estimate_or_fail(medium, h100, r);
   ASSERT_EQ(e.gemini->num_chunks, 7);
   EXPECT_EQ(e.gemini->optimizer_chunks_on_host, 3);

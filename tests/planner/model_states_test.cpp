@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_models.h"
+#include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/report.h"
 
 namespace tessera::planner {
@@ -147,6 +148,36 @@ TEST(DeepSpeedZero3States, PersistentTensorsStayWholeAndSmallModelsStayGathered)
   EXPECT_EQ(device(only_row(model, r), Cat::chunk_buffers), 2 * (38597376 + 50000000));
 }
 
+// ZeRO-Offload under ZeRO-3: the same GPT-2 partitions (15,554,976 elements),
+// the 16-bit ones still on the device; on the host the flat bf16 gradient
+// partitions (31,109,952 bytes, pinned in 2^25) and the one sub-group's fp32
+// gradients (62,219,904, pinned in 2^26), the fp32 partitions and CPU Adam's
+// moments, pageable.
+TEST(DeepSpeedZero3States, OffloadedOptimizerKeepsOnlyTheSixteenBitPartitionsOnTheDevice) {
+  const Model model = shipped_model("gpt2");
+  EstimateRequest r = runtime_request(Runtime::deepspeed, PluginKind::low_level_zero, 8);
+  r.plugin.cpu_offload = true;
+  const RankMemory row = only_row(model, r);
+  EXPECT_EQ(device(row, Cat::parameters), 2 * (15554976 + 121344));
+  for (Cat c : {Cat::gradients, Cat::master_weights, Cat::optimizer_states}) EXPECT_EQ(device(row, c), 0) << to_string(c);
+  EXPECT_EQ(row.bytes[Cat::gradients].host, (int64_t{1} << 25) + (int64_t{1} << 26));
+  EXPECT_EQ(row.bytes[Cat::master_weights].host, 4 * 15554976);
+  EXPECT_EQ(row.bytes[Cat::optimizer_states].host, 8 * 15554976);
+  r.plugin.pin_memory = false;
+  EXPECT_EQ(only_row(model, r).bytes[Cat::gradients].host, (2 + 4) * 15554976);
+}
+
+// Sub-groups take parameters in order until they reach sub_group_size.
+TEST(DeepSpeedZero3States, OffloadedFp32GradientsComeOneBufferPerSubGroup) {
+  const std::vector<PinnedHostBlock> blocks = deepspeed_offload_gradient_blocks({3, 5, 2, 7}, 8, 2);
+  ASSERT_EQ(blocks.size(), 3u);
+  EXPECT_EQ(blocks[0].bytes, 17 * 2);  // the bf16 partitions, flat
+  EXPECT_EQ(blocks[1].bytes, 8 * 4);   // 3 + 5 reach 8
+  EXPECT_EQ(blocks[2].bytes, 9 * 4);   // 2 + 7, the last
+  EXPECT_EQ(deepspeed_offload_gradient_blocks({3, 5, 2, 7}, 100, 2).size(), 2u);
+  EXPECT_EQ(deepspeed_offload_gradient_blocks({3, 5, 2, 7}, 0, 2).size(), 5u);  // every parameter its own
+}
+
 TEST(RuntimeChecks, EachRuntimeNamesItsPluginAndStage) {
   const Model model = shipped_model("gpt2");
   const GpuProfile gpu = shipped_gpu("h100-80g");
@@ -165,6 +196,10 @@ TEST(RuntimeChecks, EachRuntimeNamesItsPluginAndStage) {
   EstimateRequest deepspeed = runtime_request(Runtime::deepspeed, PluginKind::low_level_zero, 8);
   deepspeed.plugin.zero_stage = 2;
   EXPECT_EQ(error(deepspeed), "--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2");
+  deepspeed.plugin.zero_stage = 3;
+  deepspeed.plugin.cpu_offload = true;
+  deepspeed.training.optimizer = OptimizerKind::sgd_momentum;
+  EXPECT_EQ(error(deepspeed), "--cpu-offload under --runtime deepspeed steps with DeepSpeedCPUAdam: use --optimizer adam or adamw (got sgd_momentum)");
   EstimateRequest colossalai = runtime_request(Runtime::colossalai, PluginKind::low_level_zero, 8);
   colossalai.plugin.zero_stage = 3;
   EXPECT_EQ(error(colossalai), "--zero-stage 3: use --plugin gemini or --plugin torch_fsdp for ZeRO-3");

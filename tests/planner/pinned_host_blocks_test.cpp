@@ -123,13 +123,13 @@ TEST(PinnedHostBlocks, ColossalAIGeminiPinsAHostCopyOfEveryChunk) {
   EXPECT_GT(row.bytes[Cat::master_weights].host, pinned.gemini->padded_elements() / 2 * 4);
   EXPECT_EQ(row.bytes[Cat::master_weights].device, pinned.gemini->padded_elements() / 2 * 4);  // the device copy stays
 
-  r.plugin.gemini.pin_memory = false;  // enable_async_reduce=False
+  r.plugin.pin_memory = false;  // enable_async_reduce=False
   const RankMemory unpinned = estimate_or_fail(gpt2, shipped_gpu("h100-80g"), r).ranks.at(0);
   EXPECT_EQ(unpinned.host_total, 0);
   EXPECT_EQ(unpinned.device_total, row.device_total);
 
   // Tessera's engine pins only what it offloads, whatever the flag says.
-  r.plugin.gemini.pin_memory = true;
+  r.plugin.pin_memory = true;
   r.training.activation_profile = ActivationProfile::tessera_gpu;
   EXPECT_EQ(estimate_or_fail(gpt2, shipped_gpu("h100-80g"), r).ranks.at(0).host_total, 0);
 }

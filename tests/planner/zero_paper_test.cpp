@@ -60,7 +60,7 @@ TEST_F(ZeroPaper, Stage3Parameters1_9GB) {
 // pinned host copies of the chunks (PinnedHostBlocks tests those).
 TEST_F(ZeroPaper, GeminiAddsExactlyItsChunkPadding) {
   EstimateRequest r = request(PluginKind::gemini, -1);
-  r.plugin.gemini.pin_memory = false;
+  r.plugin.pin_memory = false;
   const MemoryEstimate e = testing::estimate_or_fail(model, gpu, r);
   ASSERT_TRUE(e.gemini.has_value());
   const double padded = static_cast<double>(e.gemini->padded_elements());

@@ -40,10 +40,13 @@
 //    them with the same pin_memory). colossalai_gemini_pinned_blocks lists
 //    one chunk's; without pin_memory the host holds, pageable, what Tessera's
 //    engine holds (gemini_chunk_host_blocks).
-//  - DeepSpeed's offload pins through tensor.pin_memory() too
-//    (accelerator/abstract_accelerator.py at edaa722, pin_memory, unless
-//    DS_PIN_MEMORY_BACKEND=native), but the planner refuses --cpu-offload
-//    under --runtime deepspeed.
+//  - DeepSpeed ZeRO-3's offload_optimizer (--runtime deepspeed --cpu-offload):
+//    yes, under its pin_memory (offload_config.py at edaa722: True by
+//    default), through tensor.pin_memory() (accelerator/
+//    abstract_accelerator.py, pin_memory, unless DS_PIN_MEMORY_BACKEND=
+//    native): the flat buffer of the rank's gradient partitions and each
+//    sub-group's fp32 gradients (deepspeed_offload_pinned_blocks). Its fp32
+//    partitions and CPU Adam's moments stay pageable.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +103,17 @@ GeminiChunkHostBlocks gemini_chunk_host_blocks(int64_t shard, bool shards_on_hos
 // at d322ff8c, step: torch.zeros_like(p, device=target_device)).
 std::vector<PinnedHostBlock> colossalai_gemini_pinned_blocks(int64_t shard, int64_t parameter_bytes, int64_t gradient_bytes,
                                                              int64_t master_bytes);
+
+// DeepSpeed ZeRO-3 with offload_optimizer on the CPU (runtime/zero/stage3.py
+// at edaa722): the rank's gradient partitions in one flat host buffer in the
+// gradients' dtype (grad_partitions_flat_buffer, on self.device, the CPU),
+// and the fp32 gradients the optimizer steps on, a buffer per sub-group
+// (initialize_optimizer_states: subgroup_gradient_buffer). A sub-group takes
+// parameters in order until their partitions reach sub_group_size elements
+// (_create_fp16_sub_groups). `partitions` are the rank's, parameter by
+// parameter; all blocks are under gradients, pinned when pin_memory is on.
+std::vector<PinnedHostBlock> deepspeed_offload_gradient_blocks(const std::vector<int64_t>& partitions, int64_t sub_group_size,
+                                                               int64_t gradient_bytes);
 
 // How the host holds the blocks: as requested (the CPU engine; a runtime
 // whose host buffers are pageable), or as a pinned allocator does.

@@ -158,10 +158,6 @@ struct GeminiOptions {
   double search_range_m = 32;       // chunk search: range above the start, in Mi elements
   double min_chunk_size_m = 32;     // chunk search: smallest chunk, in Mi elements
   int64_t search_interval = 1024;   // chunk search: step between candidates (ColossalAI's hidden_dim)
-  // Whether ColossalAI pins a host copy of every chunk (pinned_host_blocks.h):
-  // GeminiPlugin's pin_memory, which its default enable_async_reduce=True turns
-  // on. Tessera's own engine ignores it (it pins only what it offloads).
-  bool pin_memory = true;
 };
 
 // DeepSpeed ZeRO-3's parameter knobs, in elements, at DeepSpeed's defaults
@@ -172,6 +168,7 @@ struct DeepSpeedZero3Options {
   int64_t max_live_parameters = 1000000000;      // stage3_max_live_parameters: bounds what the prefetch may add
   int64_t max_reuse_distance = 1000000000;       // stage3_max_reuse_distance: kept if used again within this many
   int64_t reduce_bucket_size = 500000000;        // reduce_bucket_size: the gradient bucket (contiguous_gradients)
+  int64_t sub_group_size = 1000000000;           // sub_group_size: the optimizer steps the partitions in groups this large
 };
 
 struct PluginOptions {
@@ -191,6 +188,12 @@ struct PluginOptions {
   // torch_fsdp: FSDP's CPU offload, every shard (weights, gradients, optimizer states) on the host (cpu_offload_applies).
   bool cpu_offload = false;
   int64_t reduce_bucket_numel = int64_t{12} << 20;  // low_level_zero reduce_bucket_size_in_m = 12
+  // Whether the runtime pins its host buffers (pinned_host_blocks.h): ColossalAI
+  // Gemini's pin_memory, which its default enable_async_reduce=True turns on;
+  // DeepSpeed's offload_optimizer.pin_memory (offload_config.py at edaa722:
+  // True by default). Tessera's own engine ignores it (it pins what it offloads
+  // on GPUs, and nothing on the CPU).
+  bool pin_memory = true;
   GeminiOptions gemini;
   DeepSpeedZero3Options deepspeed;  // --runtime deepspeed
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;

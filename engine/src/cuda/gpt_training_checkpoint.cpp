@@ -1,7 +1,8 @@
-// One GPU's training step's state for the host (cuda/gpt_training.h): the
+// One GPU's training step's state on the host (cuda/gpt_training.h): the
 // optimizer state saved into and restored from a checkpoint's flat host state
 // (this rank's shard under ZeRO, Gemini or FSDP), and the parameters and
-// gradients copied back for tests and reports.
+// gradients copied back in flat order (what the GPU tests compare with the
+// CPU engine's).
 #include "gpt_training_state.h"
 
 #include <exception>

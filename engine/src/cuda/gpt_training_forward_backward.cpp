@@ -1,10 +1,10 @@
 // The forward and backward of one GPU's training step (cuda/gpt_training.h,
 // gpt_training_state.h): a block's (block_forward, recompute_block,
 // block_backward) and a model chunk's, from the embedding to the loss and
-// back (forward, backward). The order of the
-// operations and the buffers they use follow the CPU model's block_forward,
-// head_forward, head_backward and block_backward (model/transformer.cpp), with
-// every op replaced by its GPU launcher.
+// back (forward, backward). The order of the operations and the buffers they
+// use follow the CPU model's block_forward, head_forward, head_backward and
+// block_backward (model/transformer.cpp), with every op replaced by its GPU
+// launcher.
 #include "gpt_training_state.h"
 
 #include <cstdint>

@@ -38,7 +38,7 @@
 // tensor-parallel communicator, and a reduce-scatter in flight meanwhile on
 // the data-parallel one would be two NCCL communicators in flight at once on
 // one GPU, which NCCL does not promise to make progress (NCCL user guide,
-// "Using multiple NCCL communicators concurrently"; gpt_training.cpp,
+// "Using multiple NCCL communicators concurrently"; gpt_training_reductions.cpp,
 // buckets_overlap_backward).
 // Then, as the CPU engine's step: the gradient norm is global (each rank's
 // sum of squares over its shard, all-reduced in rank order, then over the

@@ -105,7 +105,7 @@ ZeroReduceBuckets zero_reduce_buckets(const TensorInventory& inventory, int stag
 // engines run it: one bucket of zero_bucket_numel, reduced after the step's
 // last backward (its sequence-parallel norm gradients are complete only
 // then, and on GPUs no data-parallel collective may run while the
-// tensor-parallel ones do: engine/src/cuda/gpt_training.cpp,
+// tensor-parallel ones do: engine/src/cuda/gpt_training_reductions.cpp,
 // buckets_overlap_backward); at stage 2 it is the full gradient buffer
 // (`whole_model`) where it covers the padded model (the engines refuse a smaller one).
 ZeroReduceBuckets hybrid_zero_buckets(int64_t params, int stage, int64_t bucket_numel, int64_t dp);

@@ -5,8 +5,9 @@ calibrate PROFILE PLAN TRACE   the profile with its peak and memory bandwidth sc
                                passes and optimizer step take what the one-rank run's TRACE measured
 row NAME PLAN SECONDS BASE     a table row: measured and predicted step time, error, ratio to BASE
 bubble MEASURED PREDICTED [TOL] the pipeline bubble of measured Perfetto traces (comma-separated:
-                               the least of them) and of a predicted one; with TOL, exit 1 when
-                               measured/predicted - 1 is beyond +-TOL
+                               the quietest of them, the one whose step spans least) and of a
+                               predicted one; with TOL, exit 1 when measured/predicted - 1 is
+                               beyond +-TOL
 """
 import json
 import re
@@ -79,13 +80,13 @@ def stage_lanes(events):
     return lanes
 
 
-def bubble_fraction(trace_path):
-    """1 - busy / (stages x span): the span from the first forward to the last backward of any stage."""
+def span_and_bubble(trace_path):
+    """(span, 1 - busy / (stages x span)): the span from the first forward to the last backward of any stage."""
     lanes = stage_lanes(trace_events(trace_path))
     all_passes = [e for ranks in lanes.values() for passes, _ in ranks for e in passes]
     span = max(e["ts"] + e["dur"] for e in all_passes) - min(e["ts"] for e in all_passes)
     busy = sum(statistics.mean(busy_seconds(passes, recvs) for passes, recvs in ranks) for ranks in lanes.values())
-    return 1 - busy / (len(lanes) * span)
+    return span, 1 - busy / (len(lanes) * span)
 
 
 def main(argv):
@@ -99,14 +100,18 @@ def main(argv):
         predicted = json.load(open(plan_path))["plans"][0]["step_time_s"]
         print(f"{name:<20} {measured * 1e3:11.1f} ms {predicted * 1e3:11.1f} ms {100 * (predicted / measured - 1):+9.1f}% {measured / base:7.2f}x")
     elif command == "bubble":
-        # Another tenant of the machine stretching one stage's pass only ever
-        # adds idle time to the other stage, so the least of the runs is the one
-        # nearest the machine's own schedule; the median is shown beside it.
-        runs = [bubble_fraction(path) for path in argv[2].split(",")]
-        measured, predicted = min(runs), bubble_fraction(argv[3])
-        each = ", ".join(f"{100 * run:.1f}%" for run in runs)
-        print(f"1F1B bubble (last step of {len(runs)} runs: {each}; median {100 * statistics.median(runs):.1f}%): "
-              f"measured (least) {100 * measured:.1f}%, predicted {100 * predicted:.1f}%, measured/predicted {measured / predicted:.2f}")
+        # Another tenant of the machine moves a run's bubble either way: a
+        # stretched pass adds idle time to the other stage, a stretch while both
+        # stages work hides idle time. Either way it lengthens the step, so the
+        # run whose step spans least is the quietest; the median is shown beside it.
+        runs = [span_and_bubble(path) for path in argv[2].split(",")]
+        span, measured = min(runs)
+        predicted = span_and_bubble(argv[3])[1]
+        each = ", ".join(f"{100 * bubble:.1f}% in {run_span / 1e3:.0f} ms" for run_span, bubble in runs)
+        median = statistics.median(bubble for _, bubble in runs)
+        print(f"1F1B bubble (last step of {len(runs)} runs: {each}; median {100 * median:.1f}%): "
+              f"measured (quietest, {span / 1e3:.0f} ms) {100 * measured:.1f}%, predicted {100 * predicted:.1f}%, "
+              f"measured/predicted {measured / predicted:.2f}")
         if len(argv) > 4 and abs(measured / predicted - 1) > float(argv[4]):
             sys.exit(f"the measured bubble is more than {100 * float(argv[4]):.0f}% from the predicted one")
     else:

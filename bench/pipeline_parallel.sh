@@ -19,7 +19,8 @@
 #   LAYOUTS="dp2 pp2" runs only those layouts (pp2 last gives the bubble line);
 #   BUBBLE_TOLERANCE=0.2 exits 1 when the measured bubble is further than that
 #   from the predicted one (tests/parallel/pipeline_bubble.sh); BUBBLE_RUNS=7
-#   takes the least measured bubble of 7 runs of pp 2; MPIEXEC names mpirun.
+#   measures 7 runs of pp 2 and takes the quietest one's bubble (the run whose
+#   step spans least); MPIEXEC names mpirun.
 # Needs mpirun and python3. On a 2-core machine each rank has a core; the
 # numbers show what each layout costs the engine here, not a cluster's scaling.
 set -euo pipefail
@@ -27,7 +28,7 @@ tessera=$(realpath "${1:-build/cli/tessera}")
 steps=${2:-8}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n ${KEEP_WORK:-} ]] && cp -r "$work" "$KEEP_WORK"; rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 model=$work/bench-gpt2.json
 sed -e 's/"n_embd": 128/"n_embd": 384/' -e 's/"n_ctx": 64/"n_ctx": 128/' \
@@ -72,10 +73,11 @@ for layout in "dp2:--plugin torch_ddp --dp 2" "tp2:--plugin hybrid_parallel --tp
   python3 "$metrics" row "$name" "$work/$name.json" "$measured" "$base"
 done
 
-# 3. The 1F1B bubble of the pp 2 run, measured against predicted: the least of
-# BUBBLE_RUNS runs (3 unless set). A pass slowed by something else on the
-# machine only adds idle time to the other stage, so the least is the run
-# nearest this machine's own schedule.
+# 3. The 1F1B bubble of the pp 2 run, measured against predicted: of
+# BUBBLE_RUNS runs (3 unless set), the quietest's. Something else on the
+# machine lengthens the step of the run it disturbs, whichever way it moves
+# that run's bubble, so the run whose step spans least is the nearest to this
+# machine's own schedule.
 if [[ -d $work/pp2 ]]; then
   mv "$work/pp2" "$work/pp2-1"
   traces=$work/pp2-1/trace.json

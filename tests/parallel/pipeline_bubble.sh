@@ -5,10 +5,11 @@
 # metric are bench/pipeline_parallel.sh's own (LAYOUTS=pp2): the profile's peak
 # is calibrated on a one-rank step of the same model, then pp 2 runs on 2 ranks.
 # Runs alone (RUN_SERIAL): a test beside it would stretch one stage's passes.
-# The measured bubble is the least of seven runs: a pass stretched by another
-# tenant of a shared 2-core machine only turns into idle time on the other
-# stage, so single runs scatter upwards (12.0% to 18.1% against 12.9%
-# predicted here; once, in CI, the median of three read 16.3%).
+# The measured bubble is the quietest of seven runs, the one whose step spans
+# least: another tenant of a shared 2-core machine moves a single run's bubble
+# (10.0% to 21.4% seen against 12.8% predicted; once, in CI, the median of
+# three read 16.3%) and always lengthens its step. The least bubble of seven
+# was tried first and once read an outlier of 10.0%.
 # Usage: pipeline_bubble.sh TESSERA MPIEXEC
 set -euo pipefail
 export MPIEXEC=$2 LAYOUTS=pp2 BUBBLE_TOLERANCE=0.2 BUBBLE_RUNS=7

@@ -20,7 +20,8 @@
 #   BUBBLE_TOLERANCE=0.2 exits 1 when the measured bubble is further than that
 #   from the predicted one (tests/parallel/pipeline_bubble.sh); BUBBLE_RUNS=7
 #   measures 7 runs of pp 2 and takes the quietest one's bubble (the run whose
-#   step spans least); MPIEXEC names mpirun.
+#   step spans least); MPIEXEC names mpirun; KEEP_WORK=DIR copies the runs'
+#   plans, metrics and traces there.
 # Needs mpirun and python3. On a 2-core machine each rank has a core; the
 # numbers show what each layout costs the engine here, not a cluster's scaling.
 set -euo pipefail

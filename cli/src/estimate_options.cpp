@@ -146,6 +146,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
       ->capture_default_str();
   c.add_option("--sub-group-size", ds.sub_group_size, "deepspeed: sub_group_size, the optimizer's step in groups of this many elements")
       ->capture_default_str();
+  c.add_flag("--offload-param", ds.offload_param, "deepspeed: offload_param on the CPU, the 16-bit partitions on the host (ZeRO-Infinity)");
   c.add_option("--pp-schedule", o.pp_schedule, "Pipeline schedule: gpipe, 1f1b or interleaved")->capture_default_str();
   c.add_option("--model-chunks", r.plugin.num_model_chunks, "interleaved: model chunks per pipeline stage")->capture_default_str();
   c.add_option("--cuda-context-mib", o.cuda_context_mib, "CUDA context size (default: the GPU profile's)");

@@ -115,6 +115,7 @@ Result<ZeroSettings> zero_settings(const PlanFile& file, const EstimateRequest& 
     case PluginKind::low_level_zero:
       z.stage = p.effective_zero_stage();
       z.offload_optimizer = p.cpu_offload;
+      z.offload_param = p.deepspeed.offload_param;
       z.reduce_bucket_elements = p.runtime == Runtime::deepspeed ? p.deepspeed.reduce_bucket_size : p.reduce_bucket_numel;
       return z;
     case PluginKind::gemini: {

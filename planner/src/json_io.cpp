@@ -28,7 +28,8 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
         return {{"stage", p.effective_zero_stage()}, {"stage3_param_persistence_threshold", p.deepspeed.param_persistence_threshold},
                 {"stage3_prefetch_bucket_size", p.deepspeed.prefetch_bucket_size}, {"stage3_max_live_parameters", p.deepspeed.max_live_parameters},
                 {"stage3_max_reuse_distance", p.deepspeed.max_reuse_distance}, {"reduce_bucket_size", p.deepspeed.reduce_bucket_size},
-                {"sub_group_size", p.deepspeed.sub_group_size}, {"cpu_offload", p.cpu_offload}, {"pin_memory", p.pin_memory}};
+                {"sub_group_size", p.deepspeed.sub_group_size}, {"cpu_offload", p.cpu_offload}, {"pin_memory", p.pin_memory},
+                {"offload_param", p.deepspeed.offload_param}};
       }
       return {{"stage", p.effective_zero_stage()}, {"cpu_offload", p.cpu_offload},
               {"reduce_bucket_size_in_m", static_cast<double>(p.reduce_bucket_numel) / (1 << 20)}};
@@ -179,7 +180,8 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("stage3_max_live_parameters", r.plugin.deepspeed.max_live_parameters),
                    settings.read("stage3_max_reuse_distance", r.plugin.deepspeed.max_reuse_distance),
                    settings.read("reduce_bucket_size", r.plugin.deepspeed.reduce_bucket_size),
-                   settings.read("sub_group_size", r.plugin.deepspeed.sub_group_size), layout.read("dp", r.layout.dp), layout.read("tp", r.layout.tp),
+                   settings.read("sub_group_size", r.plugin.deepspeed.sub_group_size),
+                   settings.read("offload_param", r.plugin.deepspeed.offload_param), layout.read("dp", r.layout.dp), layout.read("tp", r.layout.tp),
                    layout.read("pp", r.layout.pp), layout.read("cp", r.layout.cp), layout.read("dp_replicate", r.layout.dp_replicate), layout.read("sequence_parallel", r.layout.sequence_parallel),
                    training.read_enum("precision", r.training.precision), training.read_enum("optimizer", r.training.optimizer),
                    training.read_enum("recompute", r.training.recompute),

@@ -29,6 +29,11 @@
 //    partitions (_create_fp32_partitions: the 16-bit partition converted to
 //    fp32 on the CPU, even when the model is fp32) with DeepSpeedCPUAdam's
 //    moments on them, pageable. The 16-bit partitions stay on the device.
+//  - With offload_param on the CPU (--offload-param; ZeRO-Infinity, Rajbhandari
+//    et al. 2021) the 16-bit partitions move to one flat host buffer per
+//    parameter group, pinned whatever offload_param's pin_memory says
+//    (_create_param_groups_fp16_flat_cpu_memory), and come up to be gathered;
+//    the persistent tensors stay whole on the device.
 //  Left out: without offload, the fp32 copy of each sub-group's gradients that
 //  the optimizer step makes (_prepare_fp32_grad_for_sub_group), after backward
 //  has freed the activations and the gathered parameters.
@@ -77,7 +82,12 @@ void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, Me
     partitions += partition_numels.back();
     if (p.numel <= z.param_persistence_threshold) persistent += p.numel;
   }
-  out.add(Cat::parameters, kDevice, (partitions + persistent) * width);
+  if (z.offload_param) {
+    out.add(Cat::parameters, kDevice, persistent * width);
+    add_host_blocks({{Cat::parameters, partitions * width}}, HostBlockSizing::pinned, out);
+  } else {
+    out.add(Cat::parameters, kDevice, (partitions + persistent) * width);
+  }
   const int64_t optimizer_states = partitions * 4 * optimizer_state_count(r.training.optimizer);
   if (r.plugin.cpu_offload) {
     add_host_blocks(deepspeed_offload_gradient_blocks(partition_numels, z.sub_group_size, width),

@@ -206,6 +206,8 @@ std::string model_states_source(const PluginOptions& p, Precision precision) {
                                   std::to_string(p.deepspeed.sub_group_size) + "-element sub-group, " +
                                   (p.pin_memory ? "pinned at the allocator's powers of two" : "pageable (pin_memory false)")
                             : std::string()) +
+             (p.deepspeed.offload_param ? "; the 16-bit partitions on the host too (offload_param cpu), one pinned buffer, fetched for every gather"
+                                        : "") +
              " (DeepSpeed edaa722, runtime/zero)";
     case Runtime::colossalai: break;
   }

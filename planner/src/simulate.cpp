@@ -191,6 +191,17 @@ void add_fsdp_offload_copies(const Context& c, const StageShape& s, StageCost& c
                                       c.settings.overlap_cost);
 }
 
+// DeepSpeed's offload_param: every gather first brings the rank's 16-bit
+// partitions up from the host (partition_parameters.py at edaa722,
+// all_gather_coalesced: ds_tensor.to(device) into the all-gather's input), in
+// forward and again in backward, ahead of use as the gathers are.
+void add_deepspeed_partition_fetches(const Context& c, const StageShape& s, StageCost& cost) {
+  if (!c.request.plugin.deepspeed.offload_param) return;
+  const double bytes = static_cast<double>(s.params) / static_cast<double>(c.request.layout.shard_ranks()) * c.dtype_bytes();
+  cost.forward_offload += overlapped(pcie_seconds(c, bytes), cost.forward_compute, c.settings.overlap_cost);
+  cost.backward_offload += overlapped(pcie_seconds(c, bytes), cost.backward_compute + cost.recompute, c.settings.overlap_cost);
+}
+
 void add_zero3_communication(const Context& c, const StageShape& s, StageCost& cost) {
   const auto& l = c.request.layout;
   if (!is_zero3(c.request.plugin) || l.data_ranks() == 1) return;
@@ -345,6 +356,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.forward_offload = cost.backward_offload = pcie_seconds(c, host_params * c.dtype_bytes());
   }
   add_fsdp_offload_copies(c, s, cost);
+  add_deepspeed_partition_fetches(c, s, cost);
   return cost;
 }
 

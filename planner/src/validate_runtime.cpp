@@ -62,6 +62,10 @@ Status check_op_selective(const ModelConfig& c, const EstimateRequest& r) {
 
 Status check_runtime(const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;
+  if (p.deepspeed.offload_param && p.runtime != Runtime::deepspeed) {
+    return invalid("--offload-param is DeepSpeed ZeRO-3's offload_param: use it with --runtime deepspeed (gemini: --offload-param-frac; "
+                   "torch_fsdp: --cpu-offload)");
+  }
   switch (p.runtime) {
     case Runtime::colossalai: return Status::success();
     case Runtime::megatron: {

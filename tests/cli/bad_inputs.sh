@@ -99,6 +99,7 @@ bad runtime-deepspeed-stage1 "--runtime deepspeed models ZeRO-3" -- estimate --m
 bad runtime-deepspeed-negative "--stage3-prefetch-bucket-size" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --stage3-prefetch-bucket-size -1
 bad runtime-deepspeed-sub-group "--sub-group-size must be a number of elements" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --sub-group-size -1
 bad runtime-deepspeed-offload-sgd "steps with DeepSpeedCPUAdam: use --optimizer adam or adamw" -- estimate --model gpt2 --plugin low_level_zero --runtime deepspeed --cpu-offload --optimizer sgd
+bad offload-param-colossalai "--offload-param is DeepSpeed ZeRO-3's offload_param" -- estimate --model gpt2 --plugin low_level_zero --offload-param
 bad pin-memory-word "--pin-memory: maybe not in {true,false}" -- estimate --model gpt2 --plugin gemini --pin-memory maybe
 bad runtime-torchtitan-fp16 "--precision fp16 under --runtime torchtitan" -- estimate --model gpt2 --plugin torch_fsdp --runtime torchtitan --precision fp16
 

@@ -512,21 +512,21 @@ TEST(Export, HandEditedPlanMustMatchItsFile) {
 }
 
 // A ZeRO-3 plan counted as DeepSpeed runs it (--runtime deepspeed) with the
-// optimizer offloaded: the config carries the offload, its pin_memory and the
-// sub-group size the host buffers were counted with.
+// optimizer and the parameters offloaded: the config carries both offloads,
+// pin_memory and the sub-group size the host buffers were counted with.
 TEST(Export, DeepSpeedOffloadCarriesThePlansPinningAndSubGroups) {
   Planned planned = plan_for("gpt2", [](PlanRequest& r) { r.plugins = {PluginKind::low_level_zero}; });
   json document = planned.file.document;
   json& plan = document["plans"][0];
   plan["runtime"] = "deepspeed";
-  plan["settings"] = {{"stage", 3}, {"cpu_offload", true}, {"pin_memory", false}, {"sub_group_size", 12345678}};
+  plan["settings"] = {{"stage", 3}, {"cpu_offload", true}, {"pin_memory", false}, {"sub_group_size", 12345678}, {"offload_param", true}};
   auto file = parse_plan_file(document.dump(), "plan.json");
   ASSERT_TRUE(file.ok()) << file.error().message;
   planned.file = std::move(file).value();
   const json zero = deepspeed_config(planned, 0)["zero_optimization"];
   EXPECT_EQ(zero["stage"], 3);
   EXPECT_EQ(zero["offload_optimizer"], json({{"device", "cpu"}, {"pin_memory", false}}));
-  EXPECT_FALSE(zero.contains("offload_param"));
+  EXPECT_EQ(zero["offload_param"], json({{"device", "cpu"}, {"pin_memory", false}}));
   EXPECT_EQ(zero["sub_group_size"], 12345678);
 }
 

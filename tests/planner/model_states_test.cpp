@@ -167,6 +167,19 @@ TEST(DeepSpeedZero3States, OffloadedOptimizerKeepsOnlyTheSixteenBitPartitionsOnT
   EXPECT_EQ(only_row(model, r).bytes[Cat::gradients].host, (2 + 4) * 15554976);
 }
 
+// offload_param: only the persistent tensors (121,344 elements) stay on the
+// device; the partitions are one pinned host buffer (31,109,952 bytes in 2^25).
+TEST(DeepSpeedZero3States, OffloadedParametersLeaveOnlyThePersistentTensorsOnTheDevice) {
+  const Model model = shipped_model("gpt2");
+  EstimateRequest r = runtime_request(Runtime::deepspeed, PluginKind::low_level_zero, 8);
+  r.plugin.deepspeed.offload_param = true;
+  r.plugin.pin_memory = false;  // offload_param's flat buffer is pinned regardless
+  const RankMemory row = only_row(model, r);
+  EXPECT_EQ(device(row, Cat::parameters), 2 * 121344);
+  EXPECT_EQ(row.bytes[Cat::parameters].host, int64_t{1} << 25);
+  EXPECT_EQ(device(row, Cat::gradients), 2 * 15554976);  // the optimizer is not offloaded
+}
+
 // Sub-groups take parameters in order until they reach sub_group_size.
 TEST(DeepSpeedZero3States, OffloadedFp32GradientsComeOneBufferPerSubGroup) {
   const std::vector<PinnedHostBlock> blocks = deepspeed_offload_gradient_blocks({3, 5, 2, 7}, 8, 2);
@@ -200,6 +213,10 @@ TEST(RuntimeChecks, EachRuntimeNamesItsPluginAndStage) {
   deepspeed.plugin.cpu_offload = true;
   deepspeed.training.optimizer = OptimizerKind::sgd_momentum;
   EXPECT_EQ(error(deepspeed), "--cpu-offload under --runtime deepspeed steps with DeepSpeedCPUAdam: use --optimizer adam or adamw (got sgd_momentum)");
+  EstimateRequest offload_param = runtime_request(Runtime::colossalai, PluginKind::low_level_zero, 8);
+  offload_param.plugin.deepspeed.offload_param = true;
+  EXPECT_EQ(error(offload_param),
+            "--offload-param is DeepSpeed ZeRO-3's offload_param: use it with --runtime deepspeed (gemini: --offload-param-frac; torch_fsdp: --cpu-offload)");
   EstimateRequest colossalai = runtime_request(Runtime::colossalai, PluginKind::low_level_zero, 8);
   colossalai.plugin.zero_stage = 3;
   EXPECT_EQ(error(colossalai), "--zero-stage 3: use --plugin gemini or --plugin torch_fsdp for ZeRO-3");

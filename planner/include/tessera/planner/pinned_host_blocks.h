@@ -45,8 +45,10 @@
 //    default), through tensor.pin_memory() (accelerator/
 //    abstract_accelerator.py, pin_memory, unless DS_PIN_MEMORY_BACKEND=
 //    native): the flat buffer of the rank's gradient partitions and each
-//    sub-group's fp32 gradients (deepspeed_offload_pinned_blocks). Its fp32
-//    partitions and CPU Adam's moments stay pageable.
+//    sub-group's fp32 gradients (deepspeed_offload_gradient_blocks). Its fp32
+//    partitions and CPU Adam's moments stay pageable. Under offload_param the
+//    16-bit partitions' flat buffer is pinned whatever pin_memory says
+//    (model_states_deepspeed.cpp).
 #pragma once
 
 #include <cstdint>

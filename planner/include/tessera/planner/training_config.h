@@ -169,6 +169,7 @@ struct DeepSpeedZero3Options {
   int64_t max_reuse_distance = 1000000000;       // stage3_max_reuse_distance: kept if used again within this many
   int64_t reduce_bucket_size = 500000000;        // reduce_bucket_size: the gradient bucket (contiguous_gradients)
   int64_t sub_group_size = 1000000000;           // sub_group_size: the optimizer steps the partitions in groups this large
+  bool offload_param = false;                    // offload_param on the CPU: the 16-bit partitions live on the host
 };
 
 struct PluginOptions {

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "model_states.h"
+#include "tessera/planner/module_order.h"
 #include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/sharding.h"
 
@@ -75,12 +76,15 @@ void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, Me
   const DeepSpeedZero3Options& z = r.plugin.deepspeed;
   const int64_t dp = r.layout.shard_ranks();
   const int64_t width = compute_bytes(r.training.precision);
+  // In the order model.parameters() gives them, which the optimizer's groups,
+  // and so the sub-groups, keep (module_order.h).
   std::vector<int64_t> partition_numels;
   int64_t partitions = 0, persistent = 0;
-  for (const FlatParameter& p : flat_parameter_order(model.inventory)) {
-    partition_numels.push_back((p.numel + dp - 1) / dp);
+  for (const int index : module_parameter_order(model.config, model.inventory)) {
+    const int64_t numel = model.inventory.tensors[static_cast<size_t>(index)].numel();
+    partition_numels.push_back(shard_numel(numel, dp));
     partitions += partition_numels.back();
-    if (p.numel <= z.param_persistence_threshold) persistent += p.numel;
+    if (numel <= z.param_persistence_threshold) persistent += numel;
   }
   if (z.offload_param) {
     out.add(Cat::parameters, kDevice, persistent * width);

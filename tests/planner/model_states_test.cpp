@@ -191,6 +191,21 @@ TEST(DeepSpeedZero3States, OffloadedFp32GradientsComeOneBufferPerSubGroup) {
   EXPECT_EQ(deepspeed_offload_gradient_blocks({3, 5, 2, 7}, 0, 2).size(), 5u);  // every parameter its own
 }
 
+// The sub-groups follow model.parameters(), where a Llama layer's norms come
+// after its MLP. tiny-llama's partitions at dp 2, sub_group_size 30,000:
+// [embed 16,384, q 8,192, k 4,096, v 4,096] 32,768 | [o 8,192, gate 16,384,
+// up 16,384] 40,960 | [down 16,384, 2 norms of 64, q, k, v] 32,896 | [o, gate,
+// up] 40,960 | [down, 2 norms, final norm, head 16,384] 32,960. Their fp32
+// buffers pin at 2^17 + 4 × 2^18, beside the bf16 flat buffer's 2^19
+// (361,088 bytes): 1,703,936, what DeepSpeed 0.19.8 makes
+// (tools/ecosystem/deepspeed_offload.py). In execution order it would be 1,835,008.
+TEST(DeepSpeedZero3States, SubGroupsFollowTheModulesRegistrationOrder) {
+  EstimateRequest r = runtime_request(Runtime::deepspeed, PluginKind::low_level_zero, 2);
+  r.plugin.cpu_offload = true;
+  r.plugin.deepspeed.sub_group_size = 30000;
+  EXPECT_EQ(only_row(shipped_model("tiny-llama"), r).bytes[Cat::gradients].host, (1 << 17) + 4 * (1 << 18) + (1 << 19));
+}
+
 TEST(RuntimeChecks, EachRuntimeNamesItsPluginAndStage) {
   const Model model = shipped_model("gpt2");
   const GpuProfile gpu = shipped_gpu("h100-80g");

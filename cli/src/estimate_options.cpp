@@ -72,6 +72,14 @@ Status EstimateOptions::finish() {
   return Status::success();
 }
 
+void add_pin_memory_option(CLI::App& c, bool& pin_memory, const std::string& also) {
+  c.add_option("--pin-memory", pin_memory,
+               "gemini: ColossalAI's pin_memory, on by its default enable_async_reduce=True: a pinned host copy of every chunk "
+               "(false: enable_async_reduce=False)" + also)
+      ->check(CLI::IsMember({"true", "false"}))
+      ->default_str("true");
+}
+
 void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   auto& r = o.request;
   c.add_option("--model", o.model, "Shipped model name (see `tessera models`) or path of a Hugging Face config.json")->required();
@@ -128,11 +136,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--shard-param-frac", r.plugin.gemini.shard_param_frac, "gemini static: fraction of chunks sharded")->capture_default_str();
   c.add_option("--offload-optim-frac", r.plugin.gemini.offload_optim_frac, "gemini static: ColossalAI's offload_optim_frac (whole chunks, against a total counting each chunk once per tensor)")->capture_default_str();
   c.add_option("--offload-param-frac", r.plugin.gemini.offload_param_frac, "gemini static: fraction of parameter chunks on the host")->capture_default_str();
-  c.add_option("--pin-memory", r.plugin.pin_memory,
-               "gemini: ColossalAI's pin_memory, on by its default enable_async_reduce=True: a pinned host copy of every chunk "
-               "(false: enable_async_reduce=False); deepspeed with --cpu-offload: offload_optimizer's pin_memory (its default true)")
-      ->check(CLI::IsMember({"true", "false"}))
-      ->default_str("true");
+  add_pin_memory_option(c, r.plugin.pin_memory, "; deepspeed with --cpu-offload: offload_optimizer's pin_memory (its default true)");
   c.add_option("--search-range-m", r.plugin.gemini.search_range_m, "gemini chunk search range (Mi elements)")->capture_default_str();
   c.add_option("--min-chunk-size-m", r.plugin.gemini.min_chunk_size_m, "gemini smallest chunk (Mi elements)")->capture_default_str();
   c.add_option("--search-interval", r.plugin.gemini.search_interval, "gemini chunk search step (elements; ColossalAI hidden_dim)")->capture_default_str();

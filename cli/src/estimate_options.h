@@ -64,6 +64,10 @@ struct EstimateOptions {
 // Registers the options on a CLI11 (sub)command.
 void add_estimate_options(CLI::App& command, EstimateOptions& options);
 
+// --pin-memory true|false (PluginOptions::pin_memory) for estimate and plan;
+// `also` ends the help with what else it sets there.
+void add_pin_memory_option(CLI::App& command, bool& pin_memory, const std::string& also);
+
 // Parses `tessera estimate` arguments (without the program and verb names):
 // for tests and the fuzzer. Help requests come back as an error too.
 Result<EstimateOptions> parse_estimate_arguments(const std::vector<std::string>& arguments);

@@ -38,6 +38,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.micro_batch_size = o.micro_batch;
   r.zero_stage = o.zero_stage;
   r.chunk_size = o.chunk_size;
+  r.pin_memory = o.pin_memory;
   r.torch_compile = o.torch_compile;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
                    parse_choice("--activation-profile", o.activation_profile, r.activation_profile),
@@ -149,6 +150,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
   c.add_option("--pp-schedule", o.pp_schedule, "Only pipelines of this schedule: 1f1b or interleaved");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();
+  add_pin_memory_option(c, o.pin_memory, "");
   c.add_option("--sequence-parallel", o.sequence_parallel, "With --tp above 1: on (divides activations), off, or both tried")->capture_default_str();
   c.add_option("--top", o.top, "Plans to print and write")->capture_default_str();
   c.add_option("--format", o.format, "table or json (the plan document on standard output)")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

@@ -29,6 +29,7 @@ struct PlanOptions {
   std::string recompute;  // restrict to one mode
   int64_t dp = 0, tp = 0, pp = 0, cp = 0, dp_replicate = 1, micro_batch = 0;
   int64_t chunk_size = 0;  // gemini: elements per chunk, 0 = ColossalAI's search
+  bool pin_memory = true;  // gemini: ColossalAI's pin_memory
   std::string sequence_parallel = "on";
   int zero_stage = -1;
   std::string pp_schedule;  // empty: 1f1b and interleaved

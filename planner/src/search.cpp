@@ -72,6 +72,7 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
   base.training.torch_compile = p.torch_compile;
   base.training.seq_len = p.seq_len;
   base.assumptions = p.assumptions;
+  base.plugin.pin_memory = p.pin_memory;
   std::vector<EstimateRequest> out;
   auto add = [&](PluginKind kind, auto&& configure) {
     if (!allowed(p.plugins, kind)) return;
@@ -473,8 +474,10 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
     }
     if (const int64_t host_overflow = host_memory_overflow(memory.value(), p.cluster); host_overflow > 0) {
       note_rejection(result.rejected["over host memory (offloaded states of a node's GPUs)"], r, host_overflow, [&] {
+        const bool gemini_pins = r.plugin.kind == PluginKind::gemini && r.plugin.pin_memory;
         return describe_plan(r) + ": a node's GPUs offload " + format_bytes(host_overflow + p.cluster.host_memory_bytes_per_node) +
-               " to " + format_bytes(p.cluster.host_memory_bytes_per_node) + " of host memory";
+               " to " + format_bytes(p.cluster.host_memory_bytes_per_node) + " of host memory" +
+               (gemini_pins ? " (with Gemini's pinned copy of every chunk; --pin-memory false drops it)" : "");
       });
       return -1;
     }

@@ -310,24 +310,28 @@ TEST(Export, GeminiChunkSizeIsSearchedOrFixed) {
 }
 
 // ColossalAI pins a host copy of every chunk by default (enable_async_reduce);
-// a plan counted without them turns that off in the script.
+// a plan counted without them (tessera plan --pin-memory false) holds nothing
+// on the host where nothing is offloaded, and its script turns pinning off.
 TEST(Export, GeminiPinnedHostCopiesFollowThePlan) {
-  Planned planned = plan_for("gpt2-medium", [](PlanRequest& r) { r.plugins = {PluginKind::gemini}; });
-  ASSERT_FALSE(planned.file.plans.empty());
-  ASSERT_TRUE(planned.file.plans[0].plugin.pin_memory);
-  const std::string pinned = colossalai_script(planned, 0);
-  EXPECT_FALSE(contains(pinned, "        enable_async_reduce=")) << pinned;  // no argument: the default
-  EXPECT_TRUE(contains(pinned, "# Its default enable_async_reduce=True pins a host copy of every chunk")) << pinned;
-  EXPECT_EQ(planned.file.document["plans"][0]["settings"]["pin_memory"], true);
-  json document = planned.file.document;
-  document["plans"][0]["settings"]["pin_memory"] = false;
-  auto file = parse_plan_file(document.dump(), "plan.json");
-  ASSERT_TRUE(file.ok()) << file.error().message;
-  planned.file = std::move(file).value();
-  ASSERT_FALSE(planned.file.plans[0].plugin.pin_memory);
-  const std::string unpinned = colossalai_script(planned, 0);
-  EXPECT_TRUE(contains(unpinned, "        enable_async_reduce=False,\n")) << unpinned;
-  expect_python_compiles(unpinned, "gemini_unpinned");
+  const auto on_device = [](const EstimateRequest& r) { return r.plugin.gemini.placement_policy == GeminiPlacement::cuda; };
+  const Planned pinned = plan_for("gpt2-medium", [](PlanRequest& r) { r.plugins = {PluginKind::gemini}; });
+  const Planned unpinned = plan_for("gpt2-medium", [](PlanRequest& r) {
+    r.plugins = {PluginKind::gemini};
+    r.pin_memory = false;
+  });
+  ASSERT_FALSE(pinned.candidates.empty());
+  ASSERT_FALSE(unpinned.candidates.empty());
+  EXPECT_EQ(pinned.file.document["plans"][0]["settings"]["pin_memory"], true);
+  EXPECT_EQ(unpinned.file.document["plans"][0]["settings"]["pin_memory"], false);
+  EXPECT_GT(pinned.candidates[find_plan(pinned, on_device)].memory.ranks.at(0).host_total, 0);
+  EXPECT_EQ(unpinned.candidates[find_plan(unpinned, on_device)].memory.ranks.at(0).host_total, 0);
+
+  const std::string pinned_script = colossalai_script(pinned, 0);
+  EXPECT_FALSE(contains(pinned_script, "        enable_async_reduce=")) << pinned_script;  // no argument: the default
+  EXPECT_TRUE(contains(pinned_script, "# Its default enable_async_reduce=True pins a host copy of every chunk")) << pinned_script;
+  const std::string unpinned_script = colossalai_script(unpinned, 0);
+  EXPECT_TRUE(contains(unpinned_script, "        enable_async_reduce=False,\n")) << unpinned_script;
+  expect_python_compiles(unpinned_script, "gemini_unpinned");
 }
 
 // A full-recompute plan: the ColossalAI script checkpoints every block; a DeepSpeed

@@ -38,6 +38,9 @@ struct PlanRequest {
   int zero_stage = -1;
   // Gemini's chunk size in elements (--chunk-size); 0: ColossalAI's search (chunks.h).
   int64_t chunk_size = 0;
+  // Whether ColossalAI's Gemini pins a host copy of every chunk (--pin-memory;
+  // PluginOptions::pin_memory): its default, enable_async_reduce=True.
+  bool pin_memory = true;
   // Sequence parallelism for layouts with tp > 1 (--sequence-parallel): on
   // (it divides the activations; the default), off, or both tried (twice the
   // tensor-parallel candidates: it also moves more bytes, tp_traffic.h).

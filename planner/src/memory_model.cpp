@@ -202,7 +202,7 @@ GeminiSummary gemini_placement(const GeminiOptions& g) {
 void add_gemini_states(const EstimateRequest& r, const StateWidths& w,
                        const GeminiSummary& g, MemoryBreakdown& out) {
   const int64_t dp = r.layout.shard_ranks();
-  const bool pins_every_chunk = r.plugin.pin_memory && !is_tessera_engine(r.training.activation_profile);
+  const bool pins_every_chunk = colossalai_pins_every_chunk(r.plugin, r.training);
   int64_t on_device = 0;  // shard elements of the parameter chunks on the device
   std::vector<PinnedHostBlock> host_blocks;
   for (size_t c = 0; c < g.chunk_capacity.size(); ++c) {

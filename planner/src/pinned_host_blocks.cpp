@@ -44,6 +44,10 @@ std::vector<PinnedHostBlock> colossalai_gemini_pinned_blocks(int64_t shard, int6
           {MemoryCategory::master_weights, shard * master_bytes}};
 }
 
+bool colossalai_pins_every_chunk(const PluginOptions& plugin, const TrainingOptions& training) {
+  return plugin.kind == PluginKind::gemini && plugin.pin_memory && !is_tessera_engine(training.activation_profile);
+}
+
 std::vector<PinnedHostBlock> deepspeed_offload_gradient_blocks(const std::vector<int64_t>& partitions, int64_t sub_group_size,
                                                                int64_t gradient_bytes) {
   int64_t total = 0;

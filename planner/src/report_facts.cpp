@@ -3,6 +3,7 @@
 #include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/op_checkpoint_policy.h"
+#include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/text_util.h"
 
 #include <algorithm>
@@ -308,10 +309,10 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
     }
     lines.push_back({"Gemini placement", placement, source});
     if (!is_tessera_engine(r.request.training.activation_profile)) {
+      const bool pinned = colossalai_pins_every_chunk(r.request.plugin, r.request.training);
       lines.push_back({"Gemini host copies",
-                       r.request.plugin.pin_memory ? "a pinned host copy of every chunk's 16-bit, gradient and fp32 shards, at the "
-                                                            "pinned allocator's powers of two"
-                                                          : "only the offloaded chunks' shards, pageable (pin_memory off)",
+                       pinned ? "a pinned host copy of every chunk's 16-bit, gradient and fp32 shards, at the pinned allocator's powers of two"
+                              : "only the offloaded chunks' shards, pageable (pin_memory off)",
                        "ColossalAI v0.5.0 GeminiPlugin pin_memory (set by enable_async_reduce=True, its default), chunk.py close_chunk"});
     }
   }

@@ -15,6 +15,7 @@
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/gemini_static_placement.h"
+#include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/report.h"
 #include "interleaving_choice.h"
@@ -474,7 +475,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
     }
     if (const int64_t host_overflow = host_memory_overflow(memory.value(), p.cluster); host_overflow > 0) {
       note_rejection(result.rejected["over host memory (offloaded states of a node's GPUs)"], r, host_overflow, [&] {
-        const bool gemini_pins = r.plugin.kind == PluginKind::gemini && r.plugin.pin_memory;
+        const bool gemini_pins = colossalai_pins_every_chunk(r.plugin, r.training);
         return describe_plan(r) + ": a node's GPUs offload " + format_bytes(host_overflow + p.cluster.host_memory_bytes_per_node) +
                " to " + format_bytes(p.cluster.host_memory_bytes_per_node) + " of host memory" +
                (gemini_pins ? " (with Gemini's pinned copy of every chunk; --pin-memory false drops it)" : "");

@@ -105,6 +105,9 @@ GeminiChunkHostBlocks gemini_chunk_host_blocks(int64_t shard, bool shards_on_hos
 // at d322ff8c, step: torch.zeros_like(p, device=target_device)).
 std::vector<PinnedHostBlock> colossalai_gemini_pinned_blocks(int64_t shard, int64_t parameter_bytes, int64_t gradient_bytes,
                                                              int64_t master_bytes);
+// Whether a plan holds those blocks: Gemini as ColossalAI runs it (not
+// Tessera's engine, which pins only what it offloads) under pin_memory.
+bool colossalai_pins_every_chunk(const PluginOptions& plugin, const TrainingOptions& training);
 
 // DeepSpeed ZeRO-3 with offload_optimizer on the CPU (runtime/zero/stage3.py
 // at edaa722): the rank's gradient partitions in one flat host buffer in the

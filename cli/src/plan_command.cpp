@@ -41,6 +41,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.pin_memory = o.pin_memory;
   r.torch_compile = o.torch_compile;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
+                   parse_choice("--runtime", o.runtime, r.runtime),
                    parse_choice("--activation-profile", o.activation_profile, r.activation_profile),
                    parse_choice("--sequence-parallel", o.sequence_parallel, r.sequence_parallel),
                    parse_memory_headroom(o.memory_headroom, r.assumptions)}) {
@@ -66,6 +67,17 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   return r;
 }
 
+// The table's title names the runtime whose model states the plans count.
+std::string runtime_title(Runtime runtime) {
+  switch (runtime) {
+    case Runtime::colossalai: return "ColossalAI's plugins";
+    case Runtime::megatron: return "Megatron-Core";
+    case Runtime::torchtitan: return "torchtitan's FSDP2";
+    case Runtime::deepspeed: return "DeepSpeed ZeRO-3";
+  }
+  return "";
+}
+
 std::string fixed(double value, int digits) {
   char text[32];
   std::snprintf(text, sizeof text, "%.*f", digits, value);
@@ -76,7 +88,7 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
   out << "Tessera plan: " << model.config.name << " (" << format_count(model.parameter_count) << " parameters) on " << r.cluster.world_size()
       << " × " << r.cluster.gpu.name << " (" << r.cluster.num_nodes << " node" << (r.cluster.num_nodes > 1 ? "s" : "") << " × "
       << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
-      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", activation profile " << enum_name(r.activation_profile)
+      << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", " << runtime_title(r.runtime) << ", activation profile " << enum_name(r.activation_profile)
       << (runs_hugging_face_modules(r.activation_profile) ? " (transformers " + to_string(r.transformers_version) + ")" : "")
       << (r.torch_compile ? ", torch.compile" : "");
   if (const int64_t headroom = r.assumptions.memory_headroom(r.cluster.gpu.memory_bytes); headroom > 0) {
@@ -135,6 +147,11 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_flag("--torch-compile", o.torch_compile, kTorchCompileHelp);
   c.add_option("--memory-headroom", o.memory_headroom, "Memory every GPU must leave free: GiB (e.g. 2) or a percentage (e.g. 10%)")
       ->capture_default_str();
+  c.add_option("--runtime", o.runtime,
+               "Whose model states the plans count, and so what the search tries: colossalai (its five plugins), megatron (Megatron-Core: "
+               "hybrid_parallel, ZeRO stage 0 or 1 = its distributed optimizer), torchtitan (FSDP2 over --dp and --cp, op_selective recompute "
+               "for Llama-shaped models) or deepspeed (ZeRO-3, with the optimizer and then the parameters offloaded)")
+      ->capture_default_str();
   c.add_option("--plugin", o.plugin, "Only this plugin");
   c.add_option("--recompute", o.recompute, "Only this recompute mode");
   c.add_option("--dp", o.dp, "Only this data-parallel size");
@@ -147,7 +164,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
                "Hybrid sharding: only plans whose model states shard (FSDP, ZeRO), as this many replicas of dp/R ranks")
       ->capture_default_str();
   c.add_option("--micro-batch", o.micro_batch, "Only this micro-batch size");
-  c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage");
+  c.add_option("--zero-stage", o.zero_stage, "Only this ZeRO stage (3: --runtime deepspeed's)");
   c.add_option("--pp-schedule", o.pp_schedule, "Only pipelines of this schedule: 1f1b or interleaved");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();
   add_pin_memory_option(c, o.pin_memory, "");

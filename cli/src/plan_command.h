@@ -25,6 +25,7 @@ struct PlanOptions {
   bool torch_compile = false;
   std::string memory_headroom = "0";  // GiB, or a percentage with %
   std::string transformers_version;   // empty: the measured release
+  std::string runtime = "colossalai";  // whose model states, and so which plugins the search tries
   std::string plugin;     // restrict to one plugin
   std::string recompute;  // restrict to one mode
   int64_t dp = 0, tp = 0, pp = 0, cp = 0, dp_replicate = 1, micro_batch = 0;

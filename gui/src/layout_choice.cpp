@@ -39,12 +39,7 @@ Result<planner::EstimateRequest> layout_request(const LayoutChoice& c, const pla
                   std::to_string(c.micro_batch) + " on each of the " + std::to_string(dp) + " data-parallel ranks");
   }
   planner::EstimateRequest r = plan;
-  r.training.precision = inputs.precision;
-  r.training.optimizer = inputs.optimizer;
-  r.training.activation_profile = inputs.activation_profile;
-  r.training.torch_compile = inputs.torch_compile;
-  r.training.transformers_version = inputs.transformers_version;
-  r.training.seq_len = inputs.seq_len;
+  planner::apply_shared_training(inputs, r.training);
   r.training.recompute = c.recompute;
   r.training.micro_batch_size = c.micro_batch;
   r.training.num_micro_batches = inputs.global_batch_size / (dp * c.micro_batch);

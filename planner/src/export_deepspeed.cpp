@@ -58,11 +58,15 @@ Error replicated_gradients_refusal(const EstimateRequest& r) {
 // Megatron-DeepSpeed's does. A Hugging Face model makes none: it recomputes its
 // blocks only after model.gradient_checkpointing_enable(), which no ds_config key
 // calls, so a config alone cannot carry the plan's recompute.
-Error recompute_refusal() {
+// A plan of ColossalAI's states can go --to colossalai instead; one counted
+// with DeepSpeed's own ZeRO-3 states cannot (check_runtime_matches).
+Error recompute_refusal(Runtime runtime) {
+  const std::string instead = runtime == Runtime::colossalai
+                                  ? "export this plan --to colossalai (its script calls model.gradient_checkpointing_enable()), or pick a plan "
+                                  : "pick a plan ";
   return cannot_express("deepspeed", "the plan recomputes every block (recompute full), and a DeepSpeed config cannot turn that on for a "
                                      "Hugging Face model: its activation_checkpointing section only tunes deepspeed.checkpointing.checkpoint() "
-                                     "calls the model makes, and transformers' models make none; export this plan --to colossalai (its "
-                                     "script calls model.gradient_checkpointing_enable()), or pick a plan with --recompute none or selective");
+                                     "calls the model makes, and transformers' models make none; " + instead + "with --recompute none or selective");
 }
 
 bool is_zero_or_one(double fraction) { return fraction == 0.0 || fraction == 1.0; }
@@ -179,7 +183,7 @@ ordered_json optimizer_json(OptimizerKind kind) {
 Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
   if (Status s = export_detail::check_plan(file, plan_index); !s) return s.error();
   const EstimateRequest& r = file.plans[plan_index];
-  if (r.training.recompute == RecomputeMode::full) return recompute_refusal();
+  if (r.training.recompute == RecomputeMode::full) return recompute_refusal(r.plugin.runtime);
   auto dropout = export_detail::uncounted_dropout(file, r);
   if (!dropout) return dropout.error();
   if (!dropout->empty()) {

@@ -18,12 +18,7 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
   if (request.zero_stage >= 0 && request.zero_stage != plan.plugin.effective_zero_stage()) return std::nullopt;
   if (t.micro_batch_size * t.num_micro_batches * l.dp != request.global_batch_size) return std::nullopt;
   EstimateRequest out = plan;
-  out.training.precision = request.precision;
-  out.training.optimizer = request.optimizer;
-  out.training.activation_profile = request.activation_profile;
-  out.training.torch_compile = request.torch_compile;
-  out.training.transformers_version = request.transformers_version;
-  out.training.seq_len = request.seq_len;
+  apply_shared_training(request, out.training);
   const auto& modes = request.recompute;
   if (!modes.empty() && std::find(modes.begin(), modes.end(), t.recompute) == modes.end()) out.training.recompute = modes.front();
   return out;

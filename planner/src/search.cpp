@@ -12,9 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "tessera/planner/chunks.h"
 #include "tessera/planner/enum_names.h"
-#include "tessera/planner/gemini_static_placement.h"
+#include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/report.h"
@@ -39,21 +38,6 @@ std::vector<int64_t> divisors(int64_t n) {
   return out;
 }
 
-// Context-parallel sizes to try: --cp when given; else 1, and for sequences of
-// kLongSequence tokens or more the powers of two up to 8 that divide the ranks
-// left and split the sequence into 2·cp chunks. The bound keeps the search's
-// size: below it a ring has little to hide behind (the attention is a small
-// part of each block) and tensor parallelism already splits the activations.
-std::vector<int64_t> context_parallel_sizes(const PlanRequest& p, int64_t ranks) {
-  if (p.cp > 0) return ranks % p.cp == 0 ? std::vector<int64_t>{p.cp} : std::vector<int64_t>{};
-  std::vector<int64_t> sizes{1};
-  if (p.seq_len < kLongSequence) return sizes;
-  for (int64_t cp = 2; cp <= 8; cp *= 2) {
-    if (ranks % cp == 0 && p.seq_len % (2 * cp) == 0) sizes.push_back(cp);
-  }
-  return sizes;
-}
-
 bool allowed(const std::vector<PluginKind>& plugins, PluginKind kind) {
   return plugins.empty() || std::find(plugins.begin(), plugins.end(), kind) != plugins.end();
 }
@@ -61,125 +45,6 @@ bool allowed(const std::vector<PluginKind>& plugins, PluginKind kind) {
 bool tensor_parallel_allowed(const ModelConfig& c, const PlanRequest& p, int64_t tp) {
   const int64_t n = p.cluster.world_size();
   return tp <= p.cluster.gpus_per_node && n % tp == 0 && c.num_heads % tp == 0 && c.num_kv_heads % tp == 0 && c.intermediate_size % tp == 0;
-}
-
-std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest& p) {
-  const int64_t n = p.cluster.world_size();
-  EstimateRequest base;
-  base.training.precision = p.precision;
-  base.training.optimizer = p.optimizer;
-  base.training.activation_profile = p.activation_profile;
-  base.training.transformers_version = p.transformers_version;
-  base.training.torch_compile = p.torch_compile;
-  base.training.seq_len = p.seq_len;
-  base.assumptions = p.assumptions;
-  base.plugin.pin_memory = p.pin_memory;
-  std::vector<EstimateRequest> out;
-  auto add = [&](PluginKind kind, auto&& configure) {
-    if (!allowed(p.plugins, kind)) return;
-    EstimateRequest r = base;
-    r.plugin.kind = kind;
-    r.layout.dp = n;
-    configure(r);
-    out.push_back(r);
-  };
-  const bool pure_dp = (p.tp <= 1 && p.pp <= 1 && p.cp <= 1) && (p.dp == 0 || p.dp == n);
-  // On one GPU, sharding shards nothing: only the offloading variants differ from DDP.
-  const bool sharding_helps = n > 1;
-  if (pure_dp) {
-    if (p.zero_stage <= 0) add(PluginKind::torch_ddp, [](EstimateRequest&) {});
-    for (FsdpStrategy s : {FsdpStrategy::full_shard, FsdpStrategy::shard_grad_op}) {
-      for (bool offload : {false, true}) {
-        if (p.zero_stage < 0 && sharding_helps) {
-          add(PluginKind::torch_fsdp, [=](EstimateRequest& r) { r.plugin.fsdp_strategy = s; r.plugin.cpu_offload = offload; });
-        }
-      }
-    }
-    for (int stage : {1, 2}) {
-      for (bool offload : {false, true}) {
-        if ((p.zero_stage < 0 || p.zero_stage == stage) && (offload || sharding_helps)) {
-          add(PluginKind::low_level_zero, [=](EstimateRequest& r) { r.plugin.zero_stage = stage; r.plugin.cpu_offload = offload; });
-        }
-      }
-    }
-    // ColossalAI's Gemini runs only mixed precision with an Adam (HybridAdam, CPUAdam, FusedAdam).
-    const bool gemini_supported = is_mixed_precision(p.precision) && optimizer_state_count(p.optimizer) == 2;
-    if (p.zero_stage < 0 && gemini_supported && allowed(p.plugins, PluginKind::gemini)) {
-      GeminiOptions g;
-      g.chunk_size = p.chunk_size > 0 ? p.chunk_size : search_chunk_size(m.inventory, g, n);  // once: every Gemini candidate shares it
-      struct Placement {
-        GeminiPlacement policy;
-        double optim, param;
-      };
-      std::vector<Placement> placements = {{GeminiPlacement::cuda, 0, 0}, {GeminiPlacement::cpu, 1, 1}, {GeminiPlacement::auto_placement, 0, 0}};
-      // Static offloads of a quarter, a half and three quarters of the chunks'
-      // optimizer states, each as the fraction ColossalAI needs to be given for
-      // it (gemini_static_placement.h), then all of them. No fraction of the
-      // parameters: ColossalAI moves all of their chunks or none but a large
-      // tensor's own (parameter_chunks_on_host), and all is the cpu placement.
-      const ChunkLayout layout = pack_chunks(m.inventory, g.chunk_size, n);
-      int64_t previous = 0;
-      for (const int64_t quarters : {1, 2, 3}) {
-        const int64_t chunks = (layout.num_chunks() * quarters + 2) / 4;
-        if (chunks > previous && chunks < layout.num_chunks()) placements.push_back({GeminiPlacement::static_placement, offload_optim_frac_for(layout, chunks), 0});
-        previous = std::max(previous, chunks);
-      }
-      placements.push_back({GeminiPlacement::static_placement, 1, 0});
-      for (const Placement& pl : placements) {
-        if (!sharding_helps && pl.optim == 0 && pl.param == 0 && pl.policy != GeminiPlacement::auto_placement) continue;
-        add(PluginKind::gemini, [&](EstimateRequest& r) {
-          r.plugin.gemini = g;
-          r.plugin.gemini.placement_policy = pl.policy;
-          r.plugin.gemini.offload_optim_frac = pl.optim;
-          r.plugin.gemini.offload_param_frac = pl.param;
-        });
-      }
-    }
-  }
-  if (!allowed(p.plugins, PluginKind::hybrid_parallel)) return out;
-  const ModelConfig& c = m.config;
-  for (int64_t tp : divisors(n)) {
-    if (!tensor_parallel_allowed(c, p, tp) || (p.tp > 0 && tp != p.tp)) continue;
-    // Any number of stages up to the layer count: where it does not divide the
-    // layers, split_layers gives the first and last stages the fewer blocks.
-    for (int64_t pp : divisors(n / tp)) {
-      for (int64_t cp : context_parallel_sizes(p, n / (tp * pp))) {
-        if (pp > c.num_layers || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1 && cp == 1)) continue;
-        const int64_t dp = n / (tp * pp * cp);
-        if (p.dp > 0 && dp != p.dp) continue;
-        // Pipelines run 1F1B, and interleaved where some chunk count divides
-        // every stage's blocks: one candidate, at the largest count, which the
-        // search replaces by the count its 1F1B twin predicts fastest
-        // (search_plans_impl). After 1F1B, so that the twin comes first.
-        std::vector<int64_t> chunk_counts{1};
-        const std::vector<int64_t> interleaved = interleaved_chunk_counts(c.num_layers, pp);
-        if (!interleaved.empty()) chunk_counts.push_back(interleaved.back());
-        // Sequence parallelism is a choice (PlanRequest::sequence_parallel): it
-        // divides the norms' and residuals' activations by tp but moves more
-        // bytes (backward gathers the norm outputs again, tp_traffic.h). With it
-        // first, so that the search can skip a layout without it where the
-        // layout with it is over memory already (search_plans_impl).
-        std::vector<bool> sequence_parallel;
-        const bool sp_divides = (p.seq_len / cp) % tp == 0;
-        if (tp > 1 && sp_divides && p.sequence_parallel != SequenceParallelChoice::off) sequence_parallel.push_back(true);
-        if (tp == 1 || p.sequence_parallel != SequenceParallelChoice::on || !sp_divides) sequence_parallel.push_back(false);
-        for (int stage : {0, 1, 2}) {
-          if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || (stage > 0 && dp * cp == 1)) continue;
-          for (int64_t chunks : chunk_counts) {
-            for (bool sp : sequence_parallel) {
-              add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
-                r.layout = ParallelLayout{dp, tp, pp, sp, cp};
-                r.plugin.zero_stage = stage;
-                r.plugin.pp_schedule = chunks > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
-                r.plugin.num_model_chunks = chunks;
-              });
-            }
-          }
-        }
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace search_detail
@@ -224,7 +89,7 @@ std::string rejection_reason(const MemoryEstimate& e) {
 // Same plan but for the micro-batch: to find each plan's largest micro-batch that fits.
 auto plan_key(const EstimateRequest& r) {
   const auto& p = r.plugin;
-  return std::make_tuple(p.kind, p.fsdp_strategy, p.zero_stage, p.cpu_offload, p.gemini.placement_policy, p.gemini.offload_optim_frac,
+  return std::make_tuple(p.runtime, p.kind, p.fsdp_strategy, p.zero_stage, p.cpu_offload, p.deepspeed.offload_param, p.gemini.placement_policy, p.gemini.offload_optim_frac,
                          p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp, r.layout.dp_replicate, r.layout.sequence_parallel, p.pp_schedule,
                          p.num_model_chunks, r.training.recompute);
 }
@@ -313,8 +178,9 @@ std::string why_nothing_fits(const Model& model, const PlanRequest& bigger, cons
 std::vector<std::string> suggest(const Model& model, const PlanRequest& p, const PlanSearchResult& result) {
   std::vector<std::string> out;
   if (result.closest) {
-    out.push_back("closest: " + describe_plan(*result.closest) + " is " + format_bytes(result.closest_overflow_bytes) +
-                  " over; full recompute, CPU offload and micro-batch 1 were all tried");
+    // Megatron-Core's runtime offloads nothing (search_templates.cpp).
+    const char* tried = p.runtime == Runtime::megatron ? "full recompute and micro-batch 1 were both tried" : "full recompute, CPU offload and micro-batch 1 were all tried";
+    out.push_back("closest: " + describe_plan(*result.closest) + " is " + format_bytes(result.closest_overflow_bytes) + " over; " + tried);
   }
   bool found_more_gpus = false;
   std::string largest_miss;  // why the largest cluster that had candidates fits none
@@ -354,6 +220,15 @@ std::vector<std::string> suggest(const Model& model, const PlanRequest& p, const
 
 }  // namespace
 
+void apply_shared_training(const PlanRequest& p, TrainingOptions& t) {
+  t.precision = p.precision;
+  t.optimizer = p.optimizer;
+  t.activation_profile = p.activation_profile;
+  t.transformers_version = p.transformers_version;
+  t.torch_compile = p.torch_compile;
+  t.seq_len = p.seq_len;
+}
+
 int64_t Candidate::peak_device_bytes() const {
   int64_t peak = 0;
   for (const RankMemory& r : memory.ranks) peak = std::max(peak, r.device_total);
@@ -366,7 +241,10 @@ std::string describe_plan(const EstimateRequest& r) {
   switch (p.kind) {
     case PluginKind::torch_ddp: break;
     case PluginKind::torch_fsdp: text += " " + std::string(enum_name(p.fsdp_strategy)) + (p.cpu_offload ? " + cpu offload" : ""); break;
-    case PluginKind::low_level_zero: text += " stage " + std::to_string(p.effective_zero_stage()) + (p.cpu_offload ? " + cpu offload" : ""); break;
+    case PluginKind::low_level_zero:
+      text += " stage " + std::to_string(p.effective_zero_stage()) + (p.cpu_offload ? " + cpu offload" : "") +
+              (p.deepspeed.offload_param ? " + param offload" : "");
+      break;
     case PluginKind::gemini: {
       char g[96];
       std::snprintf(g, sizeof g, " %s", std::string(enum_name(p.gemini.placement_policy)).c_str());
@@ -384,16 +262,26 @@ std::string describe_plan(const EstimateRequest& r) {
       if (p.pp_schedule == PipelineSchedule::interleaved) text += ", interleaved × " + str(p.num_model_chunks);
       break;
   }
-  if (p.kind != PluginKind::hybrid_parallel) text += ", dp " + str(r.layout.dp);
+  if (p.kind != PluginKind::hybrid_parallel) text += ", dp " + str(r.layout.dp) + (r.layout.cp > 1 ? " × cp " + str(r.layout.cp) : "");
   if (r.layout.dp_replicate > 1) text += " (" + str(r.layout.dp_replicate) + " replicas × " + str(r.layout.shard_ranks()) + ")";
   text += ", recompute " + std::string(enum_name(r.training.recompute)) + ", micro-batch " + str(r.training.micro_batch_size) + " × " +
           str(r.training.num_micro_batches);
   return text;
 }
 
+// The recompute modes searched when --recompute names none: ColossalAI's and
+// Megatron's three, and under torchtitan its op-level policy where the model is
+// the Llama block that policy follows (check_op_selective).
+std::vector<RecomputeMode> searched_recompute_modes(const Model& model, const PlanRequest& p) {
+  std::vector<RecomputeMode> modes(kSearchedRecomputeModes.begin(), kSearchedRecomputeModes.end());
+  if (p.runtime == Runtime::torchtitan && p.activation_profile == ActivationProfile::flash && is_torchtitan_llama_block(model.config)) {
+    modes.push_back(RecomputeMode::op_selective);
+  }
+  return modes;
+}
+
 std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanRequest& p) {
-  const std::vector<RecomputeMode> modes =
-      p.recompute.empty() ? std::vector<RecomputeMode>(kSearchedRecomputeModes.begin(), kSearchedRecomputeModes.end()) : p.recompute;
+  const std::vector<RecomputeMode> modes = p.recompute.empty() ? searched_recompute_modes(model, p) : p.recompute;
   std::vector<EstimateRequest> out;
   for (EstimateRequest base : plugin_templates(model, p)) {
     // --dp-replicate: only the layouts that shard, each over replicas of dp/R ranks.

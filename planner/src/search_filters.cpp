@@ -94,8 +94,9 @@ bool runs_zero_stage(PluginKind kind, int stage) {
 Status explain_zero_stage(const PlanRequest& p) {
   if (p.zero_stage < 0) return Status::success();
   const std::string stage = "--zero-stage " + std::to_string(p.zero_stage);
-  if (p.zero_stage > 2) return invalid(stage + ": the search tries stages 0 to 2; for ZeRO-3 use --plugin torch_fsdp or gemini without --zero-stage");
-  if (!p.plugins.empty() && std::none_of(p.plugins.begin(), p.plugins.end(), [&](PluginKind k) { return runs_zero_stage(k, p.zero_stage); })) {
+  // Under another runtime check_plan_runtime has held the stage to the runtime's.
+  if (p.runtime == Runtime::colossalai && p.zero_stage > 2) return invalid(stage + ": the search tries stages 0 to 2; for ZeRO-3 use --plugin torch_fsdp or gemini without --zero-stage");
+  if (p.runtime == Runtime::colossalai && !p.plugins.empty() && std::none_of(p.plugins.begin(), p.plugins.end(), [&](PluginKind k) { return runs_zero_stage(k, p.zero_stage); })) {
     return invalid(stage + " does not apply to --plugin " + plugin_names(p.plugins) +
                    ": torch_ddp runs stage 0, low_level_zero 1 or 2, hybrid_parallel 0 to 2; torch_fsdp and gemini are ZeRO-3");
   }
@@ -115,9 +116,56 @@ Status explain_plugins(const PlanRequest& p) {
   if (p.cluster.world_size() == 1 && only(p.plugins, {PluginKind::torch_fsdp, PluginKind::hybrid_parallel})) {
     return invalid(plugins + " needs 2 GPUs or more: on 1 GPU it has nothing to shard or split");
   }
-  if (only(p.plugins, {PluginKind::hybrid_parallel}) && p.tp == 1 && p.pp == 1) {
+  if (p.runtime == Runtime::colossalai && only(p.plugins, {PluginKind::hybrid_parallel}) && p.tp == 1 && p.pp == 1) {
     return invalid(plugins + " with --tp 1 and --pp 1 is plain data parallelism, which the search leaves to torch_ddp and low_level_zero;"
                    " raise --tp or --pp");
+  }
+  return Status::success();
+}
+
+// What --runtime runs (search_templates.cpp), checked before the search so
+// that a filter outside it is named rather than left to an empty search.
+Status check_plan_runtime(const PlanRequest& p) {
+  const std::string runtime = "--runtime " + std::string(enum_name(p.runtime));
+  const auto only_plugin = [&](PluginKind kind, const char* what) -> Status {
+    if (p.plugins.empty() || only(p.plugins, {kind})) return Status::success();
+    return invalid(runtime + " searches " + what + " (" + std::string(enum_name(kind)) + "): drop --plugin " + plugin_names(p.plugins));
+  };
+  const bool op_selective = std::find(p.recompute.begin(), p.recompute.end(), RecomputeMode::op_selective) != p.recompute.end();
+  if (op_selective && p.runtime != Runtime::torchtitan) {
+    return invalid("--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan, or use --recompute selective or full");
+  }
+  if (p.runtime != Runtime::colossalai && p.chunk_size > 0) {
+    return invalid("--chunk-size is Gemini's (ColossalAI): drop it under " + runtime);
+  }
+  switch (p.runtime) {
+    case Runtime::colossalai: return Status::success();
+    case Runtime::megatron:
+      if (p.zero_stage > 1) {
+        return invalid("--zero-stage " + std::to_string(p.zero_stage) + " under " + runtime +
+                       ": Megatron-Core shards only the optimizer; use --zero-stage 1 (its distributed optimizer) or 0, or leave it out");
+      }
+      return only_plugin(PluginKind::hybrid_parallel, "Megatron-Core's data, tensor, pipeline and context parallelism");
+    case Runtime::torchtitan:
+      if (p.zero_stage >= 0) return invalid("--zero-stage under " + runtime + ": FSDP2 shards every model state; drop --zero-stage");
+      if (p.tp > 1 || p.pp > 1) {
+        return invalid("--tp and --pp under " + runtime + ": torchtitan's FSDP2 is modelled over --dp and --cp only; use --runtime megatron "
+                       "for tensor and pipeline parallelism");
+      }
+      if (p.precision == Precision::fp16) {
+        return invalid("--precision fp16 under " + runtime + ": its mixed_precision_param is bfloat16 or float32; use --precision bf16 or fp32");
+      }
+      return only_plugin(PluginKind::torch_fsdp, "torchtitan's FSDP2");
+    case Runtime::deepspeed:
+      if (p.zero_stage >= 0 && p.zero_stage != 3) {
+        return invalid("--zero-stage " + std::to_string(p.zero_stage) + " under " + runtime +
+                       ": it models ZeRO-3; use --zero-stage 3 or leave it out (--runtime colossalai for stages 1 and 2)");
+      }
+      if (p.tp > 1 || p.pp > 1 || p.cp > 1) {
+        return invalid("--tp, --pp and --cp under " + runtime + ": its ZeRO-3 is modelled over data parallelism only; use --runtime megatron "
+                       "for tensor and pipeline parallelism");
+      }
+      return only_plugin(PluginKind::low_level_zero, "DeepSpeed's ZeRO-3");
   }
   return Status::success();
 }
@@ -235,10 +283,7 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
   if (runs_hugging_face_modules(p.activation_profile)) {
     if (auto reason = unsupported_transformers_version(p.transformers_version, model.config.family)) return invalid(*reason);
   }
-  if (std::find(p.recompute.begin(), p.recompute.end(), RecomputeMode::op_selective) != p.recompute.end()) {
-    return invalid("--recompute op_selective is torchtitan's policy, which the search does not run (its plugins keep ColossalAI's states); "
-                   "estimate it with `tessera estimate --runtime torchtitan --plugin torch_fsdp --recompute op_selective`");
-  }
+  if (Status s = check_plan_runtime(p); !s) return s;
   if (p.pp_schedule == PipelineSchedule::gpipe) {
     return invalid("--pp-schedule gpipe: the search runs ColossalAI's pipelines, 1F1B and interleaved; use --pp-schedule 1f1b or interleaved");
   }

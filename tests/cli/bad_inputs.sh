@@ -190,6 +190,11 @@ bad plan-batch-over-no-layout "--global-batch 1 does not split evenly over the d
 bad plan-every-candidate-refused "the estimate refuses every candidate" -- plan --model opt-1.3b --gpus 8 --global-batch 64 --activation-profile hf --plugin hybrid_parallel --tp 2 --output "$scratch/never.json"
 bad plan-pp-schedule-gpipe "--pp-schedule gpipe: the search runs ColossalAI's pipelines, 1F1B and interleaved" -- "${plan_args[@]}" --pp-schedule gpipe
 bad plan-sequence-parallel-choice "--sequence-parallel 'maybe' is not one of: on, off, both" -- "${plan_args[@]}" --sequence-parallel maybe
+bad plan-runtime-unknown "--runtime 'megatron-lm' is not one of: colossalai, megatron, torchtitan, deepspeed" -- "${plan_args[@]}" --runtime megatron-lm
+bad plan-runtime-plugin "--runtime megatron searches Megatron-Core's data, tensor, pipeline and context parallelism (hybrid_parallel): drop --plugin gemini" -- "${plan_args[@]}" --runtime megatron --plugin gemini
+bad plan-runtime-zero-stage "--zero-stage 1 under --runtime deepspeed: it models ZeRO-3; use --zero-stage 3 or leave it out" -- "${plan_args[@]}" --runtime deepspeed --zero-stage 1
+bad plan-runtime-torchtitan-tp "--tp and --pp under --runtime torchtitan: torchtitan's FSDP2 is modelled over --dp and --cp only" -- "${plan_args[@]}" --runtime torchtitan --tp 2
+bad plan-op-selective-runtime "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan" -- "${plan_args[@]}" --recompute op_selective
 if [ -e "$scratch/never.json" ]; then
   echo "FAIL [plan-filters]: a refused plan wrote its output" >&2
   failures=$((failures + 1))

@@ -252,6 +252,32 @@ TEST(Cli, PlanJsonRanksPlansBestFirstWithTheAcceptanceKeys) {
   std::remove(output.c_str());
 }
 
+// A plan made under --runtime deepspeed keeps the runtime in plan.json, and its
+// export is the ZeRO-3 config the plan was counted with; ColossalAI's script,
+// which would not keep those states, is refused with the way back.
+TEST(Cli, PlanUnderARuntimeExportsThatRuntimesConfig) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string output = scratch.path("plan.json");
+  const CliRun r = run({"plan", "--model", "llama-2-13b", "--gpus", "8", "--gpu", "rtx4090-24g", "--global-batch", "64", "--seq", "2048",
+                        "--runtime", "deepspeed", "--output", output.c_str()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("DeepSpeed ZeRO-3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("low_level_zero stage 3 + cpu offload"), std::string::npos) << r.out;
+  std::ifstream written(output);
+  const auto doc = nlohmann::json::parse(written);
+  EXPECT_EQ(doc["plans"][0]["runtime"], "deepspeed");
+  // Plan 1 recomputes every block, which a DeepSpeed config cannot turn on; plan 3 recomputes nothing.
+  ASSERT_EQ(doc["plans"][2]["training"]["recompute"], "none");
+  const CliRun config = run({"export", output.c_str(), "--to", "deepspeed", "--plan", "3"});
+  ASSERT_EQ(config.code, 0) << config.err;
+  const auto zero = nlohmann::json::parse(config.out)["zero_optimization"];
+  EXPECT_EQ(zero["stage"], 3);
+  EXPECT_EQ(zero["offload_optimizer"]["device"], "cpu");
+  const CliRun script = run({"export", output.c_str(), "--to", "colossalai"});
+  EXPECT_EQ(script.code, 2);
+  EXPECT_NE(script.err.find("plan again with --runtime colossalai"), std::string::npos) << script.err;
+}
+
 // plan.json is JSON whatever the name; a report's extension is refused rather than filled with JSON.
 TEST(Cli, PlanRefusesToWriteJsonUnderAReportsName) {
   const CliRun r = run({"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--output", "plan.html"});
@@ -281,7 +307,7 @@ TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
       {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--dp", "4", "--tp", "4"}, "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs"},
       // torchtitan's op-level policy is estimated, not searched.
       {{"plan", "--model", "llama-3-8b", "--gpus", "8", "--global-batch", "64", "--recompute", "op_selective"},
-       "estimate it with `tessera estimate --runtime torchtitan --plugin torch_fsdp --recompute op_selective`"},
+       "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan"},
   };
   for (const Case& c : cases) {
     const CliRun r = run(c.args);

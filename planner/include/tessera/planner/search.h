@@ -28,11 +28,15 @@ struct PlanRequest {
   ActivationProfile activation_profile = ActivationProfile::flash;
   bool torch_compile = false;  // TrainingOptions::torch_compile
   TransformersVersion transformers_version = kMeasuredTransformers;  // TrainingOptions::transformers_version
+  // Whose model states the plans count, and so which plugins and layouts the
+  // search tries (--runtime; search_templates.cpp): ColossalAI's five plugins,
+  // Megatron-Core's hybrid_parallel, torchtitan's FSDP2 or DeepSpeed's ZeRO-3.
+  Runtime runtime = Runtime::colossalai;
   Assumptions assumptions;
   SimulationSettings simulation;
   // Optional restrictions of the search (0, -1 or empty: any).
-  std::vector<PluginKind> plugins;      // empty: all five
-  std::vector<RecomputeMode> recompute; // empty: none, selective and full
+  std::vector<PluginKind> plugins;      // empty: every plugin of the runtime
+  std::vector<RecomputeMode> recompute; // empty: none, selective and full (and op_selective under torchtitan)
   int64_t dp = 0, tp = 0, pp = 0;
   int64_t micro_batch_size = 0;
   int zero_stage = -1;
@@ -58,6 +62,12 @@ struct PlanRequest {
   // R replicas of dp/R ranks.
   int64_t dp_replicate = 1;
 };
+
+// Writes the training settings every candidate of `request` shares into
+// `training`: precision, optimizer, activation profile, compilation,
+// transformers release and sequence length (the micro-batch and recompute are
+// each plan's own).
+void apply_shared_training(const PlanRequest& request, TrainingOptions& training);
 
 // The sequence length from which the search tries context parallelism by itself.
 inline constexpr int64_t kLongSequence = 16384;

@@ -1,0 +1,141 @@
+// tessera plan --runtime: each runtime's search tries what that runtime runs,
+// and every plan it returns is the estimate of that runtime's model states.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/planner/report.h"
+#include "tessera/planner/search.h"
+#include "test_models.h"
+
+namespace tessera::planner {
+namespace {
+
+PlanRequest under(Runtime runtime, const char* gpu, int64_t gpus, int64_t global_batch, int64_t seq) {
+  PlanRequest r;
+  r.cluster = make_cluster(testing::shipped_gpu(gpu), gpus, 8, 400).value();
+  r.global_batch_size = global_batch;
+  r.seq_len = seq;
+  r.runtime = runtime;
+  return r;
+}
+
+// Searches, and checks that every plan is the runtime's own and is what
+// `tessera estimate` gives for its settings.
+PlanSearchResult search(const Model& model, const PlanRequest& request, PluginKind only_plugin) {
+  auto result = search_plans(model, request);
+  EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message);
+  if (!result.ok()) return {};
+  for (const Candidate& c : result->plans) {
+    EXPECT_EQ(c.request.plugin.runtime, request.runtime) << describe_plan(c.request);
+    EXPECT_EQ(c.request.plugin.kind, only_plugin) << describe_plan(c.request);
+    auto memory = estimate_memory(model, request.cluster.gpu, c.request);
+    EXPECT_TRUE(memory.ok() && memory->fits()) << describe_plan(c.request);
+    if (memory.ok()) {
+      EXPECT_EQ(memory->tightest().device_total, c.memory.tightest().device_total) << describe_plan(c.request);
+    }
+  }
+  return std::move(result).value();
+}
+
+bool any_plan(const PlanSearchResult& result, const std::function<bool(const EstimateRequest&)>& matches) {
+  return std::any_of(result.plans.begin(), result.plans.end(), [&](const Candidate& c) { return matches(c.request); });
+}
+
+// Megatron-Core runs plain data parallelism itself, keeps an fp32 gradient
+// buffer (18 bytes per parameter, 6 + 12/d with its distributed optimizer:
+// docs/user-guide/features/dist_optimizer.md, model_states_megatron.cpp) and
+// shards nothing beyond the optimizer.
+TEST(RuntimeSearch, MegatronPlansAreMegatronCoreLayoutsWithItsFp32Gradients) {
+  const Model model = testing::shipped_model("llama-2-7b");
+  const PlanSearchResult result = search(model, under(Runtime::megatron, "h100-80g", 8, 64, 4096), PluginKind::hybrid_parallel);
+  ASSERT_FALSE(result.plans.empty());
+  const auto plain_data_parallel = [](const EstimateRequest& r) { return r.layout.tp == 1 && r.layout.pp == 1 && r.layout.dp == 8; };
+  EXPECT_TRUE(any_plan(result, plain_data_parallel));
+  EXPECT_FALSE(any_plan(result, [](const EstimateRequest& r) { return r.plugin.effective_zero_stage() > 1 || r.plugin.cpu_offload; }));
+  for (const Candidate& c : result.plans) {
+    if (!plain_data_parallel(c.request)) continue;
+    const RankMemory& rank = c.memory.ranks.front();
+    EXPECT_EQ(rank.bytes[MemoryCategory::gradients].device, 4 * model.parameter_count) << describe_plan(c.request);
+  }
+}
+
+// torchtitan's FSDP2, with its op-level checkpointing policy searched where the
+// model is the Llama block the policy follows.
+TEST(RuntimeSearch, TorchtitanSearchesFsdp2AndItsOpLevelPolicyForLlama) {
+  const PlanRequest request = under(Runtime::torchtitan, "h100-80g", 8, 64, 1024);
+  const PlanSearchResult llama = search(testing::shipped_model("llama-3-8b"), request, PluginKind::torch_fsdp);
+  ASSERT_FALSE(llama.plans.empty());
+  EXPECT_TRUE(any_plan(llama, [](const EstimateRequest& r) { return r.training.recompute == RecomputeMode::op_selective; }));
+  const PlanSearchResult gpt2 = search(testing::shipped_model("gpt2"), request, PluginKind::torch_fsdp);
+  ASSERT_FALSE(gpt2.plans.empty());
+  EXPECT_FALSE(any_plan(gpt2, [](const EstimateRequest& r) { return r.training.recompute == RecomputeMode::op_selective; }));
+}
+
+// At 32768 tokens the search splits sequences over context-parallel ranks
+// under FSDP2 too, as torchtitan's --parallelism.context_parallel_degree does.
+TEST(RuntimeSearch, TorchtitanTriesContextParallelismForLongSequences) {
+  const PlanSearchResult result = search(testing::shipped_model("llama-3-8b"), under(Runtime::torchtitan, "h100-80g", 8, 8, 32768), PluginKind::torch_fsdp);
+  ASSERT_FALSE(result.plans.empty());
+  EXPECT_TRUE(any_plan(result, [](const EstimateRequest& r) { return r.layout.cp > 1 && r.layout.dp * r.layout.cp == 8; }));
+  EXPECT_NE(describe_plan(result.plans.front().request).find(" × cp "), std::string::npos) << describe_plan(result.plans.front().request);
+}
+
+// DeepSpeed ZeRO-3: Llama-2-13B's 16 bytes per parameter over 8 GPUs of 24 GB
+// leave no room for activations, so only the offloading variants fit; SGD is
+// searched without them (ZeRO-Offload steps with DeepSpeed's CPU Adam).
+TEST(RuntimeSearch, DeepSpeedOffloadsWhereZero3AloneDoesNotFit) {
+  const Model model = testing::shipped_model("llama-2-13b");
+  PlanRequest request = under(Runtime::deepspeed, "rtx4090-24g", 8, 64, 2048);
+  const PlanSearchResult adam = search(model, request, PluginKind::low_level_zero);
+  ASSERT_FALSE(adam.plans.empty());
+  for (const Candidate& c : adam.plans) {
+    EXPECT_EQ(c.request.plugin.effective_zero_stage(), 3);
+    EXPECT_TRUE(c.request.plugin.cpu_offload) << describe_plan(c.request);
+  }
+  EXPECT_TRUE(any_plan(adam, [](const EstimateRequest& r) { return r.plugin.deepspeed.offload_param; }));
+  request.optimizer = OptimizerKind::sgd;
+  auto sgd = search_plans(model, request);
+  ASSERT_TRUE(sgd.ok()) << sgd.error().message;
+  EXPECT_FALSE(any_plan(sgd.value(), [](const EstimateRequest& r) { return r.plugin.cpu_offload; }));
+}
+
+TEST(RuntimeSearch, FiltersOutsideTheRuntimeNameTheFix) {
+  struct Case {
+    Runtime runtime;
+    std::function<void(PlanRequest&)> restrict;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {Runtime::megatron, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}; },
+       "--runtime megatron searches Megatron-Core's data, tensor, pipeline and context parallelism (hybrid_parallel): drop --plugin gemini"},
+      {Runtime::megatron, [](PlanRequest& r) { r.zero_stage = 2; }, "--zero-stage 2 under --runtime megatron: Megatron-Core shards only the optimizer"},
+      {Runtime::torchtitan, [](PlanRequest& r) { r.tp = 2; }, "--tp and --pp under --runtime torchtitan"},
+      {Runtime::torchtitan, [](PlanRequest& r) { r.zero_stage = 3; }, "--zero-stage under --runtime torchtitan: FSDP2 shards every model state"},
+      {Runtime::deepspeed, [](PlanRequest& r) { r.zero_stage = 1; }, "--zero-stage 1 under --runtime deepspeed: it models ZeRO-3"},
+      {Runtime::deepspeed, [](PlanRequest& r) { r.pp = 2; }, "--tp, --pp and --cp under --runtime deepspeed"},
+      {Runtime::deepspeed, [](PlanRequest& r) { r.chunk_size = 8 << 20; }, "--chunk-size is Gemini's (ColossalAI): drop it under --runtime deepspeed"},
+      {Runtime::colossalai, [](PlanRequest& r) { r.recompute = {RecomputeMode::op_selective}; },
+       "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan"},
+  };
+  const Model model = testing::shipped_model("llama-2-7b");
+  for (const Case& c : cases) {
+    PlanRequest request = under(c.runtime, "h100-80g", 8, 64, 4096);
+    c.restrict(request);
+    auto result = search_plans(model, request);
+    ASSERT_FALSE(result.ok()) << c.message;
+    EXPECT_NE(result.error().message.find(c.message), std::string::npos) << result.error().message;
+  }
+  // Megatron-Core runs tp 1 × pp 1 itself: not refused as ColossalAI's hybrid_parallel is.
+  PlanRequest plain = under(Runtime::megatron, "h100-80g", 8, 64, 4096);
+  plain.plugins = {PluginKind::hybrid_parallel};
+  plain.tp = 1;
+  plain.pp = 1;
+  EXPECT_TRUE(search_plans(model, plain).ok());
+}
+
+}  // namespace
+}  // namespace tessera::planner

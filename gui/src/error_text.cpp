@@ -10,7 +10,7 @@ namespace tessera::gui {
 QString error_text(std::string_view message) {
   QString text = QString::fromUtf8(message.data(), static_cast<qsizetype>(message.size()));
   // Longer options first where one is a prefix of another (--gpus-per-node, --gpus, --gpu).
-  static const std::array<std::pair<const char*, const char*>, 20> kLabels{{
+  static const std::array<std::pair<const char*, const char*>, 23> kLabels{{
       {"--gpus-per-node", "GPUs per node"}, {"--gpus", "GPUs"},          {"--gpu", "GPU"},
       {"--inter-node-gbps", "Network"},     {"--global-batch", "Global batch"}, {"--micro-batch", "micro-batch"},
       {"--seq", "Sequence"},                {"--model", "Model"},        {"--cluster", "Cluster"},
@@ -18,6 +18,7 @@ QString error_text(std::string_view message) {
       {"--plugin", "Plugin"},               {"--zero-stage", "ZeRO stage"}, {"--dp", "dp"},
       {"--tp", "tp"},                       {"--pp", "pp"},            {"--memory-headroom", "Memory headroom"},
       {"--activation-profile", "Activation profile"}, {"--torch-compile", "torch.compile"},
+      {"--transformers-version", "Transformers"}, {"--runtime", "Runtime"},  {"--pin-memory", "pin_memory"},
   }};
   for (const auto& [option, label] : kLabels) {
     text.replace(QRegularExpression(QStringLiteral("%1\\b").arg(QRegularExpression::escape(QLatin1String(option)))), QLatin1String(label));

@@ -53,6 +53,15 @@ int log2_of(int value) { return static_cast<int>(std::lround(std::log2(std::max(
 InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout(this);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  // A control with a check box of its own beside it, as one row's field.
+  auto with_box = [this](QWidget* control, QCheckBox* box) {
+    auto* row = new QWidget(this);
+    auto* layout = new QHBoxLayout(row);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(control, 1);
+    layout->addWidget(box);
+    return row;
+  };
   auto add_row = [&](const QString& label, QWidget* field, InputField error_field) {
     auto* column = new QVBoxLayout;
     column->setSpacing(2);
@@ -144,17 +153,19 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   }
   transformers_->setToolTip(tr("The hf profiles: the transformers release that runs the model; older releases return fp32 logits or keep a "
                                "[b, 1, s, s] attention mask, as tessera plan --transformers-version"));
-  auto* profile_row = new QWidget(this);
-  auto* profile_layout = new QHBoxLayout(profile_row);
-  profile_layout->setContentsMargins(0, 0, 0, 0);
-  profile_layout->addWidget(activation_profile_, 1);
-  profile_layout->addWidget(torch_compile_);
-  add_row(tr("Activation profile"), profile_row, InputField::activation_profile);
+  add_row(tr("Activation profile"), with_box(activation_profile_, torch_compile_), InputField::activation_profile);
   form->addRow(tr("Transformers"), transformers_);  // its errors show under the profile, whose release it is
-  recompute_ = enum_combo<RecomputeMode>(this, true, planner::kSearchedRecomputeModes);  // the modes the search runs
+  recompute_ = enum_combo<RecomputeMode>(this, true);  // op_selective: torchtitan's, refused by name under the other runtimes
   add_row(tr("Recompute"), recompute_, InputField::recompute);
   plugin_ = enum_combo<PluginKind>(this, true);
   add_row(tr("Plugin"), plugin_, InputField::plugin);
+  runtime_ = enum_combo<planner::Runtime>(this, false);
+  runtime_->setToolTip(tr("Whose model states the plans count, and so what the search tries, as tessera plan --runtime: colossalai (its "
+                          "five plugins), megatron (Megatron-Core's hybrid_parallel), torchtitan (FSDP2) or deepspeed (ZeRO-3)"));
+  pin_memory_ = new QCheckBox(tr("pin_memory"), this);
+  pin_memory_->setToolTip(tr("ColossalAI's Gemini keeps a pinned host copy of every chunk (its default enable_async_reduce=True); "
+                             "DeepSpeed's offload_optimizer pins its gradient buffers; as tessera plan --pin-memory"));
+  add_row(tr("Runtime"), with_box(runtime_, pin_memory_), InputField::runtime);
   memory_headroom_ = new QLineEdit(this);
   memory_headroom_->setPlaceholderText(tr("GiB, or % of the GPU"));
   memory_headroom_->setToolTip(tr("Memory every GPU must leave free, as GiB (2) or a percentage of its memory (10%); "
@@ -165,12 +176,12 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   // First: a preset's values are in the greyed fields before the inputs are emitted.
   connect(cluster_, &QComboBox::currentIndexChanged, this, &InputPanel::updateClusterControls);
   connect(activation_profile_, &QComboBox::currentIndexChanged, this, &InputPanel::updateTransformersControl);
-  for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, activation_profile_, transformers_, recompute_, plugin_}) {
+  for (QComboBox* combo : {model_, cluster_, gpu_, precision_, optimizer_, activation_profile_, transformers_, recompute_, plugin_, runtime_}) {
     connect(combo, &QComboBox::currentIndexChanged, this, &InputPanel::emitInputs);
   }
   for (QSpinBox* box : {gpus_, gpus_per_node_, global_batch_, seq_}) connect(box, &QSpinBox::valueChanged, this, &InputPanel::emitInputs);
   connect(inter_node_, &QDoubleSpinBox::valueChanged, this, &InputPanel::emitInputs);
-  connect(torch_compile_, &QCheckBox::toggled, this, &InputPanel::emitInputs);
+  for (QCheckBox* box : {torch_compile_, pin_memory_}) connect(box, &QCheckBox::toggled, this, &InputPanel::emitInputs);
   connect(memory_headroom_, &QLineEdit::textEdited, this, &InputPanel::emitInputs);
   connect(seq_slider_, &QSlider::valueChanged, seq_, [this](int v) { seq_->setValue(1 << v); });
   connect(global_batch_slider_, &QSlider::valueChanged, global_batch_, [this](int v) { global_batch_->setValue(1 << v); });
@@ -202,6 +213,8 @@ PlannerInputs InputPanel::inputs() const {
   in.transformers_version = planner::parse_transformers_version(transformers_->currentData().toString().toStdString()).value_or(planner::kMeasuredTransformers);
   in.recompute = combo_enum<RecomputeMode>(recompute_);
   in.plugin = combo_enum<PluginKind>(plugin_);
+  in.runtime = combo_enum<planner::Runtime>(runtime_).value_or(planner::Runtime::colossalai);
+  in.pin_memory = pin_memory_->isChecked();
   // Empty reads as none: a cleared field leaves every GPU's memory usable.
   in.memory_headroom = memory_headroom_->text().trimmed().isEmpty() ? std::string("0") : memory_headroom_->text().trimmed().toStdString();
   return in;
@@ -213,7 +226,7 @@ void InputPanel::setInputs(const PlannerInputs& in) {
                                      QSignalBlocker(global_batch_slider_), QSignalBlocker(seq_), QSignalBlocker(seq_slider_),
                                      QSignalBlocker(precision_), QSignalBlocker(optimizer_), QSignalBlocker(activation_profile_),
                                      QSignalBlocker(torch_compile_), QSignalBlocker(transformers_), QSignalBlocker(recompute_), QSignalBlocker(plugin_),
-                                     QSignalBlocker(memory_headroom_)};
+                                     QSignalBlocker(runtime_), QSignalBlocker(pin_memory_), QSignalBlocker(memory_headroom_)};
   select_or_add(model_, in.model, config_label(in.model));
   select_or_add(cluster_, in.cluster, QString::fromStdString(in.cluster));
   select_or_add(gpu_, in.gpu, QFileInfo(QString::fromStdString(in.gpu)).fileName());
@@ -233,6 +246,8 @@ void InputPanel::setInputs(const PlannerInputs& in) {
   updateTransformersControl();
   set_combo_enum(recompute_, in.recompute);
   set_combo_enum(plugin_, in.plugin);
+  set_combo_enum(runtime_, std::optional<planner::Runtime>(in.runtime));
+  pin_memory_->setChecked(in.pin_memory);
   if (memory_headroom_->text().trimmed().toStdString() != in.memory_headroom && !(in.memory_headroom == "0" && memory_headroom_->text().trimmed().isEmpty())) {
     memory_headroom_->setText(QString::fromStdString(in.memory_headroom));  // kept as typed while it means the same
   }

@@ -54,6 +54,8 @@ class InputPanel : public QWidget {
   QLineEdit* memoryHeadroomEdit() const { return memory_headroom_; }
   QCheckBox* torchCompileBox() const { return torch_compile_; }
   QComboBox* transformersBox() const { return transformers_; }
+  QComboBox* runtimeBox() const { return runtime_; }
+  QCheckBox* pinMemoryBox() const { return pin_memory_; }
 
  public slots:
   // Lets the user pick a config.json and makes it the model.
@@ -87,6 +89,8 @@ class InputPanel : public QWidget {
   QComboBox* transformers_ = nullptr;  // enabled under the hf* profiles
   QComboBox* recompute_ = nullptr;
   QComboBox* plugin_ = nullptr;
+  QComboBox* runtime_ = nullptr;
+  QCheckBox* pin_memory_ = nullptr;
   QLineEdit* memory_headroom_ = nullptr;
   std::array<QLabel*, kNumInputFields> errors_{};
 };

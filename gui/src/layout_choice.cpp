@@ -47,6 +47,8 @@ Result<planner::EstimateRequest> layout_request(const LayoutChoice& c, const pla
   r.layout = planner::ParallelLayout{dp, c.tp, c.pp, c.tp > 1 && c.sequence_parallel, c.cp};
   r.layout.dp_replicate = c.dp_replicate;
   if (r.plugin.kind != c.plugin) r.plugin = planner::PluginOptions{};  // another plugin starts from its defaults
+  r.plugin.runtime = inputs.runtime;
+  r.plugin.pin_memory = inputs.pin_memory;
   r.plugin.kind = c.plugin;
   const bool staged = c.plugin == PluginKind::low_level_zero || c.plugin == PluginKind::hybrid_parallel;
   r.plugin.zero_stage = staged ? c.zero_stage : -1;

@@ -32,9 +32,9 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   micro_batch_ = count_box(this, 1, 1 << 20);
   schedule_ = enum_combo<planner::PipelineSchedule>(this, false);
   model_chunks_ = count_box(this, 1, 1);  // up to layers / pp once a plan is shown (limitModelChunks)
-  zero_stage_ = count_box(this, 0, 2);
+  zero_stage_ = count_box(this, 0, 3);  // 3: DeepSpeed's ZeRO-3 (--runtime deepspeed)
   cpu_offload_ = new QCheckBox(tr("CPU offload"), this);
-  recompute_ = enum_combo<planner::RecomputeMode>(this, false, planner::kSearchedRecomputeModes);  // ColossalAI's and Megatron's
+  recompute_ = enum_combo<planner::RecomputeMode>(this, false);  // op_selective: torchtitan's
   sequence_parallel_ = new QCheckBox(tr("sequence parallel"), this);
   cp_ = count_box(this, 1, 1024);
   cp_->setToolTip(tr("Context parallelism: each sequence split over this many ranks (ring attention; --cp)"));

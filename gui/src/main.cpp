@@ -43,7 +43,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     const QSize window_size(match.captured(1).toInt(), match.captured(2).toInt());
-    if (tessera::Status s = tessera::gui::write_screenshots(parser.value(screenshot), window_size); !s) {
+    if (parser.positionalArguments().size() > 1) {
+      std::fprintf(stderr, "tessera-gui: --screenshot takes one session file at most: tessera-gui [SESSION.json] --screenshot DIR\n");
+      return 2;
+    }
+    const QString session = parser.positionalArguments().isEmpty() ? QString() : parser.positionalArguments().front();
+    if (tessera::Status s = tessera::gui::write_screenshots(parser.value(screenshot), window_size, session); !s) {
       std::fprintf(stderr, "tessera-gui: %s\n", s.error().message.c_str());
       return 1;
     }

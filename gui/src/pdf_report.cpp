@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <QBuffer>
 #include <QMarginsF>
 #include <QPageLayout>
 #include <QPageSize>
@@ -9,6 +10,8 @@
 #include <QPdfWriter>
 #include <QPicture>
 #include <QWidget>
+
+#include "save_whole_file.h"
 
 namespace tessera::gui {
 
@@ -163,13 +166,16 @@ void write_view(PageCursor& cursor, QPainter& painter, const PrintedView& view) 
 }  // namespace
 
 Status write_pdf_report(const ReportContents& contents, const std::vector<PrintedPage>& pages, const QString& path) {
-  QPdfWriter pdf(path);
+  QByteArray bytes;  // written whole once finished (save_whole_file)
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  QPdfWriter pdf(&buffer);
   pdf.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Landscape, QMarginsF(12, 12, 12, 12), QPageLayout::Millimeter));
   pdf.setResolution(150);
   pdf.setTitle(QObject::tr("Tessera plan report: %1").arg(contents.title));
   pdf.setCreator(QStringLiteral("tessera-gui"));
   QPainter painter;
-  if (!painter.begin(&pdf)) return make_error(ErrorCode::io_error, QObject::tr("cannot write %1: the PDF cannot be opened").arg(path).toStdString());
+  if (!painter.begin(&pdf)) return write_error(path, QObject::tr("the PDF cannot be opened"));
   painter.setRenderHint(QPainter::Antialiasing);
   PageCursor cursor(pdf, painter);
   write_first_page(cursor, painter, contents);
@@ -177,8 +183,8 @@ Status write_pdf_report(const ReportContents& contents, const std::vector<Printe
     if (const auto* table = std::get_if<PrintedTable>(&page)) write_table(cursor, painter, *table);
     else write_view(cursor, painter, std::get<PrintedView>(page));
   }
-  if (!painter.end()) return make_error(ErrorCode::io_error, QObject::tr("cannot write %1: the PDF could not be finished").arg(path).toStdString());
-  return Status::success();
+  if (!painter.end()) return write_error(path, QObject::tr("the PDF could not be finished"));
+  return save_whole_file(path, bytes.toStdString());
 }
 
 }  // namespace tessera::gui

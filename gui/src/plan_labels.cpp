@@ -17,6 +17,8 @@ int zero_stage_of(const planner::EstimateRequest& r) {
 
 QString offload_of(const planner::EstimateRequest& r, int64_t optimizer_chunks_on_host, int64_t chunks) {
   if (r.plugin.fsdp_offload()) return QStringLiteral("shards → host");
+  // DeepSpeed's offload_param moves the 16-bit partitions too (--runtime deepspeed).
+  if (r.plugin.cpu_offload && r.plugin.deepspeed.offload_param) return QStringLiteral("optim + params → host");
   if (r.plugin.cpu_offload) return QStringLiteral("optimizer → host");
   if (r.plugin.kind != PluginKind::gemini) return QStringLiteral("none");
   const auto& g = r.plugin.gemini;

@@ -48,6 +48,8 @@ std::optional<InputError> make_plan_request(const PlannerInputs& in, const plann
   r.transformers_version = in.transformers_version;
   if (in.recompute) r.recompute = {*in.recompute};
   if (in.plugin) r.plugins = {*in.plugin};
+  r.runtime = in.runtime;
+  r.pin_memory = in.pin_memory;
   if (Status s = planner::parse_memory_headroom(in.memory_headroom, r.assumptions); !s) return InputError{InputField::memory_headroom, s.error().message};
   out = std::move(r);
   return std::nullopt;
@@ -55,7 +57,7 @@ std::optional<InputError> make_plan_request(const PlannerInputs& in, const plann
 
 InputField field_of_error(std::string_view message) {
   // Longer options first where one is a prefix of another (--gpus-per-node, --gpus, --gpu).
-  static constexpr std::array<std::pair<std::string_view, InputField>, 20> kOptions{{
+  static constexpr std::array<std::pair<std::string_view, InputField>, 22> kOptions{{
       {"--model", InputField::model},           {"--cluster", InputField::cluster},      {"--gpus-per-node", InputField::gpus},
       {"--gpus", InputField::gpus},             {"--gpu", InputField::gpu},              {"--inter-node", InputField::network},
       {"--global-batch", InputField::global_batch}, {"--micro-batch", InputField::global_batch}, {"--seq", InputField::seq_len},
@@ -63,7 +65,8 @@ InputField field_of_error(std::string_view message) {
       {"--plugin", InputField::plugin},         {"--dp", InputField::gpus},              {"--tp", InputField::gpus},
       {"--pp", InputField::gpus},               {"--memory-headroom", InputField::memory_headroom},
       {"--activation-profile", InputField::activation_profile}, {"--torch-compile", InputField::activation_profile},
-      {"--transformers-version", InputField::activation_profile},
+      {"--transformers-version", InputField::activation_profile}, {"--runtime", InputField::runtime},
+      {"--pin-memory", InputField::runtime},
   }};
   size_t best_at = std::string_view::npos;
   InputField best = InputField::model;

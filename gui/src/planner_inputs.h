@@ -37,13 +37,15 @@ struct PlannerInputs {
   bool torch_compile = false;  // as --torch-compile: the hf* profiles and torchtitan's Llama fused, not run op by op
   planner::TransformersVersion transformers_version = planner::kMeasuredTransformers;  // as --transformers-version (the hf* profiles)
   std::optional<RecomputeMode> recompute;  // empty: the search tries none, selective and full
-  std::optional<PluginKind> plugin;        // empty: every plugin
+  std::optional<PluginKind> plugin;        // empty: every plugin of the runtime
+  planner::Runtime runtime = planner::Runtime::colossalai;  // as --runtime: whose model states, and so which plugins are searched
+  bool pin_memory = true;  // as --pin-memory: Gemini's pinned chunk copies, DeepSpeed's pinned offload buffers
   std::string memory_headroom = "0";       // what every GPU must leave free: GiB ("2") or a percentage ("10%"), as --memory-headroom
   bool operator==(const PlannerInputs&) const = default;
 };
 
-enum class InputField { model, cluster, gpu, gpus, network, global_batch, seq_len, precision, optimizer, activation_profile, recompute, plugin, memory_headroom };
-inline constexpr int kNumInputFields = 13;
+enum class InputField { model, cluster, gpu, gpus, network, global_batch, seq_len, precision, optimizer, activation_profile, recompute, plugin, runtime, memory_headroom };
+inline constexpr int kNumInputFields = 14;
 
 struct InputError {
   InputField field = InputField::model;

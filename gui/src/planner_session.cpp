@@ -40,9 +40,10 @@ PlannerSession::PlannerSession(QObject* parent) : QObject(parent), fit_timer_(ne
 }
 
 void PlannerSession::setInputs(const PlannerInputs& inputs) {
-  // Another model, cluster, GPU kind or plugin filter asks for another plan; the rest is what-if on the plan in view.
+  // Another model, cluster, GPU kind, plugin filter or runtime asks for another plan; the rest is what-if on the plan in view.
   const bool same_plan_space = model_ && !input_error_ && inputs.model == inputs_.model && inputs.cluster == inputs_.cluster &&
-                               inputs.gpu == inputs_.gpu && inputs.gpus_per_node == inputs_.gpus_per_node && inputs.plugin == inputs_.plugin;
+                               inputs.gpu == inputs_.gpu && inputs.gpus_per_node == inputs_.gpus_per_node && inputs.plugin == inputs_.plugin &&
+                               inputs.runtime == inputs_.runtime;
   inputs_ = inputs;
   if (!model_ || inputs.model != model_source_) {
     auto model = planner::load_model(inputs.model, "--model");
@@ -157,6 +158,8 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   in.transformers_version = r.training.transformers_version;
   in.recompute = r.training.recompute;
   in.plugin = r.plugin.kind;
+  in.runtime = r.plugin.runtime;
+  in.pin_memory = r.plugin.pin_memory;
   auto ranks =
       planner::compare_memory(planner::rank_rows(predicted.value()), "the planner's estimate of its set-up", run->ranks, path.toStdString());
   if (!ranks) return ranks.error();

@@ -53,6 +53,8 @@ std::vector<std::pair<QString, QString>> input_lines(const PlannerSession& sessi
   lines.push_back({QObject::tr("Activation profile"), request.torch_compile ? QObject::tr("%1 · torch.compile").arg(profile) : profile});
   lines.push_back({QObject::tr("Recompute"), in.recompute ? text_of(enum_name(*in.recompute)) : QObject::tr("any (searched all)")});
   lines.push_back({QObject::tr("Plugin"), in.plugin ? text_of(enum_name(*in.plugin)) : QObject::tr("any (searched all)")});
+  const QString runtime = text_of(enum_name(request.runtime));
+  lines.push_back({QObject::tr("Runtime"), request.pin_memory ? runtime : QObject::tr("%1 · pin_memory off").arg(runtime)});
   return lines;
 }
 

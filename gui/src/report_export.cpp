@@ -7,29 +7,17 @@
 #include <QFontInfo>
 #include <QPainter>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <QSvgGenerator>
 #include <QWidget>
 
 #include "tessera/planner/export.h"
+#include "save_whole_file.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/report.h"
 
 namespace tessera::gui {
 
 namespace {
-
-Error write_error(const QString& path, const QString& why) {
-  return make_error(ErrorCode::io_error, QStringLiteral("cannot write %1: %2").arg(path, why).toStdString());
-}
-
-Status write_text(const QString& path, const std::string& text) {
-  QSaveFile file(path);  // written to a temporary file and renamed: never half a report
-  if (!file.open(QIODevice::WriteOnly)) return write_error(path, file.errorString());
-  file.write(text.data(), static_cast<qint64>(text.size()));
-  if (!file.commit()) return write_error(path, file.errorString());
-  return Status::success();
-}
 
 // The plan in view in a plan file, as `tessera plan` writes it and `tessera
 // export` reads it (the exporters take nothing else), and its index there: the
@@ -134,12 +122,15 @@ Status export_view_svg(const ExportedView& view, const QString& path) {
   if (!painter.begin(&svg)) return write_error(path, QObject::tr("the SVG cannot be opened"));
   view.widget->render(&painter, QPoint(), QRegion(), QWidget::DrawChildren);
   if (!painter.end()) return write_error(path, QObject::tr("the SVG could not be finished"));
-  return write_text(path, with_browser_fonts(QString::fromUtf8(buffer.data())).toStdString());
+  return save_whole_file(path, with_browser_fonts(QString::fromUtf8(buffer.data())).toStdString());
 }
 
 Status export_view_png(const ExportedView& view, const QString& path) {
-  if (!view.widget->grab().save(path, "PNG")) return write_error(path, QObject::tr("the PNG could not be saved"));
-  return Status::success();
+  QByteArray png;
+  QBuffer buffer(&png);
+  buffer.open(QIODevice::WriteOnly);
+  if (!view.widget->grab().save(&buffer, "PNG")) return write_error(path, QObject::tr("the PNG could not be encoded"));
+  return save_whole_file(path, png.toStdString());
 }
 
 Status export_planner_report(const PlannerSession& session, ExportFormat format, const QString& path) {
@@ -154,7 +145,7 @@ Status export_planner_report(const PlannerSession& session, ExportFormat format,
     }
     const nlohmann::json doc = planner::plan_document(session.model(), session.resultModelSource(), session.planRequest(), *result,
                                                       static_cast<int>(result->plans.size()));
-    return write_text(path, doc.dump(2) + "\n");
+    return save_whole_file(path, doc.dump(2) + "\n");
   }
   const auto& shown = session.shownPlan();
   if (!shown) return make_error(ErrorCode::invalid_argument, "nothing to export yet: no plan is shown");
@@ -166,13 +157,13 @@ Status export_planner_report(const PlannerSession& session, ExportFormat format,
     if (!plan) return plan.error();
     auto text = planner::export_plan(plan->file, plan->index, target);
     if (!text) return text.error();
-    return write_text(path, text.value());
+    return save_whole_file(path, text.value());
   }
   const planner::ReportFormat report = format == ExportFormat::csv ? planner::ReportFormat::csv
                                        : format == ExportFormat::md ? planner::ReportFormat::md
                                                                     : planner::ReportFormat::html;
   const planner::EstimateReport facts{session.model(), session.planRequest().cluster.gpu, shown->request, shown->memory, &shown->simulation};
-  return write_text(path, planner::render_estimate(facts, report));
+  return save_whole_file(path, planner::render_estimate(facts, report));
 }
 
 }  // namespace tessera::gui

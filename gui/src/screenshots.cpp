@@ -4,11 +4,14 @@
 #include <QDir>
 #include <QTableView>
 #include <QTimer>
+#include <optional>
 
 #include "await_search.h"
+#include "input_panel.h"
 #include "main_window.h"
 #include "mesh_view.h"
 #include "plan_table_model.h"
+#include "session_io.h"
 
 namespace tessera::gui {
 
@@ -29,13 +32,25 @@ int chunk_example_row(const PlanTableModel& model) {
 
 }  // namespace
 
-Status write_screenshots(const QString& directory, QSize window_size) {
+Status write_screenshots(const QString& directory, QSize window_size, const QString& session) {
+  std::optional<PlannerInputs> inputs;
+  if (!session.isEmpty()) {
+    auto loaded = load_session(session.toStdString());
+    if (!loaded) return loaded.error();
+    inputs = std::move(loaded).value();
+  }
   if (!QDir().mkpath(directory)) return make_error(ErrorCode::io_error, "cannot create " + directory.toStdString());
   MainWindow window(StartState::defaults);
   window.resize(window_size);
   window.show();
   // The example is the default inputs; wait for its search (milliseconds; 60 s at most).
   if (!await_search(window.session(), 60000) || !window.session().searchResult()) return make_error(ErrorCode::io_error, "the example's plan search did not finish");
+  if (inputs) {
+    window.inputPanel()->setInputs(*inputs);
+    window.session().setInputs(*inputs);
+    if (const auto& error = window.session().inputError()) return make_error(ErrorCode::invalid_argument, session.toStdString() + ": " + error->message);
+    if (!await_search(window.session(), 60000) || !window.session().searchResult()) return make_error(ErrorCode::io_error, "the session's plan search did not finish");
+  }
   // A rank inside both groups, so every outline shows (the last rank of a smaller plan).
   if (const auto& shown = window.session().shownPlan()) window.meshView()->selectRank(std::min<int64_t>(5, shown->request.layout.world_size() - 1));
   for (View view : kAllViews) {

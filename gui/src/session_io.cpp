@@ -1,9 +1,8 @@
 #include "session_io.h"
 
-#include <fstream>
-
 #include <nlohmann/json.hpp>
 
+#include "save_whole_file.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/text_util.h"
 
@@ -48,6 +47,8 @@ std::string session_to_json(const PlannerInputs& in) {
                  {"transformers_version", planner::to_string(in.transformers_version)},
                  {"recompute", optional_name(in.recompute)},
                  {"plugin", optional_name(in.plugin)},
+                 {"runtime", enum_name(in.runtime)},
+                 {"pin_memory", in.pin_memory},
                  {"memory_headroom", in.memory_headroom}};
   return doc.dump(2) + "\n";
 }
@@ -112,9 +113,16 @@ Result<PlannerInputs> session_from_json(std::string_view text, const std::string
     if (!a) return field_error("activation_profile", "one of " + enum_choices<ActivationProfile>());
     in.activation_profile = *a;
   }
-  if (doc.contains("torch_compile")) {
-    if (!doc["torch_compile"].is_boolean()) return field_error("torch_compile", "true or false");
-    in.torch_compile = doc["torch_compile"].get<bool>();
+  for (auto [key, out] : {std::pair{"torch_compile", &in.torch_compile}, std::pair{"pin_memory", &in.pin_memory}}) {
+    if (!doc.contains(key)) continue;
+    if (!doc[key].is_boolean()) return field_error(key, "true or false");
+    *out = doc[key].get<bool>();
+  }
+  // Sessions saved before it hold none: ColossalAI's, as then.
+  if (doc.contains("runtime")) {
+    const auto r = doc["runtime"].is_string() ? parse_enum<planner::Runtime>(doc["runtime"].get<std::string>()) : std::nullopt;
+    if (!r) return field_error("runtime", "one of " + enum_choices<planner::Runtime>());
+    in.runtime = *r;
   }
   // Sessions saved before it hold none: the measured release, as then.
   if (doc.contains("transformers_version")) {
@@ -130,10 +138,7 @@ Result<PlannerInputs> session_from_json(std::string_view text, const std::string
 }
 
 Status save_session(const std::string& path, const PlannerInputs& inputs) {
-  std::ofstream out(path, std::ios::binary);
-  out << session_to_json(inputs);
-  if (!out.flush()) return make_error(ErrorCode::io_error, "cannot write the session to " + path);
-  return Status::success();
+  return save_whole_file(QString::fromStdString(path), session_to_json(inputs));
 }
 
 Result<PlannerInputs> load_session(const std::string& path) {

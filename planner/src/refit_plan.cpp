@@ -10,6 +10,7 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
   const TrainingOptions& t = plan.training;
   const auto& plugins = request.plugins;
   if (!plugins.empty() && std::find(plugins.begin(), plugins.end(), plan.plugin.kind) == plugins.end()) return std::nullopt;
+  if (plan.plugin.runtime != request.runtime) return std::nullopt;  // another runtime's states: not a plan of this search
   if (l.world_size() != request.cluster.world_size() || l.tp > request.cluster.gpus_per_node) return std::nullopt;
   for (auto [fixed, value] : {std::pair{request.dp, l.dp}, std::pair{request.tp, l.tp}, std::pair{request.pp, l.pp},
                               std::pair{request.micro_batch_size, t.micro_batch_size}}) {
@@ -19,6 +20,7 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
   if (t.micro_batch_size * t.num_micro_batches * l.dp != request.global_batch_size) return std::nullopt;
   EstimateRequest out = plan;
   apply_shared_training(request, out.training);
+  out.plugin.pin_memory = request.pin_memory;
   const auto& modes = request.recompute;
   if (!modes.empty() && std::find(modes.begin(), modes.end(), t.recompute) == modes.end()) out.training.recompute = modes.front();
   return out;

@@ -388,6 +388,60 @@ class ViewsTest : public QObject {
     QCOMPARE(wrong.error().message, std::string("s.json: \"torch_compile\" must be true or false, got \"yes\""));
   }
 
+  // The runtime, as tessera plan --runtime: the search tries what that runtime runs,
+  // the report names it, a session keeps it; a plugin it does not run is refused
+  // next to the control. pin_memory, as --pin-memory, reaches the plans.
+  void runtimeSearchesThatRuntimesPlansAndIsKept() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    QCOMPARE(window.inputPanel()->runtimeBox()->currentText(), QStringLiteral("colossalai"));
+    QVERIFY(window.inputPanel()->pinMemoryBox()->isChecked());
+    window.inputPanel()->runtimeBox()->setCurrentIndex(window.inputPanel()->runtimeBox()->findText(QStringLiteral("megatron")));
+    QVERIFY(test::wait_for_search(window.session()));
+    QCOMPARE(window.session().planRequest().runtime, planner::Runtime::megatron);
+    const auto& result = *window.session().searchResult();
+    QVERIFY(!result.plans.empty());
+    for (const planner::Candidate& plan : result.plans) {
+      QCOMPARE(plan.request.plugin.runtime, planner::Runtime::megatron);
+      QCOMPARE(plan.request.plugin.kind, planner::PluginKind::hybrid_parallel);
+    }
+    QCOMPARE(window.session().shownPlan()->request.plugin.runtime, planner::Runtime::megatron);
+    PlannerInputs inputs = window.session().inputs();
+    QCOMPARE(result.plans.size(), test::planner_search(inputs).plans.size());
+    const auto contents = report_contents(window.session());
+    QVERIFY(contents.ok());
+    const auto line = std::find_if(contents->inputs.begin(), contents->inputs.end(), [](const auto& l) { return l.first == QStringLiteral("Runtime"); });
+    QVERIFY(line != contents->inputs.end());
+    QCOMPARE(line->second, QStringLiteral("megatron"));
+    // Gemini is ColossalAI's: refused by name beside the runtime.
+    inputs.plugin = planner::PluginKind::gemini;
+    test::set_inputs(window, inputs);
+    QVERIFY2(window.inputPanel()->errorText(InputField::runtime).startsWith(QStringLiteral("Runtime megatron searches Megatron-Core's")),
+             qPrintable(window.inputPanel()->errorText(InputField::runtime)));
+    QVERIFY(window.inputPanel()->errorText(InputField::runtime).endsWith(QStringLiteral("drop Plugin gemini")));
+    // pin_memory off under ColossalAI's Gemini: the plans count no pinned chunk copies on the host.
+    inputs.runtime = planner::Runtime::colossalai;
+    inputs.pin_memory = false;
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(!window.inputPanel()->pinMemoryBox()->isChecked());
+    QVERIFY(!window.session().shownPlan()->request.plugin.pin_memory);
+    // A session keeps both; one saved before them loads as ColossalAI with pinning; a wrong name is refused.
+    inputs.runtime = planner::Runtime::deepspeed;
+    const auto loaded = session_from_json(session_to_json(inputs), "test");
+    QVERIFY(loaded.ok());
+    QCOMPARE(loaded->runtime, planner::Runtime::deepspeed);
+    QVERIFY(!loaded->pin_memory);
+    const auto old = session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "model": "gpt2"})", "old.json");
+    QVERIFY(old.ok());
+    QCOMPARE(old->runtime, planner::Runtime::colossalai);
+    QVERIFY(old->pin_memory);
+    const auto wrong = session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "runtime": "megatron-lm"})", "s.json");
+    QVERIFY(!wrong.ok());
+    QCOMPARE(wrong.error().message,
+             std::string("s.json: \"runtime\" must be one of colossalai, megatron, torchtitan, deepspeed, got \"megatron-lm\""));
+  }
+
   // The transformers release, as tessera plan --transformers-version: chosen beside the
   // profile (only the hf profiles read it), in the plan and the report, kept by a session.
   void transformersVersionIsChosenUnderTheHfProfilesAndKept() {

@@ -4,6 +4,7 @@
 // file, sessions round-trip, and the latency of a change stays bounded.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <tuple>
 
 #include <QAction>
@@ -765,6 +766,32 @@ class WindowTest : public QObject {
     bad.start(TESSERA_GUI_BINARY, {"--screenshot", dir.path(), "--size", "big"});
     QVERIFY(bad.waitForFinished(60000));
     QCOMPARE(bad.exitCode(), 2);
+  }
+
+  // A session's inputs instead of the example: a valid one is shot, one the
+  // planner refuses says why (so the session, not the example, was applied).
+  void screenshotModeShootsASession() {
+    QTemporaryDir dir;
+    const auto write_session = [&](const char* name, const std::string& text) {
+      const QString path = dir.filePath(QString::fromLatin1(name));
+      QFile file(path);
+      if (!file.open(QIODevice::WriteOnly)) return QString();
+      file.write(text.data(), static_cast<qint64>(text.size()));
+      return path;
+    };
+    const std::string common = R"("schema": 1, "kind": "tessera-gui-session", "model": "gpt2", "gpus": 8, "global_batch_size": 64, "seq_len": 1024)";
+    const QString good = write_session("deepspeed.json", "{" + common + R"(, "runtime": "deepspeed"})");
+    QProcess gui;
+    gui.start(TESSERA_GUI_BINARY, {good, "--screenshot", dir.filePath("shots")});
+    QVERIFY(gui.waitForFinished(60000));
+    QCOMPARE(gui.exitCode(), 0);
+    QVERIFY(!QImage(dir.filePath("shots/plans.png")).isNull());
+    const QString refused = write_session("refused.json", "{" + common + R"(, "runtime": "megatron", "plugin": "gemini"})");
+    QProcess bad;
+    bad.start(TESSERA_GUI_BINARY, {refused, "--screenshot", dir.filePath("never")});
+    QVERIFY(bad.waitForFinished(60000));
+    QCOMPARE(bad.exitCode(), 1);
+    QVERIFY2(bad.readAllStandardError().contains("refused.json: --runtime megatron searches Megatron-Core's"), "the session's refusal");
   }
 };
 

@@ -12,10 +12,11 @@
 
 namespace tessera::planner {
 
-// `plan` with the precision, optimizer, activation profile and sequence length
-// of `request` (and its recompute mode where the request fixes one); its
-// assumptions stay its own. Empty when the search for `request` could not
-// return this plan: its plugin is filtered out, its layout does not cover the
+// `plan` with the precision, optimizer, activation profile, sequence length and
+// pin_memory of `request` (and its recompute mode where the request fixes one);
+// its assumptions stay its own. Empty when the search for `request` could not
+// return this plan: it counts another runtime's model states, its plugin is
+// filtered out, its layout does not cover the
 // request's cluster or breaks a fixed --dp/--tp/--pp/--micro-batch/--zero-stage,
 // or its micro-batches do not add up to the request's global batch. Whether the
 // model divides as the layout needs is left to estimate_memory.

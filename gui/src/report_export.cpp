@@ -65,7 +65,8 @@ std::optional<ExportFormat> export_format_of(const QString& path) {
   if (name.endsWith(QLatin1String("ds_config.json"))) return ExportFormat::deepspeed;
   static const std::pair<const char*, ExportFormat> kSuffixes[] = {{"pdf", ExportFormat::pdf}, {"svg", ExportFormat::svg},   {"png", ExportFormat::png},
                                                                    {"json", ExportFormat::json}, {"csv", ExportFormat::csv}, {"md", ExportFormat::md},
-                                                                   {"html", ExportFormat::html}, {"py", ExportFormat::colossalai}};
+                                                                   {"html", ExportFormat::html}, {"py", ExportFormat::colossalai},
+                                                                   {"sh", ExportFormat::megatron}};
   const QString suffix = QFileInfo(path).suffix().toLower();
   for (const auto& [ending, format] : kSuffixes) {
     if (suffix == QLatin1String(ending)) return format;
@@ -78,6 +79,7 @@ QString export_file_filter() {
       "PDF report, inputs, every plan and every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
       "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html);;"
       "ColossalAI training script, the shown plan (*.py);;DeepSpeed config, the shown plan (*.ds_config.json);;"
+      "Megatron-LM launch script, the shown plan (*.sh);;"
       "Perfetto trace of one step, the shown plan (*.trace.json)");
 }
 
@@ -149,9 +151,10 @@ Status export_planner_report(const PlannerSession& session, ExportFormat format,
   }
   const auto& shown = session.shownPlan();
   if (!shown) return make_error(ErrorCode::invalid_argument, "nothing to export yet: no plan is shown");
-  if (format == ExportFormat::colossalai || format == ExportFormat::deepspeed || format == ExportFormat::perfetto) {
-    const auto target = format == ExportFormat::colossalai ? planner::ExportTarget::colossalai
+  if (format == ExportFormat::colossalai || format == ExportFormat::deepspeed || format == ExportFormat::megatron || format == ExportFormat::perfetto) {
+    const auto target = format == ExportFormat::colossalai  ? planner::ExportTarget::colossalai
                         : format == ExportFormat::deepspeed ? planner::ExportTarget::deepspeed
+                        : format == ExportFormat::megatron  ? planner::ExportTarget::megatron
                                                             : planner::ExportTarget::perfetto;
     auto plan = shown_plan_file(session);
     if (!plan) return plan.error();

@@ -15,7 +15,7 @@ class QWidget;
 
 namespace tessera::gui {
 
-enum class ExportFormat { pdf, svg, png, json, csv, md, html, colossalai, deepspeed, perfetto };
+enum class ExportFormat { pdf, svg, png, json, csv, md, html, colossalai, deepspeed, megatron, perfetto };
 
 // By the name's ending: .trace.json (Perfetto), ds_config.json (DeepSpeed), .py
 // (ColossalAI), else the suffix (.pdf, .svg, .png, .json, .csv, .md, .html); none for anything else.

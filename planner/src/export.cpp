@@ -81,7 +81,8 @@ namespace {
 // states must be that runtime's: ColossalAI's for --to colossalai, ColossalAI's
 // ZeRO or DeepSpeed's ZeRO-3 for --to deepspeed.
 Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarget target) {
-  if (plan_index >= file.plans.size() || target == ExportTarget::perfetto) return Status::success();  // check_plan names a bad index
+  // A bad index is check_plan's to name; export_megatron checks its own runtime.
+  if (plan_index >= file.plans.size() || target == ExportTarget::perfetto || target == ExportTarget::megatron) return Status::success();
   const Runtime runtime = file.plans[plan_index].plugin.runtime;
   const bool matches = runtime == Runtime::colossalai || (target == ExportTarget::deepspeed && runtime == Runtime::deepspeed);
   if (matches) return Status::success();
@@ -97,7 +98,7 @@ Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarg
 // Megatron's split_gather sequence parallelism, not its ring_attn mode; nor do
 // they give the sharding groups of hybrid sharding, nor compile the model.
 Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTarget target) {
-  if (plan_index >= file.plans.size() || target == ExportTarget::perfetto) return Status::success();
+  if (plan_index >= file.plans.size() || target == ExportTarget::perfetto || target == ExportTarget::megatron) return Status::success();
   const EstimateRequest& plan = file.plans[plan_index];
   const char* to = target == ExportTarget::colossalai ? "colossalai" : "deepspeed";
   if (plan.training.precision == Precision::fp8) {
@@ -128,6 +129,7 @@ Result<std::string> export_plan(const PlanFile& file, size_t plan_index, ExportT
   switch (target) {
     case ExportTarget::colossalai: return export_colossalai(file, plan_index);
     case ExportTarget::deepspeed: return export_deepspeed(file, plan_index);
+    case ExportTarget::megatron: return export_megatron(file, plan_index);
     case ExportTarget::perfetto: return export_perfetto(file, plan_index);
   }
   return make_error(ErrorCode::invalid_argument, "--to: unknown target");

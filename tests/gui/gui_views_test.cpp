@@ -304,6 +304,7 @@ class ViewsTest : public QObject {
     QCOMPARE(export_format_of(QStringLiteral("a/step.trace.json")), std::optional(ExportFormat::perfetto));
     QCOMPARE(export_format_of(QStringLiteral("ds_config.json")), std::optional(ExportFormat::deepspeed));
     QCOMPARE(export_format_of(QStringLiteral("run.ds_config.json")), std::optional(ExportFormat::deepspeed));
+    QCOMPARE(export_format_of(QStringLiteral("train_megatron.sh")), std::optional(ExportFormat::megatron));
     QCOMPARE(export_format_of(QStringLiteral("train.py")), std::optional(ExportFormat::colossalai));
     QCOMPARE(export_format_of(QStringLiteral("plan.json")), std::optional(ExportFormat::json));
     QCOMPARE(with_export_suffix(QStringLiteral("step"), QStringLiteral("Perfetto trace of one step, the shown plan (*.trace.json)")), QStringLiteral("step.trace.json"));
@@ -413,6 +414,14 @@ class ViewsTest : public QObject {
     const auto line = std::find_if(contents->inputs.begin(), contents->inputs.end(), [](const auto& l) { return l.first == QStringLiteral("Runtime"); });
     QVERIFY(line != contents->inputs.end());
     QCOMPARE(line->second, QStringLiteral("megatron"));
+    // The plan in view exports as Megatron-LM's launch script.
+    QTemporaryDir dir;
+    const QString script = dir.filePath(QStringLiteral("train_megatron.sh"));
+    const Status exported = export_planner_report(window.session(), ExportFormat::megatron, script);
+    QVERIFY2(exported.ok(), exported.ok() ? "" : exported.error().message.c_str());
+    QFile file(script);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(file.readAll().contains("pretrain_gpt.py"));
     // Gemini is ColossalAI's: refused by name beside the runtime.
     inputs.plugin = planner::PluginKind::gemini;
     test::set_inputs(window, inputs);

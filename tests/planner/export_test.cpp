@@ -19,51 +19,13 @@
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/search.h"
 #include "tessera/planner/text_util.h"
+#include "planned.h"
 #include "test_models.h"
 
 namespace tessera::planner {
 namespace {
 
 using nlohmann::json;
-
-struct Planned {
-  Model model;
-  PlanFile file;
-  std::vector<Candidate> candidates;  // as searched, in file order
-};
-
-// Searches `model` on 8 H100s (global batch 64 × seq 1024) with `restrict`
-// applied, and reads the plan document back as `tessera export` does.
-Planned plan_for(const std::string& model_name, const std::function<void(PlanRequest&)>& restrict) {
-  Planned out{testing::shipped_model(model_name), {}, {}};
-  PlanRequest request;
-  request.cluster = make_cluster(testing::shipped_gpu("h100-80g"), 8, 8, 400).value();
-  request.global_batch_size = 64;
-  request.seq_len = 1024;
-  restrict(request);
-  auto result = search_plans(out.model, request);
-  EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message);
-  if (!result.ok()) return out;
-  EXPECT_FALSE(result->plans.empty());
-  const int top_k = 1000;
-  const json document = plan_document(out.model, model_name, request, result.value(), top_k);
-  auto file = parse_plan_file(document.dump(2), "plan.json");
-  EXPECT_TRUE(file.ok()) << (file.ok() ? "" : file.error().message);
-  if (!file.ok()) return out;
-  out.file = std::move(file).value();
-  out.candidates = result->plans;
-  EXPECT_EQ(out.file.plans.size(), out.candidates.size());
-  return out;
-}
-
-// The index of the first plan that `pick` accepts.
-size_t find_plan(const Planned& planned, const std::function<bool(const EstimateRequest&)>& pick) {
-  for (size_t i = 0; i < planned.file.plans.size(); ++i) {
-    if (pick(planned.file.plans[i])) return i;
-  }
-  ADD_FAILURE() << "no plan of the kind wanted among " << planned.file.plans.size();
-  return 0;
-}
 
 json deepspeed_config(const Planned& planned, size_t index) {
   auto text = export_deepspeed(planned.file, index);

@@ -7,6 +7,9 @@
 //               accumulation and (tp × pp plans) the pipeline schedule
 //   deepspeed   ds_config.json for the plans DeepSpeed's ZeRO can express
 //               (DDP, ZeRO-1/2, FSDP, Gemini with all-or-nothing offload)
+//   megatron    a bash script that runs Megatron-LM's pretrain_gpt.py under
+//               torchrun with the plan's layout, states, recompute and precision
+//               (plans made under --runtime megatron)
 //   perfetto    a Chrome trace (JSON) of one simulated step, lane by lane, for
 //               ui.perfetto.dev or chrome://tracing
 //
@@ -26,17 +29,20 @@
 
 namespace tessera::planner {
 
-enum class ExportTarget { colossalai, deepspeed, perfetto };
+enum class ExportTarget { colossalai, deepspeed, megatron, perfetto };
 
-inline constexpr std::array<EnumName<ExportTarget>, 3> kExportTargetNames{
-    {{ExportTarget::colossalai, "colossalai"}, {ExportTarget::deepspeed, "deepspeed"}, {ExportTarget::perfetto, "perfetto"}}};
+inline constexpr std::array<EnumName<ExportTarget>, 4> kExportTargetNames{{{ExportTarget::colossalai, "colossalai"},
+                                                                           {ExportTarget::deepspeed, "deepspeed"},
+                                                                           {ExportTarget::megatron, "megatron"},
+                                                                           {ExportTarget::perfetto, "perfetto"}}};
 inline std::span<const EnumName<ExportTarget>> enum_names(ExportTarget) { return kExportTargetNames; }
 
 Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index);
 Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index);
+Result<std::string> export_megatron(const PlanFile& file, size_t plan_index);
 Result<std::string> export_perfetto(const PlanFile& file, size_t plan_index);
 
-// One of the three by target.
+// One of them by target.
 Result<std::string> export_plan(const PlanFile& file, size_t plan_index, ExportTarget target);
 
 }  // namespace tessera::planner

@@ -1,0 +1,118 @@
+// `tessera export --to megatron`: the launch script carries the plan's layout,
+// states, recompute and precision in Megatron-LM's argument names, and refuses
+// what Megatron-Core would not run as planned. (tools/ecosystem/megatron_args.py
+// runs the scripts through Megatron-LM's own parser.)
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "planned.h"
+#include "tessera/planner/export.h"
+
+namespace tessera::planner {
+namespace {
+
+std::string script_of(const Planned& planned, size_t index) {
+  auto text = export_megatron(planned.file, index);
+  EXPECT_TRUE(text.ok()) << (text.ok() ? "" : text.error().message);
+  return text.ok() ? text.value() : std::string();
+}
+
+void expect_lines(const std::string& script, std::initializer_list<const char*> lines) {
+  for (const char* line : lines) EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
+}
+
+TEST(ExportMegatron, TensorPipelineAndDistributedOptimizerOfAnInterleavedPlan) {
+  const Planned planned = plan_for("llama-2-70b", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.tp = 4;
+    r.pp = 4;
+    r.global_batch_size = 256;
+    r.seq_len = 4096;
+    r.pp_schedule = PipelineSchedule::interleaved;
+  }, 64);
+  const size_t index = find_plan(planned, [](const EstimateRequest& r) { return r.plugin.effective_zero_stage() == 1; });
+  const EstimateRequest& r = planned.file.plans[index];
+  const std::string script = script_of(planned, index);
+  expect_lines(script, {"export CUDA_DEVICE_MAX_CONNECTIONS=1\n", "  --tensor-model-parallel-size 4\n", "  --pipeline-model-parallel-size 4\n",
+                        "  --sequence-parallel\n", "  --use-distributed-optimizer  # ZeRO stage 1\n", "  --group-query-attention\n",
+                        "  --num-query-groups 8\n", "  --normalization RMSNorm\n", "  --swiglu\n", "  --disable-bias-linear\n",
+                        "  --untie-embeddings-and-output-weights\n", "--nproc-per-node 8 --nnodes \"${NNODES:-8}\"", "  --vocab-size 31999"});
+  expect_lines(script, {("  --num-virtual-stages-per-pipeline-rank " + std::to_string(r.plugin.num_model_chunks)).c_str(),
+                        ("  --micro-batch-size " + std::to_string(r.training.micro_batch_size) + "\n").c_str(),
+                        "  --global-batch-size 256\n"});
+  // 32,000 rows are a multiple of tp 4 but not of Megatron's 128 × 4, which would pad them to 32,256.
+  expect_lines(script, {"  --make-vocab-size-divisible-by 1"});
+}
+
+// Llama 3 8B's 32 layers on 3 stages: Megatron's layout string, one stage per
+// virtual stage with the embedding first and the loss last.
+TEST(ExportMegatron, AnUnevenSplitIsMegatronsPipelineLayout) {
+  const Planned planned = plan_for("llama-3-8b", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.pp = 3;
+    r.recompute = {RecomputeMode::full};
+    r.global_batch_size = 48;
+  }, 24);
+  const std::string script = script_of(planned, 0);
+  EXPECT_EQ(script.find("--make-vocab-size-divisible-by"), std::string::npos) << "128,256 is a multiple of 128 × tp";
+  expect_lines(script, {"  --pipeline-model-parallel-layout 'Et*11|t*11|t*10L'", "  --recompute-granularity full\n", "  --recompute-method uniform\n",
+                        "  --recompute-num-layers 1  # every block\n", "  --rotary-base 500000\n"});
+}
+
+// GPT-2's learned positions, tanh GELU, biases and tied head; its 50,257-entry
+// vocabulary padded to a multiple of tp as the plan counts it.
+TEST(ExportMegatron, Gpt2KeepsItsArchitectureAndThePlansVocabularyPadding) {
+  const Planned planned = plan_for("gpt2-large", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.tp = 2;
+    r.activation_profile = ActivationProfile::megatron;
+  });
+  const std::string script = script_of(planned, 0);
+  expect_lines(script, {"  --position-embedding-type learned_absolute\n", "  --max-position-embeddings 1024\n", "  --openai-gelu",
+                        "  --normalization LayerNorm\n", "  --attention-dropout 0.1\n", "  --hidden-dropout 0.1\n",
+                        "  --attention-backend unfused", "  --vocab-size 50256", "  --make-vocab-size-divisible-by 1"});
+  for (const char* absent : {"--swiglu", "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--group-query-attention"}) {
+    EXPECT_EQ(script.find(absent), std::string::npos) << absent;
+  }
+}
+
+TEST(ExportMegatron, Fp8AndContextParallelism) {
+  const Planned planned = plan_for("qwen2-7b", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.cp = 2;
+    r.precision = Precision::fp8;
+    r.seq_len = 16384;
+    r.global_batch_size = 32;
+  }, 16);
+  const std::string script = script_of(planned, 0);
+  expect_lines(script, {"  --context-parallel-size 2\n", "  --bf16\n", "  --fp8-format hybrid", "  --fp8-amax-history-len 1024",
+                        "  --add-qkv-bias\n", "  --disable-bias-linear\n", "  --rotary-base 1000000\n", "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"});
+}
+
+TEST(ExportMegatron, RefusesWhatMegatronCoreWouldNotRunAsPlanned) {
+  const Planned colossalai = plan_for("llama-2-7b", [](PlanRequest& r) { r.tp = 2; });
+  auto refused = export_megatron(colossalai.file, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::unsupported);
+  EXPECT_NE(refused.error().message.find("--to megatron: the plan counts colossalai's model states, not Megatron-Core's; plan again with --runtime megatron"),
+            std::string::npos)
+      << refused.error().message;
+  const Planned bloom = plan_for("bloom-176b", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.global_batch_size = 64;
+  }, 64);
+  refused = export_megatron(bloom.file, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("bloom-176b has a LayerNorm after the embedding"), std::string::npos) << refused.error().message;
+  // Without a tensor or context split there is nothing for CUDA_DEVICE_MAX_CONNECTIONS to order.
+  const Planned plain = plan_for("llama-2-7b", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.tp = 1;
+    r.pp = 1;
+  });
+  EXPECT_EQ(script_of(plain, 0).find("CUDA_DEVICE_MAX_CONNECTIONS"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::planner

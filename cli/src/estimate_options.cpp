@@ -51,7 +51,7 @@ Status EstimateOptions::finish() {
   for (Status s : {parse_choice("--precision", precision, t.precision), parse_choice("--optimizer", optimizer, t.optimizer),
                    parse_choice("--recompute", recompute, t.recompute),
                    parse_choice("--activation-profile", activation_profile, t.activation_profile),
-                   parse_choice("--plugin", plugin, p.kind), parse_choice("--runtime", runtime, p.runtime),
+                   parse_choice("--runtime", runtime, p.runtime),
                    parse_choice("--pp-schedule", pp_schedule, p.pp_schedule),
                    parse_choice("--fsdp-strategy", fsdp_strategy, p.fsdp_strategy),
                    parse_choice("--placement", placement, p.gemini.placement_policy),
@@ -62,6 +62,11 @@ Status EstimateOptions::finish() {
                    mib_to_bytes("--cublas-workspace-mib", cublas_workspace_mib, request.assumptions.cublas_workspace_bytes, false),
                    parse_memory_headroom(memory_headroom, request.assumptions)}) {
     if (!s) return s;
+  }
+  // Without --plugin, the plugin of the runtime's model states (torch_ddp under colossalai).
+  p.kind = runtime_plugin(p.runtime);
+  if (!plugin.empty()) {
+    if (Status s = parse_choice("--plugin", plugin, p.kind); !s) return s;
   }
   if (Status s = parse_transformers_version_option(transformers_version, t.activation_profile, t.transformers_version); !s) return s;
   if (format.empty()) {
@@ -116,7 +121,9 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022), tessera (our engine on the CPU) or tessera_gpu (its GPU step)")->capture_default_str();
   c.add_option("--transformers-version", o.transformers_version, kTransformersVersionHelp);
   c.add_flag("--torch-compile", r.training.torch_compile, kTorchCompileHelp);
-  c.add_option("--plugin", o.plugin, "torch_ddp, torch_fsdp, low_level_zero, gemini or hybrid_parallel")->capture_default_str();
+  c.add_option("--plugin", o.plugin,
+               "torch_ddp, torch_fsdp, low_level_zero, gemini or hybrid_parallel (default: the runtime's: torch_ddp, or under --runtime megatron "
+               "hybrid_parallel, torchtitan torch_fsdp, deepspeed low_level_zero)");
   c.add_option("--runtime", o.runtime,
                "Whose model states: colossalai (ColossalAI's plugins, Tessera's engine), megatron (Megatron-Core: hybrid_parallel, "
                "--zero-stage 1 = its distributed optimizer), torchtitan (FSDP2: torch_fsdp) or deepspeed (ZeRO-3: low_level_zero)")

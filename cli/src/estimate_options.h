@@ -40,7 +40,7 @@ struct EstimateOptions {
   std::string optimizer = "adamw";
   std::string recompute = "none";
   std::string activation_profile = "flash";
-  std::string plugin = "torch_ddp";
+  std::string plugin;  // empty: the runtime's plugin (runtime_plugin)
   std::string runtime = "colossalai";
   std::string pp_schedule = "1f1b";
   std::string fsdp_strategy = "full_shard";

@@ -11,7 +11,8 @@ namespace {
 
 Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
 
-Status needs_plugin(Runtime runtime, PluginKind wanted, PluginKind got, const char* what) {
+Status needs_plugin(Runtime runtime, PluginKind got, const char* what) {
+  const PluginKind wanted = runtime_plugin(runtime);
   if (got == wanted) return Status::success();
   return invalid("--runtime " + std::string(enum_name(runtime)) + " models " + what + ": use --plugin " + std::string(enum_name(wanted)) +
                  " (got " + std::string(enum_name(got)) + ")");
@@ -69,7 +70,7 @@ Status check_runtime(const EstimateRequest& r) {
   switch (p.runtime) {
     case Runtime::colossalai: return Status::success();
     case Runtime::megatron: {
-      if (Status s = needs_plugin(p.runtime, PluginKind::hybrid_parallel, p.kind, "Megatron-Core's data, tensor and pipeline parallelism"); !s) return s;
+      if (Status s = needs_plugin(p.runtime, p.kind, "Megatron-Core's data, tensor and pipeline parallelism"); !s) return s;
       if (p.effective_zero_stage() > 1) {
         return invalid("--zero-stage " + std::to_string(p.effective_zero_stage()) +
                        " under --runtime megatron: Megatron-Core shards only the optimizer; use --zero-stage 1 (its distributed optimizer) or 0");
@@ -78,14 +79,14 @@ Status check_runtime(const EstimateRequest& r) {
       return Status::success();
     }
     case Runtime::torchtitan: {
-      if (Status s = needs_plugin(p.runtime, PluginKind::torch_fsdp, p.kind, "FSDP2"); !s) return s;
+      if (Status s = needs_plugin(p.runtime, p.kind, "FSDP2"); !s) return s;
       if (r.training.precision == Precision::fp16) {
         return invalid("--precision fp16 under --runtime torchtitan: its mixed_precision_param is bfloat16 or float32; use --precision bf16 or fp32");
       }
       return Status::success();
     }
     case Runtime::deepspeed: {
-      if (Status s = needs_plugin(p.runtime, PluginKind::low_level_zero, p.kind, "DeepSpeed ZeRO-3"); !s) return s;
+      if (Status s = needs_plugin(p.runtime, p.kind, "DeepSpeed ZeRO-3"); !s) return s;
       return check_deepspeed(p, r.training);
     }
   }

@@ -230,6 +230,19 @@ TEST(Cli, OptionsReachThePlannerRequest) {
   EXPECT_EQ(r.plugin.bucket_bytes, int64_t{50} << 20);
 }
 
+// Without --plugin, the plugin is the one whose states the runtime describes.
+TEST(Cli, TheRuntimeChoosesThePluginWhenNoneIsGiven) {
+  for (const auto& [runtime, plugin] : {std::pair{"colossalai", planner::PluginKind::torch_ddp}, std::pair{"megatron", planner::PluginKind::hybrid_parallel},
+                                        std::pair{"torchtitan", planner::PluginKind::torch_fsdp}, std::pair{"deepspeed", planner::PluginKind::low_level_zero}}) {
+    auto options = parse_estimate_arguments({"--model", "llama-2-7b", "--runtime", runtime});
+    ASSERT_TRUE(options.ok()) << options.error().message;
+    EXPECT_EQ(options->request.plugin.kind, plugin) << runtime;
+  }
+  auto given = parse_estimate_arguments({"--model", "llama-2-7b", "--runtime", "colossalai", "--plugin", "gemini"});
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(given->request.plugin.kind, planner::PluginKind::gemini);
+}
+
 TEST(Cli, PlanJsonRanksPlansBestFirstWithTheAcceptanceKeys) {
   const tessera::testing::ScratchDir scratch;
   const std::string output = scratch.path("plan.json");

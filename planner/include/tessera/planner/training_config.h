@@ -38,6 +38,19 @@ enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
 // (torch_fsdp); deepspeed for DeepSpeed ZeRO-3 (low_level_zero at stage 3).
 enum class Runtime { colossalai, megatron, torchtitan, deepspeed };
 
+// The plugin whose model states a runtime describes (validate_runtime.cpp):
+// Megatron-Core's hybrid_parallel, torchtitan's FSDP2 as torch_fsdp, DeepSpeed's
+// ZeRO-3 as low_level_zero; under colossalai, any (torch_ddp by default).
+constexpr PluginKind runtime_plugin(Runtime runtime) {
+  switch (runtime) {
+    case Runtime::colossalai: return PluginKind::torch_ddp;
+    case Runtime::megatron: return PluginKind::hybrid_parallel;
+    case Runtime::torchtitan: return PluginKind::torch_fsdp;
+    case Runtime::deepspeed: return PluginKind::low_level_zero;
+  }
+  return PluginKind::torch_ddp;
+}
+
 inline constexpr std::array<EnumName<Precision>, 4> kPrecisionNames{
     {{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}, {Precision::fp8, "fp8"}}};
 inline constexpr std::array<EnumName<OptimizerKind>, 4> kOptimizerNames{{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}, {OptimizerKind::sgd_momentum, "sgd_momentum"}}};

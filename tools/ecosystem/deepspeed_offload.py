@@ -3,10 +3,10 @@
     python deepspeed_offload.py TESSERA WORK              (the check: plans, exports, launches, compares)
     torchrun --nproc_per_node 2 deepspeed_offload.py --rank-probe JOBS.json   (what the check launches)
 
-For each case `tessera plan` makes a ZeRO plan of tiny-llama on 2 ranks, the
-plan is turned into DeepSpeed's ZeRO-3 with its optimizer (and parameters)
-offloaded as `--runtime deepspeed --cpu-offload [--offload-param]` counts it,
-and `tessera export --to deepspeed` writes the config. DeepSpeed then takes one
+For each case `tessera plan --runtime deepspeed` plans ZeRO-3 for tiny-llama
+on 2 ranks, the plan with the optimizer (and the parameters) offloaded is
+taken, its sub_group_size set in the file, and `tessera export --to deepspeed`
+writes the config. DeepSpeed then takes one
 step with it and each rank reports the buffers ZeRO-3 made for the offload
 (runtime/zero/stage3.py): the flat 16-bit gradient partitions, the fp32
 gradients per sub-group, the fp32 partitions, CPU Adam's moments and, with
@@ -52,18 +52,16 @@ def planned_host_bytes(tessera, flags, sub_group_size):
 
 
 def exported_config(tessera, work, name, flags, sub_group_size):
-    """ds_config.json for the case: a ZeRO plan of `tessera plan` turned into the deepspeed runtime's, exported."""
+    """ds_config.json for the case: the offloading plan of `tessera plan --runtime deepspeed`, exported."""
     directory = os.path.join(work, "".join(c if c.isalnum() else "-" for c in name))
     os.makedirs(directory)
     plan_path = os.path.join(directory, "plan.json")
-    run([tessera, "plan", "--model", "tiny-llama", "--gpus", "2", "--gpu", "h100-80g", "--global-batch", "2", "--seq", str(SEQ),
-         "--plugin", "low_level_zero", "--precision", "bf16", "-o", plan_path])
+    run([tessera, "plan", "--runtime", "deepspeed", "--model", "tiny-llama", "--gpus", "2", "--gpu", "h100-80g", "--global-batch", "2",
+         "--seq", str(SEQ), "--precision", "bf16", "--recompute", "none", "--pin-memory", "false", "--top", "20", "-o", plan_path])
     with open(plan_path) as f:
         document = json.load(f)
-    plan = next(p for p in document["plans"] if p["layout"]["dp"] == 2)
-    plan["runtime"] = "deepspeed"
-    plan["settings"] = {"stage": 3, "cpu_offload": True, "pin_memory": False, "sub_group_size": sub_group_size,
-                        "offload_param": "--offload-param" in flags}
+    plan = next(p for p in document["plans"] if p["settings"]["cpu_offload"] and p["settings"]["offload_param"] == ("--offload-param" in flags))
+    plan["settings"]["sub_group_size"] = sub_group_size  # not searched: set in the file, as a user would edit it
     document["plans"] = [plan]
     with open(plan_path, "w") as f:
         json.dump(document, f)

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "megatron_compare.h"
+#include "tessera/planner/megatron_log.h"
+#include "tessera/planner/text_util.h"
 #include "tessera/planner/measured_run.h"
 #include "tessera/planner/report.h"
 
@@ -15,6 +18,9 @@ namespace {
 
 using nlohmann::json;
 using namespace tessera::planner;
+
+// A training log of thousands of iterations on a large cluster stays far below this.
+constexpr size_t kMaxLogFileBytes = size_t{256} << 20;
 
 // The device figures: the keys the comparison had before it was per rank.
 json device_row_json(const CategoryError& e) {
@@ -116,12 +122,18 @@ void print_tables(const std::vector<RankComparison>& ranks, std::ostream& out) {
 
 void add_compare_options(CLI::App& c, CompareCliOptions& o) {
   c.add_option("plan", o.plan, "plan.json or an estimate JSON")->required();
-  c.add_option("metrics", o.metrics, "metrics.json written by tessera train")->required();
+  c.add_option("metrics", o.metrics, "metrics.json written by tessera train, or the output of a Megatron-LM run (tessera export --to megatron)")
+      ->required();
+  c.add_option("--plan", o.plan_number, "Which plan of a plan file: 1 is the best")->capture_default_str()->check(CLI::PositiveNumber);
   c.add_option("--format", o.format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
 
 int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err) {
-  auto predicted = read_predicted_run(o.plan);
+  // A Megatron-LM log is text; metrics.json, JSON (read below, with its own errors).
+  if (auto text = read_text_file(o.metrics, "metrics", kMaxLogFileBytes); text && looks_like_megatron_log(text.value())) {
+    return run_megatron_compare(o, text.value(), out, err);
+  }
+  auto predicted = read_predicted_run(o.plan, static_cast<size_t>(o.plan_number - 1));
   if (!predicted) return fail(err, predicted.error().message);
   auto measured = read_measured_run(o.metrics);
   if (!measured) return fail(err, measured.error().message);

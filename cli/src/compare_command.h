@@ -1,5 +1,6 @@
 // `tessera compare PLAN METRICS`: the planner's prediction against a measured
-// run, per rank, per memory category, on the device and on the host.
+// run, per rank, per memory category, on the device and on the host; or, given
+// a Megatron-LM log, against that run (megatron_compare.h).
 #pragma once
 
 #include <iosfwd>
@@ -11,7 +12,8 @@ namespace tessera::cli {
 
 struct CompareCliOptions {
   std::string plan;
-  std::string metrics;
+  std::string metrics;  // metrics.json of tessera train, or a Megatron-LM log
+  int plan_number = 1;  // which plan of a plan file, 1 the best
   std::string format = "table";
 };
 

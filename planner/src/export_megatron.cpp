@@ -211,8 +211,10 @@ ArgsArray training_args(const EstimateRequest& r) {
   }
   a.add("--lr", "1e-4");
   a.add("--clip-grad", "1.0");
-  a.add("--train-iters", "${TRAIN_ITERS:-20}");
-  a.add("--log-interval", "1");
+  a.add("--train-iters", "${TRAIN_ITERS:-30}");
+  // Megatron reports memory once, after the first logged interval: 5 iterations
+  // in, the optimizer's states exist and the peak is the steady one.
+  a.add("--log-interval", "5", "tessera compare plan.json LOG reads the intervals and the memory report");
   a.add("--eval-iters", "0");
   return a;
 }
@@ -270,7 +272,8 @@ Result<std::string> export_megatron(const PlanFile& file, size_t plan_index) {
        << static_cast<int64_t>(plan["tokens_per_s"].get<double>()) << " tokens/s\n";
   }
   sh << "# Run it from a Megatron-LM checkout (or set MEGATRON_LM) on every node, with NNODES,\n"
-     << "# NODE_RANK and MASTER_ADDR set there; TRAIN_ITERS steps (20 by default) of mock data.\n"
+     << "# NODE_RANK and MASTER_ADDR set there; TRAIN_ITERS steps (30 by default) of mock data. Then\n"
+     << "# `tessera compare plan.json LOG` sets the log (this script's output) against the plan.\n"
      << "set -euo pipefail\n";
   if (r.layout.tp > 1 || r.layout.cp > 1) {
     sh << "# Megatron requires it with tensor or context parallelism before Blackwell (validate_args).\n"

@@ -161,7 +161,7 @@ Result<MeasuredRun> read_measured_run(const std::string& path) {
   return parse_measured_run(text.value(), path);
 }
 
-Result<PredictedRun> read_predicted_run(const std::string& path) {
+Result<PredictedRun> read_predicted_run(const std::string& path, size_t plan_index) {
   auto text = read_text_file(path, "plan", kMaxJsonFileBytes);
   if (!text) return text.error();
   auto document = parse_json(text.value(), "plan: " + path);
@@ -169,9 +169,14 @@ Result<PredictedRun> read_predicted_run(const std::string& path) {
   const json& doc = document.value();
   const json* ranks = nullptr;
   if (doc.is_object() && doc.contains("ranks")) ranks = &doc["ranks"];
-  if (value_or(doc, "kind", std::string()) == "plan" && doc.contains("plans") && doc["plans"].is_array() && !doc["plans"].empty() &&
-      doc["plans"][0].is_object() && doc["plans"][0].contains("memory") && doc["plans"][0]["memory"].is_object()) {
-    ranks = doc["plans"][0]["memory"].contains("ranks") ? &doc["plans"][0]["memory"]["ranks"] : nullptr;
+  const bool plan_file = value_or(doc, "kind", std::string()) == "plan" && doc.contains("plans") && doc["plans"].is_array();
+  if (plan_file && plan_index >= doc["plans"].size()) {
+    return make_error(ErrorCode::invalid_argument, "--plan " + std::to_string(plan_index + 1) + " is out of range: " + path + " holds plans 1 to " +
+                                                       std::to_string(doc["plans"].size()));
+  }
+  if (plan_file && doc["plans"][plan_index].is_object() && doc["plans"][plan_index].contains("memory") && doc["plans"][plan_index]["memory"].is_object()) {
+    const json& memory = doc["plans"][plan_index]["memory"];
+    ranks = memory.contains("ranks") ? &memory["ranks"] : nullptr;
   }
   auto rows = parse_rank_rows(ranks, path, "no per-rank memory found (expected a plan or estimate file with \"schema\": 1)");
   if (!rows) return rows.error();

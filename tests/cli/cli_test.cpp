@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <iomanip>
 #include <iterator>
 #include <fstream>
 #include <sstream>
@@ -289,6 +290,42 @@ TEST(Cli, PlanUnderARuntimeExportsThatRuntimesConfig) {
   const CliRun script = run({"export", output.c_str(), "--to", "colossalai"});
   EXPECT_EQ(script.code, 2);
   EXPECT_NE(script.err.find("plan again with --runtime colossalai"), std::string::npos) << script.err;
+}
+
+// The log of the Megatron-LM run a plan was exported to, set against the plan:
+// the step's median after the warm-up interval, tokens/s, each reported rank's peak.
+TEST(Cli, CompareSetsAMegatronLogAgainstItsPlan) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string plan = scratch.path("plan.json");
+  ASSERT_EQ(run({"plan", "--runtime", "megatron", "--model", "llama-2-7b", "--gpus", "16", "--global-batch", "64", "--seq", "4096", "--tp", "2",
+                 "--pp", "2", "--output", plan.c_str()}).code, 0);
+  const std::string log = scratch.path("megatron.log");
+  {
+    std::ofstream out(log);
+    for (const auto& [iteration, ms] : {std::pair{5, 5000.0}, std::pair{10, 2000.0}, std::pair{15, 2200.0}, std::pair{20, 2100.0}}) {
+      out << " [2026-12-07 04:00:00] iteration " << std::setw(8) << iteration << "/      30 | consumed samples: " << std::setw(12) << iteration * 64
+          << " | elapsed time per iteration (ms): " << std::fixed << std::setprecision(1) << ms
+          << " | learning rate: 1.000000E-04 | global batch size:    64 | lm loss: 1.037452E+01 | loss scale: 1.0 |\n";
+      if (iteration == 5) out << "[Rank 15] (after 5 iterations) memory (MB) | allocated: 20000.0 | max allocated: 40960.0 | reserved: 43000.0 | max reserved: 43008.0\n";
+    }
+  }
+  const CliRun table = run({"compare", plan.c_str(), log.c_str()});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("step time"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("2.100 s"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("median of 3 intervals, the first (warm-up) left out"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("40.00 GiB"), std::string::npos) << table.out;
+  const CliRun json_run = run({"compare", plan.c_str(), log.c_str(), "--format", "json"});
+  ASSERT_EQ(json_run.code, 0) << json_run.err;
+  const auto doc = nlohmann::json::parse(json_run.out);
+  EXPECT_EQ(doc["kind"], "megatron_comparison");
+  EXPECT_DOUBLE_EQ(doc["step_time"]["measured_s"].get<double>(), 2.1);
+  EXPECT_EQ(doc["ranks"][0]["rank"], 15);
+  EXPECT_EQ(doc["ranks"][0]["pipeline_stage"], 1);
+  EXPECT_EQ(doc["ranks"][0]["measured_max_allocated_bytes"], int64_t{40960} << 20);
+  const CliRun beyond = run({"compare", plan.c_str(), log.c_str(), "--plan", "99"});
+  EXPECT_EQ(beyond.code, 2);
+  EXPECT_NE(beyond.err.find("--plan 99 is out of range"), std::string::npos) << beyond.err;
 }
 
 // plan.json is JSON whatever the name; a report's extension is refused rather than filled with JSON.

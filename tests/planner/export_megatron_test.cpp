@@ -23,14 +23,7 @@ void expect_lines(const std::string& script, std::initializer_list<const char*> 
 }
 
 TEST(ExportMegatron, TensorPipelineAndDistributedOptimizerOfAnInterleavedPlan) {
-  const Planned planned = plan_for("llama-2-70b", [](PlanRequest& r) {
-    r.runtime = Runtime::megatron;
-    r.tp = 4;
-    r.pp = 4;
-    r.global_batch_size = 256;
-    r.seq_len = 4096;
-    r.pp_schedule = PipelineSchedule::interleaved;
-  }, 64);
+  const Planned planned = megatron_llama_70b_tp4_pp4(PipelineSchedule::interleaved);
   const size_t index = find_plan(planned, [](const EstimateRequest& r) { return r.plugin.effective_zero_stage() == 1; });
   const EstimateRequest& r = planned.file.plans[index];
   const std::string script = script_of(planned, index);

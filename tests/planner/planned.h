@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,19 @@ inline Planned plan_for(const std::string& model_name, const std::function<void(
   out.candidates = result->plans;
   EXPECT_EQ(out.file.plans.size(), out.candidates.size());
   return out;
+}
+
+// Llama-2-70B under --runtime megatron at tp 4 × pp 4 on 64 H100s (global
+// batch 256 × 4096), pipelines of `schedule` only where one is given.
+inline Planned megatron_llama_70b_tp4_pp4(std::optional<PipelineSchedule> schedule = std::nullopt) {
+  return plan_for("llama-2-70b", [&](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.tp = 4;
+    r.pp = 4;
+    r.global_batch_size = 256;
+    r.seq_len = 4096;
+    r.pp_schedule = schedule;
+  }, 64);
 }
 
 // The index of the first plan that `pick` accepts.

@@ -29,12 +29,13 @@ struct MeasuredRun {
 Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string& source);
 Result<MeasuredRun> read_measured_run(const std::string& path);
 
-// The rank rows of a plan file's best plan, or of an estimate (as `tessera
-// estimate --format json` and `tessera train` write it), and its model's name.
+// The rank rows of a plan of a plan file (`plan_index`, 0-based: the best
+// first), or of an estimate (as `tessera estimate --format json` and `tessera
+// train` write it), and its model's name.
 struct PredictedRun {
   std::string model_name;
   std::vector<RankRow> ranks;  // each covering a range of ranks, in rank order; never empty
 };
-Result<PredictedRun> read_predicted_run(const std::string& path);
+Result<PredictedRun> read_predicted_run(const std::string& path, size_t plan_index = 0);
 
 }  // namespace tessera::planner

@@ -1,0 +1,201 @@
+// Megatron-LM training logs read back and set against a plan; the formats are in megatron_log.h.
+#include "tessera/planner/megatron_log.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "tessera/planner/memory_model.h"
+#include "tessera/planner/registry.h"
+#include "tessera/planner/report.h"
+#include "tessera/planner/search.h"
+
+namespace tessera::planner {
+namespace {
+
+constexpr std::string_view kElapsed = "elapsed time per iteration (ms):";
+constexpr std::string_view kMemory = " memory (MB) | allocated:";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<double> to_double(std::string_view s) {
+  s = trim(s);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> to_int(std::string_view s) {
+  s = trim(s);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// The value after "key:" in one of the line's " | "-separated fields.
+std::optional<std::string_view> field(std::string_view line, std::string_view key) {
+  size_t at = 0;
+  while (at <= line.size()) {
+    const size_t bar = line.find('|', at);
+    const std::string_view part = trim(line.substr(at, bar == std::string_view::npos ? std::string_view::npos : bar - at));
+    if (part.starts_with(key) && part.size() > key.size() && part[key.size()] == ':') return part.substr(key.size() + 1);
+    if (bar == std::string_view::npos) break;
+    at = bar + 1;
+  }
+  return std::nullopt;
+}
+
+Error bad_line(const std::string& source, size_t number, const std::string& what) {
+  return make_error(ErrorCode::parse_error, source + ":" + std::to_string(number) + ": " + what);
+}
+
+std::optional<MegatronInterval> read_interval(std::string_view line) {
+  MegatronInterval out;
+  const size_t it = line.find("iteration ");
+  const size_t slash = it == std::string_view::npos ? it : line.find('/', it);
+  if (slash == std::string_view::npos) return std::nullopt;
+  const auto iteration = to_int(line.substr(it + 10, slash - it - 10));
+  const auto elapsed = field(line, "elapsed time per iteration (ms)");
+  if (!elapsed) return std::nullopt;
+  const auto ms = to_double(*elapsed);
+  const auto batch = field(line, "global batch size");
+  if (!iteration || !ms || *ms <= 0 || !batch || !to_int(*batch)) return std::nullopt;
+  out.iteration = *iteration;
+  out.ms_per_iteration = *ms;
+  out.global_batch = *to_int(*batch);
+  if (const auto loss = field(line, "lm loss")) out.loss = to_double(*loss).value_or(0);
+  return out;
+}
+
+std::optional<MegatronMemory> read_memory(std::string_view line) {
+  MegatronMemory out;
+  const size_t rank_at = line.find("[Rank ");
+  const size_t after_at = line.find("(after ");
+  if (rank_at == std::string_view::npos || after_at == std::string_view::npos) return std::nullopt;
+  const auto rank = to_int(line.substr(rank_at + 6, line.find(']', rank_at) - rank_at - 6));
+  const auto after = to_int(line.substr(after_at + 7, line.find(" iterations)", after_at) - after_at - 7));
+  const auto allocated = field(line, "allocated");
+  const auto max_allocated = field(line, "max allocated");
+  const auto reserved = field(line, "reserved");
+  const auto max_reserved = field(line, "max reserved");
+  if (!rank || !after || !allocated || !max_allocated || !reserved || !max_reserved) return std::nullopt;
+  const auto a = to_double(*allocated), m = to_double(*max_allocated), r = to_double(*reserved), v = to_double(*max_reserved);
+  if (!a || !m || !r || !v) return std::nullopt;
+  out.rank = *rank;
+  out.after_iterations = *after;
+  out.allocated_mib = *a;
+  out.max_allocated_mib = *m;
+  out.reserved_mib = *r;
+  out.max_reserved_mib = *v;
+  return out;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+int64_t mib_to_bytes(double mib) { return std::llround(mib * 1024 * 1024); }
+
+// The plan's rows with the assumptions that PyTorch's counters leave out zeroed.
+Result<MemoryEstimate> estimate_as_pytorch_counts(const Model& model, const PlanFile& file, EstimateRequest request, bool with_reserve) {
+  request.assumptions.cuda_context_bytes = 0;
+  request.assumptions.nccl_bytes_per_group = 0;
+  if (!with_reserve) request.assumptions.allocator_reserve_fraction = 0;
+  return estimate_memory(model, file.cluster.gpu, request);
+}
+
+const RankMemory* row_of_stage(const MemoryEstimate& e, int64_t stage) {
+  for (const RankMemory& r : e.ranks) {
+    if (stage >= r.first_stage && stage <= r.last_stage) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool looks_like_megatron_log(std::string_view text) { return text.find(kElapsed) != std::string_view::npos; }
+
+Result<MegatronLog> parse_megatron_log(std::string_view text, const std::string& source) {
+  MegatronLog log;
+  size_t number = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    ++number;
+    if (line.find(kElapsed) != std::string_view::npos) {
+      const auto interval = read_interval(line);
+      if (!interval) return bad_line(source, number, "a training_log line without its iteration, elapsed time or global batch size");
+      log.intervals.push_back(*interval);
+    } else if (line.find(kMemory) != std::string_view::npos) {
+      const auto memory = read_memory(line);
+      if (!memory) return bad_line(source, number, "a report_memory line without its rank, iterations or four sizes");
+      log.memory.push_back(*memory);
+    }
+  }
+  if (log.intervals.empty()) {
+    return make_error(ErrorCode::parse_error, source + ": no Megatron-LM training_log line (\"... | " + std::string(kElapsed) + " ... |\"); "
+                                                  "give the standard output of pretrain_gpt.py");
+  }
+  return log;
+}
+
+Result<MegatronComparison> compare_megatron_run(const PlanFile& file, size_t plan_index, const MegatronLog& log, const std::string& log_source) {
+  if (plan_index >= file.plans.size()) {
+    return make_error(ErrorCode::invalid_argument, "--plan " + std::to_string(plan_index + 1) + " is out of range: the plan file holds plans 1 to " +
+                                                       std::to_string(file.plans.size()));
+  }
+  const EstimateRequest& r = file.plans[plan_index];
+  for (const MegatronInterval& i : log.intervals) {
+    if (i.global_batch != file.global_batch_size) {
+      return make_error(ErrorCode::invalid_argument, log_source + ": iteration " + std::to_string(i.iteration) + " ran a global batch of " +
+                                                         std::to_string(i.global_batch) + ", the plan " + std::to_string(file.global_batch_size) +
+                                                         "; compare the log with the plan it ran");
+    }
+  }
+  auto model = load_model(file.model_source, "model.source");
+  if (!model) return model.error();
+  MegatronComparison out;
+  out.plan_description = describe_plan(r);
+  const nlohmann::json& plan = file.document["plans"][plan_index];
+  out.predicted_step_s = plan.value("step_time_s", 0.0);
+  out.predicted_tokens_per_s = plan.value("tokens_per_s", 0.0);
+  // The first interval holds the warm-up (allocation, NCCL set-up, compilation): left out where there are others.
+  std::vector<double> steps;
+  out.first_interval_left_out = log.intervals.size() > 1;
+  for (size_t k = out.first_interval_left_out ? 1 : 0; k < log.intervals.size(); ++k) steps.push_back(log.intervals[k].ms_per_iteration / 1000);
+  out.intervals_used = static_cast<int64_t>(steps.size());
+  out.measured_step_s = median(steps);
+  out.measured_tokens_per_s = static_cast<double>(file.global_batch_size * file.seq_len) / out.measured_step_s;
+
+  auto allocated = estimate_as_pytorch_counts(model.value(), file, r, false);
+  if (!allocated) return allocated.error();
+  auto reserved = estimate_as_pytorch_counts(model.value(), file, r, true);
+  if (!reserved) return reserved.error();
+  const int64_t world = r.layout.world_size();
+  const int64_t per_stage = world / r.layout.pp;
+  for (const MegatronMemory& m : log.memory) {
+    if (m.rank < 0 || m.rank >= world) {
+      return make_error(ErrorCode::invalid_argument, log_source + ": rank " + std::to_string(m.rank) + " is outside the plan's " +
+                                                         std::to_string(world) + " GPUs; compare the log with the plan it ran");
+    }
+    const int64_t stage = m.rank / per_stage;  // pp outermost in both rank orders
+    const RankMemory* a = row_of_stage(allocated.value(), stage);
+    const RankMemory* v = row_of_stage(reserved.value(), stage);
+    if (!a || !v) return make_error(ErrorCode::invalid_argument, "the plan's estimate has no row for pipeline stage " + std::to_string(stage));
+    out.memory.push_back({m.rank, stage, a->device_total, mib_to_bytes(m.max_allocated_mib), v->device_total, mib_to_bytes(m.max_reserved_mib)});
+  }
+  std::sort(out.memory.begin(), out.memory.end(), [](const auto& x, const auto& y) { return x.rank < y.rank; });
+  return out;
+}
+
+}  // namespace tessera::planner

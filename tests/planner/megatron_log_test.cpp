@@ -1,0 +1,93 @@
+// Megatron-LM logs read back (the lines of training.py training_log and
+// utils.py report_memory at core_v0.14.0) and set against the plan they ran.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "planned.h"
+#include "tessera/planner/megatron_log.h"
+#include "tessera/planner/memory_model.h"
+
+namespace tessera::planner {
+namespace {
+
+// One training_log line as Megatron formats it, launcher prefix included.
+std::string interval_line(int64_t iteration, double ms, int64_t batch) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "0:  [2026-12-07 04:00:00] iteration %8lld/%8d | consumed samples: %12lld | elapsed time per iteration (ms): %.1f | "
+                "throughput per GPU (TFLOP/s/GPU): 301.2 | learning rate: 1.000000E-04 | global batch size: %5lld | lm loss: 1.037452E+01 | "
+                "loss scale: 1.0 | grad norm: 12.345 | number of skipped iterations:   0 | number of nan iterations:   0 |\n",
+                static_cast<long long>(iteration), 30, static_cast<long long>(iteration * batch), ms, static_cast<long long>(batch));
+  return line;
+}
+
+std::string memory_line(int64_t rank, double max_allocated_mib, double max_reserved_mib) {
+  char line[256];
+  std::snprintf(line, sizeof line, "[Rank %lld] (after 5 iterations) memory (MB) | allocated: 30000.0 | max allocated: %.1f | reserved: %.1f | max reserved: %.1f\n",
+                static_cast<long long>(rank), max_allocated_mib, max_reserved_mib, max_reserved_mib);
+  return line;
+}
+
+TEST(MegatronLog, ReadsTheIntervalsAndTheMemoryReports) {
+  const std::string text = "using world size: 16\n" + interval_line(5, 2400.0, 64) + memory_line(0, 61234.5, 63000.0) + interval_line(10, 1310.2, 64);
+  ASSERT_TRUE(looks_like_megatron_log(text));
+  auto log = parse_megatron_log(text, "run.log");
+  ASSERT_TRUE(log.ok()) << log.error().message;
+  ASSERT_EQ(log->intervals.size(), 2u);
+  EXPECT_EQ(log->intervals[1].iteration, 10);
+  EXPECT_DOUBLE_EQ(log->intervals[1].ms_per_iteration, 1310.2);
+  EXPECT_EQ(log->intervals[1].global_batch, 64);
+  EXPECT_DOUBLE_EQ(log->intervals[0].loss, 10.37452);
+  ASSERT_EQ(log->memory.size(), 1u);
+  EXPECT_EQ(log->memory[0].after_iterations, 5);
+  EXPECT_DOUBLE_EQ(log->memory[0].max_allocated_mib, 61234.5);
+  EXPECT_FALSE(looks_like_megatron_log("{\"schema\": 1}"));
+  auto broken = parse_megatron_log("iteration 5/30 | elapsed time per iteration (ms): fast | global batch size: 64 |\n", "run.log");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error().message, "run.log:1: a training_log line without its iteration, elapsed time or global batch size");
+}
+
+// The step is the median of the intervals after the first (warm-up); each
+// reported rank is compared with its pipeline stage's row, estimated without
+// what PyTorch's counters do not see.
+TEST(MegatronLog, ComparesStepTimeAndEachStagesPeakWithThePlan) {
+  const Planned planned = megatron_llama_70b_tp4_pp4();
+  const std::string text = interval_line(5, 9000.0, 256) + memory_line(0, 70000.0, 72000.0) + memory_line(48, 60000.0, 61000.0) +
+                           interval_line(10, 3000.0, 256) + interval_line(15, 3100.0, 256) + interval_line(20, 2900.0, 256);
+  auto log = parse_megatron_log(text, "run.log");
+  ASSERT_TRUE(log.ok());
+  auto c = compare_megatron_run(planned.file, 0, log.value(), "run.log");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_DOUBLE_EQ(c->measured_step_s, 3.0);
+  EXPECT_EQ(c->intervals_used, 3);
+  EXPECT_TRUE(c->first_interval_left_out);
+  EXPECT_DOUBLE_EQ(c->measured_tokens_per_s, 256.0 * 4096 / 3.0);
+  EXPECT_DOUBLE_EQ(c->predicted_step_s, planned.candidates[0].simulation.step_time_s);
+  ASSERT_EQ(c->memory.size(), 2u);
+  EXPECT_EQ(c->memory[1].rank, 48);
+  EXPECT_EQ(c->memory[1].stage, 3);
+  EXPECT_EQ(c->memory[1].measured_max_allocated, int64_t{60000} << 20);
+  EstimateRequest counted = planned.file.plans[0];
+  counted.assumptions.cuda_context_bytes = 0;
+  counted.assumptions.nccl_bytes_per_group = 0;
+  counted.assumptions.allocator_reserve_fraction = 0;
+  auto estimate = estimate_memory(planned.model, planned.file.cluster.gpu, counted);
+  ASSERT_TRUE(estimate.ok());
+  for (const RankMemory& row : estimate->ranks) {
+    if (row.first_stage <= 3 && 3 <= row.last_stage) {
+      EXPECT_EQ(c->memory[1].predicted_allocated, row.device_total);
+    }
+  }
+  EXPECT_GT(c->memory[1].predicted_reserved, c->memory[1].predicted_allocated) << "the allocator's reserve";
+  // A log of another run is refused by what differs.
+  auto other_batch = compare_megatron_run(planned.file, 0, parse_megatron_log(interval_line(5, 900.0, 128), "b.log").value(), "b.log");
+  ASSERT_FALSE(other_batch.ok());
+  EXPECT_EQ(other_batch.error().message, "b.log: iteration 5 ran a global batch of 128, the plan 256; compare the log with the plan it ran");
+  auto outside = compare_megatron_run(planned.file, 0, parse_megatron_log(interval_line(5, 900.0, 256) + memory_line(64, 1.0, 1.0), "c.log").value(), "c.log");
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(outside.error().message, "c.log: rank 64 is outside the plan's 64 GPUs; compare the log with the plan it ran");
+}
+
+}  // namespace
+}  // namespace tessera::planner

@@ -124,18 +124,20 @@ void add_compare_options(CLI::App& c, CompareCliOptions& o) {
   c.add_option("plan", o.plan, "plan.json or an estimate JSON")->required();
   c.add_option("metrics", o.metrics, "metrics.json written by tessera train, or the output of a Megatron-LM run (tessera export --to megatron)")
       ->required();
-  c.add_option("--plan", o.plan_number, "Which plan of a plan file: 1 is the best")->capture_default_str()->check(CLI::PositiveNumber);
+  c.add_option("--plan", o.plan_number, "Which plan of a plan file: 1 is the best")->capture_default_str();
   c.add_option("--format", o.format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
 
 int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err) {
-  // A Megatron-LM log is text; metrics.json, JSON (read below, with its own errors).
-  if (auto text = read_text_file(o.metrics, "metrics", kMaxLogFileBytes); text && looks_like_megatron_log(text.value())) {
-    return run_megatron_compare(o, text.value(), out, err);
-  }
+  if (o.plan_number < 1) return fail(err, "--plan must be a positive integer (1 is the best plan), got " + std::to_string(o.plan_number));
+  auto text = read_text_file(o.metrics, "metrics", kMaxLogFileBytes);
+  if (!text) return fail(err, text.error().message);
+  // metrics.json is a JSON object; anything else is read as a Megatron-LM log, which says what it lacks.
+  const size_t first = text->find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || (*text)[first] != '{') return run_megatron_compare(o, text.value(), out, err);
   auto predicted = read_predicted_run(o.plan, static_cast<size_t>(o.plan_number - 1));
   if (!predicted) return fail(err, predicted.error().message);
-  auto measured = read_measured_run(o.metrics);
+  auto measured = parse_measured_run(text.value(), o.metrics);
   if (!measured) return fail(err, measured.error().message);
   if (!predicted->model_name.empty() && !measured->model_name.empty() && predicted->model_name != measured->model_name) {
     err << "tessera: note: " << o.plan << " is for " << predicted->model_name << " but " << o.metrics << " measured " << measured->model_name

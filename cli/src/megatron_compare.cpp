@@ -43,6 +43,7 @@ json comparison_json(const MegatronComparison& c, size_t plan_index) {
               {"tokens_per_s", {{"predicted", c.predicted_tokens_per_s},
                                 {"measured", c.measured_tokens_per_s},
                                 {"error_pct", seconds_error_pct(c.predicted_tokens_per_s, c.measured_tokens_per_s)}}},
+              {"memory_after_iterations", c.memory_after_iterations},
               {"ranks", ranks}};
 }
 
@@ -65,11 +66,12 @@ void print_table(const MegatronComparison& c, const CompareCliOptions& o, size_t
                 pct(seconds_error_pct(c.predicted_tokens_per_s, c.measured_tokens_per_s)).c_str());
   out << line;
   if (c.memory.empty()) {
-    out << "\nno report_memory line in the log: Megatron prints it after the first logged interval\n";
+    out << "\nno report_memory line in the log: Megatron prints one after the first logged interval on each rank of\n"
+        << "data-parallel rank 0, in the output of that rank's node (give every node's output together)\n";
     return;
   }
-  out << "\npeak memory as PyTorch counts it (the planner's figure without the CUDA context and NCCL's buffers,\n"
-      << "which PyTorch's counters do not see; for max allocated, without the allocator's reserve either)\n";
+  out << "\npeak memory after " << c.memory_after_iterations << " iterations, as PyTorch counts it (the planner's figure without the CUDA\n"
+      << "context and NCCL's buffers, which PyTorch's counters do not see; for max allocated, without the allocator's reserve)\n";
   std::snprintf(line, sizeof line, "%6s%7s%14s%12s%9s%14s%12s%9s\n", "rank", "stage", "max alloc.", "measured", "error", "max reserved", "measured", "error");
   out << line;
   for (const MegatronStageMemory& m : c.memory) {

@@ -71,10 +71,11 @@ Status check_architecture(const ModelConfig& c, int64_t seq_len) {
   return Status::success();
 }
 
-// "Et*5|t*6|…|t*5L": one stage per virtual stage in Megatron's order (virtual
-// stage v·pp + k on rank k), the embedding on the first, the loss on the last.
-std::string pipeline_layout(const ModelConfig& c, int64_t pp, int64_t chunks) {
-  const std::vector<StageLayers> stages = split_layers(static_cast<int>(c.num_layers), static_cast<int>(pp * chunks));
+// "Et*5|t*6|…|t*5L": one "|"-separated stage per pipeline rank, the embedding
+// on the first, the loss on the last. Uneven splits are never interleaved: their
+// stages hold q and q + 1 blocks, which no chunk count divides (interleaved_chunk_counts).
+std::string pipeline_layout(const ModelConfig& c, int64_t pp) {
+  const std::vector<StageLayers> stages = split_layers(static_cast<int>(c.num_layers), static_cast<int>(pp));
   std::string layout;
   for (size_t s = 0; s < stages.size(); ++s) {
     if (s > 0) layout += "|";
@@ -149,16 +150,18 @@ ArgsArray parallel_args(const ModelConfig& c, const EstimateRequest& r) {
   a.add("--context-parallel-size", str(l.cp));
   if (l.sequence_parallel) a.add("--sequence-parallel");
   const int64_t chunks = p.model_chunks();
-  if (l.pp > 1) {
-    if (c.num_layers % (l.pp * chunks) != 0) {
-      a.add("--pipeline-model-parallel-layout", "'" + pipeline_layout(c, l.pp, chunks) + "'",
-            "the plan's uneven split: " + describe_layer_split(static_cast<int>(c.num_layers), static_cast<int>(l.pp), static_cast<int>(chunks)));
-    } else if (chunks > 1) {
-      a.add("--num-virtual-stages-per-pipeline-rank", str(chunks), "the interleaved schedule");
-    }
+  if (l.pp > 1 && c.num_layers % l.pp != 0) {
+    a.add("--pipeline-model-parallel-layout", "'" + pipeline_layout(c, l.pp) + "'",
+          "the plan's uneven split: " + describe_layer_split(static_cast<int>(c.num_layers), static_cast<int>(l.pp), 1));
+  } else if (chunks > 1) {
+    a.add("--num-virtual-stages-per-pipeline-rank", str(chunks), "the interleaved schedule");
   }
   if (p.effective_zero_stage() == 1) a.add("--use-distributed-optimizer", "", "ZeRO stage 1");
+  if (l.dp_replicate > 1) {
+    a.add("--num-distributed-optimizer-instances", str(l.dp_replicate), "hybrid sharding: the optimizer sharded within each of the replicas");
+  }
   if (!p.grad_reduce_after_backward && l.dp * l.cp > 1) a.add("--overlap-grad-reduce", "", "gradients reduced under backward, as planned");
+  // tp_comm_overlap needs sequence parallelism and tp > 1, which validate_request holds it to.
   if (p.overlap_param_gather) a.add("--overlap-param-gather");
   if (p.tp_comm_overlap) a.add("--tp-comm-overlap", "", "Transformer Engine's userbuffers");
   return a;
@@ -246,9 +249,11 @@ Result<std::string> export_megatron(const PlanFile& file, size_t plan_index) {
     return cannot_express("megatron", "the plan counts the activations of the " + std::string(enum_name(r.training.activation_profile)) +
                                           " profile, not Megatron-Core's; plan again with --activation-profile flash or megatron");
   }
-  if (r.layout.dp_replicate > 1) {
-    return cannot_express("megatron", "the plan shards over replicas (--dp-replicate " + str(r.layout.dp_replicate) +
-                                          "), which Megatron's distributed optimizer does not; plan again with --dp-replicate 1");
+  // Megatron's validate_args: --overlap-param-gather needs the distributed optimizer and --overlap-grad-reduce.
+  const bool grads_overlapped = !r.plugin.grad_reduce_after_backward && r.layout.dp * r.layout.cp > 1;
+  if (r.plugin.overlap_param_gather && (r.plugin.effective_zero_stage() != 1 || !grads_overlapped)) {
+    return cannot_express("megatron", "the plan overlaps the parameter all-gather without reducing gradients under backward over the "
+                                          "distributed optimizer, which Megatron requires of --overlap-param-gather; plan again without it");
   }
   if (r.training.torch_compile) {
     return cannot_express("megatron", "the plan times the model under torch.compile, which Megatron-LM does not run; plan again without --torch-compile");

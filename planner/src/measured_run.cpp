@@ -170,6 +170,9 @@ Result<PredictedRun> read_predicted_run(const std::string& path, size_t plan_ind
   const json* ranks = nullptr;
   if (doc.is_object() && doc.contains("ranks")) ranks = &doc["ranks"];
   const bool plan_file = value_or(doc, "kind", std::string()) == "plan" && doc.contains("plans") && doc["plans"].is_array();
+  if (!plan_file && plan_index > 0) {
+    return make_error(ErrorCode::invalid_argument, "--plan " + std::to_string(plan_index + 1) + ": " + path + " is an estimate, one plan; drop --plan");
+  }
   if (plan_file && plan_index >= doc["plans"].size()) {
     return make_error(ErrorCode::invalid_argument, "--plan " + std::to_string(plan_index + 1) + " is out of range: " + path + " holds plans 1 to " +
                                                        std::to_string(doc["plans"].size()));

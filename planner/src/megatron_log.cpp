@@ -15,7 +15,10 @@ namespace tessera::planner {
 namespace {
 
 constexpr std::string_view kElapsed = "elapsed time per iteration (ms):";
-constexpr std::string_view kMemory = " memory (MB) | allocated:";
+constexpr std::string_view kMemory = "memory (MB)";
+// Bounds that no real run reaches: an hour per iteration, 2^40 MiB of memory.
+constexpr double kMaxMsPerIteration = 3.6e6;
+constexpr double kMaxMib = 1099511627776.0;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -66,11 +69,12 @@ std::optional<MegatronInterval> read_interval(std::string_view line) {
   if (!elapsed) return std::nullopt;
   const auto ms = to_double(*elapsed);
   const auto batch = field(line, "global batch size");
-  if (!iteration || !ms || *ms <= 0 || !batch || !to_int(*batch)) return std::nullopt;
+  if (!batch) return std::nullopt;
+  const auto sequences = to_int(*batch);
+  if (!iteration || *iteration < 0 || !ms || !(*ms > 0 && *ms <= kMaxMsPerIteration) || !sequences || *sequences <= 0) return std::nullopt;
   out.iteration = *iteration;
   out.ms_per_iteration = *ms;
-  out.global_batch = *to_int(*batch);
-  if (const auto loss = field(line, "lm loss")) out.loss = to_double(*loss).value_or(0);
+  out.global_batch = *sequences;
   return out;
 }
 
@@ -81,18 +85,15 @@ std::optional<MegatronMemory> read_memory(std::string_view line) {
   if (rank_at == std::string_view::npos || after_at == std::string_view::npos) return std::nullopt;
   const auto rank = to_int(line.substr(rank_at + 6, line.find(']', rank_at) - rank_at - 6));
   const auto after = to_int(line.substr(after_at + 7, line.find(" iterations)", after_at) - after_at - 7));
-  const auto allocated = field(line, "allocated");
   const auto max_allocated = field(line, "max allocated");
-  const auto reserved = field(line, "reserved");
   const auto max_reserved = field(line, "max reserved");
-  if (!rank || !after || !allocated || !max_allocated || !reserved || !max_reserved) return std::nullopt;
-  const auto a = to_double(*allocated), m = to_double(*max_allocated), r = to_double(*reserved), v = to_double(*max_reserved);
-  if (!a || !m || !r || !v) return std::nullopt;
+  if (!rank || *rank < 0 || !after || *after < 0 || !max_allocated || !max_reserved) return std::nullopt;
+  const auto m = to_double(*max_allocated), v = to_double(*max_reserved);
+  const auto in_range = [](const std::optional<double>& mib) { return mib && *mib >= 0 && *mib <= kMaxMib; };
+  if (!in_range(m) || !in_range(v)) return std::nullopt;
   out.rank = *rank;
   out.after_iterations = *after;
-  out.allocated_mib = *a;
   out.max_allocated_mib = *m;
-  out.reserved_mib = *r;
   out.max_reserved_mib = *v;
   return out;
 }
@@ -122,8 +123,6 @@ const RankMemory* row_of_stage(const MemoryEstimate& e, int64_t stage) {
 
 }  // namespace
 
-bool looks_like_megatron_log(std::string_view text) { return text.find(kElapsed) != std::string_view::npos; }
-
 Result<MegatronLog> parse_megatron_log(std::string_view text, const std::string& source) {
   MegatronLog log;
   size_t number = 0;
@@ -136,15 +135,15 @@ Result<MegatronLog> parse_megatron_log(std::string_view text, const std::string&
       const auto interval = read_interval(line);
       if (!interval) return bad_line(source, number, "a training_log line without its iteration, elapsed time or global batch size");
       log.intervals.push_back(*interval);
-    } else if (line.find(kMemory) != std::string_view::npos) {
+    } else if (line.find(kMemory) != std::string_view::npos && line.find("[Rank ") != std::string_view::npos) {
       const auto memory = read_memory(line);
-      if (!memory) return bad_line(source, number, "a report_memory line without its rank, iterations or four sizes");
+      if (!memory) return bad_line(source, number, "a report_memory line without its rank, iterations, or max allocated and max reserved in MiB");
       log.memory.push_back(*memory);
     }
   }
   if (log.intervals.empty()) {
     return make_error(ErrorCode::parse_error, source + ": no Megatron-LM training_log line (\"... | " + std::string(kElapsed) + " ... |\"); "
-                                                  "give the standard output of pretrain_gpt.py");
+                                                  "give the standard output of pretrain_gpt.py, every node's together (the last rank prints them)");
   }
   return log;
 }
@@ -193,6 +192,7 @@ Result<MegatronComparison> compare_megatron_run(const PlanFile& file, size_t pla
     const RankMemory* v = row_of_stage(reserved.value(), stage);
     if (!a || !v) return make_error(ErrorCode::invalid_argument, "the plan's estimate has no row for pipeline stage " + std::to_string(stage));
     out.memory.push_back({m.rank, stage, a->device_total, mib_to_bytes(m.max_allocated_mib), v->device_total, mib_to_bytes(m.max_reserved_mib)});
+    out.memory_after_iterations = m.after_iterations;
   }
   std::sort(out.memory.begin(), out.memory.end(), [](const auto& x, const auto& y) { return x.rank < y.rank; });
   return out;

@@ -270,13 +270,12 @@ std::string describe_plan(const EstimateRequest& r) {
 }
 
 // The recompute modes searched when --recompute names none: ColossalAI's and
-// Megatron's three, and under torchtitan its op-level policy where the model is
-// the Llama block that policy follows (check_op_selective).
+// Megatron's three; under torchtitan none and full, and its op-level policy
+// where the model is the Llama block that policy follows (check_op_selective).
 std::vector<RecomputeMode> searched_recompute_modes(const Model& model, const PlanRequest& p) {
-  std::vector<RecomputeMode> modes(kSearchedRecomputeModes.begin(), kSearchedRecomputeModes.end());
-  if (p.runtime == Runtime::torchtitan && p.activation_profile == ActivationProfile::flash && is_torchtitan_llama_block(model.config)) {
-    modes.push_back(RecomputeMode::op_selective);
-  }
+  if (p.runtime != Runtime::torchtitan) return {kSearchedRecomputeModes.begin(), kSearchedRecomputeModes.end()};
+  std::vector<RecomputeMode> modes{RecomputeMode::none, RecomputeMode::full};
+  if (p.activation_profile == ActivationProfile::flash && is_torchtitan_llama_block(model.config)) modes.push_back(RecomputeMode::op_selective);
   return modes;
 }
 

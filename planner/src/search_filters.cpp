@@ -11,6 +11,7 @@
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/search.h"
+#include "model_states.h"
 
 namespace tessera::planner {
 namespace {
@@ -125,47 +126,41 @@ Status explain_plugins(const PlanRequest& p) {
 
 // What --runtime runs (search_templates.cpp), checked before the search so
 // that a filter outside it is named rather than left to an empty search.
+// Stages, precision and recompute modes are refused as the estimate refuses
+// them (check_runtime), on a candidate of the runtime's plugin.
 Status check_plan_runtime(const PlanRequest& p) {
   const std::string runtime = "--runtime " + std::string(enum_name(p.runtime));
-  const auto only_plugin = [&](PluginKind kind, const char* what) -> Status {
-    if (p.plugins.empty() || only(p.plugins, {kind})) return Status::success();
-    return invalid(runtime + " searches " + what + " (" + std::string(enum_name(kind)) + "): drop --plugin " + plugin_names(p.plugins));
-  };
   const bool op_selective = std::find(p.recompute.begin(), p.recompute.end(), RecomputeMode::op_selective) != p.recompute.end();
   if (op_selective && p.runtime != Runtime::torchtitan) {
     return invalid("--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan, or use --recompute selective or full");
   }
-  if (p.runtime != Runtime::colossalai && p.chunk_size > 0) {
-    return invalid("--chunk-size is Gemini's (ColossalAI): drop it under " + runtime);
+  if (p.runtime == Runtime::colossalai) return Status::success();
+  if (p.chunk_size > 0) return invalid("--chunk-size is Gemini's (ColossalAI): drop it under " + runtime);
+  const PluginKind plugin = runtime_plugin(p.runtime);
+  if (!p.plugins.empty() && !only(p.plugins, {plugin})) {
+    return invalid(runtime + " searches " + std::string(enum_name(plugin)) + " plans, its model states: drop --plugin " + plugin_names(p.plugins));
   }
-  switch (p.runtime) {
-    case Runtime::colossalai: return Status::success();
-    case Runtime::megatron:
-      if (p.zero_stage > 1) {
-        return invalid("--zero-stage " + std::to_string(p.zero_stage) + " under " + runtime +
-                       ": Megatron-Core shards only the optimizer; use --zero-stage 1 (its distributed optimizer) or 0, or leave it out");
-      }
-      return only_plugin(PluginKind::hybrid_parallel, "Megatron-Core's data, tensor, pipeline and context parallelism");
-    case Runtime::torchtitan:
-      if (p.zero_stage >= 0) return invalid("--zero-stage under " + runtime + ": FSDP2 shards every model state; drop --zero-stage");
-      if (p.tp > 1 || p.pp > 1) {
-        return invalid("--tp and --pp under " + runtime + ": torchtitan's FSDP2 is modelled over --dp and --cp only; use --runtime megatron "
-                       "for tensor and pipeline parallelism");
-      }
-      if (p.precision == Precision::fp16) {
-        return invalid("--precision fp16 under " + runtime + ": its mixed_precision_param is bfloat16 or float32; use --precision bf16 or fp32");
-      }
-      return only_plugin(PluginKind::torch_fsdp, "torchtitan's FSDP2");
-    case Runtime::deepspeed:
-      if (p.zero_stage >= 0 && p.zero_stage != 3) {
-        return invalid("--zero-stage " + std::to_string(p.zero_stage) + " under " + runtime +
-                       ": it models ZeRO-3; use --zero-stage 3 or leave it out (--runtime colossalai for stages 1 and 2)");
-      }
-      if (p.tp > 1 || p.pp > 1 || p.cp > 1) {
-        return invalid("--tp, --pp and --cp under " + runtime + ": its ZeRO-3 is modelled over data parallelism only; use --runtime megatron "
-                       "for tensor and pipeline parallelism");
-      }
-      return only_plugin(PluginKind::low_level_zero, "DeepSpeed's ZeRO-3");
+  if (p.runtime == Runtime::torchtitan) {
+    if (p.zero_stage >= 0) return invalid("--zero-stage under " + runtime + ": FSDP2 shards every model state; drop --zero-stage");
+    if (p.tp > 1 || p.pp > 1) {
+      return invalid("--tp and --pp under " + runtime + ": torchtitan's FSDP2 is modelled over --dp and --cp only; use --runtime megatron "
+                     "for tensor and pipeline parallelism");
+    }
+    if (p.cluster.world_size() == 1) return invalid(runtime + " shards over 2 GPUs or more (FSDP2); use --gpus 2 or more, or --runtime colossalai");
+  }
+  if (p.runtime == Runtime::deepspeed && (p.tp > 1 || p.pp > 1 || p.cp > 1)) {
+    return invalid("--tp, --pp and --cp under " + runtime + ": its ZeRO-3 is modelled over data parallelism only; use --runtime megatron "
+                   "for tensor and pipeline parallelism");
+  }
+  EstimateRequest probe;
+  probe.plugin.runtime = p.runtime;
+  probe.plugin.kind = plugin;
+  probe.plugin.zero_stage = p.zero_stage;
+  probe.training.precision = p.precision;
+  probe.training.optimizer = p.optimizer;
+  for (RecomputeMode mode : p.recompute.empty() ? std::vector<RecomputeMode>{RecomputeMode::none} : p.recompute) {
+    probe.training.recompute = mode;
+    if (Status s = check_runtime(probe); !s) return s;
   }
   return Status::success();
 }

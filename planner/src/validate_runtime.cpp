@@ -83,6 +83,13 @@ Status check_runtime(const EstimateRequest& r) {
       if (r.training.precision == Precision::fp16) {
         return invalid("--precision fp16 under --runtime torchtitan: its mixed_precision_param is bfloat16 or float32; use --precision bf16 or fp32");
       }
+      // torchtitan's activation_checkpoint modes are none, full, and selective by
+      // layer or by op (torchtitan/config_manager.py, ActivationCheckpoint), not
+      // Korthikanti's attention core.
+      if (r.training.recompute == RecomputeMode::selective) {
+        return invalid("--recompute selective (the attention core) is not one of torchtitan's checkpointing modes: use --recompute none, full "
+                       "or op_selective (its selective_ac_option \"op\")");
+      }
       return Status::success();
     }
     case Runtime::deepspeed: {

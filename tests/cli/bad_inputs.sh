@@ -79,7 +79,7 @@ bad model-fifo "is not a regular file (a FIFO)" -- estimate --model "$scratch/fi
 bad model-too-large "more than the 16 MiB this input may hold" -- estimate --model "$scratch/huge.json"
 bad gpu-dev-zero "--gpu: '/dev/zero' is not a regular file" -- estimate --model gpt2 --gpu /dev/zero
 bad plan-file-dev-zero "plan file: '/dev/zero' is not a regular file" -- export /dev/zero --to deepspeed
-bad compare-dev-zero "plan: '/dev/zero' is not a regular file" -- compare /dev/zero /dev/zero
+bad compare-dev-zero "metrics: '/dev/zero' is not a regular file" -- compare /dev/zero /dev/zero
 
 # The layout against the model.
 bad tp-does-not-divide-heads "--tp" -- estimate --model gpt2 --plugin hybrid_parallel --tp 5
@@ -191,8 +191,9 @@ bad plan-every-candidate-refused "the estimate refuses every candidate" -- plan 
 bad plan-pp-schedule-gpipe "--pp-schedule gpipe: the search runs ColossalAI's pipelines, 1F1B and interleaved" -- "${plan_args[@]}" --pp-schedule gpipe
 bad plan-sequence-parallel-choice "--sequence-parallel 'maybe' is not one of: on, off, both" -- "${plan_args[@]}" --sequence-parallel maybe
 bad plan-runtime-unknown "--runtime 'megatron-lm' is not one of: colossalai, megatron, torchtitan, deepspeed" -- "${plan_args[@]}" --runtime megatron-lm
-bad plan-runtime-plugin "--runtime megatron searches Megatron-Core's data, tensor, pipeline and context parallelism (hybrid_parallel): drop --plugin gemini" -- "${plan_args[@]}" --runtime megatron --plugin gemini
-bad plan-runtime-zero-stage "--zero-stage 1 under --runtime deepspeed: it models ZeRO-3; use --zero-stage 3 or leave it out" -- "${plan_args[@]}" --runtime deepspeed --zero-stage 1
+bad plan-runtime-plugin "--runtime megatron searches hybrid_parallel plans, its model states: drop --plugin gemini" -- "${plan_args[@]}" --runtime megatron --plugin gemini
+bad plan-runtime-zero-stage "--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2" -- "${plan_args[@]}" --runtime deepspeed --zero-stage 1
+bad plan-runtime-torchtitan-one-gpu "--runtime torchtitan shards over 2 GPUs or more (FSDP2)" -- plan --model gpt2 --gpus 1 --gpus-per-node 1 --global-batch 8 --runtime torchtitan --output "$scratch/never.json"
 bad plan-runtime-torchtitan-tp "--tp and --pp under --runtime torchtitan: torchtitan's FSDP2 is modelled over --dp and --cp only" -- "${plan_args[@]}" --runtime torchtitan --tp 2
 bad plan-op-selective-runtime "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan" -- "${plan_args[@]}" --recompute op_selective
 if [ -e "$scratch/never.json" ]; then

@@ -355,7 +355,7 @@ TEST(Cli, PlanBadInputsAreOneLineAndExitCodeTwo) {
       {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--micro-batch", "7"}, "--micro-batch 7 does not divide --global-batch 64"},
       {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--plugin", "gemini", "--tp", "2"}, "need --plugin hybrid_parallel"},
       {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--dp", "4", "--tp", "4"}, "--dp 4 × --tp 4 = 16 does not divide the 8 GPUs"},
-      // torchtitan's op-level policy is estimated, not searched.
+      // torchtitan's op-level policy is searched under its runtime only.
       {{"plan", "--model", "llama-3-8b", "--gpus", "8", "--global-batch", "64", "--recompute", "op_selective"},
        "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan"},
   };
@@ -781,7 +781,7 @@ TEST(Cli, InputsThatAreNotRegularFilesAreRefusedWithoutReading) {
   }
   EXPECT_NE(run({"export", "/dev/zero", "--to", "deepspeed"}).err.find("plan file: '/dev/zero' is not a regular file (a character device)"),
             std::string::npos);
-  EXPECT_NE(run({"compare", "/dev/zero", "/dev/zero"}).err.find("plan: '/dev/zero' is not a regular file"), std::string::npos);
+  EXPECT_NE(run({"compare", "/dev/zero", "/dev/zero"}).err.find("metrics: '/dev/zero' is not a regular file"), std::string::npos);
 }
 
 // CLI11 alone saturates out-of-range integers, wraps negative ones into

@@ -425,7 +425,7 @@ class ViewsTest : public QObject {
     // Gemini is ColossalAI's: refused by name beside the runtime.
     inputs.plugin = planner::PluginKind::gemini;
     test::set_inputs(window, inputs);
-    QVERIFY2(window.inputPanel()->errorText(InputField::runtime).startsWith(QStringLiteral("Runtime megatron searches Megatron-Core's")),
+    QVERIFY2(window.inputPanel()->errorText(InputField::runtime).startsWith(QStringLiteral("Runtime megatron searches hybrid_parallel plans")),
              qPrintable(window.inputPanel()->errorText(InputField::runtime)));
     QVERIFY(window.inputPanel()->errorText(InputField::runtime).endsWith(QStringLiteral("drop Plugin gemini")));
     // pin_memory off under ColossalAI's Gemini: the plans count no pinned chunk copies on the host.

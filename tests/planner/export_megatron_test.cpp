@@ -83,6 +83,16 @@ TEST(ExportMegatron, Fp8AndContextParallelism) {
                         "  --add-qkv-bias\n", "  --disable-bias-linear\n", "  --rotary-base 1000000\n", "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"});
 }
 
+// Hybrid sharding of the distributed optimizer: Megatron's optimizer instances.
+TEST(ExportMegatron, ReplicasAreDistributedOptimizerInstances) {
+  const Planned planned = plan_for("llama-2-7b", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.dp_replicate = 2;
+    r.zero_stage = 1;
+  }, 16);
+  expect_lines(script_of(planned, 0), {"  --use-distributed-optimizer", "  --num-distributed-optimizer-instances 2  # hybrid sharding"});
+}
+
 TEST(ExportMegatron, RefusesWhatMegatronCoreWouldNotRunAsPlanned) {
   const Planned colossalai = plan_for("llama-2-7b", [](PlanRequest& r) { r.tp = 2; });
   auto refused = export_megatron(colossalai.file, 0);
@@ -98,6 +108,16 @@ TEST(ExportMegatron, RefusesWhatMegatronCoreWouldNotRunAsPlanned) {
   refused = export_megatron(bloom.file, 0);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("bloom-176b has a LayerNorm after the embedding"), std::string::npos) << refused.error().message;
+  // Megatron overlaps the parameter all-gather only with the gradients' reduction under backward.
+  Planned after_backward = plan_for("llama-2-7b", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.zero_stage = 1;
+  }, 16);
+  after_backward.file.plans[0].plugin.overlap_param_gather = true;
+  after_backward.file.plans[0].plugin.grad_reduce_after_backward = true;
+  refused = export_megatron(after_backward.file, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("which Megatron requires of --overlap-param-gather"), std::string::npos) << refused.error().message;
   // Without a tensor or context split there is nothing for CUDA_DEVICE_MAX_CONNECTIONS to order.
   const Planned plain = plan_for("llama-2-7b", [](PlanRequest& r) {
     r.runtime = Runtime::megatron;

@@ -109,6 +109,7 @@ TEST(OpCheckpointPolicy, OnlyTorchtitansLlamaBlockWithSdpaRunsIt) {
     return s ? std::string() : s.error().message;
   };
   EXPECT_EQ(refusal(llama, torchtitan_fsdp(4096, RecomputeMode::op_selective)), "");
+  EXPECT_NE(refusal(llama, torchtitan_fsdp(4096, RecomputeMode::selective)).find("is not one of torchtitan's checkpointing modes"), std::string::npos);
   EstimateRequest colossalai = torchtitan_fsdp(4096, RecomputeMode::op_selective);
   colossalai.plugin.runtime = Runtime::colossalai;
   EXPECT_NE(refusal(llama, colossalai).find("use it with --runtime torchtitan --plugin torch_fsdp"), std::string::npos);

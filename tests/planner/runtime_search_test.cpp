@@ -70,6 +70,7 @@ TEST(RuntimeSearch, TorchtitanSearchesFsdp2AndItsOpLevelPolicyForLlama) {
   const PlanSearchResult llama = search(testing::shipped_model("llama-3-8b"), request, PluginKind::torch_fsdp);
   ASSERT_FALSE(llama.plans.empty());
   EXPECT_TRUE(any_plan(llama, [](const EstimateRequest& r) { return r.training.recompute == RecomputeMode::op_selective; }));
+  EXPECT_FALSE(any_plan(llama, [](const EstimateRequest& r) { return r.training.recompute == RecomputeMode::selective; })) << "not torchtitan's";
   const PlanSearchResult gpt2 = search(testing::shipped_model("gpt2"), request, PluginKind::torch_fsdp);
   ASSERT_FALSE(gpt2.plans.empty());
   EXPECT_FALSE(any_plan(gpt2, [](const EstimateRequest& r) { return r.training.recompute == RecomputeMode::op_selective; }));
@@ -111,11 +112,12 @@ TEST(RuntimeSearch, FiltersOutsideTheRuntimeNameTheFix) {
   };
   const std::vector<Case> cases = {
       {Runtime::megatron, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}; },
-       "--runtime megatron searches Megatron-Core's data, tensor, pipeline and context parallelism (hybrid_parallel): drop --plugin gemini"},
+       "--runtime megatron searches hybrid_parallel plans, its model states: drop --plugin gemini"},
       {Runtime::megatron, [](PlanRequest& r) { r.zero_stage = 2; }, "--zero-stage 2 under --runtime megatron: Megatron-Core shards only the optimizer"},
       {Runtime::torchtitan, [](PlanRequest& r) { r.tp = 2; }, "--tp and --pp under --runtime torchtitan"},
       {Runtime::torchtitan, [](PlanRequest& r) { r.zero_stage = 3; }, "--zero-stage under --runtime torchtitan: FSDP2 shards every model state"},
-      {Runtime::deepspeed, [](PlanRequest& r) { r.zero_stage = 1; }, "--zero-stage 1 under --runtime deepspeed: it models ZeRO-3"},
+      {Runtime::deepspeed, [](PlanRequest& r) { r.zero_stage = 1; }, "--runtime deepspeed models ZeRO-3: use --zero-stage 3"},
+      {Runtime::torchtitan, [](PlanRequest& r) { r.recompute = {RecomputeMode::selective}; }, "is not one of torchtitan's checkpointing modes"},
       {Runtime::deepspeed, [](PlanRequest& r) { r.pp = 2; }, "--tp, --pp and --cp under --runtime deepspeed"},
       {Runtime::deepspeed, [](PlanRequest& r) { r.chunk_size = 8 << 20; }, "--chunk-size is Gemini's (ColossalAI): drop it under --runtime deepspeed"},
       {Runtime::colossalai, [](PlanRequest& r) { r.recompute = {RecomputeMode::op_selective}; },

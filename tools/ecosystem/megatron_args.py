@@ -11,10 +11,13 @@ with WORLD_SIZE the launch's GPUs, the device reported as a Hopper GPU and
 Transformer Engine as installed, as on the machines the scripts target) and
 core_transformer_config_from_args, whose TransformerConfig checks the layer
 split. Then what Megatron derived is compared with the plan:
-the data-parallel size, the virtual pipeline size, the micro-batches per step,
-the padded vocabulary (the NullTokenizer's, through _vocab_size_with_padding)
-against the planner's output rows, and the decoder layers of every pipeline
-rank and virtual stage against the plan's stages.
+the data-parallel size, the distributed optimizer's instances (the plan's
+replicas), the virtual pipeline size, the micro-batches per step, the padded
+vocabulary (the NullTokenizer's, through _vocab_size_with_padding) against the
+rows the planner counts (the vocabulary rounded up to a multiple of tp, its
+vocab split), and the decoder layers of every pipeline rank and virtual stage
+against the plan's stages (Megatron's layout where one is given; an even split
+Megatron divides itself, having checked that the layers divide).
 
 Megatron-LM comes from MEGATRON_LM (a checkout), else from the mirror's tag
 core_v0.14.0, the newest that imports under the check's torch 2.5.1; without
@@ -30,6 +33,7 @@ MIRROR = "/work/.mirror/NVIDIA+Megatron-LM/repo"
 TAG = "core_v0.14.0"
 CASES = [  # (name, model, GPUs, global batch, seq, plan filters, GPU)
     ("Llama 2 7B, the best plan", "llama-2-7b", 16, 64, 4096, [], "h100-80g"),
+    ("Llama 2 7B, the distributed optimizer in 2 replicas", "llama-2-7b", 16, 64, 4096, ["--dp-replicate", "2", "--zero-stage", "1"], "h100-80g"),
     ("Llama 2 70B, tp 4 x pp 4 interleaved", "llama-2-70b", 64, 256, 4096, ["--tp", "4", "--pp", "4", "--pp-schedule", "interleaved"], "h100-80g"),
     ("Llama 3 8B on 3 uneven stages, full recompute", "llama-3-8b", 24, 48, 8192, ["--pp", "3", "--recompute", "full"], "h100-80g"),
     ("Qwen2 7B, cp 2, FP8", "qwen2-7b", 16, 32, 16384, ["--cp", "2", "--precision", "fp8"], "h100-80g"),
@@ -122,7 +126,7 @@ def probe_main(argv):
         layers = [[layout.layout[rank][v].count(LayerType.decoder) for v in range(vpp)] for rank in range(pp)]
     else:
         layers = [[args.num_layers // (pp * vpp)] * vpp for _ in range(pp)]
-    print(json.dumps({"dp": args.data_parallel_size, "vpp": vpp, "micro_batches": args.global_batch_size // (args.micro_batch_size * args.data_parallel_size),
+    print(json.dumps({"dp": args.data_parallel_size, "replicas": args.num_distributed_optimizer_instances, "vpp": vpp, "micro_batches": args.global_batch_size // (args.micro_batch_size * args.data_parallel_size),
                       "padded_vocab": vocab, "layers": layers}))
 
 
@@ -155,7 +159,7 @@ def expected(document):
         spans = rank["layer_chunks"] or [rank["layers"]]
         for stage in range(first, last + 1):
             layers[stage] = [(span[1] - span[0] + 1) // stages for span in spans]
-    return {"dp": layout["dp"], "vpp": chunks, "micro_batches": training["num_micro_batches"], "padded_vocab": -(-vocab // tp) * tp,
+    return {"dp": layout["dp"], "replicas": layout["dp_replicate"], "vpp": chunks, "micro_batches": training["num_micro_batches"], "padded_vocab": -(-vocab // tp) * tp,
             "layers": layers}
 
 
@@ -176,7 +180,7 @@ def main():
         want = expected(document)
         differing = {k: (derived[k], want[k]) for k in want if derived[k] != want[k]}
         print(f"{'FAIL' if differing else 'ok  '} {name}: {document['plans'][0]['description']}: Megatron derives dp {derived['dp']}, "
-              f"vpp {derived['vpp']}, {derived['micro_batches']} micro-batches, vocabulary {derived['padded_vocab']}, layers {derived['layers']}"
+              f"{derived['replicas']} optimizer instance(s), vpp {derived['vpp']}, {derived['micro_batches']} micro-batches, vocabulary {derived['padded_vocab']}, layers {derived['layers']}"
               + (f"; differs from the plan (Megatron, plan): {differing}" if differing else ""))
         failures += bool(differing)
     return 1 if failures else 0

@@ -12,6 +12,8 @@
 //    allocated: A | max allocated: M | reserved: S | max reserved: V", PyTorch's
 //    memory_allocated, max_memory_allocated, memory_reserved and max_memory_reserved in MiB.
 // Other lines, and prefixes a launcher adds ("0: ", "[default0]:"), are ignored.
+// On several nodes the training_log lines are in the last node's output and the
+// report_memory lines in the others': give the nodes' outputs together (cat).
 #pragma once
 
 #include <cstdint>
@@ -28,22 +30,18 @@ struct MegatronInterval {
   int64_t iteration = 0;         // the last iteration of the interval
   double ms_per_iteration = 0;   // elapsed time per iteration, the interval's mean
   int64_t global_batch = 0;      // sequences per iteration
-  double loss = 0;               // lm loss (0 where the line has none)
 };
 
 struct MegatronMemory {
   int64_t rank = 0;
   int64_t after_iterations = 0;
-  double allocated_mib = 0, max_allocated_mib = 0, reserved_mib = 0, max_reserved_mib = 0;
+  double max_allocated_mib = 0, max_reserved_mib = 0;
 };
 
 struct MegatronLog {
   std::vector<MegatronInterval> intervals;  // in log order
   std::vector<MegatronMemory> memory;       // in log order
 };
-
-// Whether `text` holds a Megatron-LM training log line.
-bool looks_like_megatron_log(std::string_view text);
 
 // Errors name the source and the line; a log without a training_log line is an error.
 Result<MegatronLog> parse_megatron_log(std::string_view text, const std::string& source);
@@ -63,6 +61,7 @@ struct MegatronStageMemory {
 
 struct MegatronComparison {
   std::string plan_description;
+  int64_t memory_after_iterations = 0;  // when Megatron reported the memory (0: no report)
   double predicted_step_s = 0, measured_step_s = 0;
   int64_t intervals_used = 0;      // the intervals the measured step is the median of
   bool first_interval_left_out = false;

@@ -230,6 +230,11 @@ Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index) {
   const bool sgd = r.training.optimizer == OptimizerKind::sgd || r.training.optimizer == OptimizerKind::sgd_momentum;
   if (sgd && z.stage > 0) config["zero_allow_untested_optimizer"] = true;
   config["steps_per_print"] = 10;
+  // Every steps_per_print steps rank 0 logs its samples/s and peak memory
+  // (utils/timer.py ThroughputTimer, at INFO), which `tessera compare` reads;
+  // DeepSpeed's logger stands at WARNING unless log_level says otherwise
+  // (utils/logging.py, runtime/config.py get_log_level, at edaa722).
+  config["log_level"] = "info";
   config["wall_clock_breakdown"] = false;
   return config.dump(2) + "\n";
 }

@@ -313,12 +313,13 @@ TEST(Cli, CompareSetsAMegatronLogAgainstItsPlan) {
   ASSERT_EQ(table.code, 0) << table.err;
   EXPECT_NE(table.out.find("step time"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("2.100 s"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("median of 3 intervals, the first (warm-up) left out"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("median of 3 logged steps, the first (warm-up) left out"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("40.00 GiB"), std::string::npos) << table.out;
   const CliRun json_run = run({"compare", plan.c_str(), log.c_str(), "--format", "json"});
   ASSERT_EQ(json_run.code, 0) << json_run.err;
   const auto doc = nlohmann::json::parse(json_run.out);
-  EXPECT_EQ(doc["kind"], "megatron_comparison");
+  EXPECT_EQ(doc["kind"], "logged_run_comparison");
+  EXPECT_EQ(doc["runtime"], "Megatron-LM");
   EXPECT_DOUBLE_EQ(doc["step_time"]["measured_s"].get<double>(), 2.1);
   EXPECT_EQ(doc["ranks"][0]["rank"], 15);
   EXPECT_EQ(doc["ranks"][0]["pipeline_stage"], 1);

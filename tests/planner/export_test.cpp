@@ -47,6 +47,7 @@ void expect_deepspeed_batch(const Planned& planned, size_t index, const json& ds
   EXPECT_EQ(ds.at("train_batch_size").get<int64_t>(), r.training.micro_batch_size * accumulation * r.layout.dp);
   EXPECT_EQ(ds.at("train_batch_size").get<int64_t>(), planned.file.global_batch_size);
   EXPECT_EQ(ds.at("gradient_clipping").get<double>(), 1.0);
+  EXPECT_EQ(ds.at("log_level"), "info") << "the throughput lines tessera compare reads";
   EXPECT_TRUE(ds.at("bf16").at("enabled").get<bool>());
   EXPECT_EQ(ds.at("optimizer").at("type"), "AdamW");
 }

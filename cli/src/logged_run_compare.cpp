@@ -1,4 +1,4 @@
-#include "megatron_compare.h"
+#include "logged_run_compare.h"
 
 #include <cstdio>
 #include <ostream>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
-#include "tessera/planner/megatron_log.h"
+#include "tessera/planner/training_log.h"
 #include "tessera/planner/memory_comparison.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/report.h"
@@ -17,33 +17,36 @@ namespace {
 using nlohmann::json;
 using namespace tessera::planner;
 
+const char* runtime_name(LoggedRuntime runtime) { return runtime == LoggedRuntime::megatron ? "Megatron-LM" : "DeepSpeed"; }
+
 double seconds_error_pct(double predicted, double measured) { return 100.0 * (predicted - measured) / measured; }
 
-json comparison_json(const MegatronComparison& c, size_t plan_index) {
+json comparison_json(const LoggedRunComparison& c, size_t plan_index) {
   json ranks = json::array();
-  for (const MegatronStageMemory& m : c.memory) {
+  for (const LoggedStageMemory& m : c.memory) {
     ranks.push_back(json{{"rank", m.rank},
                          {"pipeline_stage", m.stage},
                          {"predicted_max_allocated_bytes", m.predicted_allocated},
                          {"measured_max_allocated_bytes", m.measured_max_allocated},
                          {"max_allocated_error_pct", error_pct(m.predicted_allocated, m.measured_max_allocated)},
                          {"predicted_max_reserved_bytes", m.predicted_reserved},
-                         {"measured_max_reserved_bytes", m.measured_max_reserved},
-                         {"max_reserved_error_pct", error_pct(m.predicted_reserved, m.measured_max_reserved)}});
+                         {"measured_max_reserved_bytes", m.measured_max_reserved < 0 ? json(nullptr) : json(m.measured_max_reserved)},
+                         {"max_reserved_error_pct", m.measured_max_reserved < 0 ? json(nullptr) : json(error_pct(m.predicted_reserved, m.measured_max_reserved))}});
   }
   return json{{"schema", 1},
-              {"kind", "megatron_comparison"},
+              {"kind", "logged_run_comparison"},
+              {"runtime", runtime_name(c.runtime)},
               {"plan", plan_index + 1},
               {"description", c.plan_description},
               {"step_time", {{"predicted_s", c.predicted_step_s},
                              {"measured_s", c.measured_step_s},
                              {"error_pct", seconds_error_pct(c.predicted_step_s, c.measured_step_s)},
-                             {"intervals", c.intervals_used},
-                             {"first_interval_left_out", c.first_interval_left_out}}},
+                             {"logged_steps", c.steps_used},
+                             {"first_left_out", c.first_step_left_out}}},
               {"tokens_per_s", {{"predicted", c.predicted_tokens_per_s},
                                 {"measured", c.measured_tokens_per_s},
                                 {"error_pct", seconds_error_pct(c.predicted_tokens_per_s, c.measured_tokens_per_s)}}},
-              {"memory_after_iterations", c.memory_after_iterations},
+              {"memory_after_steps", c.memory_after_steps},
               {"ranks", ranks}};
 }
 
@@ -53,14 +56,14 @@ std::string pct(double value) {
   return text;
 }
 
-void print_table(const MegatronComparison& c, const CompareCliOptions& o, size_t plan_index, std::ostream& out) {
+void print_table(const LoggedRunComparison& c, const CompareCliOptions& o, size_t plan_index, std::ostream& out) {
   char line[200];
-  out << "Megatron-LM run " << o.metrics << " against plan " << plan_index + 1 << " of " << o.plan << ":\n  " << c.plan_description << "\n\n";
+  out << runtime_name(c.runtime) << " run " << o.metrics << " against plan " << plan_index + 1 << " of " << o.plan << ":\n  " << c.plan_description << "\n\n";
   std::snprintf(line, sizeof line, "%-12s%14s%14s%9s\n", "", "predicted", "measured", "error");
   out << line;
-  std::snprintf(line, sizeof line, "%-12s%12.3f s%12.3f s%9s   median of %lld interval%s%s\n", "step time", c.predicted_step_s, c.measured_step_s,
-                pct(seconds_error_pct(c.predicted_step_s, c.measured_step_s)).c_str(), static_cast<long long>(c.intervals_used),
-                c.intervals_used == 1 ? "" : "s", c.first_interval_left_out ? ", the first (warm-up) left out" : "");
+  std::snprintf(line, sizeof line, "%-12s%12.3f s%12.3f s%9s   median of %lld logged step%s%s\n", "step time", c.predicted_step_s, c.measured_step_s,
+                pct(seconds_error_pct(c.predicted_step_s, c.measured_step_s)).c_str(), static_cast<long long>(c.steps_used),
+                c.steps_used == 1 ? "" : "s", c.first_step_left_out ? ", the first (warm-up) left out" : "");
   out << line;
   std::snprintf(line, sizeof line, "%-12s%14.0f%14.0f%9s\n", "tokens/s", c.predicted_tokens_per_s, c.measured_tokens_per_s,
                 pct(seconds_error_pct(c.predicted_tokens_per_s, c.measured_tokens_per_s)).c_str());
@@ -70,28 +73,30 @@ void print_table(const MegatronComparison& c, const CompareCliOptions& o, size_t
         << "data-parallel rank 0, in the output of that rank's node (give every node's output together)\n";
     return;
   }
-  out << "\npeak memory after " << c.memory_after_iterations << " iterations, as PyTorch counts it (the planner's figure without the CUDA\n"
+  out << "\npeak memory after " << c.memory_after_steps << " steps, as PyTorch counts it (the planner's figure without the CUDA\n"
       << "context and NCCL's buffers, which PyTorch's counters do not see; for max allocated, without the allocator's reserve)\n";
   std::snprintf(line, sizeof line, "%6s%7s%14s%12s%9s%14s%12s%9s\n", "rank", "stage", "max alloc.", "measured", "error", "max reserved", "measured", "error");
   out << line;
-  for (const MegatronStageMemory& m : c.memory) {
+  for (const LoggedStageMemory& m : c.memory) {
+    const bool reserved = m.measured_max_reserved >= 0;  // DeepSpeed logs max allocated only
     std::snprintf(line, sizeof line, "%6lld%7lld%14s%12s%9s%14s%12s%9s\n", static_cast<long long>(m.rank), static_cast<long long>(m.stage),
                   format_bytes(m.predicted_allocated).c_str(), format_bytes(m.measured_max_allocated).c_str(),
                   pct(error_pct(m.predicted_allocated, m.measured_max_allocated)).c_str(), format_bytes(m.predicted_reserved).c_str(),
-                  format_bytes(m.measured_max_reserved).c_str(), pct(error_pct(m.predicted_reserved, m.measured_max_reserved)).c_str());
+                  reserved ? format_bytes(m.measured_max_reserved).c_str() : "-",
+                  reserved ? pct(error_pct(m.predicted_reserved, m.measured_max_reserved)).c_str() : "-");
     out << line;
   }
 }
 
 }  // namespace
 
-int run_megatron_compare(const CompareCliOptions& o, const std::string& log_text, std::ostream& out, std::ostream& err) {
-  auto log = parse_megatron_log(log_text, o.metrics);
+int run_logged_run_compare(const CompareCliOptions& o, const std::string& log_text, std::ostream& out, std::ostream& err) {
+  auto log = parse_training_log(log_text, o.metrics);
   if (!log) return fail(err, log.error().message);
   auto file = read_plan_file(o.plan);
-  if (!file) return fail(err, file.error().message + " (a Megatron-LM log is compared with the plan.json it was exported from)");
+  if (!file) return fail(err, file.error().message + " (a run's log is compared with the plan.json it was exported from)");
   const size_t index = static_cast<size_t>(o.plan_number - 1);
-  auto comparison = compare_megatron_run(file.value(), index, log.value(), o.metrics);
+  auto comparison = compare_logged_run(file.value(), index, log.value(), o.metrics);
   if (!comparison) return fail(err, comparison.error().message);
   if (o.format == "json") {
     out << comparison_json(comparison.value(), index).dump(2) << "\n";

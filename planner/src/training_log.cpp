@@ -1,9 +1,10 @@
-// Megatron-LM training logs read back and set against a plan; the formats are in megatron_log.h.
-#include "tessera/planner/megatron_log.h"
+// Megatron-LM and DeepSpeed training logs read back and set against a plan; the formats are in training_log.h.
+#include "tessera/planner/training_log.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "tessera/planner/memory_model.h"
@@ -16,6 +17,7 @@ namespace {
 
 constexpr std::string_view kElapsed = "elapsed time per iteration (ms):";
 constexpr std::string_view kMemory = "memory (MB)";
+constexpr std::string_view kSamplesPerSec = "CurrSamplesPerSec=";
 // Bounds that no real run reaches: an hour per iteration, 2^40 MiB of memory.
 constexpr double kMaxMsPerIteration = 3.6e6;
 constexpr double kMaxMib = 1099511627776.0;
@@ -59,8 +61,8 @@ Error bad_line(const std::string& source, size_t number, const std::string& what
   return make_error(ErrorCode::parse_error, source + ":" + std::to_string(number) + ": " + what);
 }
 
-std::optional<MegatronInterval> read_interval(std::string_view line) {
-  MegatronInterval out;
+std::optional<LoggedStep> read_interval(std::string_view line) {
+  LoggedStep out;
   const size_t it = line.find("iteration ");
   const size_t slash = it == std::string_view::npos ? it : line.find('/', it);
   if (slash == std::string_view::npos) return std::nullopt;
@@ -72,14 +74,14 @@ std::optional<MegatronInterval> read_interval(std::string_view line) {
   if (!batch) return std::nullopt;
   const auto sequences = to_int(*batch);
   if (!iteration || *iteration < 0 || !ms || !(*ms > 0 && *ms <= kMaxMsPerIteration) || !sequences || *sequences <= 0) return std::nullopt;
-  out.iteration = *iteration;
-  out.ms_per_iteration = *ms;
+  out.step = *iteration;
+  out.seconds = *ms / 1000;
   out.global_batch = *sequences;
   return out;
 }
 
-std::optional<MegatronMemory> read_memory(std::string_view line) {
-  MegatronMemory out;
+std::optional<LoggedMemory> read_memory(std::string_view line) {
+  LoggedMemory out;
   const size_t rank_at = line.find("[Rank ");
   const size_t after_at = line.find("(after ");
   if (rank_at == std::string_view::npos || after_at == std::string_view::npos) return std::nullopt;
@@ -92,10 +94,38 @@ std::optional<MegatronMemory> read_memory(std::string_view line) {
   const auto in_range = [](const std::optional<double>& mib) { return mib && *mib >= 0 && *mib <= kMaxMib; };
   if (!in_range(m) || !in_range(v)) return std::nullopt;
   out.rank = *rank;
-  out.after_iterations = *after;
+  out.after_steps = *after;
   out.max_allocated_mib = *m;
   out.max_reserved_mib = *v;
   return out;
+}
+
+// The value after "key=" up to the next comma, space or end.
+std::optional<std::string_view> assigned(std::string_view line, std::string_view key) {
+  const size_t at = line.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = line.substr(at + key.size());
+  return rest.substr(0, rest.find_first_of(", "));
+}
+
+// DeepSpeed's ThroughputTimer line: the step, its samples per second and rank 0's peak.
+std::optional<std::pair<LoggedStep, LoggedMemory>> read_throughput(std::string_view line) {
+  const auto step = assigned(line, "global_step=");
+  const auto samples = assigned(line, kSamplesPerSec);
+  const auto peak = assigned(line, "MaxMemAllocated=");
+  if (!step || !samples || !peak || !peak->ends_with("GB")) return std::nullopt;
+  const auto g = to_int(*step);
+  const auto c = to_double(*samples);
+  const auto gib = to_double(peak->substr(0, peak->size() - 2));
+  if (!g || *g < 0 || !c || !(*c > 0 && *c < 1e12) || !gib || !(*gib >= 0 && *gib * 1024 <= kMaxMib)) return std::nullopt;
+  LoggedStep s;
+  s.step = *g;
+  s.samples_per_s = *c;
+  LoggedMemory m;
+  m.rank = 0;  // DeepSpeed reports progress on rank 0 only
+  m.after_steps = *g;
+  m.max_allocated_mib = *gib * 1024;
+  return std::pair{s, m};
 }
 
 double median(std::vector<double> values) {
@@ -123,8 +153,9 @@ const RankMemory* row_of_stage(const MemoryEstimate& e, int64_t stage) {
 
 }  // namespace
 
-Result<MegatronLog> parse_megatron_log(std::string_view text, const std::string& source) {
-  MegatronLog log;
+Result<TrainingLog> parse_training_log(std::string_view text, const std::string& source) {
+  TrainingLog log;
+  bool megatron = false, deepspeed = false;
   size_t number = 0;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());
@@ -134,46 +165,61 @@ Result<MegatronLog> parse_megatron_log(std::string_view text, const std::string&
     if (line.find(kElapsed) != std::string_view::npos) {
       const auto interval = read_interval(line);
       if (!interval) return bad_line(source, number, "a training_log line without its iteration, elapsed time or global batch size");
-      log.intervals.push_back(*interval);
+      log.steps.push_back(*interval);
+      megatron = true;
     } else if (line.find(kMemory) != std::string_view::npos && line.find("[Rank ") != std::string_view::npos) {
       const auto memory = read_memory(line);
       if (!memory) return bad_line(source, number, "a report_memory line without its rank, iterations, or max allocated and max reserved in MiB");
       log.memory.push_back(*memory);
+      megatron = true;
+    } else if (line.find(kSamplesPerSec) != std::string_view::npos) {
+      const auto throughput = read_throughput(line);
+      if (!throughput) return bad_line(source, number, "a DeepSpeed throughput line without its global_step, CurrSamplesPerSec or MaxMemAllocated");
+      log.steps.push_back(throughput->first);
+      log.memory.push_back(throughput->second);
+      deepspeed = true;
     }
   }
-  if (log.intervals.empty()) {
-    return make_error(ErrorCode::parse_error, source + ": no Megatron-LM training_log line (\"... | " + std::string(kElapsed) + " ... |\"); "
-                                                  "give the standard output of pretrain_gpt.py, every node's together (the last rank prints them)");
+  if (megatron && deepspeed) return make_error(ErrorCode::parse_error, source + ": holds both Megatron-LM's and DeepSpeed's lines; give one run's log");
+  if (log.steps.empty()) {
+    return make_error(ErrorCode::parse_error, source + ": no step line of Megatron-LM (\"... | " + std::string(kElapsed) + " ... |\") or DeepSpeed (\"" +
+                                                  std::string(kSamplesPerSec) + "...\"); give the run's standard output, every node's together");
   }
+  log.runtime = deepspeed ? LoggedRuntime::deepspeed : LoggedRuntime::megatron;
   return log;
 }
 
-Result<MegatronComparison> compare_megatron_run(const PlanFile& file, size_t plan_index, const MegatronLog& log, const std::string& log_source) {
+Result<LoggedRunComparison> compare_logged_run(const PlanFile& file, size_t plan_index, const TrainingLog& log, const std::string& log_source) {
   if (plan_index >= file.plans.size()) {
     return make_error(ErrorCode::invalid_argument, "--plan " + std::to_string(plan_index + 1) + " is out of range: the plan file holds plans 1 to " +
                                                        std::to_string(file.plans.size()));
   }
   const EstimateRequest& r = file.plans[plan_index];
-  for (const MegatronInterval& i : log.intervals) {
-    if (i.global_batch != file.global_batch_size) {
-      return make_error(ErrorCode::invalid_argument, log_source + ": iteration " + std::to_string(i.iteration) + " ran a global batch of " +
-                                                         std::to_string(i.global_batch) + ", the plan " + std::to_string(file.global_batch_size) +
+  for (const LoggedStep& s : log.steps) {
+    if (s.global_batch != 0 && s.global_batch != file.global_batch_size) {
+      return make_error(ErrorCode::invalid_argument, log_source + ": iteration " + std::to_string(s.step) + " ran a global batch of " +
+                                                         std::to_string(s.global_batch) + ", the plan " + std::to_string(file.global_batch_size) +
                                                          "; compare the log with the plan it ran");
     }
   }
   auto model = load_model(file.model_source, "model.source");
   if (!model) return model.error();
-  MegatronComparison out;
+  LoggedRunComparison out;
+  out.runtime = log.runtime;
   out.plan_description = describe_plan(r);
   const nlohmann::json& plan = file.document["plans"][plan_index];
   out.predicted_step_s = plan.value("step_time_s", 0.0);
   out.predicted_tokens_per_s = plan.value("tokens_per_s", 0.0);
-  // The first interval holds the warm-up (allocation, NCCL set-up, compilation): left out where there are others.
-  std::vector<double> steps;
-  out.first_interval_left_out = log.intervals.size() > 1;
-  for (size_t k = out.first_interval_left_out ? 1 : 0; k < log.intervals.size(); ++k) steps.push_back(log.intervals[k].ms_per_iteration / 1000);
-  out.intervals_used = static_cast<int64_t>(steps.size());
-  out.measured_step_s = median(steps);
+  // The first logged step holds the warm-up (allocation, NCCL set-up, compilation): left out where there are others.
+  // DeepSpeed's samples are train_batch_size, the plan's global batch (export --to deepspeed), over the step's time.
+  std::vector<double> seconds;
+  out.first_step_left_out = log.steps.size() > 1;
+  for (size_t k = out.first_step_left_out ? 1 : 0; k < log.steps.size(); ++k) {
+    const LoggedStep& s = log.steps[k];
+    seconds.push_back(s.seconds > 0 ? s.seconds : static_cast<double>(file.global_batch_size) / s.samples_per_s);
+  }
+  out.steps_used = static_cast<int64_t>(seconds.size());
+  out.measured_step_s = median(seconds);
   out.measured_tokens_per_s = static_cast<double>(file.global_batch_size * file.seq_len) / out.measured_step_s;
 
   auto allocated = estimate_as_pytorch_counts(model.value(), file, r, false);
@@ -182,19 +228,23 @@ Result<MegatronComparison> compare_megatron_run(const PlanFile& file, size_t pla
   if (!reserved) return reserved.error();
   const int64_t world = r.layout.world_size();
   const int64_t per_stage = world / r.layout.pp;
-  for (const MegatronMemory& m : log.memory) {
+  std::map<int64_t, LoggedMemory> last;  // each rank's latest report: the peaks only grow
+  for (const LoggedMemory& m : log.memory) {
     if (m.rank < 0 || m.rank >= world) {
       return make_error(ErrorCode::invalid_argument, log_source + ": rank " + std::to_string(m.rank) + " is outside the plan's " +
                                                          std::to_string(world) + " GPUs; compare the log with the plan it ran");
     }
-    const int64_t stage = m.rank / per_stage;  // pp outermost in both rank orders
+    last[m.rank] = m;
+  }
+  for (const auto& [rank, m] : last) {
+    const int64_t stage = rank / per_stage;  // pp outermost in both rank orders
     const RankMemory* a = row_of_stage(allocated.value(), stage);
     const RankMemory* v = row_of_stage(reserved.value(), stage);
     if (!a || !v) return make_error(ErrorCode::invalid_argument, "the plan's estimate has no row for pipeline stage " + std::to_string(stage));
-    out.memory.push_back({m.rank, stage, a->device_total, mib_to_bytes(m.max_allocated_mib), v->device_total, mib_to_bytes(m.max_reserved_mib)});
-    out.memory_after_iterations = m.after_iterations;
+    out.memory.push_back({rank, stage, a->device_total, mib_to_bytes(m.max_allocated_mib), v->device_total,
+                          m.max_reserved_mib < 0 ? -1 : mib_to_bytes(m.max_reserved_mib)});
+    out.memory_after_steps = std::max(out.memory_after_steps, m.after_steps);
   }
-  std::sort(out.memory.begin(), out.memory.end(), [](const auto& x, const auto& y) { return x.rank < y.rank; });
   return out;
 }
 

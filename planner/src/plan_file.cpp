@@ -41,7 +41,8 @@ json plan_document(const Model& model, const std::string& model_source, const Pl
               {"cluster", cluster_to_json(request.cluster)},
               {"global_batch_size", request.global_batch_size},
               {"seq_len", request.seq_len},
-              {"search", json{{"candidates_evaluated", result.candidates_evaluated},
+              {"search", json{{"runtime", enum_name(request.runtime)},  // whose plugins were searched, also when none fits
+                              {"candidates_evaluated", result.candidates_evaluated},
                               {"fitting", result.candidates_fitting},
                               {"distinct_plans_fitting", result.plans.size()},
                               {"rejected_count", rejected_count},

@@ -280,6 +280,7 @@ TEST(Cli, PlanUnderARuntimeExportsThatRuntimesConfig) {
   std::ifstream written(output);
   const auto doc = nlohmann::json::parse(written);
   EXPECT_EQ(doc["plans"][0]["runtime"], "deepspeed");
+  EXPECT_EQ(doc["search"]["runtime"], "deepspeed");
   // Plan 1 recomputes every block, which a DeepSpeed config cannot turn on; plan 3 recomputes nothing.
   ASSERT_EQ(doc["plans"][2]["training"]["recompute"], "none");
   const CliRun config = run({"export", output.c_str(), "--to", "deepspeed", "--plan", "3"});

@@ -121,7 +121,7 @@ void print_tables(const std::vector<RankComparison>& ranks, std::ostream& out) {
 
 void add_compare_options(CLI::App& c, CompareCliOptions& o) {
   c.add_option("plan", o.plan, "plan.json or an estimate JSON")->required();
-  c.add_option("metrics", o.metrics, "metrics.json written by tessera train, or the output of a Megatron-LM or DeepSpeed run (tessera export --to megatron, --to deepspeed)")
+  c.add_option("metrics", o.metrics, "metrics.json written by tessera train, or the output of a Megatron-LM, DeepSpeed or torchtitan run (tessera export --to megatron, --to deepspeed)")
       ->required();
   c.add_option("--plan", o.plan_number, "Which plan of a plan file: 1 is the best")->capture_default_str();
   c.add_option("--format", o.format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -131,7 +131,7 @@ int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err
   if (o.plan_number < 1) return fail(err, "--plan must be a positive integer (1 is the best plan), got " + std::to_string(o.plan_number));
   auto text = read_text_file(o.metrics, "metrics", kMaxLogFileBytes);
   if (!text) return fail(err, text.error().message);
-  // metrics.json is a JSON object; anything else is read as a Megatron-LM or DeepSpeed log, which says what it lacks.
+  // metrics.json is a JSON object; anything else is read as a training log (training_log.h), which says what it lacks.
   const size_t first = text->find_first_not_of(" \t\r\n");
   if (first == std::string::npos || (*text)[first] != '{') return run_logged_run_compare(o, text.value(), out, err);
   auto predicted = read_predicted_run(o.plan, static_cast<size_t>(o.plan_number - 1));

@@ -17,7 +17,29 @@ namespace {
 using nlohmann::json;
 using namespace tessera::planner;
 
-const char* runtime_name(LoggedRuntime runtime) { return runtime == LoggedRuntime::megatron ? "Megatron-LM" : "DeepSpeed"; }
+const char* runtime_name(LoggedRuntime runtime) {
+  switch (runtime) {
+    case LoggedRuntime::megatron: return "Megatron-LM";
+    case LoggedRuntime::deepspeed: return "DeepSpeed";
+    case LoggedRuntime::torchtitan: return "torchtitan";
+  }
+  return "";
+}
+
+std::string pct(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", value);
+  return text;
+}
+
+// A measured figure and its error, or "-" for both where the runtime does not log it.
+std::pair<std::string, std::string> measured_and_error(int64_t predicted, int64_t measured) {
+  if (measured < 0) return {"-", "-"};
+  return {format_bytes(measured), pct(error_pct(predicted, measured))};
+}
+
+json measured_json(int64_t measured) { return measured < 0 ? json(nullptr) : json(measured); }
+json error_json(int64_t predicted, int64_t measured) { return measured < 0 ? json(nullptr) : json(error_pct(predicted, measured)); }
 
 double seconds_error_pct(double predicted, double measured) { return 100.0 * (predicted - measured) / measured; }
 
@@ -27,11 +49,11 @@ json comparison_json(const LoggedRunComparison& c, size_t plan_index) {
     ranks.push_back(json{{"rank", m.rank},
                          {"pipeline_stage", m.stage},
                          {"predicted_max_allocated_bytes", m.predicted_allocated},
-                         {"measured_max_allocated_bytes", m.measured_max_allocated},
-                         {"max_allocated_error_pct", error_pct(m.predicted_allocated, m.measured_max_allocated)},
+                         {"measured_max_allocated_bytes", measured_json(m.measured_max_allocated)},
+                         {"max_allocated_error_pct", error_json(m.predicted_allocated, m.measured_max_allocated)},
                          {"predicted_max_reserved_bytes", m.predicted_reserved},
-                         {"measured_max_reserved_bytes", m.measured_max_reserved < 0 ? json(nullptr) : json(m.measured_max_reserved)},
-                         {"max_reserved_error_pct", m.measured_max_reserved < 0 ? json(nullptr) : json(error_pct(m.predicted_reserved, m.measured_max_reserved))}});
+                         {"measured_max_reserved_bytes", measured_json(m.measured_max_reserved)},
+                         {"max_reserved_error_pct", error_json(m.predicted_reserved, m.measured_max_reserved)}});
   }
   return json{{"schema", 1},
               {"kind", "logged_run_comparison"},
@@ -50,11 +72,6 @@ json comparison_json(const LoggedRunComparison& c, size_t plan_index) {
               {"ranks", ranks}};
 }
 
-std::string pct(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.1f%%", value);
-  return text;
-}
 
 void print_table(const LoggedRunComparison& c, const CompareCliOptions& o, size_t plan_index, std::ostream& out) {
   char line[200];
@@ -78,12 +95,11 @@ void print_table(const LoggedRunComparison& c, const CompareCliOptions& o, size_
   std::snprintf(line, sizeof line, "%6s%7s%14s%12s%9s%14s%12s%9s\n", "rank", "stage", "max alloc.", "measured", "error", "max reserved", "measured", "error");
   out << line;
   for (const LoggedStageMemory& m : c.memory) {
-    const bool reserved = m.measured_max_reserved >= 0;  // DeepSpeed logs max allocated only
+    const auto [allocated, allocated_error] = measured_and_error(m.predicted_allocated, m.measured_max_allocated);
+    const auto [reserved, reserved_error] = measured_and_error(m.predicted_reserved, m.measured_max_reserved);
     std::snprintf(line, sizeof line, "%6lld%7lld%14s%12s%9s%14s%12s%9s\n", static_cast<long long>(m.rank), static_cast<long long>(m.stage),
-                  format_bytes(m.predicted_allocated).c_str(), format_bytes(m.measured_max_allocated).c_str(),
-                  pct(error_pct(m.predicted_allocated, m.measured_max_allocated)).c_str(), format_bytes(m.predicted_reserved).c_str(),
-                  reserved ? format_bytes(m.measured_max_reserved).c_str() : "-",
-                  reserved ? pct(error_pct(m.predicted_reserved, m.measured_max_reserved)).c_str() : "-");
+                  format_bytes(m.predicted_allocated).c_str(), allocated.c_str(), allocated_error.c_str(), format_bytes(m.predicted_reserved).c_str(),
+                  reserved.c_str(), reserved_error.c_str());
     out << line;
   }
 }

@@ -1,7 +1,6 @@
-// `tessera compare PLAN run.log`: a plan of plan.json against the Megatron-LM or
-// DeepSpeed run it set up (tessera export --to megatron / --to deepspeed): step
-// time, tokens/s, and each reported rank's peak memory as PyTorch counts it
-// (training_log.h).
+// `tessera compare PLAN run.log`: a plan of plan.json against the Megatron-LM,
+// DeepSpeed or torchtitan run it set up: step time, tokens/s, and each reported
+// rank's peak memory as PyTorch counts it (training_log.h).
 #pragma once
 
 #include <iosfwd>

@@ -1,4 +1,4 @@
-// Megatron-LM and DeepSpeed training logs read back and set against a plan; the formats are in training_log.h.
+// Megatron-LM, DeepSpeed and torchtitan training logs read back and set against a plan; the formats are in training_log.h.
 #include "tessera/planner/training_log.h"
 
 #include <algorithm>
@@ -18,6 +18,7 @@ namespace {
 constexpr std::string_view kElapsed = "elapsed time per iteration (ms):";
 constexpr std::string_view kMemory = "memory (MB)";
 constexpr std::string_view kSamplesPerSec = "CurrSamplesPerSec=";
+constexpr std::string_view kTps = "tps: ";
 // Bounds that no real run reaches: an hour per iteration, 2^40 MiB of memory.
 constexpr double kMaxMsPerIteration = 3.6e6;
 constexpr double kMaxMib = 1099511627776.0;
@@ -128,6 +129,53 @@ std::optional<std::pair<LoggedStep, LoggedMemory>> read_throughput(std::string_v
   return std::pair{s, m};
 }
 
+// The line without ANSI colour codes (ESC [ ... m), as torchtitan's logger colours it.
+std::string without_colours(std::string_view line) {
+  std::string out;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
+      const size_t m = line.find('m', i);
+      if (m == std::string_view::npos) break;
+      i = m;
+      continue;
+    }
+    out += line[i];
+  }
+  return out;
+}
+
+// The token after "key" up to the next space.
+std::optional<std::string_view> after(std::string_view line, std::string_view key) {
+  const size_t at = line.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = trim(line.substr(at + key.size()));
+  return rest.substr(0, rest.find(' '));
+}
+
+// torchtitan's metrics line: the step, tokens/s per device and the interval's max reserved.
+std::optional<std::pair<LoggedStep, LoggedMemory>> read_torchtitan(const std::string& line) {
+  const auto step = after(line, "step:");
+  const auto memory = after(line, "memory:");
+  const auto tps = after(line, kTps);
+  if (!step || !memory || !tps) return std::nullopt;
+  std::string digits(*tps);
+  std::erase(digits, ',');
+  const auto g = to_int(*step);
+  const auto t = to_double(digits);
+  const size_t gib_at = memory->find("GiB");
+  if (gib_at == std::string_view::npos) return std::nullopt;
+  const auto gib = to_double(memory->substr(0, gib_at));
+  if (!g || *g < 0 || !t || !(*t > 0 && *t < 1e12) || !gib || !(*gib >= 0 && *gib * 1024 <= kMaxMib)) return std::nullopt;
+  LoggedStep s;
+  s.step = *g;
+  s.tokens_per_s_per_gpu = *t;
+  LoggedMemory m;
+  m.rank = 0;  // torchtitan's run_train.sh shows rank 0's output
+  m.after_steps = *g;
+  m.max_reserved_mib = *gib * 1024;
+  return std::pair{s, m};
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
@@ -155,7 +203,7 @@ const RankMemory* row_of_stage(const MemoryEstimate& e, int64_t stage) {
 
 Result<TrainingLog> parse_training_log(std::string_view text, const std::string& source) {
   TrainingLog log;
-  bool megatron = false, deepspeed = false;
+  bool megatron = false, deepspeed = false, torchtitan = false;
   size_t number = 0;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());
@@ -178,14 +226,23 @@ Result<TrainingLog> parse_training_log(std::string_view text, const std::string&
       log.steps.push_back(throughput->first);
       log.memory.push_back(throughput->second);
       deepspeed = true;
+    } else if (line.find(kTps) != std::string_view::npos && line.find("step:") != std::string_view::npos) {
+      const auto metrics = read_torchtitan(without_colours(line));
+      if (!metrics) return bad_line(source, number, "a torchtitan metrics line without its step, memory in GiB or tps");
+      log.steps.push_back(metrics->first);
+      log.memory.push_back(metrics->second);
+      torchtitan = true;
     }
   }
-  if (megatron && deepspeed) return make_error(ErrorCode::parse_error, source + ": holds both Megatron-LM's and DeepSpeed's lines; give one run's log");
-  if (log.steps.empty()) {
-    return make_error(ErrorCode::parse_error, source + ": no step line of Megatron-LM (\"... | " + std::string(kElapsed) + " ... |\") or DeepSpeed (\"" +
-                                                  std::string(kSamplesPerSec) + "...\"); give the run's standard output, every node's together");
+  if (int{megatron} + int{deepspeed} + int{torchtitan} > 1) {
+    return make_error(ErrorCode::parse_error, source + ": holds the lines of more than one runtime (Megatron-LM, DeepSpeed, torchtitan); give one run's log");
   }
-  log.runtime = deepspeed ? LoggedRuntime::deepspeed : LoggedRuntime::megatron;
+  if (log.steps.empty()) {
+    return make_error(ErrorCode::parse_error, source + ": no step line of Megatron-LM (\"... | " + std::string(kElapsed) + " ... |\"), DeepSpeed (\"" +
+                                                  std::string(kSamplesPerSec) + "...\") or torchtitan (\"step: ... " + std::string(kTps) +
+                                                  "...\"); give the run's standard output, every node's together");
+  }
+  log.runtime = deepspeed ? LoggedRuntime::deepspeed : torchtitan ? LoggedRuntime::torchtitan : LoggedRuntime::megatron;
   return log;
 }
 
@@ -211,16 +268,24 @@ Result<LoggedRunComparison> compare_logged_run(const PlanFile& file, size_t plan
   out.predicted_step_s = plan.value("step_time_s", 0.0);
   out.predicted_tokens_per_s = plan.value("tokens_per_s", 0.0);
   // The first logged step holds the warm-up (allocation, NCCL set-up, compilation): left out where there are others.
-  // DeepSpeed's samples are train_batch_size, the plan's global batch (export --to deepspeed), over the step's time.
+  // DeepSpeed's samples are train_batch_size, the plan's global batch (export --to deepspeed), over the step's time;
+  // torchtitan's tokens per device, over every GPU, are the step's tokens over its time.
+  const auto tokens_per_step = static_cast<double>(file.global_batch_size * file.seq_len);
   std::vector<double> seconds;
   out.first_step_left_out = log.steps.size() > 1;
   for (size_t k = out.first_step_left_out ? 1 : 0; k < log.steps.size(); ++k) {
     const LoggedStep& s = log.steps[k];
-    seconds.push_back(s.seconds > 0 ? s.seconds : static_cast<double>(file.global_batch_size) / s.samples_per_s);
+    if (s.seconds > 0) {
+      seconds.push_back(s.seconds);
+    } else if (s.samples_per_s > 0) {
+      seconds.push_back(static_cast<double>(file.global_batch_size) / s.samples_per_s);
+    } else {
+      seconds.push_back(tokens_per_step / (s.tokens_per_s_per_gpu * static_cast<double>(r.layout.world_size())));
+    }
   }
   out.steps_used = static_cast<int64_t>(seconds.size());
   out.measured_step_s = median(seconds);
-  out.measured_tokens_per_s = static_cast<double>(file.global_batch_size * file.seq_len) / out.measured_step_s;
+  out.measured_tokens_per_s = tokens_per_step / out.measured_step_s;
 
   auto allocated = estimate_as_pytorch_counts(model.value(), file, r, false);
   if (!allocated) return allocated.error();
@@ -228,20 +293,25 @@ Result<LoggedRunComparison> compare_logged_run(const PlanFile& file, size_t plan
   if (!reserved) return reserved.error();
   const int64_t world = r.layout.world_size();
   const int64_t per_stage = world / r.layout.pp;
-  std::map<int64_t, LoggedMemory> last;  // each rank's latest report: the peaks only grow
+  // Each rank's largest report (torchtitan resets its peaks at every log) and the last step reported.
+  std::map<int64_t, LoggedMemory> peak;
   for (const LoggedMemory& m : log.memory) {
     if (m.rank < 0 || m.rank >= world) {
       return make_error(ErrorCode::invalid_argument, log_source + ": rank " + std::to_string(m.rank) + " is outside the plan's " +
                                                          std::to_string(world) + " GPUs; compare the log with the plan it ran");
     }
-    last[m.rank] = m;
+    const auto [it, first] = peak.emplace(m.rank, m);
+    if (first) continue;
+    it->second.max_allocated_mib = std::max(it->second.max_allocated_mib, m.max_allocated_mib);
+    it->second.max_reserved_mib = std::max(it->second.max_reserved_mib, m.max_reserved_mib);
+    it->second.after_steps = std::max(it->second.after_steps, m.after_steps);
   }
-  for (const auto& [rank, m] : last) {
+  for (const auto& [rank, m] : peak) {
     const int64_t stage = rank / per_stage;  // pp outermost in both rank orders
     const RankMemory* a = row_of_stage(allocated.value(), stage);
     const RankMemory* v = row_of_stage(reserved.value(), stage);
     if (!a || !v) return make_error(ErrorCode::invalid_argument, "the plan's estimate has no row for pipeline stage " + std::to_string(stage));
-    out.memory.push_back({rank, stage, a->device_total, mib_to_bytes(m.max_allocated_mib), v->device_total,
+    out.memory.push_back({rank, stage, a->device_total, m.max_allocated_mib < 0 ? -1 : mib_to_bytes(m.max_allocated_mib), v->device_total,
                           m.max_reserved_mib < 0 ? -1 : mib_to_bytes(m.max_reserved_mib)});
     out.memory_after_steps = std::max(out.memory_after_steps, m.after_steps);
   }

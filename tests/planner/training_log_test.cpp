@@ -132,7 +132,33 @@ TEST(TrainingLog, ComparesDeepSpeedsThroughputAndRankZerosPeak) {
   EXPECT_EQ(c->memory_after_steps, 40);
   auto mixed = parse_training_log(text + memory_line(0, 1.0, 1.0) + interval_line(5, 1.0, 64), "m.log");
   ASSERT_FALSE(mixed.ok());
-  EXPECT_EQ(mixed.error().message, "m.log: holds both Megatron-LM's and DeepSpeed's lines; give one run's log");
+  EXPECT_EQ(mixed.error().message, "m.log: holds the lines of more than one runtime (Megatron-LM, DeepSpeed, torchtitan); give one run's log");
+}
+
+// torchtitan's coloured metrics line: tokens/s per device over every GPU give the
+// step; max_memory_reserved is reset at every log, so the largest line is the peak.
+TEST(TrainingLog, ComparesTorchtitansTokensPerDeviceAndReservedPeak) {
+  const Planned planned = plan_for("llama-3-8b", [](PlanRequest& r) {
+    r.runtime = Runtime::torchtitan;
+    r.seq_len = 8192;
+  });
+  const auto line = [](int step, const char* memory, const char* tps) {
+    return std::string("[rank0]:[titan] 2026-12-07 04:00:00,000 - root - INFO - \x1b[31mstep: ") + std::to_string(step) +
+           "  \x1b[32mloss:  9.1234  \x1b[33mmemory: " + memory + "GiB(70.12%)  \x1b[34mtps: " + tps +
+           "  \x1b[36mtflops: 300.00  \x1b[35mmfu: 30.30%\x1b[39m\n";
+  };
+  const std::string text = line(10, "50.00", "1,000") + line(20, "60.50", "4,096") + line(30, "60.00", "4,000") + line(40, "59.00", "4,200");
+  auto log = parse_training_log(text, "tt.log");
+  ASSERT_TRUE(log.ok()) << log.error().message;
+  EXPECT_EQ(log->runtime, LoggedRuntime::torchtitan);
+  auto c = compare_logged_run(planned.file, 0, log.value(), "tt.log");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  // 64 sequences of 8192 tokens over 8 GPUs at 4,096 tokens/s each (the median of 4,096, 4,000 and 4,200).
+  EXPECT_DOUBLE_EQ(c->measured_step_s, 64.0 * 8192 / (4096.0 * 8));
+  ASSERT_EQ(c->memory.size(), 1u);
+  EXPECT_EQ(c->memory[0].measured_max_reserved, int64_t{121} << 29);  // 60.5 GiB
+  EXPECT_EQ(c->memory[0].measured_max_allocated, -1);
+  EXPECT_EQ(c->memory_after_steps, 40);
 }
 
 }  // namespace

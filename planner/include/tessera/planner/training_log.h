@@ -1,6 +1,7 @@
-// The log of a training run on Megatron-LM or DeepSpeed (the standard output of
-// what `tessera export --to megatron` or `--to deepspeed` set up) read back, and
-// set against the plan it ran: `tessera compare plan.json run.log`.
+// The log of a training run on Megatron-LM, DeepSpeed or torchtitan (the
+// standard output of what `tessera export --to megatron` or `--to deepspeed` set
+// up, or of a torchtitan run of a --runtime torchtitan plan) read back, and set
+// against the plan it ran: `tessera compare plan.json run.log`.
 //
 // The lines read are the runtimes' own:
 //  - Megatron-LM (NVIDIA/Megatron-LM at core_v0.14.0):
@@ -16,6 +17,12 @@
 //    "epoch=E/micro_step=M/global_step=G, RunningAvgSamplesPerSec=A, CurrSamplesPerSec=C,
 //    MemAllocated=XGB, MaxMemAllocated=YGB", C being train_batch_size over that step's time
 //    and the sizes PyTorch's, in GiB rounded to hundredths.
+//  - torchtitan (pytorch/torchtitan 0.1.0, components/metrics.py MetricsProcessor.log),
+//    every metrics.log_freq steps: "step: N  loss: L  memory: XGiB(P%)  tps: T  tflops: F
+//    mfu: M%", in ANSI colours; T is tokens per second per device (the step's tokens
+//    over the interval's time and the GPUs of one data-parallel rank), X the interval's
+//    max_memory_reserved (its peak statistics are reset at every log) of the rank that
+//    prints, rank 0 under torchtitan's run_train.sh (--local-ranks-filter 0).
 // Other lines, and prefixes a launcher or logger adds, are ignored. On several
 // nodes Megatron's step lines are in the last node's output and its memory
 // lines in the others': give the nodes' outputs together (cat).
@@ -31,20 +38,21 @@
 
 namespace tessera::planner {
 
-enum class LoggedRuntime { megatron, deepspeed };
+enum class LoggedRuntime { megatron, deepspeed, torchtitan };
 
 struct LoggedStep {
   int64_t step = 0;            // Megatron: the interval's last iteration; DeepSpeed: the global step
   double seconds = 0;          // Megatron: the interval's mean iteration time (0: not logged)
   double samples_per_s = 0;    // DeepSpeed: that step's CurrSamplesPerSec (0: not logged)
+  double tokens_per_s_per_gpu = 0;  // torchtitan: tps (0: not logged)
   int64_t global_batch = 0;    // Megatron: sequences per iteration (0: not logged)
 };
 
 struct LoggedMemory {
   int64_t rank = 0;
   int64_t after_steps = 0;
-  double max_allocated_mib = 0;
-  double max_reserved_mib = -1;  // -1: not logged (DeepSpeed)
+  double max_allocated_mib = -1;  // -1: not logged (torchtitan)
+  double max_reserved_mib = -1;   // -1: not logged (DeepSpeed)
 };
 
 struct TrainingLog {
@@ -53,13 +61,13 @@ struct TrainingLog {
   std::vector<LoggedMemory> memory;   // in log order
 };
 
-// Errors name the source and the line; a log without a step line of either
-// runtime, or with both runtimes' lines, is an error.
+// Errors name the source and the line; a log without a step line of any of
+// the runtimes, or with several runtimes' lines, is an error.
 Result<TrainingLog> parse_training_log(std::string_view text, const std::string& source);
 
 // The plan's predictions against the log. Memory is compared per reported rank
 // against the plan's row for that rank's pipeline stage (Megatron's rank order
-// puts pp outermost, as the planner's does; DeepSpeed's rank 0 is stage 0),
+// puts pp outermost, as the planner's does; DeepSpeed's and torchtitan's rank 0 is stage 0),
 // estimated as PyTorch counts it: max_memory_allocated without the CUDA
 // context, NCCL's buffers and the allocator's reserve, which it does not see
 // (the validation's way, README "Validation against published runs");
@@ -67,8 +75,8 @@ Result<TrainingLog> parse_training_log(std::string_view text, const std::string&
 struct LoggedStageMemory {
   int64_t rank = 0;
   int64_t stage = 0;
-  int64_t predicted_allocated = 0, measured_max_allocated = 0;
-  int64_t predicted_reserved = 0, measured_max_reserved = -1;  // -1: not logged
+  int64_t predicted_allocated = 0, measured_max_allocated = -1;  // -1: not logged
+  int64_t predicted_reserved = 0, measured_max_reserved = -1;
 };
 
 struct LoggedRunComparison {

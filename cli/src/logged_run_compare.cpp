@@ -76,13 +76,13 @@ json comparison_json(const LoggedRunComparison& c, size_t plan_index) {
 void print_table(const LoggedRunComparison& c, const CompareCliOptions& o, size_t plan_index, std::ostream& out) {
   char line[200];
   out << runtime_name(c.runtime) << " run " << o.metrics << " against plan " << plan_index + 1 << " of " << o.plan << ":\n  " << c.plan_description << "\n\n";
-  std::snprintf(line, sizeof line, "%-12s%14s%14s%9s\n", "", "predicted", "measured", "error");
+  std::snprintf(line, sizeof line, "%-12s%14s%14s%11s\n", "", "predicted", "measured", "error");
   out << line;
-  std::snprintf(line, sizeof line, "%-12s%12.3f s%12.3f s%9s   median of %lld logged step%s%s\n", "step time", c.predicted_step_s, c.measured_step_s,
+  std::snprintf(line, sizeof line, "%-12s%12.3f s%12.3f s%11s   median of %lld logged step%s%s\n", "step time", c.predicted_step_s, c.measured_step_s,
                 pct(seconds_error_pct(c.predicted_step_s, c.measured_step_s)).c_str(), static_cast<long long>(c.steps_used),
                 c.steps_used == 1 ? "" : "s", c.first_step_left_out ? ", the first (warm-up) left out" : "");
   out << line;
-  std::snprintf(line, sizeof line, "%-12s%14.0f%14.0f%9s\n", "tokens/s", c.predicted_tokens_per_s, c.measured_tokens_per_s,
+  std::snprintf(line, sizeof line, "%-12s%14.0f%14.0f%11s\n", "tokens/s", c.predicted_tokens_per_s, c.measured_tokens_per_s,
                 pct(seconds_error_pct(c.predicted_tokens_per_s, c.measured_tokens_per_s)).c_str());
   out << line;
   if (c.memory.empty()) {
@@ -92,12 +92,12 @@ void print_table(const LoggedRunComparison& c, const CompareCliOptions& o, size_
   }
   out << "\npeak memory after " << c.memory_after_steps << " steps, as PyTorch counts it (the planner's figure without the CUDA\n"
       << "context and NCCL's buffers, which PyTorch's counters do not see; for max allocated, without the allocator's reserve)\n";
-  std::snprintf(line, sizeof line, "%6s%7s%14s%12s%9s%14s%12s%9s\n", "rank", "stage", "max alloc.", "measured", "error", "max reserved", "measured", "error");
+  std::snprintf(line, sizeof line, "%6s%7s%14s%12s%11s%14s%12s%11s\n", "rank", "stage", "max alloc.", "measured", "error", "max reserved", "measured", "error");
   out << line;
   for (const LoggedStageMemory& m : c.memory) {
     const auto [allocated, allocated_error] = measured_and_error(m.predicted_allocated, m.measured_max_allocated);
     const auto [reserved, reserved_error] = measured_and_error(m.predicted_reserved, m.measured_max_reserved);
-    std::snprintf(line, sizeof line, "%6lld%7lld%14s%12s%9s%14s%12s%9s\n", static_cast<long long>(m.rank), static_cast<long long>(m.stage),
+    std::snprintf(line, sizeof line, "%6lld%7lld%14s%12s%11s%14s%12s%11s\n", static_cast<long long>(m.rank), static_cast<long long>(m.stage),
                   format_bytes(m.predicted_allocated).c_str(), allocated.c_str(), allocated_error.c_str(), format_bytes(m.predicted_reserved).c_str(),
                   reserved.c_str(), reserved_error.c_str());
     out << line;

@@ -105,8 +105,6 @@ class ArgsArray {
   std::vector<std::string> lines_;
 };
 
-std::string number(double v) { return format_number(v); }
-
 ArgsArray model_args(const ModelConfig& c, int64_t seq_len) {
   ArgsArray a("MODEL_ARGS");
   a.add("--num-layers", str(c.num_layers));
@@ -125,18 +123,18 @@ ArgsArray model_args(const ModelConfig& c, int64_t seq_len) {
   } else {
     a.add("--position-embedding-type", "rope");
     a.add("--rotary-base", str(static_cast<int64_t>(c.rope_theta)));  // an integer to Megatron's parser
-    if (c.rotary_pct != 1.0) a.add("--rotary-percent", number(c.rotary_pct));
+    if (c.rotary_pct != 1.0) a.add("--rotary-percent", format_number(c.rotary_pct));
     a.add("--max-position-embeddings", str(std::max(c.max_positions, seq_len)));
   }
   a.add("--normalization", c.norm == NormKind::rms_norm ? "RMSNorm" : "LayerNorm");
-  a.add("--norm-epsilon", number(c.norm_eps));
+  a.add("--norm-epsilon", format_number(c.norm_eps));
   if (c.mlp == MlpKind::swiglu) a.add("--swiglu");
   if (c.activation == "gelu_new" || c.activation == "gelu_pytorch_tanh") a.add("--openai-gelu", "", "GELU's tanh approximation, as " + c.activation);
   if (!c.mlp_bias) a.add("--disable-bias-linear");
   if (c.qkv_bias && !c.mlp_bias) a.add("--add-qkv-bias");
   if (!c.tie_word_embeddings) a.add("--untie-embeddings-and-output-weights");
-  a.add("--attention-dropout", number(c.attention_dropout));
-  a.add("--hidden-dropout", number(c.hidden_dropout));
+  a.add("--attention-dropout", format_number(c.attention_dropout));
+  a.add("--hidden-dropout", format_number(c.hidden_dropout));
   a.add("--init-method-std", "0.02");
   return a;
 }

@@ -184,11 +184,9 @@ double median(std::vector<double> values) {
 
 int64_t mib_to_bytes(double mib) { return std::llround(mib * 1024 * 1024); }
 
-// The plan's rows with the assumptions that PyTorch's counters leave out zeroed.
+// The plan's rows as PyTorch's counters see them.
 Result<MemoryEstimate> estimate_as_pytorch_counts(const Model& model, const PlanFile& file, EstimateRequest request, bool with_reserve) {
-  request.assumptions.cuda_context_bytes = 0;
-  request.assumptions.nccl_bytes_per_group = 0;
-  if (!with_reserve) request.assumptions.allocator_reserve_fraction = 0;
+  request.assumptions = request.assumptions.as_pytorch_counts(with_reserve);
   return estimate_memory(model, file.cluster.gpu, request);
 }
 

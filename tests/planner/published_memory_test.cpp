@@ -44,14 +44,8 @@ EstimateRequest request_of(const json& result) {
     r.plugin.pp_schedule = PipelineSchedule::interleaved;
     r.plugin.num_model_chunks = chunks;
   }
-  // What torch.cuda.max_memory_allocated counts: tensors from the caching
-  // allocator, so neither the CUDA context, nor its cached-but-free blocks,
-  // nor NCCL's buffers (cudaMalloc'd by NCCL itself).
-  if (result["reported"]["metric"] == "max_memory_allocated") {
-    r.assumptions.cuda_context_bytes = 0;
-    r.assumptions.allocator_reserve_fraction = 0;
-    r.assumptions.nccl_bytes_per_group = 0;
-  }
+  // What torch.cuda.max_memory_allocated counts: tensors from the caching allocator.
+  if (result["reported"]["metric"] == "max_memory_allocated") r.assumptions = r.assumptions.as_pytorch_counts(false);
   return r;
 }
 

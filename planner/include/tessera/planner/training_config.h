@@ -273,6 +273,16 @@ struct Assumptions {
   int64_t memory_headroom(int64_t gpu_memory_bytes) const {
     return memory_headroom_bytes + static_cast<int64_t>(memory_headroom_fraction * static_cast<double>(gpu_memory_bytes));
   }
+  // What PyTorch's caching-allocator counters see: neither the CUDA context nor
+  // NCCL's buffers (NCCL cudaMallocs them itself); max_memory_allocated leaves
+  // out the allocator's cached-but-free reserve too, max_memory_reserved keeps it.
+  Assumptions as_pytorch_counts(bool with_allocator_reserve) const {
+    Assumptions a = *this;
+    a.cuda_context_bytes = 0;
+    a.nccl_bytes_per_group = 0;
+    if (!with_allocator_reserve) a.allocator_reserve_fraction = 0;
+    return a;
+  }
 };
 
 struct EstimateRequest {

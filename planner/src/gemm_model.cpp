@@ -73,10 +73,17 @@ KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memo
 BlockGemmRoofs block_gemm_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency) {
   KernelRoofs r = kernel_roofs(gpu, precision, memory_efficiency);
   if (!is_fp8(precision)) return {r, r};
-  r.matmul_flops *= gpu.peak_tflops.fp8 / gpu.peak_tflops.bf16;
   r.peak_flops = gpu.peak_tflops.fp8 * 1e12;
   KernelRoofs backward = r;
-  backward.matmul_flops /= kFp8SplitAccumulatorSlowdown;
+  if (gpu.matmul_efficiency_fp8 > 0) {
+    // Measured as torch._scaled_mm runs by default, with the split accumulator:
+    // the backward's; the forward's fast accumulation is faster by the ratio.
+    backward.matmul_flops = r.peak_flops * gpu.matmul_efficiency_fp8 * kOrdinaryShapeFractionOfBest;
+    r.matmul_flops = std::min(r.peak_flops, backward.matmul_flops * kFp8SplitAccumulatorSlowdown);
+  } else {
+    r.matmul_flops *= gpu.peak_tflops.fp8 / gpu.peak_tflops.bf16;
+    backward.matmul_flops = r.matmul_flops / kFp8SplitAccumulatorSlowdown;
+  }
   return {r, backward};
 }
 

@@ -32,6 +32,7 @@ Result<GpuProfile> parse_kernel_fields(const json& root, const std::string& sour
     gpu.sm_count = it->get<int64_t>();
   }
   for (auto [key, target] : {std::pair{"matmul_efficiency", &gpu.matmul_efficiency},
+                             std::pair{"matmul_efficiency_fp8", &gpu.matmul_efficiency_fp8},
                              std::pair{"fused_attention_efficiency", &gpu.fused_attention_efficiency}}) {
     if (root.find(key) == root.end()) continue;
     auto value = positive_number(root, key, source, true);
@@ -106,6 +107,7 @@ std::string gpu_profile_to_json(const GpuProfile& gpu) {
               {"pcie_gbps", gpu.pcie_gbps},
               {"sm_count", gpu.sm_count},
               {"matmul_efficiency", gpu.matmul_efficiency},
+              {"matmul_efficiency_fp8", gpu.matmul_efficiency_fp8},
               {"fused_attention_efficiency", gpu.fused_attention_efficiency}}
       .dump();
 }

@@ -107,6 +107,7 @@ TEST_F(Fp8Step, TheBlocksGemmsRunAtTheFp8Peak) {
   GpuProfile gpu = h100;
   gpu.hbm_gbps = 1e12;  // memory-bound work vanishes: the GEMMs alone
   gpu.peak_tflops.fp8 = 2 * gpu.peak_tflops.bf16;
+  gpu.matmul_efficiency_fp8 = 0;  // no FP8 measurement: the forward at bf16's fraction of the peak
   // A block's 4 forward GEMMs on 1024 tokens (k = 768, 768, 768, 3072) each fit one
   // wave of 256×128 tiles on the 132 SMs (gemm_model.h): a wave is one tile's
   // 2 · 256 · 128 · k FLOPs on one SM at 0.803 · 0.85 of the peak. At twice the
@@ -120,6 +121,7 @@ TEST_F(Fp8Step, TheBackwardGemmsRunTheSplitAccumulator) {
   GpuProfile gpu = h100;
   gpu.hbm_gbps = 1e12;                            // no memory-bound work: casts and saved tensors cost nothing
   gpu.peak_tflops.fp8 = gpu.peak_tflops.bf16;  // equal peaks: only the accumulator differs
+  gpu.matmul_efficiency_fp8 = 0;                // and equal fractions of them
   // Transformer Engine's input- and weight-gradient GEMMs promote their sums to
   // FP32 (_2X_ACC_DGRAD/_2X_ACC_WGRAD), 1.15 times as slow; its forward GEMMs do not.
   const KernelRoofs bf16 = kernel_roofs(gpu, Precision::bf16, SimulationSettings{}.memory_efficiency);
@@ -131,9 +133,29 @@ TEST_F(Fp8Step, TheBackwardGemmsRunTheSplitAccumulator) {
   EXPECT_NEAR(with_fp8.breakdown.backward_s - with_bf16.breakdown.backward_s, 0.15 * block_backward, block_backward * 1e-9);
 }
 
+TEST_F(Fp8Step, TheMeasuredFp8FractionIsTheSplitAccumulators) {
+  // The H100's FP8 MAMF, 70.9% of 1,978.9 TFLOP/s, was measured through
+  // torch._scaled_mm's default split accumulator: the backward's; the forward's
+  // fast accumulation is 1.15 times as fast. Both at 0.85 of it for ordinary shapes.
+  EXPECT_EQ(h100.matmul_efficiency_fp8, 0.709);
+  const BlockGemmRoofs roofs = block_gemm_roofs(h100, Precision::fp8, 0.8);
+  EXPECT_DOUBLE_EQ(roofs.backward.matmul_flops, 1978.9e12 * 0.709 * 0.85);
+  EXPECT_DOUBLE_EQ(roofs.forward.matmul_flops, 1978.9e12 * 0.709 * 0.85 * 1.15);
+  EXPECT_EQ(roofs.forward.peak_flops, 1978.9e12);
+  // Neither depends on bf16's fraction.
+  GpuProfile slower_bf16 = h100;
+  slower_bf16.matmul_efficiency = 0.5;
+  EXPECT_DOUBLE_EQ(block_gemm_roofs(slower_bf16, Precision::fp8, 0.8).forward.matmul_flops, roofs.forward.matmul_flops);
+  // The profile carries it through JSON.
+  auto back = parse_gpu_profile(gpu_profile_to_json(h100), "printed");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->matmul_efficiency_fp8, 0.709);
+}
+
 TEST_F(Fp8Step, TheCastsCostTheirHbmTraffic) {
   GpuProfile gpu = h100;
-  gpu.peak_tflops.fp8 = gpu.peak_tflops.bf16;  // equal peaks: only the memory-bound work differs
+  gpu.peak_tflops.fp8 = gpu.peak_tflops.bf16;  // equal peaks and forward roofs: only the memory-bound work differs
+  gpu.matmul_efficiency_fp8 = 0;
   // Forward: the 4 GEMM inputs (5376 elements a token) cast with their transposes, 4 bytes
   // each, 1024 tokens × 12 blocks; the saved activations are 5376 bytes a token and block lighter.
   const double bytes = 1024.0 * 12 * 5376 * 4 - 1024.0 * 12 * 5376;

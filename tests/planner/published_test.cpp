@@ -121,7 +121,7 @@ TEST(Published, SimulatorAgainstEveryPublishedRun) {
   std::vector<double> errors;
   for (const json& result : doc["results"]) {
     const Outcome o = simulate(result);
-    std::printf("%-36s %-12s measured %10.4g, predicted %10.4g (%+.1f%%)\n", result["id"].get<std::string>().c_str(), o.metric.c_str(), o.measured,
+    std::printf("%-38s %-12s measured %12.6g, predicted %12.6g (%+.1f%%)\n", result["id"].get<std::string>().c_str(), o.metric.c_str(), o.measured,
                 o.predicted, 100 * o.error());
     // FP8 rows and Hugging Face's eager GPT-2 rows have their own bounds (README, "Which rows are off").
     const bool fp8 = result["training"]["precision"] == "fp8";

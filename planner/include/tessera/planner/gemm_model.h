@@ -61,10 +61,13 @@ struct KernelRoofs {
 KernelRoofs kernel_roofs(const GpuProfile& gpu, Precision precision, double memory_efficiency);
 
 // The roofs of the blocks' GEMMs, forward and backward: under fp8 Transformer
-// Engine runs them on the FP8 tensor cores (fp8.h), the forward taken to sustain
-// the same fraction of that peak as cuBLAS does of bf16's (no FP8 measurement in
-// the profiles) and the backward's slower by its split accumulator
-// (kFp8SplitAccumulatorSlowdown); else both are kernel_roofs.
+// Engine runs them on the FP8 tensor cores (fp8.h). The backward's split
+// accumulator sustains the profile's measured FP8 fraction of that peak
+// (GpuProfile::matmul_efficiency_fp8, measured with torch._scaled_mm's default
+// split accumulator) and the forward's fast accumulation is faster by
+// kFp8SplitAccumulatorSlowdown. A profile without an FP8 measurement takes the
+// forward to sustain bf16's fraction and the backward that ratio slower. Else
+// both are kernel_roofs.
 struct BlockGemmRoofs {
   KernelRoofs forward;
   KernelRoofs backward;  // the input and weight gradients

@@ -33,6 +33,7 @@ struct GpuProfile {
   // optional in a profile file, 0 where none was measured for the GPU.
   int64_t sm_count = 0;                   // streaming multiprocessors (wave quantization)
   double matmul_efficiency = 0;           // fraction of the dense peak cuBLAS sustains on large GEMMs
+  double matmul_efficiency_fp8 = 0;       // the same for FP8 GEMMs (torch._scaled_mm, its default split accumulator), of the FP8 peak
   double fused_attention_efficiency = 0;  // fraction of it a fused (flash) attention kernel sustains, forward + backward
   bool operator==(const GpuProfile&) const = default;
 };

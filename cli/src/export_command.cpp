@@ -15,7 +15,7 @@ using namespace tessera::planner;
 void add_export_options(CLI::App& c, ExportOptions& o) {
   c.add_option("plan_file", o.plan_file, "plan.json written by `tessera plan`")->required();
   // Checked in run_export, so that the message lists the targets in one line.
-  c.add_option("--to", o.to, "colossalai (a training script), deepspeed (ds_config.json), megatron (a launch script of Megatron-LM; --runtime megatron plans) or perfetto (a trace of one step)")->required();
+  c.add_option("--to", o.to, "colossalai (a training script), deepspeed (ds_config.json), megatron (a launch script of Megatron-LM; --runtime megatron plans), torchtitan (a TOML job config; --runtime torchtitan plans) or perfetto (a trace of one step)")->required();
   c.add_option("--plan", o.plan, "Which plan of the file: 1 is the best")->capture_default_str();
   c.add_option("--output,-o", o.output, "Write here instead of standard output");
 }

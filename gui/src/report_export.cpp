@@ -56,6 +56,18 @@ Result<PlanInFile> shown_plan_file(const PlannerSession& session) {
   return PlanInFile{std::move(file).value(), index};
 }
 
+// The `tessera export` target that writes the format, if one does.
+std::optional<planner::ExportTarget> export_target(ExportFormat format) {
+  switch (format) {
+    case ExportFormat::colossalai: return planner::ExportTarget::colossalai;
+    case ExportFormat::deepspeed: return planner::ExportTarget::deepspeed;
+    case ExportFormat::megatron: return planner::ExportTarget::megatron;
+    case ExportFormat::perfetto: return planner::ExportTarget::perfetto;
+    case ExportFormat::torchtitan: return planner::ExportTarget::torchtitan;
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::optional<ExportFormat> export_format_of(const QString& path) {
@@ -66,7 +78,7 @@ std::optional<ExportFormat> export_format_of(const QString& path) {
   static const std::pair<const char*, ExportFormat> kSuffixes[] = {{"pdf", ExportFormat::pdf}, {"svg", ExportFormat::svg},   {"png", ExportFormat::png},
                                                                    {"json", ExportFormat::json}, {"csv", ExportFormat::csv}, {"md", ExportFormat::md},
                                                                    {"html", ExportFormat::html}, {"py", ExportFormat::colossalai},
-                                                                   {"sh", ExportFormat::megatron}};
+                                                                   {"sh", ExportFormat::megatron},   {"toml", ExportFormat::torchtitan}};
   const QString suffix = QFileInfo(path).suffix().toLower();
   for (const auto& [ending, format] : kSuffixes) {
     if (suffix == QLatin1String(ending)) return format;
@@ -79,7 +91,7 @@ QString export_file_filter() {
       "PDF report, inputs, every plan and every view (*.pdf);;SVG, this view (*.svg);;PNG, this view (*.png);;plan.json, the ranked plans (*.json);;"
       "CSV, the shown plan (*.csv);;Markdown, the shown plan (*.md);;HTML, the shown plan (*.html);;"
       "ColossalAI training script, the shown plan (*.py);;DeepSpeed config, the shown plan (*.ds_config.json);;"
-      "Megatron-LM launch script, the shown plan (*.sh);;"
+      "Megatron-LM launch script, the shown plan (*.sh);;torchtitan job config, the shown plan (*.toml);;"
       "Perfetto trace of one step, the shown plan (*.trace.json)");
 }
 
@@ -151,14 +163,10 @@ Status export_planner_report(const PlannerSession& session, ExportFormat format,
   }
   const auto& shown = session.shownPlan();
   if (!shown) return make_error(ErrorCode::invalid_argument, "nothing to export yet: no plan is shown");
-  if (format == ExportFormat::colossalai || format == ExportFormat::deepspeed || format == ExportFormat::megatron || format == ExportFormat::perfetto) {
-    const auto target = format == ExportFormat::colossalai  ? planner::ExportTarget::colossalai
-                        : format == ExportFormat::deepspeed ? planner::ExportTarget::deepspeed
-                        : format == ExportFormat::megatron  ? planner::ExportTarget::megatron
-                                                            : planner::ExportTarget::perfetto;
+  if (const std::optional<planner::ExportTarget> target = export_target(format)) {
     auto plan = shown_plan_file(session);
     if (!plan) return plan.error();
-    auto text = planner::export_plan(plan->file, plan->index, target);
+    auto text = planner::export_plan(plan->file, plan->index, *target);
     if (!text) return text.error();
     return save_whole_file(path, text.value());
   }

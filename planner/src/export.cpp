@@ -1,8 +1,11 @@
 #include "tessera/planner/export.h"
 
+#include <cmath>
+
 #include "export_internal.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/registry.h"
+#include "tessera/planner/report.h"
 
 namespace tessera::planner {
 namespace {
@@ -61,6 +64,17 @@ const nlohmann::json& plan_json(const PlanFile& file, size_t index) {
   return (*plans)[index];
 }
 
+std::string describe_cluster(const ClusterSpec& cluster) {
+  return str(cluster.world_size()) + " × " + cluster.gpu.name + " (" + str(cluster.num_nodes) + " node" + (cluster.num_nodes > 1 ? "s" : "") + " × " +
+         str(cluster.gpus_per_node) + ")";
+}
+
+std::string predicted_comment(const nlohmann::json& plan) {
+  if (!plan.contains("peak_device_bytes") || !plan.contains("tokens_per_s")) return "";
+  return "#   predicted: " + format_bytes(plan["peak_device_bytes"].get<int64_t>()) + " per GPU at most, " +
+         str(std::llround(plan["tokens_per_s"].get<double>())) + " tokens/s\n";
+}
+
 int64_t gradient_accumulation_steps(const EstimateRequest& request) {
   return request.layout.pp > 1 ? 1 : request.training.num_micro_batches;
 }
@@ -77,12 +91,15 @@ Error cannot_express(const char* target, const std::string& why) {
 
 namespace {
 
+// The two targets whose checks follow; the others check their own plans.
+bool exports_to_colossalai_or_deepspeed(ExportTarget target) { return target == ExportTarget::colossalai || target == ExportTarget::deepspeed; }
+
 // A script or config runs the plan on its target's runtime, so the plan's model
 // states must be that runtime's: ColossalAI's for --to colossalai, ColossalAI's
 // ZeRO or DeepSpeed's ZeRO-3 for --to deepspeed.
 Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarget target) {
-  // A bad index is check_plan's to name; export_megatron checks its own runtime.
-  if (plan_index >= file.plans.size() || target == ExportTarget::perfetto || target == ExportTarget::megatron) return Status::success();
+  // A bad index is check_plan's to name; export_megatron and export_torchtitan check their own runtimes.
+  if (plan_index >= file.plans.size() || !exports_to_colossalai_or_deepspeed(target)) return Status::success();
   const Runtime runtime = file.plans[plan_index].plugin.runtime;
   const bool matches = runtime == Runtime::colossalai || (target == ExportTarget::deepspeed && runtime == Runtime::deepspeed);
   if (matches) return Status::success();
@@ -98,7 +115,7 @@ Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarg
 // Megatron's split_gather sequence parallelism, not its ring_attn mode; nor do
 // they give the sharding groups of hybrid sharding, nor compile the model.
 Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTarget target) {
-  if (plan_index >= file.plans.size() || target == ExportTarget::perfetto || target == ExportTarget::megatron) return Status::success();
+  if (plan_index >= file.plans.size() || !exports_to_colossalai_or_deepspeed(target)) return Status::success();
   const EstimateRequest& plan = file.plans[plan_index];
   const char* to = target == ExportTarget::colossalai ? "colossalai" : "deepspeed";
   if (plan.training.precision == Precision::fp8) {
@@ -131,6 +148,7 @@ Result<std::string> export_plan(const PlanFile& file, size_t plan_index, ExportT
     case ExportTarget::deepspeed: return export_deepspeed(file, plan_index);
     case ExportTarget::megatron: return export_megatron(file, plan_index);
     case ExportTarget::perfetto: return export_perfetto(file, plan_index);
+    case ExportTarget::torchtitan: return export_torchtitan(file, plan_index);
   }
   return make_error(ErrorCode::invalid_argument, "--to: unknown target");
 }

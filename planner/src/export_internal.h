@@ -27,6 +27,13 @@ int64_t gradient_accumulation_steps(const EstimateRequest& request);
 // Sequences per optimizer step: micro-batch × micro-batches × dp.
 int64_t sequences_per_step(const EstimateRequest& request);
 
+// "16 × h100-80g (2 nodes × 8)": the cluster a header comment names.
+std::string describe_cluster(const ClusterSpec& cluster);
+
+// "#   predicted: 53.03 GiB per GPU at most, 139259 tokens/s\n" from the plan's
+// object in the file; empty where the file has no predictions.
+std::string predicted_comment(const nlohmann::json& plan);
+
 // A dropout probability of the model's config.json, under its key there.
 struct DropoutField {
   std::string name;  // e.g. "resid_pdrop"

@@ -268,12 +268,8 @@ Result<std::string> export_megatron(const PlanFile& file, size_t plan_index) {
   sh << "#!/usr/bin/env bash\n"
      << "# Megatron-LM launch of plan " << plan_index + 1 << " of a plan.json (tessera export --to megatron):\n"
      << "#   " << describe_plan(r) << "\n"
-     << "#   " << c.name << " on " << cluster.world_size() << " × " << cluster.gpu.name << " (" << cluster.num_nodes << " node"
-     << (cluster.num_nodes > 1 ? "s" : "") << " × " << cluster.gpus_per_node << "), sequences of " << r.training.seq_len << " tokens\n";
-  if (plan.contains("peak_device_bytes") && plan.contains("tokens_per_s")) {
-    sh << "#   predicted: " << format_bytes(plan["peak_device_bytes"].get<int64_t>()) << " per GPU at most, "
-       << static_cast<int64_t>(plan["tokens_per_s"].get<double>()) << " tokens/s\n";
-  }
+     << "#   " << c.name << " on " << export_detail::describe_cluster(cluster) << ", sequences of " << r.training.seq_len << " tokens\n"
+     << export_detail::predicted_comment(plan);
   sh << "# Run it from a Megatron-LM checkout (or set MEGATRON_LM) on every node, with NNODES,\n"
      << "# NODE_RANK and MASTER_ADDR set there; TRAIN_ITERS steps (30 by default) of mock data. Then\n"
      << "# `tessera compare plan.json LOG` sets the log (this script's output) against the plan.\n"

@@ -224,7 +224,8 @@ Result<TrainingLog> parse_training_log(std::string_view text, const std::string&
       log.steps.push_back(throughput->first);
       log.memory.push_back(throughput->second);
       deepspeed = true;
-    } else if (line.find(kTps) != std::string_view::npos && line.find("step:") != std::string_view::npos) {
+    } else if (line.find(kTps) != std::string_view::npos && line.find("step:") != std::string_view::npos &&
+               line.find("validate step:") == std::string_view::npos) {
       const auto metrics = read_torchtitan(without_colours(line));
       if (!metrics) return bad_line(source, number, "a torchtitan metrics line without its step, memory in GiB or tps");
       log.steps.push_back(metrics->first);

@@ -225,6 +225,10 @@ hybrid_plan=$scratch/hybrid-plan.json
 "$tessera" plan --model gpt2 --gpus 16 --global-batch 64 --dp-replicate 2 --top 1 --output "$hybrid_plan" >/dev/null 2>&1 </dev/null
 bad export-replicate-deepspeed "(--dp-replicate 2), which a deepspeed export does not set up" -- export "$hybrid_plan" --to deepspeed
 bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
+bad export-colossalai-torchtitan "--to torchtitan: the plan counts colossalai's model states, not torchtitan's FSDP2; plan again with --runtime torchtitan" -- export "$plan_file" --to torchtitan
+torchtitan_plan=$scratch/torchtitan-plan.json
+"$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --runtime torchtitan --output "$torchtitan_plan" >/dev/null 2>&1 </dev/null
+bad export-torchtitan-not-a-flavor "gpt2 has LayerNorm, which torchtitan's llama3 model does not build; export it --to colossalai" -- export "$torchtitan_plan" --to torchtitan
 # tessera train --plan with --gpu: what the GPU step does not run is refused as the plan's setting, before any device.
 bad train-gpu-fp8-plan "--plan $fp8_plan: --precision fp8: the GPU training step runs bf16 mixed precision" -- train --plan "$fp8_plan" --gpu h100-80g --out "$scratch/never"
 bad train-gpu-replicate-plan "--plan $hybrid_plan: --dp-replicate 2: the engine shards over every data-parallel rank" -- train --plan "$hybrid_plan" --gpu h100-80g --out "$scratch/never"

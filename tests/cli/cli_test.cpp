@@ -293,6 +293,36 @@ TEST(Cli, PlanUnderARuntimeExportsThatRuntimesConfig) {
   EXPECT_NE(script.err.find("plan again with --runtime colossalai"), std::string::npos) << script.err;
 }
 
+// A torchtitan plan exported as its job config and the run's metrics lines read back.
+TEST(Cli, PlanUnderTorchtitanExportsAJobConfigAndComparesItsLog) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string plan = scratch.path("plan.json");
+  ASSERT_EQ(run({"plan", "--runtime", "torchtitan", "--model", "llama-3-8b", "--gpus", "8", "--global-batch", "16", "--seq", "8192", "--output",
+                 plan.c_str()}).code, 0);
+  const std::string config = scratch.path("llama3_8b.toml");
+  const CliRun exported = run({"export", plan.c_str(), "--to", "torchtitan", "--output", config.c_str()});
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  std::ifstream in(config);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("flavor = \"8B\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("data_parallel_shard_degree = 8\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("global_batch_size = 16"), std::string::npos) << text;
+  const std::string log = scratch.path("torchtitan.log");
+  {
+    std::ofstream out(log);
+    for (const auto& [step, tps] : {std::pair{1, "900"}, std::pair{5, "5,000"}, std::pair{10, "5,100"}, std::pair{15, "4,900"}}) {
+      out << "[rank0]:[titan] INFO - step: " << std::setw(2) << step << "  loss:  9.00000  grad_norm:  1.0000  memory: 50.00GiB(63.17%)  tps: " << tps
+          << "  tflops: 280.00  mfu: 28.31%\n";
+    }
+  }
+  const CliRun json_run = run({"compare", plan.c_str(), log.c_str(), "--format", "json"});
+  ASSERT_EQ(json_run.code, 0) << json_run.err;
+  const auto doc = nlohmann::json::parse(json_run.out);
+  EXPECT_EQ(doc["runtime"], "torchtitan");
+  // 16 sequences of 8192 tokens over 8 GPUs at the median of 5,000, 5,100 and 4,900 tokens/s each.
+  EXPECT_DOUBLE_EQ(doc["step_time"]["measured_s"].get<double>(), 16.0 * 8192 / (5000.0 * 8));
+}
+
 // The log of the Megatron-LM run a plan was exported to, set against the plan:
 // the step's median after the warm-up interval, tokens/s, each reported rank's peak.
 TEST(Cli, CompareSetsAMegatronLogAgainstItsPlan) {

@@ -305,6 +305,7 @@ class ViewsTest : public QObject {
     QCOMPARE(export_format_of(QStringLiteral("ds_config.json")), std::optional(ExportFormat::deepspeed));
     QCOMPARE(export_format_of(QStringLiteral("run.ds_config.json")), std::optional(ExportFormat::deepspeed));
     QCOMPARE(export_format_of(QStringLiteral("train_megatron.sh")), std::optional(ExportFormat::megatron));
+    QCOMPARE(export_format_of(QStringLiteral("llama3_8b.TOML")), std::optional(ExportFormat::torchtitan));
     QCOMPARE(export_format_of(QStringLiteral("train.py")), std::optional(ExportFormat::colossalai));
     QCOMPARE(export_format_of(QStringLiteral("plan.json")), std::optional(ExportFormat::json));
     QCOMPARE(with_export_suffix(QStringLiteral("step"), QStringLiteral("Perfetto trace of one step, the shown plan (*.trace.json)")), QStringLiteral("step.trace.json"));
@@ -422,6 +423,12 @@ class ViewsTest : public QObject {
     QFile file(script);
     QVERIFY(file.open(QIODevice::ReadOnly));
     QVERIFY(file.readAll().contains("pretrain_gpt.py"));
+    // Not as a torchtitan job config: the plan counts Megatron-Core's states, and no file is left.
+    const QString job = dir.filePath(QStringLiteral("job.toml"));
+    const Status refused = export_planner_report(window.session(), ExportFormat::torchtitan, job);
+    QVERIFY(!refused.ok());
+    QVERIFY2(refused.error().message.ends_with("plan again with --runtime torchtitan"), refused.error().message.c_str());
+    QVERIFY(!QFile::exists(job));
     // Gemini is ColossalAI's: refused by name beside the runtime.
     inputs.plugin = planner::PluginKind::gemini;
     test::set_inputs(window, inputs);

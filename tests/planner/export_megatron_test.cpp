@@ -12,21 +12,11 @@
 namespace tessera::planner {
 namespace {
 
-std::string script_of(const Planned& planned, size_t index) {
-  auto text = export_megatron(planned.file, index);
-  EXPECT_TRUE(text.ok()) << (text.ok() ? "" : text.error().message);
-  return text.ok() ? text.value() : std::string();
-}
-
-void expect_lines(const std::string& script, std::initializer_list<const char*> lines) {
-  for (const char* line : lines) EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
-}
-
 TEST(ExportMegatron, TensorPipelineAndDistributedOptimizerOfAnInterleavedPlan) {
   const Planned planned = megatron_llama_70b_tp4_pp4(PipelineSchedule::interleaved);
   const size_t index = find_plan(planned, [](const EstimateRequest& r) { return r.plugin.effective_zero_stage() == 1; });
   const EstimateRequest& r = planned.file.plans[index];
-  const std::string script = script_of(planned, index);
+  const std::string script = exported(export_megatron, planned, index);
   expect_lines(script, {"export CUDA_DEVICE_MAX_CONNECTIONS=1\n", "  --tensor-model-parallel-size 4\n", "  --pipeline-model-parallel-size 4\n",
                         "  --sequence-parallel\n", "  --use-distributed-optimizer  # ZeRO stage 1\n", "  --group-query-attention\n",
                         "  --num-query-groups 8\n", "  --normalization RMSNorm\n", "  --swiglu\n", "  --disable-bias-linear\n",
@@ -47,7 +37,7 @@ TEST(ExportMegatron, AnUnevenSplitIsMegatronsPipelineLayout) {
     r.recompute = {RecomputeMode::full};
     r.global_batch_size = 48;
   }, 24);
-  const std::string script = script_of(planned, 0);
+  const std::string script = exported(export_megatron, planned, 0);
   EXPECT_EQ(script.find("--make-vocab-size-divisible-by"), std::string::npos) << "128,256 is a multiple of 128 × tp";
   expect_lines(script, {"  --pipeline-model-parallel-layout 'Et*11|t*11|t*10L'", "  --recompute-granularity full\n", "  --recompute-method uniform\n",
                         "  --recompute-num-layers 1  # every block\n", "  --rotary-base 500000\n"});
@@ -61,7 +51,7 @@ TEST(ExportMegatron, Gpt2KeepsItsArchitectureAndThePlansVocabularyPadding) {
     r.tp = 2;
     r.activation_profile = ActivationProfile::megatron;
   });
-  const std::string script = script_of(planned, 0);
+  const std::string script = exported(export_megatron, planned, 0);
   expect_lines(script, {"  --position-embedding-type learned_absolute\n", "  --max-position-embeddings 1024\n", "  --openai-gelu",
                         "  --normalization LayerNorm\n", "  --attention-dropout 0.1\n", "  --hidden-dropout 0.1\n",
                         "  --attention-backend unfused", "  --vocab-size 50256", "  --make-vocab-size-divisible-by 1"});
@@ -78,7 +68,7 @@ TEST(ExportMegatron, Fp8AndContextParallelism) {
     r.seq_len = 16384;
     r.global_batch_size = 32;
   }, 16);
-  const std::string script = script_of(planned, 0);
+  const std::string script = exported(export_megatron, planned, 0);
   expect_lines(script, {"  --context-parallel-size 2\n", "  --bf16\n", "  --fp8-format hybrid", "  --fp8-amax-history-len 1024",
                         "  --add-qkv-bias\n", "  --disable-bias-linear\n", "  --rotary-base 1000000\n", "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"});
 }
@@ -90,7 +80,7 @@ TEST(ExportMegatron, ReplicasAreDistributedOptimizerInstances) {
     r.dp_replicate = 2;
     r.zero_stage = 1;
   }, 16);
-  expect_lines(script_of(planned, 0), {"  --use-distributed-optimizer", "  --num-distributed-optimizer-instances 2  # hybrid sharding"});
+  expect_lines(exported(export_megatron, planned, 0), {"  --use-distributed-optimizer", "  --num-distributed-optimizer-instances 2  # hybrid sharding"});
 }
 
 TEST(ExportMegatron, RefusesWhatMegatronCoreWouldNotRunAsPlanned) {
@@ -124,7 +114,7 @@ TEST(ExportMegatron, RefusesWhatMegatronCoreWouldNotRunAsPlanned) {
     r.tp = 1;
     r.pp = 1;
   });
-  EXPECT_EQ(script_of(plain, 0).find("CUDA_DEVICE_MAX_CONNECTIONS"), std::string::npos);
+  EXPECT_EQ(exported(export_megatron, plain, 0).find("CUDA_DEVICE_MAX_CONNECTIONS"), std::string::npos);
 }
 
 }  // namespace

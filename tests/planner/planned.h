@@ -60,6 +60,18 @@ inline Planned megatron_llama_70b_tp4_pp4(std::optional<PipelineSchedule> schedu
   }, 64);
 }
 
+// The text an exporter (export.h) writes for the plan at `index`; a refusal fails the test.
+inline std::string exported(Result<std::string> (*exporter)(const PlanFile&, size_t), const Planned& planned, size_t index) {
+  auto text = exporter(planned.file, index);
+  EXPECT_TRUE(text.ok()) << (text.ok() ? "" : text.error().message);
+  return text.ok() ? text.value() : std::string();
+}
+
+// Each of `lines` appears in `text` (a line, or several, of an exported file).
+inline void expect_lines(const std::string& text, std::initializer_list<std::string> lines) {
+  for (const std::string& line : lines) EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+}
+
 // The index of the first plan that `pick` accepts.
 inline size_t find_plan(const Planned& planned, const std::function<bool(const EstimateRequest&)>& pick) {
   for (size_t i = 0; i < planned.file.plans.size(); ++i) {

@@ -161,5 +161,24 @@ TEST(TrainingLog, ComparesTorchtitansTokensPerDeviceAndReservedPeak) {
   EXPECT_EQ(c->memory_after_steps, 40);
 }
 
+// v0.2.2's line adds grad_norm; its validator's lines, which also carry "step:" and
+// "tps:", are not training steps.
+TEST(TrainingLog, ReadsTorchtitan022AndSkipsItsValidationLines) {
+  const std::string text =
+      "[rank0]:[titan] INFO - \x1b[31mstep:  5  \x1b[32mloss:  9.12345  \x1b[38;2;180;60;0mgrad_norm:  1.2345  "
+      "\x1b[36mmemory: 41.25GiB(52.10%)  \x1b[34mtps: 3,100  \x1b[36mtflops: 180.00  \x1b[35mmfu: 18.20%\x1b[39m\n"
+      "[rank0]:[titan] INFO - \x1b[33mvalidate step:  5  \x1b[32mloss:  9.0000  \x1b[36mmemory: 70.00GiB(88.40%)  \x1b[34mtps: 9,999\x1b[39m\n"
+      "[rank0]:[titan] INFO - \x1b[31mstep: 10  \x1b[32mloss:  8.00000  \x1b[38;2;180;60;0mgrad_norm:  1.0000  "
+      "\x1b[36mmemory: 41.50GiB(52.40%)  \x1b[34mtps: 3,200  \x1b[36mtflops: 185.00  \x1b[35mmfu: 18.70%\x1b[39m\n";
+  auto log = parse_training_log(text, "tt.log");
+  ASSERT_TRUE(log.ok()) << log.error().message;
+  EXPECT_EQ(log->runtime, LoggedRuntime::torchtitan);
+  ASSERT_EQ(log->steps.size(), 2u);
+  EXPECT_EQ(log->steps[1].step, 10);
+  EXPECT_EQ(log->steps[1].tokens_per_s_per_gpu, 3200);
+  ASSERT_EQ(log->memory.size(), 2u);
+  EXPECT_EQ(log->memory[1].max_reserved_mib, 41.5 * 1024);
+}
+
 }  // namespace
 }  // namespace tessera::planner

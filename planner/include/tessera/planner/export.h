@@ -12,6 +12,9 @@
 //               (plans made under --runtime megatron)
 //   perfetto    a Chrome trace (JSON) of one simulated step, lane by lane, for
 //               ui.perfetto.dev or chrome://tracing
+//   torchtitan  a TOML job config for torchtitan 0.2.2's trainer with the plan's
+//               FSDP2 layout, batch, recompute and precision, the model as the
+//               llama3 flavor of its shape (plans made under --runtime torchtitan)
 //
 // Each function takes the parsed plan file and the plan's 0-based index in
 // file.plans (`--plan N` is index N - 1). A plan that the target cannot express
@@ -29,18 +32,20 @@
 
 namespace tessera::planner {
 
-enum class ExportTarget { colossalai, deepspeed, megatron, perfetto };
+enum class ExportTarget { colossalai, deepspeed, megatron, perfetto, torchtitan };
 
-inline constexpr std::array<EnumName<ExportTarget>, 4> kExportTargetNames{{{ExportTarget::colossalai, "colossalai"},
+inline constexpr std::array<EnumName<ExportTarget>, 5> kExportTargetNames{{{ExportTarget::colossalai, "colossalai"},
                                                                            {ExportTarget::deepspeed, "deepspeed"},
                                                                            {ExportTarget::megatron, "megatron"},
-                                                                           {ExportTarget::perfetto, "perfetto"}}};
+                                                                           {ExportTarget::perfetto, "perfetto"},
+                                                                           {ExportTarget::torchtitan, "torchtitan"}}};
 inline std::span<const EnumName<ExportTarget>> enum_names(ExportTarget) { return kExportTargetNames; }
 
 Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index);
 Result<std::string> export_deepspeed(const PlanFile& file, size_t plan_index);
 Result<std::string> export_megatron(const PlanFile& file, size_t plan_index);
 Result<std::string> export_perfetto(const PlanFile& file, size_t plan_index);
+Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index);
 
 // One of them by target.
 Result<std::string> export_plan(const PlanFile& file, size_t plan_index, ExportTarget target);

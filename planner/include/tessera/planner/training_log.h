@@ -17,12 +17,14 @@
 //    "epoch=E/micro_step=M/global_step=G, RunningAvgSamplesPerSec=A, CurrSamplesPerSec=C,
 //    MemAllocated=XGB, MaxMemAllocated=YGB", C being train_batch_size over that step's time
 //    and the sizes PyTorch's, in GiB rounded to hundredths.
-//  - torchtitan (pytorch/torchtitan 0.1.0, components/metrics.py MetricsProcessor.log),
-//    every metrics.log_freq steps: "step: N  loss: L  memory: XGiB(P%)  tps: T  tflops: F
-//    mfu: M%", in ANSI colours; T is tokens per second per device (the step's tokens
+//  - torchtitan (pytorch/torchtitan 0.1.0 and v0.2.2, components/metrics.py MetricsProcessor.log),
+//    every metrics.log_freq steps: "step: N  loss: L  [grad_norm: G  ]memory: XGiB(P%)  tps: T
+//    tflops: F  mfu: M%", in ANSI colours; T is tokens per second per device (the step's tokens
 //    over the interval's time and the GPUs of one data-parallel rank), X the interval's
 //    max_memory_reserved (its peak statistics are reset at every log) of the rank that
-//    prints, rank 0 under torchtitan's run_train.sh (--local-ranks-filter 0).
+//    prints, rank 0 under torchtitan's run_train.sh (--local-ranks-filter 0). Its
+//    validator's "validate step: ..." lines (v0.2.2 MetricsProcessor.log_validation) are
+//    not training steps and are skipped.
 // Other lines, and prefixes a launcher or logger adds, are ignored. On several
 // nodes Megatron's step lines are in the last node's output and its memory
 // lines in the others': give the nodes' outputs together (cat).

@@ -72,7 +72,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* plan = app.add_subcommand("plan", "Search every plugin and layout, rank the ones that fit, write plan.json");
   add_plan_options(*plan, plan_options);
   ExportOptions export_options;
-  CLI::App* export_command = app.add_subcommand("export", "Write one plan of plan.json as a ColossalAI script, a DeepSpeed config, a Megatron-LM launch or a Perfetto trace");
+  CLI::App* export_command = app.add_subcommand("export", "Write one plan of plan.json as a ColossalAI script, a DeepSpeed config, a Megatron-LM launch, a torchtitan job config or a Perfetto trace");
   add_export_options(*export_command, export_options);
   TrainCliOptions train_options;
   CLI::App* train = app.add_subcommand("train", "Train a model on the CPU, or on GPUs with --gpu; write the planner's estimate and the measured metrics");

@@ -9,6 +9,7 @@
 #include "cli_util.h"
 #include "logged_run_compare.h"
 #include "tessera/planner/text_util.h"
+#include "tessera/planner/training_log.h"
 #include "tessera/planner/measured_run.h"
 #include "tessera/planner/report.h"
 
@@ -18,8 +19,6 @@ namespace {
 using nlohmann::json;
 using namespace tessera::planner;
 
-// A training log of thousands of iterations on a large cluster stays far below this.
-constexpr size_t kMaxLogFileBytes = size_t{256} << 20;
 
 // The device figures: the keys the comparison had before it was per rank.
 json device_row_json(const CategoryError& e) {
@@ -121,7 +120,7 @@ void print_tables(const std::vector<RankComparison>& ranks, std::ostream& out) {
 
 void add_compare_options(CLI::App& c, CompareCliOptions& o) {
   c.add_option("plan", o.plan, "plan.json or an estimate JSON")->required();
-  c.add_option("metrics", o.metrics, "metrics.json written by tessera train, or the output of a Megatron-LM, DeepSpeed or torchtitan run (tessera export --to megatron, --to deepspeed)")
+  c.add_option("metrics", o.metrics, "metrics.json written by tessera train, or the output of a Megatron-LM, DeepSpeed or torchtitan run (tessera export --to megatron, --to deepspeed, --to torchtitan)")
       ->required();
   c.add_option("--plan", o.plan_number, "Which plan of a plan file: 1 is the best")->capture_default_str();
   c.add_option("--format", o.format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -129,7 +128,7 @@ void add_compare_options(CLI::App& c, CompareCliOptions& o) {
 
 int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.plan_number < 1) return fail(err, "--plan must be a positive integer (1 is the best plan), got " + std::to_string(o.plan_number));
-  auto text = read_text_file(o.metrics, "metrics", kMaxLogFileBytes);
+  auto text = read_text_file(o.metrics, "metrics", kMaxTrainingLogBytes);
   if (!text) return fail(err, text.error().message);
   // metrics.json is a JSON object; anything else is read as a training log (training_log.h), which says what it lacks.
   const size_t first = text->find_first_not_of(" \t\r\n");

@@ -1,5 +1,6 @@
-// `tessera export PLAN.json --to colossalai|deepspeed|perfetto`: one plan of a
-// plan file as a ColossalAI script, a DeepSpeed config or a Perfetto trace.
+// `tessera export PLAN.json --to colossalai|deepspeed|megatron|torchtitan|perfetto`:
+// one plan of a plan file as a ColossalAI script, a DeepSpeed config, a Megatron-LM
+// launch script, a torchtitan job config or a Perfetto trace (export.h).
 #pragma once
 
 #include <iosfwd>

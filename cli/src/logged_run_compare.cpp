@@ -17,15 +17,6 @@ namespace {
 using nlohmann::json;
 using namespace tessera::planner;
 
-const char* runtime_name(LoggedRuntime runtime) {
-  switch (runtime) {
-    case LoggedRuntime::megatron: return "Megatron-LM";
-    case LoggedRuntime::deepspeed: return "DeepSpeed";
-    case LoggedRuntime::torchtitan: return "torchtitan";
-  }
-  return "";
-}
-
 std::string pct(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%+.1f%%", value);
@@ -57,7 +48,7 @@ json comparison_json(const LoggedRunComparison& c, size_t plan_index) {
   }
   return json{{"schema", 1},
               {"kind", "logged_run_comparison"},
-              {"runtime", runtime_name(c.runtime)},
+              {"runtime", logged_runtime_name(c.runtime)},
               {"plan", plan_index + 1},
               {"description", c.plan_description},
               {"step_time", {{"predicted_s", c.predicted_step_s},
@@ -75,7 +66,7 @@ json comparison_json(const LoggedRunComparison& c, size_t plan_index) {
 
 void print_table(const LoggedRunComparison& c, const CompareCliOptions& o, size_t plan_index, std::ostream& out) {
   char line[200];
-  out << runtime_name(c.runtime) << " run " << o.metrics << " against plan " << plan_index + 1 << " of " << o.plan << ":\n  " << c.plan_description << "\n\n";
+  out << logged_runtime_name(c.runtime) << " run " << o.metrics << " against plan " << plan_index + 1 << " of " << o.plan << ":\n  " << c.plan_description << "\n\n";
   std::snprintf(line, sizeof line, "%-12s%14s%14s%11s\n", "", "predicted", "measured", "error");
   out << line;
   std::snprintf(line, sizeof line, "%-12s%12.3f s%12.3f s%11s   median of %lld logged step%s%s\n", "step time", c.predicted_step_s, c.measured_step_s,

@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QCloseEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGroupBox>
@@ -87,6 +88,22 @@ void fit_columns(QTableView& table, int last_column) {
 // What kind of JSON document a file holds, from its "kind" field: "" for a
 // JSON object without one (a model config); an error for a file that cannot be
 // read or is not a JSON object.
+// Whether the file's first character that is not white space opens a JSON
+// object, as every document the window opens does (a log's first line may
+// open with '[', as torchtitan's "[rank0]:" does); a file that cannot be read,
+// or is empty, is taken for JSON, whose reading says why.
+bool opens_json_object(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return true;
+  QByteArray head = file.read(4096);
+  if (head.startsWith("\xEF\xBB\xBF")) head.remove(0, 3);  // a UTF-8 byte order mark
+  for (char c : head) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    return c == '{';
+  }
+  return true;
+}
+
 Result<std::string> document_kind(const QString& path) {
   auto text = planner::read_text_file(path.toStdString(), "file", planner::kMaxJsonFileBytes);
   if (!text) return text.error();
@@ -273,7 +290,7 @@ void MainWindow::buildMenus() {
   };
   QMenu* file = menuBar()->addMenu(tr("&File"));
   add(file, tr("Open model config…"), QKeySequence::Open, [this] { inputs_->browseModel(); });
-  add(file, tr("Open measured run (metrics.json)…"), QKeySequence(Qt::CTRL | Qt::Key_M), [this] { openMeasuredRunDialog(); });
+  add(file, tr("Open measured run (metrics.json, or a run's log)…"), QKeySequence(Qt::CTRL | Qt::Key_M), [this] { openMeasuredRunDialog(); });
   add(file, tr("Close measured run"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M), [this] { session_.closeMeasuredRun(); });
   file->addSeparator();
   add(file, tr("Open session…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), [this] { openSessionDialog(); });
@@ -440,7 +457,11 @@ void MainWindow::onMeasuredChanged() {
   const auto first_rank = measured ? std::optional<MemoryBreakdown>(measured->run.ranks.front().memory) : std::nullopt;
   memory_view_->setMeasured(first_rank);
   timeline_view_->setMeasured(first_rank);
-  measured_view_->setRun(measured, session_.shownPlan());
+  if (const auto& logged = session_.loggedRun()) {
+    measured_view_->setLoggedRun(*logged);
+  } else {
+    measured_view_->setRun(measured, session_.shownPlan());
+  }
   if (measured) {
     const QString ranks = measured->ranks.size() > 1 ? tr(" (%1 ranks)").arg(measured->ranks.size()) : QString();
     comparison_box_->setTitle(tr("Measured run %1%2 against the prediction of its set-up").arg(QFileInfo(measured->path).fileName(), ranks));
@@ -476,6 +497,12 @@ QString MainWindow::viewName(View view) {
 }
 
 void MainWindow::openPath(const QString& path) {
+  if (!opens_json_object(path)) {
+    // A run's log (Megatron-LM, DeepSpeed, torchtitan), read against the plan in view.
+    if (const Status s = session_.openRunLog(path); !s) return reportError(QString::fromStdString(s.error().message));
+    clearProblem();
+    return showView(View::measured);
+  }
   const auto kind = document_kind(path);
   if (!kind) return reportError(QString::fromStdString(kind.error().message));
   if (kind.value() == "metrics") {
@@ -593,7 +620,9 @@ void MainWindow::clearProblem() {
 QString MainWindow::problemText() const { return problem_->text(); }
 
 void MainWindow::openMeasuredRunDialog() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open a measured run"), QString(), tr("metrics.json (*.json)"));
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open a measured run"), QString(),
+                                                    tr("metrics.json of tessera train (*.json);;Megatron-LM, DeepSpeed or torchtitan log, "
+                                                       "against the plan in view (*.log *.txt *.out);;All files (*)"));
   if (!path.isEmpty()) openPath(path);
 }
 

@@ -74,7 +74,8 @@ class MainWindow : public QMainWindow {
   // Selects the table row showing `plan` (or the first row matching none).
   void selectPlanRow(int source_row);
 
-  // Opens a dropped or chosen file by what it holds: a session, a measured run, or a model config.
+  // Opens a dropped or chosen file by what it holds: a session, a measured run (metrics.json),
+  // a model config, or anything not JSON as a run's log against the plan in view.
   void openPath(const QString& path);
   // Writes the report (PDF: inputs, verdict, assumptions, every plan, every view), the current
   // view (SVG, PNG) or a planner report, by the suffix.

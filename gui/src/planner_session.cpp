@@ -4,8 +4,10 @@
 #include <QFileInfo>
 #include <QTimer>
 
+#include "shown_plan_file.h"
 #include "tessera/planner/refit_plan.h"
 #include "tessera/planner/registry.h"
+#include "tessera/planner/text_util.h"
 
 namespace tessera::gui {
 
@@ -165,6 +167,7 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   if (!ranks) return ranks.error();
   MeasuredComparison comparison{path, model_source, run.value(), std::move(ranks).value()};
   measured_.reset();
+  logged_.reset();
   setInputs(in);
   if (input_error_) {
     emit measuredChanged();
@@ -176,8 +179,27 @@ Status PlannerSession::openMeasuredRun(const QString& path) {
   return Status::success();
 }
 
+Status PlannerSession::openRunLog(const QString& path) {
+  if (!shown_) {
+    return make_error(ErrorCode::invalid_argument, path.toStdString() + ": a run's log carries no set-up; show the plan it ran first (search it, or open its session)");
+  }
+  auto text = planner::read_text_file(path.toStdString(), "run log", planner::kMaxTrainingLogBytes);
+  if (!text) return text.error();
+  auto log = planner::parse_training_log(text.value(), path.toStdString());
+  if (!log) return log.error();
+  auto plan = shown_plan_file(*this);
+  if (!plan) return plan.error();
+  auto comparison = planner::compare_logged_run(plan->file, plan->index, log.value(), path.toStdString());
+  if (!comparison) return comparison.error();
+  measured_.reset();
+  logged_ = LoggedRun{path, shown_, std::move(comparison).value()};
+  emit measuredChanged();
+  return Status::success();
+}
+
 void PlannerSession::closeMeasuredRun() {
   measured_.reset();
+  logged_.reset();
   emit measuredChanged();
 }
 
@@ -244,6 +266,10 @@ void PlannerSession::show(std::optional<ShownPlan> plan) {
   emit shownPlanChanged();
   if (measured_ && !measuredRunMatchesShownPlan()) {
     measured_.reset();  // the bars would compare the run with another model or layout
+    emit measuredChanged();
+  }
+  if (logged_ && logged_->plan != shown_) {
+    logged_.reset();  // the log was read against another plan
     emit measuredChanged();
   }
 }

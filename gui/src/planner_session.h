@@ -35,6 +35,7 @@ class QTimer;
 #include "tessera/planner/model.h"
 #include "tessera/planner/search.h"
 #include "tessera/planner/simulate.h"
+#include "tessera/planner/training_log.h"
 
 namespace tessera::gui {
 
@@ -64,6 +65,16 @@ struct MeasuredComparison {
   std::vector<planner::RankComparison> ranks;  // each measured rank against the planner's row for it, per category
 };
 
+// A Megatron-LM, DeepSpeed or torchtitan run's own log against the plan in view,
+// as `tessera compare PLAN LOG` sets it (training_log.h): the log carries no
+// set-up, so it is read against the plan shown when it is opened, and closed
+// as soon as another is shown (any change of the inputs shows another).
+struct LoggedRun {
+  QString path;
+  std::shared_ptr<const ShownPlan> plan;  // the plan it was read against
+  planner::LoggedRunComparison comparison;
+};
+
 class PlannerSession : public QObject {
   Q_OBJECT
 
@@ -82,6 +93,9 @@ class PlannerSession : public QObject {
   // Reads a metrics.json, sets the inputs to the run's set-up and shows its plan with the measured bars.
   // A run whose model is not a shipped one is read with the config.json `tessera train` writes beside it.
   Status openMeasuredRun(const QString& path);
+  // Reads a run's log against the plan in view (which needs one); closes a metrics.json run.
+  Status openRunLog(const QString& path);
+  // Closes either.
   void closeMeasuredRun();
 
   bool hasModel() const { return model_ != nullptr; }
@@ -102,6 +116,7 @@ class PlannerSession : public QObject {
   // The model (shipped name or config.json path) the search result was computed for.
   const std::string& resultModelSource() const { return result_model_source_; }
   const std::optional<MeasuredComparison>& measured() const { return measured_; }
+  const std::optional<LoggedRun>& loggedRun() const { return logged_; }
   bool searching() const { return worker_.busy(); }
   // Candidates done and enumerated by the running (or last) search.
   std::pair<int64_t, int64_t> searchProgress() const { return worker_.progress(); }
@@ -147,6 +162,7 @@ class PlannerSession : public QObject {
   QTimer* fit_timer_ = nullptr;  // fit limits a moment after the plan: a dozen estimates kept off the views' latency
   QString carry_note_;
   std::optional<MeasuredComparison> measured_;
+  std::optional<LoggedRun> logged_;
   double last_search_s_ = 0;
   bool ranking_stale_ = false;
   PlanSearchWorker worker_;

@@ -10,51 +10,14 @@
 #include <QSvgGenerator>
 #include <QWidget>
 
-#include "tessera/planner/export.h"
 #include "save_whole_file.h"
-#include "tessera/planner/plan_file.h"
+#include "shown_plan_file.h"
+#include "tessera/planner/export.h"
 #include "tessera/planner/report.h"
 
 namespace tessera::gui {
 
 namespace {
-
-// The plan in view in a plan file, as `tessera plan` writes it and `tessera
-// export` reads it (the exporters take nothing else), and its index there: the
-// ranking when the plan is one of it, so that the export says "plan 3 of 101"
-// as `tessera export --plan 3` does; else a file of that one plan (a plan
-// carried over capacity by a what-if change).
-struct PlanInFile {
-  planner::PlanFile file;
-  size_t index = 0;
-};
-
-Result<PlanInFile> shown_plan_file(const PlannerSession& session) {
-  const ShownPlan& shown = *session.shownPlan();
-  const std::string description = planner::describe_plan(shown.request);
-  const auto& result = session.searchResult();
-  planner::PlanSearchResult one;
-  const planner::PlanSearchResult* ranking = &one;
-  size_t index = 0;
-  if (result && !session.searching() && !session.rankingIsStale()) {
-    const auto found = std::find_if(result->plans.begin(), result->plans.end(),
-                                    [&](const planner::Candidate& c) { return planner::describe_plan(c.request) == description; });
-    if (found != result->plans.end()) {
-      ranking = result.get();
-      index = static_cast<size_t>(found - result->plans.begin());
-    }
-  }
-  if (ranking == &one) {
-    // The largest micro-batch that fits is the search's to know; the exporters do not read it.
-    one.plans.push_back(planner::Candidate{shown.request, shown.memory, shown.simulation, shown.request.training.micro_batch_size});
-    one.plans.front().simulation.events.clear();
-  }
-  const nlohmann::json doc =
-      planner::plan_document(session.model(), session.inputs().model, session.planRequest(), *ranking, static_cast<int>(ranking->plans.size()));
-  auto file = planner::parse_plan_file(doc.dump(), "the plan in view");
-  if (!file) return file.error();
-  return PlanInFile{std::move(file).value(), index};
-}
 
 // The `tessera export` target that writes the format, if one does.
 std::optional<planner::ExportTarget> export_target(ExportFormat format) {

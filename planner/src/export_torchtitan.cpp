@@ -4,14 +4,17 @@
 //
 // Sections, keys and their meaning as in pytorch/torchtitan v0.2.2
 // (73a0e6979dd10b6b1904098eb3c8f62c18ab87ce), the last release read from TOML
-// (0.3.0 takes Python config registries instead), checked against that
-// release's own JobConfig, ConfigManager and ParallelDims by
+// (the 0.3.0 wheel on PyPI takes Python config registries instead), checked
+// against that release's own JobConfig, ConfigManager and ParallelDims by
 // tools/ecosystem/torchtitan_config.py:
 //   [model]        name "llama3" and the flavor of torchtitan/models/llama3/__init__.py
 //                  (llama3_args) whose shape is the plan's model: torchtitan builds
 //                  models from its flavors, not from a config.json
 //   [parallelism]  data_parallel_shard_degree, data_parallel_replicate_degree (HSDP,
-//                  the plan's --dp-replicate), context_parallel_degree,
+//                  the plan's --dp-replicate), context_parallel_degree (training
+//                  rotates keys and values with torch's default all-gather, not the
+//                  ring the plan costs: utils.py create_context_parallel_ctx alone
+//                  sets a rotate method, and only the validator calls it),
 //                  fsdp_reshard_after_forward: "default" for full_shard (every block
 //                  reshards, the last layers do not, as model_states_fsdp2.cpp counts),
 //                  "never" for shard_grad_op
@@ -22,18 +25,16 @@
 //                  parameters; enable_cpu_offload (FSDP2's CPUOffloadPolicy)
 //   [activation_checkpoint]  none, full, or selective with selective_ac_option "op"
 //   [compile]      enable for plans timed under torch.compile
-#include <cmath>
 #include <optional>
-#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
 
 #include "export_internal.h"
 #include "tessera/planner/export.h"
+#include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
-#include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
 namespace {
@@ -43,6 +44,8 @@ using export_detail::cannot_express;
 // A flavor of torchtitan's llama3 model (v0.2.2, models/llama3/__init__.py,
 // llama3_args; TransformerModelArgs's defaults in models/llama3/model/args.py:
 // vocab_size 128256, norm_eps 1e-5; RMSNorm, SwiGLU, no biases, untied output).
+// Every flavor applies Llama 3.1's RoPE scaling (RoPEScalingArgs, factor 8),
+// whatever a config says: the same memory and speed.
 struct LlamaFlavor {
   const char* name;
   int64_t dim, n_layers, n_heads, n_kv_heads;
@@ -76,27 +79,33 @@ std::optional<std::string> mismatch(const ModelConfig& c, const LlamaFlavor& f) 
     s << what << " is " << model_value << " where the flavor's is " << flavor_value;
     return s.str();
   };
-  for (auto d : {differs("its number of layers", c.num_layers, f.n_layers), differs("its attention heads", c.num_heads, f.n_heads),
-                 differs("its key/value heads", c.num_kv_heads, f.n_kv_heads), differs("its head size", c.head_dim, f.dim / f.n_heads),
-                 differs("its MLP width", c.intermediate_size, flavor_ffn_width(f)), differs("its vocabulary", c.vocab_size, kFlavorVocab),
+  for (auto d : {differs("its number of layers", c.num_layers, f.n_layers), differs("its number of attention heads", c.num_heads, f.n_heads),
+                 differs("its number of key/value heads", c.num_kv_heads, f.n_kv_heads), differs("its head size", c.head_dim, f.dim / f.n_heads),
+                 differs("its MLP width", c.intermediate_size, flavor_ffn_width(f)), differs("its vocabulary size", c.vocab_size, kFlavorVocab),
                  differs("its RoPE base", c.rope_theta, kFlavorRopeTheta), differs("its norm epsilon", c.norm_eps, kFlavorNormEps)}) {
     if (d) return d;
   }
   return std::nullopt;
 }
 
-// The Llama block torchtitan's llama3 builds; anything else is refused by name.
+// How to export a model torchtitan does not build: through ColossalAI, which
+// builds any config.json (the plan's runtime must be ColossalAI's for that export).
+constexpr const char* kOtherModelFix = "plan again with --runtime colossalai and export that --to colossalai";
+
+// The Llama block torchtitan's llama3 builds (is_torchtitan_llama_block, which the
+// op-level recompute also reads, and what llama3 fixes besides); anything else is refused by name.
 Status check_llama_block(const ModelConfig& c) {
   const auto refuse = [&](const std::string& what) {
-    return cannot_express("torchtitan", c.name + " has " + what + ", which torchtitan's llama3 model does not build; export it --to colossalai");
+    return cannot_express("torchtitan", c.name + " has " + what + ", which torchtitan's llama3 model does not build; " + kOtherModelFix);
   };
+  if (!is_torchtitan_llama_block(c)) return refuse("a block unlike Llama's (its family, MLP, residual or dropout)");
   if (c.norm != NormKind::rms_norm) return refuse("LayerNorm");
-  if (c.mlp != MlpKind::swiglu || c.activation != "silu") return refuse("an MLP other than SwiGLU");
+  if (c.activation != "silu") return refuse("the activation " + c.activation);
   if (c.qkv_bias || c.attn_out_bias || c.mlp_bias) return refuse("biases on its linear layers");
   if (c.tie_word_embeddings) return refuse("an output head tied to the embeddings");
   if (c.learned_positions || c.rotary_pct != 1.0) return refuse("positions other than RoPE over the whole head");
   if (c.sliding_window > 0) return refuse("a sliding attention window");
-  if (c.embedding_norm || c.parallel_residual || !c.final_norm || !c.standard_attention_scale) return refuse("a block unlike Llama's");
+  if (c.embedding_norm || !c.final_norm || !c.standard_attention_scale) return refuse("a block unlike Llama's");
   return Status::success();
 }
 
@@ -106,26 +115,22 @@ Result<const LlamaFlavor*> flavor_of(const ModelConfig& c) {
     if (c.hidden_size != f.dim) continue;
     if (const std::optional<std::string> why = mismatch(c, f)) {
       return cannot_express("torchtitan", c.name + " is not torchtitan's llama3 flavor " + f.name + ": " + *why +
-                                              "; torchtitan builds its flavors only, so export it --to colossalai");
+                                              "; torchtitan builds its flavors only, so " + kOtherModelFix);
     }
     return &f;
   }
   return cannot_express("torchtitan", c.name + " (hidden size " + std::to_string(c.hidden_size) +
-                                          ") is none of torchtitan's llama3 flavors (8B, 70B, 405B: Llama 3's shapes), the models it builds; export it --to colossalai");
+                                          ") is none of torchtitan's llama3 flavors (8B, 70B, 405B: Llama 3's shapes), the models it builds; " + kOtherModelFix);
 }
 
 // What the plan does that the job config cannot say. The plan is valid
-// (check_plan): under --runtime torchtitan it is FSDP2 (torch_fsdp, no tp or pp),
-// in bf16, fp32 or fp8, without Korthikanti's selective recompute (validate_runtime.cpp).
+// (check_plan): under --runtime torchtitan it is FSDP2 (torch_fsdp, no tp or pp)
+// over 2 or more shards, in bf16, fp32 or fp8, without Korthikanti's selective
+// recompute (validate_runtime.cpp), and its replicas divide dp (validate_request.cpp).
 Status check_plan_for_torchtitan(const EstimateRequest& r) {
   if (r.plugin.runtime != Runtime::torchtitan) {
     return cannot_express("torchtitan", "the plan counts " + std::string(enum_name(r.plugin.runtime)) +
                                             "'s model states, not torchtitan's FSDP2; plan again with --runtime torchtitan");
-  }
-  // torchtitan's replicas divide its data-parallel ranks; context-parallel ranks join the shards (ParallelDims: dp_shard × cp).
-  if (r.layout.dp % r.layout.dp_replicate != 0) {
-    return cannot_express("torchtitan", "the plan's " + std::to_string(r.layout.dp_replicate) + " replicas do not divide its " + std::to_string(r.layout.dp) +
-                                            " data-parallel ranks, as torchtitan's data_parallel_replicate_degree must; plan again with a --dp-replicate that divides dp");
   }
   if (r.training.activation_profile != ActivationProfile::flash) {
     return cannot_express("torchtitan", "the plan counts the activations of the " + std::string(enum_name(r.training.activation_profile)) +
@@ -186,18 +191,24 @@ Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
        << "#   " << model->config.name << " as torchtitan's llama3 " << f.name << " on " << export_detail::describe_cluster(cluster) << ", sequences of "
        << t.seq_len << " tokens\n"
        << export_detail::predicted_comment(plan)
-       << "# For torchtitan 0.2.2, from its checkout: fetch the tokenizer once with\n"
+       << "# For torchtitan 0.2.2, from its checkout" << (cluster.num_nodes > 1 ? " on every node (or a shared file system)" : "")
+       << ": fetch the tokenizer once\n"
+       << "# (a gated repository: add --hf_token TOKEN, or log in with `hf auth login` first) with\n"
        << "#   python scripts/download_hf_assets.py --repo_id " << f.hf_repo << " --assets tokenizer\n";
   if (cluster.num_nodes == 1) {
-    toml << "# then run NGPU=" << cluster.gpus_per_node << " CONFIG_FILE=THIS_FILE ./run_train.sh (it shows rank 0's output).\n";
+    toml << "# then run NGPU=" << cluster.gpus_per_node << " CONFIG_FILE=THIS_FILE ./run_train.sh 2>&1 | tee LOG (it shows rank 0's output).\n";
   } else {
     // run_train.sh's environment and rank filter, on every node.
     toml << "# then on each of the " << cluster.num_nodes << " nodes, HOST being one node's address:\n"
          << "#   PYTORCH_ALLOC_CONF=expandable_segments:True torchrun --nnodes " << cluster.num_nodes << " --nproc-per-node " << cluster.gpus_per_node
          << " \\\n"
-         << "#     --rdzv-backend c10d --rdzv-endpoint $HOST:29500 --local-ranks-filter 0 -m torchtitan.train --job.config_file THIS_FILE\n";
+         << "#     --rdzv-backend c10d --rdzv-endpoint $HOST:29500 --local-ranks-filter 0 -m torchtitan.train --job.config_file THIS_FILE 2>&1 | tee LOG\n";
   }
-  toml << "# Then `tessera compare plan.json LOG` sets the metrics lines of one rank (every FSDP rank holds the same) against the plan.\n\n"
+  toml << "# Then `tessera compare plan.json LOG` sets the metrics lines of one rank (every FSDP rank holds the same) against the plan.\n";
+  if (l.cp > 1) {
+    toml << "# torchtitan rotates keys and values among the cp ranks with an all-gather; the plan costs a ring.\n";
+  }
+  toml << "\n"
        << "[job]\n"
        << "dump_folder = \"./outputs\"\n"
        << "description = " << quoted(describe_plan(r)) << "\n\n"

@@ -147,12 +147,21 @@ Status check_plan_runtime(const PlanRequest& p) {
                      "for tensor and pipeline parallelism");
     }
     if (p.cluster.world_size() == 1) return invalid(runtime + " shards over 2 GPUs or more (FSDP2); use --gpus 2 or more, or --runtime colossalai");
+    // One GPU per replica: torchtitan runs DDP (validate_runtime.cpp).
+    if (p.dp_replicate >= p.cluster.world_size()) {
+      return invalid("--dp-replicate " + std::to_string(p.dp_replicate) + " under " + runtime +
+                     " leaves one GPU per replica, which torchtitan runs as DDP (not modelled); use --dp-replicate " +
+                     std::to_string(p.cluster.world_size() / 2) + " or less");
+    }
   }
   if (p.runtime == Runtime::deepspeed && (p.tp > 1 || p.pp > 1 || p.cp > 1)) {
     return invalid("--tp, --pp and --cp under " + runtime + ": its ZeRO-3 is modelled over data parallelism only; use --runtime megatron "
                    "for tensor and pipeline parallelism");
   }
+  // The request's settings on a layout of every GPU: what check_runtime says of them alone.
   EstimateRequest probe;
+  probe.layout.dp = p.cluster.world_size();
+  probe.layout.dp_replicate = p.dp_replicate;
   probe.plugin.runtime = p.runtime;
   probe.plugin.kind = plugin;
   probe.plugin.zero_stage = p.zero_stage;

@@ -199,6 +199,15 @@ const RankMemory* row_of_stage(const MemoryEstimate& e, int64_t stage) {
 
 }  // namespace
 
+const char* logged_runtime_name(LoggedRuntime runtime) {
+  switch (runtime) {
+    case LoggedRuntime::megatron: return "Megatron-LM";
+    case LoggedRuntime::deepspeed: return "DeepSpeed";
+    case LoggedRuntime::torchtitan: return "torchtitan";
+  }
+  return "";
+}
+
 Result<TrainingLog> parse_training_log(std::string_view text, const std::string& source) {
   TrainingLog log;
   bool megatron = false, deepspeed = false, torchtitan = false;

@@ -83,6 +83,13 @@ Status check_runtime(const EstimateRequest& r) {
       if (r.training.precision == Precision::fp16) {
         return invalid("--precision fp16 under --runtime torchtitan: its mixed_precision_param is bfloat16 or float32; use --precision bf16 or fp32");
       }
+      // torchtitan applies FSDP only where a replica has 2 shards or more
+      // (v0.2.2 ParallelDims.fsdp_enabled: dp_shard > 1 or cp > 1); with one it
+      // runs DDP (llama3/infra/parallelize.py, apply_ddp), whose states are not these.
+      if (r.layout.shard_ranks() == 1) {
+        return invalid("--runtime torchtitan shards over 2 ranks or more per replica (FSDP2; with one, torchtitan runs DDP, which is not modelled): "
+                       "use --dp 2 or more, or a --dp-replicate that leaves 2 ranks or more in each replica");
+      }
       // torchtitan's activation_checkpoint modes are none, full, and selective by
       // layer or by op (torchtitan/config_manager.py, ActivationCheckpoint), not
       // Korthikanti's attention core.

@@ -228,7 +228,9 @@ bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" -
 bad export-colossalai-torchtitan "--to torchtitan: the plan counts colossalai's model states, not torchtitan's FSDP2; plan again with --runtime torchtitan" -- export "$plan_file" --to torchtitan
 torchtitan_plan=$scratch/torchtitan-plan.json
 "$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --runtime torchtitan --output "$torchtitan_plan" >/dev/null 2>&1 </dev/null
-bad export-torchtitan-not-a-flavor "gpt2 has LayerNorm, which torchtitan's llama3 model does not build; export it --to colossalai" -- export "$torchtitan_plan" --to torchtitan
+bad export-torchtitan-not-a-flavor "gpt2 has a block unlike Llama's (its family, MLP, residual or dropout), which torchtitan's llama3 model does not build; plan again with --runtime colossalai and export that --to colossalai" -- export "$torchtitan_plan" --to torchtitan
+bad plan-torchtitan-one-gpu-per-replica "--dp-replicate 8 under --runtime torchtitan leaves one GPU per replica, which torchtitan runs as DDP (not modelled); use --dp-replicate 4 or less" -- plan --model gpt2 --gpus 8 --global-batch 64 --runtime torchtitan --dp-replicate 8 --output "$scratch/never.json"
+bad estimate-torchtitan-one-shard "--runtime torchtitan shards over 2 ranks or more per replica" -- estimate --model gpt2 --runtime torchtitan --dp 2 --dp-replicate 2
 # tessera train --plan with --gpu: what the GPU step does not run is refused as the plan's setting, before any device.
 bad train-gpu-fp8-plan "--plan $fp8_plan: --precision fp8: the GPU training step runs bf16 mixed precision" -- train --plan "$fp8_plan" --gpu h100-80g --out "$scratch/never"
 bad train-gpu-replicate-plan "--plan $hybrid_plan: --dp-replicate 2: the engine shards over every data-parallel rank" -- train --plan "$hybrid_plan" --gpu h100-80g --out "$scratch/never"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QTableWidget>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QPushButton>
@@ -522,7 +523,7 @@ class ViewsTest : public QObject {
     MeasuredRunView* view = window.measuredRunView();
     QVERIFY2(view->stepTimeText().startsWith(QStringLiteral("measured 11.0 ms · predicted ") + seconds_text(prediction.step_time_s)), qPrintable(view->stepTimeText()));
     const double error = 100 * (prediction.tokens_per_s - 21000.0) / 21000.0;
-    QVERIFY2(view->tokensText().endsWith(QStringLiteral("off by %1%").arg(error, 0, 'f', 1)), qPrintable(view->tokensText()));
+    QVERIFY2(view->tokensText().endsWith(QString::asprintf("off by %+.1f%%", error)), qPrintable(view->tokensText()));
     QCOMPARE(view->lossChart()->series(), (std::vector<double>{5.5, 4.75, 4.25, 4.0}));
     QVERIFY(std::isnan(view->gradNormChart()->series()[1]));
     QVERIFY(!view->grab().isNull());
@@ -530,6 +531,70 @@ class ViewsTest : public QObject {
     window.session().closeMeasuredRun();
     QVERIFY(view->stepTimeText().isEmpty());
     QVERIFY(view->lossChart()->series().empty());
+  }
+
+  // A torchtitan run's log, opened like any file, is read against the plan in view, as
+  // `tessera compare PLAN LOG` reads it: its step time and throughput beside the plan's,
+  // and rank 0's reserved peak (torchtitan logs no allocated figure). Another plan closes it.
+  void runLogIsReadAgainstThePlanInView() {
+    MainWindow window(StartState::defaults);
+    window.resize(1280, 720);
+    window.show();
+    PlannerInputs inputs = window.session().inputs();
+    inputs.model = "llama-3-8b";
+    inputs.runtime = planner::Runtime::torchtitan;
+    inputs.plugin.reset();
+    inputs.recompute.reset();
+    inputs.gpus = 8;
+    inputs.global_batch = 16;
+    inputs.seq_len = 8192;
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY(window.session().shownPlan() != nullptr);
+    QTemporaryDir dir;
+    const QString log = dir.filePath(QStringLiteral("torchtitan.log"));
+    {
+      QFile file(log);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      for (const char* tps : {"900", "5,000", "5,100", "4,900"}) {
+        file.write(QByteArray("[rank0]:[titan] INFO - step:  5  loss:  9.00000  grad_norm:  1.0000  memory: 50.00GiB(63.17%)  tps: ") + tps +
+                   "  tflops: 280.00  mfu: 28.31%\n");
+      }
+    }
+    window.openPath(log);
+    QVERIFY2(window.problemText().isEmpty(), qPrintable(window.problemText()));
+    QVERIFY(window.session().loggedRun().has_value());
+    QCOMPARE(window.currentView(), View::measured);
+    MeasuredRunView* view = window.measuredRunView();
+    // 16 sequences of 8192 tokens over 8 GPUs at the median of 5,000, 5,100 and 4,900 tokens/s each.
+    const double measured_step = 16.0 * 8192 / (5000.0 * 8);
+    QVERIFY2(view->stepTimeText().startsWith(QStringLiteral("measured ") + seconds_text(measured_step)), qPrintable(view->stepTimeText()));
+    QVERIFY2(view->tokensText().startsWith(QStringLiteral("measured 40,000 tokens/s")), qPrintable(view->tokensText()));
+    QVERIFY(view->rankTable()->isVisible());
+    QVERIFY(!view->lossChart()->isVisible());
+    QVERIFY2(view->tokensText().endsWith(QString::asprintf("off by %+.1f%%", 100 * (window.session().loggedRun()->comparison.predicted_tokens_per_s - 40000) / 40000)),
+             qPrintable(view->tokensText()));
+    QCOMPARE(view->rankTable()->rowCount(), 1);
+    QCOMPARE(view->rankTable()->item(0, 3)->text(), QStringLiteral("-"));  // no allocated figure
+    QCOMPARE(view->rankTable()->item(0, 6)->text(), bytes_text(int64_t{50} << 30));
+    const int64_t predicted_reserved = window.session().loggedRun()->comparison.memory.front().predicted_reserved;
+    QCOMPARE(view->rankTable()->item(0, 5)->text(), bytes_text(predicted_reserved));
+    QVERIFY(!view->grab().isNull());
+    // Another plan in view: the log was read against the earlier one, so it closes.
+    inputs.seq_len = 4096;
+    test::set_inputs(window, inputs);
+    QVERIFY(!window.session().loggedRun().has_value());
+    QVERIFY(view->lossChart()->isVisible());
+    // A file that is neither JSON nor a log: one line naming it.
+    const QString other = dir.filePath(QStringLiteral("notes.txt"));
+    {
+      QFile file(other);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write("hello\n");
+    }
+    window.openPath(other);
+    QVERIFY2(window.problemText().contains(QStringLiteral("notes.txt")), qPrintable(window.problemText()));
+    QVERIFY(!window.session().loggedRun().has_value());
   }
 
   void medianStepLeavesOutTheFirst() {

@@ -39,7 +39,9 @@ TEST(ExportTorchtitan, TheBestPlanAsAJobConfig) {
                         "seq_len = 8192\n", "mixed_precision_param = \"bfloat16\"\n", "data_parallel_replicate_degree = 1\n",
                         "data_parallel_shard_degree = 16\n", "context_parallel_degree = 1\n", "tensor_parallel_degree = 1\n",
                         "[optimizer]\nname = \"AdamW\"\n", "log_freq = 5", "[checkpoint]\nenable = false\n",
-                        "--repo_id meta-llama/Llama-3.1-8B --assets tokenizer", "torchrun --nnodes 2 --nproc-per-node 8"});
+                        "--repo_id meta-llama/Llama-3.1-8B --assets tokenizer", "on every node (or a shared file system)",
+                        "torchrun --nnodes 2 --nproc-per-node 8 \\\n#     --rdzv-backend c10d --rdzv-endpoint $HOST:29500 --local-ranks-filter 0 "
+                        "-m torchtitan.train --job.config_file THIS_FILE 2>&1 | tee LOG\n"});
   EXPECT_EQ(config.find("enable_cpu_offload"), std::string::npos);
 }
 
@@ -68,8 +70,15 @@ TEST(ExportTorchtitan, EverySettingReachesItsKey) {
     r.cp = 2;
     r.global_batch_size = 16;
   });
-  // 16 GPUs, cp 2: 8 data-parallel ranks, each sequence over 2.
-  expect_lines(exported(export_torchtitan, ring, 0), {"context_parallel_degree = 2\n", "data_parallel_shard_degree = 8\n", "seq_len = 32768\n"});
+  // 16 GPUs, cp 2: 8 data-parallel ranks, each sequence over 2; torchtitan's rotation is said to differ from the plan's.
+  expect_lines(exported(export_torchtitan, ring, 0), {"context_parallel_degree = 2\n", "data_parallel_shard_degree = 8\n", "seq_len = 32768\n",
+                                                      "# torchtitan rotates keys and values among the cp ranks with an all-gather"});
+  // fp32: the parameters gathered in float32.
+  const Planned fp32 = torchtitan_llama_3_8b([](PlanRequest& r) {
+    r.precision = Precision::fp32;
+    r.recompute = {RecomputeMode::full};
+  });
+  expect_lines(exported(export_torchtitan, fp32, 0), {"mixed_precision_param = \"float32\"\n"});
 }
 
 TEST(ExportTorchtitan, TheFlavorsFfnWidthIsTorchtitansRounding) {
@@ -90,13 +99,14 @@ TEST(ExportTorchtitan, RefusesWhatTorchtitanWouldNotRunAsPlanned) {
   EXPECT_EQ(refusal(colossalai, 0), "--to torchtitan: the plan counts colossalai's model states, not torchtitan's FSDP2; plan again with --runtime torchtitan");
   // Llama 2 has Llama's block but not a flavor's shape: it is named, field by field.
   const Planned llama2 = plan_for("llama-2-7b", [](PlanRequest& r) { r.runtime = Runtime::torchtitan; });
-  EXPECT_EQ(refusal(llama2, 0), "--to torchtitan: llama-2-7b is not torchtitan's llama3 flavor 8B: its key/value heads is 32 where the flavor's is 8; "
-                                "torchtitan builds its flavors only, so export it --to colossalai");
+  EXPECT_EQ(refusal(llama2, 0), "--to torchtitan: llama-2-7b is not torchtitan's llama3 flavor 8B: its number of key/value heads is 32 where the "
+                                "flavor's is 8; torchtitan builds its flavors only, so plan again with --runtime colossalai and export that --to colossalai");
   const Planned qwen = plan_for("qwen2-0.5b", [](PlanRequest& r) { r.runtime = Runtime::torchtitan; });
-  EXPECT_EQ(refusal(qwen, 0), "--to torchtitan: qwen2-0.5b has biases on its linear layers, which torchtitan's llama3 model does not build; export it --to colossalai");
+  EXPECT_EQ(refusal(qwen, 0), "--to torchtitan: qwen2-0.5b has biases on its linear layers, which torchtitan's llama3 model does not build; plan again "
+                              "with --runtime colossalai and export that --to colossalai");
   const Planned tiny = plan_for("tiny-llama", [](PlanRequest& r) { r.runtime = Runtime::torchtitan; });
   EXPECT_EQ(refusal(tiny, 0), "--to torchtitan: tiny-llama (hidden size 128) is none of torchtitan's llama3 flavors (8B, 70B, 405B: Llama 3's shapes), "
-                              "the models it builds; export it --to colossalai");
+                              "the models it builds; plan again with --runtime colossalai and export that --to colossalai");
 }
 
 TEST(ExportTorchtitan, RefusesFp8SgdAndOtherActivationProfiles) {

@@ -221,6 +221,13 @@ TEST(RuntimeChecks, EachRuntimeNamesItsPluginAndStage) {
   EstimateRequest titan = runtime_request(Runtime::torchtitan, PluginKind::torch_fsdp, 8);
   titan.training.precision = Precision::fp16;
   EXPECT_EQ(error(titan), "--precision fp16 under --runtime torchtitan: its mixed_precision_param is bfloat16 or float32; use --precision bf16 or fp32");
+  // One shard per replica is DDP in torchtitan; a context-parallel pair is still sharded.
+  EstimateRequest replicated = runtime_request(Runtime::torchtitan, PluginKind::torch_fsdp, 8);
+  replicated.layout.dp_replicate = 8;
+  EXPECT_EQ(error(replicated), "--runtime torchtitan shards over 2 ranks or more per replica (FSDP2; with one, torchtitan runs DDP, which is not modelled): "
+                               "use --dp 2 or more, or a --dp-replicate that leaves 2 ranks or more in each replica");
+  replicated.layout.cp = 2;
+  EXPECT_EQ(error(replicated), "");
   EstimateRequest deepspeed = runtime_request(Runtime::deepspeed, PluginKind::low_level_zero, 8);
   deepspeed.plugin.zero_stage = 2;
   EXPECT_EQ(error(deepspeed), "--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2");

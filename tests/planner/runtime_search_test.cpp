@@ -116,6 +116,8 @@ TEST(RuntimeSearch, FiltersOutsideTheRuntimeNameTheFix) {
       {Runtime::megatron, [](PlanRequest& r) { r.zero_stage = 2; }, "--zero-stage 2 under --runtime megatron: Megatron-Core shards only the optimizer"},
       {Runtime::torchtitan, [](PlanRequest& r) { r.tp = 2; }, "--tp and --pp under --runtime torchtitan"},
       {Runtime::torchtitan, [](PlanRequest& r) { r.zero_stage = 3; }, "--zero-stage under --runtime torchtitan: FSDP2 shards every model state"},
+      {Runtime::torchtitan, [](PlanRequest& r) { r.dp_replicate = 8; },
+       "--dp-replicate 8 under --runtime torchtitan leaves one GPU per replica, which torchtitan runs as DDP (not modelled); use --dp-replicate 4 or less"},
       {Runtime::deepspeed, [](PlanRequest& r) { r.zero_stage = 1; }, "--runtime deepspeed models ZeRO-3: use --zero-stage 3"},
       {Runtime::torchtitan, [](PlanRequest& r) { r.recompute = {RecomputeMode::selective}; }, "is not one of torchtitan's checkpointing modes"},
       {Runtime::deepspeed, [](PlanRequest& r) { r.pp = 2; }, "--tp, --pp and --cp under --runtime deepspeed"},

@@ -6,8 +6,8 @@ For each case `tessera plan --runtime torchtitan` makes plans and `tessera expor
 --to torchtitan` writes one's TOML job config. The file is then read as
 torchtitan v0.2.2 reads it:
   - every table and key must be a field of its JobConfig dataclasses
-    (torchtitan/config/job_config.py), with a value of the field's type; the
-    ConfigManager itself ignores unknown keys, so a misspelt one would be lost;
+    (torchtitan/config/job_config.py), with a value of the field's type: the
+    ConfigManager refuses unknown keys but takes a TOML value of any type;
   - ConfigManager().parse_args(["--job.config_file", FILE]) builds the JobConfig;
   - ParallelDims (torchtitan/distributed/parallel_dims.py) validates the degrees
     against the plan's GPUs, and the batch degree (dp_replicate × dp_shard) and
@@ -60,7 +60,9 @@ def torchtitan_source(work):
     """A directory holding torchtitan's package, or None."""
     given = os.environ.get("TORCHTITAN") or (sys.argv[3] if len(sys.argv) > 3 else "")
     if given:
-        return given if os.path.isfile(os.path.join(given, "torchtitan", "config", "job_config.py")) else None
+        if not os.path.isfile(os.path.join(given, "torchtitan", "config", "job_config.py")):
+            sys.exit(f"torchtitan config check: {given} holds no torchtitan/config/job_config.py; give a torchtitan checkout")
+        return given
     if not os.path.isdir(MIRROR):
         return None
     directory = os.path.join(work, "torchtitan-src")
@@ -245,15 +247,28 @@ def main():
         if problems:
             failed += 1
             print(f"FAIL {case[0]}:\n    " + "\n    ".join(problems))
-    # The check itself: a misspelt key and a value torchtitan does not take are caught.
-    with open(os.path.join(work, "job.toml"), "rb") as f:
+    # The check itself: a misspelt key and a value torchtitan does not take are caught,
+    # and torchtitan's own parser refuses the key too.
+    last = os.path.join(work, "job.toml")
+    if not os.path.isfile(last):
+        print("FAIL the check's own test: no case wrote a job config")
+        return 1
+    with open(last, "rb") as f:
         broken = tomllib.load(f)
     broken["training"]["local_batch"] = broken["training"].pop("local_batch_size")
     broken["training"]["mixed_precision_param"] = "float16"
     caught = unknown_or_mistyped(broken, torchtitan[1])
-    if len(caught) != 2:
+    misspelt = os.path.join(work, "misspelt.toml")
+    with open(misspelt, "w") as f:
+        f.write(open(last).read().replace("local_batch_size =", "local_batch ="))
+    try:
+        torchtitan[0]().parse_args(["--job.config_file", misspelt])
+        refused = False
+    except ValueError as error:
+        refused = "local_batch" in str(error)
+    if len(caught) != 2 or not refused:
         failed += 1
-        print(f"FAIL the check's own test: a misspelt key and a wrong value gave {caught}")
+        print(f"FAIL the check's own test: a misspelt key and a wrong value gave {caught}; torchtitan refused the key: {refused}")
     print(f"torchtitan config check: {len(CASES) - failed} of {len(CASES)} agree")
     return 1 if failed else 0
 

@@ -30,6 +30,7 @@
 // lines in the others': give the nodes' outputs together (cat).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,6 +42,13 @@
 namespace tessera::planner {
 
 enum class LoggedRuntime { megatron, deepspeed, torchtitan };
+
+// "Megatron-LM", "DeepSpeed", "torchtitan".
+const char* logged_runtime_name(LoggedRuntime runtime);
+
+// The largest log `tessera compare` and the GUI read: a log of thousands of
+// iterations on a large cluster stays far below it.
+inline constexpr size_t kMaxTrainingLogBytes = size_t{256} << 20;
 
 struct LoggedStep {
   int64_t step = 0;            // Megatron: the interval's last iteration; DeepSpeed: the global step

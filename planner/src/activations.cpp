@@ -231,12 +231,21 @@ ActivationTable with_fp8_gemm_inputs(ActivationTable table, Precision precision)
 // into the softmax in place, which backward overwrites with the gradient; the 16-bit
 // logits stay referenced by GPTModel._postprocess (megatron/core/models/gpt/gpt_model.py)
 // until the loss returns, and backward casts the fp32 gradient back to their dtype, so
-// at either end of the loss both are live: the fp32 term plus this one (under fp32,
-// .float() returns the logits themselves).
-ActivationTable with_megatron_core_loss(ActivationTable table, Precision precision) {
-  if (precision == Precision::fp32) return table;
-  table.logits.push_back(
-      term("logits_16bit", table.logits.front().elements_per_token, compute_bytes(precision), Split::tensor_parallel));
+// at either end of the loss both are live: the fp32 term plus the 16-bit logits (under
+// fp32, .float() returns the logits themselves).
+//
+// torchtitan's loss (pytorch/torchtitan v0.2.2, components/loss.py cross_entropy_loss):
+// F.cross_entropy(pred.flatten(0, 1).float(), ...), eager unless the loss is compiled.
+// The model returns 16-bit logits (FSDP2's param_dtype), which train.py holds as
+// `pred` until the loss returns (forward_backward_step: `del pred` before backward);
+// .float() makes the fp32 copy the profile counts, and log_softmax writes its fp32
+// output (kept for backward) while that copy is alive: the fp32 term, the 16-bit
+// logits and a second fp32 tensor (under fp32 the copy is the logits themselves).
+ActivationTable with_loss(ActivationTable table, LossAccounting loss, Precision precision) {
+  if (loss == LossAccounting::profile) return table;
+  const int64_t vocab = table.logits.front().elements_per_token;
+  if (precision != Precision::fp32) table.logits.push_back(term("logits_16bit", vocab, compute_bytes(precision), Split::tensor_parallel));
+  if (loss == LossAccounting::torchtitan_eager) table.logits.push_back(term("log_softmax_fp32", vocab, kFp32, Split::tensor_parallel));
   return table;
 }
 

@@ -414,19 +414,22 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
 }
 
-// Under --runtime megatron with the flash profile the activation table takes
-// Megatron-Core's loss (the megatron profile is Korthikanti's accounting as
-// published; flash is what the runtime keeps).
-bool takes_megatron_core_loss(const EstimateRequest& r) {
-  return r.plugin.runtime == Runtime::megatron && r.training.activation_profile == ActivationProfile::flash;
+// Under --runtime megatron or torchtitan the flash profile's logits are held as
+// that runtime's loss holds them (the megatron profile is Korthikanti's
+// accounting as published; flash is what the runtime keeps). torchtitan's loss
+// compiled with the model (its [compile] components) is left to the profile:
+// what inductor's fused kernel keeps has not been read.
+LossAccounting loss_accounting(const EstimateRequest& r) {
+  if (r.training.activation_profile != ActivationProfile::flash) return LossAccounting::profile;
+  if (r.plugin.runtime == Runtime::megatron) return LossAccounting::megatron_core;
+  if (r.plugin.runtime == Runtime::torchtitan && !r.training.torch_compile) return LossAccounting::torchtitan_eager;
+  return LossAccounting::profile;
 }
 
-// The activation table of a request: its profile's, with Megatron-Core's loss where the runtime takes it.
+// The activation table of a request: its profile's, with the runtime's loss.
 ActivationTable request_activation_table(const Model& m, const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
-  ActivationTable table = activation_table(m.config, t.activation_profile, t.precision, t.transformers_version);
-  if (takes_megatron_core_loss(r)) table = with_megatron_core_loss(std::move(table), t.precision);
-  return table;
+  return with_loss(activation_table(m.config, t.activation_profile, t.precision, t.transformers_version), loss_accounting(r), t.precision);
 }
 
 // A stage's activations, from its request's table and shape and what one block
@@ -469,7 +472,7 @@ Result<MemoryEstimate> estimate(const Model& model, const GpuProfile& gpu, const
   const auto make_table = [&] { return request_activation_table(model, request); };
   ActivationTable own_table;
   const ActivationTable& table =
-      memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, takes_megatron_core_loss(request), make_table) : (own_table = make_table());
+      memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, loss_accounting(request), make_table) : (own_table = make_table());
   std::vector<StageShape> own_layouts;
   const std::vector<StageShape>& layouts = memo ? memo->stage_layouts(model, request) : (own_layouts = stage_layouts(model, request));
   const ActivationShape shape = activation_shape(request);

@@ -565,7 +565,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
   std::vector<PassSeconds> own_matmuls;
   const auto make_table = [&] { return activation_table(model.config, t.activation_profile, t.precision, t.transformers_version); };
   ActivationTable own_table;
-  const ActivationTable& table = memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, false, make_table) : (own_table = make_table());
+  const ActivationTable& table = memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, LossAccounting::profile, make_table) : (own_table = make_table());
   const ActivationShape shape = activation_shape(request);
   const Context c{model, cluster, request, estimate, settings, roofs,
                   memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),

@@ -89,9 +89,13 @@ struct ActivationTable {
 ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision,
                                  TransformersVersion transformers = kMeasuredTransformers);
 
-// The flash profile as Megatron-Core runs it (--runtime megatron): its loss
-// holds the output layer's 16-bit logits besides Korthikanti's fp32 copy.
-ActivationTable with_megatron_core_loss(ActivationTable table, Precision precision);
+// Whose loss the flash profile's logits are held by: the profile's own (one
+// fp32 copy of the logits, overwritten by their gradient), Megatron-Core's
+// (--runtime megatron: the 16-bit logits beside that copy) or torchtitan's
+// eager cross entropy (--runtime torchtitan without torch.compile: the 16-bit
+// logits, their fp32 copy and log_softmax's fp32 output at once).
+enum class LossAccounting { profile, megatron_core, torchtitan_eager };
+ActivationTable with_loss(ActivationTable table, LossAccounting loss, Precision precision);
 
 struct ActivationShape {
   int64_t micro_batch_size = 1;

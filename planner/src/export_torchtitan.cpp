@@ -12,9 +12,12 @@
 //                  models from its flavors, not from a config.json
 //   [parallelism]  data_parallel_shard_degree, data_parallel_replicate_degree (HSDP,
 //                  the plan's --dp-replicate), context_parallel_degree (training
-//                  rotates keys and values with torch's default all-gather, not the
-//                  ring the plan costs: utils.py create_context_parallel_ctx alone
-//                  sets a rotate method, and only the validator calls it),
+//                  gathers keys and values with torch's default all-gather rotater,
+//                  not the ring the plan costs: utils.py create_context_parallel_ctx
+//                  alone sets a rotate method, and only the validator calls it;
+//                  torch's _templated_ring_attention_backward passes the key/value
+//                  gradients round a ring either way. The same bytes; above cp 2 a
+//                  rank holds every rank's keys and values at once, the ring two blocks),
 //                  fsdp_reshard_after_forward: "default" for full_shard (every block
 //                  reshards, the last layers do not, as model_states_fsdp2.cpp counts),
 //                  "never" for shard_grad_op
@@ -190,8 +193,13 @@ Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
        << "#   " << describe_plan(r) << "\n"
        << "#   " << model->config.name << " as torchtitan's llama3 " << f.name << " on " << export_detail::describe_cluster(cluster) << ", sequences of "
        << t.seq_len << " tokens\n"
-       << export_detail::predicted_comment(plan)
-       << "# For torchtitan 0.2.2, from its checkout" << (cluster.num_nodes > 1 ? " on every node (or a shared file system)" : "")
+       << export_detail::predicted_comment(plan);
+  if (model->config.rope_scaling != "llama3") {
+    toml << "# torchtitan's flavor applies Llama 3.1's RoPE scaling (factor 8), which " << model->config.name << "'s config "
+         << (model->config.rope_scaling.empty() ? std::string("does not") : "sets as " + model->config.rope_scaling + ", not as") << "; "
+         << "memory and speed are the same.\n";
+  }
+  toml << "# For torchtitan 0.2.2, from its checkout" << (cluster.num_nodes > 1 ? " on every node (or a shared file system)" : "")
        << ": fetch the tokenizer once\n"
        << "# (a gated repository: add --hf_token TOKEN, or log in with `hf auth login` first) with\n"
        << "#   python scripts/download_hf_assets.py --repo_id " << f.hf_repo << " --assets tokenizer\n";
@@ -206,7 +214,8 @@ Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
   }
   toml << "# Then `tessera compare plan.json LOG` sets the metrics lines of one rank (every FSDP rank holds the same) against the plan.\n";
   if (l.cp > 1) {
-    toml << "# torchtitan rotates keys and values among the cp ranks with an all-gather; the plan costs a ring.\n";
+    toml << "# torchtitan gathers keys and values among the cp ranks with an all-gather where the plan costs a ring: the same bytes,\n"
+         << "# but above cp 2 a rank holds every rank's keys and values at once.\n";
   }
   toml << "\n"
        << "[job]\n"

@@ -40,6 +40,7 @@ TEST(ExportTorchtitan, TheBestPlanAsAJobConfig) {
                         "data_parallel_shard_degree = 16\n", "context_parallel_degree = 1\n", "tensor_parallel_degree = 1\n",
                         "[optimizer]\nname = \"AdamW\"\n", "log_freq = 5", "[checkpoint]\nenable = false\n",
                         "--repo_id meta-llama/Llama-3.1-8B --assets tokenizer", "on every node (or a shared file system)",
+                        "# torchtitan's flavor applies Llama 3.1's RoPE scaling (factor 8), which llama-3-8b's config does not; memory and speed are the same.\n",
                         "torchrun --nnodes 2 --nproc-per-node 8 \\\n#     --rdzv-backend c10d --rdzv-endpoint $HOST:29500 --local-ranks-filter 0 "
                         "-m torchtitan.train --job.config_file THIS_FILE 2>&1 | tee LOG\n"});
   EXPECT_EQ(config.find("enable_cpu_offload"), std::string::npos);
@@ -72,7 +73,7 @@ TEST(ExportTorchtitan, EverySettingReachesItsKey) {
   });
   // 16 GPUs, cp 2: 8 data-parallel ranks, each sequence over 2; torchtitan's rotation is said to differ from the plan's.
   expect_lines(exported(export_torchtitan, ring, 0), {"context_parallel_degree = 2\n", "data_parallel_shard_degree = 8\n", "seq_len = 32768\n",
-                                                      "# torchtitan rotates keys and values among the cp ranks with an all-gather"});
+                                                      "# torchtitan gathers keys and values among the cp ranks with an all-gather"});
   // fp32: the parameters gathered in float32.
   const Planned fp32 = torchtitan_llama_3_8b([](PlanRequest& r) {
     r.precision = Precision::fp32;

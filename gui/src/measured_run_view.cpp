@@ -14,6 +14,7 @@
 #include "measured_figures.h"
 #include "plan_labels.h"
 #include "series_chart.h"
+#include "tessera/planner/memory_comparison.h"
 
 namespace tessera::gui {
 
@@ -32,9 +33,8 @@ QString tokens_text(double tokens_per_s) { return QObject::tr("%1 tokens/s").arg
 
 // A log's peak beside the plan's: the measured figure and the prediction's error, "-" where the runtime does not log it.
 void set_peak_cells(QTableWidget* table, int row, int column, int64_t predicted, int64_t measured) {
-  const MeasuredFigure figure{static_cast<double>(measured), static_cast<double>(predicted)};
   const QString cells[] = {bytes_text(predicted), measured < 0 ? QStringLiteral("-") : bytes_text(measured),
-                           measured < 0 ? QStringLiteral("-") : signed_pct(figure.error_pct())};
+                           measured < 0 ? QStringLiteral("-") : signed_pct(planner::error_pct(predicted, measured))};
   for (int i = 0; i < 3; ++i) {
     auto* item = new QTableWidgetItem(cells[i]);
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);

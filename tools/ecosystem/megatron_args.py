@@ -29,6 +29,8 @@ import os
 import subprocess
 import sys
 
+import mirrored_source
+
 MIRROR = "/work/.mirror/NVIDIA+Megatron-LM/repo"
 TAG = "core_v0.14.0"
 CASES = [  # (name, model, GPUs, global batch, seq, plan filters, GPU)
@@ -51,15 +53,7 @@ def megatron_source(work):
     given = os.environ.get("MEGATRON_LM") or (sys.argv[3] if len(sys.argv) > 3 else "")
     if given:
         return given if os.path.isdir(os.path.join(given, "megatron", "training")) else None
-    if not os.path.isdir(MIRROR):
-        return None
-    directory = os.path.join(work, "megatron-lm")
-    os.makedirs(directory)
-    archive = subprocess.run(["git", "--git-dir", MIRROR, "archive", TAG, "megatron"], check=False, capture_output=True)
-    if archive.returncode != 0:
-        return None
-    subprocess.run(["tar", "-x", "-C", directory], input=archive.stdout, check=True)
-    return directory
+    return mirrored_source.extract(MIRROR, TAG, "megatron", os.path.join(work, "megatron-lm"))
 
 
 def launched(script, work):

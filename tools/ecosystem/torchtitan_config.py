@@ -38,6 +38,8 @@ import tomllib
 import types
 import typing
 
+import mirrored_source
+
 MIRROR = "/work/.mirror/pytorch+torchtitan/repo"
 TAG = "v0.2.2"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,15 +65,7 @@ def torchtitan_source(work):
         if not os.path.isfile(os.path.join(given, "torchtitan", "config", "job_config.py")):
             sys.exit(f"torchtitan config check: {given} holds no torchtitan/config/job_config.py; give a torchtitan checkout")
         return given
-    if not os.path.isdir(MIRROR):
-        return None
-    directory = os.path.join(work, "torchtitan-src")
-    os.makedirs(directory)
-    archive = subprocess.run(["git", "--git-dir", MIRROR, "archive", TAG, "torchtitan"], check=False, capture_output=True)
-    if archive.returncode != 0:
-        return None
-    subprocess.run(["tar", "-x", "-C", directory], input=archive.stdout, check=True)
-    return directory
+    return mirrored_source.extract(MIRROR, TAG, "torchtitan", os.path.join(work, "torchtitan-src"))
 
 
 def import_torchtitan(source):

@@ -74,6 +74,7 @@ double cast_bytes(double from, double to) { return from == to ? 0 : from + to; }
 ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime runtime, const TrainingOptions& training) {
   if (training.torch_compile) return ElementwiseExecution::fused;
   if (runtime == Runtime::torchtitan && is_torchtitan_llama_block(config)) return ElementwiseExecution::torchtitan_llama_eager;
+  if (training.activation_profile == ActivationProfile::megatron) return ElementwiseExecution::megatron_lm_kernels;
   if (!runs_hugging_face_modules(training.activation_profile)) return ElementwiseExecution::fused;
   switch (config.family) {
     case ModelFamily::gpt2: return ElementwiseExecution::hf_gpt2_eager;

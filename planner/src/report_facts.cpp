@@ -174,6 +174,10 @@ std::optional<AssumptionLine> execution_line(const ModelConfig& config, Runtime 
                                                        : ", loss_utils.py ForCausalLMLoss") +
                                 "; torch.amp autocast op lists; saved tensors measured on an H100"};
     }
+    case ElementwiseExecution::megatron_lm_kernels:
+      return AssumptionLine{"execution",
+                            "Megatron-LM's fused kernels (LayerNorm, bias-GELU, bias-dropout-add, the causal softmax, dropout), each through HBM",
+                            "megatron_elementwise.h; Megatron-LM 79a3bb6b megatron/model/transformer.py, fused_softmax.py"};
     case ElementwiseExecution::fused: break;
   }
   if (!t.torch_compile) return std::nullopt;

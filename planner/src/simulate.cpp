@@ -13,6 +13,7 @@
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/fsdp_offload.h"
 #include "tessera/planner/gemm_model.h"
+#include "tessera/planner/megatron_elementwise.h"
 #include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
@@ -56,15 +57,17 @@ double op_policy_gemm_seconds(const ModelConfig& config, int64_t tokens, int64_t
   return seconds;
 }
 
-// One micro-batch's element-wise bytes. Inside the blocks only where the model
-// runs op by op (eager_elementwise.h: torchtitan's Llama block, Hugging Face's
-// models under the hf profiles); a fusing runtime's are what its blocks keep.
-// Outside the blocks: the eager runs' embedding, final norm and loss, or a fusing
-// runtime's Megatron vocabulary-parallel cross-entropy on the last stage
-// (vocab_parallel_loss.h) over its share of the vocabulary, padded to a multiple
-// of tp as the head is (gemm_model.cpp); nothing for the others.
+// One micro-batch's element-wise bytes. Inside the blocks only where each
+// kernel's traffic is read from the runtime: the models run op by op
+// (eager_elementwise.h: torchtitan's Llama block, Hugging Face's models under
+// the hf profiles) and Megatron-LM's fused kernels (megatron_elementwise.h); a
+// fusing runtime's are what its blocks keep. Outside the blocks: those runs'
+// embedding, final norm and loss, or Megatron-Core's vocabulary-parallel
+// cross-entropy on the last stage (vocab_parallel_loss.h) over its share of the
+// vocabulary, padded to a multiple of tp as the head is (gemm_model.cpp);
+// nothing for the others.
 struct ElementwiseWork {
-  std::optional<ElementwiseBytes> eager_block;
+  std::optional<ElementwiseBytes> per_kernel_block;
   OutsideBlocksBytes outside;
 };
 
@@ -72,20 +75,26 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
   const TrainingOptions& t = r.training;
   const int64_t tp = r.layout.tp;
   const auto scaled = [tokens](ElementwiseBytes per_token) { return ElementwiseBytes{per_token.forward * tokens, per_token.backward * tokens}; };
-  const auto eager = [&](ElementwiseBytes block, OutsideBlocksBytes outside) {
+  const auto per_kernel = [&](ElementwiseBytes block, OutsideBlocksBytes outside) {
     return ElementwiseWork{scaled(block), {scaled(outside.first_stage), scaled(outside.last_stage)}};
   };
   switch (elementwise_execution(config, r.plugin.runtime, t)) {
     case ElementwiseExecution::torchtitan_llama_eager: {
       const int64_t d = compute_bytes(t.precision);
-      return eager(torchtitan_eager_block_bytes(config, d), torchtitan_eager_outside_bytes(config, d));
+      return per_kernel(torchtitan_eager_block_bytes(config, d), torchtitan_eager_outside_bytes(config, d));
     }
     case ElementwiseExecution::hf_gpt2_eager:
-      return eager(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
+      return per_kernel(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
                    hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::hf_llama_eager:
-      return eager(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
+      return per_kernel(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
                    hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
+    case ElementwiseExecution::megatron_lm_kernels: {
+      const int64_t d = compute_bytes(t.precision);
+      const bool sp = r.layout.sequence_parallel;
+      return per_kernel(megatron_lm_block_bytes(config, d, tp, sp, t.seq_len),
+                   megatron_lm_outside_bytes(config, d, tp, sp, r.plugin.cross_entropy_loss_fusion));
+    }
     case ElementwiseExecution::fused: break;
   }
   if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, t)) return {};
@@ -304,13 +313,14 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   // Element-wise work (norms, activations, softmax, dropout) is memory-bound. Where
   // the runtime fuses it, each tensor a block keeps for backward is written once in
   // forward and read once in backward, where its gradient is written too (a roofline
-  // lower bound); where it runs op by op, every op's reads and writes.
+  // lower bound); where its kernels are read (op by op, or Megatron-LM's fused
+  // kernels), every kernel's reads and writes.
   const double hbm = c.roofs.hbm_bytes_per_s;
   const double kept = static_cast<double>(c.block_stash_bytes) * layers;
   const double recomputed = static_cast<double>(c.recomputed_block_bytes) * layers;
-  const std::optional<ElementwiseBytes>& eager = c.elementwise.eager_block;
-  const double forward_elementwise = eager ? eager->forward * layers : kept;
-  const double backward_elementwise = eager ? eager->backward * layers : 2 * kept;
+  const std::optional<ElementwiseBytes>& per_kernel = c.elementwise.per_kernel_block;
+  const double forward_elementwise = per_kernel ? per_kernel->forward * layers : kept;
+  const double backward_elementwise = per_kernel ? per_kernel->backward * layers : 2 * kept;
   cost.forward_compute += forward_elementwise / hbm;
   cost.backward_compute += backward_elementwise / hbm;
   const OutsideBlocksBytes& outside = c.elementwise.outside;
@@ -330,7 +340,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + forward_elementwise / hbm;
   if (t.recompute == RecomputeMode::op_selective) {
     // Every element-wise op runs again; fused, that writes the tensors the policy did not keep.
-    cost.recompute = c.op_policy_gemm_seconds * layers + (eager ? forward_elementwise : recomputed) / hbm;
+    cost.recompute = c.op_policy_gemm_seconds * layers + (per_kernel ? forward_elementwise : recomputed) / hbm;
   }
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).

@@ -19,8 +19,9 @@ ElementwiseBytes vocab_parallel_cross_entropy_bytes(int64_t vocab_per_rank, int6
 }
 
 bool runs_vocab_parallel_cross_entropy(const ModelConfig& config, Runtime runtime, const TrainingOptions& training) {
-  if (training.torch_compile || elementwise_execution(config, runtime, training) != ElementwiseExecution::fused) return false;
-  return runtime == Runtime::megatron || training.activation_profile == ActivationProfile::megatron;
+  if (training.torch_compile) return false;
+  const ElementwiseExecution execution = elementwise_execution(config, runtime, training);
+  return execution == ElementwiseExecution::megatron_lm_kernels || (execution == ElementwiseExecution::fused && runtime == Runtime::megatron);
 }
 
 }  // namespace tessera::planner

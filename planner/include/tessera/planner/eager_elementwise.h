@@ -71,9 +71,11 @@ struct OutsideBlocksBytes {
 // Bytes a cast moves per element: read one dtype, write the other; none between equal dtypes.
 double cast_bytes(double from, double to);
 
-// How a run's element-wise ops execute: fused (a fusing runtime, or torch.compile),
-// or op by op as torchtitan's Llama block or Hugging Face's GPT-2.
-enum class ElementwiseExecution { fused, torchtitan_llama_eager, hf_gpt2_eager, hf_llama_eager };
+// How a run's element-wise ops execute: fused by a runtime whose kernels are not
+// read (or by torch.compile), op by op as torchtitan's Llama block or Hugging
+// Face's GPT-2, or as Megatron-LM's own fused kernels (the megatron profile:
+// megatron_elementwise.h).
+enum class ElementwiseExecution { fused, torchtitan_llama_eager, hf_gpt2_eager, hf_llama_eager, megatron_lm_kernels };
 ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime runtime, const TrainingOptions& training);
 
 // One block, per token.

@@ -4,7 +4,9 @@
 // forward and backward, timed by the roofline of gemm_model.h (the GPU's measured
 // matmul and fused-attention efficiencies, wave quantization, the HBM roof);
 // recompute adds a forward per its mode; element-wise work is memory-bound:
-// the tensors a block keeps (activations.h) cross HBM once per pass. Communication:
+// every kernel's reads and writes where the runtime's kernels are read (op by
+// op: eager_elementwise.h; Megatron-LM's fused ones: megatron_elementwise.h),
+// else the tensors a block keeps (activations.h) cross HBM once per pass. Communication:
 // each collective costed as NCCL's tuning model costs it, ring or tree, LL or
 // Simple, whichever is fastest (collectives.h), on the links the group spans
 // (tensor-parallel groups innermost on NVLink; data and pipeline groups across

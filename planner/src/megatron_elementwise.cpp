@@ -1,0 +1,90 @@
+// Megatron-LM's block kernel by kernel; the reading is in megatron_elementwise.h.
+#include "tessera/planner/megatron_elementwise.h"
+
+#include "tessera/planner/vocab_parallel_loss.h"
+
+namespace tessera::planner {
+namespace {
+
+// A LayerNorm per element: forward the input read and the output written;
+// backward the output's gradient and the input read, the input's gradient
+// written (apex's persistent kernel, one pass; the older one reads both twice,
+// so this is the least a LayerNorm moves). RMSNorm alike.
+constexpr ElementwiseBytes norm_bytes(double d) { return {2 * d, 3 * d}; }
+
+}  // namespace
+
+ElementwiseBytes megatron_lm_block_bytes(const ModelConfig& c, int64_t dtype_bytes, int64_t tp, bool sequence_parallel, int64_t seq_len) {
+  const auto d = static_cast<double>(dtype_bytes);
+  const auto t = static_cast<double>(tp);
+  // The residual stream's elements per token on this rank: all of h, or 1/tp of the tokens under sequence parallelism.
+  const double h = static_cast<double>(c.hidden_size) / (sequence_parallel ? t : 1);
+  const double q = static_cast<double>(c.q_width()) / t;
+  const double kv = static_cast<double>(c.kv_width()) / t;
+  const double qkv = q + 2 * kv;
+  const double ffn = static_cast<double>(c.intermediate_size) / t;
+  const double scores = static_cast<double>(c.num_heads) / t * static_cast<double>(seq_len);  // per query: every key's score
+  const double hidden_mask = c.hidden_dropout > 0 ? 1 : 0;                               // one byte per element
+  const bool attention_dropout = c.attention_dropout > 0;
+
+  ElementwiseBytes bytes;
+  const ElementwiseBytes norm = norm_bytes(d);
+  bytes.forward += 2 * norm.forward * h;
+  bytes.backward += 2 * norm.backward * h + 2 * 3 * d * h;  // the two norms; the two residual sums
+
+  if (c.qkv_bias) {
+    bytes.forward += 2 * d * qkv;  // `output + bias` after the GEMM
+    bytes.backward += d * qkv;     // grad_output.sum(dim=0)
+  }
+  bytes.backward += 2 * d * qkv;  // q, k and v's gradients concatenated
+  if (c.rotary_pct > 0) {
+    const double rotated = (q + kv) * c.rotary_pct;
+    bytes.forward += 2 * d * rotated;
+    bytes.backward += 2 * d * rotated;
+  }
+
+  // The core beyond its GEMMs: softmax and dropout over the scores, the context copied into [s, b, h].
+  bytes.forward += scores * (d + (attention_dropout ? d + 1 : 0)) + 2 * d * q;
+  bytes.backward += scores * ((attention_dropout ? 2 * d + 1 : 0) + 3 * d);
+
+  // Bias-dropout-add after attention and after the MLP.
+  const auto bias_dropout_add = [&](bool bias) {
+    bytes.forward += (3 * d + hidden_mask) * h;
+    bytes.backward += (2 * d + hidden_mask + (bias ? d : 0)) * h;
+  };
+  bias_dropout_add(c.attn_out_bias);
+  bias_dropout_add(c.mlp_bias);
+
+  if (c.mlp == MlpKind::swiglu) {
+    bytes.forward += 5 * d * ffn;  // SiLU (read, write), the product (two reads, a write)
+    bytes.backward += 9 * d * ffn;
+  } else {
+    bytes.forward += 2 * d * ffn;                          // bias_gelu, or the activation alone
+    bytes.backward += 3 * d * ffn + (c.mlp_bias ? d * ffn : 0);  // bias_gelu_back; fc1's bias gradient
+  }
+  return bytes;
+}
+
+OutsideBlocksBytes megatron_lm_outside_bytes(const ModelConfig& c, int64_t dtype_bytes, int64_t tp, bool sequence_parallel,
+                                             bool cross_entropy_loss_fusion) {
+  const auto d = static_cast<double>(dtype_bytes);
+  const auto h = static_cast<double>(c.hidden_size);
+  const double per_rank = sequence_parallel ? 1 / static_cast<double>(tp) : 1;  // the dropout on this rank's tokens
+  const double mask = c.embedding_dropout > 0 ? 1 : 0;
+  // Lookups write a row each and add their gradient into the table (read, write) in backward.
+  const ElementwiseBytes lookup{d, 3 * d};
+  const double tables = c.learned_positions ? 2 : 1;
+  ElementwiseBytes first{tables * lookup.forward + (tables - 1) * 3 * d + 2 * d + (2 * d + mask) * per_rank,
+                         tables * lookup.backward + (2 * d + mask) * per_rank};
+  if (c.embedding_norm) {
+    first.forward += norm_bytes(d).forward;
+    first.backward += norm_bytes(d).backward;
+  }
+  // The final LayerNorm runs where the stream is; the loss over this rank's share of the vocabulary, padded to a multiple of tp.
+  const ElementwiseBytes final_norm = c.final_norm ? norm_bytes(d) : ElementwiseBytes{};
+  const ElementwiseBytes loss = vocab_parallel_cross_entropy_bytes((c.vocab_size + tp - 1) / tp, dtype_bytes, cross_entropy_loss_fusion);
+  return {{first.forward * h, first.backward * h},
+          {final_norm.forward * h * per_rank + loss.forward, final_norm.backward * h * per_rank + loss.backward}};
+}
+
+}  // namespace tessera::planner

@@ -228,6 +228,18 @@ OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& c, ActivationP
   return {{embedding.forward * h, embedding.backward * h}, {ln_f.forward * h + loss.forward, ln_f.backward * h + loss.backward}};
 }
 
+ElementwiseBytes hf_eager_attention_score_bytes(const ModelConfig& c, Precision precision, int64_t tp, int64_t seq_len) {
+  const auto a = static_cast<double>(compute_bytes(precision));
+  constexpr double f = 4, mask = 1;
+  const double scores = static_cast<double>(c.num_heads) / static_cast<double>(tp) * static_cast<double>(seq_len);
+  const bool dropout = c.attention_dropout > 0;
+  const double dropout_forward = dropout ? a + mask : 0, dropout_backward = dropout ? 2 * a + mask : 0;
+  if (c.family == ModelFamily::gpt2) {
+    return {scores * (2 * a + (2 * a + mask) + a + dropout_forward), scores * (dropout_backward + 3 * a + (2 * a + mask) + 2 * a)};
+  }
+  return {scores * (2 * a + 3 * a + f + (f + a) + dropout_forward), scores * (dropout_backward + (a + f) + 3 * f + (f + a) + 2 * a)};
+}
+
 ElementwiseBytes upcast_cross_entropy_bytes(int64_t vocab, int64_t logits_bytes) {
   return cross_entropy_bytes(vocab, static_cast<double>(logits_bytes), 4);
 }

@@ -78,22 +78,28 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
   const auto per_kernel = [&](ElementwiseBytes block, OutsideBlocksBytes outside) {
     return ElementwiseWork{scaled(block), {scaled(outside.first_stage), scaled(outside.last_stage)}};
   };
+  // Hugging Face's eager attention adds its element-wise work over the scores.
+  const auto with_eager_scores = [&](ElementwiseBytes block) {
+    if (t.activation_profile != ActivationProfile::hf_eager) return block;
+    const ElementwiseBytes scores = hf_eager_attention_score_bytes(config, t.precision, tp, t.seq_len);
+    return ElementwiseBytes{block.forward + scores.forward, block.backward + scores.backward};
+  };
   switch (elementwise_execution(config, r.plugin.runtime, t)) {
     case ElementwiseExecution::torchtitan_llama_eager: {
       const int64_t d = compute_bytes(t.precision);
       return per_kernel(torchtitan_eager_block_bytes(config, d), torchtitan_eager_outside_bytes(config, d));
     }
     case ElementwiseExecution::hf_gpt2_eager:
-      return per_kernel(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
-                   hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
+      return per_kernel(with_eager_scores(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp)),
+                        hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::hf_llama_eager:
-      return per_kernel(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
-                   hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
+      return per_kernel(with_eager_scores(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp)),
+                        hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::megatron_lm_kernels: {
       const int64_t d = compute_bytes(t.precision);
       const bool sp = r.layout.sequence_parallel;
       return per_kernel(megatron_lm_block_bytes(config, d, tp, sp, t.seq_len),
-                   megatron_lm_outside_bytes(config, d, tp, sp, r.plugin.cross_entropy_loss_fusion));
+                        megatron_lm_outside_bytes(config, d, tp, sp, r.plugin.cross_entropy_loss_fusion));
     }
     case ElementwiseExecution::fused: break;
   }

@@ -6,6 +6,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/cluster.h"
 #include "tessera/planner/eager_elementwise.h"
+#include "tessera/planner/gemm_model.h"
 #include "tessera/planner/simulate.h"
 #include "test_models.h"
 
@@ -103,6 +104,48 @@ TEST(EagerElementwise, HuggingFaceLlamaBlockBytesOpByOp) {
   // Qwen2's q, k, v biases: their gradients read the projections' outputs (2 bytes each).
   llama.qkv_bias = true;
   EXPECT_DOUBLE_EQ(hf_llama_eager_block_bytes(llama, ActivationProfile::hf, Precision::bf16, 1).backward - bf16.backward, 2 * (4096.0 + 2 * 1024));
+}
+
+TEST(EagerElementwise, EagerAttentionOverTheScores) {
+  // GPT-2 at 1,024 tokens: 12 heads × 1,024 scores a token. Forward per score (bf16): the
+  // division 4, torch.where 5 (the mask's byte), softmax's write 2, dropout's output and mask 3
+  // (14); backward dropout's 5, softmax's 6, where's 5, the division's 4 (20).
+  const ElementwiseBytes gpt2 = hf_eager_attention_score_bytes(shipped_model("gpt2").config, Precision::bf16, 1, 1024);
+  EXPECT_DOUBLE_EQ(gpt2.forward, 14 * 12 * 1024.0);
+  EXPECT_DOUBLE_EQ(gpt2.backward, 20 * 12 * 1024.0);
+  // Llama 3 8B at tp 2 and 8,192 tokens, no dropout: 16 heads a rank. Forward: the scaling 4, the
+  // mask added 6, softmax's fp32 write 4, the cast back 6 (20); backward the cast's 6, softmax's
+  // in fp32 12, its cast 6, the scaling's 4 (28).
+  const ElementwiseBytes llama = hf_eager_attention_score_bytes(shipped_model("llama-3-8b").config, Precision::bf16, 2, 8192);
+  EXPECT_DOUBLE_EQ(llama.forward, 20 * 16 * 8192.0);
+  EXPECT_DOUBLE_EQ(llama.backward, 28 * 16 * 8192.0);
+}
+
+TEST(EagerElementwise, EagerAttentionChargesTheScores) {
+  // GPT-2 on one H100, micro-batch 4: hf_eager's backward against hf's (SDPA, 16-bit weights)
+  // differs by eager attention's copies, its element-wise work over the scores and its
+  // unfused GEMMs in place of the fused kernel, in each of the 12 blocks, and by the loss.
+  const Model model = shipped_model("gpt2");
+  const GpuProfile h100 = shipped_gpu("h100-80g");
+  const ClusterSpec cluster = make_cluster(h100, 1, 1, 400).value();
+  EstimateRequest r;
+  r.training.micro_batch_size = 4;
+  const auto backward = [&](ActivationProfile profile) {
+    r.training.activation_profile = profile;
+    return simulate_step(model, cluster, r, MemoryEstimate{}, SimulationSettings{}, false).value().breakdown.backward_s;
+  };
+  const ModelConfig& c = model.config;
+  const Precision p = r.training.precision;
+  const int64_t seq = r.training.seq_len;
+  const double tokens = 4.0 * static_cast<double>(seq), hbm = 3350e9 * 0.8;
+  const double scores = hf_eager_attention_score_bytes(c, p, 1, seq).backward;
+  const double blocks = hf_gpt2_eager_block_bytes(c, ActivationProfile::hf_eager, p, 1).backward - hf_gpt2_eager_block_bytes(c, ActivationProfile::hf, p, 1).backward;
+  const double loss =
+      hf_gpt2_eager_outside_bytes(c, ActivationProfile::hf_eager, p, 1).last_stage.backward - hf_gpt2_eager_outside_bytes(c, ActivationProfile::hf, p, 1).last_stage.backward;
+  const KernelRoofs roofs = kernel_roofs(h100, p, 0.8);
+  const double cores = attention_core_seconds(c, false, 4, seq, 1, roofs).backward - attention_core_seconds(c, true, 4, seq, 1, roofs).backward;
+  EXPECT_NEAR(backward(ActivationProfile::hf_eager) - backward(ActivationProfile::hf), 12 * ((scores + blocks) * tokens / hbm + cores) + loss * tokens / hbm, 1e-9);
+  EXPECT_GT(scores, 0);
 }
 
 TEST(EagerElementwise, OutsideTheBlocksTheEmbeddingAndTheUpcastLoss) {

@@ -46,7 +46,9 @@
 // they are, SiLU and the gate product, the residual adds. Under autocast the
 // stream and the norms are fp32, and so are cos and sin, which makes RoPE's
 // products fp32 until attention casts them back.
-// An unfused attention core's s × s work (hf_eager) is attention_core_seconds'.
+// Eager attention (hf_eager) runs element-wise ops over every s × s score
+// (hf_eager_attention_score_bytes); the softmax's and the dropout's reads of
+// them are attention_core_seconds' (gemm_model.h), as for Megatron-LM's core.
 #pragma once
 
 #include <cstdint>
@@ -93,6 +95,21 @@ OutsideBlocksBytes hf_gpt2_eager_outside_bytes(const ModelConfig& config, Activa
 ElementwiseBytes hf_llama_eager_block_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp);
 OutsideBlocksBytes hf_llama_eager_outside_bytes(const ModelConfig& config, ActivationProfile profile, Precision precision, int64_t tp,
                                                 TransformersVersion transformers = kMeasuredTransformers);
+
+// Hugging Face's eager attention (the hf_eager profile) beyond its two matmuls,
+// per token of one tensor-parallel rank of `tp`, over sequences of `seq_len`:
+// the element-wise ops each head runs on its s × s scores, from transformers'
+// eager_attention_forward (4.51.3; 4.31's GPT2Attention._attn runs the same ops).
+// GPT-2: the division by √d_head (read, write), torch.where with the causal
+// mask (the scores and the one-byte mask read, written), softmax's output
+// written, dropout's output and one-byte mask written; backward dropout's
+// (gradient and mask read, written), softmax's (output and gradient read,
+// written), where's (gradient and mask read, written), the division's.
+// Llama, Mistral, Qwen2: the product with the scaling (read, write), the 4-D
+// causal mask the model builds for eager attention added (two reads, a write),
+// softmax in fp32 (written) and its cast back (read, write), dropout where the
+// config has it; backward the same in reverse, softmax's in fp32.
+ElementwiseBytes hf_eager_attention_score_bytes(const ModelConfig& config, Precision precision, int64_t tp, int64_t seq_len);
 
 // The loss over `vocab` logits of `logits_bytes` each, upcast first as both
 // runtimes do (Hugging Face's ForCausalLMLoss `logits.float()`; torchtitan's

@@ -232,12 +232,18 @@ ElementwiseBytes hf_eager_attention_score_bytes(const ModelConfig& c, Precision 
   const auto a = static_cast<double>(compute_bytes(precision));
   constexpr double f = 4, mask = 1;
   const double scores = static_cast<double>(c.num_heads) / static_cast<double>(tp) * static_cast<double>(seq_len);
-  const bool dropout = c.attention_dropout > 0;
-  const double dropout_forward = dropout ? a + mask : 0, dropout_backward = dropout ? 2 * a + mask : 0;
+  const double dropout = c.attention_dropout > 0 ? 2 * a + mask : 0;  // each way: read, written with (or read with) the mask
   if (c.family == ModelFamily::gpt2) {
-    return {scores * (2 * a + (2 * a + mask) + a + dropout_forward), scores * (dropout_backward + 3 * a + (2 * a + mask) + 2 * a)};
+    // Forward: the division, where, softmax, dropout. Backward: dropout's, softmax's, where's, the division's.
+    return {scores * (2 * a + (2 * a + mask) + 2 * a + dropout), scores * (dropout + 3 * a + (2 * a + mask) + 2 * a)};
   }
-  return {scores * (2 * a + 3 * a + f + (f + a) + dropout_forward), scores * (dropout_backward + (a + f) + 3 * f + (f + a) + 2 * a)};
+  // softmax(dtype=float32) reads fp16 scores as they are, and its backward writes fp16; other dtypes are cast first.
+  const bool half = precision == Precision::fp16;
+  const double softmax_forward = half ? a + f : cast_bytes(a, f) + 2 * f;
+  const double softmax_backward = half ? 2 * f + a : 3 * f + cast_bytes(f, a);
+  // Forward: the scaling, the mask added, softmax, the cast back, dropout. Backward in reverse (the mask has no gradient).
+  return {scores * (2 * a + 3 * a + softmax_forward + cast_bytes(f, a) + dropout),
+          scores * (dropout + cast_bytes(a, f) + softmax_backward + 2 * a)};
 }
 
 ElementwiseBytes upcast_cross_entropy_bytes(int64_t vocab, int64_t logits_bytes) {

@@ -158,11 +158,9 @@ PassSeconds attention_core_seconds(const ModelConfig& c, bool fused, int64_t mic
   }
   const GemmShape scores{s, s, d, heads};  // QK^T, and in backward dP = dO·V^T
   const GemmShape values{s, d, s, heads};  // P·V, and in backward dV, dQ and dK
-  // The softmax reads QK^T's output and the dropout (where the model has one)
-  // the softmax's: s×s reads on top of the writes the element-wise term counts
-  // (simulate.cpp charges each tensor kept for backward once in forward).
-  const double score_reads = (c.attention_dropout > 0 ? 2 : 1) * heads * s * s * roofs.element_bytes / roofs.hbm_bytes_per_s;
-  return {gemm_seconds(scores, roofs) + gemm_seconds(values, roofs) + score_reads, gemm_seconds(scores, roofs) + 3 * gemm_seconds(values, roofs)};
+  // The softmax, dropout and the rest over the scores are the runtime's element-wise
+  // work (megatron_elementwise.h, eager_elementwise.h; simulate.cpp).
+  return {gemm_seconds(scores, roofs) + gemm_seconds(values, roofs), gemm_seconds(scores, roofs) + 3 * gemm_seconds(values, roofs)};
 }
 
 bool fused_attention(ActivationProfile profile) {

@@ -66,9 +66,12 @@ double op_policy_gemm_seconds(const ModelConfig& config, int64_t tokens, int64_t
 // cross-entropy on the last stage (vocab_parallel_loss.h) over its share of the
 // vocabulary, padded to a multiple of tp as the head is (gemm_model.cpp);
 // nothing for the others.
+// Where the attention core is unfused, its own element-wise work (included in
+// the block's) is what selective recompute runs again.
 struct ElementwiseWork {
   std::optional<ElementwiseBytes> per_kernel_block;
   OutsideBlocksBytes outside;
+  std::optional<ElementwiseBytes> unfused_core;
 };
 
 ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateRequest& r, double tokens) {
@@ -76,13 +79,15 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
   const int64_t tp = r.layout.tp;
   const auto scaled = [tokens](ElementwiseBytes per_token) { return ElementwiseBytes{per_token.forward * tokens, per_token.backward * tokens}; };
   const auto per_kernel = [&](ElementwiseBytes block, OutsideBlocksBytes outside) {
-    return ElementwiseWork{scaled(block), {scaled(outside.first_stage), scaled(outside.last_stage)}};
+    return ElementwiseWork{scaled(block), {scaled(outside.first_stage), scaled(outside.last_stage)}, std::nullopt};
   };
   // Hugging Face's eager attention adds its element-wise work over the scores.
-  const auto with_eager_scores = [&](ElementwiseBytes block) {
-    if (t.activation_profile != ActivationProfile::hf_eager) return block;
+  const auto hf_op_by_op = [&](ElementwiseBytes block, OutsideBlocksBytes outside) {
+    if (t.activation_profile != ActivationProfile::hf_eager) return per_kernel(block, outside);
     const ElementwiseBytes scores = hf_eager_attention_score_bytes(config, t.precision, tp, t.seq_len);
-    return ElementwiseBytes{block.forward + scores.forward, block.backward + scores.backward};
+    ElementwiseWork work = per_kernel(ElementwiseBytes{block.forward + scores.forward, block.backward + scores.backward}, outside);
+    work.unfused_core = scaled(scores);
+    return work;
   };
   switch (elementwise_execution(config, r.plugin.runtime, t)) {
     case ElementwiseExecution::torchtitan_llama_eager: {
@@ -90,23 +95,25 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
       return per_kernel(torchtitan_eager_block_bytes(config, d), torchtitan_eager_outside_bytes(config, d));
     }
     case ElementwiseExecution::hf_gpt2_eager:
-      return per_kernel(with_eager_scores(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp)),
-                        hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
+      return hf_op_by_op(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
+                         hf_gpt2_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::hf_llama_eager:
-      return per_kernel(with_eager_scores(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp)),
-                        hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
+      return hf_op_by_op(hf_llama_eager_block_bytes(config, t.activation_profile, t.precision, tp),
+                         hf_llama_eager_outside_bytes(config, t.activation_profile, t.precision, tp, t.transformers_version));
     case ElementwiseExecution::megatron_lm_kernels: {
       const int64_t d = compute_bytes(t.precision);
       const bool sp = r.layout.sequence_parallel;
-      return per_kernel(megatron_lm_block_bytes(config, d, tp, sp, t.seq_len),
-                        megatron_lm_outside_bytes(config, d, tp, sp, r.plugin.cross_entropy_loss_fusion));
+      ElementwiseWork work = per_kernel(megatron_lm_block_bytes(config, d, tp, sp, t.seq_len),
+                                        megatron_lm_outside_bytes(config, d, tp, sp, r.plugin.cross_entropy_loss_fusion));
+      work.unfused_core = scaled(megatron_lm_core_bytes(config, d, tp, t.seq_len));
+      return work;
     }
     case ElementwiseExecution::fused: break;
   }
   if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, t)) return {};
   const ElementwiseBytes loss =
       vocab_parallel_cross_entropy_bytes((config.vocab_size + tp - 1) / tp, compute_bytes(t.precision), r.plugin.cross_entropy_loss_fusion);
-  return ElementwiseWork{std::nullopt, {{}, scaled(loss)}};
+  return ElementwiseWork{std::nullopt, {{}, scaled(loss)}, std::nullopt};
 }
 
 // One micro-batch's passes on one stage, seconds.
@@ -342,7 +349,11 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.forward_compute += static_cast<double>(casts.forward) * per_element;
     cost.backward_compute += static_cast<double>(casts.backward) * per_element;
   }
-  if (t.recompute == RecomputeMode::selective) cost.recompute = attention_forward + recomputed / hbm;
+  if (t.recompute == RecomputeMode::selective) {
+    // The core's forward again: its kernels where they are read, else the tensors it keeps written again.
+    const std::optional<ElementwiseBytes>& core = c.elementwise.unfused_core;
+    cost.recompute = attention_forward + (core ? core->forward * layers : recomputed) / hbm;
+  }
   if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + forward_elementwise / hbm;
   if (t.recompute == RecomputeMode::op_selective) {
     // Every element-wise op runs again; fused, that writes the tensors the policy did not keep.

@@ -108,17 +108,22 @@ TEST(EagerElementwise, HuggingFaceLlamaBlockBytesOpByOp) {
 
 TEST(EagerElementwise, EagerAttentionOverTheScores) {
   // GPT-2 at 1,024 tokens: 12 heads × 1,024 scores a token. Forward per score (bf16): the
-  // division 4, torch.where 5 (the mask's byte), softmax's write 2, dropout's output and mask 3
-  // (14); backward dropout's 5, softmax's 6, where's 5, the division's 4 (20).
+  // division 4, torch.where 5 (the mask's byte), softmax 4, dropout 5 with its mask (18);
+  // backward dropout's 5, softmax's 6, where's 5, the division's 4 (20).
   const ElementwiseBytes gpt2 = hf_eager_attention_score_bytes(shipped_model("gpt2").config, Precision::bf16, 1, 1024);
-  EXPECT_DOUBLE_EQ(gpt2.forward, 14 * 12 * 1024.0);
+  EXPECT_DOUBLE_EQ(gpt2.forward, 18 * 12 * 1024.0);
   EXPECT_DOUBLE_EQ(gpt2.backward, 20 * 12 * 1024.0);
   // Llama 3 8B at tp 2 and 8,192 tokens, no dropout: 16 heads a rank. Forward: the scaling 4, the
-  // mask added 6, softmax's fp32 write 4, the cast back 6 (20); backward the cast's 6, softmax's
-  // in fp32 12, its cast 6, the scaling's 4 (28).
+  // mask added 6, bf16 cast up for softmax 6, softmax in fp32 8, the cast back 6 (30); backward
+  // the cast's 6, softmax's 12 and its cast 6, the scaling's 4 (28).
   const ElementwiseBytes llama = hf_eager_attention_score_bytes(shipped_model("llama-3-8b").config, Precision::bf16, 2, 8192);
-  EXPECT_DOUBLE_EQ(llama.forward, 20 * 16 * 8192.0);
+  EXPECT_DOUBLE_EQ(llama.forward, 30 * 16 * 8192.0);
   EXPECT_DOUBLE_EQ(llama.backward, 28 * 16 * 8192.0);
+  // fp16 scores go into softmax as they are (2 read, 4 written) and its backward writes fp16:
+  // forward 4 + 6 + 6 + 6 (22), backward 6 + 10 + 4 (20).
+  const ElementwiseBytes half = hf_eager_attention_score_bytes(shipped_model("llama-3-8b").config, Precision::fp16, 2, 8192);
+  EXPECT_DOUBLE_EQ(half.forward, 22 * 16 * 8192.0);
+  EXPECT_DOUBLE_EQ(half.backward, 20 * 16 * 8192.0);
 }
 
 TEST(EagerElementwise, EagerAttentionChargesTheScores) {

@@ -5,6 +5,7 @@
 
 #include "tessera/planner/activations.h"
 #include "tessera/planner/cluster.h"
+#include "tessera/planner/gemm_model.h"
 #include "tessera/planner/megatron_elementwise.h"
 #include "tessera/planner/model_config.h"
 #include "tessera/planner/simulate.h"
@@ -22,50 +23,71 @@ ModelConfig small_gpt() {
       .value();
 }
 
+TEST(MegatronElementwise, CoreFusedSoftmaxUpTo2048KeysTorchsBeyond) {
+  // fp16 at tp 2, sequences of 128: per token 2 heads × 128 scores, q and k of 32. The fused
+  // causal softmax reads a row's 64.5 unmasked keys on average (129/256 of it) and writes the row.
+  const ElementwiseBytes core = megatron_lm_core_bytes(small_gpt(), 2, 2, 128);
+  const double unmasked = 129.0 / 256;
+  EXPECT_DOUBLE_EQ(core.forward, 256 * (2 * unmasked + 2)  // softmax
+                                     + 256 * 5             // dropout: read, written with its one-byte mask
+                                     + 4 * 32);            // the context's copy
+  EXPECT_DOUBLE_EQ(core.backward, 256 * (4 * unmasked + 2)  // softmax: gradient and probabilities read, written
+                                      + 256 * 5             // dropout: gradient and mask read, written
+                                      + 4 * (32 + 32));     // dQ and dK scaled by baddbmm's alpha
+  // Past 2,048 keys torch's kernels run in fp32: the cast up 6, the scaling 8, masked_fill_ 9,
+  // softmax 8, the cast down 6 (37 a score); backward 6, 12, 9, 8, 6 (41).
+  const ElementwiseBytes torch_path = megatron_lm_core_bytes(small_gpt(), 2, 2, 4096);
+  EXPECT_DOUBLE_EQ(torch_path.forward, 2 * 4096 * (37.0 + 5) + 4 * 32);
+  EXPECT_DOUBLE_EQ(torch_path.backward, 2 * 4096 * (41.0 + 5) + 4 * 64);
+  // In fp32 no cast: 8 + 9 + 8 forward, 12 + 9 + 8 backward, and dropout's 9 each way.
+  const ElementwiseBytes fp32 = megatron_lm_core_bytes(small_gpt(), 4, 2, 128);
+  EXPECT_DOUBLE_EQ(fp32.forward, 256 * (25.0 + 9) + 8 * 32);
+  EXPECT_DOUBLE_EQ(fp32.backward, 256 * (29.0 + 9) + 8 * 64);
+}
+
 TEST(MegatronElementwise, GptBlockKernelByKernel) {
-  // fp16 at tp 2, sequences of 128: per token the rank holds the stream's 64,
-  // q, k, v of 32 each, an MLP of 128 and 2 heads × 128 scores.
-  const ElementwiseBytes bytes = megatron_lm_block_bytes(small_gpt(), 2, 2, false, 128);
+  // fp16 at tp 2, sequences of 128: per token the rank holds the stream's 64, q, k, v of 32
+  // each and an MLP of 128. Hidden 64 is not a persistent-LayerNorm size: its backward reads twice.
+  const ModelConfig gpt = small_gpt();
+  const ElementwiseBytes core = megatron_lm_core_bytes(gpt, 2, 2, 128);
+  const ElementwiseBytes bytes = megatron_lm_block_bytes(gpt, 2, 2, false, 128);
   const double forward = 2 * 4 * 64    // the LayerNorms: read, write
                          + 4 * 96      // the q/k/v bias added after the GEMM
-                         + 256 * 5     // softmax's probabilities, dropout's output and its one-byte mask
-                         + 4 * 32      // the context's copy into [s, b, h]
                          + 2 * 7 * 64  // bias-dropout-add twice: two reads, the sum and the mask written
                          + 4 * 128;    // bias_gelu: read, write
-  const double backward = 2 * 6 * 64   // the LayerNorms: gradient and input read, gradient written
+  const double backward = 2 * 10 * 64   // the LayerNorms: gradient and input read twice, gradient written
                           + 2 * 6 * 64  // the two residual sums
                           + 2 * 96      // the q/k/v bias gradient
                           + 4 * 96      // q, k, v's gradients concatenated
-                          + 256 * 11    // dropout's backward (gradient and mask read, written), softmax's (two reads, a write)
                           + 2 * 7 * 64  // bias-dropout-add: gradient and mask read, gradient written, read for the bias
                           + 8 * 128;    // bias_gelu_back (two reads, a write) and fc1's bias gradient
-  EXPECT_DOUBLE_EQ(bytes.forward, forward);
-  EXPECT_DOUBLE_EQ(bytes.backward, backward);
+  EXPECT_DOUBLE_EQ(bytes.forward, core.forward + forward);
+  EXPECT_DOUBLE_EQ(bytes.backward, core.backward + backward);
 
   // Sequence parallelism runs the norms, the bias-dropout-adds and the sums on half the tokens.
-  const ElementwiseBytes sp = megatron_lm_block_bytes(small_gpt(), 2, 2, true, 128);
+  const ElementwiseBytes sp = megatron_lm_block_bytes(gpt, 2, 2, true, 128);
   EXPECT_DOUBLE_EQ(bytes.forward - sp.forward, (2 * 4 + 2 * 7) * 32.0);
-  EXPECT_DOUBLE_EQ(bytes.backward - sp.backward, (2 * 6 + 2 * 6 + 2 * 7) * 32.0);
+  EXPECT_DOUBLE_EQ(bytes.backward - sp.backward, (2 * 10 + 2 * 6 + 2 * 7) * 32.0);
 
   // Without dropout no masks are written and no dropout runs over the scores.
-  ModelConfig no_dropout = small_gpt();
+  ModelConfig no_dropout = gpt;
   no_dropout.attention_dropout = no_dropout.hidden_dropout = 0;
   const ElementwiseBytes plain = megatron_lm_block_bytes(no_dropout, 2, 2, false, 128);
-  EXPECT_DOUBLE_EQ(bytes.forward - plain.forward, 256 * 3 + 2 * 64);
+  EXPECT_DOUBLE_EQ(bytes.forward - plain.forward, 256 * 5 + 2 * 64);
   EXPECT_DOUBLE_EQ(bytes.backward - plain.backward, 256 * 5 + 2 * 64);
 }
 
 TEST(MegatronElementwise, LlamaBlockHasNoBiasesAndRotatesQueriesAndKeys) {
-  // Llama 3 8B in bf16 at tp 1 and 8,192 tokens: q 4,096, k and v 1,024 each, the MLP 14,336, 32 × 8,192 scores.
-  const ElementwiseBytes bytes = megatron_lm_block_bytes(shipped_model("llama-3-8b").config, 2, 1, false, 8192);
-  const double scores = 32 * 8192.0;
-  EXPECT_DOUBLE_EQ(bytes.forward, 2 * 4 * 4096.0      // the RMSNorms
-                                      + 4 * 5120.0    // RoPE on q and k: read, write
-                                      + 2 * scores    // softmax's probabilities
-                                      + 4 * 4096.0    // the context's copy
-                                      + 2 * 6 * 4096.0  // the residual adds: two reads, a write
-                                      + 10 * 14336.0);  // SiLU and the product
-  EXPECT_DOUBLE_EQ(bytes.backward, 2 * 6 * 4096.0 + 2 * 6 * 4096.0 + 4 * 6144.0 + 4 * 5120.0 + 6 * scores + 2 * 4 * 4096.0 + 18 * 14336.0);
+  // Llama 3 8B in bf16 at tp 1 and 2,048 tokens: q 4,096, k and v 1,024 each, the MLP 14,336;
+  // hidden 4,096 runs the persistent LayerNorm kernel.
+  const ModelConfig llama = shipped_model("llama-3-8b").config;
+  const ElementwiseBytes core = megatron_lm_core_bytes(llama, 2, 1, 2048);
+  const ElementwiseBytes bytes = megatron_lm_block_bytes(llama, 2, 1, false, 2048);
+  EXPECT_DOUBLE_EQ(bytes.forward - core.forward, 2 * 4 * 4096.0      // the RMSNorms
+                                                     + 4 * 5120.0    // RoPE on q and k: read, write
+                                                     + 2 * 6 * 4096.0  // the residual adds: two reads, a write
+                                                     + 10 * 14336.0);  // SiLU and the product
+  EXPECT_DOUBLE_EQ(bytes.backward - core.backward, 2 * 6 * 4096.0 + 2 * 6 * 4096.0 + 4 * 6144.0 + 4 * 5120.0 + 2 * 4 * 4096.0 + 18 * 14336.0);
 }
 
 TEST(MegatronElementwise, OutsideTheBlocks) {
@@ -76,7 +98,7 @@ TEST(MegatronElementwise, OutsideTheBlocks) {
   EXPECT_DOUBLE_EQ(outside.first_stage.forward, (2 * 2 + 6 + 4 + 5) * 64.0);
   EXPECT_DOUBLE_EQ(outside.first_stage.backward, (2 * 6 + 5) * 64.0);
   EXPECT_DOUBLE_EQ(outside.last_stage.forward, 4 * 64 + 38 * 500.0);
-  EXPECT_DOUBLE_EQ(outside.last_stage.backward, 6 * 64 + 14 * 500.0);
+  EXPECT_DOUBLE_EQ(outside.last_stage.backward, 10 * 64 + 14 * 500.0);  // hidden 64: the older LayerNorm kernel
 }
 
 TEST(MegatronElementwise, TheMegatronProfileRunsThem) {
@@ -121,6 +143,13 @@ TEST(MegatronElementwise, ChargedPerMicroBatchAtHbmSpeed) {
   EXPECT_NEAR(kernels.forward_s - fused.forward_s, 4 * forward / hbm, 1e-9);
   EXPECT_NEAR(kernels.backward_s - fused.backward_s, 4 * backward / hbm, 1e-9);
   EXPECT_GT(forward, 0);  // the kernels move more than the kept tensors
+
+  // Selective recompute runs the core again: its two batched GEMMs and its kernels.
+  r.training.torch_compile = false;
+  r.training.recompute = RecomputeMode::selective;
+  const StepBreakdown selective = simulate_step(model, cluster, r, MemoryEstimate{}, SimulationSettings{}, false).value().breakdown;
+  const double core_gemms = attention_core_seconds(c, false, 2, 1024, 2, kernel_roofs(a100, Precision::fp16, 0.8)).forward;
+  EXPECT_NEAR(selective.recompute_s, 4 * layers * (core_gemms + megatron_lm_core_bytes(c, 2, 2, 1024).forward * tokens / hbm), 1e-9);
 }
 
 }  // namespace

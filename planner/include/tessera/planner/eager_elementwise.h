@@ -47,8 +47,8 @@
 // stream and the norms are fp32, and so are cos and sin, which makes RoPE's
 // products fp32 until attention casts them back.
 // Eager attention (hf_eager) runs element-wise ops over every s × s score
-// (hf_eager_attention_score_bytes); the softmax's and the dropout's reads of
-// them are attention_core_seconds' (gemm_model.h), as for Megatron-LM's core.
+// (hf_eager_attention_score_bytes) beside the two batched GEMMs that
+// attention_core_seconds (gemm_model.h) times.
 #pragma once
 
 #include <cstdint>
@@ -101,14 +101,17 @@ OutsideBlocksBytes hf_llama_eager_outside_bytes(const ModelConfig& config, Activ
 // the element-wise ops each head runs on its s × s scores, from transformers'
 // eager_attention_forward (4.51.3; 4.31's GPT2Attention._attn runs the same ops).
 // GPT-2: the division by √d_head (read, write), torch.where with the causal
-// mask (the scores and the one-byte mask read, written), softmax's output
-// written, dropout's output and one-byte mask written; backward dropout's
+// mask (the scores and the one-byte mask read, written), softmax (read,
+// write), dropout (read, written with its one-byte mask); backward dropout's
 // (gradient and mask read, written), softmax's (output and gradient read,
 // written), where's (gradient and mask read, written), the division's.
 // Llama, Mistral, Qwen2: the product with the scaling (read, write), the 4-D
 // causal mask the model builds for eager attention added (two reads, a write),
-// softmax in fp32 (written) and its cast back (read, write), dropout where the
-// config has it; backward the same in reverse, softmax's in fp32.
+// softmax(dtype=float32) (fp16 scores read as they are; bf16 ones cast up
+// first: PyTorch's softmax with a dtype), its cast back (read, write), dropout
+// where the config has it; backward the same in reverse, softmax's in fp32.
+// Broadcast masks are counted a byte (or element) per score, as if L2 held
+// none of them; a padding mask a training loop passes to GPT-2 is not counted.
 ElementwiseBytes hf_eager_attention_score_bytes(const ModelConfig& config, Precision precision, int64_t tp, int64_t seq_len);
 
 // The loss over `vocab` logits of `logits_bytes` each, upcast first as both

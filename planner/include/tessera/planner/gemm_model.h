@@ -16,7 +16,9 @@
 // attention efficiency; its backward recomputes QK^T, 5 matmuls to the forward's
 // 2 (Dao 2023, FlashAttention-2, §3.1 and §4.1: backward = 2.5 × forward FLOPs).
 // An unfused core (Megatron-LM 2021, Hugging Face eager) computes every s×s
-// score, masked or not, as batched GEMMs timed by the roofline above.
+// score, masked or not, as batched GEMMs timed by the roofline above; its
+// softmax and dropout over the scores are element-wise work, counted with the
+// runtime's other kernels (megatron_elementwise.h, eager_elementwise.h).
 #pragma once
 
 #include <cstdint>

@@ -12,11 +12,14 @@
 //  - the two LayerNorms (apex's fused kernel): the input read, the output written;
 //  - the query/key/value projection's bias, added after the GEMM
 //    (LinearWithGradAccumulationAndAsyncCommunication: `output + bias`);
-//  - the core: the fused causal softmax (scaled_upper_triang_masked_softmax)
-//    writes the probabilities, torch's dropout the dropped probabilities and
-//    a one-byte mask, over every s × s score, the masked ones included (the
-//    kernel writes their zeros); their reads are attention_core_seconds'
-//    (gemm_model.h); then the context's `permute(...).contiguous()` copy;
+//  - the core (megatron_lm_core_bytes): over the s × s scores the fused causal
+//    softmax (scaled_upper_triang_masked_softmax) reads each row's unmasked
+//    keys and writes the whole row (the masked ones as zeros); in 16 bits up to
+//    2,048 keys, which its CUDA code asserts; beyond that, or in fp32,
+//    forward_torch_softmax's kernels: the cast to fp32 (the default layer
+//    scaling implies --attention-softmax-in-fp32), the scaling, masked_fill_,
+//    softmax and the cast back. Then torch's dropout (read, written with a
+//    one-byte mask) and the context's `permute(...).contiguous()` copy;
 //  - bias-dropout-add after attention and after the MLP (one TorchScript-fused
 //    kernel each): the projection's output and the residual read, the sum and
 //    the dropout mask written;
@@ -24,7 +27,8 @@
 //    counted as torchtitan's SiLU and product (eager_elementwise.h).
 // Backward:
 //  - each LayerNorm: the output's gradient and the saved input read, the
-//    input's gradient written;
+//    input's gradient written: once by apex's persistent kernel (the hidden
+//    sizes fused_layer_norm.py lists), twice each by Megatron's own;
 //  - the two places where the residual stream's gradients meet (the block's
 //    input, the attention sub-block's output): two read, their sum written;
 //  - bias-dropout-add: the gradient and the mask read, the branch's gradient
@@ -32,7 +36,9 @@
 //  - bias_gelu_back: the gradient and the saved input read, the gradient
 //    written, and read again for fc1's bias gradient;
 //  - the core: dropout's backward (the gradient and the mask read, written),
-//    the fused softmax's (the probabilities and the gradient read, written);
+//    the softmax's (the fused kernel reads the unmasked part of the
+//    probabilities and the gradient and writes the whole row), and the scaling
+//    of dQ and dK by baddbmm's alpha (PyTorch's derivative of baddbmm);
 //  - q, k and v's gradients concatenated back into the projection's layout
 //    (split's backward), and read for its bias's gradient.
 // Under sequence parallelism the LayerNorms, bias-dropout-adds and residual
@@ -49,9 +55,16 @@
 
 namespace tessera::planner {
 
-// One block, per token of `dtype_bytes` activations, on one tensor-parallel
-// rank of `tp`, for sequences of `seq_len` tokens (the keys each query's
-// scores cover).
+// The fused causal softmax's limit (scaled_upper_triang_masked_softmax_cuda.cu).
+inline constexpr int64_t kFusedCausalSoftmaxMaxKeys = 2048;
+
+// The attention core's element-wise work (CoreAttention beyond its two batched
+// GEMMs, which attention_core_seconds times), per token of one tensor-parallel
+// rank of `tp`, for sequences of `seq_len` tokens (the keys each query's scores
+// cover). Selective recompute runs it again.
+ElementwiseBytes megatron_lm_core_bytes(const ModelConfig& config, int64_t dtype_bytes, int64_t tp, int64_t seq_len);
+
+// One block, the core included, likewise.
 ElementwiseBytes megatron_lm_block_bytes(const ModelConfig& config, int64_t dtype_bytes, int64_t tp, bool sequence_parallel, int64_t seq_len);
 
 // Outside the blocks, per token. First stage: the word and position

@@ -50,6 +50,12 @@ ElementwiseBytes megatron_lm_core_bytes(const ModelConfig& c, int64_t dtype_byte
     bytes.forward += scores * (cast + 2 * f + (2 * f + 1) + 2 * f + cast);
     bytes.backward += scores * (cast + 3 * f + (2 * f + 1) + 2 * f + cast);
   }
+  if (!c.learned_positions && c.rotary_pct == 0) {
+    // ALiBi (BLOOM in Megatron-DeepSpeed): baddbmm's input is the [b·heads, 1, s] bias, which
+    // PyTorch copies out to every query's row before the GEMM adds into it (beta ≠ 0): a write
+    // and a read of every score.
+    bytes.forward += scores * 2 * d;
+  }
   if (c.attention_dropout > 0) {
     bytes.forward += scores * (2 * d + 1);   // read, written with its one-byte mask
     bytes.backward += scores * (2 * d + 1);  // the gradient and the mask read, the gradient written

@@ -43,6 +43,14 @@ TEST(MegatronElementwise, CoreFusedSoftmaxUpTo2048KeysTorchsBeyond) {
   const ElementwiseBytes fp32 = megatron_lm_core_bytes(small_gpt(), 4, 2, 128);
   EXPECT_DOUBLE_EQ(fp32.forward, 256 * (25.0 + 9) + 8 * 32);
   EXPECT_DOUBLE_EQ(fp32.backward, 256 * (29.0 + 9) + 8 * 64);
+  // ALiBi (BLOOM at tp 4: 28 heads a rank): baddbmm copies the bias out to every score and
+  // reads it back, 4 bytes a score in bf16 forward; nothing in backward.
+  ModelConfig bloom = shipped_model("bloom-176b").config;
+  const ElementwiseBytes alibi = megatron_lm_core_bytes(bloom, 2, 4, 2048);
+  bloom.learned_positions = true;
+  const ElementwiseBytes table = megatron_lm_core_bytes(bloom, 2, 4, 2048);
+  EXPECT_DOUBLE_EQ(alibi.forward - table.forward, 4 * 28 * 2048.0);
+  EXPECT_DOUBLE_EQ(alibi.backward, table.backward);
 }
 
 TEST(MegatronElementwise, GptBlockKernelByKernel) {

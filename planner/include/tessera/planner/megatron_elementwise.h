@@ -19,7 +19,10 @@
 //    forward_torch_softmax's kernels: the cast to fp32 (the default layer
 //    scaling implies --attention-softmax-in-fp32), the scaling, masked_fill_,
 //    softmax and the cast back. Then torch's dropout (read, written with a
-//    one-byte mask) and the context's `permute(...).contiguous()` copy;
+//    one-byte mask) and the context's `permute(...).contiguous()` copy. Under
+//    ALiBi (BLOOM, bigscience-workshop/Megatron-DeepSpeed@8387ae17
+//    transformer.py) the scores' GEMM starts from the bias broadcast over the
+//    queries, which baddbmm copies into its output first and reads back;
 //  - bias-dropout-add after attention and after the MLP (one TorchScript-fused
 //    kernel each): the projection's output and the residual read, the sum and
 //    the dropout mask written;

@@ -5,8 +5,10 @@
 // is more than the once-per-kept-tensor traffic the simulator charges a
 // runtime whose fusion it has not read (simulate.cpp). Read from
 // NVIDIA/Megatron-LM@79a3bb6b (the SC21 scripts' commit: megatron/model/
-// transformer.py, fused_softmax.py, fused_bias_gelu.py, language_model.py,
-// mpu/layers.py), with every fusion at its default (the scripts disable none):
+// transformer.py, fused_softmax.py, fused_bias_gelu.py, fused_layer_norm.py,
+// language_model.py, mpu/layers.py, and the CUDA kernels in
+// megatron/fused_kernels/), with every fusion at its default (the scripts
+// disable none):
 //
 // Forward, per token of one tensor-parallel rank:
 //  - the two LayerNorms (apex's fused kernel): the input read, the output written;

@@ -50,7 +50,7 @@ Status check_architecture(const ModelConfig& c, int64_t seq_len) {
     return cannot_express("megatron", c.name + " has " + what + ", which Megatron-Core's GPT model does not build; export it --to colossalai");
   };
   if (c.embedding_norm) return refuse("a LayerNorm after the embedding (BLOOM's word_embeddings_layernorm)");
-  if (!c.learned_positions && c.rotary_pct == 0) return refuse("no position embedding or rotary positions (ALiBi)");
+  if (c.alibi_positions()) return refuse("no position embedding or rotary positions (ALiBi)");
   if (c.parallel_residual) return refuse("parallel attention and MLP residuals (GPT-NeoX)");
   if (c.position_offset != 0 || (c.word_embed_proj_dim != 0 && c.word_embed_proj_dim != c.hidden_size)) {
     return refuse("OPT's offset positions or projected embeddings");

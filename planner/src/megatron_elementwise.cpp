@@ -50,7 +50,7 @@ ElementwiseBytes megatron_lm_core_bytes(const ModelConfig& c, int64_t dtype_byte
     bytes.forward += scores * (cast + 2 * f + (2 * f + 1) + 2 * f + cast);
     bytes.backward += scores * (cast + 3 * f + (2 * f + 1) + 2 * f + cast);
   }
-  if (!c.learned_positions && c.rotary_pct == 0) {
+  if (c.alibi_positions()) {
     // ALiBi (BLOOM in Megatron-DeepSpeed): baddbmm's input is the [b·heads, 1, s] bias, which
     // PyTorch copies out to every query's row before the GEMM adds into it (beta ≠ 0): a write
     // and a read of every score.
@@ -125,9 +125,9 @@ OutsideBlocksBytes megatron_lm_outside_bytes(const ModelConfig& c, int64_t dtype
     first.forward += norm_bytes(c, d).forward;
     first.backward += norm_bytes(c, d).backward;
   }
-  // The final LayerNorm runs where the stream is; the loss over this rank's share of the vocabulary, padded to a multiple of tp.
+  // The final LayerNorm runs where the stream is; the loss over this rank's share of the vocabulary.
   const ElementwiseBytes final_norm = c.final_norm ? norm_bytes(c, d) : ElementwiseBytes{};
-  const ElementwiseBytes loss = vocab_parallel_cross_entropy_bytes((c.vocab_size + tp - 1) / tp, dtype_bytes, cross_entropy_loss_fusion);
+  const ElementwiseBytes loss = vocab_parallel_cross_entropy_bytes(c, tp, dtype_bytes, cross_entropy_loss_fusion);
   return {{first.forward * h, first.backward * h},
           {final_norm.forward * h * per_rank + loss.forward, final_norm.backward * h * per_rank + loss.backward}};
 }

@@ -111,8 +111,7 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
     case ElementwiseExecution::fused: break;
   }
   if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, t)) return {};
-  const ElementwiseBytes loss =
-      vocab_parallel_cross_entropy_bytes((config.vocab_size + tp - 1) / tp, compute_bytes(t.precision), r.plugin.cross_entropy_loss_fusion);
+  const ElementwiseBytes loss = vocab_parallel_cross_entropy_bytes(config, tp, compute_bytes(t.precision), r.plugin.cross_entropy_loss_fusion);
   return ElementwiseWork{std::nullopt, {{}, scaled(loss)}, std::nullopt};
 }
 

@@ -18,6 +18,10 @@ ElementwiseBytes vocab_parallel_cross_entropy_bytes(int64_t vocab_per_rank, int6
   return {v * (cast + f + 2 * f + 2 * f + f + 2 * f), v * (2 * f + cast)};
 }
 
+ElementwiseBytes vocab_parallel_cross_entropy_bytes(const ModelConfig& config, int64_t tp, int64_t logits_bytes, bool fused) {
+  return vocab_parallel_cross_entropy_bytes((config.vocab_size + tp - 1) / tp, logits_bytes, fused);
+}
+
 bool runs_vocab_parallel_cross_entropy(const ModelConfig& config, Runtime runtime, const TrainingOptions& training) {
   if (training.torch_compile) return false;
   const ElementwiseExecution execution = elementwise_execution(config, runtime, training);

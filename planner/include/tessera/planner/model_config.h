@@ -73,6 +73,8 @@ struct ModelConfig {
 
   int64_t q_width() const { return num_heads * head_dim; }
   int64_t kv_width() const { return num_kv_heads * head_dim; }
+  // ALiBi (BLOOM): neither a position table nor rotary positions.
+  bool alibi_positions() const { return !learned_positions && rotary_pct == 0; }
 };
 
 // Parses the text of a Hugging Face config.json. `source` names the file in errors.

@@ -40,6 +40,10 @@ namespace tessera::planner {
 // Per token, over `vocab_per_rank` logits of `logits_bytes` each.
 ElementwiseBytes vocab_parallel_cross_entropy_bytes(int64_t vocab_per_rank, int64_t logits_bytes, bool fused);
 
+// The same over one tp rank's share of the model's vocabulary, padded to a
+// multiple of tp as the output layer is (gemm_model.cpp).
+ElementwiseBytes vocab_parallel_cross_entropy_bytes(const ModelConfig& config, int64_t tp, int64_t logits_bytes, bool fused);
+
 // Whether a run's loss is Megatron's: Megatron-Core's runtime, and the megatron
 // activation profile (Megatron-LM's own model, as the 2020-2022 runs used it),
 // where the element-wise work is fused rather than run op by op.

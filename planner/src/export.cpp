@@ -100,7 +100,13 @@ bool exports_to_colossalai_or_deepspeed(ExportTarget target) { return target == 
 Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarget target) {
   // A bad index is check_plan's to name; export_megatron and export_torchtitan check their own runtimes.
   if (plan_index >= file.plans.size() || !exports_to_colossalai_or_deepspeed(target)) return Status::success();
-  const Runtime runtime = file.plans[plan_index].plugin.runtime;
+  const PluginOptions& plugin = file.plans[plan_index].plugin;
+  if (plugin.deepspeed_pipeline()) {
+    return export_detail::cannot_express(target == ExportTarget::colossalai ? "colossalai" : "deepspeed",
+                                         "the plan counts DeepSpeed's pipeline engine, which runs a Megatron-DeepSpeed PipelineModule that no "
+                                         "exported script or config sets up; plan again with --runtime colossalai or deepspeed");
+  }
+  const Runtime runtime = plugin.runtime;
   const bool matches = runtime == Runtime::colossalai || (target == ExportTarget::deepspeed && runtime == Runtime::deepspeed);
   if (matches) return Status::success();
   const char* to = target == ExportTarget::colossalai ? "colossalai" : "deepspeed";

@@ -315,11 +315,18 @@ MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const Estimate
   switch (r.plugin.runtime) {
     case Runtime::megatron: add_megatron_states(m, s, r, out); break;
     case Runtime::torchtitan: add_fsdp2_states(m, r, out); break;
-    case Runtime::deepspeed: add_deepspeed_zero3_states(m, r, out); break;
+    case Runtime::deepspeed:
+      if (r.plugin.deepspeed_pipeline()) {
+        add_deepspeed_pipeline_states(s, r, out);
+      } else {
+        add_deepspeed_zero3_states(m, r, out);
+      }
+      break;
     case Runtime::colossalai: add_colossalai_states(m, s, r, gemini, out); break;
   }
   add_fp8_state(m, s, r, out);
   add_activations(m, s, r, out);
+  if (r.plugin.deepspeed_pipeline()) add_deepspeed_reduce_copy(s, r, out);  // outlives the activations
   add_runtime(r, cuda_context, out);
   return out;
 }

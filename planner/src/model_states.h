@@ -1,5 +1,5 @@
-// Model states as Megatron-Core, torchtitan's FSDP2 and DeepSpeed ZeRO-3 keep
-// them (--runtime megatron | torchtitan | deepspeed): per rank, the bytes of
+// Model states as Megatron-Core, torchtitan's FSDP2 and DeepSpeed (ZeRO-3, or
+// its pipeline engine) keep them (--runtime megatron | torchtitan | deepspeed): per rank, the bytes of
 // the parameters, gradients, fp32 master weights and optimizer states, and the
 // buffers each runtime gathers and reduces them through. Each formula cites the
 // runtime's source at a commit; ColossalAI's plugins stay in memory_model.cpp.
@@ -27,5 +27,13 @@ void add_fsdp2_states(const Model& model, const EstimateRequest& request, Memory
 
 // DeepSpeed ZeRO-3 (model_states_deepspeed.cpp).
 void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& request, MemoryBreakdown& out);
+
+// DeepSpeed's pipeline engine with its BF16_Optimizer (deepspeed_pipeline.h,
+// model_states_deepspeed.cpp): one pipeline stage of one tensor-parallel rank.
+void add_deepspeed_pipeline_states(const StageShape& stage, const EstimateRequest& request, MemoryBreakdown& out);
+// Its all-reduce's bf16 copy of the fp32 gradient buffer, held after the
+// schedule, when the activations and logits are free: what it adds to a peak
+// that `out` (with them counted) already holds.
+void add_deepspeed_reduce_copy(const StageShape& stage, const EstimateRequest& request, MemoryBreakdown& out);
 
 }  // namespace tessera::planner

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "model_states.h"
+#include "tessera/planner/deepspeed_pipeline.h"
 #include "tessera/planner/module_order.h"
 #include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/sharding.h"
@@ -105,6 +106,24 @@ void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, Me
   }
   out.add(Cat::chunk_buffers, kDevice, gathered_at_turn(model.inventory, z) * width);
   out.add(Cat::comm_buffers, kDevice, z.reduce_bucket_size * width);
+}
+
+// The pipeline engine's BF16_Optimizer (deepspeed_pipeline.h): one pipeline
+// stage of one tensor-parallel rank, its flat groups counted as one.
+void add_deepspeed_pipeline_states(const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
+  const int64_t dp = r.layout.shard_ranks();
+  const int64_t flat = padded_flat_numel(stage.params, 2 * dp);  // a multiple of nccl_start_alignment_factor · dp
+  const int64_t partition = flat / dp;
+  out.add(Cat::parameters, kDevice, flat * 2);
+  out.add(Cat::gradients, kDevice, stage.params * 2 + flat * 4);  // bf16 gradients and the fp32 buffer
+  out.add(Cat::master_weights, kDevice, partition * 4);
+  out.add(Cat::optimizer_states, kDevice, partition * 4 * optimizer_state_count(r.training.optimizer));
+}
+
+void add_deepspeed_reduce_copy(const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
+  const int64_t copy = padded_flat_numel(stage.params, 2 * r.layout.shard_ranks()) * static_cast<int64_t>(kDeepSpeedReduceWireBytes);
+  const int64_t freed = out[Cat::activations].device + out[Cat::logits].device;
+  out.add(Cat::comm_buffers, kDevice, std::max<int64_t>(0, copy - freed));
 }
 
 }  // namespace tessera::planner

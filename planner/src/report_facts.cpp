@@ -202,6 +202,11 @@ std::string model_states_source(const PluginOptions& p, Precision precision) {
       return "FSDP2 as torchtitan applies it: per-parameter dim-0 shards of fp32 weights and gradients, bf16 gathers of two "
              "units, fp32 reduce-scatter (torchtitan b5bcd76 distributed/fsdp.py; PyTorch _fully_shard)";
     case Runtime::deepspeed:
+      if (p.deepspeed_pipeline()) {
+        return "DeepSpeed's pipeline engine with its BF16_Optimizer: bf16 parameters and gradients, an fp32 buffer of every gradient "
+               "(added into after each micro-batch, all-reduced in bf16 after the schedule), fp32 master partition and moments sharded "
+               "over dp: 8 + 12/d bytes per parameter with Adam (DeepSpeed 36ad3119d, runtime/bf16_optimizer.py, pipe/engine.py)";
+      }
       return "DeepSpeed ZeRO-3: per-parameter partitions, tensors up to " + std::to_string(p.deepspeed.param_persistence_threshold) +
              " elements kept whole, parameters gathered within " + std::to_string(p.deepspeed.max_reuse_distance) +
              " elements of reuse plus a " + std::to_string(p.deepspeed.prefetch_bucket_size) + "-element prefetch, a " +

@@ -137,8 +137,12 @@ Status check_plan_runtime(const PlanRequest& p) {
   if (p.runtime == Runtime::colossalai) return Status::success();
   if (p.chunk_size > 0) return invalid("--chunk-size is Gemini's (ColossalAI): drop it under " + runtime);
   const PluginKind plugin = runtime_plugin(p.runtime);
+  // DeepSpeed's pipeline engine is estimated, not searched: tessera estimate --plugin hybrid_parallel.
+  const std::string deepspeed_pipeline =
+      p.runtime == Runtime::deepspeed ? " (its pipeline engine, --plugin hybrid_parallel, is for tessera estimate)" : "";
   if (!p.plugins.empty() && !only(p.plugins, {plugin})) {
-    return invalid(runtime + " searches " + std::string(enum_name(plugin)) + " plans, its model states: drop --plugin " + plugin_names(p.plugins));
+    return invalid(runtime + " searches " + std::string(enum_name(plugin)) + " plans, its model states" + deepspeed_pipeline + ": drop --plugin " +
+                   plugin_names(p.plugins));
   }
   if (p.runtime == Runtime::torchtitan) {
     if (p.zero_stage >= 0) return invalid("--zero-stage under " + runtime + ": FSDP2 shards every model state; drop --zero-stage");
@@ -155,8 +159,8 @@ Status check_plan_runtime(const PlanRequest& p) {
     }
   }
   if (p.runtime == Runtime::deepspeed && (p.tp > 1 || p.pp > 1 || p.cp > 1)) {
-    return invalid("--tp, --pp and --cp under " + runtime + ": its ZeRO-3 is modelled over data parallelism only; use --runtime megatron "
-                   "for tensor and pipeline parallelism");
+    return invalid("--tp, --pp and --cp under " + runtime + ": its ZeRO-3 is searched over data parallelism only; use --runtime megatron "
+                   "for tensor and pipeline parallelism" + deepspeed_pipeline);
   }
   // The request's settings on a layout of every GPU: what check_runtime says of them alone.
   EstimateRequest probe;

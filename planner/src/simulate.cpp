@@ -8,6 +8,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/collectives.h"
 #include "tessera/planner/context_parallel.h"
+#include "tessera/planner/deepspeed_pipeline.h"
 #include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/flops.h"
 #include "tessera/planner/fp8.h"
@@ -348,6 +349,10 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.forward_compute += static_cast<double>(casts.forward) * per_element;
     cost.backward_compute += static_cast<double>(casts.backward) * per_element;
   }
+  if (c.request.plugin.deepspeed_pipeline()) {
+    // The BF16_Optimizer adds each micro-batch's gradients into its fp32 buffer (deepspeed_pipeline.h).
+    cost.backward_compute += static_cast<double>(s.params) * kDeepSpeedHpGradAccumulationBytes / hbm;
+  }
   if (t.recompute == RecomputeMode::selective) {
     // The core's forward again: its kernels where they are read, else the tensors it keeps written again.
     const std::optional<ElementwiseBytes>& core = c.elementwise.unfused_core;
@@ -524,12 +529,31 @@ struct AfterPipeline {
   double optimizer = 0;
 };
 
+// DeepSpeed's pipeline engine after its schedule (deepspeed_pipeline.h): the fp32
+// gradient buffer all-reduced in bf16, then the BF16_Optimizer's step and the
+// bf16 partitions' all-gather, none of it under compute.
+AfterPipeline deepspeed_pipeline_step(const Context& c, double params) {
+  const auto& l = c.request.layout;
+  const double shard = params / static_cast<double>(l.shard_ranks());
+  const ShardGroups groups = shard_groups(c);
+  AfterPipeline out;
+  if (l.data_ranks() > 1) {
+    out.communication = collective_seconds(Collective::all_reduce, params * kDeepSpeedReduceWireBytes, collective_group(c.cluster, l.data_ranks(), l.tp)) +
+                        groups.gather_s(params * kDeepSpeedGatherWireBytes);
+  }
+  const double update = 4 + 2 * 4 + 2 * 4 * static_cast<double>(optimizer_state_count(c.request.training.optimizer));  // fp32 gradient, master, moments
+  const double bytes = params * (kDeepSpeedGradReduceCopyBytes + kDeepSpeedNormAndClearBytes) + shard * (update + kDeepSpeedLowPrecisionUpdateBytes);
+  out.optimizer = bytes / c.roofs.hbm_bytes_per_s;
+  return out;
+}
+
 // Data-parallel gradient reduction, offloaded optimizer and the optimizer step,
 // charged for the busiest stage (the one whose compute sets the step's length).
 AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageCost& cost) {
   const auto& l = c.request.layout;
   const auto& p = c.request.plugin;
   const double params = static_cast<double>(s.params);
+  if (p.deepspeed_pipeline()) return deepspeed_pipeline_step(c, params);
   const double shard = params / static_cast<double>(l.shard_ranks());
   const CollectiveGroup dp = collective_group(c.cluster, l.data_ranks(), l.tp);
   const ShardGroups groups = shard_groups(c);

@@ -120,7 +120,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
     return invalid("--zero-stage applies to low_level_zero and hybrid_parallel, not " + plugin +
                    " (gemini and torch_fsdp are ZeRO-3 already)");
   }
-  const bool deepspeed_zero3 = p.runtime == Runtime::deepspeed;  // check_runtime held it to low_level_zero at stage 3
+  const bool deepspeed_zero3 = p.runtime == Runtime::deepspeed && !p.deepspeed_pipeline();  // check_runtime held it to low_level_zero at stage 3
   if (stage == 3 && !deepspeed_zero3) return invalid("--zero-stage 3: use --plugin gemini or --plugin torch_fsdp for ZeRO-3");
   if (p.kind == PluginKind::low_level_zero && !deepspeed_zero3 && (stage < 1 || stage > 2)) {
     return invalid("--zero-stage must be 1 or 2 for low_level_zero, got " + std::to_string(stage));

@@ -42,6 +42,30 @@ Status check_deepspeed(const PluginOptions& p, const TrainingOptions& t) {
   return Status::success();
 }
 
+// DeepSpeed's pipeline engine as deepspeed_pipeline.h reads it: the BF16_Optimizer,
+// the 1F1B TrainSchedule, gradients reduced after it; none of Megatron-Core's overlaps.
+Status check_deepspeed_pipeline(const EstimateRequest& r) {
+  const PluginOptions& p = r.plugin;
+  const std::string engine = "--runtime deepspeed --plugin hybrid_parallel (DeepSpeed's pipeline engine with its BF16_Optimizer)";
+  if (r.training.precision != Precision::bf16) {
+    return invalid(engine + " is modelled in bf16: use --precision bf16, or --runtime colossalai for " + std::string(enum_name(r.training.precision)));
+  }
+  if (p.effective_zero_stage() != 1) {
+    return invalid(engine + " shards the fp32 states over dp, its own ZeRO-1: use --zero-stage 1 (its default there), not " +
+                   std::to_string(p.effective_zero_stage()));
+  }
+  if (p.pp_schedule != PipelineSchedule::one_f_one_b) {
+    return invalid(engine + " runs its 1F1B TrainSchedule: use --pp-schedule 1f1b");
+  }
+  if (r.layout.cp > 1) return invalid(engine + " has no context parallelism: use --cp 1");
+  if (r.layout.dp_replicate > 1) return invalid(engine + " shards over every data-parallel rank: use --dp-replicate 1");
+  if (p.cpu_offload) return invalid("--cpu-offload is not modelled for " + engine + "; drop it");
+  if (p.tp_comm_overlap || p.overlap_param_gather) {
+    return invalid("--tp-comm-overlap and --overlap-param-gather are Megatron-Core's: drop them under " + engine);
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 Status check_op_selective(const ModelConfig& c, const EstimateRequest& r) {
@@ -100,7 +124,8 @@ Status check_runtime(const EstimateRequest& r) {
       return Status::success();
     }
     case Runtime::deepspeed: {
-      if (Status s = needs_plugin(p.runtime, p.kind, "DeepSpeed ZeRO-3"); !s) return s;
+      if (p.deepspeed_pipeline()) return check_deepspeed_pipeline(r);
+      if (Status s = needs_plugin(p.runtime, p.kind, "DeepSpeed ZeRO-3 (or, with --plugin hybrid_parallel, its pipeline engine)"); !s) return s;
       return check_deepspeed(p, r.training);
     }
   }

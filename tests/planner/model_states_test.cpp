@@ -34,6 +34,12 @@ RankMemory only_row(const Model& model, const EstimateRequest& r) {
 
 int64_t device(const RankMemory& row, Cat c) { return row.bytes[c].device; }
 
+// estimate_memory's error for GPT-2 on an H100, or "" where it accepts the request.
+std::string error(const EstimateRequest& r) {
+  auto e = estimate_memory(shipped_model("gpt2"), shipped_gpu("h100-80g"), r);
+  return e.ok() ? std::string() : e.error().message;
+}
+
 // Llama 3 8B: 8,030,261,248 parameters, every tensor a multiple of 64
 // elements and the total a multiple of 128, so Megatron's buffer has no padding.
 constexpr int64_t kLlama3_8b = 8030261248;
@@ -224,13 +230,52 @@ TEST(DeepSpeedZero3States, SubGroupsFollowTheModulesRegistrationOrder) {
   EXPECT_EQ(only_row(shipped_model("tiny-llama"), r).bytes[Cat::gradients].host, (1 << 17) + 4 * (1 << 18) + (1 << 19));
 }
 
+// DeepSpeed's pipeline engine with its BF16_Optimizer (deepspeed_pipeline.h):
+// bf16 parameters and gradients, the fp32 buffer of every gradient, the fp32
+// partition and moments over dp, and the all-reduce's bf16 copy of the buffer
+// where it exceeds the activations and logits it outlives.
+// Llama 3 8B's count is a multiple of 2 · dp = 16: no padding.
+TEST(DeepSpeedPipelineStates, EightPlusTwelveOverDBytesPerParameter) {
+  const Model model = shipped_model("llama-3-8b");
+  EstimateRequest r = runtime_request(Runtime::deepspeed, PluginKind::hybrid_parallel, 8);
+  ASSERT_EQ(r.plugin.effective_zero_stage(), 1) << "its own ZeRO-1, the default there";
+  const RankMemory row = only_row(model, r);
+  EXPECT_EQ(device(row, Cat::parameters), 2 * kLlama3_8b);
+  EXPECT_EQ(device(row, Cat::gradients), (2 + 4) * kLlama3_8b);
+  EXPECT_EQ(device(row, Cat::master_weights), 4 * kLlama3_8b / 8);
+  EXPECT_EQ(device(row, Cat::optimizer_states), 8 * kLlama3_8b / 8);
+  EXPECT_EQ(model_state_bytes(row), 8 * kLlama3_8b + 12 * kLlama3_8b / 8);  // 9.5 B/param: 76,287,481,856 B
+  // The all-reduce's bf16 copy of the buffer, after the schedule: only what exceeds the freed activations and logits.
+  EXPECT_EQ(device(row, Cat::comm_buffers), 2 * kLlama3_8b - device(row, Cat::activations) - device(row, Cat::logits));
+  EXPECT_GT(device(row, Cat::comm_buffers), 0);
+  // GPT-2's 124,439,808 parameters at dp 5 pad to a multiple of 2 · 5: 124,439,810.
+  const Model gpt2 = shipped_model("gpt2");
+  r.layout.dp = 5;
+  EXPECT_EQ(device(only_row(gpt2, r), Cat::parameters), 2 * 124439810);
+}
+
+TEST(RuntimeChecks, DeepSpeedsPipelineEngineIsBf16OneFOneBAtItsOwnZeroOne) {
+  const std::string engine = "--runtime deepspeed --plugin hybrid_parallel (DeepSpeed's pipeline engine with its BF16_Optimizer)";
+  EstimateRequest r = runtime_request(Runtime::deepspeed, PluginKind::hybrid_parallel, 8);
+  EXPECT_EQ(error(r), "");
+  r.training.precision = Precision::fp16;
+  EXPECT_EQ(error(r), engine + " is modelled in bf16: use --precision bf16, or --runtime colossalai for fp16");
+  r.training.precision = Precision::bf16;
+  r.plugin.zero_stage = 0;
+  EXPECT_EQ(error(r), engine + " shards the fp32 states over dp, its own ZeRO-1: use --zero-stage 1 (its default there), not 0");
+  r.plugin.zero_stage = 1;
+  r.plugin.pp_schedule = PipelineSchedule::interleaved;
+  r.plugin.num_model_chunks = 2;
+  EXPECT_EQ(error(r), engine + " runs its 1F1B TrainSchedule: use --pp-schedule 1f1b");
+  r.plugin.pp_schedule = PipelineSchedule::one_f_one_b;
+  r.plugin.overlap_param_gather = true;
+  EXPECT_EQ(error(r), "--tp-comm-overlap and --overlap-param-gather are Megatron-Core's: drop them under " + engine);
+  r.plugin.overlap_param_gather = false;
+  r.layout.dp_replicate = 2;
+  EXPECT_EQ(error(r), engine + " shards over every data-parallel rank: use --dp-replicate 1");
+}
+
 TEST(RuntimeChecks, EachRuntimeNamesItsPluginAndStage) {
-  const Model model = shipped_model("gpt2");
-  const GpuProfile gpu = shipped_gpu("h100-80g");
-  const auto error = [&](const EstimateRequest& r) {
-    auto e = estimate_memory(model, gpu, r);
-    return e.ok() ? std::string() : e.error().message;
-  };
   EXPECT_EQ(error(runtime_request(Runtime::megatron, PluginKind::torch_fsdp, 8)),
             "--runtime megatron models Megatron-Core's data, tensor and pipeline parallelism: use --plugin hybrid_parallel (got torch_fsdp)");
   EstimateRequest megatron = runtime_request(Runtime::megatron, PluginKind::hybrid_parallel, 8);

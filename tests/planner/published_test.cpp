@@ -1,12 +1,13 @@
 // The simulator against published training runs (data/measurements/published.json):
 // prints every row's measured and predicted throughput and the error, and the
 // median. The targets are 10% on every row and 5% at the median; the
-// test holds each bf16/fp16 row to 16% (worst today +14.0%, BLOOM), each FP8
-// row to 23% (worst +21.1%, Llama 3.1 70B at tp 4 on 2048 H100s), the two eager
-// Hugging Face GPT-2 rows to 26% (+24.8% and +15.4%) and the median to 8% (7.5%
-// over 37 rows): the current errors with a little room. The ZeRO rows:
-// ColossalAI's Gemini (Llama 2 7B, 32 A800) +4.8%, DeepSpeed's ZeRO-1 under
-// Megatron-DeepSpeed (GPT-3 13B, 128 V100) +7.5%.
+// test holds each bf16/fp16 row to 14% (worst today +12.8%, GPT-2 124M under
+// torch.compile), each FP8 row to 23% (worst +21.1%, Llama 3.1 70B at tp 4 on
+// 2048 H100s), the two eager Hugging Face GPT-2 rows to 26% (+24.8% and +15.4%)
+// and the median to 7% (6.6% over 37 rows): the current errors with a little
+// room. The ZeRO rows: ColossalAI's Gemini (Llama 2 7B, 32 A800) +4.8%,
+// DeepSpeed's ZeRO-1 under Megatron-DeepSpeed (GPT-3 13B, 128 V100) +7.5%,
+// DeepSpeed's pipeline engine with its BF16_Optimizer (BLOOM-176B) +6.6%.
 // README, "Validation against published runs", says which rows are off and why.
 #include <gtest/gtest.h>
 
@@ -125,13 +126,13 @@ TEST(Published, SimulatorAgainstEveryPublishedRun) {
                 o.predicted, 100 * o.error());
     // FP8 rows and Hugging Face's eager GPT-2 rows have their own bounds (README, "Which rows are off").
     const bool fp8 = result["training"]["precision"] == "fp8";
-    EXPECT_LT(std::abs(o.error()), fp8 ? 0.23 : o.hugging_face_eager ? 0.26 : 0.16) << result["id"];
+    EXPECT_LT(std::abs(o.error()), fp8 ? 0.23 : o.hugging_face_eager ? 0.26 : 0.14) << result["id"];
     errors.push_back(std::abs(o.error()));
   }
   std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2), errors.end());
   const double median = errors[errors.size() / 2];
   std::printf("median |error| %.1f%% over %zu runs\n", 100 * median, errors.size());
-  EXPECT_LT(median, 0.08);
+  EXPECT_LT(median, 0.07);
 }
 
 }  // namespace

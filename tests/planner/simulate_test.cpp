@@ -121,6 +121,32 @@ TEST_F(Simulator, GradientReduceAfterTheBackwardIsChargedInFull) {
   EXPECT_NE(validate_request(model, cluster.gpu, r).error().message.find("--grad-reduce-after-backward"), std::string::npos);
 }
 
+// DeepSpeed's pipeline engine (deepspeed_pipeline.h) against the same layout
+// under ColossalAI's hybrid_parallel: each micro-batch's backward adds its
+// gradients into the fp32 buffer (18 B a parameter); after the schedule the
+// buffer is all-reduced in bf16 and the bf16 partitions all-gathered, neither
+// under compute; the step reads and writes the buffer (32 B a parameter) and
+// updates the partition (34 B an element with Adam).
+TEST_F(Simulator, DeepSpeedPipelineEngineAccumulatesInFp32AndReducesAfterTheSchedule) {
+  EstimateRequest r = pipeline(1, 4, PipelineSchedule::one_f_one_b);
+  r.layout = ParallelLayout{16, 1, 1, false};
+  r.plugin.zero_stage = 1;
+  const StepSimulation colossalai = run(r, 100);
+  r.plugin.runtime = Runtime::deepspeed;
+  const StepSimulation deepspeed = run(r, 100);
+  const GpuProfile gpu = testing::shipped_gpu("h100-80g");
+  const double hbm = gpu.hbm_gbps * 1e9 * SimulationSettings{}.memory_efficiency;
+  const auto params = static_cast<double>(model.parameter_count);
+  EXPECT_DOUBLE_EQ(deepspeed.breakdown.forward_s, colossalai.breakdown.forward_s);
+  EXPECT_NEAR(deepspeed.breakdown.backward_s - colossalai.breakdown.backward_s, 4 * params * 18 / hbm, 1e-9 * deepspeed.breakdown.backward_s);
+  const ClusterSpec cluster = make_cluster(gpu, 16, 8, 100).value();
+  const CollectiveGroup two_nodes{16, 2, cluster.intra_node_bytes_per_s(), cluster.inter_node_bytes_per_s(), true};
+  const double communication = collective_seconds(Collective::all_reduce, params * 2, two_nodes) + collective_seconds(Collective::all_gather, params * 2, two_nodes);
+  EXPECT_NEAR(deepspeed.breakdown.communication_s, communication, 1e-9 * communication);
+  const double optimizer = (params * 32 + params / 16 * 34) / hbm;
+  EXPECT_NEAR(deepspeed.breakdown.optimizer_s, optimizer, 1e-9 * optimizer);
+}
+
 TEST_F(Simulator, PipelineBubbleIsAboutPMinusOneOverMOfTheWork) {
   for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
     const StepSimulation s = run(pipeline(4, 16, schedule));

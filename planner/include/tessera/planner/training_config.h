@@ -35,12 +35,14 @@ enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
 // colossalai for ColossalAI's Booster plugins, which Tessera's engine follows
 // (every plugin); megatron for Megatron-Core (hybrid_parallel; --zero-stage 1 is
 // its distributed optimizer); torchtitan for FSDP2 as torchtitan applies it
-// (torch_fsdp); deepspeed for DeepSpeed ZeRO-3 (low_level_zero at stage 3).
+// (torch_fsdp); deepspeed for DeepSpeed ZeRO-3 (low_level_zero at stage 3) or
+// its pipeline engine with the BF16_Optimizer (hybrid_parallel: deepspeed_pipeline.h).
 enum class Runtime { colossalai, megatron, torchtitan, deepspeed };
 
-// The plugin whose model states a runtime describes (validate_runtime.cpp):
+// The plugin whose model states a runtime describes by default (validate_runtime.cpp):
 // Megatron-Core's hybrid_parallel, torchtitan's FSDP2 as torch_fsdp, DeepSpeed's
-// ZeRO-3 as low_level_zero; under colossalai, any (torch_ddp by default).
+// ZeRO-3 as low_level_zero (its pipeline engine is hybrid_parallel); under
+// colossalai, any (torch_ddp by default).
 constexpr PluginKind runtime_plugin(Runtime runtime) {
   switch (runtime) {
     case Runtime::colossalai: return PluginKind::torch_ddp;
@@ -196,7 +198,7 @@ struct PluginOptions {
   bool rank_order_reduction = false;
   FsdpStrategy fsdp_strategy = FsdpStrategy::full_shard;
   // low_level_zero: stage 1 or 2 (default 1, as LowLevelZeroPlugin), 3 under --runtime deepspeed
-  // (its default there); hybrid_parallel: 0, 1 or 2 (default 0).
+  // (its default there); hybrid_parallel: 0, 1 or 2 (default 0; 1 under --runtime deepspeed).
   int zero_stage = -1;  // -1 = the plugin's default
   // ZeRO-Offload: the ZeRO optimizer's fp32 master weights, states and gradient shard on the host;
   // torch_fsdp: FSDP's CPU offload, every shard (weights, gradients, optimizer states) on the host (cpu_offload_applies).
@@ -232,8 +234,12 @@ struct PluginOptions {
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
   int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }
 
+  // DeepSpeed's pipeline engine with its BF16_Optimizer (deepspeed_pipeline.h).
+  bool deepspeed_pipeline() const { return runtime == Runtime::deepspeed && kind == PluginKind::hybrid_parallel; }
+
   int effective_zero_stage() const {
     if (zero_stage >= 0) return zero_stage;
+    if (deepspeed_pipeline()) return 1;  // the BF16_Optimizer shards its fp32 states over dp
     if (kind != PluginKind::low_level_zero) return 0;
     return runtime == Runtime::deepspeed ? 3 : 1;
   }

@@ -16,6 +16,7 @@
 #include "tessera/planner/gemm_model.h"
 #include "tessera/planner/megatron_elementwise.h"
 #include "tessera/planner/op_checkpoint_policy.h"
+#include "tessera/planner/optimizer_step.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
 #include "tessera/planner/tp_traffic.h"
@@ -514,15 +515,6 @@ PipelineRun run_pipeline(const Context& c, const std::vector<ChunkPassSeconds>& 
   return run;
 }
 
-// Bytes the optimizer step reads and writes per parameter it updates on the GPU:
-// the gradient, the fp32 master (or fp32 weight) read and written, each state
-// read and written, and the new 16-bit weight under mixed precision.
-double optimizer_bytes_per_param(const TrainingOptions& t) {
-  const double grad = static_cast<double>(compute_bytes(t.precision));
-  const double weight16 = is_mixed_precision(t.precision) ? 2 : 0;
-  return grad + 2 * 4 + 2 * 4 * static_cast<double>(optimizer_state_count(t.optimizer)) + weight16;
-}
-
 struct AfterPipeline {
   double communication = 0;
   double offload = 0;
@@ -541,8 +533,8 @@ AfterPipeline deepspeed_pipeline_step(const Context& c, double params) {
     out.communication = collective_seconds(Collective::all_reduce, params * kDeepSpeedReduceWireBytes, collective_group(c.cluster, l.data_ranks(), l.tp)) +
                         groups.gather_s(params * kDeepSpeedGatherWireBytes);
   }
-  const double update = 4 + 2 * 4 + 2 * 4 * static_cast<double>(optimizer_state_count(c.request.training.optimizer));  // fp32 gradient, master, moments
-  const double bytes = params * (kDeepSpeedGradReduceCopyBytes + kDeepSpeedNormAndClearBytes) + shard * (update + kDeepSpeedLowPrecisionUpdateBytes);
+  const double bytes = params * (kDeepSpeedGradReduceCopyBytes + kDeepSpeedNormAndClearBytes) +
+                       shard * optimizer_step_bytes_per_param(c.request.plugin, c.request.training);
   out.optimizer = bytes / c.roofs.hbm_bytes_per_s;
   return out;
 }
@@ -594,7 +586,7 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
     const double copies = p.fsdp_offload() ? 0 : pcie_seconds(c, offloaded * (c.dtype_bytes() + 2));
     out.offload = copies + cpu_optimizer_seconds(c, offloaded);
   }
-  out.optimizer = on_gpu * optimizer_bytes_per_param(c.request.training) / c.roofs.hbm_bytes_per_s;
+  out.optimizer = on_gpu * optimizer_step_bytes_per_param(p, c.request.training) / c.roofs.hbm_bytes_per_s;
   return out;
 }
 

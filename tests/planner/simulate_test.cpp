@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "tessera/planner/collectives.h"
+#include "tessera/planner/optimizer_step.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/simulate.h"
 #include "test_models.h"
@@ -145,6 +146,44 @@ TEST_F(Simulator, DeepSpeedPipelineEngineAccumulatesInFp32AndReducesAfterTheSche
   EXPECT_NEAR(deepspeed.breakdown.communication_s, communication, 1e-9 * communication);
   const double optimizer = (params * 32 + params / 16 * 34) / hbm;
   EXPECT_NEAR(deepspeed.breakdown.optimizer_s, optimizer, 1e-9 * optimizer);
+}
+
+// optimizer_step.h: a fused Adam's 28 bytes (16-bit gradient, fp32 parameter and
+// moments) plus the new 16-bit weight; Megatron's step casts, unscales and
+// norms the fp32 gradients around an update that reads them in fp32, and
+// copies the parameters back; DeepSpeed's BF16_Optimizer updates its fp32
+// partition and writes the bf16 one.
+TEST(OptimizerStep, BytesPerParameterByRuntime) {
+  PluginOptions p;
+  TrainingOptions t;
+  t.optimizer = OptimizerKind::adamw;
+  t.precision = Precision::bf16;
+  EXPECT_EQ(optimizer_step_bytes_per_param(p, t), 2 + 8 + 16 + 2);
+  p.runtime = Runtime::megatron;
+  EXPECT_EQ(optimizer_step_bytes_per_param(p, t), 4 + (4 + 8 + 16) + (4 + 2));
+  t.precision = Precision::fp16;
+  EXPECT_EQ(optimizer_step_bytes_per_param(p, t), (2 + 4) + (4 + 4) + 4 + (4 + 8 + 16) + (4 + 2));
+  t.precision = Precision::fp32;
+  EXPECT_EQ(optimizer_step_bytes_per_param(p, t), 4 + (4 + 8 + 16));
+  t.precision = Precision::bf16;
+  t.optimizer = OptimizerKind::sgd;
+  EXPECT_EQ(optimizer_step_bytes_per_param(p, t), 4 + (4 + 8) + (4 + 2));
+  p.runtime = Runtime::deepspeed;
+  p.kind = PluginKind::hybrid_parallel;
+  t.optimizer = OptimizerKind::adam;
+  EXPECT_EQ(optimizer_step_bytes_per_param(p, t), (4 + 8 + 16) + (4 + 2));
+}
+
+// The simulator charges that step on the rank's share: Megatron-Core's
+// distributed optimizer updates 1/dp of the parameters.
+TEST_F(Simulator, MegatronsOptimizerStepOnItsShard) {
+  EstimateRequest r = pipeline(1, 1, PipelineSchedule::one_f_one_b);
+  r.layout = ParallelLayout{8, 1, 1, false};
+  r.plugin.runtime = Runtime::megatron;
+  r.plugin.zero_stage = 1;
+  const double hbm = testing::shipped_gpu("h100-80g").hbm_gbps * 1e9 * SimulationSettings{}.memory_efficiency;
+  const double expected = static_cast<double>(model.parameter_count) / 8 * 38 / hbm;
+  EXPECT_NEAR(run(r).breakdown.optimizer_s, expected, 1e-9 * expected);
 }
 
 TEST_F(Simulator, PipelineBubbleIsAboutPMinusOneOverMOfTheWork) {

@@ -107,6 +107,12 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
              "The distributed optimizer's parameter all-gather runs under the next step's forward (Megatron-Core --overlap-param-gather; hybrid_parallel, --zero-stage 1 or 2)");
   c.add_flag("--cross-entropy-loss-fusion", r.plugin.cross_entropy_loss_fusion,
              "The loss over the vocabulary runs as Megatron-Core's fused kernels (Megatron-Core --cross-entropy-loss-fusion; --runtime megatron)");
+  c.add_flag("--overlap-p2p-communication", r.plugin.overlap_p2p_comm,
+             "The interleaved schedule's pipeline sends run under the passes instead of holding the stage (Megatron-Core "
+             "--overlap-p2p-communication; --runtime megatron)");
+  c.add_flag("--scatter-gather-tensors-in-pipeline", r.plugin.pipeline_scatter_gather,
+             "Each tp rank sends 1/tp of a stage's output and the receiver all-gathers it (Megatron-LM's default through 2022, "
+             "without --sequence-parallel; --runtime megatron)");
   c.add_flag("--grad-reduce-after-backward", r.plugin.grad_reduce_after_backward,
              "The data-parallel gradient reduction runs after the whole backward, not under it (Megatron-LM --DDP-impl local, "
              "Megatron-Core without --overlap-grad-reduce, DeepSpeed's pipeline engine; hybrid_parallel)");

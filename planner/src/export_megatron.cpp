@@ -161,6 +161,7 @@ ArgsArray parallel_args(const ModelConfig& c, const EstimateRequest& r) {
   if (!p.grad_reduce_after_backward && l.dp * l.cp > 1) a.add("--overlap-grad-reduce", "", "gradients reduced under backward, as planned");
   // tp_comm_overlap needs sequence parallelism and tp > 1, which validate_request holds it to.
   if (p.overlap_param_gather) a.add("--overlap-param-gather");
+  if (p.overlap_p2p_comm) a.add("--overlap-p2p-communication", "", "pipeline sends under the passes, as planned");
   if (p.tp_comm_overlap) a.add("--tp-comm-overlap", "", "Transformer Engine's userbuffers");
   return a;
 }
@@ -252,6 +253,10 @@ Result<std::string> export_megatron(const PlanFile& file, size_t plan_index) {
   if (r.plugin.overlap_param_gather && (r.plugin.effective_zero_stage() != 1 || !grads_overlapped)) {
     return cannot_express("megatron", "the plan overlaps the parameter all-gather without reducing gradients under backward over the "
                                           "distributed optimizer, which Megatron requires of --overlap-param-gather; plan again without it");
+  }
+  if (r.plugin.pipeline_scatter_gather) {
+    return cannot_express("megatron", "the plan splits pipeline sends over the tp ranks (--scatter-gather-tensors-in-pipeline), which "
+                                          "Megatron-LM dropped with Megatron-Core; plan again without it");
   }
   if (r.training.torch_compile) {
     return cannot_express("megatron", "the plan times the model under torch.compile, which Megatron-LM does not run; plan again without --torch-compile");

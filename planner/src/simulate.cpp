@@ -122,7 +122,7 @@ struct StageCost {
   double forward_compute = 0;
   double backward_compute = 0;  // 2 × forward
   double recompute = 0;
-  double forward_comm = 0;      // exposed tensor-parallel / ZeRO-3 communication in forward
+  double forward_comm = 0;      // exposed tensor-parallel / ZeRO-3 communication in forward, pipeline sends that hold the stage
   double backward_comm = 0;
   double forward_offload = 0;   // exposed PCIe copies: Gemini's host parameter chunks, FSDP's offloaded shards
   double backward_offload = 0;
@@ -378,6 +378,13 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
       cost.backward_comm = overlapped(cost.backward_comm, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
     }
   }
+  if (const double hold = pipeline_send_hold_seconds(c.model, c.cluster, c.request); hold > 0) {
+    // Each chunk's pass that sends holds the stage for it: every forward but the
+    // last virtual stage's, every backward but the first's.
+    const auto chunks = static_cast<double>(s.chunks.size());
+    cost.forward_comm += hold * (chunks - (s.last ? 1 : 0));
+    cost.backward_comm += hold * (chunks - (s.first ? 1 : 0));
+  }
   add_context_parallel_communication(c, s, attention, cost);
   add_zero3_communication(c, s, cost);
   add_zero2_communication(c, s, cost);
@@ -539,9 +546,23 @@ AfterPipeline deepspeed_pipeline_step(const Context& c, double params) {
   return out;
 }
 
+// A tied embedding's gradient summed between the first and the last stage after
+// the schedule, before anything else reduces (Megatron-LM@79a3bb6b
+// megatron/optimizer/optimizer.py allreduce_word_embedding_grads; DeepSpeed
+// pipe/engine.py at 36ad3119d _exec_reduce_tied_grads, in fp32 under the
+// BF16_Optimizer; Tessera's engine, cuda/gpt_training.h): what it delays the step by.
+double tied_embedding_sum_seconds(const Context& c) {
+  const auto& l = c.request.layout;
+  const int64_t tied = c.model.tied_head.per_tp_rank(l.tp);
+  if (l.pp <= 1 || tied == 0) return 0;
+  const double wire = c.request.plugin.deepspeed_pipeline() ? 4 : c.gradient_wire_bytes();
+  const CollectiveGroup ends = collective_group(c.cluster, 2, (l.pp - 1) * l.tp * l.data_ranks());
+  return collective_seconds(Collective::all_reduce, static_cast<double>(tied) * wire, ends);
+}
+
 // Data-parallel gradient reduction, offloaded optimizer and the optimizer step,
 // charged for the busiest stage (the one whose compute sets the step's length).
-AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageCost& cost) {
+AfterPipeline data_parallel_step(const Context& c, const StageShape& s, const StageCost& cost) {
   const auto& l = c.request.layout;
   const auto& p = c.request.plugin;
   const double params = static_cast<double>(s.params);
@@ -590,6 +611,13 @@ AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageC
   return out;
 }
 
+// All that follows the schedule: the tied embedding's sum, then the data-parallel step.
+AfterPipeline after_pipeline(const Context& c, const StageShape& s, const StageCost& cost) {
+  AfterPipeline out = data_parallel_step(c, s, cost);
+  out.communication += tied_embedding_sum_seconds(c);
+  return out;
+}
+
 // The step of `request`; with a memo, without events (they would need the pipeline run).
 Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request, const MemoryEstimate& estimate,
                                 const SimulationSettings& settings, bool with_events, SimulationMemo* memo) {
@@ -623,7 +651,8 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
   const std::vector<StageShape>& stages = memo ? memo->stage_layouts(model, request) : (own_stages = stage_layouts(model, request));
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
-  const double p2p = pipeline_send_seconds(model, cluster, request);
+  // A send that holds its stage is in the pass's time already (stage_cost), its transfer over when the pass ends.
+  const double p2p = pipeline_send_hold_seconds(model, cluster, request) > 0 ? 0.0 : pipeline_send_seconds(model, cluster, request);
   StepSimulation sim;
   const std::vector<ChunkPassSeconds> passes = chunk_pass_seconds(c, stages, costs);
   PipelineRun pipeline;
@@ -701,7 +730,19 @@ double pipeline_send_seconds(const Model& model, const ClusterSpec& cluster, con
   const Link link = group_link(cluster, l.pp, l.tp * l.data_ranks());
   const auto boundary = static_cast<double>(stage_boundary_bytes(request.training.micro_batch_size, request.local_seq_len(),
                                                                   model.config.hidden_size, request.training.precision, l));
-  return boundary / link.bytes_per_s + link.latency_s;
+  const bool scattered = l.tp > 1 && (request.plugin.pipeline_scatter_gather || request.plugin.deepspeed_pipeline());
+  if (!scattered) return boundary / link.bytes_per_s + link.latency_s;
+  const double tp = static_cast<double>(l.tp);
+  return boundary / tp / link.bytes_per_s + link.latency_s + collective_seconds(Collective::all_gather, boundary, collective_group(cluster, l.tp, 1));
+}
+
+double pipeline_send_hold_seconds(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request) {
+  const PluginOptions& p = request.plugin;
+  if (request.layout.pp <= 1) return 0.0;
+  if (p.deepspeed_pipeline()) return pipeline_send_seconds(model, cluster, request);
+  if (p.runtime != Runtime::megatron || p.overlap_p2p_comm) return 0.0;
+  const double per_pass = p.pp_schedule == PipelineSchedule::interleaved ? 0.5 : 1.0;
+  return per_pass * pipeline_send_seconds(model, cluster, request);
 }
 
 }  // namespace tessera::planner

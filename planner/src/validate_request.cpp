@@ -135,6 +135,14 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.overlap_param_gather && !(p.kind == PluginKind::hybrid_parallel && stage >= 1)) {
     return invalid("--overlap-param-gather overlaps the distributed optimizer's all-gather: it needs --plugin hybrid_parallel with --zero-stage 1 or 2");
   }
+  if (p.overlap_p2p_comm && !(p.runtime == Runtime::megatron && p.pp_schedule == PipelineSchedule::interleaved && l.pp > 1)) {
+    return invalid("--overlap-p2p-communication overlaps the interleaved schedule's pipeline sends (Megatron-Core): it needs --runtime megatron, "
+                   "--pp above 1 and --pp-schedule interleaved");
+  }
+  if (p.pipeline_scatter_gather && !(p.runtime == Runtime::megatron && l.pp > 1 && l.tp > 1 && !l.sequence_parallel)) {
+    return invalid("--scatter-gather-tensors-in-pipeline splits Megatron-LM's pipeline sends over the tp ranks: it needs --runtime megatron, "
+                   "--pp and --tp above 1 and no --sequence-parallel");
+  }
   if (p.cross_entropy_loss_fusion && p.runtime != Runtime::megatron) {
     return invalid("--cross-entropy-loss-fusion is Megatron-Core's fused loss: it needs --runtime megatron");
   }

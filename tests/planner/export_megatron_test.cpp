@@ -26,6 +26,9 @@ TEST(ExportMegatron, TensorPipelineAndDistributedOptimizerOfAnInterleavedPlan) {
                         "  --global-batch-size 256\n"});
   // 32,000 rows are a multiple of tp 4 but not of Megatron's 128 × 4, which would pad them to 32,256.
   expect_lines(script, {"  --make-vocab-size-divisible-by 1"});
+  // The search runs Megatron-Core's interleaved sends under the passes, as NeMo's recipes do.
+  ASSERT_TRUE(r.plugin.overlap_p2p_comm);
+  expect_lines(script, {"  --overlap-p2p-communication  # pipeline sends under the passes, as planned\n"});
 }
 
 // Llama 3 8B's 32 layers on 3 stages: Megatron's layout string, one stage per
@@ -108,6 +111,14 @@ TEST(ExportMegatron, RefusesWhatMegatronCoreWouldNotRunAsPlanned) {
   refused = export_megatron(after_backward.file, 0);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("which Megatron requires of --overlap-param-gather"), std::string::npos) << refused.error().message;
+  // Megatron-LM's scatter/gather of pipeline sends went with Megatron-Core.
+  Planned scattered = megatron_llama_70b_tp4_pp4(PipelineSchedule::one_f_one_b);
+  scattered.file.plans[0].plugin.pipeline_scatter_gather = true;
+  scattered.file.plans[0].layout.sequence_parallel = false;  // which the scatter/gather needs
+  scattered.file.plans[0].plugin.tp_comm_overlap = false;
+  refused = export_megatron(scattered.file, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("Megatron-LM dropped with Megatron-Core"), std::string::npos) << refused.error().message;
   // Without a tensor or context split there is nothing for CUDA_DEVICE_MAX_CONNECTIONS to order.
   const Planned plain = plan_for("llama-2-7b", [](PlanRequest& r) {
     r.runtime = Runtime::megatron;

@@ -186,6 +186,64 @@ TEST_F(Simulator, MegatronsOptimizerStepOnItsShard) {
   EXPECT_NEAR(run(r).breakdown.optimizer_s, expected, 1e-9 * expected);
 }
 
+// Pipeline sends (simulate.h): Megatron's wait for their transfer, a send a pass
+// under 1F1B, half one under the interleaved schedule, none with
+// --overlap-p2p-communication, where they run under the passes as ColossalAI's
+// do; split over the tp ranks, each rank sends its 1/tp and the receiver
+// all-gathers the whole.
+TEST_F(Simulator, MegatronsPipelineSendsHoldTheStageUnlessOverlapped) {
+  EstimateRequest r = pipeline(2, 8, PipelineSchedule::one_f_one_b);
+  r.layout = ParallelLayout{1, 2, 2, false};
+  const StepSimulation colossalai = run(r);
+  r.plugin.runtime = Runtime::megatron;
+  const ClusterSpec cluster = make_cluster(testing::shipped_gpu("h100-80g"), 4, 8, 400).value();
+  const double send = pipeline_send_seconds(model, cluster, r);
+  ASSERT_GT(send, 0);
+  EXPECT_DOUBLE_EQ(pipeline_send_hold_seconds(model, cluster, r), send);
+  // Each stage sends once a micro-batch: the first its forward's output, the last its backward's gradient.
+  EXPECT_NEAR(run(r).breakdown.communication_s - colossalai.breakdown.communication_s, 8 * send, 1e-9 * send);
+  r.plugin.pipeline_scatter_gather = true;
+  const double boundary = 1.0 * 2048 * 4096 * 2;  // a micro-batch's hidden states, bf16
+  // All four GPUs on one node: the send crosses NVLink, the gather stays in the node.
+  const CollectiveGroup tp_group{2, 1, cluster.intra_node_bytes_per_s(), cluster.inter_node_bytes_per_s(), true};
+  const double scattered = boundary / 2 / cluster.intra_node_bytes_per_s() + cluster.intra_node_latency_s +
+                           collective_seconds(Collective::all_gather, boundary, tp_group);
+  EXPECT_NEAR(pipeline_send_seconds(model, cluster, r), scattered, 1e-12);
+  r.plugin.pipeline_scatter_gather = false;
+  r.plugin.pp_schedule = PipelineSchedule::interleaved;
+  r.plugin.num_model_chunks = 2;
+  EXPECT_DOUBLE_EQ(pipeline_send_hold_seconds(model, cluster, r), send / 2);
+  r.plugin.overlap_p2p_comm = true;
+  EXPECT_EQ(pipeline_send_hold_seconds(model, cluster, r), 0);
+  r.plugin.runtime = Runtime::colossalai;
+  EXPECT_EQ(validate_request(model, cluster.gpu, r).error().message,
+            "--overlap-p2p-communication overlaps the interleaved schedule's pipeline sends (Megatron-Core): it needs --runtime megatron, "
+            "--pp above 1 and --pp-schedule interleaved");
+  r.plugin.overlap_p2p_comm = false;
+  r.plugin.pipeline_scatter_gather = true;
+  EXPECT_EQ(validate_request(model, cluster.gpu, r).error().message,
+            "--scatter-gather-tensors-in-pipeline splits Megatron-LM's pipeline sends over the tp ranks: it needs --runtime megatron, "
+            "--pp and --tp above 1 and no --sequence-parallel");
+}
+
+// GPT-2 ties its head to the embedding: with a pipeline the first and the last
+// stage sum its gradient after the schedule (50,257 × 768 elements in bf16 here,
+// the two stages on one node), the only communication of a one-replica pipeline
+// whose sends run under the passes.
+TEST(SimulatorTiedEmbedding, EndStagesSumTheTiedGradientAfterTheSchedule) {
+  const Model gpt2 = testing::shipped_model("gpt2");
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.layout = ParallelLayout{1, 1, 2, false};
+  r.training.num_micro_batches = 4;
+  const ClusterSpec cluster = make_cluster(testing::shipped_gpu("h100-80g"), 2, 8, 400).value();
+  const auto sim = simulate_step(gpt2, cluster, r, testing::estimate_or_fail(gpt2, cluster.gpu, r), SimulationSettings{}, false);
+  ASSERT_TRUE(sim.ok());
+  const CollectiveGroup ends{2, 1, cluster.intra_node_bytes_per_s(), cluster.inter_node_bytes_per_s(), true};
+  const double sum = collective_seconds(Collective::all_reduce, 50257.0 * 768 * 2, ends);
+  EXPECT_NEAR(sim->breakdown.communication_s, sum, 1e-9 * sum);
+}
+
 TEST_F(Simulator, PipelineBubbleIsAboutPMinusOneOverMOfTheWork) {
   for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
     const StepSimulation s = run(pipeline(4, 16, schedule));

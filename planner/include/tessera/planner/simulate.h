@@ -78,8 +78,29 @@ struct StepSimulation {
 
 // Seconds of one pipeline send: an activation (or its gradient) across a stage
 // boundary, latency + bytes / bandwidth on the link the pipeline group spans; 0
-// without a pipeline.
+// without a pipeline. Where the sends are scattered over the tp ranks
+// (--scatter-gather-tensors-in-pipeline: Megatron-LM@79a3bb6b
+// megatron/p2p_communication.py, split_tensor_into_1d_equal_chunks and
+// gather_split_1d_tensor; DeepSpeed's pipeline engine under tensor parallelism,
+// deepspeed/runtime/pipe/engine.py at 36ad3119d, is_pipe_partitioned and
+// is_grad_partitioned = is_model_parallel, PartitionedTensor), each rank sends
+// its 1/tp and the receiver all-gathers the whole over the tp group.
 double pipeline_send_seconds(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request);
+
+// The part of a pass's time its stage spends on its own send, or 0 where sends
+// run under the passes. Megatron's sends wait: _communicate runs
+// batch_isend_irecv, waits on every request and synchronizes the device
+// (Megatron-LM@79a3bb6b megatron/p2p_communication.py; Megatron-Core@baf94af3,
+// core_r0.8.0, core/pipeline_parallel/p2p_communication.py, wait_on_reqs and
+// batch_p2p_sync), unless --overlap-p2p-communication runs the interleaved
+// schedule's sends under the passes. 1F1B calls it once a pass
+// (send_forward_recv_backward, send_backward_recv_forward), the interleaved
+// steady state once a forward-backward pair (send_forward_backward_recv_forward_backward:
+// a link carries one tensor each way at once), half a send a pass. DeepSpeed's
+// pipeline engine sends after each pass with blocking send and recv
+// (deepspeed/runtime/pipe/p2p.py at 36ad3119d: async_op is refused). Other
+// runtimes' sends (ColossalAI's, Tessera's engine) run under the passes.
+double pipeline_send_hold_seconds(const Model& model, const ClusterSpec& cluster, const EstimateRequest& request);
 
 // `estimate` is the memory estimate of the same request (it carries Gemini's
 // chunking and placement). The request's num_micro_batches are per step.

@@ -230,6 +230,13 @@ struct PluginOptions {
   // all-reduces its contiguous gradient buffer after forward_backward_func returns), Megatron-Core
   // without --overlap-grad-reduce, and DeepSpeed's pipeline engine (its ReduceGrads step ends the schedule).
   bool grad_reduce_after_backward = false;
+  // Pipeline sends (pipeline_sends.h). Megatron's wait for their transfer unless
+  // Megatron-Core's --overlap-p2p-communication (interleaved schedule) runs them
+  // under the passes; Megatron-LM's --scatter-gather-tensors-in-pipeline (its
+  // default through 2022, without sequence parallelism; Megatron-Core has none)
+  // sends each tp rank's 1/tp of a stage's output, which the receiver all-gathers.
+  bool overlap_p2p_comm = false;
+  bool pipeline_scatter_gather = false;
 
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
   int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }

@@ -107,9 +107,9 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
              "The distributed optimizer's parameter all-gather runs under the next step's forward (Megatron-Core --overlap-param-gather; hybrid_parallel, --zero-stage 1 or 2)");
   c.add_flag("--cross-entropy-loss-fusion", r.plugin.cross_entropy_loss_fusion,
              "The loss over the vocabulary runs as Megatron-Core's fused kernels (Megatron-Core --cross-entropy-loss-fusion; --runtime megatron)");
-  c.add_flag("--overlap-p2p-communication", r.plugin.overlap_p2p_comm,
-             "The interleaved schedule's pipeline sends run under the passes instead of holding the stage (Megatron-Core "
-             "--overlap-p2p-communication; --runtime megatron)");
+  c.add_flag("--no-overlap-p2p-communication", r.plugin.no_overlap_p2p_comm,
+             "The interleaved schedule's pipeline sends hold the stage instead of running under the passes (Megatron-LM "
+             "--no-overlap-p2p-communication, and its behaviour before Megatron-Core; --runtime megatron)");
   c.add_flag("--scatter-gather-tensors-in-pipeline", r.plugin.pipeline_scatter_gather,
              "Each tp rank sends 1/tp of a stage's output and the receiver all-gathers it (Megatron-LM's default through 2022, "
              "without --sequence-parallel; --runtime megatron)");

@@ -161,7 +161,7 @@ ArgsArray parallel_args(const ModelConfig& c, const EstimateRequest& r) {
   if (!p.grad_reduce_after_backward && l.dp * l.cp > 1) a.add("--overlap-grad-reduce", "", "gradients reduced under backward, as planned");
   // tp_comm_overlap needs sequence parallelism and tp > 1, which validate_request holds it to.
   if (p.overlap_param_gather) a.add("--overlap-param-gather");
-  if (p.overlap_p2p_comm) a.add("--overlap-p2p-communication", "", "pipeline sends under the passes, as planned");
+  if (p.no_overlap_p2p_comm) a.add("--no-overlap-p2p-communication", "", "pipeline sends wait, as planned");
   if (p.tp_comm_overlap) a.add("--tp-comm-overlap", "", "Transformer Engine's userbuffers");
   return a;
 }

@@ -45,7 +45,7 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
               {"microbatch_size", t.micro_batch_size}, {"pp_style", enum_name(p.pp_schedule)}, {"num_model_chunks", p.num_model_chunks},
               {"tp_comm_overlap", p.tp_comm_overlap}, {"overlap_param_gather", p.overlap_param_gather},
               {"cross_entropy_loss_fusion", p.cross_entropy_loss_fusion},
-              {"grad_reduce_after_backward", p.grad_reduce_after_backward}, {"overlap_p2p_comm", p.overlap_p2p_comm},
+              {"grad_reduce_after_backward", p.grad_reduce_after_backward}, {"no_overlap_p2p_comm", p.no_overlap_p2p_comm},
               {"pipeline_scatter_gather", p.pipeline_scatter_gather}};
       if (p.rank_order_reduction) hybrid["rank_order_reduction"] = true;  // Tessera's engine only, as torch_ddp's
       return hybrid;
@@ -211,7 +211,7 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("overlap_param_gather", r.plugin.overlap_param_gather),
                    settings.read("cross_entropy_loss_fusion", r.plugin.cross_entropy_loss_fusion),
                    settings.read("grad_reduce_after_backward", r.plugin.grad_reduce_after_backward),
-                   settings.read("overlap_p2p_comm", r.plugin.overlap_p2p_comm),
+                   settings.read("no_overlap_p2p_comm", r.plugin.no_overlap_p2p_comm),
                    settings.read("pipeline_scatter_gather", r.plugin.pipeline_scatter_gather)}) {
     if (!s) return s.error();
   }

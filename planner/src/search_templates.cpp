@@ -164,15 +164,12 @@ void add_hybrid_parallel(const Model& m, const PlanRequest& p, std::initializer_
         for (int stage : stages) {
           if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || (stage > 0 && dp * cp == 1)) continue;
           for (int64_t chunks : chunk_counts) {
-            // Megatron-Core's interleaved sends under the passes, as NeMo's recipes set it (pipeline_sends.h).
-            const bool overlap_p2p = p.runtime == Runtime::megatron && chunks > 1;
             for (bool sp : sequence_parallel) {
               out.add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
                 r.layout = ParallelLayout{dp, tp, pp, sp, cp};
                 r.plugin.zero_stage = stage;
                 r.plugin.pp_schedule = chunks > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
                 r.plugin.num_model_chunks = chunks;
-                r.plugin.overlap_p2p_comm = overlap_p2p;
               });
             }
           }

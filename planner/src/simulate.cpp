@@ -740,9 +740,10 @@ double pipeline_send_hold_seconds(const Model& model, const ClusterSpec& cluster
   const PluginOptions& p = request.plugin;
   if (request.layout.pp <= 1) return 0.0;
   if (p.deepspeed_pipeline()) return pipeline_send_seconds(model, cluster, request);
-  if (p.runtime != Runtime::megatron || p.overlap_p2p_comm) return 0.0;
-  const double per_pass = p.pp_schedule == PipelineSchedule::interleaved ? 0.5 : 1.0;
-  return per_pass * pipeline_send_seconds(model, cluster, request);
+  if (p.runtime != Runtime::megatron) return 0.0;
+  const bool interleaved = p.pp_schedule == PipelineSchedule::interleaved;
+  if (interleaved && !p.no_overlap_p2p_comm) return 0.0;
+  return (interleaved ? 0.5 : 1.0) * pipeline_send_seconds(model, cluster, request);
 }
 
 }  // namespace tessera::planner

@@ -135,9 +135,11 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.overlap_param_gather && !(p.kind == PluginKind::hybrid_parallel && stage >= 1)) {
     return invalid("--overlap-param-gather overlaps the distributed optimizer's all-gather: it needs --plugin hybrid_parallel with --zero-stage 1 or 2");
   }
-  if (p.overlap_p2p_comm && !(p.runtime == Runtime::megatron && p.pp_schedule == PipelineSchedule::interleaved && l.pp > 1)) {
-    return invalid("--overlap-p2p-communication overlaps the interleaved schedule's pipeline sends (Megatron-Core): it needs --runtime megatron, "
-                   "--pp above 1 and --pp-schedule interleaved");
+  // Megatron-LM's validate_args (core_v0.14.0 megatron/training/arguments.py): without the
+  // overlap the interleaved schedule needs 3 stages or more.
+  if (p.no_overlap_p2p_comm && !(p.runtime == Runtime::megatron && p.pp_schedule == PipelineSchedule::interleaved && l.pp > 2)) {
+    return invalid("--no-overlap-p2p-communication makes the interleaved schedule's pipeline sends wait (Megatron-LM): it needs --runtime megatron, "
+                   "--pp-schedule interleaved and --pp above 2");
   }
   if (p.pipeline_scatter_gather && !(p.runtime == Runtime::megatron && l.pp > 1 && l.tp > 1 && !l.sequence_parallel)) {
     return invalid("--scatter-gather-tensors-in-pipeline splits Megatron-LM's pipeline sends over the tp ranks: it needs --runtime megatron, "

@@ -26,9 +26,11 @@ TEST(ExportMegatron, TensorPipelineAndDistributedOptimizerOfAnInterleavedPlan) {
                         "  --global-batch-size 256\n"});
   // 32,000 rows are a multiple of tp 4 but not of Megatron's 128 × 4, which would pad them to 32,256.
   expect_lines(script, {"  --make-vocab-size-divisible-by 1"});
-  // The search runs Megatron-Core's interleaved sends under the passes, as NeMo's recipes do.
-  ASSERT_TRUE(r.plugin.overlap_p2p_comm);
-  expect_lines(script, {"  --overlap-p2p-communication  # pipeline sends under the passes, as planned\n"});
+  // The interleaved sends run under the passes, Megatron-LM's default: nothing to write.
+  EXPECT_EQ(script.find("overlap-p2p"), std::string::npos);
+  Planned waiting = planned;
+  waiting.file.plans[index].plugin.no_overlap_p2p_comm = true;
+  expect_lines(exported(export_megatron, waiting, index), {"  --no-overlap-p2p-communication  # pipeline sends wait, as planned\n"});
 }
 
 // Llama 3 8B's 32 layers on 3 stages: Megatron's layout string, one stage per

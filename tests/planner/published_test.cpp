@@ -54,9 +54,10 @@ void set_up_runtime(const json& result, EstimateRequest& r) {
   r.plugin.tp_comm_overlap = setup.value("tp_comm_overlap", false);
   r.plugin.overlap_param_gather = setup.value("overlap_param_gather", false);
   r.plugin.cross_entropy_loss_fusion = setup.value("cross_entropy_loss_fusion", false);
-  // Pipeline sends (simulate.h, pipeline_send_hold_seconds): under the passes
-  // (--overlap-p2p-communication), or split over the tp ranks (--scatter-gather-tensors-in-pipeline).
-  r.plugin.overlap_p2p_comm = setup.value("overlap_p2p_comm", false);
+  // Pipeline sends (simulate.h, pipeline_send_hold_seconds): the interleaved
+  // schedule's waiting (--no-overlap-p2p-communication), or split over the tp
+  // ranks (--scatter-gather-tensors-in-pipeline), as Megatron-LM's 2021 code.
+  r.plugin.no_overlap_p2p_comm = setup.value("no_overlap_p2p_comm", false);
   r.plugin.pipeline_scatter_gather = setup.value("pipeline_scatter_gather", false);
   r.training.torch_compile = setup.value("torch_compile", false);
 }

@@ -187,10 +187,10 @@ TEST_F(Simulator, MegatronsOptimizerStepOnItsShard) {
 }
 
 // Pipeline sends (simulate.h): Megatron's wait for their transfer, a send a pass
-// under 1F1B, half one under the interleaved schedule, none with
-// --overlap-p2p-communication, where they run under the passes as ColossalAI's
-// do; split over the tp ranks, each rank sends its 1/tp and the receiver
-// all-gathers the whole.
+// under 1F1B, half one under the interleaved schedule with
+// --no-overlap-p2p-communication, none by default there, where they run under
+// the passes as ColossalAI's do; split over the tp ranks, each rank sends its
+// 1/tp and the receiver all-gathers the whole.
 TEST_F(Simulator, MegatronsPipelineSendsHoldTheStageUnlessOverlapped) {
   EstimateRequest r = pipeline(2, 8, PipelineSchedule::one_f_one_b);
   r.layout = ParallelLayout{1, 2, 2, false};
@@ -212,14 +212,15 @@ TEST_F(Simulator, MegatronsPipelineSendsHoldTheStageUnlessOverlapped) {
   r.plugin.pipeline_scatter_gather = false;
   r.plugin.pp_schedule = PipelineSchedule::interleaved;
   r.plugin.num_model_chunks = 2;
-  EXPECT_DOUBLE_EQ(pipeline_send_hold_seconds(model, cluster, r), send / 2);
-  r.plugin.overlap_p2p_comm = true;
   EXPECT_EQ(pipeline_send_hold_seconds(model, cluster, r), 0);
-  r.plugin.runtime = Runtime::colossalai;
+  r.plugin.no_overlap_p2p_comm = true;
+  EXPECT_DOUBLE_EQ(pipeline_send_hold_seconds(model, cluster, r), send / 2);
+  // Megatron-LM's validate_args wants 3 stages or more for that.
   EXPECT_EQ(validate_request(model, cluster.gpu, r).error().message,
-            "--overlap-p2p-communication overlaps the interleaved schedule's pipeline sends (Megatron-Core): it needs --runtime megatron, "
-            "--pp above 1 and --pp-schedule interleaved");
-  r.plugin.overlap_p2p_comm = false;
+            "--no-overlap-p2p-communication makes the interleaved schedule's pipeline sends wait (Megatron-LM): it needs --runtime megatron, "
+            "--pp-schedule interleaved and --pp above 2");
+  r.plugin.no_overlap_p2p_comm = false;
+  r.plugin.runtime = Runtime::colossalai;
   r.plugin.pipeline_scatter_gather = true;
   EXPECT_EQ(validate_request(model, cluster.gpu, r).error().message,
             "--scatter-gather-tensors-in-pipeline splits Megatron-LM's pipeline sends over the tp ranks: it needs --runtime megatron, "

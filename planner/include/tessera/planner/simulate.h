@@ -92,8 +92,10 @@ double pipeline_send_seconds(const Model& model, const ClusterSpec& cluster, con
 // batch_isend_irecv, waits on every request and synchronizes the device
 // (Megatron-LM@79a3bb6b megatron/p2p_communication.py; Megatron-Core@baf94af3,
 // core_r0.8.0, core/pipeline_parallel/p2p_communication.py, wait_on_reqs and
-// batch_p2p_sync), unless --overlap-p2p-communication runs the interleaved
-// schedule's sends under the passes. 1F1B calls it once a pass
+// batch_p2p_sync), except the interleaved schedule's, which Megatron-LM runs
+// under the passes since Megatron-Core (overlap_p2p_comm, on unless
+// --no-overlap-p2p-communication; validate_args turns it off for 1F1B,
+// megatron/training/arguments.py at core_r0.8.0). 1F1B calls it once a pass
 // (send_forward_recv_backward, send_backward_recv_forward), the interleaved
 // steady state once a forward-backward pair (send_forward_backward_recv_forward_backward:
 // a link carries one tensor each way at once), half a send a pass. DeepSpeed's

@@ -230,12 +230,13 @@ struct PluginOptions {
   // all-reduces its contiguous gradient buffer after forward_backward_func returns), Megatron-Core
   // without --overlap-grad-reduce, and DeepSpeed's pipeline engine (its ReduceGrads step ends the schedule).
   bool grad_reduce_after_backward = false;
-  // Pipeline sends (pipeline_sends.h). Megatron's wait for their transfer unless
-  // Megatron-Core's --overlap-p2p-communication (interleaved schedule) runs them
-  // under the passes; Megatron-LM's --scatter-gather-tensors-in-pipeline (its
-  // default through 2022, without sequence parallelism; Megatron-Core has none)
-  // sends each tp rank's 1/tp of a stage's output, which the receiver all-gathers.
-  bool overlap_p2p_comm = false;
+  // Pipeline sends (simulate.h, pipeline_send_hold_seconds). Megatron-LM runs the
+  // interleaved schedule's sends under the passes by default since Megatron-Core
+  // (core_r0.8.0); --no-overlap-p2p-communication makes them wait, as 1F1B's
+  // always do. Megatron-LM's --scatter-gather-tensors-in-pipeline (its default
+  // through 2022, without sequence parallelism; Megatron-Core has none) sends
+  // each tp rank's 1/tp of a stage's output, which the receiver all-gathers.
+  bool no_overlap_p2p_comm = false;
   bool pipeline_scatter_gather = false;
 
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.

@@ -428,11 +428,20 @@ struct PassTiming {
   double exposed_comm = 0;  // the exposed communication in its duration
 };
 
+// What a pass's exposed communication is, for its trace event: tensor-parallel
+// calls where there are any, else context-parallel ones, ZeRO-3's gathers and
+// scatters, or the pipeline sends that hold the stage.
+std::string exposed_comm_kind(const Context& c) {
+  const auto& l = c.request.layout;
+  if (l.tp > 1) return "tensor-parallel ";
+  if (l.cp > 1) return "context-parallel ";
+  return is_zero3(c.request.plugin) || pipeline_send_hold_seconds(c.model, c.cluster, c.request) == 0 ? "ZeRO-3 " : "pipeline send ";
+}
+
 // A pass's trace events on stage k's lanes: the receive of its input, the pass,
-// and its exposed tensor-parallel (or context-parallel, ZeRO-3 gather and
-// scatter) time on the communication lane at the pass's end: what the compute
-// lane waited for.
-void add_pass_events(std::vector<TraceEvent>& events, const ParallelLayout& l, const PipelineOp& op, int64_t k, int64_t chunks, const PassTiming& t) {
+// and its exposed communication (`kind`) on the communication lane at the
+// pass's end: what the compute lane waited for.
+void add_pass_events(std::vector<TraceEvent>& events, const std::string& kind, const PipelineOp& op, int64_t k, int64_t chunks, const PassTiming& t) {
   std::string name = op.pass == PipelinePass::forward ? "F" : "B";
   name += std::to_string(op.micro_batch);
   if (chunks > 1) name += "." + std::to_string(op.chunk);
@@ -440,7 +449,6 @@ void add_pass_events(std::vector<TraceEvent>& events, const ParallelLayout& l, c
   if (t.received >= 0) events.push_back({"recv " + name, "communication", comm_lane, t.received, t.p2p_s});
   events.push_back({name, op.pass == PipelinePass::forward ? "forward" : "backward", compute_lane, t.start, t.duration, op.micro_batch, op.chunk});
   if (t.exposed_comm > 0) {
-    const std::string kind = l.tp > 1 ? "tensor-parallel " : l.cp > 1 ? "context-parallel " : "ZeRO-3 ";
     events.push_back({kind + name, "communication", comm_lane, t.start + t.duration - t.exposed_comm, t.exposed_comm});
   }
 }
@@ -477,6 +485,7 @@ PipelineRun run_pipeline(const Context& c, const std::vector<ChunkPassSeconds>& 
   const int64_t virtual_stages = static_cast<int64_t>(seconds.size());
   const int64_t pp = virtual_stages / chunks;
   const int64_t m = c.request.training.num_micro_batches;
+  const std::string comm_kind = events ? exposed_comm_kind(c) : std::string();
   // When each virtual stage's pass of each micro-batch ends (index vs · m + i); -1 until it has run.
   std::vector<double> forward_end(static_cast<size_t>(virtual_stages * m), -1), backward_end = forward_end;
   std::vector<StageScheduleCursor> cursors;
@@ -508,7 +517,7 @@ PipelineRun run_pipeline(const Context& c, const std::vector<ChunkPassSeconds>& 
         (forward ? forward_end : backward_end)[static_cast<size_t>(vs * m + op.micro_batch)] = free;
         if (events) {
           const PassTiming timing{has_input && p2p_s > 0 ? sent : -1, p2p_s, start, duration, forward ? pass.forward_comm : pass.backward_comm};
-          add_pass_events(*events, c.request.layout, op, k, chunks, timing);
+          add_pass_events(*events, comm_kind, op, k, chunks, timing);
         }
         --remaining;
       }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tessera/planner/collectives.h"
 #include "tessera/planner/optimizer_step.h"
 #include "tessera/planner/pipeline_stages.h"
@@ -220,6 +222,16 @@ TEST_F(Simulator, MegatronsPipelineSendsHoldTheStageUnlessOverlapped) {
             "--no-overlap-p2p-communication makes the interleaved schedule's pipeline sends wait (Megatron-LM): it needs --runtime megatron, "
             "--pp-schedule interleaved and --pp above 2");
   r.plugin.no_overlap_p2p_comm = false;
+  // The trace shows the hold after each sending pass, on the stage's communication lane.
+  EstimateRequest one_f_one_b = pipeline(2, 4, PipelineSchedule::one_f_one_b);
+  one_f_one_b.plugin.runtime = Runtime::megatron;
+  const ClusterSpec two = make_cluster(testing::shipped_gpu("h100-80g"), 2, 8, 400).value();
+  const double hold = pipeline_send_hold_seconds(model, two, one_f_one_b);
+  const StepSimulation traced = run(one_f_one_b, 400, true);
+  const auto held = std::find_if(traced.events.begin(), traced.events.end(), [](const TraceEvent& e) { return e.name == "pipeline send F0"; });
+  ASSERT_NE(held, traced.events.end());
+  EXPECT_NEAR(held->duration_s, hold, 1e-12);
+  EXPECT_EQ(held->lane, 1);
   r.plugin.runtime = Runtime::colossalai;
   r.plugin.pipeline_scatter_gather = true;
   EXPECT_EQ(validate_request(model, cluster.gpu, r).error().message,

@@ -71,6 +71,10 @@ int64_t gathered_at_turn(const TensorInventory& inventory, const DeepSpeedZero3O
   return kept_numel + prefetch;
 }
 
+// The BF16_Optimizer's flat groups on one stage, counted as one: a multiple of
+// nccl_start_alignment_factor · dp elements.
+int64_t bf16_flat_numel(const StageShape& stage, const EstimateRequest& r) { return padded_flat_numel(stage.params, 2 * r.layout.shard_ranks()); }
+
 }  // namespace
 
 void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, MemoryBreakdown& out) {
@@ -109,11 +113,10 @@ void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, Me
 }
 
 // The pipeline engine's BF16_Optimizer (deepspeed_pipeline.h): one pipeline
-// stage of one tensor-parallel rank, its flat groups counted as one.
+// stage of one tensor-parallel rank.
 void add_deepspeed_pipeline_states(const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
-  const int64_t dp = r.layout.shard_ranks();
-  const int64_t flat = padded_flat_numel(stage.params, 2 * dp);  // a multiple of nccl_start_alignment_factor · dp
-  const int64_t partition = flat / dp;
+  const int64_t flat = bf16_flat_numel(stage, r);
+  const int64_t partition = flat / r.layout.shard_ranks();
   out.add(Cat::parameters, kDevice, flat * 2);
   out.add(Cat::gradients, kDevice, stage.params * 2 + flat * 4);  // bf16 gradients and the fp32 buffer
   out.add(Cat::master_weights, kDevice, partition * 4);
@@ -121,7 +124,7 @@ void add_deepspeed_pipeline_states(const StageShape& stage, const EstimateReques
 }
 
 void add_deepspeed_reduce_copy(const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
-  const int64_t copy = padded_flat_numel(stage.params, 2 * r.layout.shard_ranks()) * static_cast<int64_t>(kDeepSpeedReduceWireBytes);
+  const int64_t copy = bf16_flat_numel(stage, r) * static_cast<int64_t>(kDeepSpeedReduceWireBytes);
   const int64_t freed = out[Cat::activations].device + out[Cat::logits].device;
   out.add(Cat::comm_buffers, kDevice, std::max<int64_t>(0, copy - freed));
 }

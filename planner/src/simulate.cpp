@@ -144,6 +144,7 @@ struct Context {
   double op_policy_gemm_seconds;  // one block's linears that torchtitan's op-level policy runs again, one micro-batch
   ElementwiseWork elementwise;  // one micro-batch's element-wise bytes run op by op, and outside the blocks
   double userbuffer_sm_margin_seconds;  // --tp-comm-overlap: what one block's forward loses to the reduce-scatter's SMs (gemm_model.h)
+  double pipeline_send_hold_s;  // what a sending pass holds its stage for (simulate.h, pipeline_send_hold_seconds)
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
@@ -378,12 +379,12 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
       cost.backward_comm = overlapped(cost.backward_comm, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
     }
   }
-  if (const double hold = pipeline_send_hold_seconds(c.model, c.cluster, c.request); hold > 0) {
+  if (c.pipeline_send_hold_s > 0) {
     // Each chunk's pass that sends holds the stage for it: every forward but the
     // last virtual stage's, every backward but the first's.
     const auto chunks = static_cast<double>(s.chunks.size());
-    cost.forward_comm += hold * (chunks - (s.last ? 1 : 0));
-    cost.backward_comm += hold * (chunks - (s.first ? 1 : 0));
+    cost.forward_comm += c.pipeline_send_hold_s * (chunks - (s.last ? 1 : 0));
+    cost.backward_comm += c.pipeline_send_hold_s * (chunks - (s.first ? 1 : 0));
   }
   add_context_parallel_communication(c, s, attention, cost);
   add_zero3_communication(c, s, cost);
@@ -435,7 +436,7 @@ std::string exposed_comm_kind(const Context& c) {
   const auto& l = c.request.layout;
   if (l.tp > 1) return "tensor-parallel ";
   if (l.cp > 1) return "context-parallel ";
-  return is_zero3(c.request.plugin) || pipeline_send_hold_seconds(c.model, c.cluster, c.request) == 0 ? "ZeRO-3 " : "pipeline send ";
+  return is_zero3(c.request.plugin) || c.pipeline_send_hold_s == 0 ? "ZeRO-3 " : "pipeline send ";
 }
 
 // A pass's trace events on stage k's lanes: the receive of its input, the pass,
@@ -655,13 +656,14 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
                   elementwise_work(model.config, request, static_cast<double>(tokens_per_micro_batch)),
                   request.plugin.tp_comm_overlap && l.tp > 1 && request.plugin.runtime == Runtime::megatron  // Transformer Engine's userbuffers
                       ? userbuffer_sm_margin_seconds(model, tokens_per_micro_batch, l.tp, block_gemm_roofs(cluster.gpu, t.precision, settings.memory_efficiency).forward)
-                      : 0.0};
+                      : 0.0,
+                  pipeline_send_hold_seconds(model, cluster, request)};
   std::vector<StageShape> own_stages;
   const std::vector<StageShape>& stages = memo ? memo->stage_layouts(model, request) : (own_stages = stage_layouts(model, request));
   std::vector<StageCost> costs;
   for (const StageShape& s : stages) costs.push_back(stage_cost(c, s));
   // A send that holds its stage is in the pass's time already (stage_cost), its transfer over when the pass ends.
-  const double p2p = pipeline_send_hold_seconds(model, cluster, request) > 0 ? 0.0 : pipeline_send_seconds(model, cluster, request);
+  const double p2p = c.pipeline_send_hold_s > 0 ? 0.0 : pipeline_send_seconds(model, cluster, request);
   StepSimulation sim;
   const std::vector<ChunkPassSeconds> passes = chunk_pass_seconds(c, stages, costs);
   PipelineRun pipeline;

@@ -113,6 +113,9 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_flag("--scatter-gather-tensors-in-pipeline", r.plugin.pipeline_scatter_gather,
              "Each tp rank sends 1/tp of a stage's output and the receiver all-gathers it (Megatron-LM's default through 2022, "
              "without --sequence-parallel; --runtime megatron)");
+  c.add_flag("--no-gradient-accumulation-fusion", r.plugin.no_gradient_accumulation_fusion,
+             "Every gradient is added into the main-gradient buffer by a kernel of its own, not inside its weight-gradient GEMM "
+             "(Megatron-LM --no-gradient-accumulation-fusion, and what it did for fp16 through 2022; --runtime megatron)");
   c.add_flag("--grad-reduce-after-backward", r.plugin.grad_reduce_after_backward,
              "The data-parallel gradient reduction runs after the whole backward, not under it (Megatron-LM --DDP-impl local, "
              "Megatron-Core without --overlap-grad-reduce, DeepSpeed's pipeline engine; hybrid_parallel)");

@@ -162,6 +162,7 @@ ArgsArray parallel_args(const ModelConfig& c, const EstimateRequest& r) {
   // tp_comm_overlap needs sequence parallelism and tp > 1, which validate_request holds it to.
   if (p.overlap_param_gather) a.add("--overlap-param-gather");
   if (p.no_overlap_p2p_comm) a.add("--no-overlap-p2p-communication", "", "pipeline sends wait, as planned");
+  if (p.no_gradient_accumulation_fusion) a.add("--no-gradient-accumulation-fusion", "", "gradients added to the main-gradient buffer on their own, as planned");
   if (p.tp_comm_overlap) a.add("--tp-comm-overlap", "", "Transformer Engine's userbuffers");
   return a;
 }

@@ -46,7 +46,7 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
               {"tp_comm_overlap", p.tp_comm_overlap}, {"overlap_param_gather", p.overlap_param_gather},
               {"cross_entropy_loss_fusion", p.cross_entropy_loss_fusion},
               {"grad_reduce_after_backward", p.grad_reduce_after_backward}, {"no_overlap_p2p_comm", p.no_overlap_p2p_comm},
-              {"pipeline_scatter_gather", p.pipeline_scatter_gather}};
+              {"pipeline_scatter_gather", p.pipeline_scatter_gather}, {"no_gradient_accumulation_fusion", p.no_gradient_accumulation_fusion}};
       if (p.rank_order_reduction) hybrid["rank_order_reduction"] = true;  // Tessera's engine only, as torch_ddp's
       return hybrid;
     }
@@ -212,7 +212,8 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("cross_entropy_loss_fusion", r.plugin.cross_entropy_loss_fusion),
                    settings.read("grad_reduce_after_backward", r.plugin.grad_reduce_after_backward),
                    settings.read("no_overlap_p2p_comm", r.plugin.no_overlap_p2p_comm),
-                   settings.read("pipeline_scatter_gather", r.plugin.pipeline_scatter_gather)}) {
+                   settings.read("pipeline_scatter_gather", r.plugin.pipeline_scatter_gather),
+                   settings.read("no_gradient_accumulation_fusion", r.plugin.no_gradient_accumulation_fusion)}) {
     if (!s) return s.error();
   }
   std::string transformers;

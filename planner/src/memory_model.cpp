@@ -543,6 +543,7 @@ std::vector<StageShape> stage_layouts(const Model& m, const EstimateRequest& r) 
     // (Megatron-LM: word embeddings duplicated on the first and last stage).
     if (s.last && l.pp > 1) totals += m.tied_head;
     s.params = totals.per_tp_rank(l.tp);
+    s.non_matmul_params = totals.non_matmul_per_tp_rank(l.tp);
     stages.push_back(std::move(s));
   }
   return stages;

@@ -5,7 +5,11 @@
 namespace tessera::planner {
 
 void ParamTotals::add(const TensorInfo& tensor) {
-  if (tensor.is_matmul_weight) matmul_weights += tensor.numel();
+  if (tensor.is_matmul_weight) {
+    matmul_weights += tensor.numel();
+    if (tensor.tp_split == TpSplit::split) matmul_split += tensor.numel();
+    if (tensor.tp_split == TpSplit::vocab) matmul_vocab_width += tensor.shape[1];
+  }
   switch (tensor.tp_split) {
     case TpSplit::replicated: replicated += tensor.numel(); break;
     case TpSplit::split: split += tensor.numel(); break;
@@ -22,6 +26,8 @@ ParamTotals& ParamTotals::operator+=(const ParamTotals& other) {
   vocab_width += other.vocab_width;
   vocab_rows = std::max(vocab_rows, other.vocab_rows);
   matmul_weights += other.matmul_weights;
+  matmul_split += other.matmul_split;
+  matmul_vocab_width += other.matmul_vocab_width;
   return *this;
 }
 

@@ -26,6 +26,7 @@
 
 #include "model_states.h"
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/gradient_accumulation.h"
 #include "tessera/planner/tensor_parallel.h"
 
 namespace tessera::planner {
@@ -81,7 +82,7 @@ int64_t userbuffer_bytes(const Model& model, const EstimateRequest& r) {
 void add_megatron_states(const Model& model, const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
   const Precision precision = r.training.precision;
   const int64_t param_bytes = compute_bytes(precision);
-  const int64_t grad_bytes = precision == Precision::fp16 ? 2 : 4;         // the main-gradient buffer
+  const int64_t grad_bytes = megatron_main_grad_bytes(precision);
   const int64_t main_grad_copy_bytes = precision == Precision::fp16 ? 4 : 0;  // fp16 gradients cast to fp32 for the step
   const int64_t master_bytes = is_mixed_precision(precision) ? 4 : 0;
   const int64_t optimizer_bytes = 4 * optimizer_state_count(r.training.optimizer);

@@ -14,6 +14,7 @@
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/fsdp_offload.h"
 #include "tessera/planner/gemm_model.h"
+#include "tessera/planner/gradient_accumulation.h"
 #include "tessera/planner/megatron_elementwise.h"
 #include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/optimizer_step.h"
@@ -351,10 +352,8 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.forward_compute += static_cast<double>(casts.forward) * per_element;
     cost.backward_compute += static_cast<double>(casts.backward) * per_element;
   }
-  if (c.request.plugin.deepspeed_pipeline()) {
-    // The BF16_Optimizer adds each micro-batch's gradients into its fp32 buffer (deepspeed_pipeline.h).
-    cost.backward_compute += static_cast<double>(s.params) * kDeepSpeedHpGradAccumulationBytes / hbm;
-  }
+  // Each micro-batch's gradients added into the step's (gradient_accumulation.h).
+  cost.backward_compute += gradient_accumulation_bytes(gradient_accumulation(c.request.plugin, t), s.params, s.non_matmul_params) / hbm;
   if (t.recompute == RecomputeMode::selective) {
     // The core's forward again: its kernels where they are read, else the tensors it keeps written again.
     const std::optional<ElementwiseBytes>& core = c.elementwise.unfused_core;

@@ -145,6 +145,9 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
     return invalid("--scatter-gather-tensors-in-pipeline splits Megatron-LM's pipeline sends over the tp ranks: it needs --runtime megatron, "
                    "--pp and --tp above 1 and no --sequence-parallel");
   }
+  if (p.no_gradient_accumulation_fusion && p.runtime != Runtime::megatron) {
+    return invalid("--no-gradient-accumulation-fusion turns off Megatron's fused weight-gradient accumulation: it needs --runtime megatron");
+  }
   if (p.cross_entropy_loss_fusion && p.runtime != Runtime::megatron) {
     return invalid("--cross-entropy-loss-fusion is Megatron-Core's fused loss: it needs --runtime megatron");
   }

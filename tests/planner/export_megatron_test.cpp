@@ -31,6 +31,10 @@ TEST(ExportMegatron, TensorPipelineAndDistributedOptimizerOfAnInterleavedPlan) {
   Planned waiting = planned;
   waiting.file.plans[index].plugin.no_overlap_p2p_comm = true;
   expect_lines(exported(export_megatron, waiting, index), {"  --no-overlap-p2p-communication  # pipeline sends wait, as planned\n"});
+  EXPECT_EQ(script.find("gradient-accumulation-fusion"), std::string::npos) << "Megatron-LM fuses by default";
+  waiting.file.plans[index].plugin.no_gradient_accumulation_fusion = true;
+  expect_lines(exported(export_megatron, waiting, index),
+               {"  --no-gradient-accumulation-fusion  # gradients added to the main-gradient buffer on their own, as planned\n"});
 }
 
 // Llama 3 8B's 32 layers on 3 stages: Megatron's layout string, one stage per

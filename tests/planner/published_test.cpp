@@ -59,6 +59,9 @@ void set_up_runtime(const json& result, EstimateRequest& r) {
   // ranks (--scatter-gather-tensors-in-pipeline), as Megatron-LM's 2021 code.
   r.plugin.no_overlap_p2p_comm = setup.value("no_overlap_p2p_comm", false);
   r.plugin.pipeline_scatter_gather = setup.value("pipeline_scatter_gather", false);
+  // Megatron-LM's fp16 runs added every gradient into the main-gradient buffer
+  // on its own (--no-gradient-accumulation-fusion; gradient_accumulation.h).
+  r.plugin.no_gradient_accumulation_fusion = setup.value("no_gradient_accumulation_fusion", false);
   r.training.torch_compile = setup.value("torch_compile", false);
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "tessera/planner/collectives.h"
+#include "tessera/planner/gradient_accumulation.h"
+#include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_step.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/simulate.h"
@@ -174,6 +176,48 @@ TEST(OptimizerStep, BytesPerParameterByRuntime) {
   p.kind = PluginKind::hybrid_parallel;
   t.optimizer = OptimizerKind::adam;
   EXPECT_EQ(optimizer_step_bytes_per_param(p, t), (4 + 8 + 16) + (4 + 2));
+}
+
+TEST(GradientAccumulation, BytesPerParameterByRuntime) {
+  PluginOptions p;
+  TrainingOptions t;
+  t.precision = Precision::bf16;
+  EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 0) << "ColossalAI's plugins: not counted";
+  p.runtime = Runtime::megatron;
+  EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 4 + 2 + 4);  // fp32 buffer read and written, bf16 gradient read
+  EXPECT_TRUE(gradient_accumulation(p, t).matmul_weights_fused);
+  t.precision = Precision::fp16;
+  p.no_gradient_accumulation_fusion = true;
+  EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 2 + 2 + 2);
+  EXPECT_FALSE(gradient_accumulation(p, t).matmul_weights_fused);
+  p.runtime = Runtime::deepspeed;
+  p.kind = PluginKind::hybrid_parallel;
+  EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 18);
+}
+
+// Llama 2 7B on 2 stages: the first holds the embedding (32,000 x 4,096) and
+// its 16 blocks' 32 norms, the last its blocks' norms and the final norm; the
+// head is a GEMM's. With the fusion Megatron adds those each micro-batch,
+// without it every parameter: the difference is the GEMM weights, 6 bytes
+// each under fp16, on the slower (last) stage, 8 micro-batches.
+TEST_F(Simulator, MegatronAddsGradientsOutsideItsGemmsEveryMicroBatch) {
+  EstimateRequest r = pipeline(2, 8, PipelineSchedule::one_f_one_b);
+  r.plugin.runtime = Runtime::megatron;
+  r.training.precision = Precision::fp16;
+  const std::vector<StageShape> stages = stage_layouts(model, r);
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].non_matmul_params, 32000 * 4096 + 32 * 4096);
+  EXPECT_EQ(stages[1].non_matmul_params, 33 * 4096);
+  const StepSimulation fused = run(r);
+  r.plugin.no_gradient_accumulation_fusion = true;
+  const StepSimulation unfused = run(r);
+  const double hbm = testing::shipped_gpu("h100-80g").hbm_gbps * 1e9 * SimulationSettings{}.memory_efficiency;
+  const auto gemm_weights = static_cast<double>(stages[1].params - stages[1].non_matmul_params);
+  EXPECT_NEAR(unfused.breakdown.backward_s - fused.breakdown.backward_s, 8 * gemm_weights * 6 / hbm, 1e-9 * fused.breakdown.backward_s);
+  EXPECT_DOUBLE_EQ(unfused.breakdown.forward_s, fused.breakdown.forward_s);
+  r.plugin.runtime = Runtime::colossalai;
+  EXPECT_EQ(validate_request(model, testing::shipped_gpu("h100-80g"), r).error().message,
+            "--no-gradient-accumulation-fusion turns off Megatron's fused weight-gradient accumulation: it needs --runtime megatron");
 }
 
 // The simulator charges that step on the rank's share: Megatron-Core's

@@ -111,6 +111,7 @@ struct StageShape {
   bool first = false;        // holds the embedding
   bool last = false;         // holds the final norm, the head and the loss
   int64_t params = 0;        // parameters on one rank of this stage before data-parallel sharding
+  int64_t non_matmul_params = 0;  // of which no GEMM's weight gradient produces (ParamTotals::non_matmul_per_tp_rank)
   std::vector<StageLayers> chunks;               // the stage's blocks, one range per model chunk
   std::vector<int64_t> in_flight_per_chunk{1};   // micro-batches of each chunk's activations held at the peak
   StageActivations activations;                  // what its passes keep

@@ -238,6 +238,10 @@ struct PluginOptions {
   // each tp rank's 1/tp of a stage's output, which the receiver all-gathers.
   bool no_overlap_p2p_comm = false;
   bool pipeline_scatter_gather = false;
+  // --runtime megatron: Megatron-LM's --no-gradient-accumulation-fusion, every
+  // gradient added into the main-gradient buffer by a kernel of its own
+  // (gradient_accumulation.h), as Megatron-LM did for fp16 through 2022.
+  bool no_gradient_accumulation_fusion = false;
 
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
   int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }

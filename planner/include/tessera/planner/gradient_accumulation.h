@@ -1,0 +1,53 @@
+// Adding each micro-batch's gradients into the step's: what it moves through
+// HBM in the backward pass, outside the GEMMs, for the runtimes whose
+// accumulation was read from their source. Element-wise and memory-bound, it
+// runs on the compute stream after a parameter's gradient is produced.
+//  - Megatron-LM and Megatron-Core (--runtime megatron): every gradient is
+//    added into the contiguous main-gradient buffer, zeroed at each step (fp32
+//    under bf16 and fp8, the parameters' dtype under fp16: model_states_megatron.cpp),
+//    which the collectives then reduce in place. A GEMM weight's gradient
+//    accumulates inside its weight-gradient GEMM (gradient_accumulation_fusion,
+//    on unless --no-gradient-accumulation-fusion: fused_weight_gradient_mlp_cuda.
+//    wgrad_gemm_accum_fp32, or Transformer Engine's fuse_wgrad_accumulation;
+//    NVIDIA/Megatron-LM core_v0.14.0 megatron/core/tensor_parallel/layers.py and
+//    megatron/training/arguments.py). Every other gradient, and all of them
+//    without the fusion, goes through the DDP's backward hook,
+//    param.main_grad.add_(param.grad) (core_v0.14.0
+//    megatron/core/distributed/distributed_data_parallel.py, _make_backward_post_hook;
+//    79a3bb6b megatron/model/distributed.py, _make_param_hook): read the buffer
+//    and the gradient, write the buffer, every micro-batch. Megatron-LM at
+//    79a3bb6b (the SC21 scripts' commit) turns the fusion off unless gradients
+//    accumulate in fp32, which fp16 runs do not (megatron/arguments.py). Its
+//    --DDP-impl torch (until 2023) left gradients to PyTorch's AccumulateGrad
+//    instead, which adds from the second micro-batch on: one add fewer a step,
+//    not told apart.
+//  - DeepSpeed's pipeline engine with its BF16_Optimizer: update_hp_grads after
+//    every micro-batch (deepspeed_pipeline.h).
+//  - Not counted: ColossalAI's plugins and Tessera's engine, torchtitan's FSDP2
+//    and DeepSpeed ZeRO-3. Their gradient handling differs plugin by plugin
+//    (AccumulateGrad's in-place adds under no_sync, DDP's and ZeRO's bucket
+//    copies, FSDP's divides and sharded adds, Gemini's chunk copies), and
+//    counting it for some but not the others would tilt `tessera plan`'s
+//    choice between them.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/planner/training_config.h"
+
+namespace tessera::planner {
+
+// Bytes per element of Megatron's main-gradient buffer.
+constexpr int64_t megatron_main_grad_bytes(Precision p) { return p == Precision::fp16 ? 2 : 4; }
+
+struct GradientAccumulation {
+  double bytes_per_param = 0;         // adding one micro-batch's gradient of a parameter
+  bool matmul_weights_fused = false;  // GEMM weights' gradients accumulate in their GEMM instead
+};
+GradientAccumulation gradient_accumulation(const PluginOptions& plugin, const TrainingOptions& training);
+
+// Bytes one micro-batch's accumulation moves on one rank of a stage holding
+// `params` parameters, `non_matmul_params` of them outside GEMMs (StageShape).
+double gradient_accumulation_bytes(const GradientAccumulation& a, int64_t params, int64_t non_matmul_params);
+
+}  // namespace tessera::planner

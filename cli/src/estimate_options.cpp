@@ -135,7 +135,8 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
                "hybrid_parallel, torchtitan torch_fsdp, deepspeed low_level_zero)");
   c.add_option("--runtime", o.runtime,
                "Whose model states: colossalai (ColossalAI's plugins, Tessera's engine), megatron (Megatron-Core: hybrid_parallel, "
-               "--zero-stage 1 = its distributed optimizer), torchtitan (FSDP2: torch_fsdp) or deepspeed (ZeRO-3: low_level_zero)")
+               "--zero-stage 1 = its distributed optimizer), torchtitan (FSDP2: torch_fsdp) or deepspeed (ZeRO-3: low_level_zero; its pipeline "
+               "engine: hybrid_parallel)")
       ->capture_default_str();
   c.add_option("--zero-stage", r.plugin.zero_stage,
                "ZeRO stage: 1-2 for low_level_zero (default 1; 3 under --runtime deepspeed), 0-2 for hybrid_parallel (default 0)");
@@ -162,7 +163,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--stage3-prefetch-bucket-size", ds.prefetch_bucket_size, "deepspeed: elements gathered ahead of use")->capture_default_str();
   c.add_option("--stage3-max-live-parameters", ds.max_live_parameters, "deepspeed: bound on what the prefetch adds (elements)")->capture_default_str();
   c.add_option("--stage3-max-reuse-distance", ds.max_reuse_distance, "deepspeed: kept if used again within this many elements")->capture_default_str();
-  c.add_option("--reduce-bucket-size", ds.reduce_bucket_size, "deepspeed: reduce_bucket_size (elements; --reduce-bucket-m is ColossalAI's)")
+  c.add_option("--reduce-bucket-size", ds.reduce_bucket_size, "deepspeed: reduce_bucket_size (elements; ZeRO-3's bucket, and the pipeline engine's under fp16; --reduce-bucket-m is ColossalAI's)")
       ->capture_default_str();
   c.add_option("--sub-group-size", ds.sub_group_size, "deepspeed: sub_group_size, the optimizer's step in groups of this many elements")
       ->capture_default_str();

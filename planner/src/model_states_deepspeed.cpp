@@ -112,21 +112,31 @@ void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, Me
   out.add(Cat::comm_buffers, kDevice, z.reduce_bucket_size * width);
 }
 
-// The pipeline engine's BF16_Optimizer (deepspeed_pipeline.h): one pipeline
-// stage of one tensor-parallel rank.
+// The pipeline engine's optimizer (deepspeed_pipeline.h): one pipeline stage of
+// one tensor-parallel rank. bf16: the BF16_Optimizer's gradients and fp32
+// buffer; fp16: DeepSpeedZeroOptimizer's gradients and its contiguous copy of
+// the partition's.
 void add_deepspeed_pipeline_states(const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
   const int64_t flat = bf16_flat_numel(stage, r);
   const int64_t partition = flat / r.layout.shard_ranks();
+  const bool fp16 = r.training.precision == Precision::fp16;
   out.add(Cat::parameters, kDevice, flat * 2);
-  out.add(Cat::gradients, kDevice, stage.params * 2 + flat * 4);  // bf16 gradients and the fp32 buffer
+  out.add(Cat::gradients, kDevice, stage.params * 2 + (fp16 ? partition * 2 : flat * 4));
   out.add(Cat::master_weights, kDevice, partition * 4);
   out.add(Cat::optimizer_states, kDevice, partition * 4 * optimizer_state_count(r.training.optimizer));
 }
 
+// What the reduction after the schedule holds, where it exceeds the activations
+// and logits it outlives. bf16: the flat groups' bf16 copy for the all-reduce;
+// fp16: the ipg bucket, released before the step, or then the partition's
+// flattened gradients and their fp32 cast.
 void add_deepspeed_reduce_copy(const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
-  const int64_t copy = bf16_flat_numel(stage, r) * static_cast<int64_t>(kDeepSpeedReduceWireBytes);
+  const int64_t flat = bf16_flat_numel(stage, r);
+  const int64_t held = r.training.precision == Precision::fp16
+                           ? std::max<int64_t>(r.plugin.deepspeed.reduce_bucket_size * 2, flat / r.layout.shard_ranks() * (2 + 4))
+                           : flat * static_cast<int64_t>(kDeepSpeedReduceWireBytes);
   const int64_t freed = out[Cat::activations].device + out[Cat::logits].device;
-  out.add(Cat::comm_buffers, kDevice, std::max<int64_t>(0, copy - freed));
+  out.add(Cat::comm_buffers, kDevice, std::max<int64_t>(0, held - freed));
 }
 
 }  // namespace tessera::planner

@@ -24,7 +24,10 @@ double megatron_step_bytes(const TrainingOptions& t) {
 
 double optimizer_step_bytes_per_param(const PluginOptions& p, const TrainingOptions& t) {
   if (p.runtime == Runtime::megatron) return megatron_step_bytes(t);
-  if (p.deepspeed_pipeline()) return fused_update_bytes(4, t.optimizer) + kDeepSpeedLowPrecisionUpdateBytes;
+  if (p.deepspeed_pipeline()) {
+    const double prepare = t.precision == Precision::fp16 ? kDeepSpeedZeroPartitionPrepBytes : 0;  // DeepSpeedZeroOptimizer's
+    return prepare + fused_update_bytes(4, t.optimizer) + kDeepSpeedLowPrecisionUpdateBytes;
+  }
   const double weight16 = is_mixed_precision(t.precision) ? 2 : 0;
   return fused_update_bytes(static_cast<double>(compute_bytes(t.precision)), t.optimizer) + weight16;
 }

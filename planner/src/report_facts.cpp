@@ -202,6 +202,13 @@ std::string model_states_source(const PluginOptions& p, Precision precision) {
       return "FSDP2 as torchtitan applies it: per-parameter dim-0 shards of fp32 weights and gradients, bf16 gathers of two "
              "units, fp32 reduce-scatter (torchtitan b5bcd76 distributed/fsdp.py; PyTorch _fully_shard)";
     case Runtime::deepspeed:
+      if (p.deepspeed_pipeline() && precision == Precision::fp16) {
+        return "DeepSpeed's pipeline engine with DeepSpeedZeroOptimizer at stage 1: fp16 parameters and gradients (added into across "
+               "micro-batches), fp32 master partition and moments and an fp16 copy of the partition's gradients sharded over dp: "
+               "4 + 14/d bytes per parameter with Adam; after the schedule every gradient goes through a " +
+               std::to_string(p.deepspeed.reduce_bucket_size) + "-element fp16 bucket and is reduced to the rank that owns it "
+               "(DeepSpeed v0.9.5, runtime/zero/stage_1_and_2.py, pipe/engine.py)";
+      }
       if (p.deepspeed_pipeline()) {
         return "DeepSpeed's pipeline engine with its BF16_Optimizer: bf16 parameters and gradients, an fp32 buffer of every gradient "
                "(added into after each micro-batch, all-reduced in bf16 after the schedule), fp32 master partition and moments sharded "

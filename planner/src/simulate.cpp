@@ -353,7 +353,8 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.backward_compute += static_cast<double>(casts.backward) * per_element;
   }
   // Each micro-batch's gradients added into the step's (gradient_accumulation.h).
-  cost.backward_compute += gradient_accumulation_bytes(gradient_accumulation(c.request.plugin, t), s.params, s.non_matmul_params) / hbm;
+  cost.backward_compute +=
+      gradient_accumulation_bytes(gradient_accumulation(c.request.plugin, t), s.params, s.non_matmul_params, t.num_micro_batches) / hbm;
   if (t.recompute == RecomputeMode::selective) {
     // The core's forward again: its kernels where they are read, else the tensors it keeps written again.
     const std::optional<ElementwiseBytes>& core = c.elementwise.unfused_core;
@@ -537,20 +538,24 @@ struct AfterPipeline {
   double optimizer = 0;
 };
 
-// DeepSpeed's pipeline engine after its schedule (deepspeed_pipeline.h): the fp32
-// gradient buffer all-reduced in bf16, then the BF16_Optimizer's step and the
-// bf16 partitions' all-gather, none of it under compute.
+// DeepSpeed's pipeline engine after its schedule (deepspeed_pipeline.h), none of
+// it under compute. bf16: the fp32 gradient buffer all-reduced in bf16, then
+// the BF16_Optimizer's step and the bf16 partitions' all-gather. fp16: every
+// gradient through DeepSpeedZeroOptimizer's bucket and reduced to the rank
+// that owns it, the partition's step, the fp16 partitions' all-gather.
 AfterPipeline deepspeed_pipeline_step(const Context& c, double params) {
   const auto& l = c.request.layout;
   const double shard = params / static_cast<double>(l.shard_ranks());
   const ShardGroups groups = shard_groups(c);
+  const bool fp16 = c.request.training.precision == Precision::fp16;
   AfterPipeline out;
   if (l.data_ranks() > 1) {
-    out.communication = collective_seconds(Collective::all_reduce, params * kDeepSpeedReduceWireBytes, collective_group(c.cluster, l.data_ranks(), l.tp)) +
-                        groups.gather_s(params * kDeepSpeedGatherWireBytes);
+    const double reduce = fp16 ? groups.reduce_s(params * 2)
+                               : collective_seconds(Collective::all_reduce, params * kDeepSpeedReduceWireBytes, collective_group(c.cluster, l.data_ranks(), l.tp));
+    out.communication = reduce + groups.gather_s(params * kDeepSpeedGatherWireBytes);
   }
-  const double bytes = params * (kDeepSpeedGradReduceCopyBytes + kDeepSpeedNormAndClearBytes) +
-                       shard * optimizer_step_bytes_per_param(c.request.plugin, c.request.training);
+  const double whole_gradients = fp16 ? kDeepSpeedZeroBucketBytes : kDeepSpeedGradReduceCopyBytes + kDeepSpeedNormAndClearBytes;
+  const double bytes = params * whole_gradients + shard * optimizer_step_bytes_per_param(c.request.plugin, c.request.training);
   out.optimizer = bytes / c.roofs.hbm_bytes_per_s;
   return out;
 }
@@ -564,7 +569,8 @@ double tied_embedding_sum_seconds(const Context& c) {
   const auto& l = c.request.layout;
   const int64_t tied = c.model.tied_head.per_tp_rank(l.tp);
   if (l.pp <= 1 || tied == 0) return 0;
-  const double wire = c.request.plugin.deepspeed_pipeline() ? 4 : c.gradient_wire_bytes();
+  const bool fp32_buffer = c.request.plugin.deepspeed_pipeline() && c.request.training.precision == Precision::bf16;  // the BF16_Optimizer's
+  const double wire = fp32_buffer ? 4 : c.gradient_wire_bytes();
   const CollectiveGroup ends = collective_group(c.cluster, 2, (l.pp - 1) * l.tp * l.data_ranks());
   return collective_seconds(Collective::all_reduce, static_cast<double>(tied) * wire, ends);
 }

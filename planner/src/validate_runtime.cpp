@@ -42,16 +42,18 @@ Status check_deepspeed(const PluginOptions& p, const TrainingOptions& t) {
   return Status::success();
 }
 
-// DeepSpeed's pipeline engine as deepspeed_pipeline.h reads it: the BF16_Optimizer,
-// the 1F1B TrainSchedule, gradients reduced after it; none of Megatron-Core's overlaps.
+// DeepSpeed's pipeline engine as deepspeed_pipeline.h reads it: the BF16_Optimizer
+// or DeepSpeedZeroOptimizer at stage 1, the 1F1B TrainSchedule, gradients reduced
+// after it; none of Megatron-Core's overlaps.
 Status check_deepspeed_pipeline(const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;
-  const std::string engine = "--runtime deepspeed --plugin hybrid_parallel (DeepSpeed's pipeline engine with its BF16_Optimizer)";
-  if (r.training.precision != Precision::bf16) {
-    return invalid(engine + " is modelled in bf16: use --precision bf16, or --runtime colossalai for " + std::string(enum_name(r.training.precision)));
+  const std::string engine = "--runtime deepspeed --plugin hybrid_parallel (DeepSpeed's pipeline engine)";
+  if (r.training.precision != Precision::bf16 && r.training.precision != Precision::fp16) {
+    return invalid(engine + " is modelled in bf16 (its BF16_Optimizer) and fp16 (DeepSpeedZeroOptimizer): use --precision bf16 or fp16, "
+                   "or --runtime colossalai for " + std::string(enum_name(r.training.precision)));
   }
   if (p.effective_zero_stage() != 1) {
-    return invalid(engine + " shards the fp32 states over dp, its own ZeRO-1: use --zero-stage 1 (its default there), not " +
+    return invalid(engine + " is modelled at ZeRO stage 1, the fp32 states sharded over dp: use --zero-stage 1 (its default there), not " +
                    std::to_string(p.effective_zero_stage()));
   }
   if (p.pp_schedule != PipelineSchedule::one_f_one_b) {

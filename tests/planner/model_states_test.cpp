@@ -254,15 +254,39 @@ TEST(DeepSpeedPipelineStates, EightPlusTwelveOverDBytesPerParameter) {
   EXPECT_EQ(device(only_row(gpt2, r), Cat::parameters), 2 * 124439810);
 }
 
-TEST(RuntimeChecks, DeepSpeedsPipelineEngineIsBf16OneFOneBAtItsOwnZeroOne) {
-  const std::string engine = "--runtime deepspeed --plugin hybrid_parallel (DeepSpeed's pipeline engine with its BF16_Optimizer)";
+// Under fp16 DeepSpeedZeroOptimizer at stage 1: fp16 parameters and gradients,
+// its fp16 copy of the partition's gradients, the fp32 partition and moments;
+// after the schedule the 500,000,000-element fp16 bucket (1 GB) or, at the
+// step, the partition's flattened gradients and their fp32 cast, where that
+// exceeds the activations and logits. 6 + 14/d bytes per parameter with Adam.
+TEST(DeepSpeedPipelineStates, Fp16IsDeepSpeedZeroOptimizersStageOne) {
+  const Model model = shipped_model("llama-3-8b");
+  EstimateRequest r = runtime_request(Runtime::deepspeed, PluginKind::hybrid_parallel, 8);
+  r.training.precision = Precision::fp16;
+  const RankMemory row = only_row(model, r);
+  EXPECT_EQ(device(row, Cat::parameters), 2 * kLlama3_8b);
+  EXPECT_EQ(device(row, Cat::gradients), 2 * kLlama3_8b + 2 * kLlama3_8b / 8);
+  EXPECT_EQ(device(row, Cat::master_weights), 4 * kLlama3_8b / 8);
+  EXPECT_EQ(device(row, Cat::optimizer_states), 8 * kLlama3_8b / 8);
+  EXPECT_EQ(model_state_bytes(row), 4 * kLlama3_8b + 14 * kLlama3_8b / 8);
+  const int64_t step_buffers = std::max<int64_t>(1000000000, 6 * kLlama3_8b / 8);
+  EXPECT_EQ(device(row, Cat::comm_buffers), std::max<int64_t>(0, step_buffers - device(row, Cat::activations) - device(row, Cat::logits)));
+  r.plugin.deepspeed.reduce_bucket_size = 8000000000;  // a bucket as large as the model: 16 GB, beyond what the passes freed
+  EXPECT_EQ(device(only_row(model, r), Cat::comm_buffers), 16000000000 - device(row, Cat::activations) - device(row, Cat::logits));
+}
+
+TEST(RuntimeChecks, DeepSpeedsPipelineEngineIsBf16OrFp16OneFOneBAtItsOwnZeroOne) {
+  const std::string engine = "--runtime deepspeed --plugin hybrid_parallel (DeepSpeed's pipeline engine)";
   EstimateRequest r = runtime_request(Runtime::deepspeed, PluginKind::hybrid_parallel, 8);
   EXPECT_EQ(error(r), "");
   r.training.precision = Precision::fp16;
-  EXPECT_EQ(error(r), engine + " is modelled in bf16: use --precision bf16, or --runtime colossalai for fp16");
+  EXPECT_EQ(error(r), "");
+  r.training.precision = Precision::fp32;
+  EXPECT_EQ(error(r), engine + " is modelled in bf16 (its BF16_Optimizer) and fp16 (DeepSpeedZeroOptimizer): use --precision bf16 or fp16, "
+                               "or --runtime colossalai for fp32");
   r.training.precision = Precision::bf16;
   r.plugin.zero_stage = 0;
-  EXPECT_EQ(error(r), engine + " shards the fp32 states over dp, its own ZeRO-1: use --zero-stage 1 (its default there), not 0");
+  EXPECT_EQ(error(r), engine + " is modelled at ZeRO stage 1, the fp32 states sharded over dp: use --zero-stage 1 (its default there), not 0");
   r.plugin.zero_stage = 1;
   r.plugin.pp_schedule = PipelineSchedule::interleaved;
   r.plugin.num_model_chunks = 2;

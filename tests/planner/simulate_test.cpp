@@ -126,30 +126,46 @@ TEST_F(Simulator, GradientReduceAfterTheBackwardIsChargedInFull) {
   EXPECT_NE(validate_request(model, cluster.gpu, r).error().message.find("--grad-reduce-after-backward"), std::string::npos);
 }
 
-// DeepSpeed's pipeline engine (deepspeed_pipeline.h) against the same layout
-// under ColossalAI's hybrid_parallel: each micro-batch's backward adds its
+// DeepSpeed's pipeline engine (deepspeed_pipeline.h) against ColossalAI's
+// hybrid_parallel at ZeRO-1, one stage of 16 data ranks on two nodes, 4
+// micro-batches. bf16 (BF16_Optimizer): each micro-batch's backward adds its
 // gradients into the fp32 buffer (18 B a parameter); after the schedule the
-// buffer is all-reduced in bf16 and the bf16 partitions all-gathered, neither
-// under compute; the step reads and writes the buffer (32 B a parameter) and
-// updates the partition (34 B an element with Adam).
-TEST_F(Simulator, DeepSpeedPipelineEngineAccumulatesInFp32AndReducesAfterTheSchedule) {
-  EstimateRequest r = pipeline(1, 4, PipelineSchedule::one_f_one_b);
-  r.layout = ParallelLayout{16, 1, 1, false};
-  r.plugin.zero_stage = 1;
-  const StepSimulation colossalai = run(r, 100);
-  r.plugin.runtime = Runtime::deepspeed;
-  const StepSimulation deepspeed = run(r, 100);
+// buffer is all-reduced in bf16, the step reads and writes it (32 B a
+// parameter) and updates the partition (34 B an element with Adam). fp16
+// (DeepSpeedZeroOptimizer): the second to fourth micro-batches add their fp16
+// gradients in place (6 B); after the schedule every gradient goes through the
+// bucket (8 B) and is reduced in fp16 to the rank that owns it (a
+// reduce-scatter's traffic); the partition's step is 84 B an element. Both
+// all-gather the 16-bit partitions, and none of it runs under compute.
+TEST_F(Simulator, DeepSpeedPipelineEngineAccumulatesThenReducesAfterTheSchedule) {
+  struct Case {
+    Precision precision;
+    double accumulated_bytes;  // per parameter, over the step's micro-batches
+    Collective reduction;
+    double whole_bytes, partition_bytes;  // the step's, per parameter and per partition element
+  };
   const GpuProfile gpu = testing::shipped_gpu("h100-80g");
   const double hbm = gpu.hbm_gbps * 1e9 * SimulationSettings{}.memory_efficiency;
   const auto params = static_cast<double>(model.parameter_count);
-  EXPECT_DOUBLE_EQ(deepspeed.breakdown.forward_s, colossalai.breakdown.forward_s);
-  EXPECT_NEAR(deepspeed.breakdown.backward_s - colossalai.breakdown.backward_s, 4 * params * 18 / hbm, 1e-9 * deepspeed.breakdown.backward_s);
   const ClusterSpec cluster = make_cluster(gpu, 16, 8, 100).value();
   const CollectiveGroup two_nodes{16, 2, cluster.intra_node_bytes_per_s(), cluster.inter_node_bytes_per_s(), true};
-  const double communication = collective_seconds(Collective::all_reduce, params * 2, two_nodes) + collective_seconds(Collective::all_gather, params * 2, two_nodes);
-  EXPECT_NEAR(deepspeed.breakdown.communication_s, communication, 1e-9 * communication);
-  const double optimizer = (params * 32 + params / 16 * 34) / hbm;
-  EXPECT_NEAR(deepspeed.breakdown.optimizer_s, optimizer, 1e-9 * optimizer);
+  for (const Case& k : {Case{Precision::bf16, 4 * 18, Collective::all_reduce, 32, 34}, Case{Precision::fp16, 3 * 6, Collective::reduce_scatter, 8, 84}}) {
+    EstimateRequest r = pipeline(1, 4, PipelineSchedule::one_f_one_b);
+    r.layout = ParallelLayout{16, 1, 1, false};
+    r.plugin.zero_stage = 1;
+    r.training.precision = k.precision;
+    const StepSimulation colossalai = run(r, 100);
+    r.plugin.runtime = Runtime::deepspeed;
+    const StepSimulation deepspeed = run(r, 100);
+    const std::string precision(enum_name(k.precision));
+    EXPECT_DOUBLE_EQ(deepspeed.breakdown.forward_s, colossalai.breakdown.forward_s) << precision;
+    EXPECT_NEAR(deepspeed.breakdown.backward_s - colossalai.breakdown.backward_s, params * k.accumulated_bytes / hbm, 1e-9 * deepspeed.breakdown.backward_s)
+        << precision;
+    const double communication = collective_seconds(k.reduction, params * 2, two_nodes) + collective_seconds(Collective::all_gather, params * 2, two_nodes);
+    EXPECT_NEAR(deepspeed.breakdown.communication_s, communication, 1e-9 * communication) << precision;
+    const double optimizer = (params * k.whole_bytes + params / 16 * k.partition_bytes) / hbm;
+    EXPECT_NEAR(deepspeed.breakdown.optimizer_s, optimizer, 1e-9 * optimizer) << precision;
+  }
 }
 
 // optimizer_step.h: a fused Adam's 28 bytes (16-bit gradient, fp32 parameter and
@@ -176,6 +192,9 @@ TEST(OptimizerStep, BytesPerParameterByRuntime) {
   p.kind = PluginKind::hybrid_parallel;
   t.optimizer = OptimizerKind::adam;
   EXPECT_EQ(optimizer_step_bytes_per_param(p, t), (4 + 8 + 16) + (4 + 2));
+  // Under fp16 DeepSpeedZeroOptimizer first copies, checks, norms, flattens, casts and unscales the partition.
+  t.precision = Precision::fp16;
+  EXPECT_EQ(optimizer_step_bytes_per_param(p, t), (2 + 2) + (2 + 4 + 4) + (2 + 8 + 8) + (2 + 2) + (2 + 4) + (4 + 4) + (4 + 8 + 16) + (4 + 2));
 }
 
 TEST(GradientAccumulation, BytesPerParameterByRuntime) {
@@ -190,9 +209,17 @@ TEST(GradientAccumulation, BytesPerParameterByRuntime) {
   p.no_gradient_accumulation_fusion = true;
   EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 2 + 2 + 2);
   EXPECT_FALSE(gradient_accumulation(p, t).matmul_weights_fused);
+  EXPECT_EQ(gradient_accumulation_bytes(gradient_accumulation(p, t), 1000, 10, 4), 6 * 1000);  // every micro-batch
   p.runtime = Runtime::deepspeed;
   p.kind = PluginKind::hybrid_parallel;
+  // DeepSpeed's pipeline engine: fp16 gradients added in place from the second micro-batch on ...
+  EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 2 + 2 + 2);
+  EXPECT_EQ(gradient_accumulation_bytes(gradient_accumulation(p, t), 1000, 10, 4), 6 * 1000 * 3 / 4.0);
+  EXPECT_EQ(gradient_accumulation_bytes(gradient_accumulation(p, t), 1000, 10, 1), 0);
+  // ... the BF16_Optimizer's fp32 buffer after every one.
+  t.precision = Precision::bf16;
   EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 18);
+  EXPECT_EQ(gradient_accumulation_bytes(gradient_accumulation(p, t), 1000, 10, 4), 18 * 1000);
 }
 
 // Llama 2 7B on 2 stages: the first holds the embedding (32,000 x 4,096) and

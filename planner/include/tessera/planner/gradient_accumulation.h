@@ -21,8 +21,12 @@
 //    --DDP-impl torch (until 2023) left gradients to PyTorch's AccumulateGrad
 //    instead, which adds from the second micro-batch on: one add fewer a step,
 //    not told apart.
-//  - DeepSpeed's pipeline engine with its BF16_Optimizer: update_hp_grads after
-//    every micro-batch (deepspeed_pipeline.h).
+//  - DeepSpeed's pipeline engine (deepspeed_pipeline.h): under bf16 its
+//    BF16_Optimizer's update_hp_grads after every micro-batch; under fp16
+//    PyTorch's AccumulateGrad, which adds each micro-batch's gradient into
+//    param.grad in place (variable_grad += new_grad,
+//    torch/csrc/autograd/functions/accumulate_grad.h) from the second on: the
+//    first one's becomes param.grad.
 //  - Not counted: ColossalAI's plugins and Tessera's engine, torchtitan's FSDP2
 //    and DeepSpeed ZeRO-3. Their gradient handling differs plugin by plugin
 //    (AccumulateGrad's in-place adds under no_sync, DDP's and ZeRO's bucket
@@ -41,13 +45,15 @@ namespace tessera::planner {
 constexpr int64_t megatron_main_grad_bytes(Precision p) { return p == Precision::fp16 ? 2 : 4; }
 
 struct GradientAccumulation {
-  double bytes_per_param = 0;         // adding one micro-batch's gradient of a parameter
-  bool matmul_weights_fused = false;  // GEMM weights' gradients accumulate in their GEMM instead
+  double bytes_per_param = 0;           // adding one micro-batch's gradient of a parameter
+  bool matmul_weights_fused = false;    // GEMM weights' gradients accumulate in their GEMM instead
+  bool first_micro_batch_free = false;  // the first micro-batch's gradient becomes the accumulator
 };
 GradientAccumulation gradient_accumulation(const PluginOptions& plugin, const TrainingOptions& training);
 
-// Bytes one micro-batch's accumulation moves on one rank of a stage holding
-// `params` parameters, `non_matmul_params` of them outside GEMMs (StageShape).
-double gradient_accumulation_bytes(const GradientAccumulation& a, int64_t params, int64_t non_matmul_params);
+// Bytes one micro-batch's accumulation moves, averaged over the step's
+// `micro_batches`, on one rank of a stage holding `params` parameters,
+// `non_matmul_params` of them outside GEMMs (StageShape).
+double gradient_accumulation_bytes(const GradientAccumulation& a, int64_t params, int64_t non_matmul_params, int64_t micro_batches);
 
 }  // namespace tessera::planner

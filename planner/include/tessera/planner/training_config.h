@@ -36,7 +36,8 @@ enum class GeminiPlacement { cuda, cpu, static_placement, auto_placement };
 // (every plugin); megatron for Megatron-Core (hybrid_parallel; --zero-stage 1 is
 // its distributed optimizer); torchtitan for FSDP2 as torchtitan applies it
 // (torch_fsdp); deepspeed for DeepSpeed ZeRO-3 (low_level_zero at stage 3) or
-// its pipeline engine with the BF16_Optimizer (hybrid_parallel: deepspeed_pipeline.h).
+// its pipeline engine with the BF16_Optimizer or, under fp16, DeepSpeedZeroOptimizer
+// at stage 1 (hybrid_parallel: deepspeed_pipeline.h).
 enum class Runtime { colossalai, megatron, torchtitan, deepspeed };
 
 // The plugin whose model states a runtime describes by default (validate_runtime.cpp):
@@ -246,12 +247,12 @@ struct PluginOptions {
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
   int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }
 
-  // DeepSpeed's pipeline engine with its BF16_Optimizer (deepspeed_pipeline.h).
+  // DeepSpeed's pipeline engine (deepspeed_pipeline.h).
   bool deepspeed_pipeline() const { return runtime == Runtime::deepspeed && kind == PluginKind::hybrid_parallel; }
 
   int effective_zero_stage() const {
     if (zero_stage >= 0) return zero_stage;
-    if (deepspeed_pipeline()) return 1;  // the BF16_Optimizer shards its fp32 states over dp
+    if (deepspeed_pipeline()) return 1;  // its optimizers shard the fp32 states over dp
     if (kind != PluginKind::low_level_zero) return 0;
     return runtime == Runtime::deepspeed ? 3 : 1;
   }

@@ -4,10 +4,11 @@
 // test holds each bf16/fp16 row to 14% (worst today +12.8%, GPT-2 124M under
 // torch.compile), each FP8 row to 23% (worst +21.1%, Llama 3.1 70B at tp 4 on
 // 2048 H100s), the two eager Hugging Face GPT-2 rows to 26% (+24.8% and +15.4%)
-// and the median to 8% (7.4% over 37 rows): the current errors with a little
+// and the median to 6.5% (5.9% over 37 rows): the current errors with a little
 // room. The ZeRO rows: ColossalAI's Gemini (Llama 2 7B, 32 A800) +4.8%,
-// DeepSpeed's ZeRO-1 under Megatron-DeepSpeed (GPT-3 13B, 128 V100) +7.4%,
-// DeepSpeed's pipeline engine with its BF16_Optimizer (BLOOM-176B) +9.6%.
+// DeepSpeed's pipeline engine with DeepSpeedZeroOptimizer's fp16 ZeRO-1 under
+// Megatron-DeepSpeed (GPT-3 13B, 128 V100) +4.8%, and with its BF16_Optimizer
+// (BLOOM-176B) +9.6%.
 // README, "Validation against published runs", says which rows are off and why.
 #include <gtest/gtest.h>
 
@@ -140,7 +141,7 @@ TEST(Published, SimulatorAgainstEveryPublishedRun) {
   std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2), errors.end());
   const double median = errors[errors.size() / 2];
   std::printf("median |error| %.1f%% over %zu runs\n", 100 * median, errors.size());
-  EXPECT_LT(median, 0.08);
+  EXPECT_LT(median, 0.065);
 }
 
 }  // namespace

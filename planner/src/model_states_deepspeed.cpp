@@ -71,9 +71,10 @@ int64_t gathered_at_turn(const TensorInventory& inventory, const DeepSpeedZero3O
   return kept_numel + prefetch;
 }
 
-// The BF16_Optimizer's flat groups on one stage, counted as one: a multiple of
-// nccl_start_alignment_factor · dp elements.
-int64_t bf16_flat_numel(const StageShape& stage, const EstimateRequest& r) { return padded_flat_numel(stage.params, 2 * r.layout.shard_ranks()); }
+// The pipeline engine's optimizers' 16-bit flat groups on one stage, counted as
+// one: a multiple of nccl_start_alignment_factor (2) · dp elements (bf16_optimizer.py
+// at 36ad3119d; stage_1_and_2.py at v0.9.5, flatten_dense_tensors_aligned).
+int64_t flat_group_numel(const StageShape& stage, const EstimateRequest& r) { return padded_flat_numel(stage.params, 2 * r.layout.shard_ranks()); }
 
 }  // namespace
 
@@ -117,7 +118,7 @@ void add_deepspeed_zero3_states(const Model& model, const EstimateRequest& r, Me
 // buffer; fp16: DeepSpeedZeroOptimizer's gradients and its contiguous copy of
 // the partition's.
 void add_deepspeed_pipeline_states(const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
-  const int64_t flat = bf16_flat_numel(stage, r);
+  const int64_t flat = flat_group_numel(stage, r);
   const int64_t partition = flat / r.layout.shard_ranks();
   const bool fp16 = r.training.precision == Precision::fp16;
   out.add(Cat::parameters, kDevice, flat * 2);
@@ -131,7 +132,7 @@ void add_deepspeed_pipeline_states(const StageShape& stage, const EstimateReques
 // fp16: the ipg bucket, released before the step, or then the partition's
 // flattened gradients and their fp32 cast.
 void add_deepspeed_reduce_copy(const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
-  const int64_t flat = bf16_flat_numel(stage, r);
+  const int64_t flat = flat_group_numel(stage, r);
   const int64_t held = r.training.precision == Precision::fp16
                            ? std::max<int64_t>(r.plugin.deepspeed.reduce_bucket_size * 2, flat / r.layout.shard_ranks() * (2 + 4))
                            : flat * static_cast<int64_t>(kDeepSpeedReduceWireBytes);

@@ -73,7 +73,7 @@ std::string runtime_title(Runtime runtime) {
     case Runtime::colossalai: return "ColossalAI's plugins";
     case Runtime::megatron: return "Megatron-Core";
     case Runtime::torchtitan: return "torchtitan's FSDP2";
-    case Runtime::deepspeed: return "DeepSpeed ZeRO-3";
+    case Runtime::deepspeed: return "DeepSpeed ZeRO-3 and its pipeline engine";
   }
   return "";
 }

@@ -161,7 +161,8 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(tr("Plugin"), plugin_, InputField::plugin);
   runtime_ = enum_combo<planner::Runtime>(this, false);
   runtime_->setToolTip(tr("Whose model states the plans count, and so what the search tries, as tessera plan --runtime: colossalai (its "
-                          "five plugins), megatron (Megatron-Core's hybrid_parallel), torchtitan (FSDP2) or deepspeed (ZeRO-3)"));
+                          "five plugins), megatron (Megatron-Core's hybrid_parallel), torchtitan (FSDP2) or deepspeed (ZeRO-3, and its pipeline engine "
+                          "in bf16 and fp16)"));
   pin_memory_ = new QCheckBox(tr("pin_memory"), this);
   pin_memory_->setToolTip(tr("ColossalAI's Gemini keeps a pinned host copy of every chunk (its default enable_async_reduce=True); "
                              "DeepSpeed's offload_optimizer pins its gradient buffers; as tessera plan --pin-memory"));

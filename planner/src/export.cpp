@@ -104,7 +104,7 @@ Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarg
   if (plugin.deepspeed_pipeline()) {
     return export_detail::cannot_express(target == ExportTarget::colossalai ? "colossalai" : "deepspeed",
                                          "the plan counts DeepSpeed's pipeline engine, which runs a Megatron-DeepSpeed PipelineModule that no "
-                                         "exported script or config sets up; plan again with --runtime colossalai or deepspeed");
+                                         "exported script or config sets up; plan again with --runtime deepspeed --plugin low_level_zero (its ZeRO-3), or --runtime colossalai");
   }
   const Runtime runtime = plugin.runtime;
   const bool matches = runtime == Runtime::colossalai || (target == ExportTarget::deepspeed && runtime == Runtime::deepspeed);

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 
 #include "search_internal.h"
@@ -37,10 +38,13 @@ std::string plugin_names(const std::vector<PluginKind>& plugins) {
 }
 
 // True when the filter names plugins and all of them are among `kinds`.
-bool only(const std::vector<PluginKind>& plugins, std::initializer_list<PluginKind> kinds) {
+bool only(const std::vector<PluginKind>& plugins, std::span<const PluginKind> kinds) {
   return !plugins.empty() && std::all_of(plugins.begin(), plugins.end(), [&](PluginKind k) {
     return std::find(kinds.begin(), kinds.end(), k) != kinds.end();
   });
+}
+bool only(const std::vector<PluginKind>& plugins, std::initializer_list<PluginKind> kinds) {
+  return only(plugins, std::span<const PluginKind>(kinds.begin(), kinds.size()));
 }
 
 // The explain_* checks below say why the filters leave no candidate. They run
@@ -136,13 +140,15 @@ Status check_plan_runtime(const PlanRequest& p) {
   }
   if (p.runtime == Runtime::colossalai) return Status::success();
   if (p.chunk_size > 0) return invalid("--chunk-size is Gemini's (ColossalAI): drop it under " + runtime);
-  const PluginKind plugin = runtime_plugin(p.runtime);
-  // DeepSpeed's pipeline engine is estimated, not searched: tessera estimate --plugin hybrid_parallel.
-  const std::string deepspeed_pipeline =
-      p.runtime == Runtime::deepspeed ? " (its pipeline engine, --plugin hybrid_parallel, is for tessera estimate)" : "";
-  if (!p.plugins.empty() && !only(p.plugins, {plugin})) {
-    return invalid(runtime + " searches " + std::string(enum_name(plugin)) + " plans, its model states" + deepspeed_pipeline + ": drop --plugin " +
-                   plugin_names(p.plugins));
+  const bool deepspeed = p.runtime == Runtime::deepspeed;
+  // DeepSpeed runs ZeRO-3 (low_level_zero) and its pipeline engine (hybrid_parallel).
+  const PluginKind plugin = deepspeed && (only(p.plugins, {PluginKind::hybrid_parallel}) || p.tp > 1 || p.pp > 1 || p.zero_stage == 1)
+                                ? PluginKind::hybrid_parallel
+                                : runtime_plugin(p.runtime);
+  const std::vector<PluginKind> runs = deepspeed ? std::vector<PluginKind>{PluginKind::low_level_zero, PluginKind::hybrid_parallel}
+                                                 : std::vector<PluginKind>{plugin};
+  if (!p.plugins.empty() && !only(p.plugins, runs)) {
+    return invalid(runtime + " searches " + plugin_names(runs) + " plans, its model states: drop --plugin " + plugin_names(p.plugins));
   }
   if (p.runtime == Runtime::torchtitan) {
     if (p.zero_stage >= 0) return invalid("--zero-stage under " + runtime + ": FSDP2 shards every model state; drop --zero-stage");
@@ -158,9 +164,9 @@ Status check_plan_runtime(const PlanRequest& p) {
                      std::to_string(p.cluster.world_size() / 2) + " or less");
     }
   }
-  if (p.runtime == Runtime::deepspeed && (p.tp > 1 || p.pp > 1 || p.cp > 1)) {
-    return invalid("--tp, --pp and --cp under " + runtime + ": its ZeRO-3 is searched over data parallelism only; use --runtime megatron "
-                   "for tensor and pipeline parallelism" + deepspeed_pipeline);
+  if (deepspeed && p.cp > 1) {
+    return invalid("--cp under " + runtime + ": neither its ZeRO-3 nor its pipeline engine is modelled with context parallelism; "
+                   "use --runtime megatron or torchtitan");
   }
   // The request's settings on a layout of every GPU: what check_runtime says of them alone.
   EstimateRequest probe;

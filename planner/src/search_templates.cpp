@@ -10,7 +10,10 @@
 //    without CPU offload; its tensor and pipeline parallelism are not modelled.
 //  - deepspeed: ZeRO-3 (low_level_zero, stage 3) with nothing offloaded, the
 //    optimizer offloaded (ZeRO-Offload), or the optimizer and the parameters
-//    (ZeRO-Infinity's offload_param).
+//    (ZeRO-Infinity's offload_param); and, in bf16 and fp16, its pipeline
+//    engine (hybrid_parallel, deepspeed_pipeline.h) over tp × pp × dp with 2
+//    stages or more: its own ZeRO-1, the 1F1B schedule, no context or sequence
+//    parallelism (what the BLOOM and Megatron-DeepSpeed runs used).
 #include <algorithm>
 #include <vector>
 
@@ -129,10 +132,20 @@ void add_colossalai_data_parallel(const Model& m, const PlanRequest& p, Template
   add_gemini(m, p, out);
 }
 
-// hybrid_parallel layouts at the ZeRO stages in `stages`; with
-// `with_pure_data_parallel`, tp = pp = cp = 1 as well (ColossalAI leaves that
-// to its data-parallel plugins; Megatron-Core runs it itself).
-void add_hybrid_parallel(const Model& m, const PlanRequest& p, std::initializer_list<int> stages, bool with_pure_data_parallel, Templates& out) {
+// What a runtime's hybrid_parallel runs: which ZeRO stages; whether plain data
+// parallelism too (ColossalAI leaves tp = pp = cp = 1 to its data-parallel
+// plugins; Megatron-Core runs it itself); the fewest stages; and whether the
+// interleaved schedule, context and sequence parallelism are among its choices.
+struct HybridLayouts {
+  std::vector<int> stages;
+  bool pure_data_parallel = false;
+  int64_t min_pp = 1;
+  bool interleaved = true;
+  bool context_parallel = true;
+  bool sequence_parallel = true;
+};
+
+void add_hybrid_parallel(const Model& m, const PlanRequest& p, const HybridLayouts& h, Templates& out) {
   if (!out.admits(PluginKind::hybrid_parallel)) return;
   const ModelConfig& c = m.config;
   const int64_t n = p.cluster.world_size();
@@ -141,8 +154,9 @@ void add_hybrid_parallel(const Model& m, const PlanRequest& p, std::initializer_
     // Any number of stages up to the layer count: where it does not divide the
     // layers, split_layers gives the first and last stages the fewer blocks.
     for (int64_t pp : divisors(n / tp)) {
-      for (int64_t cp : context_parallel_sizes(p, n / (tp * pp))) {
-        if (pp > c.num_layers || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1 && cp == 1 && !with_pure_data_parallel)) continue;
+      const std::vector<int64_t> cp_sizes = h.context_parallel ? context_parallel_sizes(p, n / (tp * pp)) : std::vector<int64_t>{1};
+      for (int64_t cp : cp_sizes) {
+        if (pp > c.num_layers || pp < h.min_pp || (p.pp > 0 && pp != p.pp) || (tp == 1 && pp == 1 && cp == 1 && !h.pure_data_parallel)) continue;
         const int64_t dp = n / (tp * pp * cp);
         if (p.dp > 0 && dp != p.dp) continue;
         // Pipelines run 1F1B, and interleaved where some chunk count divides
@@ -151,7 +165,7 @@ void add_hybrid_parallel(const Model& m, const PlanRequest& p, std::initializer_
         // (search_plans_impl). After 1F1B, so that the twin comes first.
         std::vector<int64_t> chunk_counts{1};
         const std::vector<int64_t> interleaved = interleaved_chunk_counts(c.num_layers, pp);
-        if (!interleaved.empty()) chunk_counts.push_back(interleaved.back());
+        if (h.interleaved && !interleaved.empty()) chunk_counts.push_back(interleaved.back());
         // Sequence parallelism is a choice (PlanRequest::sequence_parallel): it
         // divides the norms' and residuals' activations by tp but moves more
         // bytes (backward gathers the norm outputs again, tp_traffic.h). With it
@@ -159,10 +173,12 @@ void add_hybrid_parallel(const Model& m, const PlanRequest& p, std::initializer_
         // layout with it is over memory already (search_plans_impl).
         std::vector<bool> sequence_parallel;
         const bool sp_divides = (p.seq_len / cp) % tp == 0;
-        if (tp > 1 && sp_divides && p.sequence_parallel != SequenceParallelChoice::off) sequence_parallel.push_back(true);
-        if (tp == 1 || p.sequence_parallel != SequenceParallelChoice::on || !sp_divides) sequence_parallel.push_back(false);
-        for (int stage : stages) {
-          if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || (stage > 0 && dp * cp == 1)) continue;
+        if (h.sequence_parallel && tp > 1 && sp_divides && p.sequence_parallel != SequenceParallelChoice::off) sequence_parallel.push_back(true);
+        if (tp == 1 || p.sequence_parallel != SequenceParallelChoice::on || !sp_divides || !h.sequence_parallel) sequence_parallel.push_back(false);
+        for (int stage : h.stages) {
+          // A sharded stage on one data rank is its stage-0 twin, where the runtime offers one.
+          const bool unsharded_twin = stage > 0 && dp * cp == 1 && std::find(h.stages.begin(), h.stages.end(), 0) != h.stages.end();
+          if ((stage == 2 && pp > 1) || (p.zero_stage >= 0 && stage != p.zero_stage) || unsharded_twin) continue;
           for (int64_t chunks : chunk_counts) {
             for (bool sp : sequence_parallel) {
               out.add(PluginKind::hybrid_parallel, [=](EstimateRequest& r) {
@@ -222,11 +238,16 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
   switch (p.runtime) {
     case Runtime::colossalai:
       add_colossalai_data_parallel(m, p, out);
-      add_hybrid_parallel(m, p, {0, 1, 2}, false, out);
+      add_hybrid_parallel(m, p, HybridLayouts{{0, 1, 2}}, out);
       break;
-    case Runtime::megatron: add_hybrid_parallel(m, p, {0, 1}, true, out); break;
+    case Runtime::megatron: add_hybrid_parallel(m, p, HybridLayouts{{0, 1}, true}, out); break;
     case Runtime::torchtitan: add_torchtitan(p, out); break;
-    case Runtime::deepspeed: add_deepspeed(p, out); break;
+    case Runtime::deepspeed:
+      add_deepspeed(p, out);
+      if (p.precision == Precision::bf16 || p.precision == Precision::fp16) {
+        add_hybrid_parallel(m, p, HybridLayouts{{1}, false, 2, false, false, false}, out);
+      }
+      break;
   }
   return out.take();
 }

@@ -20,7 +20,8 @@ Status needs_plugin(Runtime runtime, PluginKind got, const char* what) {
 
 Status check_deepspeed(const PluginOptions& p, const TrainingOptions& t) {
   if (p.effective_zero_stage() != 3) {
-    return invalid("--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2");
+    return invalid("--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), --plugin hybrid_parallel for its pipeline "
+                   "engine at stage 1, or --runtime colossalai for stages 1 and 2");
   }
   // Under ZeRO-Offload DeepSpeed's engine refuses any optimizer but its CPU
   // Adam (or Lion) unless told to force it (engine.py at edaa722, _configure_optimizer).

@@ -192,7 +192,7 @@ bad plan-pp-schedule-gpipe "--pp-schedule gpipe: the search runs ColossalAI's pi
 bad plan-sequence-parallel-choice "--sequence-parallel 'maybe' is not one of: on, off, both" -- "${plan_args[@]}" --sequence-parallel maybe
 bad plan-runtime-unknown "--runtime 'megatron-lm' is not one of: colossalai, megatron, torchtitan, deepspeed" -- "${plan_args[@]}" --runtime megatron-lm
 bad plan-runtime-plugin "--runtime megatron searches hybrid_parallel plans, its model states: drop --plugin gemini" -- "${plan_args[@]}" --runtime megatron --plugin gemini
-bad plan-runtime-zero-stage "--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2" -- "${plan_args[@]}" --runtime deepspeed --zero-stage 1
+bad plan-runtime-zero-stage "--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), --plugin hybrid_parallel for its pipeline engine at stage 1, or --runtime colossalai for stages 1 and 2" -- "${plan_args[@]}" --runtime deepspeed --zero-stage 2
 bad plan-runtime-torchtitan-one-gpu "--runtime torchtitan shards over 2 GPUs or more (FSDP2)" -- plan --model gpt2 --gpus 1 --gpus-per-node 1 --global-batch 8 --runtime torchtitan --output "$scratch/never.json"
 bad plan-runtime-torchtitan-tp "--tp and --pp under --runtime torchtitan: torchtitan's FSDP2 is modelled over --dp and --cp only" -- "${plan_args[@]}" --runtime torchtitan --tp 2
 bad plan-op-selective-runtime "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan" -- "${plan_args[@]}" --recompute op_selective
@@ -225,6 +225,9 @@ hybrid_plan=$scratch/hybrid-plan.json
 "$tessera" plan --model gpt2 --gpus 16 --global-batch 64 --dp-replicate 2 --top 1 --output "$hybrid_plan" >/dev/null 2>&1 </dev/null
 bad export-replicate-deepspeed "(--dp-replicate 2), which a deepspeed export does not set up" -- export "$hybrid_plan" --to deepspeed
 bad export-missing-plan-file "plan file" -- export "$data/does-not-exist.json" --to deepspeed
+deepspeed_pipeline_plan=$scratch/deepspeed-pipeline-plan.json
+"$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --runtime deepspeed --pp 2 --output "$deepspeed_pipeline_plan" >/dev/null 2>&1 </dev/null
+bad export-deepspeed-pipeline-engine "the plan counts DeepSpeed's pipeline engine, which runs a Megatron-DeepSpeed PipelineModule that no exported script or config sets up; plan again with --runtime deepspeed --plugin low_level_zero (its ZeRO-3), or --runtime colossalai" -- export "$deepspeed_pipeline_plan" --to deepspeed
 bad export-colossalai-torchtitan "--to torchtitan: the plan counts colossalai's model states, not torchtitan's FSDP2; plan again with --runtime torchtitan" -- export "$plan_file" --to torchtitan
 torchtitan_plan=$scratch/torchtitan-plan.json
 "$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --runtime torchtitan --output "$torchtitan_plan" >/dev/null 2>&1 </dev/null

@@ -317,7 +317,8 @@ TEST(RuntimeChecks, EachRuntimeNamesItsPluginAndStage) {
   EXPECT_EQ(error(replicated), "");
   EstimateRequest deepspeed = runtime_request(Runtime::deepspeed, PluginKind::low_level_zero, 8);
   deepspeed.plugin.zero_stage = 2;
-  EXPECT_EQ(error(deepspeed), "--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), or --runtime colossalai for stages 1 and 2");
+  EXPECT_EQ(error(deepspeed), "--runtime deepspeed models ZeRO-3: use --zero-stage 3 (its default there), --plugin hybrid_parallel for its pipeline "
+                              "engine at stage 1, or --runtime colossalai for stages 1 and 2");
   deepspeed.plugin.zero_stage = 3;
   deepspeed.plugin.cpu_offload = true;
   deepspeed.training.optimizer = OptimizerKind::sgd_momentum;

@@ -104,6 +104,38 @@ TEST(RuntimeSearch, DeepSpeedOffloadsWhereZero3AloneDoesNotFit) {
   EXPECT_FALSE(any_plan(sgd.value(), [](const EstimateRequest& r) { return r.plugin.cpu_offload; }));
 }
 
+// DeepSpeed's pipeline engine (deepspeed_pipeline.h) is searched beside its
+// ZeRO-3: tp × pp × dp layouts with 2 stages or more, at its own ZeRO-1, 1F1B,
+// without context or sequence parallelism, in bf16 (BF16_Optimizer) and fp16
+// (DeepSpeedZeroOptimizer); --pp picks it, and its plans are what `tessera
+// estimate --runtime deepspeed --plugin hybrid_parallel` gives.
+TEST(RuntimeSearch, DeepSpeedSearchesItsPipelineEngineBesideZero3) {
+  const Model model = testing::shipped_model("llama-2-7b");
+  for (const Precision precision : {Precision::bf16, Precision::fp16}) {
+    PlanRequest request = under(Runtime::deepspeed, "h100-80g", 16, 64, 4096);
+    request.precision = precision;
+    auto both = search_plans(model, request);
+    ASSERT_TRUE(both.ok()) << both.error().message;
+    EXPECT_TRUE(any_plan(both.value(), [](const EstimateRequest& r) { return r.plugin.kind == PluginKind::low_level_zero; }));
+    EXPECT_TRUE(any_plan(both.value(), [](const EstimateRequest& r) { return r.plugin.deepspeed_pipeline(); }));
+    request.pp = 4;
+    const PlanSearchResult pipelines = search(model, request, PluginKind::hybrid_parallel);
+    ASSERT_FALSE(pipelines.plans.empty());
+    for (const Candidate& c : pipelines.plans) {
+      const EstimateRequest& r = c.request;
+      EXPECT_EQ(r.layout.pp, 4);
+      EXPECT_EQ(r.layout.cp, 1);
+      EXPECT_FALSE(r.layout.sequence_parallel);
+      EXPECT_EQ(r.plugin.effective_zero_stage(), 1);
+      EXPECT_EQ(r.plugin.pp_schedule, PipelineSchedule::one_f_one_b);
+      EXPECT_EQ(r.training.precision, precision);
+      EXPECT_GT(c.simulation.tokens_per_s, 0) << describe_plan(r);
+    }
+    // One data rank: its ZeRO-1 shards nothing, and the engine still runs it.
+    EXPECT_TRUE(any_plan(pipelines, [](const EstimateRequest& r) { return r.layout.dp == 1; }));
+  }
+}
+
 TEST(RuntimeSearch, FiltersOutsideTheRuntimeNameTheFix) {
   struct Case {
     Runtime runtime;
@@ -118,9 +150,13 @@ TEST(RuntimeSearch, FiltersOutsideTheRuntimeNameTheFix) {
       {Runtime::torchtitan, [](PlanRequest& r) { r.zero_stage = 3; }, "--zero-stage under --runtime torchtitan: FSDP2 shards every model state"},
       {Runtime::torchtitan, [](PlanRequest& r) { r.dp_replicate = 8; },
        "--dp-replicate 8 under --runtime torchtitan leaves one GPU per replica, which torchtitan runs as DDP (not modelled); use --dp-replicate 4 or less"},
-      {Runtime::deepspeed, [](PlanRequest& r) { r.zero_stage = 1; }, "--runtime deepspeed models ZeRO-3: use --zero-stage 3"},
+      {Runtime::deepspeed, [](PlanRequest& r) { r.zero_stage = 2; }, "--runtime deepspeed models ZeRO-3: use --zero-stage 3"},
       {Runtime::torchtitan, [](PlanRequest& r) { r.recompute = {RecomputeMode::selective}; }, "is not one of torchtitan's checkpointing modes"},
-      {Runtime::deepspeed, [](PlanRequest& r) { r.pp = 2; }, "--tp, --pp and --cp under --runtime deepspeed"},
+      {Runtime::deepspeed, [](PlanRequest& r) { r.cp = 2; }, "--cp under --runtime deepspeed: neither its ZeRO-3 nor its pipeline engine"},
+      {Runtime::deepspeed, [](PlanRequest& r) { r.pp = 2; r.precision = Precision::fp32; },
+       "--runtime deepspeed --plugin hybrid_parallel (DeepSpeed's pipeline engine) is modelled in bf16 (its BF16_Optimizer) and fp16"},
+      {Runtime::deepspeed, [](PlanRequest& r) { r.plugins = {PluginKind::gemini}; },
+       "--runtime deepspeed searches low_level_zero,hybrid_parallel plans, its model states: drop --plugin gemini"},
       {Runtime::deepspeed, [](PlanRequest& r) { r.chunk_size = 8 << 20; }, "--chunk-size is Gemini's (ColossalAI): drop it under --runtime deepspeed"},
       {Runtime::colossalai, [](PlanRequest& r) { r.recompute = {RecomputeMode::op_selective}; },
        "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan"},

@@ -31,7 +31,7 @@ def run(cmd, **kwargs):
 def main():
     tessera, work = sys.argv[1], sys.argv[2]
     plan = os.path.join(work, "plan.json")
-    run([tessera, "plan", "--runtime", "deepspeed", "--model", "tiny-llama", "--gpus", "2", "--gpu", "h100-80g", "--global-batch", "2",
+    run([tessera, "plan", "--runtime", "deepspeed", "--plugin", "low_level_zero", "--model", "tiny-llama", "--gpus", "2", "--gpu", "h100-80g", "--global-batch", "2",
          "--seq", str(SEQ), "--precision", "bf16", "--recompute", "none", "--top", "1", "-o", plan])
     config = os.path.join(work, "ds_config.json")
     run([tessera, "export", plan, "--to", "deepspeed", "-o", config])

@@ -56,7 +56,7 @@ def exported_config(tessera, work, name, flags, sub_group_size):
     directory = os.path.join(work, "".join(c if c.isalnum() else "-" for c in name))
     os.makedirs(directory)
     plan_path = os.path.join(directory, "plan.json")
-    run([tessera, "plan", "--runtime", "deepspeed", "--model", "tiny-llama", "--gpus", "2", "--gpu", "h100-80g", "--global-batch", "2",
+    run([tessera, "plan", "--runtime", "deepspeed", "--plugin", "low_level_zero", "--model", "tiny-llama", "--gpus", "2", "--gpu", "h100-80g", "--global-batch", "2",
          "--seq", str(SEQ), "--precision", "bf16", "--recompute", "none", "--pin-memory", "false", "--top", "20", "-o", plan_path])
     with open(plan_path) as f:
         document = json.load(f)

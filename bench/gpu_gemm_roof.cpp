@@ -9,7 +9,10 @@
 // cuDNN was found it times the blocks' fused causal attention too (the
 // engine's cuDNN SDPA, forward and backward, one layer's heads) against
 // attention_core_seconds, the simulator's other roof (the profiles'
-// fused_attention_efficiency).
+// fused_attention_efficiency). And it times a device-to-device copy of 1 GiB
+// (read once, written once) against the HBM roof the simulator charges every
+// element-wise kernel and a GEMM's bytes at: the profile's hbm_gbps × the
+// SimulationSettings memory_efficiency (0.8), which no measurement backs yet.
 //
 //   gpu_gemm_roof [--gpu PROFILE] [--model NAME:TOKENS]... [--repeat N] [--out FILE]
 //
@@ -157,6 +160,29 @@ std::tuple<double, std::string> time_gemm(Gemm& gemm, const GemmCall& call, int 
   return median_seconds([&] { return gemm.run(call, A.data, B.data, C.data, static_cast<const bf16*>(nullptr), nullptr); }, repeat);
 }
 
+// A 1 GiB device-to-device copy: the bandwidth it reaches counting its read and
+// its write, as a fraction of the profile's HBM bandwidth, beside the fraction
+// the simulator assumes.
+nlohmann::json time_hbm_copy(const tessera::planner::GpuProfile& gpu, int repeat, std::string& error) {
+  constexpr size_t kBytes = size_t{1} << 30;
+  void *from = nullptr, *to = nullptr;
+  error = check(cudaMalloc(&from, kBytes), "cudaMalloc");
+  if (error.empty()) error = check(cudaMalloc(&to, kBytes), "cudaMalloc");
+  double seconds = 0;
+  if (error.empty()) {
+    std::tie(seconds, error) = median_seconds([&] { return check(cudaMemcpyAsync(to, from, kBytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync"); }, repeat);
+  }
+  cudaFree(from);
+  cudaFree(to);
+  if (!error.empty()) return {};
+  const double bytes_per_s = 2.0 * static_cast<double>(kBytes) / seconds;
+  const double fraction = bytes_per_s / (gpu.hbm_gbps * 1e9);
+  const double assumed = tessera::planner::SimulationSettings{}.memory_efficiency;
+  std::cout << "HBM: a 1 GiB device-to-device copy moves " << bytes_per_s / 1e9 << " GB/s (read + write), " << fraction * 100
+            << "% of the profile's " << gpu.hbm_gbps << " GB/s; the simulator assumes " << assumed * 100 << "%\n";
+  return {{"bytes", kBytes}, {"seconds", seconds}, {"bytes_per_s", bytes_per_s}, {"fraction_of_profile", fraction}, {"simulator_memory_efficiency", assumed}};
+}
+
 #if defined(TESSERA_HAVE_CUDNN)
 // q, k and v of one layer side by side in each token's row, as the engine's QKV activation.
 tessera::engine::cpu::AttentionShape attention_shape(const tessera::planner::ModelConfig& c, int64_t micro_batch, int64_t seq_len) {
@@ -242,6 +268,12 @@ int run(const Options& o) {
     std::cerr << "gpu_gemm_roof: " << gemm.error() << "\n";
     return 1;
   }
+  std::string copy_error;
+  const nlohmann::json hbm_copy = time_hbm_copy(gpu.value(), o.repeat, copy_error);
+  if (!copy_error.empty()) {
+    std::cerr << "gpu_gemm_roof: HBM copy: " << copy_error << "\n";
+    return 1;
+  }
   nlohmann::json rows = nlohmann::json::array(), totals = nlohmann::json::object();
   for (size_t i = 0; i < models.size(); ++i) {
     const ModelTokens& mt = o.models[i];
@@ -289,7 +321,7 @@ int run(const Options& o) {
   if (!o.out.empty()) {
     const nlohmann::json report{{"device", presence.description}, {"profile", o.gpu}, {"dtype", "bf16"}, {"repeat", o.repeat},
                                 {"roof", {{"matmul_tflops", roofs.matmul_flops / 1e12}, {"peak_tflops", roofs.peak_flops / 1e12}}},
-                                {"models", totals}, {"rows", rows}};
+                                {"hbm_copy", hbm_copy}, {"models", totals}, {"rows", rows}};
     std::ofstream file(o.out);
     file << report.dump(1) << "\n";
     if (!file.flush()) {

@@ -260,6 +260,7 @@ std::string describe_plan(const EstimateRequest& r) {
               (r.layout.sequence_parallel ? " + sp" : "") +
               ", zero " + std::to_string(p.effective_zero_stage());
       if (p.pp_schedule == PipelineSchedule::interleaved) text += ", interleaved × " + str(p.num_model_chunks);
+      if (p.deepspeed_pipeline()) text += ", DeepSpeed's pipeline engine";
       break;
   }
   if (p.kind != PluginKind::hybrid_parallel) text += ", dp " + str(r.layout.dp) + (r.layout.cp > 1 ? " × cp " + str(r.layout.cp) : "");

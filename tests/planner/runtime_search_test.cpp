@@ -130,6 +130,7 @@ TEST(RuntimeSearch, DeepSpeedSearchesItsPipelineEngineBesideZero3) {
       EXPECT_EQ(r.plugin.pp_schedule, PipelineSchedule::one_f_one_b);
       EXPECT_EQ(r.training.precision, precision);
       EXPECT_GT(c.simulation.tokens_per_s, 0) << describe_plan(r);
+      EXPECT_NE(describe_plan(r).find(", zero 1, DeepSpeed's pipeline engine"), std::string::npos) << describe_plan(r);
     }
     // One data rank: its ZeRO-1 shards nothing, and the engine still runs it.
     EXPECT_TRUE(any_plan(pipelines, [](const EstimateRequest& r) { return r.layout.dp == 1; }));

@@ -19,6 +19,7 @@
 
 #include "search_internal.h"
 #include "tessera/planner/chunks.h"
+#include "tessera/planner/deepspeed_pipeline.h"
 #include "tessera/planner/gemini_static_placement.h"
 #include "tessera/planner/pipeline_stages.h"
 
@@ -238,14 +239,15 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
   switch (p.runtime) {
     case Runtime::colossalai:
       add_colossalai_data_parallel(m, p, out);
-      add_hybrid_parallel(m, p, HybridLayouts{{0, 1, 2}}, out);
+      add_hybrid_parallel(m, p, HybridLayouts{.stages = {0, 1, 2}}, out);
       break;
-    case Runtime::megatron: add_hybrid_parallel(m, p, HybridLayouts{{0, 1}, true}, out); break;
+    case Runtime::megatron: add_hybrid_parallel(m, p, HybridLayouts{.stages = {0, 1}, .pure_data_parallel = true}, out); break;
     case Runtime::torchtitan: add_torchtitan(p, out); break;
     case Runtime::deepspeed:
       add_deepspeed(p, out);
-      if (p.precision == Precision::bf16 || p.precision == Precision::fp16) {
-        add_hybrid_parallel(m, p, HybridLayouts{{1}, false, 2, false, false, false}, out);
+      if (deepspeed_pipeline_precision(p.precision)) {
+        const HybridLayouts engine{.stages = {1}, .min_pp = 2, .interleaved = false, .context_parallel = false, .sequence_parallel = false};
+        add_hybrid_parallel(m, p, engine, out);
       }
       break;
   }

@@ -550,7 +550,7 @@ AfterPipeline deepspeed_pipeline_step(const Context& c, double params) {
   const bool fp16 = c.request.training.precision == Precision::fp16;
   AfterPipeline out;
   if (l.data_ranks() > 1) {
-    const double reduce = fp16 ? groups.reduce_s(params * 2)
+    const double reduce = fp16 ? groups.reduce_s(params * c.dtype_bytes())
                                : collective_seconds(Collective::all_reduce, params * kDeepSpeedReduceWireBytes, collective_group(c.cluster, l.data_ranks(), l.tp));
     out.communication = reduce + groups.gather_s(params * kDeepSpeedGatherWireBytes);
   }

@@ -4,6 +4,7 @@
 
 #include "model_states.h"
 
+#include "tessera/planner/deepspeed_pipeline.h"
 #include "tessera/planner/op_checkpoint_policy.h"
 
 namespace tessera::planner {
@@ -49,7 +50,7 @@ Status check_deepspeed(const PluginOptions& p, const TrainingOptions& t) {
 Status check_deepspeed_pipeline(const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;
   const std::string engine = "--runtime deepspeed --plugin hybrid_parallel (DeepSpeed's pipeline engine)";
-  if (r.training.precision != Precision::bf16 && r.training.precision != Precision::fp16) {
+  if (!deepspeed_pipeline_precision(r.training.precision)) {
     return invalid(engine + " is modelled in bf16 (its BF16_Optimizer) and fp16 (DeepSpeedZeroOptimizer): use --precision bf16 or fp16, "
                    "or --runtime colossalai for " + std::string(enum_name(r.training.precision)));
   }

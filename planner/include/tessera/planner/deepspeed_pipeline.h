@@ -56,7 +56,12 @@
 //    all_gather_dp_groups gathers the fp16 partitions over dp.
 #pragma once
 
+#include "tessera/planner/training_config.h"
+
 namespace tessera::planner {
+
+// The precisions the engine is modelled in: bf16 (BF16_Optimizer) and fp16 (DeepSpeedZeroOptimizer).
+constexpr bool deepspeed_pipeline_precision(Precision p) { return p == Precision::bf16 || p == Precision::fp16; }
 
 // Bytes a parameter moves through HBM after each micro-batch's backward.
 inline constexpr double kDeepSpeedHpGradAccumulationBytes = (2 + 4) + (4 + 4 + 4);

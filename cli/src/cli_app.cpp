@@ -1,5 +1,6 @@
 #include "cli_app.h"
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <limits>
@@ -11,6 +12,7 @@
 #include "export_command.h"
 #include "plan_command.h"
 #include "train_command.h"
+#include "usage_error.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::cli {
@@ -29,8 +31,12 @@ CLI::Validator whole_number() {
     T value{};
     const char* end = text.data() + text.size();
     if (const auto [stop, error] = std::from_chars(text.data(), end, value); error != std::errc() || stop != end) {
-      return "'" + planner::one_line(text, 40) + "' is not a whole number in range " + std::to_string(std::numeric_limits<T>::min()) +
-             " to " + std::to_string(std::numeric_limits<T>::max());
+      const std::string quoted = "'" + planner::one_line(text, 40) + "' is not a whole number";
+      // The range helps only where the text is written as a whole number (one beyond the range, or negative where it may not be).
+      const size_t digits_from = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+      const bool written_as_whole_number = text.size() > digits_from && std::all_of(text.begin() + digits_from, text.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!written_as_whole_number) return quoted;
+      return quoted + " in range " + std::to_string(std::numeric_limits<T>::min()) + " to " + std::to_string(std::numeric_limits<T>::max());
     }
     text = std::to_string(value);
     return std::string();
@@ -94,14 +100,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     out << e.what() << "\n";
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    // Subcommand help arrives as CallForHelp from the subcommand: print that one's help.
-    std::string message = e.what();
-    // CLI11 says only "A subcommand is required" for `tessera bogus`: name the word.
-    if (app.get_subcommands().empty()) {
-      message = argc > 1 ? std::string("unknown command or option '") + argv[1] + "'; use models, gpus, estimate, plan, export, train or compare"
-                         : std::string("a command is required: models, gpus, estimate, plan, export, train or compare");
-    }
-    err << "tessera: error: " << planner::one_line(message, 300) << " (see tessera --help)\n";
+    err << "tessera: error: " << usage_error_message(app, e, argc, argv) << "\n";
     return kExitUsage;
   }
   if (models->parsed()) return run_models(models_options, out, err);

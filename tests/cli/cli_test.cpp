@@ -206,6 +206,30 @@ TEST(Cli, BadInputIsOneLineAndExitCodeTwo) {
   }
 }
 
+TEST(Cli, AnUnknownOptionIsNamedWithWhatWasMeant) {
+  struct Case {
+    std::vector<const char*> args;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      // A near spelling of the command's own option.
+      {{"estimate", "--model", "gpt2", "--dpp", "8"}, "unknown option --dpp for `tessera estimate`; did you mean --dp? (see tessera estimate --help)"},
+      {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--micro-batchs=2"}, "unknown option --micro-batchs for `tessera plan`; did you mean --micro-batch?"},
+      // Another command's option.
+      {{"estimate", "--model", "gpt2", "--global-batch", "64"}, "unknown option --global-batch for `tessera estimate`; it is an option of `tessera plan`, not of `tessera estimate`"},
+      // Nothing like it anywhere.
+      {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--frobnicate"}, "unknown option --frobnicate for `tessera plan` (see tessera plan --help)"},
+      // A value that is no number is not given a range; one beyond the range is.
+      {{"estimate", "--model", "gpt2", "--seq", "1e3"}, "--seq: '1e3' is not a whole number (see tessera estimate --help)"},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.says;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, FormatFollowsTheOutputExtension) {
   auto options = parse_estimate_arguments({"--model", "gpt2", "--output", "report.html"});
   ASSERT_TRUE(options.ok()) << options.error().message;

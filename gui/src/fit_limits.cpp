@@ -23,14 +23,19 @@ Fit carried_plan_fit(const planner::Model& model, const planner::PlanRequest& re
   return memory->fits() ? Fit::fits : Fit::over;
 }
 
+struct Largest {
+  int64_t value = 0;              // 0 when none fits
+  bool bounded_by_memory = false;  // the next power of two is over memory
+};
+
 // The largest 2^e in `range` that fits, given that values the plan can take fit
-// from the least of them up to some limit and not beyond; 0 when none.
-int64_t largest_fitting(PowerOfTwoRange range, const std::function<Fit(int)>& fit) {
+// from the least of them up to some limit and not beyond.
+Largest largest_fitting(PowerOfTwoRange range, const std::function<Fit(int)>& fit) {
   int low = range.low;
   for (;; ++low) {  // the least value the plan can take; at most a few invalid ones below it
-    if (low > range.high) return 0;
+    if (low > range.high) return {};
     const Fit f = fit(low);
-    if (f == Fit::over) return 0;
+    if (f == Fit::over) return {0, true};
     if (f == Fit::fits) break;
   }
   int high = range.high;
@@ -39,7 +44,7 @@ int64_t largest_fitting(PowerOfTwoRange range, const std::function<Fit(int)>& fi
     if (fit(mid) == Fit::fits) low = mid;
     else high = mid - 1;
   }
-  return int64_t{1} << low;
+  return {int64_t{1} << low, low < range.high && fit(low + 1) == Fit::over};
 }
 
 }  // namespace
@@ -56,8 +61,12 @@ FitLimits fit_limits(const planner::Model& model, const planner::PlanRequest& re
     return r;
   };
   FitLimits limits;
-  limits.seq_len = largest_fitting(kSeqSliderRange, [&](int e) { return carried_plan_fit(model, with_seq(e), plan); });
-  limits.global_batch = largest_fitting(kBatchSliderRange, [&](int e) { return carried_plan_fit(model, with_batch(e), plan); });
+  const Largest seq = largest_fitting(kSeqSliderRange, [&](int e) { return carried_plan_fit(model, with_seq(e), plan); });
+  const Largest batch = largest_fitting(kBatchSliderRange, [&](int e) { return carried_plan_fit(model, with_batch(e), plan); });
+  limits.seq_len = seq.value;
+  limits.seq_len_bounded_by_memory = seq.bounded_by_memory;
+  limits.global_batch = batch.value;
+  limits.global_batch_bounded_by_memory = batch.bounded_by_memory;
   return limits;
 }
 

@@ -22,6 +22,11 @@ inline constexpr PowerOfTwoRange kBatchSliderRange{0, std::bit_width(static_cast
 struct FitLimits {
   int64_t seq_len = 0;       // 0: the plan fits at no sequence length the slider offers
   int64_t global_batch = 0;  // 0: at no global batch the slider offers
+  // Whether the next power of two is over memory. Otherwise the limit is where the
+  // plan (or the slider) ends: the model's positions, the most micro-batches a plan
+  // may have, the slider's last value; the plan fits at every value it can take.
+  bool seq_len_bounded_by_memory = false;
+  bool global_batch_bounded_by_memory = false;
   bool operator==(const FitLimits&) const = default;
 };
 

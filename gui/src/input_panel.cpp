@@ -272,16 +272,20 @@ void InputPanel::describeModel(const std::string& source, const QString& label) 
 
 void InputPanel::showFitLimits(const std::optional<FitLimits>& limits) {
   // 0 (nothing fits) marks below the slider's range, so all of its groove is tinted.
-  const auto mark = [](FitSlider* slider, QLabel* line, std::optional<int64_t> limit, const QString& unit) {
+  const auto mark = [](FitSlider* slider, QLabel* line, std::optional<int64_t> limit, bool by_memory, const QString& unit) {
     slider->setFitLimit(limit ? std::optional<int>(*limit > 0 ? log2_of(static_cast<int>(*limit)) : slider->minimum() - 1) : std::nullopt);
+    const QString value = limit ? QLocale().toString(static_cast<qlonglong>(*limit)) : QString();
     if (!limit) line->clear();
     else if (*limit == 0) line->setText(tr("the plan fits at none of these"));
-    else line->setText(tr("the plan fits up to %1").arg(QLocale().toString(static_cast<qlonglong>(*limit))));
+    else if (by_memory) line->setText(tr("the plan fits up to %1").arg(value));
+    // Not memory: where the plan or the slider ends (the model's positions, the most micro-batches).
+    else line->setText(tr("the plan fits up to %1, every value it can take").arg(value));
     line->setToolTip(tr("The largest power of two of %1 at which the plan in view fits, the other inputs as they are").arg(unit));
     line->setVisible(limit.has_value());
   };
-  mark(seq_slider_, seq_fit_, limits ? std::optional<int64_t>(limits->seq_len) : std::nullopt, tr("tokens"));
-  mark(global_batch_slider_, global_batch_fit_, limits ? std::optional<int64_t>(limits->global_batch) : std::nullopt, tr("sequences"));
+  mark(seq_slider_, seq_fit_, limits ? std::optional<int64_t>(limits->seq_len) : std::nullopt, limits && limits->seq_len_bounded_by_memory, tr("tokens"));
+  mark(global_batch_slider_, global_batch_fit_, limits ? std::optional<int64_t>(limits->global_batch) : std::nullopt,
+       limits && limits->global_batch_bounded_by_memory, tr("sequences"));
 }
 
 QString InputPanel::fitText(InputField field) const {

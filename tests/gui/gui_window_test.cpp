@@ -228,6 +228,10 @@ class WindowTest : public QObject {
     QVERIFY(window.session().fitLimits().global_batch >= 32);
     QVERIFY(window.session().fitLimits().seq_len >= 4096);
     QVERIFY(window.inputPanel()->fitText(InputField::global_batch).startsWith("the plan fits up to"));
+    // A larger batch is more micro-batches, whose memory the pipeline's schedule bounds: the limit is the plan's
+    // most micro-batches, not memory, and the line says so.
+    QVERIFY(!window.session().fitLimits().global_batch_bounded_by_memory);
+    QVERIFY(window.inputPanel()->fitText(InputField::global_batch).endsWith("every value it can take"));
 
     // A sequence it cannot hold: the same layout, its own estimate, red with the amount over, before and after the search.
     window.inputPanel()->seqBox()->setValue(65536);
@@ -255,6 +259,8 @@ class WindowTest : public QObject {
     QVERIFY(!planner_estimate(at).fits());
     QCOMPARE(*window.inputPanel()->seqSlider()->fitLimit(), static_cast<int>(std::log2(seq_limit)));
     QVERIFY(window.inputPanel()->fitText(InputField::seq_len).contains(QLocale().toString(static_cast<qlonglong>(seq_limit))));
+    QVERIFY(window.session().fitLimits().seq_len_bounded_by_memory);
+    QVERIFY(!window.inputPanel()->fitText(InputField::seq_len).contains("every value"));
 
     // Twice the GPUs: dp doubles, tp and pp stay, the batch splits into half the micro-batches.
     window.inputPanel()->seqBox()->setValue(4096);

@@ -45,7 +45,7 @@ QString rank_list(const std::vector<int64_t>& ranks) {
   QStringList parts;
   for (size_t i = 0; i < ranks.size() && i < 12; ++i) parts << QString::number(ranks[i]);
   if (ranks.size() > 12) parts << QStringLiteral("… %1").arg(ranks.back());
-  return QStringLiteral("{%1} (%2 ranks)").arg(parts.join(QStringLiteral(", "))).arg(ranks.size());
+  return QStringLiteral("{%1} (%2 %3)").arg(parts.join(QStringLiteral(", "))).arg(ranks.size()).arg(ranks.size() == 1 ? "rank" : "ranks");
 }
 
 }  // namespace
@@ -269,10 +269,12 @@ QString MeshView::selectedRankText() const {
   if (l.tp > 1) text += tr("<br>1/%1 of every split weight and activation (tensor parallel)").arg(l.tp);
   const int zero = zero_stage_of(r);
   if (zero >= 1 && l.dp > 1) {
-    const QString states = zero == 1 ? tr("optimizer states and master weights") : zero == 2 ? tr("optimizer states, master weights and gradients") : tr("all model states");
+    const QString states = zero == 1 ? tr("optimizer states and master weights") : zero == 2 ? tr("optimizer states, master weights and gradients") : tr("model states");
     text += tr("<br>ZeRO-%1: shard %2 of %3 of the %4").arg(zero).arg(c.dp_rank).arg(l.dp).arg(states);
-  } else {
+  } else if (l.dp > 1) {
     text += tr("<br>model states replicated over the %1 data-parallel ranks").arg(l.dp);
+  } else {
+    text += tr("<br>one data-parallel rank: no model states sharded over data parallelism");
   }
   if (plan_->memory.gemini) {
     const planner::GeminiSummary& g = *plan_->memory.gemini;

@@ -721,6 +721,16 @@ class WindowTest : public QObject {
       for (int64_t r : planner::group_members(layout, 5, axis)) members << QString::number(r);
       QVERIFY(window.meshView()->selectedRankText().contains("{" + members.join(", ")));
     }
+    // A fully sharded plan: rank 5's tensor and pipeline groups are itself alone, its states one shard of dp.
+    const auto sharded = std::find_if(plans.begin(), plans.end(), [](const planner::Candidate& c) {
+      return c.request.plugin.kind == planner::PluginKind::torch_fsdp && c.request.layout.tp == 1 && c.request.layout.pp == 1;
+    });
+    QVERIFY2(sharded != plans.end(), "the example ranks no torch_fsdp plan");
+    window.session().selectPlan(sharded->request);
+    window.meshView()->selectRank(5);
+    const QString text = window.meshView()->selectedRankText();
+    QVERIFY2(text.contains("tensor {5} (1 rank)"), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("ZeRO-3: shard 5 of %1 of the model states").arg(sharded->request.layout.dp)), qPrintable(text));
     const auto [start, end] = window.pipelineView()->visibleRange();
     QCOMPARE(start, 0.0);
     QVERIFY(end >= window.session().shownPlan()->simulation.step_time_s);

@@ -116,6 +116,12 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_flag("--no-gradient-accumulation-fusion", r.plugin.no_gradient_accumulation_fusion,
              "Every gradient is added into the main-gradient buffer by a kernel of its own, not inside its weight-gradient GEMM "
              "(Megatron-LM --no-gradient-accumulation-fusion, and what it did for fp16 through 2022; --runtime megatron)");
+  c.add_flag("--grad-reduce-in-bf16", r.plugin.grad_reduce_in_bf16,
+             "Megatron's main-gradient buffer kept and reduced in bf16, not fp32 (Megatron-LM --grad-reduce-in-bf16, NeMo's "
+             "grad_sync_dtype bf16; --runtime megatron, bf16 or fp8)");
+  c.add_flag("--fp8-param-gather", r.plugin.fp8_param_gather,
+             "Transformer Engine's weights are FP8 tensors, all-gathered in FP8, with no bf16 copy (Megatron-LM --fp8-param-gather, "
+             "NeMo's fp8_params; --runtime megatron, --precision fp8, --zero-stage 1)");
   c.add_flag("--grad-reduce-after-backward", r.plugin.grad_reduce_after_backward,
              "The data-parallel gradient reduction runs after the whole backward, not under it (Megatron-LM --DDP-impl local, "
              "Megatron-Core without --overlap-grad-reduce, DeepSpeed's pipeline engine; hybrid_parallel)");

@@ -163,6 +163,8 @@ ArgsArray parallel_args(const ModelConfig& c, const EstimateRequest& r) {
   if (p.overlap_param_gather) a.add("--overlap-param-gather");
   if (p.no_overlap_p2p_comm) a.add("--no-overlap-p2p-communication", "", "pipeline sends wait, as planned");
   if (p.no_gradient_accumulation_fusion) a.add("--no-gradient-accumulation-fusion", "", "gradients added to the main-gradient buffer on their own, as planned");
+  if (p.grad_reduce_in_bf16) a.add("--grad-reduce-in-bf16", "", "the main-gradient buffer in bf16, as planned");
+  if (p.fp8_param_gather) a.add("--fp8-param-gather", "", "the weights kept and all-gathered in FP8, as planned");
   if (p.tp_comm_overlap) a.add("--tp-comm-overlap", "", "Transformer Engine's userbuffers");
   return a;
 }

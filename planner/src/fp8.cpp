@@ -4,20 +4,22 @@
 
 namespace tessera::planner {
 
-int64_t fp8_weight_cache_bytes(const ParamTotals& block, int64_t tp) {
-  // A block's GEMM weights are all column- or row-parallel (divided over tp);
-  // one byte for the FP8 copy and one for its transpose.
-  return 2 * (block.matmul_weights / tp);
-}
-
-int64_t fp8_state_bytes(const Model& model, std::span<const StageLayers> chunks, int64_t tp) {
-  int64_t bytes = 0;
+int64_t fp8_weight_elements(const Model& model, std::span<const StageLayers> chunks, int64_t tp) {
+  int64_t elements = 0;
   for (const StageLayers& chunk : chunks) {
     for (int i = 0; i < chunk.num_layers; ++i) {
-      bytes += fp8_weight_cache_bytes(model.blocks[static_cast<size_t>(chunk.first_layer + i)], tp) + fp8_scaling_bytes_per_block();
+      // A block's GEMM weights are all column- or row-parallel (divided over tp).
+      elements += model.blocks[static_cast<size_t>(chunk.first_layer + i)].matmul_weights / tp;
     }
   }
-  return bytes;
+  return elements;
+}
+
+int64_t fp8_state_bytes(const Model& model, std::span<const StageLayers> chunks, int64_t tp, bool fp8_param_gather) {
+  int64_t blocks = 0;
+  for (const StageLayers& chunk : chunks) blocks += chunk.num_layers;
+  const int64_t weight_copies = fp8_param_gather ? 0 : 2 * fp8_weight_elements(model, chunks, tp);
+  return weight_copies + blocks * fp8_scaling_bytes_per_block();
 }
 
 Fp8Casts fp8_cast_elements_per_token(const ModelConfig& c) {

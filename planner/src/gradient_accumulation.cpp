@@ -10,7 +10,7 @@ GradientAccumulation gradient_accumulation(const PluginOptions& p, const Trainin
     return {kDeepSpeedHpGradAccumulationBytes, false, false};
   }
   if (p.runtime == Runtime::megatron) {
-    const auto buffer = static_cast<double>(megatron_main_grad_bytes(t.precision));
+    const auto buffer = static_cast<double>(megatron_main_grad_bytes(p, t.precision));
     const auto gradient = static_cast<double>(compute_bytes(t.precision));
     return {2 * buffer + gradient, !p.no_gradient_accumulation_fusion, false};
   }

@@ -46,7 +46,8 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
               {"tp_comm_overlap", p.tp_comm_overlap}, {"overlap_param_gather", p.overlap_param_gather},
               {"cross_entropy_loss_fusion", p.cross_entropy_loss_fusion},
               {"grad_reduce_after_backward", p.grad_reduce_after_backward}, {"no_overlap_p2p_comm", p.no_overlap_p2p_comm},
-              {"pipeline_scatter_gather", p.pipeline_scatter_gather}, {"no_gradient_accumulation_fusion", p.no_gradient_accumulation_fusion}};
+              {"pipeline_scatter_gather", p.pipeline_scatter_gather}, {"no_gradient_accumulation_fusion", p.no_gradient_accumulation_fusion},
+              {"grad_reduce_in_bf16", p.grad_reduce_in_bf16}, {"fp8_param_gather", p.fp8_param_gather}};
       if (p.rank_order_reduction) hybrid["rank_order_reduction"] = true;  // Tessera's engine only, as torch_ddp's
       return hybrid;
     }
@@ -213,7 +214,9 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("grad_reduce_after_backward", r.plugin.grad_reduce_after_backward),
                    settings.read("no_overlap_p2p_comm", r.plugin.no_overlap_p2p_comm),
                    settings.read("pipeline_scatter_gather", r.plugin.pipeline_scatter_gather),
-                   settings.read("no_gradient_accumulation_fusion", r.plugin.no_gradient_accumulation_fusion)}) {
+                   settings.read("no_gradient_accumulation_fusion", r.plugin.no_gradient_accumulation_fusion),
+                   settings.read("grad_reduce_in_bf16", r.plugin.grad_reduce_in_bf16),
+                   settings.read("fp8_param_gather", r.plugin.fp8_param_gather)}) {
     if (!s) return s.error();
   }
   std::string transformers;

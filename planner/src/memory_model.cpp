@@ -306,7 +306,7 @@ void add_colossalai_states(const Model& m, const StageShape& s, const EstimateRe
 // and transpose of every GEMM weight the rank holds, and each GEMM's scaling
 // factors and amax history. Counted as parameters: they are weights in another dtype.
 void add_fp8_state(const Model& m, const StageShape& s, const EstimateRequest& r, MemoryBreakdown& out) {
-  if (is_fp8(r.training.precision)) out.add(Cat::parameters, kDevice, fp8_state_bytes(m, s.chunks, r.layout.tp));
+  if (is_fp8(r.training.precision)) out.add(Cat::parameters, kDevice, fp8_state_bytes(m, s.chunks, r.layout.tp, r.plugin.fp8_param_gather));
 }
 
 MemoryBreakdown stage_memory(const Model& m, const StageShape& s, const EstimateRequest& r,

@@ -5,9 +5,12 @@
 //    grad_data = torch.zeros(numel, dtype=grad_dtype)); under bf16 it is fp32, since
 //    megatron/training/arguments.py sets accumulate_allreduce_grads_in_fp32 for
 //    bf16 ("bfloat16 requires gradient accumulation and all-reduce to be done in
-//    fp32"), and in the parameters' dtype otherwise.
-//  - The optimizer keeps fp32 main parameters and Adam's two fp32 moments; under
-//    fp16 it also casts each gradient to an fp32 main gradient.
+//    fp32"), and in the parameters' dtype otherwise, or with --grad-reduce-in-bf16
+//    (core_v0.14.0 arguments.py turns accumulate_allreduce_grads_in_fp32 off for it).
+//  - The optimizer keeps fp32 main parameters and Adam's two fp32 moments; from a
+//    16-bit buffer (fp16, --grad-reduce-in-bf16) it also casts each gradient of
+//    its shard to an fp32 main gradient (distrib_optimizer.py,
+//    _copy_model_grads_to_main_grads: shard_model_grad.float()).
 //  Bytes per parameter, as docs/user-guide/features/dist_optimizer.md tabulates
 //  them with Adam: fp16 2 + 2 + 4 + 4 + 8 = 20, bf16 2 + 4 + 4 + 8 = 18, fp32
 //  4 + 4 + 8 = 16; with the distributed optimizer (--zero-stage 1) the fp32 main
@@ -82,8 +85,8 @@ int64_t userbuffer_bytes(const Model& model, const EstimateRequest& r) {
 void add_megatron_states(const Model& model, const StageShape& stage, const EstimateRequest& r, MemoryBreakdown& out) {
   const Precision precision = r.training.precision;
   const int64_t param_bytes = compute_bytes(precision);
-  const int64_t grad_bytes = megatron_main_grad_bytes(precision);
-  const int64_t main_grad_copy_bytes = precision == Precision::fp16 ? 4 : 0;  // fp16 gradients cast to fp32 for the step
+  const int64_t grad_bytes = megatron_main_grad_bytes(r.plugin, precision);
+  const int64_t main_grad_copy_bytes = is_mixed_precision(precision) && grad_bytes == 2 ? 4 : 0;  // 16-bit gradients cast to fp32 for the step
   const int64_t master_bytes = is_mixed_precision(precision) ? 4 : 0;
   const int64_t optimizer_bytes = 4 * optimizer_state_count(r.training.optimizer);
   const bool distributed = r.plugin.effective_zero_stage() == 1;

@@ -1,6 +1,7 @@
 #include "tessera/planner/optimizer_step.h"
 
 #include "tessera/planner/deepspeed_pipeline.h"
+#include "tessera/planner/gradient_accumulation.h"
 
 namespace tessera::planner {
 namespace {
@@ -10,10 +11,10 @@ double fused_update_bytes(double gradient_bytes, OptimizerKind optimizer) {
   return gradient_bytes + 2 * 4 + 2 * 4 * static_cast<double>(optimizer_state_count(optimizer));
 }
 
-double megatron_step_bytes(const TrainingOptions& t) {
+double megatron_step_bytes(const PluginOptions& p, const TrainingOptions& t) {
   if (!is_mixed_precision(t.precision)) return 4 + fused_update_bytes(4, t.optimizer);  // the norm's read, the update
   const bool fp16 = t.precision == Precision::fp16;
-  const double cast_to_fp32 = fp16 ? 2 + 4 : 0;  // bf16 and fp8 keep an fp32 main-gradient buffer
+  const double cast_to_fp32 = megatron_main_grad_bytes(p, t.precision) == 2 ? 2 + 4 : 0;  // a 16-bit main-gradient buffer's
   const double unscale = fp16 ? 4 + 4 : 0;
   const double norm = 4;
   const double copy_to_model = 4 + 2;
@@ -23,7 +24,7 @@ double megatron_step_bytes(const TrainingOptions& t) {
 }  // namespace
 
 double optimizer_step_bytes_per_param(const PluginOptions& p, const TrainingOptions& t) {
-  if (p.runtime == Runtime::megatron) return megatron_step_bytes(t);
+  if (p.runtime == Runtime::megatron) return megatron_step_bytes(p, t);
   if (p.deepspeed_pipeline()) {
     const double prepare = t.precision == Precision::fp16 ? kDeepSpeedZeroPartitionPrepBytes : 0;  // DeepSpeedZeroOptimizer's
     return prepare + fused_update_bytes(4, t.optimizer) + kDeepSpeedLowPrecisionUpdateBytes;

@@ -2,6 +2,7 @@
 
 #include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/gradient_accumulation.h"
 #include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/text_util.h"
@@ -191,12 +192,13 @@ std::string model_states_source(const PluginOptions& p, Precision precision) {
   switch (p.runtime) {
     case Runtime::megatron: {
       const bool distributed = p.effective_zero_stage() == 1;
-      const char* per_param = precision == Precision::fp16 ? (distributed ? "4 + 16/d" : "20")
-                              : is_mixed_precision(precision) ? (distributed ? "6 + 12/d" : "18")  // bf16, fp8
-                                                             : (distributed ? "8 + 8/d" : "16");
-      return std::string("Megatron-Core ") + (distributed ? "distributed optimizer" : "optimizer") +
-             ": contiguous main-gradient buffer (fp32 under bf16), fp32 main parameters; " + per_param +
-             " bytes per parameter with Adam (Megatron-LM docs, dist_optimizer.md; d98e8a6)";
+      const bool sixteen_bit_grads = megatron_main_grad_bytes(p, precision) == 2;  // fp16, or bf16 with --grad-reduce-in-bf16
+      const char* per_param = !is_mixed_precision(precision) ? (distributed ? "8 + 8/d" : "16")
+                              : sixteen_bit_grads            ? (distributed ? "4 + 16/d" : "20")
+                                                             : (distributed ? "6 + 12/d" : "18");  // bf16 and fp8 with an fp32 buffer
+      const char* buffer = p.grad_reduce_in_bf16 ? "bf16, --grad-reduce-in-bf16" : "fp32 under bf16";
+      return std::string("Megatron-Core ") + (distributed ? "distributed optimizer" : "optimizer") + ": contiguous main-gradient buffer (" + buffer +
+             "), fp32 main parameters; " + per_param + " bytes per parameter with Adam (Megatron-LM docs, dist_optimizer.md; d98e8a6)";
     }
     case Runtime::torchtitan:
       return "FSDP2 as torchtitan applies it: per-parameter dim-0 shards of fp32 weights and gradients, bf16 gathers of two "
@@ -254,12 +256,14 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
     const RankMemory& tight = r.estimate.tightest();
     const std::vector<StageLayers> chunks =
         tight.layer_chunks.empty() ? std::vector<StageLayers>{{tight.first_layer, tight.last_layer - tight.first_layer + 1}} : tight.layer_chunks;
-    const int64_t cache = fp8_state_bytes(r.model, chunks, r.request.layout.tp);
+    const int64_t cache = fp8_state_bytes(r.model, chunks, r.request.layout.tp, r.request.plugin.fp8_param_gather);
     const double fp8_peak = r.gpu.peak_tflops.fp8, bf16_peak = r.gpu.peak_tflops.bf16;
     lines.push_back({"fp8", "blocks' GEMMs at " + format_number(fp8_peak) + " TFLOP/s (backward's split accumulator " +
                                 format_number(kFp8SplitAccumulatorSlowdown) + "x slower), MFU on bf16's " + format_number(bf16_peak) +
-                                "; GEMM inputs saved in FP8; FP8 weight copies, transposes and scaling state " + format_bytes(cache) +
-                                " on " + rank_range(tight) + " (in parameters)",
+                                "; GEMM inputs saved in FP8; " +
+                                (r.request.plugin.fp8_param_gather ? std::string("FP8 weights as the parameters (--fp8-param-gather), scaling state ")
+                                                                    : std::string("FP8 weight copies, transposes and scaling state ")) +
+                                format_bytes(cache) + " on " + rank_range(tight) + " (in parameters)",
                      "Transformer Engine 0004dbd0 base.py set_fp8_weights, set_meta_tensor (amax history 1024), _2X_ACC_DGRAD/WGRAD, linear.py; "
                      "pytorch/ao#2377; GPU profile " + r.gpu.name});
   }

@@ -149,14 +149,16 @@ struct Context {
   // A rank's tokens of one micro-batch: its 1/cp of each sequence.
   double tokens_per_micro_batch() const { return static_cast<double>(request.training.micro_batch_size * request.local_seq_len()); }
   double dtype_bytes() const { return static_cast<double>(compute_bytes(request.training.precision)); }
-  // Bytes per gradient element on the wire: Megatron-Core reduces its fp32
-  // main-gradient buffer under bf16, torchtitan's FSDP2 reduces in fp32
-  // (model_states_megatron.cpp, model_states_fsdp2.cpp); the others in the compute dtype.
+  // Bytes per gradient element on the wire: Megatron-Core reduces its main-gradient
+  // buffer (fp32 under bf16 unless --grad-reduce-in-bf16), torchtitan's FSDP2
+  // reduces in fp32 (model_states_megatron.cpp, model_states_fsdp2.cpp); the others
+  // in the compute dtype.
   double gradient_wire_bytes() const {
-    const Runtime runtime = request.plugin.runtime;
-    const bool fp32_reduce = runtime == Runtime::torchtitan || (runtime == Runtime::megatron && request.training.precision != Precision::fp16 &&
-                                                                request.training.precision != Precision::fp32);
-    return fp32_reduce ? 4.0 : dtype_bytes();
+    const Precision precision = request.training.precision;
+    if (request.plugin.runtime == Runtime::megatron && is_mixed_precision(precision)) {
+      return static_cast<double>(megatron_main_grad_bytes(request.plugin, precision));
+    }
+    return request.plugin.runtime == Runtime::torchtitan ? 4.0 : dtype_bytes();
   }
 };
 
@@ -575,6 +577,16 @@ double tied_embedding_sum_seconds(const Context& c) {
   return collective_seconds(Collective::all_reduce, static_cast<double>(tied) * wire, ends);
 }
 
+// What the distributed optimizer's all-gather of the updated parameters moves for
+// one rank of stage `s`: every parameter in the compute dtype, except that under
+// --fp8-param-gather the blocks' GEMM weights travel as their FP8 bytes (fp8.h).
+double parameter_gather_bytes(const Context& c, const StageShape& s) {
+  const double params = static_cast<double>(s.params);
+  if (!c.request.plugin.fp8_param_gather) return params * c.dtype_bytes();
+  const auto fp8 = static_cast<double>(fp8_weight_elements(c.model, s.chunks, c.request.layout.tp));
+  return (params - fp8) * c.dtype_bytes() + fp8;
+}
+
 // Data-parallel gradient reduction, offloaded optimizer and the optimizer step,
 // charged for the busiest stage (the one whose compute sets the step's length).
 AfterPipeline data_parallel_step(const Context& c, const StageShape& s, const StageCost& cost) {
@@ -603,12 +615,12 @@ AfterPipeline data_parallel_step(const Context& c, const StageShape& s, const St
       // The updated parameters' all-gather; with --overlap-param-gather it runs under
       // the next step's first forward, bucket by bucket (Megatron-Core's
       // distributed optimizer), and only what that forward does not cover shows.
-      const double gather = groups.gather_s(params * c.dtype_bytes());
+      const double gather = groups.gather_s(parameter_gather_bytes(c, s));
       out.communication += p.overlap_param_gather ? overlapped(gather, cost.forward_compute, c.settings.overlap_cost) : gather;
     }
   }
   if (l.data_ranks() > 1 && stage == 2) {
-    const double gather = groups.gather_s(params * c.dtype_bytes());
+    const double gather = groups.gather_s(parameter_gather_bytes(c, s));
     out.communication = p.overlap_param_gather ? overlapped(gather, cost.forward_compute, c.settings.overlap_cost) : gather;
   }
   if (!replicated) on_gpu = shard;

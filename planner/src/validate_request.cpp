@@ -8,6 +8,7 @@
 #include "activations_hf.h"
 #include "model_states.h"
 #include "tessera/planner/activations.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/text_util.h"
@@ -147,6 +148,14 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   }
   if (p.no_gradient_accumulation_fusion && p.runtime != Runtime::megatron) {
     return invalid("--no-gradient-accumulation-fusion turns off Megatron's fused weight-gradient accumulation: it needs --runtime megatron");
+  }
+  if (p.grad_reduce_in_bf16 && !(p.runtime == Runtime::megatron && (r.training.precision == Precision::bf16 || is_fp8(r.training.precision)))) {
+    return invalid("--grad-reduce-in-bf16 keeps Megatron's main-gradient buffer in bf16 instead of fp32: it needs --runtime megatron and "
+                   "--precision bf16 or fp8");
+  }
+  if (p.fp8_param_gather && !(p.runtime == Runtime::megatron && is_fp8(r.training.precision) && stage == 1)) {
+    return invalid("--fp8-param-gather keeps Transformer Engine's weights in FP8 and all-gathers them so (Megatron-LM): it needs --runtime megatron, "
+                   "--precision fp8 and the distributed optimizer (--zero-stage 1)");
   }
   if (p.cross_entropy_loss_fusion && p.runtime != Runtime::megatron) {
     return invalid("--cross-entropy-loss-fusion is Megatron-Core's fused loss: it needs --runtime megatron");

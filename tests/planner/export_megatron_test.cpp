@@ -80,6 +80,15 @@ TEST(ExportMegatron, Fp8AndContextParallelism) {
   const std::string script = exported(export_megatron, planned, 0);
   expect_lines(script, {"  --context-parallel-size 2\n", "  --bf16\n", "  --fp8-format hybrid", "  --fp8-amax-history-len 1024",
                         "  --add-qkv-bias\n", "  --disable-bias-linear\n", "  --rotary-base 1000000\n", "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"});
+  for (const char* absent : {"--grad-reduce-in-bf16", "--fp8-param-gather"}) EXPECT_EQ(script.find(absent), std::string::npos) << absent;
+  // NeMo's bf16 gradient synchronization and FP8 weights, as a plan carries them.
+  Planned nemo_like = planned;
+  EstimateRequest& plan = nemo_like.file.plans[0];
+  plan.plugin.zero_stage = 1;
+  plan.plugin.grad_reduce_in_bf16 = true;
+  plan.plugin.fp8_param_gather = true;
+  expect_lines(exported(export_megatron, nemo_like, 0), {"  --use-distributed-optimizer", "  --grad-reduce-in-bf16  # the main-gradient buffer in bf16, as planned\n",
+                                                         "  --fp8-param-gather  # the weights kept and all-gathered in FP8, as planned\n"});
 }
 
 // Hybrid sharding of the distributed optimizer: Megatron's optimizer instances.

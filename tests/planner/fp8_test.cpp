@@ -57,6 +57,35 @@ TEST_F(Fp8, TheCopiesAreTensorParallelShards) {
   EXPECT_EQ(extra, 12 * (2 * kBlockGemmWeights / 4 + 82'080));
 }
 
+// --fp8-param-gather: the weights are FP8 tensors (a byte, and a byte for the
+// transpose TE caches), so nothing but the scaling state is added to bf16's.
+TEST_F(Fp8, ParamGatherKeepsTheWeightsInFp8WithoutCopies) {
+  EstimateRequest r = request(Precision::fp8);
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.plugin.runtime = Runtime::megatron;
+  r.plugin.zero_stage = 1;
+  r.layout.dp = 2;
+  EstimateRequest b = r;
+  b.training.precision = Precision::bf16;
+  const int64_t bf16_params = estimate_or_fail(gpt2, h100, b).ranks.at(0).bytes[Cat::parameters].device;
+  const int64_t copies = estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::parameters].device - bf16_params;
+  r.plugin.fp8_param_gather = true;
+  const int64_t gathered = estimate_or_fail(gpt2, h100, r).ranks.at(0).bytes[Cat::parameters].device - bf16_params;
+  EXPECT_EQ(copies, 12 * (2 * kBlockGemmWeights + 82'080));
+  EXPECT_EQ(gathered, 12 * 82'080);
+  const std::string needs = "--fp8-param-gather keeps Transformer Engine's weights in FP8 and all-gathers them so (Megatron-LM): it needs "
+                            "--runtime megatron, --precision fp8 and the distributed optimizer (--zero-stage 1)";
+  EstimateRequest without_optimizer = r;
+  without_optimizer.plugin.zero_stage = 0;
+  EstimateRequest in_bf16 = r;
+  in_bf16.training.precision = Precision::bf16;
+  for (const EstimateRequest& refused : {without_optimizer, in_bf16}) {
+    auto e = estimate_memory(gpt2, h100, refused);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().message, needs);
+  }
+}
+
 TEST_F(Fp8, SavesTheFourGemmInputsInOneByte) {
   const RankMemory bf16 = estimate_or_fail(gpt2, h100, request(Precision::bf16)).ranks.at(0);
   const RankMemory fp8 = estimate_or_fail(gpt2, h100, request(Precision::fp8)).ranks.at(0);

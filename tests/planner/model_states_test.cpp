@@ -71,6 +71,28 @@ TEST(MegatronStates, DistributedOptimizerIsSixPlusTwelveOverD) {
   EXPECT_EQ(model_state_bytes(only_row(model, r)), 20 * kLlama3_8b);
 }
 
+// --grad-reduce-in-bf16: the main-gradient buffer in bf16, and the distributed
+// optimizer's fp32 copy of its shard: 2 + 2 + (4 + 4 + 8)/d, fp16's figures.
+TEST(MegatronStates, GradReduceInBf16HalvesTheBufferAndCastsTheShard) {
+  const Model model = shipped_model("llama-3-8b");
+  EstimateRequest r = runtime_request(Runtime::megatron, PluginKind::hybrid_parallel, 8);
+  r.plugin.zero_stage = 1;
+  r.plugin.grad_reduce_in_bf16 = true;
+  const RankMemory row = only_row(model, r);
+  EXPECT_EQ(device(row, Cat::gradients), 2 * kLlama3_8b + 4 * kLlama3_8b / 8);
+  EXPECT_EQ(model_state_bytes(row), 4 * kLlama3_8b + 16 * kLlama3_8b / 8);  // 6 B/param: 48,181,567,488 B
+  r.plugin.zero_stage = 0;
+  EXPECT_EQ(model_state_bytes(only_row(model, r)), 20 * kLlama3_8b);
+  for (Precision refused : {Precision::fp16, Precision::fp32}) {
+    r.training.precision = refused;
+    EXPECT_EQ(error(r), "--grad-reduce-in-bf16 keeps Megatron's main-gradient buffer in bf16 instead of fp32: it needs --runtime megatron and "
+                        "--precision bf16 or fp8");
+  }
+  r.training.precision = Precision::bf16;
+  r.plugin.runtime = Runtime::colossalai;
+  EXPECT_NE(error(r).find("needs --runtime megatron"), std::string::npos);
+}
+
 // --tp-comm-overlap: Transformer Engine's 10 userbuffers of (s · b / cp, h),
 // bf16, the 6 all-gather ones in one byte under FP8 (model_states_megatron.cpp).
 TEST(MegatronStates, TpCommOverlapHoldsTenUserbuffersOfTheMicroBatch) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tessera/planner/collectives.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/gradient_accumulation.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/optimizer_step.h"
@@ -101,6 +102,40 @@ TEST_F(Simulator, CommunicationOverlapsHideTensorParallelCallsAndTheParameterGat
   r.layout.sequence_parallel = true;
   r.plugin.zero_stage = 0;
   EXPECT_NE(validate_request(model, gpu, r).error().message.find("--overlap-param-gather"), std::string::npos);
+}
+
+// Megatron-Core reduce-scatters its main-gradient buffer in the buffer's dtype and
+// all-gathers the updated parameters: 16 data ranks on two nodes, both charged in
+// full (after the backward, no --overlap-param-gather). --grad-reduce-in-bf16
+// halves the reduce-scatter and adds the optimizer's cast of its shard to fp32
+// (2 + 4 B an element); under FP8, --fp8-param-gather sends the blocks' GEMM
+// weights in a byte.
+TEST_F(Simulator, MegatronMovesItsBufferAndParametersInTheirDtypes) {
+  EstimateRequest r = pipeline(1, 1, PipelineSchedule::one_f_one_b);
+  r.layout = ParallelLayout{16, 1, 1, false};
+  r.plugin.runtime = Runtime::megatron;
+  r.plugin.zero_stage = 1;
+  r.plugin.grad_reduce_after_backward = true;
+  const ClusterSpec cluster = make_cluster(testing::shipped_gpu("h100-80g"), 16, 8, 400).value();
+  const CollectiveGroup two_nodes{16, 2, cluster.intra_node_bytes_per_s(), cluster.inter_node_bytes_per_s(), true};
+  const auto n = static_cast<double>(model.parameter_count);
+  const auto reduce = [&](double bytes) { return collective_seconds(Collective::reduce_scatter, bytes, two_nodes); };
+  const auto gather = [&](double bytes) { return collective_seconds(Collective::all_gather, bytes, two_nodes); };
+  const StepSimulation fp32 = run(r);
+  EXPECT_NEAR(fp32.breakdown.communication_s, reduce(4 * n) + gather(2 * n), 1e-9);
+  r.plugin.grad_reduce_in_bf16 = true;
+  const StepSimulation bf16 = run(r);
+  EXPECT_NEAR(bf16.breakdown.communication_s, reduce(2 * n) + gather(2 * n), 1e-9);
+  const double hbm = cluster.gpu.hbm_gbps * 1e9 * SimulationSettings{}.memory_efficiency;
+  EXPECT_NEAR(bf16.breakdown.optimizer_s - fp32.breakdown.optimizer_s, n / 16 * (2 + 4) / hbm, 1e-12);
+
+  r.training.precision = Precision::fp8;
+  const StepSimulation cast = run(r);
+  r.plugin.fp8_param_gather = true;
+  const StepSimulation gathered_in_fp8 = run(r);
+  const auto fp8 = static_cast<double>(fp8_weight_elements(model, std::vector<StageLayers>{{0, 32}}, 1));
+  EXPECT_EQ(fp8, 32 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008));  // q, k, v, o and gate, up, down
+  EXPECT_NEAR(cast.breakdown.communication_s - gathered_in_fp8.breakdown.communication_s, gather(2 * n) - gather(2 * n - fp8), 1e-9);
 }
 
 // Megatron-LM's LocalDDP and DeepSpeed's pipeline engine reduce the gradients
@@ -205,6 +240,9 @@ TEST(GradientAccumulation, BytesPerParameterByRuntime) {
   p.runtime = Runtime::megatron;
   EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 4 + 2 + 4);  // fp32 buffer read and written, bf16 gradient read
   EXPECT_TRUE(gradient_accumulation(p, t).matmul_weights_fused);
+  p.grad_reduce_in_bf16 = true;
+  EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 2 + 2 + 2);  // the bf16 buffer's
+  p.grad_reduce_in_bf16 = false;
   t.precision = Precision::fp16;
   p.no_gradient_accumulation_fusion = true;
   EXPECT_EQ(gradient_accumulation(p, t).bytes_per_param, 2 + 2 + 2);

@@ -37,14 +37,21 @@ inline constexpr int64_t kTeGemmsPerBlock = 4;
 inline constexpr int64_t kTeAmaxHistoryLen = 1024;  // DelayedScaling.amax_history_len default
 inline constexpr int64_t kTeScaledTensorsPerGemm = 3 + 2;  // forward input, weight, output; backward grad_output, grad_input
 
-// FP8 copy and transpose of the block's GEMM weights that one tensor-parallel rank keeps.
-int64_t fp8_weight_cache_bytes(const ParamTotals& block, int64_t tp);
+// The blocks' GEMM weights one tensor-parallel rank of a pipeline stage holds
+// (its model chunks): what Transformer Engine runs in FP8.
+int64_t fp8_weight_elements(const Model& model, std::span<const StageLayers> chunks, int64_t tp);
 
 // Scale, scale_inv and amax history of one block's GEMMs: 4 × 5 × (1024 + 2) × 4 bytes.
 constexpr int64_t fp8_scaling_bytes_per_block() { return kTeGemmsPerBlock * kTeScaledTensorsPerGemm * (kTeAmaxHistoryLen + 2) * 4; }
 
-// Both, for the blocks a rank of a pipeline stage holds (its model chunks).
-int64_t fp8_state_bytes(const Model& model, std::span<const StageLayers> chunks, int64_t tp);
+// What FP8 adds to a rank's parameters for the blocks of its chunks: the
+// scaling state and, unless the weights are FP8 already, their FP8 copy and
+// transpose (one byte each). Under --fp8-param-gather (Megatron-LM core_v0.14.0
+// megatron/training/arguments.py, fp8_param_gather; TE's fp8_model_init) the
+// parameters are FP8 tensors: one byte in the distributed optimizer's buffer and
+// one for the transpose TE caches for the backward (Linear's transpose_2d with
+// fill_cache), the two bytes a bf16 weight took, and nothing to copy.
+int64_t fp8_state_bytes(const Model& model, std::span<const StageLayers> chunks, int64_t tp, bool fp8_param_gather);
 
 // Elements per token one block casts to FP8 (before tensor parallelism). Each
 // cast is TE's fused cast-transpose (tex.fp8_cast_transpose_fused in linear.py's

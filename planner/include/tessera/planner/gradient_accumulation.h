@@ -4,7 +4,8 @@
 // runs on the compute stream after a parameter's gradient is produced.
 //  - Megatron-LM and Megatron-Core (--runtime megatron): every gradient is
 //    added into the contiguous main-gradient buffer, zeroed at each step (fp32
-//    under bf16 and fp8, the parameters' dtype under fp16: model_states_megatron.cpp),
+//    under bf16 and fp8 unless --grad-reduce-in-bf16, the parameters' dtype
+//    under fp16: model_states_megatron.cpp),
 //    which the collectives then reduce in place. A GEMM weight's gradient
 //    accumulates inside its weight-gradient GEMM (gradient_accumulation_fusion,
 //    on unless --no-gradient-accumulation-fusion: fused_weight_gradient_mlp_cuda.
@@ -41,8 +42,13 @@
 
 namespace tessera::planner {
 
-// Bytes per element of Megatron's main-gradient buffer.
-constexpr int64_t megatron_main_grad_bytes(Precision p) { return p == Precision::fp16 ? 2 : 4; }
+// Bytes per element of Megatron's main-gradient buffer: the parameters' dtype
+// under fp16 and with --grad-reduce-in-bf16, else fp32 (Megatron-LM core_v0.14.0
+// megatron/training/arguments.py: bf16 accumulates and reduces in fp32 unless
+// --grad-reduce-in-bf16; core/distributed/distributed_data_parallel.py, grad_dtype).
+constexpr int64_t megatron_main_grad_bytes(const PluginOptions& plugin, Precision p) {
+  return p == Precision::fp16 || plugin.grad_reduce_in_bf16 ? 2 : 4;
+}
 
 struct GradientAccumulation {
   double bytes_per_param = 0;           // adding one micro-batch's gradient of a parameter

@@ -8,7 +8,7 @@
 //    prepare_grads and step_with_ready_grads; distrib_optimizer.py for the shard):
 //    _copy_model_grads_to_main_grads casts a 16-bit gradient to fp32 (`.float()`,
 //    read 2, write 4; nothing where the main-gradient buffer is fp32 already, as
-//    under bf16), fp16's grad scaler unscales and checks the fp32 gradients
+//    under bf16 without --grad-reduce-in-bf16), fp16's grad scaler unscales and checks the fp32 gradients
 //    (_amp_foreach_non_finite_check_and_unscale_, read 4, write 4), clip_grad_norm
 //    reads them for the norm (clip_grad is 1.0 by default; the scaling that
 //    follows only when the norm exceeds it depends on the data, not counted), and

@@ -243,6 +243,14 @@ struct PluginOptions {
   // gradient added into the main-gradient buffer by a kernel of its own
   // (gradient_accumulation.h), as Megatron-LM did for fp16 through 2022.
   bool no_gradient_accumulation_fusion = false;
+  // --runtime megatron under bf16 or fp8: Megatron-LM's --grad-reduce-in-bf16, the
+  // main-gradient buffer kept and reduced in bf16 instead of fp32 (NeMo's
+  // grad_sync_dtype: bf16; gradient_accumulation.h, model_states_megatron.cpp).
+  bool grad_reduce_in_bf16 = false;
+  // --runtime megatron under fp8 with the distributed optimizer: Megatron-LM's
+  // --fp8-param-gather (NeMo's fp8_params): Transformer Engine's GEMM weights are
+  // FP8 tensors themselves, all-gathered in FP8, with no bf16 copy to cast (fp8.h).
+  bool fp8_param_gather = false;
 
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
   int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }

@@ -40,6 +40,8 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.chunk_size = o.chunk_size;
   r.pin_memory = o.pin_memory;
   r.torch_compile = o.torch_compile;
+  r.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
+  r.fp8_param_gather = o.fp8_param_gather;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
                    parse_choice("--runtime", o.runtime, r.runtime),
                    parse_choice("--activation-profile", o.activation_profile, r.activation_profile),
@@ -90,7 +92,8 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
       << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
       << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", " << runtime_title(r.runtime) << ", activation profile " << enum_name(r.activation_profile)
       << (runs_hugging_face_modules(r.activation_profile) ? " (transformers " + to_string(r.transformers_version) + ")" : "")
-      << (r.torch_compile ? ", torch.compile" : "");
+      << (r.torch_compile ? ", torch.compile" : "") << (r.grad_reduce_in_bf16 ? ", bf16 gradient buffer (--grad-reduce-in-bf16)" : "")
+      << (r.fp8_param_gather ? ", FP8 weights (--fp8-param-gather)" : "");
   if (const int64_t headroom = r.assumptions.memory_headroom(r.cluster.gpu.memory_bytes); headroom > 0) {
     out << ", " << format_bytes(headroom) << " left free per GPU";
   }
@@ -168,6 +171,12 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--pp-schedule", o.pp_schedule, "Only pipelines of this schedule: 1f1b or interleaved");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();
   add_pin_memory_option(c, o.pin_memory, "");
+  c.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
+             "--runtime megatron: every plan keeps its main-gradient buffer in bf16, not fp32 (Megatron-LM --grad-reduce-in-bf16, NeMo's "
+             "grad_sync_dtype bf16)");
+  c.add_flag("--fp8-param-gather", o.fp8_param_gather,
+             "--runtime megatron --precision fp8: every plan keeps Transformer Engine's weights in FP8 under the distributed optimizer "
+             "(Megatron-LM --fp8-param-gather, NeMo's fp8_params)");
   c.add_option("--sequence-parallel", o.sequence_parallel, "With --tp above 1: on (divides activations), off, or both tried")->capture_default_str();
   c.add_option("--top", o.top, "Plans to print and write")->capture_default_str();
   c.add_option("--format", o.format, "table or json (the plan document on standard output)")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

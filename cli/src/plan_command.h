@@ -34,6 +34,8 @@ struct PlanOptions {
   std::string sequence_parallel = "on";
   int zero_stage = -1;
   std::string pp_schedule;  // empty: 1f1b and interleaved
+  bool grad_reduce_in_bf16 = false;  // --runtime megatron: on every candidate
+  bool fp8_param_gather = false;
   int top = 5;
   std::string format = "table";
   std::string output = "plan.json";

@@ -138,6 +138,16 @@ Status check_plan_runtime(const PlanRequest& p) {
   if (op_selective && p.runtime != Runtime::torchtitan) {
     return invalid("--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan, or use --recompute selective or full");
   }
+  if ((p.grad_reduce_in_bf16 || p.fp8_param_gather) && p.runtime != Runtime::megatron) {
+    return invalid(std::string(p.grad_reduce_in_bf16 ? "--grad-reduce-in-bf16" : "--fp8-param-gather") + " is Megatron-LM's: add --runtime megatron");
+  }
+  if (p.grad_reduce_in_bf16 && p.precision != Precision::bf16 && p.precision != Precision::fp8) {
+    return invalid("--grad-reduce-in-bf16 keeps the bf16 runs' fp32 gradient buffer in bf16: it needs --precision bf16 or fp8");
+  }
+  if (p.fp8_param_gather && (p.precision != Precision::fp8 || p.zero_stage == 0)) {
+    return invalid("--fp8-param-gather keeps Transformer Engine's weights in FP8 under the distributed optimizer: it needs --precision fp8, "
+                   "and no --zero-stage 0");
+  }
   if (p.runtime == Runtime::colossalai) return Status::success();
   if (p.chunk_size > 0) return invalid("--chunk-size is Gemini's (ColossalAI): drop it under " + runtime);
   const bool deepspeed = p.runtime == Runtime::deepspeed;

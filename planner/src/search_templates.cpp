@@ -50,6 +50,8 @@ class Templates {
     base_.assumptions = p.assumptions;
     base_.plugin.runtime = p.runtime;
     base_.plugin.pin_memory = p.pin_memory;
+    base_.plugin.grad_reduce_in_bf16 = p.grad_reduce_in_bf16;
+    base_.plugin.fp8_param_gather = p.fp8_param_gather;
     base_.layout.dp = p.cluster.world_size();
   }
 
@@ -241,7 +243,12 @@ std::vector<EstimateRequest> plugin_templates(const Model& m, const PlanRequest&
       add_colossalai_data_parallel(m, p, out);
       add_hybrid_parallel(m, p, HybridLayouts{.stages = {0, 1, 2}}, out);
       break;
-    case Runtime::megatron: add_hybrid_parallel(m, p, HybridLayouts{.stages = {0, 1}, .pure_data_parallel = true}, out); break;
+    case Runtime::megatron: {
+      // --fp8-param-gather runs with the distributed optimizer only (Megatron-LM's validate_args).
+      const std::vector<int> stages = p.fp8_param_gather ? std::vector<int>{1} : std::vector<int>{0, 1};
+      add_hybrid_parallel(m, p, HybridLayouts{.stages = stages, .pure_data_parallel = true}, out);
+      break;
+    }
     case Runtime::torchtitan: add_torchtitan(p, out); break;
     case Runtime::deepspeed:
       add_deepspeed(p, out);

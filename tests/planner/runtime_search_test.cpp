@@ -63,6 +63,29 @@ TEST(RuntimeSearch, MegatronPlansAreMegatronCoreLayoutsWithItsFp32Gradients) {
   }
 }
 
+// NeMo's settings on every Megatron plan (--grad-reduce-in-bf16, --fp8-param-gather):
+// Llama 3 8B at 8,192 tokens on 8 H100s in FP8. Every plan carries both, runs the
+// distributed optimizer, and keeps a bf16 gradient buffer; the best one needs
+// less memory than without them, and runs no more recompute.
+TEST(RuntimeSearch, MegatronPlansCarryNemosGradientAndWeightDtypes) {
+  const Model model = testing::shipped_model("llama-3-8b");
+  PlanRequest request = under(Runtime::megatron, "h100-80g", 8, 128, 8192);
+  request.precision = Precision::fp8;
+  const PlanSearchResult plain = search(model, request, PluginKind::hybrid_parallel);
+  request.grad_reduce_in_bf16 = true;
+  request.fp8_param_gather = true;
+  const PlanSearchResult nemo = search(model, request, PluginKind::hybrid_parallel);
+  ASSERT_FALSE(plain.plans.empty());
+  ASSERT_FALSE(nemo.plans.empty());
+  for (const Candidate& c : nemo.plans) {
+    EXPECT_TRUE(c.request.plugin.grad_reduce_in_bf16 && c.request.plugin.fp8_param_gather) << describe_plan(c.request);
+    EXPECT_EQ(c.request.plugin.effective_zero_stage(), 1) << describe_plan(c.request);
+  }
+  EXPECT_GE(nemo.plans.front().simulation.tokens_per_s, plain.plans.front().simulation.tokens_per_s);
+  const auto recompute_rank = [](RecomputeMode m) { return m == RecomputeMode::none ? 0 : m == RecomputeMode::selective ? 1 : 2; };
+  EXPECT_LE(recompute_rank(nemo.plans.front().request.training.recompute), recompute_rank(plain.plans.front().request.training.recompute));
+}
+
 // torchtitan's FSDP2, with its op-level checkpointing policy searched where the
 // model is the Llama block the policy follows.
 TEST(RuntimeSearch, TorchtitanSearchesFsdp2AndItsOpLevelPolicyForLlama) {
@@ -161,6 +184,11 @@ TEST(RuntimeSearch, FiltersOutsideTheRuntimeNameTheFix) {
       {Runtime::deepspeed, [](PlanRequest& r) { r.chunk_size = 8 << 20; }, "--chunk-size is Gemini's (ColossalAI): drop it under --runtime deepspeed"},
       {Runtime::colossalai, [](PlanRequest& r) { r.recompute = {RecomputeMode::op_selective}; },
        "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan"},
+      {Runtime::torchtitan, [](PlanRequest& r) { r.grad_reduce_in_bf16 = true; }, "--grad-reduce-in-bf16 is Megatron-LM's: add --runtime megatron"},
+      {Runtime::megatron, [](PlanRequest& r) { r.fp8_param_gather = true; },
+       "--fp8-param-gather keeps Transformer Engine's weights in FP8 under the distributed optimizer: it needs --precision fp8"},
+      {Runtime::megatron, [](PlanRequest& r) { r.grad_reduce_in_bf16 = true; r.precision = Precision::fp16; },
+       "--grad-reduce-in-bf16 keeps the bf16 runs' fp32 gradient buffer in bf16: it needs --precision bf16 or fp8"},
   };
   const Model model = testing::shipped_model("llama-2-7b");
   for (const Case& c : cases) {

@@ -17,7 +17,11 @@ vocabulary (the NullTokenizer's, through _vocab_size_with_padding) against the
 rows the planner counts (the vocabulary rounded up to a multiple of tp, its
 vocab split), and the decoder layers of every pipeline rank and virtual stage
 against the plan's stages (Megatron's layout where one is given; an even split
-Megatron divides itself, having checked that the layers divide).
+Megatron divides itself, having checked that the layers divide), and the
+gradients' and weights' dtypes: whether Megatron accumulates and reduces in
+fp32 (accumulate_allreduce_grads_in_fp32, which --grad-reduce-in-bf16 turns
+off) and keeps the FP8 weights as parameters (fp8_param_gather), as the plan
+counts them.
 
 Megatron-LM comes from MEGATRON_LM (a checkout), else from the mirror's tag
 core_v0.14.0, the newest that imports under the check's torch 2.5.1; without
@@ -39,6 +43,8 @@ CASES = [  # (name, model, GPUs, global batch, seq, plan filters, GPU)
     ("Llama 2 70B, tp 4 x pp 4 interleaved", "llama-2-70b", 64, 256, 4096, ["--tp", "4", "--pp", "4", "--pp-schedule", "interleaved"], "h100-80g"),
     ("Llama 3 8B on 3 uneven stages, full recompute", "llama-3-8b", 24, 48, 8192, ["--pp", "3", "--recompute", "full"], "h100-80g"),
     ("Qwen2 7B, cp 2, FP8", "qwen2-7b", 16, 32, 16384, ["--cp", "2", "--precision", "fp8"], "h100-80g"),
+    ("Llama 3 8B, cp 2, FP8 with NeMo's gradient and weight dtypes", "llama-3-8b", 8, 128, 8192,
+     ["--cp", "2", "--precision", "fp8", "--grad-reduce-in-bf16", "--fp8-param-gather"], "h100-80g"),
     ("GPT-2 large, tp 2 x pp 2, Korthikanti's profile", "gpt2-large", 8, 64, 1024, ["--tp", "2", "--pp", "2", "--activation-profile", "megatron"],
      "a100-80g"),
 ]
@@ -121,7 +127,8 @@ def probe_main(argv):
     else:
         layers = [[args.num_layers // (pp * vpp)] * vpp for _ in range(pp)]
     print(json.dumps({"dp": args.data_parallel_size, "replicas": args.num_distributed_optimizer_instances, "vpp": vpp, "micro_batches": args.global_batch_size // (args.micro_batch_size * args.data_parallel_size),
-                      "padded_vocab": vocab, "layers": layers}))
+                      "padded_vocab": vocab, "layers": layers, "fp32_gradients": args.accumulate_allreduce_grads_in_fp32,
+                      "fp8_param_gather": args.fp8_param_gather}))
 
 
 def planned(tessera, work, name, model, gpus, batch, seq, filters, gpu):
@@ -153,8 +160,11 @@ def expected(document):
         spans = rank["layer_chunks"] or [rank["layers"]]
         for stage in range(first, last + 1):
             layers[stage] = [(span[1] - span[0] + 1) // stages for span in spans]
+    settings = plan["settings"]
+    # Megatron-LM accumulates and reduces bf16 (and FP8) runs' gradients in fp32 unless --grad-reduce-in-bf16.
+    fp32_gradients = training["precision"] in ("bf16", "fp8") and not settings.get("grad_reduce_in_bf16", False)
     return {"dp": layout["dp"], "replicas": layout["dp_replicate"], "vpp": chunks, "micro_batches": training["num_micro_batches"], "padded_vocab": -(-vocab // tp) * tp,
-            "layers": layers}
+            "layers": layers, "fp32_gradients": fp32_gradients, "fp8_param_gather": settings.get("fp8_param_gather", False)}
 
 
 def main():

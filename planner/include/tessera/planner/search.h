@@ -57,6 +57,11 @@ struct PlanRequest {
   // pipelines are still simulated (an interleaved layout's chunk count is
   // predicted from its 1F1B twin), then left out of the plans.
   std::optional<PipelineSchedule> pp_schedule;
+  // --runtime megatron: Megatron-LM's --grad-reduce-in-bf16 and --fp8-param-gather
+  // (PluginOptions) set on every candidate; --fp8-param-gather needs the
+  // distributed optimizer, so the search then tries ZeRO stage 1 only.
+  bool grad_reduce_in_bf16 = false;
+  bool fp8_param_gather = false;
   // Hybrid sharding (--dp-replicate): 1 shards over every data-parallel rank;
   // R > 1 searches only the layouts whose model states shard (FSDP, ZeRO), as
   // R replicas of dp/R ranks.

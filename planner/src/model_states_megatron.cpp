@@ -86,7 +86,7 @@ void add_megatron_states(const Model& model, const StageShape& stage, const Esti
   const Precision precision = r.training.precision;
   const int64_t param_bytes = compute_bytes(precision);
   const int64_t grad_bytes = megatron_main_grad_bytes(r.plugin, precision);
-  const int64_t main_grad_copy_bytes = is_mixed_precision(precision) && grad_bytes == 2 ? 4 : 0;  // 16-bit gradients cast to fp32 for the step
+  const int64_t main_grad_copy_bytes = grad_bytes == 2 ? 4 : 0;  // 16-bit gradients cast to fp32 for the step
   const int64_t master_bytes = is_mixed_precision(precision) ? 4 : 0;
   const int64_t optimizer_bytes = 4 * optimizer_state_count(r.training.optimizer);
   const bool distributed = r.plugin.effective_zero_stage() == 1;

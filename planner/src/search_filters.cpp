@@ -10,6 +10,7 @@
 
 #include "search_internal.h"
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/gradient_accumulation.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/search.h"
 #include "model_states.h"
@@ -141,7 +142,7 @@ Status check_plan_runtime(const PlanRequest& p) {
   if ((p.grad_reduce_in_bf16 || p.fp8_param_gather) && p.runtime != Runtime::megatron) {
     return invalid(std::string(p.grad_reduce_in_bf16 ? "--grad-reduce-in-bf16" : "--fp8-param-gather") + " is Megatron-LM's: add --runtime megatron");
   }
-  if (p.grad_reduce_in_bf16 && p.precision != Precision::bf16 && p.precision != Precision::fp8) {
+  if (p.grad_reduce_in_bf16 && !grad_reduce_in_bf16_applies(p.precision)) {
     return invalid("--grad-reduce-in-bf16 keeps the bf16 runs' fp32 gradient buffer in bf16: it needs --precision bf16 or fp8");
   }
   if (p.fp8_param_gather && (p.precision != Precision::fp8 || p.zero_stage == 0)) {

@@ -154,10 +154,7 @@ struct Context {
   // reduces in fp32 (model_states_megatron.cpp, model_states_fsdp2.cpp); the others
   // in the compute dtype.
   double gradient_wire_bytes() const {
-    const Precision precision = request.training.precision;
-    if (request.plugin.runtime == Runtime::megatron && is_mixed_precision(precision)) {
-      return static_cast<double>(megatron_main_grad_bytes(request.plugin, precision));
-    }
+    if (request.plugin.runtime == Runtime::megatron) return static_cast<double>(megatron_main_grad_bytes(request.plugin, request.training.precision));
     return request.plugin.runtime == Runtime::torchtitan ? 4.0 : dtype_bytes();
   }
 };

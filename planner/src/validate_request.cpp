@@ -9,6 +9,7 @@
 #include "model_states.h"
 #include "tessera/planner/activations.h"
 #include "tessera/planner/fp8.h"
+#include "tessera/planner/gradient_accumulation.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/text_util.h"
@@ -149,7 +150,7 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
   if (p.no_gradient_accumulation_fusion && p.runtime != Runtime::megatron) {
     return invalid("--no-gradient-accumulation-fusion turns off Megatron's fused weight-gradient accumulation: it needs --runtime megatron");
   }
-  if (p.grad_reduce_in_bf16 && !(p.runtime == Runtime::megatron && (r.training.precision == Precision::bf16 || is_fp8(r.training.precision)))) {
+  if (p.grad_reduce_in_bf16 && !(p.runtime == Runtime::megatron && grad_reduce_in_bf16_applies(r.training.precision))) {
     return invalid("--grad-reduce-in-bf16 keeps Megatron's main-gradient buffer in bf16 instead of fp32: it needs --runtime megatron and "
                    "--precision bf16 or fp8");
   }

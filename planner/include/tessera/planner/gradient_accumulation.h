@@ -50,6 +50,10 @@ constexpr int64_t megatron_main_grad_bytes(const PluginOptions& plugin, Precisio
   return p == Precision::fp16 || plugin.grad_reduce_in_bf16 ? 2 : 4;
 }
 
+// The precisions whose fp32 main-gradient buffer --grad-reduce-in-bf16 keeps in
+// bf16 instead: bf16, and fp8 (which Megatron-LM runs under --bf16).
+constexpr bool grad_reduce_in_bf16_applies(Precision p) { return p == Precision::bf16 || p == Precision::fp8; }
+
 struct GradientAccumulation {
   double bytes_per_param = 0;           // adding one micro-batch's gradient of a parameter
   bool matmul_weights_fused = false;    // GEMM weights' gradients accumulate in their GEMM instead

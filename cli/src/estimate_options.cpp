@@ -133,6 +133,10 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--recompute", o.recompute,
                "Activation recompute: none, selective or full (Korthikanti et al. 2022), or op_selective (torchtitan's op-level policy: "
                "--runtime torchtitan, Llama-shaped models)")->capture_default_str();
+  c.add_option("--recompute-num-layers", r.training.recompute_num_layers,
+               "With --recompute full: recompute only the first N blocks of each model chunk whole, the others keeping all they save "
+               "(Megatron-LM's --recompute-method block --recompute-num-layers N; torchtitan's selective_ac_option n recomputes every n-th); "
+               "0 = every block")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention: PyTorch SDPA, FlashAttention-2), hf / hf_eager / hf_autocast (Hugging Face models run eagerly: 16-bit weights with SDPA or eager attention, or fp32 weights under autocast; measured), megatron (Korthikanti 2022), tessera (our engine on the CPU) or tessera_gpu (its GPU step)")->capture_default_str();
   c.add_option("--transformers-version", o.transformers_version, kTransformersVersionHelp);
   c.add_flag("--torch-compile", r.training.torch_compile, kTorchCompileHelp);

@@ -42,6 +42,7 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.torch_compile = o.torch_compile;
   r.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   r.fp8_param_gather = o.fp8_param_gather;
+  r.recompute_num_layers = o.recompute_num_layers;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
                    parse_choice("--runtime", o.runtime, r.runtime),
                    parse_choice("--activation-profile", o.activation_profile, r.activation_profile),
@@ -157,6 +158,9 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
       ->capture_default_str();
   c.add_option("--plugin", o.plugin, "Only this plugin");
   c.add_option("--recompute", o.recompute, "Only this recompute mode");
+  c.add_option("--recompute-num-layers", o.recompute_num_layers,
+               "With --recompute full: every plan recomputes only the first N blocks of each model chunk whole (Megatron-LM's "
+               "--recompute-method block). Without it and without --recompute, under --runtime megatron or torchtitan the fewest blocks that fit are tried too");
   c.add_option("--dp", o.dp, "Only this data-parallel size");
   c.add_option("--tp", o.tp, "Only this tensor-parallel size");
   c.add_option("--pp", o.pp, "Only this number of pipeline stages");

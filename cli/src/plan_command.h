@@ -28,6 +28,7 @@ struct PlanOptions {
   std::string runtime = "colossalai";  // whose model states, and so which plugins the search tries
   std::string plugin;     // restrict to one plugin
   std::string recompute;  // restrict to one mode
+  int64_t recompute_num_layers = 0;  // with --recompute full: blocks per chunk recomputed whole
   int64_t dp = 0, tp = 0, pp = 0, cp = 0, dp_replicate = 1, micro_batch = 0;
   int64_t chunk_size = 0;  // gemini: elements per chunk, 0 = ColossalAI's search
   bool pin_memory = true;  // gemini: ColossalAI's pin_memory

@@ -72,7 +72,7 @@ EstimateRequest gpu_request(EstimateRequest r) {
 // gradients): refused rather than silently ignored.
 constexpr const char* kClusterOnlyOptions[] = {"--gradient-as-bucket-view"};
 // What a plan file sets; given beside --plan they would be overridden.
-constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--activation-profile"};
+constexpr const char* kSetByPlan[] = {"--model", "--micro-batch", "--seq", "--micro-batches", "--precision", "--optimizer", "--recompute", "--recompute-num-layers", "--activation-profile"};
 constexpr const char* kLossScalerOptions[] = {"--loss-scale", "--loss-scale-window", "--hysteresis"};
 
 Status check_given_options(const TrainCliOptions& o) {
@@ -284,6 +284,7 @@ Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
   t.seq_len = training.seq_len;
   t.num_micro_batches = training.num_micro_batches;
   t.recompute = training.recompute;
+  t.recompute_num_layers = training.recompute_num_layers;
   t.precision = training.precision;
   t.optimizer.kind = training.optimizer;
   t.plugin = o.estimate.request.plugin;

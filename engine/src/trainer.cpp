@@ -204,7 +204,7 @@ Status TrainingRun<T>::prepare() {
   }
   parallel_ = make_parallel_strategy<T>(group_, o_.plugin, local_model_, o_.gemini_parameter_chunks_on_host);
   parallel_->set_model_parallel(tensor_group_, pipeline_group_, planner::counted_in_gradient_norm(local_model_, tensor_group_ != nullptr ? tensor_group_->rank() : 0));
-  auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len / context_.size(), o_.seed, o_.recompute, parallel_->storage(),
+  auto created = Transformer<T>::create(model_, metrics_.ledger, o_.micro_batch_size, o_.seq_len / context_.size(), o_.seed, planner::BlockRecompute{o_.recompute, o_.recompute_num_layers}, parallel_->storage(),
                                         o_.tensor_parallel_group, o_.sequence_parallel, placement_, o_.context_parallel_group,
                                         o_.plugin.tp_comm_overlap ? TpCommunication::overlapped : TpCommunication::collectives);
   if (!created) return created.error();

@@ -17,6 +17,7 @@ LayoutChoice layout_choice_of(const planner::EstimateRequest& plan) {
   c.zero_stage = plan.plugin.effective_zero_stage();
   c.cpu_offload = plan.plugin.cpu_offload;
   c.recompute = plan.training.recompute;
+  c.recompute_num_layers = plan.training.recompute_num_layers;
   c.sequence_parallel = plan.layout.sequence_parallel;
   c.cp = plan.layout.cp;
   c.dp_replicate = plan.layout.dp_replicate;
@@ -41,6 +42,7 @@ Result<planner::EstimateRequest> layout_request(const LayoutChoice& c, const pla
   planner::EstimateRequest r = plan;
   planner::apply_shared_training(inputs, r.training);
   r.training.recompute = c.recompute;
+  r.training.recompute_num_layers = c.recompute == planner::RecomputeMode::full ? c.recompute_num_layers : 0;
   r.training.micro_batch_size = c.micro_batch;
   r.training.num_micro_batches = inputs.global_batch_size / (dp * c.micro_batch);
   r.assumptions = inputs.assumptions;

@@ -24,6 +24,7 @@ struct LayoutChoice {
   int zero_stage = 0;        // low_level_zero and hybrid_parallel
   bool cpu_offload = false;  // ZeRO plugins: optimizer states and master weights on the host; torch_fsdp: every shard
   planner::RecomputeMode recompute = planner::RecomputeMode::none;
+  int64_t recompute_num_layers = 0;  // full recompute: the first blocks of each chunk; 0 = every block
   bool sequence_parallel = false;  // tp > 1
   int64_t cp = 1;                  // context-parallel ranks per sequence (--cp)
   int64_t dp_replicate = 1;        // hybrid sharding's replicas (--dp-replicate)

@@ -35,6 +35,10 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   zero_stage_ = count_box(this, 0, 3);  // 3: DeepSpeed's ZeRO-3 (--runtime deepspeed)
   cpu_offload_ = new QCheckBox(tr("CPU offload"), this);
   recompute_ = enum_combo<planner::RecomputeMode>(this, false);  // op_selective: torchtitan's
+  recompute_layers_ = count_box(this, 0, 1024);
+  recompute_layers_->setSpecialValueText(tr("all"));
+  recompute_layers_->setToolTip(tr("Under full recompute: only the first blocks of each model chunk are recomputed whole, "
+                                   "the others keep all they save; 0 = every block (--recompute-num-layers)"));
   sequence_parallel_ = new QCheckBox(tr("sequence parallel"), this);
   cp_ = count_box(this, 1, 1024);
   cp_->setToolTip(tr("Context parallelism: each sequence split over this many ranks (ring attention; --cp)"));
@@ -62,12 +66,19 @@ LayoutEditor::LayoutEditor(QWidget* parent) : QGroupBox(tr("Evaluate one layout 
   add(2, 2, tr("recompute"), recompute_);
   add(3, 0, tr("cp"), cp_);
   add(3, 1, tr("dp replicas"), dp_replicate_);
+  add(3, 2, tr("blocks"), recompute_layers_);
   grid->addWidget(cpu_offload_, 4, 0, 1, 2);
   grid->addWidget(sequence_parallel_, 4, 2, 1, 2);
   grid->addWidget(evaluate_, 4, 5);
   grid->addWidget(error_, 5, 0, 1, 6);
   connect(evaluate_, &QPushButton::clicked, this, [this] { emit evaluateRequested(layout()); });
   connect(pp_, &QSpinBox::valueChanged, this, &LayoutEditor::limitModelChunks);
+  // The count of blocks is full recompute's only.
+  const auto enable_blocks = [this] {
+    recompute_layers_->setEnabled(combo_enum<planner::RecomputeMode>(recompute_) == planner::RecomputeMode::full);
+  };
+  connect(recompute_, &QComboBox::currentIndexChanged, this, enable_blocks);
+  enable_blocks();
 }
 
 // validate_request.cpp's bound: pp × chunks may not exceed the model's layers.
@@ -86,6 +97,7 @@ void LayoutEditor::showLayout(const LayoutChoice& c, int64_t dp, int64_t num_lay
   zero_stage_->setValue(c.zero_stage);
   cpu_offload_->setChecked(c.cpu_offload);
   set_combo_enum(recompute_, std::optional(c.recompute));
+  recompute_layers_->setValue(static_cast<int>(c.recompute_num_layers));
   sequence_parallel_->setChecked(c.sequence_parallel);
   cp_->setValue(static_cast<int>(c.cp));
   dp_replicate_->setValue(static_cast<int>(c.dp_replicate));
@@ -102,6 +114,7 @@ LayoutChoice LayoutEditor::layout() const {
   c.zero_stage = zero_stage_->value();
   c.cpu_offload = cpu_offload_->isChecked();
   c.recompute = combo_enum<planner::RecomputeMode>(recompute_).value_or(planner::RecomputeMode::none);
+  c.recompute_num_layers = recompute_layers_->value();
   c.sequence_parallel = sequence_parallel_->isChecked();
   c.cp = cp_->value();
   c.dp_replicate = dp_replicate_->value();

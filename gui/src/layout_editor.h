@@ -36,6 +36,7 @@ class LayoutEditor : public QGroupBox {
   QComboBox* pluginBox() const { return plugin_; }
   QComboBox* scheduleBox() const { return schedule_; }
   QSpinBox* modelChunksBox() const { return model_chunks_; }
+  QSpinBox* recomputedBlocksBox() const { return recompute_layers_; }
   QSpinBox* zeroStageBox() const { return zero_stage_; }
   QSpinBox* cpBox() const { return cp_; }
   QSpinBox* dpReplicateBox() const { return dp_replicate_; }
@@ -57,6 +58,7 @@ class LayoutEditor : public QGroupBox {
   QSpinBox* zero_stage_ = nullptr;
   QCheckBox* cpu_offload_ = nullptr;
   QComboBox* recompute_ = nullptr;
+  QSpinBox* recompute_layers_ = nullptr;
   QCheckBox* sequence_parallel_ = nullptr;
   QSpinBox* cp_ = nullptr;
   QSpinBox* dp_replicate_ = nullptr;

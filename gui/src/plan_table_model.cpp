@@ -6,6 +6,7 @@
 
 #include "category_style.h"
 #include "plan_labels.h"
+#include "tessera/planner/recompute_blocks.h"
 
 namespace tessera::gui {
 
@@ -99,7 +100,7 @@ QVariant PlanTableModel::display(const Row& row, int column) const {
     case kSchedule: return schedule_of(r);
     case kZeroStage: return zero_stage_of(r);
     case kOffload: return offload_of(r, row.optimizer_chunks_on_host, row.chunks);
-    case kRecompute: return text(enum_name(r.training.recompute));
+    case kRecompute: return text(planner::describe_recompute(r));
     case kMicroBatch: return QStringLiteral("%1 × %2").arg(r.training.micro_batch_size).arg(r.training.num_micro_batches);
     case kStepTime: return row.fits ? seconds_text(row.step_time_s) : QString();
     case kTokensPerS: return row.fits ? QLocale().toString(row.tokens_per_s, 'f', 0) : QString();

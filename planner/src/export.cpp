@@ -119,7 +119,8 @@ Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarg
 // config swaps the model's layers for TE's; DeepSpeed has no ring attention
 // (its sequence parallelism is Ulysses), and the ColossalAI script writes
 // Megatron's split_gather sequence parallelism, not its ring_attn mode; nor do
-// they give the sharding groups of hybrid sharding, nor compile the model.
+// they give the sharding groups of hybrid sharding, nor compile the model, nor
+// recompute only some blocks.
 Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTarget target) {
   if (plan_index >= file.plans.size() || !exports_to_colossalai_or_deepspeed(target)) return Status::success();
   const EstimateRequest& plan = file.plans[plan_index];
@@ -140,6 +141,12 @@ Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTar
   if (plan.layout.cp > 1) {
     return export_detail::cannot_express(to, "the plan splits each sequence over cp " + std::to_string(plan.layout.cp) +
                                                  " ranks (context parallelism), which a " + to + " export does not set up; plan again with --cp 1");
+  }
+  if (plan.training.recompute_num_layers > 0) {
+    // The ColossalAI script checkpoints every block (gradient_checkpointing_enable); a DeepSpeed config has no recompute (export_deepspeed.cpp).
+    return export_detail::cannot_express(to, "the plan recomputes only the first " + std::to_string(plan.training.recompute_num_layers) +
+                                                 " blocks of each chunk (--recompute-num-layers), which a " + to +
+                                                 " export does not set up; export it --to megatron or --to torchtitan, or plan again with --recompute-num-layers 0");
   }
   return Status::success();
 }

@@ -191,8 +191,13 @@ ArgsArray training_args(const EstimateRequest& r) {
     case RecomputeMode::selective: a.add("--recompute-granularity", "selective", "the attention core"); break;
     case RecomputeMode::full:
       a.add("--recompute-granularity", "full");
-      a.add("--recompute-method", "uniform");
-      a.add("--recompute-num-layers", "1", "every block");
+      if (t.recompute_num_layers > 0) {
+        a.add("--recompute-method", "block", "the first blocks of each model chunk recomputed whole, the others keeping all");
+        a.add("--recompute-num-layers", std::to_string(t.recompute_num_layers));
+      } else {
+        a.add("--recompute-method", "uniform");
+        a.add("--recompute-num-layers", "1", "every block");
+      }
       break;
   }
   a.add("--attention-backend", t.activation_profile == ActivationProfile::megatron ? "unfused" : "flash",

@@ -36,6 +36,7 @@
 #include "export_internal.h"
 #include "tessera/planner/export.h"
 #include "tessera/planner/op_checkpoint_policy.h"
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
 
@@ -170,6 +171,17 @@ const char* recompute_mode(RecomputeMode mode) {
   return "none";
 }
 
+// The selective_ac_option that recomputes the plan's blocks (recompute_blocks.h),
+// or a refusal naming the counts torchtitan can give.
+Result<int64_t> layer_checkpoint_option(int64_t num_layers, int64_t blocks) {
+  if (const std::optional<int64_t> n = layer_checkpoint_frequency(num_layers, blocks)) return *n;
+  std::string counts;
+  for (int64_t k : partial_recompute_counts(Runtime::torchtitan, num_layers, num_layers)) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
+  return cannot_express("torchtitan", "the plan recomputes " + std::to_string(blocks) + " of the " + std::to_string(num_layers) +
+                                          " blocks whole (--recompute-num-layers), and torchtitan's selective_ac_option n recomputes every n-th, " +
+                                          "⌊" + std::to_string(num_layers) + "/n⌋ of them; plan again with --recompute-num-layers one of " + counts);
+}
+
 }  // namespace
 
 Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
@@ -252,9 +264,17 @@ Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
        << "context_parallel_degree = " << l.cp << "\n\n"
        << "[checkpoint]\n"
        << "enable = false\n\n"
-       << "[activation_checkpoint]\n"
-       << "mode = " << quoted(recompute_mode(t.recompute)) << "\n";
-  if (t.recompute == RecomputeMode::op_selective) toml << "selective_ac_option = \"op\"\n";
+       << "[activation_checkpoint]\n";
+  if (t.recompute == RecomputeMode::full && t.recompute_num_layers > 0 && t.recompute_num_layers < model->config.num_layers) {
+    auto n = layer_checkpoint_option(model->config.num_layers, t.recompute_num_layers);
+    if (!n) return n.error();
+    toml << "mode = \"selective\"\n"
+         << "selective_ac_option = \"" << *n << "\"  # each n-th block recomputed whole, n = " << *n << ": " << t.recompute_num_layers << " of "
+         << model->config.num_layers << " blocks, as planned\n";
+  } else {
+    toml << "mode = " << quoted(recompute_mode(t.recompute)) << "\n";
+    if (t.recompute == RecomputeMode::op_selective) toml << "selective_ac_option = \"op\"\n";
+  }
   toml << "\n[compile]\n"
        << "enable = " << (t.torch_compile ? "true" : "false") << "\n"
        << "components = [\"model\", \"loss\"]\n";

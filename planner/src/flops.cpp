@@ -1,6 +1,8 @@
 #include "tessera/planner/flops.h"
 
 #include "tessera/planner/op_checkpoint_policy.h"
+#include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/recompute_blocks.h"
 
 namespace tessera::planner {
 namespace {
@@ -36,6 +38,22 @@ FlopsPerToken flops_per_token(const Model& model, int64_t seq_len, RecomputeMode
     case RecomputeMode::op_selective:  // the linears torchtitan's policy does not save; the attention output is kept
       f.recompute = static_cast<double>(model.config.num_layers) * op_policy_recompute_flops_per_token(model.config);
       break;
+  }
+  return f;
+}
+
+FlopsPerToken flops_per_token(const Model& model, const EstimateRequest& request) {
+  const TrainingOptions& t = request.training;
+  FlopsPerToken f = flops_per_token(model, t.seq_len, t.recompute);
+  if (t.recompute != RecomputeMode::full || t.recompute_num_layers == 0) return f;
+  f.recompute = 0;
+  const auto stages = stage_chunks(static_cast<int>(model.config.num_layers), static_cast<int>(request.layout.pp), static_cast<int>(request.plugin.model_chunks()));
+  for (const std::vector<StageLayers>& chunks : stages) {
+    for (const StageLayers& chunk : chunks) {
+      for (int64_t i = 0; i < blocks_recomputed_whole(t, chunk.num_layers); ++i) {
+        f.recompute += block_forward_flops_per_token(model, chunk.first_layer + static_cast<int>(i), t.seq_len);
+      }
+    }
   }
   return f;
 }

@@ -127,6 +127,7 @@ json training_to_json(const TrainingOptions& t) {
                 {"num_micro_batches", t.num_micro_batches},
                 {"torch_compile", t.torch_compile}};
   if (runs_hugging_face_modules(t.activation_profile)) training["transformers_version"] = to_string(t.transformers_version);
+  if (t.recompute == RecomputeMode::full) training["recompute_num_layers"] = t.recompute_num_layers;  // 0: every block
   return training;
 }
 
@@ -186,7 +187,7 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("offload_param", r.plugin.deepspeed.offload_param), layout.read("dp", r.layout.dp), layout.read("tp", r.layout.tp),
                    layout.read("pp", r.layout.pp), layout.read("cp", r.layout.cp), layout.read("dp_replicate", r.layout.dp_replicate), layout.read("sequence_parallel", r.layout.sequence_parallel),
                    training.read_enum("precision", r.training.precision), training.read_enum("optimizer", r.training.optimizer),
-                   training.read_enum("recompute", r.training.recompute),
+                   training.read_enum("recompute", r.training.recompute), training.read("recompute_num_layers", r.training.recompute_num_layers),
                    training.read_enum("activation_profile", r.training.activation_profile),
                    training.read("micro_batch_size", r.training.micro_batch_size), training.read("seq_len", r.training.seq_len),
                    training.read("num_micro_batches", r.training.num_micro_batches), training.read("torch_compile", r.training.torch_compile),

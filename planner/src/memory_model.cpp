@@ -16,6 +16,7 @@
 #include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/rank_order_reduction.h"
 #include "model_states.h"
 #include "retained_between_steps.h"
@@ -439,28 +440,45 @@ ActivationTable request_activation_table(const Model& m, const EstimateRequest& 
   return with_loss(activation_table(m.config, t.activation_profile, t.precision, t.transformers_version), loss_accounting(r), t.precision);
 }
 
-// A stage's activations, from its request's table and shape and what one block
-// keeps, written into `parts` (whose buffer is reused from stage to stage).
-void fill_stage_activations(const ActivationTable& table, const ActivationShape& shape, const BlockActivationBytes& block, const StageShape& s,
-                            StageActivations& parts) {
+// What one block keeps for a micro-batch: those recomputed whole
+// (recompute_blocks.h) and the others, the same but under --recompute-num-layers.
+struct BlockKinds {
+  BlockActivationBytes recomputed, other;
+};
+
+BlockKinds block_kinds(const ActivationTable& table, const ActivationShape& shape, const TrainingOptions& t) {
+  const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
+  if (t.recompute != RecomputeMode::full || t.recompute_num_layers == 0) return {block, block};
+  return {block, block_activation_bytes(table, shape, RecomputeMode::none)};
+}
+
+// A stage's activations, from its request's table and shape and what its
+// blocks keep, written into `parts` (whose buffer is reused from stage to stage).
+void fill_stage_activations(const ActivationTable& table, const ActivationShape& shape, const BlockKinds& blocks, const TrainingOptions& t,
+                            const StageShape& s, StageActivations& parts) {
   parts.pass_bytes.clear();
-  // Each model chunk's forward hands its blocks their shared inputs once.
-  for (const StageLayers& chunk : s.chunks) parts.pass_bytes.push_back(chunk.num_layers * block.stash + (chunk.num_layers > 0 ? block.shared : 0));
+  parts.working = 0;
+  for (const StageLayers& chunk : s.chunks) {
+    const int64_t recomputed = blocks_recomputed_whole(t, chunk.num_layers), other = chunk.num_layers - recomputed;
+    // Each model chunk's forward hands its recomputed blocks their shared inputs once.
+    parts.pass_bytes.push_back(recomputed * blocks.recomputed.stash + other * blocks.other.stash + (recomputed > 0 ? blocks.recomputed.shared : 0));
+    if (recomputed > 0) parts.working = std::max(parts.working, blocks.recomputed.working);
+    if (other > 0) parts.working = std::max(parts.working, blocks.other.working);
+  }
   if (s.first) parts.pass_bytes.front() += terms_bytes(table.first_stage, shape);
   parts.logits_per_pass = 0;
   if (s.last) {
     parts.logits_per_pass = terms_bytes(table.logits, shape);
     parts.pass_bytes.back() += terms_bytes(table.last_stage, shape) + parts.logits_per_pass;
   }
-  parts.working = s.num_layers > 0 ? block.working : 0;
   parts.backward_scratch = terms_bytes(table.backward_scratch, shape);
 }
 
 // Completes a stage of stage_layouts with what its passes keep and how many of
 // them it holds at its peak (from `memo` where one is given).
-void hold_activations(const ActivationTable& table, const ActivationShape& shape, const BlockActivationBytes& block, const EstimateRequest& r,
+void hold_activations(const ActivationTable& table, const ActivationShape& shape, const BlockKinds& blocks, const EstimateRequest& r,
                       SimulationMemo* memo, StageShape& s) {
-  fill_stage_activations(table, shape, block, s, s.activations);
+  fill_stage_activations(table, shape, blocks, r.training, s, s.activations);
   const int64_t pp = r.layout.pp, m = r.training.num_micro_batches, chunks = r.plugin.model_chunks();
   if (memo && r.plugin.pp_schedule == PipelineSchedule::interleaved && pp > 1) {
     s.in_flight_per_chunk = memo->in_flight_at_peak(pp, s.stage, m, chunks, s.activations.pass_bytes);
@@ -483,11 +501,11 @@ Result<MemoryEstimate> estimate(const Model& model, const GpuProfile& gpu, const
   std::vector<StageShape> own_layouts;
   const std::vector<StageShape>& layouts = memo ? memo->stage_layouts(model, request) : (own_layouts = stage_layouts(model, request));
   const ActivationShape shape = activation_shape(request);
-  const BlockActivationBytes block = block_activation_bytes(table, shape, t.recompute);
+  const BlockKinds blocks = block_kinds(table, shape, t);
   StageShape s;  // each stage in turn, its buffers reused
   for (const StageShape& layout : layouts) {
     s = layout;
-    hold_activations(table, shape, block, request, memo, s);
+    hold_activations(table, shape, blocks, request, memo, s);
     if (request.plugin.kind == PluginKind::gemini && request.plugin.gemini.placement_policy == GeminiPlacement::auto_placement) {
       solve_auto_placement(model, s, request, gpu.memory_bytes - request.assumptions.memory_headroom(gpu.memory_bytes),
                            estimate.cuda_context_bytes, gemini);
@@ -552,9 +570,9 @@ std::vector<StageShape> stage_layouts(const Model& m, const EstimateRequest& r) 
 std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
   const ActivationTable table = request_activation_table(m, r);
   const ActivationShape shape = activation_shape(r);
-  const BlockActivationBytes block = block_activation_bytes(table, shape, r.training.recompute);
+  const BlockKinds blocks = block_kinds(table, shape, r.training);
   std::vector<StageShape> stages = stage_layouts(m, r);
-  for (StageShape& s : stages) hold_activations(table, shape, block, r, nullptr, s);
+  for (StageShape& s : stages) hold_activations(table, shape, blocks, r, nullptr, s);
   return stages;
 }
 

@@ -5,6 +5,7 @@
 #include "tessera/planner/gradient_accumulation.h"
 #include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/pinned_host_blocks.h"
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/text_util.h"
 
 #include <algorithm>
@@ -116,7 +117,7 @@ std::string summary_line(const EstimateReport& r) {
   if (l.dp_replicate > 1) line += " (" + std::to_string(l.dp_replicate) + " replicas, states sharded over " + std::to_string(l.shard_ranks()) + ")";
   if (l.sequence_parallel) line += " + sp";
   line += ", " + std::string(enum_name(t.precision)) + ", " + std::string(enum_name(t.optimizer)) + ", recompute " +
-          std::string(enum_name(t.recompute)) + ", micro-batch " + std::to_string(t.micro_batch_size) + " × seq " +
+          describe_recompute(r.request) + ", micro-batch " + std::to_string(t.micro_batch_size) + " × seq " +
           std::to_string(t.seq_len) + ", " + std::to_string(t.num_micro_batches) +
           (t.num_micro_batches == 1 ? " micro-batch" : " micro-batches");
   if (l.pp > 1) line += " " + std::string(enum_name(r.request.plugin.pp_schedule));
@@ -251,6 +252,11 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
     lines.push_back({"recompute", "op_selective: " + op_policy_summary(r.model.config),
                      "torchtitan 01c79fd models/llama3/parallelize_llama.py (_save_list: every mm but the 2nd, 4th, ... of a block, SDPA); "
                      "PyTorch 006b3e6 Linear.cpp (a linear with a bias is addmm, neither saved nor counted)"});
+  }
+  if (t.recompute == RecomputeMode::full && t.recompute_num_layers > 0) {
+    lines.push_back({"recompute", "full on the first " + std::to_string(t.recompute_num_layers) + " blocks of each model chunk; the others keep all they save",
+                     "Megatron-LM core_v0.14.0 transformer_block.py (--recompute-method block); torchtitan's selective_ac_option n, every n-th "
+                     "block, is the same count (activation_checkpoint.py, _apply_layer_sac)"});
   }
   if (is_fp8(t.precision)) {
     const RankMemory& tight = r.estimate.tightest();

@@ -12,7 +12,7 @@ namespace tessera::planner {
 nlohmann::json estimate_to_json(const EstimateReport& r) {
   using nlohmann::json;
   const auto& t = r.request.training;
-  const FlopsPerToken flops = flops_per_token(r.model, t.seq_len, t.recompute);
+  const FlopsPerToken flops = flops_per_token(r.model, r.request);
   json out{{"schema", 1}, {"kind", "estimate"}, {"model", model_to_json(r.model)}};
   out["gpu"] = json{{"name", r.gpu.name}, {"display_name", r.gpu.display_name}, {"memory_bytes", r.gpu.memory_bytes}};
   out.update(request_to_json(r.request));

@@ -16,6 +16,7 @@
 #include "tessera/planner/op_checkpoint_policy.h"
 #include "tessera/planner/pinned_host_blocks.h"
 #include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/report.h"
 #include "interleaving_choice.h"
 #include "search_internal.h"
@@ -86,12 +87,14 @@ std::string rejection_reason(const MemoryEstimate& e) {
   return "over GPU memory (largest: " + std::string(to_string(largest_category(e))) + ")";
 }
 
-// Same plan but for the micro-batch: to find each plan's largest micro-batch that fits.
+// Same plan but for the micro-batch: to find each plan's largest micro-batch
+// that fits. Full recompute of some blocks is a plan of its own, whose count
+// of blocks follows the micro-batch (evaluate_fewer_recomputed).
 auto plan_key(const EstimateRequest& r) {
   const auto& p = r.plugin;
   return std::make_tuple(p.runtime, p.kind, p.fsdp_strategy, p.zero_stage, p.cpu_offload, p.deepspeed.offload_param, p.gemini.placement_policy, p.gemini.offload_optim_frac,
                          p.gemini.offload_param_frac, r.layout.dp, r.layout.tp, r.layout.pp, r.layout.cp, r.layout.dp_replicate, r.layout.sequence_parallel, p.pp_schedule,
-                         p.num_model_chunks, r.training.recompute);
+                         p.num_model_chunks, r.training.recompute, r.training.recompute_num_layers > 0);
 }
 
 void fill_max_micro_batch(std::vector<Candidate>& fitted) {
@@ -265,7 +268,7 @@ std::string describe_plan(const EstimateRequest& r) {
   }
   if (p.kind != PluginKind::hybrid_parallel) text += ", dp " + str(r.layout.dp) + (r.layout.cp > 1 ? " × cp " + str(r.layout.cp) : "");
   if (r.layout.dp_replicate > 1) text += " (" + str(r.layout.dp_replicate) + " replicas × " + str(r.layout.shard_ranks()) + ")";
-  text += ", recompute " + std::string(enum_name(r.training.recompute)) + ", micro-batch " + str(r.training.micro_batch_size) + " × " +
+  text += ", recompute " + describe_recompute(r) + ", micro-batch " + str(r.training.micro_batch_size) + " × " +
           str(r.training.num_micro_batches);
   return text;
 }
@@ -297,6 +300,7 @@ std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanReque
         r.training.micro_batch_size = b;
         r.training.num_micro_batches = per_rank / b;
         r.training.recompute = mode;
+        r.training.recompute_num_layers = mode == RecomputeMode::full ? p.recompute_num_layers : 0;
         // Only schedules the runtime runs: interleaved micro-batches in groups of pp, 1F1B at least pp of them.
         if (!check_pipeline_schedule(model, r) || !check_fsdp_offload_accumulation(r)) continue;
         out.push_back(r);
@@ -385,17 +389,48 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
   // fastest (interleaving_choice.h), or the next best predicted that fits;
   // without a simulated twin (it did not fit, and interleaving keeps more in
   // flight) at the candidate's own count, the largest.
-  const auto evaluate_interleaved = [&](EstimateRequest r) {
+  const auto evaluate_interleaved = [&](EstimateRequest r) -> int64_t {
     const auto twin = one_f_one_b_bubbles.find(one_f_one_b_twin_key(r));
-    if (twin == one_f_one_b_bubbles.end()) {
-      evaluate(r);
-      return;
-    }
+    if (twin == one_f_one_b_bubbles.end()) return evaluate(r);
     for (int64_t v : search_detail::chunk_counts_by_predicted_bubble(interleaved_chunk_counts(model.config.num_layers, r.layout.pp), r.layout.pp,
                                                                      twin->second, pipeline_send_seconds(model, p.cluster, r))) {
       r.plugin.num_model_chunks = v;
-      if (evaluate(r) >= 0 || failure) return;
+      if (const int64_t plan = evaluate(r); plan >= 0 || failure) return plan;
     }
+    return -1;
+  };
+  // A plan that fits with every block recomputed, tried again with the fewest
+  // blocks per chunk recomputed whole that fit where the runtime can recompute
+  // only some (recompute_blocks.h): fewer run faster and keep more. Memory
+  // falls as the count grows, so a bisection finds it; where recompute none
+  // fits, that plan is faster still and nothing is added.
+  const auto evaluate_fewer_recomputed = [&](EstimateRequest r) {
+    int64_t largest_chunk = 0;
+    for (const auto& stage : stage_chunks(static_cast<int>(model.config.num_layers), static_cast<int>(r.layout.pp), static_cast<int>(r.plugin.model_chunks()))) {
+      for (const StageLayers& chunk : stage) largest_chunk = std::max<int64_t>(largest_chunk, chunk.num_layers);
+    }
+    std::vector<int64_t> counts = partial_recompute_counts(r.plugin.runtime, model.config.num_layers, largest_chunk);
+    if (counts.empty()) return;
+    counts.insert(counts.begin(), 0);  // recompute none
+    const auto fits = [&](int64_t blocks) {
+      EstimateRequest probe = r;
+      probe.training.recompute = blocks == 0 ? RecomputeMode::none : RecomputeMode::full;
+      probe.training.recompute_num_layers = blocks;
+      auto memory = estimate_memory(model, p.cluster.gpu, probe, memo);
+      return memory && memory->fits();
+    };
+    size_t low = 0, high = counts.size();  // the first count that fits lies in [low, high]; high: none of them
+    while (low < high) {
+      const size_t mid = (low + high) / 2;
+      if (fits(counts[mid])) {
+        high = mid;
+      } else {
+        low = mid + 1;
+      }
+    }
+    if (low == 0 || low == counts.size()) return;
+    r.training.recompute_num_layers = counts[low];
+    evaluate(r);
   };
   const std::vector<EstimateRequest> candidates = plan_candidates(model, p);
   if (progress) progress->candidates = static_cast<int64_t>(candidates.size());
@@ -404,12 +439,12 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
       if (progress->stop) return make_error(ErrorCode::cancelled, "the plan search was cancelled");
       progress->done.fetch_add(1, std::memory_order_relaxed);
     }
-    if (r.plugin.pp_schedule == PipelineSchedule::interleaved) {
-      evaluate_interleaved(r);
-    } else {
-      evaluate(r);
-    }
+    const int64_t plan = r.plugin.pp_schedule == PipelineSchedule::interleaved ? evaluate_interleaved(r) : evaluate(r);
     if (failure) return *failure;
+    if (plan >= 0 && p.recompute.empty() && r.training.recompute == RecomputeMode::full) {
+      evaluate_fewer_recomputed(result.plans[static_cast<size_t>(plan)].request);
+      if (failure) return *failure;
+    }
   }
   // The prediction leaves out only what favours fewer chunks (a chunk that
   // holds the head or the embedding outweighs the others): each row's fastest

@@ -20,6 +20,7 @@
 #include "tessera/planner/optimizer_step.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/pp_traffic.h"
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/tp_traffic.h"
 #include "tessera/planner/vocab_parallel_loss.h"
 #include "simulation_memo.h"
@@ -278,11 +279,15 @@ void add_context_parallel_communication(const Context& c, const StageShape& s, c
   const double ring_bytes = kv_bytes * static_cast<double>(l.cp);  // the gathered buffer: every rank's chunk
   const double layers = static_cast<double>(s.num_layers);
   const double forward = layers * collective_seconds(Collective::all_gather, ring_bytes, ring);
-  const bool rerun = recompute_reruns_ring(c.request.training.recompute);
-  const double backward = (rerun ? forward : 0.0) + layers * (collective_seconds(Collective::all_gather, ring_bytes, ring) +
-                                                              collective_seconds(Collective::reduce_scatter, ring_bytes, ring));
+  // The share of the blocks whose attention core runs again: all under selective, those recomputed whole under full.
+  const TrainingOptions& t = c.request.training;
+  const double rerun = !recompute_reruns_ring(t.recompute) ? 0.0
+                       : t.recompute == RecomputeMode::full ? static_cast<double>(blocks_recomputed_whole(t, s.chunks)) / layers
+                                                            : 1.0;
+  const double backward = rerun * forward + layers * (collective_seconds(Collective::all_gather, ring_bytes, ring) +
+                                                      collective_seconds(Collective::reduce_scatter, ring_bytes, ring));
   cost.forward_comm += overlapped(forward, layers * attention.forward, c.settings.overlap_cost);
-  cost.backward_comm += overlapped(backward, layers * (attention.backward + (rerun ? attention.forward : 0.0)), c.settings.overlap_cost);
+  cost.backward_comm += overlapped(backward, layers * (attention.backward + rerun * attention.forward), c.settings.overlap_cost);
 }
 
 // A tensor-parallel group's calls, each of its share of the bytes.
@@ -359,7 +364,11 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     const std::optional<ElementwiseBytes>& core = c.elementwise.unfused_core;
     cost.recompute = attention_forward + (core ? core->forward * layers : recomputed) / hbm;
   }
-  if (t.recompute == RecomputeMode::full) cost.recompute = block_forward + attention_forward + forward_elementwise / hbm;
+  if (t.recompute == RecomputeMode::full) {
+    // The blocks recomputed whole run their forward again (recompute_blocks.h).
+    const double whole = static_cast<double>(blocks_recomputed_whole(t, s.chunks)) / std::max(1.0, layers);
+    cost.recompute = whole * (block_forward + attention_forward + forward_elementwise / hbm);
+  }
   if (t.recompute == RecomputeMode::op_selective) {
     // Every element-wise op runs again; fused, that writes the tensors the policy did not keep.
     cost.recompute = c.op_policy_gemm_seconds * layers + (per_kernel ? forward_elementwise : recomputed) / hbm;
@@ -367,7 +376,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   if (l.tp > 1) {
     // Megatron-LM's collectives, call by call (tp_traffic.h: what the engine does).
     const CollectiveGroup group = collective_group(c.cluster, l.tp, 1);
-    const TpMicroBatchTraffic traffic = tp_micro_batch_traffic(c.model.config, TpStage{s.num_layers, s.first, s.last}, t.micro_batch_size, c.request.local_seq_len(),
+    const TpMicroBatchTraffic traffic = tp_micro_batch_traffic(c.model.config, TpStage{s.num_layers, s.first, s.last, blocks_recomputed_whole(t, s.chunks)}, t.micro_batch_size, c.request.local_seq_len(),
                                                                l.sequence_parallel, t.recompute, static_cast<int64_t>(c.dtype_bytes()));
     cost.forward_comm = tp_calls_s(traffic.forward, group);
     cost.backward_comm = tp_calls_s(traffic.backward, group);
@@ -728,7 +737,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
     }
   }
   const double tokens = m * c.tokens_per_micro_batch() * static_cast<double>(l.data_ranks());
-  const FlopsPerToken flops = flops_per_token(model, t.seq_len, t.recompute);
+  const FlopsPerToken flops = flops_per_token(model, request);
   const double gpus = static_cast<double>(l.world_size());
   sim.tokens_per_s = tokens / sim.step_time_s;
   sim.model_tflops_per_gpu = 3 * flops.forward * tokens / sim.step_time_s / gpus / 1e12;

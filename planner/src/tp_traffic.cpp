@@ -15,7 +15,8 @@ TpMicroBatchTraffic tp_micro_batch_traffic(const ModelConfig& config, TpStage st
   const int64_t rows = micro_batch * seq_len, layers = stage.layers;
   const int64_t activations = rows * config.hidden_size * activation_bytes;
   const int64_t embedding = stage.first ? 1 : 0, head = stage.last ? 1 : 0;
-  const int64_t recomputed = recompute == RecomputeMode::full ? 2 * layers : 0;  // each block's forward calls again
+  // Each block recomputed whole calls its forward's two again.
+  const int64_t recomputed = recompute == RecomputeMode::full ? 2 * stage.recomputed_whole.value_or(layers) : 0;
   TpMicroBatchTraffic t;
   if (sequence_parallel && overlap.enabled) {
     // Each block's 2 gathers and 2 reduce-scatters beside its GEMMs, forward, backward and recomputed.

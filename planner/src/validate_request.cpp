@@ -84,6 +84,23 @@ Status check_context_parallel(const EstimateRequest& r) {
   return check_context_parallel_sequence(r.training.seq_len, cp, r.training.activation_profile);
 }
 
+// --recompute-num-layers K: Megatron-LM's --recompute-method block, K blocks of
+// each model chunk recomputed whole (recompute_blocks.h).
+Status check_recompute_num_layers(const ModelConfig& c, const TrainingOptions& t) {
+  const int64_t k = t.recompute_num_layers;
+  if (k == 0) return Status::success();
+  if (k < 0) return invalid("--recompute-num-layers must be a positive count of blocks (or 0 for every block), got " + str(k));
+  if (t.recompute != RecomputeMode::full) {
+    return invalid("--recompute-num-layers " + str(k) + " says how many blocks of each model chunk --recompute full recomputes whole; add --recompute full (got --recompute " +
+                   std::string(enum_name(t.recompute)) + ")");
+  }
+  if (k > c.num_layers) {
+    return invalid("--recompute-num-layers " + str(k) + " exceeds the " + str(c.num_layers) + " layers of " + c.name + "; use at most " + str(c.num_layers) +
+                   ", or 0 for every block");
+  }
+  return Status::success();
+}
+
 Status check_model_fit(const Model& m, const EstimateRequest& r) {
   const ModelConfig& c = m.config;
   const auto& l = r.layout;
@@ -94,6 +111,7 @@ Status check_model_fit(const Model& m, const EstimateRequest& r) {
   }
   if (Status s = check_context_parallel(r); !s) return s;
   if (Status s = check_op_selective(c, r); !s) return s;
+  if (Status s = check_recompute_num_layers(c, r.training); !s) return s;
   if (l.sequence_parallel && r.local_seq_len() % l.tp != 0) {
     return invalid("--seq " + str(r.training.seq_len) + " must be a multiple of --tp " + str(l.tp) + (l.cp > 1 ? " × --cp " + str(l.cp) : "") +
                    " under --sequence-parallel");

@@ -230,6 +230,33 @@ TEST(Cli, AnUnknownOptionIsNamedWithWhatWasMeant) {
   }
 }
 
+// --recompute-num-layers: the estimate's title names the count, the plan's
+// every row; without --recompute full both refuse in one line, exit 2.
+TEST(Cli, RecomputeNumLayersReachesTheTitleOrIsRefused) {
+  const CliRun estimate = run({"estimate", "--model", "llama-3-8b", "--runtime", "torchtitan", "--plugin", "torch_fsdp", "--dp", "8", "--seq", "8192",
+                               "--gpu", "h100-80g", "--recompute", "full", "--recompute-num-layers", "16"});
+  EXPECT_EQ(estimate.code, 0) << estimate.err;
+  EXPECT_NE(estimate.out.find("recompute full (16 blocks)"), std::string::npos) << estimate.out;
+  const CliRun plan = run({"plan", "--model", "llama-2-70b", "--runtime", "megatron", "--gpus", "64", "--gpu", "h100-80g", "--global-batch", "256",
+                           "--seq", "4096", "--tp", "4", "--pp", "4", "--recompute", "full", "--recompute-num-layers", "3", "--top", "2"});
+  EXPECT_EQ(plan.code, 0) << plan.err;
+  EXPECT_NE(plan.out.find(" 1  hybrid_parallel dp 4 × tp 4 × pp 4"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("recompute full (3 blocks per stage)"), std::string::npos) << plan.out;
+  const struct {
+    std::vector<const char*> args;
+    const char* says;
+  } refusals[] = {
+      {{"estimate", "--model", "gpt2", "--recompute-num-layers", "4"}, "--recompute-num-layers 4 says how many blocks of each model chunk --recompute full recomputes whole; add --recompute full"},
+      {{"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--recompute-num-layers", "4"}, "--recompute-num-layers 4 says how many blocks of each chunk full recompute recomputes whole: add --recompute full"},
+  };
+  for (const auto& c : refusals) {
+    const CliRun r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.says;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, FormatFollowsTheOutputExtension) {
   auto options = parse_estimate_arguments({"--model", "gpt2", "--output", "report.html"});
   ASSERT_TRUE(options.ok()) << options.error().message;

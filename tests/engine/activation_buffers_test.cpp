@@ -70,7 +70,7 @@ struct FakeDeviceStep {
 // The planner's estimate of one bf16 rank running `model` with one of the
 // engine's tables, over `tp` tensor-parallel ranks (hybrid_parallel, as the engine runs them).
 // With `cp` context-parallel ranks too, seq_len is the whole sequence's.
-planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode, planner::ActivationProfile profile, int64_t tp = 1,
+planner::RankMemory planner_row(const planner::Model& model, planner::BlockRecompute mode, planner::ActivationProfile profile, int64_t tp = 1,
                                 bool sequence_parallel = false, int64_t seq_len = T, int64_t cp = 1) {
   planner::EstimateRequest request;
   if (tp > 1 || cp > 1) {
@@ -78,7 +78,8 @@ planner::RankMemory planner_row(const planner::Model& model, RecomputeMode mode,
     request.layout = planner::ParallelLayout{1, tp, 1, sequence_parallel, cp};
   }
   request.training.activation_profile = profile;
-  request.training.recompute = mode;
+  request.training.recompute = mode.mode;
+  request.training.recompute_num_layers = mode.num_layers;
   request.training.precision = planner::Precision::bf16;
   request.training.micro_batch_size = B;
   request.training.seq_len = seq_len;
@@ -133,8 +134,10 @@ TEST(ActivationBuffers, CpuModelGpuStepAndPlannerBookTheSameBytes) {
     const planner::Model model = model_of(json);
     const planner::ActivationTable table = table_of(model);
     const int64_t L = model.config.num_layers, V = model.config.vocab_size;
-    for (RecomputeMode mode : kModes) {
-      const std::string what = model.config.model_type + " recompute " + std::string(enum_name(mode));
+    // Each mode, and full recompute of the first block only (--recompute-num-layers 1).
+    for (planner::BlockRecompute mode : {planner::BlockRecompute(RecomputeMode::none), planner::BlockRecompute(RecomputeMode::selective),
+                                         planner::BlockRecompute(RecomputeMode::full), planner::BlockRecompute(RecomputeMode::full, 1)}) {
+      const std::string what = model.config.model_type + " recompute " + std::string(enum_name(mode.mode)) + " " + std::to_string(mode.num_layers);
       const planner::RankMemory row = planner_row(model, mode, planner::ActivationProfile::tessera);
       const int64_t planned_activations = row.bytes[MemoryCategory::activations].device, planned_logits = row.bytes[MemoryCategory::logits].device;
 

@@ -83,13 +83,17 @@ TEST(Transformer, ParametersFollowTheInventory) {
   EXPECT_EQ(ledger.current(MemoryCategory::parameters, MemorySpace::device), 4 * model.parameter_count);
 }
 
+// Every recompute mode, and full recompute of the first of the tiny models' two blocks (--recompute-num-layers 1).
+const planner::BlockRecompute kRecomputes[] = {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full,
+                                               {planner::RecomputeMode::full, 1}};
+
 // The ledger's bytes per category equal the planner's estimate for the same
 // set-up (one rank, tessera profile, the CPU backend's workspace), in fp32 and
 // in mixed precision, for every recompute mode: the promise that makes plans testable.
 template <typename T>
 void expect_ledger_matches_planner(planner::Precision precision) {
   for (const char* json : {kTinyGpt2, kTinyQwen2})
-  for (planner::RecomputeMode mode : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
+  for (planner::BlockRecompute mode : kRecomputes) {
     const planner::Model model = tiny(json);
     MemoryLedger ledger;
     const int64_t B = 3, T_len = 6;
@@ -99,7 +103,8 @@ void expect_ledger_matches_planner(planner::Precision precision) {
     auto optimizer = Optimizer<T>::whole(ledger, net.flat_parameters().data(), net.flat_order(), std::vector<bool>(net.parameters().size(), true), OptimizerOptions{});
     planner::EstimateRequest request;
     request.training.activation_profile = planner::ActivationProfile::tessera;  // what the engine keeps
-    request.training.recompute = mode;
+    request.training.recompute = mode.mode;
+    request.training.recompute_num_layers = mode.num_layers;
     request.training.precision = precision;
     request.training.optimizer = planner::OptimizerKind::adamw;
     request.training.micro_batch_size = B;
@@ -112,7 +117,7 @@ void expect_ledger_matches_planner(planner::Precision precision) {
     for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients, MemoryCategory::optimizer_states,
                              MemoryCategory::activations, MemoryCategory::logits, MemoryCategory::workspace}) {
       EXPECT_EQ(ledger.current(c, MemorySpace::device), row.bytes[c].device) << to_string(c) << " of " << model.config.model_type << " in "
-                                                                     << enum_name(precision) << ", recompute " << enum_name(mode);
+                                                                     << enum_name(precision) << ", recompute " << enum_name(mode.mode) << " " << mode.num_layers;
     }
   }
 }
@@ -128,7 +133,7 @@ TEST(Transformer, RecomputeModesGiveIdenticalGradients) {
     const auto tokens = random_tokens(10, static_cast<int32_t>(model.config.vocab_size), 3);
     const auto targets = random_tokens(10, static_cast<int32_t>(model.config.vocab_size), 4);
     std::vector<std::vector<float>> reference;
-    for (planner::RecomputeMode mode : {planner::RecomputeMode::none, planner::RecomputeMode::selective, planner::RecomputeMode::full}) {
+    for (planner::BlockRecompute mode : kRecomputes) {
       MemoryLedger ledger;
       Transformer<float> net = Transformer<float>::create(model, ledger, 2, 5, 9, mode).value();
       net.zero_gradients();
@@ -139,7 +144,7 @@ TEST(Transformer, RecomputeModesGiveIdenticalGradients) {
       if (reference.empty()) {
         reference = grads;
       } else {
-        EXPECT_EQ(grads, reference) << model.config.model_type << " recompute " << enum_name(mode);
+        EXPECT_EQ(grads, reference) << model.config.model_type << " recompute " << enum_name(mode.mode) << " " << mode.num_layers;
       }
     }
   }

@@ -42,6 +42,7 @@
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/export.h"
 #include "tessera/planner/plan_file.h"
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/registry.h"
 #include "session_io.h"
 #include "tessera/planner/report.h"
@@ -670,6 +671,30 @@ class ViewsTest : public QObject {
     const auto replicated = layout_request(choice, planner::EstimateRequest{}, inputs);
     QVERIFY(replicated.ok());
     QVERIFY(!replicated->plugin.cpu_offload);
+  }
+
+  // Full recompute of some blocks (--recompute-num-layers) is a layout choice: the box
+  // is full recompute's only, the request carries the count, and the plans' column names it.
+  void recomputedBlocksAreALayoutChoice() {
+    LayoutEditor editor;
+    LayoutChoice choice;
+    choice.recompute = planner::RecomputeMode::full;
+    choice.recompute_num_layers = 5;
+    editor.showLayout(choice, 8, 32);
+    QVERIFY(editor.recomputedBlocksBox()->isEnabled());
+    QCOMPARE(editor.layout().recompute_num_layers, int64_t{5});
+    planner::PlanRequest inputs;
+    inputs.cluster = planner::make_cluster(planner::load_gpu("h100-80g").value(), 8, 8, 400).value();
+    inputs.global_batch_size = 64;
+    const auto some = layout_request(editor.layout(), planner::EstimateRequest{}, inputs);
+    QVERIFY(some.ok());
+    QCOMPARE(some->training.recompute_num_layers, int64_t{5});
+    QCOMPARE(QString::fromStdString(planner::describe_recompute(some.value())), QStringLiteral("full (5 blocks)"));
+    QCOMPARE(layout_choice_of(some.value()), editor.layout());
+    choice.recompute = planner::RecomputeMode::none;  // a count left in the box reaches no other mode
+    editor.showLayout(choice, 8, 32);
+    QVERIFY(!editor.recomputedBlocksBox()->isEnabled());
+    QCOMPARE(layout_request(editor.layout(), planner::EstimateRequest{}, inputs)->training.recompute_num_layers, int64_t{0});
   }
 
   // The model chunks go as far as the planner takes them, the model's layers over pp, past the 64 they once stopped at.

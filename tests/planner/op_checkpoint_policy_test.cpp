@@ -21,6 +21,7 @@ namespace {
 
 using testing::shipped_gpu;
 using testing::shipped_model;
+using testing::torchtitan_fsdp;
 
 std::vector<std::string> names(const ModelConfig& c, bool OpPolicyLinear::*flag) {
   std::vector<std::string> out;
@@ -28,16 +29,6 @@ std::vector<std::string> names(const ModelConfig& c, bool OpPolicyLinear::*flag)
     if (linear.*flag) out.emplace_back(linear.name);
   }
   return out;
-}
-
-EstimateRequest torchtitan_fsdp(int64_t seq, RecomputeMode recompute) {
-  EstimateRequest r;
-  r.plugin.kind = PluginKind::torch_fsdp;
-  r.plugin.runtime = Runtime::torchtitan;
-  r.layout.dp = 8;
-  r.training.seq_len = seq;
-  r.training.recompute = recompute;
-  return r;
 }
 
 TEST(OpCheckpointPolicy, LlamaSavesEveryOtherMatmul) {

@@ -36,6 +36,7 @@ EstimateRequest request_of(const json& result) {
   r.training.optimizer = parse_enum<OptimizerKind>(t["optimizer"].get<std::string>()).value();
   r.training.precision = parse_enum<Precision>(t["precision"].get<std::string>()).value();
   r.training.recompute = parse_enum<RecomputeMode>(t["recompute"].get<std::string>()).value();
+  r.training.recompute_num_layers = t.value("recompute_num_layers", 0);
   r.training.seq_len = result["model"]["seq_len"];
   r.training.micro_batch_size = l["micro_batch_size"];
   r.layout = ParallelLayout{l["dp"], l["tp"], l["pp"], l.value("sequence_parallel", false)};

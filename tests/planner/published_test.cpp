@@ -99,6 +99,7 @@ Row row_of(const json& result) {
   r.layout.cp = l.value("cp", 1);
   r.training.precision = parse_enum<Precision>(t["precision"].get<std::string>()).value();
   r.training.recompute = parse_enum<RecomputeMode>(t["recompute"].get<std::string>()).value();
+  r.training.recompute_num_layers = t.value("recompute_num_layers", 0);
   r.training.seq_len = result["model"]["seq_len"];
   r.training.micro_batch_size = l["micro_batch_size"];
   r.training.num_micro_batches = t["global_batch_size"].get<int64_t>() / (r.training.micro_batch_size * r.layout.dp);

@@ -28,6 +28,17 @@ inline MemoryEstimate estimate_or_fail(const Model& model, const GpuProfile& gpu
   return estimate.value();
 }
 
+// torchtitan's FSDP2 over 8 ranks (--runtime torchtitan --plugin torch_fsdp --dp 8) at `seq` tokens.
+inline EstimateRequest torchtitan_fsdp(int64_t seq, RecomputeMode recompute) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::torch_fsdp;
+  r.plugin.runtime = Runtime::torchtitan;
+  r.layout.dp = 8;
+  r.training.seq_len = seq;
+  r.training.recompute = recompute;
+  return r;
+}
+
 // Model states: what the ZeRO paper counts (weights, gradients, master weights, optimizer states).
 inline int64_t model_state_bytes(const RankMemory& row) {
   int64_t total = 0;

@@ -21,7 +21,9 @@ Megatron divides itself, having checked that the layers divide), and the
 gradients' and weights' dtypes: whether Megatron accumulates and reduces in
 fp32 (accumulate_allreduce_grads_in_fp32, which --grad-reduce-in-bf16 turns
 off) and keeps the FP8 weights as parameters (fp8_param_gather), as the plan
-counts them.
+counts them; and the recompute TransformerConfig runs (granularity, method and
+layers: full recompute of every block, or of the first --recompute-num-layers
+of each stage by the block method).
 
 Megatron-LM comes from MEGATRON_LM (a checkout), else from the mirror's tag
 core_v0.14.0, the newest that imports under the check's torch 2.5.1; without
@@ -42,6 +44,8 @@ CASES = [  # (name, model, GPUs, global batch, seq, plan filters, GPU)
     ("Llama 2 7B, the distributed optimizer in 2 replicas", "llama-2-7b", 16, 64, 4096, ["--dp-replicate", "2", "--zero-stage", "1"], "h100-80g"),
     ("Llama 2 70B, tp 4 x pp 4 interleaved", "llama-2-70b", 64, 256, 4096, ["--tp", "4", "--pp", "4", "--pp-schedule", "interleaved"], "h100-80g"),
     ("Llama 3 8B on 3 uneven stages, full recompute", "llama-3-8b", 24, 48, 8192, ["--pp", "3", "--recompute", "full"], "h100-80g"),
+    ("Llama 2 70B, tp 4 x pp 4, 3 blocks of each stage recomputed", "llama-2-70b", 64, 256, 4096,
+     ["--tp", "4", "--pp", "4", "--recompute", "full", "--recompute-num-layers", "3"], "h100-80g"),
     ("Qwen2 7B, cp 2, FP8", "qwen2-7b", 16, 32, 16384, ["--cp", "2", "--precision", "fp8"], "h100-80g"),
     ("Llama 3 8B, cp 2, FP8 with NeMo's gradient and weight dtypes", "llama-3-8b", 8, 128, 8192,
      ["--cp", "2", "--precision", "fp8", "--grad-reduce-in-bf16", "--fp8-param-gather"], "h100-80g"),
@@ -128,7 +132,8 @@ def probe_main(argv):
         layers = [[args.num_layers // (pp * vpp)] * vpp for _ in range(pp)]
     print(json.dumps({"dp": args.data_parallel_size, "replicas": args.num_distributed_optimizer_instances, "vpp": vpp, "micro_batches": args.global_batch_size // (args.micro_batch_size * args.data_parallel_size),
                       "padded_vocab": vocab, "layers": layers, "fp32_gradients": args.accumulate_allreduce_grads_in_fp32,
-                      "fp8_param_gather": args.fp8_param_gather}))
+                      "fp8_param_gather": args.fp8_param_gather,
+                      "recompute": [config.recompute_granularity, config.recompute_method, config.recompute_num_layers]}))
 
 
 def planned(tessera, work, name, model, gpus, batch, seq, filters, gpu):
@@ -163,8 +168,12 @@ def expected(document):
     settings = plan["settings"]
     # Megatron-LM accumulates and reduces bf16 (and FP8) runs' gradients in fp32 unless --grad-reduce-in-bf16.
     fp32_gradients = training["precision"] in ("bf16", "fp8") and not settings.get("grad_reduce_in_bf16", False)
+    # Full recompute: every block (uniform, 1), or the first K of each chunk (block, K); selective: the attention core.
+    blocks = training.get("recompute_num_layers", 0)
+    recompute = {"none": [None, None, None], "selective": ["selective", None, None],
+                 "full": ["full", "block", blocks] if blocks else ["full", "uniform", 1]}[training["recompute"]]
     return {"dp": layout["dp"], "replicas": layout["dp_replicate"], "vpp": chunks, "micro_batches": training["num_micro_batches"], "padded_vocab": -(-vocab // tp) * tp,
-            "layers": layers, "fp32_gradients": fp32_gradients, "fp8_param_gather": settings.get("fp8_param_gather", False)}
+            "layers": layers, "fp32_gradients": fp32_gradients, "fp8_param_gather": settings.get("fp8_param_gather", False), "recompute": recompute}
 
 
 def main():
@@ -184,7 +193,8 @@ def main():
         want = expected(document)
         differing = {k: (derived[k], want[k]) for k in want if derived[k] != want[k]}
         print(f"{'FAIL' if differing else 'ok  '} {name}: {document['plans'][0]['description']}: Megatron derives dp {derived['dp']}, "
-              f"{derived['replicas']} optimizer instance(s), vpp {derived['vpp']}, {derived['micro_batches']} micro-batches, vocabulary {derived['padded_vocab']}, layers {derived['layers']}"
+              f"{derived['replicas']} optimizer instance(s), vpp {derived['vpp']}, {derived['micro_batches']} micro-batches, vocabulary {derived['padded_vocab']}, layers {derived['layers']}, "
+              f"recompute {derived['recompute']}"
               + (f"; differs from the plan (Megatron, plan): {differing}" if differing else ""))
         failures += bool(differing)
     return 1 if failures else 0

@@ -50,8 +50,16 @@ CASES = [  # (name, model, GPUs, global batch, seq, plan filters, which plan: a 
     ("Llama 3 8B, cp 2 at 32,768 tokens", "llama-3-8b", 16, 16, 32768, ["--cp", "2"], lambda p: True),
     ("Llama 3 70B, full recompute, CPU offload", "llama-3-70b", 16, 16, 4096, ["--recompute", "full"], lambda p: p["settings"].get("cpu_offload")),
     ("Llama 3 70B on 64 GPUs, fp32", "llama-3-70b", 64, 64, 4096, ["--precision", "fp32", "--recompute", "full"], lambda p: True),
+    ("Llama 3 8B, every second block recomputed", "llama-3-8b", 16, 64, 8192, ["--recompute", "full", "--recompute-num-layers", "16"], lambda p: True),
 ]
 RECOMPUTE = {"none": ("none", None), "full": ("full", None), "op_selective": ("selective", "op")}
+
+
+def config_layers(model):
+    """The shipped model's block count."""
+    with open(os.path.join(REPO, "models", model + ".json")) as f:
+        config = json.load(f)
+    return config.get("num_hidden_layers", config.get("n_layer"))
 
 
 def run(cmd):
@@ -192,6 +200,10 @@ def check_case(tessera, work, case, torchtitan, flavors):
         return [f"global_batch_size {t.global_batch_size} is not a multiple of local_batch_size {t.local_batch_size} × {batch_degree}"]
     layout, settings, training = plan["layout"], plan["settings"], plan["training"]
     recompute_mode, ac_option = RECOMPUTE[training["recompute"]]
+    if training["recompute"] == "full" and training.get("recompute_num_layers", 0) > 0:
+        # Some blocks: torchtitan's layer-level option n, whose every n-th block of L is ⌊L/n⌋ of them.
+        recompute_mode = "selective"
+        ac_option = str(next(n for n in range(2, config_layers(model) + 1) if config_layers(model) // n == training["recompute_num_layers"]))
     expected = {
         "data-parallel ranks": (batch_degree, layout["dp"]),
         "replicas": (dims.dp_replicate, layout["dp_replicate"]),

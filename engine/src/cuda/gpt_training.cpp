@@ -37,7 +37,7 @@ GptTraining::~GptTraining() = default;
 
 Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                          uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel,
-                                                         planner::RecomputeMode recompute, const GpuTensorParallel& tensor_parallel,
+                                                         planner::BlockRecompute recompute, const GpuTensorParallel& tensor_parallel,
                                                          const GpuPipelineParallel& pipeline, int64_t device_memory_bytes,
                                                          const GpuContextParallel& context_parallel) {
   const planner::ModelConfig& c = model.config;
@@ -75,7 +75,7 @@ Result<std::unique_ptr<GptTraining>> GptTraining::create(const planner::Model& m
   }
   if (Status s = check_gpu_optimizer(options.kind); !s) return s.error();
   if (Status s = check_engine_computes(c, seq_len); !s) return s.error();
-  if (recompute == planner::RecomputeMode::op_selective) {
+  if (recompute.mode == planner::RecomputeMode::op_selective) {
     return make_error(ErrorCode::unsupported, "--recompute op_selective: the GPU training step recomputes none, selective or full");
   }
   if (micro_batch <= 0 || seq_len <= 0) return make_error(ErrorCode::invalid_argument, "micro-batch and sequence length must be positive");

@@ -129,8 +129,8 @@ double GptTraining::State::forward(const int32_t* host_tokens, const int32_t* ho
 // block from its kept input (full), whose output goes into grad_narrow,
 // dead until the block's backward writes it. The same launches on the same
 // inputs as the forward's.
-void GptTraining::State::recompute_block(int l) {
-  const BlockRerun rerun = activations.layout().rerun;
+void GptTraining::State::recompute_block(int l, int index_in_chunk) {
+  const BlockRerun rerun = activations.layout().rerun_of(index_in_chunk);
   if (rerun == BlockRerun::block) {
     block_forward(l, act(l, "block_input"), outside("grad_narrow"));
   } else if (rerun == BlockRerun::attention) {
@@ -243,7 +243,7 @@ void GptTraining::State::backward(bool reduce, const T* output_grad, T* input_gr
   }
   for (int l = end - 1; l >= begin; --l) {
     before_layer_backward(l);
-    recompute_block(l);
+    recompute_block(l, l - begin);
     block_backward(l);
     after_layer_backward(l, reduce);
   }

@@ -215,7 +215,7 @@ struct GptTraining::State {
   void allocate_gemini(const planner::Model& model, uint64_t seed, const GpuDataParallel& data_parallel);
   void allocate_fsdp(const planner::Model& model, uint64_t seed, const planner::PluginOptions& plugin);
   void block_forward(int l, const T* x, T* out);
-  void recompute_block(int l);
+  void recompute_block(int l, int index_in_chunk);
   void block_backward(int l);
   bool first_stage() const { return stage.first(); }
   bool last_stage() const { return stage.last(); }

@@ -215,7 +215,8 @@ Result<TrainMetrics> train_on_gpu(const planner::Model& model, const TrainOption
   if (!data) return data.error();
   const std::vector<RunSetting> settings = run_settings(model, options, data.value(), dp);  // the global batch: dp ranks' sequences
   auto made = GptTraining::create(model, metrics.ledger, options.micro_batch_size, options.seq_len, options.seed, options.optimizer,
-                                  GpuDataParallel{group.get(), options.plugin, options.gemini_parameter_chunks_on_host}, options.recompute,
+                                  GpuDataParallel{group.get(), options.plugin, options.gemini_parameter_chunks_on_host},
+                                  planner::BlockRecompute{options.recompute, options.recompute_num_layers},
                                   GpuTensorParallel{tensor_group.get(), options.sequence_parallel, options.plugin.tp_comm_overlap},
                                   GpuPipelineParallel{pipeline_group.get(), options.pipeline_schedule, options.model_chunks}, options.device_capacity_bytes,
                                   GpuContextParallel{context_group.get()});

@@ -37,7 +37,7 @@ void StepActivations::begin_pass(int64_t chunk, int64_t micro) {
   const planner::StageLayers& layers = chunks_.at(static_cast<size_t>(chunk));
   Pass pass;
   pass.blocks.resize(static_cast<size_t>(num_layers_));
-  for (int l = layers.first_layer; l < layers.first_layer + layers.num_layers; ++l) allocate(*allocator_, layout_.kept, pass.blocks[static_cast<size_t>(l)]);
+  for (int i = 0; i < layers.num_layers; ++i) allocate(*allocator_, layout_.kept_by(i), pass.blocks[static_cast<size_t>(layers.first_layer + i)]);
   if (first_ && chunk == 0) allocate(*allocator_, layout_.first_stage, pass.outside);
   if (last_ && chunk + 1 == static_cast<int64_t>(chunks_.size())) {
     allocate(*allocator_, layout_.last_stage, pass.outside);

@@ -23,6 +23,14 @@ BlockRerun block_rerun(planner::RecomputeMode mode) {
   return BlockRerun::nothing;
 }
 
+const std::vector<ActivationBuffer>& ActivationBuffers::kept_by(int64_t index_in_chunk) const {
+  return recompute.mode != planner::RecomputeMode::full || planner::block_recomputed_whole(recompute, index_in_chunk) ? kept : kept_whole;
+}
+
+BlockRerun ActivationBuffers::rerun_of(int64_t index_in_chunk) const {
+  return recompute.mode != planner::RecomputeMode::full || planner::block_recomputed_whole(recompute, index_in_chunk) ? rerun : BlockRerun::nothing;
+}
+
 int64_t ActivationBuffers::bytes(MemoryCategory category, int64_t blocks, int64_t align) const {
   const auto sum = [&](const std::vector<ActivationBuffer>& buffers) {
     int64_t total = 0;
@@ -31,11 +39,14 @@ int64_t ActivationBuffers::bytes(MemoryCategory category, int64_t blocks, int64_
     }
     return total;
   };
-  return blocks * sum(kept) + sum(working) + sum(first_stage) + sum(last_stage) + sum(logits) + sum(scratch);
+  int64_t per_blocks = 0;
+  for (int64_t i = 0; i < blocks; ++i) per_blocks += sum(kept_by(i));
+  return per_blocks + sum(working) + sum(first_stage) + sum(last_stage) + sum(logits) + sum(scratch);
 }
 
-ActivationBuffers activation_buffers(const planner::ActivationTable& table, const planner::ActivationShape& shape, planner::RecomputeMode mode) {
+ActivationBuffers activation_buffers(const planner::ActivationTable& table, const planner::ActivationShape& shape, planner::BlockRecompute recompute) {
   ActivationBuffers out;
+  const planner::RecomputeMode mode = recompute.mode;
   for (const planner::ActivationTerm& term : table.block) {
     const ActivationBuffer buffer{term.name, planner::term_bytes(term, shape), term.bytes_per_element, MemoryCategory::activations};
     if (planner::term_kept(term, mode)) {
@@ -43,7 +54,9 @@ ActivationBuffers activation_buffers(const planner::ActivationTable& table, cons
     } else if (planner::term_kept(term, planner::RecomputeMode::none)) {
       out.working.push_back(buffer);
     }
+    if (recompute.num_layers > 0 && planner::term_kept(term, planner::RecomputeMode::none)) out.kept_whole.push_back(buffer);
   }
+  out.recompute = recompute;
   out.first_stage = buffers_of(table.first_stage, shape, MemoryCategory::activations);
   out.last_stage = buffers_of(table.last_stage, shape, MemoryCategory::activations);
   out.logits = buffers_of(table.logits, shape, MemoryCategory::logits);

@@ -42,7 +42,7 @@ planner::Precision storage_precision() {
 
 template <typename T>
 Result<Transformer<T>> Transformer<T>::create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
-                                              uint64_t seed, planner::RecomputeMode recompute, FlatStorage storage, comm::Communicator* tensor_group,
+                                              uint64_t seed, planner::BlockRecompute recompute, FlatStorage storage, comm::Communicator* tensor_group,
                                               bool sequence_parallel, planner::PipelinePlacement stage, comm::Communicator* context_group,
                                               TpCommunication tp_communication) {
   const auto& c = model.config;
@@ -145,7 +145,7 @@ typename Transformer<T>::Pass Transformer<T>::allocate_pass(int chunk) {
   Pass pass;
   pass.blocks.resize(static_cast<size_t>(config_.num_layers));
   const planner::StageLayers& layers = chunk_layers(chunk);
-  for (int l = layers.first_layer; l < layers.first_layer + layers.num_layers; ++l) pass.blocks[static_cast<size_t>(l)] = allocate(buffers_.kept);
+  for (int i = 0; i < layers.num_layers; ++i) pass.blocks[static_cast<size_t>(layers.first_layer + i)] = allocate(buffers_.kept_by(i));
   if (chunk_has_head(chunk)) {
     pass.last_stage = allocate(buffers_.last_stage);
     pass.logits = allocate(buffers_.logits);
@@ -210,10 +210,11 @@ typename Transformer<T>::W* Transformer<T>::stats(int layer, const char* name) {
 // input is kept, or belongs to the next stage): it goes into grad_narrow,
 // whose contents are dead until the block's backward writes them.
 template <typename T>
-void Transformer<T>::recompute_block(int l) {
-  if (buffers_.rerun == BlockRerun::block) {
+void Transformer<T>::recompute_block(int l, int index_in_chunk) {
+  const BlockRerun rerun = buffers_.rerun_of(index_in_chunk);
+  if (rerun == BlockRerun::block) {
     block_forward(l, act(l, "block_input"), find(scratch_.narrow, "grad_narrow"));
-  } else if (buffers_.rerun == BlockRerun::attention) {
+  } else if (rerun == BlockRerun::attention) {
     attention_forward(l, qkv_views(act(l, "qkv")));
   }
 }
@@ -507,7 +508,7 @@ void Transformer<T>::backward_chunk(int chunk, int64_t micro, W loss_scale, cons
   }
   for (int l = layers.first_layer + layers.num_layers - 1; l >= layers.first_layer; --l) {
     if (hooks_ != nullptr) hooks_->before_backward(l);
-    recompute_block(l);
+    recompute_block(l, l - layers.first_layer);
     block_backward(l);
     if (hooks_ != nullptr) hooks_->after_backward(l);
   }

@@ -26,6 +26,7 @@ struct TrainOptions {
   int64_t seq_len = 64;
   int64_t num_micro_batches = 1;  // accumulated per optimizer step
   planner::RecomputeMode recompute = planner::RecomputeMode::none;
+  int64_t recompute_num_layers = 0;  // under full: the first blocks of each chunk recomputed whole; 0 = every block
   // fp32, or mixed precision: bf16, or fp16 with the dynamic loss scaler.
   planner::Precision precision = planner::Precision::fp32;
   LossScalerOptions loss_scaler;  // fp16 only

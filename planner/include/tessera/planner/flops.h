@@ -32,4 +32,8 @@ double outside_blocks_forward_flops_per_token(const Model& model);
 
 FlopsPerToken flops_per_token(const Model& model, int64_t seq_len, RecomputeMode recompute);
 
+// The request's: its recompute mode, and under --recompute-num-layers only the
+// blocks its pipeline's chunks recompute whole (recompute_blocks.h).
+FlopsPerToken flops_per_token(const Model& model, const EstimateRequest& request);
+
 }  // namespace tessera::planner

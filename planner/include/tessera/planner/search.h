@@ -37,6 +37,11 @@ struct PlanRequest {
   // Optional restrictions of the search (0, -1 or empty: any).
   std::vector<PluginKind> plugins;      // empty: every plugin of the runtime
   std::vector<RecomputeMode> recompute; // empty: none, selective and full (and op_selective under torchtitan)
+  // --recompute-num-layers (with --recompute full): every plan recomputes this
+  // many blocks per chunk whole. 0: every block; and where no --recompute is
+  // given and the runtime can recompute only some (Megatron-LM, torchtitan),
+  // the fewest that fit are tried too.
+  int64_t recompute_num_layers = 0;
   int64_t dp = 0, tp = 0, pp = 0;
   int64_t micro_batch_size = 0;
   int zero_stage = -1;

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "tessera/planner/model.h"
 #include "tessera/planner/training_config.h"
@@ -61,6 +62,8 @@ struct TpMicroBatchTraffic {
 struct TpStage {
   int64_t layers = 0;
   bool first = true, last = true;
+  // Under --recompute full, the blocks recomputed whole (recompute_blocks.h): all `layers` when unset.
+  std::optional<int64_t> recomputed_whole = std::nullopt;
 };
 
 TpMicroBatchTraffic tp_micro_batch_traffic(const ModelConfig& config, TpStage stage, int64_t micro_batch, int64_t seq_len, bool sequence_parallel,

@@ -119,6 +119,10 @@ struct TrainingOptions {
   Precision precision = Precision::bf16;
   OptimizerKind optimizer = OptimizerKind::adamw;
   RecomputeMode recompute = RecomputeMode::none;
+  // --recompute full: how many blocks of each model chunk backward recomputes
+  // whole, the first ones, the others keeping all they save; 0 = every block
+  // (recompute_blocks.h).
+  int64_t recompute_num_layers = 0;
   ActivationProfile activation_profile = ActivationProfile::flash;  // GPU runtimes; the engine's CPU runs set tessera
   int64_t micro_batch_size = 1;   // samples per micro-batch per data-parallel rank
   int64_t seq_len = 1024;         // tokens per sample

@@ -230,7 +230,7 @@ class GptTraining {
   // caps its caching allocator (--device-memory; 0: the device's memory).
   static Result<std::unique_ptr<GptTraining>> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len,
                                                      uint64_t seed, const OptimizerOptions& options, const GpuDataParallel& data_parallel = {},
-                                                     planner::RecomputeMode recompute = planner::RecomputeMode::none,
+                                                     planner::BlockRecompute recompute = planner::RecomputeMode::none,
                                                      const GpuTensorParallel& tensor_parallel = {}, const GpuPipelineParallel& pipeline = {},
                                                      int64_t device_memory_bytes = 0, const GpuContextParallel& context_parallel = {});
   ~GptTraining();

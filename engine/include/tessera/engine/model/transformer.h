@@ -76,7 +76,8 @@ class Transformer {
   // Fails for families the engine does not train yet.
   // `recompute`: what backward recomputes instead of keeping (Korthikanti et al.
   // 2022 §5): selective re-runs the attention core (dropping its log-sum-exp), full keeps only
-  // each block's input; one block's worth of recomputed tensors is shared.
+  // each block's input, or under --recompute-num-layers only the first blocks' of
+  // each chunk (planner/recompute_blocks.h); one block's worth of recomputed tensors is shared.
   // `tensor_group`: the ranks that split every layer (model/tensor_parallel.h);
   // null or one rank: the whole model here. `sequence_parallel`: they also
   // split the tokens outside the split layers. `stage`: the pipeline stage
@@ -85,7 +86,7 @@ class Transformer {
   // `seq_len` is then this rank's tokens of it, two chunks (planner/context_parallel.h).
   // `tp_communication`: overlapped runs sequence parallelism's calls under the GEMMs (--tp-comm-overlap).
   static Result<Transformer> create(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed,
-                                    planner::RecomputeMode recompute = planner::RecomputeMode::none, FlatStorage storage = {},
+                                    planner::BlockRecompute recompute = planner::RecomputeMode::none, FlatStorage storage = {},
                                     comm::Communicator* tensor_group = nullptr, bool sequence_parallel = false,
                                     planner::PipelinePlacement stage = {}, comm::Communicator* context_group = nullptr,
                                     TpCommunication tp_communication = TpCommunication::collectives);
@@ -185,7 +186,7 @@ class Transformer {
   template <typename Gemms>
   void reduced_gemms(T* whole, T* mine, Gemms gemms);
   void build(const planner::Model& model, MemoryLedger& ledger, int64_t micro_batch, int64_t seq_len, uint64_t seed, FlatStorage storage);
-  void recompute_block(int l);
+  void recompute_block(int l, int index_in_chunk);
   RingBuffers<T> ring_buffers();
   void attention_forward(int l, const QkvViews& qkv);
   // Named buffers from the planner's activation table: those in the storage
@@ -225,7 +226,7 @@ class Transformer {
   ActivationBuffers buffers_;  // what the forward keeps and the recompute rebuilds (model/activation_buffers.h)
   TensorParallel tp_;
   ContextParallel cp_;
-  planner::RecomputeMode recompute_ = planner::RecomputeMode::none;
+  planner::BlockRecompute recompute_;
   int64_t B_ = 0, T_ = 0;
   Tensor<T> flat_params_, flat_grads_;
   std::vector<Slice<T>> params_, grads_;

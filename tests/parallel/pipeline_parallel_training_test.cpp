@@ -40,12 +40,14 @@ struct Layout {
   int64_t chunks = 1;
   bool sequence_parallel = false;
   int zero_stage = 0;
+  int64_t recomputed_blocks = 0;  // --recompute full --recompute-num-layers: the first of each chunk; 0: no recompute
 };
 
 std::string name_of(const Layout& c, int64_t dp) {
   return std::string(c.model) + " (" + std::to_string(c.layers) + " blocks) dp " + std::to_string(dp) + " × tp " + std::to_string(c.tp) + " × pp " +
          std::to_string(c.pp) + (c.sequence_parallel ? " + sp" : "") + ", " + std::string(enum_name(c.schedule)) +
-         (c.chunks > 1 ? " × " + std::to_string(c.chunks) : "") + ", zero " + std::to_string(c.zero_stage);
+         (c.chunks > 1 ? " × " + std::to_string(c.chunks) : "") + ", zero " + std::to_string(c.zero_stage) +
+         (c.recomputed_blocks > 0 ? ", " + std::to_string(c.recomputed_blocks) + " blocks a stage recomputed" : "");
 }
 
 // The shipped model, or its config with more blocks, written under `root` by rank 0.
@@ -82,9 +84,13 @@ void check(comm::Communicator& world, const Layout& c, const std::string& root) 
   o.pipeline_schedule = c.schedule;
   o.model_chunks = c.chunks;
   o.sequence_parallel = c.sequence_parallel;
+  if (c.recomputed_blocks > 0) {
+    o.recompute = planner::RecomputeMode::full;
+    o.recompute_num_layers = c.recomputed_blocks;
+  }
   const std::string dir = root + "/" + c.model + "-" + std::to_string(c.layers) + "-" + std::to_string(dp) + "x" + std::to_string(c.tp) + "x" +
                           std::to_string(c.pp) + (c.sequence_parallel ? "-sp-" : "-") + std::string(enum_name(c.schedule)) + std::to_string(c.chunks) +
-                          "-zero" + std::to_string(c.zero_stage);
+                          "-zero" + std::to_string(c.zero_stage) + "-recompute" + std::to_string(c.recomputed_blocks);
   auto parallel = training_check::train_into(dir, o, groups->data.get(), model, &world);
   expect(parallel.ok(), name + ": " + (parallel.ok() ? "" : parallel.error().message), rank);
   if (!parallel.ok()) return;
@@ -127,7 +133,8 @@ int main() {
                {"tiny-gpt2", 2, 1, 2, S::one_f_one_b},
                {"tiny-llama", 3, 1, 2, S::one_f_one_b},  // uneven: 1 and 2 blocks
                {"tiny-gpt2", 4, 1, 2, S::interleaved, 2},
-               {"tiny-llama", 4, 1, 2, S::interleaved, 2}};
+               {"tiny-llama", 4, 1, 2, S::interleaved, 2},
+               {"tiny-llama", 6, 1, 2, S::one_f_one_b, 1, false, 0, 2}};  // 2 of each stage's 3 blocks recomputed whole
   } else if (world->size() == 4) {
     layouts = {{"tiny-llama", 2, 2, 2, S::one_f_one_b},
                {"tiny-gpt2", 2, 2, 2, S::one_f_one_b, 1, true},

@@ -119,8 +119,8 @@ Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarg
 // config swaps the model's layers for TE's; DeepSpeed has no ring attention
 // (its sequence parallelism is Ulysses), and the ColossalAI script writes
 // Megatron's split_gather sequence parallelism, not its ring_attn mode; nor do
-// they give the sharding groups of hybrid sharding, nor compile the model, nor
-// recompute only some blocks.
+// they give the sharding groups of hybrid sharding, nor compile the model; a
+// DeepSpeed config recomputes no block.
 Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTarget target) {
   if (plan_index >= file.plans.size() || !exports_to_colossalai_or_deepspeed(target)) return Status::success();
   const EstimateRequest& plan = file.plans[plan_index];
@@ -142,11 +142,11 @@ Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTar
     return export_detail::cannot_express(to, "the plan splits each sequence over cp " + std::to_string(plan.layout.cp) +
                                                  " ranks (context parallelism), which a " + to + " export does not set up; plan again with --cp 1");
   }
-  if (plan.training.recompute_num_layers > 0) {
-    // The ColossalAI script checkpoints every block (gradient_checkpointing_enable); a DeepSpeed config has no recompute (export_deepspeed.cpp).
+  if (plan.training.recompute_num_layers > 0 && target == ExportTarget::deepspeed) {
+    // A DeepSpeed config has no recompute (export_deepspeed.cpp); ColossalAI's pipelines can (export_colossalai.cpp).
     return export_detail::cannot_express(to, "the plan recomputes only the first " + std::to_string(plan.training.recompute_num_layers) +
-                                                 " blocks of each chunk (--recompute-num-layers), which a " + to +
-                                                 " export does not set up; export it --to megatron or --to torchtitan, or plan again with --recompute-num-layers 0");
+                                                 " blocks of each chunk (--recompute-num-layers), which a DeepSpeed config does not set up; export it "
+                                                 "--to megatron, --to torchtitan or --to colossalai, or plan again with --recompute-num-layers 0");
   }
   return Status::success();
 }

@@ -29,6 +29,8 @@
 #include "tessera/planner/chunks.h"
 #include "tessera/planner/export.h"
 #include "tessera/planner/json_io.h"
+#include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
 #include "tessera/planner/search.h"
@@ -124,7 +126,32 @@ void gemini_chunk_args(const EstimateRequest& r, const ChunkChoice& chunks, Scri
                       ".\n";
 }
 
-Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script& s) {
+// --recompute-num-layers K: the blocks each virtual stage checkpoints, in
+// PipelineGradientCheckpointConfig's order (stage + chunk · pp), K or the
+// stage's blocks where it has fewer (recompute_blocks.h); empty for every block.
+Result<std::vector<int64_t>> checkpointed_blocks_per_stage(const PlanFile& file, const EstimateRequest& r) {
+  if (r.training.recompute != RecomputeMode::full || r.training.recompute_num_layers == 0) return std::vector<int64_t>{};
+  auto model = load_model(file.model_source, "model.source");
+  if (!model) return model.error();
+  if (!colossalai_checkpoints_some_blocks(model->config, r)) {
+    return cannot_express("colossalai", "the plan recomputes only the first " + std::to_string(r.training.recompute_num_layers) +
+                                            " blocks of each chunk (--recompute-num-layers), which ColossalAI does only in HybridParallelPlugin's "
+                                            "pipelines of Llama, Mistral and Qwen2 models (gradient_checkpoint_config); plan again with "
+                                            "--plugin hybrid_parallel and --pp 2 or more, or with --recompute-num-layers 0");
+  }
+  const int64_t pp = r.layout.pp, chunks = r.plugin.model_chunks();
+  const auto stages = stage_chunks(static_cast<int>(model->config.num_layers), static_cast<int>(pp), static_cast<int>(chunks));
+  std::vector<int64_t> per_stage(static_cast<size_t>(pp * chunks));
+  for (int64_t stage = 0; stage < pp; ++stage) {
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      per_stage[static_cast<size_t>(stage + chunk * pp)] =
+          blocks_recomputed_whole(r.training, stages[static_cast<size_t>(stage)][static_cast<size_t>(chunk)].num_layers);
+    }
+  }
+  return per_stage;
+}
+
+Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, const std::vector<int64_t>& checkpointed, Script& s) {
   const PluginOptions& p = r.plugin;
   const TrainingOptions& t = r.training;
   const ParallelLayout& l = r.layout;
@@ -253,6 +280,14 @@ Status plugin_script(const EstimateRequest& r, const ChunkChoice& chunks, Script
         args.emplace_back("microbatch_size", py_int(t.micro_batch_size));
         args.emplace_back("pp_style", py_str(std::string(enum_name(p.pp_schedule))));
         if (p.pp_schedule == PipelineSchedule::interleaved) args.emplace_back("num_model_chunks", std::to_string(p.num_model_chunks));
+        if (!checkpointed.empty()) {
+          std::string list;
+          for (int64_t n : checkpointed) list += (list.empty() ? "" : ", ") + py_int(n);
+          s.imports.push_back("from colossalai.shardformer.shard.grad_ckpt_config import PipelineGradientCheckpointConfig");
+          args.emplace_back("gradient_checkpoint_config", "PipelineGradientCheckpointConfig(num_ckpt_layers_per_stage=[" + list + "])");
+          s.plugin_comment += "    # recompute full on the first " + std::to_string(t.recompute_num_layers) +
+                              " blocks of each (virtual) stage, in stage + chunk x pp order; the others keep all they save.\n";
+        }
       } else {
         s.plugin_comment += "    # No pipeline: the plan's " + std::to_string(t.num_micro_batches) +
                             " micro-batches per step are gradient accumulation in the loop below.\n";
@@ -332,8 +367,10 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
     if (!model) return model.error();
     chunks = {search_chunk_size(model->inventory, r.plugin.gemini, l.dp), model->parameter_count};
   }
+  auto checkpointed = checkpointed_blocks_per_stage(file, r);
+  if (!checkpointed) return checkpointed.error();
   Script s;
-  if (Status st = plugin_script(r, chunks, s); !st) return st.error();
+  if (Status st = plugin_script(r, chunks, checkpointed.value(), s); !st) return st.error();
   auto config = embedded_config(file.model_source);
   if (!config) return config.error();
   auto dropout = export_detail::uncounted_dropout(file, r);
@@ -360,7 +397,7 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
      << "#   " << description << "\n"
      << "#   model " << model_name << " on " << c.world_size() << " x " << one_line(c.gpu.name, 80) << " (" << c.num_nodes << " node"
      << (c.num_nodes > 1 ? "s" : "") << " x " << c.gpus_per_node << " GPUs), " << sequences << " sequences x " << t.seq_len << " tokens per step, "
-     << enum_name(t.precision) << ", " << enum_name(t.optimizer) << ", recompute " << enum_name(t.recompute) << "\n"
+     << enum_name(t.precision) << ", " << enum_name(t.optimizer) << ", recompute " << describe_recompute(r) << "\n"
      << "# Tessera predicts: peak memory " << format_bytes(peak_bytes) << " per GPU (allocator reserve and CUDA context included), step "
      << fixed(step_time_s, 3) << " s, " << fixed(tokens_per_s, 0) << " tokens/s, MFU " << fixed(100 * mfu, 1) << "%.\n"
      << "#\n"
@@ -478,7 +515,8 @@ Result<std::string> export_colossalai(const PlanFile& file, size_t plan_index) {
     py << "    model = " << from_config << "\n";
   }
   if (t.recompute == RecomputeMode::full) {
-    py << "    # recompute full: every transformer block is recomputed in backward.\n"
+    py << (t.recompute_num_layers > 0 ? "    # recompute full: the plugin's gradient_checkpoint_config says which blocks.\n"
+                                       : "    # recompute full: every transformer block is recomputed in backward.\n")
        << "    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={\"use_reentrant\": False})\n";
   }
   py << "    optimizer = " << s.optimizer << "\n"

@@ -173,10 +173,11 @@ const char* recompute_mode(RecomputeMode mode) {
 
 // The selective_ac_option that recomputes the plan's blocks (recompute_blocks.h),
 // or a refusal naming the counts torchtitan can give.
-Result<int64_t> layer_checkpoint_option(int64_t num_layers, int64_t blocks) {
+Result<int64_t> layer_checkpoint_option(const ModelConfig& config, const EstimateRequest& r) {
+  const int64_t num_layers = config.num_layers, blocks = r.training.recompute_num_layers;
   if (const std::optional<int64_t> n = layer_checkpoint_frequency(num_layers, blocks)) return *n;
   std::string counts;
-  for (int64_t k : partial_recompute_counts(Runtime::torchtitan, num_layers, num_layers)) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
+  for (int64_t k : partial_recompute_counts(config, r)) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
   return cannot_express("torchtitan", "the plan recomputes " + std::to_string(blocks) + " of the " + std::to_string(num_layers) +
                                           " blocks whole (--recompute-num-layers), and torchtitan's selective_ac_option n recomputes every n-th, " +
                                           "⌊" + std::to_string(num_layers) + "/n⌋ of them; plan again with --recompute-num-layers one of " + counts);
@@ -266,7 +267,7 @@ Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
        << "enable = false\n\n"
        << "[activation_checkpoint]\n";
   if (t.recompute == RecomputeMode::full && t.recompute_num_layers > 0 && t.recompute_num_layers < model->config.num_layers) {
-    auto n = layer_checkpoint_option(model->config.num_layers, t.recompute_num_layers);
+    auto n = layer_checkpoint_option(model->config, r);
     if (!n) return n.error();
     toml << "mode = \"selective\"\n"
          << "selective_ac_option = \"" << *n << "\"  # each n-th block recomputed whole, n = " << *n << ": " << t.recompute_num_layers << " of "

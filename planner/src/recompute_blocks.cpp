@@ -20,16 +20,28 @@ int64_t blocks_recomputed_whole(BlockRecompute r, std::span<const StageLayers> c
   return blocks;
 }
 
-std::vector<int64_t> partial_recompute_counts(Runtime runtime, int64_t num_layers, int64_t largest_chunk) {
+bool colossalai_checkpoints_some_blocks(const ModelConfig& config, const EstimateRequest& r) {
+  const bool family = config.family == ModelFamily::llama || config.family == ModelFamily::mistral || config.family == ModelFamily::qwen2;
+  return r.plugin.kind == PluginKind::hybrid_parallel && r.layout.pp > 1 && family;
+}
+
+std::vector<int64_t> partial_recompute_counts(const ModelConfig& config, const EstimateRequest& r) {
+  const int64_t num_layers = config.num_layers;
   std::vector<int64_t> counts;
-  if (runtime == Runtime::megatron) {
-    for (int64_t k = 1; k < largest_chunk; ++k) counts.push_back(k);
-  } else if (runtime == Runtime::torchtitan) {
+  if (r.plugin.runtime == Runtime::torchtitan) {
     for (int64_t n = num_layers; n >= 2; --n) {
       const int64_t k = num_layers / n;
       if (k > 0 && (counts.empty() || counts.back() != k)) counts.push_back(k);
     }
+    return counts;
   }
+  const bool any = r.plugin.runtime == Runtime::megatron || (r.plugin.runtime == Runtime::colossalai && colossalai_checkpoints_some_blocks(config, r));
+  if (!any) return counts;
+  int64_t largest_chunk = 0;
+  for (const auto& stage : stage_chunks(static_cast<int>(num_layers), static_cast<int>(r.layout.pp), static_cast<int>(r.plugin.model_chunks()))) {
+    for (const StageLayers& chunk : stage) largest_chunk = std::max<int64_t>(largest_chunk, chunk.num_layers);
+  }
+  for (int64_t k = 1; k < largest_chunk; ++k) counts.push_back(k);
   return counts;
 }
 

@@ -405,11 +405,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
   // falls as the count grows, so a bisection finds it; where recompute none
   // fits, that plan is faster still and nothing is added.
   const auto evaluate_fewer_recomputed = [&](EstimateRequest r) {
-    int64_t largest_chunk = 0;
-    for (const auto& stage : stage_chunks(static_cast<int>(model.config.num_layers), static_cast<int>(r.layout.pp), static_cast<int>(r.plugin.model_chunks()))) {
-      for (const StageLayers& chunk : stage) largest_chunk = std::max<int64_t>(largest_chunk, chunk.num_layers);
-    }
-    std::vector<int64_t> counts = partial_recompute_counts(r.plugin.runtime, model.config.num_layers, largest_chunk);
+    std::vector<int64_t> counts = partial_recompute_counts(model.config, r);
     if (counts.empty()) return;
     counts.insert(counts.begin(), 0);  // recompute none
     const auto fits = [&](int64_t blocks) {

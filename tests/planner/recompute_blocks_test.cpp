@@ -54,12 +54,26 @@ TEST(RecomputeBlocks, TheFirstBlocksOfEachChunk) {
   EXPECT_EQ(blocks_recomputed_whole(full_of(4), stage_chunks(70, 12, 1)[1]), 4);
 }
 
+EstimateRequest under(Runtime runtime, PluginKind plugin, int64_t pp) {
+  EstimateRequest r;
+  r.plugin.runtime = runtime;
+  r.plugin.kind = plugin;
+  r.layout.pp = pp;
+  return r;
+}
+
 TEST(RecomputeBlocks, TheCountsEachRuntimeCanRecompute) {
-  EXPECT_EQ(partial_recompute_counts(Runtime::megatron, 32, 4), (std::vector<int64_t>{1, 2, 3}));
+  const ModelConfig llama = shipped_model("llama-3-8b").config;
+  // Megatron: any count below a chunk's blocks (8 stages of 4).
+  EXPECT_EQ(partial_recompute_counts(llama, under(Runtime::megatron, PluginKind::hybrid_parallel, 8)), (std::vector<int64_t>{1, 2, 3}));
   // torchtitan: every n-th of 32 blocks, ⌊32/n⌋ of them.
-  EXPECT_EQ(partial_recompute_counts(Runtime::torchtitan, 32, 32), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 8, 10, 16}));
-  EXPECT_TRUE(partial_recompute_counts(Runtime::colossalai, 32, 32).empty());
-  EXPECT_TRUE(partial_recompute_counts(Runtime::deepspeed, 32, 32).empty());
+  EXPECT_EQ(partial_recompute_counts(llama, under(Runtime::torchtitan, PluginKind::torch_fsdp, 1)), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 8, 10, 16}));
+  // ColossalAI: its pipelines of Llama, Mistral and Qwen2 only.
+  EXPECT_EQ(partial_recompute_counts(llama, under(Runtime::colossalai, PluginKind::hybrid_parallel, 8)), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_TRUE(partial_recompute_counts(llama, under(Runtime::colossalai, PluginKind::hybrid_parallel, 1)).empty());
+  EXPECT_TRUE(partial_recompute_counts(llama, under(Runtime::colossalai, PluginKind::torch_fsdp, 1)).empty());
+  EXPECT_TRUE(partial_recompute_counts(shipped_model("gpt2").config, under(Runtime::colossalai, PluginKind::hybrid_parallel, 4)).empty());
+  EXPECT_TRUE(partial_recompute_counts(llama, under(Runtime::deepspeed, PluginKind::low_level_zero, 1)).empty());
   EXPECT_EQ(layer_checkpoint_frequency(32, 16), 2);
   EXPECT_EQ(layer_checkpoint_frequency(40, 20), 2);
   EXPECT_EQ(layer_checkpoint_frequency(32, 10), 3);
@@ -126,7 +140,7 @@ TEST(RecomputeBlocks, TheSearchRecomputesTheFewestBlocksThatFit) {
     r.global_batch_size = 32;
     r.micro_batch_size = 2;
   });
-  const std::vector<int64_t> torchtitan_counts = partial_recompute_counts(Runtime::torchtitan, 32, 32);
+  const std::vector<int64_t> torchtitan_counts = partial_recompute_counts(planned.model.config, under(Runtime::torchtitan, PluginKind::torch_fsdp, 1));
   bool found = false;
   for (const Candidate& c : planned.candidates) {
     const int64_t k = c.request.training.recompute_num_layers;
@@ -160,12 +174,15 @@ TEST(RecomputeBlocks, TheSearchRecomputesTheFewestBlocksThatFit) {
     r.recompute = {RecomputeMode::full};
   });
   for (const Candidate& c : every_block.candidates) EXPECT_EQ(c.request.training.recompute_num_layers, 0) << describe_plan(c.request);
-  // ColossalAI's runtime recomputes every block or none: nothing partial is searched.
+  // Under ColossalAI only its Llama, Mistral and Qwen2 pipelines recompute some blocks.
   const Planned colossalai = plan_for("llama-3-8b", [](PlanRequest& r) {
     r.seq_len = 8192;
     r.global_batch_size = 32;
   });
-  for (const Candidate& c : colossalai.candidates) EXPECT_EQ(c.request.training.recompute_num_layers, 0) << describe_plan(c.request);
+  for (const Candidate& c : colossalai.candidates) {
+    if (c.request.training.recompute_num_layers == 0) continue;
+    EXPECT_TRUE(c.request.plugin.kind == PluginKind::hybrid_parallel && c.request.layout.pp > 1) << describe_plan(c.request);
+  }
 }
 
 TEST(RecomputeBlocks, AGivenCountReachesEveryPlanAndItsExport) {
@@ -193,14 +210,36 @@ TEST(RecomputeBlocks, AGivenCountReachesEveryPlanAndItsExport) {
   auto seven = export_plan(torchtitan(7).file, 0, ExportTarget::torchtitan);
   ASSERT_FALSE(seven.ok());
   EXPECT_NE(seven.error().message.find("plan again with --recompute-num-layers one of 1, 2, 3, 4, 5, 6, 8, 10, 16"), std::string::npos) << seven.error().message;
-  const Planned colossalai = plan_for("llama-3-8b", [](PlanRequest& r) {
+  // ColossalAI: a Llama pipeline's plugin gets the count of every virtual stage
+  // (Llama 3 8B's 32 blocks on 4 stages × 2 chunks: 4 each, 3 of them recomputed);
+  // a plan without a pipeline is refused, and so is a DeepSpeed config.
+  const Planned pipeline = plan_for("llama-3-8b", [](PlanRequest& r) {
     r.seq_len = 8192;
+    r.plugins = {PluginKind::hybrid_parallel};
+    r.tp = 2;
+    r.pp = 4;
+    r.pp_schedule = PipelineSchedule::interleaved;
+    r.recompute = {RecomputeMode::full};
+    r.recompute_num_layers = 3;
+  });
+  const size_t two_chunks = find_plan(pipeline, [](const EstimateRequest& r) { return r.plugin.num_model_chunks == 2; });
+  expect_lines(exported(export_colossalai, pipeline, two_chunks),
+               {"from colossalai.shardformer.shard.grad_ckpt_config import PipelineGradientCheckpointConfig\n",
+                "gradient_checkpoint_config=PipelineGradientCheckpointConfig(num_ckpt_layers_per_stage=[3, 3, 3, 3, 3, 3, 3, 3])",
+                "model.gradient_checkpointing_enable(", "recompute full (3 blocks per model chunk)"});
+  const Planned fsdp = plan_for("llama-3-8b", [](PlanRequest& r) {
+    r.seq_len = 8192;
+    r.plugins = {PluginKind::torch_fsdp};
     r.recompute = {RecomputeMode::full};
     r.recompute_num_layers = 16;
   });
-  auto script = export_plan(colossalai.file, 0, ExportTarget::colossalai);
+  auto script = export_plan(fsdp.file, 0, ExportTarget::colossalai);
   ASSERT_FALSE(script.ok());
-  EXPECT_NE(script.error().message.find("export it --to megatron or --to torchtitan"), std::string::npos) << script.error().message;
+  EXPECT_NE(script.error().message.find("plan again with --plugin hybrid_parallel and --pp 2 or more, or with --recompute-num-layers 0"), std::string::npos)
+      << script.error().message;
+  auto config = export_plan(fsdp.file, 0, ExportTarget::deepspeed);
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.error().message.find("which a DeepSpeed config does not set up"), std::string::npos) << config.error().message;
 }
 
 }  // namespace

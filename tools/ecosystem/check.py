@@ -64,6 +64,10 @@ MATRIX = [
     Entry("hybrid interleaved pp 2 x 2 chunks, 6 layers", ["--model", "@layers-6", "--gpus", "8", "--global-batch", "8", "--seq", "64", "--top", "60",
                                                           "--plugin", "hybrid_parallel", "--tp", "2", "--pp", "2", "--micro-batch", "1"],
           {"pp_style": "interleaved"}, mode="construct"),
+    Entry("hybrid interleaved pp 2 x 2 chunks, Llama with 8 layers, 1 block of each chunk recomputed",
+          ["--model", "@llama-layers-8", "--gpus", "8", "--global-batch", "8", "--seq", "64", "--top", "60", "--plugin", "hybrid_parallel",
+           "--tp", "2", "--pp", "2", "--micro-batch", "1", "--recompute", "full", "--recompute-num-layers", "1"],
+          {"pp_style": "interleaved"}, mode="construct"),
     Entry("deepspeed zero 1 bf16", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 1, "cpu_offload": False, "recompute": "none"}, "deepspeed"),
     Entry("deepspeed zero 2 bf16", tiny("tiny-llama", 2, "--plugin", "low_level_zero", "--micro-batch", "2"), {"stage": 2, "cpu_offload": False, "recompute": "none"}, "deepspeed"),
     Entry("deepspeed zero 2 fp16 + offload", tiny("tiny-gpt2", 2, "--plugin", "low_level_zero", "--precision", "fp16", "--micro-batch", "2"),
@@ -77,14 +81,17 @@ MATRIX = [
 ]
 
 
-def layers_config(work, layers):
-    """tiny-gpt2 with more blocks (`--model @layers-N`): splits over stages that are not even, where the
-    plan's layers per stage and ColossalAI's (PipelineStageManager.distribute_layers) could differ."""
-    with open(os.path.join(ROOT, "models", "tiny-gpt2.json")) as f:
+def layers_config(work, argument):
+    """tiny-gpt2 (`--model @layers-N`) or tiny-llama (`@llama-layers-N`) with more blocks: splits over stages
+    that are not even, where the plan's layers per stage and ColossalAI's (PipelineStageManager.distribute_layers)
+    could differ, and Llama pipelines, whose forward ColossalAI checkpoints block by block."""
+    base = "tiny-llama" if argument.startswith("@llama-") else "tiny-gpt2"
+    layers = int(argument.rsplit("-", 1)[1])
+    with open(os.path.join(ROOT, "models", base + ".json")) as f:
         config = json.load(f)
-    config["n_layer"] = layers
-    config["_comment"] = f"tiny-gpt2 with {layers} layers, for tools/ecosystem-check"
-    path = os.path.join(work, f"tiny-gpt2-{layers}-layers.json")
+    config["num_hidden_layers" if "num_hidden_layers" in config else "n_layer"] = layers
+    config["_comment"] = f"{base} with {layers} layers, for tools/ecosystem-check"
+    path = os.path.join(work, f"{base}-{layers}-layers.json")
     with open(path, "w") as f:
         json.dump(config, f, indent=2)
     return path
@@ -157,6 +164,13 @@ def compare_colossalai(entry, plan, facts):
                     problems.append(f"rank {rank} stage {f['stage']}, planned {expected['stage']}")
                 if f["layers_per_stage"] != planned_layers_per_stage(plan):
                     problems.append(f"layers per stage {f['layers_per_stage']}, planned {planned_layers_per_stage(plan)}")
+                # Full recompute of the first K blocks of each (virtual) stage: the count gradient_checkpoint_config gives.
+                blocks = plan["training"].get("recompute_num_layers", 0)
+                if blocks and f.get("checkpointed_per_stage") != [min(blocks, n) for n in planned_layers_per_stage(plan)]:
+                    problems.append(f"checkpointed blocks per stage {f.get('checkpointed_per_stage')}, planned the first {blocks} of "
+                                    f"{planned_layers_per_stage(plan)}")
+            if f["gradient_checkpointing"] != (plan["training"]["recompute"] == "full"):
+                problems.append(f"rank {rank}: gradient checkpointing {f['gradient_checkpointing']}, planned recompute {plan['training']['recompute']}")
         if f["plugin"] == "GeminiPlugin":
             if f["zero_group"] != planned_groups(layout, rank)["dp_group"]:
                 problems.append(f"rank {rank} zero group {f['zero_group']}, planned {planned_groups(layout, rank)['dp_group']}")
@@ -182,7 +196,8 @@ def describe_facts(entry, plan, facts):
     f = facts[0]
     if f["plugin"] == "HybridParallelPlugin":
         text = f"groups of {len(facts)} ranks as planned"
-        return text + (f", layers per stage {f['layers_per_stage']}" if "layers_per_stage" in f else "")
+        return (text + (f", layers per stage {f['layers_per_stage']}" if "layers_per_stage" in f else "")
+                + (f", checkpointed {f['checkpointed_per_stage']}" if "checkpointed_per_stage" in f else ""))
     if f["plugin"] == "GeminiPlugin":
         return f"chunk {plan['settings']['chunk_size']:,} elements ({f['chunk_source']}) as planned"
     if f["plugin"] == "TorchFSDPPlugin":
@@ -207,7 +222,7 @@ def prepare(entry, tessera, work):
     directory = os.path.join(work, slug)
     facts_dir = os.path.join(directory, "facts")
     os.makedirs(facts_dir)
-    plan_args = [layers_config(work, int(a.split("-")[1])) if a.startswith("@layers-") else a for a in entry.plan]
+    plan_args = [layers_config(work, a) if a.startswith("@") else a for a in entry.plan]
     if run([tessera, "plan", *plan_args, "-o", os.path.join(directory, "plan.json")], os.path.join(directory, "plan.log")) != 0:
         return Prepared(entry, failure="tessera plan failed: " + tail(os.path.join(directory, "plan.log")))
     picked = pick_plan(os.path.join(directory, "plan.json"), entry.pick)

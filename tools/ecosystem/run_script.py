@@ -75,9 +75,18 @@ def plugin_facts(plugin, model):
         facts["tp_group"] = group_ranks(plugin.tp_group)
         facts["dp_group"] = group_ranks(plugin.dp_group)
         facts["pp_group"] = group_ranks(plugin.pp_group)
+        facts["gradient_checkpointing"] = bool(model.is_gradient_checkpointing)
         if plugin.stage_manager is not None:
-            facts["stage"] = plugin.stage_manager.stage
-            facts["layers_per_stage"] = plugin.stage_manager.distribute_layers(model.config.num_hidden_layers)
+            stages = plugin.stage_manager
+            facts["stage"] = stages.stage
+            facts["layers_per_stage"] = stages.distribute_layers(model.config.num_hidden_layers)
+            config = plugin.shard_config.gradient_checkpoint_config
+            if config is not None:
+                # What the Llama pipeline forward checkpoints of each (virtual) stage, stage + chunk x pp.
+                pp, chunks = stages.num_stages, stages.num_model_chunks
+                facts["checkpointed_per_stage"] = [
+                    config.get_num_ckpt_layers(stage=v % pp, num_stages=pp, num_layers=int(n), model_chunk_id=v // pp, num_model_chunks=chunks)
+                    for v, n in enumerate(facts["layers_per_stage"])]
     if name == "GeminiPlugin":
         facts["zero_group"] = group_ranks(plugin.zero_group)
         chunks = gemini_chunks(plugin, model)

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/planner/model_config.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/training_config.h"
 
@@ -37,12 +38,21 @@ int64_t blocks_recomputed_whole(BlockRecompute r, int64_t chunk_layers);
 // The same over all of a stage's chunks.
 int64_t blocks_recomputed_whole(BlockRecompute r, std::span<const StageLayers> chunks);
 
-// The counts of blocks per chunk, between none and all, that `runtime` can
-// recompute whole, ascending: Megatron-LM any (--recompute-num-layers with
-// --recompute-method block); torchtitan ⌊L/n⌋ (layer_checkpoint_frequency);
-// the others none (ColossalAI's scripts checkpoint every block, a DeepSpeed
-// config none). `largest_chunk`: the most blocks a model chunk holds.
-std::vector<int64_t> partial_recompute_counts(Runtime runtime, int64_t num_layers, int64_t largest_chunk);
+// Whether ColossalAI checkpoints only some blocks of `r`: HybridParallelPlugin's
+// gradient_checkpoint_config (PipelineGradientCheckpointConfig's
+// num_ckpt_layers_per_stage, colossalai v0.5.0 shardformer/shard/grad_ckpt_config.py),
+// which the pipeline forwards of its Llama, Mistral and Qwen2 read, each
+// checkpointing a stage's layers with idx − start_idx below the count
+// (shardformer/modeling/llama.py, mistral.py, qwen2.py): so a pipeline, and one of
+// those families. Without a pipeline Hugging Face's own forward checkpoints every block.
+bool colossalai_checkpoints_some_blocks(const ModelConfig& config, const EstimateRequest& r);
+
+// The counts of blocks per chunk, between none and all, that the request's
+// runtime can recompute whole, ascending: Megatron-LM any (--recompute-num-layers
+// with --recompute-method block); torchtitan ⌊L/n⌋ (layer_checkpoint_frequency);
+// ColossalAI any where colossalai_checkpoints_some_blocks; none under DeepSpeed
+// (an exported config recomputes nothing).
+std::vector<int64_t> partial_recompute_counts(const ModelConfig& config, const EstimateRequest& r);
 
 // torchtitan's layer-level checkpointing, selective_ac_option n, wraps every
 // n-th block (torchtitan/distributed/activation_checkpoint.py, _apply_layer_sac:

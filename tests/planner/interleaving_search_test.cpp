@@ -172,10 +172,12 @@ TEST(InterleavedSearch, MegatronRuntimeRefusesUnequalChunks) {
 
 // One interleaved candidate per layout, micro-batch and recompute mode: the
 // search estimates a few more chunk counts than it has candidates, where
-// estimating every count would take well over half as many again.
+// estimating every count would take well over half as many again. (The three
+// modes named: no plan is tried again with fewer blocks recomputed.)
 TEST(InterleavedSearch, CandidateCountsDoNotGrowWithTheChunkCounts) {
   const Model model = testing::shipped_model("llama-2-70b");
-  const PlanRequest request = on("h100-80g", 1024, 2048, 4096);
+  PlanRequest request = on("h100-80g", 1024, 2048, 4096);
+  request.recompute = {kSearchedRecomputeModes.begin(), kSearchedRecomputeModes.end()};
   const std::vector<EstimateRequest> candidates = plan_candidates(model, request);
   int64_t interleaved = 0, every_count = 0;
   for (const EstimateRequest& r : candidates) {

@@ -139,6 +139,7 @@ bad plan-transformers-mistral "--transformers-version 4.32: the hf profiles mode
 bad activations-overflow "--seq" -- estimate --model llama-2-7b --seq 1048576 --micro-batch 65536 --activation-profile megatron
 bad chunk-size-too-large "--chunk-size" -- estimate --model gpt2 --plugin gemini --chunk-size 9223372036854775807
 bad estimate-gemini-fp32 "--precision fp32: Gemini runs mixed precision only" -- estimate --model gpt2 --plugin gemini --precision fp32
+bad estimate-recompute-num-layers-over "--recompute-num-layers 13 exceeds the 12 layers of gpt2; use at most 12, or 0 for every block" -- estimate --model gpt2 --recompute full --recompute-num-layers 13
 bad chunk-size-uneven "--chunk-size 45101057 must be a multiple of --dp 8" -- estimate --model llama-2-7b --plugin gemini --dp 8 --chunk-size 45101057
 bad plan-chunk-size-uneven "--chunk-size 45101057 must be 0 (search) or a positive multiple of the 8 GPUs" -- plan --model llama-2-7b --gpus 8 --global-batch 64 --plugin gemini --chunk-size 45101057 --output "$scratch/never.json"
 bad search-interval-too-fine "--search-interval" -- estimate --model gpt2 --plugin gemini --search-range-m 4096 --search-interval 1
@@ -196,6 +197,7 @@ bad plan-runtime-zero-stage "--runtime deepspeed models ZeRO-3: use --zero-stage
 bad plan-runtime-torchtitan-one-gpu "--runtime torchtitan shards over 2 GPUs or more (FSDP2)" -- plan --model gpt2 --gpus 1 --gpus-per-node 1 --global-batch 8 --runtime torchtitan --output "$scratch/never.json"
 bad plan-runtime-torchtitan-tp "--tp and --pp under --runtime torchtitan: torchtitan's FSDP2 is modelled over --dp and --cp only" -- "${plan_args[@]}" --runtime torchtitan --tp 2
 bad plan-op-selective-runtime "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan" -- "${plan_args[@]}" --recompute op_selective
+bad plan-recompute-num-layers-negative "--recompute-num-layers must be a positive count of blocks, got -2" -- "${plan_args[@]}" --recompute full --recompute-num-layers -2
 if [ -e "$scratch/never.json" ]; then
   echo "FAIL [plan-filters]: a refused plan wrote its output" >&2
   failures=$((failures + 1))

@@ -440,8 +440,9 @@ ActivationTable request_activation_table(const Model& m, const EstimateRequest& 
   return with_loss(activation_table(m.config, t.activation_profile, t.precision, t.transformers_version), loss_accounting(r), t.precision);
 }
 
-// What one block keeps for a micro-batch: those recomputed whole
-// (recompute_blocks.h) and the others, the same but under --recompute-num-layers.
+// What one block keeps for a micro-batch under the request's recompute, and
+// under --recompute-num-layers what a block outside the recomputed ones keeps:
+// everything it saves (recompute_blocks.h).
 struct BlockKinds {
   BlockActivationBytes recomputed, other;
 };

@@ -34,7 +34,9 @@ inline Model published_model(const nlohmann::json& m) {
                         {"vocab_size", m["vocab_size"]},
                         {"n_positions", m["seq_len"]},
                         {"tie_word_embeddings", m.value("tie_word_embeddings", true)}};
-  if (m.contains("intermediate_size")) config["n_inner"] = m["intermediate_size"];
+  // GPT-2's config names the MLP width n_inner, the other families intermediate_size.
+  if (m.contains("intermediate_size")) config[m["model_type"] == "gpt2" ? "n_inner" : "intermediate_size"] = m["intermediate_size"];
+  if (m["model_type"] != "gpt2") config["max_position_embeddings"] = m["seq_len"];
   auto parsed = parse_model_config(config.dump(), "published");
   EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().message);
   ModelConfig c = parsed.value();

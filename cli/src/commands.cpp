@@ -44,16 +44,19 @@ Status write_file_atomically(const std::string& path, const std::string& text, c
 
 int run_models(const ListOptions& options, std::ostream& out, std::ostream& err) {
   nlohmann::json list = nlohmann::json::array();
-  if (options.format == "table") {
-    out << std::left << std::setw(14) << "name" << std::setw(10) << "family" << std::right << std::setw(17) << "parameters"
-        << std::setw(8) << "layers" << std::setw(8) << "hidden" << std::setw(10) << "heads/kv" << std::setw(9) << "vocab"
-        << std::setw(9) << "context" << "\n";
-  }
   std::vector<Model> models;
+  size_t name_width = 4;
   for (const std::string& name : shipped_model_names()) {
     auto model = load_model(name);
     if (!model) return fail(err, model.error().message);
     models.push_back(std::move(model).value());
+    name_width = std::max(name_width, name.size());
+  }
+  const int name_column = static_cast<int>(name_width) + 2;  // the longest name and two spaces
+  if (options.format == "table") {
+    out << std::left << std::setw(name_column) << "name" << std::setw(10) << "family" << std::right << std::setw(17) << "parameters"
+        << std::setw(8) << "layers" << std::setw(8) << "hidden" << std::setw(10) << "heads/kv" << std::setw(9) << "vocab"
+        << std::setw(9) << "context" << "\n";
   }
   // By family, then by size: the order people compare them in.
   std::sort(models.begin(), models.end(), [](const Model& a, const Model& b) {
@@ -68,7 +71,7 @@ int run_models(const ListOptions& options, std::ostream& out, std::ostream& err)
                       {"num_key_value_heads", c.num_kv_heads}, {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_positions}});
       continue;
     }
-    out << std::left << std::setw(14) << name << std::setw(10) << c.model_type << std::right << std::setw(17)
+    out << std::left << std::setw(name_column) << name << std::setw(10) << c.model_type << std::right << std::setw(17)
         << group_digits(model.parameter_count) << std::setw(8) << c.num_layers << std::setw(8) << c.hidden_size << std::setw(10)
         << (std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads)) << std::setw(9) << c.vocab_size << std::setw(9)
         << c.max_positions << "\n";

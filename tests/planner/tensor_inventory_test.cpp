@@ -32,7 +32,9 @@ INSTANTIATE_TEST_SUITE_P(ShippedModels, ParameterCount,
                                            ExpectedCount{"qwen2-0.5b", 494'032'768}, ExpectedCount{"qwen2-7b", 7'615'616'512},
                                            ExpectedCount{"opt-1.3b", 1'315'758'080}, ExpectedCount{"gpt-neox-20b", 20'554'567'680},
                                            ExpectedCount{"bloom-176b", 176'247'271'424}, ExpectedCount{"gpt3-175b", 174'604'259'328},
-                                           ExpectedCount{"zero-7.5b", 7'463'923'712}),
+                                           ExpectedCount{"zero-7.5b", 7'463'923'712},
+                                           // 2 × 128256 × 16384 + 126 × (2·16384² + 2·16384·1024 + 3·16384·53248 + 2·16384) + 16384
+                                           ExpectedCount{"llama-3.1-405b", 405'853'388'800}),
                          [](const auto& info) {
                            std::string name = info.param.name;
                            for (char& ch : name) if (ch == '-' || ch == '.') ch = '_';

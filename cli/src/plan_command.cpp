@@ -160,7 +160,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--recompute", o.recompute, "Only this recompute mode");
   c.add_option("--recompute-num-layers", o.recompute_num_layers,
                "With --recompute full: every plan recomputes only the first N blocks of each model chunk whole (Megatron-LM's "
-               "--recompute-method block). Without it and without --recompute, under --runtime megatron or torchtitan the fewest blocks that fit are tried too");
+               "--recompute-method block). Without it and without --recompute, the fewest blocks that fit are tried too where the runtime can run them (megatron, torchtitan, colossalai's hybrid_parallel pipelines of Llama, Mistral and Qwen2)");
   c.add_option("--dp", o.dp, "Only this data-parallel size");
   c.add_option("--tp", o.tp, "Only this tensor-parallel size");
   c.add_option("--pp", o.pp, "Only this number of pipeline stages");

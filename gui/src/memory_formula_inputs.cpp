@@ -1,5 +1,6 @@
 #include "memory_formula_inputs.h"
 
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/report.h"
 
 #include <QStringList>
@@ -59,7 +60,7 @@ QString formula_inputs(MemoryCategory category, const planner::RankMemory& row, 
                           .arg(row.layer_chunks.size())
                           .arg(t.num_micro_batches))
             << QStringLiteral("recompute %1, profile %2, tp %3%4")
-                   .arg(name_of(enum_name(t.recompute)), name_of(enum_name(t.activation_profile)))
+                   .arg(QString::fromStdString(planner::describe_recompute(r)), name_of(enum_name(t.activation_profile)))
                    .arg(r.layout.tp)
                    .arg(r.layout.sequence_parallel ? " + sequence parallel" : "");
       break;

@@ -145,8 +145,8 @@ Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTar
   if (plan.training.recompute_num_layers > 0 && target == ExportTarget::deepspeed) {
     // A DeepSpeed config has no recompute (export_deepspeed.cpp); ColossalAI's pipelines can (export_colossalai.cpp).
     return export_detail::cannot_express(to, "the plan recomputes only the first " + std::to_string(plan.training.recompute_num_layers) +
-                                                 " blocks of each chunk (--recompute-num-layers), which a DeepSpeed config does not set up; export it "
-                                                 "--to megatron, --to torchtitan or --to colossalai, or plan again with --recompute-num-layers 0");
+                                                 " blocks of each chunk (--recompute-num-layers), which a DeepSpeed config does not set up; plan again "
+                                                 "with --recompute none or selective, or under --runtime megatron, torchtitan or colossalai");
   }
   return Status::success();
 }

@@ -126,6 +126,13 @@ void gemini_chunk_args(const EstimateRequest& r, const ChunkChoice& chunks, Scri
                       ".\n";
 }
 
+// The request as a hybrid_parallel pipeline: whether the model's family alone stops ColossalAI.
+EstimateRequest with_pipeline(EstimateRequest r) {
+  r.plugin.kind = PluginKind::hybrid_parallel;
+  r.layout.pp = 2;
+  return r;
+}
+
 // --recompute-num-layers K: the blocks each virtual stage checkpoints, in
 // PipelineGradientCheckpointConfig's order (stage + chunk · pp), K or the
 // stage's blocks where it has fewer (recompute_blocks.h); empty for every block.
@@ -134,10 +141,12 @@ Result<std::vector<int64_t>> checkpointed_blocks_per_stage(const PlanFile& file,
   auto model = load_model(file.model_source, "model.source");
   if (!model) return model.error();
   if (!colossalai_checkpoints_some_blocks(model->config, r)) {
+    const bool family = colossalai_checkpoints_some_blocks(model->config, with_pipeline(r));
     return cannot_express("colossalai", "the plan recomputes only the first " + std::to_string(r.training.recompute_num_layers) +
                                             " blocks of each chunk (--recompute-num-layers), which ColossalAI does only in HybridParallelPlugin's "
-                                            "pipelines of Llama, Mistral and Qwen2 models (gradient_checkpoint_config); plan again with "
-                                            "--plugin hybrid_parallel and --pp 2 or more, or with --recompute-num-layers 0");
+                                            "pipelines of Llama, Mistral and Qwen2 models (gradient_checkpoint_config); " +
+                                            (family ? std::string("plan again with --plugin hybrid_parallel and --pp 2 or more, or with --recompute-num-layers 0")
+                                                    : model->config.name + " is none of them: plan again with --recompute-num-layers 0"));
   }
   const int64_t pp = r.layout.pp, chunks = r.plugin.model_chunks();
   const auto stages = stage_chunks(static_cast<int>(model->config.num_layers), static_cast<int>(pp), static_cast<int>(chunks));

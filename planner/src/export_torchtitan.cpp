@@ -174,13 +174,8 @@ const char* recompute_mode(RecomputeMode mode) {
 // The selective_ac_option that recomputes the plan's blocks (recompute_blocks.h),
 // or a refusal naming the counts torchtitan can give.
 Result<int64_t> layer_checkpoint_option(const ModelConfig& config, const EstimateRequest& r) {
-  const int64_t num_layers = config.num_layers, blocks = r.training.recompute_num_layers;
-  if (const std::optional<int64_t> n = layer_checkpoint_frequency(num_layers, blocks)) return *n;
-  std::string counts;
-  for (int64_t k : partial_recompute_counts(config, r)) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
-  return cannot_express("torchtitan", "the plan recomputes " + std::to_string(blocks) + " of the " + std::to_string(num_layers) +
-                                          " blocks whole (--recompute-num-layers), and torchtitan's selective_ac_option n recomputes every n-th, " +
-                                          "⌊" + std::to_string(num_layers) + "/n⌋ of them; plan again with --recompute-num-layers one of " + counts);
+  if (const std::optional<int64_t> n = layer_checkpoint_frequency(config.num_layers, r.training.recompute_num_layers)) return *n;
+  return cannot_express("torchtitan", torchtitan_count_refusal(config, r).value_or("--recompute-num-layers: no layer-level option gives it"));
 }
 
 }  // namespace

@@ -52,6 +52,16 @@ std::optional<int64_t> layer_checkpoint_frequency(int64_t num_layers, int64_t bl
   return std::nullopt;
 }
 
+std::optional<std::string> torchtitan_count_refusal(const ModelConfig& config, const EstimateRequest& r) {
+  const int64_t blocks = r.training.recompute_num_layers, num_layers = config.num_layers;
+  if (r.plugin.runtime != Runtime::torchtitan || r.training.recompute != RecomputeMode::full || blocks == 0 || blocks >= num_layers) return std::nullopt;
+  if (layer_checkpoint_frequency(num_layers, blocks)) return std::nullopt;
+  std::string counts;
+  for (int64_t k : partial_recompute_counts(config, r)) counts += (counts.empty() ? "" : ", ") + std::to_string(k);
+  return "--recompute-num-layers " + std::to_string(blocks) + ": torchtitan's selective_ac_option n recomputes every n-th block, ⌊" +
+         std::to_string(num_layers) + "/n⌋ of the " + std::to_string(num_layers) + "; use one of " + counts + ", or 0 for every block";
+}
+
 std::string describe_recompute(const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
   std::string text(enum_name(t.recompute));

@@ -22,7 +22,11 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
   apply_shared_training(request, out.training);
   out.plugin.pin_memory = request.pin_memory;
   const auto& modes = request.recompute;
-  if (!modes.empty() && std::find(modes.begin(), modes.end(), t.recompute) == modes.end()) out.training.recompute = modes.front();
+  if (!modes.empty() && std::find(modes.begin(), modes.end(), t.recompute) == modes.end()) {
+    out.training.recompute = modes.front();
+    // A count of blocks is full recompute's (recompute_blocks.h): the request's, or every block.
+    out.training.recompute_num_layers = out.training.recompute == RecomputeMode::full ? request.recompute_num_layers : 0;
+  }
   return out;
 }
 

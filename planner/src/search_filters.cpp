@@ -139,12 +139,12 @@ Status check_plan_runtime(const PlanRequest& p) {
   if (op_selective && p.runtime != Runtime::torchtitan) {
     return invalid("--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan, or use --recompute selective or full");
   }
-  if (p.recompute_num_layers != 0) {
-    if (p.recompute != std::vector<RecomputeMode>{RecomputeMode::full}) {
-      return invalid("--recompute-num-layers " + std::to_string(p.recompute_num_layers) +
-                     " says how many blocks of each chunk full recompute recomputes whole: add --recompute full");
-    }
-    if (p.recompute_num_layers < 0) return invalid("--recompute-num-layers must be a positive count of blocks, got " + std::to_string(p.recompute_num_layers));
+  if (p.recompute_num_layers < 0) {
+    return invalid("--recompute-num-layers must be a positive count of blocks (or 0 for every block), got " + std::to_string(p.recompute_num_layers));
+  }
+  if (p.recompute_num_layers > 0 && p.recompute != std::vector<RecomputeMode>{RecomputeMode::full}) {
+    return invalid("--recompute-num-layers " + std::to_string(p.recompute_num_layers) +
+                   " says how many blocks of each chunk full recompute recomputes whole: add --recompute full");
   }
   if ((p.grad_reduce_in_bf16 || p.fp8_param_gather) && p.runtime != Runtime::megatron) {
     return invalid(std::string(p.grad_reduce_in_bf16 ? "--grad-reduce-in-bf16" : "--fp8-param-gather") + " is Megatron-LM's: add --runtime megatron");

@@ -12,6 +12,7 @@
 #include "tessera/planner/gradient_accumulation.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/pipeline_stages.h"
+#include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
@@ -86,7 +87,8 @@ Status check_context_parallel(const EstimateRequest& r) {
 
 // --recompute-num-layers K: Megatron-LM's --recompute-method block, K blocks of
 // each model chunk recomputed whole (recompute_blocks.h).
-Status check_recompute_num_layers(const ModelConfig& c, const TrainingOptions& t) {
+Status check_recompute_num_layers(const ModelConfig& c, const EstimateRequest& r) {
+  const TrainingOptions& t = r.training;
   const int64_t k = t.recompute_num_layers;
   if (k == 0) return Status::success();
   if (k < 0) return invalid("--recompute-num-layers must be a positive count of blocks (or 0 for every block), got " + str(k));
@@ -98,6 +100,7 @@ Status check_recompute_num_layers(const ModelConfig& c, const TrainingOptions& t
     return invalid("--recompute-num-layers " + str(k) + " exceeds the " + str(c.num_layers) + " layers of " + c.name + "; use at most " + str(c.num_layers) +
                    ", or 0 for every block");
   }
+  if (const std::optional<std::string> refusal = torchtitan_count_refusal(c, r)) return invalid(*refusal);
   return Status::success();
 }
 
@@ -111,7 +114,7 @@ Status check_model_fit(const Model& m, const EstimateRequest& r) {
   }
   if (Status s = check_context_parallel(r); !s) return s;
   if (Status s = check_op_selective(c, r); !s) return s;
-  if (Status s = check_recompute_num_layers(c, r.training); !s) return s;
+  if (Status s = check_recompute_num_layers(c, r); !s) return s;
   if (l.sequence_parallel && r.local_seq_len() % l.tp != 0) {
     return invalid("--seq " + str(r.training.seq_len) + " must be a multiple of --tp " + str(l.tp) + (l.cp > 1 ? " × --cp " + str(l.cp) : "") +
                    " under --sequence-parallel");

@@ -197,7 +197,7 @@ bad plan-runtime-zero-stage "--runtime deepspeed models ZeRO-3: use --zero-stage
 bad plan-runtime-torchtitan-one-gpu "--runtime torchtitan shards over 2 GPUs or more (FSDP2)" -- plan --model gpt2 --gpus 1 --gpus-per-node 1 --global-batch 8 --runtime torchtitan --output "$scratch/never.json"
 bad plan-runtime-torchtitan-tp "--tp and --pp under --runtime torchtitan: torchtitan's FSDP2 is modelled over --dp and --cp only" -- "${plan_args[@]}" --runtime torchtitan --tp 2
 bad plan-op-selective-runtime "--recompute op_selective is torchtitan's op-level checkpointing: add --runtime torchtitan" -- "${plan_args[@]}" --recompute op_selective
-bad plan-recompute-num-layers-negative "--recompute-num-layers must be a positive count of blocks, got -2" -- "${plan_args[@]}" --recompute full --recompute-num-layers -2
+bad plan-recompute-num-layers-negative "--recompute-num-layers must be a positive count of blocks (or 0 for every block), got -2" -- "${plan_args[@]}" --recompute full --recompute-num-layers -2
 if [ -e "$scratch/never.json" ]; then
   echo "FAIL [plan-filters]: a refused plan wrote its output" >&2
   failures=$((failures + 1))

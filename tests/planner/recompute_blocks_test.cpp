@@ -89,7 +89,7 @@ TEST(RecomputeBlocks, ActivationsAreTheRecomputedBlocksInputsAndTheOthersWhole) 
   const int64_t input = block_activation_bytes(table, shape, RecomputeMode::full).stash;
   EXPECT_EQ(input, 8192 * 4096 * 2);
   const int64_t all = activation_bytes(model, torchtitan_llama(RecomputeMode::full, 0));
-  for (int64_t k : {1, 10, 16, 31}) {
+  for (int64_t k : {1, 5, 10, 16}) {  // counts torchtitan can run (every 32nd, 6th, 3rd, 2nd block)
     EXPECT_EQ(activation_bytes(model, torchtitan_llama(RecomputeMode::full, k)) - all, (32 - k) * (whole - input)) << k;
   }
   EXPECT_EQ(activation_bytes(model, torchtitan_llama(RecomputeMode::full, 32)), all);
@@ -129,6 +129,10 @@ TEST(RecomputeBlocks, RefusalsNameTheFix) {
   EXPECT_NE(refusal(torchtitan_llama(RecomputeMode::none, 16)).find("add --recompute full (got --recompute none)"), std::string::npos);
   EXPECT_NE(refusal(torchtitan_llama(RecomputeMode::full, 33)).find("exceeds the 32 layers of llama-3-8b; use at most 32"), std::string::npos);
   EXPECT_NE(refusal(torchtitan_llama(RecomputeMode::full, -1)).find("--recompute-num-layers must be a positive count"), std::string::npos);
+  // torchtitan recomputes every n-th block: 9 of 32 is no ⌊32/n⌋.
+  EXPECT_EQ(refusal(torchtitan_llama(RecomputeMode::full, 9)),
+            "--recompute-num-layers 9: torchtitan's selective_ac_option n recomputes every n-th block, ⌊32/n⌋ of the 32; use one of 1, 2, 3, 4, 5, 6, "
+            "8, 10, 16, or 0 for every block");
 }
 
 // Where recompute none does not fit and full does, the search adds the fewest
@@ -207,9 +211,17 @@ TEST(RecomputeBlocks, AGivenCountReachesEveryPlanAndItsExport) {
     });
   };
   expect_lines(exported(export_torchtitan, torchtitan(16), 0), {"mode = \"selective\"\nselective_ac_option = \"2\"  # each n-th block recomputed whole, n = 2: 16 of 32 blocks"});
-  auto seven = export_plan(torchtitan(7).file, 0, ExportTarget::torchtitan);
-  ASSERT_FALSE(seven.ok());
-  EXPECT_NE(seven.error().message.find("plan again with --recompute-num-layers one of 1, 2, 3, 4, 5, 6, 8, 10, 16"), std::string::npos) << seven.error().message;
+  // A count torchtitan cannot give is refused before any plan is made.
+  PlanRequest seven;
+  seven.cluster = make_cluster(shipped_gpu("h100-80g"), 8, 8, 400).value();
+  seven.runtime = Runtime::torchtitan;
+  seven.global_batch_size = 64;
+  seven.seq_len = 8192;
+  seven.recompute = {RecomputeMode::full};
+  seven.recompute_num_layers = 7;
+  auto refused = search_plans(shipped_model("llama-3-8b"), seven);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("use one of 1, 2, 3, 4, 5, 6, 8, 10, 16, or 0 for every block"), std::string::npos) << refused.error().message;
   // ColossalAI: a Llama pipeline's plugin gets the count of every virtual stage
   // (Llama 3 8B's 32 blocks on 4 stages × 2 chunks: 4 each, 3 of them recomputed);
   // a plan without a pipeline is refused, and so is a DeepSpeed config.

@@ -51,6 +51,23 @@ TEST(RefitPlan, KeepsTheLayoutAndTakesTheNewTrainingSettings) {
   EXPECT_TRUE(estimate_memory(model, request.cluster.gpu, *refit).ok());
 }
 
+// A plan recomputing some blocks, refitted to another mode, leaves its count
+// behind (a count is full recompute's), and the result is a valid request.
+TEST(RefitPlan, AnotherRecomputeModeDropsTheCountOfBlocks) {
+  EstimateRequest plan = hybrid_plan();
+  plan.training.recompute = RecomputeMode::full;
+  plan.training.recompute_num_layers = 3;
+  PlanRequest request = on_h100s(16, 32, 2048);
+  request.recompute = {RecomputeMode::selective};
+  const auto refit = refit_plan(plan, request);
+  ASSERT_TRUE(refit.has_value());
+  EXPECT_EQ(refit->training.recompute, RecomputeMode::selective);
+  EXPECT_EQ(refit->training.recompute_num_layers, 0);
+  EXPECT_TRUE(estimate_memory(testing::shipped_model("llama-2-13b"), request.cluster.gpu, *refit).ok());
+  request.recompute = {RecomputeMode::none, RecomputeMode::full};  // the plan's own mode is searched: it keeps its count
+  EXPECT_EQ(refit_plan(plan, request)->training.recompute_num_layers, 3);
+}
+
 TEST(RefitPlan, RefusesWhatTheSearchCouldNotReturn) {
   const EstimateRequest plan = hybrid_plan();
   PlanRequest request = on_h100s(16, 32, 4096);

@@ -61,6 +61,10 @@ std::vector<int64_t> partial_recompute_counts(const ModelConfig& config, const E
 // The n that recomputes `blocks` of `num_layers`, if one does.
 std::optional<int64_t> layer_checkpoint_frequency(int64_t num_layers, int64_t blocks);
 
+// Under --runtime torchtitan, a count its layer-level option cannot give
+// (neither every block nor ⌊L/n⌋): the refusal, naming the counts it can; else empty.
+std::optional<std::string> torchtitan_count_refusal(const ModelConfig& config, const EstimateRequest& r);
+
 // The request's mode as plan titles and reports name it: "full (16 blocks per stage)".
 std::string describe_recompute(const EstimateRequest& r);
 

@@ -39,8 +39,8 @@ struct PlanRequest {
   std::vector<RecomputeMode> recompute; // empty: none, selective and full (and op_selective under torchtitan)
   // --recompute-num-layers (with --recompute full): every plan recomputes this
   // many blocks per chunk whole. 0: every block; and where no --recompute is
-  // given and the runtime can recompute only some (Megatron-LM, torchtitan),
-  // the fewest that fit are tried too.
+  // given and the runtime can recompute only some (partial_recompute_counts:
+  // Megatron-LM, torchtitan, ColossalAI's Llama pipelines), the fewest that fit are tried too.
   int64_t recompute_num_layers = 0;
   int64_t dp = 0, tp = 0, pp = 0;
   int64_t micro_batch_size = 0;

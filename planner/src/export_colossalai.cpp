@@ -126,13 +126,6 @@ void gemini_chunk_args(const EstimateRequest& r, const ChunkChoice& chunks, Scri
                       ".\n";
 }
 
-// The request as a hybrid_parallel pipeline: whether the model's family alone stops ColossalAI.
-EstimateRequest with_pipeline(EstimateRequest r) {
-  r.plugin.kind = PluginKind::hybrid_parallel;
-  r.layout.pp = 2;
-  return r;
-}
-
 // --recompute-num-layers K: the blocks each virtual stage checkpoints, in
 // PipelineGradientCheckpointConfig's order (stage + chunk · pp), K or the
 // stage's blocks where it has fewer (recompute_blocks.h); empty for every block.
@@ -141,7 +134,7 @@ Result<std::vector<int64_t>> checkpointed_blocks_per_stage(const PlanFile& file,
   auto model = load_model(file.model_source, "model.source");
   if (!model) return model.error();
   if (!colossalai_checkpoints_some_blocks(model->config, r)) {
-    const bool family = colossalai_checkpoints_some_blocks(model->config, with_pipeline(r));
+    const bool family = colossalai_pipelines_checkpoint_some_blocks(model->config);
     return cannot_express("colossalai", "the plan recomputes only the first " + std::to_string(r.training.recompute_num_layers) +
                                             " blocks of each chunk (--recompute-num-layers), which ColossalAI does only in HybridParallelPlugin's "
                                             "pipelines of Llama, Mistral and Qwen2 models (gradient_checkpoint_config); " +

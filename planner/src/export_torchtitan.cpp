@@ -171,13 +171,6 @@ const char* recompute_mode(RecomputeMode mode) {
   return "none";
 }
 
-// The selective_ac_option that recomputes the plan's blocks (recompute_blocks.h),
-// or a refusal naming the counts torchtitan can give.
-Result<int64_t> layer_checkpoint_option(const ModelConfig& config, const EstimateRequest& r) {
-  if (const std::optional<int64_t> n = layer_checkpoint_frequency(config.num_layers, r.training.recompute_num_layers)) return *n;
-  return cannot_express("torchtitan", torchtitan_count_refusal(config, r).value_or("--recompute-num-layers: no layer-level option gives it"));
-}
-
 }  // namespace
 
 Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
@@ -262,8 +255,9 @@ Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
        << "enable = false\n\n"
        << "[activation_checkpoint]\n";
   if (t.recompute == RecomputeMode::full && t.recompute_num_layers > 0 && t.recompute_num_layers < model->config.num_layers) {
-    auto n = layer_checkpoint_option(model->config, r);
-    if (!n) return n.error();
+    // A count no selective_ac_option gives is refused (recompute_blocks.h), as estimate refuses it.
+    if (const std::optional<std::string> refusal = torchtitan_count_refusal(model->config, r)) return cannot_express("torchtitan", *refusal);
+    const std::optional<int64_t> n = layer_checkpoint_frequency(model->config.num_layers, t.recompute_num_layers);
     toml << "mode = \"selective\"\n"
          << "selective_ac_option = \"" << *n << "\"  # each n-th block recomputed whole, n = " << *n << ": " << t.recompute_num_layers << " of "
          << model->config.num_layers << " blocks, as planned\n";

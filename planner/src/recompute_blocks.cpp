@@ -20,9 +20,12 @@ int64_t blocks_recomputed_whole(BlockRecompute r, std::span<const StageLayers> c
   return blocks;
 }
 
+bool colossalai_pipelines_checkpoint_some_blocks(const ModelConfig& config) {
+  return config.family == ModelFamily::llama || config.family == ModelFamily::mistral || config.family == ModelFamily::qwen2;
+}
+
 bool colossalai_checkpoints_some_blocks(const ModelConfig& config, const EstimateRequest& r) {
-  const bool family = config.family == ModelFamily::llama || config.family == ModelFamily::mistral || config.family == ModelFamily::qwen2;
-  return r.plugin.kind == PluginKind::hybrid_parallel && r.layout.pp > 1 && family;
+  return r.plugin.kind == PluginKind::hybrid_parallel && r.layout.pp > 1 && colossalai_pipelines_checkpoint_some_blocks(config);
 }
 
 std::vector<int64_t> partial_recompute_counts(const ModelConfig& config, const EstimateRequest& r) {

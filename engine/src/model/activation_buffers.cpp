@@ -23,13 +23,13 @@ BlockRerun block_rerun(planner::RecomputeMode mode) {
   return BlockRerun::nothing;
 }
 
-const std::vector<ActivationBuffer>& ActivationBuffers::kept_by(int64_t index_in_chunk) const {
-  return recompute.mode != planner::RecomputeMode::full || planner::block_recomputed_whole(recompute, index_in_chunk) ? kept : kept_whole;
+bool ActivationBuffers::follows_mode(int64_t index_in_chunk) const {
+  return recompute.mode != planner::RecomputeMode::full || planner::block_recomputed_whole(recompute, index_in_chunk);
 }
 
-BlockRerun ActivationBuffers::rerun_of(int64_t index_in_chunk) const {
-  return recompute.mode != planner::RecomputeMode::full || planner::block_recomputed_whole(recompute, index_in_chunk) ? rerun : BlockRerun::nothing;
-}
+const std::vector<ActivationBuffer>& ActivationBuffers::kept_by(int64_t index_in_chunk) const { return follows_mode(index_in_chunk) ? kept : kept_whole; }
+
+BlockRerun ActivationBuffers::rerun_of(int64_t index_in_chunk) const { return follows_mode(index_in_chunk) ? rerun : BlockRerun::nothing; }
 
 int64_t ActivationBuffers::bytes(MemoryCategory category, int64_t blocks, int64_t align) const {
   const auto sum = [&](const std::vector<ActivationBuffer>& buffers) {

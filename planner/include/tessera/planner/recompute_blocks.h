@@ -45,6 +45,7 @@ int64_t blocks_recomputed_whole(BlockRecompute r, std::span<const StageLayers> c
 // checkpointing a stage's layers with idx − start_idx below the count
 // (shardformer/modeling/llama.py, mistral.py, qwen2.py): so a pipeline, and one of
 // those families. Without a pipeline Hugging Face's own forward checkpoints every block.
+bool colossalai_pipelines_checkpoint_some_blocks(const ModelConfig& config);  // the family alone
 bool colossalai_checkpoints_some_blocks(const ModelConfig& config, const EstimateRequest& r);
 
 // The counts of blocks per chunk, between none and all, that the request's

@@ -58,6 +58,8 @@ struct ActivationBuffers {
   // What the block at `index_in_chunk` keeps, and what runs again before its backward.
   const std::vector<ActivationBuffer>& kept_by(int64_t index_in_chunk) const;
   BlockRerun rerun_of(int64_t index_in_chunk) const;
+  // Whether that block follows the mode (kept, rerun), not --recompute-num-layers' others (kept_whole).
+  bool follows_mode(int64_t index_in_chunk) const;
   // Bytes booked under `category` with one chunk of `blocks` blocks, each buffer
   // rounded up to `align` bytes (as the caching allocator hands out blocks of up to 1 MiB).
   int64_t bytes(MemoryCategory category, int64_t blocks, int64_t align = 1) const;

@@ -19,8 +19,7 @@
 #   LAYOUTS="dp2 pp2" runs only those layouts (pp2 last gives the bubble line);
 #   BUBBLE_TOLERANCE=0.2 exits 1 when the measured bubble is further than that
 #   from the predicted one (tests/parallel/pipeline_bubble.sh); BUBBLE_RUNS=7
-#   measures 7 runs of pp 2 and takes the quietest one's bubble (the run whose
-#   step spans least); MPIEXEC names mpirun; KEEP_WORK=DIR copies the runs'
+#   measures 7 runs of pp 2 and takes the median of their bubbles; MPIEXEC names mpirun; KEEP_WORK=DIR copies the runs'
 #   plans, metrics and traces there.
 # Needs mpirun and python3. On a 2-core machine each rank has a core; the
 # numbers show what each layout costs the engine here, not a cluster's scaling.
@@ -75,10 +74,9 @@ for layout in "dp2:--plugin torch_ddp --dp 2" "tp2:--plugin hybrid_parallel --tp
 done
 
 # 3. The 1F1B bubble of the pp 2 run, measured against predicted: of
-# BUBBLE_RUNS runs (3 unless set), the quietest's. Something else on the
-# machine lengthens the step of the run it disturbs, whichever way it moves
-# that run's bubble, so the run whose step spans least is the nearest to this
-# machine's own schedule.
+# BUBBLE_RUNS runs (3 unless set), the median. Something else on the machine
+# moves the bubble of the run it disturbs, either way; the median leaves that
+# run out.
 if [[ -d $work/pp2 ]]; then
   mv "$work/pp2" "$work/pp2-1"
   traces=$work/pp2-1/trace.json

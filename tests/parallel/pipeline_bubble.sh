@@ -5,11 +5,11 @@
 # metric are bench/pipeline_parallel.sh's own (LAYOUTS=pp2): the profile's peak
 # is calibrated on a one-rank step of the same model, then pp 2 runs on 2 ranks.
 # Runs alone (RUN_SERIAL): a test beside it would stretch one stage's passes.
-# The measured bubble is the quietest of seven runs, the one whose step spans
-# least: another tenant of a shared 2-core machine moves a single run's bubble
-# (10.0% to 21.4% seen against 12.8% predicted; once, in CI, the median of
-# three read 16.3%) and always lengthens its step. The least bubble of seven
-# was tried first and once read an outlier of 10.0%.
+# The measured bubble is the median of seven runs': another tenant of a shared
+# 2-core machine moves a single run's bubble either way (10.0% to 21.4% seen
+# against 12.8% predicted). The least bubble of seven once read an outlier of
+# 10.0%, and the run whose step spanned least once read 15.6% where the
+# seven's median was 14.0% (bench/pipeline_metrics.py).
 # Usage: pipeline_bubble.sh TESSERA MPIEXEC
 set -euo pipefail
 export MPIEXEC=$2 LAYOUTS=pp2 BUBBLE_TOLERANCE=0.2 BUBBLE_RUNS=7

@@ -300,6 +300,19 @@ double tp_calls_s(const TpCalls& calls, const CollectiveGroup& group) {
          each(calls.all_gather, Collective::all_gather);
 }
 
+// Transformer Engine's amax reductions under fp8 (fp8.h): one per model chunk in
+// forward and one in backward, each a few bytes over the tp × dp × cp group, all
+// latency. The compute stream waits for them (async_op=False), so none is hidden.
+void add_fp8_amax_reductions(const Context& c, const StageShape& s, StageCost& cost) {
+  const auto& l = c.request.layout;
+  if (!is_fp8(c.request.training.precision) || l.tp * l.data_ranks() == 1) return;
+  const CollectiveGroup group = collective_group(c.cluster, l.tp * l.data_ranks(), 1);  // ranks ordered tp-cp-dp-pp: contiguous
+  for (const StageLayers& chunk : s.chunks) {
+    cost.forward_comm += collective_seconds(Collective::all_reduce, static_cast<double>(fp8_amax_reduction_bytes(chunk.num_layers, true)), group);
+    cost.backward_comm += collective_seconds(Collective::all_reduce, static_cast<double>(fp8_amax_reduction_bytes(chunk.num_layers, false)), group);
+  }
+}
+
 StageCost stage_cost(const Context& c, const StageShape& s) {
   const auto& t = c.request.training;
   const auto& l = c.request.layout;
@@ -395,6 +408,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
     cost.backward_comm += c.pipeline_send_hold_s * (chunks - (s.first ? 1 : 0));
   }
   add_context_parallel_communication(c, s, attention, cost);
+  add_fp8_amax_reductions(c, s, cost);
   add_zero3_communication(c, s, cost);
   add_zero2_communication(c, s, cost);
   if (c.estimate.gemini && c.estimate.gemini->offload_param_frac > 0) {
@@ -439,12 +453,17 @@ struct PassTiming {
 
 // What a pass's exposed communication is, for its trace event: tensor-parallel
 // calls where there are any, else context-parallel ones, ZeRO-3's gathers and
-// scatters, or the pipeline sends that hold the stage.
+// scatters, ZeRO-2's scatters, the pipeline sends that hold the stage, or FP8's
+// amax reductions.
 std::string exposed_comm_kind(const Context& c) {
   const auto& l = c.request.layout;
+  const PluginOptions& p = c.request.plugin;
   if (l.tp > 1) return "tensor-parallel ";
   if (l.cp > 1) return "context-parallel ";
-  return is_zero3(c.request.plugin) || c.pipeline_send_hold_s == 0 ? "ZeRO-3 " : "pipeline send ";
+  if (is_zero3(p)) return "ZeRO-3 ";
+  if (p.effective_zero_stage() == 2) return "ZeRO-2 ";
+  if (c.pipeline_send_hold_s > 0) return "pipeline send ";
+  return is_fp8(c.request.training.precision) ? "FP8 amax reduction " : "data-parallel ";
 }
 
 // A pass's trace events on stage k's lanes: the receive of its input, the pass,

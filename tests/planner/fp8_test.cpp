@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/planner/cluster.h"
+#include "tessera/planner/collectives.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/gemm_model.h"
 #include "tessera/planner/simulate.h"
@@ -190,6 +191,33 @@ TEST_F(Fp8Step, TheCastsCostTheirHbmTraffic) {
   const double bytes = 1024.0 * 12 * 5376 * 4 - 1024.0 * 12 * 5376;
   const double seconds = bytes / (3350e9 * 0.8);
   EXPECT_NEAR(simulate(gpu, Precision::fp8).breakdown.forward_s - simulate(gpu, Precision::bf16).breakdown.forward_s, seconds, seconds * 1e-9);
+}
+
+TEST_F(Fp8Step, EachPassReducesItsAmaxesOverTheDataParallelGroup) {
+  // 16 ranks of dp on 2 nodes: each forward ends with an all-reduce of the 12
+  // blocks' forward amaxes (4 GEMMs × 3 × 4 bytes), each backward with one of
+  // the backward ones (4 × 2 × 4), latency-bound: NCCL's tree with LL,
+  // 6.8 µs + 2 × (7 NVLink hops × 0.6 + 1 network hop × 5.0) = 25.2 µs and the bytes (collectives.h).
+  EstimateRequest r = request(Precision::fp8);
+  r.layout.dp = 16;
+  const ClusterSpec cluster = make_cluster(h100, 16, 8, 400).value();
+  const CollectiveGroup group{16, 2, cluster.intra_node_bytes_per_s(), cluster.inter_node_bytes_per_s(), true};
+  EXPECT_EQ(fp8_amax_reduction_bytes(12, true), 576);
+  EXPECT_EQ(fp8_amax_reduction_bytes(12, false), 384);
+  const double forward = collective_seconds(Collective::all_reduce, 576, group), backward = collective_seconds(Collective::all_reduce, 384, group);
+  EXPECT_NEAR(forward, 25.2e-6, 0.5e-6);
+  const auto exposed = [&](Precision precision, const std::string& name) {
+    r.training.precision = precision;
+    auto sim = simulate_step(gpt2, cluster, r, estimate_or_fail(gpt2, h100, r), SimulationSettings{}, true);
+    EXPECT_TRUE(sim.ok()) << sim.error().message;
+    for (const TraceEvent& e : sim->events) {
+      if (e.name == name) return e.duration_s;
+    }
+    return 0.0;
+  };
+  EXPECT_NEAR(exposed(Precision::fp8, "FP8 amax reduction F0"), forward, forward * 1e-9);
+  EXPECT_NEAR(exposed(Precision::fp8, "FP8 amax reduction B0"), backward, backward * 1e-9);
+  EXPECT_EQ(exposed(Precision::bf16, "data-parallel F0"), 0.0);  // bf16 reduces no amaxes
 }
 
 TEST_F(Fp8Step, MfuIsStatedOnTheBf16Peak) {

@@ -75,6 +75,21 @@ inline constexpr int64_t kFp8CastBytesPerElement = 2 + 1 + 1;
 // (pytorch/ao issue #2377, 2025-06): the middle of that range.
 inline constexpr double kFp8SplitAccumulatorSlowdown = 1.15;
 
+// Delayed scaling's amax reductions. Each model chunk's forward ends inside
+// fp8_autocast's exit with FP8GlobalStateManager.reduce_and_update_fp8_tensors,
+// an all_reduce(MAX, async_op=False) of the chunk's forward amaxes (input,
+// weight and output per GEMM) over the autocast's group, and its backward makes
+// one of the backward amaxes (grad_output and grad_input per GEMM) in the first
+// module's backward (NVIDIA/TransformerEngine v1.11 transformer_engine/pytorch/
+// fp8.py and module/layernorm_linear.py, reduce_and_update_bwd_fp8_tensors).
+// Megatron-Core's group is every rank of the tp × dp × cp group
+// (NVIDIA/Megatron-LM core_r0.9.0 megatron/core/transformer/transformer_block.py,
+// get_amax_reduction_group(with_context_parallel=True); parallel_state.py). The
+// bytes of one such reduction over `blocks` blocks: fp32 amaxes.
+constexpr int64_t fp8_amax_reduction_bytes(int64_t blocks, bool forward) {
+  return blocks * kTeGemmsPerBlock * (forward ? 3 : 2) * 4;
+}
+
 // Whether Transformer Engine saves this activation term (activations.h, the
 // megatron and flash tables) as its FP8 cast: the input of a GEMM.
 bool saved_in_fp8(std::string_view term_name);

@@ -1,6 +1,7 @@
 #include "plan_command.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <ostream>
 
 #include "cli_app.h"
@@ -184,13 +185,36 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--sequence-parallel", o.sequence_parallel, "With --tp above 1: on (divides activations), off, or both tried")->capture_default_str();
   c.add_option("--top", o.top, "Plans to print and write")->capture_default_str();
   c.add_option("--format", o.format, "table or json (the plan document on standard output)")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-  c.add_option("--output,-o", o.output, "Where to write plan.json")->capture_default_str();
+  c.add_option("--output,-o", o.output, "Where to write the plan document (default plan.json; under --format json, only where given)");
+}
+
+// Where the plan document goes: --output, else plan.json, except that --format
+// json prints it instead unless --output is given. Empty: no file.
+std::string plan_file_path(const PlanOptions& o) {
+  if (!o.output.empty()) return o.output;
+  return o.format == "json" ? std::string() : std::string("plan.json");
+}
+
+// A file at `path` that is not a plan document is the user's, not ours to replace.
+Status check_replaceable(const std::string& path) {
+  std::error_code ec;
+  // Nothing there, or no regular file: the writer refuses a directory, device or symlink itself.
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) return Status::success();
+  auto text = read_text_file(path, "--output", 16 << 20);
+  const nlohmann::json doc = text ? nlohmann::json::parse(text.value(), nullptr, false) : nlohmann::json();
+  if (doc.is_object() && doc.value("kind", nlohmann::json()) == "plan") return Status::success();
+  return make_error(ErrorCode::invalid_argument, "--output " + path + ": the file there is not a plan document of tessera plan, so it is left as it is; "
+                                                 "name another --output or move that file");
 }
 
 int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
-  if (const planner::ReportFormat named = format_from_extension(options.output); named != planner::ReportFormat::json && named != planner::ReportFormat::table) {
-    return fail(err, "--output " + options.output + ": tessera plan writes the plan document, JSON; name it .json (a report of one plan: tessera estimate "
+  const std::string path = plan_file_path(options);
+  if (const planner::ReportFormat named = format_from_extension(path); !path.empty() && named != planner::ReportFormat::json && named != planner::ReportFormat::table) {
+    return fail(err, "--output " + path + ": tessera plan writes the plan document, JSON; name it .json (a report of one plan: tessera estimate "
                      "--output FILE." + std::string(enum_name(named)) + ", or tessera-gui SESSION.json --export FILE." + std::string(enum_name(named)) + ")");
+  }
+  if (!path.empty()) {
+    if (Status s = check_replaceable(path); !s) return fail(err, s.error().message);
   }
   auto model = load_model(options.model);
   if (!model) return fail(err, model.error().message);
@@ -199,12 +223,15 @@ int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   auto result = search_plans(model.value(), request.value());
   if (!result) return fail(err, result.error().message);
   const nlohmann::json document = plan_document(model.value(), options.model, request.value(), result.value(), options.top);
-  if (Status s = write_file_atomically(options.output, document.dump(2) + "\n"); !s) return fail(err, s.error().message);
+  if (!path.empty()) {
+    if (Status s = write_file_atomically(path, document.dump(2) + "\n"); !s) return fail(err, s.error().message);
+  }
   if (options.format == "json") {
     out << document.dump(2) << "\n";
+    if (!path.empty()) err << "wrote " << path << "\n";
   } else {
     print_table(model.value(), request.value(), result.value(), options.top, out);
-    out << "wrote " << options.output << "\n";
+    out << "wrote " << path << "\n";
   }
   return kExitOk;
 }

@@ -39,7 +39,7 @@ struct PlanOptions {
   bool fp8_param_gather = false;
   int top = 5;
   std::string format = "table";
-  std::string output = "plan.json";
+  std::string output;  // empty: plan.json, or with --format json no file
 };
 
 void add_plan_options(CLI::App& command, PlanOptions& options);

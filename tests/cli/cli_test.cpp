@@ -153,6 +153,37 @@ TEST(Cli, TransformersVersionIsNamedWhereAnHfProfileRuns) {
   EXPECT_EQ(doc["plans"][0]["training"]["transformers_version"], "4.33");
 }
 
+// `plan --format json` prints the plan document and writes a file only where
+// --output names one; a file there that is not a plan document is left alone.
+TEST(Cli, PlanWritesItsDocumentOnlyWhereAskedAndReplacesOnlyPlans) {
+  const tessera::testing::ScratchDir scratch;
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(scratch.path());
+  const std::vector<const char*> plan = {"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--top", "1"};
+  auto with = [&](std::vector<const char*> extra) {
+    std::vector<const char*> args = plan;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const CliRun printed = with({"--format", "json"});
+  EXPECT_EQ(printed.code, 0) << printed.err;
+  EXPECT_EQ(nlohmann::json::parse(printed.out)["kind"], "plan");
+  EXPECT_FALSE(std::filesystem::exists("plan.json"));
+  const CliRun written = with({"--format", "json", "--output", "given.json"});
+  EXPECT_EQ(written.code, 0) << written.err;
+  EXPECT_EQ(written.err, "wrote given.json\n");
+  EXPECT_TRUE(std::filesystem::exists("given.json"));
+  EXPECT_EQ(with({"--output", "given.json"}).code, 0);  // a plan document is replaced
+  { std::ofstream("mine.json") << "{\"mine\": 1}\n"; }
+  const CliRun refused = with({"--output", "mine.json"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_EQ(refused.err, "tessera: error: --output mine.json: the file there is not a plan document of tessera plan, so it is left as it is; "
+                         "name another --output or move that file\n");
+  std::ifstream mine("mine.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(mine), {}), "{\"mine\": 1}\n");
+  std::filesystem::current_path(before);
+}
+
 // --memory-headroom: what every GPU must leave free, in GiB or percent; the
 // estimate's margin and verdict count it, and the search keeps plans under it.
 TEST(Cli, MemoryHeadroomIsLeftFreeByEstimatesAndPlans) {

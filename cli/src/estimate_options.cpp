@@ -128,7 +128,7 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_option("--micro-batch", r.training.micro_batch_size, "Samples per micro-batch per data-parallel rank")->capture_default_str();
   c.add_option("--seq", r.training.seq_len, "Tokens per sample")->capture_default_str();
   c.add_option("--micro-batches", r.training.num_micro_batches, "Micro-batches per step")->capture_default_str();
-  c.add_option("--precision", o.precision, "fp32, fp16, bf16 (mixed, fp32 master weights) or fp8 (Transformer Engine: the blocks' GEMMs in FP8, bf16 weights)")->capture_default_str();
+  c.add_option("--precision", o.precision, "fp32, fp16, bf16 (mixed, fp32 master weights) or fp8 (Transformer Engine under --runtime megatron: the blocks' GEMMs in FP8, bf16 weights)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--recompute", o.recompute,
                "Activation recompute: none, selective or full (Korthikanti et al. 2022), or op_selective (torchtitan's op-level policy: "

@@ -145,7 +145,7 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--inter-node-gbps", o.inter_node_gbps, "Network bandwidth per GPU between nodes, Gbit/s")->capture_default_str()->excludes(cluster);
   c.add_option("--global-batch", o.global_batch, "Sequences per optimizer step (fixed; gradient accumulation follows)")->required();
   c.add_option("--seq", o.seq, "Tokens per sequence")->capture_default_str();
-  c.add_option("--precision", o.precision, "fp32, fp16, bf16 or fp8 (Transformer Engine; GPUs with FP8 tensor cores)")->capture_default_str();
+  c.add_option("--precision", o.precision, "fp32, fp16, bf16 or fp8 (Transformer Engine under --runtime megatron; GPUs with FP8 tensor cores)")->capture_default_str();
   c.add_option("--optimizer", o.optimizer, "adam, adamw, sgd or sgd_momentum")->capture_default_str();
   c.add_option("--activation-profile", o.activation_profile, "flash (fused attention), hf / hf_eager / hf_autocast (Hugging Face models run eagerly, measured), megatron (Korthikanti 2022), tessera (our engine on the CPU) or tessera_gpu (its GPU step)")->capture_default_str();
   c.add_option("--transformers-version", o.transformers_version, kTransformersVersionHelp);

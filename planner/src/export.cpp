@@ -114,9 +114,8 @@ Status check_runtime_matches(const PlanFile& file, size_t plan_index, ExportTarg
                                                " would not keep; plan again with --runtime " + (target == ExportTarget::colossalai ? "colossalai" : "colossalai or deepspeed"));
 }
 
-// What the scripts and configs do not set up: FP8 as the plan counts it is
-// Transformer Engine's (fp8.h), and neither a ColossalAI script nor a DeepSpeed
-// config swaps the model's layers for TE's; DeepSpeed has no ring attention
+// What the scripts and configs do not set up (FP8, Transformer Engine's as the
+// plan counts it, is --runtime megatron's alone: validate_runtime.cpp): DeepSpeed has no ring attention
 // (its sequence parallelism is Ulysses), and the ColossalAI script writes
 // Megatron's split_gather sequence parallelism, not its ring_attn mode; nor do
 // they give the sharding groups of hybrid sharding, nor compile the model; a
@@ -125,10 +124,6 @@ Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTar
   if (plan_index >= file.plans.size() || !exports_to_colossalai_or_deepspeed(target)) return Status::success();
   const EstimateRequest& plan = file.plans[plan_index];
   const char* to = target == ExportTarget::colossalai ? "colossalai" : "deepspeed";
-  if (plan.training.precision == Precision::fp8) {
-    return export_detail::cannot_express(to, std::string("the plan trains in FP8 with Transformer Engine's layers, which a ") + to +
-                                                 " export does not set up; plan again with --precision bf16");
-  }
   if (plan.layout.dp_replicate > 1) {
     return export_detail::cannot_express(to, "the plan shards over replicas of " + std::to_string(plan.layout.shard_ranks()) + " ranks (--dp-replicate " +
                                                  std::to_string(plan.layout.dp_replicate) + "), which a " + to +

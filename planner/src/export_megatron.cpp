@@ -41,35 +41,6 @@ using export_detail::cannot_express;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Megatron-Core's GPT model (core/models/gpt): pre-norm blocks of LayerNorm or
-// RMSNorm, learned or rotary positions, a GELU or SwiGLU MLP, biases on every
-// linear layer or none (with --add-qkv-bias, the q/k/v ones only), a final norm,
-// tied or untied output weights. What it cannot build is refused by name.
-Status check_architecture(const ModelConfig& c, int64_t seq_len) {
-  const auto refuse = [&](const std::string& what) {
-    return cannot_express("megatron", c.name + " has " + what + ", which Megatron-Core's GPT model does not build; export it --to colossalai");
-  };
-  if (c.embedding_norm) return refuse("a LayerNorm after the embedding (BLOOM's word_embeddings_layernorm)");
-  if (c.alibi_positions()) return refuse("no position embedding or rotary positions (ALiBi)");
-  if (c.parallel_residual) return refuse("parallel attention and MLP residuals (GPT-NeoX)");
-  if (c.position_offset != 0 || (c.word_embed_proj_dim != 0 && c.word_embed_proj_dim != c.hidden_size)) {
-    return refuse("OPT's offset positions or projected embeddings");
-  }
-  const bool gelu = c.mlp == MlpKind::gelu && (c.activation == "gelu" || c.activation == "gelu_new" || c.activation == "gelu_pytorch_tanh");
-  const bool swiglu = c.mlp == MlpKind::swiglu && c.activation == "silu";
-  if (!gelu && !swiglu) return refuse("the activation " + c.activation);
-  if (!c.final_norm) return refuse("no norm before the output head");
-  if (!c.standard_attention_scale) return refuse("attention scores not scaled by 1/sqrt(head_dim)");
-  if (c.sliding_window > 0 && c.sliding_window < seq_len) return refuse("a sliding attention window of " + str(c.sliding_window) + " tokens");
-  if (!c.rope_scaling.empty()) return refuse("RoPE scaling (" + c.rope_scaling + ")");
-  if (!c.learned_positions && c.rope_theta != std::floor(c.rope_theta)) return refuse("a fractional RoPE base (--rotary-base takes an integer)");
-  const bool all_biases = c.qkv_bias && c.attn_out_bias && c.mlp_bias;
-  const bool qkv_only = c.qkv_bias && !c.attn_out_bias && !c.mlp_bias;
-  const bool none = !c.qkv_bias && !c.attn_out_bias && !c.mlp_bias;
-  if (!all_biases && !qkv_only && !none) return refuse("biases on some linear layers but not the q/k/v ones alone");
-  if (c.embedding_dropout != c.hidden_dropout) return refuse("an embedding dropout unlike its hidden dropout");
-  return Status::success();
-}
 
 // "Et*5|t*6|…|t*5L": one "|"-separated stage per pipeline rank, the embedding
 // on the first, the loss on the last. Uneven splits are never interleaved: their
@@ -246,15 +217,13 @@ ArgsArray data_args(const ModelConfig& c, int64_t tp) {
 }  // namespace
 
 Result<std::string> export_megatron(const PlanFile& file, size_t plan_index) {
+  // A valid plan (check_plan) of --runtime megatron is of a model Megatron-Core
+  // builds, with its attention's activations, not compiled (validate_runtime.cpp).
   if (Status s = export_detail::check_plan(file, plan_index); !s) return s.error();
   const EstimateRequest& r = file.plans[plan_index];
   if (r.plugin.runtime != Runtime::megatron) {
     return cannot_express("megatron", "the plan counts " + std::string(enum_name(r.plugin.runtime)) +
                                           "'s model states, not Megatron-Core's; plan again with --runtime megatron");
-  }
-  if (r.training.activation_profile != ActivationProfile::flash && r.training.activation_profile != ActivationProfile::megatron) {
-    return cannot_express("megatron", "the plan counts the activations of the " + std::string(enum_name(r.training.activation_profile)) +
-                                          " profile, not Megatron-Core's; plan again with --activation-profile flash or megatron");
   }
   // Megatron's validate_args: --overlap-param-gather needs the distributed optimizer and --overlap-grad-reduce.
   const bool grads_overlapped = !r.plugin.grad_reduce_after_backward && r.layout.dp * r.layout.cp > 1;
@@ -266,13 +235,9 @@ Result<std::string> export_megatron(const PlanFile& file, size_t plan_index) {
     return cannot_express("megatron", "the plan splits pipeline sends over the tp ranks (--scatter-gather-tensors-in-pipeline), which "
                                           "Megatron-LM dropped with Megatron-Core; plan again without it");
   }
-  if (r.training.torch_compile) {
-    return cannot_express("megatron", "the plan times the model under torch.compile, which Megatron-LM does not run; plan again without --torch-compile");
-  }
   auto model = load_model(file.model_source, "model.source");
   if (!model) return model.error();
   const ModelConfig& c = model->config;
-  if (Status s = check_architecture(c, r.training.seq_len); !s) return s.error();
 
   const ClusterSpec& cluster = file.cluster;
   const nlohmann::json& plan = export_detail::plan_json(file, plan_index);

@@ -39,6 +39,7 @@
 #include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/registry.h"
 #include "tessera/planner/report.h"
+#include "tessera/planner/runtime_models.h"
 
 namespace tessera::planner {
 namespace {
@@ -96,20 +97,11 @@ std::optional<std::string> mismatch(const ModelConfig& c, const LlamaFlavor& f) 
 // builds any config.json (the plan's runtime must be ColossalAI's for that export).
 constexpr const char* kOtherModelFix = "plan again with --runtime colossalai and export that --to colossalai";
 
-// The Llama block torchtitan's llama3 builds (is_torchtitan_llama_block, which the
-// op-level recompute also reads, and what llama3 fixes besides); anything else is refused by name.
+// The Llama block torchtitan's llama3 builds (runtime_models.h); anything else is refused by name.
 Status check_llama_block(const ModelConfig& c) {
-  const auto refuse = [&](const std::string& what) {
-    return cannot_express("torchtitan", c.name + " has " + what + ", which torchtitan's llama3 model does not build; " + kOtherModelFix);
-  };
-  if (!is_torchtitan_llama_block(c)) return refuse("a block unlike Llama's (its family, MLP, residual or dropout)");
-  if (c.norm != NormKind::rms_norm) return refuse("LayerNorm");
-  if (c.activation != "silu") return refuse("the activation " + c.activation);
-  if (c.qkv_bias || c.attn_out_bias || c.mlp_bias) return refuse("biases on its linear layers");
-  if (c.tie_word_embeddings) return refuse("an output head tied to the embeddings");
-  if (c.learned_positions || c.rotary_pct != 1.0) return refuse("positions other than RoPE over the whole head");
-  if (c.sliding_window > 0) return refuse("a sliding attention window");
-  if (c.embedding_norm || !c.final_norm || !c.standard_attention_scale) return refuse("a block unlike Llama's");
+  if (const std::optional<std::string> what = torchtitan_cannot_build(c)) {
+    return cannot_express("torchtitan", c.name + " has " + *what + ", which torchtitan's llama3 model does not build; " + kOtherModelFix);
+  }
   return Status::success();
 }
 
@@ -129,7 +121,7 @@ Result<const LlamaFlavor*> flavor_of(const ModelConfig& c) {
 
 // What the plan does that the job config cannot say. The plan is valid
 // (check_plan): under --runtime torchtitan it is FSDP2 (torch_fsdp, no tp or pp)
-// over 2 or more shards, in bf16, fp32 or fp8, without Korthikanti's selective
+// over 2 or more shards, in bf16 or fp32 (FP8 is --runtime megatron's), without Korthikanti's selective
 // recompute (validate_runtime.cpp), and its replicas divide dp (validate_request.cpp).
 Status check_plan_for_torchtitan(const EstimateRequest& r) {
   if (r.plugin.runtime != Runtime::torchtitan) {
@@ -139,10 +131,6 @@ Status check_plan_for_torchtitan(const EstimateRequest& r) {
   if (r.training.activation_profile != ActivationProfile::flash) {
     return cannot_express("torchtitan", "the plan counts the activations of the " + std::string(enum_name(r.training.activation_profile)) +
                                             " profile, not torchtitan's SDPA; plan again with --activation-profile flash");
-  }
-  if (r.training.precision == Precision::fp8) {
-    return cannot_express("torchtitan", "the plan counts Transformer Engine's FP8, and torchtitan's float8 is torchao's Float8Linear, which the "
-                                            "planner does not model; plan again with --precision bf16");
   }
   if (r.training.optimizer != OptimizerKind::adam && r.training.optimizer != OptimizerKind::adamw) {
     return cannot_express("torchtitan", "the plan uses " + std::string(enum_name(r.training.optimizer)) +

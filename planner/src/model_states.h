@@ -14,6 +14,12 @@ namespace tessera::planner {
 // What --runtime accepts with the request's plugin and settings (validate_runtime.cpp).
 Status check_runtime(const EstimateRequest& request);
 
+// The model and settings --runtime megatron builds and takes (runtime_models.h):
+// a model Megatron-Core's GPT does not build, another activation profile or
+// torch.compile is refused with the fix. (--runtime torchtitan counts FSDP2 as
+// torchtitan applies it, to any model; its export takes llama3's flavors.)
+Status check_runtime_model(const ModelConfig& config, const EstimateRequest& request);
+
 // --recompute op_selective is torchtitan's policy on its Llama block with SDPA
 // (op_checkpoint_policy.h): --runtime torchtitan, the flash profile, a Llama-shaped model.
 Status check_op_selective(const ModelConfig& config, const EstimateRequest& request);

@@ -316,6 +316,16 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
     if (auto reason = unsupported_transformers_version(p.transformers_version, model.config.family)) return invalid(*reason);
   }
   if (Status s = check_plan_runtime(p); !s) return s;
+  {
+    // The model and the settings every candidate shares, as the runtime's own code takes them.
+    EstimateRequest probe;
+    probe.plugin.runtime = p.runtime;
+    probe.training.seq_len = p.seq_len;
+    probe.training.activation_profile = p.activation_profile;
+    probe.training.torch_compile = p.torch_compile;
+    probe.training.optimizer = p.optimizer;
+    if (Status s = check_runtime_model(model.config, probe); !s) return s;
+  }
   if (p.pp_schedule == PipelineSchedule::gpipe) {
     return invalid("--pp-schedule gpipe: the search runs ColossalAI's pipelines, 1F1B and interleaved; use --pp-schedule 1f1b or interleaved");
   }

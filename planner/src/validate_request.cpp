@@ -113,6 +113,7 @@ Status check_model_fit(const Model& m, const EstimateRequest& r) {
                    "; use at most --pp " + str(c.num_layers));
   }
   if (Status s = check_context_parallel(r); !s) return s;
+  if (Status s = check_runtime_model(c, r); !s) return s;
   if (Status s = check_op_selective(c, r); !s) return s;
   if (Status s = check_recompute_num_layers(c, r); !s) return s;
   if (l.sequence_parallel && r.local_seq_len() % l.tp != 0) {

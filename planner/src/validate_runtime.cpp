@@ -6,6 +6,7 @@
 
 #include "tessera/planner/deepspeed_pipeline.h"
 #include "tessera/planner/op_checkpoint_policy.h"
+#include "tessera/planner/runtime_models.h"
 
 namespace tessera::planner {
 namespace {
@@ -89,11 +90,34 @@ Status check_op_selective(const ModelConfig& c, const EstimateRequest& r) {
   return Status::success();
 }
 
+Status check_runtime_model(const ModelConfig& c, const EstimateRequest& r) {
+  const TrainingOptions& t = r.training;
+  if (r.plugin.runtime == Runtime::megatron) {
+    if (const std::optional<std::string> what = megatron_cannot_build(c, t.seq_len)) {
+      return invalid("--runtime megatron: " + c.name + " has " + *what + ", which Megatron-Core's GPT model does not build; plan it under --runtime colossalai");
+    }
+    if (t.activation_profile != ActivationProfile::flash && t.activation_profile != ActivationProfile::megatron) {
+      return invalid("--runtime megatron keeps what Transformer Engine's fused attention keeps: use --activation-profile flash (or megatron, "
+                     "Korthikanti's unfused core), not " + std::string(enum_name(t.activation_profile)));
+    }
+    if (t.torch_compile) return invalid("--torch-compile: Megatron-LM does not run torch.compile; drop it under --runtime megatron");
+  }
+  return Status::success();
+}
+
 Status check_runtime(const EstimateRequest& r) {
   const PluginOptions& p = r.plugin;
   if (p.deepspeed.offload_param && p.runtime != Runtime::deepspeed) {
     return invalid("--offload-param is DeepSpeed ZeRO-3's offload_param: use it with --runtime deepspeed (gemini: --offload-param-frac; "
                    "torch_fsdp: --cpu-offload)");
+  }
+  // The planner's FP8 is Transformer Engine's layers as Megatron-Core runs them
+  // (fp8.h), which only --to megatron sets up; ColossalAI's FP8 (torch._scaled_mm
+  // in its own layers), DeepSpeed's and torchtitan's (torchao's Float8Linear) are
+  // other recipes, with other state and other casts, and are not modelled.
+  if (r.training.precision == Precision::fp8 && p.runtime != Runtime::megatron) {
+    return invalid("--precision fp8 counts Transformer Engine's FP8 layers as Megatron-Core runs them: add --runtime megatron (" +
+                   std::string(enum_name(p.runtime)) + "'s own FP8 is not modelled; use --precision bf16 there)");
   }
   switch (p.runtime) {
     case Runtime::colossalai: return Status::success();

@@ -114,7 +114,7 @@ bad dp-too-large "--dp" -- estimate --model gpt2 --dp 99999999999999999999
 bad dp-hexadecimal "--dp: '0x10' is not a whole number" -- estimate --model gpt2 --dp 0x10
 bad steps-beyond-int64 "--steps: '9223372036854775808' is not a whole number in range" -- train --out "$scratch/never" --steps 9223372036854775808
 bad train-fp8 "--precision fp8: Tessera's engine runs on the CPU, which has no FP8 GEMMs" -- train --out "$scratch/never" --precision fp8
-bad fp8-on-v100 "--precision fp8 is not supported by v100-32g" -- estimate --model gpt2 --gpu v100-32g --precision fp8
+bad fp8-on-v100 "--precision fp8 is not supported by v100-32g" -- estimate --model gpt2 --gpu v100-32g --precision fp8 --runtime megatron
 bad fp8-plan-on-a100 "--precision fp8 is not supported by a100-80g" -- plan --model gpt2 --gpus 8 --global-batch 64 --gpu a100-80g --precision fp8
 bad cp-zero "--cp must be a positive integer" -- estimate --model gpt2 --plugin hybrid_parallel --cp 0
 bad cp-odd-sequence "must be a multiple of 2 × --cp = 6" -- estimate --model llama-2-7b --plugin hybrid_parallel --cp 3 --seq 4000
@@ -214,9 +214,13 @@ if ! "$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 3 --output "$
   failures=$((failures + 1))
 fi
 fp8_plan=$scratch/fp8-plan.json
-"$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --precision fp8 --output "$fp8_plan" >/dev/null 2>&1 </dev/null
-bad export-fp8-colossalai "the plan trains in FP8 with Transformer Engine's layers" -- export "$fp8_plan" --to colossalai
-bad export-fp8-deepspeed "plan again with --precision bf16" -- export "$fp8_plan" --to deepspeed
+"$tessera" plan --model gpt2 --gpus 8 --global-batch 64 --top 1 --precision fp8 --runtime megatron --output "$fp8_plan" >/dev/null 2>&1 </dev/null
+bad plan-fp8-colossalai "--precision fp8 counts Transformer Engine's FP8 layers as Megatron-Core runs them: add --runtime megatron" -- plan --model gpt2 --gpus 8 --global-batch 64 --precision fp8 --output "$scratch/never.json"
+bad estimate-fp8-deepspeed "add --runtime megatron (deepspeed's own FP8 is not modelled" -- estimate --model gpt2 --dp 8 --precision fp8 --runtime deepspeed
+bad export-fp8-colossalai "the plan counts megatron's model states, which colossalai would not keep" -- export "$fp8_plan" --to colossalai
+bad plan-megatron-bloom "--runtime megatron: bloom-176b has a LayerNorm after the embedding" -- plan --model bloom-176b --gpus 64 --global-batch 64 --runtime megatron --output "$scratch/never.json"
+bad estimate-megatron-neox "--runtime megatron: gpt-neox-20b has parallel attention and MLP residuals (GPT-NeoX)" -- estimate --model gpt-neox-20b --runtime megatron --tp 8
+bad plan-megatron-hf-profile "--runtime megatron keeps what Transformer Engine's fused attention keeps: use --activation-profile flash" -- plan --model gpt2 --gpus 8 --global-batch 64 --runtime megatron --activation-profile hf --output "$scratch/never.json"
 cp_plan=$scratch/cp-plan.json
 "$tessera" plan --model llama-2-7b --gpus 8 --global-batch 8 --seq 16384 --cp 2 --top 1 --output "$cp_plan" >/dev/null 2>&1 </dev/null
 bad export-cp-colossalai "(context parallelism), which a colossalai export does not set up; plan again with --cp 1" -- export "$cp_plan" --to colossalai
@@ -237,7 +241,7 @@ bad export-torchtitan-not-a-flavor "gpt2 has a block unlike Llama's (its family,
 bad plan-torchtitan-one-gpu-per-replica "--dp-replicate 8 under --runtime torchtitan leaves one GPU per replica, which torchtitan runs as DDP (not modelled); use --dp-replicate 4 or less" -- plan --model gpt2 --gpus 8 --global-batch 64 --runtime torchtitan --dp-replicate 8 --output "$scratch/never.json"
 bad estimate-torchtitan-one-shard "--runtime torchtitan shards over 2 ranks or more per replica" -- estimate --model gpt2 --runtime torchtitan --dp 2 --dp-replicate 2
 # tessera train --plan with --gpu: what the GPU step does not run is refused as the plan's setting, before any device.
-bad train-gpu-fp8-plan "--plan $fp8_plan: --precision fp8: the GPU training step runs bf16 mixed precision" -- train --plan "$fp8_plan" --gpu h100-80g --out "$scratch/never"
+bad train-gpu-fp8-plan "--plan $fp8_plan: --runtime megatron: the engine keeps ColossalAI's model states" -- train --plan "$fp8_plan" --gpu h100-80g --out "$scratch/never"
 bad train-gpu-replicate-plan "--plan $hybrid_plan: --dp-replicate 2: the engine shards over every data-parallel rank" -- train --plan "$hybrid_plan" --gpu h100-80g --out "$scratch/never"
 bad train-gpu-dry-run "--dry-run replays the CPU engine's allocations" -- train --gpu h100-80g --dry-run --out "$scratch/never"
 bad train-gpu-device-memory "--device-memory 1.00 MiB: the plan needs" -- train --gpu h100-80g --device-memory 1 --out "$scratch/never"

@@ -123,8 +123,6 @@ TEST(TrainPlan, WhatTheGpuStepDoesNotRunIsRefusedAsThePlansSetting) {
   for (const Refusal& refusal : std::vector<Refusal>{
            {make_plan(scratch, "fp32.json", {"--gpus", "1", "--global-batch", "16", "--precision", "fp32"}),
             ": --precision fp32: the GPU training step runs bf16 mixed precision; use --precision bf16"},
-           {make_plan(scratch, "fp8.json", {"--gpus", "1", "--global-batch", "16", "--precision", "fp8"}),
-            ": --precision fp8: the GPU training step runs bf16 mixed precision; use --precision bf16"},
            {make_plan(scratch, "sgd.json", {"--gpus", "1", "--global-batch", "16", "--optimizer", "sgd"}),
             ": --optimizer sgd: the GPU training step uses AdamW only; use --optimizer adamw"},
            {edited_plan(one_gpu, {{"/training/recompute", "op_selective"}}, scratch.path("op.json")),

@@ -111,9 +111,13 @@ TEST(ExportTorchtitan, RefusesWhatTorchtitanWouldNotRunAsPlanned) {
 }
 
 TEST(ExportTorchtitan, RefusesFp8SgdAndOtherActivationProfiles) {
-  const Planned fp8 = torchtitan_llama_3_8b([](PlanRequest& r) { r.precision = Precision::fp8; });
-  EXPECT_EQ(refusal(fp8, 0), "--to torchtitan: the plan counts Transformer Engine's FP8, and torchtitan's float8 is torchao's Float8Linear, which the "
-                             "planner does not model; plan again with --precision bf16");
+  // FP8 as the planner counts it is Transformer Engine's under Megatron-Core: the search refuses it here (validate_runtime.cpp).
+  EXPECT_EQ(search_refusal("llama-3-8b", [](PlanRequest& r) {
+              r.runtime = Runtime::torchtitan;
+              r.precision = Precision::fp8;
+            }, 16),
+            "--precision fp8 counts Transformer Engine's FP8 layers as Megatron-Core runs them: add --runtime megatron "
+            "(torchtitan's own FP8 is not modelled; use --precision bf16 there)");
   const Planned sgd = torchtitan_llama_3_8b([](PlanRequest& r) { r.optimizer = OptimizerKind::sgd_momentum; });
   EXPECT_EQ(refusal(sgd, 0), "--to torchtitan: the plan uses sgd_momentum, and torchtitan's optimizers are Adam and AdamW; plan again with --optimizer adamw");
   const Planned unfused = torchtitan_llama_3_8b([](PlanRequest& r) {

@@ -28,8 +28,11 @@ class Fp8 : public ::testing::Test {
   const GpuProfile h100 = shipped_gpu("h100-80g");
   const Model gpt2 = shipped_model("gpt2");
 
+  // Megatron-Core's data parallelism: the runtime whose FP8 the planner models (validate_runtime.cpp).
   static EstimateRequest request(Precision precision) {
     EstimateRequest r;
+    r.plugin.kind = PluginKind::hybrid_parallel;
+    r.plugin.runtime = Runtime::megatron;
     r.training.precision = precision;
     r.training.seq_len = 1024;
     return r;

@@ -23,15 +23,20 @@ struct Planned {
   std::vector<Candidate> candidates;  // as searched, in file order
 };
 
-// Searches `model` on `gpus` H100s, 8 a node (global batch 64 × seq 1024) with
-// `restrict` applied, and reads the plan document back as `tessera export` does.
-inline Planned plan_for(const std::string& model_name, const std::function<void(PlanRequest&)>& restrict, int64_t gpus = 8) {
-  Planned out{testing::shipped_model(model_name), {}, {}};
+// The search's request: `gpus` H100s, 8 a node, global batch 64 × seq 1024, with `restrict` applied.
+inline PlanRequest plan_request(const std::function<void(PlanRequest&)>& restrict, int64_t gpus) {
   PlanRequest request;
   request.cluster = make_cluster(testing::shipped_gpu("h100-80g"), gpus, 8, 400).value();
   request.global_batch_size = 64;
   request.seq_len = 1024;
   restrict(request);
+  return request;
+}
+
+// Searches `model` on that request and reads the plan document back as `tessera export` does.
+inline Planned plan_for(const std::string& model_name, const std::function<void(PlanRequest&)>& restrict, int64_t gpus = 8) {
+  Planned out{testing::shipped_model(model_name), {}, {}};
+  const PlanRequest request = plan_request(restrict, gpus);
   auto result = search_plans(out.model, request);
   EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message);
   if (!result.ok()) return out;
@@ -45,6 +50,13 @@ inline Planned plan_for(const std::string& model_name, const std::function<void(
   out.candidates = result->plans;
   EXPECT_EQ(out.file.plans.size(), out.candidates.size());
   return out;
+}
+
+// The search's refusal of that request: its one-line message.
+inline std::string search_refusal(const std::string& model_name, const std::function<void(PlanRequest&)>& restrict, int64_t gpus = 8) {
+  auto result = search_plans(testing::shipped_model(model_name), plan_request(restrict, gpus));
+  EXPECT_FALSE(result.ok());
+  return result.ok() ? std::string() : result.error().message;
 }
 
 // Llama-2-70B under --runtime megatron at tp 4 × pp 4 on 64 H100s (global

@@ -137,9 +137,15 @@ int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err
   if (!predicted) return fail(err, predicted.error().message);
   auto measured = parse_measured_run(text.value(), o.metrics);
   if (!measured) return fail(err, measured.error().message);
+  if (predicted->parameter_count > 0 && measured->parameter_count > 0 && predicted->parameter_count != measured->parameter_count) {
+    return fail(err, o.plan + " is for " + predicted->model_name + " (" + format_count(predicted->parameter_count) + " parameters) but " + o.metrics +
+                         " measured " + measured->model_name + " (" + format_count(measured->parameter_count) +
+                         " parameters): compare a run with the plan of its own model (the run's own plan.json)");
+  }
+  // Two names for one size of model (a config.json under another name): compared, with a note.
   if (!predicted->model_name.empty() && !measured->model_name.empty() && predicted->model_name != measured->model_name) {
     err << "tessera: note: " << o.plan << " is for " << predicted->model_name << " but " << o.metrics << " measured " << measured->model_name
-        << "; the errors below compare two different models\n";
+        << ", a model of as many parameters; the errors below compare the two\n";
   }
   auto ranks = compare_memory(predicted->ranks, o.plan, measured->ranks, o.metrics);
   if (!ranks) return fail(err, ranks.error().message);

@@ -336,6 +336,13 @@ Status check_memory(const std::string& model_name, const MemoryEstimate& estimat
                                                      "); lower --micro-batch or --seq, or use --recompute full");
 }
 
+// What the user reads when --resume finds the checkpoint at --steps or past it.
+std::string nothing_to_train_line(const engine::TrainMetrics& m, const std::string& out_dir, int64_t steps) {
+  const int64_t at = m.first_step - 1;
+  return "nothing to train: the checkpoint in " + out_dir + " is at step " + std::to_string(at) +
+         (at > steps ? ", past --steps " + std::to_string(steps) + "; give a larger --steps to train on" : ", the --steps asked for") + "\n";
+}
+
 // What the user reads when a signal stopped the run.
 std::string stopped_line(int signal_number, const engine::TrainMetrics& m, const std::string& out_dir) {
   const int64_t last = m.first_step + static_cast<int64_t>(m.loss.size()) - 1;
@@ -523,7 +530,7 @@ int run_on_gpu(const TrainCliOptions& o, const std::optional<TrainedPlan>& plann
   }
   if (world.rank() != 0) return kExitOk;
   if (metrics->loss.empty()) {
-    progress << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
+    progress << nothing_to_train_line(metrics.value(), o.out, o.steps);
     return kExitOk;
   }
   const planner::ParallelLayout& layout = o.estimate.request.layout;
@@ -668,7 +675,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
   }
   char line[200];
   if (metrics->loss.empty()) {
-    progress << "nothing to train: the checkpoint in " << o.out << " is at step " << o.steps << " already\n";
+    progress << nothing_to_train_line(metrics.value(), o.out, o.steps);
     return kExitOk;
   }
   std::snprintf(line, sizeof line, "trained steps %lld-%lld in %s on %d rank%s: loss %.4f -> %.4f, %.0f tokens/s, %.2f GFLOP/s\n",

@@ -144,6 +144,7 @@ Result<MeasuredRun> parse_measured_run(std::string_view text, const std::string&
   MeasuredRun run;
   run.request = std::move(request).value();
   run.model_name = doc.contains("model") ? value_or(doc["model"], "name", std::string()) : "";
+  run.parameter_count = doc.contains("model") ? value_or(doc["model"], "parameter_count", int64_t{0}) : 0;
   run.tokens_per_s = value_or(doc, "tokens_per_s", 0.0);
   run.device = value_or(doc, "device", std::string());
   for (auto [key, series] : {std::pair{"loss", &run.loss}, std::pair{"grad_norm", &run.grad_norm}, std::pair{"step_time_s", &run.step_time_s}}) {
@@ -186,6 +187,7 @@ Result<PredictedRun> read_predicted_run(const std::string& path, size_t plan_ind
   PredictedRun run;
   run.ranks = std::move(rows).value();
   run.model_name = doc.contains("model") ? value_or(doc["model"], "name", std::string()) : "";
+  run.parameter_count = doc.contains("model") ? value_or(doc["model"], "parameter_count", int64_t{0}) : 0;
   return run;
 }
 

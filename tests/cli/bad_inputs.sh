@@ -206,6 +206,9 @@ fi
 # tessera compare: byte counts must be whole and bounded.
 "$tessera" estimate --model gpt2 --format json --output "$scratch/estimate.json" >/dev/null 2>&1 </dev/null
 bad compare-float-bytes "metrics-float-bytes.json: \"ranks\"[0] category 'activations' device_bytes must be a whole number of bytes" -- compare "$scratch/estimate.json" "$data/metrics-float-bytes.json"
+# A run of another model than the plan's is refused, not compared.
+"$tessera" train --model tiny-gpt2 --steps 1 --seq 16 --out "$scratch/tiny-run" >/dev/null 2>&1 </dev/null
+bad compare-other-model "is for gpt2 (124.4M parameters) but $scratch/tiny-run/metrics.json measured tiny-gpt2 (437.8K parameters)" -- compare "$scratch/estimate.json" "$scratch/tiny-run/metrics.json"
 
 # tessera export: the plan file and the options.
 plan_file=$scratch/plan.json

@@ -511,6 +511,25 @@ TEST(Cli, TrainWritesPlanAndMetricsThatCompareExactly) {
   }
 }
 
+// --resume with a checkpoint at --steps or past it trains nothing and says at
+// which step the checkpoint is.
+TEST(Cli, ResumeNamesTheCheckpointsStepWhenThereIsNothingToTrain) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string dir = scratch.path("run");
+  const auto train = [&](const char* steps, bool resume) {
+    std::vector<const char*> args = {"train", "--model", "tiny-gpt2", "--steps", steps, "--micro-batch", "1", "--seq", "16", "--out", dir.c_str()};
+    if (resume) args.push_back("--resume");
+    return run(args);
+  };
+  ASSERT_EQ(train("3", false).code, 0);
+  const CliRun past = train("2", true);
+  EXPECT_EQ(past.code, 0) << past.err;
+  EXPECT_NE(past.out.find("nothing to train: the checkpoint in " + dir + " is at step 3, past --steps 2; give a larger --steps to train on\n"),
+            std::string::npos) << past.out;
+  const CliRun at = train("3", true);
+  EXPECT_NE(at.out.find("nothing to train: the checkpoint in " + dir + " is at step 3, the --steps asked for\n"), std::string::npos) << at.out;
+}
+
 // A tessera built in another tree (tools/gpu-check's prepared programs) trains
 // on the shipped text under TESSERA_DATA_DIR: a folder without it is named in
 // the one-line error, a copy of data/ there trains.
@@ -575,9 +594,10 @@ TEST(Cli, TrainRefusesConfigFieldsItWouldNotComputeAndSaysTheWeightsAreFp32) {
   EXPECT_EQ(config["sliding_window"], 32);
 }
 
-// Comparing a plan of one model with the metrics of another still prints the
-// table, with a note on standard error that says so.
-TEST(Cli, CompareNotesWhenThePlanAndTheRunAreDifferentModels) {
+// A plan of one model against the metrics of another is refused in one line;
+// one model under two names (a config.json copied under another) is compared,
+// with a note on standard error that says so.
+TEST(Cli, CompareRefusesAnotherModelAndNotesAnotherName) {
   const tessera::testing::ScratchDir scratch;
   const std::string dir = scratch.path("run");
   const std::string estimate = scratch.path("gpt2.json");
@@ -587,9 +607,17 @@ TEST(Cli, CompareNotesWhenThePlanAndTheRunAreDifferentModels) {
   EXPECT_EQ(same.code, 0);
   EXPECT_EQ(same.err, "");
   const CliRun different = run({"compare", estimate.c_str(), (dir + "/metrics.json").c_str()});
-  EXPECT_EQ(different.code, 0);
-  EXPECT_NE(different.err.find("is for gpt2 but"), std::string::npos) << different.err;
-  EXPECT_NE(different.err.find("measured tiny-gpt2"), std::string::npos) << different.err;
+  EXPECT_EQ(different.code, 2);
+  EXPECT_EQ(different.out, "");
+  EXPECT_EQ(different.err, "tessera: error: " + estimate + " is for gpt2 (124.4M parameters) but " + dir + "/metrics.json measured tiny-gpt2 (437.8K "
+                           "parameters): compare a run with the plan of its own model (the run's own plan.json)\n");
+  const std::string renamed_config = scratch.path("renamed-gpt2.json"), renamed = scratch.path("renamed-estimate.json");
+  std::filesystem::copy_file(std::string(TESSERA_SOURCE_DIR) + "/models/tiny-gpt2.json", renamed_config);
+  ASSERT_EQ(run({"estimate", "--model", renamed_config.c_str(), "--seq", "16", "--format", "json", "--output", renamed.c_str()}).code, 0);
+  const CliRun noted = run({"compare", renamed.c_str(), (dir + "/metrics.json").c_str()});
+  EXPECT_EQ(noted.code, 0);
+  EXPECT_EQ(noted.err, "tessera: note: " + renamed + " is for renamed-gpt2 but " + dir + "/metrics.json measured tiny-gpt2, a model of as many "
+                       "parameters; the errors below compare the two\n");
 }
 
 // A metrics.json for the 4-rank DDP run of `estimate`, as a distributed

@@ -16,6 +16,7 @@ namespace tessera::planner {
 
 struct MeasuredRun {
   std::string model_name;    // the "model" object's name
+  int64_t parameter_count = 0;  // its "parameter_count" (0: not given)
   EstimateRequest request;   // the set-up the run used
   std::vector<RankRow> ranks;  // one row per rank (first_rank == last_rank), in rank order; never empty
   double tokens_per_s = 0;
@@ -34,6 +35,7 @@ Result<MeasuredRun> read_measured_run(const std::string& path);
 // train` write it), and its model's name.
 struct PredictedRun {
   std::string model_name;
+  int64_t parameter_count = 0;  // the "model" object's "parameter_count" (0: not given)
   std::vector<RankRow> ranks;  // each covering a range of ranks, in rank order; never empty
 };
 Result<PredictedRun> read_predicted_run(const std::string& path, size_t plan_index = 0);

@@ -175,15 +175,39 @@ std::string why_nothing_fits(const Model& model, const PlanRequest& bigger, cons
   return text + (filters.empty() ? "" : "; more GPUs do not shard it under" + filters + ": drop or change that filter");
 }
 
+// What the candidates tried of full recompute, offload and micro-batch 1 ("full
+// recompute and micro-batch 1 were tried"), and what the search left out, with the
+// filter that did: --recompute, --micro-batch, or the plugins and runtime (Megatron-Core
+// offloads nothing; DDP and tensor or pipeline layouts neither).
+std::string memory_savers_tried(const PlanRequest& p, const PlanSearchResult& result) {
+  std::vector<std::string> tried, left_out;
+  (result.tried_full_recompute ? tried : left_out).push_back("full recompute");
+  (result.tried_offload ? tried : left_out).push_back("CPU offload");
+  (result.tried_micro_batch_one ? tried : left_out).push_back("micro-batch 1");
+  const auto joined = [](const std::vector<std::string>& items) {
+    std::string text;
+    for (size_t i = 0; i < items.size(); ++i) text += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+    return text;
+  };
+  std::string text = tried.empty() ? std::string() : joined(tried) + (tried.size() == 1 ? " was tried" : " were tried");
+  if (left_out.empty()) return text;
+  std::string filters;  // the filters of the request that can leave them out
+  if (!p.recompute.empty()) filters += " --recompute";
+  if (p.micro_batch_size > 0) filters += " --micro-batch";
+  if (!p.plugins.empty() || p.tp > 0 || p.pp > 0) filters += " --plugin/--tp/--pp";
+  if (p.runtime != Runtime::colossalai) filters += " --runtime";
+  return text + (text.empty() ? "" : "; ") + joined(left_out) + (left_out.size() == 1 ? " was" : " were") + " not among the candidates" +
+         (filters.empty() ? "" : " (filters:" + filters + ")");
+}
+
 // When nothing fits: the closest miss, then the smallest change that fits among
-// more GPUs and a shorter sequence. Recompute, offload and micro-batch 1 were
-// already among the candidates, so they are named as tried, not suggested.
+// more GPUs and a shorter sequence. What the candidates tried of recompute,
+// offload and micro-batch 1 is named as tried, not suggested.
 std::vector<std::string> suggest(const Model& model, const PlanRequest& p, const PlanSearchResult& result) {
   std::vector<std::string> out;
   if (result.closest) {
-    // Megatron-Core's runtime offloads nothing (search_templates.cpp).
-    const char* tried = p.runtime == Runtime::megatron ? "full recompute and micro-batch 1 were both tried" : "full recompute, CPU offload and micro-batch 1 were all tried";
-    out.push_back("closest: " + describe_plan(*result.closest) + " is " + format_bytes(result.closest_overflow_bytes) + " over; " + tried);
+    out.push_back("closest: " + describe_plan(*result.closest) + " is " + format_bytes(result.closest_overflow_bytes) + " over; " +
+                  memory_savers_tried(p, result));
   }
   bool found_more_gpus = false;
   std::string largest_miss;  // why the largest cluster that had candidates fits none
@@ -336,6 +360,17 @@ TwinKey one_f_one_b_twin_key(EstimateRequest r) {
   return {plan_key(r), r.training.micro_batch_size};
 }
 
+// Whether `r` saves memory by full recompute, by keeping states on the host, or by micro-batch 1.
+void note_memory_savers(const EstimateRequest& r, PlanSearchResult& result) {
+  const PluginOptions& plugin = r.plugin;
+  const bool gemini_offloads = plugin.kind == PluginKind::gemini &&
+                               (plugin.gemini.placement_policy == GeminiPlacement::cpu || plugin.gemini.placement_policy == GeminiPlacement::auto_placement ||
+                                plugin.gemini.offload_optim_frac > 0 || plugin.gemini.offload_param_frac > 0);
+  result.tried_full_recompute |= r.training.recompute == RecomputeMode::full;
+  result.tried_offload |= plugin.cpu_offload || plugin.deepspeed.offload_param || gemini_offloads;
+  result.tried_micro_batch_one |= r.training.micro_batch_size == 1;
+}
+
 Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest& p, SearchProgress* progress) {
   PlanSearchResult result;
   SimulationMemo memo;
@@ -347,6 +382,7 @@ Result<PlanSearchResult> search_plans_impl(const Model& model, const PlanRequest
   const auto evaluate = [&](const EstimateRequest& r) -> int64_t {
     if (sp_only_divides && r.layout.tp > 1 && !r.layout.sequence_parallel && over_memory_with_sp.contains(twin_key(r))) return -1;
     ++result.candidates_evaluated;
+    note_memory_savers(r, result);
     auto memory = estimate_memory(model, p.cluster.gpu, r, memo);
     if (!memory) {
       ++result.rejected["invalid: " + memory.error().message.substr(0, 60)].count;

@@ -201,6 +201,7 @@ TEST(PlanSearch, NothingFitsSaysWhatWould) {
   EXPECT_TRUE(result.plans.empty());
   ASSERT_GE(result.suggestions.size(), 2u);
   EXPECT_NE(result.suggestions[0].find("closest:"), std::string::npos) << result.suggestions[0];
+  EXPECT_TRUE(result.suggestions[0].ends_with("; full recompute, CPU offload and micro-batch 1 were tried")) << result.suggestions[0];
   EXPECT_NE(result.suggestions[1].find("GPUs:"), std::string::npos) << result.suggestions[1];
   // Every reason names its closest miss: the rank, what it needs, and by how much it is over.
   ASSERT_FALSE(result.rejected.empty());
@@ -236,6 +237,10 @@ TEST(PlanSearch, NothingFitsAnywhereNamesTheRealReason) {
   EXPECT_NE(replicated.suggestions.back().find("most of it optimizer_states; more GPUs do not shard it under --plugin torch_ddp"),
             std::string::npos)
       << replicated.suggestions.back();
+  // DDP offloads nothing: what the filter left out is not claimed as tried.
+  EXPECT_TRUE(replicated.suggestions.front().ends_with("; full recompute and micro-batch 1 were tried; CPU offload was not among the candidates "
+                                                       "(filters: --plugin/--tp/--pp)"))
+      << replicated.suggestions.front();
   // A batch of 64: pipelines on more GPUs get a micro-batch per stage, and one sample is still too long.
   PlanRequest long_sequence = on("rtx4090-24g", 1, 64, 1 << 20);
   long_sequence.cluster = make_cluster(testing::shipped_gpu("rtx4090-24g"), 1, 1, 400).value();

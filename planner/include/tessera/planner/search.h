@@ -108,6 +108,10 @@ struct PlanSearchResult {
   // The rejected candidate that came closest to fitting (when nothing fits).
   std::optional<EstimateRequest> closest;
   int64_t closest_overflow_bytes = 0;
+  // Which of the ways to save memory the candidates tried, whatever the filters left.
+  bool tried_full_recompute = false;
+  bool tried_offload = false;  // optimizer states or parameters kept on the host
+  bool tried_micro_batch_one = false;
 };
 
 // The largest global batch and sequence length validate_plan_request accepts.

@@ -97,13 +97,19 @@ auto plan_key(const EstimateRequest& r) {
                          p.num_model_chunks, r.training.recompute, r.training.recompute_num_layers > 0);
 }
 
+// A row recomputing K blocks a chunk goes as far as the micro-batches that fit
+// with K or fewer: recomputing more blocks only frees memory.
 void fill_max_micro_batch(std::vector<Candidate>& fitted) {
-  std::map<decltype(plan_key(EstimateRequest{})), int64_t> largest;
-  for (const Candidate& c : fitted) {
-    int64_t& best = largest[plan_key(c.request)];
-    best = std::max(best, c.request.training.micro_batch_size);
+  std::map<decltype(plan_key(EstimateRequest{})), std::vector<std::pair<int64_t, int64_t>>> fits;  // (blocks recomputed, micro-batch)
+  for (const Candidate& c : fitted) fits[plan_key(c.request)].emplace_back(c.request.training.recompute_num_layers, c.request.training.micro_batch_size);
+  for (Candidate& c : fitted) {
+    const int64_t blocks = c.request.training.recompute_num_layers;
+    int64_t best = 0;
+    for (const auto& [fewest, micro_batch] : fits[plan_key(c.request)]) {
+      if (fewest <= blocks) best = std::max(best, micro_batch);
+    }
+    c.max_micro_batch_that_fits = best;
   }
-  for (Candidate& c : fitted) c.max_micro_batch_that_fits = largest[plan_key(c.request)];
 }
 
 std::string explain(const std::vector<Candidate>& plans) {

@@ -189,6 +189,29 @@ TEST(RecomputeBlocks, TheSearchRecomputesTheFewestBlocksThatFit) {
   }
 }
 
+// A row recomputing some blocks names as its largest micro-batch one that fits
+// with its own count of blocks recomputed, not with more.
+TEST(RecomputeBlocks, ThePartialRowsLargestMicroBatchFitsWithItsOwnCount) {
+  // Llama 3 70B at tp 4 × pp 4 on 64 H100s: 3 blocks of each stage's 20 fit micro-batch 1; micro-batch 8 needs more.
+  const Planned planned = plan_for("llama-3-70b", [](PlanRequest& r) {
+    r.runtime = Runtime::megatron;
+    r.tp = 4;
+    r.pp = 4;
+    r.seq_len = 8192;
+    r.global_batch_size = 128;
+  }, 64);
+  bool found = false;
+  for (const Candidate& c : planned.candidates) {
+    if (c.request.training.recompute_num_layers == 0) continue;
+    found = true;
+    EstimateRequest largest = c.request;
+    largest.training.micro_batch_size = c.max_micro_batch_that_fits;
+    largest.training.num_micro_batches = c.request.training.micro_batch_size * c.request.training.num_micro_batches / c.max_micro_batch_that_fits;
+    EXPECT_TRUE(testing::estimate_or_fail(planned.model, shipped_gpu("h100-80g"), largest).fits()) << describe_plan(largest);
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(RecomputeBlocks, AGivenCountReachesEveryPlanAndItsExport) {
   const Planned megatron = plan_for("llama-2-70b", [](PlanRequest& r) {
     r.runtime = Runtime::megatron;

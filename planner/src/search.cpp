@@ -303,11 +303,26 @@ std::string describe_plan(const EstimateRequest& r) {
   return text;
 }
 
-// The recompute modes searched when --recompute names none: ColossalAI's and
-// Megatron's three; under torchtitan none and full, and its op-level policy
-// where the model is the Llama block that policy follows (check_op_selective).
+// Whether the runtime recomputes the attention core alone (Korthikanti's
+// selective): Megatron-LM (--recompute-granularity selective) and Tessera's
+// engine (its tessera profiles). ColossalAI's plugins and DeepSpeed run Hugging
+// Face's modules, which recompute whole blocks (gradient checkpointing) or
+// nothing, so a selective row of theirs would be one no script runs: their
+// exports write it as recompute none (DeepSpeed) or only turn on the fused
+// attention the flash profile already assumes (ColossalAI).
+bool runs_selective_recompute(const PlanRequest& p) {
+  return p.runtime == Runtime::megatron || is_tessera_engine(p.activation_profile);
+}
+
+// The recompute modes searched when --recompute names none: none, selective
+// where the runtime runs it, and full; under torchtitan none and full, and its
+// op-level policy where the model is the Llama block that policy follows (check_op_selective).
 std::vector<RecomputeMode> searched_recompute_modes(const Model& model, const PlanRequest& p) {
-  if (p.runtime != Runtime::torchtitan) return {kSearchedRecomputeModes.begin(), kSearchedRecomputeModes.end()};
+  if (p.runtime != Runtime::torchtitan) {
+    std::vector<RecomputeMode> modes(kSearchedRecomputeModes.begin(), kSearchedRecomputeModes.end());
+    if (!runs_selective_recompute(p)) std::erase(modes, RecomputeMode::selective);
+    return modes;
+  }
   std::vector<RecomputeMode> modes{RecomputeMode::none, RecomputeMode::full};
   if (p.activation_profile == ActivationProfile::flash && is_torchtitan_llama_block(model.config)) modes.push_back(RecomputeMode::op_selective);
   return modes;

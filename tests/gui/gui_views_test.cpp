@@ -317,7 +317,12 @@ class ViewsTest : public QObject {
   void memoryHeadroomIsLeftFreeByEveryPlan() {
     MainWindow window(StartState::defaults);
     QVERIFY(show_example(window));
-    const size_t without = window.session().searchResult()->plans.size();
+    // Without the headroom some plans use more than 80% of their GPUs; with it none does.
+    const auto& before = window.session().searchResult()->plans;
+    QVERIFY(std::any_of(before.begin(), before.end(), [](const planner::Candidate& plan) {
+      const planner::RankMemory& tight = plan.memory.tightest();
+      return tight.device_total > tight.gpu_capacity - tight.gpu_capacity / 5;
+    }));
     PlannerInputs inputs = window.session().inputs();
     inputs.memory_headroom = "20%";
     test::set_inputs(window, inputs);
@@ -325,7 +330,6 @@ class ViewsTest : public QObject {
     QCOMPARE(window.session().planRequest().assumptions.memory_headroom_fraction, 0.2);
     const auto& result = *window.session().searchResult();
     QCOMPARE(result.plans.size(), test::planner_search(inputs).plans.size());
-    QVERIFY(result.plans.size() < without);
     for (const planner::Candidate& plan : result.plans) {
       const planner::RankMemory& tight = plan.memory.tightest();
       QVERIFY(tight.device_total <= tight.gpu_capacity - tight.gpu_capacity / 5);

@@ -4,6 +4,8 @@
 // GPUs are small, sharding or tp × pp for 70B.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <functional>
 #include <regex>
 #include <string>
@@ -210,6 +212,29 @@ TEST(PlanSearch, NothingFitsSaysWhatWould) {
     EXPECT_TRUE(rejection.closest.find("need") != std::string::npos || rejection.closest.find("host memory") != std::string::npos)
         << reason << ": " << rejection.closest;
   }
+}
+
+// Selective recompute (the attention core alone) is searched where the runtime
+// runs it: Megatron-LM and Tessera's engine, not ColossalAI's plugins or
+// DeepSpeed over Hugging Face's modules, unless --recompute asks for it.
+TEST(PlanSearch, SelectiveRowsOnlyWhereTheRuntimeRunsThem) {
+  const auto modes = [](const PlanSearchResult& result) {
+    std::set<RecomputeMode> seen;
+    for (const Candidate& c : result.plans) seen.insert(c.request.training.recompute);
+    return seen;
+  };
+  PlanRequest request = on("h100-80g", 8, 64, 1024);
+  EXPECT_FALSE(modes(search("gpt2-medium", request)).contains(RecomputeMode::selective));
+  request.runtime = Runtime::deepspeed;
+  EXPECT_FALSE(modes(search("gpt2-medium", request)).contains(RecomputeMode::selective));
+  request.runtime = Runtime::megatron;
+  EXPECT_TRUE(modes(search("gpt2-medium", request)).contains(RecomputeMode::selective));
+  request.runtime = Runtime::colossalai;
+  request.activation_profile = ActivationProfile::tessera;
+  EXPECT_TRUE(modes(search("gpt2-medium", request)).contains(RecomputeMode::selective));
+  request.activation_profile = ActivationProfile::flash;
+  request.recompute = {RecomputeMode::selective};
+  EXPECT_EQ(modes(search("gpt2-medium", request)), std::set<RecomputeMode>{RecomputeMode::selective});
 }
 
 // A --tp that the model or the cluster rules out names the sizes that work.

@@ -1,6 +1,7 @@
 #include "compare_command.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <ostream>
 #include <vector>
 
@@ -120,13 +121,18 @@ void print_tables(const std::vector<RankComparison>& ranks, std::ostream& out) {
 
 void add_compare_options(CLI::App& c, CompareCliOptions& o) {
   c.add_option("plan", o.plan, "plan.json or an estimate JSON")->required();
-  c.add_option("metrics", o.metrics, "metrics.json written by tessera train, or the output of a Megatron-LM, DeepSpeed or torchtitan run (tessera export --to megatron, --to deepspeed, --to torchtitan)")
-      ->required();
+  // Not required of CLI11: run_compare names both files when it is missing.
+  c.add_option("metrics", o.metrics, "metrics.json written by tessera train, or the output of a Megatron-LM, DeepSpeed or torchtitan run (tessera export --to megatron, --to deepspeed, --to torchtitan)");
   c.add_option("--plan", o.plan_number, "Which plan of a plan file: 1 is the best")->capture_default_str();
   c.add_option("--format", o.format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
 
 int run_compare(const CompareCliOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.metrics.empty()) {
+    std::error_code ec;
+    const std::string dir = std::filesystem::is_directory(o.plan, ec) ? o.plan : std::string("run");
+    return fail(err, "compare takes the plan and what the run measured, two files: tessera compare " + dir + "/plan.json " + dir + "/metrics.json");
+  }
   if (o.plan_number < 1) return fail(err, "--plan must be a positive integer (1 is the best plan), got " + std::to_string(o.plan_number));
   auto text = read_text_file(o.metrics, "metrics", kMaxTrainingLogBytes);
   if (!text) return fail(err, text.error().message);

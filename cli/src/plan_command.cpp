@@ -8,6 +8,7 @@
 #include "cli_util.h"
 #include "estimate_options.h"
 #include "commands.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/registry.h"
@@ -101,7 +102,9 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
   }
   out << "\n\n";
   if (!result.plans.empty()) {
-    out << " #  plan\n    peak memory   step time    tokens/s    MFU   largest micro-batch that fits\n";
+    // FP8 runs state MFU on the bf16 peak, as published FP8 tables do (fp8.h); the column says so.
+    out << " #  plan\n    peak memory   step time    tokens/s    MFU" << (is_fp8(r.precision) ? " (of the bf16 peak)" : "")
+        << "   largest micro-batch that fits\n";
   }
   for (size_t i = 0; i < result.plans.size() && static_cast<int>(i) < top; ++i) {
     const Candidate& c = result.plans[i];

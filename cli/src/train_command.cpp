@@ -79,6 +79,9 @@ Status check_given_options(const TrainCliOptions& o) {
   for (const char* name : kClusterOnlyOptions) {
     if (o.given.contains(name)) return make_error(ErrorCode::unsupported, std::string(name) + " does not apply to the engine's data-parallel CPU run; leave it out");
   }
+  if (o.given.contains("--plan-number") && o.plan.empty()) {
+    return make_error(ErrorCode::invalid_argument, "--plan-number picks a plan of the file --plan names; give --plan too");
+  }
   if (!o.plan.empty()) {
     for (const char* name : kSetByPlan) {
       if (o.given.contains(name)) return make_error(ErrorCode::invalid_argument, std::string(name) + ": --plan sets the model and training options; give one or the other");
@@ -257,6 +260,7 @@ void add_train_options(CLI::App& c, TrainCliOptions& o) {
   c.add_flag("--allow-changes", o.allow_changes, "With --resume: continue although precision, batch shape, data, model or --lr differ from the checkpoint's");
   c.add_option("--save-every", o.save_every, "Also save the checkpoint and metrics.json every N steps");
   c.add_option("--plan", o.plan, "Train the best plan of a plan.json (model, micro-batch, sequence, accumulation, precision, recompute, optimizer, layout, plugin; on the CPU or with --gpu)");
+  c.add_option("--plan-number", o.plan_number, "With --plan: which plan of the file, 1 (the best) by default, as tessera export and compare's --plan");
   c.add_flag("--dry-run", o.dry_run, "Replay one rank's allocations of one step at the plan's full size (no data, no arithmetic) into metrics.json");
   c.add_option("--rank", o.rank, "With --dry-run: the rank to replay")->capture_default_str();
   c.add_option("--device-memory", o.device_memory_mib,
@@ -326,14 +330,23 @@ Result<engine::TrainOptions> engine_options(const TrainCliOptions& o) {
 // (engine/host_memory.h: available memory, cgroup and ulimit limits, a reserve).
 Status check_memory(const std::string& model_name, const MemoryEstimate& estimate, int64_t data_bytes) {
   const engine::HostMemoryBudget budget = engine::host_memory_budget();
-  const int64_t model_bytes = estimate.tightest().device_total;
+  const RankMemory& rank = estimate.tightest();
+  const int64_t model_bytes = rank.device_total;
   if (model_bytes + data_bytes <= budget.usable_bytes()) return Status::success();
+  // Where the model states alone do not fit, a smaller micro-batch or recompute cannot help.
+  int64_t states = 0;
+  for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::master_weights, MemoryCategory::gradients, MemoryCategory::optimizer_states}) {
+    states += rank.bytes[c].device;
+  }
+  const std::string advice = states + data_bytes > budget.usable_bytes()
+                                 ? "its parameters, gradients and optimizer states alone take " + format_bytes(states) +
+                                       ": shard them over more ranks (mpirun -np N tessera train --plugin low_level_zero --dp N) or train a smaller model"
+                                 : "lower --micro-batch or --seq, or use --recompute full";
   return make_error(ErrorCode::invalid_argument, "--model " + model_name + " needs " + format_bytes(model_bytes + data_bytes) + " (" +
                                                      format_bytes(model_bytes) + " as plan.json estimates, " + format_bytes(data_bytes) +
                                                      " of data) but " + format_bytes(std::max<int64_t>(0, budget.usable_bytes())) +
                                                      " is usable here (" + budget.limited_by + ": " + format_bytes(budget.limit_bytes) +
-                                                     ", less a reserve of " + format_bytes(budget.reserve_bytes) +
-                                                     "); lower --micro-batch or --seq, or use --recompute full");
+                                                     ", less a reserve of " + format_bytes(budget.reserve_bytes) + "); " + advice);
 }
 
 // What the user reads when --resume finds the checkpoint at --steps or past it.
@@ -495,7 +508,7 @@ int run_on_gpu(const TrainCliOptions& o, const std::optional<TrainedPlan>& plann
     const EstimateReport report{model, gpu, request, estimate.value()};
     Status written = write_file_atomically(o.out + "/config.json", t.model_config_text, "--out");
     if (written) written = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
-    if (written && planned) written = write_predicted_trace(o.plan, o.out + "/predicted_trace.json");
+    if (written && planned) written = write_predicted_trace(o.plan, o.plan_number, o.out + "/predicted_trace.json");
     return written;
   });
   if (!run_directory) return failed(run_directory.error().message);
@@ -564,7 +577,7 @@ Result<std::optional<TrainedPlan>> settle_train_options(TrainCliOptions& o, int 
   }
   std::optional<TrainedPlan> planned;
   if (!o.plan.empty()) {
-    auto plan = apply_plan(o.plan, o.estimate, on_gpu);
+    auto plan = apply_plan(o.plan, o.plan_number, o.estimate, on_gpu);
     if (!plan) return plan.error();
     planned = std::move(plan).value();
   }
@@ -638,7 +651,7 @@ int run_train(const TrainCliOptions& given, std::ostream& out, std::ostream& err
     const EstimateReport report{model.value(), cpu, request, estimate.value()};
     Status written = write_file_atomically(o.out + "/config.json", config_text.value(), "--out");
     if (written) written = write_file_atomically(o.out + "/plan.json", estimate_to_json(report).dump(2) + "\n", "--out");
-    if (written && !o.plan.empty()) written = write_predicted_trace(o.plan, o.out + "/predicted_trace.json");
+    if (written && !o.plan.empty()) written = write_predicted_trace(o.plan, o.plan_number, o.out + "/predicted_trace.json");
     return written;
   });
   if (!run_directory) return failed(run_directory.error().message);

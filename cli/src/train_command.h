@@ -32,6 +32,7 @@ struct TrainCliOptions {
   bool allow_changes = false;  // --resume with other settings than the checkpoint's
   int64_t save_every = 0;
   std::string plan;  // train the best plan of a plan.json instead of the options above
+  int64_t plan_number = 1;  // --plan-number: which plan of it (1: the best)
   bool dry_run = false;  // replay one rank's allocations at the plan's full size, train nothing
   int64_t rank = 0;      // --dry-run: which rank
   double comm_timeout_s = 300;  // communicator.h's kDefaultCommTimeout: a rank waiting longer gives up

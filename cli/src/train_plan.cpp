@@ -12,11 +12,15 @@ using planner::ActivationProfile;
 
 ActivationProfile engine_activation_profile(bool on_gpu) { return on_gpu ? ActivationProfile::tessera_gpu : ActivationProfile::tessera; }
 
-Result<TrainedPlan> apply_plan(const std::string& path, EstimateOptions& e, bool on_gpu) {
+Result<TrainedPlan> apply_plan(const std::string& path, int64_t number, EstimateOptions& e, bool on_gpu) {
   auto plan = planner::read_plan_file(path);
   if (!plan) return plan.error();
   if (plan->plans.empty()) return make_error(ErrorCode::invalid_argument, "--plan: " + path + " holds no plan that fits");
-  const planner::EstimateRequest& r = plan->plans.front();
+  const auto plans = static_cast<int64_t>(plan->plans.size());
+  if (number < 1 || number > plans) {
+    return make_error(ErrorCode::invalid_argument, "--plan-number " + std::to_string(number) + ": " + path + " holds plans 1 to " + std::to_string(plans));
+  }
+  const planner::EstimateRequest& r = plan->plans[static_cast<size_t>(number - 1)];
   e.model = plan->model_source;
   e.request.training = r.training;
   e.precision = std::string(enum_name(r.training.precision));
@@ -44,10 +48,10 @@ std::string plan_files_note(const TrainedPlan& plan, bool on_gpu) {
   return note + ")";
 }
 
-Status write_predicted_trace(const std::string& plan_path, const std::string& path) {
+Status write_predicted_trace(const std::string& plan_path, int64_t number, const std::string& path) {
   auto plan = planner::read_plan_file(plan_path);
   if (!plan) return plan.error();
-  auto trace = planner::export_perfetto(plan.value(), 0);
+  auto trace = planner::export_perfetto(plan.value(), static_cast<size_t>(number - 1));
   if (!trace) return trace.error();
   return write_file_atomically(path, trace.value(), "--out");
 }

@@ -1,5 +1,5 @@
 // `tessera train --plan p.json`: a plan file read once, for the CPU engine
-// and the GPU step alike. The plan's best row sets the model, the training
+// and the GPU step alike. The plan's best row (or --plan-number N's) sets the model, the training
 // options, the layout and the plugin. Its activation profile (the planner's
 // flash, hf, megatron, ...: what another runtime keeps for backward) becomes
 // the engine's own, `tessera` on the CPU and `tessera_gpu` on GPUs, so that
@@ -19,7 +19,7 @@
 namespace tessera::cli {
 
 struct TrainedPlan {
-  planner::EstimateRequest request;     // the plan's best row: its layout and plugin replace the parsed options'
+  planner::EstimateRequest request;     // the plan's row: its layout and plugin replace the parsed options'
   planner::ActivationProfile profile{}; // the plan's own activation profile, which the engine's replaces
   std::string gpu;                      // the GPU profile the plan was made for
   int64_t gpu_memory_bytes = 0;         // and that GPU's memory
@@ -29,9 +29,9 @@ struct TrainedPlan {
 planner::ActivationProfile engine_activation_profile(bool on_gpu);
 
 // Sets the model and training options of `e` (train's, before
-// EstimateOptions::finish) from the best plan of `path`, with the engine's
-// activation profile (the GPU step's when `on_gpu`).
-Result<TrainedPlan> apply_plan(const std::string& path, EstimateOptions& e, bool on_gpu);
+// EstimateOptions::finish) from plan `number` of `path` (1: the best), with the
+// engine's activation profile (the GPU step's when `on_gpu`).
+Result<TrainedPlan> apply_plan(const std::string& path, int64_t number, EstimateOptions& e, bool on_gpu);
 
 // A check's refusal of a setting the plan made (its message starts with the
 // option), said as the plan's: the fix goes to `tessera plan`.
@@ -48,6 +48,6 @@ std::string plan_files_note(const TrainedPlan& plan, bool on_gpu);
 
 // The simulator's trace of the plan's first (the trained) plan, as `tessera
 // export --to perfetto` writes it, beside the measured run/trace.json.
-Status write_predicted_trace(const std::string& plan_path, const std::string& path);
+Status write_predicted_trace(const std::string& plan_path, int64_t number, const std::string& path);
 
 }  // namespace tessera::cli

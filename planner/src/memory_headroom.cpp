@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tessera/planner/report.h"
+
 namespace tessera::planner {
 
 Status parse_memory_headroom(const std::string& text, Assumptions& assumptions) {
@@ -25,6 +27,13 @@ Status parse_memory_headroom(const std::string& text, Assumptions& assumptions) 
   assumptions.memory_headroom_bytes = percent ? 0 : static_cast<int64_t>(std::llround(value * 1073741824.0));
   assumptions.memory_headroom_fraction = percent ? value / 100 : 0;
   return Status::success();
+}
+
+Status check_memory_headroom(const Assumptions& assumptions, const GpuProfile& gpu) {
+  const int64_t headroom = assumptions.memory_headroom(gpu.memory_bytes);
+  if (headroom < gpu.memory_bytes) return Status::success();
+  return make_error(ErrorCode::invalid_argument, "--memory-headroom " + format_bytes(headroom) + " is all of the " + gpu.name + "'s " +
+                                                     format_bytes(gpu.memory_bytes) + " or more, which leaves no plan anything; give less (e.g. 10%)");
 }
 
 }  // namespace tessera::planner

@@ -58,6 +58,11 @@ Result<PlanFile> parse_plan_file(std::string_view text, const std::string& sourc
   if (!document) return document.error();
   plan.document = std::move(document).value();
   const json& doc = plan.document;
+  if (doc.is_object() && value_or(doc, "kind", std::string()) == "estimate") {
+    // What `tessera estimate --format json` and `tessera train` (its DIR/plan.json) write.
+    return make_error(ErrorCode::parse_error, source + ": an estimate of one set-up (tessera estimate, or tessera train's DIR/plan.json), not a "
+                                              "plan file; write one with `tessera plan`, or give that set-up's options instead");
+  }
   if (!doc.is_object() || value_or(doc, "schema", 0) != 1 || value_or(doc, "kind", std::string()) != "plan") {
     return make_error(ErrorCode::parse_error, source + ": not a plan file (expected \"schema\": 1 and \"kind\": \"plan\"; write one with `tessera plan`)");
   }

@@ -11,6 +11,7 @@
 #include "search_internal.h"
 #include "tessera/planner/enum_names.h"
 #include "tessera/planner/gradient_accumulation.h"
+#include "tessera/planner/memory_headroom.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/search.h"
 #include "model_states.h"
@@ -312,6 +313,7 @@ Status validate_plan_request(const Model& model, const PlanRequest& p) {
     return invalid("--seq " + str(p.seq_len) + " exceeds the " + str(model.config.max_positions) + " learned positions of " + model.config.name);
   }
   if (Status s = check_precision(p.precision, p.activation_profile, p.cluster.gpu); !s) return s;
+  if (Status s = check_memory_headroom(p.assumptions, p.cluster.gpu); !s) return s;
   if (runs_hugging_face_modules(p.activation_profile)) {
     if (auto reason = unsupported_transformers_version(p.transformers_version, model.config.family)) return invalid(*reason);
   }

@@ -10,6 +10,7 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/gradient_accumulation.h"
+#include "tessera/planner/memory_headroom.h"
 #include "tessera/planner/memory_model.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/recompute_blocks.h"
@@ -335,18 +336,30 @@ Status gemini_precision_and_optimizer(Precision precision, OptimizerKind optimiz
   return Status::success();
 }
 
+namespace {
+
+// The tensor-parallel sizes that split the model: dividing its heads, its
+// key/value heads and its MLP width (the first eight).
+std::string model_tensor_parallel_sizes(const ModelConfig& c) {
+  std::string out;
+  int shown = 0;
+  for (int64_t d = 1; d <= c.num_heads && shown < 8; ++d) {
+    if (c.num_heads % d != 0 || c.num_kv_heads % d != 0 || c.intermediate_size % d != 0) continue;
+    out += (out.empty() ? "" : ", ") + str(d);
+    ++shown;
+  }
+  return out + " (dividing its heads, key/value heads and MLP width)";
+}
+
+}  // namespace
+
 Status check_tensor_parallel(const ModelConfig& c, int64_t tp) {
-  if (c.num_heads % tp != 0) {
-    return invalid("--tp " + str(tp) + " does not divide num_attention_heads " + str(c.num_heads) + " of " + c.name +
-                   "; choose one of " + divisors(c.num_heads));
-  }
-  if (c.num_kv_heads % tp != 0) {
-    return invalid("--tp " + str(tp) + " does not divide num_key_value_heads " + str(c.num_kv_heads) + " of " + c.name +
-                   "; choose one of " + divisors(c.num_kv_heads));
-  }
-  if (c.intermediate_size % tp != 0) {
-    return invalid("--tp " + str(tp) + " does not divide the MLP width " + str(c.intermediate_size) + " of " + c.name);
-  }
+  const auto refuse = [&](const std::string& what) {
+    return invalid("--tp " + str(tp) + " does not divide " + what + " of " + c.name + "; choose one of " + model_tensor_parallel_sizes(c));
+  };
+  if (c.num_heads % tp != 0) return refuse("num_attention_heads " + str(c.num_heads));
+  if (c.num_kv_heads % tp != 0) return refuse("num_key_value_heads " + str(c.num_kv_heads));
+  if (c.intermediate_size % tp != 0) return refuse("the MLP width " + str(c.intermediate_size));
   return Status::success();
 }
 
@@ -356,6 +369,7 @@ Status validate_request(const Model& model, const GpuProfile& gpu, const Estimat
   if (Status s = check_plugin(model, request); !s) return s;
   if (Status s = check_activation_bytes(model, request); !s) return s;
   if (Status s = check_assumptions(request.assumptions); !s) return s;
+  if (Status s = check_memory_headroom(request.assumptions, gpu); !s) return s;
   return check_precision(request.training.precision, request.training.activation_profile, gpu);
 }
 

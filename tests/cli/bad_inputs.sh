@@ -209,6 +209,12 @@ bad compare-float-bytes "metrics-float-bytes.json: \"ranks\"[0] category 'activa
 # A run of another model than the plan's is refused, not compared.
 "$tessera" train --model tiny-gpt2 --steps 1 --seq 16 --out "$scratch/tiny-run" >/dev/null 2>&1 </dev/null
 bad compare-other-model "is for gpt2 (124.4M parameters) but $scratch/tiny-run/metrics.json measured tiny-gpt2 (437.8K parameters)" -- compare "$scratch/estimate.json" "$scratch/tiny-run/metrics.json"
+bad compare-one-file "compare takes the plan and what the run measured, two files: tessera compare $scratch/tiny-run/plan.json $scratch/tiny-run/metrics.json" -- compare "$scratch/tiny-run"
+bad train-plan-of-an-estimate "an estimate of one set-up (tessera estimate, or tessera train's DIR/plan.json), not a plan file" -- train --plan "$scratch/tiny-run/plan.json" --out "$scratch/never"
+bad train-plan-number-alone "--plan-number picks a plan of the file --plan names; give --plan too" -- train --plan-number 2 --out "$scratch/never"
+bad estimate-tp-kv-heads "--tp 3 does not divide num_attention_heads 32 of llama-3-8b; choose one of 1, 2, 4, 8 (dividing its heads, key/value heads and MLP width)" -- estimate --model llama-3-8b --plugin hybrid_parallel --tp 3
+bad plan-headroom-whole-gpu "--memory-headroom 100.0 GiB is all of the h100-80g's 79.65 GiB or more" -- plan --model gpt2 --gpus 8 --global-batch 64 --memory-headroom 100 --output "$scratch/never.json"
+bad train-model-states-too-large "its parameters, gradients and optimizer states alone take" -- train --model llama-3-70b --out "$scratch/never"
 
 # tessera export: the plan file and the options.
 plan_file=$scratch/plan.json

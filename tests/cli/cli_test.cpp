@@ -766,6 +766,22 @@ TEST(Cli, TrainRunsTheBestPlanOfAPlanFile) {
   const auto metrics = nlohmann::json::parse(metrics_file);
   EXPECT_EQ(metrics["training"]["seq_len"], 32);
   EXPECT_EQ(metrics["training"]["micro_batch_size"].get<int64_t>() * metrics["training"]["num_micro_batches"].get<int64_t>(), 8);
+  // --plan-number N trains the file's N-th plan, as export and compare's --plan N pick it.
+  std::ifstream plan_file(plan);
+  const auto document = nlohmann::json::parse(plan_file);
+  ASSERT_GE(document["plans"].size(), 2u);
+  const std::string second_dir = scratch.path("second");
+  const CliRun second = run({"train", "--plan", plan.c_str(), "--plan-number", "2", "--steps", "1", "--out", second_dir.c_str()});
+  ASSERT_EQ(second.code, 0) << second.err;
+  std::ifstream second_metrics_file(second_dir + "/metrics.json");
+  const auto second_metrics = nlohmann::json::parse(second_metrics_file);
+  for (const char* field : {"micro_batch_size", "num_micro_batches", "recompute"}) {
+    EXPECT_EQ(second_metrics["training"][field], document["plans"][1]["training"][field]) << field;
+  }
+  EXPECT_EQ(second_metrics["plugin"], document["plans"][1]["plugin"]);
+  const CliRun beyond = run({"train", "--plan", plan.c_str(), "--plan-number", "99", "--steps", "1", "--out", second_dir.c_str()});
+  EXPECT_EQ(beyond.code, 2);
+  EXPECT_EQ(beyond.err, "tessera: error: --plan-number 99: " + plan + " holds plans 1 to " + std::to_string(document["plans"].size()) + "\n");
 }
 
 TEST(Cli, TrainBadInputsAreOneLineAndExitCodeTwo) {

@@ -1,13 +1,17 @@
 #include "plan_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <ostream>
+#include <vector>
 
 #include "cli_app.h"
 #include "cli_util.h"
 #include "estimate_options.h"
 #include "commands.h"
+#include "tessera/planner/export.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/pipeline_stages.h"
 #include "tessera/planner/plan_file.h"
@@ -89,7 +93,50 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
-void print_table(const Model& model, const PlanRequest& r, const PlanSearchResult& result, int top, std::ostream& out) {
+// The exports that run a plan of `runtime`: its own target, and for ColossalAI's
+// states DeepSpeed's config too (its ZeRO plans).
+std::vector<ExportTarget> runtime_targets(Runtime runtime) {
+  switch (runtime) {
+    case Runtime::colossalai: return {ExportTarget::colossalai, ExportTarget::deepspeed};
+    case Runtime::deepspeed: return {ExportTarget::deepspeed};
+    case Runtime::megatron: return {ExportTarget::megatron};
+    case Runtime::torchtitan: return {ExportTarget::torchtitan};
+  }
+  return {};
+}
+
+// The shown plans that no export of their runtime writes, grouped by the first
+// target's refusal: "plans 1, 3: --to colossalai: ...". A plan is for running,
+// so one that no script or config runs says so beside the table, not first at export.
+std::vector<std::string> unexported_plans(const nlohmann::json& document, Runtime runtime, int top) {
+  auto file = parse_plan_file(document.dump(), "plan.json");
+  if (!file) return {};
+  std::vector<std::pair<std::string, std::string>> reasons;  // refusal, the plans it refuses (in order)
+  for (size_t i = 0; i < file->plans.size() && static_cast<int>(i) < top; ++i) {
+    std::optional<std::string> refusal;
+    for (ExportTarget target : runtime_targets(runtime)) {
+      auto exported = export_plan(file.value(), i, target);
+      if (exported) {
+        refusal.reset();
+        break;
+      }
+      if (!refusal) refusal = exported.error().message;
+    }
+    if (!refusal) continue;
+    auto same = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == *refusal; });
+    if (same == reasons.end()) same = reasons.insert(reasons.end(), {*refusal, ""});
+    same->second += (same->second.empty() ? "" : ", ") + std::to_string(i + 1);
+  }
+  std::vector<std::string> lines;
+  for (const auto& [refusal, plans] : reasons) {
+    const bool one = plans.find(',') == std::string::npos;
+    lines.push_back((one ? "plan " : "plans ") + plans + (one ? " exports" : " export") + " nowhere yet: " + refusal);
+  }
+  return lines;
+}
+
+void print_table(const Model& model, const PlanRequest& r, const PlanSearchResult& result, int top, const std::vector<std::string>& unexported,
+                 std::ostream& out) {
   out << "Tessera plan: " << model.config.name << " (" << format_count(model.parameter_count) << " parameters) on " << r.cluster.world_size()
       << " × " << r.cluster.gpu.name << " (" << r.cluster.num_nodes << " node" << (r.cluster.num_nodes > 1 ? "s" : "") << " × "
       << r.cluster.gpus_per_node << "), global batch " << r.global_batch_size << " × seq " << r.seq_len << ", "
@@ -121,6 +168,8 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
     }
     out << "\n" << row;
   }
+  if (!unexported.empty()) out << "\n";
+  for (const std::string& line : unexported) out << "  " << line << "\n";
   int64_t rejected = 0;
   for (const auto& [reason, rejection] : result.rejected) rejected += rejection.count;
   out << "\nSearched " << result.candidates_evaluated << " candidates: " << result.candidates_fitting << " fit (" << result.plans.size()
@@ -233,7 +282,7 @@ int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     out << document.dump(2) << "\n";
     if (!path.empty()) err << "wrote " << path << "\n";
   } else {
-    print_table(model.value(), request.value(), result.value(), options.top, out);
+    print_table(model.value(), request.value(), result.value(), options.top, unexported_plans(document, request->runtime, options.top), out);
     out << "wrote " << path << "\n";
   }
   return kExitOk;

@@ -141,7 +141,7 @@ Status check_plan_expressible(const PlanFile& file, size_t plan_index, ExportTar
     // A DeepSpeed config has no recompute (export_deepspeed.cpp); ColossalAI's pipelines can (export_colossalai.cpp).
     return export_detail::cannot_express(to, "the plan recomputes only the first " + std::to_string(plan.training.recompute_num_layers) +
                                                  " blocks of each chunk (--recompute-num-layers), which a DeepSpeed config does not set up; plan again "
-                                                 "with --recompute none or selective, or under --runtime megatron, torchtitan or colossalai");
+                                                 "with --recompute none, or under --runtime megatron, torchtitan or colossalai");
   }
   return Status::success();
 }

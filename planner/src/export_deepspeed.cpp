@@ -62,11 +62,12 @@ Error replicated_gradients_refusal(const EstimateRequest& r) {
 // with DeepSpeed's own ZeRO-3 states cannot (check_runtime_matches).
 Error recompute_refusal(Runtime runtime) {
   const std::string instead = runtime == Runtime::colossalai
-                                  ? "export this plan --to colossalai (its script calls model.gradient_checkpointing_enable()), or pick a plan "
-                                  : "pick a plan ";
+                                  ? "export this plan --to colossalai (its script calls model.gradient_checkpointing_enable()), or pick a plan with --recompute none"
+                                  : "pick a plan with --recompute none, or plan under --runtime colossalai and export that --to colossalai (its script "
+                                    "calls model.gradient_checkpointing_enable())";
   return cannot_express("deepspeed", "the plan recomputes every block (recompute full), and a DeepSpeed config cannot turn that on for a "
                                      "Hugging Face model: its activation_checkpointing section only tunes deepspeed.checkpointing.checkpoint() "
-                                     "calls the model makes, and transformers' models make none; " + instead + "with --recompute none or selective");
+                                     "calls the model makes, and transformers' models make none; " + instead);
 }
 
 bool is_zero_or_one(double fraction) { return fraction == 0.0 || fraction == 1.0; }

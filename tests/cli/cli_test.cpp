@@ -184,6 +184,23 @@ TEST(Cli, PlanWritesItsDocumentOnlyWhereAskedAndReplacesOnlyPlans) {
   std::filesystem::current_path(before);
 }
 
+// A shown plan that no export of its runtime writes says so under the table,
+// with the export's refusal, rather than first when it is exported.
+TEST(Cli, PlanSaysWhichPlansExportNowhere) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string plan = scratch.path("plan.json");
+  const CliRun qwen = run({"plan", "--model", "qwen2-7b", "--gpus", "16", "--global-batch", "64", "--runtime", "torchtitan", "--top", "2",
+                           "--output", plan.c_str()});
+  ASSERT_EQ(qwen.code, 0) << qwen.err;
+  EXPECT_NE(qwen.out.find("\n  plans 1, 2 export nowhere yet: --to torchtitan: qwen2-7b has biases on its linear layers, which torchtitan's llama3 "
+                          "model does not build; plan again with --runtime colossalai and export that --to colossalai\n"),
+            std::string::npos)
+      << qwen.out;
+  const CliRun gpt2 = run({"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--output", plan.c_str()});
+  ASSERT_EQ(gpt2.code, 0) << gpt2.err;
+  EXPECT_EQ(gpt2.out.find("nowhere"), std::string::npos) << gpt2.out;
+}
+
 // --memory-headroom: what every GPU must leave free, in GiB or percent; the
 // estimate's margin and verdict count it, and the search keeps plans under it.
 TEST(Cli, MemoryHeadroomIsLeftFreeByEstimatesAndPlans) {

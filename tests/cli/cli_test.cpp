@@ -201,6 +201,22 @@ TEST(Cli, PlanSaysWhichPlansExportNowhere) {
   EXPECT_EQ(gpt2.out.find("nowhere"), std::string::npos) << gpt2.out;
 }
 
+// FP8 plans say their throughput is an upper bound and their MFU is of the bf16 peak.
+TEST(Cli, Fp8PlansSayHowToReadTheirThroughput) {
+  const tessera::testing::ScratchDir scratch;
+  const std::string plan = scratch.path("plan.json");
+  const CliRun fp8 = run({"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--precision", "fp8", "--runtime", "megatron", "--top", "1",
+                          "--output", plan.c_str()});
+  ASSERT_EQ(fp8.code, 0) << fp8.err;
+  EXPECT_NE(fp8.out.find("\nNote: FP8 steps are predicted faster than every published FP8 run they were checked against (README, Validation); "
+                         "read FP8 tokens/s as an upper bound\n"),
+            std::string::npos)
+      << fp8.out;
+  EXPECT_NE(fp8.out.find("MFU (of the bf16 peak)"), std::string::npos);
+  const CliRun bf16 = run({"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "64", "--runtime", "megatron", "--top", "1", "--output", plan.c_str()});
+  EXPECT_EQ(bf16.out.find("Note: FP8"), std::string::npos);
+}
+
 // --memory-headroom: what every GPU must leave free, in GiB or percent; the
 // estimate's margin and verdict count it, and the search keeps plans under it.
 TEST(Cli, MemoryHeadroomIsLeftFreeByEstimatesAndPlans) {

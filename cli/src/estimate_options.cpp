@@ -3,6 +3,8 @@
 #include "cli_app.h"
 #include "cli_util.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -70,6 +72,13 @@ Status EstimateOptions::finish() {
   }
   if (Status s = parse_transformers_version_option(transformers_version, t.activation_profile, t.transformers_version); !s) return s;
   if (format.empty()) {
+    // Text under a .pdf name would not open as one: the PDF report is the desktop app's.
+    std::string lower = output;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (lower.ends_with(".pdf")) {
+      return make_error(ErrorCode::invalid_argument, "--output " + output + ": tessera estimate writes text, md, html, csv or json; a PDF report is "
+                                                     "the desktop app's (tessera-gui SESSION.json --export FILE.pdf)");
+    }
     format_value = format_from_extension(output);
   } else if (Status s = parse_choice("--format", format, format_value); !s) {
     return s;

@@ -149,14 +149,12 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
   }
   out << "\n";
   if (is_fp8(r.precision)) {
-    // README, "Which rows are off": every published FP8 run measured slower than the simulator.
-    out << "Note: FP8 steps are predicted faster than every published FP8 run they were checked against (README, Validation); "
-           "read FP8 tokens/s as an upper bound\n";
+    out << "Note: " << kFp8ThroughputCaveat << "\n";
   }
   out << "\n";
   if (!result.plans.empty()) {
     // FP8 runs state MFU on the bf16 peak, as published FP8 tables do (fp8.h); the column says so.
-    out << " #  plan\n    peak memory   step time    tokens/s    MFU" << (is_fp8(r.precision) ? " (of the bf16 peak)" : "")
+    out << " #  plan\n    peak memory   step time    tokens/s    MFU" << (is_fp8(r.precision) ? std::string(" (") + (mfu_basis(r.precision) + 1) + ")" : "")
         << "   largest micro-batch that fits\n";
   }
   for (size_t i = 0; i < result.plans.size() && static_cast<int>(i) < top; ++i) {

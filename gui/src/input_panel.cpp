@@ -277,7 +277,8 @@ void InputPanel::showFitLimits(const std::optional<FitLimits>& limits) {
     const QString value = limit ? QLocale().toString(static_cast<qlonglong>(*limit)) : QString();
     if (!limit) line->clear();
     else if (*limit == 0) line->setText(tr("the plan fits at none of these"));
-    else if (by_memory) line->setText(tr("the plan fits up to %1").arg(value));
+    // The slider steps by powers of two, and the limit is checked at its steps: a value between two may fit too.
+    else if (by_memory) line->setText(tr("the plan fits up to %1 (of this slider's powers of two)").arg(value));
     // Not memory: where the plan or the slider ends (the model's positions, the most micro-batches).
     else line->setText(tr("the plan fits up to %1, every value it can take").arg(value));
     line->setToolTip(tr("The largest power of two of %1 at which the plan in view fits, the other inputs as they are").arg(unit));

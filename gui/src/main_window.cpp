@@ -46,6 +46,7 @@
 #include "report_export.h"
 #include "session_io.h"
 #include "verdict_label.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/json_io.h"
 #include "tessera/planner/report.h"
 #include "tessera/planner/text_util.h"
@@ -349,10 +350,10 @@ void MainWindow::onShownPlanChanged() {
   // A plan carried over capacity by a what-if change stays in view; the table holds the ones that fit.
   const QString pick = fits ? QString() : tr(" · pick one that fits under Plans");
   verdict_->setVerdict(QString::fromStdString(planner::verdict_line(shown->memory)), QColor(fits ? 0x1B7F3B : 0xB01E1E),
-                       QStringLiteral("%1 · %2 tokens/s · MFU %3%%4")
+                       QStringLiteral("%1 · %2 tokens/s · MFU %3%%4%5")
                            .arg(QString::fromStdString(planner::describe_plan(shown->request)), QLocale().toString(shown->simulation.tokens_per_s, 'f', 0))
                            .arg(100 * shown->simulation.mfu, 0, 'f', 1)
-                           .arg(pick));
+                           .arg(QString::fromUtf8(planner::mfu_basis(shown->request.training.precision)), pick));
   const int row = plan_model_->rowOf(shown->request);
   if (row >= 0) selectPlanRow(row);
 }

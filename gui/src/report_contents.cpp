@@ -6,6 +6,7 @@
 
 #include "plan_labels.h"
 #include "tessera/planner/enum_names.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/report.h"
 
 namespace tessera::gui {
@@ -70,10 +71,13 @@ Result<ReportContents> report_contents(const PlannerSession& session) {
       QString::fromStdString(request.cluster.gpu.name));
   contents.inputs = input_lines(session);
   contents.fits = shown->memory.fits();
-  contents.verdict = QObject::tr("%1\nPlan: %2\nStep time %3 · %4 tokens/s · MFU %5%")
+  const planner::Precision precision = shown->request.training.precision;
+  contents.verdict = QObject::tr("%1\nPlan: %2\nStep time %3 · %4 tokens/s · MFU %5%%6")
                          .arg(QString::fromStdString(planner::verdict_line(shown->memory)), QString::fromStdString(planner::describe_plan(shown->request)),
                               seconds_text(shown->simulation.step_time_s), QLocale().toString(shown->simulation.tokens_per_s, 'f', 0))
-                         .arg(100 * shown->simulation.mfu, 0, 'f', 1);
+                         .arg(100 * shown->simulation.mfu, 0, 'f', 1)
+                         .arg(QString::fromUtf8(planner::mfu_basis(precision)));
+  if (planner::is_fp8(precision)) contents.verdict += QStringLiteral("\n") + QString::fromUtf8(planner::kFp8ThroughputCaveat);
   if (const auto& result = session.searchResult()) {
     contents.search_summary = QObject::tr("%1 candidates searched: %2 fit, %3 distinct plans (listed after this page)")
                                   .arg(result->candidates_evaluated)

@@ -59,14 +59,22 @@ std::string rank_range(const RankMemory& row) {
   return "ranks " + std::to_string(row.first_rank) + "-" + std::to_string(row.last_rank);
 }
 
+namespace {
+
+// "3" for one layer, "0-7" for several.
+std::string layer_span(int64_t first, int64_t last) { return first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last); }
+
+}  // namespace
+
 std::string layers_label(const RankMemory& row) {
   if (row.layer_chunks.empty()) {
-    return row.last_layer >= row.first_layer ? "layers " + std::to_string(row.first_layer) + "-" + std::to_string(row.last_layer) : "";
+    if (row.last_layer < row.first_layer) return "";
+    return (row.first_layer == row.last_layer ? "layer " : "layers ") + layer_span(row.first_layer, row.last_layer);
   }
   std::string label = "layers ";
   for (size_t j = 0; j < row.layer_chunks.size(); ++j) {
     const StageLayers& chunk = row.layer_chunks[j];
-    label += (j > 0 ? ", " : "") + std::to_string(chunk.first_layer) + "-" + std::to_string(chunk.first_layer + chunk.num_layers - 1);
+    label += (j > 0 ? ", " : "") + layer_span(chunk.first_layer, chunk.first_layer + chunk.num_layers - 1);
   }
   return label;
 }
@@ -120,9 +128,9 @@ std::string summary_line(const EstimateReport& r) {
           describe_recompute(r.request) + ", micro-batch " + std::to_string(t.micro_batch_size) + " × seq " +
           std::to_string(t.seq_len) + ", " + std::to_string(t.num_micro_batches) +
           (t.num_micro_batches == 1 ? " micro-batch" : " micro-batches");
-  if (l.pp > 1) line += " " + std::string(enum_name(r.request.plugin.pp_schedule));
-  if (r.request.plugin.runtime != Runtime::colossalai) line += ", runtime " + std::string(enum_name(r.request.plugin.runtime));
+  if (l.pp > 1) line += ", " + std::string(enum_name(r.request.plugin.pp_schedule));
   if (r.request.plugin.pp_schedule == PipelineSchedule::interleaved) line += " × " + std::to_string(r.request.plugin.num_model_chunks) + " chunks";
+  if (r.request.plugin.runtime != Runtime::colossalai) line += ", runtime " + std::string(enum_name(r.request.plugin.runtime));
   return line;
 }
 
@@ -230,6 +238,12 @@ std::string model_states_source(const PluginOptions& p, Precision precision) {
                                         : "") +
              " (DeepSpeed edaa722, runtime/zero)";
     case Runtime::colossalai: break;
+  }
+  if (p.kind == PluginKind::torch_fsdp) {
+    // memory_model.cpp, add_fsdp_states: the flat shard is the optimizer's fp32 weight, its gradient fp32 too.
+    return "ColossalAI's Booster plugins (Tessera's engine follows them); PyTorch FSDP (Zhao et al. 2023) under MixedPrecision: the sharded "
+           "flat parameter stays fp32 (it is the optimizer's weight) and its gradient fp32, 4 + 4 + 8 bytes per parameter with Adam, the 16-bit "
+           "copies gathered per unit (chunk_buffers) (--runtime to change)";
   }
   return "ColossalAI's Booster plugins (Tessera's engine follows them); ZeRO (Rajbhandari et al. 2020) §3.1: 2 + 2 + 12 bytes "
          "per parameter with Adam under mixed precision (--runtime to change)";

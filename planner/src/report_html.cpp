@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "report_facts.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/text_util.h"
 
 namespace tessera::planner {
@@ -77,6 +78,11 @@ void stacked_bar(std::ostringstream& svg, const RankMemory& row, MemorySpace spa
   }
 }
 
+// Characters of UTF-8 text (its bytes that do not continue a character).
+size_t utf8_length(const std::string& text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
 std::string render_svg(const MemoryEstimate& e) {
   int64_t scale_max = 1;
   for (const RankMemory& row : e.ranks) scale_max = std::max({scale_max, row.gpu_capacity, row.device_total, row.host_total});
@@ -91,10 +97,16 @@ std::string render_svg(const MemoryEstimate& e) {
       << "\" font-family=\"sans-serif\" font-size=\"12\" role=\"img\" aria-label=\"memory per rank\">\n";
   double y = 30;
   for (const RankMemory& row : e.ranks) {
-    svg << "<text x=\"0\" y=\"" << number(y + 15) << "\">" << escape(rank_range(row)) << " · stage " << row.first_stage
-        << (row.last_stage != row.first_stage ? "-" + std::to_string(row.last_stage) : "");
-    if (const std::string layers = layers_label(row); !layers.empty()) svg << " · " << layers;
-    svg << "</text>\n";
+    // The label column holds about 38 characters of 12 px text: a longer layer
+    // list (interleaved chunks) is cut with "…", whole in the hover title and the tables.
+    std::string label = rank_range(row) + " · stage " + std::to_string(row.first_stage) +
+                        (row.last_stage != row.first_stage ? "-" + std::to_string(row.last_stage) : "");
+    const std::string layers = layers_label(row);
+    const std::string whole = layers.empty() ? label : label + " · " + layers;
+    constexpr size_t kLabelChars = 38;
+    const bool cut = utf8_length(whole) > kLabelChars;
+    svg << "<text x=\"0\" y=\"" << number(y + 15) << "\">" << (cut ? "<title>" + escape(whole) + "</title>" : "")
+        << escape(cut ? label + " · layers …" : whole) << "</text>\n";
     stacked_bar(svg, row, MemorySpace::device, y, kBarHeight, scale);
     // The total right of the bar, or right of the capacity line where the bar ends near it (the two never overlap).
     const double cap_x = kLabelWidth + static_cast<double>(row.gpu_capacity) * scale;
@@ -161,11 +173,14 @@ void render_table(std::ostringstream& html, const MemoryEstimate& e) {
   html << "</tr>\n</table>\n";
 }
 
-// The simulated step: its time, tokens/s and MFU, and what the time is made of.
-void render_step(std::ostringstream& html, const StepSimulation& sim) {
+// The simulated step: its time, tokens/s and MFU, and what the time is made of;
+// under FP8, how to read them (fp8.h).
+void render_step(std::ostringstream& html, const StepSimulation& sim, Precision precision) {
   const StepBreakdown& b = sim.breakdown;
   html << "<h2>Step</h2>\n<p>step time " << format_seconds(sim.step_time_s) << " · " << format_number(std::round(sim.tokens_per_s))
-       << " tokens/s · MFU " << number(100 * sim.mfu) << "%</p>\n<table>\n<tr><th>part of the step</th><th>time</th></tr>\n";
+       << " tokens/s · MFU " << number(100 * sim.mfu) << "%" << mfu_basis(precision) << "</p>\n";
+  if (is_fp8(precision)) html << "<p>" << escape(kFp8ThroughputCaveat) << "</p>\n";
+  html << "<table>\n<tr><th>part of the step</th><th>time</th></tr>\n";
   const std::pair<const char*, double> parts[] = {{"forward", b.forward_s},        {"backward", b.backward_s},
                                                   {"recompute", b.recompute_s},    {"exposed communication", b.communication_s},
                                                   {"pipeline bubble", b.bubble_s}, {"offload", b.offload_s},
@@ -189,7 +204,7 @@ std::string render_html_report(const EstimateReport& r) {
        << "<p class=\"verdict " << (r.estimate.fits() ? "fits" : "oom") << "\">" << escape(verdict_line(r.estimate)) << "</p>\n"
        << "<h2>Memory per rank</h2>\n" << render_svg(r.estimate) << "<h2>Breakdown</h2>\n";
   render_table(html, r.estimate);
-  if (r.simulation) render_step(html, *r.simulation);
+  if (r.simulation) render_step(html, *r.simulation, r.request.training.precision);
   html << "<h2>Assumptions</h2>\n<ul>\n";
   for (const AssumptionLine& a : assumption_lines(r)) {
     html << "<li><b>" << escape(a.name) << "</b>: " << escape(a.value) << " <i>(" << escape(a.source) << ")</i></li>\n";

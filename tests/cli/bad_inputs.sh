@@ -214,6 +214,7 @@ bad train-plan-of-an-estimate "an estimate of one set-up (tessera estimate, or t
 bad train-plan-number-alone "--plan-number picks a plan of the file --plan names; give --plan too" -- train --plan-number 2 --out "$scratch/never"
 bad estimate-tp-kv-heads "--tp 3 does not divide num_attention_heads 32 of llama-3-8b; choose one of 1, 2, 4, 8 (dividing its heads, key/value heads and MLP width)" -- estimate --model llama-3-8b --plugin hybrid_parallel --tp 3
 bad plan-headroom-whole-gpu "--memory-headroom 100.0 GiB is all of the h100-80g's 79.65 GiB or more" -- plan --model gpt2 --gpus 8 --global-batch 64 --memory-headroom 100 --output "$scratch/never.json"
+bad estimate-output-pdf "--output $scratch/report.pdf: tessera estimate writes text, md, html, csv or json; a PDF report is the desktop app's" -- estimate --model gpt2 --output "$scratch/report.pdf"
 bad train-model-states-too-large "its parameters, gradients and optimizer states alone take" -- train --model llama-3-70b --out "$scratch/never"
 
 # tessera export: the plan file and the options.

@@ -41,6 +41,7 @@
 #include "tessera/planner/cluster.h"
 #include "tessera/planner/cpu_backend.h"
 #include "tessera/planner/export.h"
+#include "tessera/planner/fp8.h"
 #include "tessera/planner/plan_file.h"
 #include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/registry.h"
@@ -311,6 +312,22 @@ class ViewsTest : public QObject {
     QCOMPARE(export_format_of(QStringLiteral("train.py")), std::optional(ExportFormat::colossalai));
     QCOMPARE(export_format_of(QStringLiteral("plan.json")), std::optional(ExportFormat::json));
     QCOMPARE(with_export_suffix(QStringLiteral("step"), QStringLiteral("Perfetto trace of one step, the shown plan (*.trace.json)")), QStringLiteral("step.trace.json"));
+  }
+
+  // An FP8 plan's speed is read as the CLI says: MFU of the bf16 peak, tokens/s an upper bound.
+  void fp8PlansSayHowToReadTheirSpeed() {
+    MainWindow window(StartState::defaults);
+    QVERIFY(show_example(window));
+    PlannerInputs inputs = window.session().inputs();
+    inputs.precision = planner::Precision::fp8;
+    inputs.runtime = planner::Runtime::megatron;
+    test::set_inputs(window, inputs);
+    QVERIFY(test::wait_for_search(window.session()));
+    QVERIFY2(window.verdictText().contains(QStringLiteral("% of the bf16 peak")), qPrintable(window.verdictText()));
+    const auto contents = report_contents(window.session());
+    QVERIFY(contents.ok());
+    QVERIFY(contents->verdict.contains(QStringLiteral("% of the bf16 peak")));
+    QVERIFY(contents->verdict.endsWith(QString::fromUtf8(planner::kFp8ThroughputCaveat)));
   }
 
   // The memory headroom, as tessera plan --memory-headroom takes it: the ranking and the plan in view leave it free.

@@ -444,7 +444,7 @@ TEST_F(MemoryModel, InterleavedStagesAllHaveTwoNeighboursAndTheirOwnRows) {
     EXPECT_EQ(row.layer_chunks.size(), 2u);
     EXPECT_EQ(row.bytes[Cat::comm_buffers].device, e.ranks[0].bytes[Cat::comm_buffers].device) << row_label(row);
   }
-  EXPECT_EQ(row_label(e.ranks[4]), "rank 4 · stage 4 · layers 4-5, 20-20");  // 24 blocks over 16 virtual stages: 4-11 take two
+  EXPECT_EQ(row_label(e.ranks[4]), "rank 4 · stage 4 · layers 4-5, 20");  // 24 blocks over 16 virtual stages: 4-11 take two
 }
 
 TEST_F(MemoryModel, PipelineRanksDifferAndAreAllShown) {

@@ -88,6 +88,21 @@ TEST_F(Reports, HtmlChartHasAnAxisTotalsClearOfTheCapacityAndTheStep) {
   EXPECT_NE(with_step.find("<tr><td>pipeline bubble</td><td>4.30 ms</td></tr>"), std::string::npos);
 }
 
+// An interleaved stage's layer list is cut in the chart's label column, whole in its hover title.
+TEST(HtmlReport, ALongLayerListIsCutInTheChartAndWholeInItsTitle) {
+  const Model model = testing::shipped_model("llama-2-7b");
+  const GpuProfile gpu = testing::shipped_gpu("h100-80g");
+  EstimateRequest request;
+  request.plugin.kind = PluginKind::hybrid_parallel;
+  request.plugin.pp_schedule = PipelineSchedule::interleaved;
+  request.plugin.num_model_chunks = 4;
+  request.layout = ParallelLayout{1, 1, 4, false};
+  request.training.num_micro_batches = 8;
+  const MemoryEstimate estimate = testing::estimate_or_fail(model, gpu, request);
+  const std::string html = render_estimate(EstimateReport{model, gpu, request, estimate}, ReportFormat::html);
+  EXPECT_NE(html.find("<title>rank 0 · stage 0 · layers 0-1, 8-9, 16-17, 24-25</title>rank 0 · stage 0 · layers …</text>"), std::string::npos);
+}
+
 TEST(FormatSeconds, KeepsThreeDigits) {
   EXPECT_EQ(format_seconds(38.5e-6), "38.5 µs");
   EXPECT_EQ(format_seconds(0.0043), "4.30 ms");

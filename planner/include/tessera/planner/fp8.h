@@ -33,6 +33,15 @@ namespace tessera::planner {
 
 constexpr bool is_fp8(Precision p) { return p == Precision::fp8; }
 
+// How to read an FP8 plan's speed, wherever it is shown (the plan table, the
+// window, the reports): every published FP8 run measured slower than the
+// simulator predicts (README, "Which rows are off"), and MFU is stated on the
+// bf16 peak, as those runs state it.
+inline constexpr const char* kFp8ThroughputCaveat =
+    "FP8 steps are predicted faster than every published FP8 run they were checked against (README, Validation); read FP8 tokens/s as an "
+    "upper bound";
+constexpr const char* mfu_basis(Precision p) { return is_fp8(p) ? " of the bf16 peak" : ""; }
+
 inline constexpr int64_t kTeGemmsPerBlock = 4;
 inline constexpr int64_t kTeAmaxHistoryLen = 1024;  // DelayedScaling.amax_history_len default
 inline constexpr int64_t kTeScaledTensorsPerGemm = 3 + 2;  // forward input, weight, output; backward grad_output, grad_input

@@ -145,22 +145,6 @@ void MeshCanvas::paintEvent(QPaintEvent*) {
       p.setPen(Qt::NoPen);
       p.setBrush(group_colour(planner::group_index(*layout, rank, colouring), groups));
       p.drawRoundedRect(tile, compact ? 1 : 3, compact ? 1 : 3);
-      if (tile_h < metrics.height() + 4) continue;
-      // "rank 12", else "12", else nothing: never a clipped label.
-      const double text_w = tile_w - 4;
-      const bool two_lines = tile_h >= 2.2 * metrics.height();
-      const QString label = fitting_text({tr("rank %1").arg(rank), QString::number(rank)}, metrics, text_w);
-      if (label.isEmpty()) continue;
-      const planner::RankCoordinates c = planner::rank_coordinates(*layout, rank);
-      const QString coordinates = two_lines ? fitting_text({tr("t%1 d%2 p%3").arg(c.tp_rank).arg(c.dp_rank).arg(c.pp_rank)}, small_metrics, text_w) : QString();
-      p.setPen(Qt::black);
-      p.setFont(font());
-      p.drawText(tile.adjusted(2, 2, -2, coordinates.isEmpty() ? -2 : -tile_h / 2), Qt::AlignCenter, label);
-      if (!coordinates.isEmpty()) {
-        p.setFont(small);
-        p.drawText(tile.adjusted(2, tile_h / 2, -2, -2), Qt::AlignHCenter | Qt::AlignTop, coordinates);
-        p.setFont(font());
-      }
     }
   }
   // The selected rank's groups, outlined (inside the tile where it is large enough to nest three outlines); the rank itself in bold.
@@ -174,6 +158,30 @@ void MeshCanvas::paintEvent(QPaintEvent*) {
   }
   p.setPen(QPen(Qt::black, compact ? 2 : 4));
   p.drawRoundedRect(tiles_[static_cast<size_t>(selected)], 2, 2);
+  // The labels last, each on a patch of its tile's colour, so that no outline crosses a number.
+  for (int64_t rank = 0; rank < static_cast<int64_t>(tiles_.size()) && tile_h >= metrics.height() + 4; ++rank) {
+    const QRectF& tile = tiles_[static_cast<size_t>(rank)];
+    // "rank 12", else "12", else nothing: never a clipped label.
+    const double text_w = tile_w - 4;
+    const bool two_lines = tile_h >= 2.2 * metrics.height();
+    const QString label = fitting_text({tr("rank %1").arg(rank), QString::number(rank)}, metrics, text_w);
+    if (label.isEmpty()) continue;
+    const planner::RankCoordinates c = planner::rank_coordinates(*layout, rank);
+    const QString coordinates = two_lines ? fitting_text({tr("t%1 d%2 p%3").arg(c.tp_rank).arg(c.dp_rank).arg(c.pp_rank)}, small_metrics, text_w) : QString();
+    const QRectF label_box = tile.adjusted(2, 2, -2, coordinates.isEmpty() ? -2 : -tile_h / 2);
+    const QColor colour = group_colour(planner::group_index(*layout, rank, colouring), groups);
+    p.fillRect(metrics.boundingRect(label_box, Qt::AlignCenter, label).adjusted(-1, 0, 1, 0), colour);
+    p.setPen(Qt::black);
+    p.setFont(font());
+    p.drawText(label_box, Qt::AlignCenter, label);
+    if (!coordinates.isEmpty()) {
+      p.setFont(small);
+      const QRectF coordinates_box = tile.adjusted(2, tile_h / 2, -2, -2);
+      p.fillRect(small_metrics.boundingRect(coordinates_box, Qt::AlignHCenter | Qt::AlignTop, coordinates).adjusted(-1, 0, 1, 0), colour);
+      p.drawText(coordinates_box, Qt::AlignHCenter | Qt::AlignTop, coordinates);
+      p.setFont(font());
+    }
+  }
   draw_legend(p, QRectF(kMargin, height() - kMargin - legend_h, width() - 2 * kMargin, legend_h), legend);
 }
 

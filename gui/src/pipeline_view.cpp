@@ -89,7 +89,9 @@ class PipelineCanvas : public QWidget {
     const int64_t micro_batches = plan->request.training.num_micro_batches;
     const QString micro_batches_text = micro_batches == 1 ? tr("1 micro-batch") : tr("%1 micro-batches").arg(micro_batches);
     if (stages == 1) return tr("no pipeline · %1 · step %2").arg(micro_batches_text, seconds_text(sim.step_time_s));
-    return tr("%1 stages · %2 schedule · %3 · step %4 · bubble %5 (%6% of the step)")
+    // The simulator's bubble is the slowest stage's idle time (simulate.cpp: the makespan less its passes);
+    // faster stages idle longer, as their hatching shows.
+    return tr("%1 stages · %2 schedule · %3 · step %4 · the slowest stage's bubble %5 (%6% of the step)")
         .arg(stages)
         .arg(QString::fromLatin1(enum_name(plan->request.plugin.pp_schedule).data()))
         .arg(micro_batches_text)

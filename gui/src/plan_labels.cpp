@@ -48,6 +48,7 @@ QString schedule_of(const planner::EstimateRequest& r) {
 }
 
 QString seconds_text(double s) {
+  if (s == 0) return QStringLiteral("0 s");  // nothing of that part, not a small amount of it
   if (s < 1e-3) return QStringLiteral("%1 µs").arg(s * 1e6, 0, 'f', 1);
   if (s < 1) return QStringLiteral("%1 ms").arg(s * 1e3, 0, 'f', 1);
   return QStringLiteral("%1 s").arg(s, 0, 'f', 3);

@@ -32,6 +32,7 @@ std::string format_bytes(int64_t bytes) {
 }
 
 std::string format_seconds(double s) {
+  if (s == 0) return "0 s";  // nothing of that part, not a small amount of it
   char text[32];
   if (s < 1e-3) {
     std::snprintf(text, sizeof text, "%.1f µs", s * 1e6);

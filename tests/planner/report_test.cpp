@@ -104,6 +104,7 @@ TEST(HtmlReport, ALongLayerListIsCutInTheChartAndWholeInItsTitle) {
 }
 
 TEST(FormatSeconds, KeepsThreeDigits) {
+  EXPECT_EQ(format_seconds(0), "0 s");
   EXPECT_EQ(format_seconds(38.5e-6), "38.5 µs");
   EXPECT_EQ(format_seconds(0.0043), "4.30 ms");
   EXPECT_EQ(format_seconds(0.453), "453 ms");

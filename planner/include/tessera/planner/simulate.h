@@ -52,7 +52,7 @@ struct StepBreakdown {
   double communication_s = 0;  // exposed tensor-parallel, pipeline and data-parallel communication
   double offload_s = 0;        // PCIe traffic and CPU optimizer not hidden by compute
   double optimizer_s = 0;      // optimizer step on the GPU
-  double bubble_s = 0;         // pipeline fill and drain
+  double bubble_s = 0;         // pipeline fill and drain: the slowest stage's idle time between its passes
 };
 
 // One span on a lane of the timeline (Chrome/Perfetto trace "X" events).

@@ -197,6 +197,14 @@ QWidget* MainWindow::buildPlansPage() {
   plan_table_->horizontalHeader()->setStretchLastSection(true);
   plan_table_->setWordWrap(false);
   plan_table_->verticalHeader()->setDefaultSectionSize(plan_table_->fontMetrics().height() + 8);
+  // The figures a plan is chosen by come right after its plugin and layout, in view: at 1280
+  // pixels the columns that describe it (schedule, ZeRO, offload, recompute, micro-batch) would
+  // push step time, tokens/s and MFU off the screen. The model's columns keep their order.
+  QHeaderView* plan_header = plan_table_->horizontalHeader();
+  int shown_at = PlanTableModel::kLayout + 1;
+  for (int column : {PlanTableModel::kMemory, PlanTableModel::kFits, PlanTableModel::kStepTime, PlanTableModel::kTokensPerS, PlanTableModel::kMfu}) {
+    plan_header->moveSection(plan_header->visualIndex(column), shown_at++);
+  }
   explanation_ = new QLabel;
   explanation_->setWordWrap(true);
   explanation_->setTextInteractionFlags(Qt::TextSelectableByMouse);

@@ -154,7 +154,8 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
   out << "\n";
   if (!result.plans.empty()) {
     // FP8 runs state MFU on the bf16 peak, as published FP8 tables do (fp8.h); the column says so.
-    out << " #  plan\n    peak memory   step time    tokens/s    MFU" << (is_fp8(r.precision) ? std::string(" (") + (mfu_basis(r.precision) + 1) + ")" : "")
+    const std::string basis = mfu_basis(r.precision);  // " of the bf16 peak", or nothing
+    out << " #  plan\n    peak memory   step time    tokens/s    MFU" << (basis.empty() ? "" : " (" + basis.substr(1) + ")")
         << "   largest micro-batch that fits\n";
   }
   for (size_t i = 0; i < result.plans.size() && static_cast<int>(i) < top; ++i) {

@@ -240,14 +240,13 @@ std::string model_states_source(const PluginOptions& p, Precision precision) {
              " (DeepSpeed edaa722, runtime/zero)";
     case Runtime::colossalai: break;
   }
-  if (p.kind == PluginKind::torch_fsdp) {
-    // memory_model.cpp, add_fsdp_states: the flat shard is the optimizer's fp32 weight, its gradient fp32 too.
-    return "ColossalAI's Booster plugins (Tessera's engine follows them); PyTorch FSDP (Zhao et al. 2023) under MixedPrecision: the sharded "
-           "flat parameter stays fp32 (it is the optimizer's weight) and its gradient fp32, 4 + 4 + 8 bytes per parameter with Adam, the 16-bit "
-           "copies gathered per unit (chunk_buffers) (--runtime to change)";
-  }
-  return "ColossalAI's Booster plugins (Tessera's engine follows them); ZeRO (Rajbhandari et al. 2020) §3.1: 2 + 2 + 12 bytes "
-         "per parameter with Adam under mixed precision (--runtime to change)";
+  const std::string states =
+      p.kind == PluginKind::torch_fsdp
+          // memory_model.cpp, add_fsdp_states: the flat shard is the optimizer's fp32 weight, its gradient fp32 too.
+          ? "PyTorch FSDP (Zhao et al. 2023) under MixedPrecision: the sharded flat parameter stays fp32 (it is the optimizer's weight) and "
+            "its gradient fp32, 4 + 4 + 8 bytes per parameter with Adam, the 16-bit copies gathered per unit (chunk_buffers)"
+          : "ZeRO (Rajbhandari et al. 2020) §3.1: 2 + 2 + 12 bytes per parameter with Adam under mixed precision";
+  return "ColossalAI's Booster plugins (Tessera's engine follows them); " + states + " (--runtime to change)";
 }
 
 std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {

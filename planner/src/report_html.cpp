@@ -99,7 +99,7 @@ std::string render_svg(const MemoryEstimate& e) {
   for (const RankMemory& row : e.ranks) {
     // The label column holds about 38 characters of 12 px text: a longer layer
     // list (interleaved chunks) is cut with "…", whole in the hover title and the tables.
-    std::string label = rank_range(row) + " · stage " + std::to_string(row.first_stage) +
+    const std::string label = rank_range(row) + " · stage " + std::to_string(row.first_stage) +
                         (row.last_stage != row.first_stage ? "-" + std::to_string(row.last_stage) : "");
     const std::string layers = layers_label(row);
     const std::string whole = layers.empty() ? label : label + " · " + layers;

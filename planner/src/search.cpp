@@ -303,6 +303,8 @@ std::string describe_plan(const EstimateRequest& r) {
   return text;
 }
 
+namespace {
+
 // Whether the runtime recomputes the attention core alone (Korthikanti's
 // selective): Megatron-LM (--recompute-granularity selective) and Tessera's
 // engine (its tessera profiles). ColossalAI's plugins and DeepSpeed run Hugging
@@ -327,6 +329,8 @@ std::vector<RecomputeMode> searched_recompute_modes(const Model& model, const Pl
   if (p.activation_profile == ActivationProfile::flash && is_torchtitan_llama_block(model.config)) modes.push_back(RecomputeMode::op_selective);
   return modes;
 }
+
+}  // namespace
 
 std::vector<EstimateRequest> plan_candidates(const Model& model, const PlanRequest& p) {
   const std::vector<RecomputeMode> modes = p.recompute.empty() ? searched_recompute_modes(model, p) : p.recompute;

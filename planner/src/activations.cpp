@@ -234,18 +234,26 @@ ActivationTable with_fp8_gemm_inputs(ActivationTable table, Precision precision)
 // at either end of the loss both are live: the fp32 term plus the 16-bit logits (under
 // fp32, .float() returns the logits themselves).
 //
-// torchtitan's loss (pytorch/torchtitan v0.2.2, components/loss.py cross_entropy_loss):
-// F.cross_entropy(pred.flatten(0, 1).float(), ...), eager unless the loss is compiled.
-// The model returns 16-bit logits (FSDP2's param_dtype), which train.py holds as
-// `pred` until the loss returns (forward_backward_step: `del pred` before backward);
-// .float() makes the fp32 copy the profile counts, and log_softmax writes its fp32
-// output (kept for backward) while that copy is alive: the fp32 term, the 16-bit
-// logits and a second fp32 tensor (under fp32 the copy is the logits themselves).
+// torchtitan's loss (pytorch/torchtitan v0.2.2, components/loss.py cross_entropy_loss;
+// 9dec370's train.py loss_fn, the same call): F.cross_entropy(pred.flatten(0, 1).float(), ...),
+// eager unless the loss is compiled. The model returns 16-bit logits (FSDP2's
+// param_dtype), which train.py deletes before backward (`del pred`), and the
+// .float() copy goes once log_softmax has written its fp32 output (kept for
+// backward). Forward holds the 16-bit logits, the copy and that output at once;
+// backward's start holds three fp32 tensors, the larger peak: log_softmax's
+// output, nll_loss's dense gradient and log_softmax's input gradient, the peak
+// our H100 probe measured for these ops under Hugging Face's loss
+// (activations_hf.cpp). In fp32 the copy is the logits themselves; backward
+// still holds the three.
 ActivationTable with_loss(ActivationTable table, LossAccounting loss, Precision precision) {
   if (loss == LossAccounting::profile) return table;
   const int64_t vocab = table.logits.front().elements_per_token;
+  if (loss == LossAccounting::torchtitan_eager) {
+    table.logits = {term("log_softmax_output", vocab, kFp32, Split::tensor_parallel), term("nll_loss_gradient", vocab, kFp32, Split::tensor_parallel),
+                    term("log_softmax_gradient", vocab, kFp32, Split::tensor_parallel)};
+    return table;
+  }
   if (precision != Precision::fp32) table.logits.push_back(term("logits_16bit", vocab, compute_bytes(precision), Split::tensor_parallel));
-  if (loss == LossAccounting::torchtitan_eager) table.logits.push_back(term("log_softmax_fp32", vocab, kFp32, Split::tensor_parallel));
   return table;
 }
 

@@ -92,8 +92,8 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
 // Whose loss the flash profile's logits are held by: the profile's own (one
 // fp32 copy of the logits, overwritten by their gradient), Megatron-Core's
 // (--runtime megatron: the 16-bit logits beside that copy) or torchtitan's
-// eager cross entropy (--runtime torchtitan without torch.compile: the 16-bit
-// logits, their fp32 copy and log_softmax's fp32 output at once).
+// eager cross entropy (--runtime torchtitan without torch.compile: three fp32
+// tensors of the logits' size at backward's start).
 enum class LossAccounting { profile, megatron_core, torchtitan_eager };
 ActivationTable with_loss(ActivationTable table, LossAccounting loss, Precision precision);
 

@@ -131,6 +131,8 @@ void add_estimate_options(CLI::App& c, EstimateOptions& o) {
   c.add_flag("--fp8-param-gather", r.plugin.fp8_param_gather,
              "Transformer Engine's weights are FP8 tensors, all-gathered in FP8, with no bf16 copy (Megatron-LM --fp8-param-gather, "
              "NeMo's fp8_params; --runtime megatron, --precision fp8, --zero-stage 1)");
+  c.add_flag("--fused-rmsnorm", r.plugin.fused_rmsnorm, kFusedRmsnormHelp);
+  c.add_flag("--compile-model-only", r.plugin.compile_model_only, kCompileModelOnlyHelp);
   c.add_flag("--grad-reduce-after-backward", r.plugin.grad_reduce_after_backward,
              "The data-parallel gradient reduction runs after the whole backward, not under it (Megatron-LM --DDP-impl local, "
              "Megatron-Core without --overlap-grad-reduce, DeepSpeed's pipeline engine; hybrid_parallel)");

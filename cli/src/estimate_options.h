@@ -20,6 +20,14 @@ inline constexpr const char* kTorchCompileHelp =
     "The model runs under torch.compile: element-wise ops fused (without it the hf profiles' GPT-2 and "
     "--runtime torchtitan's Llama run op by op, each op through HBM)";
 
+// --fused-rmsnorm and --compile-model-only, in estimate and plan.
+inline constexpr const char* kFusedRmsnormHelp =
+    "torchtitan's Triton RMSNorm (its norm_type fused_rmsnorm, April 2024 to February 2025): one kernel keeping the 16-bit input, "
+    "not the Python RMSNorm's ops and fp32 copy (--runtime torchtitan, no --torch-compile)";
+inline constexpr const char* kCompileModelOnlyHelp =
+    "Under --torch-compile the blocks are compiled and the loss runs eager (torchtitan's [compile] components = [\"model\"], "
+    "as every torchtitan from December 2024 to April 2025 ran; --runtime torchtitan)";
+
 // --transformers-version, in estimate and plan.
 inline constexpr const char* kTransformersVersionHelp =
     "The hf profiles: the transformers release that runs the model, X.Y (default 5.17, the one measured; 4.31-4.33 and 5.0-5.17 "

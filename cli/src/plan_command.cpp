@@ -48,6 +48,8 @@ Result<PlanRequest> make_request(const PlanOptions& o) {
   r.torch_compile = o.torch_compile;
   r.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   r.fp8_param_gather = o.fp8_param_gather;
+  r.fused_rmsnorm = o.fused_rmsnorm;
+  r.compile_model_only = o.compile_model_only;
   r.recompute_num_layers = o.recompute_num_layers;
   for (Status s : {parse_choice("--precision", o.precision, r.precision), parse_choice("--optimizer", o.optimizer, r.optimizer),
                    parse_choice("--runtime", o.runtime, r.runtime),
@@ -143,7 +145,8 @@ void print_table(const Model& model, const PlanRequest& r, const PlanSearchResul
       << enum_name(r.precision) << ", " << enum_name(r.optimizer) << ", " << runtime_title(r.runtime) << ", activation profile " << enum_name(r.activation_profile)
       << (runs_hugging_face_modules(r.activation_profile) ? " (transformers " + to_string(r.transformers_version) + ")" : "")
       << (r.torch_compile ? ", torch.compile" : "") << (r.grad_reduce_in_bf16 ? ", bf16 gradient buffer (--grad-reduce-in-bf16)" : "")
-      << (r.fp8_param_gather ? ", FP8 weights (--fp8-param-gather)" : "");
+      << (r.fp8_param_gather ? ", FP8 weights (--fp8-param-gather)" : "") << (r.fused_rmsnorm ? ", Triton RMSNorm (--fused-rmsnorm)" : "")
+      << (r.compile_model_only ? ", the loss eager (--compile-model-only)" : "");
   if (const int64_t headroom = r.assumptions.memory_headroom(r.cluster.gpu.memory_bytes); headroom > 0) {
     out << ", " << format_bytes(headroom) << " left free per GPU";
   }
@@ -233,6 +236,8 @@ void add_plan_options(CLI::App& c, PlanOptions& o) {
   c.add_option("--pp-schedule", o.pp_schedule, "Only pipelines of this schedule: 1f1b or interleaved");
   c.add_option("--chunk-size", o.chunk_size, "gemini: elements per chunk (0 = ColossalAI's search)")->capture_default_str();
   add_pin_memory_option(c, o.pin_memory, "");
+  c.add_flag("--fused-rmsnorm", o.fused_rmsnorm, kFusedRmsnormHelp);
+  c.add_flag("--compile-model-only", o.compile_model_only, kCompileModelOnlyHelp);
   c.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
              "--runtime megatron: every plan keeps its main-gradient buffer in bf16, not fp32 (Megatron-LM --grad-reduce-in-bf16, NeMo's "
              "grad_sync_dtype bf16)");

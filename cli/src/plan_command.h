@@ -37,6 +37,8 @@ struct PlanOptions {
   std::string pp_schedule;  // empty: 1f1b and interleaved
   bool grad_reduce_in_bf16 = false;  // --runtime megatron: on every candidate
   bool fp8_param_gather = false;
+  bool fused_rmsnorm = false;  // --runtime torchtitan: on every candidate
+  bool compile_model_only = false;
   int top = 5;
   std::string format = "table";
   std::string output;  // empty: plan.json, or with --format json no file

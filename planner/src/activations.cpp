@@ -1,8 +1,11 @@
 #include "tessera/planner/activations.h"
 #include "tessera/planner/tp_overlap_schedule.h"
 
+#include "activation_terms.h"
 #include "activations_hf.h"
+#include "activations_torchtitan.h"
 
+#include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/op_checkpoint_policy.h"
 
@@ -13,19 +16,6 @@ namespace {
 
 using Split = ActivationSplit;
 constexpr int64_t kMaskBytes = 1;  // Megatron keeps dropout masks as uint8 / bool
-constexpr int64_t kFp32 = 4;
-
-ActivationTerm term(std::string_view name, int64_t elements, int64_t bytes, Split split) {
-  return ActivationTerm{name, elements, bytes, false, split, true, false};
-}
-
-// A flash-attention kernel's fp32 log-sum-exp, one per query row and head (the
-// heads split over tp ranks). Selective recompute re-runs the kernel, so it goes.
-ActivationTerm log_sum_exp(std::string_view name, const ModelConfig& c) {
-  ActivationTerm lse = term(name, c.num_heads, kFp32, Split::tensor_parallel);
-  lse.kept_under_selective = false;
-  return lse;
-}
 
 // Korthikanti et al. 2022 §4.1, term by term, with the family's widths.
 ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
@@ -71,30 +61,6 @@ ActivationTable megatron_table(const ModelConfig& c, int64_t dt) {
   return t;
 }
 
-// What torchtitan's op-level policy keeps of a block (op_checkpoint_policy.h):
-// the block's input, SDPA's output and log-sum-exp, and the outputs of the
-// linears it saves. A saved linear whose output backward does not need (the
-// output projection, fc2) is a term of its own that no other mode keeps.
-void mark_op_policy(std::vector<ActivationTerm>& block, const ModelConfig& c) {
-  for (ActivationTerm& term : block) {
-    term.kept_under_op_selective = term.is_block_input || term.name == "softmax_lse" || term.name == "attn_proj_input";
-  }
-  for (const OpPolicyLinear& linear : op_policy_linears(c)) {
-    if (!linear.saved) continue;
-    const auto found = std::find_if(block.begin(), block.end(), [&](const ActivationTerm& t) { return t.name == linear.output_term; });
-    if (found != block.end()) {
-      found->kept_under_op_selective = true;
-      continue;
-    }
-    // The row-parallel output: whole on every tp rank, or its tokens' share under sequence parallelism.
-    ActivationTerm output = term(linear.output_term, linear.out_features, block.front().bytes_per_element, Split::sequence);
-    output.kept_under_op_selective = true;
-    output.kept_under_selective = false;
-    output.saved_only_by_op_policy = true;
-    block.push_back(output);
-  }
-}
-
 // A fused attention kernel's saved tensors in place of Korthikanti's attention
 // core. The kernel keeps q, k, v, its output and a per-row log-sum-exp, and
 // draws its dropout mask again in backward from a saved Philox seed and offset
@@ -123,7 +89,7 @@ ActivationTable flash_table(const ModelConfig& c, int64_t dt) {
   std::erase_if(b, [](const ActivationTerm& term) { return term.per_key_position; });
   const auto value = std::find_if(b.begin(), b.end(), [](const ActivationTerm& term) { return term.name == "value"; });
   b.insert(value + 1, log_sum_exp("softmax_lse", c));
-  if (is_torchtitan_llama_block(c)) mark_op_policy(b, c);
+  if (is_torchtitan_llama_block(c)) mark_op_policy(b, c, dt);
   return t;
 }
 
@@ -225,6 +191,32 @@ ActivationTable with_fp8_gemm_inputs(ActivationTable table, Precision precision)
 
 }  // namespace
 
+ActivationTerm log_sum_exp(std::string_view name, const ModelConfig& c) {
+  ActivationTerm lse = term(name, c.num_heads, kFp32, Split::tensor_parallel);
+  lse.kept_under_selective = false;
+  return lse;
+}
+
+void mark_op_policy(std::vector<ActivationTerm>& block, const ModelConfig& c, int64_t dt) {
+  for (ActivationTerm& term : block) {
+    term.kept_under_op_selective = term.is_block_input || term.name == "softmax_lse" || term.name == "attn_proj_input";
+  }
+  for (const OpPolicyLinear& linear : op_policy_linears(c)) {
+    if (!linear.saved) continue;
+    const auto found = std::find_if(block.begin(), block.end(), [&](const ActivationTerm& t) { return t.name == linear.output_term; });
+    if (found != block.end()) {
+      found->kept_under_op_selective = true;
+      continue;
+    }
+    // The row-parallel output: whole on every tp rank, or its tokens' share under sequence parallelism.
+    ActivationTerm output = term(linear.output_term, linear.out_features, dt, Split::sequence);
+    output.kept_under_op_selective = true;
+    output.kept_under_selective = false;
+    output.saved_only_by_op_policy = true;
+    block.push_back(output);
+  }
+}
+
 // Megatron-Core's loss (NVIDIA/Megatron-LM@6e091e1b68c6856c9eeea3069cc167061c0acb64,
 // megatron/core/tensor_parallel/cross_entropy.py): _VocabParallelCrossEntropy.forward
 // casts the output layer's logits to fp32 (calculate_logits_max) and turns that copy
@@ -257,8 +249,18 @@ ActivationTable with_loss(ActivationTable table, LossAccounting loss, Precision 
   return table;
 }
 
-ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision, TransformersVersion transformers) {
+BlockAccounting block_accounting(const ModelConfig& config, const PluginOptions& plugin, const TrainingOptions& training) {
+  if (training.activation_profile != ActivationProfile::flash) return BlockAccounting::profile;
+  if (elementwise_execution(config, plugin.runtime, training) != ElementwiseExecution::torchtitan_llama_eager) return BlockAccounting::profile;
+  return plugin.fused_rmsnorm ? BlockAccounting::torchtitan_eager_fused_rmsnorm : BlockAccounting::torchtitan_eager;
+}
+
+ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision, TransformersVersion transformers,
+                                 BlockAccounting block) {
   const int64_t dt = compute_bytes(precision);
+  if (profile == ActivationProfile::flash && block != BlockAccounting::profile) {
+    return torchtitan_eager_table(config, dt, block == BlockAccounting::torchtitan_eager_fused_rmsnorm);
+  }
   switch (profile) {
     case ActivationProfile::megatron: return with_fp8_gemm_inputs(megatron_table(config, dt), precision);
     case ActivationProfile::flash: return with_fp8_gemm_inputs(flash_table(config, dt), precision);
@@ -323,15 +325,18 @@ BlockActivationBytes block_activation_bytes(const ActivationTable& table, const 
                                             RecomputeMode recompute) {
   BlockActivationBytes out;
   if (recompute == RecomputeMode::full) out.shared = terms_bytes(table.shared_checkpoint_inputs, shape);
+  // A checkpoint, whole-block or op-level, keeps the block's input as it came.
+  const bool checkpointed = recompute == RecomputeMode::full || recompute == RecomputeMode::op_selective;
   for (const ActivationTerm& t : table.block) {
     const int64_t bytes = term_bytes(t, shape);
-    if (recompute == RecomputeMode::full && t.is_block_input && t.checkpointed_bytes_per_element > 0) {
-      ActivationTerm checkpointed = t;
-      checkpointed.bytes_per_element = t.checkpointed_bytes_per_element;
-      out.stash += term_bytes(checkpointed, shape);
+    if (checkpointed && t.is_block_input && t.checkpointed_bytes_per_element > 0) {
+      ActivationTerm as_received = t;
+      as_received.bytes_per_element = t.checkpointed_bytes_per_element;
+      out.stash += term_bytes(as_received, shape);
+      if (table.counts_recompute_working_set) out.working += bytes;  // the block's own copy, made again
     } else if (term_kept(t, recompute)) {
       out.stash += bytes;
-    } else if (table.counts_recompute_working_set) {
+    } else if (table.counts_recompute_working_set && term_kept(t, RecomputeMode::none)) {
       out.working += bytes;
     }
   }

@@ -16,15 +16,13 @@
 // in Korthikanti's accounting (activations.cpp).
 #include "activations_hf.h"
 
+#include "activation_terms.h"
+
 namespace tessera::planner {
 namespace {
 
 using Split = ActivationSplit;
-constexpr int64_t kFp32 = 4, kInt64 = 8;
-
-ActivationTerm term(std::string_view name, int64_t elements, int64_t bytes, Split split) {
-  return ActivationTerm{name, elements, bytes, false, split, true, false};
-}
+constexpr int64_t kInt64 = 8;
 
 ActivationTerm per_key(std::string_view name, int64_t heads, int64_t bytes) {
   return ActivationTerm{name, heads, bytes, true, Split::tensor_parallel, false, false};

@@ -20,6 +20,11 @@ ElementwiseBytes python_rms_norm_bytes(double d) {
   return {cast + 2 * f + f + 2 * f + cast + 2 * d, 4 * d + cast + 4 * f + f + 3 * f + 3 * f + cast};
 }
 
+// torchtitan's Triton RMSNorm (FusedRMSNorm, torchtitan@0413364 models/norms.py),
+// per element: forward reads x and writes y; backward reads dy and x and writes dx
+// (the per-row rstd and the weight's per-SM partial sums are small).
+ElementwiseBytes triton_rms_norm_bytes(double d) { return {2 * d, 3 * d}; }
+
 // An embedding lookup per element of its output: the gathered row written; in backward the
 // gradient read and added into the weight's gradient row (read, write).
 ElementwiseBytes embedding_lookup_bytes(double d) { return {d, 3 * d}; }
@@ -88,7 +93,7 @@ ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime ru
   return ElementwiseExecution::fused;
 }
 
-ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& c, int64_t dtype_bytes) {
+ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& c, int64_t dtype_bytes, bool fused_rmsnorm) {
   const auto d = static_cast<double>(dtype_bytes);  // the activations' dtype
   constexpr double f = 4;                            // fp32, where RoPE computes
   const double cast = cast_bytes(d, f);
@@ -96,7 +101,7 @@ ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& c, int64_t dtyp
   const auto q = static_cast<double>(c.q_width());
   const auto kv = static_cast<double>(c.kv_width());
   const auto I = static_cast<double>(c.intermediate_size);
-  const ElementwiseBytes norm = python_rms_norm_bytes(d);
+  const ElementwiseBytes norm = fused_rmsnorm ? triton_rms_norm_bytes(d) : python_rms_norm_bytes(d);
   // Per element of q and k: the cast up, the complex multiply (read, write), the cast down; backward the same.
   const double rope = cast + 2 * f + cast;
   // repeat_kv copies keys and values from kv_width to q_width (summed back in backward).
@@ -112,13 +117,13 @@ ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& c, int64_t dtyp
                           2 * norm.backward * h + rope * (q + kv) + repeat + residual + projection_sums + swiglu_backward};
 }
 
-OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& c, int64_t dtype_bytes) {
+OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& c, int64_t dtype_bytes, bool fused_rmsnorm) {
   // The token embedding (pytorch/torchtitan@3c77e9fa, models/llama/model.py Transformer.forward),
   // the final RMSNorm and the output layer's logits upcast to fp32 for the loss (`.float()`).
   const auto d = static_cast<double>(dtype_bytes);
   const auto h = static_cast<double>(c.hidden_size);
   const ElementwiseBytes embedding = embedding_lookup_bytes(d);
-  const ElementwiseBytes norm = python_rms_norm_bytes(d);
+  const ElementwiseBytes norm = fused_rmsnorm ? triton_rms_norm_bytes(d) : python_rms_norm_bytes(d);
   const ElementwiseBytes loss = upcast_cross_entropy_bytes(c.vocab_size, dtype_bytes);
   return {{embedding.forward * h, embedding.backward * h}, {norm.forward * h + loss.forward, norm.backward * h + loss.backward}};
 }

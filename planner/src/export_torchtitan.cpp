@@ -136,6 +136,10 @@ Status check_plan_for_torchtitan(const EstimateRequest& r) {
     return cannot_express("torchtitan", "the plan uses " + std::string(enum_name(r.training.optimizer)) +
                                             ", and torchtitan's optimizers are Adam and AdamW; plan again with --optimizer adamw");
   }
+  if (r.plugin.fused_rmsnorm) {
+    return cannot_express("torchtitan", "the plan counts torchtitan's Triton RMSNorm (--fused-rmsnorm), which torchtitan removed in February 2025 "
+                                        "(37c4b818); the exported release runs nn.RMSNorm, so plan again without --fused-rmsnorm");
+  }
   return Status::success();
 }
 
@@ -255,7 +259,7 @@ Result<std::string> export_torchtitan(const PlanFile& file, size_t plan_index) {
   }
   toml << "\n[compile]\n"
        << "enable = " << (t.torch_compile ? "true" : "false") << "\n"
-       << "components = [\"model\", \"loss\"]\n";
+       << "components = " << (r.plugin.compile_model_only ? "[\"model\"]" : "[\"model\", \"loss\"]") << "\n";
   return toml.str();
 }
 

@@ -21,6 +21,8 @@ json settings_json(const PluginOptions& p, const ParallelLayout& l, const Traini
       json fsdp{{"sharding_strategy", enum_name(p.fsdp_strategy)}};
       if (p.rank_order_reduction) fsdp["rank_order_reduction"] = true;  // Tessera's engine only, as torch_ddp's
       if (p.cpu_offload) fsdp["cpu_offload"] = true;  // CPUOffload(offload_params=True)
+      if (p.fused_rmsnorm) fsdp["fused_rmsnorm"] = true;  // torchtitan's norm_type
+      if (p.compile_model_only) fsdp["compile_model_only"] = true;  // torchtitan's [compile] components
       return fsdp;
     }
     case PluginKind::low_level_zero:
@@ -217,7 +219,8 @@ Result<EstimateRequest> request_from_json(const json& object, const std::string&
                    settings.read("pipeline_scatter_gather", r.plugin.pipeline_scatter_gather),
                    settings.read("no_gradient_accumulation_fusion", r.plugin.no_gradient_accumulation_fusion),
                    settings.read("grad_reduce_in_bf16", r.plugin.grad_reduce_in_bf16),
-                   settings.read("fp8_param_gather", r.plugin.fp8_param_gather)}) {
+                   settings.read("fp8_param_gather", r.plugin.fp8_param_gather), settings.read("fused_rmsnorm", r.plugin.fused_rmsnorm),
+                   settings.read("compile_model_only", r.plugin.compile_model_only)}) {
     if (!s) return s.error();
   }
   std::string transformers;

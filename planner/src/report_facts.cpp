@@ -1,5 +1,6 @@
 #include "report_facts.h"
 
+#include "tessera/planner/activations.h"
 #include "tessera/planner/eager_elementwise.h"
 #include "tessera/planner/fp8.h"
 #include "tessera/planner/gradient_accumulation.h"
@@ -161,12 +162,15 @@ std::string activation_profile_source(ActivationProfile profile) {
 }
 
 // How the element-wise ops run, where that is not the fused default the profile implies.
-std::optional<AssumptionLine> execution_line(const ModelConfig& config, Runtime runtime, const TrainingOptions& t) {
-  const ElementwiseExecution execution = elementwise_execution(config, runtime, t);
+std::optional<AssumptionLine> execution_line(const ModelConfig& config, const PluginOptions& p, const TrainingOptions& t) {
+  const ElementwiseExecution execution = elementwise_execution(config, p.runtime, t);
   switch (execution) {
     case ElementwiseExecution::torchtitan_llama_eager:
-      return AssumptionLine{"execution", "eager: torchtitan's Llama block op by op, each op through HBM (--torch-compile to fuse)",
-                            "eager_elementwise.h; torchtitan 3c77e9fa models/llama/model.py, models/norms.py"};
+      return AssumptionLine{"execution",
+                            std::string("eager: torchtitan's Llama block op by op, each op through HBM and keeping what autograd saves for it (") +
+                                (p.fused_rmsnorm ? "its Triton RMSNorm, --fused-rmsnorm" : "the Python RMSNorm's fp32 copies") +
+                                ", SiLU's output, repeat_kv's copies; --torch-compile to fuse)",
+                            "eager_elementwise.h, activations_torchtitan.h; torchtitan 9dec370 models/llama/model.py, models/norms.py"};
     case ElementwiseExecution::hf_gpt2_eager:
     case ElementwiseExecution::hf_llama_eager: {
       const bool gpt2 = execution == ElementwiseExecution::hf_gpt2_eager;
@@ -192,6 +196,11 @@ std::optional<AssumptionLine> execution_line(const ModelConfig& config, Runtime 
     case ElementwiseExecution::fused: break;
   }
   if (!t.torch_compile) return std::nullopt;
+  if (p.compile_model_only) {
+    return AssumptionLine{"execution", "torch.compile on the blocks: element-wise ops fused, each tensor kept for backward once through HBM; "
+                                       "memory as the activation profile counts it; the loss eager, its fp32 tensors as torchtitan's eager loss keeps them",
+                          "--torch-compile --compile-model-only (torchtitan's [compile] components = [\"model\"])"};
+  }
   return AssumptionLine{"execution", "torch.compile: element-wise ops fused, each tensor kept for backward once through HBM; memory as "
                                      "the activation profile counts it", "--torch-compile"};
 }
@@ -253,7 +262,11 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   const Assumptions& a = r.request.assumptions;
   const auto& t = r.request.training;
   std::vector<AssumptionLine> lines;
-  lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)), activation_profile_source(t.activation_profile)});
+  const bool torchtitan_eager = block_accounting(r.model.config, r.request.plugin, t) != BlockAccounting::profile;
+  lines.push_back({"activation profile", std::string(enum_name(t.activation_profile)),
+                   torchtitan_eager ? "fused attention (SDPA's flash kernel: no s² scores, an fp32 log-sum-exp per row and head) in torchtitan's "
+                                      "eager block, which keeps what each PyTorch op saves (see execution)"
+                                    : activation_profile_source(t.activation_profile)});
   if (runs_hugging_face_modules(t.activation_profile)) {
     lines.push_back({"transformers", to_string(t.transformers_version),
                      "the release running the model: the blocks as measured on " + to_string(kMeasuredTransformers) +
@@ -261,7 +274,7 @@ std::vector<AssumptionLine> assumption_lines(const EstimateReport& r) {
   }
   lines.push_back({"model states", "runtime " + std::string(enum_name(r.request.plugin.runtime)),
                    model_states_source(r.request.plugin, t.precision)});
-  if (const std::optional<AssumptionLine> line = execution_line(r.model.config, r.request.plugin.runtime, t)) lines.push_back(*line);
+  if (const std::optional<AssumptionLine> line = execution_line(r.model.config, r.request.plugin, t)) lines.push_back(*line);
   if (t.recompute == RecomputeMode::op_selective) {
     lines.push_back({"recompute", "op_selective: " + op_policy_summary(r.model.config),
                      "torchtitan 01c79fd models/llama3/parallelize_llama.py (_save_list: every mm but the 2nd, 4th, ... of a block, SDPA); "

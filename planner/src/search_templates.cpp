@@ -52,6 +52,8 @@ class Templates {
     base_.plugin.pin_memory = p.pin_memory;
     base_.plugin.grad_reduce_in_bf16 = p.grad_reduce_in_bf16;
     base_.plugin.fp8_param_gather = p.fp8_param_gather;
+    base_.plugin.fused_rmsnorm = p.fused_rmsnorm;
+    base_.plugin.compile_model_only = p.compile_model_only;
     base_.layout.dp = p.cluster.world_size();
   }
 

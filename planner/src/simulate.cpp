@@ -68,7 +68,8 @@ double op_policy_gemm_seconds(const ModelConfig& config, int64_t tokens, int64_t
 // fusing runtime's are what its blocks keep. Outside the blocks: those runs'
 // embedding, final norm and loss, or Megatron-Core's vocabulary-parallel
 // cross-entropy on the last stage (vocab_parallel_loss.h) over its share of the
-// vocabulary, padded to a multiple of tp as the head is (gemm_model.cpp);
+// vocabulary, padded to a multiple of tp as the head is (gemm_model.cpp), or
+// torchtitan's eager loss beside its compiled blocks (--compile-model-only);
 // nothing for the others.
 // Where the attention core is unfused, its own element-wise work (included in
 // the block's) is what selective recompute runs again.
@@ -96,7 +97,8 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
   switch (elementwise_execution(config, r.plugin.runtime, t)) {
     case ElementwiseExecution::torchtitan_llama_eager: {
       const int64_t d = compute_bytes(t.precision);
-      return per_kernel(torchtitan_eager_block_bytes(config, d), torchtitan_eager_outside_bytes(config, d));
+      const bool fused_norm = r.plugin.fused_rmsnorm;
+      return per_kernel(torchtitan_eager_block_bytes(config, d, fused_norm), torchtitan_eager_outside_bytes(config, d, fused_norm));
     }
     case ElementwiseExecution::hf_gpt2_eager:
       return hf_op_by_op(hf_gpt2_eager_block_bytes(config, t.activation_profile, t.precision, tp),
@@ -113,6 +115,9 @@ ElementwiseWork elementwise_work(const ModelConfig& config, const EstimateReques
       return work;
     }
     case ElementwiseExecution::fused: break;
+  }
+  if (r.plugin.compile_model_only) {  // torchtitan's blocks compiled, its loss op by op on the upcast logits
+    return ElementwiseWork{std::nullopt, {{}, scaled(upcast_cross_entropy_bytes(config.vocab_size, compute_bytes(t.precision)))}, std::nullopt};
   }
   if (!runs_vocab_parallel_cross_entropy(config, r.plugin.runtime, t)) return {};
   const ElementwiseBytes loss = vocab_parallel_cross_entropy_bytes(config, tp, compute_bytes(t.precision), r.plugin.cross_entropy_loss_fusion);
@@ -247,6 +252,24 @@ void add_zero3_communication(const Context& c, const StageShape& s, StageCost& c
   cost.backward_comm += overlapped(backward_gather + scatter, cost.backward_compute + cost.recompute, c.settings.overlap_cost);
 }
 
+// FSDP2 (torchtitan's) copies every gathered parameter out of the all-gather's
+// flat output into its own unsharded tensor, on the compute stream once the
+// all-gather is done (pytorch/pytorch@01d66d21f38a04729a87a5840f405ca1b7acf856,
+// torch/distributed/_composable/fsdp/_fsdp_collectives.py,
+// foreach_all_gather_copy_out: torch.split_with_sizes_copy): a read and a write
+// of every element, in forward and again in backward, for each gather that
+// add_zero3_communication charges. Its other copies run on its side streams
+// beside the passes: the rank's shard into the all-gather's input (1/d of the
+// elements) and the gradients cast into the fp32 reduce-scatter input
+// (foreach_reduce_scatter_copy_in). FSDP1's flat parameter is gathered in place.
+void add_fsdp2_copy_out(const Context& c, const StageShape& s, StageCost& cost) {
+  const PluginOptions& p = c.request.plugin;
+  if (p.kind != PluginKind::torch_fsdp || p.runtime != Runtime::torchtitan || c.request.layout.shard_ranks() == 1) return;
+  const double copy = 2 * static_cast<double>(s.params) * c.dtype_bytes() / c.roofs.hbm_bytes_per_s;
+  cost.forward_compute += copy;
+  cost.backward_compute += copy;
+}
+
 // ZeRO-2 keeps only its gradient shard, so every micro-batch's backward
 // reduce-scatters its gradients (overlapped with that backward); ZeRO-1 and DDP
 // accumulate whole gradients and reduce once per step (after_pipeline).
@@ -372,6 +395,7 @@ StageCost stage_cost(const Context& c, const StageShape& s) {
   // Each micro-batch's gradients added into the step's (gradient_accumulation.h).
   cost.backward_compute +=
       gradient_accumulation_bytes(gradient_accumulation(c.request.plugin, t), s.params, s.non_matmul_params, t.num_micro_batches) / hbm;
+  add_fsdp2_copy_out(c, s, cost);
   if (t.recompute == RecomputeMode::selective) {
     // The core's forward again: its kernels where they are read, else the tensors it keeps written again.
     const std::optional<ElementwiseBytes>& core = c.elementwise.unfused_core;
@@ -687,7 +711,7 @@ Result<StepSimulation> simulate(const Model& model, const ClusterSpec& cluster, 
   std::vector<PassSeconds> own_matmuls;
   const auto make_table = [&] { return activation_table(model.config, t.activation_profile, t.precision, t.transformers_version); };
   ActivationTable own_table;
-  const ActivationTable& table = memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, LossAccounting::profile, make_table) : (own_table = make_table());
+  const ActivationTable& table = memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, BlockAccounting::profile, LossAccounting::profile, make_table) : (own_table = make_table());
   const ActivationShape shape = activation_shape(request);
   const Context c{model, cluster, request, estimate, settings, roofs,
                   memo ? memo->matmuls(tokens_per_micro_batch, l.tp, t.precision, time_matmuls) : (own_matmuls = time_matmuls()),

@@ -55,9 +55,9 @@ class SimulationMemo {
   // The activation table of a profile, precision and transformers release, with
   // a runtime's loss (memory_model.cpp), computed by `compute` the first time.
   template <typename Compute>
-  const ActivationTable& activation_table(ActivationProfile profile, Precision precision, TransformersVersion transformers, LossAccounting loss,
-                                          Compute compute) {
-    const auto key = std::make_tuple(profile, precision, transformers, loss);
+  const ActivationTable& activation_table(ActivationProfile profile, Precision precision, TransformersVersion transformers, BlockAccounting block,
+                                          LossAccounting loss, Compute compute) {
+    const auto key = std::make_tuple(profile, precision, transformers, block, loss);
     auto found = activation_tables_.find(key);
     if (found == activation_tables_.end()) found = activation_tables_.emplace(key, compute()).first;
     return found->second;
@@ -87,7 +87,7 @@ class SimulationMemo {
   std::map<std::tuple<int64_t, int64_t, Precision>, std::vector<PassSeconds>> matmuls_;
   std::map<std::vector<uint64_t>, double> makespans_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<StageShape>> stage_layouts_;
-  std::map<std::tuple<ActivationProfile, Precision, TransformersVersion, LossAccounting>, ActivationTable> activation_tables_;
+  std::map<std::tuple<ActivationProfile, Precision, TransformersVersion, BlockAccounting, LossAccounting>, ActivationTable> activation_tables_;
   std::map<std::vector<int64_t>, std::vector<int64_t>> in_flight_;
 };
 

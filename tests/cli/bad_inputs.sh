@@ -102,6 +102,12 @@ bad runtime-deepspeed-offload-sgd "steps with DeepSpeedCPUAdam: use --optimizer 
 bad offload-param-colossalai "--offload-param is DeepSpeed ZeRO-3's offload_param" -- estimate --model gpt2 --plugin low_level_zero --offload-param
 bad pin-memory-word "--pin-memory: maybe not in {true,false}" -- estimate --model gpt2 --plugin gemini --pin-memory maybe
 bad runtime-torchtitan-fp16 "--precision fp16 under --runtime torchtitan" -- estimate --model gpt2 --plugin torch_fsdp --runtime torchtitan --precision fp16
+bad fused-rmsnorm-not-torchtitan "--fused-rmsnorm is torchtitan's Triton RMSNorm" -- estimate --model llama-3-8b --plugin torch_fsdp --dp 8 --fused-rmsnorm
+bad fused-rmsnorm-gpt2 "a Llama-shaped model" -- estimate --model gpt2 --plugin torch_fsdp --runtime torchtitan --dp 8 --fused-rmsnorm
+bad fused-rmsnorm-compiled "no --torch-compile" -- estimate --model llama-3-8b --plugin torch_fsdp --runtime torchtitan --dp 8 --torch-compile --fused-rmsnorm
+bad compile-model-only-eager "--compile-model-only leaves torchtitan's loss out of torch.compile" -- estimate --model llama-3-8b --plugin torch_fsdp --runtime torchtitan --dp 8 --compile-model-only
+bad plan-compile-model-only-eager "add --runtime torchtitan and --torch-compile" -- plan --model llama-3-8b --gpus 8 --global-batch 8 --runtime torchtitan --compile-model-only
+bad plan-fused-rmsnorm-colossalai "--fused-rmsnorm is torchtitan's Triton RMSNorm" -- plan --model llama-3-8b --gpus 8 --global-batch 8 --fused-rmsnorm
 
 # Sizes: zero, negative, not a number, too large.
 bad micro-batch-zero "--micro-batch" -- estimate --model gpt2 --micro-batch 0

@@ -82,6 +82,22 @@ TEST(ExportTorchtitan, EverySettingReachesItsKey) {
   expect_lines(exported(export_torchtitan, fp32, 0), {"mixed_precision_param = \"float32\"\n"});
 }
 
+// torchtitan before April 2025 compiled the blocks only: such a plan, through its
+// plan file, says so in [compile]. Its Triton RMSNorm is gone from the exported
+// release, so a plan that counts it is refused.
+TEST(ExportTorchtitan, CompiledBlocksOnlyAndTheRemovedTritonNorm) {
+  const Planned model_only = torchtitan_llama_3_8b([](PlanRequest& r) {
+    r.torch_compile = true;
+    r.compile_model_only = true;
+  });
+  EXPECT_TRUE(model_only.file.plans[0].plugin.compile_model_only);  // read back from the plan document
+  expect_lines(exported(export_torchtitan, model_only, 0), {"[compile]\nenable = true\ncomponents = [\"model\"]\n"});
+  const Planned triton = torchtitan_llama_3_8b([](PlanRequest& r) { r.fused_rmsnorm = true; });
+  EXPECT_TRUE(triton.file.plans[0].plugin.fused_rmsnorm);
+  EXPECT_EQ(refusal(triton, 0), "--to torchtitan: the plan counts torchtitan's Triton RMSNorm (--fused-rmsnorm), which torchtitan removed in February "
+                                "2025 (37c4b818); the exported release runs nn.RMSNorm, so plan again without --fused-rmsnorm");
+}
+
 TEST(ExportTorchtitan, TheFlavorsFfnWidthIsTorchtitansRounding) {
   // Llama 3 70B: 2/3 of 4 × 8192 is 21,845, × 1.3 is 28,398, rounded up to a multiple of 4,096: 28,672.
   const Planned planned = plan_for("llama-3-70b", [](PlanRequest& r) {

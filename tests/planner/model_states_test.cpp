@@ -159,17 +159,20 @@ TEST(Fsdp2States, UntiedHeadUnitAndBlockPrefetched) {
 // model's bf16 logits, their .float() copy and log_softmax's fp32 output (10
 // bytes a logit); backward's start, after `del pred`, three fp32 tensors (12
 // bytes), in bf16 and fp32 alike, where the flash profile counts the one fp32
-// copy. A compiled loss is left to the profile.
+// copy. A compiled loss is left to the profile; compiled blocks beside an eager
+// loss (--compile-model-only) hold the eager loss's.
 TEST(Fsdp2States, TorchtitansEagerLossHoldsThreeFp32TensorsOfTheLogits) {
   const Model model = shipped_model("llama-3-8b");
-  const auto logits = [&](Precision precision, bool compiled) {
+  const auto logits = [&](Precision precision, bool compiled, bool model_only = false) {
     EstimateRequest r = runtime_request(Runtime::torchtitan, PluginKind::torch_fsdp, 8);
     r.training.precision = precision;
     r.training.torch_compile = compiled;
+    r.plugin.compile_model_only = model_only;
     return device(only_row(model, r), Cat::logits);
   };
   const int64_t logit_count = int64_t{1024} * 128256;  // a micro-batch of 1 × 1024 tokens
   EXPECT_EQ(logits(Precision::bf16, true), 4 * logit_count);
+  EXPECT_EQ(logits(Precision::bf16, true, true), 12 * logit_count);
   EXPECT_EQ(logits(Precision::bf16, false), 12 * logit_count);
   EXPECT_EQ(logits(Precision::fp32, false), 12 * logit_count);
 }

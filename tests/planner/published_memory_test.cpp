@@ -33,6 +33,9 @@ EstimateRequest request_of(const json& result) {
   r.plugin.runtime = parse_enum<Runtime>(setup["runtime"].get<std::string>()).value();
   r.training.activation_profile = parse_enum<ActivationProfile>(setup["activation_profile"].get<std::string>()).value();
   r.training.transformers_version = testing::row_transformers_version(setup);
+  r.training.torch_compile = setup.value("torch_compile", false);
+  r.plugin.fused_rmsnorm = setup.value("fused_rmsnorm", false);
+  r.plugin.compile_model_only = setup.value("compile_model_only", false);
   r.training.optimizer = parse_enum<OptimizerKind>(t["optimizer"].get<std::string>()).value();
   r.training.precision = parse_enum<Precision>(t["precision"].get<std::string>()).value();
   r.training.recompute = parse_enum<RecomputeMode>(t["recompute"].get<std::string>()).value();
@@ -46,8 +49,10 @@ EstimateRequest request_of(const json& result) {
     r.plugin.pp_schedule = PipelineSchedule::interleaved;
     r.plugin.num_model_chunks = chunks;
   }
-  // What torch.cuda.max_memory_allocated counts: tensors from the caching allocator.
+  // What torch.cuda.max_memory_allocated counts: tensors from the caching allocator;
+  // max_memory_reserved: its segments, the allocator's reserve with them.
   if (result["reported"]["metric"] == "max_memory_allocated") r.assumptions = r.assumptions.as_pytorch_counts(false);
+  if (result["reported"]["metric"] == "max_memory_reserved") r.assumptions = r.assumptions.as_pytorch_counts(true);
   return r;
 }
 

@@ -80,10 +80,11 @@ TEST(RecomputeBlocks, TheCountsEachRuntimeCanRecompute) {
   EXPECT_EQ(layer_checkpoint_frequency(32, 7), std::nullopt);
 }
 
-// Llama 3 8B at 8,192 tokens: K blocks keep their input, the other 32 − K all they save.
+// Llama 3 8B at 8,192 tokens: K blocks keep their input, the other 32 − K all
+// they save (torchtitan's eager block, activations_torchtitan.h).
 TEST(RecomputeBlocks, ActivationsAreTheRecomputedBlocksInputsAndTheOthersWhole) {
   const Model model = shipped_model("llama-3-8b");
-  const ActivationTable table = activation_table(model.config, ActivationProfile::flash, Precision::bf16);
+  const ActivationTable table = activation_table(model.config, ActivationProfile::flash, Precision::bf16, kMeasuredTransformers, BlockAccounting::torchtitan_eager);
   const ActivationShape shape{1, 8192, 1, false};
   const int64_t whole = block_activation_bytes(table, shape, RecomputeMode::none).stash;
   const int64_t input = block_activation_bytes(table, shape, RecomputeMode::full).stash;
@@ -142,7 +143,7 @@ TEST(RecomputeBlocks, TheSearchRecomputesTheFewestBlocksThatFit) {
     r.runtime = Runtime::torchtitan;
     r.seq_len = 8192;
     r.global_batch_size = 32;
-    r.micro_batch_size = 2;
+    r.micro_batch_size = 1;
   });
   const std::vector<int64_t> torchtitan_counts = partial_recompute_counts(planned.model.config, under(Runtime::torchtitan, PluginKind::torch_fsdp, 1));
   bool found = false;

@@ -85,9 +85,18 @@ struct ActivationTable {
   bool counts_recompute_working_set = false;     // tessera: add one layer's recomputed tensors
 };
 
+// Whose block the flash profile's terms describe: the profile's own (fused
+// kernels, or torch.compile's), or torchtitan's Llama block run op by op
+// (--runtime torchtitan without --torch-compile: activations_torchtitan.h),
+// with its Python RMSNorm or its Triton one (--fused-rmsnorm).
+enum class BlockAccounting { profile, torchtitan_eager, torchtitan_eager_fused_rmsnorm };
+// The flash profile under torchtitan's eager execution (eager_elementwise.h) is
+// its eager block; everything else is the profile's.
+BlockAccounting block_accounting(const ModelConfig& config, const PluginOptions& plugin, const TrainingOptions& training);
+
 // `transformers`: the release the hf profiles describe (transformers_version.h).
 ActivationTable activation_table(const ModelConfig& config, ActivationProfile profile, Precision precision,
-                                 TransformersVersion transformers = kMeasuredTransformers);
+                                 TransformersVersion transformers = kMeasuredTransformers, BlockAccounting block = BlockAccounting::profile);
 
 // Whose loss the flash profile's logits are held by: the profile's own (one
 // fp32 copy of the logits, overwritten by their gradient), Megatron-Core's

@@ -11,7 +11,9 @@
 // torchtitan's ops, from its model (pytorch/torchtitan, torchtitan/models/llama/model.py
 // and models/norms.py as of the 2024 performance tables, e.g. 0199cbc):
 //  - RMSNorm, twice: x.float(), pow(2), mean(-1), x * rsqrt(...), .type_as(x),
-//    * weight (per-row scalars cost nothing);
+//    * weight (per-row scalars cost nothing); or, under --fused-rmsnorm, the
+//    Triton kernel the 2024 tables' 8B and 13B configs chose (norm_type
+//    "fused_rmsnorm" at 0413364), one read and one write forward, three backward;
 //  - RoPE on q and k: .float(), a complex multiply by freqs_cis, .type_as();
 //  - repeat_kv under grouped-query attention: keys and values copied out to
 //    every query head (expand + reshape), and summed back in backward;
@@ -80,9 +82,10 @@ double cast_bytes(double from, double to);
 enum class ElementwiseExecution { fused, torchtitan_llama_eager, hf_gpt2_eager, hf_llama_eager, megatron_lm_kernels };
 ElementwiseExecution elementwise_execution(const ModelConfig& config, Runtime runtime, const TrainingOptions& training);
 
-// One block, per token.
-ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& config, int64_t dtype_bytes);
-OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& config, int64_t dtype_bytes);
+// One block, per token; `fused_rmsnorm`: torchtitan's Triton RMSNorm
+// (PluginOptions::fused_rmsnorm) in place of the Python one.
+ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& config, int64_t dtype_bytes, bool fused_rmsnorm = false);
+OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& config, int64_t dtype_bytes, bool fused_rmsnorm = false);
 
 // Hugging Face GPT-2 on one tensor-parallel rank of `tp` (the MLP's width and
 // the vocabulary split, the hidden state whole). Outside the blocks, the loss

@@ -67,6 +67,11 @@ struct PlanRequest {
   // distributed optimizer, so the search then tries ZeRO stage 1 only.
   bool grad_reduce_in_bf16 = false;
   bool fp8_param_gather = false;
+  // --runtime torchtitan: torchtitan's Triton RMSNorm (--fused-rmsnorm, eager
+  // only) and its loss left out of torch.compile (--compile-model-only), on
+  // every candidate (PluginOptions).
+  bool fused_rmsnorm = false;
+  bool compile_model_only = false;
   // Hybrid sharding (--dp-replicate): 1 shards over every data-parallel rank;
   // R > 1 searches only the layouts whose model states shard (FSDP, ZeRO), as
   // R replicas of dp/R ranks.

@@ -255,6 +255,16 @@ struct PluginOptions {
   // --fp8-param-gather (NeMo's fp8_params): Transformer Engine's GEMM weights are
   // FP8 tensors themselves, all-gathered in FP8, with no bf16 copy to cast (fp8.h).
   bool fp8_param_gather = false;
+  // --runtime torchtitan: torchtitan's `norm_type = "fused_rmsnorm"`, its Triton RMSNorm
+  // (pytorch/torchtitan 34711655, 2024-04-05, until 37c4b818 removed it, 2025-02-06;
+  // the 8B and 13B configs of its 2024 performance tables), one kernel each way
+  // that keeps its 16-bit input and an fp32 rstd per row, where the Python RMSNorm
+  // runs op by op and keeps an fp32 copy (activations_torchtitan.h).
+  bool fused_rmsnorm = false;
+  // --runtime torchtitan under torch.compile: the blocks compiled, the loss eager
+  // (torchtitan's `[compile] components = ["model"]`; every torchtitan from
+  // e8977b00, 2024-12-18, which stopped compiling the loss, to bbb1b616, 2025-04-02).
+  bool compile_model_only = false;
 
   // Model chunks per pipeline stage: num_model_chunks under the interleaved schedule, else 1.
   int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved ? num_model_chunks : 1; }

@@ -1,5 +1,6 @@
 #include "memory_formula_inputs.h"
 
+#include "tessera/planner/activations.h"
 #include "tessera/planner/recompute_blocks.h"
 #include "tessera/planner/report.h"
 
@@ -44,6 +45,8 @@ QString formula_inputs(MemoryCategory category, const planner::RankMemory& row, 
                        const planner::MemoryEstimate& estimate) {
   const auto& t = r.training;
   const auto& a = r.assumptions;
+  const bool torchtitan_eager = planner::block_accounting(model.config, r.plugin, t) != planner::BlockAccounting::profile;
+  const bool torchtitan_eager_loss = planner::loss_accounting(r.plugin, t) == planner::LossAccounting::torchtitan_eager;
   QStringList lines;
   switch (category) {
     case MemoryCategory::parameters:
@@ -59,17 +62,19 @@ QString formula_inputs(MemoryCategory category, const planner::RankMemory& row, 
                           .arg(static_cast<qlonglong>(row.layer_chunks.size()) * t.num_micro_batches)
                           .arg(row.layer_chunks.size())
                           .arg(t.num_micro_batches))
-            << QStringLiteral("recompute %1, profile %2, tp %3%4")
+            << QStringLiteral("recompute %1, profile %2%3, tp %4%5")
                    .arg(QString::fromStdString(planner::describe_recompute(r)), name_of(enum_name(t.activation_profile)))
+                   .arg(torchtitan_eager ? QStringLiteral(" in torchtitan's eager block (what each op saves)") : QString())
                    .arg(r.layout.tp)
                    .arg(r.layout.sequence_parallel ? " + sequence parallel" : "");
       break;
     case MemoryCategory::logits:
-      lines << QStringLiteral("micro-batch %1 × seq %2 × vocabulary %3 / tp %4, fp32")
+      lines << QStringLiteral("micro-batch %1 × seq %2 × vocabulary %3 / tp %4, fp32%5")
                    .arg(t.micro_batch_size)
                    .arg(t.seq_len)
                    .arg(model.config.vocab_size)
                    .arg(r.layout.tp)
+                   .arg(torchtitan_eager_loss ? QStringLiteral(", three tensors (torchtitan's eager loss at backward's start)") : QString())
             << (row.has_head ? QStringLiteral("this row holds the head") : QStringLiteral("only the last stage holds the head"));
       break;
     case MemoryCategory::comm_buffers:

@@ -249,6 +249,14 @@ ActivationTable with_loss(ActivationTable table, LossAccounting loss, Precision 
   return table;
 }
 
+LossAccounting loss_accounting(const PluginOptions& plugin, const TrainingOptions& training) {
+  if (training.activation_profile != ActivationProfile::flash) return LossAccounting::profile;
+  if (plugin.runtime == Runtime::megatron) return LossAccounting::megatron_core;
+  const bool eager_loss = !training.torch_compile || plugin.compile_model_only;
+  if (plugin.runtime == Runtime::torchtitan && eager_loss) return LossAccounting::torchtitan_eager;
+  return LossAccounting::profile;
+}
+
 BlockAccounting block_accounting(const ModelConfig& config, const PluginOptions& plugin, const TrainingOptions& training) {
   if (training.activation_profile != ActivationProfile::flash) return BlockAccounting::profile;
   if (elementwise_execution(config, plugin.runtime, training) != ElementwiseExecution::torchtitan_llama_eager) return BlockAccounting::profile;

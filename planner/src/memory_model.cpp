@@ -422,25 +422,12 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
 }
 
-// Under --runtime megatron or torchtitan the flash profile's logits are held as
-// that runtime's loss holds them (the megatron profile is Korthikanti's
-// accounting as published; flash is what the runtime keeps). torchtitan's loss
-// compiled with the model (its [compile] components) is left to the profile:
-// what inductor's fused kernel keeps has not been read.
-LossAccounting loss_accounting(const EstimateRequest& r) {
-  if (r.training.activation_profile != ActivationProfile::flash) return LossAccounting::profile;
-  if (r.plugin.runtime == Runtime::megatron) return LossAccounting::megatron_core;
-  const bool eager_loss = !r.training.torch_compile || r.plugin.compile_model_only;
-  if (r.plugin.runtime == Runtime::torchtitan && eager_loss) return LossAccounting::torchtitan_eager;
-  return LossAccounting::profile;
-}
-
 // The activation table of a request: its profile's, or its runtime's eager
 // block, with the runtime's loss.
 ActivationTable request_activation_table(const Model& m, const EstimateRequest& r) {
   const TrainingOptions& t = r.training;
-  return with_loss(activation_table(m.config, t.activation_profile, t.precision, t.transformers_version, block_accounting(m.config, r.plugin, r.training)), loss_accounting(r),
-                   t.precision);
+  const BlockAccounting block = block_accounting(m.config, r.plugin, t);
+  return with_loss(activation_table(m.config, t.activation_profile, t.precision, t.transformers_version, block), loss_accounting(r.plugin, t), t.precision);
 }
 
 // What one block keeps for a micro-batch under the request's recompute, and
@@ -500,8 +487,10 @@ Result<MemoryEstimate> estimate(const Model& model, const GpuProfile& gpu, const
   const TrainingOptions& t = request.training;
   const auto make_table = [&] { return request_activation_table(model, request); };
   ActivationTable own_table;
+  const BlockAccounting block = block_accounting(model.config, request.plugin, t);
+  const LossAccounting loss = loss_accounting(request.plugin, t);
   const ActivationTable& table =
-      memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, block_accounting(model.config, request.plugin, request.training), loss_accounting(request), make_table) : (own_table = make_table());
+      memo ? memo->activation_table(t.activation_profile, t.precision, t.transformers_version, block, loss, make_table) : (own_table = make_table());
   std::vector<StageShape> own_layouts;
   const std::vector<StageShape>& layouts = memo ? memo->stage_layouts(model, request) : (own_layouts = stage_layouts(model, request));
   const ActivationShape shape = activation_shape(request);

@@ -28,6 +28,7 @@
 #include "layout_editor.h"
 #include "measured_figures.h"
 #include "measured_run_view.h"
+#include "memory_formula_inputs.h"
 #include "memory_view.h"
 #include "pipeline_view.h"
 #include "plan_table_model.h"
@@ -514,6 +515,30 @@ class ViewsTest : public QObject {
     QCOMPARE(session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "model": "gpt2"})", "old.json").value().transformers_version,
              planner::kMeasuredTransformers);
     QVERIFY(!session_from_json(R"({"schema": 1, "kind": "tessera-gui-session", "transformers_version": "latest"})", "s.json").ok());
+  }
+
+  // A memory bar's inputs say when torchtitan's eager block and eager loss are what is counted.
+  void memoryInputsNameTorchtitansEagerBlockAndLoss() {
+    auto model = planner::load_model("llama-3-8b");
+    QVERIFY(model.ok());
+    const auto gpu = planner::load_gpu("h100-80g");
+    QVERIFY(gpu.ok());
+    planner::EstimateRequest r;
+    r.plugin.kind = planner::PluginKind::torch_fsdp;
+    r.plugin.runtime = planner::Runtime::torchtitan;
+    r.layout.dp = 8;
+    r.training.seq_len = 8192;
+    const auto inputs = [&](MemoryCategory category) {
+      const auto estimate = planner::estimate_memory(model.value(), gpu.value(), r);
+      return estimate.ok() ? formula_inputs(category, estimate->ranks.front(), model.value(), r, estimate.value()) : QString();
+    };
+    QVERIFY(inputs(MemoryCategory::activations).contains(QStringLiteral("torchtitan's eager block")));
+    QVERIFY(inputs(MemoryCategory::logits).contains(QStringLiteral("three tensors")));
+    r.training.torch_compile = true;
+    QVERIFY(!inputs(MemoryCategory::activations).contains(QStringLiteral("torchtitan's eager block")));
+    QVERIFY(!inputs(MemoryCategory::logits).contains(QStringLiteral("three tensors")));
+    r.plugin.compile_model_only = true;
+    QVERIFY(inputs(MemoryCategory::logits).contains(QStringLiteral("three tensors")));
   }
 
   // The measured-run dashboard: step time and tokens/s measured against the prediction of

@@ -104,6 +104,10 @@ ActivationTable activation_table(const ModelConfig& config, ActivationProfile pr
 // eager cross entropy (--runtime torchtitan without torch.compile: three fp32
 // tensors of the logits' size at backward's start).
 enum class LossAccounting { profile, megatron_core, torchtitan_eager };
+// Under --runtime megatron or torchtitan the flash profile's logits are held as
+// that runtime's loss holds them; a torchtitan loss compiled with its blocks is
+// left to the profile (what inductor's fused kernel keeps has not been read).
+LossAccounting loss_accounting(const PluginOptions& plugin, const TrainingOptions& training);
 ActivationTable with_loss(ActivationTable table, LossAccounting loss, Precision precision);
 
 struct ActivationShape {

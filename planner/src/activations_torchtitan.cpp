@@ -28,7 +28,12 @@
 // repeat_kv copies it) are terms that only torchtitan's op-level policy keeps.
 // Under checkpointing every recomputed block holds what it keeps again while
 // its backward runs (counts_recompute_working_set), and a checkpoint keeps the
-// block's input as it came, in 16 bits.
+// block's input as it came, in 16 bits. By then autograd has freed the loss's
+// tensors (working_set_after_loss): the last block's backward follows the loss's,
+// the head's and the final norm's.
+// This is torchtitan's block up to 2025; today's (v0.2.2, models/llama3/model/
+// model.py) hands SDPA grouped-query k and v (enable_gqa) without repeat_kv's
+// copies, which the planner still counts, as its eager traffic does.
 #include "activations_torchtitan.h"
 
 #include "activation_terms.h"
@@ -51,7 +56,7 @@ void rms_norm(std::vector<ActivationTerm>& terms, const ModelConfig& c, int64_t 
   const int64_t h = c.hidden_size;
   ActivationTerm kept = fused ? term(input, h, dt, Split::sequence) : term(fp32_input, h, kFp32, Split::sequence);
   kept.is_block_input = block_input;
-  if (block_input && !fused) kept.checkpointed_bytes_per_element = dt;
+  if (block_input && !fused && dt < kFp32) kept.checkpointed_bytes_per_element = dt;  // in fp32, x.float() is x
   terms.push_back(kept);
   terms.push_back(term(rstd, 1, kFp32, Split::sequence));
   if (!fused) terms.push_back(term(normalized, h, dt, Split::sequence));
@@ -81,6 +86,7 @@ ActivationTable torchtitan_eager_table(const ModelConfig& c, int64_t dt, bool fu
   b.push_back(term("activation_output", I, dt, Split::tensor_parallel));
   mark_op_policy(b, c, dt);
   t.counts_recompute_working_set = true;
+  t.working_set_after_loss = true;
   // The embedding keeps the token ids for its backward; the final norm as the blocks', then the output layer's input.
   t.first_stage.push_back(term("input_ids", 1, 8, Split::whole));
   rms_norm(t.last_stage, c, dt, fused_rmsnorm, false, "final_norm_input", "final_norm_fp32_input", "final_norm_rstd", "final_norm_normalized",

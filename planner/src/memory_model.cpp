@@ -236,7 +236,7 @@ void add_activations(const Model& m, const StageShape& s, const EstimateRequest&
   int64_t kept = 0;  // the passes held at the peak, logits included
   for (size_t j = 0; j < parts.pass_bytes.size(); ++j) kept += s.in_flight_per_chunk[j] * parts.pass_bytes[j];
   const int64_t logits = s.in_flight_per_chunk.back() * parts.logits_per_pass;
-  out.add(Cat::activations, kDevice, kept - logits + parts.backward_scratch + parts.working);
+  out.add(Cat::activations, kDevice, kept - logits + parts.transient_beyond(logits));
   if (s.last) out.add(Cat::logits, kDevice, logits);
   // Pipeline send/recv buffers: one activation and one gradient per neighbouring
   // stage, each (s/t if sequence parallel, b, h) in the compute dtype (Megatron p2p).
@@ -463,6 +463,7 @@ void fill_stage_activations(const ActivationTable& table, const ActivationShape&
     parts.pass_bytes.back() += terms_bytes(table.last_stage, shape) + parts.logits_per_pass;
   }
   parts.backward_scratch = terms_bytes(table.backward_scratch, shape);
+  parts.working_after_logits = s.last && table.working_set_after_loss;
 }
 
 // Completes a stage of stage_layouts with what its passes keep and how many of

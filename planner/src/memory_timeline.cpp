@@ -31,7 +31,10 @@ std::vector<Change> pass_changes(const StageActivations& parts, const StageShape
     const int64_t blocks = std::max(1, stage.chunks[chunk].num_layers);
     const double end_s = e.start_s + e.duration_s;
     const auto block_start = [&](int64_t k) { return e.start_s + e.duration_s * static_cast<double>(k) / static_cast<double>(blocks); };
-    const int64_t transient = parts.working + (forward ? 0 : parts.backward_scratch);
+    // Where the working set is the recomputed blocks' and follows the loss, the
+    // forward holds none of it and the backward frees the logits as it starts.
+    const bool logits_first = !forward && logits > 0 && parts.working_after_logits;
+    const int64_t transient = (forward && parts.working_after_logits ? 0 : parts.working) + (forward ? 0 : parts.backward_scratch);
     changes.push_back({e.start_s, Cat::activations, transient});
     changes.push_back({end_s, Cat::activations, -transient});
     for (int64_t k = 0; k < blocks; ++k) {
@@ -46,7 +49,7 @@ std::vector<Change> pass_changes(const StageActivations& parts, const StageShape
     if (forward) {
       changes.push_back({block_start(blocks - 1), Cat::logits, logits});
     } else {
-      changes.push_back({blocks > 1 ? block_start(1) : end_s, Cat::logits, -logits});
+      changes.push_back({logits_first ? e.start_s : blocks > 1 ? block_start(1) : end_s, Cat::logits, -logits});
     }
   }
   // Frees before allocations at the same moment: a pass ending as the next begins

@@ -21,6 +21,8 @@ std::optional<EstimateRequest> refit_plan(const EstimateRequest& plan, const Pla
   EstimateRequest out = plan;
   apply_shared_training(request, out.training);
   out.plugin.pin_memory = request.pin_memory;
+  out.plugin.fused_rmsnorm = request.fused_rmsnorm;  // torchtitan's, as the search sets them (search_templates.cpp)
+  out.plugin.compile_model_only = request.compile_model_only;
   const auto& modes = request.recompute;
   if (!modes.empty() && std::find(modes.begin(), modes.end(), t.recompute) == modes.end()) {
     out.training.recompute = modes.front();

@@ -150,11 +150,14 @@ Status check_plan_runtime(const PlanRequest& p) {
   if ((p.grad_reduce_in_bf16 || p.fp8_param_gather) && p.runtime != Runtime::megatron) {
     return invalid(std::string(p.grad_reduce_in_bf16 ? "--grad-reduce-in-bf16" : "--fp8-param-gather") + " is Megatron-LM's: add --runtime megatron");
   }
-  if (p.fused_rmsnorm && !(p.runtime == Runtime::torchtitan && !p.torch_compile)) {
-    return invalid("--fused-rmsnorm is torchtitan's Triton RMSNorm in its eager Llama block: add --runtime torchtitan, without --torch-compile");
+  const bool flash = p.activation_profile == ActivationProfile::flash;
+  if (p.fused_rmsnorm && !(p.runtime == Runtime::torchtitan && !p.torch_compile && flash)) {
+    return invalid("--fused-rmsnorm is torchtitan's Triton RMSNorm in its eager Llama block: add --runtime torchtitan, without --torch-compile, "
+                   "with --activation-profile flash");
   }
-  if (p.compile_model_only && !(p.runtime == Runtime::torchtitan && p.torch_compile)) {
-    return invalid("--compile-model-only leaves torchtitan's loss out of torch.compile: add --runtime torchtitan and --torch-compile");
+  if (p.compile_model_only && !(p.runtime == Runtime::torchtitan && p.torch_compile && flash)) {
+    return invalid("--compile-model-only leaves torchtitan's loss out of torch.compile: add --runtime torchtitan and --torch-compile, "
+                   "with --activation-profile flash");
   }
   if (p.grad_reduce_in_bf16 && !grad_reduce_in_bf16_applies(p.precision)) {
     return invalid("--grad-reduce-in-bf16 keeps the bf16 runs' fp32 gradient buffer in bf16: it needs --precision bf16 or fp8");

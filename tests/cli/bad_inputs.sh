@@ -105,6 +105,7 @@ bad runtime-torchtitan-fp16 "--precision fp16 under --runtime torchtitan" -- est
 bad fused-rmsnorm-not-torchtitan "--fused-rmsnorm is torchtitan's Triton RMSNorm" -- estimate --model llama-3-8b --plugin torch_fsdp --dp 8 --fused-rmsnorm
 bad fused-rmsnorm-gpt2 "a Llama-shaped model" -- estimate --model gpt2 --plugin torch_fsdp --runtime torchtitan --dp 8 --fused-rmsnorm
 bad fused-rmsnorm-compiled "no --torch-compile" -- estimate --model llama-3-8b --plugin torch_fsdp --runtime torchtitan --dp 8 --torch-compile --fused-rmsnorm
+bad fused-rmsnorm-megatron-profile "--activation-profile flash" -- estimate --model llama-3-8b --plugin torch_fsdp --runtime torchtitan --dp 8 --activation-profile megatron --fused-rmsnorm
 bad compile-model-only-eager "--compile-model-only leaves torchtitan's loss out of torch.compile" -- estimate --model llama-3-8b --plugin torch_fsdp --runtime torchtitan --dp 8 --compile-model-only
 bad plan-compile-model-only-eager "add --runtime torchtitan and --torch-compile" -- plan --model llama-3-8b --gpus 8 --global-batch 8 --runtime torchtitan --compile-model-only
 bad plan-fused-rmsnorm-colossalai "--fused-rmsnorm is torchtitan's Triton RMSNorm" -- plan --model llama-3-8b --gpus 8 --global-batch 8 --fused-rmsnorm

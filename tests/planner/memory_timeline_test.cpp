@@ -85,6 +85,32 @@ TEST_F(MemoryTimeline, OneStageHoldsOnePassAtATime) {
   EXPECT_EQ(std::prev(after)->bytes.device_total(), out.memory.ranks.front().device_total);
 }
 
+// torchtitan's eager block (activations_torchtitan.h): autograd frees the loss's
+// tensors before the last block's backward recomputes it, so the peak holds the
+// kept passes and the larger of the logits and the working set, never both; the
+// timeline's highest point is still the estimate's, micro-batch after micro-batch.
+TEST_F(MemoryTimeline, TorchtitansRecomputeFollowsItsLoss) {
+  EstimateRequest r;
+  r.plugin.kind = PluginKind::torch_fsdp;
+  r.plugin.runtime = Runtime::torchtitan;
+  r.layout.dp = 8;
+  r.training.seq_len = 4096;
+  r.training.num_micro_batches = 2;
+  r.training.recompute = RecomputeMode::full;
+  const Run out = run(r);
+  const StageActivations parts = stage_shapes(model, r).front().activations;
+  ASSERT_TRUE(parts.working_after_logits);
+  ASSERT_GT(parts.working, 0);
+  ASSERT_GT(parts.logits_per_pass, parts.working);  // Llama 2's 32,000 logits × 12 bytes a token
+  const RankMemory& row = out.memory.ranks.front();
+  EXPECT_EQ(row.bytes[Cat::activations].device + row.bytes[Cat::logits].device, parts.pass_bytes[0]);
+  const RankMemoryTimeline& t = out.timelines.front();
+  EXPECT_EQ(t.points[t.peak].bytes.device_total(), row.device_total);
+  for (const MemoryPoint& p : t.points) {
+    EXPECT_FALSE(p.bytes[Cat::logits].device > 0 && p.bytes[Cat::activations].device > parts.pass_bytes[0] - parts.logits_per_pass) << p.start_s;
+  }
+}
+
 // A 1F1B pipeline's first stage keeps pp passes before its first backward; the last stage one.
 TEST_F(MemoryTimeline, FirstPipelineStageHoldsAPassPerStage) {
   const EstimateRequest r = hybrid(2, 4, 8, PipelineSchedule::one_f_one_b);

@@ -63,9 +63,10 @@ struct ActivationTerm {
   ActivationSplit split = ActivationSplit::tensor_parallel;
   bool kept_under_selective = true;  // false: dropped and recomputed by selective recompute
   bool is_block_input = false;     // the one term full recompute keeps
-  // Full recompute keeps the block's input as the checkpoint received it: 0 =
-  // this term's own width, else these bytes per element (a 16-bit input of
-  // which the block itself keeps only an fp32 copy: Hugging Face's Llama).
+  // A checkpoint (full recompute, torchtitan's op-level policy) keeps the block's
+  // input as it received it: 0 = this term's own width, else these bytes per
+  // element (a 16-bit input of which the block itself keeps only an fp32 copy:
+  // Hugging Face's Llama, torchtitan's Python RMSNorm).
   int64_t checkpointed_bytes_per_element = 0;
   bool per_position = false;       // shared by a micro-batch's sequences (RoPE's tables): seq_len rows, not b·s
   bool per_micro_batch = false;    // independent of the tokens (autocast's 16-bit copies of the weights): once per micro-batch
@@ -82,7 +83,13 @@ struct ActivationTable {
   // input every checkpointed block receives (transformers' [b, 1, s, s] attention mask).
   std::vector<ActivationTerm> shared_checkpoint_inputs;
   std::vector<ActivationTerm> backward_scratch;  // activation gradients, once per stage (tessera)
-  bool counts_recompute_working_set = false;     // tessera: add one layer's recomputed tensors
+  // Add what one recomputed block keeps again while its backward runs (tessera,
+  // torchtitan's eager block).
+  bool counts_recompute_working_set = false;
+  // Autograd frees the loss's tensors before the last block's backward recomputes
+  // it (torchtitan's eager block), so that working set and the logits never
+  // coexist; the engine's buffers do (tessera).
+  bool working_set_after_loss = false;
 };
 
 // Whose block the flash profile's terms describe: the profile's own (fused

@@ -10,6 +10,7 @@
 // are stated as Assumptions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -101,6 +102,15 @@ struct StageActivations {
   int64_t logits_per_pass = 0;      // of the last chunk's pass, on the last stage
   int64_t working = 0;
   int64_t backward_scratch = 0;
+  // The working set and scratch come after the logits are freed
+  // (ActivationTable::working_set_after_loss, on the stage holding the loss).
+  bool working_after_logits = false;
+  // What the working set and scratch add at the stage's peak: beyond the logits
+  // where they follow them.
+  int64_t transient_beyond(int64_t logits) const {
+    const int64_t transient = working + backward_scratch;
+    return working_after_logits ? std::max<int64_t>(0, transient - logits) : transient;
+  }
 };
 
 // One pipeline stage as the memory model and the simulator see it.

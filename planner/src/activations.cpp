@@ -257,6 +257,12 @@ LossAccounting loss_accounting(const PluginOptions& plugin, const TrainingOption
   return LossAccounting::profile;
 }
 
+ActivationTable request_activation_table(const ModelConfig& config, const PluginOptions& plugin, const TrainingOptions& training) {
+  const ActivationTable table = activation_table(config, training.activation_profile, training.precision, training.transformers_version,
+                                                 block_accounting(config, plugin, training));
+  return with_loss(table, loss_accounting(plugin, training), training.precision);
+}
+
 BlockAccounting block_accounting(const ModelConfig& config, const PluginOptions& plugin, const TrainingOptions& training) {
   if (training.activation_profile != ActivationProfile::flash) return BlockAccounting::profile;
   if (elementwise_execution(config, plugin.runtime, training) != ElementwiseExecution::torchtitan_llama_eager) return BlockAccounting::profile;

@@ -422,13 +422,6 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
 }
 
-// The activation table of a request: its profile's, or its runtime's eager
-// block, with the runtime's loss.
-ActivationTable request_activation_table(const Model& m, const EstimateRequest& r) {
-  const TrainingOptions& t = r.training;
-  const BlockAccounting block = block_accounting(m.config, r.plugin, t);
-  return with_loss(activation_table(m.config, t.activation_profile, t.precision, t.transformers_version, block), loss_accounting(r.plugin, t), t.precision);
-}
 
 // What one block keeps for a micro-batch under the request's recompute, and
 // under --recompute-num-layers what a block outside the recomputed ones keeps:
@@ -486,7 +479,7 @@ Result<MemoryEstimate> estimate(const Model& model, const GpuProfile& gpu, const
   GeminiSummary gemini;
   if (request.plugin.kind == PluginKind::gemini) gemini = plan_gemini(model, request);
   const TrainingOptions& t = request.training;
-  const auto make_table = [&] { return request_activation_table(model, request); };
+  const auto make_table = [&] { return request_activation_table(model.config, request.plugin, request.training); };
   ActivationTable own_table;
   const BlockAccounting block = block_accounting(model.config, request.plugin, t);
   const LossAccounting loss = loss_accounting(request.plugin, t);
@@ -562,7 +555,7 @@ std::vector<StageShape> stage_layouts(const Model& m, const EstimateRequest& r) 
 }
 
 std::vector<StageShape> stage_shapes(const Model& m, const EstimateRequest& r) {
-  const ActivationTable table = request_activation_table(m, r);
+  const ActivationTable table = request_activation_table(m.config, r.plugin, r.training);
   const ActivationShape shape = activation_shape(r);
   const BlockKinds blocks = block_kinds(table, shape, r.training);
   std::vector<StageShape> stages = stage_layouts(m, r);

@@ -250,7 +250,7 @@ Status check_activation_bytes(const Model& m, const EstimateRequest& r) {
   if (runs_hugging_face_modules(t.activation_profile)) {
     if (auto reason = unsupported_transformers_version(t.transformers_version, m.config.family)) return invalid(*reason);
   }
-  const ActivationTable table = activation_table(m.config, t.activation_profile, t.precision, t.transformers_version);
+  const ActivationTable table = request_activation_table(m.config, r.plugin, t);
   const double tokens = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.seq_len);
   const auto bytes = [&](const std::vector<ActivationTerm>& terms) {
     double total = 0;

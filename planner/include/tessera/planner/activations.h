@@ -117,6 +117,10 @@ enum class LossAccounting { profile, megatron_core, torchtitan_eager };
 LossAccounting loss_accounting(const PluginOptions& plugin, const TrainingOptions& training);
 ActivationTable with_loss(ActivationTable table, LossAccounting loss, Precision precision);
 
+// The activation table a request's estimate counts: its profile's, or its
+// runtime's eager block (block_accounting), with its runtime's loss.
+ActivationTable request_activation_table(const ModelConfig& config, const PluginOptions& plugin, const TrainingOptions& training);
+
 struct ActivationShape {
   int64_t micro_batch_size = 1;
   int64_t seq_len = 1;

@@ -25,6 +25,9 @@ ElementwiseBytes python_rms_norm_bytes(double d) {
 // (the per-row rstd and the weight's per-SM partial sums are small).
 ElementwiseBytes triton_rms_norm_bytes(double d) { return {2 * d, 3 * d}; }
 
+// torchtitan's RMSNorm as the run chose it (PluginOptions::fused_rmsnorm).
+ElementwiseBytes torchtitan_rms_norm_bytes(double d, bool fused) { return fused ? triton_rms_norm_bytes(d) : python_rms_norm_bytes(d); }
+
 // An embedding lookup per element of its output: the gathered row written; in backward the
 // gradient read and added into the weight's gradient row (read, write).
 ElementwiseBytes embedding_lookup_bytes(double d) { return {d, 3 * d}; }
@@ -101,7 +104,7 @@ ElementwiseBytes torchtitan_eager_block_bytes(const ModelConfig& c, int64_t dtyp
   const auto q = static_cast<double>(c.q_width());
   const auto kv = static_cast<double>(c.kv_width());
   const auto I = static_cast<double>(c.intermediate_size);
-  const ElementwiseBytes norm = fused_rmsnorm ? triton_rms_norm_bytes(d) : python_rms_norm_bytes(d);
+  const ElementwiseBytes norm = torchtitan_rms_norm_bytes(d, fused_rmsnorm);
   // Per element of q and k: the cast up, the complex multiply (read, write), the cast down; backward the same.
   const double rope = cast + 2 * f + cast;
   // repeat_kv copies keys and values from kv_width to q_width (summed back in backward).
@@ -123,7 +126,7 @@ OutsideBlocksBytes torchtitan_eager_outside_bytes(const ModelConfig& c, int64_t 
   const auto d = static_cast<double>(dtype_bytes);
   const auto h = static_cast<double>(c.hidden_size);
   const ElementwiseBytes embedding = embedding_lookup_bytes(d);
-  const ElementwiseBytes norm = fused_rmsnorm ? triton_rms_norm_bytes(d) : python_rms_norm_bytes(d);
+  const ElementwiseBytes norm = torchtitan_rms_norm_bytes(d, fused_rmsnorm);
   const ElementwiseBytes loss = upcast_cross_entropy_bytes(c.vocab_size, dtype_bytes);
   return {{embedding.forward * h, embedding.backward * h}, {norm.forward * h + loss.forward, norm.backward * h + loss.backward}};
 }

@@ -422,7 +422,6 @@ bool same_row(const RankMemory& a, const RankMemory& b) {
          (a.last_layer - a.first_layer) == (b.last_layer - b.first_layer);
 }
 
-
 // What one block keeps for a micro-batch under the request's recompute, and
 // under --recompute-num-layers what a block outside the recomputed ones keeps:
 // everything it saves (recompute_blocks.h).

@@ -150,12 +150,11 @@ Status check_plan_runtime(const PlanRequest& p) {
   if ((p.grad_reduce_in_bf16 || p.fp8_param_gather) && p.runtime != Runtime::megatron) {
     return invalid(std::string(p.grad_reduce_in_bf16 ? "--grad-reduce-in-bf16" : "--fp8-param-gather") + " is Megatron-LM's: add --runtime megatron");
   }
-  const bool flash = p.activation_profile == ActivationProfile::flash;
-  if (p.fused_rmsnorm && !(p.runtime == Runtime::torchtitan && !p.torch_compile && flash)) {
+  if (p.fused_rmsnorm && !fused_rmsnorm_applies(p.runtime, p.activation_profile, p.torch_compile)) {
     return invalid("--fused-rmsnorm is torchtitan's Triton RMSNorm in its eager Llama block: add --runtime torchtitan, without --torch-compile, "
                    "with --activation-profile flash");
   }
-  if (p.compile_model_only && !(p.runtime == Runtime::torchtitan && p.torch_compile && flash)) {
+  if (p.compile_model_only && !compile_model_only_applies(p.runtime, p.activation_profile, p.torch_compile)) {
     return invalid("--compile-model-only leaves torchtitan's loss out of torch.compile: add --runtime torchtitan and --torch-compile, "
                    "with --activation-profile flash");
   }

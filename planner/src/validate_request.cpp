@@ -182,12 +182,12 @@ Status check_plugin(const Model& m, const EstimateRequest& r) {
     return invalid("--fp8-param-gather keeps Transformer Engine's weights in FP8 and all-gathers them so (Megatron-LM): it needs --runtime megatron, "
                    "--precision fp8 and the distributed optimizer (--zero-stage 1)");
   }
-  const bool flash = r.training.activation_profile == ActivationProfile::flash;
-  if (p.fused_rmsnorm && !(p.runtime == Runtime::torchtitan && !r.training.torch_compile && flash && is_torchtitan_llama_block(m.config))) {
+  const TrainingOptions& t = r.training;
+  if (p.fused_rmsnorm && !(fused_rmsnorm_applies(p.runtime, t.activation_profile, t.torch_compile) && is_torchtitan_llama_block(m.config))) {
     return invalid("--fused-rmsnorm is torchtitan's Triton RMSNorm in its eager Llama block: it needs --runtime torchtitan, a Llama-shaped "
                    "model, --activation-profile flash and no --torch-compile");
   }
-  if (p.compile_model_only && !(p.runtime == Runtime::torchtitan && r.training.torch_compile && flash)) {
+  if (p.compile_model_only && !compile_model_only_applies(p.runtime, t.activation_profile, t.torch_compile)) {
     return invalid("--compile-model-only leaves torchtitan's loss out of torch.compile: it needs --runtime torchtitan, --torch-compile and "
                    "--activation-profile flash");
   }

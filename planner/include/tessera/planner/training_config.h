@@ -110,6 +110,16 @@ constexpr int64_t optimizer_state_count(OptimizerKind k) {
   return (k == OptimizerKind::adam || k == OptimizerKind::adamw) ? 2 : (k == OptimizerKind::sgd_momentum ? 1 : 0);
 }
 
+// Where torchtitan's --fused-rmsnorm (its eager block's Triton RMSNorm) and
+// --compile-model-only (its compiled blocks beside an eager loss) apply: under
+// its runtime and the flash profile, eager or compiled (estimate's and plan's checks).
+constexpr bool fused_rmsnorm_applies(Runtime runtime, ActivationProfile profile, bool torch_compile) {
+  return runtime == Runtime::torchtitan && profile == ActivationProfile::flash && !torch_compile;
+}
+constexpr bool compile_model_only_applies(Runtime runtime, ActivationProfile profile, bool torch_compile) {
+  return runtime == Runtime::torchtitan && profile == ActivationProfile::flash && torch_compile;
+}
+
 // Global gradient-norm clipping (Pascanu et al. 2013) that Tessera's engine
 // applies and every export writes: DeepSpeed's gradient_clipping, ColossalAI's
 // plugins' max_norm or the optimizer wrapper's clip_grad_by_norm.
